@@ -1,0 +1,1 @@
+"""Platform adapters (Telegram, Slack, terminal) that turn platform updates into neutral messages and render replies."""

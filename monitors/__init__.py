@@ -1,0 +1,1 @@
+"""Standing monitors: schedule grammar, scheduler, runs, subscriptions and the delivery outbox."""

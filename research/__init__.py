@@ -1,0 +1,1 @@
+"""Research steps: plan queries, collect, de-duplicate and cluster, rank, critique, synthesize, export."""

@@ -1,0 +1,138 @@
+"""The contract every source keeps: the query it takes, the `Item` it returns, and how it fails."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware in UTC."""
+    return datetime.now(UTC)
+
+
+class Engagement(BaseModel):
+    """Whatever engagement counts a source gives; `None` means the source does not report it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    points: NonNegativeInt | None = None
+    """Score, upvotes or stars."""
+    likes: NonNegativeInt | None = None
+    reposts: NonNegativeInt | None = None
+    """Reposts, retweets, forks: copies that spread the item."""
+    comments: NonNegativeInt | None = None
+
+    def total(self) -> int:
+        """Sum of the counts that are known, for ranking."""
+        return sum(v for v in (self.points, self.likes, self.reposts, self.comments) if v is not None)
+
+
+class Item(BaseModel):
+    """One thing a source found: a story, post, paper, release or page."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(min_length=1)
+    """Stable id: `<source>:<source's own id>` when the source has one, else a hash of the canonical URL."""
+    source: str = Field(min_length=1)
+    """Short name of the source that returned it (`hn`, `news`, `rss`, ...)."""
+    url: str = Field(min_length=1)
+    """Canonical URL (see `sources.urls.canonical_url`)."""
+    title: str
+    text: str = ""
+    """Body, abstract or snippet; plain text."""
+    author: str | None = None
+    published: AwareDatetime | None = None
+    """When it was published, in UTC; `None` when the source does not say."""
+    engagement: Engagement = Field(default_factory=Engagement)
+    language: str | None = None
+    """ISO 639-1 code when known."""
+    query: str = ""
+    """The query text that found it."""
+    collected_at: AwareDatetime = Field(default_factory=utc_now)
+
+
+def item_id(source: str, *, native_id: str | None = None, canonical: str | None = None) -> str:
+    """Build an `Item.id`: the source's own id when there is one, else a hash of the canonical URL."""
+    if native_id:
+        return f"{source}:{native_id}"
+    if not canonical:
+        raise ValueError("an item needs either a native id or a canonical URL")
+    return "url:" + hashlib.sha256(canonical.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchQuery:
+    """What to look for. Sources use what they can of it and ignore the rest."""
+
+    text: str
+    since: datetime | None = None
+    until: datetime | None = None
+    language: str | None = None
+    """ISO 639-1 code, e.g. `en`, `zh`."""
+    region: str | None = None
+    """ISO 3166 country code, e.g. `US`, `CN` (Google News uses it)."""
+    limit: int = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceBatch:
+    """What one `search` call returned: the items, and how many malformed entries were skipped."""
+
+    items: list[Item] = field(default_factory=list)
+    skipped: int = 0
+
+
+class SourceErrorKind(StrEnum):
+    """Why a source failed, coarse enough to show a person and to decide on retrying."""
+
+    TIMEOUT = "timeout"
+    RATE_LIMITED = "rate_limited"
+    SERVER = "server_error"
+    CLIENT = "client_error"
+    NETWORK = "network"
+    BLOCKED = "blocked_address"
+    TOO_LARGE = "too_large"
+    BAD_RESPONSE = "bad_response"
+    UNAVAILABLE = "unavailable"
+
+
+class SourceError(Exception):
+    """A source could not answer. Collection records it and goes on with the other sources."""
+
+    def __init__(
+        self,
+        kind: SourceErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+
+
+@runtime_checkable
+class Source(Protocol):
+    """A public source of items."""
+
+    name: str
+    """Short name used in commands and CSVs (`hn`, `news`, `rss`, ...)."""
+    needs_key: bool
+    """Whether the source needs credentials to work at all."""
+
+    def unavailable_reason(self) -> str | None:
+        """Why the source is off (e.g. a missing key), or `None` when it can be used."""
+        ...
+
+    async def search(self, query: SearchQuery) -> SourceBatch:
+        """Find items for the query. Raises `SourceError` when the source cannot answer."""
+        ...
