@@ -1,1 +1,1 @@
-"""Composition root: settings (the only reader of the environment), logging, wiring, the `lookout` CLI and the HTTP server."""
+"""Composition root: settings (the only reader of the environment), logging, the `lookout` CLI, the HTTP server."""

@@ -6,7 +6,9 @@ from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 
 
 def test_routes_replay_queue_and_record(fake_server: FakeHTTPServer) -> None:
-    fake_server.route("GET", "/x", [FakeResponse(status=429, headers={"Retry-After": "1"}), FakeResponse.json({"ok": 1})])
+    fake_server.route(
+        "GET", "/x", [FakeResponse(status=429, headers={"Retry-After": "1"}), FakeResponse.json({"ok": 1})]
+    )
     with httpx.Client(base_url=fake_server.url) as client:
         first = client.get("/x", params={"q": "deepseek"})
         second = client.get("/x")

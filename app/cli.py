@@ -1,0 +1,90 @@
+"""The `lookout` command line: run the service, chat, manage the database, collect and research."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import platform
+import sys
+
+import typer
+
+from app.logging_setup import configure_logging
+from app.settings import Settings, SettingsError, load_settings
+
+cli = typer.Typer(
+    name="lookout",
+    help="Lookout keeps watch for you: standing monitors and on-the-spot research in your chats.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_cli = typer.Typer(help="Manage the database.", no_args_is_help=True)
+cli.add_typer(db_cli, name="db")
+
+
+def startup() -> Settings:
+    """Load settings and set up logging, or exit with the one-sentence reason the configuration is wrong."""
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(code=2) from None
+    configure_logging(level=settings.log_level, secrets=settings.secret_values())
+    return settings
+
+
+@cli.command()
+def version() -> None:
+    """Print Lookout's version and the versions of the libraries it stands on."""
+    packages = ("pydantic-ai-slim", "google-genai", "python-telegram-bot", "slack-bolt", "sqlalchemy")
+    typer.echo(f"lookout {importlib.metadata.version('lookout')}")
+    typer.echo(f"python {platform.python_version()}")
+    for name in packages:
+        typer.echo(f"{name} {importlib.metadata.version(name)}")
+
+
+@db_cli.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every pending migration to DATABASE_URL (this also happens at every start)."""
+    from storage import upgrade_database
+
+    settings = startup()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    asyncio.run(upgrade_database(settings.database_url))
+    typer.echo("Database is up to date.")
+
+
+@cli.command()
+def run() -> None:
+    """Start every configured frontend, the scheduler and the HTTP server; stop with Ctrl-C or SIGTERM."""
+    from app.service import run_service
+
+    settings = startup()
+    try:
+        asyncio.run(run_service(settings))
+    except OSError as exc:
+        typer.echo(f"Lookout could not start: {exc}", err=True)
+        raise typer.Exit(code=1) from None
+
+
+@cli.command()
+def chat() -> None:
+    """Chat with Lookout in this terminal, with the same agent and scheduler as the chat platforms."""
+    startup()
+    typer.echo(
+        "The terminal chat is not available yet: the conversation agent and the terminal frontend are "
+        'still being built.\nWhat works today: `lookout research "<query>"` and '
+        '`lookout collect "<request>"`.',
+        err=True,
+    )
+    raise typer.Exit(code=1)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="lookout")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The one ASGI app (starlette, served by uvicorn on the shared loop): `/healthz` now, platform webhooks later."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+
+import uvicorn
+from pydantic import BaseModel
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+logger = logging.getLogger(__name__)
+
+HealthCheck = Callable[[], Awaitable[bool]]
+"""Answers whether one component works; an exception counts as not working."""
+
+
+class Health(BaseModel):
+    """What `/healthz` reports."""
+
+    status: str
+    """`ok` when every check passed, else `degraded`."""
+    checks: dict[str, str]
+    """Component name → `ok` or `failing`."""
+
+
+async def run_health_checks(checks: Mapping[str, HealthCheck]) -> Health:
+    results: dict[str, str] = {}
+    for name, check in checks.items():
+        try:
+            ok = await asyncio.wait_for(check(), timeout=5)
+        except Exception:
+            logger.warning("health check %s raised", name, exc_info=True)
+            ok = False
+        results[name] = "ok" if ok else "failing"
+    status = "ok" if all(v == "ok" for v in results.values()) else "degraded"
+    return Health(status=status, checks=results)
+
+
+def build_http_app(*, checks: Mapping[str, HealthCheck], routes: Sequence[BaseRoute] = ()) -> Starlette:
+    """The ASGI app: `/healthz` plus whatever routes the frontends add."""
+
+    async def healthz(_: Request) -> JSONResponse:
+        health = await run_health_checks(checks)
+        return JSONResponse(health.model_dump(), status_code=200 if health.status == "ok" else 503)
+
+    return Starlette(routes=[Route("/healthz", healthz, methods=["GET"]), *routes])
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """A uvicorn server that leaves signals to the process that embeds it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    # Bind here rather than in uvicorn: uvicorn calls sys.exit() when it cannot bind, and an
+    # embedded server must fail with an error the process can report, not end the process.
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        raise OSError(f"the HTTP server could not listen on {host}:{port} ({exc.strerror})") from None
+
+
+async def serve_http(app: Starlette, *, host: str, port: int, stop: asyncio.Event) -> None:
+    """Serve `app` until `stop` is set; in-flight requests finish before this returns."""
+    listener = _listen(host, port)
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off")
+    server = _EmbeddedServer(config)
+    serving = asyncio.create_task(server.serve(sockets=[listener]))
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        server.should_exit = True
+        await serving
+    finally:
+        stopping.cancel()
+        listener.close()

@@ -1,0 +1,55 @@
+"""Logging, set up once at start: one handler, quiet HTTP libraries, and secrets scrubbed from every record."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+# A Telegram bot token sits in every Bot API URL: bot<digits>:<35-ish chars>.
+TELEGRAM_TOKEN_IN_URL = re.compile(r"bot\d{5,}:[A-Za-z0-9_-]{20,}")
+REDACTED = "[redacted]"
+# Libraries that log whole request URLs (and so tokens) at INFO.
+NOISY_LOGGERS = ("httpx", "httpcore", "hpack", "urllib3", "aiosqlite", "asyncio")
+
+
+class SecretScrubber(logging.Filter):
+    """Rewrites each record so that token-shaped strings and the configured secrets never reach output."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        # Longest first, so a secret that contains another is removed whole.
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        text = TELEGRAM_TOKEN_IN_URL.sub("bot" + REDACTED, text)
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self.scrub(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.scrub(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.scrub(record.stack_info)
+        return True
+
+
+def configure_logging(*, level: str = "INFO", secrets: Iterable[str] = (), stream: TextIO | None = None) -> None:
+    """Install the one root handler; call once from the CLI entry point, never at import."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(SecretScrubber(secrets))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)

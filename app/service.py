@@ -1,0 +1,70 @@
+"""The long-running process behind `lookout run`: one event loop for the HTTP server and every frontend."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+
+from app.http_server import build_http_app, serve_http
+from app.settings import Settings
+from storage import Database, upgrade_database
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Component:
+    """One part of the process and whether it runs, with the reason when it does not."""
+
+    name: str
+    on: bool
+    reason: str
+
+
+def plan_components(settings: Settings) -> list[Component]:
+    """Say which parts will run and why the others will not; nothing here pretends to run."""
+    telegram_reason = (
+        "TELEGRAM_BOT_TOKEN is set, but the Telegram frontend is not built yet"
+        if settings.telegram_bot_token
+        else "TELEGRAM_BOT_TOKEN is not set"
+    )
+    slack_reason = (
+        "SLACK_BOT_TOKEN is set, but the Slack frontend is not built yet"
+        if settings.slack_bot_token
+        else "SLACK_BOT_TOKEN is not set"
+    )
+    llm_reason = settings.llm_unavailable_reason()
+    return [
+        Component("http", True, f"serving /healthz on {settings.http_host}:{settings.http_port}"),
+        Component("telegram", False, telegram_reason),
+        Component("slack", False, slack_reason),
+        Component("scheduler", False, "standing monitors are not built yet"),
+        Component("llm", llm_reason is None, llm_reason or f"{settings.llm_model} / {settings.llm_heavy_model}"),
+    ]
+
+
+def _install_stop_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+
+async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    """Migrate the database, then serve until SIGINT/SIGTERM (or `stop` is set)."""
+    stop = stop or asyncio.Event()
+    _install_stop_signals(stop)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    await upgrade_database(settings.database_url)
+    database = Database(settings.database_url)
+    try:
+        for component in plan_components(settings):
+            logger.info("%s: %s — %s", component.name, "on" if component.on else "off", component.reason)
+        if not (settings.allowed_users or settings.allowed_chats):
+            logger.warning("ALLOWED_USERS and ALLOWED_CHATS are empty: anyone who finds the bot can use it")
+        app = build_http_app(checks={"database": database.ping})
+        await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+    finally:
+        await database.dispose()
+    logger.info("stopped")

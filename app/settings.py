@@ -1,0 +1,239 @@
+"""Typed configuration: the only code that reads the environment or `.env`."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_LIGHT_MODEL = "google:gemini-3.5-flash-lite"
+DEFAULT_HEAVY_MODEL = "google:gemini-3.8-flash"
+
+CommaList = Annotated[list[str], NoDecode]
+"""A list given in the environment as comma-separated values (`ALLOWED_USERS=123,456`)."""
+
+
+class SettingsError(Exception):
+    """The configuration cannot work; the message is one sentence naming the variable."""
+
+
+class Settings(BaseSettings):
+    """Everything Lookout can be told from outside. Field names map to UPPER_CASE variables."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        validate_default=True,
+    )
+
+    # Core
+    database_url: str = ""
+    """SQLAlchemy async URL: `sqlite+aiosqlite:///path` or `postgresql+asyncpg://...`; unset means
+    `lookout.db` in DATA_DIR (`sqlite+aiosqlite:///./data/lookout.db` with the default DATA_DIR)."""
+    data_dir: Path = Path("./data")
+    """Where exports (CSV, JSON, charts) and the default database live."""
+    log_level: str = "INFO"
+    timezone: str = "UTC"
+    """Default IANA timezone for new chats and schedules."""
+
+    # Models
+    llm_model: str = DEFAULT_LIGHT_MODEL
+    """Light model for chat and planning: any pydantic-ai model string; empty turns the LLM off."""
+    llm_heavy_model: str = DEFAULT_HEAVY_MODEL
+    """Heavy model for critique and synthesis."""
+    gemini_api_key: SecretStr | None = None
+    gemini_base_url: str | None = None
+
+    # Telegram
+    telegram_bot_token: SecretStr | None = None
+    telegram_api_url: str = "https://api.telegram.org"
+    telegram_webhook_url: str | None = None
+    telegram_webhook_secret: SecretStr | None = None
+
+    # Slack
+    slack_bot_token: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_api_url: str = "https://slack.com/api/"
+
+    # HTTP server
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=8080, ge=1, le=65535)
+
+    # Access
+    allowed_users: CommaList = Field(default_factory=list)
+    allowed_chats: CommaList = Field(default_factory=list)
+    admin_users: CommaList = Field(default_factory=list)
+
+    # Monitors
+    min_monitor_interval: int = Field(default=900, ge=60)
+    """Seconds; no monitor may run more often."""
+
+    # Sources
+    allow_private_urls: bool = False
+    """Let feed and page URLs reach private addresses (self-hosted feeds, tests)."""
+    http_user_agent: str = "Lookout/0.1 (+https://github.com/lookout-bot/lookout; monitoring bot)"
+    hn_api_url: str = "https://hn.algolia.com/api/v1"
+    news_rss_url: str = "https://news.google.com/rss"
+    arxiv_api_url: str = "https://export.arxiv.org/api/query"
+    github_api_url: str = "https://api.github.com"
+    github_token: SecretStr | None = None
+    reddit_api_url: str = "https://oauth.reddit.com"
+    reddit_auth_url: str = "https://www.reddit.com/api/v1/access_token"
+    reddit_client_id: str | None = None
+    reddit_client_secret: SecretStr | None = None
+    wikipedia_api_url: str = "https://{lang}.wikipedia.org/w/api.php"
+    openalex_api_url: str = "https://api.openalex.org"
+    openalex_api_key: SecretStr | None = None
+    semanticscholar_api_url: str = "https://api.semanticscholar.org/graph/v1"
+    semanticscholar_api_key: SecretStr | None = None
+    x_api_url: str = "https://api.x.com/2"
+    x_bearer_token: SecretStr | None = None
+    rsshub_url: str | None = None
+
+    @field_validator("allowed_users", "allowed_chats", "admin_users", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator(
+        "gemini_api_key",
+        "gemini_base_url",
+        "telegram_bot_token",
+        "telegram_webhook_url",
+        "telegram_webhook_secret",
+        "slack_bot_token",
+        "slack_app_token",
+        "slack_signing_secret",
+        "github_token",
+        "reddit_client_id",
+        "reddit_client_secret",
+        "openalex_api_key",
+        "semanticscholar_api_key",
+        "x_bearer_token",
+        "rsshub_url",
+        mode="before",
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        # `.env.example` copies leave `KEY=` lines; an empty value means "not configured".
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in logging.getLevelNamesMapping():
+            raise ValueError(f"LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, not {value!r}")
+        return level
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"TIMEZONE must be an IANA name such as Europe/Berlin, not {value!r}") from None
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _supported_database(cls, value: str) -> str:
+        if value and not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
+            raise ValueError(
+                "DATABASE_URL must start with sqlite+aiosqlite:// or postgresql+asyncpg://, "
+                f"not {value.split(':', 1)[0]!r}"
+            )
+        return value
+
+    @field_validator(
+        "telegram_api_url",
+        "slack_api_url",
+        "gemini_base_url",
+        "hn_api_url",
+        "news_rss_url",
+        "arxiv_api_url",
+        "github_api_url",
+        "reddit_api_url",
+        "reddit_auth_url",
+        "openalex_api_url",
+        "semanticscholar_api_url",
+        "x_api_url",
+        "rsshub_url",
+    )
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and (urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc):
+            raise ValueError(f"must be an http(s) URL, not {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Settings:
+        if not self.database_url:
+            path = self.data_dir / "lookout.db"
+            prefix = "" if path.is_absolute() else "./"
+            self.database_url = f"sqlite+aiosqlite:///{prefix}{path.as_posix()}"
+        if self.slack_bot_token and not (self.slack_app_token or self.slack_signing_secret):
+            raise ValueError(
+                "SLACK_BOT_TOKEN is set but Slack needs SLACK_APP_TOKEN (Socket Mode) "
+                "or SLACK_SIGNING_SECRET (HTTP mode) as well"
+            )
+        if (self.slack_app_token or self.slack_signing_secret) and not self.slack_bot_token:
+            raise ValueError("SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is missing")
+        if self.slack_app_token and not self.slack_app_token.get_secret_value().startswith("xapp-"):
+            raise ValueError("SLACK_APP_TOKEN must be an app-level token starting with xapp-")
+        if self.telegram_webhook_url:
+            if not self.telegram_bot_token:
+                raise ValueError("TELEGRAM_WEBHOOK_URL is set but TELEGRAM_BOT_TOKEN is missing")
+            if not self.telegram_webhook_url.startswith("https://"):
+                raise ValueError("TELEGRAM_WEBHOOK_URL must be an https:// URL (Telegram refuses others)")
+            if not self.telegram_webhook_secret:
+                raise ValueError("TELEGRAM_WEBHOOK_URL is set but TELEGRAM_WEBHOOK_SECRET is missing")
+        if bool(self.reddit_client_id) != bool(self.reddit_client_secret):
+            raise ValueError("REDDIT_CLIENT_ID and REDDIT_CLIENT_SECRET must be set together")
+        return self
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret's value, for the log scrubber."""
+        values = []
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr) and value.get_secret_value():
+                values.append(value.get_secret_value())
+        return values
+
+    def llm_unavailable_reason(self) -> str | None:
+        """Why no language model can be used, or `None` when the light model is usable."""
+        if not self.llm_model.strip():
+            return "LLM_MODEL is empty, so the language model is turned off"
+        if self.llm_model.startswith("google:") and self.gemini_api_key is None:
+            return "GEMINI_API_KEY is not set (get one at aistudio.google.com and put it in .env)"
+        return None
+
+
+def _variable_of(error_loc: tuple[int | str, ...]) -> str:
+    return str(error_loc[0]).upper() if error_loc else ""
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment and `.env`; raise `SettingsError` with one clear sentence."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        message = str(first["msg"]).removeprefix("Value error, ")
+        variable = _variable_of(first["loc"])
+        if variable and variable not in message:
+            message = f"{variable}: {message}"
+        raise SettingsError(f"Invalid configuration — {message}.") from None

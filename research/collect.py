@@ -1,0 +1,249 @@
+"""Run every query against every source concurrently, within a bound, and record what each pair returned."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+
+from sources.base import Item, SearchQuery, Source, SourceError, SourceErrorKind, utc_now
+
+logger = logging.getLogger(__name__)
+
+UNEXPECTED = "unexpected"
+"""Error kind recorded when a source raised something other than `SourceError` (a bug in the source)."""
+
+ErrorKind = SourceErrorKind | Literal["unexpected"]
+
+
+class ProgressEvent(BaseModel):
+    """A small progress report for a display: what happened, and how far along the work is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["search_done", "attempt_started", "attempt_done", "exporting", "finished"]
+    """`search_done`: one (source, query) pair answered; the others belong to the iterative job."""
+    message: str
+    """One line a person can read, e.g. `hn · "deepseek": 42 items`."""
+    done: NonNegativeInt = 0
+    """Steps finished so far in the current phase."""
+    total: NonNegativeInt = 0
+    """Steps in the current phase; 0 when unknown."""
+
+
+ProgressCallback = Callable[[ProgressEvent], None]
+"""Receives progress events; must be quick and must not raise (errors are logged and ignored)."""
+
+
+class SearchStatus(StrEnum):
+    """How one (source, query) search ended."""
+
+    OK = "ok"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    """The source was off (`unavailable_reason()` was set) and was not asked."""
+
+
+class SearchOutcome(BaseModel):
+    """What one source answered to one query."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    query: str
+    """The query text."""
+    language: str | None = None
+    status: SearchStatus
+    count: NonNegativeInt = 0
+    """Items returned (after truncation to the query's limit)."""
+    skipped_malformed: NonNegativeInt = 0
+    """Entries the source dropped because they were malformed."""
+    error_kind: ErrorKind | None = None
+    """Why it failed (`SourceErrorKind`, or `unexpected` for a bug in the source); `None` when it did not."""
+    message: str | None = None
+    """The error message, or why the source was skipped."""
+    seconds: NonNegativeFloat = 0.0
+    """How long the search took."""
+
+
+class SourceTally(BaseModel):
+    """Totals for one source over all queries of a collection."""
+
+    source: str
+    items: NonNegativeInt = 0
+    skipped_malformed: NonNegativeInt = 0
+    searches: NonNegativeInt = 0
+    errors: NonNegativeInt = 0
+    skipped_reason: str | None = None
+    """Set when the source was off."""
+
+
+class Collection(BaseModel):
+    """Everything one `collect` call found, plus one outcome per (source, query) pair."""
+
+    items: list[Item] = Field(default_factory=list)
+    """All items in the order they arrived; not de-duplicated."""
+    outcomes: list[SearchOutcome] = Field(default_factory=list)
+    """One entry per (source, query) pair, in source-then-query order."""
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+
+    @property
+    def errors(self) -> list[SearchOutcome]:
+        """The pairs that failed."""
+        return [o for o in self.outcomes if o.status is SearchStatus.ERROR]
+
+    @property
+    def skipped_sources(self) -> dict[str, str]:
+        """Sources that were off, with the reason each gave."""
+        return {o.source: o.message or "" for o in self.outcomes if o.status is SearchStatus.SKIPPED}
+
+    def per_source(self) -> dict[str, SourceTally]:
+        """Totals per source name."""
+        tallies: dict[str, SourceTally] = {}
+        for outcome in self.outcomes:
+            tally = tallies.setdefault(outcome.source, SourceTally(source=outcome.source))
+            if outcome.status is SearchStatus.SKIPPED:
+                tally.skipped_reason = outcome.message
+                continue
+            tally.searches += 1
+            tally.items += outcome.count
+            tally.skipped_malformed += outcome.skipped_malformed
+            tally.errors += outcome.status is SearchStatus.ERROR
+        return tallies
+
+
+def emit(progress: ProgressCallback | None, event: ProgressEvent) -> None:
+    """Hand an event to the callback; a failing display must never break collection."""
+    if progress is None:
+        return
+    try:
+        progress(event)
+    except Exception:
+        logger.exception("progress callback failed")
+
+
+def _unavailable_reason(source: Source) -> str | None:
+    try:
+        return source.unavailable_reason()
+    except Exception as exc:  # a source bug: treat the source as off rather than crash the run
+        logger.exception("source %r: unavailable_reason() failed", getattr(source, "name", source))
+        return f"could not tell whether the source is available: {exc!r}"
+
+
+async def _search_one(
+    source: Source, query: SearchQuery, *, semaphore: asyncio.Semaphore, timeout: float
+) -> tuple[list[Item], SearchOutcome]:
+    async with semaphore:
+        started = time.monotonic()
+        base = {"source": source.name, "query": query.text, "language": query.language}
+        try:
+            batch = await asyncio.wait_for(source.search(query), timeout=timeout)
+        except SourceError as exc:
+            kind, message = exc.kind, str(exc)
+        except TimeoutError:
+            kind, message = SourceErrorKind.TIMEOUT, f"no answer within {timeout:g} s"
+        except Exception as exc:
+            logger.exception("source %r failed unexpectedly on %r", source.name, query.text)
+            kind, message = UNEXPECTED, f"{type(exc).__name__}: {exc}"
+        else:
+            items = [
+                item if item.query else item.model_copy(update={"query": query.text})
+                for item in batch.items[: max(query.limit, 0)]
+            ]
+            outcome = SearchOutcome(
+                **base,
+                status=SearchStatus.OK,
+                count=len(items),
+                skipped_malformed=max(batch.skipped, 0),
+                seconds=time.monotonic() - started,
+            )
+            return items, outcome
+        logger.warning("source %r on %r: %s: %s", source.name, query.text, kind, message)
+        outcome = SearchOutcome(
+            **base,
+            status=SearchStatus.ERROR,
+            error_kind=kind,
+            message=message,
+            seconds=time.monotonic() - started,
+        )
+        return [], outcome
+
+
+async def collect(
+    queries: Sequence[SearchQuery],
+    sources: Sequence[Source],
+    *,
+    concurrency: int = 8,
+    timeout: float = 60.0,
+    progress: ProgressCallback | None = None,
+) -> Collection:
+    """Ask every available source every query, at most `concurrency` searches at a time.
+
+    A source that raises `SourceError`, takes longer than `timeout` seconds, or raises anything else is
+    recorded in its outcome and the others go on. A source whose `unavailable_reason()` is set is not asked;
+    its outcomes say `skipped` with the reason. Never raises for a source's failure.
+    """
+    started_at = utc_now()
+    semaphore = asyncio.Semaphore(max(concurrency, 1))
+    slots: list[asyncio.Task[tuple[list[Item], SearchOutcome]] | SearchOutcome] = []
+    for source in sources:
+        reason = _unavailable_reason(source)
+        for query in queries:
+            if reason is not None:
+                slots.append(
+                    SearchOutcome(
+                        source=source.name,
+                        query=query.text,
+                        language=query.language,
+                        status=SearchStatus.SKIPPED,
+                        message=reason,
+                    )
+                )
+            else:
+                slots.append(
+                    asyncio.ensure_future(_search_one(source, query, semaphore=semaphore, timeout=timeout))
+                )
+
+    tasks = [slot for slot in slots if isinstance(slot, asyncio.Task)]
+    done = 0
+    try:
+        for finished in asyncio.as_completed(tasks):
+            _, outcome = await finished
+            done += 1
+            text = f"{outcome.count} items" if outcome.status is SearchStatus.OK else f"{outcome.error_kind}"
+            emit(
+                progress,
+                ProgressEvent(
+                    kind="search_done",
+                    message=f'{outcome.source} · "{outcome.query}": {text}',
+                    done=done,
+                    total=len(tasks),
+                ),
+            )
+    finally:
+        # When the caller cancels us, no search may outlive the call.
+        for task in tasks:
+            task.cancel()
+
+    items: list[Item] = []
+    outcomes: list[SearchOutcome] = []
+    for slot in slots:
+        if isinstance(slot, SearchOutcome):
+            outcomes.append(slot)
+        else:
+            found, outcome = slot.result()
+            items.extend(found)
+            outcomes.append(outcome)
+    return Collection(items=items, outcomes=outcomes, started_at=started_at, finished_at=_now(started_at))
+
+
+def _now(not_before: datetime) -> datetime:
+    # Clocks can step backwards; a collection never ends before it started.
+    return max(utc_now(), not_before)

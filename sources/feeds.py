@@ -1,0 +1,402 @@
+"""Parse RSS 2.0, Atom and JSON Feed documents into Items, and filter text by a query's keywords."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import feedparser
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from sources.base import Item, SourceBatch, SourceError, SourceErrorKind, item_id
+from sources.urls import canonical_url
+
+# Elements after which a reader would see a break; their text must not run into the next word.
+_BLOCK_TAGS = frozenset(
+    "address article aside blockquote br dd div dl dt figcaption figure footer h1 h2 h3 h4 h5 h6 "
+    "header hr li main nav ol p pre section table td th tr ul".split()
+)
+_INVISIBLE_TAGS = frozenset({"script", "style", "template", "noscript"})
+_TITLE_FROM_TEXT_CHARS = 120
+
+# Common English function words: requiring them would drop matches for no reason.
+STOP_WORDS = frozenset(
+    "a an and are as at be but by for from has have how in into is it its of on or that the their "
+    "this to was were what when where which who why will with about after before new news latest".split()
+)
+
+
+class _TextExtractor(HTMLParser):
+    """Collects the visible text of an HTML fragment."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._hidden_depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _INVISIBLE_TAGS:
+            self._hidden_depth += 1
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _INVISIBLE_TAGS:
+            self._hidden_depth = max(0, self._hidden_depth - 1)
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden_depth:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> str:
+    """Plain text of an HTML fragment: tags dropped, entities decoded, whitespace collapsed."""
+    if "<" not in html and "&" not in html:
+        return " ".join(html.split())
+    extractor = _TextExtractor()
+    extractor.feed(html)
+    extractor.close()
+    lines = (" ".join(line.split()) for line in "".join(extractor.parts).splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def title_from_text(text: str) -> str:
+    """A short title cut from the text on a word boundary, for entries that have no title."""
+    first_line = text.strip().split("\n", 1)[0]
+    if len(first_line) <= _TITLE_FROM_TEXT_CHARS:
+        return first_line
+    cut = first_line[:_TITLE_FROM_TEXT_CHARS].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+# ---------------------------------------------------------------------------------------------
+# Keyword filter
+
+
+_TERM = re.compile(r'"([^"]+)"|(\S+)')
+_EDGE_PUNCTUATION = "\"'“”‘’«»()[]{}<>,.;:!?+"
+
+
+def _normalise(text: str) -> str:
+    # NFKC folds full-width Latin and compatibility forms, casefold handles ß, Σ and friends.
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
+    """The terms of a query: quoted phrases kept whole, words stripped of edge punctuation.
+
+    English stop-words are dropped unless nothing else would be left.
+    """
+    terms: list[str] = []
+    for match in _TERM.finditer(query):
+        phrase, word = match.group(1), match.group(2)
+        term = " ".join(phrase.split()) if phrase is not None else word.strip(_EDGE_PUNCTUATION)
+        if term:
+            terms.append(term)
+    if drop_stop_words:
+        kept = [t for t in terms if " " in t or _normalise(t) not in STOP_WORDS]
+        if kept:
+            return kept
+    return terms
+
+
+def _term_pattern(term: str) -> re.Pattern[str]:
+    escaped = r"\s+".join(re.escape(part) for part in _normalise(term).split())
+    if not term.isascii():
+        # Scripts without spaces (Chinese, Japanese) and inflected words: a substring must do.
+        return re.compile(escaped)
+    # Latin words must start on a word boundary ("ai" must not match "said") and may carry a plural
+    # or possessive ending ("model" matches "models", "OpenAI's").
+    prefix = r"(?<!\w)" if term[:1].isalnum() else ""
+    suffix = r"(?:'s|’s|s|es)?(?!\w)" if term[-1:].isalnum() else ""
+    return re.compile(prefix + escaped + suffix)
+
+
+def matches_keywords(text: str, query: str) -> bool:
+    """Whether every term of the query appears in the text (case-insensitive; quoted phrases together).
+
+    An empty query matches everything.
+    """
+    terms = query_terms(query)
+    if not terms:
+        return True
+    haystack = _normalise(text)
+    return all(_term_pattern(term).search(haystack) for term in terms)
+
+
+# ---------------------------------------------------------------------------------------------
+# Feed parsing
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeedEntry:
+    """One usable entry of a feed, before it becomes an Item (sources add what they know)."""
+
+    link: str
+    """Absolute http(s) link as the feed gave it (not yet canonical)."""
+    title: str
+    text: str
+    author: str | None
+    published: datetime | None
+    language: str | None
+    source_name: str | None = None
+    """The `<source>` element of RSS 2.0 (Google News puts the outlet there)."""
+    source_url: str | None = None
+    entry_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedFeed:
+    """The usable entries of a feed and how many malformed ones were skipped."""
+
+    entries: list[FeedEntry] = field(default_factory=list)
+    skipped: int = 0
+    title: str | None = None
+
+
+class _JsonFeedAuthor(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str | None = None
+
+
+class _JsonFeedItem(BaseModel):
+    """The fields of a JSON Feed (1.0/1.1) item that become an Item."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str | int | None = None
+    url: str | None = None
+    external_url: str | None = None
+    title: str | None = None
+    content_html: str | None = None
+    content_text: str | None = None
+    summary: str | None = None
+    date_published: str | None = None
+    date_modified: str | None = None
+    author: _JsonFeedAuthor | None = None
+    """JSON Feed 1.0."""
+    authors: list[_JsonFeedAuthor] = []
+    """JSON Feed 1.1."""
+    language: str | None = None
+
+
+def _language_code(value: object) -> str | None:
+    """`en-US` → `en`; anything that is not a language tag → None."""
+    if not isinstance(value, str):
+        return None
+    code = value.strip().split("-")[0].split("_")[0].lower()
+    return code if 2 <= len(code) <= 3 and code.isalpha() else None
+
+
+def _absolute_http_link(link: object, base: str) -> str | None:
+    if not isinstance(link, str) or not link.strip():
+        return None
+    absolute = urljoin(base, link.strip())
+    parts = urlsplit(absolute)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return absolute
+
+
+def _struct_time_to_utc(value: object) -> datetime | None:
+    # feedparser already converted the date to UTC; it hands back a struct_time.
+    if not isinstance(value, time.struct_time):
+        return None
+    try:
+        return datetime(*value[:6], tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def as_utc(moment: datetime) -> datetime:
+    """The same moment, UTC-aware; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def in_window(published: datetime | None, *, since: datetime | None, until: datetime | None) -> bool:
+    """Whether a publication time falls in [since, until]; an unknown time is kept (it cannot be judged)."""
+    if published is None:
+        return True
+    if since is not None and published < as_utc(since):
+        return False
+    return not (until is not None and published > as_utc(until))
+
+
+def parse_iso_datetime(value: str | None) -> datetime | None:
+    """An RFC 3339 / ISO 8601 timestamp as a UTC-aware datetime; naive means UTC; garbage → None."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    return as_utc(parsed)
+
+
+def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) -> FeedEntry | None:
+    link = _absolute_http_link(entry.get("link"), base)
+    if link is None:
+        for candidate in entry.get("links") or []:
+            if candidate.get("rel", "alternate") == "alternate":
+                link = _absolute_http_link(candidate.get("href"), base)
+                if link:
+                    break
+    if link is None:
+        return None
+    title = html_to_text(entry.get("title") or "")
+    body = entry.get("summary") or ""
+    for content in entry.get("content") or []:
+        # Full content beats a teaser when the feed gives both.
+        value = content.get("value") or ""
+        if len(value) > len(body):
+            body = value
+    text = html_to_text(body)
+    if not title and not text:
+        return None
+    authors = [a.get("name") for a in entry.get("authors") or [] if a.get("name")]
+    author = ", ".join(authors) if authors else entry.get("author") or None
+    source = entry.get("source") or {}
+    return FeedEntry(
+        link=link,
+        title=title or title_from_text(text),
+        text=text,
+        author=author,
+        published=_struct_time_to_utc(entry.get("published_parsed") or entry.get("updated_parsed")),
+        language=_language_code(entry.get("language")) or feed_language,
+        source_name=html_to_text(source.get("title") or "") or None,
+        source_url=source.get("href") or None,
+        entry_id=entry.get("id") or None,
+    )
+
+
+def _read_xml_feed(content: bytes, *, feed_url: str) -> ParsedFeed:
+    # BytesIO, never bare bytes/str: feedparser treats a string as a URL or path and would fetch it.
+    parsed = feedparser.parse(io.BytesIO(content), response_headers={"content-location": feed_url})
+    if not parsed.get("entries") and not parsed.get("version"):
+        # An HTML page, an error page or plain garbage: say so instead of returning "no items".
+        reason = parsed.get("bozo_exception") or "no RSS/Atom structure"
+        raise SourceError(SourceErrorKind.BAD_RESPONSE, f"not a feed ({feed_url}): {reason}")
+    feed_info = parsed.get("feed") or {}
+    feed_language = _language_code(feed_info.get("language"))
+    base = feed_info.get("link") or feed_url
+    entries: list[FeedEntry] = []
+    skipped = 0
+    for raw in parsed.get("entries") or []:
+        try:
+            entry = _entry_from_feedparser(raw, base=_absolute_http_link(base, feed_url) or feed_url,
+                                           feed_language=feed_language)
+        except (AttributeError, TypeError, ValueError):
+            entry = None
+        if entry is None:
+            skipped += 1
+        else:
+            entries.append(entry)
+    title = html_to_text(feed_info.get("title") or "") or None
+    return ParsedFeed(entries=entries, skipped=skipped, title=title)
+
+
+def _read_json_feed(document: dict[str, Any], *, feed_url: str) -> ParsedFeed:
+    feed_language = _language_code(document.get("language"))
+    base = document.get("home_page_url") or feed_url
+    base = _absolute_http_link(base, feed_url) or feed_url
+    raw_items = document.get("items")
+    if not isinstance(raw_items, list):
+        raise SourceError(SourceErrorKind.BAD_RESPONSE, f"JSON Feed without an items list ({feed_url})")
+    entries: list[FeedEntry] = []
+    skipped = 0
+    for raw in raw_items:
+        try:
+            item = _JsonFeedItem.model_validate(raw)
+        except ValidationError:
+            skipped += 1
+            continue
+        link = _absolute_http_link(item.url, base) or _absolute_http_link(item.external_url, base)
+        title = html_to_text(item.title or "")
+        text = item.content_text or html_to_text(item.content_html or "") or html_to_text(item.summary or "")
+        text = text.strip()
+        if link is None or (not title and not text):
+            skipped += 1
+            continue
+        names = [a.name for a in item.authors if a.name] or ([item.author.name] if item.author and item.author.name else [])
+        entries.append(
+            FeedEntry(
+                link=link,
+                title=title or title_from_text(text),
+                text=text,
+                author=", ".join(names) or None,
+                published=parse_iso_datetime(item.date_published or item.date_modified),
+                language=_language_code(item.language) or feed_language,
+                entry_id=str(item.id) if item.id is not None else None,
+            )
+        )
+    title = document.get("title")
+    return ParsedFeed(entries=entries, skipped=skipped, title=title if isinstance(title, str) else None)
+
+
+def _as_json_feed(content: bytes) -> dict[str, Any] | None:
+    """The document when the bytes are a JSON Feed, else None (then it is XML, or garbage)."""
+    head = content.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if head != b"{":
+        return None
+    try:
+        document = json.loads(content.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SourceError(SourceErrorKind.BAD_RESPONSE, f"feed is neither XML nor valid JSON: {exc}") from exc
+    if not isinstance(document, dict) or "jsonfeed.org" not in str(document.get("version", "")):
+        raise SourceError(SourceErrorKind.BAD_RESPONSE, "JSON document is not a JSON Feed")
+    return document
+
+
+def read_feed(content: bytes, *, feed_url: str) -> ParsedFeed:
+    """Parse RSS 2.0 / RSS 1.0 / Atom / JSON Feed bytes into entries; malformed entries are counted.
+
+    Raises `SourceError(BAD_RESPONSE)` when the document is not a feed at all.
+    """
+    document = _as_json_feed(content)
+    if document is not None:
+        return _read_json_feed(document, feed_url=feed_url)
+    return _read_xml_feed(content, feed_url=feed_url)
+
+
+def entry_to_item(entry: FeedEntry, *, source: str, query: str) -> Item:
+    """The Item for a feed entry; its id is the hash of the canonical link."""
+    url = canonical_url(entry.link)
+    return Item(
+        id=item_id(source, canonical=url),
+        source=source,
+        url=url,
+        title=entry.title,
+        text=entry.text,
+        author=entry.author,
+        published=entry.published,
+        language=entry.language,
+        query=query,
+    )
+
+
+def parse_feed(content: bytes, *, source: str, query: str, feed_url: str) -> SourceBatch:
+    """Items from RSS 2.0 / Atom / JSON Feed bytes; malformed entries are skipped and counted.
+
+    No keyword filtering happens here (see `matches_keywords`). Raises `SourceError(BAD_RESPONSE)`
+    when the bytes are not a feed at all.
+    """
+    parsed = read_feed(content, feed_url=feed_url)
+    items: list[Item] = []
+    skipped = parsed.skipped
+    for entry in parsed.entries:
+        try:
+            items.append(entry_to_item(entry, source=source, query=query))
+        except (ValueError, ValidationError):
+            skipped += 1
+    return SourceBatch(items=items, skipped=skipped)

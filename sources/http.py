@@ -1,0 +1,572 @@
+"""The one polite HTTP client every source uses: timeouts, size cap, retries, per-host limits, 304s, SSRF guard."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json as jsonlib
+import random
+import re
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import httpcore
+import httpx
+
+from sources.base import SourceError, SourceErrorKind
+from sources.ssrf import AddressPolicy, GuardedNetworkBackend, Resolver, check_scheme, system_resolver
+
+__all__ = [
+    "HostPolicy",
+    "HttpClient",
+    "HttpResponse",
+    "HttpStats",
+    "MemoryValidatorStore",
+    "Resolver",
+    "StoredResponse",
+    "ValidatorStore",
+]
+
+MAX_REDIRECTS = 5
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostPolicy:
+    """How hard one host may be hit."""
+
+    concurrency: int = 4
+    """Simultaneous requests to that host."""
+    min_interval: float = 0.0
+    """Seconds between the starts of two requests to that host."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1 or self.min_interval < 0:
+            raise ValueError(f"invalid host policy: {self}")
+
+
+DEFAULT_HOST_POLICIES: Mapping[str, HostPolicy] = {
+    # arXiv asks for one request every 3 seconds over a single connection.
+    "export.arxiv.org": HostPolicy(concurrency=1, min_interval=3.0),
+}
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    """A fully read response (2xx, or 304)."""
+
+    url: str
+    """Final URL, after redirects."""
+    status: int
+    headers: Mapping[str, str]
+    """Case-insensitive."""
+    content: bytes
+    not_modified: bool = False
+    """A 304 came back; `content` is the body stored from the last 200 (empty if none was stored)."""
+
+    def text(self) -> str:
+        """The body decoded with the declared charset, else UTF-8; undecodable bytes are replaced."""
+        match = _CHARSET.search(self.headers.get("content-type", ""))
+        if match:
+            try:
+                return self.content.decode(match.group(1), errors="replace")
+            except LookupError:
+                pass
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON; `SourceError(BAD_RESPONSE)` when it is not JSON."""
+        try:
+            return jsonlib.loads(self.content)
+        except ValueError as exc:
+            raise SourceError(
+                SourceErrorKind.BAD_RESPONSE, f"{self.url} did not return JSON: {exc}", status=self.status
+            ) from exc
+
+
+@dataclass(frozen=True)
+class HttpStats:
+    """Counters since the client was created (benchmarks and run reports)."""
+
+    requests: int = 0
+    """Requests sent over the wire, counting retries and redirect hops."""
+    bytes_received: int = 0
+    """Response bytes as transferred (before decompression)."""
+    not_modified: int = 0
+    """304 answers."""
+    retries: int = 0
+    redirects: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredResponse:
+    """What conditional GET remembers for one URL: its validators and the body they describe."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    content: bytes
+    content_type: str | None = None
+
+
+class ValidatorStore(Protocol):
+    """Where conditional GET keeps validators and bodies, keyed by the full request URL."""
+
+    async def get(self, key: str) -> StoredResponse | None: ...
+
+    async def put(self, key: str, stored: StoredResponse) -> None: ...
+
+
+class MemoryValidatorStore:
+    """A `ValidatorStore` in memory, least recently used entries dropped past `max_entries`."""
+
+    def __init__(self, *, max_entries: int = 1024) -> None:
+        self._entries: OrderedDict[str, StoredResponse] = OrderedDict()
+        self._max_entries = max_entries
+
+    async def get(self, key: str) -> StoredResponse | None:
+        stored = self._entries.get(key)
+        if stored is not None:
+            self._entries.move_to_end(key)
+        return stored
+
+    async def put(self, key: str, stored: StoredResponse) -> None:
+        self._entries[key] = stored
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max_entries:
+            self._entries.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """One wire response, read (body empty for redirects)."""
+
+    url: httpx.URL
+    status: int
+    headers: httpx.Headers
+    content: bytes
+
+
+class _TransportFailure(SourceError):
+    """Timeout or network failure; `sent` says whether the request may have reached the server."""
+
+    def __init__(self, kind: SourceErrorKind, message: str, *, sent: bool) -> None:
+        super().__init__(kind, message)
+        self.sent = sent
+
+
+class _HostGate:
+    """Per-host concurrency slots and spacing between request starts."""
+
+    def __init__(self, policy: HostPolicy) -> None:
+        self._policy = policy
+        self._slots = asyncio.Semaphore(policy.concurrency)
+        self._spacing = asyncio.Lock()
+        self._next_start = 0.0
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        async with self._slots:
+            if self._policy.min_interval > 0:
+                async with self._spacing:
+                    loop = asyncio.get_running_loop()
+                    wait = self._next_start - loop.time()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    self._next_start = loop.time() + self._policy.min_interval
+            yield
+
+
+class _PoolStream(httpx.AsyncByteStream):
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._stream:
+            yield part
+
+    async def aclose(self) -> None:
+        closer = getattr(self._stream, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+class _BackendTransport(httpx.AsyncBaseTransport):
+    """An httpx transport over an httpcore pool with our network backend (httpx has no knob for it)."""
+
+    def __init__(self, backend: httpcore.AsyncNetworkBackend) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(), network_backend=backend, max_connections=100
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        core_response = await self._pool.handle_async_request(core_request)
+        return httpx.Response(
+            status_code=core_response.status,
+            headers=core_response.headers,
+            stream=_PoolStream(core_response.stream),
+            extensions=core_response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a `Retry-After` header (delta-seconds or HTTP-date); `None` if absent/garbled."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+class HttpClient:
+    """Shared async HTTP client; every failure surfaces as `SourceError`."""
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        allow_private: bool = False,
+        timeout: float = 15.0,
+        max_bytes: int = 10_000_000,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        max_retry_wait: float = 60.0,
+        validators: ValidatorStore | None = None,
+        resolver: Resolver | None = None,
+        exempt_addresses: Iterable[str] = (),
+        attempt_deadline: float | None = None,
+        connect_timeout: float | None = None,
+    ) -> None:
+        """`exempt_addresses` count as public for untrusted URLs (an internal service you vouch for).
+
+        `attempt_deadline` caps one attempt end to end (default twice `timeout`) so a server dripping
+        bytes cannot hold a request forever; `timeout` bounds each read, `connect_timeout` the connect.
+        """
+        self._user_agent = user_agent
+        self._max_bytes = max_bytes
+        self._max_retries = max_retries
+        self._backoff_base = backoff_base
+        self._max_retry_wait = max_retry_wait
+        self._validators: ValidatorStore = validators if validators is not None else MemoryValidatorStore()
+        self._attempt_deadline = attempt_deadline if attempt_deadline is not None else 2 * timeout
+        self._policies: dict[str, HostPolicy] = dict(DEFAULT_HOST_POLICIES)
+        self._gates: dict[str, _HostGate] = {}
+        self._stats = HttpStats()
+        httpx_timeout = httpx.Timeout(timeout, connect=connect_timeout or min(timeout, 10.0))
+        common: dict[str, Any] = {"timeout": httpx_timeout, "follow_redirects": False}
+        # Trusted endpoints (configured APIs) may go through a proxy from the environment; untrusted
+        # URLs never do, since the guard must see the address that is actually connected to.
+        trusted_transport = (
+            _BackendTransport(GuardedNetworkBackend(resolver=resolver, policy=None)) if resolver else None
+        )
+        self._trusted = httpx.AsyncClient(transport=trusted_transport, **common)
+        guard = AddressPolicy.build(allow_private=allow_private, exempt=exempt_addresses)
+        self._untrusted = httpx.AsyncClient(
+            transport=_BackendTransport(GuardedNetworkBackend(resolver=resolver or system_resolver, policy=guard)),
+            trust_env=False,
+            **common,
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._trusted.aclose()
+        await self._untrusted.aclose()
+
+    @property
+    def stats(self) -> HttpStats:
+        return self._stats
+
+    def set_host_policy(self, host: str, policy: HostPolicy) -> None:
+        """Limit requests to `host` (exact host name, lower case); requests already waiting keep the old one."""
+        host = host.lower()
+        self._policies[host] = policy
+        self._gates.pop(host, None)
+
+    async def get(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        conditional: bool = False,
+        untrusted: bool = False,
+    ) -> HttpResponse:
+        """GET `url` (+ `params`). `conditional` sends stored validators; `untrusted` applies the SSRF guard."""
+        target = self._build_url(url, params, untrusted=untrusted)
+        request_headers = dict(headers or {})
+        stored: StoredResponse | None = None
+        key = str(target)
+        if conditional:
+            stored = await self._validators.get(key)
+            if stored is not None:
+                if stored.etag:
+                    request_headers["If-None-Match"] = stored.etag
+                if stored.last_modified:
+                    request_headers["If-Modified-Since"] = stored.last_modified
+        answer = await self._follow("GET", target, request_headers, None, untrusted=untrusted)
+        if answer.status == 304:
+            self._bump(not_modified=1)
+            merged = httpx.Headers(answer.headers)
+            if stored is not None and stored.content_type and "content-type" not in merged:
+                merged["content-type"] = stored.content_type
+            body = stored.content if stored is not None else b""
+            return HttpResponse(str(answer.url), 304, merged, body, not_modified=True)
+        if conditional:
+            etag = answer.headers.get("etag")
+            last_modified = answer.headers.get("last-modified")
+            if etag or last_modified:
+                await self._validators.put(
+                    key,
+                    StoredResponse(
+                        etag=etag,
+                        last_modified=last_modified,
+                        content=answer.content,
+                        content_type=answer.headers.get("content-type"),
+                    ),
+                )
+        return HttpResponse(str(answer.url), answer.status, answer.headers, answer.content)
+
+    async def post(
+        self,
+        url: str,
+        *,
+        data: Mapping[str, str] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        auth: tuple[str, str] | None = None,
+        untrusted: bool = False,
+    ) -> HttpResponse:
+        """POST a form (`data`) or JSON body. Retried only where the server cannot have acted on it."""
+        target = self._build_url(url, None, untrusted=untrusted)
+        request_headers = dict(headers or {})
+        if auth is not None:
+            token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+            request_headers["Authorization"] = f"Basic {token}"
+        body: dict[str, Any] = {}
+        if data is not None:
+            body["data"] = dict(data)
+        if json is not None:
+            body["json"] = json
+        answer = await self._follow("POST", target, request_headers, body, untrusted=untrusted)
+        return HttpResponse(str(answer.url), answer.status, answer.headers, answer.content)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _build_url(self, url: str, params: Mapping[str, str | int] | None, *, untrusted: bool) -> httpx.URL:
+        try:
+            target = httpx.URL(url.strip())
+            if params:
+                target = target.copy_merge_params(dict(params))
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            raise SourceError(SourceErrorKind.CLIENT, f"invalid URL {url[:200]!r}: {exc}") from exc
+        self._check_target(target, untrusted=untrusted)
+        return target
+
+    def _check_target(self, target: httpx.URL, *, untrusted: bool) -> None:
+        if untrusted:
+            check_scheme(target.scheme, str(target))
+        elif target.scheme not in ("http", "https"):
+            raise SourceError(SourceErrorKind.CLIENT, f"unsupported URL scheme in {str(target)[:200]!r}")
+        if not target.host:
+            raise SourceError(SourceErrorKind.CLIENT, f"URL has no host: {str(target)[:200]!r}")
+
+    def _bump(self, **deltas: int) -> None:
+        values = {name: getattr(self._stats, name) + delta for name, delta in deltas.items()}
+        self._stats = HttpStats(**{**self._stats.__dict__, **values})
+
+    async def _follow(
+        self,
+        method: str,
+        target: httpx.URL,
+        headers: dict[str, str],
+        body: dict[str, Any] | None,
+        *,
+        untrusted: bool,
+    ) -> _Answer:
+        """Send, following up to `MAX_REDIRECTS` redirects ourselves so each hop is checked again."""
+        for hop in range(MAX_REDIRECTS + 1):
+            answer = await self._send_with_retries(method, target, headers, body, untrusted=untrusted)
+            if answer.status not in _REDIRECT_STATUSES:
+                return self._accept(answer)
+            location = answer.headers.get("location")
+            if not location:
+                raise SourceError(
+                    SourceErrorKind.BAD_RESPONSE,
+                    f"{answer.status} redirect without Location from {target}",
+                    status=answer.status,
+                )
+            if hop == MAX_REDIRECTS:
+                break
+            try:
+                next_target = target.join(location.strip())
+            except (httpx.InvalidURL, ValueError) as exc:
+                raise SourceError(SourceErrorKind.BAD_RESPONSE, f"bad redirect Location {location!r}") from exc
+            self._check_target(next_target, untrusted=untrusted)
+            if next_target.scheme != target.scheme or next_target.host != target.host:
+                # Never carry credentials to another origin.
+                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            if answer.status == 303 or (answer.status in (301, 302) and method == "POST"):
+                method, body = "GET", None
+            target = next_target
+            self._bump(redirects=1)
+        raise SourceError(SourceErrorKind.BAD_RESPONSE, f"more than {MAX_REDIRECTS} redirects from {target}")
+
+    def _accept(self, answer: _Answer) -> _Answer:
+        if 200 <= answer.status < 300 or answer.status == 304:
+            return answer
+        snippet = answer.content[:200].decode("utf-8", errors="replace").strip()
+        if 400 <= answer.status < 500:
+            kind = SourceErrorKind.CLIENT
+        elif answer.status >= 500:
+            kind = SourceErrorKind.SERVER
+        else:
+            kind = SourceErrorKind.BAD_RESPONSE
+        raise SourceError(kind, f"HTTP {answer.status} from {answer.url}: {snippet}", status=answer.status)
+
+    async def _send_with_retries(
+        self,
+        method: str,
+        target: httpx.URL,
+        headers: dict[str, str],
+        body: dict[str, Any] | None,
+        *,
+        untrusted: bool,
+    ) -> _Answer:
+        """One hop with retries on 429, 5xx, timeouts and connection failures, with backoff and jitter."""
+        idempotent = method in ("GET", "HEAD")
+        attempt = 0
+        while True:
+            failure: SourceError
+            retry_after: float | None = None
+            try:
+                answer = await self._send_once(method, target, headers, body, untrusted=untrusted)
+            except _TransportFailure as exc:
+                if not exc.sent or idempotent:
+                    failure = SourceError(exc.kind, str(exc))
+                else:
+                    raise SourceError(exc.kind, str(exc)) from None
+            else:
+                status = answer.status
+                if status != 429 and (status < 500 or (not idempotent and status != 503)):
+                    return answer
+                retry_after = parse_retry_after(answer.headers.get("retry-after"))
+                kind = SourceErrorKind.RATE_LIMITED if status == 429 else SourceErrorKind.SERVER
+                snippet = answer.content[:200].decode("utf-8", errors="replace").strip()
+                failure = SourceError(
+                    kind, f"HTTP {status} from {target}: {snippet}", status=status, retry_after=retry_after
+                )
+                if retry_after is not None and retry_after > self._max_retry_wait:
+                    raise failure  # the server asks for longer than we are willing to wait
+            if attempt >= self._max_retries:
+                raise failure
+            attempt += 1
+            self._bump(retries=1)
+            await asyncio.sleep(retry_after if retry_after is not None else self._backoff(attempt))
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self._max_retry_wait, self._backoff_base * 2 ** (attempt - 1))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+    def _gate(self, host: str) -> _HostGate:
+        gate = self._gates.get(host)
+        if gate is None:
+            gate = self._gates[host] = _HostGate(self._policies.get(host, HostPolicy()))
+        return gate
+
+    async def _send_once(
+        self,
+        method: str,
+        target: httpx.URL,
+        headers: dict[str, str],
+        body: dict[str, Any] | None,
+        *,
+        untrusted: bool,
+    ) -> _Answer:
+        client = self._untrusted if untrusted else self._trusted
+        request = client.build_request(
+            method, target, headers={"User-Agent": self._user_agent, **headers}, **(body or {})
+        )
+        sent = False
+        async with self._gate(target.host).slot():
+            try:
+                async with asyncio.timeout(self._attempt_deadline):
+                    self._bump(requests=1)
+                    response = await client.send(request, stream=True)
+                    sent = True
+                    try:
+                        content = await self._read_capped(response)
+                    finally:
+                        await response.aclose()
+                        self._bump(bytes_received=response.num_bytes_downloaded)
+            except (TimeoutError, httpx.TimeoutException, httpcore.TimeoutException) as exc:
+                sent = sent or not isinstance(exc, httpx.ConnectTimeout | httpcore.ConnectTimeout)
+                raise _TransportFailure(SourceErrorKind.TIMEOUT, f"timed out fetching {target}", sent=sent) from exc
+            except (httpx.ConnectError, httpcore.ConnectError) as exc:
+                raise _TransportFailure(
+                    SourceErrorKind.NETWORK, f"cannot connect to {target.host}: {exc}", sent=False
+                ) from exc
+            except httpx.DecodingError as exc:
+                raise SourceError(SourceErrorKind.BAD_RESPONSE, f"undecodable body from {target}") from exc
+            except (httpx.TransportError, httpcore.NetworkError, httpcore.ProtocolError) as exc:
+                if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+                    raise SourceError(SourceErrorKind.CLIENT, f"cannot send {target}: {exc}") from exc
+                raise _TransportFailure(
+                    SourceErrorKind.NETWORK, f"network error fetching {target}: {exc}", sent=True
+                ) from exc
+        return _Answer(response.url, response.status_code, response.headers, content)
+
+    async def _read_capped(self, response: httpx.Response) -> bytes:
+        if response.status_code in _REDIRECT_STATUSES:
+            return b""
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_bytes:
+            raise SourceError(
+                SourceErrorKind.TOO_LARGE,
+                f"{response.url} declares {declared} bytes, over the {self._max_bytes} cap",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise SourceError(SourceErrorKind.TOO_LARGE, f"{response.url} sent more than {self._max_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)

@@ -1,0 +1,151 @@
+"""Papers from the Semantic Scholar Graph API (`/paper/search`); a key is optional but spares its 429s."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
+
+from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
+from sources.config import SourcesConfig
+from sources.http import HttpClient
+from sources.urls import canonical_url
+
+logger = logging.getLogger(__name__)
+
+MAX_LIMIT = 100
+"""`/paper/search` returns at most 100 papers per request."""
+PAPER_FIELDS = "title,abstract,url,year,publicationDate,authors,citationCount,externalIds"
+PAPER_PAGE = "https://www.semanticscholar.org/paper/"
+
+
+class S2Author(BaseModel):
+    author_id: str | None = Field(default=None, alias="authorId")
+    name: str | None = None
+
+
+class S2Paper(BaseModel):
+    """One paper of `data`, with the fields we ask for."""
+
+    paper_id: str = Field(alias="paperId", min_length=1)
+    title: str | None = None
+    abstract: str | None = None
+    url: str | None = None
+    """The paper's Semantic Scholar page."""
+    year: int | None = None
+    publication_date: str | None = Field(default=None, alias="publicationDate")
+    """`YYYY-MM-DD` when known (often only `year` is)."""
+    authors: list[S2Author] = Field(default_factory=list)
+    citation_count: NonNegativeInt | None = Field(default=None, alias="citationCount")
+    external_ids: dict[str, str | int | None] | None = Field(default=None, alias="externalIds")
+    """`DOI`, `ArXiv`, `CorpusId`, ..."""
+
+
+def _publication_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value[:10]).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def paper_url(paper: S2Paper) -> str:
+    """Where the paper lives, preferring ids other sources share (arXiv, DOI) so duplicates line up."""
+    ids = paper.external_ids or {}
+    arxiv_id = ids.get("ArXiv")
+    if arxiv_id:
+        return f"https://arxiv.org/abs/{arxiv_id}"
+    doi = ids.get("DOI")
+    if doi:
+        return f"https://doi.org/{doi}"
+    return paper.url or PAPER_PAGE + paper.paper_id
+
+
+def publication_range(since: datetime | None, until: datetime | None) -> str | None:
+    """The `publicationDateOrYear` filter for a time window (`2026-11-01:` or `:2026-11-30`)."""
+    if since is None and until is None:
+        return None
+    start = since.date().isoformat() if since is not None else ""
+    end = until.date().isoformat() if until is not None else ""
+    return f"{start}:{end}"
+
+
+class SemanticScholarSource:
+    """Papers matching the query; citations count as points."""
+
+    name = "semanticscholar"
+    needs_key = False
+
+    def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
+        self._client = client
+        self._config = config
+
+    def _key(self) -> str:
+        key = self._config.semanticscholar_api_key
+        return key.get_secret_value() if key is not None else ""
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    async def search(self, query: SearchQuery) -> SourceBatch:
+        params: dict[str, str | int] = {
+            "query": query.text,
+            "fields": PAPER_FIELDS,
+            "limit": max(1, min(query.limit, MAX_LIMIT)),
+        }
+        window = publication_range(query.since, query.until)
+        if window is not None:
+            params["publicationDateOrYear"] = window
+        headers = {"x-api-key": self._key()} if self._key() else {}
+        url = f"{self._config.semanticscholar_api_url.rstrip('/')}/paper/search"
+        try:
+            response = await self._client.get(url, params=params, headers=headers)
+        except SourceError as error:
+            message = str(error).replace(self._key(), "***") if self._key() else str(error)
+            if error.status == 429:
+                message = "semanticscholar is rate limiting (HTTP 429); an API key raises the limit"
+                kind = SourceErrorKind.RATE_LIMITED
+            else:
+                kind = error.kind
+            raise SourceError(kind, message, status=error.status, retry_after=error.retry_after) from None
+        try:
+            document = json.loads(response.content)
+        except ValueError:
+            raise SourceError(SourceErrorKind.BAD_RESPONSE, "semanticscholar returned something other than JSON") from None
+        if not isinstance(document, dict):
+            raise SourceError(SourceErrorKind.BAD_RESPONSE, "semanticscholar returned an unexpected document")
+        # With no match the API answers `{"total": 0, "offset": 0}` without a `data` list.
+        papers = document.get("data", [])
+        if not isinstance(papers, list):
+            raise SourceError(SourceErrorKind.BAD_RESPONSE, "semanticscholar `data` is not a list")
+        items: list[Item] = []
+        skipped = 0
+        for raw in papers:
+            try:
+                items.append(self._to_item(S2Paper.model_validate(raw), query))
+            except (ValidationError, ValueError):
+                skipped += 1
+        if skipped:
+            logger.info("semanticscholar: skipped %d malformed papers", skipped)
+        return SourceBatch(items=items, skipped=skipped)
+
+    def _to_item(self, paper: S2Paper, query: SearchQuery) -> Item:
+        title = (paper.title or "").strip()
+        if not title:
+            raise ValueError("paper without a title")
+        names = [a.name for a in paper.authors if a.name]
+        author = ", ".join(names[:5]) + (" et al." if len(names) > 5 else "") if names else None
+        return Item(
+            id=item_id(self.name, native_id=paper.paper_id),
+            source=self.name,
+            url=canonical_url(paper_url(paper)),
+            title=title,
+            text=(paper.abstract or "").strip(),
+            author=author,
+            published=_publication_time(paper.publication_date),
+            engagement=Engagement(points=paper.citation_count),
+            query=query.text,
+        )

@@ -1,0 +1,177 @@
+"""Posts from the X API v2 recent search (last 7 days); pay-per-use, off without a bearer token."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+from urllib.parse import quote, quote_plus
+
+from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
+
+from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
+from sources.config import SourcesConfig
+from sources.feeds import title_from_text
+from sources.http import HttpClient
+from sources.urls import canonical_url
+
+logger = logging.getLogger(__name__)
+
+MIN_RESULTS, MAX_RESULTS = 10, 100
+"""`max_results` must lie in 10..100 for recent search."""
+RECENT_WINDOW = timedelta(days=7)
+WINDOW_MARGIN = timedelta(minutes=1)
+"""Kept off the 7-day edge: a `start_time` a second too old is a 400."""
+END_TIME_LAG = timedelta(seconds=10)
+"""`end_time` must be at least 10 seconds before the request."""
+MAX_QUERY_CHARS = 512
+TWEET_FIELDS = "created_at,public_metrics,lang,author_id"
+
+
+class XPublicMetrics(BaseModel):
+    retweet_count: NonNegativeInt = 0
+    reply_count: NonNegativeInt = 0
+    like_count: NonNegativeInt = 0
+    quote_count: NonNegativeInt = 0
+
+
+class XTweet(BaseModel):
+    """One post of `data`, with the fields we ask for."""
+
+    id: str = Field(min_length=1, pattern=r"^\d+$")
+    text: str = Field(min_length=1)
+    created_at: AwareDatetime | None = None
+    author_id: str | None = None
+    lang: str | None = None
+    """BCP 47 tag; `und` when X could not tell, `qme`/`zxx` for media or no language."""
+    public_metrics: XPublicMetrics | None = None
+
+
+class XUser(BaseModel):
+    id: str
+    username: str = Field(min_length=1)
+    name: str | None = None
+
+
+def search_window(
+    since: datetime | None, until: datetime | None, *, now: datetime
+) -> tuple[datetime, datetime | None]:
+    """`start_time` clamped into the 7 days recent search allows, and `end_time` if it is worth sending."""
+    oldest = now - RECENT_WINDOW + WINDOW_MARGIN
+    start = oldest if since is None else min(max(since, oldest), now - END_TIME_LAG)
+    end: datetime | None = None
+    if until is not None and until < now - END_TIME_LAG:
+        end = max(until, start + timedelta(seconds=1))
+    return start, end
+
+
+def _x_time(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _language(tag: str | None) -> str | None:
+    if not tag or tag in ("und", "qme", "qst", "qam", "qct", "qht", "zxx"):
+        return None
+    return tag.split("-", 1)[0].lower()
+
+
+class XSource:
+    """Recent posts on X matching the query; likes, retweets and replies as engagement."""
+
+    name = "x"
+    needs_key = True
+
+    def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
+        self._client = client
+        self._config = config
+
+    def _token(self) -> str:
+        token = self._config.x_bearer_token
+        return token.get_secret_value() if token is not None else ""
+
+    def unavailable_reason(self) -> str | None:
+        if not self._token():
+            return "X is pay-per-use and needs a bearer token: set X_BEARER_TOKEN"
+        return None
+
+    async def search(self, query: SearchQuery) -> SourceBatch:
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise SourceError(SourceErrorKind.UNAVAILABLE, reason)
+        text = query.text.strip()
+        if query.language and "lang:" not in text:
+            text = f"{text} lang:{query.language.split('-', 1)[0].lower()}"
+        if len(text) > MAX_QUERY_CHARS:
+            raise SourceError(SourceErrorKind.CLIENT, f"X queries are limited to {MAX_QUERY_CHARS} characters")
+        start, end = search_window(query.since, query.until, now=datetime.now(UTC))
+        params: dict[str, str | int] = {
+            "query": text,
+            "max_results": max(MIN_RESULTS, min(query.limit, MAX_RESULTS)),
+            "start_time": _x_time(start),
+            "tweet.fields": TWEET_FIELDS,
+            "expansions": "author_id",
+            "user.fields": "username",
+        }
+        if end is not None:
+            params["end_time"] = _x_time(end)
+        try:
+            response = await self._client.get(
+                f"{self._config.x_api_url.rstrip('/')}/tweets/search/recent",
+                params=params,
+                headers={"Authorization": f"Bearer {self._token()}"},
+            )
+        except SourceError as error:
+            message = str(error)
+            for form in {self._token(), quote(self._token(), safe=""), quote_plus(self._token())}:
+                message = message.replace(form, "***")
+            raise SourceError(error.kind, message, status=error.status, retry_after=error.retry_after) from None
+        try:
+            document = json.loads(response.content)
+        except ValueError:
+            raise SourceError(SourceErrorKind.BAD_RESPONSE, "X returned something other than JSON") from None
+        if not isinstance(document, dict):
+            raise SourceError(SourceErrorKind.BAD_RESPONSE, "X returned an unexpected document")
+        # No match: `{"meta": {"result_count": 0}}` without `data`.
+        tweets = document.get("data", [])
+        users_raw = (document.get("includes") or {}).get("users", [])
+        if not isinstance(tweets, list) or not isinstance(users_raw, list):
+            raise SourceError(SourceErrorKind.BAD_RESPONSE, "X `data` or `includes.users` is not a list")
+        usernames: dict[str, str] = {}
+        for raw_user in users_raw:
+            try:
+                user = XUser.model_validate(raw_user)
+            except ValidationError:
+                continue
+            usernames[user.id] = user.username
+        items: list[Item] = []
+        skipped = 0
+        for raw in tweets:
+            try:
+                items.append(self._to_item(XTweet.model_validate(raw), usernames, query))
+            except (ValidationError, ValueError):
+                skipped += 1
+        if skipped:
+            logger.info("x: skipped %d malformed posts", skipped)
+        return SourceBatch(items=items[: query.limit], skipped=skipped)
+
+    def _to_item(self, tweet: XTweet, usernames: dict[str, str], query: SearchQuery) -> Item:
+        username = usernames.get(tweet.author_id or "")
+        url = f"https://x.com/{username}/status/{tweet.id}" if username else f"https://x.com/i/web/status/{tweet.id}"
+        metrics = tweet.public_metrics
+        engagement = (
+            Engagement(likes=metrics.like_count, reposts=metrics.retweet_count, comments=metrics.reply_count)
+            if metrics is not None
+            else Engagement()
+        )
+        return Item(
+            id=item_id(self.name, native_id=tweet.id),
+            source=self.name,
+            url=canonical_url(url),
+            title=title_from_text(tweet.text),
+            text=tweet.text,
+            author=f"@{username}" if username else None,
+            published=tweet.created_at,
+            engagement=engagement,
+            language=_language(tweet.lang),
+            query=query.text,
+        )

@@ -1,0 +1,1 @@
+"""Tests of the composition root: settings, logging, CLI, HTTP server."""

@@ -1,0 +1,81 @@
+"""The HTTP server answers /healthz from real checks, serves on the shared loop and stops when told."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import httpx
+import pytest
+
+from app.http_server import build_http_app, serve_http
+
+
+async def _ok() -> bool:
+    return True
+
+
+async def _down() -> bool:
+    return False
+
+
+async def _raises() -> bool:
+    raise ConnectionError("database is gone")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def test_healthz_reports_each_check() -> None:
+    app = build_http_app(checks={"database": _ok})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        response = await client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "checks": {"database": "ok"}}
+
+
+async def test_healthz_degraded_when_a_check_fails_or_raises() -> None:
+    app = build_http_app(checks={"database": _down, "scheduler": _raises, "slack": _ok})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        response = await client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": "degraded",
+        "checks": {"database": "failing", "scheduler": "failing", "slack": "ok"},
+    }
+
+
+async def test_serves_on_a_real_port_until_stopped() -> None:
+    port = _free_port()
+    stop = asyncio.Event()
+    serving = asyncio.create_task(
+        serve_http(build_http_app(checks={"database": _ok}), host="127.0.0.1", port=port, stop=stop)
+    )
+    async with httpx.AsyncClient() as client:
+        for _ in range(100):
+            try:
+                response = await client.get(f"http://127.0.0.1:{port}/healthz")
+                break
+            except httpx.ConnectError:
+                await asyncio.sleep(0.05)
+        else:
+            pytest.fail("server never came up")
+    assert response.json()["status"] == "ok"
+    stop.set()
+    await asyncio.wait_for(serving, timeout=10)
+    with pytest.raises(httpx.ConnectError):
+        async with httpx.AsyncClient() as client:
+            await client.get(f"http://127.0.0.1:{port}/healthz")
+
+
+async def test_busy_port_is_an_error_not_an_exit() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match="could not listen"):
+            await serve_http(build_http_app(checks={}), host="127.0.0.1", port=port, stop=asyncio.Event())

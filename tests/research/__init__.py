@@ -1,0 +1,1 @@
+"""Tests of the research steps: collect, dedupe, rank, iterate, export."""
