@@ -69,7 +69,15 @@ if [ "$status" != online ]; then
         pg_conftool "$version" "$cluster" set port "$port"
     fi
     log "starting cluster $version/$cluster on port $port"
-    pg_ctlcluster "$version" "$cluster" start
+    # The server outlives this script: it must not inherit our stdout (fd 3) or any other pipe,
+    # or `$(.ci/postgres.sh)` would wait for it forever.
+    (
+        for fd in /proc/self/fd/*; do
+            fd=${fd##*/}
+            if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+        done
+        exec pg_ctlcluster "$version" "$cluster" start
+    ) </dev/null >/dev/null
 fi
 
 for _ in $(seq 1 60); do

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import platform
-import sys
 
 import typer
 
@@ -47,9 +46,9 @@ def version() -> None:
 @db_cli.command("upgrade")
 def db_upgrade() -> None:
     """Apply every pending migration to DATABASE_URL (this also happens at every start)."""
+    settings = startup()
     from storage import upgrade_database
 
-    settings = startup()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     asyncio.run(upgrade_database(settings.database_url))
     typer.echo("Database is up to date.")
@@ -58,9 +57,9 @@ def db_upgrade() -> None:
 @cli.command()
 def run() -> None:
     """Start every configured frontend, the scheduler and the HTTP server; stop with Ctrl-C or SIGTERM."""
+    settings = startup()
     from app.service import run_service
 
-    settings = startup()
     try:
         asyncio.run(run_service(settings))
     except OSError as exc:
@@ -87,4 +86,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -11,6 +11,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sources.rsshub import parse_platforms
+
 DEFAULT_LIGHT_MODEL = "google:gemini-3.5-flash-lite"
 DEFAULT_HEAVY_MODEL = "google:gemini-3.8-flash"
 
@@ -97,8 +99,10 @@ class Settings(BaseSettings):
     x_api_url: str = "https://api.x.com/2"
     x_bearer_token: SecretStr | None = None
     rsshub_url: str | None = None
+    rsshub_platforms: CommaList = Field(default_factory=lambda: ["weibo", "bilibili", "zhihu", "xiaohongshu", "douyin"])
+    """Platforms the `rsshub` source searches: weibo, bilibili, tieba, zhihu, xiaohongshu, douyin."""
 
-    @field_validator("allowed_users", "allowed_chats", "admin_users", mode="before")
+    @field_validator("allowed_users", "allowed_chats", "admin_users", "rsshub_platforms", mode="before")
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):
@@ -129,6 +133,11 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             return None
         return value
+
+    @field_validator("rsshub_platforms")
+    @classmethod
+    def _known_platforms(cls, value: list[str]) -> list[str]:
+        return list(parse_platforms(value))
 
     @field_validator("log_level")
     @classmethod

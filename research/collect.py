@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
@@ -16,7 +16,7 @@ from sources.base import Item, SearchQuery, Source, SourceError, SourceErrorKind
 
 logger = logging.getLogger(__name__)
 
-UNEXPECTED = "unexpected"
+UNEXPECTED: Final = "unexpected"
 """Error kind recorded when a source raised something other than `SourceError` (a bug in the source)."""
 
 ErrorKind = SourceErrorKind | Literal["unexpected"]
@@ -138,17 +138,17 @@ def _unavailable_reason(source: Source) -> str | None:
 
 
 async def _search_one(
-    source: Source, query: SearchQuery, *, semaphore: asyncio.Semaphore, timeout: float
+    source: Source, query: SearchQuery, *, semaphore: asyncio.Semaphore, search_timeout: float
 ) -> tuple[list[Item], SearchOutcome]:
     async with semaphore:
         started = time.monotonic()
-        base = {"source": source.name, "query": query.text, "language": query.language}
+        kind: ErrorKind
         try:
-            batch = await asyncio.wait_for(source.search(query), timeout=timeout)
+            batch = await asyncio.wait_for(source.search(query), timeout=search_timeout)
         except SourceError as exc:
             kind, message = exc.kind, str(exc)
         except TimeoutError:
-            kind, message = SourceErrorKind.TIMEOUT, f"no answer within {timeout:g} s"
+            kind, message = SourceErrorKind.TIMEOUT, f"no answer within {search_timeout:g} s"
         except Exception as exc:
             logger.exception("source %r failed unexpectedly on %r", source.name, query.text)
             kind, message = UNEXPECTED, f"{type(exc).__name__}: {exc}"
@@ -158,7 +158,9 @@ async def _search_one(
                 for item in batch.items[: max(query.limit, 0)]
             ]
             outcome = SearchOutcome(
-                **base,
+                source=source.name,
+                query=query.text,
+                language=query.language,
                 status=SearchStatus.OK,
                 count=len(items),
                 skipped_malformed=max(batch.skipped, 0),
@@ -167,7 +169,9 @@ async def _search_one(
             return items, outcome
         logger.warning("source %r on %r: %s: %s", source.name, query.text, kind, message)
         outcome = SearchOutcome(
-            **base,
+            source=source.name,
+            query=query.text,
+            language=query.language,
             status=SearchStatus.ERROR,
             error_kind=kind,
             message=message,
@@ -181,7 +185,9 @@ async def collect(
     sources: Sequence[Source],
     *,
     concurrency: int = 8,
-    timeout: float = 60.0,
+    # Per search, not for the whole call: one slow source must not eat the others' time (hence not
+    # `asyncio.timeout` around the call, which is what ASYNC109 suggests).
+    timeout: float = 60.0,  # noqa: ASYNC109
     progress: ProgressCallback | None = None,
 ) -> Collection:
     """Ask every available source every query, at most `concurrency` searches at a time.
@@ -208,7 +214,7 @@ async def collect(
                 )
             else:
                 slots.append(
-                    asyncio.ensure_future(_search_one(source, query, semaphore=semaphore, timeout=timeout))
+                    asyncio.ensure_future(_search_one(source, query, semaphore=semaphore, search_timeout=timeout))
                 )
 
     tasks = [slot for slot in slots if isinstance(slot, asyncio.Task)]

@@ -36,3 +36,5 @@ class SourcesConfig:
     x_bearer_token: SecretStr | None = None
     rsshub_url: str | None = None
     """Base URL of a self-hosted RSSHub; the source is off without it."""
+    rsshub_platforms: tuple[str, ...] = ("weibo", "bilibili", "zhihu", "xiaohongshu", "douyin")
+    """Platforms the plain `rsshub` source searches (see `sources.rsshub.RSSHUB_ROUTES`)."""

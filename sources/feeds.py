@@ -20,18 +20,21 @@ from sources.base import Item, SourceBatch, SourceError, SourceErrorKind, item_i
 from sources.urls import canonical_url
 
 # Elements after which a reader would see a break; their text must not run into the next word.
-_BLOCK_TAGS = frozenset(
-    "address article aside blockquote br dd div dl dt figcaption figure footer h1 h2 h3 h4 h5 h6 "
-    "header hr li main nav ol p pre section table td th tr ul".split()
-)
+_BLOCK_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption", "figure",
+    "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre",
+    "section", "table", "td", "th", "tr", "ul",
+})  # fmt: skip
 _INVISIBLE_TAGS = frozenset({"script", "style", "template", "noscript"})
 _TITLE_FROM_TEXT_CHARS = 120
 
 # Common English function words: requiring them would drop matches for no reason.
-STOP_WORDS = frozenset(
-    "a an and are as at be but by for from has have how in into is it its of on or that the their "
-    "this to was were what when where which who why will with about after before new news latest".split()
-)
+STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has", "have", "how", "in",
+    "into", "is", "it", "its", "of", "on", "or", "that", "the", "their", "this", "to", "was", "were",
+    "what", "when", "where", "which", "who", "why", "will", "with", "about", "after", "before", "new",
+    "news", "latest",
+})  # fmt: skip
 
 
 class _TextExtractor(HTMLParser):
@@ -84,7 +87,7 @@ def title_from_text(text: str) -> str:
 
 
 _TERM = re.compile(r'"([^"]+)"|(\S+)')
-_EDGE_PUNCTUATION = "\"'“”‘’«»()[]{}<>,.;:!?+"
+_EDGE_PUNCTUATION = "\"'“”‘’«»()[]{}<>,.;:!?"
 
 
 def _normalise(text: str) -> str:
@@ -100,7 +103,8 @@ def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
     terms: list[str] = []
     for match in _TERM.finditer(query):
         phrase, word = match.group(1), match.group(2)
-        term = " ".join(phrase.split()) if phrase is not None else word.strip(_EDGE_PUNCTUATION)
+        # A leading "+" is the old "must contain" operator; a trailing one belongs to the word (C++).
+        term = " ".join(phrase.split()) if phrase is not None else word.strip(_EDGE_PUNCTUATION).lstrip("+")
         if term:
             terms.append(term)
     if drop_stop_words:
@@ -111,14 +115,15 @@ def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
 
 
 def _term_pattern(term: str) -> re.Pattern[str]:
-    escaped = r"\s+".join(re.escape(part) for part in _normalise(term).split())
-    if not term.isascii():
+    normalised = _normalise(term)
+    escaped = r"\s+".join(re.escape(part) for part in normalised.split())
+    if not normalised.isascii():
         # Scripts without spaces (Chinese, Japanese) and inflected words: a substring must do.
         return re.compile(escaped)
     # Latin words must start on a word boundary ("ai" must not match "said") and may carry a plural
     # or possessive ending ("model" matches "models", "OpenAI's").
-    prefix = r"(?<!\w)" if term[:1].isalnum() else ""
-    suffix = r"(?:'s|’s|s|es)?(?!\w)" if term[-1:].isalnum() else ""
+    prefix = r"(?<!\w)" if normalised[:1].isalnum() else ""
+    suffix = r"(?:'s|’s|s|es)?(?!\w)" if normalised[-1:].isalnum() else ""
     return re.compile(prefix + escaped + suffix)
 
 
@@ -207,8 +212,8 @@ def _absolute_http_link(link: object, base: str) -> str | None:
     return absolute
 
 
-def _struct_time_to_utc(value: object) -> datetime | None:
-    # feedparser already converted the date to UTC; it hands back a struct_time.
+def struct_time_to_utc(value: object) -> datetime | None:
+    """A feedparser date (a struct_time already converted to UTC) as an aware datetime; else None."""
     if not isinstance(value, time.struct_time):
         return None
     try:
@@ -231,6 +236,16 @@ def in_window(published: datetime | None, *, since: datetime | None, until: date
     if since is not None and published < as_utc(since):
         return False
     return not (until is not None and published > as_utc(until))
+
+
+def entry_published(entry: Any) -> datetime | None:
+    """When a feedparser entry was published, else last updated, in UTC; None when unknown or unreadable."""
+    # dict.get, not entry.get: feedparser's own lookup maps missing date keys onto each other and warns.
+    for key in ("published_parsed", "updated_parsed"):
+        moment = struct_time_to_utc(dict.get(entry, key))
+        if moment is not None:
+            return moment
+    return None
 
 
 def parse_iso_datetime(value: str | None) -> datetime | None:
@@ -272,7 +287,7 @@ def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) 
         title=title or title_from_text(text),
         text=text,
         author=author,
-        published=_struct_time_to_utc(entry.get("published_parsed") or entry.get("updated_parsed")),
+        published=entry_published(entry),
         language=_language_code(entry.get("language")) or feed_language,
         source_name=html_to_text(source.get("title") or "") or None,
         source_url=source.get("href") or None,
@@ -282,7 +297,9 @@ def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) 
 
 def _read_xml_feed(content: bytes, *, feed_url: str) -> ParsedFeed:
     # BytesIO, never bare bytes/str: feedparser treats a string as a URL or path and would fetch it.
-    parsed = feedparser.parse(io.BytesIO(content), response_headers={"content-location": feed_url})
+    # No Content-Location either: relative links then resolve against the site's own link below (an
+    # RSS feed is often served from a feed host), and xml:base still wins where a feed declares one.
+    parsed = feedparser.parse(io.BytesIO(content))
     if not parsed.get("entries") and not parsed.get("version"):
         # An HTML page, an error page or plain garbage: say so instead of returning "no items".
         reason = parsed.get("bozo_exception") or "no RSS/Atom structure"
@@ -294,8 +311,9 @@ def _read_xml_feed(content: bytes, *, feed_url: str) -> ParsedFeed:
     skipped = 0
     for raw in parsed.get("entries") or []:
         try:
-            entry = _entry_from_feedparser(raw, base=_absolute_http_link(base, feed_url) or feed_url,
-                                           feed_language=feed_language)
+            entry = _entry_from_feedparser(
+                raw, base=_absolute_http_link(base, feed_url) or feed_url, feed_language=feed_language
+            )
         except (AttributeError, TypeError, ValueError):
             entry = None
         if entry is None:
@@ -328,7 +346,9 @@ def _read_json_feed(document: dict[str, Any], *, feed_url: str) -> ParsedFeed:
         if link is None or (not title and not text):
             skipped += 1
             continue
-        names = [a.name for a in item.authors if a.name] or ([item.author.name] if item.author and item.author.name else [])
+        names = [a.name for a in item.authors if a.name] or (
+            [item.author.name] if item.author and item.author.name else []
+        )
         entries.append(
             FeedEntry(
                 link=link,
@@ -340,8 +360,8 @@ def _read_json_feed(document: dict[str, Any], *, feed_url: str) -> ParsedFeed:
                 entry_id=str(item.id) if item.id is not None else None,
             )
         )
-    title = document.get("title")
-    return ParsedFeed(entries=entries, skipped=skipped, title=title if isinstance(title, str) else None)
+    feed_title = document.get("title")
+    return ParsedFeed(entries=entries, skipped=skipped, title=feed_title if isinstance(feed_title, str) else None)
 
 
 def _as_json_feed(content: bytes) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ class AlgoliaHit(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    objectID: str  # noqa: N815 - the API's name
+    objectID: str  # the API's name
     """HN item id."""
     title: str | None = None
     """Story title; comments have `story_title` instead."""
@@ -50,7 +50,7 @@ class AlgoliaSearchResponse(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     hits: list[dict[str, Any]]
-    nbHits: int | None = None  # noqa: N815 - the API's name
+    nbHits: int | None = None  # the API's name
 
 
 def search_keywords(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json as jsonlib
+import math
 import random
 import re
 from collections import OrderedDict
@@ -20,7 +21,14 @@ import httpcore
 import httpx
 
 from sources.base import SourceError, SourceErrorKind
-from sources.ssrf import AddressPolicy, GuardedNetworkBackend, Resolver, check_scheme, system_resolver
+from sources.ssrf import (
+    AddressPolicy,
+    GuardedTransport,
+    Resolver,
+    check_scheme,
+    shared_ssl_context,
+    system_resolver,
+)
 
 __all__ = [
     "HostPolicy",
@@ -183,52 +191,16 @@ class _HostGate:
             yield
 
 
-class _PoolStream(httpx.AsyncByteStream):
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for part in self._stream:
-            yield part
-
-    async def aclose(self) -> None:
-        closer = getattr(self._stream, "aclose", None)
-        if closer is not None:
-            await closer()
-
-
-class _BackendTransport(httpx.AsyncBaseTransport):
-    """An httpx transport over an httpcore pool with our network backend (httpx has no knob for it)."""
-
-    def __init__(self, backend: httpcore.AsyncNetworkBackend) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(), network_backend=backend, max_connections=100
-        )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        assert isinstance(request.stream, httpx.AsyncByteStream)
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
-        core_response = await self._pool.handle_async_request(core_request)
-        return httpx.Response(
-            status_code=core_response.status,
-            headers=core_response.headers,
-            stream=_PoolStream(core_response.stream),
-            extensions=core_response.extensions,
-        )
-
-    async def aclose(self) -> None:
-        await self._pool.aclose()
+def quota_exhausted_for(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """Seconds until an exhausted `X-RateLimit-Remaining: 0` quota resets (`X-RateLimit-Reset`, epoch), or None."""
+    if headers.get("x-ratelimit-remaining", "").strip() != "0":
+        return None
+    try:
+        reset = float(headers.get("x-ratelimit-reset", ""))
+    except ValueError:
+        return None
+    current = (now or datetime.now(UTC)).timestamp()
+    return max(0.0, reset - current)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -237,9 +209,11 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -284,16 +258,14 @@ class HttpClient:
         self._gates: dict[str, _HostGate] = {}
         self._stats = HttpStats()
         httpx_timeout = httpx.Timeout(timeout, connect=connect_timeout or min(timeout, 10.0))
-        common: dict[str, Any] = {"timeout": httpx_timeout, "follow_redirects": False}
+        common: dict[str, Any] = {"timeout": httpx_timeout, "follow_redirects": False, "verify": shared_ssl_context()}
         # Trusted endpoints (configured APIs) may go through a proxy from the environment; untrusted
         # URLs never do, since the guard must see the address that is actually connected to.
-        trusted_transport = (
-            _BackendTransport(GuardedNetworkBackend(resolver=resolver, policy=None)) if resolver else None
-        )
+        trusted_transport = GuardedTransport(resolver=resolver, policy=None) if resolver else None
         self._trusted = httpx.AsyncClient(transport=trusted_transport, **common)
         guard = AddressPolicy.build(allow_private=allow_private, exempt=exempt_addresses)
         self._untrusted = httpx.AsyncClient(
-            transport=_BackendTransport(GuardedNetworkBackend(resolver=resolver or system_resolver, policy=guard)),
+            transport=GuardedTransport(resolver=resolver or system_resolver, policy=guard),
             trust_env=False,
             **common,
         )
@@ -314,9 +286,19 @@ class HttpClient:
     def stats(self) -> HttpStats:
         return self._stats
 
+    def host_policy(self, host: str) -> HostPolicy:
+        """The limits that apply to `host`."""
+        return self._policies.get(host.lower(), HostPolicy())
+
     def set_host_policy(self, host: str, policy: HostPolicy) -> None:
-        """Limit requests to `host` (exact host name, lower case); requests already waiting keep the old one."""
+        """Limit requests to `host` (exact host name, lower case); requests already waiting keep the old one.
+
+        Setting the policy a host already has changes nothing, so a second source built on the same
+        client cannot reset the spacing of requests in flight (arXiv's one per 3 s is process-wide).
+        """
         host = host.lower()
+        if self._policies.get(host) == policy:
+            return
         self._policies[host] = policy
         self._gates.pop(host, None)
 
@@ -331,7 +313,7 @@ class HttpClient:
     ) -> HttpResponse:
         """GET `url` (+ `params`). `conditional` sends stored validators; `untrusted` applies the SSRF guard."""
         target = self._build_url(url, params, untrusted=untrusted)
-        request_headers = dict(headers or {})
+        request_headers = self._headers(headers)
         stored: StoredResponse | None = None
         key = str(target)
         if conditional:
@@ -376,7 +358,7 @@ class HttpClient:
     ) -> HttpResponse:
         """POST a form (`data`) or JSON body. Retried only where the server cannot have acted on it."""
         target = self._build_url(url, None, untrusted=untrusted)
-        request_headers = dict(headers or {})
+        request_headers = self._headers(headers)
         if auth is not None:
             token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
             request_headers["Authorization"] = f"Basic {token}"
@@ -408,6 +390,12 @@ class HttpClient:
         if not target.host:
             raise SourceError(SourceErrorKind.CLIENT, f"URL has no host: {str(target)[:200]!r}")
 
+    def _headers(self, extra: Mapping[str, str] | None) -> httpx.Headers:
+        """Our User-Agent plus the caller's headers (which win, compared case-insensitively)."""
+        headers = httpx.Headers({"User-Agent": self._user_agent})
+        headers.update(extra or {})
+        return headers
+
     def _bump(self, **deltas: int) -> None:
         values = {name: getattr(self._stats, name) + delta for name, delta in deltas.items()}
         self._stats = HttpStats(**{**self._stats.__dict__, **values})
@@ -416,7 +404,7 @@ class HttpClient:
         self,
         method: str,
         target: httpx.URL,
-        headers: dict[str, str],
+        headers: httpx.Headers,
         body: dict[str, Any] | None,
         *,
         untrusted: bool,
@@ -442,7 +430,8 @@ class HttpClient:
             self._check_target(next_target, untrusted=untrusted)
             if next_target.scheme != target.scheme or next_target.host != target.host:
                 # Never carry credentials to another origin.
-                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                headers = httpx.Headers(headers)
+                headers.pop("authorization", None)
             if answer.status == 303 or (answer.status in (301, 302) and method == "POST"):
                 method, body = "GET", None
             target = next_target
@@ -453,19 +442,25 @@ class HttpClient:
         if 200 <= answer.status < 300 or answer.status == 304:
             return answer
         snippet = answer.content[:200].decode("utf-8", errors="replace").strip()
-        if 400 <= answer.status < 500:
+        quota_reset = quota_exhausted_for(answer.headers)
+        if answer.status == 403 and quota_reset is not None:
+            # APIs such as GitHub's answer an exhausted quota with 403 and say when it refills.
+            kind = SourceErrorKind.RATE_LIMITED
+        elif 400 <= answer.status < 500:
             kind = SourceErrorKind.CLIENT
         elif answer.status >= 500:
             kind = SourceErrorKind.SERVER
         else:
             kind = SourceErrorKind.BAD_RESPONSE
-        raise SourceError(kind, f"HTTP {answer.status} from {answer.url}: {snippet}", status=answer.status)
+        raise SourceError(
+            kind, f"HTTP {answer.status} from {answer.url}: {snippet}", status=answer.status, retry_after=quota_reset
+        )
 
     async def _send_with_retries(
         self,
         method: str,
         target: httpx.URL,
-        headers: dict[str, str],
+        headers: httpx.Headers,
         body: dict[str, Any] | None,
         *,
         untrusted: bool,
@@ -488,6 +483,8 @@ class HttpClient:
                 if status != 429 and (status < 500 or (not idempotent and status != 503)):
                     return answer
                 retry_after = parse_retry_after(answer.headers.get("retry-after"))
+                if retry_after is None and status == 429:
+                    retry_after = quota_exhausted_for(answer.headers)
                 kind = SourceErrorKind.RATE_LIMITED if status == 429 else SourceErrorKind.SERVER
                 snippet = answer.content[:200].decode("utf-8", errors="replace").strip()
                 failure = SourceError(
@@ -502,28 +499,26 @@ class HttpClient:
             await asyncio.sleep(retry_after if retry_after is not None else self._backoff(attempt))
 
     def _backoff(self, attempt: int) -> float:
-        ceiling = min(self._max_retry_wait, self._backoff_base * 2 ** (attempt - 1))
+        ceiling = min(self._max_retry_wait, self._backoff_base * 2.0 ** (attempt - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     def _gate(self, host: str) -> _HostGate:
         gate = self._gates.get(host)
         if gate is None:
-            gate = self._gates[host] = _HostGate(self._policies.get(host, HostPolicy()))
+            gate = self._gates[host] = _HostGate(self.host_policy(host))
         return gate
 
     async def _send_once(
         self,
         method: str,
         target: httpx.URL,
-        headers: dict[str, str],
+        headers: httpx.Headers,
         body: dict[str, Any] | None,
         *,
         untrusted: bool,
     ) -> _Answer:
         client = self._untrusted if untrusted else self._trusted
-        request = client.build_request(
-            method, target, headers={"User-Agent": self._user_agent, **headers}, **(body or {})
-        )
+        request = client.build_request(method, target, headers=headers, **(body or {}))
         sent = False
         async with self._gate(target.host).slot():
             try:

@@ -19,6 +19,8 @@ logger = logging.getLogger(__name__)
 
 MAX_PER_PAGE = 200
 """OpenAlex allows at most 200 results per page."""
+MAX_PAGES = 5
+"""Each search page costs from the daily allowance; 1000 works per search is plenty."""
 OPENALEX_ID_PREFIX = "https://openalex.org/"
 ARXIV_DOI = re.compile(r"^https://doi\.org/10\.48550/arxiv\.(.+)$", re.IGNORECASE)
 
@@ -106,6 +108,29 @@ class OpenAlexSource:
         reason = self.unavailable_reason()
         if reason is not None:
             raise SourceError(SourceErrorKind.UNAVAILABLE, reason)
+        per_page = max(1, min(query.limit, MAX_PER_PAGE))
+        items: list[Item] = []
+        skipped = 0
+        for page in range(1, MAX_PAGES + 1):
+            try:
+                results = await self._fetch_page(query, page=page, per_page=per_page)
+            except SourceError as error:
+                if page == 1:
+                    raise
+                logger.warning("openalex: stopped after %d pages: %s (%s)", page - 1, error.kind, error)
+                break
+            for raw in results:
+                try:
+                    items.append(self._to_item(OpenAlexWork.model_validate(raw), query))
+                except (ValidationError, ValueError):
+                    skipped += 1
+            if len(results) < per_page or len(items) >= query.limit:
+                break
+        if skipped:
+            logger.info("openalex: skipped %d malformed works", skipped)
+        return SourceBatch(items=items[: query.limit], skipped=skipped)
+
+    async def _fetch_page(self, query: SearchQuery, *, page: int, per_page: int) -> list[object]:
         filters = []
         if query.since is not None:
             filters.append(f"from_publication_date:{query.since.date().isoformat()}")
@@ -114,9 +139,11 @@ class OpenAlexSource:
         params: dict[str, str | int] = {
             "search": query.text,
             "sort": "publication_date:desc",
-            "per-page": max(1, min(query.limit, MAX_PER_PAGE)),
+            "per-page": per_page,
             "api_key": self._key(),
         }
+        if page > 1:
+            params["page"] = page
         if filters:
             params["filter"] = ",".join(filters)
         try:
@@ -126,24 +153,16 @@ class OpenAlexSource:
             message = str(error)
             for form in {self._key(), quote(self._key(), safe=""), quote_plus(self._key())}:
                 message = message.replace(form, "***")
-            raise SourceError(error.kind, message, status=error.status, retry_after=error.retry_after) from None
+            # OpenAlex documents 403 as "rate limit exceeded" (429 is the daily allowance).
+            kind = SourceErrorKind.RATE_LIMITED if error.status == 403 else error.kind
+            raise SourceError(kind, message, status=error.status, retry_after=error.retry_after) from None
         try:
-            document = json.loads(response.content)
-            results = document["results"]
+            results = json.loads(response.content)["results"]
         except (ValueError, KeyError, TypeError):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "openalex returned no `results` list") from None
         if not isinstance(results, list):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "openalex `results` is not a list")
-        items: list[Item] = []
-        skipped = 0
-        for raw in results:
-            try:
-                items.append(self._to_item(OpenAlexWork.model_validate(raw), query))
-            except (ValidationError, ValueError):
-                skipped += 1
-        if skipped:
-            logger.info("openalex: skipped %d malformed works", skipped)
-        return SourceBatch(items=items, skipped=skipped)
+        return results
 
     def _to_item(self, work: OpenAlexWork, query: SearchQuery) -> Item:
         title = (work.title or work.display_name or "").strip()

@@ -135,6 +135,5 @@ def _language(response: HttpResponse) -> str | None:
         match = pattern.search(head)
         if match:
             return match.group(1).decode("ascii").lower()
-    header = response.headers.get("content-language", "")
-    match = re.match(r"\s*([A-Za-z]{2,3})\b", header)
-    return match.group(1).lower() if match else None
+    header = re.match(r"\s*([A-Za-z]{2,3})\b", response.headers.get("content-language", ""))
+    return header.group(1).lower() if header else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
@@ -19,15 +20,29 @@ logger = logging.getLogger(__name__)
 REDDIT_WEB = "https://www.reddit.com"
 MAX_LIMIT = 100
 """Reddit's listing endpoints return at most 100 children per request."""
+MAX_PAGES = 10
+"""Reddit serves about 1000 results per listing, whatever the page size."""
 TOKEN_EARLY_REFRESH = 60.0
 """Seconds before expiry at which a cached token is treated as expired, so no request races it."""
+
+
+@dataclass(kw_only=True)
+class _ListingPage:
+    """One page of a search listing, parsed."""
+
+    items: list[Item] = field(default_factory=list)
+    skipped: int = 0
+    after: str | None = None
+    """Cursor of the next page; None on the last one."""
+    reached_since: bool = False
+    """A post older than the query's `since` was seen, so later pages hold nothing wanted."""
 
 
 class RedditToken(BaseModel):
     """The access-token response of `POST /api/v1/access_token`."""
 
     access_token: str = Field(min_length=1)
-    token_type: str = "bearer"
+    token_type: str = "bearer"  # noqa: S105 - a scheme name, not a secret
     expires_in: float = Field(default=3600, gt=0)
     """Lifetime in seconds (Reddit gives 86400 for app-only tokens)."""
 
@@ -83,39 +98,61 @@ class RedditSource:
     def unavailable_reason(self) -> str | None:
         secret = self._config.reddit_client_secret
         if not self._config.reddit_client_id or secret is None or not secret.get_secret_value():
-            return (
-                "Reddit needs approved OAuth app credentials: set REDDIT_CLIENT_ID and REDDIT_CLIENT_SECRET"
-            )
+            return "Reddit needs approved OAuth app credentials: set REDDIT_CLIENT_ID and REDDIT_CLIENT_SECRET"
         return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         reason = self.unavailable_reason()
         if reason is not None:
             raise SourceError(SourceErrorKind.UNAVAILABLE, reason)
-        try:
+        items: list[Item] = []
+        skipped = 0
+        after: str | None = None
+        for page_number in range(MAX_PAGES):
             try:
-                response = await self._search_once(query)
+                response = await self._fetch_page(query, after=after, size=min(MAX_LIMIT, query.limit - len(items)))
+                page = self._parse_listing(response, query)
+            except SourceError as error:
+                if page_number == 0:
+                    raise
+                # What the first pages brought is still good; say why the rest is missing.
+                logger.warning("reddit: stopped after %d pages: %s (%s)", page_number, error.kind, error)
+                break
+            items.extend(page.items)
+            skipped += page.skipped
+            if len(items) >= query.limit or page.after is None or page.reached_since:
+                break
+            after = page.after
+        if skipped:
+            logger.info("reddit: skipped %d malformed posts", skipped)
+        return SourceBatch(items=items[: query.limit], skipped=skipped)
+
+    async def _fetch_page(self, query: SearchQuery, *, after: str | None, size: int) -> HttpResponse:
+        try:
+            token = await self._access_token()
+            try:
+                return await self._search_once(query, token, after=after, size=size)
             except SourceError as error:
                 if error.status != 401:
                     raise
                 # The token was revoked or expired early: fetch a new one, once.
                 self._token = None
-                response = await self._search_once(query)
+                return await self._search_once(query, await self._access_token(), after=after, size=size)
         except SourceError as error:
             raise self._scrubbed(error) from None
-        return self._parse_listing(response, query)
 
-    async def _search_once(self, query: SearchQuery) -> HttpResponse:
-        token = await self._access_token()
+    async def _search_once(self, query: SearchQuery, token: str, *, after: str | None, size: int) -> HttpResponse:
         now = datetime.now(UTC)
         params: dict[str, str | int] = {
             "q": query.text,
             "sort": "new",
             "t": reddit_time_window(query.since, now=now),
             "type": "link",
-            "limit": max(1, min(query.limit, MAX_LIMIT)),
+            "limit": max(1, size),
             "raw_json": 1,  # plain text instead of HTML-escaped `&amp;` in titles
         }
+        if after is not None:
+            params["after"] = after
         return await self._client.get(
             f"{self._config.reddit_api_url.rstrip('/')}/search",
             params=params,
@@ -149,7 +186,8 @@ class RedditSource:
                     SourceErrorKind.BAD_RESPONSE, "reddit's token endpoint returned no usable token"
                 ) from None
             self._token = token.access_token
-            self._token_expires_at = time.monotonic() + max(token.expires_in - TOKEN_EARLY_REFRESH, 1.0)
+            # A token that lives less than the margin is used for this request only.
+            self._token_expires_at = time.monotonic() + token.expires_in - TOKEN_EARLY_REFRESH
             return self._token
 
     def _scrubbed(self, error: SourceError) -> SourceError:
@@ -163,33 +201,32 @@ class RedditSource:
                 message = message.replace(secret, "***")
         return SourceError(error.kind, message, status=error.status, retry_after=error.retry_after)
 
-    def _parse_listing(self, response: HttpResponse, query: SearchQuery) -> SourceBatch:
+    def _parse_listing(self, response: HttpResponse, query: SearchQuery) -> _ListingPage:
         try:
-            listing = response.json()
-            children = listing["data"]["children"]
-        except (ValueError, KeyError, TypeError):
+            data = response.json()["data"]
+            children = data["children"]
+            after = data.get("after")
+        except (KeyError, TypeError, AttributeError):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "reddit returned something other than a listing") from None
         if not isinstance(children, list):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "reddit listing has no children list")
-        items: list[Item] = []
-        skipped = 0
+        page = _ListingPage(after=after if isinstance(after, str) and after else None)
         for child in children:
             try:
                 if child.get("kind") != "t3":
                     raise ValueError("not a post")
-                post = RedditPost.model_validate(child["data"])
-                item = self._to_item(post, query)
+                item = self._to_item(RedditPost.model_validate(child["data"]), query)
             except (ValueError, KeyError, TypeError, AttributeError):
-                skipped += 1
+                page.skipped += 1
                 continue
-            if query.since is not None and item.published is not None and item.published < query.since:
+            published = item.published
+            if query.since is not None and published is not None and published < query.since:
+                page.reached_since = True  # sorted newest first: everything after this is older
                 continue
-            if query.until is not None and item.published is not None and item.published > query.until:
+            if query.until is not None and published is not None and published > query.until:
                 continue
-            items.append(item)
-        if skipped:
-            logger.info("reddit: skipped %d malformed posts", skipped)
-        return SourceBatch(items=items[: query.limit], skipped=skipped)
+            page.items.append(item)
+        return page
 
     def _to_item(self, post: RedditPost, query: SearchQuery) -> Item:
         discussion = canonical_url(REDDIT_WEB + "/" + post.permalink.lstrip("/"))

@@ -9,6 +9,7 @@ from sources.config import SourcesConfig
 from sources.feeds import in_window, matches_keywords, parse_feed
 from sources.http import HttpClient
 
+
 class FeedSource:
     """One feed. Its URL comes from a person or a model, so it is fetched behind the SSRF guard."""
 
@@ -16,8 +17,8 @@ class FeedSource:
     needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig, feed_url: str) -> None:
+        """`config` is taken like every source's; a feed needs nothing from it (the client holds the SSRF policy)."""
         self._client = client
-        self._config = config
         self.feed_url = feed_url.strip()
 
     def unavailable_reason(self) -> str | None:

@@ -5,18 +5,23 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
-from sources.http import HttpClient
+from sources.http import HostPolicy, HttpClient
 from sources.urls import canonical_url
 
 logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 100
 """`/paper/search` returns at most 100 papers per request."""
+MAX_RESULTS = 1000
+"""`offset + limit` may not exceed 1000 on `/paper/search`."""
+MIN_INTERVAL = 1.0
+"""Seconds between requests: an API key's introductory rate is 1 request/s, and the keyless pool is shared."""
 PAPER_FIELDS = "title,abstract,url,year,publicationDate,authors,citationCount,externalIds"
 PAPER_PAGE = "https://www.semanticscholar.org/paper/"
 
@@ -79,9 +84,11 @@ class SemanticScholarSource:
     name = "semanticscholar"
     needs_key = False
 
-    def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
+    def __init__(self, *, client: HttpClient, config: SourcesConfig, min_interval: float = MIN_INTERVAL) -> None:
         self._client = client
         self._config = config
+        self._min_interval = min_interval
+        self._policed_hosts: set[str] = set()
 
     def _key(self) -> str:
         key = self._config.semanticscholar_api_key
@@ -91,11 +98,43 @@ class SemanticScholarSource:
         return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
-        params: dict[str, str | int] = {
-            "query": query.text,
-            "fields": PAPER_FIELDS,
-            "limit": max(1, min(query.limit, MAX_LIMIT)),
-        }
+        self._police_host()
+        wanted = max(1, min(query.limit, MAX_RESULTS))
+        items: list[Item] = []
+        skipped = 0
+        offset = 0
+        while True:
+            size = min(MAX_LIMIT, wanted - len(items), MAX_RESULTS - offset)
+            try:
+                papers, next_offset = await self._fetch_page(query, offset=offset, size=size)
+            except SourceError as error:
+                if offset == 0:
+                    raise
+                logger.warning("semanticscholar: stopped at offset %d: %s (%s)", offset, error.kind, error)
+                break
+            for raw in papers:
+                try:
+                    items.append(self._to_item(S2Paper.model_validate(raw), query))
+                except (ValidationError, ValueError):
+                    skipped += 1
+            if next_offset is None or next_offset <= offset or next_offset >= MAX_RESULTS or len(items) >= wanted:
+                break
+            offset = next_offset
+        if skipped:
+            logger.info("semanticscholar: skipped %d malformed papers", skipped)
+        return SourceBatch(items=items[:wanted], skipped=skipped)
+
+    def _police_host(self) -> None:
+        host = (urlsplit(self._config.semanticscholar_api_url).hostname or "").lower()
+        if host and host not in self._policed_hosts:
+            self._client.set_host_policy(host, HostPolicy(concurrency=1, min_interval=self._min_interval))
+            self._policed_hosts.add(host)
+
+    async def _fetch_page(self, query: SearchQuery, *, offset: int, size: int) -> tuple[list[object], int | None]:
+        """One page of papers and the offset of the next (None on the last page)."""
+        params: dict[str, str | int] = {"query": query.text, "fields": PAPER_FIELDS, "limit": size}
+        if offset:
+            params["offset"] = offset
         window = publication_range(query.since, query.until)
         if window is not None:
             params["publicationDateOrYear"] = window
@@ -114,23 +153,17 @@ class SemanticScholarSource:
         try:
             document = json.loads(response.content)
         except ValueError:
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "semanticscholar returned something other than JSON") from None
+            raise SourceError(
+                SourceErrorKind.BAD_RESPONSE, "semanticscholar returned something other than JSON"
+            ) from None
         if not isinstance(document, dict):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "semanticscholar returned an unexpected document")
         # With no match the API answers `{"total": 0, "offset": 0}` without a `data` list.
         papers = document.get("data", [])
         if not isinstance(papers, list):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "semanticscholar `data` is not a list")
-        items: list[Item] = []
-        skipped = 0
-        for raw in papers:
-            try:
-                items.append(self._to_item(S2Paper.model_validate(raw), query))
-            except (ValidationError, ValueError):
-                skipped += 1
-        if skipped:
-            logger.info("semanticscholar: skipped %d malformed papers", skipped)
-        return SourceBatch(items=items, skipped=skipped)
+        next_offset = document.get("next")
+        return papers, next_offset if isinstance(next_offset, int) else None
 
     def _to_item(self, paper: S2Paper, query: SearchQuery) -> Item:
         title = (paper.title or "").strip()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
@@ -26,6 +27,8 @@ END_TIME_LAG = timedelta(seconds=10)
 """`end_time` must be at least 10 seconds before the request."""
 MAX_QUERY_CHARS = 512
 TWEET_FIELDS = "created_at,public_metrics,lang,author_id"
+MAX_PAGES = 5
+"""At most 500 posts per search: X bills every post read."""
 
 
 class XPublicMetrics(BaseModel):
@@ -53,9 +56,7 @@ class XUser(BaseModel):
     name: str | None = None
 
 
-def search_window(
-    since: datetime | None, until: datetime | None, *, now: datetime
-) -> tuple[datetime, datetime | None]:
+def search_window(since: datetime | None, until: datetime | None, *, now: datetime) -> tuple[datetime, datetime | None]:
     """`start_time` clamped into the 7 days recent search allows, and `end_time` if it is worth sending."""
     oldest = now - RECENT_WINDOW + WINDOW_MARGIN
     start = oldest if since is None else min(max(since, oldest), now - END_TIME_LAG)
@@ -106,7 +107,6 @@ class XSource:
         start, end = search_window(query.since, query.until, now=datetime.now(UTC))
         params: dict[str, str | int] = {
             "query": text,
-            "max_results": max(MIN_RESULTS, min(query.limit, MAX_RESULTS)),
             "start_time": _x_time(start),
             "tweet.fields": TWEET_FIELDS,
             "expansions": "author_id",
@@ -114,6 +114,33 @@ class XSource:
         }
         if end is not None:
             params["end_time"] = _x_time(end)
+        items: list[Item] = []
+        skipped = 0
+        next_token: str | None = None
+        for page in range(MAX_PAGES):
+            # Every post read is billed, so never ask for more than is still wanted.
+            params["max_results"] = max(MIN_RESULTS, min(query.limit - len(items), MAX_RESULTS))
+            if next_token is not None:
+                params["next_token"] = next_token
+            try:
+                document = await self._fetch_page(params)
+            except SourceError as error:
+                if page == 0:
+                    raise
+                logger.warning("x: stopped after %d pages: %s (%s)", page, error.kind, error)
+                break
+            page_items, page_skipped = self._parse_page(document, query)
+            items.extend(page_items)
+            skipped += page_skipped
+            meta = document.get("meta")
+            next_token = meta.get("next_token") if isinstance(meta, dict) else None
+            if not isinstance(next_token, str) or not next_token or len(items) >= query.limit:
+                break
+        if skipped:
+            logger.info("x: skipped %d malformed posts", skipped)
+        return SourceBatch(items=items[: query.limit], skipped=skipped)
+
+    async def _fetch_page(self, params: dict[str, str | int]) -> dict[str, Any]:
         try:
             response = await self._client.get(
                 f"{self._config.x_api_url.rstrip('/')}/tweets/search/recent",
@@ -131,6 +158,9 @@ class XSource:
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "X returned something other than JSON") from None
         if not isinstance(document, dict):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "X returned an unexpected document")
+        return document
+
+    def _parse_page(self, document: dict[str, Any], query: SearchQuery) -> tuple[list[Item], int]:
         # No match: `{"meta": {"result_count": 0}}` without `data`.
         tweets = document.get("data", [])
         users_raw = (document.get("includes") or {}).get("users", [])
@@ -150,9 +180,7 @@ class XSource:
                 items.append(self._to_item(XTweet.model_validate(raw), usernames, query))
             except (ValidationError, ValueError):
                 skipped += 1
-        if skipped:
-            logger.info("x: skipped %d malformed posts", skipped)
-        return SourceBatch(items=items[: query.limit], skipped=skipped)
+        return items, skipped
 
     def _to_item(self, tweet: XTweet, usernames: dict[str, str], query: SearchQuery) -> Item:
         username = usernames.get(tweet.author_id or "")

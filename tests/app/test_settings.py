@@ -78,6 +78,7 @@ def test_dotenv_is_read_and_environment_wins(monkeypatch: pytest.MonkeyPatch, is
         ({"MIN_MONITOR_INTERVAL": "5"}, "MIN_MONITOR_INTERVAL"),
         ({"TELEGRAM_API_URL": "ftp://x"}, "TELEGRAM_API_URL: must be an http(s) URL"),
         ({"ALLOW_PRIVATE_URLS": "maybe"}, "ALLOW_PRIVATE_URLS"),
+        ({"RSSHUB_PLATFORMS": "weibo,myspace"}, "RSSHUB_PLATFORMS: unknown RSSHub platform(s) myspace"),
     ],
 )
 def test_each_mistake_is_one_sentence_naming_the_variable(

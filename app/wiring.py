@@ -1,0 +1,102 @@
+"""Composition: turn settings into the objects the lower layers take (sources, HTTP client, models)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic_ai.models import Model, infer_model
+
+from app.settings import Settings
+from sources.base import Source
+from sources.config import SourcesConfig
+from sources.http import HttpClient
+from sources.registry import (
+    DEFAULT_SOURCES,
+    build_sources,
+    feed_factory,
+    resolve_source_specs,
+    rsshub_factory,
+)
+
+
+def sources_config(settings: Settings) -> SourcesConfig:
+    """The sources' endpoints and keys, from settings."""
+    return SourcesConfig(
+        user_agent=settings.http_user_agent,
+        allow_private_urls=settings.allow_private_urls,
+        hn_api_url=settings.hn_api_url,
+        news_rss_url=settings.news_rss_url,
+        arxiv_api_url=settings.arxiv_api_url,
+        github_api_url=settings.github_api_url,
+        github_token=settings.github_token,
+        reddit_api_url=settings.reddit_api_url,
+        reddit_auth_url=settings.reddit_auth_url,
+        reddit_client_id=settings.reddit_client_id,
+        reddit_client_secret=settings.reddit_client_secret,
+        wikipedia_api_url=settings.wikipedia_api_url,
+        openalex_api_url=settings.openalex_api_url,
+        openalex_api_key=settings.openalex_api_key,
+        semanticscholar_api_url=settings.semanticscholar_api_url,
+        semanticscholar_api_key=settings.semanticscholar_api_key,
+        x_api_url=settings.x_api_url,
+        x_bearer_token=settings.x_bearer_token,
+        rsshub_url=settings.rsshub_url,
+        rsshub_platforms=tuple(settings.rsshub_platforms),
+    )
+
+
+def open_http_client(settings: Settings) -> HttpClient:
+    """The one polite HTTP client every source shares; close it with `aclose()`."""
+    return HttpClient(user_agent=settings.http_user_agent, allow_private=settings.allow_private_urls)
+
+
+@dataclass(frozen=True)
+class SourceCatalog:
+    """Every source built from settings, and the way to pick some by a spec like `hn,news,rss:<url>`."""
+
+    config: SourcesConfig
+    client: HttpClient
+    by_name: dict[str, Source]
+
+    @classmethod
+    def build(cls, settings: Settings, client: HttpClient) -> SourceCatalog:
+        config = sources_config(settings)
+        return cls(config=config, client=client, by_name=build_sources(client=client, config=config))
+
+    def resolve(self, spec: str | Sequence[str] | None) -> list[Source]:
+        """The sources a spec names (default: the keyless mix); raises ValueError saying what is wrong."""
+        return resolve_source_specs(
+            spec if spec else list(DEFAULT_SOURCES),
+            available=self.by_name,
+            make_feed=feed_factory(client=self.client, config=self.config),
+            make_rsshub=rsshub_factory(client=self.client, config=self.config),
+        )
+
+
+def light_model(settings: Settings) -> Model | None:
+    """The chat/planning model, or None when no model can be used (see `Settings.llm_unavailable_reason`)."""
+    if settings.llm_unavailable_reason() is not None:
+        return None
+    return _model(settings, settings.llm_model)
+
+
+def heavy_model(settings: Settings) -> Model | None:
+    """The critique/synthesis model, or None when no model can be used."""
+    if settings.llm_unavailable_reason() is not None or not settings.llm_heavy_model.strip():
+        return None
+    return _model(settings, settings.llm_heavy_model)
+
+
+def _model(settings: Settings, name: str) -> Model:
+    if name.startswith("google:"):
+        # Imported here: the Google client is only needed when a Gemini model is configured.
+        from pydantic_ai.models.google import GoogleModel
+        from pydantic_ai.providers.google import GoogleProvider
+
+        assert settings.gemini_api_key is not None  # checked by llm_unavailable_reason
+        provider = GoogleProvider(
+            api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url
+        )
+        return GoogleModel(name.removeprefix("google:"), provider=provider)
+    return infer_model(name)

@@ -1,0 +1,243 @@
+"""The database schema as SQLAlchemy declarative models; nothing outside storage/ sees these classes."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Date,
+    Enum,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from storage.records import DeliveryStatus, RunStatus
+from storage.types import UTCDateTime, utc_now
+
+# Named constraints let Alembic alter them later (SQLite batch mode needs names to find them).
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def _enum(cls: type[StrEnum]) -> Enum:
+    """A VARCHAR holding the enum's values (not a native PostgreSQL type: no ALTER TYPE later)."""
+    return Enum(
+        cls,
+        native_enum=False,
+        create_constraint=False,
+        length=16,
+        values_callable=lambda members: [m.value for m in members],
+    )
+
+
+class Base(DeclarativeBase):
+    """Base of every table; shares one metadata with a naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[str]: JSON()}
+
+
+class Chat(Base):
+    __tablename__ = "chats"
+    __table_args__ = (UniqueConstraint("platform", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    external_id: Mapped[str] = mapped_column(String(128))
+    title: Mapped[str | None] = mapped_column(String(255))
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    language: Mapped[str | None] = mapped_column(String(16))
+    profile: Mapped[str | None] = mapped_column(Text)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class User(Base):
+    __tablename__ = "users"
+    __table_args__ = (UniqueConstraint("platform", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    external_id: Mapped[str] = mapped_column(String(128))
+    display_name: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    __table_args__ = (UniqueConstraint("chat_id", "thread_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    thread_key: Mapped[str] = mapped_column(String(128), default="")
+    messages: Mapped[bytes] = mapped_column(LargeBinary)
+    """pydantic-ai's JSON serialisation of the recent messages."""
+    summary: Mapped[str | None] = mapped_column(Text)
+    """Rolling summary of turns older than the ones kept in `messages`."""
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+    updated_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class Monitor(Base):
+    __tablename__ = "monitors"
+    __table_args__ = (Index("ix_monitors_due", "paused", "next_run_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    topic: Mapped[str] = mapped_column(String(500))
+    extra_queries: Mapped[list[str]] = mapped_column(default=list)
+    include_keywords: Mapped[list[str]] = mapped_column(default=list)
+    exclude_keywords: Mapped[list[str]] = mapped_column(default=list)
+    sources: Mapped[list[str]] = mapped_column(default=list)
+    schedule: Mapped[str] = mapped_column(String(200))
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    lookback_hours: Mapped[int] = mapped_column(Integer, default=24)
+    language: Mapped[str | None] = mapped_column(String(16))
+    quiet: Mapped[bool] = mapped_column(Boolean, default=False)
+    paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    plan: Mapped[dict[str, Any] | None] = mapped_column()
+    plan_updated_at: Mapped[datetime | None] = mapped_column()
+    next_run_at: Mapped[datetime | None] = mapped_column()
+    last_run_at: Mapped[datetime | None] = mapped_column()
+    last_status: Mapped[str | None] = mapped_column(String(32))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
+    failure_notified_at: Mapped[datetime | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+    updated_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class Subscription(Base):
+    __tablename__ = "subscriptions"
+    __table_args__ = (UniqueConstraint("monitor_id", "chat_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    # NULL monitor ids (one-off searches) never collide: NULLs are distinct in unique constraints.
+    __table_args__ = (UniqueConstraint("monitor_id", "scheduled_for"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    monitor_id: Mapped[int | None] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
+    chat_id: Mapped[int | None] = mapped_column(ForeignKey("chats.id", ondelete="SET NULL"), index=True)
+    """The chat that asked for a one-off search; NULL for scheduled runs."""
+    query: Mapped[str | None] = mapped_column(Text)
+    scheduled_for: Mapped[datetime] = mapped_column()
+    status: Mapped[RunStatus] = mapped_column(_enum(RunStatus), default=RunStatus.RUNNING)
+    started_at: Mapped[datetime] = mapped_column(default=utc_now)
+    finished_at: Mapped[datetime | None] = mapped_column()
+    stats: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    digest: Mapped[dict[str, Any] | None] = mapped_column()
+    artifacts: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    """Where the exported files went, e.g. {"csv": "...", "chart": "..."}."""
+    error: Mapped[str | None] = mapped_column(Text)
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class Item(Base):
+    __tablename__ = "items"
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    source: Mapped[str] = mapped_column(String(64), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    title: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text, default="")
+    author: Mapped[str | None] = mapped_column(String(255))
+    published_at: Mapped[datetime | None] = mapped_column(index=True)
+    engagement: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    language: Mapped[str | None] = mapped_column(String(16))
+    query: Mapped[str] = mapped_column(Text, default="")
+    collected_at: Mapped[datetime] = mapped_column(index=True)
+    first_seen_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class RunItem(Base):
+    __tablename__ = "run_items"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    item_id: Mapped[str] = mapped_column(
+        ForeignKey("items.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    relevance: Mapped[float | None] = mapped_column(Float)
+    credibility: Mapped[float | None] = mapped_column(Float)
+    score: Mapped[float | None] = mapped_column(Float)
+    cluster_id: Mapped[str | None] = mapped_column(String(64))
+    rank: Mapped[int | None] = mapped_column(Integer)
+    delivered: Mapped[bool] = mapped_column(Boolean, default=False)
+    """The item made it into the digest: the monitor's novelty filter skips it next time."""
+
+
+class Delivery(Base):
+    __tablename__ = "deliveries"
+    __table_args__ = (UniqueConstraint("run_id", "chat_id"), Index("ix_deliveries_due", "status", "next_attempt_at"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    status: Mapped[DeliveryStatus] = mapped_column(_enum(DeliveryStatus), default=DeliveryStatus.PENDING)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utc_now)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+    sent_at: Mapped[datetime | None] = mapped_column()
+
+
+class Usage(Base):
+    __tablename__ = "usage"
+    __table_args__ = (UniqueConstraint("chat_id", "day"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    day: Mapped[date] = mapped_column(Date)
+    requests: Mapped[int] = mapped_column(Integer, default=0)
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class ProcessedInbound(Base):
+    __tablename__ = "processed_inbound"
+    __table_args__ = (UniqueConstraint("platform", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    external_id: Mapped[str] = mapped_column(String(128))
+    received_at: Mapped[datetime] = mapped_column(default=utc_now, index=True)
+
+
+class HttpValidator(Base):
+    __tablename__ = "http_validators"
+
+    url_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """SHA-256 of the URL: URLs can outgrow what an index accepts."""
+    url: Mapped[str] = mapped_column(Text)
+    etag: Mapped[str | None] = mapped_column(Text)
+    last_modified: Mapped[str | None] = mapped_column(String(64))
+    body: Mapped[bytes | None] = mapped_column(LargeBinary)
+    """The last 200 body, served again on a 304."""
+    updated_at: Mapped[datetime] = mapped_column(default=utc_now)

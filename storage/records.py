@@ -1,0 +1,209 @@
+"""Domain records the repositories take and return: frozen dataclasses, never ORM objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any
+
+JSONObject = dict[str, Any]
+"""A JSON object whose shape belongs to the caller (plans, digests, stats): dump pydantic models with
+`model_dump(mode="json")` before storing and validate them after loading."""
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "pending"
+    """Not tried yet."""
+    FAILED = "failed"
+    """Tried and failed; retried at `next_attempt_at`."""
+    SENT = "sent"
+    DEAD = "dead"
+    """Given up: a permanent error or too many attempts."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatRecord:
+    id: int
+    platform: str
+    external_id: str
+    title: str | None
+    timezone: str
+    language: str | None
+    profile: str | None
+    active: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserRecord:
+    id: int
+    platform: str
+    external_id: str
+    display_name: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationRecord:
+    id: int
+    chat_id: int
+    thread_key: str
+    messages: bytes
+    """pydantic-ai JSON (`ModelMessagesTypeAdapter.dump_json`)."""
+    summary: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MonitorRecord:
+    id: int
+    owner_chat_id: int
+    topic: str
+    extra_queries: tuple[str, ...]
+    include_keywords: tuple[str, ...]
+    exclude_keywords: tuple[str, ...]
+    sources: tuple[str, ...]
+    """Source specs: names (`hn`) or `rss:<url>`."""
+    schedule: str
+    """The schedule as the person wrote it, in the grammar of `monitors`."""
+    timezone: str
+    lookback_hours: int
+    language: str | None
+    quiet: bool
+    paused: bool
+    plan: JSONObject | None
+    plan_updated_at: datetime | None
+    next_run_at: datetime | None
+    last_run_at: datetime | None
+    last_status: str | None
+    last_error: str | None
+    consecutive_failures: int
+    failure_notified_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionRecord:
+    id: int
+    monitor_id: int
+    chat_id: int
+    active: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    id: int
+    monitor_id: int | None
+    chat_id: int | None
+    query: str | None
+    scheduled_for: datetime
+    status: RunStatus
+    started_at: datetime
+    finished_at: datetime | None
+    stats: JSONObject
+    digest: JSONObject | None
+    artifacts: JSONObject
+    error: str | None
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOutcome:
+    """What a finished run stores about itself."""
+
+    finished_at: datetime
+    stats: JSONObject = field(default_factory=dict)
+    digest: JSONObject | None = None
+    artifacts: JSONObject = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ItemRecord:
+    """A collected item; field names follow `sources.Item` so one converts into the other directly."""
+
+    id: str
+    source: str
+    url: str
+    title: str
+    text: str = ""
+    author: str | None = None
+    published: datetime | None = None
+    engagement: dict[str, int | None] = field(default_factory=dict)
+    language: str | None = None
+    query: str = ""
+    collected_at: datetime
+    first_seen_at: datetime | None = None
+    """Set by the database on the first insert; ignored on input."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunItemRecord:
+    """An item's place in one run: its scores, cluster and whether the digest used it."""
+
+    run_id: int
+    item_id: str
+    relevance: float | None = None
+    credibility: float | None = None
+    score: float | None = None
+    cluster_id: str | None = None
+    rank: int | None = None
+    delivered: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoredItem:
+    item: ItemRecord
+    scores: RunItemRecord
+    """The scores from the most recent run that included the item."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliveryRecord:
+    id: int
+    run_id: int
+    chat_id: int
+    status: DeliveryStatus
+    attempts: int
+    next_attempt_at: datetime
+    last_error: str | None
+    created_at: datetime
+    sent_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageTotals:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DailyUsage:
+    chat_id: int
+    day: date
+    totals: UsageTotals
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpValidatorRecord:
+    url: str
+    etag: str | None
+    last_modified: str | None
+    body: bytes | None
+    updated_at: datetime

@@ -1,0 +1,68 @@
+"""The `lookout` CLI: help on every command, version, database upgrade, and honest messages for what is missing."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import cli
+
+runner = CliRunner()
+COMMANDS = [[], ["version"], ["run"], ["chat"], ["db"], ["db", "upgrade"]]
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "lookout"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "Usage: lookout" in result.stdout
+    for command in ("run", "chat", "db", "version"):
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "root")
+def test_every_command_has_help(command: list[str]) -> None:
+    result = runner.invoke(cli, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
+
+
+def test_version_names_lookout_and_libraries() -> None:
+    result = runner.invoke(cli, ["version"])
+    assert result.exit_code == 0
+    assert result.output.startswith("lookout 0.1.0\n")
+    assert "pydantic-ai-slim 2." in result.output
+    assert "python-telegram-bot 22." in result.output
+
+
+def test_db_upgrade_creates_the_schema_in_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "fresh"))
+    result = runner.invoke(cli, ["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert "Database is up to date." in result.output
+    database = tmp_path / "fresh" / "lookout.db"
+    with sqlite3.connect(database) as connection:
+        tables = {row[0] for row in connection.execute("select name from sqlite_master where type='table'")}
+    assert {"chats", "monitors", "runs", "items", "deliveries", "alembic_version"} <= tables
+    again = runner.invoke(cli, ["db", "upgrade"])
+    assert again.exit_code == 0
+
+
+def test_bad_configuration_is_one_sentence_and_exit_code_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIMEZONE", "Nowhere/Special")
+    result = runner.invoke(cli, ["db", "upgrade"])
+    assert result.exit_code == 2
+    assert "TIMEZONE must be an IANA name" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_chat_says_plainly_what_is_missing() -> None:
+    result = runner.invoke(cli, ["chat"])
+    assert result.exit_code == 1
+    assert "not available yet" in result.output
+    assert "lookout research" in result.output

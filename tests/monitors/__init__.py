@@ -1,0 +1,1 @@
+"""Tests for the monitors package: schedule grammar, scheduler, runs and delivery."""
