@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pydantic_ai.models import Model, infer_model
 
@@ -21,29 +21,13 @@ from sources.registry import (
 
 
 def sources_config(settings: Settings) -> SourcesConfig:
-    """The sources' endpoints and keys, from settings."""
-    return SourcesConfig(
-        user_agent=settings.http_user_agent,
-        allow_private_urls=settings.allow_private_urls,
-        hn_api_url=settings.hn_api_url,
-        news_rss_url=settings.news_rss_url,
-        arxiv_api_url=settings.arxiv_api_url,
-        github_api_url=settings.github_api_url,
-        github_token=settings.github_token,
-        reddit_api_url=settings.reddit_api_url,
-        reddit_auth_url=settings.reddit_auth_url,
-        reddit_client_id=settings.reddit_client_id,
-        reddit_client_secret=settings.reddit_client_secret,
-        wikipedia_api_url=settings.wikipedia_api_url,
-        openalex_api_url=settings.openalex_api_url,
-        openalex_api_key=settings.openalex_api_key,
-        semanticscholar_api_url=settings.semanticscholar_api_url,
-        semanticscholar_api_key=settings.semanticscholar_api_key,
-        x_api_url=settings.x_api_url,
-        x_bearer_token=settings.x_bearer_token,
-        rsshub_url=settings.rsshub_url,
-        rsshub_platforms=tuple(settings.rsshub_platforms),
-    )
+    """The sources' endpoints and keys, from the settings of the same names."""
+    # Every SourcesConfig field has a setting of the same name, except the User-Agent.
+    values: dict[str, object] = {
+        field.name: getattr(settings, field.name) for field in fields(SourcesConfig) if field.name != "user_agent"
+    }
+    values["rsshub_platforms"] = tuple(settings.rsshub_platforms)
+    return SourcesConfig(user_agent=settings.http_user_agent, **values)  # type: ignore[arg-type]
 
 
 def open_http_client(settings: Settings) -> HttpClient:

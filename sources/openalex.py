@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from datetime import UTC, datetime
 from urllib.parse import quote, quote_plus
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
+from sources.feeds import parse_iso_datetime
 from sources.http import HttpClient
 from sources.urls import canonical_url
 
@@ -66,15 +66,6 @@ def rebuild_abstract(inverted_index: dict[str, list[int]] | None) -> str:
             if place >= 0:
                 positions[place] = word
     return " ".join(positions[index] for index in sorted(positions))
-
-
-def _publication_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value[:10]).replace(tzinfo=UTC)
-    except ValueError:
-        return None
 
 
 def _author_line(authorships: list[OpenAlexAuthorship], *, most: int = 5) -> str | None:
@@ -182,7 +173,7 @@ class OpenAlexSource:
             title=title,
             text=rebuild_abstract(work.abstract_inverted_index),
             author=_author_line(work.authorships),
-            published=_publication_time(work.publication_date),
+            published=parse_iso_datetime(work.publication_date),
             engagement=Engagement(points=work.cited_by_count),
             language=work.language,
             query=query.text,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
+from sources.feeds import parse_iso_datetime
 from sources.http import HostPolicy, HttpClient
 from sources.urls import canonical_url
 
@@ -46,15 +47,6 @@ class S2Paper(BaseModel):
     citation_count: NonNegativeInt | None = Field(default=None, alias="citationCount")
     external_ids: dict[str, str | int | None] | None = Field(default=None, alias="externalIds")
     """`DOI`, `ArXiv`, `CorpusId`, ..."""
-
-
-def _publication_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value[:10]).replace(tzinfo=UTC)
-    except ValueError:
-        return None
 
 
 def paper_url(paper: S2Paper) -> str:
@@ -178,7 +170,7 @@ class SemanticScholarSource:
             title=title,
             text=(paper.abstract or "").strip(),
             author=author,
-            published=_publication_time(paper.publication_date),
+            published=parse_iso_datetime(paper.publication_date),
             engagement=Engagement(points=paper.citation_count),
             query=query.text,
         )

@@ -121,7 +121,11 @@ def test_same_story_from_two_sources_is_one_cluster_with_both_urls_and_a_represe
         text="Ford Motor is recalling about 850,000 vehicles in the United States because a fuel pump may "
         "fail and cause engine stalls.",
     )
+    # Token weights come from what the deduper has seen; a handful of items gives no idea which words are
+    # common, so start from the labelled headlines as a stand-in for an earlier attempt's harvest.
     deduper = Deduper()
+    background, _ = labelled_items()
+    deduper.add(item for item in background if "recall" not in item.id)
     first = deduper.add([reuters, ford])
     second = deduper.add([hn])
     assert first.new_clusters == 2

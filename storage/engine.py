@@ -1,0 +1,95 @@
+"""Async engines for SQLite and PostgreSQL, and `Database`, which holds an engine and its sessions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+logger = logging.getLogger(__name__)
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+"""How long a SQLite writer waits for the lock before failing: long enough for a burst of writers."""
+
+
+def create_engine(url: str) -> AsyncEngine:
+    """An async engine for `sqlite+aiosqlite://` or `postgresql+asyncpg://` URLs.
+
+    SQLite gets WAL, foreign keys, a busy timeout and `BEGIN IMMEDIATE` transactions; the parent
+    directory of a file database is created.
+    """
+    return _create_engine(url, foreign_keys=True)
+
+
+def _create_engine(url: str, *, foreign_keys: bool) -> AsyncEngine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_async_engine(url, pool_pre_ping=True)
+
+    database = parsed.database or ""
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(url)
+    _configure_sqlite(engine, foreign_keys=foreign_keys)
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the driver, decide when transactions begin (see _on_begin).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # A deferred transaction that reads and then writes cannot wait for the lock: SQLite fails it
+        # at once with "database is locked". Taking the write lock up front makes writers queue on
+        # busy_timeout instead; WAL readers outside transactions are not blocked by it.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class Database:
+    """An engine and its session factory, shared by the repositories of one process."""
+
+    def __init__(self, url_or_engine: str | AsyncEngine) -> None:
+        self.engine = create_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`."""
+        return self.engine.dialect.name
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """A session inside one transaction: committed on exit, rolled back on an exception."""
+        async with self.sessions.begin() as session:
+            yield session
+
+    async def ping(self) -> bool:
+        """Whether the database answers a trivial query (for /healthz); never raises."""
+        try:
+            async with self.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+        except Exception as error:  # any failure means "not reachable"; the reason goes to the log
+            logger.warning("database ping failed: %s", error)
+            return False
+        return True
+
+    async def dispose(self) -> None:
+        """Close every pooled connection."""
+        await self.engine.dispose()

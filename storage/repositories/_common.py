@@ -1,0 +1,36 @@
+"""Helpers the repositories share: the dialect's INSERT (for ON CONFLICT) and a base class."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.engine import Database
+
+
+def upsert_insert(session: AsyncSession, table: Any) -> Any:
+    """An INSERT with `on_conflict_do_nothing`/`on_conflict_do_update` for the session's dialect.
+
+    Both SQLite and PostgreSQL speak `INSERT ... ON CONFLICT`; SQLAlchemy exposes it per dialect.
+    """
+    name = session.get_bind().dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table)
+    if name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"storage supports SQLite and PostgreSQL, not {name}")
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, with LIKE's wildcards escaped (escape char `\\`)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class Repository:
+    """Holds the `Database`; each public method runs in its own transaction."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database

@@ -1,0 +1,93 @@
+"""Chats: one row per platform conversation space (a DM, group or channel) and its settings."""
+
+from __future__ import annotations
+
+from typing import TypedDict, Unpack
+
+from sqlalchemy import delete, select
+
+from storage.models import Chat
+from storage.records import ChatRecord
+from storage.repositories._common import Repository, upsert_insert
+
+
+class ChatChanges(TypedDict, total=False):
+    """Fields `ChatRepository.update` may change; absent keys stay as they are."""
+
+    external_id: str
+    """A Telegram group that became a supergroup gets a new id."""
+    title: str | None
+    timezone: str
+    language: str | None
+    profile: str | None
+    active: bool
+
+
+def to_chat_record(row: Chat) -> ChatRecord:
+    return ChatRecord(
+        id=row.id,
+        platform=row.platform,
+        external_id=row.external_id,
+        title=row.title,
+        timezone=row.timezone,
+        language=row.language,
+        profile=row.profile,
+        active=row.active,
+        created_at=row.created_at,
+    )
+
+
+class ChatRepository(Repository):
+    async def get_or_create(self, platform: str, external_id: str, *, title: str | None = None) -> ChatRecord:
+        """The chat, created on first sight; safe when two messages of a new chat arrive together."""
+        async with self._db.transaction() as session:
+            statement = (
+                upsert_insert(session, Chat)
+                .values(platform=platform, external_id=external_id, title=title, timezone="UTC", active=True)
+                .on_conflict_do_nothing(index_elements=["platform", "external_id"])
+            )
+            await session.execute(statement)
+            row = await session.scalar(
+                select(Chat).where(Chat.platform == platform, Chat.external_id == external_id)
+            )
+            if row is None:  # pragma: no cover - the insert above guarantees it
+                raise LookupError(f"chat {platform}:{external_id} vanished")
+            return to_chat_record(row)
+
+    async def get(self, chat_id: int) -> ChatRecord | None:
+        async with self._db.sessions() as session:
+            row = await session.get(Chat, chat_id)
+            return to_chat_record(row) if row else None
+
+    async def find(self, platform: str, external_id: str) -> ChatRecord | None:
+        async with self._db.sessions() as session:
+            row = await session.scalar(
+                select(Chat).where(Chat.platform == platform, Chat.external_id == external_id)
+            )
+            return to_chat_record(row) if row else None
+
+    async def list_chats(self, *, platform: str | None = None, active_only: bool = False) -> list[ChatRecord]:
+        async with self._db.sessions() as session:
+            query = select(Chat).order_by(Chat.id)
+            if platform is not None:
+                query = query.where(Chat.platform == platform)
+            if active_only:
+                query = query.where(Chat.active.is_(True))
+            return [to_chat_record(row) for row in await session.scalars(query)]
+
+    async def update(self, chat_id: int, **changes: Unpack[ChatChanges]) -> ChatRecord | None:
+        """Apply `changes`; None when there is no such chat."""
+        async with self._db.transaction() as session:
+            row = await session.get(Chat, chat_id)
+            if row is None:
+                return None
+            for name, value in changes.items():
+                setattr(row, name, value)
+            await session.flush()
+            return to_chat_record(row)
+
+    async def delete(self, chat_id: int) -> bool:
+        """Delete the chat and, through ON DELETE CASCADE, its monitors, memory and outbox rows."""
+        async with self._db.transaction() as session:
+            result = await session.execute(delete(Chat).where(Chat.id == chat_id))
+            return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,60 @@
+"""Users: the people who write to Lookout, by platform and platform user id."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+
+from storage.models import User
+from storage.records import UserRecord
+from storage.repositories._common import Repository, upsert_insert
+
+
+def to_user_record(row: User) -> UserRecord:
+    return UserRecord(
+        id=row.id,
+        platform=row.platform,
+        external_id=row.external_id,
+        display_name=row.display_name,
+        created_at=row.created_at,
+    )
+
+
+class UserRepository(Repository):
+    async def get_or_create(
+        self, platform: str, external_id: str, *, display_name: str | None = None
+    ) -> UserRecord:
+        """The user, created on first sight; a new non-empty display name replaces the stored one."""
+        async with self._db.transaction() as session:
+            statement = upsert_insert(session, User).values(
+                platform=platform, external_id=external_id, display_name=display_name
+            )
+            if display_name:
+                statement = statement.on_conflict_do_update(
+                    index_elements=["platform", "external_id"], set_={"display_name": display_name}
+                )
+            else:
+                statement = statement.on_conflict_do_nothing(index_elements=["platform", "external_id"])
+            await session.execute(statement)
+            row = await session.scalar(
+                select(User).where(User.platform == platform, User.external_id == external_id)
+            )
+            if row is None:  # pragma: no cover - the insert above guarantees it
+                raise LookupError(f"user {platform}:{external_id} vanished")
+            return to_user_record(row)
+
+    async def get(self, user_id: int) -> UserRecord | None:
+        async with self._db.sessions() as session:
+            row = await session.get(User, user_id)
+            return to_user_record(row) if row else None
+
+    async def find(self, platform: str, external_id: str) -> UserRecord | None:
+        async with self._db.sessions() as session:
+            row = await session.scalar(
+                select(User).where(User.platform == platform, User.external_id == external_id)
+            )
+            return to_user_record(row) if row else None
+
+    async def delete(self, user_id: int) -> bool:
+        async with self._db.transaction() as session:
+            result = await session.execute(delete(User).where(User.id == user_id))
+            return bool(result.rowcount)  # type: ignore[attr-defined]
