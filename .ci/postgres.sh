@@ -16,7 +16,7 @@ host=127.0.0.1
 log() { printf 'postgres.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-as_postgres() { runuser -u postgres -- "$@"; }
+as_postgres() { (cd / && runuser -u postgres -- "$@"); }
 
 port_in_use() { (exec 9<>"/dev/tcp/$host/$1") 2>/dev/null; }
 

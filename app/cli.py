@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import platform
+from typing import Annotated
 
 import typer
 
@@ -18,6 +19,10 @@ cli = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+SourcesOption = Annotated[
+    str | None,
+    typer.Option("--sources", "-s", help="Comma-separated source names or rss:<url> (default: a keyless mix)."),
+]
 db_cli = typer.Typer(help="Manage the database.", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
 
@@ -78,6 +83,41 @@ def chat() -> None:
         err=True,
     )
     raise typer.Exit(code=1)
+
+
+@cli.command()
+def research(
+    query: Annotated[str, typer.Argument(help='What to look for, e.g. "DeepSeek R2".')],
+    limit: Annotated[int, typer.Option(min=1, max=200, help="How many stories to print.")] = 20,
+    sources: SourcesOption = None,
+) -> None:
+    """Search the sources once and print the ranked, de-duplicated items."""
+    settings = startup()
+    from app.research_commands import research_command
+
+    research_command(settings, query=query, limit=limit, sources_spec=sources)
+
+
+@cli.command()
+def collect(
+    request: Annotated[str, typer.Argument(help='What to collect, e.g. "posts about open source LLMs".')],
+    target: Annotated[int, typer.Option(min=1, max=100_000, help="Unique items to reach.")] = 2000,
+    max_attempts: Annotated[int, typer.Option(min=1, max=50, help="Collection rounds at most.")] = 10,
+    items_per_attempt: Annotated[int, typer.Option(min=10, max=5000, help="Items asked for per round.")] = 500,
+    sources: SourcesOption = None,
+) -> None:
+    """Collect until the target of unique items (or a stop rule); write CSV and JSON under DATA_DIR/exports."""
+    settings = startup()
+    from app.research_commands import collect_command
+
+    collect_command(
+        settings,
+        request=request,
+        target=target,
+        max_attempts=max_attempts,
+        items_per_attempt=items_per_attempt,
+        sources_spec=sources,
+    )
 
 
 def main() -> None:

@@ -11,8 +11,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from sources.rsshub import parse_platforms
-
 DEFAULT_LIGHT_MODEL = "google:gemini-3.5-flash-lite"
 DEFAULT_HEAVY_MODEL = "google:gemini-3.8-flash"
 
@@ -137,6 +135,9 @@ class Settings(BaseSettings):
     @field_validator("rsshub_platforms")
     @classmethod
     def _known_platforms(cls, value: list[str]) -> list[str]:
+        # Imported here so that reading settings does not load every source module.
+        from sources.rsshub import parse_platforms
+
         return list(parse_platforms(value))
 
     @field_validator("log_level")

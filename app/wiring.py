@@ -79,8 +79,6 @@ def _model(settings: Settings, name: str) -> Model:
         from pydantic_ai.providers.google import GoogleProvider
 
         assert settings.gemini_api_key is not None  # checked by llm_unavailable_reason
-        provider = GoogleProvider(
-            api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url
-        )
+        provider = GoogleProvider(api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url)
         return GoogleModel(name.removeprefix("google:"), provider=provider)
     return infer_model(name)

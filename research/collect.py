@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Final, Literal
@@ -58,6 +58,8 @@ class SearchOutcome(BaseModel):
     source: str
     query: str
     """The query text."""
+    query_index: NonNegativeInt = 0
+    """Position of the query in the `queries` given to `collect` (texts may repeat across languages)."""
     language: str | None = None
     status: SearchStatus
     count: NonNegativeInt = 0
@@ -91,8 +93,15 @@ class Collection(BaseModel):
     """All items in the order they arrived; not de-duplicated."""
     outcomes: list[SearchOutcome] = Field(default_factory=list)
     """One entry per (source, query) pair, in source-then-query order."""
+    item_outcomes: list[NonNegativeInt] = Field(default_factory=list, repr=False)
+    """For each item, the index in `outcomes` of the search that found it."""
     started_at: AwareDatetime
     finished_at: AwareDatetime
+
+    def items_with_outcomes(self) -> Iterator[tuple[Item, SearchOutcome]]:
+        """Each item with the (source, query) search that found it."""
+        for item, index in zip(self.items, self.item_outcomes, strict=True):
+            yield item, self.outcomes[index]
 
     @property
     def errors(self) -> list[SearchOutcome]:
@@ -199,9 +208,11 @@ async def collect(
     started_at = utc_now()
     semaphore = asyncio.Semaphore(max(concurrency, 1))
     slots: list[asyncio.Task[tuple[list[Item], SearchOutcome]] | SearchOutcome] = []
+    query_indices: list[int] = []
     for source in sources:
         reason = _unavailable_reason(source)
-        for query in queries:
+        for query_index, query in enumerate(queries):
+            query_indices.append(query_index)
             if reason is not None:
                 slots.append(
                     SearchOutcome(
@@ -239,15 +250,20 @@ async def collect(
             task.cancel()
 
     items: list[Item] = []
+    item_outcomes: list[int] = []
     outcomes: list[SearchOutcome] = []
-    for slot in slots:
-        if isinstance(slot, SearchOutcome):
-            outcomes.append(slot)
-        else:
-            found, outcome = slot.result()
-            items.extend(found)
-            outcomes.append(outcome)
-    return Collection(items=items, outcomes=outcomes, started_at=started_at, finished_at=_now(started_at))
+    for slot, query_index in zip(slots, query_indices, strict=True):
+        found, outcome = ([], slot) if isinstance(slot, SearchOutcome) else slot.result()
+        items.extend(found)
+        item_outcomes.extend([len(outcomes)] * len(found))
+        outcomes.append(outcome.model_copy(update={"query_index": query_index}))
+    return Collection(
+        items=items,
+        outcomes=outcomes,
+        item_outcomes=item_outcomes,
+        started_at=started_at,
+        finished_at=_now(started_at),
+    )
 
 
 def _now(not_before: datetime) -> datetime:

@@ -21,14 +21,15 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from sources.base import Item
+from sources.urls import canonical_url
 
-DEFAULT_THRESHOLD = 0.1
+DEFAULT_THRESHOLD = 0.09
 """Similarity at which two items count as the same story (tuned on tests/research/payloads/headlines.json)."""
 
 LEAD_TOKENS = 25
@@ -38,7 +39,6 @@ _WORD = re.compile(r"[^\W_]+(?:[.,'][^\W_]+)*", re.UNICODE)
 _NO_SPACE_SCRIPTS = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u0e00-\u0e7f]+"
 )
-_TRACKING = re.compile(r"^(utm_.*|fbclid|gclid|dclid|msclkid|mc_cid|mc_eid|igshid|ref_src)$")
 
 
 def _word_set(*lines: str) -> frozenset[str]:
@@ -75,6 +75,11 @@ BOILERPLATE_WEIGHT = 0.4
 
 _AMOUNT_UNIT = re.compile(r"(\d)(bn|billion|m|mn|million|k|tn|trillion)\b")
 """`$57bn` and `57 billion` should meet: split the unit off the number."""
+
+
+def is_stop_word(word: str) -> bool:
+    """Whether a word is a function word ("the", "der", "и", ...) in one of the languages we know."""
+    return normalise(word) in _STOP_WORDS
 
 
 def normalise(text: str) -> str:
@@ -121,35 +126,39 @@ def tokens(text: str, *, limit: int | None = None) -> list[str]:
     return out
 
 
-def fingerprint(title: str, text: str = "") -> frozenset[str]:
-    """The token set two items are compared on: the whole title plus the lead of the text."""
-    return frozenset(tokens(title)) | frozenset(tokens(text, limit=LEAD_TOKENS))
-
-
 _YEAR = re.compile(r"(19|20)\d\d")
+_LATIN_OR_CYRILLIC_WORD = re.compile(r"[a-z\u00c0-\u024f\u0400-\u04ff][\w.-]{2,}")
 
 NUMBER_CONFLICT_FACTOR = 0.6
 """Similarity is multiplied by this when both items quote figures and share none of them: "recalls 239,000
 cars" and "recalls 850,000 cars" are different stories even when the rest of the wording is alike."""
 
+SUBJECT_CONFLICT_FACTOR = 0.5
+"""Similarity is multiplied by this when neither headline mentions the other's first word: headlines lead
+with their subject ("Tesla recalls ...", "Ford recalls ..."), while outlets telling the same story name the
+same subject somewhere ("EU fines Apple" / "Apple hit with EU fine")."""
 
-def figures(fingerprint_: frozenset[str]) -> frozenset[str]:
-    """The tokens of a fingerprint that are figures (amounts, counts, model numbers), years excepted."""
-    return frozenset(t for t in fingerprint_ if any(c.isdigit() for c in t) and not _YEAR.fullmatch(t))
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What two items are compared on."""
+
+    tokens: frozenset[str]
+    """Tokens of the whole title plus the lead of the text."""
+    figures: frozenset[str]
+    """The tokens that are figures (amounts, counts, model numbers), years excepted."""
+    subject: str | None
+    """The headline's first word when it is a content word in a space-separated script."""
 
 
-def url_key(url: str) -> str:
-    """A comparison key for URLs: lower-cased scheme and host, no fragment, tracking parameters or final `/`.
-
-    Sources already canonicalise; this guards against one that did not.
-    """
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return url.strip()
-    query = urlencode(sorted((k, v) for k, v in parse_qsl(parts.query) if not _TRACKING.match(k)))
-    path = parts.path.rstrip("/")
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, query, ""))
+def fingerprint(title: str, text: str = "") -> Fingerprint:
+    """Build the fingerprint of a title and its text."""
+    title_tokens = tokens(title)
+    all_tokens = frozenset(title_tokens) | frozenset(tokens(text, limit=LEAD_TOKENS))
+    figures = frozenset(t for t in all_tokens if any(c.isdigit() for c in t) and not _YEAR.fullmatch(t))
+    first = title_tokens[0] if title_tokens else None
+    subject = first if first and _LATIN_OR_CYRILLIC_WORD.fullmatch(first) else None
+    return Fingerprint(tokens=all_tokens, figures=figures, subject=subject)
 
 
 _OLDEST = datetime.min.replace(tzinfo=UTC)
@@ -209,7 +218,7 @@ class Deduper:
         self.threshold = threshold
         self.common_share = common_share
         self._items: list[Item] = []
-        self._fingerprints: list[frozenset[str]] = []
+        self._fingerprints: list[Fingerprint] = []
         self._cluster_index: list[int] = []
         self._clusters: list[list[int]] = []
         self._index_of_id: dict[str, int] = {}
@@ -228,7 +237,7 @@ class Deduper:
 
     def seen(self, item: Item) -> bool:
         """Whether an item with the same id or URL was already added."""
-        return item.id in self._index_of_id or url_key(item.url) in self._urls
+        return item.id in self._index_of_id or canonical_url(item.url) in self._urls
 
     def cluster_id(self, item_id: str) -> str | None:
         """The cluster of a seen item, by its id."""
@@ -246,11 +255,11 @@ class Deduper:
     def add(self, items: Iterable[Item]) -> DedupeResult:
         """Take a batch: drop what was seen, file the rest under a story (an old one or a new one)."""
         result = DedupeResult()
-        fresh: list[tuple[Item, frozenset[str]]] = []
+        fresh: list[tuple[Item, Fingerprint]] = []
         batch_ids: set[str] = set()
         batch_urls: set[str] = set()
         for item in items:
-            key = url_key(item.url)
+            key = canonical_url(item.url)
             if self.seen(item) or item.id in batch_ids or key in batch_urls:
                 result.duplicates.append(item)
                 continue
@@ -259,7 +268,7 @@ class Deduper:
             fresh.append((item, fingerprint(item.title, item.text)))
         # Count the whole batch before comparing, so token weights reflect everything known, not the order.
         for _, fingerprint_ in fresh:
-            self._df.update(fingerprint_)
+            self._df.update(fingerprint_.tokens)
         self._documents += len(fresh)
         for item, fingerprint_ in fresh:
             before = len(self._clusters)
@@ -269,26 +278,28 @@ class Deduper:
             result.new_clusters += len(self._clusters) > before
         return result
 
-    def similarity(self, a: frozenset[str], b: frozenset[str]) -> float:
-        """IDF-weighted Jaccard similarity of two fingerprints, with the document counts seen so far."""
-        if not a or not b:
+    def similarity(self, a: Fingerprint, b: Fingerprint) -> float:
+        """IDF-weighted Jaccard similarity of two fingerprints (with the document counts seen so far),
+        lowered when their figures or their headline subjects conflict."""
+        if not a.tokens or not b.tokens:
             return 0.0
         total = self._documents
-        shared = sum(self._weight(t, total) for t in a & b)
+        shared = sum(self._weight(t, total) for t in a.tokens & b.tokens)
         if not shared:
             return 0.0
-        union = sum(self._weight(t, total) for t in a | b)
+        union = sum(self._weight(t, total) for t in a.tokens | b.tokens)
         score = shared / union
-        figures_a, figures_b = figures(a), figures(b)
-        if figures_a and figures_b and not figures_a & figures_b:
+        if a.figures and b.figures and not a.figures & b.figures:
             score *= NUMBER_CONFLICT_FACTOR
+        if a.subject and b.subject and a.subject not in b.tokens and b.subject not in a.tokens:
+            score *= SUBJECT_CONFLICT_FACTOR
         return score
 
     def _weight(self, token: str, total: int) -> float:
         idf = math.log((total + 1) / (self._df[token] + 1)) + 1.0
         return idf * BOILERPLATE_WEIGHT if token in _BOILERPLATE else idf
 
-    def _file(self, item: Item, fingerprint_: frozenset[str]) -> int:
+    def _file(self, item: Item, fingerprint_: Fingerprint) -> int:
         index = len(self._items)
         # Average link: join the story whose members are, on average, similar enough. A single loose link
         # (best-link) chains look-alike stories together; the mean over all members does not.
@@ -310,15 +321,15 @@ class Deduper:
         self._fingerprints.append(fingerprint_)
         self._cluster_index.append(cluster)
         self._index_of_id[item.id] = index
-        self._urls.add(url_key(item.url))
-        for token in fingerprint_:
+        self._urls.add(canonical_url(item.url))
+        for token in fingerprint_.tokens:
             self._postings[token].append(index)
         return cluster
 
-    def _candidates(self, fingerprint_: frozenset[str]) -> set[int]:
+    def _candidates(self, fingerprint_: Fingerprint) -> set[int]:
         limit = max(20, int(self.common_share * (len(self._items) + 1)))
         found: set[int] = set()
-        for token in fingerprint_:
+        for token in fingerprint_.tokens:
             posting = self._postings.get(token)
             if posting and len(posting) <= limit:
                 found.update(posting)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -51,7 +51,7 @@ class Base(DeclarativeBase):
     """Base of every table; shares one metadata with a naming convention."""
 
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[str]: JSON()}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[str]: JSON()}
 
 
 class Chat(Base):
@@ -101,7 +101,7 @@ class Monitor(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     owner_chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
-    topic: Mapped[str] = mapped_column(String(500))
+    topic: Mapped[str] = mapped_column(Text)
     extra_queries: Mapped[list[str]] = mapped_column(default=list)
     include_keywords: Mapped[list[str]] = mapped_column(default=list)
     exclude_keywords: Mapped[list[str]] = mapped_column(default=list)
@@ -167,10 +167,11 @@ class Item(Base):
     url: Mapped[str] = mapped_column(Text)
     title: Mapped[str] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text, default="")
-    author: Mapped[str | None] = mapped_column(String(255))
+    author: Mapped[str | None] = mapped_column(Text)
+    """Text, not VARCHAR: a paper can list hundreds of authors."""
     published_at: Mapped[datetime | None] = mapped_column(index=True)
     engagement: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    language: Mapped[str | None] = mapped_column(String(16))
+    language: Mapped[str | None] = mapped_column(String(64))
     query: Mapped[str] = mapped_column(Text, default="")
     collected_at: Mapped[datetime] = mapped_column(index=True)
     first_seen_at: Mapped[datetime] = mapped_column(default=utc_now)
@@ -180,13 +181,11 @@ class RunItem(Base):
     __tablename__ = "run_items"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    item_id: Mapped[str] = mapped_column(
-        ForeignKey("items.id", ondelete="CASCADE"), primary_key=True, index=True
-    )
+    item_id: Mapped[str] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), primary_key=True, index=True)
     relevance: Mapped[float | None] = mapped_column(Float)
     credibility: Mapped[float | None] = mapped_column(Float)
     score: Mapped[float | None] = mapped_column(Float)
-    cluster_id: Mapped[str | None] = mapped_column(String(64))
+    cluster_id: Mapped[str | None] = mapped_column(Text)
     rank: Mapped[int | None] = mapped_column(Integer)
     delivered: Mapped[bool] = mapped_column(Boolean, default=False)
     """The item made it into the digest: the monitor's novelty filter skips it next time."""

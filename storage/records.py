@@ -152,6 +152,20 @@ class ItemRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ItemScore:
+    """How a run judged one item: what `DeliveryRepository.complete_run` stores per item."""
+
+    item_id: str
+    relevance: float | None = None
+    credibility: float | None = None
+    score: float | None = None
+    cluster_id: str | None = None
+    rank: int | None = None
+    delivered: bool = False
+    """The item made it into the digest: the monitor's novelty filter skips it next time."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunItemRecord:
     """An item's place in one run: its scores, cluster and whether the digest used it."""
 

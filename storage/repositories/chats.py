@@ -47,9 +47,7 @@ class ChatRepository(Repository):
                 .on_conflict_do_nothing(index_elements=["platform", "external_id"])
             )
             await session.execute(statement)
-            row = await session.scalar(
-                select(Chat).where(Chat.platform == platform, Chat.external_id == external_id)
-            )
+            row = await session.scalar(select(Chat).where(Chat.platform == platform, Chat.external_id == external_id))
             if row is None:  # pragma: no cover - the insert above guarantees it
                 raise LookupError(f"chat {platform}:{external_id} vanished")
             return to_chat_record(row)
@@ -61,9 +59,7 @@ class ChatRepository(Repository):
 
     async def find(self, platform: str, external_id: str) -> ChatRecord | None:
         async with self._db.sessions() as session:
-            row = await session.scalar(
-                select(Chat).where(Chat.platform == platform, Chat.external_id == external_id)
-            )
+            row = await session.scalar(select(Chat).where(Chat.platform == platform, Chat.external_id == external_id))
             return to_chat_record(row) if row else None
 
     async def list_chats(self, *, platform: str | None = None, active_only: bool = False) -> list[ChatRecord]:

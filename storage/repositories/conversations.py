@@ -29,9 +29,7 @@ class ConversationRepository(Repository):
         """The stored memory of a conversation; `thread_key` is "" for chats without threads."""
         async with self._db.sessions() as session:
             row = await session.scalar(
-                select(Conversation).where(
-                    Conversation.chat_id == chat_id, Conversation.thread_key == thread_key
-                )
+                select(Conversation).where(Conversation.chat_id == chat_id, Conversation.thread_key == thread_key)
             )
             return to_conversation_record(row) if row else None
 
@@ -73,8 +71,6 @@ class ConversationRepository(Repository):
         """Forget the conversation entirely, summary included (`/forget`)."""
         async with self._db.transaction() as session:
             result = await session.execute(
-                delete(Conversation).where(
-                    Conversation.chat_id == chat_id, Conversation.thread_key == thread_key
-                )
+                delete(Conversation).where(Conversation.chat_id == chat_id, Conversation.thread_key == thread_key)
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]

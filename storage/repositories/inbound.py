@@ -28,7 +28,5 @@ class InboundRepository(Repository):
     async def forget_before(self, cutoff: datetime) -> int:
         """Drop ids received before `cutoff` (platforms stop retrying long before); returns how many."""
         async with self._db.transaction() as session:
-            result = await session.execute(
-                delete(ProcessedInbound).where(ProcessedInbound.received_at < cutoff)
-            )
+            result = await session.execute(delete(ProcessedInbound).where(ProcessedInbound.received_at < cutoff))
             return int(result.rowcount)  # type: ignore[attr-defined]

@@ -20,9 +20,7 @@ def to_user_record(row: User) -> UserRecord:
 
 
 class UserRepository(Repository):
-    async def get_or_create(
-        self, platform: str, external_id: str, *, display_name: str | None = None
-    ) -> UserRecord:
+    async def get_or_create(self, platform: str, external_id: str, *, display_name: str | None = None) -> UserRecord:
         """The user, created on first sight; a new non-empty display name replaces the stored one."""
         async with self._db.transaction() as session:
             statement = upsert_insert(session, User).values(
@@ -35,9 +33,7 @@ class UserRepository(Repository):
             else:
                 statement = statement.on_conflict_do_nothing(index_elements=["platform", "external_id"])
             await session.execute(statement)
-            row = await session.scalar(
-                select(User).where(User.platform == platform, User.external_id == external_id)
-            )
+            row = await session.scalar(select(User).where(User.platform == platform, User.external_id == external_id))
             if row is None:  # pragma: no cover - the insert above guarantees it
                 raise LookupError(f"user {platform}:{external_id} vanished")
             return to_user_record(row)
@@ -49,9 +45,7 @@ class UserRepository(Repository):
 
     async def find(self, platform: str, external_id: str) -> UserRecord | None:
         async with self._db.sessions() as session:
-            row = await session.scalar(
-                select(User).where(User.platform == platform, User.external_id == external_id)
-            )
+            row = await session.scalar(select(User).where(User.platform == platform, User.external_id == external_id))
             return to_user_record(row) if row else None
 
     async def delete(self, user_id: int) -> bool:

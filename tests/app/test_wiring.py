@@ -41,7 +41,7 @@ async def test_catalog_resolves_default_and_named_sources() -> None:
         assert [s.name for s in catalog.resolve("hn,rss:https://example.org/feed.xml")] == ["hn", "rss"]
         with pytest.raises(ValueError, match="unknown source"):
             catalog.resolve("hn,myspace")
-        with pytest.raises(ValueError, match="X_BEARER_TOKEN|bearer"):
+        with pytest.raises(ValueError, match=r"X_BEARER_TOKEN|bearer"):
             catalog.resolve("x")
     finally:
         await client.aclose()

@@ -27,9 +27,7 @@ async def test_every_query_goes_to_every_source_and_failures_are_recorded() -> N
     off = UnavailableSource("x")
     events: list[ProgressEvent] = []
 
-    result = await collect(
-        QUERIES, [good, limited, slow, off, broken, other], timeout=0.2, progress=events.append
-    )
+    result = await collect(QUERIES, [good, limited, slow, off, broken, other], timeout=0.2, progress=events.append)
 
     assert [q.text for q in good.queries] == ["deepseek", "deepseek r2"]
     assert [q.text for q in other.queries] == ["deepseek", "deepseek r2"]
@@ -55,6 +53,8 @@ async def test_every_query_goes_to_every_source_and_failures_are_recorded() -> N
     assert (tallies["hn"].items, tallies["hn"].skipped_malformed, tallies["hn"].errors) == (6, 4, 0)
     assert (tallies["arxiv"].searches, tallies["arxiv"].errors) == (2, 2)
     assert tallies["x"].skipped_reason == "X_BEARER_TOKEN is not set"
+    found_by = {(item.id, outcome.source, outcome.query_index) for item, outcome in result.items_with_outcomes()}
+    assert len(found_by) == 12 and {(s, i) for _, s, i in found_by} == {("hn", 0), ("hn", 1), ("news", 0), ("news", 1)}
     assert [e.done for e in events] == list(range(1, 11))
     assert {e.total for e in events} == {10}
 

@@ -6,17 +6,18 @@ import json
 import random
 from pathlib import Path
 
-from research.dedupe import Deduper, cluster_items, fingerprint, pair_scores, tokens, url_key
+from research.dedupe import Deduper, cluster_items, fingerprint, pair_scores, tokens
 from sources.base import Engagement, Item
 from tests.research.fake_sources import make_item
 
 HEADLINES = Path(__file__).parent / "payloads" / "headlines.json"
 
-PRECISION_FLOOR = 0.9
-RECALL_FLOOR = 0.8
-"""Floors for the file order; the shuffled orders' means must reach `SHUFFLED_*` (see bench/README.md)."""
-SHUFFLED_PRECISION_FLOOR = 0.88
-SHUFFLED_RECALL_FLOOR = 0.8
+# Set a little under what the clustering achieves (file order 0.99 / 0.85; five shuffled orders 0.94 / 0.87
+# on average), so a regression fails and an unlucky-but-fine change does not. See bench/README.md.
+PRECISION_FLOOR = 0.95
+RECALL_FLOOR = 0.83
+SHUFFLED_PRECISION_FLOOR = 0.9
+SHUFFLED_RECALL_FLOOR = 0.84
 
 
 def labelled_items() -> tuple[list[Item], list[str]]:
@@ -121,11 +122,7 @@ def test_same_story_from_two_sources_is_one_cluster_with_both_urls_and_a_represe
         text="Ford Motor is recalling about 850,000 vehicles in the United States because a fuel pump may "
         "fail and cause engine stalls.",
     )
-    # Token weights come from what the deduper has seen; a handful of items gives no idea which words are
-    # common, so start from the labelled headlines as a stand-in for an earlier attempt's harvest.
     deduper = Deduper()
-    background, _ = labelled_items()
-    deduper.add(item for item in background if "recall" not in item.id)
     first = deduper.add([reuters, ford])
     second = deduper.add([hn])
     assert first.new_clusters == 2
@@ -148,5 +145,7 @@ def test_cjk_text_clusters_by_character_bigrams() -> None:
 
 def test_tokens_and_fingerprint() -> None:
     assert tokens("Nvidia's revenue: $57bn, 9,000 jobs") == ["nvidia", "revenue", "57", "billion", "9.000", "jobs"]
-    assert fingerprint("The Chips", "Chip maker") == frozenset({"chip", "maker"})
-    assert url_key("HTTPS://Example.COM/a/?b=1&utm_medium=x&fbclid=y#frag") == "https://example.com/a?b=1"
+    assert fingerprint("The Chips", "Chip maker").tokens == frozenset({"chip", "maker"})
+    assert fingerprint("Tesla recalls 239,000 cars in 2026").figures == frozenset({"239.000"})
+    assert fingerprint("Tesla recalls cars").subject == "tesla"
+    assert fingerprint("华为Mate 80发布").subject is None

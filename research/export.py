@@ -1,0 +1,143 @@
+"""Write a collection as CSV (UTF-8 with BOM, guarded against formula injection) plus JSON metadata."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import tempfile
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+from pydantic import BaseModel
+
+from research.rank import RankedItem
+
+CSV_COLUMNS = (
+    "index",
+    "source",
+    "title",
+    "text",
+    "author",
+    "published",
+    "url",
+    "points",
+    "likes",
+    "reposts",
+    "comments",
+    "chars",
+    "language",
+    "relevance",
+    "recency",
+    "engagement_score",
+    "score",
+    "cluster_id",
+    "query",
+)
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_STEM_MAX = 60
+
+
+@dataclass(frozen=True)
+class ExportPaths:
+    """Where the files of one export were written."""
+
+    csv: Path
+    json: Path
+
+
+def guard_cell(value: str) -> str:
+    """Prefix `'` to a cell a spreadsheet would run as a formula (starts with = + - @ tab or CR)."""
+    return "'" + value if value.startswith(_FORMULA_STARTS) else value
+
+
+def safe_stem(text: str, when: datetime) -> str:
+    """A file-name stem from free text and a time: letters and digits of any script, `-` for the rest.
+
+    `safe_stem("DeepSeek R2: news?", t)` -> `deepseek-r2-news-20261120-1200`. Never empty, never a path.
+    """
+    normalised = unicodedata.normalize("NFKC", text).casefold()
+    slug = re.sub(r"[^\w]+|_+", "-", normalised).strip("-")[:_STEM_MAX].strip("-") or "collection"
+    return f"{slug}-{when.astimezone(UTC):%Y%m%d-%H%M}"
+
+
+def _iso_utc(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _count(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def csv_row(index: int, ranked: RankedItem) -> list[str]:
+    """One CSV row, cells already guarded."""
+    item = ranked.item
+    cells = [
+        str(index),
+        item.source,
+        item.title,
+        item.text,
+        item.author or "",
+        _iso_utc(item.published),
+        item.url,
+        _count(item.engagement.points),
+        _count(item.engagement.likes),
+        _count(item.engagement.reposts),
+        _count(item.engagement.comments),
+        str(len(item.text)),
+        item.language or "",
+        f"{ranked.relevance:.4f}",
+        f"{ranked.recency:.4f}",
+        f"{ranked.engagement:.4f}",
+        f"{ranked.score:.4f}",
+        ranked.cluster_id or "",
+        item.query,
+    ]
+    return [guard_cell(cell) for cell in cells]
+
+
+@contextmanager
+def _replacing(path: Path, *, encoding: str, newline: str | None = None) -> Iterator[TextIO]:
+    """Write to a temporary file next to `path`, then move it into place: a reader never sees half a file."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline=newline) as handle:
+            yield handle
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_csv(path: Path, ranked_items: Sequence[RankedItem]) -> None:
+    """Write the CSV: UTF-8 with BOM so Excel reads non-Latin text, one row per item, in the given order."""
+    with _replacing(path, encoding="utf-8-sig", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        for index, ranked in enumerate(ranked_items, start=1):
+            writer.writerow(csv_row(index, ranked))
+
+
+def write_json(path: Path, model: BaseModel) -> None:
+    """Write a model as indented UTF-8 JSON (non-Latin text kept readable)."""
+    with _replacing(path, encoding="utf-8") as handle:
+        handle.write(model.model_dump_json(indent=2))
+        handle.write("\n")
+
+
+def write_exports(report: BaseModel, ranked_items: Sequence[RankedItem], *, out_dir: Path, stem: str) -> ExportPaths:
+    """Write `<stem>.csv` and `<stem>.json` (the report) under `out_dir`, creating it if needed."""
+    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
+        raise ValueError(f"unsafe file stem {stem!r}; build it with safe_stem()")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = ExportPaths(csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json")
+    write_csv(paths.csv, ranked_items)
+    write_json(paths.json, report)
+    return paths

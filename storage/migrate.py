@@ -1,0 +1,41 @@
+"""Alembic wiring: the migration config (no alembic.ini needed) and `upgrade_database` to head."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Connection
+
+from storage.engine import _create_engine
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+
+def migration_config(url: str | None = None) -> Config:
+    """An Alembic config pointing at storage/migrations; `url` travels in `attributes`, not in the
+    ini text, so a `%` in a password needs no escaping."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("file_template", "%%(rev)s_%%(slug)s")
+    if url is not None:
+        config.attributes["url"] = url
+    return config
+
+
+async def upgrade_database(url: str, *, revision: str = "head") -> None:
+    """Apply every migration up to `revision` (creating a SQLite file and its directory if needed)."""
+    # Foreign keys stay off while migrating: SQLite's batch mode rebuilds tables by copy-and-drop,
+    # which must not cascade into other tables.
+    engine = _create_engine(url, foreign_keys=False)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_upgrade, migration_config(url), revision)
+    finally:
+        await engine.dispose()
+
+
+def _upgrade(connection: Connection, config: Config, revision: str) -> None:
+    config.attributes["connection"] = connection
+    command.upgrade(config, revision)

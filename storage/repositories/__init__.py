@@ -1,0 +1,30 @@
+"""Repositories: one small class per aggregate, each method one transaction, returning records."""
+
+from storage.repositories.chats import ChatChanges, ChatRepository
+from storage.repositories.conversations import ConversationRepository
+from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
+from storage.repositories.http_validators import HttpValidatorRepository
+from storage.repositories.inbound import InboundRepository
+from storage.repositories.items import ItemRepository
+from storage.repositories.monitors import MonitorChanges, MonitorRepository
+from storage.repositories.runs import RunRepository
+from storage.repositories.subscriptions import SubscriptionRepository
+from storage.repositories.usage import UsageRepository
+from storage.repositories.users import UserRepository
+
+__all__ = [
+    "ChatChanges",
+    "ChatRepository",
+    "ConversationRepository",
+    "DeliveryRepository",
+    "HttpValidatorRepository",
+    "InboundRepository",
+    "ItemRepository",
+    "MonitorChanges",
+    "MonitorRepository",
+    "RunNotOpenError",
+    "RunRepository",
+    "SubscriptionRepository",
+    "UsageRepository",
+    "UserRepository",
+]

@@ -1,0 +1,211 @@
+"""The delivery outbox: a finished run, its items and one row per recipient chat, written together,
+then claimed, sent and retried by the delivery worker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from storage.models import Chat, Delivery, Run, RunItem, Subscription
+from storage.records import DeliveryRecord, DeliveryStatus, ItemRecord, ItemScore, RunOutcome, RunStatus
+from storage.repositories._common import Repository, upsert_insert
+from storage.repositories.items import upsert_items
+from storage.types import utc_now
+
+_OPEN = (DeliveryStatus.PENDING, DeliveryStatus.FAILED)
+
+
+def to_delivery_record(row: Delivery) -> DeliveryRecord:
+    return DeliveryRecord(
+        id=row.id,
+        run_id=row.run_id,
+        chat_id=row.chat_id,
+        status=DeliveryStatus(row.status),
+        attempts=row.attempts,
+        next_attempt_at=row.next_attempt_at,
+        last_error=row.last_error,
+        created_at=row.created_at,
+        sent_at=row.sent_at,
+    )
+
+
+class RunNotOpenError(Exception):
+    """`complete_run` was given a run that does not exist or is no longer running."""
+
+
+class DeliveryRepository(Repository):
+    async def complete_run(
+        self,
+        run_id: int,
+        *,
+        outcome: RunOutcome,
+        items: Sequence[ItemRecord] = (),
+        scores: Sequence[ItemScore] = (),
+        deliver: bool = True,
+        extra_chat_ids: Sequence[int] = (),
+    ) -> list[DeliveryRecord]:
+        """In ONE transaction: mark the run succeeded with its outcome, store its items and their
+        scores, and queue one outbox row per recipient. Any failure leaves none of it written.
+
+        Recipients (when `deliver`): the active chats actively subscribed to the run's monitor, the
+        chat that asked for a one-off search, and `extra_chat_ids` (e.g. the chat that said /digest).
+        Pass `deliver=False` for a quiet monitor with nothing new. Returns the queued rows.
+        """
+        async with self._db.transaction() as session:
+            run = await session.get(Run, run_id, with_for_update=True)
+            if run is None or run.status != RunStatus.RUNNING:
+                raise RunNotOpenError(f"run {run_id} is not running")
+            run.status = RunStatus.SUCCEEDED
+            run.finished_at = outcome.finished_at
+            run.stats = dict(outcome.stats)
+            run.digest = dict(outcome.digest) if outcome.digest is not None else None
+            run.artifacts = dict(outcome.artifacts)
+            run.input_tokens = outcome.input_tokens
+            run.output_tokens = outcome.output_tokens
+            run.cost = outcome.cost
+
+            await upsert_items(session, items)
+            session.add_all(
+                RunItem(
+                    run_id=run_id,
+                    item_id=score.item_id,
+                    relevance=score.relevance,
+                    credibility=score.credibility,
+                    score=score.score,
+                    cluster_id=score.cluster_id,
+                    rank=score.rank,
+                    delivered=score.delivered,
+                )
+                for score in scores
+            )
+            await session.flush()
+            if not deliver:
+                return []
+
+            recipients: list[int] = []
+            if run.monitor_id is not None:
+                recipients.extend(
+                    await session.scalars(
+                        select(Chat.id)
+                        .join(Subscription, Subscription.chat_id == Chat.id)
+                        .where(
+                            Subscription.monitor_id == run.monitor_id,
+                            Subscription.active.is_(True),
+                            Chat.active.is_(True),
+                        )
+                        .order_by(Chat.id)
+                    )
+                )
+            if run.chat_id is not None:
+                recipients.append(run.chat_id)
+            recipients.extend(extra_chat_ids)
+            recipients = list(dict.fromkeys(recipients))
+            if not recipients:
+                return []
+            statement = (
+                upsert_insert(session, Delivery)
+                .values(
+                    [
+                        {
+                            "run_id": run_id,
+                            "chat_id": chat_id,
+                            "status": DeliveryStatus.PENDING,
+                            "attempts": 0,
+                            "next_attempt_at": outcome.finished_at,
+                            "created_at": outcome.finished_at,
+                        }
+                        for chat_id in recipients
+                    ]
+                )
+                .on_conflict_do_nothing(index_elements=["run_id", "chat_id"])
+            )
+            await session.execute(statement)
+            rows = await session.scalars(select(Delivery).where(Delivery.run_id == run_id).order_by(Delivery.chat_id))
+            return [to_delivery_record(row) for row in rows]
+
+    async def claim_due(
+        self, now: datetime, *, limit: int = 20, lease: timedelta = timedelta(minutes=5)
+    ) -> list[DeliveryRecord]:
+        """Claim up to `limit` pending or failed rows due at `now`, oldest due first.
+
+        Claiming counts an attempt and pushes `next_attempt_at` to `now + lease`, so no other worker
+        takes the row meanwhile; if this worker dies before `mark_sent`/`mark_failed`, the row comes
+        due again when the lease ends (delivery is at least once).
+        """
+        async with self._db.transaction() as session:
+            due = (
+                select(Delivery.id)
+                .where(Delivery.status.in_(_OPEN), Delivery.next_attempt_at <= now)
+                .order_by(Delivery.next_attempt_at, Delivery.id)
+                .limit(limit)
+            )
+            if session.get_bind().dialect.name == "postgresql":
+                due = due.with_for_update(skip_locked=True)
+            # The conditions are repeated so a row another worker claimed first is left alone.
+            statement = (
+                update(Delivery)
+                .where(Delivery.id.in_(due), Delivery.status.in_(_OPEN), Delivery.next_attempt_at <= now)
+                .values(next_attempt_at=now + lease, attempts=Delivery.attempts + 1)
+                .returning(Delivery)
+                .execution_options(synchronize_session=False)
+            )
+            rows = (await session.scalars(statement)).all()
+            return sorted((to_delivery_record(row) for row in rows), key=lambda r: r.id)
+
+    async def mark_sent(self, delivery_id: int, *, now: datetime | None = None) -> DeliveryRecord | None:
+        async with self._db.transaction() as session:
+            row = await session.get(Delivery, delivery_id)
+            if row is None:
+                return None
+            row.status = DeliveryStatus.SENT
+            row.sent_at = now or utc_now()
+            row.last_error = None
+            await session.flush()
+            return to_delivery_record(row)
+
+    async def mark_failed(
+        self,
+        delivery_id: int,
+        *,
+        error: str,
+        now: datetime | None = None,
+        permanent: bool = False,
+        retry_after: timedelta | None = None,
+        max_attempts: int = 8,
+        base_delay: timedelta = timedelta(seconds=30),
+        max_delay: timedelta = timedelta(hours=1),
+    ) -> DeliveryRecord | None:
+        """Record a failed attempt. A permanent error, or the `max_attempts`-th failure, makes the row
+        dead; otherwise it is retried after exponential backoff (`base_delay` doubling per attempt, at
+        most `max_delay`) or after the platform's `retry_after`, whichever is longer."""
+        when = now or utc_now()
+        async with self._db.transaction() as session:
+            row = await session.get(Delivery, delivery_id)
+            if row is None:
+                return None
+            row.last_error = error
+            if permanent or row.attempts >= max_attempts:
+                row.status = DeliveryStatus.DEAD
+            else:
+                backoff = min(base_delay * 2 ** max(row.attempts - 1, 0), max_delay)
+                row.status = DeliveryStatus.FAILED
+                row.next_attempt_at = when + max(backoff, retry_after or timedelta(0))
+            await session.flush()
+            return to_delivery_record(row)
+
+    async def list_for_run(self, run_id: int) -> list[DeliveryRecord]:
+        async with self._db.sessions() as session:
+            rows = await session.scalars(select(Delivery).where(Delivery.run_id == run_id).order_by(Delivery.chat_id))
+            return [to_delivery_record(row) for row in rows]
+
+    async def give_up_for_chat(self, chat_id: int, *, error: str) -> int:
+        """Make every unsent row of a chat dead (the bot was blocked or removed); returns how many."""
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Delivery)
+                .where(Delivery.chat_id == chat_id, Delivery.status.in_(_OPEN))
+                .values(status=DeliveryStatus.DEAD, last_error=error)
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]

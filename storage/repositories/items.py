@@ -1,0 +1,207 @@
+"""Items: everything collected, shared by all monitors and searches, with search and novelty queries."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, tzinfo
+from typing import TypeVar
+
+from sqlalchemy import ColumnElement, Select, delete, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import Item, Run, RunItem
+from storage.records import ItemRecord, ScoredItem
+from storage.repositories._common import Repository, like_pattern, upsert_insert
+from storage.repositories.runs import to_run_item_record
+from storage.types import utc_now
+
+_CHUNK = 500
+"""Rows per statement: keeps bound parameters far below SQLite's limit."""
+
+
+def to_item_record(row: Item) -> ItemRecord:
+    return ItemRecord(
+        id=row.id,
+        source=row.source,
+        url=row.url,
+        title=row.title,
+        text=row.text,
+        author=row.author,
+        published=row.published_at,
+        engagement=dict(row.engagement),
+        language=row.language,
+        query=row.query,
+        collected_at=row.collected_at,
+        first_seen_at=row.first_seen_at,
+    )
+
+
+T = TypeVar("T")
+T_row = TypeVar("T_row")
+
+
+def _chunks(values: Sequence[T]) -> Iterable[Sequence[T]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start : start + _CHUNK]
+
+
+async def upsert_items(session: AsyncSession, items: Sequence[ItemRecord]) -> int:
+    """Insert new items and refresh known ones (title, text, engagement...) keeping `first_seen_at`;
+    returns how many were new. Used inside a caller's transaction."""
+    unique = list({item.id: item for item in items}.values())
+    if not unique:
+        return 0
+    known: set[str] = set()
+    for ids in _chunks([item.id for item in unique]):
+        known.update(await session.scalars(select(Item.id).where(Item.id.in_(ids))))
+    now = utc_now()
+    for chunk in _chunks(unique):
+        statement = upsert_insert(session, Item).values(
+            [
+                {
+                    "id": item.id,
+                    "source": item.source,
+                    "url": item.url,
+                    "title": item.title,
+                    "text": item.text,
+                    "author": item.author,
+                    "published_at": item.published,
+                    "engagement": dict(item.engagement),
+                    "language": item.language,
+                    "query": item.query,
+                    "collected_at": item.collected_at,
+                    "first_seen_at": now,
+                }
+                for item in chunk
+            ]
+        )
+        refreshed = ("url", "title", "text", "author", "published_at", "engagement", "language", "collected_at")
+        statement = statement.on_conflict_do_update(
+            index_elements=["id"], set_={name: statement.excluded[name] for name in refreshed}
+        )
+        await session.execute(statement)
+    return len(unique) - len(known)
+
+
+def _dated() -> ColumnElement[datetime]:
+    """An item's date: when it was published, else when it was collected."""
+    return func.coalesce(Item.published_at, Item.collected_at)
+
+
+def _matching(
+    query: Select[T_row],
+    text: str,
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    sources: Sequence[str],
+) -> Select[T_row]:
+    for word in text.split():
+        pattern = like_pattern(word)
+        query = query.where(or_(Item.title.ilike(pattern, escape="\\"), Item.text.ilike(pattern, escape="\\")))
+    if since is not None:
+        query = query.where(_dated() >= since)
+    if until is not None:
+        query = query.where(_dated() < until)
+    if sources:
+        query = query.where(Item.source.in_(list(sources)))
+    return query
+
+
+class ItemRepository(Repository):
+    async def upsert_many(self, items: Sequence[ItemRecord]) -> int:
+        """Store items (new ones inserted, known ones refreshed); returns how many were new."""
+        async with self._db.transaction() as session:
+            return await upsert_items(session, items)
+
+    async def get(self, item_id: str) -> ItemRecord | None:
+        async with self._db.sessions() as session:
+            row = await session.get(Item, item_id)
+            return to_item_record(row) if row else None
+
+    async def get_many(self, item_ids: Sequence[str]) -> list[ItemRecord]:
+        """The items that exist among `item_ids`, in the order asked."""
+        found: dict[str, ItemRecord] = {}
+        async with self._db.sessions() as session:
+            for chunk in _chunks(list(dict.fromkeys(item_ids))):
+                for row in await session.scalars(select(Item).where(Item.id.in_(chunk))):
+                    found[row.id] = to_item_record(row)
+        return [found[item_id] for item_id in item_ids if item_id in found]
+
+    async def search(
+        self,
+        text: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        sources: Sequence[str] = (),
+        limit: int = 50,
+    ) -> list[ItemRecord]:
+        """Items whose title or text contains every word of `text` (case-insensitive), dated (published,
+        else collected) within [since, until), newest first."""
+        query = _matching(select(Item), text, since=since, until=until, sources=sources)
+        query = query.order_by(_dated().desc(), Item.id).limit(limit)
+        async with self._db.sessions() as session:
+            return [to_item_record(row) for row in await session.scalars(query)]
+
+    async def count_by_day(
+        self,
+        text: str,
+        *,
+        since: datetime,
+        until: datetime,
+        sources: Sequence[str] = (),
+        tz: tzinfo = UTC,
+    ) -> dict[date, int]:
+        """How many matching items (as `search` matches them) fall on each day of [since, until) in
+        `tz`; days without items are absent. For timelines and charts."""
+        query = _matching(select(_dated()), text, since=since, until=until, sources=sources)
+        counts: Counter[date] = Counter()
+        async with self._db.sessions() as session:
+            for when in await session.scalars(query):
+                counts[when.astimezone(tz).date()] += 1
+        return dict(sorted(counts.items()))
+
+    async def for_monitor(
+        self, monitor_id: int, *, since: datetime | None = None, until: datetime | None = None
+    ) -> list[ScoredItem]:
+        """Every item the monitor's runs collected, dated within [since, until), with the scores of
+        the latest run that saw it; newest first (for exports)."""
+        when = _dated()
+        query = (
+            select(Item, RunItem)
+            .join(RunItem, RunItem.item_id == Item.id)
+            .join(Run, Run.id == RunItem.run_id)
+            .where(Run.monitor_id == monitor_id)
+            .order_by(Run.scheduled_for.desc(), Run.id.desc())
+        )
+        if since is not None:
+            query = query.where(when >= since)
+        if until is not None:
+            query = query.where(when < until)
+        latest: dict[str, ScoredItem] = {}
+        async with self._db.sessions() as session:
+            for item, run_item in await session.execute(query):
+                if item.id not in latest:
+                    latest[item.id] = ScoredItem(item=to_item_record(item), scores=to_run_item_record(run_item))
+        return sorted(latest.values(), key=lambda s: (s.item.published or s.item.collected_at, s.item.id), reverse=True)
+
+    async def delivered_ids(self, monitor_id: int, *, since: datetime | None = None) -> set[str]:
+        """Ids of items this monitor already put in a digest (optionally only runs since `since`)."""
+        query = (
+            select(RunItem.item_id)
+            .join(Run, Run.id == RunItem.run_id)
+            .where(Run.monitor_id == monitor_id, RunItem.delivered.is_(True))
+            .distinct()
+        )
+        if since is not None:
+            query = query.where(Run.scheduled_for >= since)
+        async with self._db.sessions() as session:
+            return set(await session.scalars(query))
+
+    async def delete_collected_before(self, cutoff: datetime) -> int:
+        """Retention: drop items last collected before `cutoff` (and their run links); returns how many."""
+        async with self._db.transaction() as session:
+            result = await session.execute(delete(Item).where(Item.collected_at < cutoff))
+            return int(result.rowcount)  # type: ignore[attr-defined]

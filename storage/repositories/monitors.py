@@ -1,0 +1,207 @@
+"""Monitors: standing searches with a schedule, their plan, next run and last result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TypedDict, Unpack
+
+from sqlalchemy import delete, or_, select
+
+from storage.models import Chat, Monitor, Subscription
+from storage.records import JSONObject, MonitorRecord
+from storage.repositories._common import Repository
+from storage.types import utc_now
+
+FAILED = "failed"
+"""The `status` that `record_result` counts as a failure; any other status resets the count."""
+
+
+class MonitorChanges(TypedDict, total=False):
+    """Fields `MonitorRepository.update` may change; absent keys stay as they are."""
+
+    topic: str
+    extra_queries: Sequence[str]
+    include_keywords: Sequence[str]
+    exclude_keywords: Sequence[str]
+    sources: Sequence[str]
+    schedule: str
+    timezone: str
+    lookback_hours: int
+    language: str | None
+    quiet: bool
+    paused: bool
+    next_run_at: datetime | None
+    failure_notified_at: datetime | None
+
+
+_LIST_FIELDS = frozenset({"extra_queries", "include_keywords", "exclude_keywords", "sources"})
+
+
+def to_monitor_record(row: Monitor) -> MonitorRecord:
+    return MonitorRecord(
+        id=row.id,
+        owner_chat_id=row.owner_chat_id,
+        topic=row.topic,
+        extra_queries=tuple(row.extra_queries),
+        include_keywords=tuple(row.include_keywords),
+        exclude_keywords=tuple(row.exclude_keywords),
+        sources=tuple(row.sources),
+        schedule=row.schedule,
+        timezone=row.timezone,
+        lookback_hours=row.lookback_hours,
+        language=row.language,
+        quiet=row.quiet,
+        paused=row.paused,
+        plan=row.plan,
+        plan_updated_at=row.plan_updated_at,
+        next_run_at=row.next_run_at,
+        last_run_at=row.last_run_at,
+        last_status=row.last_status,
+        last_error=row.last_error,
+        consecutive_failures=row.consecutive_failures,
+        failure_notified_at=row.failure_notified_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+class MonitorRepository(Repository):
+    async def create(
+        self,
+        *,
+        owner_chat_id: int,
+        topic: str,
+        schedule: str,
+        timezone: str = "UTC",
+        sources: Sequence[str] = (),
+        extra_queries: Sequence[str] = (),
+        include_keywords: Sequence[str] = (),
+        exclude_keywords: Sequence[str] = (),
+        lookback_hours: int = 24,
+        language: str | None = None,
+        quiet: bool = False,
+        next_run_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> MonitorRecord:
+        """Create a monitor and subscribe its owner chat to it, in one transaction."""
+        when = now or utc_now()
+        async with self._db.transaction() as session:
+            row = Monitor(
+                owner_chat_id=owner_chat_id,
+                topic=topic,
+                schedule=schedule,
+                timezone=timezone,
+                sources=list(sources),
+                extra_queries=list(extra_queries),
+                include_keywords=list(include_keywords),
+                exclude_keywords=list(exclude_keywords),
+                lookback_hours=lookback_hours,
+                language=language,
+                quiet=quiet,
+                paused=False,
+                next_run_at=next_run_at,
+                consecutive_failures=0,
+                created_at=when,
+                updated_at=when,
+            )
+            session.add(row)
+            await session.flush()
+            session.add(Subscription(monitor_id=row.id, chat_id=owner_chat_id, active=True, created_at=when))
+            await session.flush()
+            return to_monitor_record(row)
+
+    async def get(self, monitor_id: int) -> MonitorRecord | None:
+        async with self._db.sessions() as session:
+            row = await session.get(Monitor, monitor_id)
+            return to_monitor_record(row) if row else None
+
+    async def list_for_chat(self, chat_id: int) -> list[MonitorRecord]:
+        """Monitors the chat owns or is subscribed to, oldest first."""
+        async with self._db.sessions() as session:
+            subscribed = select(Subscription.monitor_id).where(Subscription.chat_id == chat_id)
+            rows = await session.scalars(
+                select(Monitor)
+                .where(or_(Monitor.owner_chat_id == chat_id, Monitor.id.in_(subscribed)))
+                .order_by(Monitor.id)
+            )
+            return [to_monitor_record(row) for row in rows]
+
+    async def list_all(self, *, include_paused: bool = True) -> list[MonitorRecord]:
+        """Every monitor (the scheduler rebuilds its jobs from this at start)."""
+        async with self._db.sessions() as session:
+            query = select(Monitor).order_by(Monitor.id)
+            if not include_paused:
+                query = query.where(Monitor.paused.is_(False))
+            return [to_monitor_record(row) for row in await session.scalars(query)]
+
+    async def due(self, now: datetime, *, limit: int = 100) -> list[MonitorRecord]:
+        """Unpaused monitors of active chats whose next run is at or before `now`, earliest first."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(Monitor)
+                .join(Chat, Chat.id == Monitor.owner_chat_id)
+                .where(Monitor.paused.is_(False), Chat.active.is_(True), Monitor.next_run_at <= now)
+                .order_by(Monitor.next_run_at, Monitor.id)
+                .limit(limit)
+            )
+            return [to_monitor_record(row) for row in rows]
+
+    async def update(self, monitor_id: int, **changes: Unpack[MonitorChanges]) -> MonitorRecord | None:
+        """Apply `changes`; None when there is no such monitor."""
+        async with self._db.transaction() as session:
+            row = await session.get(Monitor, monitor_id)
+            if row is None:
+                return None
+            for name, value in changes.items():
+                if name in _LIST_FIELDS and isinstance(value, Sequence):
+                    value = list(value)  # JSON columns want a list, not any sequence
+                setattr(row, name, value)
+            row.updated_at = utc_now()
+            await session.flush()
+            return to_monitor_record(row)
+
+    async def set_next_run(self, monitor_id: int, next_run_at: datetime | None) -> None:
+        await self.update(monitor_id, next_run_at=next_run_at)
+
+    async def set_plan(self, monitor_id: int, plan: JSONObject | None, *, now: datetime | None = None) -> None:
+        """Store the query plan the model made for this monitor (None to force a new one)."""
+        async with self._db.transaction() as session:
+            row = await session.get(Monitor, monitor_id)
+            if row is not None:
+                row.plan = plan
+                row.plan_updated_at = (now or utc_now()) if plan is not None else None
+
+    async def record_result(
+        self,
+        monitor_id: int,
+        *,
+        status: str,
+        finished_at: datetime,
+        error: str | None = None,
+        next_run_at: datetime | None = None,
+    ) -> MonitorRecord | None:
+        """Note how a run ended. `status="failed"` counts a consecutive failure; any other status
+        (e.g. "ok", "empty") resets the count and the failure notice."""
+        async with self._db.transaction() as session:
+            row = await session.get(Monitor, monitor_id)
+            if row is None:
+                return None
+            row.last_run_at = finished_at
+            row.last_status = status
+            row.last_error = error
+            if status == FAILED:
+                row.consecutive_failures += 1
+            else:
+                row.consecutive_failures = 0
+                row.failure_notified_at = None
+            if next_run_at is not None:
+                row.next_run_at = next_run_at
+            await session.flush()
+            return to_monitor_record(row)
+
+    async def delete(self, monitor_id: int) -> bool:
+        """Delete the monitor with its subscriptions, runs and their outbox rows (items stay)."""
+        async with self._db.transaction() as session:
+            result = await session.execute(delete(Monitor).where(Monitor.id == monitor_id))
+            return bool(result.rowcount)  # type: ignore[attr-defined]

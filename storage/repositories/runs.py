@@ -1,0 +1,152 @@
+"""Runs: one execution of a monitor (unique per scheduled time) or of a one-off search."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
+
+from storage.models import Run, RunItem
+from storage.records import RunItemRecord, RunRecord, RunStatus
+from storage.repositories._common import Repository, upsert_insert
+from storage.types import utc_now
+
+
+def to_run_record(row: Run) -> RunRecord:
+    return RunRecord(
+        id=row.id,
+        monitor_id=row.monitor_id,
+        chat_id=row.chat_id,
+        query=row.query,
+        scheduled_for=row.scheduled_for,
+        status=RunStatus(row.status),
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        stats=row.stats,
+        digest=row.digest,
+        artifacts=row.artifacts,
+        error=row.error,
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        cost=row.cost,
+    )
+
+
+def to_run_item_record(row: RunItem) -> RunItemRecord:
+    return RunItemRecord(
+        run_id=row.run_id,
+        item_id=row.item_id,
+        relevance=row.relevance,
+        credibility=row.credibility,
+        score=row.score,
+        cluster_id=row.cluster_id,
+        rank=row.rank,
+        delivered=row.delivered,
+    )
+
+
+class RunRepository(Repository):
+    async def open_run(
+        self, monitor_id: int, scheduled_for: datetime, *, now: datetime | None = None
+    ) -> RunRecord | None:
+        """Start the monitor's run for `scheduled_for`, or None if that run already exists.
+
+        The database's unique (monitor_id, scheduled_for) decides, so two schedulers (or one firing
+        twice) racing here get exactly one run between them.
+        """
+        async with self._db.transaction() as session:
+            statement = (
+                upsert_insert(session, Run)
+                .values(
+                    monitor_id=monitor_id,
+                    scheduled_for=scheduled_for,
+                    status=RunStatus.RUNNING,
+                    started_at=now or utc_now(),
+                    stats={},
+                    artifacts={},
+                    input_tokens=0,
+                    output_tokens=0,
+                    cost=0.0,
+                )
+                .on_conflict_do_nothing(index_elements=["monitor_id", "scheduled_for"])
+                .returning(Run.id)
+            )
+            run_id = (await session.execute(statement)).scalar_one_or_none()
+            if run_id is None:
+                return None
+            row = await session.get(Run, run_id)
+            return to_run_record(row) if row else None
+
+    async def open_search_run(self, *, chat_id: int, query: str, now: datetime | None = None) -> RunRecord:
+        """Start a one-off search run (no monitor) asked for by `chat_id`."""
+        when = now or utc_now()
+        async with self._db.transaction() as session:
+            row = Run(
+                monitor_id=None,
+                chat_id=chat_id,
+                query=query,
+                scheduled_for=when,
+                status=RunStatus.RUNNING,
+                started_at=when,
+                stats={},
+                artifacts={},
+                input_tokens=0,
+                output_tokens=0,
+                cost=0.0,
+            )
+            session.add(row)
+            await session.flush()
+            return to_run_record(row)
+
+    async def get(self, run_id: int) -> RunRecord | None:
+        async with self._db.sessions() as session:
+            row = await session.get(Run, run_id)
+            return to_run_record(row) if row else None
+
+    async def list_for_monitor(self, monitor_id: int, *, limit: int = 20) -> list[RunRecord]:
+        """The monitor's most recent runs, newest first."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(Run)
+                .where(Run.monitor_id == monitor_id)
+                .order_by(Run.scheduled_for.desc(), Run.id.desc())
+                .limit(limit)
+            )
+            return [to_run_record(row) for row in rows]
+
+    async def items_of_run(self, run_id: int) -> list[RunItemRecord]:
+        """The run's items with their scores, best rank first (unranked last)."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(RunItem)
+                .where(RunItem.run_id == run_id)
+                .order_by(RunItem.rank.is_(None), RunItem.rank, RunItem.item_id)
+            )
+            return [to_run_item_record(row) for row in rows]
+
+    async def fail_run(self, run_id: int, *, error: str, finished_at: datetime | None = None) -> bool:
+        """Mark a running run failed; False when it is not running (already finished or absent)."""
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Run)
+                .where(Run.id == run_id, Run.status == RunStatus.RUNNING)
+                .values(status=RunStatus.FAILED, error=error, finished_at=finished_at or utc_now())
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def fail_abandoned(self, *, started_before: datetime, error: str = "abandoned") -> int:
+        """Fail runs still "running" that started before `started_before` (the process died mid-run);
+        returns how many."""
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Run)
+                .where(Run.status == RunStatus.RUNNING, Run.started_at < started_before)
+                .values(status=RunStatus.FAILED, error=error, finished_at=utc_now())
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def delete(self, run_id: int) -> bool:
+        """Delete the run with its item links and outbox rows (the items stay)."""
+        async with self._db.transaction() as session:
+            result = await session.execute(delete(Run).where(Run.id == run_id))
+            return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,248 @@
+"""The iterative "collect N items" job: each stop rule, duplicates removed across calls, fallbacks, no-model planner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from research.collect import ProgressEvent
+from research.iterative import (
+    AttemptSummary,
+    StopReason,
+    key_terms,
+    planned_attempts,
+    run_iterative_collection,
+    topic_of,
+)
+from sources.base import Item, SearchQuery
+from tests.research.fake_sources import BASE_TIME, RecordingSource, UnavailableSource, make_item, rate_limited
+
+
+def per_query_items(count: int) -> Callable[[SearchQuery], list[Item]]:
+    """`count` items unique to each query text (and language)."""
+
+    def answer(query: SearchQuery) -> list[Item]:
+        key = f"{query.text}-{query.language}"
+        return [make_item("hn", f"{key}-{i}", title=f"{query.text} story {i}") for i in range(count)]
+
+    return answer
+
+
+def shared_pool_plus_one(pool: int) -> Callable[[SearchQuery], list[Item]]:
+    """The same `pool` items for every query, plus one item unique to the query."""
+
+    def answer(query: SearchQuery) -> list[Item]:
+        shared = [make_item("hn", f"pool-{i}", title=f"Pool story {i}") for i in range(pool)]
+        return [*shared, make_item("hn", f"only-{query.text}", title=f"Only {query.text}")]
+
+    return answer
+
+
+class ScriptedPlanner:
+    """A FunctionModel script: calls `collect` with the next query from `queries` every turn, forever
+    (or answers with text once `finish_after` calls were made). Records what it was told."""
+
+    def __init__(self, queries: list[str], *, finish_after: int | None = None) -> None:
+        self.queries = queries
+        self.finish_after = finish_after
+        self.calls = 0
+        self.summaries: list[AttemptSummary] = []
+        self.infos: list[AgentInfo] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.infos.append(info)
+        last = messages[-1]
+        if isinstance(last, ModelRequest):
+            for part in last.parts:
+                if isinstance(part, ToolReturnPart):
+                    content: Any = part.content
+                    self.summaries.append(AttemptSummary.model_validate(content, from_attributes=True))
+        if self.finish_after is not None and self.calls >= self.finish_after:
+            return ModelResponse(parts=[TextPart("done")])
+        text = self.queries[min(self.calls, len(self.queries) - 1)]
+        self.calls += 1
+        return ModelResponse(parts=[ToolCallPart("collect", {"queries": [{"text": text}]})])
+
+
+async def test_target_reached_ends_the_run_even_if_the_model_wants_more() -> None:
+    source = RecordingSource("hn", per_query_items(20))
+    script = ScriptedPlanner(["alpha", "beta", "gamma", "delta"])
+    events: list[ProgressEvent] = []
+
+    result = await run_iterative_collection(
+        "collect 30 posts about alpha",
+        sources=[source],
+        model=FunctionModel(script),
+        target=30,
+        progress=events.append,
+    )
+
+    report = result.report
+    assert (report.stop_reason, report.reached_target, report.attempts) == (StopReason.TARGET_REACHED, True, 2)
+    assert report.total_unique == len(result.items) == 40
+    assert [q.text for q in source.queries] == ["alpha", "beta"]
+    assert script.calls == 2, "the run ends in code right after the attempt that reached the target"
+    assert report.planner == "model:function:ScriptedPlanner:"
+    assert [(q.text, q.new, q.duplicate) for q in report.queries] == [("alpha", 20, 0), ("beta", 20, 0)]
+    assert set(result.cluster_of) == {i.id for i in result.items}
+    assert {"collect"} == {t.name for t in script.infos[0].function_tools}
+    assert "30 unique items" in (script.infos[0].instructions or "")
+    assert [e.kind for e in events if e.kind != "search_done"] == [
+        "attempt_started",
+        "attempt_done",
+        "attempt_started",
+        "attempt_done",
+        "finished",
+    ]
+
+
+async def test_three_low_yield_attempts_stop_and_duplicates_are_removed_in_the_tool() -> None:
+    source = RecordingSource("hn", shared_pool_plus_one(50))
+    script = ScriptedPlanner(["a", "b", "c", "d", "e", "f"])
+
+    result = await run_iterative_collection("posts about a", sources=[source], model=FunctionModel(script), target=1000)
+
+    report = result.report
+    assert report.stop_reason is StopReason.LOW_YIELD
+    assert report.attempts == 4, "51 new, then 1, 1, 1: three in a row under 10"
+    assert report.total_unique == 54
+    assert report.total_duplicates == 150
+    assert [(q.text, q.new, q.duplicate) for q in report.queries] == [
+        ("a", 51, 0),
+        ("b", 1, 50),
+        ("c", 1, 50),
+        ("d", 1, 50),
+    ]
+    # What the model saw after each call: counts and, at the end, the order to stop.
+    assert [(s.new, s.duplicate, s.total_unique, s.stop) for s in script.summaries] == [
+        (51, 0, 51, False),
+        (1, 50, 52, False),
+        (1, 50, 53, False),
+    ]
+    assert report.per_source["hn"].duplicate == 150
+    assert not report.reached_target
+
+
+async def test_attempt_limit_ends_the_run_with_a_report() -> None:
+    source = RecordingSource("hn", per_query_items(20))
+    failing = rate_limited("github")
+    off = UnavailableSource("x")
+    script = ScriptedPlanner([f"q{i}" for i in range(10)])
+
+    result = await run_iterative_collection(
+        "anything", sources=[source, failing, off], model=FunctionModel(script), target=10_000, max_attempts=3
+    )
+
+    report = result.report
+    assert (report.stop_reason, report.attempts, report.total_unique) == (StopReason.ATTEMPT_LIMIT, 3, 60)
+    assert "limit of 3 attempts" in report.stop_detail
+    assert [(e.source, e.query, e.kind) for e in report.source_errors] == [
+        ("github", "q0", "rate_limited"),
+        ("github", "q1", "rate_limited"),
+        ("github", "q2", "rate_limited"),
+    ]
+    assert report.skipped_sources == {"x": "X_BEARER_TOKEN is not set"}
+    assert report.per_source["github"].errors == 3
+    assert report.finished_at >= report.started_at
+    assert report.duration_seconds >= 0
+
+
+async def test_the_tool_refuses_work_after_a_stop_rule() -> None:
+    """Even when a model calls collect twice in one turn past the target, only the first runs."""
+    source = RecordingSource("hn", per_query_items(20))
+
+    def two_calls_at_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(
+            parts=[
+                ToolCallPart("collect", {"queries": [{"text": "one"}]}, tool_call_id="1"),
+                ToolCallPart("collect", {"queries": [{"text": "two"}]}, tool_call_id="2"),
+            ]
+        )
+
+    result = await run_iterative_collection("x", sources=[source], model=FunctionModel(two_calls_at_once), target=10)
+    assert result.report.attempts == 1
+    assert len(source.queries) == 1
+
+
+async def test_a_model_that_finishes_early_is_continued_by_the_planner() -> None:
+    source = RecordingSource("hn", per_query_items(5))
+    script = ScriptedPlanner(["first"], finish_after=1)
+
+    result = await run_iterative_collection(
+        "collect 100 posts about Rust", sources=[source], model=FunctionModel(script), target=100, max_attempts=4
+    )
+
+    report = result.report
+    assert report.planner.endswith("+deterministic")
+    assert report.stop_reason in {StopReason.LOW_YIELD, StopReason.ATTEMPT_LIMIT}
+    assert report.queries[0].text == "first"
+    assert report.queries[1].text == "Rust", "the planner starts from the request's topic"
+    assert "stopped before a stop rule" in report.notes[0]
+
+
+async def test_a_failing_model_degrades_to_the_planner() -> None:
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("quota exhausted")
+
+    source = RecordingSource("hn", per_query_items(30))
+    result = await run_iterative_collection("DeepSeek", sources=[source], model=FunctionModel(broken), target=50)
+    assert result.report.stop_reason is StopReason.TARGET_REACHED
+    assert "quota exhausted" in result.report.notes[0]
+    assert result.report.planner.endswith("+deterministic")
+
+
+async def test_no_model_planner_tries_request_terms_languages_and_wider_ranges() -> None:
+    source = RecordingSource("hn", per_query_items(2))
+    result = await run_iterative_collection(
+        "collect 2000 posts about DeepSeek R2 model", sources=[source], model=None, target=2000, max_attempts=10
+    )
+    report = result.report
+    assert report.planner == "deterministic"
+    assert report.stop_reason is StopReason.LOW_YIELD
+    texts = [(q.text, q.language) for q in source.queries]
+    assert texts[0] == ("DeepSeek R2 model", None)
+    assert ("DeepSeek", None) in texts and ("R2", None) in texts
+    assert ("DeepSeek R2 model", "zh") in texts
+    started = report.started_at
+    first = source.queries[0]
+    assert first.since is not None and started - first.since == timedelta(days=30)
+
+
+async def test_no_model_planner_reports_when_it_runs_out_of_variants() -> None:
+    source = RecordingSource("hn", per_query_items(40))
+    result = await run_iterative_collection("Rust", sources=[source], target=100_000, max_attempts=50)
+    assert result.report.stop_reason is StopReason.PLANNER_EXHAUSTED
+    assert not result.report.reached_target
+    assert len({(q.text, q.language, q.since) for q in source.queries}) == len(source.queries), "no repeats"
+
+
+def test_topic_and_key_terms() -> None:
+    assert topic_of("collect 2000 posts about DeepSeek R2") == "DeepSeek R2"
+    assert topic_of('Find the latest 50 articles on "Rust in the kernel"') == "Rust in the kernel"
+    assert topic_of("DeepSeek") == "DeepSeek"
+    assert key_terms("Rust in the Linux kernel") == ["Rust", "Linux", "kernel"]
+    attempts = list(planned_attempts("DeepSeek", now=BASE_TIME))
+    assert attempts[0][0].text == "DeepSeek"
+    assert all(spec.text for attempt in attempts for spec in attempt)
+
+
+async def test_same_text_in_two_languages_is_counted_per_query() -> None:
+    source = RecordingSource("hn", per_query_items(3))
+    script = ScriptedPlanner(["unused"])
+
+    def both_languages(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        script.calls += 1
+        queries = [{"text": "DeepSeek"}, {"text": "DeepSeek", "language": "zh"}]
+        return ModelResponse(parts=[ToolCallPart("collect", {"queries": queries})])
+
+    result = await run_iterative_collection(
+        "DeepSeek", sources=[source], model=FunctionModel(both_languages), target=1000, max_attempts=1
+    )
+    assert [(q.text, q.language, q.new, q.returned) for q in result.report.queries] == [
+        ("DeepSeek", None, 3, 3),
+        ("DeepSeek", "zh", 3, 3),
+    ]

@@ -1,0 +1,80 @@
+"""The engine's SQLite settings, `Database.ping`, and the UTC datetime column type."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from storage import ChatRepository, Database, create_engine
+from storage.models import Base, Chat
+from storage.types import UTCDateTime
+
+
+async def test_sqlite_file_gets_wal_foreign_keys_busy_timeout_and_its_directory(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "deeper" / "lookout.db"
+    engine = create_engine(f"sqlite+aiosqlite:///{path}")
+    try:
+        async with engine.connect() as connection:
+            journal = (await connection.exec_driver_sql("PRAGMA journal_mode")).scalar()
+            foreign_keys = (await connection.exec_driver_sql("PRAGMA foreign_keys")).scalar()
+            busy_timeout = (await connection.exec_driver_sql("PRAGMA busy_timeout")).scalar()
+    finally:
+        await engine.dispose()
+    assert path.parent.is_dir()
+    assert (journal, foreign_keys) == ("wal", 1)
+    assert busy_timeout is not None and busy_timeout >= 5000
+
+
+async def test_sqlite_enforces_foreign_keys(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'fk.db'}")
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(Base.metadata.create_all)
+        with pytest.raises(Exception, match="FOREIGN KEY"):
+            async with engine.begin() as connection:
+                await connection.execute(
+                    text(
+                        "INSERT INTO subscriptions (monitor_id, chat_id, active, created_at)"
+                        " VALUES (1, 1, 1, '2026-01-01')"
+                    )
+                )
+    finally:
+        await engine.dispose()
+
+
+async def test_ping_reports_a_reachable_database(database: Database) -> None:
+    assert await database.ping() is True
+
+
+async def test_ping_is_false_when_postgres_is_unreachable() -> None:
+    database = Database("postgresql+asyncpg://nobody:secret@127.0.0.1:1/nothing")
+    try:
+        assert await database.ping() is False
+    finally:
+        await database.dispose()
+
+
+@pytest.mark.parametrize("offset_hours", [-7, 0, 8])
+async def test_datetimes_come_back_aware_in_utc(database: Database, offset_hours: int) -> None:
+    zone = timezone(timedelta(hours=offset_hours))
+    local = datetime(2026, 3, 29, 1, 30, 15, 123456, tzinfo=zone)
+    chats = ChatRepository(database)
+    chat = await chats.get_or_create("slack", "C1")
+    async with database.transaction() as session:
+        row = await session.get(Chat, chat.id)
+        assert row is not None
+        row.created_at = local
+    stored = await chats.get(chat.id)
+    assert stored is not None
+    assert stored.created_at == local
+    assert stored.created_at.tzinfo == UTC
+
+
+def test_naive_datetimes_are_refused() -> None:
+    from sqlalchemy.dialects import sqlite
+
+    with pytest.raises(ValueError, match="naive"):
+        UTCDateTime().process_bind_param(datetime(2026, 1, 1), sqlite.dialect())

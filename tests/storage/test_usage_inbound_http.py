@@ -1,0 +1,82 @@
+"""Usage totals, inbound de-duplication and stored HTTP validators."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    Database,
+    HttpValidatorRepository,
+    InboundRepository,
+    UsageRepository,
+    UsageTotals,
+)
+from tests.storage.conftest import T0
+
+
+async def test_usage_adds_up_per_day_and_month(database: Database, chat: ChatRecord) -> None:
+    usage = UsageRepository(database)
+    other = await ChatRepository(database).get_or_create("slack", "C1")
+    assert await usage.for_day(chat.id, date(2026, 3, 1)) == UsageTotals()
+
+    await usage.add(chat.id, date(2026, 3, 1), input_tokens=1000, output_tokens=200, cost=0.01)
+    await usage.add(chat.id, date(2026, 3, 1), requests=2, input_tokens=500, output_tokens=50, cost=0.005)
+    await usage.add(chat.id, date(2026, 3, 31), input_tokens=10)
+    await usage.add(chat.id, date(2026, 4, 1), input_tokens=99_999)
+    await usage.add(chat.id, date(2026, 2, 28), input_tokens=99_999)
+    await usage.add(other.id, date(2026, 3, 1), input_tokens=7)
+
+    day = await usage.for_day(chat.id, date(2026, 3, 1))
+    assert (day.requests, day.input_tokens, day.output_tokens) == (3, 1500, 250)
+    assert abs(day.cost - 0.015) < 1e-9
+    month = await usage.for_month(chat.id, 2026, 3)
+    assert (month.requests, month.input_tokens) == (4, 1510)
+    assert (await usage.for_day(other.id, date(2026, 3, 1))).input_tokens == 7
+
+
+async def test_usage_month_boundaries_in_december(database: Database, chat: ChatRecord) -> None:
+    usage = UsageRepository(database)
+    await usage.add(chat.id, date(2026, 12, 31), input_tokens=5)
+    await usage.add(chat.id, date(2027, 1, 1), input_tokens=50)
+    assert (await usage.for_month(chat.id, 2026, 12)).input_tokens == 5
+    assert (await usage.for_month(chat.id, 2027, 1)).input_tokens == 50
+
+
+async def test_inbound_ids_are_new_once(database: Database) -> None:
+    inbound = InboundRepository(database)
+    assert await inbound.seen_before("telegram", "1001", now=T0) is False
+    assert await inbound.seen_before("telegram", "1001", now=T0) is True
+    assert await inbound.seen_before("slack", "1001", now=T0) is False  # ids are per platform
+    assert await inbound.seen_before("slack", "Ev0123", now=T0 + timedelta(days=2)) is False
+
+    assert await inbound.forget_before(T0 + timedelta(days=1)) == 2
+    assert await inbound.seen_before("telegram", "1001") is False  # forgotten, so new again
+    assert await inbound.seen_before("slack", "Ev0123") is True
+
+
+async def test_http_validators_round_trip_and_replace(database: Database) -> None:
+    validators = HttpValidatorRepository(database)
+    url = "https://example.org/feed.xml?" + "q=deepseek&" * 400  # longer than an index key may be
+    assert await validators.get(url) is None
+
+    await validators.put(url, etag='W/"abc"', last_modified="Sun, 01 Mar 2026 09:00:00 GMT", body=b"<rss/>", now=T0)
+    stored = await validators.get(url)
+    assert stored is not None
+    assert (stored.url, stored.etag, stored.last_modified, stored.body, stored.updated_at) == (
+        url,
+        'W/"abc"',
+        "Sun, 01 Mar 2026 09:00:00 GMT",
+        b"<rss/>",
+        T0,
+    )
+
+    await validators.put(url, etag=None, last_modified=None, body=None, now=T0 + timedelta(hours=1))
+    replaced = await validators.get(url)
+    assert replaced is not None and (replaced.etag, replaced.body) == (None, None)
+    assert await validators.get("https://example.org/other") is None
+
+    assert await validators.delete(url) is True
+    assert await validators.get(url) is None
+    assert await validators.delete(url) is False
