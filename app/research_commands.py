@@ -15,6 +15,7 @@ from app.settings import Settings
 from app.wiring import SourceCatalog, light_model, open_http_client
 from research import CollectionJobResult, ProgressEvent, ResearchResult, research_once, run_collection_job
 from sources.base import Source
+from storage import Database, upgrade_database
 
 T = TypeVar("T")
 
@@ -25,7 +26,9 @@ def _run_with_sources(
     """Build the sources named by `spec`, run `work` with them, and close the HTTP client."""
 
     async def main() -> T:
-        client = open_http_client(settings)
+        await upgrade_database(settings.database_url)
+        database = Database(settings.database_url)
+        client = open_http_client(settings, database=database)
         try:
             try:
                 sources = SourceCatalog.build(settings, client).resolve(spec)
@@ -35,6 +38,7 @@ def _run_with_sources(
             return await work(sources)
         finally:
             await client.aclose()
+            await database.dispose()
 
     return asyncio.run(main())
 

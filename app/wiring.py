@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 
 from pydantic_ai.models import Model, infer_model
 
+from app.http_cache import DatabaseValidatorStore
 from app.settings import Settings
 from sources.base import Source
 from sources.config import SourcesConfig
@@ -18,6 +19,7 @@ from sources.registry import (
     resolve_source_specs,
     rsshub_factory,
 )
+from storage import Database
 
 
 def sources_config(settings: Settings) -> SourcesConfig:
@@ -30,9 +32,16 @@ def sources_config(settings: Settings) -> SourcesConfig:
     return SourcesConfig(user_agent=settings.http_user_agent, **values)  # type: ignore[arg-type]
 
 
-def open_http_client(settings: Settings) -> HttpClient:
-    """The one polite HTTP client every source shares; close it with `aclose()`."""
-    return HttpClient(user_agent=settings.http_user_agent, allow_private=settings.allow_private_urls)
+def open_http_client(settings: Settings, *, database: Database | None = None) -> HttpClient:
+    """The one polite HTTP client every source shares; close it with `aclose()`.
+
+    With a database, conditional-GET validators outlive the process (see `app.http_cache`).
+    """
+    return HttpClient(
+        user_agent=settings.http_user_agent,
+        allow_private=settings.allow_private_urls,
+        validators=DatabaseValidatorStore(database) if database is not None else None,
+    )
 
 
 @dataclass(frozen=True)

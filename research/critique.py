@@ -157,10 +157,10 @@ def source_kind(item: Item) -> SourceKind:
         return SourceKind.REPUTABLE if known else SourceKind.SECONDARY
     if _in(host, _AGGREGATOR_DOMAINS):
         return SourceKind.AGGREGATOR
+    if _in(host, _REPUTABLE_DOMAINS):  # before the prefixes: blogs.reuters.com is still Reuters
+        return SourceKind.REPUTABLE
     if _in(host, _PRIMARY_DOMAINS) or host.endswith(_PRIMARY_SUFFIXES) or host.startswith(_OFFICIAL_HOST_PREFIXES):
         return SourceKind.PRIMARY
-    if _in(host, _REPUTABLE_DOMAINS):
-        return SourceKind.REPUTABLE
     return _SOURCE_KINDS.get(item.source, SourceKind.SECONDARY)
 
 
@@ -279,8 +279,7 @@ def compact_item(entry: NumberedItem, *, now: datetime, assessment: ItemCritique
 def compact_items_block(numbered: Sequence[NumberedItem], *, now: datetime, critique: Critique | None = None) -> str:
     """Every item in compact form, framed as untrusted data."""
     lines = [
-        compact_item(entry, now=now, assessment=critique.by_number(entry.number) if critique else None)
-        for entry in numbered
+        compact_item(entry, now=now, assessment=critique.verdict_on(entry) if critique else None) for entry in numbered
     ]
     for contradiction in critique.contradictions if critique else ():
         cited = ", ".join(f"[{n}]" for n in contradiction.numbers)
@@ -365,6 +364,15 @@ class Critique(BaseModel):
     def by_number(self, number: int) -> ItemCritique | None:
         return next((entry for entry in self.items if entry.number == number), None)
 
+    def verdict_on(self, entry: NumberedItem) -> ItemCritique | None:
+        """The verdict on this numbered item, if this critique was made for the same list (same number, same id)."""
+        verdict = self.by_number(entry.number)
+        return verdict if verdict is not None and verdict.item_id == entry.item.id else None
+
+    def matches(self, numbered: Sequence[NumberedItem]) -> bool:
+        """Whether this critique was made for exactly this numbered list."""
+        return [(v.number, v.item_id) for v in self.items] == [(e.number, e.item.id) for e in numbered]
+
     def ranked(self) -> list[ItemCritique]:
         """Best first by `ItemCritique.score`; ties keep number order."""
         return sorted(self.items, key=lambda entry: -entry.score)
@@ -392,9 +400,10 @@ def heuristic_item_critique(entry: NumberedItem, *, now: datetime) -> ItemCritiq
     bonus = min(CORROBORATION_BONUS * (entry.outlets - 1), MAX_CORROBORATION_BONUS)
     credibility = _KIND_CREDIBILITY[kind] + bonus + ENGAGEMENT_BONUS * entry.ranked.engagement
     others = entry.outlets - 1
-    corroboration = (
-        "no other outlet carries it" if not others else f"{others} other outlet{'s' * (others > 1)} carry it"
-    )
+    if not others:
+        corroboration = "no other outlet carries it"
+    else:
+        corroboration = "1 other outlet carries it" if others == 1 else f"{others} other outlets carry it"
     reason = f"{kind.label} ({outlet_of(entry.item)}); {corroboration}; {_age_words(entry.item.published, now)}"
     return ItemCritique(
         number=entry.number,

@@ -168,6 +168,14 @@ def _cited_items(numbers: Iterable[int], numbered: Sequence[NumberedItem]) -> li
     ]  # fmt: skip
 
 
+def _matching(critique: Critique | None, numbered: Sequence[NumberedItem]) -> Critique | None:
+    """The critique, if it was made for this very list; a critique of another list would mis-number everything."""
+    if critique is not None and not critique.matches(numbered):
+        logger.warning("digest: the critique was made for another list of items; ignoring it")
+        return None
+    return critique
+
+
 def _all_citations(draft: DigestDraft | Digest) -> list[int]:
     numbers = citations_in(draft.headline) + citations_in(draft.changes_since_last or "")
     for development in draft.developments:
@@ -211,9 +219,10 @@ def extractive_digest(
     """The digest without a model: the top stories' representative titles, with their citations and links."""
     now = now or utc_now()
     numbered = number_items(ranked, clusters)
+    critique = _matching(critique, numbered)
     verdicts = {entry.number: heuristic_item_critique(entry, now=now) for entry in numbered}
     if critique is not None:
-        verdicts |= {verdict.number: verdict for verdict in critique.items if verdict.number in verdicts}
+        verdicts |= {verdict.number: verdict for verdict in critique.items}
     order = sorted(numbered, key=lambda entry: -verdicts[entry.number].score) if critique else list(numbered)
     stories: dict[str, list[NumberedItem]] = {}
     for entry in order:
@@ -326,7 +335,7 @@ def digest_agent() -> Agent[DigestDeps, DigestDraft]:
         retries={"output": 3},
         name="digest",
     )
-    pass
+    agent.output_validator(check_citations)
     return agent
 
 
@@ -373,6 +382,7 @@ async def llm_digest(
     """Write the digest with the (heavy) model; on any model failure, the extractive digest saying why."""
     now = now or utc_now()
     numbered = number_items(ranked, clusters)
+    critique = _matching(critique, numbered)
 
     def extractive(reason: str, usage: LlmUsage) -> DigestResult:
         digest = extractive_digest(

@@ -239,4 +239,6 @@ class HttpValidator(Base):
     last_modified: Mapped[str | None] = mapped_column(String(64))
     body: Mapped[bytes | None] = mapped_column(LargeBinary)
     """The last 200 body, served again on a 304."""
+    content_type: Mapped[str | None] = mapped_column(String(255))
+    """The body's Content-Type (its charset decodes the body served on a 304)."""
     updated_at: Mapped[datetime] = mapped_column(default=utc_now)

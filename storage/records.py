@@ -220,4 +220,5 @@ class HttpValidatorRecord:
     etag: str | None
     last_modified: str | None
     body: bytes | None
+    content_type: str | None
     updated_at: datetime

@@ -28,6 +28,7 @@ class HttpValidatorRepository(Repository):
                 etag=row.etag,
                 last_modified=row.last_modified,
                 body=row.body,
+                content_type=row.content_type,
                 updated_at=row.updated_at,
             )
 
@@ -38,10 +39,17 @@ class HttpValidatorRepository(Repository):
         etag: str | None,
         last_modified: str | None,
         body: bytes | None,
+        content_type: str | None = None,
         now: datetime | None = None,
     ) -> None:
         """Remember the validators (and body) of the latest 200 response for `url`."""
-        values = {"etag": etag, "last_modified": last_modified, "body": body, "updated_at": now or utc_now()}
+        values = {
+            "etag": etag,
+            "last_modified": last_modified,
+            "body": body,
+            "content_type": content_type,
+            "updated_at": now or utc_now(),
+        }
         async with self._db.transaction() as session:
             statement = upsert_insert(session, HttpValidator).values(url_key=url_key(url), url=url, **values)
             await session.execute(statement.on_conflict_do_update(index_elements=["url_key"], set_=values))

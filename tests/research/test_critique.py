@@ -250,6 +250,7 @@ def test_heuristic_flags_reports_of_one_story_with_different_figures(collection:
         ("https://blog.example-corp.com/launch", "rss", None, SourceKind.PRIMARY),
         ("https://www.nist.gov/news", "web", None, SourceKind.PRIMARY),
         ("https://www.reuters.com/a", "rss", None, SourceKind.REPUTABLE),
+        ("https://blogs.reuters.com/a", "rss", None, SourceKind.REPUTABLE),
         ("https://news.google.com/rss/articles/CBMi", "news", "Reuters", SourceKind.REPUTABLE),
         ("https://news.google.com/rss/articles/CBMi", "news", "Some Blog", SourceKind.SECONDARY),
         ("https://en.wikipedia.org/wiki/DeepSeek", "wikipedia", None, SourceKind.AGGREGATOR),

@@ -193,6 +193,20 @@ def test_extractive_digest_shape(collection: Collection) -> None:
     assert Digest.model_validate_json(digest.model_dump_json()) == digest
 
 
+async def test_a_critique_of_another_list_is_not_applied(collection: Collection) -> None:
+    critique = heuristic_critique(collection.ranked, clusters=collection.clusters, now=collection.now)
+    shifted = collection.ranked[1:]
+    digest = extractive_digest(shifted, topic=collection.topic, clusters=collection.clusters, critique=critique,
+                               now=collection.now)  # fmt: skip
+    assert digest == extractive_digest(
+        shifted, topic=collection.topic, clusters=collection.clusters, now=collection.now
+    )
+
+    script = ScriptedModel(GOOD)
+    await llm_digest(shifted, topic=collection.topic, model=script.model(), critique=critique, now=collection.now)
+    assert "assessment:" not in script.user_prompt() and "contradiction between" not in script.user_prompt()
+
+
 def test_extractive_digest_caps_developments_and_reports_what_it_left_out(collection: Collection) -> None:
     items = [
         Item(id=f"hn:{i}", source="hn", url=f"https://news.ycombinator.com/item?id={i}", title=f"Topic {i} story",

@@ -61,14 +61,22 @@ async def test_http_validators_round_trip_and_replace(database: Database) -> Non
     url = "https://example.org/feed.xml?" + "q=deepseek&" * 400  # longer than an index key may be
     assert await validators.get(url) is None
 
-    await validators.put(url, etag='W/"abc"', last_modified="Sun, 01 Mar 2026 09:00:00 GMT", body=b"<rss/>", now=T0)
+    await validators.put(
+        url,
+        etag='W/"abc"',
+        last_modified="Sun, 01 Mar 2026 09:00:00 GMT",
+        body=b"<rss/>",
+        content_type="application/rss+xml; charset=utf-8",
+        now=T0,
+    )
     stored = await validators.get(url)
     assert stored is not None
-    assert (stored.url, stored.etag, stored.last_modified, stored.body, stored.updated_at) == (
+    assert (stored.url, stored.etag, stored.last_modified, stored.body, stored.content_type, stored.updated_at) == (
         url,
         'W/"abc"',
         "Sun, 01 Mar 2026 09:00:00 GMT",
         b"<rss/>",
+        "application/rss+xml; charset=utf-8",
         T0,
     )
 
