@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import html
-import unicodedata
-from dataclasses import dataclass, field
-from html.parser import HTMLParser
-
 import re
+import unicodedata
 from collections.abc import Mapping
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -27,6 +26,399 @@ _TAG_FOR_STYLE = {"b": "b", "i": "i", "s": "s"}
 def utf16_len(text: str) -> int:
     """Length as Telegram counts it: UTF-16 code units (an emoji outside the BMP counts two)."""
     return len(text.encode("utf-16-le")) // 2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Markdown parsing (shared with bots.slack_render): the small subset the agent and the digests write
+
+Style = Literal["b", "i", "s"]
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Literal text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """An inline code span."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Styled:
+    """Bold, italic or strikethrough around other inline nodes."""
+
+    style: Style
+    children: list[Inline]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link; its target is not yet checked for a safe scheme."""
+
+    url: str
+    children: list[Inline]
+
+
+Inline = Text | Code | Styled | Link
+
+
+@dataclass(frozen=True, slots=True)
+class Paragraph:
+    """Lines of inline text; line breaks inside are kept, as chat users expect."""
+
+    inlines: list[Inline]
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A `#` heading."""
+
+    level: int
+    inlines: list[Inline]
+
+
+@dataclass(frozen=True, slots=True)
+class ListItem:
+    """One list item; `marker` is "•" or the item's number with a dot."""
+
+    depth: int
+    marker: str
+    inlines: list[Inline]
+
+
+@dataclass(frozen=True, slots=True)
+class CodeBlock:
+    """A fenced code block."""
+
+    language: str
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A `>` quote holding blocks."""
+
+    blocks: list[Block]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A `---` thematic break."""
+
+
+Block = Paragraph | Heading | ListItem | CodeBlock | Quote | Rule
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([\w+#.-]*)")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_ITEM = re.compile(r"^([ \t]*)([-*+•]|\d{1,9}[.)])[ \t]+(.*)$")
+_QUOTE = re.compile(r"^ {0,3}>[ \t]?(.*)$")
+_CITATION = re.compile(r"\[(\d{1,4}(?:[ \t]*,[ \t]*\d{1,4})*)\](?!\()")
+_CITED_SOURCE = re.compile(r"^[ \t]*\[(\d{1,4})\][ \t]+\[[^\]\n]*\]\(([^)\s]+)\)", re.MULTILINE)
+_BARE_URL = re.compile(r"https?://[^\s<>\"]+")
+_ESCAPABLE = frozenset("\\`*_{}[]()#+-.!~>|")
+_URL_TRAILING = ".,;:!?'\"*_~"
+
+
+def is_safe_url(url: str, *, schemes: frozenset[str]) -> bool:
+    """Whether a link target uses one of `schemes` (web links need a host) and holds no whitespace."""
+    if not url or any(char.isspace() or ord(char) < 32 for char in url):
+        return False
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    scheme = parts.scheme.lower()
+    return scheme in schemes and (scheme not in {"http", "https"} or bool(parts.netloc))
+
+
+def citation_urls(text: str) -> dict[int, str]:
+    """Numbered sources listed as `[n] [title](url)` lines, so `[n]` markers elsewhere can link to them."""
+    web = frozenset({"http", "https"})
+    return {int(m.group(1)): m.group(2) for m in _CITED_SOURCE.finditer(text) if is_safe_url(m.group(2), schemes=web)}
+
+
+def _starts_block(line: str) -> bool:
+    return bool(_FENCE.match(line) or _RULE.match(line) or _HEADING.match(line) or _QUOTE.match(line))
+
+
+def parse_markdown(text: str) -> list[Block]:
+    """The markdown's blocks; `[n]` citation markers link to the numbered source list when there is one."""
+    return _parse_blocks(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), citation_urls(text))
+
+
+def _parse_blocks(lines: list[str], citations: Mapping[int, str]) -> list[Block]:
+    blocks: list[Block] = []
+    paragraph: list[str] = []
+    indents: list[int] = []  # indentation of the enclosing list items, for nesting depth
+
+    def flush() -> None:
+        if paragraph:
+            blocks.append(Paragraph(parse_inline("\n".join(paragraph), citations=citations)))
+            paragraph.clear()
+
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        fence = _FENCE.match(line)
+        item = _ITEM.match(line)
+        if not line.strip():
+            flush()
+        elif fence and not (fence.group(1)[0] == "`" and "`" in line[fence.end(1) :]):
+            flush()
+            marker, body = fence.group(1), []
+            while index < len(lines) and not _closes_fence(lines[index], marker):
+                body.append(lines[index])
+                index += 1
+            index += 1
+            blocks.append(CodeBlock(fence.group(2), "\n".join(body)))
+        elif _RULE.match(line):
+            flush()
+            blocks.append(Rule())
+        elif heading := _HEADING.match(line):
+            flush()
+            blocks.append(Heading(len(heading.group(1)), parse_inline(heading.group(2), citations=citations)))
+        elif quote := _QUOTE.match(line):
+            flush()
+            quoted = [quote.group(1)]
+            while index < len(lines) and (inner := _QUOTE.match(lines[index])):
+                quoted.append(inner.group(1))
+                index += 1
+            blocks.append(Quote(_parse_blocks(quoted, citations)))
+        elif item:
+            flush()
+            indent = len(item.group(1).expandtabs(4))
+            while indents and indents[-1] > indent:
+                indents.pop()
+            if not indents or indents[-1] < indent:
+                indents.append(indent)
+            content = [item.group(3)]
+            while index < len(lines) and lines[index].strip() and not _starts_block(lines[index]):
+                if _ITEM.match(lines[index]):
+                    break
+                content.append(lines[index].strip())
+                index += 1
+            bullet = item.group(2)
+            marker = "•" if bullet in {"-", "*", "+", "•"} else bullet[:-1] + "."
+            blocks.append(ListItem(len(indents) - 1, marker, parse_inline(" ".join(content), citations=citations)))
+            continue
+        else:
+            paragraph.append(line)
+            continue
+        indents.clear()
+    flush()
+    return blocks
+
+
+def _closes_fence(line: str, marker: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= len(marker) and set(stripped) == {marker[0]}
+
+
+def parse_inline(text: str, *, citations: Mapping[int, str] | None = None) -> list[Inline]:
+    """Inline markdown: code spans, links, bare URLs, citation markers, bold, italic and strikethrough."""
+    return _InlineParser(text, citations or {}, links=True).parse()
+
+
+def _run_end(text: str, start: int) -> int:
+    end = start
+    while end < len(text) and text[end] == text[start]:
+        end += 1
+    return end
+
+
+def _code_span_end(text: str, start: int) -> tuple[int, int] | None:
+    """(start of the closing backticks, end of them) for a code span opening at `start`."""
+    opening_end = _run_end(text, start)
+    run = opening_end - start
+    search = opening_end
+    while (close := text.find("`" * run, search)) >= 0:
+        close_end = _run_end(text, close)
+        if close_end - close == run:
+            return close, close_end
+        search = close_end
+    return None
+
+
+def _trim_url(url: str) -> str:
+    while url and (
+        url[-1] in _URL_TRAILING
+        or (url[-1] == ")" and url.count("(") < url.count(")"))
+        or (url[-1] == "]" and url.count("[") < url.count("]"))
+    ):
+        url = url[:-1]
+    return url
+
+
+class _InlineParser:
+    """A single left-to-right pass; emphasis contents are parsed recursively."""
+
+    def __init__(self, text: str, citations: Mapping[int, str], *, links: bool) -> None:
+        self.text = text
+        self.citations = citations
+        self.links = links
+        self.no_closer_after: dict[str, int] = {}  # remembers failed searches so unmatched markers stay linear
+
+    def parse(self) -> list[Inline]:
+        text, nodes, pending = self.text, list[Inline](), list[str]()
+
+        def flush() -> None:
+            if pending:
+                nodes.append(Text("".join(pending)))
+                pending.clear()
+
+        index = 0
+        while index < len(text):
+            char = text[index]
+            found: tuple[list[Inline], int] | None = None
+            if char == "\\" and index + 1 < len(text) and text[index + 1] in _ESCAPABLE:
+                pending.append(text[index + 1])
+                index += 2
+                continue
+            if char == "`":
+                span = _code_span_end(text, index)
+                opening_end = _run_end(text, index)
+                if span is None:
+                    pending.append(text[index:opening_end])
+                    index = opening_end
+                    continue
+                content = text[opening_end : span[0]]
+                if len(content) > 2 and content[0] == " " and content[-1] == " " and content.strip():
+                    content = content[1:-1]
+                found = [Code(content)], span[1]
+            elif char == "[":
+                found = self._link(index) or self._citation(index)
+            elif char == "h" and self.links and (index == 0 or not text[index - 1].isalnum()):
+                found = self._bare_url(index)
+            elif char in "*_~":
+                found = self._emphasis(index)
+                if found is None:
+                    run_end = _run_end(text, index)
+                    pending.append(text[index:run_end])
+                    index = run_end
+                    continue
+            if found is None:
+                pending.append(char)
+                index += 1
+                continue
+            flush()
+            nodes.extend(found[0])
+            index = found[1]
+        flush()
+        return nodes
+
+    def _link(self, start: int) -> tuple[list[Inline], int] | None:
+        text = self.text
+        if not self.links or text.find("](", start) < 0:
+            return None
+        depth, index = 0, start
+        while index < min(len(text), start + 2000):
+            char = text[index]
+            depth += (char == "[") - (char == "]")
+            index += 2 if char == "\\" else 1
+            if depth == 0:
+                break
+        else:
+            return None
+        label_end = index - 1
+        if not text.startswith("(", index):
+            return None
+        depth, target_start = 0, index + 1
+        while index < min(len(text), target_start + 4000):
+            char = text[index]
+            if char == "\n":
+                return None
+            depth += (char == "(") - (char == ")")
+            index += 1
+            if depth == 0:
+                break
+        else:
+            return None
+        target = text[target_start : index - 1].strip().split()
+        url = target[0].removeprefix("<").removesuffix(">") if target else ""
+        if not url:
+            return None
+        label = text[start + 1 : label_end]
+        children = _InlineParser(label, {}, links=False).parse() if label.strip() else [Text(url)]
+        return [Link(url, children)], index
+
+    def _citation(self, start: int) -> tuple[list[Inline], int] | None:
+        match = _CITATION.match(self.text, start)
+        line_start = self.text.rfind("\n", 0, start) + 1
+        if not match or not self.links or not self.text[line_start:start].strip():
+            return None  # a marker opening a line is the source list's own numbering
+        numbers = [number.strip() for number in match.group(1).split(",")]
+        if not any(int(number) in self.citations for number in numbers):
+            return None
+        if len(numbers) == 1:
+            return [Link(self.citations[int(numbers[0])], [Text(match.group())])], match.end()
+        nodes: list[Inline] = [Text("[")]
+        for position, number in enumerate(numbers):
+            if position:
+                nodes.append(Text(", "))
+            url = self.citations.get(int(number))
+            nodes.append(Link(url, [Text(number)]) if url else Text(number))
+        nodes.append(Text("]"))
+        return nodes, match.end()
+
+    def _bare_url(self, start: int) -> tuple[list[Inline], int] | None:
+        match = _BARE_URL.match(self.text, start)
+        url = _trim_url(match.group()) if match else ""
+        if not url or not urlsplit(url).netloc:
+            return None
+        return [Link(url, [Text(url)])], start + len(url)
+
+    def _emphasis(self, start: int) -> tuple[list[Inline], int] | None:
+        text, char = self.text, self.text[start]
+        run = _run_end(text, start) - start
+        sizes = ((2,) if run >= 2 else ()) if char == "~" else ((2, 1) if run >= 2 else (1,))
+        for size in sizes:
+            inner_start = start + size
+            if inner_start >= len(text) or text[inner_start].isspace():
+                continue
+            if char == "_" and start > 0 and text[start - 1].isalnum():
+                continue  # snake_case words are not emphasis
+            close = self._closer(char * size, inner_start)
+            if close is not None:
+                style: Style = "s" if char == "~" else ("b" if size == 2 else "i")
+                inner = _InlineParser(text[inner_start:close], self.citations, links=self.links).parse()
+                return [Styled(style, inner)], close + size
+        return None
+
+    def _closer(self, delimiter: str, inner_start: int) -> int | None:
+        """Where `delimiter` closes an emphasis whose content starts at `inner_start`, if anywhere."""
+        text, char, size = self.text, delimiter[0], len(delimiter)
+        if self.no_closer_after.get(delimiter, len(text) + 1) <= inner_start:
+            return None
+        index = inner_start + 1
+        while index < len(text):
+            current = text[index]
+            if current == "\\":
+                index += 2
+                continue
+            if current == "`":
+                span = _code_span_end(text, index)
+                index = span[1] if span else _run_end(text, index)
+                continue
+            if current != char:
+                index += 1
+                continue
+            run_end = _run_end(text, index)
+            run = run_end - index
+            flanked = not text[index - 1].isspace() and not (
+                char == "_" and run_end < len(text) and text[run_end].isalnum()
+            )
+            if flanked and (run == size or run >= 3):
+                return run_end - size
+            index = run_end
+        self.no_closer_after[delimiter] = min(inner_start, self.no_closer_after.get(delimiter, inner_start))
+        return None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -126,8 +518,7 @@ class _Tokenizer(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = "".join(
-            f' {name}="{html.escape(value, quote=True)}"' if value is not None else f" {name}"
-            for name, value in attrs
+            f' {name}="{html.escape(value, quote=True)}"' if value is not None else f" {name}" for name, value in attrs
         )
         self.tokens.append(_Open(tag, f"<{tag}{attributes}>"))
         self.hrefs.append(dict(attrs).get("href") if tag == "a" else None)
@@ -184,15 +575,17 @@ def _emit(token: _Token) -> str:
 
 
 _PARAGRAPH, _LINE, _WORD = 3, 2, 1
+_CODE_TAGS = frozenset({"pre", "code"})
 
 
 def split_telegram_html(markup: str, *, limit: int = TELEGRAM_TEXT_LIMIT, raw_limit: int | None = None) -> list[str]:
     """Telegram HTML cut into messages of at most `limit` UTF-16 units of visible text each.
 
     Cuts fall on paragraph, then line, then word boundaries (a cut inside a single over-long word is the
-    last resort); tags open at a cut are closed at the end of the part and reopened at the start of the
-    next, so every part parses on its own. `raw_limit` bounds the HTML length of a part (tags and entities
-    included; default four times `limit`). Parts with no visible text are dropped.
+    last resort, and keeps an emoji with its modifiers); tags open at a cut are closed at the end of the part
+    and reopened at the start of the next, so every part parses on its own. `raw_limit` bounds the HTML
+    length of a part, tags and entities included (default four times `limit`). The whitespace a cut falls
+    on is dropped, and so are parts with no visible text.
     """
     if limit < 2:
         raise ValueError("limit must allow at least one character of any kind (2 UTF-16 units)")
@@ -202,36 +595,37 @@ def split_telegram_html(markup: str, *, limit: int = TELEGRAM_TEXT_LIMIT, raw_li
     stack: list[_Open] = []
     index = 0
     while index < len(tokens):
-        text, index, stack = _fill_part(tokens, index, stack, limit=limit, raw_ceiling=raw_ceiling)
-        if text is not None:
-            parts.append(text)
+        part, index, stack = _fill_part(tokens, index, stack, limit=limit, raw_ceiling=raw_ceiling)
+        if part is not None:
+            parts.append(part)
     return parts
 
 
 def _fill_part(
     tokens: list[_Token], start: int, reopened: list[_Open], *, limit: int, raw_ceiling: int
 ) -> tuple[str | None, int, list[_Open]]:
-    """Fill one part from `start`; returns its HTML (None if it has nothing visible), the next index, open tags."""
+    """One part from `start`: its HTML (None if nothing visible), where the next starts, the tags open there."""
     stack = list(reopened)
     visible = 0
     raw = sum(len(tag.raw) for tag in reopened)
-    last_break: dict[int, int] = {}
+    last_break: dict[int, tuple[int, int]] = {}  # kind -> (token index, visible units before it)
     position = start
-    cut: int | None = None
+    end = len(tokens)
     while position < len(tokens):
         token = tokens[position]
         if isinstance(token, str):
             units = 2 if ord(token) > 0xFFFF else 1
             closing = sum(len(tag.name) + 3 for tag in stack)
             if visible + units > limit or raw + len(_emit(token)) + closing > raw_ceiling:
-                cut = _choose_cut(tokens, start, position, last_break, limit=limit, visible=visible)
+                end = _choose_cut(tokens, start, position, last_break, visible=visible)
                 break
-            if token in " \n" and not any(tag.name in {"pre", "code"} for tag in stack):
-                kind = _PARAGRAPH if token == "\n" and position > 0 and tokens[position - 1] == "\n" else _WORD
-                kind = _LINE if token == "\n" and kind != _PARAGRAPH else kind
-                last_break[kind] = position - 1 if kind == _PARAGRAPH else position
-            elif token == "\n":
-                last_break[_LINE] = position
+            if token == "\n":
+                paragraph = tokens[position - 1] == "\n" and not any(tag.name in _CODE_TAGS for tag in stack)
+                last_break[_LINE] = (position, visible)
+                if paragraph:
+                    last_break[_PARAGRAPH] = (position - 1, visible - 1)
+            elif token == " " and not any(tag.name in _CODE_TAGS for tag in stack):
+                last_break[_WORD] = (position, visible)
             visible += units
         elif isinstance(token, _Open):
             stack.append(token)
@@ -239,54 +633,53 @@ def _fill_part(
             stack.pop()
         raw += len(_emit(token))
         position += 1
-    end = len(tokens) if cut is None else cut
-    # Tags opened right before the cut belong to the next part; tags closing right after it, to this one.
+    # Tags opened right before the cut belong to the next part; tags closed right after it, to this one.
     while end > start and isinstance(tokens[end - 1], _Open):
         end -= 1
     while end < len(tokens) and isinstance(tokens[end], _Close):
         end += 1
-    if end == start:  # nothing fits besides tags: take one character so every part makes progress
+    if end == start:  # nothing fits besides reopened tags: take one character so every part makes progress
         end = start + 1
         while end < len(tokens) and not isinstance(tokens[end - 1], str):
             end += 1
     body = tokens[start:end]
-    stack_at_end = list(reopened)
-    for token in body:
-        if isinstance(token, _Open):
-            stack_at_end.append(token)
-        elif isinstance(token, _Close):
-            stack_at_end.pop()
-    text = "".join(tag.raw for tag in reopened) + "".join(map(_emit, body))
-    text += "".join(f"</{tag.name}>" for tag in reversed(stack_at_end))
+    stack = _apply(reopened, body)
+    html_part = "".join(tag.raw for tag in reopened) + "".join(map(_emit, body))
+    html_part += "".join(f"</{tag.name}>" for tag in reversed(stack))
     has_visible = any(isinstance(token, str) and not token.isspace() for token in body)
-    next_index = _skip_break(tokens, end, in_code=any(tag.name in {"pre", "code"} for tag in stack_at_end))
-    return (text if has_visible else None), next_index, stack_at_end
+    next_start, stack = _skip_break(tokens, end, stack)
+    return (html_part if has_visible else None), next_start, stack
+
+
+def _apply(stack: list[_Open], tokens: list[_Token]) -> list[_Open]:
+    result = list(stack)
+    for token in tokens:
+        if isinstance(token, _Open):
+            result.append(token)
+        elif isinstance(token, _Close):
+            result.pop()
+    return result
 
 
 def _choose_cut(
-    tokens: list[_Token], start: int, overflow: int, last_break: dict[int, int], *, limit: int, visible: int
+    tokens: list[_Token], start: int, overflow: int, last_break: dict[int, tuple[int, int]], *, visible: int
 ) -> int:
-    """Where to end a part that overflows at `overflow`: the best boundary that keeps the part reasonably full."""
+    """Where a part that overflows at `overflow` ends: the strongest boundary that keeps it at least half full."""
+    usable = {kind: found for kind, found in last_break.items() if found[0] > start}
     for kind in (_PARAGRAPH, _LINE, _WORD):
-        position = last_break.get(kind)
-        if position is not None and position > start and _visible_between(tokens, start, position) * 2 >= visible:
-            return position
-    candidates = [position for position in last_break.values() if position > start]
-    if candidates:
-        return max(candidates)
+        if kind in usable and usable[kind][1] * 2 >= visible:
+            return usable[kind][0]
+    if usable:
+        return max(position for position, _ in usable.values())
     return _grapheme_safe(tokens, start, overflow)
 
 
-def _visible_between(tokens: list[_Token], start: int, end: int) -> int:
-    return sum(1 for token in tokens[start:end] if isinstance(token, str))
-
-
 def _grapheme_safe(tokens: list[_Token], start: int, cut: int) -> int:
-    """Move a hard cut back so it does not separate an emoji from its modifiers or a letter from its accents."""
+    """Move a hard cut back so it does not part an emoji from its modifiers or a letter from its accents."""
     position = cut
     while position - 1 > start and _joins_previous(tokens, position):
         position -= 1
-    return position if position - 1 > start or not _joins_previous(tokens, position) else cut
+    return cut if _joins_previous(tokens, position) else position
 
 
 def _joins_previous(tokens: list[_Token], position: int) -> bool:
@@ -306,13 +699,20 @@ def _joins_previous(tokens: list[_Token], position: int) -> bool:
     )
 
 
-def _skip_break(tokens: list[_Token], position: int, *, in_code: bool) -> int:
-    """The index after the whitespace a cut falls on (inside code only the one newline is dropped)."""
-    if in_code:
-        return position + 1 if position < len(tokens) and tokens[position] == "\n" else position
-    while position < len(tokens) and isinstance(tokens[position], str) and str(tokens[position]).isspace():
+def _skip_break(tokens: list[_Token], position: int, stack: list[_Open]) -> tuple[int, list[_Open]]:
+    """Past the whitespace a cut falls on (in code only the newline), and past tags closing right there."""
+    stack = list(stack)
+    in_code = any(tag.name in _CODE_TAGS for tag in stack)
+    if in_code and position < len(tokens) and tokens[position] == "\n":
         position += 1
-    return position
+    while position < len(tokens):
+        token = tokens[position]
+        if isinstance(token, _Close):
+            stack.pop()  # already closed at the end of the previous part; reopening it would leave it empty
+        elif not (isinstance(token, str) and token.isspace() and not in_code):
+            break
+        position += 1
+    return position, stack
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from monitors.schedule import (
-    ANCHOR_INSTANT,
     DEFAULT_SCHEDULE_TEXT,
     Schedule,
     ScheduleError,
@@ -22,6 +21,7 @@ from monitors.schedule import (
     parse_schedule,
     seconds_in_words,
 )
+from monitors.triggers import ANCHOR_INSTANT
 
 MIN_15 = 900
 
