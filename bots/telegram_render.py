@@ -345,7 +345,7 @@ class _InlineParser:
         if not url:
             return None
         label = text[start + 1 : label_end]
-        children = _InlineParser(label, {}, links=False).parse() if label.strip() else [Text(url)]
+        children: list[Inline] = _InlineParser(label, {}, links=False).parse() if label.strip() else [Text(url)]
         return [Link(url, children)], index
 
     def _citation(self, start: int) -> tuple[list[Inline], int] | None:
@@ -505,56 +505,56 @@ class _Close:
     name: str
 
 
-_Token = _Open | _Close | str  # a str token is one visible character
+_Piece = _Open | _Close | str  # a str piece is one visible character
 
 
-class _Tokenizer(HTMLParser):
+class _HTMLReader(HTMLParser):
     """Tags kept with their attributes; text decoded to characters so entities never get split."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.tokens: list[_Token] = []
+        self.pieces: list[_Piece] = []
         self.hrefs: list[str | None] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = "".join(
             f' {name}="{html.escape(value, quote=True)}"' if value is not None else f" {name}" for name, value in attrs
         )
-        self.tokens.append(_Open(tag, f"<{tag}{attributes}>"))
+        self.pieces.append(_Open(tag, f"<{tag}{attributes}>"))
         self.hrefs.append(dict(attrs).get("href") if tag == "a" else None)
 
     def handle_endtag(self, tag: str) -> None:
-        self.tokens.append(_Close(tag))
+        self.pieces.append(_Close(tag))
         self.hrefs.append(None)
 
     def handle_data(self, data: str) -> None:
-        self.tokens.extend(data)
+        self.pieces.extend(data)
         self.hrefs.extend([None] * len(data))
 
 
-def _tokenize(markup: str) -> tuple[list[_Token], list[str | None]]:
-    parser = _Tokenizer()
+def _read_html(markup: str) -> tuple[list[_Piece], list[str | None]]:
+    parser = _HTMLReader()
     parser.feed(markup)
     parser.close()
-    return _balance(parser.tokens, parser.hrefs)
+    return _balance(parser.pieces, parser.hrefs)
 
 
-def _balance(tokens: list[_Token], hrefs: list[str | None]) -> tuple[list[_Token], list[str | None]]:
+def _balance(pieces: list[_Piece], hrefs: list[str | None]) -> tuple[list[_Piece], list[str | None]]:
     """Drop stray end tags and close tags left open, so the stream nests properly."""
-    balanced: list[_Token] = []
+    balanced: list[_Piece] = []
     kept_hrefs: list[str | None] = []
     stack: list[str] = []
-    for token, href in zip(tokens, hrefs, strict=True):
-        if isinstance(token, _Close):
-            if token.name not in stack:
+    for piece, href in zip(pieces, hrefs, strict=True):
+        if isinstance(piece, _Close):
+            if piece.name not in stack:
                 continue
-            while stack[-1] != token.name:
+            while stack[-1] != piece.name:
                 balanced.append(_Close(stack.pop()))
                 kept_hrefs.append(None)
             stack.pop()
-        elif isinstance(token, _Open):
-            stack.append(token.name)
-        balanced.append(token)
+        elif isinstance(piece, _Open):
+            stack.append(piece.name)
+        balanced.append(piece)
         kept_hrefs.append(href)
     for name in reversed(stack):
         balanced.append(_Close(name))
@@ -562,12 +562,12 @@ def _balance(tokens: list[_Token], hrefs: list[str | None]) -> tuple[list[_Token
     return balanced, kept_hrefs
 
 
-def _emit(token: _Token) -> str:
-    if isinstance(token, _Open):
-        return token.raw
-    if isinstance(token, _Close):
-        return f"</{token.name}>"
-    return html.escape(token, quote=False)
+def _emit(piece: _Piece) -> str:
+    if isinstance(piece, _Open):
+        return piece.raw
+    if isinstance(piece, _Close):
+        return f"</{piece.name}>"
+    return html.escape(piece, quote=False)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -590,79 +590,79 @@ def split_telegram_html(markup: str, *, limit: int = TELEGRAM_TEXT_LIMIT, raw_li
     if limit < 2:
         raise ValueError("limit must allow at least one character of any kind (2 UTF-16 units)")
     raw_ceiling = raw_limit if raw_limit is not None else 4 * limit
-    tokens, _ = _tokenize(markup)
+    pieces, _ = _read_html(markup)
     parts: list[str] = []
     stack: list[_Open] = []
     index = 0
-    while index < len(tokens):
-        part, index, stack = _fill_part(tokens, index, stack, limit=limit, raw_ceiling=raw_ceiling)
+    while index < len(pieces):
+        part, index, stack = _fill_part(pieces, index, stack, limit=limit, raw_ceiling=raw_ceiling)
         if part is not None:
             parts.append(part)
     return parts
 
 
 def _fill_part(
-    tokens: list[_Token], start: int, reopened: list[_Open], *, limit: int, raw_ceiling: int
+    pieces: list[_Piece], start: int, reopened: list[_Open], *, limit: int, raw_ceiling: int
 ) -> tuple[str | None, int, list[_Open]]:
     """One part from `start`: its HTML (None if nothing visible), where the next starts, the tags open there."""
     stack = list(reopened)
     visible = 0
     raw = sum(len(tag.raw) for tag in reopened)
-    last_break: dict[int, tuple[int, int]] = {}  # kind -> (token index, visible units before it)
+    last_break: dict[int, tuple[int, int]] = {}  # kind -> (piece index, visible units before it)
     position = start
-    end = len(tokens)
-    while position < len(tokens):
-        token = tokens[position]
-        if isinstance(token, str):
-            units = 2 if ord(token) > 0xFFFF else 1
+    end = len(pieces)
+    while position < len(pieces):
+        piece = pieces[position]
+        if isinstance(piece, str):
+            units = 2 if ord(piece) > 0xFFFF else 1
             closing = sum(len(tag.name) + 3 for tag in stack)
-            if visible + units > limit or raw + len(_emit(token)) + closing > raw_ceiling:
-                end = _choose_cut(tokens, start, position, last_break, visible=visible)
+            if visible + units > limit or raw + len(_emit(piece)) + closing > raw_ceiling:
+                end = _choose_cut(pieces, start, position, last_break, visible=visible)
                 break
-            if token == "\n":
-                paragraph = tokens[position - 1] == "\n" and not any(tag.name in _CODE_TAGS for tag in stack)
+            if piece == "\n":
+                paragraph = pieces[position - 1] == "\n" and not any(tag.name in _CODE_TAGS for tag in stack)
                 last_break[_LINE] = (position, visible)
                 if paragraph:
                     last_break[_PARAGRAPH] = (position - 1, visible - 1)
-            elif token == " " and not any(tag.name in _CODE_TAGS for tag in stack):
+            elif piece == " " and not any(tag.name in _CODE_TAGS for tag in stack):
                 last_break[_WORD] = (position, visible)
             visible += units
-        elif isinstance(token, _Open):
-            stack.append(token)
+        elif isinstance(piece, _Open):
+            stack.append(piece)
         else:
             stack.pop()
-        raw += len(_emit(token))
+        raw += len(_emit(piece))
         position += 1
     # Tags opened right before the cut belong to the next part; tags closed right after it, to this one.
-    while end > start and isinstance(tokens[end - 1], _Open):
+    while end > start and isinstance(pieces[end - 1], _Open):
         end -= 1
-    while end < len(tokens) and isinstance(tokens[end], _Close):
+    while end < len(pieces) and isinstance(pieces[end], _Close):
         end += 1
     if end == start:  # nothing fits besides reopened tags: take one character so every part makes progress
         end = start + 1
-        while end < len(tokens) and not isinstance(tokens[end - 1], str):
+        while end < len(pieces) and not isinstance(pieces[end - 1], str):
             end += 1
-    body = tokens[start:end]
+    body = pieces[start:end]
     stack = _apply(reopened, body)
     html_part = "".join(tag.raw for tag in reopened) + "".join(map(_emit, body))
     html_part += "".join(f"</{tag.name}>" for tag in reversed(stack))
-    has_visible = any(isinstance(token, str) and not token.isspace() for token in body)
-    next_start, stack = _skip_break(tokens, end, stack)
+    has_visible = any(isinstance(piece, str) and not piece.isspace() for piece in body)
+    next_start, stack = _skip_break(pieces, end, stack)
     return (html_part if has_visible else None), next_start, stack
 
 
-def _apply(stack: list[_Open], tokens: list[_Token]) -> list[_Open]:
+def _apply(stack: list[_Open], pieces: list[_Piece]) -> list[_Open]:
     result = list(stack)
-    for token in tokens:
-        if isinstance(token, _Open):
-            result.append(token)
-        elif isinstance(token, _Close):
+    for piece in pieces:
+        if isinstance(piece, _Open):
+            result.append(piece)
+        elif isinstance(piece, _Close):
             result.pop()
     return result
 
 
 def _choose_cut(
-    tokens: list[_Token], start: int, overflow: int, last_break: dict[int, tuple[int, int]], *, visible: int
+    pieces: list[_Piece], start: int, overflow: int, last_break: dict[int, tuple[int, int]], *, visible: int
 ) -> int:
     """Where a part that overflows at `overflow` ends: the strongest boundary that keeps it at least half full."""
     usable = {kind: found for kind, found in last_break.items() if found[0] > start}
@@ -671,45 +671,45 @@ def _choose_cut(
             return usable[kind][0]
     if usable:
         return max(position for position, _ in usable.values())
-    return _grapheme_safe(tokens, start, overflow)
+    return _grapheme_safe(pieces, start, overflow)
 
 
-def _grapheme_safe(tokens: list[_Token], start: int, cut: int) -> int:
+def _grapheme_safe(pieces: list[_Piece], start: int, cut: int) -> int:
     """Move a hard cut back so it does not part an emoji from its modifiers or a letter from its accents."""
     position = cut
-    while position - 1 > start and _joins_previous(tokens, position):
+    while position - 1 > start and _joins_previous(pieces, position):
         position -= 1
-    return cut if _joins_previous(tokens, position) else position
+    return cut if _joins_previous(pieces, position) else position
 
 
-def _joins_previous(tokens: list[_Token], position: int) -> bool:
-    if position >= len(tokens):
+def _joins_previous(pieces: list[_Piece], position: int) -> bool:
+    if position >= len(pieces):
         return False
-    token, before = tokens[position], tokens[position - 1]
-    if not isinstance(token, str) or not isinstance(before, str):
+    piece, before = pieces[position], pieces[position - 1]
+    if not isinstance(piece, str) or not isinstance(before, str):
         return False
-    code = ord(token)
+    code = ord(piece)
     return (
         before == "\u200d"
         or code == 0x200D
         or 0xFE00 <= code <= 0xFE0F
         or 0x1F3FB <= code <= 0x1F3FF
         or 0xE0020 <= code <= 0xE007F
-        or unicodedata.category(token) in {"Mn", "Me", "Mc"}
+        or unicodedata.category(piece) in {"Mn", "Me", "Mc"}
     )
 
 
-def _skip_break(tokens: list[_Token], position: int, stack: list[_Open]) -> tuple[int, list[_Open]]:
+def _skip_break(pieces: list[_Piece], position: int, stack: list[_Open]) -> tuple[int, list[_Open]]:
     """Past the whitespace a cut falls on (in code only the newline), and past tags closing right there."""
     stack = list(stack)
     in_code = any(tag.name in _CODE_TAGS for tag in stack)
-    if in_code and position < len(tokens) and tokens[position] == "\n":
+    if in_code and position < len(pieces) and pieces[position] == "\n":
         position += 1
-    while position < len(tokens):
-        token = tokens[position]
-        if isinstance(token, _Close):
+    while position < len(pieces):
+        piece = pieces[position]
+        if isinstance(piece, _Close):
             stack.pop()  # already closed at the end of the previous part; reopening it would leave it empty
-        elif not (isinstance(token, str) and token.isspace() and not in_code):
+        elif not (isinstance(piece, str) and piece.isspace() and not in_code):
             break
         position += 1
     return position, stack
@@ -721,20 +721,20 @@ def _skip_break(tokens: list[_Token], position: int, stack: list[_Open]) -> tupl
 
 def html_to_plain_text(markup: str) -> str:
     """The visible text of Telegram HTML, links followed by their address, for resending without parse mode."""
-    tokens, hrefs = _tokenize(markup)
-    pieces: list[str] = []
+    pieces, hrefs = _read_html(markup)
+    out: list[str] = []
     link_stack: list[tuple[str | None, int]] = []
-    for token, href in zip(tokens, hrefs, strict=True):
-        if isinstance(token, _Open) and token.name == "a":
-            link_stack.append((href, len(pieces)))
-        elif isinstance(token, _Close) and token.name == "a" and link_stack:
+    for piece, href in zip(pieces, hrefs, strict=True):
+        if isinstance(piece, _Open) and piece.name == "a":
+            link_stack.append((href, len(out)))
+        elif isinstance(piece, _Close) and piece.name == "a" and link_stack:
             target, begin = link_stack.pop()
-            label = "".join(pieces[begin:])
+            label = "".join(out[begin:])
             if target and target != label.strip():
-                pieces.append(f" ({target})")
-        elif isinstance(token, str):
-            pieces.append(token)
-    return "".join(pieces)
+                out.append(f" ({target})")
+        elif isinstance(piece, str):
+            out.append(piece)
+    return "".join(out)
 
 
 def split_telegram_text(text: str, *, limit: int = TELEGRAM_TEXT_LIMIT) -> list[str]:

@@ -225,9 +225,7 @@ class DeliveryWorker:
         await asyncio.gather(*(self._send_chat_rows(chat_rows, runs, report) for chat_rows in by_chat.values()))
         return report
 
-    async def _send_chat_rows(
-        self, rows: Sequence[DeliveryRecord], runs: _RunCache, report: DeliveryReport
-    ) -> None:
+    async def _send_chat_rows(self, rows: Sequence[DeliveryRecord], runs: _RunCache, report: DeliveryReport) -> None:
         async with self._concurrency:
             for row in rows:
                 try:

@@ -27,7 +27,7 @@ class ProgressEvent(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["search_done", "attempt_started", "attempt_done", "exporting", "finished"]
+    kind: Literal["search_done", "attempt_started", "attempt_done", "exporting", "finished", "stage"]
     """`search_done`: one (source, query) pair answered; the others belong to the iterative job."""
     message: str
     """One line a person can read, e.g. `hn · "deepseek": 42 items`."""

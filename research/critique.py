@@ -605,7 +605,10 @@ async def llm_critique(
     usage_limits: UsageLimits | None = None,
     model_settings: ModelSettings | None = None,
 ) -> Critique:
-    """Critique with the (heavy) model; on any model failure, the heuristic critique saying why."""
+    """Critique with the (heavy) model; on any model failure, the heuristic critique saying why.
+
+    Pass only the top-K (20-30) items: every one goes into the prompt, in compact form.
+    """
     now = now or utc_now()
     numbered = number_items(ranked, clusters)
     if not numbered:

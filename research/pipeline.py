@@ -159,7 +159,10 @@ class PipelineResult:
     """Planning + critique + digest, summed."""
     source_errors: list[SearchOutcome]
     all_sources_failed: bool
+    """No search answered (every source failed or was off); the digest says which and why."""
     nothing_new: bool
+    """Sources answered but novelty left nothing to report (quiet monitors skip); never with
+    `all_sources_failed`."""
     # Added beyond the contract:
     report: PipelineReport | None = None
     """The JSON summary's content."""
@@ -496,6 +499,12 @@ def write_pipeline_csv(path: Path, items: Sequence[ScoredItem]) -> None:
         raise
 
 
+def _write_files(exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest) -> None:
+    exports.csv.parent.mkdir(parents=True, exist_ok=True)
+    write_pipeline_csv(exports.csv, items)
+    _write_chart([scored.item for scored in items], path=exports.chart, request=request)
+
+
 def _write_chart(items: Sequence[Item], *, path: Path, request: PipelineRequest) -> Path:
     from research.chart import write_volume_chart  # matplotlib is paid for only when a chart is drawn
 
@@ -507,3 +516,252 @@ def _write_chart(items: Sequence[Item], *, path: Path, request: PipelineRequest)
         raise
     except Exception as error:  # a chart that cannot be drawn is an export that cannot be written
         raise OSError(f"could not draw the chart {path.name}: {error}") from error
+
+
+# ---- the run ---------------------------------------------------------------------------------------------
+
+
+async def _plan(
+    request: PipelineRequest, *, model: Model | None, now: datetime
+) -> tuple[QueryPlan, bool, PlanResult | None]:
+    if request.plan is not None and not plan_is_stale(
+        request.plan, request.plan_updated_at, topic=request.topic, now=now
+    ):
+        return request.plan, False, None
+    result = await plan_queries(
+        request.topic,
+        sources=[source.name for source in request.sources],
+        extra_queries=request.extra_queries,
+        language=request.language,
+        profile=request.profile,
+        model=model,
+    )
+    return result.plan, True, result
+
+
+def _in_window(items: Sequence[Item], since: datetime) -> list[Item]:
+    # Undated items stay: the source matched them to the query and we cannot tell their age.
+    return [item for item in items if item.published is None or item.published >= since]
+
+
+def exact_unique(items: Sequence[Item]) -> list[Item]:
+    """The items without repeats by id or canonical URL, first occurrence kept."""
+    seen: set[str] = set()
+    unique = []
+    for item in items:
+        key = canonical_url(item.url)
+        if item.id not in seen and key not in seen:
+            seen.update((item.id, key))
+            unique.append(item)
+    return unique
+
+
+async def run_pipeline(
+    request: PipelineRequest,
+    *,
+    light_model: Model | None,
+    heavy_model: Model | None,
+    out_dir: Path,
+    stem: str,
+    progress: ProgressCallback | None = None,
+    now: Callable[[], datetime] | None = None,
+    options: PipelineOptions | None = None,
+) -> PipelineResult:
+    """Run the whole pipeline and write `<stem>.csv`, `<stem>.json` and `<stem>.png` under `out_dir`.
+
+    Never raises for source or model failures (they are in the result); raises `OSError` only when the
+    exports cannot be written, and `ValueError` for an unsafe `stem`.
+    """
+    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
+        raise ValueError(f"unsafe file stem {stem!r}; build it with research.export.safe_stem()")
+    clock = now or utc_now
+    options = options or PipelineOptions()
+    started_at = clock()
+    stages = _StageClock(progress)
+    usage: dict[str, LlmUsage] = {}
+
+    with stages.stage("plan", f"planning searches for {request.topic}"):
+        plan, plan_refreshed, planned = await _plan(request, model=light_model, now=started_at)
+        if planned is not None:
+            usage["plan"] = planned.usage
+    extra = list(request.extra_queries)
+
+    with stages.stage("collect", f"searching {len(request.sources)} sources"):
+        first = await collect_grouped(
+            [(source, [*plan.queries_for(source.name), *extra]) for source in request.sources],
+            request=request,
+            options=options,
+            progress=progress,
+        )
+    collections = [first]
+
+    with stages.stage("expand", "looking for related terms"):
+        in_window = _in_window(exact_unique(first.items), request.since)
+        found = len(in_window)
+        new_queries: list[str] = []
+        skipped_expansion: str | None = None
+        if not any(o.status is SearchStatus.OK for o in first.outcomes):
+            skipped_expansion = "no source answered the first round"
+        elif found >= options.expand_below:
+            skipped_expansion = f"the first round found {found} items (at least {options.expand_below})"
+        else:
+            ranked_first = rank(in_window, topic=" ".join([request.topic, *plan.keywords]), now=started_at)
+            leaders = [entry.item for entry in ranked_first[: options.expansion_top_items]]
+            new_queries = expansion_queries(
+                leaders, plan=plan, extra_queries=extra, limit=options.max_expansion_queries
+            )
+            if not new_queries:
+                skipped_expansion = "the top items named no new terms"
+        if new_queries:
+            second = await collect_grouped(
+                [(source, new_queries) for source in request.sources],
+                request=request,
+                options=options,
+                progress=progress,
+            )
+            collections.append(second)
+    collection = merge_collections(collections, started_at=first.started_at)
+
+    counts = PipelineCounts(collected=len(collection.items))
+    with stages.stage("novelty", "removing what was delivered before"):
+        unique = exact_unique(collection.items)
+        in_window = _in_window(unique, request.since)
+        filtered = keyword_filter(in_window, include=request.include_keywords, exclude=request.exclude_keywords)
+        novelty = assess_novelty(filtered, request)
+        counts.unique = len(unique)
+        counts.out_of_window = len(unique) - len(in_window)
+        counts.excluded_by_keywords = len(in_window) - len(filtered)
+        statuses = list(novelty.status.values())
+        counts.delivered_before = statuses.count("delivered")
+        counts.repeats = statuses.count("repeat")
+        counts.new = statuses.count("new")
+        counts.updates = statuses.count("update")
+        counts.stories = len(set(novelty.cluster_of.values()))
+        ranked = rank(
+            novelty.items,
+            topic=" ".join([request.topic, *plan.keywords]),
+            cluster_of=novelty.cluster_of,
+            now=started_at,
+        )
+        reportable = [entry for entry in ranked if novelty.status[entry.item.id] in ("new", "update")]
+        top = [
+            entry.model_copy(update={"item": entry.item.model_copy(update={"title": UPDATE_PREFIX + entry.item.title})})
+            if novelty.status[entry.item.id] == "update"
+            else entry
+            for entry in select_top(reportable, top_k=options.top_k, per_story=options.per_story)
+        ]
+    all_failed = not any(o.status is SearchStatus.OK for o in collection.outcomes)
+    nothing_new = not reportable and not all_failed
+    clusters = novelty.deduper.clusters
+    previous = PreviousDigest.of(request.previous_digest) if request.previous_digest else None
+
+    critique: Critique | None = None
+    with stages.stage("critique", f"checking the top {len(top)} items"):
+        if top and heavy_model is not None:
+            critique = await llm_critique(
+                top, topic=request.topic, model=heavy_model, clusters=clusters, profile=request.profile, now=started_at
+            )
+            usage["critique"] = critique.usage
+        elif top:
+            critique = heuristic_critique(top, clusters=clusters, now=started_at)
+        counts.critiqued = len(critique.items) if critique else 0
+
+    digest_path: Literal["model", "extractive", "none"] = "none"
+    digest_fallback: str | None = None
+    with stages.stage("digest", "writing the digest"):
+        if all_failed:
+            digest = failure_digest(request.topic, collection.errors, collection.skipped_sources)
+        elif nothing_new:
+            digest = quiet_digest(request.topic, counts)
+        elif heavy_model is not None:
+            written = await llm_digest(
+                top,
+                topic=request.topic,
+                model=heavy_model,
+                clusters=clusters,
+                critique=critique,
+                previous=previous,
+                profile=request.profile,
+                now=started_at,
+            )
+            digest, digest_path, digest_fallback = written.digest, written.path, written.fallback_reason
+            usage["digest"] = written.usage
+        else:
+            digest_path = "extractive"
+            digest = extractive_digest(
+                top, topic=request.topic, clusters=clusters, critique=critique, previous=previous, now=started_at
+            )
+
+    verdicts = {verdict.item_id: verdict for verdict in critique.items} if critique else {}
+    scored = []
+    for position, entry in enumerate(ranked, start=1):
+        verdict = verdicts.get(entry.item.id)
+        scored.append(
+            ScoredItem(
+                item=entry.item,
+                cluster_id=entry.cluster_id,
+                relevance=verdict.relevance if verdict else entry.relevance,
+                credibility=verdict.credibility if verdict else None,
+                score=entry.score,
+                rank=position,
+                recency=entry.recency,
+                engagement=entry.engagement,
+                status=novelty.status[entry.item.id],
+                reason=verdict.reason if verdict else None,
+            )
+        )
+
+    with stages.stage("export", f"writing {len(scored)} items"):
+        emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))
+        exports = RunExports(csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png")
+        # Off the event loop: a bot serving chats must not stall while matplotlib draws.
+        await asyncio.to_thread(_write_files, exports, scored, request)
+
+    total_usage = sum_usage(list(usage.values()))
+    report = PipelineReport(
+        topic=request.topic,
+        since=request.since,
+        until=request.until,
+        sources=[source.name for source in request.sources],
+        extra_queries=extra,
+        include_keywords=list(request.include_keywords),
+        exclude_keywords=list(request.exclude_keywords),
+        language=request.language,
+        plan=plan,
+        plan_refreshed=plan_refreshed,
+        plan_fallback_reason=planned.fallback_reason if planned else None,
+        expansion_queries=new_queries,
+        expansion_skipped=skipped_expansion,
+        searches=sum(o.status is not SearchStatus.SKIPPED for o in collection.outcomes),
+        counts=counts,
+        source_errors=collection.errors,
+        skipped_sources=collection.skipped_sources,
+        all_sources_failed=all_failed,
+        nothing_new=nothing_new,
+        critique_path=critique.path if critique else "none",
+        critique_fallback_reason=critique.fallback_reason if critique else None,
+        digest_path=digest_path,
+        digest_fallback_reason=digest_fallback,
+        usage={**usage, "total": total_usage},
+        seconds=dict(stages.seconds),
+        digest=digest,
+        started_at=started_at,
+        finished_at=max(clock(), started_at),
+    )
+    await asyncio.to_thread(write_json, exports.json, report)
+    new_ids = [s.item.id for s in scored if s.status in ("new", "update")]
+    emit(progress, ProgressEvent(kind="finished", message=digest.headline, done=len(STAGES), total=len(STAGES)))
+    return PipelineResult(
+        digest=digest,
+        items=scored,
+        new_item_ids=new_ids,
+        plan=plan,
+        plan_refreshed=plan_refreshed,
+        exports=exports,
+        usage=total_usage,
+        source_errors=collection.errors,
+        all_sources_failed=all_failed,
+        nothing_new=nothing_new,
+        report=report,
+        update_item_ids=[s.item.id for s in scored if s.status == "update"],
+    )

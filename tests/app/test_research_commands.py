@@ -51,9 +51,7 @@ def test_research_rejects_an_unknown_source_with_the_valid_names(sources_on_fake
 
 
 def test_collect_without_a_model_writes_csv_and_json(sources_on_fakes: FakeHTTPServer, tmp_path: Path) -> None:
-    result = runner.invoke(
-        cli, ["collect", "DeepSeek", "--target", "3", "--max-attempts", "2", "--sources", "hn,news"]
-    )
+    result = runner.invoke(cli, ["collect", "DeepSeek", "--target", "3", "--max-attempts", "2", "--sources", "hn,news"])
     assert result.exit_code == 0, result.output
     assert "No language model" in result.output
     csv_line = next(line for line in result.output.splitlines() if line.startswith("CSV:"))

@@ -1,0 +1,110 @@
+"""What the monitor service hands back to chats: monitor listings, run summaries, settings and its errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from research.digest import Digest, render_digest_markdown
+
+RunStatusText = Literal["ok", "empty", "failed", "skipped"]
+"""How a monitor run ended, as `/monitors` shows it: `ok` (digest queued), `empty` (nothing new, quiet),
+`failed` (all sources failed or an error), `skipped` (nobody to deliver to)."""
+
+
+class MonitorNotFoundError(LookupError):
+    """No such monitor for this chat; the message is one sentence for the person."""
+
+
+class MonitorAccessError(MonitorNotFoundError):
+    """The monitor belongs to another chat. Its message is the same as "not found", so nothing leaks."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitorSettings:
+    """Settings values the monitor service needs (app passes them in from `Settings`)."""
+
+    min_interval_seconds: int = 900
+    """No monitor may run more often (MIN_MONITOR_INTERVAL)."""
+    default_timezone: str = "UTC"
+    """For chats without their own timezone."""
+    failure_notice_after: int = 3
+    """Runs in a row whose sources all failed before the owner chat is told (once)."""
+    max_failure_backoff_hours: int = 24
+    """A failing monitor skips scheduled runs, doubling the wait each time, up to this."""
+    novelty_memory_days: int = 30
+    """How far back "already delivered" items are remembered."""
+    max_topic_chars: int = 200
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitorView:
+    """One monitor as a chat sees it (times in the chat's timezone)."""
+
+    id: int
+    topic: str
+    schedule: str
+    """The schedule in words: "every day at 08:30 (Asia/Shanghai)"."""
+    schedule_text: str
+    """The canonical grammar text, e.g. `daily at 08:30 in Asia/Shanghai`."""
+    next_run: datetime | None
+    """In the chat's timezone; None while paused."""
+    paused: bool
+    sources: tuple[str, ...]
+    last_run: datetime | None
+    """When the last run finished, in the chat's timezone."""
+    last_result: str
+    """"never run yet", "ok: 7 new items", "nothing new", "failed: …"."""
+    owner_chat_id: int
+    quiet: bool
+    lookback_hours: int
+    extra_queries: tuple[str, ...] = ()
+    include_keywords: tuple[str, ...] = ()
+    exclude_keywords: tuple[str, ...] = ()
+    language: str | None = None
+
+    def summary(self) -> str:
+        """One markdown paragraph for `/monitors` and for the reply to `/track`."""
+        state = "paused" if self.paused else (f"next {self.next_run:%Y-%m-%d %H:%M %Z}" if self.next_run else "")
+        quiet = " · quiet" if self.quiet else ""
+        return (
+            f"**#{self.id} {self.topic}** — {self.schedule}{quiet}\n"
+            f"{state} · sources: {', '.join(self.sources)}\n"
+            f"last: {self.last_result}"
+            + (f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else "")
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    """What one monitor run did."""
+
+    run_id: int | None
+    monitor_id: int
+    scheduled_for: datetime
+    status: RunStatusText
+    digest: Digest | None = None
+    items: int = 0
+    """Items collected (after de-duplication)."""
+    new_items: int = 0
+    deliveries: int = 0
+    """Outbox rows queued (one per recipient chat)."""
+    artifacts: dict[str, Path] = field(default_factory=dict)
+    """`csv`, `json`, `chart` paths when the run exported files."""
+    error: str | None = None
+    error_id: str | None = None
+    """The id logged with the traceback, to quote to an operator."""
+    source_errors: tuple[str, ...] = ()
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def markdown(self) -> str:
+        """The digest as markdown, or one line saying why there is none."""
+        if self.digest is not None:
+            return render_digest_markdown(self.digest)
+        if self.status == "failed":
+            suffix = f" (error id {self.error_id})" if self.error_id else ""
+            return f"The run failed: {self.error or 'unknown error'}{suffix}."
+        return "Nothing new to report."
