@@ -17,6 +17,9 @@ RUN uv sync --locked --no-dev --no-editable
 
 # Runtime stage: the virtual environment only, run by an unprivileged user.
 FROM python:3.12-slim AS runtime
+# CJK fonts: charts title Chinese, Japanese and Korean topics and sources.
+RUN apt-get update && apt-get install -y --no-install-recommends fonts-noto-cjk \
+    && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system lookout && useradd --system --gid lookout --home-dir /app lookout \
     && mkdir -p /data && chown lookout:lookout /data
 COPY --from=build --chown=lookout:lookout /app/.venv /app/.venv

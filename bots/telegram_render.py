@@ -476,7 +476,8 @@ def _render_inline(node: Inline, *, active: frozenset[str]) -> str:
     if isinstance(node, Text):
         return html.escape(node.text, quote=False)
     if isinstance(node, Code):
-        return f"<code>{html.escape(node.text, quote=False)}</code>"
+        code = html.escape(node.text, quote=False)
+        return code if "a" in active else f"<code>{code}</code>"  # a link cannot contain a code entity
     if isinstance(node, Styled):
         inner = _render_inlines(node.children, active=active | {node.style})
         if node.style in active:  # the same style nested in itself adds nothing and Telegram may refuse it
@@ -484,9 +485,9 @@ def _render_inline(node: Inline, *, active: frozenset[str]) -> str:
         tag = _TAG_FOR_STYLE[node.style]
         return f"<{tag}>{inner}</{tag}>"
     assert isinstance(node, Link)
-    label = _render_inlines(node.children, active=active)
     if not is_safe_url(node.url, schemes=TELEGRAM_LINK_SCHEMES):
-        return label
+        return _render_inlines(node.children, active=active)
+    label = _render_inlines(node.children, active=active | {"a"})
     return f'<a href="{html.escape(node.url, quote=True)}">{label}</a>'
 
 

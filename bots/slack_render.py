@@ -1,0 +1,270 @@
+"""Markdown from the agent as Slack mrkdwn and as Block Kit messages within Slack's limits."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, TypedDict
+
+from bots.telegram_render import (
+    ELLIPSIS,
+    RULE_LINE,
+    Block,
+    Code,
+    CodeBlock,
+    Heading,
+    Inline,
+    ListItem,
+    Paragraph,
+    Quote,
+    Rule,
+    Styled,
+    Text,
+    is_safe_url,
+    parse_markdown,
+)
+
+SECTION_TEXT_LIMIT = 3000
+"""Characters of a section block's text."""
+HEADER_TEXT_LIMIT = 150
+"""Characters of a header block's plain text."""
+BLOCKS_PER_MESSAGE = 50
+"""Blocks in one message."""
+MESSAGE_TEXT_LIMIT = 40_000
+"""Characters of a message's `text` field; Slack truncates beyond."""
+SLACK_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
+"""Link schemes rendered as links; anything else stays plain text."""
+
+_MARKS = {"b": "*", "i": "_", "s": "~"}
+# One unbreakable unit of mrkdwn: a <link|label>, an escaped character, or a single character.
+_ATOM = re.compile(r"<[^<>\n]*>|&(?:amp|lt|gt);|.", re.DOTALL)
+
+
+class PlainTextObject(TypedDict):
+    """A Block Kit text object shown as is."""
+
+    type: Literal["plain_text"]
+    text: str
+    emoji: bool
+
+
+class MrkdwnTextObject(TypedDict):
+    """A Block Kit text object in Slack's mrkdwn."""
+
+    type: Literal["mrkdwn"]
+    text: str
+
+
+class HeaderBlock(TypedDict):
+    """A large bold title line."""
+
+    type: Literal["header"]
+    text: PlainTextObject
+
+
+class SectionBlock(TypedDict):
+    """A block of mrkdwn text."""
+
+    type: Literal["section"]
+    text: MrkdwnTextObject
+
+
+class DividerBlock(TypedDict):
+    """A horizontal rule."""
+
+    type: Literal["divider"]
+
+
+SlackBlock = HeaderBlock | SectionBlock | DividerBlock
+
+
+def escape_mrkdwn(text: str) -> str:
+    """Text with the three characters Slack reserves for its own markup escaped."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# mrkdwn
+
+
+def markdown_to_mrkdwn(text: str) -> str:
+    """The markdown as Slack mrkdwn: *bold*, _italic_, ~strike~, `code`, <url|text> links, "•" lists."""
+    return "\n\n".join(RULE_LINE if chunk is None else chunk for chunk in _chunks(parse_markdown(text)))
+
+
+def _chunks(blocks: list[Block]) -> list[str | None]:
+    """Each block's mrkdwn (consecutive list items together); None where a divider goes."""
+    chunks: list[str | None] = []
+    previous: Block | None = None
+    for block in blocks:
+        if isinstance(block, Rule):
+            chunks.append(None)
+        elif (rendered := _render_block(block)).strip():
+            if isinstance(block, ListItem) and isinstance(previous, ListItem) and chunks and chunks[-1] is not None:
+                chunks[-1] += "\n" + rendered
+            else:
+                chunks.append(rendered)
+        previous = block
+    return chunks
+
+
+def _render_block(block: Block) -> str:
+    if isinstance(block, Paragraph):
+        return _render_inlines(block.inlines, active=frozenset())
+    if isinstance(block, Heading):
+        return _wrap("*", _render_inlines(block.inlines, active=frozenset({"b"})))
+    if isinstance(block, ListItem):
+        return "    " * block.depth + block.marker + " " + _render_inlines(block.inlines, active=frozenset())
+    if isinstance(block, CodeBlock):
+        return f"```\n{escape_mrkdwn(block.code)}\n```"
+    if isinstance(block, Quote):
+        inner = "\n".join(RULE_LINE if chunk is None else chunk for chunk in _chunks(block.blocks))
+        return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
+    return RULE_LINE
+
+
+def _render_inlines(inlines: list[Inline], *, active: frozenset[str]) -> str:
+    return "".join(_render_inline(node, active=active) for node in inlines)
+
+
+def _render_inline(node: Inline, *, active: frozenset[str]) -> str:
+    if isinstance(node, Text):
+        return escape_mrkdwn(node.text)
+    if isinstance(node, Code):
+        return f"`{escape_mrkdwn(node.text)}`"
+    if isinstance(node, Styled):
+        inner = _render_inlines(node.children, active=active | {node.style})
+        return inner if node.style in active else _wrap(_MARKS[node.style], inner)
+    if not is_safe_url(node.url, schemes=SLACK_LINK_SCHEMES):
+        return _render_inlines(node.children, active=active)
+    label = " ".join(_plain(node.children).split())
+    target = node.url.replace("&", "&amp;").replace("<", "%3C").replace(">", "%3E").replace("|", "%7C")
+    return f"<{target}>" if label == node.url else f"<{target}|{escape_mrkdwn(label)}>"
+
+
+def _plain(inlines: list[Inline]) -> str:
+    return "".join(node.text if isinstance(node, Text | Code) else _plain(node.children) for node in inlines)
+
+
+def _wrap(mark: str, inner: str) -> str:
+    """Markers around each line, outside its edge spaces: Slack formats neither across lines nor `* x *`."""
+    lines = []
+    for line in inner.split("\n"):
+        core = line.strip()
+        if core:
+            start = line.index(core[0])
+            line = f"{line[:start]}{mark}{core}{mark}{line[start + len(core) :]}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Block Kit
+
+
+def markdown_to_blocks(text: str, *, header: str | None = None) -> list[list[SlackBlock]]:
+    """The markdown as Block Kit messages, each at most 50 blocks with sections within 3,000 characters.
+
+    An optional header block opens the first message; `---` becomes a divider. Returns one list of blocks
+    per message to send, in order (empty when there is nothing to show).
+    """
+    blocks: list[SlackBlock] = []
+    title = header_text(header) if header else ""
+    if title:
+        blocks.append(HeaderBlock(type="header", text=PlainTextObject(type="plain_text", text=title, emoji=True)))
+    pending: list[str] = []
+    for chunk in [*_chunks(parse_markdown(text)), None]:
+        if chunk is not None:
+            pending.extend(_split_chunk(chunk, SECTION_TEXT_LIMIT))
+            continue
+        for section_text in _pack(pending, "\n\n", SECTION_TEXT_LIMIT):
+            blocks.append(SectionBlock(type="section", text=MrkdwnTextObject(type="mrkdwn", text=section_text)))
+        pending = []
+        if blocks and blocks[-1]["type"] not in {"divider", "header"}:
+            blocks.append(DividerBlock(type="divider"))
+    if blocks and blocks[-1]["type"] == "divider":
+        blocks.pop()
+    return [blocks[start : start + BLOCKS_PER_MESSAGE] for start in range(0, len(blocks), BLOCKS_PER_MESSAGE)]
+
+
+def header_text(header: str) -> str:
+    """A header's text on one line, shortened with an ellipsis to Slack's 150 characters."""
+    return _truncate(" ".join(header.split()), HEADER_TEXT_LIMIT, mrkdwn=False)
+
+
+def fallback_text(text: str, *, limit: int = MESSAGE_TEXT_LIMIT) -> str:
+    """The markdown as mrkdwn for chat.postMessage's `text` (notifications, fallback), shortened to `limit`."""
+    return _truncate(markdown_to_mrkdwn(text), limit, mrkdwn=True)
+
+
+def _split_chunk(chunk: str, limit: int) -> list[str]:
+    """A block's mrkdwn in pieces of at most `limit` characters, cut at lines, then words, never in a link."""
+    if len(chunk) <= limit:
+        return [chunk]
+    fence = "```\n"
+    if chunk.startswith(fence) and chunk.endswith("\n```"):  # each piece of a code block is fenced again
+        body = chunk[len(fence) : -len("\n```")]
+        return [f"{fence}{piece}\n```" for piece in _split_lines(body, limit - len(fence) - 4)]
+    return _split_lines(chunk, limit)
+
+
+def _split_lines(text: str, limit: int) -> list[str]:
+    lines: list[str] = []
+    for line in text.split("\n"):
+        lines.extend([line] if len(line) <= limit else _split_words(line, limit))
+    return _pack(lines, "\n", limit)
+
+
+def _split_words(line: str, limit: int) -> list[str]:
+    atoms: list[str] = []
+    for atom in _ATOM.findall(line):  # a link longer than a whole section is cut like any text
+        atoms.extend([atom] if len(atom) <= limit else list(atom))
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for atom in atoms:
+        if size + len(atom) > limit:
+            spaces = [index for index, held in enumerate(current) if held == " " and index > 0]
+            cut = spaces[-1] if spaces else len(current)
+            pieces.append("".join(current[:cut]))
+            current = current[cut + 1 :] if spaces else []
+            size = sum(map(len, current))
+        current.append(atom)
+        size += len(atom)
+    pieces.append("".join(current))
+    return [piece for piece in pieces if piece.strip()]
+
+
+def _pack(pieces: list[str], separator: str, limit: int) -> list[str]:
+    """Pieces (each within `limit`) joined greedily into as few texts within `limit` as possible."""
+    packed: list[str] = []
+    for piece in pieces:
+        if packed and len(packed[-1]) + len(separator) + len(piece) <= limit:
+            packed[-1] += separator + piece
+        else:
+            packed.append(piece)
+    return [text for text in packed if text.strip()]
+
+
+def _truncate(text: str, limit: int, *, mrkdwn: bool) -> str:
+    """Text within `limit` characters, cut at a paragraph, line or word boundary with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    for boundary in ("\n\n", "\n", " "):
+        position = head.rfind(boundary)
+        if position >= (limit - 1) // 2:
+            head = head[:position]
+            break
+    if not mrkdwn:
+        return head.rstrip() + ELLIPSIS
+    fenced = head.count("```") % 2 == 1
+    if fenced:  # room to close the code block
+        head = head[: limit - 5]
+    opened = head.rfind("<")
+    if opened > head.rfind(">"):  # never leave half a <link|label>
+        head = head[:opened]
+    ampersand = head.rfind("&")
+    if ampersand >= 0 and ";" not in head[ampersand:]:
+        head = head[:ampersand]
+    head = head.rstrip() + ("\n```" if fenced else "")
+    return head + ELLIPSIS

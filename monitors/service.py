@@ -1,0 +1,453 @@
+"""The monitor service: create, list, change and delete monitors for a chat, and run them (scheduled or now)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from pathlib import Path
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from pydantic_ai.models import Model
+
+from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver
+from monitors.schedule import Schedule, ScheduleError, parse_schedule
+from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
+from research.pipeline import run_pipeline
+from sources.registry import DEFAULT_SOURCES
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    Database,
+    MonitorRecord,
+    MonitorRepository,
+    RunRepository,
+    RunStatus,
+    SubscriptionRecord,
+    SubscriptionRepository,
+)
+
+logger = logging.getLogger(__name__)
+
+MonitorListener = Callable[[int], Awaitable[None]]
+"""Told the id of a monitor that was created, changed, paused, resumed or deleted (the scheduler listens)."""
+
+MAX_LOOKBACK_HOURS: Final = 24 * 31
+MAX_LIST_ENTRIES: Final = 20
+"""Extra queries, include and exclude keywords: at most this many each."""
+
+
+class _Unchanged(Enum):
+    UNCHANGED = "unchanged"
+
+
+UNCHANGED: Final = _Unchanged.UNCHANGED
+"""Default of `update_monitor`'s nullable options: leave the value as it is."""
+
+
+def schedule_of(monitor: MonitorRecord, *, min_interval_seconds: int = 60) -> Schedule:
+    """The monitor's stored schedule, parsed (the stored text carries its timezone)."""
+    return parse_schedule(monitor.schedule, timezone=monitor.timezone, min_interval_seconds=min_interval_seconds)
+
+
+def split_source_specs(sources: str | Sequence[str] | None) -> list[str]:
+    """Source specs as a list: `"hn, news"` → `["hn", "news"]`; empty → the default mix."""
+    if sources is None:
+        return list(DEFAULT_SOURCES)
+    parts = [sources] if isinstance(sources, str) else list(sources)
+    specs = [piece.strip() for part in parts for piece in (part.split(",") if isinstance(sources, str) else [part])]
+    specs = list(dict.fromkeys(spec for spec in specs if spec))
+    return specs or list(DEFAULT_SOURCES)
+
+
+class MonitorService:
+    """Everything chats (commands, agent tools) do with monitors; every action is scoped to the asking chat."""
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        resolve_sources: SourceResolver,
+        light_model: Model | None,
+        heavy_model: Model | None,
+        out_dir: Path,
+        settings: MonitorSettings | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        pipeline: PipelineFunction = run_pipeline,
+        on_deliveries_queued: Callable[[], None] | None = None,
+    ) -> None:
+        self.settings = settings or MonitorSettings()
+        self._clock = clock
+        self._resolve = resolve_sources
+        self._chats = ChatRepository(database)
+        self._monitors = MonitorRepository(database)
+        self._runs = RunRepository(database)
+        self._subscriptions = SubscriptionRepository(database)
+        self._runner = MonitorRunner(
+            database,
+            resolve_sources=resolve_sources,
+            light_model=light_model,
+            heavy_model=heavy_model,
+            out_dir=out_dir,
+            settings=self.settings,
+            clock=clock,
+            pipeline=pipeline,
+            on_deliveries_queued=on_deliveries_queued,
+        )
+        self._listeners: list[MonitorListener] = []
+
+    def add_listener(self, listener: MonitorListener) -> None:
+        """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""
+        self._listeners.append(listener)
+
+    # ---- managing monitors ------------------------------------------------------------------------------
+
+    async def create_monitor(
+        self,
+        chat_id: int,
+        topic: str,
+        *,
+        schedule_text: str = "",
+        sources: str | Sequence[str] | None = None,
+        timezone: str | None = None,
+        extra_queries: Sequence[str] = (),
+        include_keywords: Sequence[str] = (),
+        exclude_keywords: Sequence[str] = (),
+        lookback_hours: int | None = None,
+        language: str | None = None,
+        quiet: bool = False,
+    ) -> MonitorView:
+        """Create a monitor owned by (and delivering to) the chat. Raises `ScheduleError` or `ValueError` with a
+        message for the person when the topic, schedule, sources or window are not acceptable."""
+        chat = await self._chat(chat_id)
+        clean_topic = self._clean_topic(topic)
+        schedule = self._parse(schedule_text, timezone or self._chat_timezone(chat))
+        specs = self._check_sources(sources)
+        now = self._clock()
+        record = await self._monitors.create(
+            owner_chat_id=chat.id,
+            topic=clean_topic,
+            schedule=schedule.to_text(),
+            timezone=schedule.timezone,
+            sources=specs,
+            extra_queries=_clean_list(extra_queries, "extra queries"),
+            include_keywords=_clean_list(include_keywords, "include keywords"),
+            exclude_keywords=_clean_list(exclude_keywords, "exclude keywords"),
+            lookback_hours=self._lookback(lookback_hours, schedule),
+            language=language,
+            quiet=quiet,
+            next_run_at=schedule.next_run(now),
+            now=now,
+        )
+        logger.info("monitor %d created for chat %d: %r %s", record.id, chat.id, clean_topic, schedule.to_text())
+        await self._notify(record.id)
+        return await self._view(record, chat)
+
+    async def list_monitors(self, chat_id: int, *, all_chats: bool = False) -> list[MonitorView]:
+        """The chat's monitors (owned or subscribed), or every monitor for an admin with `all_chats`."""
+        chat = await self._chat(chat_id)
+        records = await (self._monitors.list_all() if all_chats else self._monitors.list_for_chat(chat.id))
+        return [await self._view(record, chat) for record in records]
+
+    async def get_monitor(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
+        record = await self._visible(monitor_id, chat_id, is_admin)
+        return await self._view(record, await self._chat(chat_id))
+
+    async def pause(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
+        await self._owned(monitor_id, chat_id, is_admin)
+        record = await self._monitors.update(monitor_id, paused=True, next_run_at=None)
+        await self._notify(monitor_id)
+        return await self._view(self._exists(record, monitor_id), await self._chat(chat_id))
+
+    async def resume(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
+        """Unpause; the next run is the schedule's next time from now (missed runs are not made up)."""
+        monitor = await self._owned(monitor_id, chat_id, is_admin)
+        next_run = schedule_of(monitor).next_run(self._clock())
+        record = await self._monitors.update(monitor_id, paused=False, next_run_at=next_run)
+        await self._notify(monitor_id)
+        return await self._view(self._exists(record, monitor_id), await self._chat(chat_id))
+
+    async def delete(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
+        """Delete the monitor with its runs and subscriptions; returns what it was."""
+        monitor = await self._owned(monitor_id, chat_id, is_admin)
+        view = await self._view(monitor, await self._chat(chat_id))
+        await self._monitors.delete(monitor_id)
+        logger.info("monitor %d deleted by chat %d", monitor_id, chat_id)
+        await self._notify(monitor_id)
+        return view
+
+    async def update_monitor(
+        self,
+        monitor_id: int,
+        *,
+        chat_id: int,
+        is_admin: bool = False,
+        topic: str | None = None,
+        schedule_text: str | None = None,
+        timezone: str | None = None,
+        sources: str | Sequence[str] | None = None,
+        extra_queries: Sequence[str] | None = None,
+        include_keywords: Sequence[str] | None = None,
+        exclude_keywords: Sequence[str] | None = None,
+        lookback_hours: int | None = None,
+        language: str | None | _Unchanged = UNCHANGED,
+        quiet: bool | None = None,
+    ) -> MonitorView:
+        """Change what is given (None leaves a field as it is). A new topic drops the stored query plan; a new
+        schedule or timezone moves the next run."""
+        monitor = await self._owned(monitor_id, chat_id, is_admin)
+        await self._apply_update(
+            monitor,
+            topic=topic,
+            schedule_text=schedule_text,
+            timezone=timezone,
+            sources=sources,
+            extra_queries=extra_queries,
+            include_keywords=include_keywords,
+            exclude_keywords=exclude_keywords,
+            lookback_hours=lookback_hours,
+            language=language,
+            quiet=quiet,
+        )
+        await self._notify(monitor_id)
+        return await self._view(self._exists(await self._monitors.get(monitor_id), monitor_id), await self._chat(chat_id))
+
+    async def _apply_update(
+        self,
+        monitor: MonitorRecord,
+        *,
+        topic: str | None,
+        schedule_text: str | None,
+        timezone: str | None,
+        sources: str | Sequence[str] | None,
+        extra_queries: Sequence[str] | None,
+        include_keywords: Sequence[str] | None,
+        exclude_keywords: Sequence[str] | None,
+        lookback_hours: int | None,
+        language: str | None | _Unchanged,
+        quiet: bool | None,
+    ) -> None:
+        current = schedule_of(monitor)
+        schedule = current
+        if schedule_text is not None or timezone is not None:
+            # The stored text ends in "in <zone>", which would override a new timezone: parse its body alone.
+            body = schedule_text if schedule_text is not None else current.to_text().rsplit(" in ", 1)[0]
+            schedule = self._parse(body, timezone or current.timezone)
+        if topic is not None:
+            topic = self._clean_topic(topic)
+        if topic is not None and topic != monitor.topic:
+            await self._monitors.set_plan(monitor.id, None)  # the plan was made for the old topic
+        changes = {
+            "topic": topic,
+            "sources": self._check_sources(sources) if sources is not None else None,
+            "extra_queries": _clean_list(extra_queries, "extra queries") if extra_queries is not None else None,
+            "include_keywords": _clean_list(include_keywords, "include keywords") if include_keywords is not None else None,
+            "exclude_keywords": _clean_list(exclude_keywords, "exclude keywords") if exclude_keywords is not None else None,
+            "lookback_hours": self._lookback(lookback_hours, schedule) if lookback_hours is not None else None,
+            "quiet": quiet,
+        }  # fmt: skip
+        await self._monitors.update(monitor.id, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[misc]
+        if not isinstance(language, _Unchanged):
+            await self._monitors.update(monitor.id, language=language)
+        if schedule != current:
+            next_run = None if monitor.paused else schedule.next_run(self._clock())
+            await self._monitors.update(
+                monitor.id, schedule=schedule.to_text(), timezone=schedule.timezone, next_run_at=next_run
+            )
+
+    async def subscribe(self, chat_id: int, monitor_id: int) -> SubscriptionRecord:
+        """Have the chat receive the monitor's digests too (the caller decides who may do this)."""
+        await self._chat(chat_id)
+        if await self._monitors.get(monitor_id) is None:
+            raise MonitorNotFoundError(_not_found(monitor_id))
+        return await self._subscriptions.subscribe(monitor_id, chat_id)
+
+    async def unsubscribe(self, chat_id: int, monitor_id: int) -> bool:
+        return await self._subscriptions.unsubscribe(monitor_id, chat_id)
+
+    # ---- running ----------------------------------------------------------------------------------------
+
+    async def run_monitor(self, monitor_id: int, scheduled_for: datetime) -> RunSummary | None:
+        """Run the monitor for its scheduled time and queue the digest for every subscribed chat.
+
+        None when there is nothing to do: no such monitor, paused, nobody subscribed, or this scheduled time
+        already has a run (a second firing). Never raises for a failing run: it is logged and marked failed.
+        """
+        monitor = await self._monitors.get(monitor_id)
+        if monitor is None or monitor.paused:
+            return None
+        try:
+            schedule = schedule_of(monitor)
+        except ScheduleError as error:
+            logger.error("monitor %d has an unreadable schedule %r: %s", monitor_id, monitor.schedule, error)
+            return None
+        now = self._clock()
+        if not await self._subscriptions.subscribers(monitor_id):
+            logger.info("monitor %d has no active subscriber; skipping %s", monitor_id, scheduled_for.isoformat())
+            await self._monitors.update(monitor_id, next_run_at=schedule.next_run(max(scheduled_for, now)))
+            return None
+        run = await self._runs.open_run(monitor_id, scheduled_for, now=now)
+        if run is None:
+            await self._skip_taken(monitor, schedule, scheduled_for)
+            return None
+        return await self._runner.execute(monitor, run, schedule=schedule)
+
+    async def run_now(self, monitor_id: int, chat_id: int, *, is_admin: bool = False) -> RunSummary:
+        """Run the monitor now for `/digest` and queue the digest for this chat only.
+
+        When this chat is the monitor's only subscriber the run counts as one of the monitor's runs (what it
+        reports is not repeated next time); otherwise it is a preview that leaves the others' digests alone.
+        """
+        monitor = await self._visible(monitor_id, chat_id, is_admin)
+        chat = await self._chat(chat_id)
+        now = self._clock()
+        subscribers = [subscriber.id for subscriber in await self._subscriptions.subscribers(monitor_id)]
+        run = await self._runs.open_run(monitor_id, now, now=now) if subscribers == [chat.id] else None
+        if run is None:
+            run = await self._runs.open_search_run(chat_id=chat.id, query=monitor.topic, now=now)
+        return await self._runner.execute(monitor, run, schedule=None, asking_chat=chat)
+
+    async def _skip_taken(self, monitor: MonitorRecord, schedule: Schedule, scheduled_for: datetime) -> None:
+        """A run for this time exists. If it is finished (e.g. failed as abandoned after a crash) and the
+        monitor still points at this time, move the monitor on, or it would stay due forever."""
+        existing = next(
+            (run for run in await self._runs.list_for_monitor(monitor.id, limit=50) if run.scheduled_for == scheduled_for),
+            None,
+        )  # fmt: skip
+        if existing is None or existing.status is RunStatus.RUNNING:
+            logger.info("monitor %d: the run for %s is already under way", monitor.id, scheduled_for.isoformat())
+            return
+        if monitor.next_run_at is not None and monitor.next_run_at <= scheduled_for:
+            next_run = schedule.next_run(max(scheduled_for, self._clock()))
+            logger.info("monitor %d: %s already ran; next run %s", monitor.id, scheduled_for, next_run.isoformat())
+            await self._monitors.update(monitor.id, next_run_at=next_run)
+
+    # ---- helpers ----------------------------------------------------------------------------------------
+
+    async def _notify(self, monitor_id: int) -> None:
+        for listener in self._listeners:
+            try:
+                await listener(monitor_id)
+            except Exception:  # a listener's bug must not undo or fail the change the person asked for
+                logger.exception("monitor listener failed for monitor %d", monitor_id)
+
+    async def _chat(self, chat_id: int) -> ChatRecord:
+        chat = await self._chats.get(chat_id)
+        if chat is None:
+            raise LookupError(f"chat {chat_id} does not exist")
+        return chat
+
+    async def _visible(self, monitor_id: int, chat_id: int, is_admin: bool) -> MonitorRecord:
+        """The monitor if the chat owns it or is subscribed to it (or the caller is an admin)."""
+        monitor = await self._monitors.get(monitor_id)
+        if monitor is None:
+            raise MonitorNotFoundError(_not_found(monitor_id))
+        if is_admin or monitor.owner_chat_id == chat_id:
+            return monitor
+        if any(s.monitor_id == monitor_id and s.active for s in await self._subscriptions.for_chat(chat_id)):
+            return monitor
+        raise MonitorAccessError(_not_found(monitor_id))
+
+    async def _owned(self, monitor_id: int, chat_id: int, is_admin: bool) -> MonitorRecord:
+        """The monitor if the chat owns it (or the caller is an admin); subscribers may not change it."""
+        monitor = await self._monitors.get(monitor_id)
+        if monitor is None:
+            raise MonitorNotFoundError(_not_found(monitor_id))
+        if not is_admin and monitor.owner_chat_id != chat_id:
+            raise MonitorAccessError(_not_found(monitor_id))
+        return monitor
+
+    @staticmethod
+    def _exists(record: MonitorRecord | None, monitor_id: int) -> MonitorRecord:
+        if record is None:
+            raise MonitorNotFoundError(_not_found(monitor_id))
+        return record
+
+    def _chat_timezone(self, chat: ChatRecord) -> str:
+        # "UTC" is what storage gives every new chat; a deployment default is a better guess until /timezone.
+        return chat.timezone if chat.timezone and chat.timezone != "UTC" else self.settings.default_timezone
+
+    def _parse(self, schedule_text: str, timezone: str) -> Schedule:
+        return parse_schedule(schedule_text, timezone=timezone, min_interval_seconds=self.settings.min_interval_seconds)
+
+    def _clean_topic(self, topic: str) -> str:
+        clean = " ".join(topic.split())
+        if not clean:
+            raise ValueError("Give the monitor a topic, like /track DeepSeek.")
+        if len(clean) > self.settings.max_topic_chars:
+            raise ValueError(f"That topic is too long; keep it under {self.settings.max_topic_chars} characters.")
+        return clean
+
+    def _check_sources(self, sources: str | Sequence[str] | None) -> list[str]:
+        specs = split_source_specs(sources)
+        self._resolve(specs)  # raises ValueError naming unknown or switched-off sources
+        return specs
+
+    def _lookback(self, hours: int | None, schedule: Schedule) -> int:
+        if hours is None:
+            # A day at least (sources index late), at most a week, else the time between runs.
+            return min(max(math.ceil(schedule.min_gap_seconds() / 3600), 24), 24 * 7)
+        if not 1 <= hours <= MAX_LOOKBACK_HOURS:
+            raise ValueError(f"The look-back window must be between 1 hour and {MAX_LOOKBACK_HOURS // 24} days.")
+        return hours
+
+    async def _view(self, monitor: MonitorRecord, chat: ChatRecord) -> MonitorView:
+        zone = ZoneInfo(chat.timezone) if chat.timezone else ZoneInfo("UTC")
+        try:
+            schedule_words, schedule_text = schedule_of(monitor).describe(), schedule_of(monitor).to_text()
+        except ScheduleError:
+            schedule_words = schedule_text = monitor.schedule
+        return MonitorView(
+            id=monitor.id,
+            topic=monitor.topic,
+            schedule=schedule_words,
+            schedule_text=schedule_text,
+            next_run=monitor.next_run_at.astimezone(zone) if monitor.next_run_at and not monitor.paused else None,
+            paused=monitor.paused,
+            sources=monitor.sources,
+            last_run=monitor.last_run_at.astimezone(zone) if monitor.last_run_at else None,
+            last_result=await self._last_result(monitor),
+            owner_chat_id=monitor.owner_chat_id,
+            quiet=monitor.quiet,
+            lookback_hours=monitor.lookback_hours,
+            extra_queries=monitor.extra_queries,
+            include_keywords=monitor.include_keywords,
+            exclude_keywords=monitor.exclude_keywords,
+            language=monitor.language,
+        )
+
+    async def _last_result(self, monitor: MonitorRecord) -> str:
+        if monitor.last_status is None:
+            return "never run yet"
+        if monitor.last_status == "failed":
+            streak = f" ({monitor.consecutive_failures} runs in a row)" if monitor.consecutive_failures > 1 else ""
+            return f"failed{streak}: {monitor.last_error or 'unknown error'}"
+        if monitor.last_status == "empty":
+            return "nothing new"
+        latest = await self._runs.list_for_monitor(monitor.id, limit=1)
+        new_items = latest[0].stats.get("new_items") if latest else None
+        return f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
+
+
+def _not_found(monitor_id: int) -> str:
+    return f"There is no monitor #{monitor_id} in this chat; /monitors lists yours."
+
+
+def _clean_list(values: Sequence[str], what: str) -> list[str]:
+    cleaned = list(dict.fromkeys(" ".join(value.split()) for value in values if value.strip()))
+    if len(cleaned) > MAX_LIST_ENTRIES:
+        raise ValueError(f"Too many {what}: at most {MAX_LIST_ENTRIES}.")
+    return cleaned
+
+
+__all__ = [
+    "UNCHANGED",
+    "MonitorListener",
+    "MonitorService",
+    "RunSummary",
+    "schedule_of",
+    "split_source_specs",
+]

@@ -1,0 +1,1 @@
+"""Tests of the platform rendering: Telegram HTML and Slack mrkdwn/Block Kit."""
