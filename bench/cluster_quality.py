@@ -5,31 +5,13 @@ Run: uv run python bench/cluster_quality.py
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 from research.dedupe import DEFAULT_THRESHOLD, Deduper, PairScores, pair_scores
 from sources.base import Item
+from tests.research.labelled_headlines import labelled_items
 
-HEADLINES = Path(__file__).resolve().parent.parent / "tests" / "research" / "payloads" / "headlines.json"
 SHUFFLES = 10
-
-
-def load() -> tuple[list[Item], list[str]]:
-    rows = json.loads(HEADLINES.read_text(encoding="utf-8"))["items"]
-    items = [
-        Item(
-            id=f"{row['outlet']}:{row['id']}",
-            source=row["outlet"],
-            url=f"https://{row['outlet']}.example/{row['id']}",
-            title=row["title"],
-            text=row["lead"],
-            language=row["language"],
-        )
-        for row in rows
-    ]
-    return items, [row["story"] for row in rows]
 
 
 def score(items: list[Item], labels: list[str], order: list[int], threshold: float) -> PairScores:
@@ -39,7 +21,7 @@ def score(items: list[Item], labels: list[str], order: list[int], threshold: flo
 
 
 def main() -> None:
-    items, labels = load()
+    items, labels = labelled_items()
     print(
         f"{len(items)} headlines, {len(set(labels))} stories, languages: "
         f"{', '.join(sorted({i.language or '?' for i in items}))}"

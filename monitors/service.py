@@ -22,6 +22,7 @@ from storage import (
     ChatRecord,
     ChatRepository,
     Database,
+    MonitorChanges,
     MonitorRecord,
     MonitorRepository,
     RunRepository,
@@ -193,7 +194,7 @@ class MonitorService:
         include_keywords: Sequence[str] | None = None,
         exclude_keywords: Sequence[str] | None = None,
         lookback_hours: int | None = None,
-        language: str | None | _Unchanged = UNCHANGED,
+        language: str | _Unchanged | None = UNCHANGED,
         quiet: bool | None = None,
     ) -> MonitorView:
         """Change what is given (None leaves a field as it is). A new topic drops the stored query plan; a new
@@ -213,7 +214,9 @@ class MonitorService:
             quiet=quiet,
         )
         await self._notify(monitor_id)
-        return await self._view(self._exists(await self._monitors.get(monitor_id), monitor_id), await self._chat(chat_id))
+        return await self._view(
+            self._exists(await self._monitors.get(monitor_id), monitor_id), await self._chat(chat_id)
+        )
 
     async def _apply_update(
         self,
@@ -227,7 +230,7 @@ class MonitorService:
         include_keywords: Sequence[str] | None,
         exclude_keywords: Sequence[str] | None,
         lookback_hours: int | None,
-        language: str | None | _Unchanged,
+        language: str | _Unchanged | None,
         quiet: bool | None,
     ) -> None:
         current = schedule_of(monitor)
@@ -240,23 +243,29 @@ class MonitorService:
             topic = self._clean_topic(topic)
         if topic is not None and topic != monitor.topic:
             await self._monitors.set_plan(monitor.id, None)  # the plan was made for the old topic
-        changes = {
-            "topic": topic,
-            "sources": self._check_sources(sources) if sources is not None else None,
-            "extra_queries": _clean_list(extra_queries, "extra queries") if extra_queries is not None else None,
-            "include_keywords": _clean_list(include_keywords, "include keywords") if include_keywords is not None else None,
-            "exclude_keywords": _clean_list(exclude_keywords, "exclude keywords") if exclude_keywords is not None else None,
-            "lookback_hours": self._lookback(lookback_hours, schedule) if lookback_hours is not None else None,
-            "quiet": quiet,
-        }  # fmt: skip
-        await self._monitors.update(monitor.id, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[misc]
+        changes: MonitorChanges = {}
+        if topic is not None:
+            changes["topic"] = topic
+        if sources is not None:
+            changes["sources"] = self._check_sources(sources)
+        if extra_queries is not None:
+            changes["extra_queries"] = _clean_list(extra_queries, "extra queries")
+        if include_keywords is not None:
+            changes["include_keywords"] = _clean_list(include_keywords, "include keywords")
+        if exclude_keywords is not None:
+            changes["exclude_keywords"] = _clean_list(exclude_keywords, "exclude keywords")
+        if lookback_hours is not None:
+            changes["lookback_hours"] = self._lookback(lookback_hours, schedule)
+        if quiet is not None:
+            changes["quiet"] = quiet
         if not isinstance(language, _Unchanged):
-            await self._monitors.update(monitor.id, language=language)
+            changes["language"] = language
         if schedule != current:
-            next_run = None if monitor.paused else schedule.next_run(self._clock())
-            await self._monitors.update(
-                monitor.id, schedule=schedule.to_text(), timezone=schedule.timezone, next_run_at=next_run
-            )
+            changes["schedule"] = schedule.to_text()
+            changes["timezone"] = schedule.timezone
+            changes["next_run_at"] = None if monitor.paused else schedule.next_run(self._clock())
+        if changes:
+            await self._monitors.update(monitor.id, **changes)
 
     async def subscribe(self, chat_id: int, monitor_id: int) -> SubscriptionRecord:
         """Have the chat receive the monitor's digests too (the caller decides who may do this)."""
@@ -313,10 +322,8 @@ class MonitorService:
     async def _skip_taken(self, monitor: MonitorRecord, schedule: Schedule, scheduled_for: datetime) -> None:
         """A run for this time exists. If it is finished (e.g. failed as abandoned after a crash) and the
         monitor still points at this time, move the monitor on, or it would stay due forever."""
-        existing = next(
-            (run for run in await self._runs.list_for_monitor(monitor.id, limit=50) if run.scheduled_for == scheduled_for),
-            None,
-        )  # fmt: skip
+        recent = await self._runs.list_for_monitor(monitor.id, limit=50)
+        existing = next((run for run in recent if run.scheduled_for == scheduled_for), None)
         if existing is None or existing.status is RunStatus.RUNNING:
             logger.info("monitor %d: the run for %s is already under way", monitor.id, scheduled_for.isoformat())
             return

@@ -72,8 +72,7 @@ class MonitorView:
         return (
             f"**#{self.id} {self.topic}** — {self.schedule}{quiet}\n"
             f"{state} · sources: {', '.join(self.sources)}\n"
-            f"last: {self.last_result}"
-            + (f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else "")
+            f"last: {self.last_result}" + (f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else "")
         )
 
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 from research.dedupe import Deduper, cluster_items, fingerprint, pair_scores, tokens
 from sources.base import Engagement, Item
 from tests.research.fake_sources import make_item
-
-HEADLINES = Path(__file__).parent / "payloads" / "headlines.json"
+from tests.research.labelled_headlines import labelled_items
 
 # Set a little under what the clustering achieves (file order 0.99 / 0.85; five shuffled orders 0.94 / 0.87
 # on average), so a regression fails and an unlucky-but-fine change does not. See bench/README.md.
@@ -18,22 +15,6 @@ PRECISION_FLOOR = 0.95
 RECALL_FLOOR = 0.83
 SHUFFLED_PRECISION_FLOOR = 0.9
 SHUFFLED_RECALL_FLOOR = 0.84
-
-
-def labelled_items() -> tuple[list[Item], list[str]]:
-    rows = json.loads(HEADLINES.read_text(encoding="utf-8"))["items"]
-    items = [
-        Item(
-            id=f"{row['outlet']}:{row['id']}",
-            source=row["outlet"],
-            url=f"https://{row['outlet']}.example/{row['id']}",
-            title=row["title"],
-            text=row["lead"],
-            language=row["language"],
-        )
-        for row in rows
-    ]
-    return items, [row["story"] for row in rows]
 
 
 def test_labelled_set_is_big_and_mixed() -> None:
