@@ -91,15 +91,16 @@ def markdown_to_mrkdwn(text: str) -> str:
     return "\n\n".join(RULE_LINE if chunk is None else chunk for chunk in _chunks(parse_markdown(text)))
 
 
-def _chunks(blocks: list[Block]) -> list[str | None]:
+def _chunks(blocks: list[Block], *, in_quote: bool = False) -> list[str | None]:
     """Each block's mrkdwn (consecutive list items together); None where a divider goes."""
     chunks: list[str | None] = []
     previous: Block | None = None
     for block in blocks:
         if isinstance(block, Rule):
             chunks.append(None)
-        elif (rendered := _render_block(block)).strip():
-            if isinstance(block, ListItem) and isinstance(previous, ListItem) and chunks and chunks[-1] is not None:
+        elif (rendered := _render_block(block, in_quote=in_quote)).strip():
+            tight = isinstance(block, ListItem) and isinstance(previous, ListItem) and not block.after_blank_line
+            if tight and chunks and chunks[-1] is not None:
                 chunks[-1] += "\n" + rendered
             else:
                 chunks.append(rendered)
@@ -107,7 +108,7 @@ def _chunks(blocks: list[Block]) -> list[str | None]:
     return chunks
 
 
-def _render_block(block: Block) -> str:
+def _render_block(block: Block, *, in_quote: bool) -> str:
     if isinstance(block, Paragraph):
         return _render_inlines(block.inlines, active=frozenset())
     if isinstance(block, Heading):
@@ -115,9 +116,11 @@ def _render_block(block: Block) -> str:
     if isinstance(block, ListItem):
         return "    " * block.depth + block.marker + " " + _render_inlines(block.inlines, active=frozenset())
     if isinstance(block, CodeBlock):
-        return f"```\n{escape_mrkdwn(block.code)}\n```"
+        return f"```\n{escape_mrkdwn(block.code)}\n```" if block.code.strip() else ""
     if isinstance(block, Quote):
-        inner = "\n".join(RULE_LINE if chunk is None else chunk for chunk in _chunks(block.blocks))
+        inner = "\n\n".join(RULE_LINE if chunk is None else chunk for chunk in _chunks(block.blocks, in_quote=True))
+        if in_quote:  # Slack quotes do not nest: an inner quote joins its parent
+            return inner
         return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
     return RULE_LINE
 
@@ -186,6 +189,11 @@ def markdown_to_blocks(text: str, *, header: str | None = None) -> list[list[Sla
     return [blocks[start : start + BLOCKS_PER_MESSAGE] for start in range(0, len(blocks), BLOCKS_PER_MESSAGE)]
 
 
+def blocks_payload(message: list[SlackBlock]) -> list[dict[str, object]]:
+    """A message's blocks typed as the plain dicts slack_sdk's `blocks=` parameter is annotated with."""
+    return [dict(block) for block in message]
+
+
 def header_text(header: str) -> str:
     """A header's text on one line, shortened with an ellipsis to Slack's 150 characters."""
     return _truncate(" ".join(header.split()), HEADER_TEXT_LIMIT, mrkdwn=False)
@@ -210,14 +218,23 @@ def _split_chunk(chunk: str, limit: int) -> list[str]:
 def _split_lines(text: str, limit: int) -> list[str]:
     lines: list[str] = []
     for line in text.split("\n"):
-        lines.extend([line] if len(line) <= limit else _split_words(line, limit))
+        if len(line) <= limit:
+            lines.append(line)
+            continue
+        quote = "> " if line.startswith("> ") else ""  # a quoted line stays quoted in every piece
+        first, *rest = _split_words(line, limit - len(quote)) or [""]
+        lines.extend([first, *(quote + piece for piece in rest)])
     return _pack(lines, "\n", limit)
 
 
 def _split_words(line: str, limit: int) -> list[str]:
     atoms: list[str] = []
-    for atom in _ATOM.findall(line):  # a link longer than a whole section is cut like any text
-        atoms.extend([atom] if len(atom) <= limit else list(atom))
+    for atom in _ATOM.findall(line):
+        if len(atom) > limit:  # a link longer than a whole section cannot stay a link: keep its text
+            target, _, label = atom[1:-1].partition("|")
+            atoms.extend(_ATOM.findall(label or target))
+        else:
+            atoms.append(atom)
     pieces: list[str] = []
     current: list[str] = []
     size = 0

@@ -20,8 +20,6 @@ TELEGRAM_LINK_SCHEMES = frozenset({"http", "https", "mailto", "tg"})
 RULE_LINE = "──────────"
 ELLIPSIS = "…"
 
-_TAG_FOR_STYLE = {"b": "b", "i": "i", "s": "s"}
-
 
 def utf16_len(text: str) -> int:
     """Length as Telegram counts it: UTF-16 code units (an emoji outside the BMP counts two)."""
@@ -89,6 +87,8 @@ class ListItem:
     depth: int
     marker: str
     inlines: list[Inline]
+    after_blank_line: bool = False
+    """A blank line separates it from what came before (a loose list or a new list)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +117,13 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([\w+#.-]*)")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _ITEM = re.compile(r"^([ \t]*)([-*+•]|\d{1,9}[.)])[ \t]+(.*)$")
-_QUOTE = re.compile(r"^ {0,3}>[ \t]?(.*)$")
+_QUOTE = re.compile(r"^ {0,3}(?:>[ \t]?)+(.*)$")  # nested quotes are read as one: neither platform nests them
 _CITATION = re.compile(r"\[(\d{1,4}(?:[ \t]*,[ \t]*\d{1,4})*)\](?!\()")
 _CITED_SOURCE = re.compile(r"^[ \t]*\[(\d{1,4})\][ \t]+\[[^\]\n]*\]\(([^)\s]+)\)", re.MULTILINE)
+# A link target: <anything> or a URL without spaces (one level of balanced parentheses), then an optional title.
+_LINK_TARGET = re.compile(r'\([ \t]*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)(?:[ \t]+"[^"\n]*")?[ \t]*\)')
+_MAX_LABEL = 500
+_MAX_NESTING = 16  # emphasis nested deeper than this is left as written, so hostile input cannot exhaust the stack
 _BARE_URL = re.compile(r"https?://[^\s<>\"]+")
 _ESCAPABLE = frozenset("\\`*_{}[]()#+-.!~>|")
 _URL_TRAILING = ".,;:!?'\"*_~"
@@ -163,6 +167,7 @@ def _parse_blocks(lines: list[str], citations: Mapping[int, str]) -> list[Block]
             paragraph.clear()
 
     index = 0
+    blank_before = False
     while index < len(lines):
         line = lines[index]
         index += 1
@@ -170,7 +175,9 @@ def _parse_blocks(lines: list[str], citations: Mapping[int, str]) -> list[Block]
         item = _ITEM.match(line)
         if not line.strip():
             flush()
-        elif fence and not (fence.group(1)[0] == "`" and "`" in line[fence.end(1) :]):
+            blank_before = True
+            continue
+        if fence and not (fence.group(1)[0] == "`" and "`" in line[fence.end(1) :]):
             flush()
             marker, body = fence.group(1), []
             while index < len(lines) and not _closes_fence(lines[index], marker):
@@ -206,12 +213,16 @@ def _parse_blocks(lines: list[str], citations: Mapping[int, str]) -> list[Block]
                 index += 1
             bullet = item.group(2)
             marker = "•" if bullet in {"-", "*", "+", "•"} else bullet[:-1] + "."
-            blocks.append(ListItem(len(indents) - 1, marker, parse_inline(" ".join(content), citations=citations)))
+            inlines = parse_inline(" ".join(content), citations=citations)
+            blocks.append(ListItem(len(indents) - 1, marker, inlines, after_blank_line=blank_before))
+            blank_before = False
             continue
         else:
             paragraph.append(line)
+            blank_before = False
             continue
         indents.clear()
+        blank_before = False
     flush()
     return blocks
 
@@ -223,7 +234,7 @@ def _closes_fence(line: str, marker: str) -> bool:
 
 def parse_inline(text: str, *, citations: Mapping[int, str] | None = None) -> list[Inline]:
     """Inline markdown: code spans, links, bare URLs, citation markers, bold, italic and strikethrough."""
-    return _InlineParser(text, citations or {}, links=True).parse()
+    return _InlineParser(text, citations or {}, links=True, depth=0).parse()
 
 
 def _run_end(text: str, start: int) -> int:
@@ -246,6 +257,17 @@ def _code_span_end(text: str, start: int) -> tuple[int, int] | None:
     return None
 
 
+def _brackets_nest(label: str) -> bool:
+    if label.count("[") != label.count("]"):
+        return False
+    depth = 0
+    for char in label:
+        depth += (char == "[") - (char == "]")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _trim_url(url: str) -> str:
     while url and (
         url[-1] in _URL_TRAILING
@@ -259,11 +281,13 @@ def _trim_url(url: str) -> str:
 class _InlineParser:
     """A single left-to-right pass; emphasis contents are parsed recursively."""
 
-    def __init__(self, text: str, citations: Mapping[int, str], *, links: bool) -> None:
+    def __init__(self, text: str, citations: Mapping[int, str], *, links: bool, depth: int) -> None:
         self.text = text
+        self.depth = depth
         self.citations = citations
         self.links = links
         self.no_closer_after: dict[str, int] = {}  # remembers failed searches so unmatched markers stay linear
+        self.next_label_end = -1  # where the next "](" is, found once rather than once per "["
 
     def parse(self) -> list[Inline]:
         text, nodes, pending = self.text, list[Inline](), list[str]()
@@ -315,43 +339,24 @@ class _InlineParser:
 
     def _link(self, start: int) -> tuple[list[Inline], int] | None:
         text = self.text
-        if not self.links or text.find("](", start) < 0:
-            return None
-        depth, index = 0, start
-        while index < min(len(text), start + 2000):
-            char = text[index]
-            depth += (char == "[") - (char == "]")
-            index += 2 if char == "\\" else 1
-            if depth == 0:
-                break
-        else:
-            return None
-        label_end = index - 1
-        if not text.startswith("(", index):
-            return None
-        depth, target_start = 0, index + 1
-        while index < min(len(text), target_start + 4000):
-            char = text[index]
-            if char == "\n":
-                return None
-            depth += (char == "(") - (char == ")")
-            index += 1
-            if depth == 0:
-                break
-        else:
-            return None
-        target = text[target_start : index - 1].strip().split()
-        url = target[0].removeprefix("<").removesuffix(">") if target else ""
-        if not url:
+        if self.next_label_end < start:  # the label ends at the next "](", found once rather than per "["
+            self.next_label_end = text.find("](", start) % (len(text) + 1)  # len(text) when there is none
+        label_end = self.next_label_end
+        if not self.links or label_end == len(text) or label_end - start > _MAX_LABEL:
             return None
         label = text[start + 1 : label_end]
-        children: list[Inline] = _InlineParser(label, {}, links=False).parse() if label.strip() else [Text(url)]
-        return [Link(url, children)], index
+        if "\n\n" in label or not _brackets_nest(label):
+            return None  # "[1] [title](url)" or "[a [b](url)": the link is the inner one
+        target = _LINK_TARGET.match(text, label_end + 1)
+        url = target.group(1).removeprefix("<").removesuffix(">").strip() if target else ""
+        if not target or not url:
+            return None
+        children: list[Inline] = _InlineParser(label, {}, links=False, depth=self.depth + 1).parse() or [Text(url)]
+        return [Link(url, children)], target.end()
 
     def _citation(self, start: int) -> tuple[list[Inline], int] | None:
-        match = _CITATION.match(self.text, start)
-        line_start = self.text.rfind("\n", 0, start) + 1
-        if not match or not self.links or not self.text[line_start:start].strip():
+        match = _CITATION.match(self.text, start) if self.links else None
+        if not match or not self.text[self.text.rfind("\n", 0, start) + 1 : start].strip():
             return None  # a marker opening a line is the source list's own numbering
         numbers = [number.strip() for number in match.group(1).split(",")]
         if not any(int(number) in self.citations for number in numbers):
@@ -376,6 +381,8 @@ class _InlineParser:
 
     def _emphasis(self, start: int) -> tuple[list[Inline], int] | None:
         text, char = self.text, self.text[start]
+        if self.depth >= _MAX_NESTING:
+            return None
         run = _run_end(text, start) - start
         sizes = ((2,) if run >= 2 else ()) if char == "~" else ((2, 1) if run >= 2 else (1,))
         for size in sizes:
@@ -387,8 +394,8 @@ class _InlineParser:
             close = self._closer(char * size, inner_start)
             if close is not None:
                 style: Style = "s" if char == "~" else ("b" if size == 2 else "i")
-                inner = _InlineParser(text[inner_start:close], self.citations, links=self.links).parse()
-                return [Styled(style, inner)], close + size
+                inner = _InlineParser(text[inner_start:close], self.citations, links=self.links, depth=self.depth + 1)
+                return [Styled(style, inner.parse())], close + size
         return None
 
     def _closer(self, delimiter: str, inner_start: int) -> int | None:
@@ -438,7 +445,7 @@ def _render_blocks(blocks: list[Block], *, in_quote: bool) -> str:
         if not piece:
             continue
         if rendered:
-            tight = isinstance(block, ListItem) and isinstance(previous, ListItem)
+            tight = isinstance(block, ListItem) and isinstance(previous, ListItem) and not block.after_blank_line
             rendered.append("\n" if tight else "\n\n")
         rendered.append(piece)
         previous = block
@@ -455,6 +462,8 @@ def _render_block(block: Block, *, in_quote: bool) -> str:
         return "  " * block.depth + block.marker + " " + _render_inlines(block.inlines, active=frozenset())
     if isinstance(block, CodeBlock):
         code = html.escape(block.code, quote=False)
+        if not code.strip():
+            return ""
         if in_quote:  # Telegram does not accept <pre> inside <blockquote>
             return code
         if block.language:
@@ -482,8 +491,7 @@ def _render_inline(node: Inline, *, active: frozenset[str]) -> str:
         inner = _render_inlines(node.children, active=active | {node.style})
         if node.style in active:  # the same style nested in itself adds nothing and Telegram may refuse it
             return inner
-        tag = _TAG_FOR_STYLE[node.style]
-        return f"<{tag}>{inner}</{tag}>"
+        return f"<{node.style}>{inner}</{node.style}>"
     assert isinstance(node, Link)
     if not is_safe_url(node.url, schemes=TELEGRAM_LINK_SCHEMES):
         return _render_inlines(node.children, active=active)
@@ -583,10 +591,10 @@ def split_telegram_html(markup: str, *, limit: int = TELEGRAM_TEXT_LIMIT, raw_li
     """Telegram HTML cut into messages of at most `limit` UTF-16 units of visible text each.
 
     Cuts fall on paragraph, then line, then word boundaries (a cut inside a single over-long word is the
-    last resort, and keeps an emoji with its modifiers); tags open at a cut are closed at the end of the part
-    and reopened at the start of the next, so every part parses on its own. `raw_limit` bounds the HTML
-    length of a part, tags and entities included (default four times `limit`). The whitespace a cut falls
-    on is dropped, and so are parts with no visible text.
+    last resort, and keeps an emoji with its modifiers); tags open at a cut are closed at the end of the
+    part and reopened at the start of the next, so every part parses on its own. `raw_limit` bounds the
+    HTML length of a part, tags and entities included but not attribute values (default four times
+    `limit`). The whitespace a cut falls on is dropped, and so are parts with no visible text.
     """
     if limit < 2:
         raise ValueError("limit must allow at least one character of any kind (2 UTF-16 units)")
@@ -608,7 +616,7 @@ def _fill_part(
     """One part from `start`: its HTML (None if nothing visible), where the next starts, the tags open there."""
     stack = list(reopened)
     visible = 0
-    raw = sum(len(tag.raw) for tag in reopened)
+    raw = sum(map(_raw_cost, reopened))
     last_break: dict[int, tuple[int, int]] = {}  # kind -> (piece index, visible units before it)
     position = start
     end = len(pieces)
@@ -617,11 +625,12 @@ def _fill_part(
         if isinstance(piece, str):
             units = 2 if ord(piece) > 0xFFFF else 1
             closing = sum(len(tag.name) + 3 for tag in stack)
-            if visible + units > limit or raw + len(_emit(piece)) + closing > raw_ceiling:
+            if visible + units > limit or raw + _raw_cost(piece) + closing > raw_ceiling:
                 end = _choose_cut(pieces, start, position, last_break, visible=visible)
                 break
             if piece == "\n":
-                paragraph = pieces[position - 1] == "\n" and not any(tag.name in _CODE_TAGS for tag in stack)
+                in_code = any(tag.name in _CODE_TAGS for tag in stack)
+                paragraph = position > start and pieces[position - 1] == "\n" and not in_code
                 last_break[_LINE] = (position, visible)
                 if paragraph:
                     last_break[_PARAGRAPH] = (position - 1, visible - 1)
@@ -632,7 +641,7 @@ def _fill_part(
             stack.append(piece)
         else:
             stack.pop()
-        raw += len(_emit(piece))
+        raw += _raw_cost(piece)
         position += 1
     # Tags opened right before the cut belong to the next part; tags closed right after it, to this one.
     while end > start and isinstance(pieces[end - 1], _Open):
@@ -650,6 +659,13 @@ def _fill_part(
     has_visible = any(isinstance(piece, str) and not piece.isspace() for piece in body)
     next_start, stack = _skip_break(pieces, end, stack)
     return (html_part if has_visible else None), next_start, stack
+
+
+def _raw_cost(piece: _Piece) -> int:
+    """HTML length, but a tag's attributes are not counted: a long link target must not shrink every part."""
+    if isinstance(piece, str):
+        return len(html.escape(piece, quote=False))
+    return len(piece.name) + (2 if isinstance(piece, _Open) else 3)
 
 
 def _apply(stack: list[_Open], pieces: list[_Piece]) -> list[_Open]:

@@ -59,6 +59,9 @@ class ChatMoved(DeliveryError):
         self.new_external_id = new_external_id
 
 
+AttachmentKind = Literal["document", "image"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Attachment:
     """A file sent after the text: the CSV as a document, the chart as an image."""
@@ -66,7 +69,7 @@ class Attachment:
     path: Path
     filename: str
     """The name the person sees (topic and date), not the name on disk."""
-    kind: Literal["document", "image"]
+    kind: AttachmentKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,7 +109,8 @@ class DeliveryReport:
 def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC") -> OutgoingDigest:
     """The message for a finished run: a notice's text, or the rendered digest with its CSV and chart."""
     if run.stats.get("kind") == NOTICE_KIND:
-        return OutgoingDigest(text=str(run.stats.get("text", "")), run_id=run.id, monitor_id=None)
+        monitor_id = _int_or_none(run.stats.get("monitor_id"))
+        return OutgoingDigest(text=str(run.stats.get("text", "")), run_id=run.id, monitor_id=monitor_id)
     monitor_id = run.monitor_id if run.monitor_id is not None else _int_or_none(run.stats.get("monitor_id"))
     title = topic or str(run.stats.get("topic") or run.query or "Digest")
     when = (run.finished_at or run.scheduled_for).astimezone(_zone(timezone))
@@ -119,10 +123,11 @@ def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC") -
             logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
     attachments: list[Attachment] = []
     stem = str(run.stats.get("file_stem") or f"digest-{run.id}")
-    for key, kind, suffix in (("csv", "document", ".csv"), ("chart", "image", ".png")):
+    files: tuple[tuple[str, AttachmentKind, str], ...] = (("csv", "document", ".csv"), ("chart", "image", ".png"))
+    for key, kind, suffix in files:
         raw = run.artifacts.get(key)
-        if isinstance(raw, str) and raw and Path(raw).is_file():
-            attachments.append(Attachment(path=Path(raw), filename=f"{stem}{suffix}", kind=kind))  # type: ignore[arg-type]
+        if isinstance(raw, str) and raw and Path(raw).is_file():  # a file cleaned up since is simply left out
+            attachments.append(Attachment(path=Path(raw), filename=f"{stem}{suffix}", kind=kind))
     return OutgoingDigest(
         text=f"{header}\n\n{body}", attachments=tuple(attachments), run_id=run.id, monitor_id=monitor_id
     )

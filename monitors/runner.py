@@ -107,11 +107,12 @@ class MonitorRunner:
         *,
         schedule: Schedule | None,
         asking_chat: ChatRecord | None = None,
+        progress: ProgressCallback | None = None,
     ) -> RunSummary:
         """Run the pipeline for an opened run and store everything. `schedule` is given for scheduled runs (the
         monitor's next run moves on); `asking_chat` for `/digest`. Never raises except on cancellation."""
         try:
-            result = await self._run_pipeline(monitor, run, asking_chat)
+            result = await self._run_pipeline(monitor, run, asking_chat, progress)
         except asyncio.CancelledError:
             await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
             raise
@@ -134,7 +135,7 @@ class MonitorRunner:
             )
 
     async def _run_pipeline(
-        self, monitor: MonitorRecord, run: RunRecord, asking_chat: ChatRecord | None
+        self, monitor: MonitorRecord, run: RunRecord, asking_chat: ChatRecord | None, progress: ProgressCallback | None
     ) -> PipelineResult:
         reader = asking_chat or await self._chats.get(monitor.owner_chat_id)
         until = run.scheduled_for
@@ -171,12 +172,19 @@ class MonitorRunner:
             heavy_model=self._heavy,
             out_dir=self._out_dir,
             stem=f"{safe_stem(monitor.topic, until)}-m{monitor.id}-r{run.id}",
+            progress=progress,
             now=self._clock,
         )
 
     async def _previous_run(self, monitor_id: int, *, exclude: int) -> RunRecord | None:
-        for candidate in await self._runs.list_for_monitor(monitor_id, limit=10):
-            if candidate.id != exclude and candidate.status is RunStatus.SUCCEEDED and candidate.digest is not None:
+        """The last run whose digest went out: what the next digest compares itself with."""
+        for candidate in await self._runs.list_for_monitor(monitor_id, limit=30):
+            if (
+                candidate.id != exclude
+                and candidate.status is RunStatus.SUCCEEDED
+                and candidate.digest is not None
+                and candidate.stats.get("delivered", True)
+            ):
                 return candidate
         return None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Final
@@ -16,6 +16,7 @@ from pydantic_ai.models import Model
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
+from research.collect import ProgressCallback
 from research.pipeline import run_pipeline
 from sources.registry import DEFAULT_SOURCES
 from storage import (
@@ -55,12 +56,10 @@ def schedule_of(monitor: MonitorRecord, *, min_interval_seconds: int = 60) -> Sc
 
 
 def split_source_specs(sources: str | Sequence[str] | None) -> list[str]:
-    """Source specs as a list: `"hn, news"` → `["hn", "news"]`; empty → the default mix."""
-    if sources is None:
-        return list(DEFAULT_SOURCES)
-    parts = [sources] if isinstance(sources, str) else list(sources)
-    specs = [piece.strip() for part in parts for piece in (part.split(",") if isinstance(sources, str) else [part])]
-    specs = list(dict.fromkeys(spec for spec in specs if spec))
+    """Source specs as a list: `"hn, news"` → `["hn", "news"]`; empty → the default mix. A string is split at
+    commas; pass a sequence to keep a feed URL that contains commas whole."""
+    raw = (sources or "").split(",") if isinstance(sources, str) or sources is None else list(sources)
+    specs = list(dict.fromkeys(spec.strip() for spec in raw if spec.strip()))
     return specs or list(DEFAULT_SOURCES)
 
 
@@ -304,8 +303,10 @@ class MonitorService:
             return None
         return await self._runner.execute(monitor, run, schedule=schedule)
 
-    async def run_now(self, monitor_id: int, chat_id: int, *, is_admin: bool = False) -> RunSummary:
-        """Run the monitor now for `/digest` and queue the digest for this chat only.
+    async def run_now(
+        self, monitor_id: int, chat_id: int, *, is_admin: bool = False, progress: ProgressCallback | None = None
+    ) -> RunSummary:
+        """Run the monitor now for `/digest` and queue the digest for this chat only (`progress` sees each stage).
 
         When this chat is the monitor's only subscriber the run counts as one of the monitor's runs (what it
         reports is not repeated next time); otherwise it is a preview that leaves the others' digests alone.
@@ -317,7 +318,7 @@ class MonitorService:
         run = await self._runs.open_run(monitor_id, now, now=now) if subscribers == [chat.id] else None
         if run is None:
             run = await self._runs.open_search_run(chat_id=chat.id, query=monitor.topic, now=now)
-        return await self._runner.execute(monitor, run, schedule=None, asking_chat=chat)
+        return await self._runner.execute(monitor, run, schedule=None, asking_chat=chat, progress=progress)
 
     async def _skip_taken(self, monitor: MonitorRecord, schedule: Schedule, scheduled_for: datetime) -> None:
         """A run for this time exists. If it is finished (e.g. failed as abandoned after a crash) and the

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
+from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegativeInt
 from pydantic_ai.models import Model
 
 from research.collect import (
@@ -207,7 +207,8 @@ class PipelineReport(BaseModel):
     expansion_queries: list[str] = Field(default_factory=list)
     expansion_skipped: str | None = None
     """Why there was no expansion round, when there was none."""
-    searches: PositiveInt | Literal[0] = 0
+    searches: NonNegativeInt = 0
+    """(source, query) searches sent, both rounds."""
     counts: PipelineCounts
     source_errors: list[SearchOutcome]
     skipped_sources: dict[str, str]
@@ -295,6 +296,13 @@ def _counting(progress: ProgressCallback | None, total: int) -> ProgressCallback
     return forward
 
 
+def _is_available(source: Source) -> bool:
+    try:
+        return source.unavailable_reason() is None
+    except Exception:  # `collect` records a failing check as the source being off; count it the same way
+        return False
+
+
 async def collect_grouped(
     queries_by_source: Sequence[tuple[Source, Sequence[str]]],
     *,
@@ -308,7 +316,7 @@ async def collect_grouped(
     for source, queries in queries_by_source:
         groups.setdefault(tuple(_unique_texts(queries)), []).append(source)
     groups.pop((), None)
-    total = sum(len(queries) * len(sources) for queries, sources in groups.items())
+    total = sum(len(queries) * sum(map(_is_available, sources)) for queries, sources in groups.items())
     forward = _counting(progress, total)
     parts = await asyncio.gather(
         *(

@@ -37,7 +37,7 @@ class _NestingChecker(HTMLParser):
             raise TelegramHTMLError(f"<pre> inside <{self.stack[-1]}>")
         if tag == "code" and self.stack[-1:] != ["pre"] and {"code", "pre", "a"} & set(self.stack):
             raise TelegramHTMLError("code inside code, pre or a link")
-        if self.stack and self.stack[-1] == "code" or (self.stack[-1:] == ["pre"] and tag != "code"):
+        if (self.stack and self.stack[-1] == "code") or (self.stack[-1:] == ["pre"] and tag != "code"):
             raise TelegramHTMLError(f"<{tag}> inside code")
         if tag == "a" and "a" in self.stack:
             raise TelegramHTMLError("link inside a link")

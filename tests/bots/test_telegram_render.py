@@ -17,7 +17,7 @@ from bots.telegram_render import (
     split_telegram_text,
     utf16_len,
 )
-from tests.bots.digests import digest_markdown
+from tests.bots.samples import MARKDOWN, digest_markdown
 from tests.bots.telegram_html import TelegramHTMLError, parse_like_telegram, squeeze, utf16_units
 
 # --- rendering -----------------------------------------------------------------------------------------------
@@ -49,7 +49,8 @@ def test_a_link_keeps_its_address_escaped_in_the_attribute() -> None:
 
 
 @pytest.mark.parametrize(
-    "target", ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "data:text/html;base64,PHNjcmlwdD4=", "/relative", "http:/x"]
+    "target",
+    ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "data:text/html;base64,PHNjcmlwdD4=", "/relative", "http:/x"],
 )
 def test_unsafe_or_hostless_link_targets_stay_plain_text(target: str) -> None:
     rendered = markdown_to_telegram_html(f"[click me]({target}) please")
@@ -59,7 +60,9 @@ def test_unsafe_or_hostless_link_targets_stay_plain_text(target: str) -> None:
 
 
 def test_bare_urls_become_links_without_trailing_punctuation() -> None:
-    rendered = markdown_to_telegram_html("Read https://en.wikipedia.org/wiki/Foo_(bar)?a=1&b=2. Then (https://x.org/y).")
+    rendered = markdown_to_telegram_html(
+        "Read https://en.wikipedia.org/wiki/Foo_(bar)?a=1&b=2. Then (https://x.org/y)."
+    )
 
     assert '<a href="https://en.wikipedia.org/wiki/Foo_(bar)?a=1&amp;b=2">' in rendered
     assert '<a href="https://x.org/y">https://x.org/y</a>).' in rendered
@@ -73,7 +76,7 @@ def test_code_blocks_and_inline_code_escape_their_content_and_are_not_parsed() -
 
     assert "<code>a &lt; b &amp;&amp; **not bold**</code>" in rendered
     assert (
-        '<pre><code class="language-python">if a &lt; b and c &amp; d:\n    print(\'&lt;x&gt;\')  # **x**</code></pre>'
+        "<pre><code class=\"language-python\">if a &lt; b and c &amp; d:\n    print('&lt;x&gt;')  # **x**</code></pre>"
         in rendered
     )
     parse_like_telegram(rendered)
@@ -93,7 +96,9 @@ def test_underscores_and_stars_that_are_not_emphasis_stay_literal() -> None:
 
 
 def test_headings_lists_quotes_and_rules() -> None:
-    markdown = "# Title **x**\n\n- one\n  * nested\n- two\n\n1. first\n2) second\n\n> quoted *line*\n> more\n\n---\n\nend"
+    markdown = (
+        "# Title **x**\n\n- one\n  * nested\n- two\n\n1. first\n2) second\n\n> quoted *line*\n> more\n\n---\n\nend"
+    )
 
     rendered = markdown_to_telegram_html(markdown)
 
@@ -105,7 +110,10 @@ def test_headings_lists_quotes_and_rules() -> None:
 
 
 def test_citation_markers_link_to_the_numbered_sources() -> None:
-    markdown = "Prices fell [2] and rose [1, 2] or [9].\n\n**Sources**\n[1] [One](https://a.org/1) — hn\n[2] [Two](https://b.org/2) — rss"
+    markdown = (
+        "Prices fell [2] and rose [1, 2] or [9].\n\n"
+        "**Sources**\n[1] [One](https://a.org/1) — hn\n[2] [Two](https://b.org/2) — rss"
+    )
 
     rendered = markdown_to_telegram_html(markdown)
 
@@ -146,6 +154,15 @@ def test_a_long_digest_is_split_at_paragraphs_with_tags_balanced_in_every_part()
     whole = parse_like_telegram(rendered)
     for text in visible[:-1]:  # every cut falls where the original has a line break
         assert whole[whole.index(text) + len(text)] == "\n"
+
+
+def test_a_paragraph_break_is_preferred_to_a_later_line_break() -> None:
+    first = "\n".join(["line of the first paragraph " * 3] * 30)  # about 2,500 characters
+    second = "\n".join(["line of the second paragraph " * 3] * 30)
+
+    parts = split_telegram_html(f"{first}\n\n{second}")
+
+    assert parts == [first, second]
 
 
 def test_short_html_comes_back_as_one_part_unchanged() -> None:
@@ -193,7 +210,7 @@ def test_a_single_word_longer_than_the_limit_is_cut_hard() -> None:
 
 
 def test_tags_open_at_a_cut_are_closed_and_reopened() -> None:
-    rendered = markdown_to_telegram_html("**" + "word " * 30 + "** [" + "link " * 10 + "](https://x.org/?a&b)")
+    rendered = markdown_to_telegram_html("**" + "word " * 30 + "end** [" + "link " * 10 + "](https://x.org/?a&b)")
 
     parts = split_telegram_html(rendered, limit=40)
 
@@ -222,6 +239,17 @@ def test_entities_are_never_cut_and_the_raw_html_stays_bounded() -> None:
     assert all(len(part) <= 4 * 4096 for part in parts)
 
 
+def test_a_link_with_a_very_long_target_does_not_multiply_the_parts() -> None:
+    url = "https://tracker.example.com/click?" + "&".join(f"p{n}=v" for n in range(5000))
+    rendered = markdown_to_telegram_html(f"[{'label words ' * 40}]({url})")
+
+    parts = split_telegram_html(rendered, limit=300)
+
+    _assert_valid_parts(parts, limit=300)
+    assert len(parts) == 2
+    assert all(part.startswith(f'<a href="{url.replace("&", "&amp;")}">') for part in parts)
+
+
 def test_plain_text_fallback_keeps_the_words_and_the_link_addresses() -> None:
     rendered = markdown_to_telegram_html("**Tom & Jerry** <tag> see [docs](https://x.org/?a=1&b=2) or https://y.org")
 
@@ -247,12 +275,13 @@ def test_caption_is_cut_at_a_word_with_an_ellipsis_counting_utf16() -> None:
     short = caption(text)
 
     assert utf16_len(short) <= 1024
-    assert short.endswith("launch…")
+    assert short.endswith("…")
+    assert text.startswith(short[:-1] + " ")  # cut between words
     assert caption("  short caption  ") == "short caption"
 
 
 def test_caption_html_stays_well_formed() -> None:
-    short = caption_html(markdown_to_telegram_html("**" + "bold words " * 200 + "**"), limit=100)
+    short = caption_html(markdown_to_telegram_html("**" + "bold words " * 200 + "end**"), limit=100)
 
     assert short.endswith("</b>…")
     assert utf16_units(parse_like_telegram(short)) <= 100
@@ -265,18 +294,9 @@ def test_a_limit_below_two_units_is_refused() -> None:
 
 # --- properties ----------------------------------------------------------------------------------------------
 
-_FRAGMENTS = st.sampled_from(
-    [
-        "**", "*", "_", "__", "~~", "`", "```", "```py\n", "[", "]", "](", ")", "(", "https://x.org/a_b", "[1]",
-        "<script>", "</b>", "&", "&amp;", "<", ">", '"', "# ", "## ", "- ", "* ", "1. ", "> ", "---", "\n", "\n\n",
-        " ", "  ", "word", "longerword", "😀", "👍🏽", "👨\u200d👩\u200d👧", "中文", "é", "e\u0301", "\\", "|",
-    ]
-)  # fmt: skip
-_MARKDOWN = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=8)), max_size=60).map("".join)
-
 
 @settings(max_examples=300, deadline=None)
-@given(markdown=_MARKDOWN, limit=st.integers(min_value=2, max_value=120))
+@given(markdown=MARKDOWN, limit=st.integers(min_value=2, max_value=120))
 def test_any_markdown_splits_into_well_formed_parts_within_the_limit_losing_no_text(markdown: str, limit: int) -> None:
     rendered = markdown_to_telegram_html(markdown)
     whole = parse_like_telegram(rendered)

@@ -30,7 +30,14 @@ from research.pipeline import (
 )
 from research.plan import QueryPlan, deterministic_plan
 from sources.base import Item, SearchQuery, SourceError, SourceErrorKind
-from tests.research.fake_sources import BASE_TIME, FailingSource, RecordingSource, make_item, rate_limited
+from tests.research.fake_sources import (
+    BASE_TIME,
+    FailingSource,
+    RecordingSource,
+    UnavailableSource,
+    make_item,
+    rate_limited,
+)
 
 TOPIC = "DeepSeek R1"
 SINCE = BASE_TIME - timedelta(hours=24)
@@ -53,7 +60,7 @@ FIRST_ROUND = {
     ],
     "news": [
         item("news", "r1", "DeepSeek R1 tops open model leaderboard as rivals scramble",
-             "https://www.reuters.com/tech/deepseek-r1-leaderboard", text="Reuters reports the open model ranks first."),
+             "https://www.reuters.com/tech/deepseek-r1-leaderboard", text="The open model ranks first."),
         item("news", "r1b", "Open model leaderboard: DeepSeek R1 takes first place",
              "https://www.theverge.com/deepseek-r1-leaderboard"),
         item("news", "api", "DeepSeek halves API token prices for developers", "https://techcrunch.com/deepseek-api"),
@@ -89,7 +96,8 @@ def world_sources(rounds: dict[str, dict[str, list[Item]]] | None = None) -> lis
 
 
 def request_for(sources: Sequence[RecordingSource | FailingSource], **extra: Any) -> PipelineRequest:
-    return PipelineRequest(topic=TOPIC, sources=sources, since=SINCE, until=BASE_TIME, **extra)
+    window: dict[str, Any] = {"since": SINCE, "until": BASE_TIME}
+    return PipelineRequest(topic=TOPIC, sources=sources, **(window | extra))
 
 
 def prompt_of(messages: list[ModelMessage]) -> str:
@@ -189,7 +197,7 @@ async def test_the_whole_pipeline_with_models(tmp_path: Path) -> None:
     assert result.plan_refreshed and result.plan.made_by == "model"
     assert result.plan.queries == ["DeepSeek R1", "DeepSeek R1 release"]
     assert result.plan.per_source == {"hn": ["DeepSeek R1"]}
-    assert "<topic>DeepSeek R1</topic>" in light.prompts[0]
+    assert "<monitor_topic>DeepSeek R1</monitor_topic>" in light.prompts[0]
     hn, news = sources
     # Collect, then one expansion round with the terms the top items share ("API", "Ascend"), anchored.
     assert texts_sent(hn) == ["DeepSeek R1", "DeepSeek API", "DeepSeek Ascend"]
@@ -230,8 +238,13 @@ async def test_the_whole_pipeline_with_models(tmp_path: Path) -> None:
     assert set(summary["seconds"]) == set(STAGES)
     assert result.exports.chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert result.new_item_ids == ids and not result.nothing_new and not result.all_sources_failed
-    stages = [e.message for e in events if e.kind == "stage"]
-    assert len(stages) == len(STAGES)
+    stages = [e for e in events if e.kind == "stage"]
+    assert [e.done for e in stages] == list(range(len(STAGES))) and stages[
+        0
+    ].message == "planning searches for DeepSeek R1"
+    searches = [e for e in events if e.kind == "search_done"]
+    assert [e.done for e in searches] == [1, 2, 3, 1, 2, 3, 4], "numbered per round across collect calls"
+    assert {e.total for e in searches[:3]} == {3} and {e.total for e in searches[3:]} == {4}
     assert [e.kind for e in events][-1] == "finished"
 
 
@@ -269,7 +282,7 @@ async def test_a_fresh_stored_plan_is_reused_and_a_stale_or_foreign_one_is_remad
 
     async def run(**extra: Any) -> PipelineResult:
         return await run_pipeline(
-            request_for(world_sources(), plan=stored, **extra), light_model=model, heavy_model=None,
+            request_for(world_sources(), **({"plan": stored} | extra)), light_model=model, heavy_model=None,
             out_dir=tmp_path, stem="plan", now=lambda: BASE_TIME, options=options,
         )  # fmt: skip
 
@@ -288,6 +301,7 @@ async def test_the_expansion_round_is_bounded_and_skipped_when_the_first_round_h
         now=lambda: BASE_TIME, options=PipelineOptions(max_expansion_queries=1),
     )  # fmt: skip
     assert texts_sent(bounded_sources[1]) == ["DeepSeek R1", "DeepSeek API"]
+    assert bounded.report is not None and bounded.report.expansion_queries == ["DeepSeek API"]
 
     plenty_sources = world_sources()
     plenty = await run_pipeline(
@@ -354,11 +368,13 @@ async def test_novelty_across_two_runs(tmp_path: Path) -> None:
     assert any(d.text.startswith("Update: DeepSeek R1 tops") for d in second.digest.developments)
     assert second.digest.changes_since_last is not None
 
-    # A third run that finds only what was delivered: nothing new, a quiet digest, no exception.
+    # A third run that finds only what was delivered (and the repeat): nothing new, a quiet digest.
+    delivered |= set(second.new_item_ids)
     third = await run_pipeline(
         request_for(
             world_sources({TOPIC: second_round}),
-            already_delivered=frozenset(delivered | set(second.new_item_ids)),
+            already_delivered=frozenset(delivered),
+            delivered_items=[s.item for s in [*first.items, *second.items] if s.item.id in delivered],
         ),
         light_model=None, heavy_model=None, out_dir=tmp_path, stem="run3", now=lambda: later,
         options=PipelineOptions(max_expansion_queries=0),
@@ -367,11 +383,26 @@ async def test_novelty_across_two_runs(tmp_path: Path) -> None:
     assert third.digest.headline == "Nothing new about DeepSeek R1" and third.digest.developments == []
 
 
+async def test_a_story_whose_delivered_item_comes_back_with_a_new_outlet_is_an_update(tmp_path: Path) -> None:
+    # Only ids are known (no delivered items, no previous digest): the story is recognised through the
+    # delivered item the sources return again.
+    huawei = {"hn": [FIRST_ROUND["hn"][2]], "news": [FIRST_ROUND["news"][4], FIRST_ROUND["news"][3]]}
+    result = await run_pipeline(
+        request_for(world_sources({TOPIC: huawei}), already_delivered=frozenset({"hn:hw"})),
+        light_model=None, heavy_model=None, out_dir=tmp_path, stem="update", now=lambda: BASE_TIME,
+        options=PipelineOptions(max_expansion_queries=0),
+    )  # fmt: skip
+
+    assert {s.item.id: s.status for s in result.items} == {"hn:hw": "delivered", "news:hw": "update", "news:nv": "new"}
+    assert sorted(result.new_item_ids) == ["news:hw", "news:nv"] and result.update_item_ids == ["news:hw"]
+
+
 async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -> None:
     heavy = HeavyScript()
     failing = [
         rate_limited("hn"),
         FailingSource("news", SourceError(SourceErrorKind.SERVER, "502 Bad Gateway", status=502)),
+        UnavailableSource("x"),
     ]
 
     result = await run_pipeline(
@@ -389,11 +420,14 @@ async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -
         ("news", SourceErrorKind.SERVER),
     }
     assert "every source failed" in result.digest.headline
-    assert any("rate_limited" in line and "429" in line for line in result.digest.quality.missing_angles)
+    reasons = result.digest.quality.missing_angles
+    assert any(line.startswith("hn: rate_limited") and "429" in line for line in reasons)
+    assert "x: off (X_BEARER_TOKEN is not set)" in reasons
     assert heavy.critique_prompts == [] and heavy.digest_calls == 0, "no model call for nothing"
     assert result.items == [] and read_csv(result.exports.csv) == []
     summary = json.loads(result.exports.json.read_text(encoding="utf-8"))
     assert summary["all_sources_failed"] is True and len(summary["source_errors"]) == 2
+    assert summary["skipped_sources"] == {"x": "X_BEARER_TOKEN is not set"}
     assert result.exports.chart.exists()
 
 
@@ -415,7 +449,7 @@ def test_keyword_filter_matches_words_and_scripts() -> None:
 
 async def test_include_and_exclude_keywords_filter_the_run(tmp_path: Path) -> None:
     result = await run_pipeline(
-        request_for(world_sources(), include_keywords=["leaderboard", "API"], exclude_keywords=["Reuters"]),
+        request_for(world_sources(), include_keywords=["leaderboard", "API"], exclude_keywords=["Scramble"]),
         light_model=None, heavy_model=None, out_dir=tmp_path, stem="kw", now=lambda: BASE_TIME,
         options=PipelineOptions(max_expansion_queries=0),
     )  # fmt: skip
@@ -442,7 +476,7 @@ async def test_only_the_compact_top_k_reach_the_heavy_model(tmp_path: Path) -> N
         out_dir=tmp_path,
         stem="topk",
         now=lambda: BASE_TIME,
-        options=PipelineOptions(top_k=20, max_expansion_queries=0),
+        options=PipelineOptions(top_k=20, per_query_limit=100, max_expansion_queries=0),
     )
 
     assert len(result.items) == 60 and len(read_csv(result.exports.csv)) == 60

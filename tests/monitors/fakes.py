@@ -1,0 +1,92 @@
+"""Test doubles for monitors: a recording chat sender, a settable clock and a source resolver over fake sources."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from monitors.delivery import DeliveryError, OutgoingDigest
+from sources.base import Source
+from storage import ChatRecord
+
+
+class FakeClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+    def set(self, now: datetime) -> None:
+        self.now = now
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One message that reached a chat."""
+
+    chat: ChatRecord
+    message: OutgoingDigest
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+
+class RecordingSender:
+    """A `ChatSender` that records what it delivered and can be scripted to fail the next sends.
+
+    Tests read like a conversation: `sender.fail_next(RetryLater(retry_after=30))`, run the worker, then
+    `sender.pop_message()` for the oldest message not yet looked at, and `sender.is_quiet()` at the end.
+    """
+
+    def __init__(self) -> None:
+        self.sent: list[Sent] = []
+        self.attempts: list[tuple[ChatRecord, OutgoingDigest]] = []
+        self._script: deque[DeliveryError] = deque()
+        self._unread: deque[Sent] = deque()
+
+    def fail_next(self, *errors: DeliveryError) -> None:
+        """The next sends raise these errors, one each, in order."""
+        self._script.extend(errors)
+
+    async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
+        self.attempts.append((chat, message))
+        if self._script:
+            raise self._script.popleft()
+        sent = Sent(chat, message)
+        self.sent.append(sent)
+        self._unread.append(sent)
+
+    def pop_message(self) -> Sent:
+        """The oldest delivered message not popped yet; fails the test when there is none."""
+        assert self._unread, "no message was delivered"
+        return self._unread.popleft()
+
+    def is_quiet(self) -> bool:
+        """Nothing delivered that the test has not looked at."""
+        return not self._unread
+
+    def delivered_to(self) -> list[str]:
+        """External chat ids of every delivered message, in order."""
+        return [sent.chat.external_id for sent in self.sent]
+
+
+def resolver(available: Mapping[str, Source]) -> Callable[[Sequence[str]], list[Source]]:
+    """A `(specs) -> list[Source]` over named fake sources; unknown names raise ValueError like the registry."""
+
+    def resolve(specs: Sequence[str]) -> list[Source]:
+        unknown = [spec for spec in specs if spec not in available]
+        if unknown:
+            raise ValueError(f"unknown source(s): {', '.join(unknown)}. Valid: {', '.join(available)}")
+        return [available[spec] for spec in specs]
+
+    return resolve
