@@ -21,6 +21,7 @@ from bots.telegram_render import (
     Text,
     is_safe_url,
     parse_markdown,
+    utf16_len,
 )
 
 SECTION_TEXT_LIMIT = 3000
@@ -92,20 +93,19 @@ def markdown_to_mrkdwn(text: str) -> str:
 
 
 def _chunks(blocks: list[Block], *, in_quote: bool = False) -> list[str | None]:
-    """Each block's mrkdwn (consecutive list items together); None where a divider goes."""
-    chunks: list[str | None] = []
-    previous: Block | None = None
+    """Each block's mrkdwn (a list joined to the line above it); None where a divider goes."""
+    groups: list[list[str] | None] = []
     for block in blocks:
         if isinstance(block, Rule):
-            chunks.append(None)
+            groups.append(None)
         elif (rendered := _render_block(block, in_quote=in_quote)).strip():
-            tight = isinstance(block, ListItem) and isinstance(previous, ListItem) and not block.after_blank_line
-            if tight and chunks and chunks[-1] is not None:
-                chunks[-1] += "\n" + rendered
+            tight = isinstance(block, ListItem) and not block.after_blank_line  # a list right under its lead-in
+            last = groups[-1] if groups else None
+            if tight and last is not None:
+                last.append(rendered)
             else:
-                chunks.append(rendered)
-        previous = block
-    return chunks
+                groups.append([rendered])
+    return [None if group is None else "\n".join(group) for group in groups]
 
 
 def _render_block(block: Block, *, in_quote: bool) -> str:
@@ -204,9 +204,14 @@ def fallback_text(text: str, *, limit: int = MESSAGE_TEXT_LIMIT) -> str:
     return _truncate(markdown_to_mrkdwn(text), limit, mrkdwn=True)
 
 
+def _units(text: str) -> int:
+    """Length in UTF-16 code units: never less than Slack's character count, whichever way it counts emoji."""
+    return utf16_len(text)
+
+
 def _split_chunk(chunk: str, limit: int) -> list[str]:
-    """A block's mrkdwn in pieces of at most `limit` characters, cut at lines, then words, never in a link."""
-    if len(chunk) <= limit:
+    """A block's mrkdwn in pieces of at most `limit` units, cut at lines, then words, never inside a link."""
+    if _units(chunk) <= limit:
         return [chunk]
     fence = "```\n"
     if chunk.startswith(fence) and chunk.endswith("\n```"):  # each piece of a code block is fenced again
@@ -218,7 +223,7 @@ def _split_chunk(chunk: str, limit: int) -> list[str]:
 def _split_lines(text: str, limit: int) -> list[str]:
     lines: list[str] = []
     for line in text.split("\n"):
-        if len(line) <= limit:
+        if _units(line) <= limit:
             lines.append(line)
             continue
         quote = "> " if line.startswith("> ") else ""  # a quoted line stays quoted in every piece
@@ -230,7 +235,7 @@ def _split_lines(text: str, limit: int) -> list[str]:
 def _split_words(line: str, limit: int) -> list[str]:
     atoms: list[str] = []
     for atom in _ATOM.findall(line):
-        if len(atom) > limit:  # a link longer than a whole section cannot stay a link: keep its text
+        if _units(atom) > limit:  # a link longer than a whole section cannot stay a link: keep its text
             target, _, label = atom[1:-1].partition("|")
             atoms.extend(_ATOM.findall(label or target))
         else:
@@ -239,14 +244,14 @@ def _split_words(line: str, limit: int) -> list[str]:
     current: list[str] = []
     size = 0
     for atom in atoms:
-        if size + len(atom) > limit:
+        if size + _units(atom) > limit:
             spaces = [index for index, held in enumerate(current) if held == " " and index > 0]
             cut = spaces[-1] if spaces else len(current)
             pieces.append("".join(current[:cut]))
             current = current[cut + 1 :] if spaces else []
-            size = sum(map(len, current))
+            size = sum(map(_units, current))
         current.append(atom)
-        size += len(atom)
+        size += _units(atom)
     pieces.append("".join(current))
     return [piece for piece in pieces if piece.strip()]
 
@@ -254,11 +259,15 @@ def _split_words(line: str, limit: int) -> list[str]:
 def _pack(pieces: list[str], separator: str, limit: int) -> list[str]:
     """Pieces (each within `limit`) joined greedily into as few texts within `limit` as possible."""
     packed: list[str] = []
+    size = 0  # of the last packed text
     for piece in pieces:
-        if packed and len(packed[-1]) + len(separator) + len(piece) <= limit:
+        piece_size = _units(piece)
+        if packed and size + len(separator) + piece_size <= limit:
             packed[-1] += separator + piece
+            size += len(separator) + piece_size
         else:
             packed.append(piece)
+            size = piece_size
     return [text for text in packed if text.strip()]
 
 

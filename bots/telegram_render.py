@@ -88,7 +88,7 @@ class ListItem:
     marker: str
     inlines: list[Inline]
     after_blank_line: bool = False
-    """A blank line separates it from what came before (a loose list or a new list)."""
+    """A blank line separates it from what came before (a loose list, a new list, a list after a paragraph)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,16 +439,14 @@ def markdown_to_telegram_html(text: str) -> str:
 
 def _render_blocks(blocks: list[Block], *, in_quote: bool) -> str:
     rendered: list[str] = []
-    previous: Block | None = None
     for block in blocks:
         piece = _render_block(block, in_quote=in_quote)
         if not piece:
             continue
         if rendered:
-            tight = isinstance(block, ListItem) and isinstance(previous, ListItem) and not block.after_blank_line
+            tight = isinstance(block, ListItem) and not block.after_blank_line  # a list right under its lead-in
             rendered.append("\n" if tight else "\n\n")
         rendered.append(piece)
-        previous = block
     return "".join(rendered)
 
 
@@ -624,18 +622,17 @@ def _fill_part(
         piece = pieces[position]
         if isinstance(piece, str):
             units = 2 if ord(piece) > 0xFFFF else 1
+            in_code = any(tag.name in _CODE_TAGS for tag in stack)
+            if piece == "\n":  # a break is noted before the overflow check: the overflowing space is the best cut
+                last_break[_LINE] = (position, visible)
+                if position > start and pieces[position - 1] == "\n" and not in_code:
+                    last_break[_PARAGRAPH] = (position - 1, visible - 1)
+            elif piece == " " and not in_code:
+                last_break[_WORD] = (position, visible)
             closing = sum(len(tag.name) + 3 for tag in stack)
             if visible + units > limit or raw + _raw_cost(piece) + closing > raw_ceiling:
                 end = _choose_cut(pieces, start, position, last_break, visible=visible)
                 break
-            if piece == "\n":
-                in_code = any(tag.name in _CODE_TAGS for tag in stack)
-                paragraph = position > start and pieces[position - 1] == "\n" and not in_code
-                last_break[_LINE] = (position, visible)
-                if paragraph:
-                    last_break[_PARAGRAPH] = (position - 1, visible - 1)
-            elif piece == " " and not any(tag.name in _CODE_TAGS for tag in stack):
-                last_break[_WORD] = (position, visible)
             visible += units
         elif isinstance(piece, _Open):
             stack.append(piece)

@@ -6,12 +6,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
+from research.dedupe import normalise
 from sources.base import Item, SearchQuery, Source, SourceError, SourceErrorKind, utc_now
 
 logger = logging.getLogger(__name__)
@@ -269,3 +271,78 @@ async def collect(
 def _now(not_before: datetime) -> datetime:
     # Clocks can step backwards; a collection never ends before it started.
     return max(utc_now(), not_before)
+
+
+def merge_collections(collections: Sequence[Collection], *, started_at: datetime) -> Collection:
+    """Several collections as one (outcome indices shifted)."""
+    items: list[Item] = []
+    outcomes: list[SearchOutcome] = []
+    item_outcomes: list[int] = []
+    for part in collections:
+        item_outcomes.extend(index + len(outcomes) for index in part.item_outcomes)
+        items.extend(part.items)
+        outcomes.extend(part.outcomes)
+    finished = max([started_at, *(c.finished_at for c in collections)])
+    return Collection(
+        items=items, outcomes=outcomes, item_outcomes=item_outcomes, started_at=started_at, finished_at=finished
+    )
+
+
+def _unique_texts(texts: Sequence[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for text in texts:
+        flat = " ".join(text.split())
+        if flat:
+            seen.setdefault(normalise(flat), flat)
+    return list(seen.values())
+
+
+def _renumbered(progress: ProgressCallback | None, total: int) -> ProgressCallback | None:
+    """Renumber `search_done` events of several `collect` calls into one count."""
+    if progress is None:
+        return None
+    done = 0
+
+    def forward(event: ProgressEvent) -> None:
+        nonlocal done
+        if event.kind == "search_done":
+            done += 1
+            event = event.model_copy(update={"done": done, "total": total})
+        progress(event)
+
+    return forward
+
+
+async def collect_per_source(
+    queries_by_source: Sequence[tuple[Source, Sequence[str]]],
+    *,
+    window: SearchQuery,
+    concurrency: int = 8,
+    timeout: float = 60.0,  # noqa: ASYNC109  # a per-search bound passed to `collect`, not a whole-call one
+    progress: ProgressCallback | None = None,
+) -> Collection:
+    """Run each source's own query texts (with `window`'s dates, language and limit) as one collection.
+
+    Sources given the same queries share one `collect` call.
+    """
+    started_at = utc_now()
+    groups: dict[tuple[str, ...], list[Source]] = {}
+    for source, queries in queries_by_source:
+        groups.setdefault(tuple(_unique_texts(queries)), []).append(source)
+    groups.pop((), None)
+    available = {id(s): _unavailable_reason(s) is None for group in groups.values() for s in group}
+    total = sum(len(queries) * sum(available[id(s)] for s in sources) for queries, sources in groups.items())
+    forward = _renumbered(progress, total)
+    parts = await asyncio.gather(
+        *(
+            collect(
+                [replace(window, text=text) for text in queries],
+                sources,
+                concurrency=concurrency,
+                timeout=timeout,
+                progress=forward,
+            )
+            for queries, sources in groups.items()
+        )
+    )
+    return merge_collections(parts, started_at=started_at)

@@ -7,7 +7,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -116,13 +116,17 @@ def _replacing(path: Path, *, encoding: str, newline: str | None = None) -> Iter
         raise
 
 
-def write_csv(path: Path, ranked_items: Sequence[RankedItem]) -> None:
-    """Write the CSV: UTF-8 with BOM so Excel reads non-Latin text, one row per item, in the given order."""
+def write_csv_rows(path: Path, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """Write a CSV whole or not at all: UTF-8 with BOM so Excel reads non-Latin text; cells already guarded."""
     with _replacing(path, encoding="utf-8-sig", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for index, ranked in enumerate(ranked_items, start=1):
-            writer.writerow(csv_row(index, ranked))
+        writer.writerow(columns)
+        writer.writerows(rows)
+
+
+def write_csv(path: Path, ranked_items: Sequence[RankedItem]) -> None:
+    """Write the collection CSV: one row per item, in the given order."""
+    write_csv_rows(path, CSV_COLUMNS, (csv_row(index, ranked) for index, ranked in enumerate(ranked_items, start=1)))
 
 
 def write_json(path: Path, model: BaseModel) -> None:

@@ -7,11 +7,8 @@ digest says what happened. Only the top-K compact items reach the heavy model; t
 from __future__ import annotations
 
 import asyncio
-import csv
 import logging
-import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,11 +26,12 @@ from research.collect import (
     ProgressEvent,
     SearchOutcome,
     SearchStatus,
-    collect,
+    collect_per_source,
     emit,
+    merge_collections,
 )
-from research.critique import Critique, LlmUsage, heuristic_critique, llm_critique, outlet_of
-from research.dedupe import Deduper, normalise
+from research.critique import Critique, LlmUsage, heuristic_critique, llm_critique
+from research.dedupe import normalise
 from research.digest import (
     Digest,
     PreviousDigest,
@@ -41,10 +39,11 @@ from research.digest import (
     extractive_digest,
     llm_digest,
 )
-from research.export import CSV_COLUMNS, csv_row, guard_cell, write_json
+from research.export import CSV_COLUMNS, csv_row, guard_cell, write_csv_rows, write_json
+from research.novelty import ItemStatus, assess_novelty
 from research.plan import PlanResult, QueryPlan, expansion_queries, plan_is_stale, plan_queries
-from research.rank import RankedItem, rank
-from sources.base import Item, SearchQuery, Source, item_id, utc_now
+from research.rank import RankedItem, rank, select_top
+from sources.base import Item, SearchQuery, Source, utc_now
 from sources.urls import canonical_url
 
 logger = logging.getLogger(__name__)
@@ -53,11 +52,6 @@ STAGES: Final = ("plan", "collect", "expand", "novelty", "critique", "digest", "
 PIPELINE_CSV_COLUMNS: Final = (*CSV_COLUMNS, "credibility", "status")
 UPDATE_PREFIX: Final = "Update: "
 """Put before the title of an update to a delivered story in what the critique and digest see."""
-
-ItemStatus = Literal["new", "update", "repeat", "delivered"]
-"""`new`: a story not delivered before. `update`: a new item of a delivered story from an outlet that had not
-carried it. `repeat`: a new item of a delivered story adding no outlet (not reported). `delivered`: delivered
-before (by id or URL)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -256,92 +250,6 @@ def sum_usage(parts: Sequence[LlmUsage]) -> LlmUsage:
     )
 
 
-def _unique_texts(texts: Sequence[str]) -> list[str]:
-    seen: dict[str, str] = {}
-    for text in texts:
-        flat = " ".join(text.split())
-        if flat:
-            seen.setdefault(normalise(flat), flat)
-    return list(seen.values())
-
-
-def merge_collections(collections: Sequence[Collection], *, started_at: datetime) -> Collection:
-    """Several collections as one (outcome indices shifted)."""
-    items: list[Item] = []
-    outcomes: list[SearchOutcome] = []
-    item_outcomes: list[int] = []
-    for part in collections:
-        item_outcomes.extend(index + len(outcomes) for index in part.item_outcomes)
-        items.extend(part.items)
-        outcomes.extend(part.outcomes)
-    finished = max([started_at, *(c.finished_at for c in collections)])
-    return Collection(
-        items=items, outcomes=outcomes, item_outcomes=item_outcomes, started_at=started_at, finished_at=finished
-    )
-
-
-def _counting(progress: ProgressCallback | None, total: int) -> ProgressCallback | None:
-    """Renumber `search_done` events of several `collect` calls into one count."""
-    if progress is None:
-        return None
-    done = 0
-
-    def forward(event: ProgressEvent) -> None:
-        nonlocal done
-        if event.kind == "search_done":
-            done += 1
-            event = event.model_copy(update={"done": done, "total": total})
-        progress(event)
-
-    return forward
-
-
-def _is_available(source: Source) -> bool:
-    try:
-        return source.unavailable_reason() is None
-    except Exception:  # `collect` records a failing check as the source being off; count it the same way
-        return False
-
-
-async def collect_grouped(
-    queries_by_source: Sequence[tuple[Source, Sequence[str]]],
-    *,
-    request: PipelineRequest,
-    options: PipelineOptions,
-    progress: ProgressCallback | None,
-) -> Collection:
-    """Run each source's queries; sources with the same queries share one `collect` call."""
-    started_at = utc_now()
-    groups: dict[tuple[str, ...], list[Source]] = {}
-    for source, queries in queries_by_source:
-        groups.setdefault(tuple(_unique_texts(queries)), []).append(source)
-    groups.pop((), None)
-    total = sum(len(queries) * sum(map(_is_available, sources)) for queries, sources in groups.items())
-    forward = _counting(progress, total)
-    parts = await asyncio.gather(
-        *(
-            collect(
-                [
-                    SearchQuery(
-                        text=text,
-                        since=request.since,
-                        until=request.until,
-                        language=request.language,
-                        limit=options.per_query_limit,
-                    )
-                    for text in queries
-                ],
-                sources,
-                concurrency=options.concurrency,
-                timeout=options.search_timeout,
-                progress=forward,
-            )
-            for queries, sources in groups.items()
-        )
-    )
-    return merge_collections(parts, started_at=started_at)
-
-
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:
     text = re.escape(normalise(keyword))
     # Word boundaries for alphabetic scripts ("AI" must not match "said"); plain containment for CJK and Thai,
@@ -362,89 +270,6 @@ def keyword_filter(items: Sequence[Item], *, include: Sequence[str], exclude: Se
             continue
         kept.append(item)
     return kept
-
-
-# ---- novelty ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Novelty:
-    """The collected items after novelty: each one's status and story, and the stories known before."""
-
-    items: list[Item]
-    """Unique collected items (new ones and those delivered before), in the order found."""
-    status: dict[str, ItemStatus]
-    cluster_of: dict[str, str]
-    deduper: Deduper
-
-
-def _references(request: PipelineRequest) -> list[Item]:
-    """What was delivered before, as items: the given ones, then the previous digest's citations."""
-    references = list(request.delivered_items)
-    for cited in request.previous_digest.cited if request.previous_digest else ():
-        canonical = canonical_url(cited.url)
-        references.append(
-            Item(id=item_id(cited.source or "cited", canonical=canonical), source=cited.source or "cited",
-                 url=canonical, title=cited.title)
-        )  # fmt: skip
-    return references
-
-
-def assess_novelty(items: Sequence[Item], request: PipelineRequest) -> Novelty:
-    """Cluster the items together with what was delivered before, and give each item its status."""
-    deduper = Deduper()
-    references = _references(request)
-    deduper.add(references)
-    reference_by_url = {canonical_url(r.url): r.id for r in references}
-    delivered_ids = set(request.already_delivered) | {r.id for r in references}
-    delivered_urls = {canonical_url(url) for url in request.delivered_urls} | set(reference_by_url)
-    added = deduper.add(items)
-
-    kept: list[Item] = []
-    cluster_of: dict[str, str] = {}
-    status: dict[str, ItemStatus] = {}
-    emitted: set[str] = set()
-    new_ids = {item.id for item in added.new}
-    for item in items:
-        key = canonical_url(item.url)
-        if item.id in emitted or key in emitted:
-            continue  # a repeat within this run's collection
-        if item.id in new_ids:
-            cluster = added.cluster_of[item.id]
-        else:  # seen before: it matched something delivered, by id or by URL
-            cluster = deduper.cluster_id(item.id) or deduper.cluster_id(reference_by_url.get(key, "")) or ""
-        emitted.update((item.id, key))
-        kept.append(item)
-        cluster_of[item.id] = cluster
-        delivered = item.id in delivered_ids or key in delivered_urls or item.id not in new_ids
-        status[item.id] = "delivered" if delivered else "new"
-
-    # A story delivered before stays quiet unless an outlet that had not carried it now does.
-    outlets_before: dict[str, set[str]] = {}
-    for story in deduper.clusters:
-        for member in story.members:
-            if member.id in delivered_ids or canonical_url(member.url) in delivered_urls:
-                outlets_before.setdefault(story.id, set()).add(outlet_of(member))
-    for item in kept:
-        known = outlets_before.get(cluster_of[item.id])
-        if status[item.id] == "new" and known is not None:
-            status[item.id] = "repeat" if outlet_of(item) in known else "update"
-    return Novelty(items=kept, status=status, cluster_of=cluster_of, deduper=deduper)
-
-
-def select_top(ranked: Sequence[RankedItem], *, top_k: int, per_story: int) -> list[RankedItem]:
-    """The best `top_k` items, at most `per_story` of one story."""
-    chosen: list[RankedItem] = []
-    per_cluster: dict[str, int] = {}
-    for entry in ranked:
-        key = entry.cluster_id or entry.item.id
-        if per_cluster.get(key, 0) >= per_story:
-            continue
-        per_cluster[key] = per_cluster.get(key, 0) + 1
-        chosen.append(entry)
-        if len(chosen) >= top_k:
-            break
-    return chosen
 
 
 # ---- digests without items -------------------------------------------------------------------------------
@@ -485,26 +310,44 @@ def quiet_digest(topic: str, counts: PipelineCounts) -> Digest:
 
 def write_pipeline_csv(path: Path, items: Sequence[ScoredItem]) -> None:
     """The collection's CSV columns plus credibility and status; written whole or not at all."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8-sig", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(PIPELINE_CSV_COLUMNS)
-            for scored in items:
-                ranked = RankedItem(
-                    item=scored.item,
-                    cluster_id=scored.cluster_id,
-                    relevance=scored.relevance,
-                    recency=scored.recency,
-                    engagement=scored.engagement,
-                    score=scored.score,
-                )
-                credibility = "" if scored.credibility is None else f"{scored.credibility:.4f}"
-                writer.writerow([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status])
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    rows = []
+    for scored in items:
+        ranked = RankedItem(
+            item=scored.item,
+            cluster_id=scored.cluster_id,
+            relevance=scored.relevance,
+            recency=scored.recency,
+            engagement=scored.engagement,
+            score=scored.score,
+        )
+        credibility = "" if scored.credibility is None else f"{scored.credibility:.4f}"
+        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status])
+    write_csv_rows(path, PIPELINE_CSV_COLUMNS, rows)
+
+
+def scored_items(
+    ranked: Sequence[RankedItem], *, status: dict[str, ItemStatus], critique: Critique | None
+) -> list[ScoredItem]:
+    """The CSV rows: the ranking's order and scores, with the critique's verdicts where it gave them."""
+    verdicts = {verdict.item_id: verdict for verdict in critique.items} if critique else {}
+    scored = []
+    for position, entry in enumerate(ranked, start=1):
+        verdict = verdicts.get(entry.item.id)
+        scored.append(
+            ScoredItem(
+                item=entry.item,
+                cluster_id=entry.cluster_id,
+                relevance=verdict.relevance if verdict else entry.relevance,
+                credibility=verdict.credibility if verdict else None,
+                score=entry.score,
+                rank=position,
+                recency=entry.recency,
+                engagement=entry.engagement,
+                status=status[entry.item.id],
+                reason=verdict.reason if verdict else None,
+            )
+        )
+    return scored
 
 
 def _write_files(exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest) -> None:
@@ -532,10 +375,15 @@ def _write_chart(items: Sequence[Item], *, path: Path, request: PipelineRequest)
 async def _plan(
     request: PipelineRequest, *, model: Model | None, now: datetime
 ) -> tuple[QueryPlan, bool, PlanResult | None]:
-    if request.plan is not None and not plan_is_stale(
-        request.plan, request.plan_updated_at, topic=request.topic, now=now
+    stored = request.plan
+    # A rule-made plan stands in for a model that was missing or failing: with a model now, try it again.
+    upgrade = stored is not None and stored.made_by == "deterministic" and model is not None
+    if (
+        stored is not None
+        and not upgrade
+        and not plan_is_stale(stored, request.plan_updated_at, topic=request.topic, now=now)
     ):
-        return request.plan, False, None
+        return stored, False, None
     result = await plan_queries(
         request.topic,
         sources=[source.name for source in request.sources],
@@ -545,6 +393,24 @@ async def _plan(
         model=model,
     )
     return result.plan, True, result
+
+
+def plan_expansion(
+    first: Collection, *, request: PipelineRequest, plan: QueryPlan, options: PipelineOptions, now: datetime
+) -> tuple[list[str], str | None]:
+    """The second round's queries from the first round's best items, or none and why not."""
+    if not any(o.status is SearchStatus.OK for o in first.outcomes):
+        return [], "no source answered the first round"
+    in_window = _in_window(exact_unique(first.items), request.since)
+    kept = keyword_filter(in_window, include=request.include_keywords, exclude=request.exclude_keywords)
+    if len(kept) >= options.expand_below:
+        return [], f"the first round found {len(kept)} items (at least {options.expand_below})"
+    ranked = rank(kept, topic=" ".join([request.topic, *plan.keywords]), now=now)
+    leaders = [entry.item for entry in ranked[: options.expansion_top_items]]
+    queries = expansion_queries(
+        leaders, plan=plan, extra_queries=request.extra_queries, limit=options.max_expansion_queries
+    )
+    return queries, None if queries else "the top items named no new terms"
 
 
 def _in_window(items: Sequence[Item], since: datetime) -> list[Item]:
@@ -593,38 +459,30 @@ async def run_pipeline(
         if planned is not None:
             usage["plan"] = planned.usage
     extra = list(request.extra_queries)
+    window = SearchQuery(
+        text="", since=request.since, until=request.until, language=request.language, limit=options.per_query_limit
+    )
 
     with stages.stage("collect", f"searching {len(request.sources)} sources"):
-        first = await collect_grouped(
+        first = await collect_per_source(
             [(source, [*plan.queries_for(source.name), *extra]) for source in request.sources],
-            request=request,
-            options=options,
+            window=window,
+            concurrency=options.concurrency,
+            timeout=options.search_timeout,
             progress=progress,
         )
     collections = [first]
 
     with stages.stage("expand", "looking for related terms"):
-        in_window = _in_window(exact_unique(first.items), request.since)
-        found = len(in_window)
-        new_queries: list[str] = []
-        skipped_expansion: str | None = None
-        if not any(o.status is SearchStatus.OK for o in first.outcomes):
-            skipped_expansion = "no source answered the first round"
-        elif found >= options.expand_below:
-            skipped_expansion = f"the first round found {found} items (at least {options.expand_below})"
-        else:
-            ranked_first = rank(in_window, topic=" ".join([request.topic, *plan.keywords]), now=started_at)
-            leaders = [entry.item for entry in ranked_first[: options.expansion_top_items]]
-            new_queries = expansion_queries(
-                leaders, plan=plan, extra_queries=extra, limit=options.max_expansion_queries
-            )
-            if not new_queries:
-                skipped_expansion = "the top items named no new terms"
+        new_queries, skipped_expansion = plan_expansion(
+            first, request=request, plan=plan, options=options, now=started_at
+        )
         if new_queries:
-            second = await collect_grouped(
+            second = await collect_per_source(
                 [(source, new_queries) for source in request.sources],
-                request=request,
-                options=options,
+                window=window,
+                concurrency=options.concurrency,
+                timeout=options.search_timeout,
                 progress=progress,
             )
             collections.append(second)
@@ -635,7 +493,13 @@ async def run_pipeline(
         unique = exact_unique(collection.items)
         in_window = _in_window(unique, request.since)
         filtered = keyword_filter(in_window, include=request.include_keywords, exclude=request.exclude_keywords)
-        novelty = assess_novelty(filtered, request)
+        novelty = assess_novelty(
+            filtered,
+            delivered_items=request.delivered_items,
+            previous_digest=request.previous_digest,
+            already_delivered=request.already_delivered,
+            delivered_urls=request.delivered_urls,
+        )
         counts.unique = len(unique)
         counts.out_of_window = len(unique) - len(in_window)
         counts.excluded_by_keywords = len(in_window) - len(filtered)
@@ -700,24 +564,7 @@ async def run_pipeline(
                 top, topic=request.topic, clusters=clusters, critique=critique, previous=previous, now=started_at
             )
 
-    verdicts = {verdict.item_id: verdict for verdict in critique.items} if critique else {}
-    scored = []
-    for position, entry in enumerate(ranked, start=1):
-        verdict = verdicts.get(entry.item.id)
-        scored.append(
-            ScoredItem(
-                item=entry.item,
-                cluster_id=entry.cluster_id,
-                relevance=verdict.relevance if verdict else entry.relevance,
-                credibility=verdict.credibility if verdict else None,
-                score=entry.score,
-                rank=position,
-                recency=entry.recency,
-                engagement=entry.engagement,
-                status=novelty.status[entry.item.id],
-                reason=verdict.reason if verdict else None,
-            )
-        )
+    scored = scored_items(ranked, status=novelty.status, critique=critique)
 
     with stages.stage("export", f"writing {len(scored)} items"):
         emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))

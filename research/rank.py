@@ -116,3 +116,18 @@ def rank(
             )
         )
     return sorted(ranked, key=lambda r: -r.score)
+
+
+def select_top(ranked: Sequence[RankedItem], *, top_k: int, per_story: int) -> list[RankedItem]:
+    """The best `top_k` items, at most `per_story` of one story."""
+    chosen: list[RankedItem] = []
+    per_cluster: dict[str, int] = {}
+    for entry in ranked:
+        key = entry.cluster_id or entry.item.id
+        if per_cluster.get(key, 0) >= per_story:
+            continue
+        per_cluster[key] = per_cluster.get(key, 0) + 1
+        chosen.append(entry)
+        if len(chosen) >= top_k:
+            break
+    return chosen

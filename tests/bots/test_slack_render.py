@@ -16,6 +16,7 @@ from bots.slack_render import (
     markdown_to_blocks,
     markdown_to_mrkdwn,
 )
+from bots.telegram_render import utf16_len
 from tests.bots.samples import MARKDOWN, digest_markdown
 from tests.bots.telegram_html import squeeze
 
@@ -195,14 +196,14 @@ def test_fallback_text_closes_a_cut_code_block() -> None:
 # --- properties ----------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(markdown=MARKDOWN)
 def test_any_markdown_gives_blocks_within_limits_losing_no_text(markdown: str) -> None:
     messages = markdown_to_blocks(markdown * 40)  # long enough to need several sections
 
     texts = [text for message in messages for text in sections(message)]
     assert all(len(message) <= BLOCKS_PER_MESSAGE for message in messages)
-    assert all(len(text.strip()) > 0 and len(text) <= SECTION_TEXT_LIMIT for text in texts)
+    assert all(len(text.strip()) > 0 and utf16_len(text) <= SECTION_TEXT_LIMIT for text in texts)
     expected = markdown_to_mrkdwn(markdown * 40).replace("──────────", "")
     assert visible_words("\n".join(texts)) == visible_words(expected)
     for text in texts:
@@ -225,3 +226,9 @@ def test_a_link_longer_than_a_section_is_kept_as_its_text() -> None:
     for text in texts:
         assert_slack_escaped(text)
     assert squeeze("".join(texts)) == squeeze(f"Go to {url} now".replace("&", "&amp;"))
+
+
+def test_sections_of_emoji_are_measured_in_utf16_units_to_stay_safe() -> None:
+    texts = sections(markdown_to_blocks("🚀" * 2000)[0])
+
+    assert [len(text) for text in texts] == [1500, 500]

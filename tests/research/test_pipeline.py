@@ -292,6 +292,9 @@ async def test_a_fresh_stored_plan_is_reused_and_a_stale_or_foreign_one_is_remad
     assert stale.plan_refreshed and stale.plan.made_by == "model" and len(light.prompts) == 1
     foreign = await run(plan_updated_at=BASE_TIME, plan=stored.model_copy(update={"topic": "Kimi K2"}))
     assert foreign.plan_refreshed and len(light.prompts) == 2
+    # A rule-made plan (the model was off or failing when it was made) is retried while a model is there.
+    fallback = await run(plan_updated_at=BASE_TIME, plan=deterministic_plan(TOPIC))
+    assert fallback.plan_refreshed and fallback.plan.made_by == "model" and len(light.prompts) == 3
 
 
 async def test_the_expansion_round_is_bounded_and_skipped_when_the_first_round_has_plenty(tmp_path: Path) -> None:

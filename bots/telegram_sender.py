@@ -1,0 +1,217 @@
+"""Delivers monitor digests to Telegram chats: HTML text in parts, the CSV as a document, the chart as a photo."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import logging
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal, TypeVar
+
+from telegram import Bot
+from telegram.constants import ParseMode
+from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TelegramError
+from telegram.request import HTTPXRequest
+
+from bots.telegram_render import (
+    caption,
+    html_to_plain_text,
+    markdown_to_telegram_html,
+    split_telegram_html,
+    split_telegram_text,
+)
+from monitors.delivery import Attachment, ChatGone, ChatMoved, DeliveryError, OutgoingDigest, RetryLater
+from storage import ChatRecord
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_API_URL = "https://api.telegram.org/bot"
+DEFAULT_FILE_URL = "https://api.telegram.org/file/bot"
+_PROGRESS_ENTRIES = 10_000
+"""Partly delivered messages remembered (oldest forgotten first), so a retry does not resend delivered parts."""
+_GONE_MARKERS = ("chat not found", "user is deactivated", "bot was kicked", "chat was deleted")
+"""A 400 with one of these means the chat is gone for good, like a 403."""
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Step:
+    """One API call of a delivery: a text part, or an attachment."""
+
+    kind: Literal["html", "document", "photo"]
+    html: str = ""
+    attachment: Attachment | None = None
+
+
+class TelegramSender:
+    """A `monitors.delivery.ChatSender` for Telegram, through python-telegram-bot's `Bot`.
+
+    The digest's markdown becomes Telegram HTML split into parts of at most 4096 characters, sent in order; a
+    part Telegram cannot parse is resent as plain text. Attachments follow: documents keep their filename,
+    images go as photos with a caption. Errors become `RetryLater` (429 with its wait, network, timeouts),
+    `ChatGone` (403, chat not found) or `ChatMoved` (a group upgraded to a supergroup).
+
+    A retried delivery (the worker resends the whole message) skips the parts this process already delivered
+    to that chat, so a 429 on the third part does not repeat the first two. The memory is per process: after a
+    restart a half-delivered message is sent again from its first part.
+
+    `max_messages_per_second` paces every call this sender makes (Telegram allows about 30 per second per
+    bot); None sends as fast as the worker asks.
+    """
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        base_file_url: str = DEFAULT_FILE_URL,
+        max_messages_per_second: float | None = None,
+        connection_pool_size: int = 64,
+        read_timeout: float = 10.0,
+    ) -> None:
+        request = HTTPXRequest(connection_pool_size=connection_pool_size, read_timeout=read_timeout)
+        self.bot = Bot(token, base_url=base_url, base_file_url=base_file_url, request=request)
+        self._interval = 1.0 / max_messages_per_second if max_messages_per_second else 0.0
+        self._next_slot = 0.0
+        self._pace_lock = asyncio.Lock()
+        self._init_lock = asyncio.Lock()
+        self._progress: OrderedDict[tuple[str, str], int] = OrderedDict()
+
+    async def __aenter__(self) -> TelegramSender:
+        await self.bot.initialize()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Release the HTTP connections."""
+        await self.bot.shutdown()
+
+    async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
+        """Deliver the text parts, then the attachments; raises `RetryLater`, `ChatGone` or `ChatMoved`."""
+        steps = _steps(message)
+        key = (chat.external_id, _fingerprint(message))
+        done = self._progress.get(key, 0)
+        if done:
+            logger.info("chat %d: resuming a delivery after %d of %d parts", chat.id, done, len(steps))
+        for index in range(done, len(steps)):
+            await self._call(functools.partial(self._send_step, chat.external_id, steps[index], message))
+            self._remember(key, index + 1)
+        self._progress.pop(key, None)
+
+    def _remember(self, key: tuple[str, str], done: int) -> None:
+        self._progress[key] = done
+        self._progress.move_to_end(key)
+        while len(self._progress) > _PROGRESS_ENTRIES:
+            self._progress.popitem(last=False)
+
+    async def _send_step(self, chat_id: str, step: _Step, message: OutgoingDigest) -> None:
+        if step.kind == "html":
+            await self._send_html(chat_id, step.html)
+            return
+        attachment = step.attachment
+        assert attachment is not None
+        try:
+            content = await asyncio.to_thread(attachment.path.read_bytes)
+        except OSError as error:  # cleaned up since the run: the rest of the message still goes
+            logger.warning("attachment %s is unreadable (%s); skipped", attachment.path, error)
+            return
+        if step.kind == "photo":
+            try:
+                await self._paced(
+                    self.bot.send_photo(
+                        chat_id, photo=content, filename=attachment.filename, caption=_photo_caption(message)
+                    )
+                )
+                return
+            except BadRequest as error:
+                if _is_gone(error):
+                    raise
+                # Telegram refuses some images as photos (size, dimensions): the file still helps as a document.
+                logger.warning("chart refused as a photo (%s); sending it as a document", error.message)
+        await self._paced(self.bot.send_document(chat_id, document=content, filename=attachment.filename))
+
+    async def _send_html(self, chat_id: str, part: str) -> None:
+        try:
+            await self._paced(
+                self.bot.send_message(chat_id, part, parse_mode=ParseMode.HTML, disable_web_page_preview=True)
+            )
+        except BadRequest as error:
+            if "can't parse entities" not in error.message.lower():
+                raise
+            logger.warning("Telegram could not parse a message part (%s); resending it as plain text", error.message)
+            for plain in split_telegram_text(html_to_plain_text(part)):
+                await self._paced(self.bot.send_message(chat_id, plain, disable_web_page_preview=True))
+
+    async def _paced(self, call: Awaitable[_T]) -> _T:
+        if self._interval:
+            async with self._pace_lock:
+                now = time.monotonic()
+                if self._next_slot > now:
+                    await asyncio.sleep(self._next_slot - now)
+                self._next_slot = max(now, self._next_slot) + self._interval
+        return await call
+
+    async def _call(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run one step (initializing the bot first), turning Telegram's errors into the worker's."""
+        try:
+            async with self._init_lock:
+                await self.bot.initialize()
+            await step()
+        except RetryAfter as error:
+            raise RetryLater(str(error), retry_after=_seconds(error)) from error
+        except ChatMigrated as error:
+            raise ChatMoved(str(error.new_chat_id), f"chat moved to {error.new_chat_id}") from error
+        except Forbidden as error:
+            raise ChatGone(error.message) from error
+        except BadRequest as error:  # BadRequest is a NetworkError subclass: it must come first
+            if _is_gone(error):
+                raise ChatGone(error.message) from error
+            raise DeliveryError(f"Telegram refused the message: {error.message}") from error
+        except NetworkError as error:  # includes TimedOut
+            raise RetryLater(f"network error talking to Telegram: {error.message}") from error
+        except TelegramError as error:
+            raise DeliveryError(f"Telegram error: {error.message}") from error
+
+
+def _steps(message: OutgoingDigest) -> list[_Step]:
+    steps = [_Step(kind="html", html=part) for part in split_telegram_html(markdown_to_telegram_html(message.text))]
+    for attachment in message.attachments:
+        steps.append(_Step(kind="photo" if attachment.kind == "image" else "document", attachment=attachment))
+    return steps
+
+
+def _fingerprint(message: OutgoingDigest) -> str:
+    """Which message this is, so a retry of it is recognised (the run id alone would merge notices)."""
+    digest = hashlib.sha256(message.text.encode()).hexdigest()[:16]
+    names = ",".join(attachment.filename for attachment in message.attachments)
+    return f"{message.run_id}:{digest}:{names}"
+
+
+def _photo_caption(message: OutgoingDigest) -> str:
+    """The digest's first line (topic and date) as plain text."""
+    first_line = message.text.strip().split("\n", 1)[0]
+    return caption(html_to_plain_text(markdown_to_telegram_html(first_line)))
+
+
+def _is_gone(error: BadRequest) -> bool:
+    text = error.message.lower()
+    return any(marker in text for marker in _GONE_MARKERS)
+
+
+def _seconds(error: RetryAfter) -> float:
+    with warnings.catch_warnings():  # python-telegram-bot warns that the attribute becomes a timedelta
+        warnings.simplefilter("ignore")
+        value = error.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+__all__ = ["DEFAULT_API_URL", "DEFAULT_FILE_URL", "TelegramSender"]

@@ -1,0 +1,502 @@
+"""A fake Telegram Bot API server on 127.0.0.1 that speaks the real wire format and records what the bot sent.
+
+Point python-telegram-bot at it with `Bot(token, base_url=fake.api_url, base_file_url=fake.file_url)` or
+`ApplicationBuilder().token(fake.token).base_url(fake.api_url)`. It runs on its own thread and event loop
+(like `tests.fakes.http_server`), so sync and async tests, and benchmarks, can all use it.
+
+Requests: `POST /bot<token>/<method>` with a JSON, form-encoded or multipart body (python-telegram-bot sends
+forms, JSON-encoding nested values, and multipart when it uploads a file). Answers are
+`{"ok": true, "result": ...}` or `{"ok": false, "error_code": N, "description": "...", "parameters": {...}}`.
+A wrong token gets 401, an unknown method 404.
+
+Methods: getMe, getUpdates (queued updates from `offset` on; an empty queue is long-polled for at most
+`min(timeout, long_poll_cap)` seconds), sendMessage, editMessageText, sendDocument, sendPhoto (multipart
+uploads keep filename and bytes), sendChatAction, setMyCommands, answerCallbackQuery, setWebhook,
+deleteWebhook, getWebhookInfo.
+
+Reading what arrived:
+- `fake.calls` — every `ApiCall(method, params, files)` in order; `fake.calls_to("sendMessage")`.
+- `fake.texts(chat_id)`, `fake.documents(chat_id)`, `fake.photos(chat_id)`, `fake.sent(chat_id)` — the
+  `SentMessage`s each chat received (text with parse_mode; upload filename and bytes; caption), in order.
+- `fake.commands`, `fake.webhook`, `fake.chat_actions`, `fake.answered_callbacks`, `fake.edits`.
+- `fake.rejected` — how many calls were answered with an error (`fake.throttled`: 429s from the ceiling).
+
+Scripting:
+- `fake.fail("sendMessage", ApiError.retry_after(5), chat_id=42, times=1)` — the next matching call(s)
+  get that error instead. Ready-made: `ApiError.retry_after(n)`, `.blocked()`, `.cant_parse_entities()`,
+  `.migrated(new_chat_id)`.
+- `fake.push_update({...})`, `fake.push_text(chat_id, "hi")` — updates for getUpdates (ids assigned).
+- `RateLimit(per_second=30, per_chat_per_second=1, per_chat_burst=3)` passed to the constructor: sends
+  beyond the ceiling (token buckets, overall and per chat) get 429 with `retry_after`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+DEFAULT_TOKEN = "123456:TEST-fake-token"
+SEND_METHODS = frozenset({"sendMessage", "sendDocument", "sendPhoto"})
+"""The methods the rate ceiling counts as messages."""
+
+
+@dataclass(frozen=True)
+class ApiError:
+    """An error answer of the Bot API."""
+
+    error_code: int
+    description: str
+    parameters: dict[str, int] | None = None
+
+    @classmethod
+    def retry_after(cls, seconds: int) -> ApiError:
+        return cls(429, f"Too Many Requests: retry after {seconds}", {"retry_after": seconds})
+
+    @classmethod
+    def blocked(cls) -> ApiError:
+        return cls(403, "Forbidden: bot was blocked by the user")
+
+    @classmethod
+    def cant_parse_entities(cls) -> ApiError:
+        return cls(400, 'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 0')
+
+    @classmethod
+    def migrated(cls, new_chat_id: int) -> ApiError:
+        return cls(
+            400, "Bad Request: group chat was upgraded to a supergroup chat", {"migrate_to_chat_id": new_chat_id}
+        )
+
+    def payload(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"ok": False, "error_code": self.error_code, "description": self.description}
+        if self.parameters:
+            body["parameters"] = self.parameters
+        return body
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file that arrived in a multipart body."""
+
+    field: str
+    filename: str | None
+    content: bytes
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One Bot API call as it arrived: string parameters (nested values still JSON text) and uploads."""
+
+    method: str
+    params: dict[str, str]
+    files: dict[str, Upload]
+
+    @property
+    def chat_id(self) -> str | None:
+        return self.params.get("chat_id")
+
+    def json_param(self, name: str) -> Any:
+        """A parameter python-telegram-bot JSON-encoded (reply_markup, commands, entities)."""
+        value = self.params.get(name)
+        return None if value is None else json.loads(value)
+
+
+@dataclass
+class SentMessage:
+    """A message the bot sent to a chat: text, document or photo."""
+
+    message_id: int
+    chat_id: str
+    kind: str
+    """"text", "document" or "photo"."""
+    text: str | None = None
+    parse_mode: str | None = None
+    caption: str | None = None
+    filename: str | None = None
+    content: bytes | None = None
+    reply_markup: Any = None
+    at: float = field(default_factory=time.monotonic)
+    """When it arrived (`time.monotonic()`), for throughput measurements."""
+
+
+@dataclass
+class RateLimit:
+    """The ceiling the fake enforces on sends: token buckets overall and per chat (bursts allowed)."""
+
+    per_second: float = 30.0
+    burst: float = 30.0
+    per_chat_per_second: float | None = 1.0
+    per_chat_burst: float = 3.0
+
+
+@dataclass
+class _Bucket:
+    rate: float
+    capacity: float
+    tokens: float
+    stamp: float = field(default_factory=time.monotonic)
+
+    def take(self, now: float) -> float:
+        """0.0 when a token was taken, else the seconds until one is available."""
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+@dataclass
+class _Scripted:
+    method: str
+    error: ApiError
+    chat_id: str | None
+    remaining: int
+
+
+class FakeTelegram:
+    """The fake Bot API server; see the module docstring for what it answers and records."""
+
+    def __init__(
+        self,
+        *,
+        token: str = DEFAULT_TOKEN,
+        bot_username: str = "lookout_test_bot",
+        rate_limit: RateLimit | None = None,
+        long_poll_cap: float = 0.5,
+    ) -> None:
+        self.token = token
+        self.bot_id = int(token.split(":", 1)[0])
+        self.bot_username = bot_username
+        self.rate_limit = rate_limit
+        self.long_poll_cap = long_poll_cap
+        self.calls: list[ApiCall] = []
+        self.messages: list[SentMessage] = []
+        self.edits: list[ApiCall] = []
+        self.chat_actions: list[tuple[str, str]] = []
+        self.commands: list[dict[str, str]] = []
+        self.answered_callbacks: list[str] = []
+        self.webhook: dict[str, str] = {}
+        self.rejected = 0
+        self.throttled = 0
+        self._script: list[_Scripted] = []
+        self._updates: list[dict[str, Any]] = []
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1)
+        self._overall: _Bucket | None = None
+        self._per_chat: dict[str, _Bucket] = {}
+        if rate_limit is not None:
+            self._overall = _Bucket(rate_limit.per_second, rate_limit.burst, rate_limit.burst)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="fake-telegram")
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # ---- addresses ----------------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        """The `base_url` for python-telegram-bot (it appends the token)."""
+        return f"{self.url}/bot"
+
+    @property
+    def file_url(self) -> str:
+        return f"{self.url}/file/bot"
+
+    # ---- scripting ----------------------------------------------------------------------------------------
+
+    def fail(self, method: str, error: ApiError, *, chat_id: int | str | None = None, times: int = 1) -> None:
+        """Answer the next `times` calls of `method` (to `chat_id`, if given) with `error`."""
+        target = None if chat_id is None else str(chat_id)
+        self._script.append(_Scripted(method, error, target, times))
+
+    def push_update(self, update: dict[str, Any]) -> int:
+        """Queue an update for getUpdates; an `update_id` is assigned when missing. Returns the id."""
+        if "update_id" not in update:
+            update = {"update_id": next(self._update_ids), **update}
+        self._updates.append(update)
+        return int(update["update_id"])
+
+    def push_text(self, chat_id: int, text: str, *, user_id: int | None = None, chat_type: str | None = None) -> int:
+        """Queue a text message from a person (user id defaults to the chat id of a private chat)."""
+        sender = user_id if user_id is not None else abs(chat_id)
+        message = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": self._chat(str(chat_id), chat_type),
+            "from": {"id": sender, "is_bot": False, "first_name": f"User {sender}"},
+            "text": text,
+        }
+        if text.startswith("/"):
+            command = text.split()[0]
+            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+        return self.push_update({"message": message})
+
+    # ---- reading ------------------------------------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[ApiCall]:
+        return [call for call in self.calls if call.method == method]
+
+    def sent(self, chat_id: int | str) -> list[SentMessage]:
+        return [message for message in self.messages if message.chat_id == str(chat_id)]
+
+    def texts(self, chat_id: int | str) -> list[SentMessage]:
+        return [message for message in self.sent(chat_id) if message.kind == "text"]
+
+    def documents(self, chat_id: int | str) -> list[SentMessage]:
+        return [message for message in self.sent(chat_id) if message.kind == "document"]
+
+    def photos(self, chat_id: int | str) -> list[SentMessage]:
+        return [message for message in self.sent(chat_id) if message.kind == "photo"]
+
+    # ---- serving ------------------------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        prefix = f"/bot{self.token}/"
+        if not request.path.startswith("/bot"):
+            return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
+        if not request.path.startswith(prefix):
+            return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
+        method = request.path.removeprefix(prefix)
+        params, files = await _read_body(request)
+        call = ApiCall(method, params, files)
+        self.calls.append(call)
+        error = self._scripted_error(call) or self._over_ceiling(call)
+        if error is not None:
+            self.rejected += 1
+            return web.json_response(error.payload(), status=error.error_code)
+        handler = getattr(self, f"_api_{method}", None)
+        if handler is None:
+            self.rejected += 1
+            return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
+        result = await handler(call)
+        return web.json_response({"ok": True, "result": result})
+
+    def _scripted_error(self, call: ApiCall) -> ApiError | None:
+        for entry in self._script:
+            if entry.method == call.method and entry.chat_id in (None, call.chat_id) and entry.remaining > 0:
+                entry.remaining -= 1
+                return entry.error
+        return None
+
+    def _over_ceiling(self, call: ApiCall) -> ApiError | None:
+        if self._overall is None or self.rate_limit is None or call.method not in SEND_METHODS:
+            return None
+        now = time.monotonic()
+        wait = 0.0
+        limit = self.rate_limit
+        if limit.per_chat_per_second is not None and call.chat_id is not None:
+            bucket = self._per_chat.get(call.chat_id)
+            if bucket is None:
+                bucket = _Bucket(limit.per_chat_per_second, limit.per_chat_burst, limit.per_chat_burst)
+                self._per_chat[call.chat_id] = bucket
+            wait = bucket.take(now)
+        if wait == 0.0:
+            wait = self._overall.take(now)
+            if wait and call.chat_id in self._per_chat:  # give the chat its token back: nothing was sent
+                self._per_chat[call.chat_id].tokens += 1
+        if wait == 0.0:
+            return None
+        self.throttled += 1
+        return ApiError.retry_after(max(1, round(wait)))
+
+    def _chat(self, chat_id: str, chat_type: str | None = None) -> dict[str, Any]:
+        numeric = int(chat_id) if chat_id.lstrip("-").isdigit() else 0
+        kind = chat_type or ("private" if numeric > 0 else "supergroup" if chat_id.startswith("-100") else "group")
+        chat: dict[str, Any] = {"id": numeric, "type": kind}
+        if kind == "private":
+            chat["first_name"] = f"User {numeric}"
+        else:
+            chat["title"] = f"Group {numeric}"
+        return chat
+
+    def _message(self, sent: SentMessage, extra: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "message_id": sent.message_id,
+            "date": int(time.time()),
+            "chat": self._chat(sent.chat_id),
+            "from": {"id": self.bot_id, "is_bot": True, "first_name": "Lookout", "username": self.bot_username},
+            **extra,
+        }
+
+    def _record(self, call: ApiCall, kind: str, **fields: Any) -> SentMessage:
+        sent = SentMessage(next(self._message_ids), call.chat_id or "", kind, **fields)
+        self.messages.append(sent)
+        return sent
+
+    # Handlers are named `_api_<method>` after the Bot API method they answer.
+
+    async def _api_getMe(self, call: ApiCall) -> dict[str, Any]:
+        return {
+            "id": self.bot_id,
+            "is_bot": True,
+            "first_name": "Lookout",
+            "username": self.bot_username,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
+
+    async def _api_getUpdates(self, call: ApiCall) -> list[dict[str, Any]]:
+        offset = int(call.params.get("offset") or 0)
+        limit = int(call.params.get("limit") or 100)
+        wait = min(float(call.params.get("timeout") or 0), self.long_poll_cap)
+        if offset:
+            self._updates = [update for update in self._updates if update["update_id"] >= offset]
+        deadline = time.monotonic() + wait
+        while not self._updates and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return self._updates[:limit]
+
+    async def _api_sendMessage(self, call: ApiCall) -> dict[str, Any]:
+        text = call.params.get("text", "")
+        sent = self._record(
+            call,
+            "text",
+            text=text,
+            parse_mode=call.params.get("parse_mode"),
+            reply_markup=call.json_param("reply_markup"),
+        )
+        return self._message(sent, {"text": text})
+
+    async def _api_editMessageText(self, call: ApiCall) -> dict[str, Any]:
+        self.edits.append(call)
+        message_id = int(call.params.get("message_id") or 0)
+        text = call.params.get("text", "")
+        for sent in self.messages:
+            if sent.message_id == message_id and sent.chat_id == call.chat_id:
+                sent.text, sent.parse_mode = text, call.params.get("parse_mode")
+                return self._message(sent, {"text": text, "edit_date": int(time.time())})
+        raise web.HTTPBadRequest(
+            text=json.dumps({"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}),
+            content_type="application/json",
+        )
+
+    async def _api_sendDocument(self, call: ApiCall) -> dict[str, Any]:
+        upload = _upload(call, "document")
+        sent = self._record(
+            call, "document", caption=call.params.get("caption"), filename=upload.filename, content=upload.content
+        )
+        file = {"file_id": f"doc{sent.message_id}", "file_unique_id": f"d{sent.message_id}"}
+        document = {**file, "file_name": upload.filename, "file_size": len(upload.content)}
+        extra: dict[str, Any] = {"document": document}
+        if sent.caption:
+            extra["caption"] = sent.caption
+        return self._message(sent, extra)
+
+    async def _api_sendPhoto(self, call: ApiCall) -> dict[str, Any]:
+        upload = _upload(call, "photo")
+        sent = self._record(
+            call, "photo", caption=call.params.get("caption"), filename=upload.filename, content=upload.content
+        )
+        size = {"file_id": f"photo{sent.message_id}", "file_unique_id": f"p{sent.message_id}", "width": 800}
+        extra: dict[str, Any] = {"photo": [{**size, "height": 600, "file_size": len(upload.content)}]}
+        if sent.caption:
+            extra["caption"] = sent.caption
+        return self._message(sent, extra)
+
+    async def _api_sendChatAction(self, call: ApiCall) -> bool:
+        self.chat_actions.append((call.chat_id or "", call.params.get("action", "")))
+        return True
+
+    async def _api_setMyCommands(self, call: ApiCall) -> bool:
+        self.commands = list(call.json_param("commands") or [])
+        return True
+
+    async def _api_answerCallbackQuery(self, call: ApiCall) -> bool:
+        self.answered_callbacks.append(call.params.get("callback_query_id", ""))
+        return True
+
+    async def _api_setWebhook(self, call: ApiCall) -> bool:
+        self.webhook = {key: value for key, value in call.params.items() if key in {"url", "secret_token"}}
+        return True
+
+    async def _api_deleteWebhook(self, call: ApiCall) -> bool:
+        self.webhook = {}
+        if call.params.get("drop_pending_updates") in {"true", "True", "1"}:
+            self._updates.clear()
+        return True
+
+    async def _api_getWebhookInfo(self, call: ApiCall) -> dict[str, Any]:
+        return {"url": self.webhook.get("url", ""), "has_custom_certificate": False, "pending_update_count": 0}
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def start(self) -> None:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+
+async def _read_body(request: web.Request) -> tuple[dict[str, str], dict[str, Upload]]:
+    """Parameters and uploads of a JSON, form-encoded or multipart body; every value as text, like a form."""
+    params: dict[str, str] = {**request.query}
+    files: dict[str, Upload] = {}
+    if request.content_type == "application/json":
+        raw = await request.json() if request.can_read_body else {}
+        for key, value in (raw or {}).items():
+            params[key] = value if isinstance(value, str) else json.dumps(value)
+        return params, files
+    form = await request.post()
+    for key, value in form.items():
+        if isinstance(value, web.FileField):
+            files[key] = Upload(key, value.filename, value.file.read())
+        elif isinstance(value, str):
+            params[key] = value
+        else:
+            params[key] = bytes(value).decode()
+    return params, files
+
+
+def _upload(call: ApiCall, name: str) -> Upload:
+    """The uploaded file of parameter `name`, sent directly or as `attach://<field>`."""
+    value = call.params.get(name, "")
+    field_name = value.removeprefix("attach://") if value.startswith("attach://") else name
+    if field_name in call.files:
+        return call.files[field_name]
+    return Upload(name, None, value.encode())  # a file_id or URL: nothing was uploaded
+
+
+@contextmanager
+def running_fake_telegram(
+    *, token: str = DEFAULT_TOKEN, rate_limit: RateLimit | None = None, long_poll_cap: float = 0.5
+) -> Iterator[FakeTelegram]:
+    """A started fake, stopped on exit."""
+    fake = FakeTelegram(token=token, rate_limit=rate_limit, long_poll_cap=long_poll_cap)
+    fake.start()
+    try:
+        yield fake
+    finally:
+        fake.stop()

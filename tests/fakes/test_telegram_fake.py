@@ -1,0 +1,77 @@
+"""The fake Telegram Bot API answers python-telegram-bot's real requests in the real format."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from telegram import Bot, BotCommand
+from telegram.error import Forbidden, RetryAfter
+
+from tests.fakes.telegram import ApiError, FakeTelegram, RateLimit, running_fake_telegram
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeTelegram]:
+    with running_fake_telegram() as server:
+        yield server
+
+
+async def test_get_me_and_send_message_round_trip(fake: FakeTelegram) -> None:
+    async with Bot(fake.token, base_url=fake.api_url, base_file_url=fake.file_url) as bot:
+        me = await bot.get_me()
+        sent = await bot.send_message(42, "<b>hi</b> &amp; bye", parse_mode="HTML")
+        await bot.set_my_commands([BotCommand("track", "Track a topic")])
+
+    assert (me.username, me.is_bot) == ("lookout_test_bot", True)
+    assert sent.chat.id == 42 and sent.text == "<b>hi</b> &amp; bye"
+    [message] = fake.texts(42)
+    assert (message.text, message.parse_mode, message.message_id) == ("<b>hi</b> &amp; bye", "HTML", sent.message_id)
+    assert fake.commands == [{"command": "track", "description": "Track a topic"}]
+
+
+async def test_get_updates_serves_queued_updates_and_honours_the_offset(fake: FakeTelegram) -> None:
+    first = fake.push_text(7, "/start")
+    fake.push_text(7, "hello")
+    async with Bot(fake.token, base_url=fake.api_url) as bot:
+        updates = await bot.get_updates(timeout=0)
+        confirmed = await bot.get_updates(offset=first + 1, timeout=0)
+        drained = await bot.get_updates(offset=confirmed[-1].update_id + 1, timeout=1)
+
+    assert [u.message.text for u in updates if u.message] == ["/start", "hello"]
+    assert [u.message.text for u in confirmed if u.message] == ["hello"]
+    assert drained == ()
+
+
+async def test_scripted_errors_reach_the_client_as_telegram_errors(fake: FakeTelegram) -> None:
+    fake.fail("sendMessage", ApiError.retry_after(7), chat_id=5)
+    fake.fail("sendMessage", ApiError.blocked(), chat_id=6)
+    async with Bot(fake.token, base_url=fake.api_url) as bot:
+        with pytest.raises(RetryAfter) as waited:
+            await bot.send_message(5, "one")
+        with pytest.raises(Forbidden, match="blocked"):
+            await bot.send_message(6, "two")
+        await bot.send_message(5, "three")  # the script is used up
+
+    assert waited.value.retry_after == 7
+    assert [m.text for m in fake.texts(5)] == ["three"] and fake.rejected == 2
+
+
+async def test_uploads_keep_their_filename_and_bytes(fake: FakeTelegram) -> None:
+    async with Bot(fake.token, base_url=fake.api_url) as bot:
+        await bot.send_document(9, document=b"a,b\n1,2\n", filename="deepseek-2026-11-20.csv")
+
+    [document] = fake.documents(9)
+    assert (document.filename, document.content) == ("deepseek-2026-11-20.csv", b"a,b\n1,2\n")
+
+
+async def test_the_rate_ceiling_answers_429_beyond_the_per_chat_burst() -> None:
+    with running_fake_telegram(rate_limit=RateLimit(per_chat_per_second=0.01, per_chat_burst=2)) as fake:
+        async with Bot(fake.token, base_url=fake.api_url) as bot:
+            await bot.send_message(3, "a")
+            await bot.send_message(3, "b")
+            with pytest.raises(RetryAfter):
+                await bot.send_message(3, "c")
+            await bot.send_message(4, "another chat is not held back")
+
+    assert [m.text for m in fake.texts(3)] == ["a", "b"] and fake.throttled == 1
