@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal, TypedDict
 
-from bots.telegram_render import (
+from bots.markdown import (
     ELLIPSIS,
     RULE_LINE,
     Block,

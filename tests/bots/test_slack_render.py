@@ -6,6 +6,7 @@ import re
 
 from hypothesis import given, settings
 
+from bots.markdown import utf16_len
 from bots.slack_render import (
     BLOCKS_PER_MESSAGE,
     HEADER_TEXT_LIMIT,
@@ -16,7 +17,6 @@ from bots.slack_render import (
     markdown_to_blocks,
     markdown_to_mrkdwn,
 )
-from bots.telegram_render import utf16_len
 from tests.bots.samples import MARKDOWN, digest_markdown
 from tests.bots.telegram_html import squeeze
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bots.markdown import utf16_len
 from bots.telegram_render import (
     caption,
     caption_html,
@@ -15,7 +16,6 @@ from bots.telegram_render import (
     markdown_to_telegram_html,
     split_telegram_html,
     split_telegram_text,
-    utf16_len,
 )
 from tests.bots.samples import MARKDOWN, digest_markdown
 from tests.bots.telegram_html import TelegramHTMLError, parse_like_telegram, squeeze, utf16_units
