@@ -221,7 +221,9 @@ class DeliveryWorker:
     async def run_once(self) -> DeliveryReport:
         """Claim the rows due now and send them; returns what happened."""
         report = DeliveryReport()
-        rows = await self._deliveries.claim_due(self._clock(), limit=self._batch_size, lease=self._lease)
+        rows = await self._deliveries.claim_due(
+            self._clock(), limit=self._batch_size, lease=self._lease, platforms=set(self._senders)
+        )
         report.claimed = len(rows)
         by_chat: dict[int, list[DeliveryRecord]] = {}
         for row in rows:

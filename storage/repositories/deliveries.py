@@ -3,7 +3,7 @@ then claimed, sent and retried by the delivery worker."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
@@ -126,13 +126,19 @@ class DeliveryRepository(Repository):
             return [to_delivery_record(row) for row in rows]
 
     async def claim_due(
-        self, now: datetime, *, limit: int = 20, lease: timedelta = timedelta(minutes=5)
+        self,
+        now: datetime,
+        *,
+        limit: int = 20,
+        lease: timedelta = timedelta(minutes=5),
+        platforms: Collection[str] | None = None,
     ) -> list[DeliveryRecord]:
         """Claim up to `limit` pending or failed rows due at `now`, oldest due first.
 
         Claiming counts an attempt and pushes `next_attempt_at` to `now + lease`, so no other worker
         takes the row meanwhile; if this worker dies before `mark_sent`/`mark_failed`, the row comes
-        due again when the lease ends (delivery is at least once).
+        due again when the lease ends (delivery is at least once). With `platforms`, only rows for chats
+        on those platforms are claimed, so rows no sender can take keep their attempts.
         """
         async with self._db.transaction() as session:
             due = (
@@ -141,6 +147,8 @@ class DeliveryRepository(Repository):
                 .order_by(Delivery.next_attempt_at, Delivery.id)
                 .limit(limit)
             )
+            if platforms is not None:
+                due = due.join(Chat, Chat.id == Delivery.chat_id).where(Chat.platform.in_(sorted(platforms)))
             if session.get_bind().dialect.name == "postgresql":
                 due = due.with_for_update(skip_locked=True)
             # The conditions are repeated so a row another worker claimed first is left alone.

@@ -163,6 +163,24 @@ async def test_claim_leases_rows_and_mark_sent(database: Database, chat: ChatRec
     assert await deliveries.mark_sent(10_000) is None
 
 
+async def test_claim_only_for_platforms_that_can_send(
+    database: Database, chat: ChatRecord, monitor: MonitorRecord
+) -> None:
+    console = await ChatRepository(database).get_or_create("console", "terminal")
+    await SubscriptionRepository(database).subscribe(monitor.id, console.id)
+    deliveries = DeliveryRepository(database)
+    rows = {row.chat_id: row for row in await _queued(database, monitor)}
+    assert set(rows) == {chat.id, console.id}
+
+    claimed = await deliveries.claim_due(T0, platforms={"telegram", "slack"})
+    assert [row.chat_id for row in claimed] == [chat.id]
+    assert await deliveries.claim_due(T0, platforms=set()) == []
+    [left] = [row for row in await deliveries.list_for_run(rows[console.id].run_id) if row.chat_id == console.id]
+    assert left.attempts == 0  # not claimed, so no attempt was spent
+    [later] = await deliveries.claim_due(T0, platforms={"console"})
+    assert later.chat_id == console.id
+
+
 async def test_failures_back_off_honour_retry_after_and_end_dead(
     database: Database, chat: ChatRecord, monitor: MonitorRecord
 ) -> None:
