@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,10 +30,12 @@ from agent.commands import (
     UsageCommand,
 )
 from monitors import ScheduleError, parse_schedule
-from sources import SOURCE_NAMES
+from sources import SOURCE_NAMES, SPEC_HELP
 from sources.rsshub import parse_platforms
 
 __all__ = ["SLACK_PREFIX", "ParseOptions", "is_command", "parse_command", "parse_command_words", "parse_prefixed"]
+
+logger = logging.getLogger(__name__)
 
 SLACK_PREFIX = "lookout"
 """The word that starts a command where a slash is taken (`/lookout track …`, `lookout track …`)."""
@@ -77,7 +80,8 @@ def parse_command(text: str, *, options: ParseOptions | None = None) -> Command 
     stripped = text.strip()
     if not stripped.startswith("/"):
         return None
-    head, _, rest = _split_head(stripped[1:])
+    # "/ track" is not /track: a command name follows the slash directly
+    head, rest = _split_head(stripped[1:]) if stripped[1:2].strip() else ("", stripped[1:])
     name, _, addressee = head.partition("@")
     if addressee and opts.bot_username and addressee.lower() != opts.bot_username.lstrip("@").lower():
         return None
@@ -87,7 +91,7 @@ def parse_command(text: str, *, options: ParseOptions | None = None) -> Command 
 def parse_command_words(text: str, *, options: ParseOptions | None = None) -> Command | CommandError:
     """Parse a command whose first word is the name, without a slash (the text of Slack's `/lookout`).
     Empty text is /help."""
-    head, _, rest = _split_head(text.strip().lstrip("/"))
+    head, rest = _split_head(text.strip().lstrip("/"))
     if not head:
         return HelpCommand()
     return _dispatch(head.partition("@")[0].lower(), rest, options or ParseOptions())
@@ -97,29 +101,33 @@ def parse_prefixed(
     text: str, *, prefix: str = SLACK_PREFIX, options: ParseOptions | None = None
 ) -> Command | CommandError | None:
     """Parse `lookout track …` (a message starting with the prefix word); None when it does not start so."""
-    head, _, rest = _split_head(text.strip())
+    head, rest = _split_head(text.strip())
     if head.lower() != prefix.lower():
         return None
     return parse_command_words(rest, options=options)
 
 
-def _split_head(text: str) -> tuple[str, str, str]:
+def _split_head(text: str) -> tuple[str, str]:
+    """The first word and the rest."""
     parts = text.split(maxsplit=1)
-    if not parts:
-        return "", "", ""
-    return parts[0], " ", parts[1] if len(parts) > 1 else ""
+    return (parts[0], parts[1]) if len(parts) == 2 else ((parts[0], "") if parts else ("", ""))
 
 
 def _dispatch(name: str, rest: str, options: ParseOptions) -> Command | CommandError:
     parser = _PARSERS.get(name)
     if parser is None:
-        shown = name if _COMMAND_NAME_RE.fullmatch(name) else name[:32].encode("unicode_escape").decode()
         known = ", ".join(f"/{n}" for n in COMMAND_SPECS)
+        if not name:
+            return CommandError(None, f"Put the command right after the slash. Commands: {known}.")
+        shown = name if _COMMAND_NAME_RE.fullmatch(name) else name[:32].encode("unicode_escape").decode()
         return CommandError(None, f"I don't know the command /{shown}. Commands: {known}.")
     try:
         return parser(" ".join(rest.split()), options)
     except CommandError as problem:
         return problem
+    except Exception:  # a parser bug must not take the chat down; the log shows it, the person gets the usage
+        logger.exception("command parser failed on /%s", name)
+        return CommandError(name, "I could not read those arguments.")
 
 
 # --- one parser per command; each gets the whitespace-normalised argument text -----------------------------
@@ -186,8 +194,10 @@ def _parse_search(args: str, _options: ParseOptions) -> Command:
 
 def _parse_collect(args: str, _options: ParseOptions) -> Command:
     target: int | None = None
-    if match := re.fullmatch(r"(?P<request>.*?) ?\btarget[ =:]?(?P<count>\S+)", args, re.IGNORECASE):
-        target = _positive("collect", match["count"], upper=MAX_TARGET, what="The target")
+    # only "target <number>" at the very end is the option: "ads that target teens" is a request
+    if match := re.fullmatch(r"(?P<request>.*?) ?\btarget ?[=:]? ?(?P<count>[0-9][0-9,_]*)", args, re.IGNORECASE):
+        count = match["count"].replace(",", "").replace("_", "")
+        target = _positive("collect", count, upper=MAX_TARGET, what="The target")
         args = match["request"].strip()
     if not args:
         raise CommandError("collect", "Say what to collect.")
@@ -286,7 +296,7 @@ def _source_specs(words: list[str]) -> tuple[list[str], list[str]]:
         lowered = prefix.lower()
         if not colon and lowered in SOURCE_NAMES:
             spec = lowered
-        elif colon and lowered == "rss" and urlsplit(argument).scheme in ("http", "https") and _host(argument):
+        elif colon and lowered == "rss" and _is_feed_url(argument):
             spec = f"rss:{argument}"
         elif colon and lowered == "rsshub" and _platforms_ok(argument):
             spec = f"rsshub:{argument.lower()}"
@@ -303,11 +313,12 @@ def _looks_like_spec(chunk: str) -> bool:
     return lowered in SOURCE_NAMES or lowered.startswith(("rss:", "rsshub:"))
 
 
-def _host(url: str) -> str | None:
+def _is_feed_url(url: str) -> bool:
     try:
-        return urlsplit(url).hostname
-    except ValueError:
-        return None
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
 
 
 def _platforms_ok(argument: str) -> bool:
@@ -333,7 +344,7 @@ def _split_sources(tokens: list[_Token]) -> tuple[list[_Token], tuple[str, ...]]
             return tokens[:index], tuple(specs)
         if specs or any("," in word or ":" in word for word in tail):
             names = ", ".join(_shown(part) for part in rejected)
-            raise CommandError("track", f"Unknown source(s) {names}. Use {', '.join(SOURCE_NAMES)}, rss:<feed url>.")
+            raise CommandError("track", f"Unknown source(s) {names}. Use {SPEC_HELP}.")
     return tokens, ()
 
 
