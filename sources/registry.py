@@ -54,9 +54,7 @@ _BUILDERS: dict[str, Callable[[HttpClient, SourcesConfig], Source]] = {
     "semanticscholar": lambda client, config: SemanticScholarSource(client=client, config=config),
     "web": lambda client, config: WebSearchSource(client=client, config=config),
     "x": lambda client, config: XSource(client=client, config=config),
-    "rsshub": lambda client, config: RssHubSource(
-        client=client, config=config, platforms=config.rsshub_platforms
-    ),
+    "rsshub": lambda client, config: RssHubSource(client=client, config=config, platforms=config.rsshub_platforms),
 }
 
 
