@@ -10,8 +10,10 @@ from bots.telegram_render import (
     split_telegram_html,
     split_telegram_text,
 )
+from bots.telegram_sender import TelegramSender
 
 __all__ = [
+    "TelegramSender",
     "blocks_payload",
     "caption",
     "caption_html",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal, TypeVar
 
-from telegram import Bot
+from telegram import Bot, LinkPreviewOptions
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
@@ -37,6 +37,9 @@ _PROGRESS_ENTRIES = 10_000
 """Partly delivered messages remembered (oldest forgotten first), so a retry does not resend delivered parts."""
 _GONE_MARKERS = ("chat not found", "user is deactivated", "bot was kicked", "chat was deleted")
 """A 400 with one of these means the chat is gone for good, like a 403."""
+
+_NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
+"""A digest cites many links; a preview of whichever came first would only add noise."""
 
 _T = TypeVar("_T")
 
@@ -142,14 +145,14 @@ class TelegramSender:
     async def _send_html(self, chat_id: str, part: str) -> None:
         try:
             await self._paced(
-                self.bot.send_message(chat_id, part, parse_mode=ParseMode.HTML, disable_web_page_preview=True)
+                self.bot.send_message(chat_id, part, parse_mode=ParseMode.HTML, link_preview_options=_NO_PREVIEW)
             )
         except BadRequest as error:
             if "can't parse entities" not in error.message.lower():
                 raise
             logger.warning("Telegram could not parse a message part (%s); resending it as plain text", error.message)
             for plain in split_telegram_text(html_to_plain_text(part)):
-                await self._paced(self.bot.send_message(chat_id, plain, disable_web_page_preview=True))
+                await self._paced(self.bot.send_message(chat_id, plain, link_preview_options=_NO_PREVIEW))
 
     async def _paced(self, call: Awaitable[_T]) -> _T:
         if self._interval:

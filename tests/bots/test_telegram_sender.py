@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from bots.telegram_render import utf16_len
 from bots.telegram_sender import TelegramSender
 from monitors.delivery import Attachment, ChatGone, ChatMoved, DeliveryWorker, OutgoingDigest, RetryLater
 from monitors.service import MonitorService
@@ -25,6 +25,7 @@ from storage import (
     SubscriptionRepository,
     upgrade_database,
 )
+from tests.bots.telegram_html import utf16_units
 from tests.fakes.telegram import ApiError, FakeTelegram, running_fake_telegram
 from tests.monitors.fakes import FakeClock, resolver
 from tests.research.fake_sources import RecordingSource, make_item
@@ -90,7 +91,8 @@ async def test_a_long_digest_arrives_as_escaped_html_parts_within_the_limit(
     parts = fake.texts(42)
     assert len(parts) >= 2
     assert all(part.parse_mode == "HTML" for part in parts)
-    assert all(utf16_len(html.unescape(_strip_tags(part.text or ""))) <= 4096 for part in parts)
+    assert fake.calls_to("sendMessage")[0].json_param("link_preview_options") == {"is_disabled": True}
+    assert all(utf16_units(html.unescape(_strip_tags(part.text or ""))) <= 4096 for part in parts)
     joined = "".join(part.text or "" for part in parts)
     assert "<script>" not in joined and "&lt;script&gt;alert(40)&lt;/script&gt;" in joined
     assert "Q&amp;A" in joined and "Q&A" not in joined
@@ -204,10 +206,11 @@ async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactiv
     report = await DeliveryWorker(database, {"telegram": sender}, clock=clock).run_once()
 
     assert (report.sent, report.dead) == (1, 1)
-    kinds = [m.kind for m in fake.sent(100)]
-    assert kinds[0] == "text" and "document" in kinds
-    assert "DeepSeek" in (fake.texts(100)[0].text or "") and "&lt;b&gt;" in "".join(m.text or "" for m in fake.texts(100))
-    assert [d.filename for d in fake.documents(100)][0].endswith(".csv")
+    assert [m.kind for m in fake.sent(100)] == ["text", "document", "photo"]
+    [text] = fake.texts(100)
+    assert text.parse_mode == "HTML" and "DeepSeek" in (text.text or "") and "&lt;b&gt;" in (text.text or "")
+    [document] = fake.documents(100)
+    assert (document.filename or "").endswith(".csv") and b"DeepSeek story 0" in (document.content or b"")
     assert fake.sent(200) == []
     gone = await chats.get(blocker.id)
     assert gone is not None and not gone.active
@@ -217,6 +220,4 @@ async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactiv
 
 
 def _strip_tags(markup: str) -> str:
-    import re
-
     return re.sub(r"<[^>]+>", "", markup)

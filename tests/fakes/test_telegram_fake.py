@@ -75,3 +75,14 @@ async def test_the_rate_ceiling_answers_429_beyond_the_per_chat_burst() -> None:
             await bot.send_message(4, "another chat is not held back")
 
     assert [m.text for m in fake.texts(3)] == ["a", "b"] and fake.throttled == 1
+
+
+async def test_edit_message_text_changes_the_recorded_message(fake: FakeTelegram) -> None:
+    async with Bot(fake.token, base_url=fake.api_url) as bot:
+        status = await bot.send_message(8, "collecting 6 sources…")
+        await bot.send_chat_action(8, "typing")
+        edited = await bot.edit_message_text("143 items, 52 after dedupe…", chat_id=8, message_id=status.message_id)
+
+    assert edited.text == "143 items, 52 after dedupe…"  # type: ignore[union-attr]
+    assert [m.text for m in fake.texts(8)] == ["143 items, 52 after dedupe…"]
+    assert len(fake.edits) == 1 and fake.chat_actions == [("8", "typing")]
