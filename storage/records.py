@@ -166,17 +166,10 @@ class ItemScore:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunItemRecord:
+class RunItemRecord(ItemScore):
     """An item's place in one run: its scores, cluster and whether the digest used it."""
 
     run_id: int
-    item_id: str
-    relevance: float | None = None
-    credibility: float | None = None
-    score: float | None = None
-    cluster_id: str | None = None
-    rank: int | None = None
-    delivered: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
