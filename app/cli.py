@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from app.logging_setup import configure_logging
+from app.monitor_commands import monitors_cli
 from app.settings import Settings, SettingsError, load_settings
 
 cli = typer.Typer(
@@ -25,6 +26,7 @@ SourcesOption = Annotated[
 ]
 db_cli = typer.Typer(help="Manage the database.", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
+cli.add_typer(monitors_cli, name="monitors")
 
 
 def startup() -> Settings:

@@ -8,6 +8,7 @@ import signal
 from dataclasses import dataclass
 
 from app.http_server import build_http_app, serve_http
+from app.monitoring import monitor_stack
 from app.settings import Settings
 from storage import Database, upgrade_database
 
@@ -26,7 +27,7 @@ class Component:
 def plan_components(settings: Settings) -> list[Component]:
     """Say which parts will run and why the others will not; nothing here pretends to run."""
     telegram_reason = (
-        "TELEGRAM_BOT_TOKEN is set, but the Telegram frontend is not built yet"
+        "delivering digests; chat commands come with the Telegram frontend, which is not built yet"
         if settings.telegram_bot_token
         else "TELEGRAM_BOT_TOKEN is not set"
     )
@@ -38,9 +39,9 @@ def plan_components(settings: Settings) -> list[Component]:
     llm_reason = settings.llm_unavailable_reason()
     return [
         Component("http", True, f"serving /healthz on {settings.http_host}:{settings.http_port}"),
-        Component("telegram", False, telegram_reason),
+        Component("telegram", settings.telegram_bot_token is not None, telegram_reason),
         Component("slack", False, slack_reason),
-        Component("scheduler", False, "standing monitors are not built yet"),
+        Component("scheduler", True, "running standing monitors; the delivery worker sends their digests"),
         Component("llm", llm_reason is None, llm_reason or f"{settings.llm_model} / {settings.llm_heavy_model}"),
     ]
 
@@ -52,7 +53,7 @@ def _install_stop_signals(stop: asyncio.Event) -> None:
 
 
 async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
-    """Migrate the database, then serve until SIGINT/SIGTERM (or `stop` is set)."""
+    """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set)."""
     stop = stop or asyncio.Event()
     _install_stop_signals(stop)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -63,8 +64,26 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
             logger.info("%s: %s — %s", component.name, "on" if component.on else "off", component.reason)
         if not (settings.allowed_users or settings.allowed_chats):
             logger.warning("ALLOWED_USERS and ALLOWED_CHATS are empty: anyone who finds the bot can use it")
-        app = build_http_app(checks={"database": database.ping})
-        await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+        async with monitor_stack(settings, database) as stack:
+            jobs = await stack.scheduler.start()
+            logger.info("scheduler: %d monitor(s) scheduled", jobs)
+            delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
+
+            async def scheduler_running() -> bool:
+                return stack.scheduler.running
+
+            async def delivery_running() -> bool:
+                return not delivering.done()
+
+            app = build_http_app(
+                checks={"database": database.ping, "scheduler": scheduler_running, "delivery": delivery_running}
+            )
+            try:
+                await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+            finally:
+                stop.set()
+                stack.scheduler.shutdown()
+                await delivering  # the pass under way finishes; what is left stays pending in the outbox
     finally:
         await database.dispose()
     logger.info("stopped")

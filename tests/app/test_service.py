@@ -43,14 +43,15 @@ def test_run_serves_health_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
                 time.sleep(0.1)
         assert health is not None, "the service never answered /healthz"
         assert health.status_code == 200
-        assert health.json() == {"status": "ok", "checks": {"database": "ok"}}
+        assert health.json() == {"status": "ok", "checks": {"database": "ok", "scheduler": "ok", "delivery": "ok"}}
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0, output
-    assert "telegram: off — TELEGRAM_BOT_TOKEN is set, but the Telegram frontend is not built yet" in output
+    assert "telegram: on — delivering digests; chat commands come with the Telegram frontend" in output
+    assert "scheduler: 0 monitor(s) scheduled" in output
     assert "slack: off — SLACK_BOT_TOKEN is not set" in output
     assert "anyone who finds the bot can use it" in output
     assert "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw" not in output

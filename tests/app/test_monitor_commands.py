@@ -1,0 +1,118 @@
+"""An operator's whole path: `lookout monitors add/run/list`, then `lookout run` delivers to Telegram (fakes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import cli
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fakes.telegram import FakeTelegram, running_fake_telegram
+
+PAYLOADS = Path(__file__).resolve().parents[1] / "sources" / "payloads"
+CHAT = "4242"
+runner = CliRunner()
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with running_fake_telegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+def environment(
+    monkeypatch: pytest.MonkeyPatch, fake_server: FakeHTTPServer, telegram: FakeTelegram, tmp_path: Path
+) -> dict[str, str]:
+    hn = (PAYLOADS / "hn_search_by_date.json").read_bytes()
+    for path in ("/hn/search", "/hn/search_by_date"):
+        fake_server.route("GET", path, FakeResponse(body=hn, content_type="application/json"))
+    news = (PAYLOADS / "news_search.xml").read_bytes()
+    fake_server.route("GET", "/news/search", FakeResponse(body=news, content_type="application/rss+xml"))
+    env = {
+        "DATA_DIR": str(tmp_path / "data"),
+        "HN_API_URL": f"{fake_server.url}/hn",
+        "NEWS_RSS_URL": f"{fake_server.url}/news",
+        "TELEGRAM_BOT_TOKEN": telegram.token,
+        "TELEGRAM_API_URL": telegram.url,
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_add_run_list_then_the_service_delivers_to_telegram(
+    environment: dict[str, str], telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    added = runner.invoke(
+        cli, ["monitors", "add", "DeepSeek", "--chat", f"telegram:{CHAT}", "--schedule", "daily at 08:30",
+              "--sources", "hn,news"],
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    assert "DeepSeek" in added.output and "08:30" in added.output
+
+    listed = runner.invoke(cli, ["monitors", "list"])
+    assert listed.exit_code == 0 and "DeepSeek" in listed.output
+
+    ran = runner.invoke(cli, ["monitors", "run", "1"])
+    assert ran.exit_code == 0, ran.output
+    csv_line = next(line for line in ran.output.splitlines() if line.startswith("CSV:"))
+    assert Path(csv_line.split(maxsplit=1)[1]).exists()
+    assert telegram.sent(CHAT) == []  # queued in the outbox; the service sends it
+
+    port = _free_port()
+    env = {**os.environ, **environment, "HTTP_PORT": str(port)}
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "lookout"), "run"],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (telegram.documents(CHAT) and telegram.photos(CHAT)):
+            time.sleep(0.2)
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    texts = telegram.texts(CHAT)
+    assert texts and texts[0].parse_mode == "HTML" and "DeepSeek" in (texts[0].text or "")
+    [document] = telegram.documents(CHAT)
+    assert document.filename is not None and document.filename.endswith(".csv")
+    assert document.content is not None and document.content.startswith(b"\xef\xbb\xbf")  # the BOM
+    assert len(telegram.photos(CHAT)) == 1
+    assert health.json() == {"status": "ok", "checks": {"database": "ok", "scheduler": "ok", "delivery": "ok"}}
+    assert "telegram: on — delivering digests" in output
+    assert telegram.token not in output
+
+
+def test_bad_input_is_one_clear_line(environment: dict[str, str]) -> None:
+    too_often = runner.invoke(
+        cli, ["monitors", "add", "DeepSeek", "--chat", f"telegram:{CHAT}", "--schedule", "every 5 minutes"]
+    )
+    assert too_often.exit_code == 2 and "too often" in too_often.output
+    no_chat = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", "myspace:1"])
+    assert no_chat.exit_code == 2 and "--chat must be telegram:<chat id>" in no_chat.output
+    missing = runner.invoke(cli, ["monitors", "pause", "99"])
+    assert missing.exit_code == 2 and "#99" in missing.output
+    assert "Traceback" not in too_often.output + no_chat.output + missing.output
