@@ -225,6 +225,7 @@ class MonitorRunner:
             artifacts={name: str(path) for name, path in artifacts.items()},
             input_tokens=result.usage.input_tokens,
             output_tokens=result.usage.output_tokens,
+            cost=result.usage.cost_usd or 0.0,
         )
         rows = await self._deliveries.complete_run(
             run.id,
@@ -256,6 +257,7 @@ class MonitorRunner:
                 requests=result.usage.requests,
                 input_tokens=result.usage.input_tokens,
                 output_tokens=result.usage.output_tokens,
+                cost=result.usage.cost_usd or 0.0,
             )
         if rows and self._on_queued is not None:
             self._on_queued()

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from genai_prices import Usage as PriceUsage
+from genai_prices import calc_price
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup
 from pydantic_ai.framing import register_tag, wrap
@@ -157,6 +159,8 @@ class LlmUsage(BaseModel):
     requests: NonNegativeInt = 0
     input_tokens: NonNegativeInt = 0
     output_tokens: NonNegativeInt = 0
+    cost_usd: NonNegativeFloat | None = None
+    """Estimated price in US dollars from the providers' published prices; `None` when the model is unpriced."""
 
     @property
     def total_tokens(self) -> int:
@@ -170,8 +174,28 @@ class LlmUsage(BaseModel):
             prefix = f"{model.system}:"
             name = model.model_name if model.model_name.startswith(prefix) else prefix + model.model_name
         return cls(
-            model=name, requests=usage.requests, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
+            model=name,
+            requests=usage.requests,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=estimate_cost_usd(name, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
         )
+
+
+def estimate_cost_usd(model: str, *, input_tokens: int, output_tokens: int) -> float | None:
+    """The price of the tokens for `provider:model` from genai-prices' bundled table; None when it is not listed."""
+    provider, _, name = model.partition(":")
+    if not name:
+        provider, name = "", model
+    try:
+        price = calc_price(
+            PriceUsage(input_tokens=input_tokens, output_tokens=output_tokens),
+            name,
+            provider_id=provider or None,
+        )
+    except LookupError:  # an unknown model or provider (test models, local models): no price, not an error
+        return None
+    return float(price.total_price)
 
 
 class ItemCritique(BaseModel):

@@ -242,11 +242,13 @@ class _StageClock:
 def sum_usage(parts: Sequence[LlmUsage]) -> LlmUsage:
     """Several steps' usage as one; the model names joined."""
     names = list(dict.fromkeys(p.model for p in parts if p.model))
+    costs = [p.cost_usd for p in parts if p.cost_usd is not None]
     return LlmUsage(
         model=", ".join(names) or None,
         requests=sum(p.requests for p in parts),
         input_tokens=sum(p.input_tokens for p in parts),
         output_tokens=sum(p.output_tokens for p in parts),
+        cost_usd=sum(costs) if costs else None,
     )
 
 
