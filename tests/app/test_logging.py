@@ -24,10 +24,10 @@ def restore_root_logger() -> Iterator[None]:
 
 def test_token_in_url_and_secrets_are_scrubbed() -> None:
     out = io.StringIO()
-    configure_logging(level="DEBUG", secrets=["xoxb-1234-abcd-secret"], stream=out)
+    configure_logging(level="DEBUG", secrets=["fake-slack-secret-1234"], stream=out)
     log = logging.getLogger("lookout.test")
     log.info("POST https://api.telegram.org/bot%s/sendMessage", TOKEN)
-    log.warning("slack said no to %s", "xoxb-1234-abcd-secret")
+    log.warning("slack said no to %s", "fake-slack-secret-1234")
     try:
         raise RuntimeError(f"failed https://api.telegram.org/bot{TOKEN}/getUpdates")
     except RuntimeError:
@@ -35,7 +35,7 @@ def test_token_in_url_and_secrets_are_scrubbed() -> None:
     text = out.getvalue()
     assert TOKEN not in text
     assert "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw" not in text
-    assert "xoxb-1234-abcd-secret" not in text
+    assert "fake-slack-secret-1234" not in text
     assert text.count("bot[redacted]") == 2
     assert "slack said no to [redacted]" in text
     assert "RuntimeError" in text  # the traceback itself is kept

@@ -95,14 +95,14 @@ def test_each_mistake_is_one_sentence_naming_the_variable(
 
 
 def test_secrets_never_in_repr_or_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GEMINI_API_KEY", "AIza-super-secret-value")
-    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-super-secret-value")
+    monkeypatch.setenv("GEMINI_API_KEY", "gemini-super-secret-value")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "bot-token-super-secret-value")
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-super-secret-value")
     settings = load_settings()
     shown = repr(settings) + str(settings) + settings.model_dump_json()
     assert "super-secret" not in shown
     assert sorted(settings.secret_values()) == sorted(
-        ["AIza-super-secret-value", "xoxb-super-secret-value", "xapp-super-secret-value"]
+        ["gemini-super-secret-value", "bot-token-super-secret-value", "xapp-super-secret-value"]
     )
     monkeypatch.setenv("SLACK_APP_TOKEN", "wrong-super-secret-value")
     with pytest.raises(SettingsError) as caught:
