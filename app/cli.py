@@ -80,8 +80,8 @@ def chat() -> None:
     startup()
     typer.echo(
         "The terminal chat is not available yet: the conversation agent and the terminal frontend are "
-        'still being built.\nWhat works today: `lookout research "<query>"` and '
-        '`lookout collect "<request>"`.',
+        'still being built.\nWhat works today: `lookout research "<query>"`, `lookout collect "<request>"`, '
+        "and standing monitors delivered to Telegram: `lookout monitors --help`.",
         err=True,
     )
     raise typer.Exit(code=1)
