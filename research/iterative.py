@@ -13,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
@@ -24,7 +23,8 @@ from pydantic_ai import Agent, RunContext, Tool, UsageLimits
 from pydantic_ai.models import Model
 
 from research.collect import ProgressCallback, ProgressEvent, SearchStatus, collect, emit
-from research.dedupe import Deduper, is_stop_word
+from research.dedupe import Deduper
+from research.query_variants import QuerySpec, planned_attempts
 from sources.base import Item, SearchQuery, Source, utc_now
 
 logger = logging.getLogger(__name__)
@@ -34,7 +34,6 @@ LOW_YIELD_NEW_ITEMS = 10
 """An attempt bringing fewer new items than this counts as low-yield."""
 LOW_YIELD_STREAK = 3
 """This many low-yield attempts in a row end the job."""
-OTHER_LANGUAGES = ("zh", "es", "de", "fr", "ja", "ru", "pt", "ko")
 
 
 class StopReason(StrEnum):
@@ -46,19 +45,6 @@ class StopReason(StrEnum):
     ATTEMPT_LIMIT = "attempt_limit"
     PLANNER_EXHAUSTED = "planner_exhausted"
     """The deterministic planner ran out of query variants before any other rule fired."""
-
-
-class QuerySpec(BaseModel):
-    """One query the planner wants run."""
-
-    text: str = Field(min_length=1, max_length=200)
-    """Search words: 2-4 keywords work best (some sources require every word)."""
-    language: str | None = Field(default=None, pattern=r"^[a-z]{2}$")
-    """ISO 639-1 code, e.g. `zh`; omit for the default."""
-    since: AwareDatetime | None = None
-    """Only items published after this (ISO 8601 with timezone)."""
-    until: AwareDatetime | None = None
-    """Only items published before this."""
 
 
 class QueryTally(BaseModel):
@@ -355,48 +341,6 @@ def _describe(specs: Sequence[QuerySpec], sources: Sequence[Source]) -> str:
 
 
 # --- the deterministic planner -------------------------------------------------------------------------
-
-_REQUEST_PREFIX = re.compile(
-    r"^\s*(?:please\s+)?(?:collect|find|gather|get|fetch|search(?:\s+for)?|track|monitor|pull)\s+(?:me\s+)?"
-    r"(?:(?:the\s+)?(?:top|latest|last|recent)?\s*\d[\d,_ ]*\s*)?"
-    r"(?:posts?|items?|articles?|stories|news|mentions|tweets|papers|results|links)?\s*"
-    r"(?:about|on|regarding|for|mentioning|of|related\s+to)?\s+",
-    re.IGNORECASE,
-)
-_PHRASE_SUFFIXES = ("news", "release", "analysis", "review", "discussion")
-
-
-def topic_of(request: str) -> str:
-    """The subject of a request: "collect 2000 posts about DeepSeek R2" -> "DeepSeek R2"."""
-    topic = _REQUEST_PREFIX.sub("", request, count=1).strip().strip("\"'“”«»").strip(" .!?")
-    return topic or request.strip()
-
-
-def key_terms(topic: str) -> list[str]:
-    """Up to four content words of the topic, in order, original case kept."""
-    words = re.findall(r"[^\s,;:!?\"'()]+", topic)
-    return [w for w in dict.fromkeys(words) if not is_stop_word(w)][:4]
-
-
-def planned_attempts(request: str, *, now: datetime) -> Iterator[list[QuerySpec]]:
-    """Query sets to try in order: the request, its key terms, other languages, wider time ranges, phrasings.
-
-    Every attempt goes to every source given, so "other sources" are covered from the first attempt.
-    """
-    topic = topic_of(request)
-    terms = key_terms(topic)
-    month, year = now - timedelta(days=30), now - timedelta(days=365)
-    singles = terms if len(terms) > 1 else []
-    joined = " ".join(terms)
-    yield [QuerySpec(text=topic, since=month)]
-    if singles or (joined and joined != topic):
-        yield [QuerySpec(text=t, since=month) for t in dict.fromkeys([joined, *singles]) if t and t != topic]
-    yield [QuerySpec(text=topic, language=lang, since=month) for lang in OTHER_LANGUAGES[:4]]
-    yield [QuerySpec(text=topic, since=year), *(QuerySpec(text=t, since=year) for t in singles)]
-    yield [QuerySpec(text=topic, language=lang, since=year) for lang in OTHER_LANGUAGES[4:]]
-    yield [QuerySpec(text=topic), *(QuerySpec(text=t) for t in singles)]
-    yield [QuerySpec(text=f"{topic} {suffix}") for suffix in _PHRASE_SUFFIXES]
-    yield [QuerySpec(text=topic, language=lang) for lang in OTHER_LANGUAGES]
 
 
 async def run_planner(loop: AttemptLoop) -> None:

@@ -12,7 +12,8 @@ from pydantic_ai.models import Model
 from research.collect import Collection, ProgressCallback, ProgressEvent, collect, emit
 from research.dedupe import Deduper
 from research.export import ExportPaths, safe_stem, write_exports
-from research.iterative import CollectionReport, run_iterative_collection, topic_of
+from research.iterative import CollectionReport, run_iterative_collection
+from research.query_variants import topic_of
 from research.rank import RankedItem, rank
 from sources.base import SearchQuery, Source
 

@@ -10,14 +10,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from research.collect import ProgressEvent
-from research.iterative import (
-    AttemptSummary,
-    StopReason,
-    key_terms,
-    planned_attempts,
-    run_iterative_collection,
-    topic_of,
-)
+from research.iterative import AttemptSummary, StopReason, run_iterative_collection
+from research.query_variants import key_terms, planned_attempts, topic_of
 from sources.base import Item, SearchQuery
 from tests.research.fake_sources import BASE_TIME, RecordingSource, UnavailableSource, make_item, rate_limited
 
