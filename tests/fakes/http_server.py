@@ -53,20 +53,55 @@ class FakeResponse:
 Handler = Callable[[RecordedRequest], FakeResponse]
 
 
-class FakeHTTPServer:
-    """Serve scripted responses; `requests` holds everything received, in order."""
+class ThreadedFakeServer:
+    """An aiohttp server on 127.0.0.1 running on its own thread and loop; subclasses answer in `_handle`."""
 
-    def __init__(self) -> None:
-        self.requests: list[RecordedRequest] = []
-        self._routes: dict[tuple[str, str], Handler | list[FakeResponse]] = {}
+    def __init__(self, *, thread_name: str = "fake-server") -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name=thread_name)
         self._runner: web.AppRunner | None = None
         self.port = 0
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raise NotImplementedError("a fake server answers requests in _handle")
+
+    async def _start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def start(self) -> None:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+
+class FakeHTTPServer(ThreadedFakeServer):
+    """Serve scripted responses; `requests` holds everything received, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[RecordedRequest] = []
+        self._routes: dict[tuple[str, str], Handler | list[FakeResponse]] = {}
 
     def route(self, method: str, path: str, answer: Handler | FakeResponse | list[FakeResponse]) -> None:
         """Answer `method path` with a handler, one response, or a queue of responses (last repeats)."""
@@ -103,31 +138,6 @@ class FakeHTTPServer:
             headers=response.headers,
             content_type=response.content_type,
         )
-
-    async def _start(self) -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-
-    async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    def start(self) -> None:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
 
 
 @contextmanager

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,6 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.http_server import ThreadedFakeServer
 
 DEFAULT_TOKEN = "123456:TEST-fake-token"
 SEND_METHODS = frozenset({"sendMessage", "sendDocument", "sendPhoto"})
@@ -162,7 +163,7 @@ class _Scripted:
     remaining: int
 
 
-class FakeTelegram:
+class FakeTelegram(ThreadedFakeServer):
     """The fake Bot API server; see the module docstring for what it answers and records."""
 
     def __init__(
@@ -173,6 +174,7 @@ class FakeTelegram:
         rate_limit: RateLimit | None = None,
         long_poll_cap: float = 0.5,
     ) -> None:
+        super().__init__(thread_name="fake-telegram")
         self.token = token
         self.bot_id = int(token.split(":", 1)[0])
         self.bot_username = bot_username
@@ -195,16 +197,8 @@ class FakeTelegram:
         self._per_chat: dict[str, _Bucket] = {}
         if rate_limit is not None:
             self._overall = _Bucket(rate_limit.per_second, rate_limit.burst, rate_limit.burst)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="fake-telegram")
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
     # ---- addresses ----------------------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def api_url(self) -> str:
@@ -431,33 +425,6 @@ class FakeTelegram:
 
     async def _api_getWebhookInfo(self, call: ApiCall) -> dict[str, Any]:
         return {"url": self.webhook.get("url", ""), "has_custom_certificate": False, "pending_update_count": 0}
-
-    # ---- lifecycle ----------------------------------------------------------------------------------------
-
-    async def _start(self) -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-
-    async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    def start(self) -> None:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
 
 
 async def _read_body(request: web.Request) -> tuple[dict[str, str], dict[str, Upload]]:
