@@ -94,12 +94,14 @@ def list_monitors() -> None:
     """Every monitor, with its schedule, next run, last result and sources."""
 
     async def work(stack: MonitorStack) -> list[str]:
-        from storage import ChatRepository
+        from storage import MonitorRepository
 
-        chats = await ChatRepository(stack.database).list_chats()
-        if not chats:
-            return []
-        views = await stack.service.list_monitors(chats[0].id, all_chats=True)
+        # Each monitor as its owner chat sees it, so times show in that chat's timezone.
+        records = await MonitorRepository(stack.database).list_all()
+        views = [
+            await stack.service.get_monitor(record.id, chat_id=record.owner_chat_id, is_admin=True)
+            for record in records
+        ]
         return [view.summary() for view in views]
 
     summaries = _with_stack(_settings(), work)
