@@ -22,18 +22,12 @@ ChatOption = Annotated[str, typer.Option("--chat", help="Where digests go, as pl
 
 def _with_stack(settings: Settings, work: Callable[[MonitorStack], Awaitable[T]]) -> T:
     from app.monitoring import monitor_stack
+    from app.wiring import open_database
     from monitors import MonitorNotFoundError, ScheduleError
-    from storage import Database, upgrade_database
 
     async def main() -> T:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        await upgrade_database(settings.database_url)
-        database = Database(settings.database_url)
-        try:
-            async with monitor_stack(settings, database) as stack:
-                return await work(stack)
-        finally:
-            await database.dispose()
+        async with open_database(settings) as database, monitor_stack(settings, database) as stack:
+            return await work(stack)
 
     try:
         return asyncio.run(main())

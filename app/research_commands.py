@@ -12,10 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from app.settings import Settings
-from app.wiring import SourceCatalog, light_model, open_http_client
+from app.wiring import SourceCatalog, light_model, open_database, open_http_client
 from research import CollectionJobResult, ProgressEvent, ResearchResult, research_once, run_collection_job
 from sources.base import Source
-from storage import Database, upgrade_database
 
 T = TypeVar("T")
 
@@ -26,19 +25,17 @@ def _run_with_sources(
     """Build the sources named by `spec`, run `work` with them, and close the HTTP client."""
 
     async def main() -> T:
-        await upgrade_database(settings.database_url)
-        database = Database(settings.database_url)
-        client = open_http_client(settings, database=database)
-        try:
+        async with open_database(settings) as database:
+            client = open_http_client(settings, database=database)
             try:
-                sources = SourceCatalog.build(settings, client).resolve(spec)
-            except ValueError as exc:
-                console.print(f"[red]{escape(str(exc))}[/red]")
-                raise typer.Exit(code=2) from None
-            return await work(sources)
-        finally:
-            await client.aclose()
-            await database.dispose()
+                try:
+                    sources = SourceCatalog.build(settings, client).resolve(spec)
+                except ValueError as exc:
+                    console.print(f"[red]{escape(str(exc))}[/red]")
+                    raise typer.Exit(code=2) from None
+                return await work(sources)
+            finally:
+                await client.aclose()
 
     return asyncio.run(main())
 

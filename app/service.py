@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from app.http_server import build_http_app, serve_http
 from app.monitoring import monitor_stack
 from app.settings import Settings
-from storage import Database, upgrade_database
+from app.wiring import open_database
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +56,7 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
     """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set)."""
     stop = stop or asyncio.Event()
     _install_stop_signals(stop)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    await upgrade_database(settings.database_url)
-    database = Database(settings.database_url)
-    try:
+    async with open_database(settings) as database:
         for component in plan_components(settings):
             logger.info("%s: %s — %s", component.name, "on" if component.on else "off", component.reason)
         if not (settings.allowed_users or settings.allowed_chats):
@@ -84,6 +81,4 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
                 stop.set()
                 stack.scheduler.shutdown()
                 await delivering  # the pass under way finishes; what is left stays pending in the outbox
-    finally:
-        await database.dispose()
     logger.info("stopped")

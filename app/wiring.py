@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
 
 from pydantic_ai.models import Model, infer_model
@@ -19,7 +20,7 @@ from sources.registry import (
     resolve_source_specs,
     rsshub_factory,
 )
-from storage import Database
+from storage import Database, upgrade_database
 
 
 def sources_config(settings: Settings) -> SourcesConfig:
@@ -30,6 +31,18 @@ def sources_config(settings: Settings) -> SourcesConfig:
     }
     values["rsshub_platforms"] = tuple(settings.rsshub_platforms)
     return SourcesConfig(user_agent=settings.http_user_agent, **values)  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def open_database(settings: Settings) -> AsyncIterator[Database]:
+    """The database with DATA_DIR created and every migration applied; disposed on exit."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    await upgrade_database(settings.database_url)
+    database = Database(settings.database_url)
+    try:
+        yield database
+    finally:
+        await database.dispose()
 
 
 def open_http_client(settings: Settings, *, database: Database | None = None) -> HttpClient:
