@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +47,26 @@ async def _admin_execute(admin_url: str, *statements: str) -> None:
         await database.dispose()
 
 
+async def _drop_database(admin_url: str, name: str) -> None:
+    """Drop a throwaway database, retrying while another backend still holds it.
+
+    A plain DROP comes first: PostgreSQL itself cancels an autovacuum worker on the database, whereas
+    `WITH (FORCE)` refuses outright when that worker (a superuser process) is connected and our role
+    is not a superuser. FORCE is the fallback for a connection of ours that a test leaked.
+    """
+    last_error: Exception | None = None
+    for attempt in range(10):
+        statement = f'DROP DATABASE IF EXISTS "{name}"' + (" WITH (FORCE)" if attempt % 2 else "")
+        try:
+            await _admin_execute(admin_url, statement)
+        except Exception as error:  # asyncpg's errors arrive wrapped by SQLAlchemy
+            last_error = error
+            await asyncio.sleep(0.5)
+        else:
+            return
+    warnings.warn(f"could not drop test database {name}: {last_error}", stacklevel=1)
+
+
 def postgres_admin_url() -> str:
     url = os.environ.get(POSTGRES_ENV)
     if not url:
@@ -62,7 +83,7 @@ def fresh_postgres_url() -> Iterator[str]:
     try:
         yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
     finally:
-        asyncio.run(_admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(_drop_database(admin_url, name))
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +97,7 @@ def postgres_session_url() -> Iterator[str]:
         asyncio.run(upgrade_database(url))
         yield url
     finally:
-        asyncio.run(_admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(_drop_database(admin_url, name))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
