@@ -76,6 +76,18 @@ class Settings(BaseSettings):
     min_monitor_interval: int = Field(default=900, ge=60)
     """Seconds; no monitor may run more often."""
 
+    # Conversation
+    chat_daily_tokens: int = Field(default=200_000, ge=0)
+    """Model tokens one chat may use per day in conversation (0: no limit); monitors' runs count too."""
+    memory_turns: int = Field(default=10, ge=1, le=100)
+    """Turns of conversation the agent sees; older ones are folded into a rolling summary."""
+    memory_idle_hours: float = Field(default=24.0, gt=0)
+    """After this much silence the next message starts a fresh conversation (the summary carries over)."""
+    agent_request_limit: int = Field(default=12, ge=1, le=100)
+    """Model requests one chat message may cause (tool calls included)."""
+    agent_token_limit: int = Field(default=60_000, ge=1000)
+    """Model tokens one chat message may use, input and output together."""
+
     # Sources
     allow_private_urls: bool = False
     """Let feed and page URLs reach private addresses (self-hosted feeds, tests)."""

@@ -1,0 +1,84 @@
+"""What the conversation layer works with: the process-wide services and the one message being handled."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic_ai.models import Model
+
+from agent.messages import Incoming, ProgressSink, ProgressUpdate
+from monitors import MonitorService
+from monitors.runner import SourceResolver
+from sources import HttpClient
+from storage import ChatRecord, Database, UserRecord
+
+__all__ = ["ConversationSettings", "Services", "Turn", "ignore_progress"]
+
+
+async def ignore_progress(_update: ProgressUpdate) -> None:
+    """A progress sink for callers that show no progress (scripts, tests of a single reply)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationSettings:
+    """The settings the conversation layer reads (built from `app.settings.Settings`)."""
+
+    default_timezone: str = "UTC"
+    """TIMEZONE: a chat's timezone until it sets one with /timezone."""
+    min_interval_seconds: int = 900
+    """MIN_MONITOR_INTERVAL."""
+    chat_daily_tokens: int = 200_000
+    """CHAT_DAILY_TOKENS: model tokens per chat per day; 0 means no limit."""
+    memory_turns: int = 10
+    """MEMORY_TURNS."""
+    memory_idle_hours: float = 24.0
+    """MEMORY_IDLE_HOURS."""
+    request_limit: int = 12
+    """AGENT_REQUEST_LIMIT: model requests per message."""
+    token_limit: int = 60_000
+    """AGENT_TOKEN_LIMIT: model tokens per message."""
+    exports_dir: Path = Path("data/exports")
+    """DATA_DIR/exports: where CSVs, metadata and charts for chats are written."""
+    llm_unavailable_reason: str | None = None
+    """Why no model is configured (from `Settings.llm_unavailable_reason()`), said once per conversation."""
+    bot_username: str | None = None
+    """The bot's @username on platforms that have one (commands addressed to other bots are ignored)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    """Everything the commands and the chat agent use, built once per process and shared by every chat."""
+
+    database: Database
+    monitors: MonitorService
+    resolve_sources: SourceResolver
+    """`hn,news,rss:<url>` specs to sources; raises ValueError naming unknown or switched-off ones."""
+    http: HttpClient
+    """The one polite HTTP client (read_page goes through it, SSRF guard included)."""
+    light_model: Model | None
+    """LLM_MODEL: chat, planning, memory summaries. None when no model is configured."""
+    heavy_model: Model | None
+    """LLM_HEAVY_MODEL: critique and synthesis; the chat's fallback model."""
+    settings: ConversationSettings = field(default_factory=ConversationSettings)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """One incoming message being handled: what was said, in which chat, by whom, and where progress goes.
+
+    The dispatcher builds it after the access check, with the chat and user rows already stored.
+    """
+
+    incoming: Incoming
+    chat: ChatRecord
+    """The chat's stored row (its timezone, language, profile)."""
+    user: UserRecord
+    """The person's stored row."""
+    is_admin: bool = False
+    """The person is in ADMIN_USERS: may see and manage every chat's monitors."""
+    progress: ProgressSink = ignore_progress
+    """Where status lines for long work go; the adapter shows them as one edited message."""

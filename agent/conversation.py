@@ -1,0 +1,62 @@
+"""One message in, replies out: confirmations first, then `/commands`, then free text for the chat agent."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from agent.command_parser import ParseOptions, parse_command
+from agent.commands import Command, CommandError
+from agent.context import ConversationSettings, Turn
+from agent.messages import Reply
+
+__all__ = ["CommandHandler", "Conversation", "FreeTextHandler", "parse_options_for"]
+
+
+class CommandHandler(Protocol):
+    """Executes a parsed command for the chat that sent it (`agent.router.CommandRouter`)."""
+
+    async def execute(self, command: Command, turn: Turn) -> list[Reply]: ...
+
+
+class FreeTextHandler(Protocol):
+    """The chat agent (`agent.chat.ChatAgent`): answers free text and settles pending confirmations."""
+
+    async def settle_confirmation(self, turn: Turn) -> list[Reply] | None:
+        """The answer to a button press or a "yes"/"no" for a pending confirmation; None when the message
+        is not one (then it is handled as a command or free text)."""
+        ...
+
+    async def reply(self, turn: Turn) -> list[Reply]: ...
+
+
+def parse_options_for(turn: Turn, settings: ConversationSettings) -> ParseOptions:
+    """How to parse this chat's commands: its timezone, the monitor interval floor, the bot's name."""
+    timezone = turn.chat.timezone if turn.chat.timezone and turn.chat.timezone != "UTC" else settings.default_timezone
+    return ParseOptions(
+        timezone=timezone,
+        min_interval_seconds=settings.min_interval_seconds,
+        bot_username=settings.bot_username,
+    )
+
+
+class Conversation:
+    """The platform-neutral conversation layer the dispatcher hands every accepted message to."""
+
+    def __init__(self, *, commands: CommandHandler, free_text: FreeTextHandler, settings: ConversationSettings) -> None:
+        self._commands = commands
+        self._free_text = free_text
+        self._settings = settings
+
+    async def respond(self, turn: Turn) -> list[Reply]:
+        """The replies to one message, in order; empty when the message is not for the bot (group chatter)."""
+        settled = await self._free_text.settle_confirmation(turn)
+        if settled is not None:
+            return settled
+        parsed = parse_command(turn.incoming.text, options=parse_options_for(turn, self._settings))
+        if isinstance(parsed, CommandError):
+            return [Reply(text=parsed.text)]
+        if parsed is not None:
+            return await self._commands.execute(parsed, turn)
+        if not turn.incoming.addressed_to_bot or not turn.incoming.text.strip():
+            return []
+        return await self._free_text.reply(turn)
