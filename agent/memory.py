@@ -6,13 +6,24 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, UserPromptPart
 
 from storage import ConversationRepository
 
-__all__ = ["DEFAULT_IDLE_HOURS", "DEFAULT_MAX_TURNS", "ConversationMemory", "MemoryWindow", "turn_starts"]
+if TYPE_CHECKING:
+    from agent.context import Services, Turn
+
+__all__ = [
+    "DEFAULT_IDLE_HOURS",
+    "DEFAULT_MAX_TURNS",
+    "ConversationMemory",
+    "MemoryWindow",
+    "memory_for",
+    "turn_starts",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -199,3 +210,16 @@ class ConversationMemory:
                 problem.error_count(),
             )
             return []
+
+
+def memory_for(services: Services, turn: Turn) -> ConversationMemory:
+    """The memory of the conversation `turn` belongs to (its chat and thread), with the configured window and
+    idle expiry: what the chat agent reads and writes, and what `/forget` clears."""
+    return ConversationMemory(
+        ConversationRepository(services.database),
+        chat_id=turn.chat.id,
+        thread_key=turn.incoming.thread_key,
+        max_turns=services.settings.memory_turns,
+        idle_hours=services.settings.memory_idle_hours,
+        clock=services.clock,
+    )

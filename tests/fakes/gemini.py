@@ -169,3 +169,28 @@ class FakeGemini:
         if self._handler is not None:
             return FakeResponse.json(self._handler(request))
         return FakeResponse.json(error_body(500, "INTERNAL", "FakeGemini has no scripted answer"), status=500)
+
+
+def daily_quota_body(model: str = "gemini-test") -> Json:
+    """Gemini's 429 for a used-up daily quota: `RESOURCE_EXHAUSTED` whose `QuotaFailure` names a per-day quota."""
+    return {
+        "error": {
+            "code": 429,
+            "message": "You exceeded your current quota, please check your plan and billing details.",
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [
+                        {
+                            "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                            "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                            "quotaDimensions": {"location": "global", "model": model},
+                            "quotaValue": "250",
+                        }
+                    ],
+                },
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "43s"},
+            ],
+        }
+    }

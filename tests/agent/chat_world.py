@@ -1,0 +1,225 @@
+"""What the chat-agent tests share: real services on a real database, sources on a local fake server, and a
+scripted model that records every request it gets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from agent.chat import ChatAgent
+from agent.context import ConversationSettings, Services, Turn
+from agent.messages import Incoming, ProgressUpdate
+from agent.models import RetryPolicy
+from monitors import MonitorService, MonitorSettings
+from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
+from storage import ChatRecord, Database, MonitorRepository, UserRecord, UserRepository
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+
+Step = ModelResponse | Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+
+
+def call(tool: str, **args: Any) -> ModelResponse:
+    """A model response calling one tool."""
+    return ModelResponse(parts=[ToolCallPart(tool_name=tool, args=args)])
+
+
+def say(text: str) -> ModelResponse:
+    return ModelResponse(parts=[TextPart(content=text)])
+
+
+@dataclass
+class ScriptedModel:
+    """A FunctionModel answering from a list of steps, in order; records what each request carried."""
+
+    steps: list[Step]
+    name: str = "scripted"
+    other_agents: Callable[[list[ModelMessage], AgentInfo], ModelResponse] | None = None
+    """Answers requests from agents other than the chat agent (a collection job's planner) when set."""
+    requests: list[list[ModelMessage]] = field(default_factory=list)
+    infos: list[AgentInfo] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.model = FunctionModel(self._answer, model_name=self.name)
+
+    def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if self.other_agents is not None and "search_sources" not in {tool.name for tool in info.function_tools}:
+            return self.other_agents(messages, info)
+        self.requests.append(list(messages))
+        self.infos.append(info)
+        assert self.steps, f"{self.name}: the script ran out (request {len(self.requests)})"
+        step = self.steps.pop(0)
+        return step(messages, info) if callable(step) else step
+
+
+def user_prompts(messages: Sequence[ModelMessage]) -> list[str]:
+    return [
+        str(part.content)
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart)
+    ]
+
+
+def tool_returns(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
+    return [
+        part
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+
+
+def hn_hit(object_id: str, title: str, *, text: str = "", created: datetime, points: int = 10) -> dict[str, Any]:
+    """One Algolia HN story hit, as the real API sends it."""
+    return {
+        "objectID": object_id,
+        "title": title,
+        "story_text": text or None,
+        "url": f"https://example.com/story/{object_id}",
+        "author": "someone",
+        "points": points,
+        "num_comments": 3,
+        "created_at": created.isoformat().replace("+00:00", "Z"),
+        "created_at_i": int(created.timestamp()),
+        "_tags": ["story", f"story_{object_id}"],
+    }
+
+
+@dataclass
+class ChatWorld:
+    """A chat, its person, and the services the chat agent runs on."""
+
+    database: Database
+    clock: Callable[[], datetime]
+    server: FakeHTTPServer
+    http: HttpClient
+    chat: ChatRecord
+    user: UserRecord
+    exports: Path
+    settings: ConversationSettings
+    progress: list[ProgressUpdate] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        config = SourcesConfig(
+            allow_private_urls=True,
+            hn_api_url=f"{self.server.url}/hn",
+            news_rss_url=f"{self.server.url}/news",
+            arxiv_api_url=f"{self.server.url}/arxiv",
+            github_api_url=f"{self.server.url}/github",
+            wikipedia_api_url=f"{self.server.url}/wiki",
+        )
+        available = build_sources(client=self.http, config=config)
+
+        def resolve(specs: Sequence[str]) -> list[Source]:
+            make_feed = feed_factory(client=self.http, config=config)
+            return resolve_source_specs(list(specs), available=available, make_feed=make_feed)
+
+        self.resolve = resolve
+        self.monitors = MonitorService(
+            self.database,
+            resolve_sources=resolve,
+            light_model=None,
+            heavy_model=None,
+            out_dir=self.exports,
+            settings=MonitorSettings(min_interval_seconds=900, default_timezone=self.settings.default_timezone),
+            clock=self.clock,
+        )
+
+    def serve_hn(self, hits: list[dict[str, Any]]) -> None:
+        for path in ("/hn/search", "/hn/search_by_date"):
+            self.server.route("GET", path, FakeResponse.json({"hits": hits, "nbHits": len(hits)}))
+
+    def services(self, light: Any = None, heavy: Any = None, **settings: Any) -> Services:
+        base = replace(self.settings, **settings)
+        return Services(
+            database=self.database,
+            monitors=self.monitors,
+            resolve_sources=self.resolve,
+            http=self.http,
+            light_model=light,
+            heavy_model=heavy,
+            settings=base,
+            clock=self.clock,
+        )
+
+    def agent(self, light: Any = None, heavy: Any = None, **settings: Any) -> ChatAgent:
+        no_wait = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, sleep=_no_sleep)
+        return ChatAgent(self.services(light, heavy, **settings), retry_policy=no_wait)
+
+    async def person(self, external_id: str, name: str) -> UserRecord:
+        return await UserRepository(self.database).get_or_create("telegram", external_id, display_name=name)
+
+    def turn(
+        self,
+        text: str,
+        *,
+        callback_data: str | None = None,
+        thread_key: str = "",
+        user: UserRecord | None = None,
+        chat: ChatRecord | None = None,
+    ) -> Turn:
+        person = user or self.user
+        where = chat or self.chat
+        incoming = Incoming(
+            platform="telegram",
+            chat_external_id=where.external_id,
+            user_external_id=person.external_id,
+            thread_key=thread_key,
+            text=text,
+            callback_data=callback_data,
+            is_private=True,
+        )
+
+        async def progress(update: ProgressUpdate) -> None:
+            self.progress.append(update)
+
+        return Turn(incoming=incoming, chat=where, user=person, progress=progress)
+
+    async def monitor_topics(self, chat: ChatRecord | None = None) -> list[str]:
+        records = await MonitorRepository(self.database).list_for_chat((chat or self.chat).id)
+        return [record.topic for record in records]
+
+
+async def _no_sleep(_seconds: float) -> None:
+    return None
+
+
+async def make_world(
+    database: Database,
+    clock: Callable[[], datetime],
+    server: FakeHTTPServer,
+    chat: ChatRecord,
+    tmp_path: Path,
+    **settings: Any,
+) -> ChatWorld:
+    """A world for one test; `settings` override `ConversationSettings` fields."""
+    user = await UserRepository(database).get_or_create("telegram", "501", display_name="Alice")
+    http = HttpClient(user_agent="lookout-tests", allow_private=True, max_retries=0)
+    exports = tmp_path / "exports"
+    base = ConversationSettings(exports_dir=exports, llm_unavailable_reason="GEMINI_API_KEY is not set")
+    return ChatWorld(
+        database=database,
+        clock=clock,
+        server=server,
+        http=http,
+        chat=chat,
+        user=user,
+        exports=exports,
+        settings=replace(base, **settings),
+    )

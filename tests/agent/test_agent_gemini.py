@@ -1,0 +1,94 @@
+"""The chat agent through the real Gemini client (GoogleModel + google-genai) against the fake generateContent
+server: what goes over the wire carries the instructions, the tool declarations and the conversation history."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic_ai import models
+from pydantic_ai.models.google import GoogleModel
+from pydantic_ai.providers.google import GoogleProvider
+
+from storage import ChatRecord, Database, UsageRepository
+from tests.agent.chat_world import ChatWorld, make_world
+from tests.agent.conftest import FakeClock
+from tests.fakes.gemini import FakeGemini, daily_quota_body
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+
+
+@pytest.fixture
+async def world(
+    database: Database, clock: FakeClock, fake_server: FakeHTTPServer, chat: ChatRecord, tmp_path: Path
+) -> AsyncIterator[ChatWorld]:
+    built = await make_world(database, clock, fake_server, chat, tmp_path, default_timezone="Asia/Shanghai")
+    yield built
+    await built.http.aclose()
+
+
+def gemini_model(gemini: FakeGemini) -> GoogleModel:
+    return GoogleModel(gemini.model, provider=GoogleProvider(api_key=gemini.api_key, base_url=gemini.url))
+
+
+async def test_requests_carry_instructions_tools_and_history(world: ChatWorld, fake_server: FakeHTTPServer) -> None:
+    gemini = FakeGemini(fake_server)
+    gemini.reply_function_call("list_monitors", {})
+    gemini.reply_text("You have no monitors yet.")
+    gemini.reply_text("Try /track DeepSeek.")
+    agent = world.agent(gemini_model(gemini))
+
+    with models.override_allow_model_requests(True):
+        first = await agent.reply(world.turn("what do I track?"))
+        second = await agent.reply(world.turn("how do I start?"))
+
+    assert first[0].text == "You have no monitors yet."
+    assert second[0].text == "Try /track DeepSeek."
+    assert len(gemini.requests) == 3
+    last = gemini.requests[-1]
+    assert last.api_key == "test-key"
+    # the system instruction: the rules, the untrusted-data fence, the chat's zone and local time
+    assert "You are Lookout" in last.system_text
+    assert "untrusted_source_data" in last.system_text
+    assert "Asia/Shanghai" in last.system_text and "Sunday 01 March 2026, 17:00" in last.system_text
+    # every tool is declared with its docstring and parameters
+    declared = {d["name"]: d for d in last.function_declarations}
+    assert {"search_sources", "read_page", "collect", "list_monitors", "create_monitor", "update_monitor",
+            "pause_monitor", "resume_monitor", "delete_monitor", "run_monitor_now", "search_history", "timeline",
+            "export_items"} == set(declared)  # fmt: skip
+    assert "confirm" in declared["create_monitor"]["description"].lower()
+    assert "schedule" in str(declared["create_monitor"].get("parameters") or declared["create_monitor"])
+    # the history: the first exchange, with its tool call and result, then the new message
+    roles = [content["role"] for content in last.contents]
+    assert roles == ["user", "model", "user", "model", "user"]
+    assert "what do I track?" in last.user_text and "how do I start?" in last.user_text
+    assert [response["name"] for response in last.function_responses] == ["list_monitors"]
+    assert "You have no monitors yet." in str(last.contents[3])
+    # usage reported by the API is what the chat is charged
+    totals = await UsageRepository(world.database).for_day(world.chat.id, world.clock().date())
+    assert (totals.requests, totals.input_tokens, totals.output_tokens) == (3, 300, 60)
+
+
+async def test_a_daily_quota_answer_is_not_retried(world: ChatWorld, fake_server: FakeHTTPServer) -> None:
+    gemini = FakeGemini(fake_server)
+    gemini.reply_raw(FakeResponse.json(daily_quota_body(gemini.model), status=429))
+    agent = world.agent(gemini_model(gemini))
+
+    with models.override_allow_model_requests(True):
+        replies = await agent.reply(world.turn("hello"))
+
+    assert "daily quota" in replies[0].text
+    assert len(gemini.requests) == 1
+
+
+async def test_a_per_minute_rate_limit_is_retried(world: ChatWorld, fake_server: FakeHTTPServer) -> None:
+    gemini = FakeGemini(fake_server)
+    gemini.reply_error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).")
+    gemini.reply_text("Hello after a retry.")
+    agent = world.agent(gemini_model(gemini))
+
+    with models.override_allow_model_requests(True):
+        replies = await agent.reply(world.turn("hello"))
+
+    assert replies[0].text == "Hello after a retry."
+    assert len(gemini.requests) == 2
