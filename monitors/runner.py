@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
@@ -45,6 +45,43 @@ logger = logging.getLogger(__name__)
 
 SourceResolver = Callable[[Sequence[str]], list[Source]]
 """Turns source specs (`hn`, `rss:<url>`) into sources; raises ValueError for unknown or switched-off ones."""
+
+
+TRANSIENT_MONITOR_ID: Final = 0
+"""The id of the stand-in monitor a one-off `/search` runs as (real monitors start at 1): nothing about it is
+stored on a monitor, and its digest names no monitor."""
+
+
+def transient_monitor(
+    *, owner_chat_id: int, topic: str, sources: Sequence[str], timezone: str, lookback_hours: int, now: datetime
+) -> MonitorRecord:
+    """A monitor that exists only for one search run: the runner treats it like any monitor that has never
+    run (no plan, nothing delivered before), and stores nothing on it."""
+    return MonitorRecord(
+        id=TRANSIENT_MONITOR_ID,
+        owner_chat_id=owner_chat_id,
+        topic=topic,
+        extra_queries=(),
+        include_keywords=(),
+        exclude_keywords=(),
+        sources=tuple(sources),
+        schedule="",
+        timezone=timezone,
+        lookback_hours=lookback_hours,
+        language=None,
+        quiet=False,
+        paused=False,
+        plan=None,
+        plan_updated_at=None,
+        next_run_at=None,
+        last_run_at=None,
+        last_status=None,
+        last_error=None,
+        consecutive_failures=0,
+        failure_notified_at=None,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 class PipelineFunction(Protocol):
@@ -171,7 +208,7 @@ class MonitorRunner:
             light_model=self._light,
             heavy_model=self._heavy,
             out_dir=self._out_dir,
-            stem=f"{safe_stem(monitor.topic, until)}-m{monitor.id}-r{run.id}",
+            stem=f"{safe_stem(monitor.topic, until)}-{_owner_tag(monitor)}-r{run.id}",
             progress=progress,
             now=self._clock,
         )
@@ -199,6 +236,7 @@ class MonitorRunner:
     ) -> RunSummary:
         now = self._clock()
         linked = run.monitor_id is not None
+        transient = monitor.id == TRANSIENT_MONITOR_ID
         # A quiet monitor says nothing on an empty day; someone who asked with /digest always gets an answer.
         deliver = asking_chat is not None or not (monitor.quiet and result.nothing_new)
         delivered = set(result.new_item_ids) if deliver and linked else set()
@@ -210,8 +248,8 @@ class MonitorRunner:
         outcome = RunOutcome(
             finished_at=now,
             stats={
-                "kind": "digest",
-                "monitor_id": monitor.id,
+                "kind": "search" if transient else "digest",
+                "monitor_id": None if transient else monitor.id,
                 "topic": monitor.topic,
                 "items": len(result.items),
                 "new_items": len(result.new_item_ids),
@@ -245,7 +283,7 @@ class MonitorRunner:
             ],
             deliver=deliver,
         )
-        if result.plan_refreshed:
+        if result.plan_refreshed and not transient:
             await self._monitors.set_plan(monitor.id, result.plan.model_dump(mode="json"), now=now)
         if linked:
             next_run = schedule.next_run(max(run.scheduled_for, now)) if schedule is not None else None
@@ -336,6 +374,11 @@ class MonitorRunner:
         logger.warning("monitor %d failed %d runs in a row; owner told", monitor.id, monitor.consecutive_failures)
         if self._on_queued is not None:
             self._on_queued()
+
+
+def _owner_tag(monitor: MonitorRecord) -> str:
+    """`m<id>` in the file names of a monitor's runs, `search` for a one-off search."""
+    return "search" if monitor.id == TRANSIENT_MONITOR_ID else f"m{monitor.id}"
 
 
 def _digest_of(run: RunRecord | None) -> Digest | None:

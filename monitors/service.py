@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic_ai.models import Model
 
-from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver
+from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
 from research.collect import ProgressCallback
@@ -38,6 +38,8 @@ MonitorListener = Callable[[int], Awaitable[None]]
 """Told the id of a monitor that was created, changed, paused, resumed or deleted (the scheduler listens)."""
 
 MAX_LOOKBACK_HOURS: Final = 24 * 31
+SEARCH_LOOKBACK_HOURS: Final = 24 * 7
+"""How far back a one-off `/search` looks by default."""
 MAX_LIST_ENTRIES: Final = 20
 """Extra queries, include and exclude keywords: at most this many each."""
 
@@ -320,6 +322,37 @@ class MonitorService:
             run = await self._runs.open_search_run(chat_id=chat.id, query=monitor.topic, now=now)
         return await self._runner.execute(monitor, run, schedule=None, asking_chat=chat, progress=progress)
 
+    async def search_now(
+        self,
+        chat_id: int,
+        query: str,
+        *,
+        sources: str | Sequence[str] | None = None,
+        lookback_hours: int = SEARCH_LOOKBACK_HOURS,
+        progress: ProgressCallback | None = None,
+    ) -> RunSummary:
+        """A one-off `/search`: collect, critique and synthesize `query` now, from `sources` (default: the default
+        mix), and queue the digest with its files for this chat only. No monitor is created or touched; the
+        summary's `monitor_id` is `TRANSIENT_MONITOR_ID`. Raises `ValueError` for an empty or too long query, a
+        bad window or unknown sources; a failing run is reported in the summary (nothing is queued then)."""
+        chat = await self._chat(chat_id)
+        topic = self._clean_topic(query)
+        specs = self._check_sources(sources)
+        if not 1 <= lookback_hours <= MAX_LOOKBACK_HOURS:
+            raise ValueError(f"The look-back window must be between 1 hour and {MAX_LOOKBACK_HOURS // 24} days.")
+        now = self._clock()
+        monitor = transient_monitor(
+            owner_chat_id=chat.id,
+            topic=topic,
+            sources=specs,
+            timezone=self._chat_timezone(chat),
+            lookback_hours=lookback_hours,
+            now=now,
+        )
+        run = await self._runs.open_search_run(chat_id=chat.id, query=topic, now=now)
+        logger.info("search run %d for chat %d: %r", run.id, chat.id, topic)
+        return await self._runner.execute(monitor, run, schedule=None, asking_chat=chat, progress=progress)
+
     async def _skip_taken(self, monitor: MonitorRecord, schedule: Schedule, scheduled_for: datetime) -> None:
         """A run for this time exists. If it is finished (e.g. failed as abandoned after a crash) and the
         monitor still points at this time, move the monitor on, or it would stay due forever."""
@@ -452,6 +485,7 @@ def _clean_list(values: Sequence[str], what: str) -> list[str]:
 
 
 __all__ = [
+    "SEARCH_LOOKBACK_HOURS",
     "UNCHANGED",
     "MonitorListener",
     "MonitorService",
