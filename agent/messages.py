@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, field_validator, model_validator
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
@@ -65,6 +65,12 @@ class Incoming(_Frozen):
     """How the person is called, for greetings and logs; never used for access decisions."""
     chat_title: str | None = Field(default=None, max_length=256)
     """The group or channel name (None for private chats)."""
+
+    @field_validator("text", "user_display_name", "chat_title")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        # PostgreSQL text cannot hold NUL; a pasted NUL must not fail a /track or the memory write later on.
+        return value.replace("\x00", "") if value is not None else None
 
     @property
     def addressed_to_bot(self) -> bool:

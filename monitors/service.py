@@ -436,7 +436,7 @@ class MonitorService:
         return hours
 
     async def _view(self, monitor: MonitorRecord, chat: ChatRecord) -> MonitorView:
-        zone = ZoneInfo(chat.timezone) if chat.timezone else ZoneInfo("UTC")
+        zone = ZoneInfo(self._chat_timezone(chat))
         try:
             schedule_words, schedule_text = schedule_of(monitor).describe(), schedule_of(monitor).to_text()
         except ScheduleError:

@@ -75,3 +75,11 @@ def test_outgoing_tells_replies_from_progress_updates() -> None:
     back = adapter.validate_json(adapter.dump_json(stream))
     assert back == stream
     assert [type(item) for item in back] == [ProgressUpdate, Reply]
+
+
+def test_incoming_drops_nul_characters_postgresql_cannot_store() -> None:
+    incoming = Incoming(
+        platform="telegram", chat_external_id="1", user_external_id="2", text="/track Deep\x00Seek", chat_title="a\x00b"
+    )
+    assert incoming.text == "/track DeepSeek"
+    assert incoming.chat_title == "ab"

@@ -10,7 +10,7 @@ import pytest
 
 from monitors.schedule import ScheduleError
 from monitors.service import MonitorService, split_source_specs
-from monitors.views import MonitorAccessError, MonitorNotFoundError
+from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
 from sources.base import SourceError, SourceErrorKind
 from sources.registry import DEFAULT_SOURCES
@@ -24,6 +24,7 @@ from storage import (
     SubscriptionRepository,
 )
 from tests.monitors.conftest import T0, World
+from tests.monitors.fakes import resolver
 from tests.research.fake_sources import FailingSource
 
 # ---- managing monitors -------------------------------------------------------------------------------------
@@ -415,3 +416,19 @@ async def test_the_previous_digest_is_the_last_one_that_went_out(world: World) -
     assert empty is not None and empty.status == "empty"
     assert requests[2].previous_digest is not None
     assert requests[2].previous_digest.headline == first.digest.headline
+
+
+async def test_a_chat_without_its_own_timezone_sees_times_in_the_deployment_default(world: World) -> None:
+    service = MonitorService(
+        world.database,
+        resolve_sources=resolver(world.sources),
+        light_model=None,
+        heavy_model=None,
+        out_dir=world.out_dir,
+        settings=MonitorSettings(min_interval_seconds=900, default_timezone="Asia/Shanghai"),
+        clock=world.clock,
+    )
+    view = await service.create_monitor(world.chats[0].id, "DeepSeek", schedule_text="daily at 08:30", sources="hn")
+    assert view.next_run is not None
+    assert str(view.next_run.tzinfo) == "Asia/Shanghai"
+    assert (view.next_run.hour, view.next_run.minute) == (8, 30)
