@@ -1,7 +1,11 @@
 """Platform adapters (Telegram, Slack, terminal) that turn platform updates into neutral messages and render replies."""
 
+from bots.dispatcher import Deliver, Dispatcher
 from bots.markdown import parse_markdown, utf16_len
-from bots.slack_render import blocks_payload, fallback_text, markdown_to_blocks, markdown_to_mrkdwn
+from bots.slack_frontend import SlackFrontend
+from bots.slack_render import blocks_payload, fallback_text, markdown_to_blocks, markdown_to_mrkdwn, reply_messages
+from bots.slack_sender import SlackSender
+from bots.telegram_bot import TelegramFrontend, TelegramOptions
 from bots.telegram_render import (
     caption,
     caption_html,
@@ -13,6 +17,12 @@ from bots.telegram_render import (
 from bots.telegram_sender import TelegramSender
 
 __all__ = [
+    "Deliver",
+    "Dispatcher",
+    "SlackFrontend",
+    "SlackSender",
+    "TelegramFrontend",
+    "TelegramOptions",
     "TelegramSender",
     "blocks_payload",
     "caption",
@@ -23,6 +33,7 @@ __all__ = [
     "markdown_to_mrkdwn",
     "markdown_to_telegram_html",
     "parse_markdown",
+    "reply_messages",
     "split_telegram_html",
     "split_telegram_text",
     "utf16_len",

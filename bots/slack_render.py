@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, TypedDict
 
+from agent.messages import Button
 from bots.markdown import (
     ELLIPSIS,
     RULE_LINE,
@@ -34,6 +37,8 @@ MESSAGE_TEXT_LIMIT = 40_000
 """Characters of a message's `text` field; Slack truncates beyond."""
 SLACK_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 """Link schemes rendered as links; anything else stays plain text."""
+BUTTON_ACTION_PREFIX = "lookout_button_"
+"""Every button we send has an `action_id` starting with this; the frontend listens for it."""
 
 _MARKS = {"b": "*", "i": "_", "s": "~"}
 # One unbreakable unit of mrkdwn: a <link|label>, an escaped character, or a single character.
@@ -75,7 +80,32 @@ class DividerBlock(TypedDict):
     type: Literal["divider"]
 
 
-SlackBlock = HeaderBlock | SectionBlock | DividerBlock
+class ButtonElement(TypedDict):
+    """A button; pressing it sends a block_actions payload carrying `value`."""
+
+    type: Literal["button"]
+    text: PlainTextObject
+    value: str
+    action_id: str
+
+
+class ActionsBlock(TypedDict):
+    """A row of buttons."""
+
+    type: Literal["actions"]
+    elements: list[ButtonElement]
+
+
+SlackBlock = HeaderBlock | SectionBlock | DividerBlock | ActionsBlock
+
+
+@dataclass(frozen=True, slots=True)
+class SlackMessage:
+    """One chat.postMessage worth of content: Block Kit blocks and the plain `text` fallback."""
+
+    text: str
+    """mrkdwn for notifications and clients without blocks (within Slack's 40,000 characters)."""
+    blocks: list[SlackBlock]
 
 
 def escape_mrkdwn(text: str) -> str:
@@ -187,6 +217,53 @@ def markdown_to_blocks(text: str, *, header: str | None = None) -> list[list[Sla
     if blocks and blocks[-1]["type"] == "divider":
         blocks.pop()
     return [blocks[start : start + BLOCKS_PER_MESSAGE] for start in range(0, len(blocks), BLOCKS_PER_MESSAGE)]
+
+
+def reply_messages(text: str, *, header: str | None = None, buttons: Sequence[Button] = ()) -> list[SlackMessage]:
+    """A reply as the Slack messages to post in order: its blocks (header, sections, dividers), the buttons as
+    an actions block at the end, and a fallback `text` per message made of that message's own blocks."""
+    messages = markdown_to_blocks(text, header=header)
+    if buttons:
+        actions = ActionsBlock(type="actions", elements=[button_element(button, n) for n, button in enumerate(buttons)])
+        if messages and len(messages[-1]) < BLOCKS_PER_MESSAGE:
+            messages[-1].append(actions)
+        else:
+            messages.append([actions])
+    return [SlackMessage(text=message_fallback(blocks), blocks=blocks) for blocks in messages]
+
+
+def button_element(button: Button, index: int) -> ButtonElement:
+    """A Block Kit button for one of our buttons (action ids must differ within a block)."""
+    return ButtonElement(
+        type="button",
+        text=PlainTextObject(type="plain_text", text=button.label, emoji=True),
+        value=button.callback_data,
+        action_id=f"{BUTTON_ACTION_PREFIX}{index}",
+    )
+
+
+def message_fallback(blocks: Sequence[SlackBlock]) -> str:
+    """The `text` of a message with these blocks: its header and sections as mrkdwn, button labels last."""
+    parts: list[str] = []
+    for block in blocks:
+        if block["type"] == "header":
+            parts.append(f"*{escape_mrkdwn(block['text']['text'])}*")
+        elif block["type"] == "section":
+            parts.append(block["text"]["text"])
+        elif block["type"] == "actions":
+            parts.append(" · ".join(f"[{escape_mrkdwn(e['text']['text'])}]" for e in block["elements"]))
+    return _truncate("\n\n".join(parts), MESSAGE_TEXT_LIMIT, mrkdwn=True) or " "
+
+
+def plain_text(markdown: str) -> str:
+    """What a reader sees of a markdown snippet, without markup (e.g. a digest's title line for a header)."""
+    lines: list[str] = []
+    for block in parse_markdown(markdown):
+        if isinstance(block, Paragraph | Heading | ListItem):
+            lines.append(_plain(block.inlines))
+        elif isinstance(block, CodeBlock):
+            lines.append(block.code)
+    return " ".join(" ".join(lines).split())
 
 
 def blocks_payload(message: list[SlackBlock]) -> list[dict[str, object]]:

@@ -7,26 +7,18 @@ import functools
 import hashlib
 import logging
 import time
-import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Literal, TypeVar
 
-from telegram import Bot, LinkPreviewOptions
-from telegram.constants import ParseMode
-from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TelegramError
+from telegram import Bot
+from telegram.error import TelegramError
 from telegram.request import HTTPXRequest
 
-from bots.telegram_render import (
-    caption,
-    html_to_plain_text,
-    markdown_to_telegram_html,
-    split_telegram_html,
-    split_telegram_text,
-)
-from monitors.delivery import Attachment, ChatGone, ChatMoved, DeliveryError, OutgoingDigest, RetryLater
+from bots.telegram_api import delivery_error, send_file, send_html
+from bots.telegram_render import caption, html_to_plain_text, markdown_to_telegram_html, split_telegram_html
+from monitors.delivery import Attachment, OutgoingDigest
 from storage import ChatRecord
 
 logger = logging.getLogger(__name__)
@@ -35,12 +27,6 @@ DEFAULT_API_URL = "https://api.telegram.org/bot"
 DEFAULT_FILE_URL = "https://api.telegram.org/file/bot"
 _PROGRESS_ENTRIES = 10_000
 """Partly delivered messages remembered (oldest forgotten first), so a retry does not resend delivered parts."""
-_GONE_MARKERS = ("chat not found", "user is deactivated", "bot was kicked", "chat was deleted")
-"""A 400 with one of these means the chat is gone for good, like a 403."""
-
-_NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
-"""A digest cites many links; a preview of whichever came first would only add noise."""
-
 _T = TypeVar("_T")
 
 
@@ -118,7 +104,7 @@ class TelegramSender:
 
     async def _send_step(self, chat_id: str, step: _Step, message: OutgoingDigest) -> None:
         if step.kind == "html":
-            await self._send_html(chat_id, step.html)
+            await send_html(self.bot, chat_id, step.html, pace=self._paced)
             return
         attachment = step.attachment
         assert attachment is not None
@@ -127,32 +113,15 @@ class TelegramSender:
         except OSError as error:  # cleaned up since the run: the rest of the message still goes
             logger.warning("attachment %s is unreadable (%s); skipped", attachment.path, error)
             return
-        if step.kind == "photo":
-            try:
-                await self._paced(
-                    self.bot.send_photo(
-                        chat_id, photo=content, filename=attachment.filename, caption=_photo_caption(message)
-                    )
-                )
-                return
-            except BadRequest as error:
-                if _is_gone(error):
-                    raise
-                # Telegram refuses some images as photos (size, dimensions): the file still helps as a document.
-                logger.warning("chart refused as a photo (%s); sending it as a document", error.message)
-        await self._paced(self.bot.send_document(chat_id, document=content, filename=attachment.filename))
-
-    async def _send_html(self, chat_id: str, part: str) -> None:
-        try:
-            await self._paced(
-                self.bot.send_message(chat_id, part, parse_mode=ParseMode.HTML, link_preview_options=_NO_PREVIEW)
-            )
-        except BadRequest as error:
-            if "can't parse entities" not in error.message.lower():
-                raise
-            logger.warning("Telegram could not parse a message part (%s); resending it as plain text", error.message)
-            for plain in split_telegram_text(html_to_plain_text(part)):
-                await self._paced(self.bot.send_message(chat_id, plain, link_preview_options=_NO_PREVIEW))
+        await send_file(
+            self.bot,
+            chat_id,
+            content=content,
+            filename=attachment.filename,
+            kind=step.kind,
+            caption=_photo_caption(message) if step.kind == "photo" else None,
+            pace=self._paced,
+        )
 
     async def _paced(self, call: Awaitable[_T]) -> _T:
         if self._interval:
@@ -169,20 +138,8 @@ class TelegramSender:
             async with self._init_lock:
                 await self.bot.initialize()
             await step()
-        except RetryAfter as error:
-            raise RetryLater(str(error), retry_after=_seconds(error)) from error
-        except ChatMigrated as error:
-            raise ChatMoved(str(error.new_chat_id), f"chat moved to {error.new_chat_id}") from error
-        except Forbidden as error:
-            raise ChatGone(error.message) from error
-        except BadRequest as error:  # BadRequest is a NetworkError subclass: it must come first
-            if _is_gone(error):
-                raise ChatGone(error.message) from error
-            raise DeliveryError(f"Telegram refused the message: {error.message}") from error
-        except NetworkError as error:  # includes TimedOut
-            raise RetryLater(f"network error talking to Telegram: {error.message}") from error
         except TelegramError as error:
-            raise DeliveryError(f"Telegram error: {error.message}") from error
+            raise delivery_error(error) from error
 
 
 def _steps(message: OutgoingDigest) -> list[_Step]:
@@ -203,18 +160,6 @@ def _photo_caption(message: OutgoingDigest) -> str:
     """The digest's first line (topic and date) as plain text."""
     first_line = message.text.strip().split("\n", 1)[0]
     return caption(html_to_plain_text(markdown_to_telegram_html(first_line)))
-
-
-def _is_gone(error: BadRequest) -> bool:
-    text = error.message.lower()
-    return any(marker in text for marker in _GONE_MARKERS)
-
-
-def _seconds(error: RetryAfter) -> float:
-    with warnings.catch_warnings():  # python-telegram-bot warns that the attribute becomes a timedelta
-        warnings.simplefilter("ignore")
-        value = error.retry_after
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
 __all__ = ["DEFAULT_API_URL", "DEFAULT_FILE_URL", "TelegramSender"]

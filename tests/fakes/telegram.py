@@ -10,8 +10,8 @@ forms, JSON-encoding nested values, and multipart when it uploads a file). Answe
 A wrong token gets 401, an unknown method 404.
 
 Methods: getMe, getUpdates (queued updates from `offset` on; an empty queue is long-polled for at most
-`min(timeout, long_poll_cap)` seconds), sendMessage, editMessageText, sendDocument, sendPhoto (multipart
-uploads keep filename and bytes), sendChatAction, setMyCommands, answerCallbackQuery, setWebhook,
+`min(timeout, long_poll_cap)` seconds), sendMessage, editMessageText, editMessageReplyMarkup, sendDocument,
+sendPhoto (multipart uploads keep filename and bytes), sendChatAction, setMyCommands, answerCallbackQuery, setWebhook,
 deleteWebhook, getWebhookInfo.
 
 Reading what arrived:
@@ -19,13 +19,17 @@ Reading what arrived:
 - `fake.texts(chat_id)`, `fake.documents(chat_id)`, `fake.photos(chat_id)`, `fake.sent(chat_id)` — the
   `SentMessage`s each chat received (text with parse_mode; upload filename and bytes; caption), in order.
 - `fake.commands`, `fake.webhook`, `fake.chat_actions`, `fake.answered_callbacks`, `fake.edits`.
+- `fake.on_message(listener)` — called with each `SentMessage` as it arrives (on the fake's thread);
+  `fake.served_at[update_id]` — when getUpdates first handed an update out (latency measurements).
 - `fake.rejected` — how many calls were answered with an error (`fake.throttled`: 429s from the ceiling).
 
 Scripting:
 - `fake.fail("sendMessage", ApiError.retry_after(5), chat_id=42, times=1)` — the next matching call(s)
   get that error instead. Ready-made: `ApiError.retry_after(n)`, `.blocked()`, `.cant_parse_entities()`,
   `.migrated(new_chat_id)`.
-- `fake.push_update({...})`, `fake.push_text(chat_id, "hi")` — updates for getUpdates (ids assigned).
+- `fake.push_update({...})`, `fake.push_text(chat_id, "hi")`, `fake.push_callback(message_id, data)` —
+  updates for getUpdates (ids assigned); `fake.text_update(...)`/`fake.callback_update(...)` build the same
+  updates without queueing them (to POST to a webhook).
 - `RateLimit(per_second=30, per_chat_per_second=1, per_chat_burst=3)` passed to the constructor: sends
   beyond the ceiling (token buckets, overall and per chat) get 429 with `retry_after`.
 """
@@ -36,7 +40,7 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,6 +193,9 @@ class FakeTelegram(ThreadedFakeServer):
         self.webhook: dict[str, str] = {}
         self.rejected = 0
         self.throttled = 0
+        self.served_at: dict[int, float] = {}
+        """update_id → when getUpdates first handed the update out (`time.monotonic()`), for latency measurements."""
+        self._listeners: list[Callable[[SentMessage], None]] = []
         self._script: list[_Scripted] = []
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
@@ -223,22 +230,102 @@ class FakeTelegram(ThreadedFakeServer):
         self._updates.append(update)
         return int(update["update_id"])
 
-    def push_text(self, chat_id: int, text: str, *, user_id: int | None = None, chat_type: str | None = None) -> int:
-        """Queue a text message from a person (user id defaults to the chat id of a private chat)."""
+    def text_update(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        user_id: int | None = None,
+        chat_type: str | None = None,
+        reply_to_message_id: int | None = None,
+        thread_id: int | None = None,
+    ) -> dict[str, Any]:
+        """An update carrying a text message from a person, with a fresh update_id (not queued).
+
+        The user id defaults to the chat id of a private chat. `/command` and `@bot_username` get their
+        entities (offsets in UTF-16 units, as Telegram counts); `reply_to_message_id` names a message the
+        bot sent earlier; `thread_id` makes it a forum-topic message.
+        """
         sender = user_id if user_id is not None else abs(chat_id)
-        message = {
+        message: dict[str, Any] = {
             "message_id": next(self._message_ids),
             "date": int(time.time()),
             "chat": self._chat(str(chat_id), chat_type),
             "from": {"id": sender, "is_bot": False, "first_name": f"User {sender}"},
             "text": text,
         }
+        entities = []
         if text.startswith("/"):
             command = text.split()[0]
-            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
-        return self.push_update({"message": message})
+            entities.append({"type": "bot_command", "offset": 0, "length": _utf16(command)})
+        mention = f"@{self.bot_username}"
+        at = text.lower().find(mention.lower())
+        if at >= 0:
+            entities.append({"type": "mention", "offset": _utf16(text[:at]), "length": _utf16(mention)})
+        if entities:
+            message["entities"] = entities
+        if reply_to_message_id is not None:
+            replied = next((m for m in self.messages if m.message_id == reply_to_message_id), None)
+            assert replied is not None, f"the bot sent no message {reply_to_message_id}"
+            message["reply_to_message"] = self._message(replied, {"text": replied.text or ""})
+        if thread_id is not None:
+            message["message_thread_id"] = thread_id
+            message["is_topic_message"] = True
+            message["chat"]["is_forum"] = True
+        return {"update_id": next(self._update_ids), "message": message}
+
+    def push_text(self, chat_id: int, text: str, **options: Any) -> int:
+        """Queue a text message from a person (see `text_update` for the options); returns the update_id."""
+        return self.push_update(self.text_update(chat_id, text, **options))
+
+    def callback_update(self, message_id: int, data: str, *, user_id: int | None = None) -> dict[str, Any]:
+        """An update for a press of the button with `data` under the bot's message `message_id` (not queued)."""
+        sent = next((m for m in self.messages if m.message_id == message_id), None)
+        assert sent is not None, f"the bot sent no message {message_id}"
+        chat_id = int(sent.chat_id)
+        presser = user_id if user_id is not None else abs(chat_id)
+        message = self._message(sent, {"text": sent.text or ""})
+        if sent.reply_markup:
+            message["reply_markup"] = sent.reply_markup
+        query = {
+            "id": f"cb{next(self._update_ids)}",
+            "from": {"id": presser, "is_bot": False, "first_name": f"User {presser}"},
+            "chat_instance": f"ci{chat_id}",
+            "message": message,
+            "data": data,
+        }
+        return {"update_id": next(self._update_ids), "callback_query": query}
+
+    def push_callback(self, message_id: int, data: str, *, user_id: int | None = None) -> int:
+        """Queue a button press (see `callback_update`); returns the update_id."""
+        return self.push_update(self.callback_update(message_id, data, user_id=user_id))
+
+    def push_membership(self, chat_id: int, status: str, *, user_id: int | None = None) -> int:
+        """Queue a `my_chat_member` update: the bot's status in the chat changed to `status` ("kicked" when a
+        person blocks the bot in a private chat, "left"/"kicked" when removed from a group, "member" when back)."""
+        person = user_id if user_id is not None else abs(chat_id)
+        bot = {"id": self.bot_id, "is_bot": True, "first_name": "Lookout", "username": self.bot_username}
+        old_status = "member" if status in {"kicked", "left"} else "kicked"
+        new_member: dict[str, Any] = {"user": bot, "status": status}
+        if status == "kicked":
+            new_member["until_date"] = 0
+        old_member: dict[str, Any] = {"user": bot, "status": old_status}
+        if old_status == "kicked":
+            old_member["until_date"] = 0
+        change = {
+            "chat": self._chat(str(chat_id)),
+            "from": {"id": person, "is_bot": False, "first_name": f"User {person}"},
+            "date": int(time.time()),
+            "old_chat_member": old_member,
+            "new_chat_member": new_member,
+        }
+        return self.push_update({"my_chat_member": change})
 
     # ---- reading ------------------------------------------------------------------------------------------
+
+    def on_message(self, listener: Callable[[SentMessage], None]) -> None:
+        """Call `listener(sent)` for every message the bot sends, on the fake's thread, as it arrives."""
+        self._listeners.append(listener)
 
     def calls_to(self, method: str) -> list[ApiCall]:
         return [call for call in self.calls if call.method == method]
@@ -328,6 +415,8 @@ class FakeTelegram(ThreadedFakeServer):
     def _record(self, call: ApiCall, kind: str, **fields: Any) -> SentMessage:
         sent = SentMessage(next(self._message_ids), call.chat_id or "", kind, **fields)
         self.messages.append(sent)
+        for listener in self._listeners:
+            listener(sent)
         return sent
 
     # Handlers are named `_api_<method>` after the Bot API method they answer.
@@ -352,7 +441,11 @@ class FakeTelegram(ThreadedFakeServer):
         deadline = time.monotonic() + wait
         while not self._updates and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        return self._updates[:limit]
+        served = self._updates[:limit]
+        now = time.monotonic()
+        for update in served:
+            self.served_at.setdefault(int(update["update_id"]), now)
+        return served
 
     async def _api_sendMessage(self, call: ApiCall) -> dict[str, Any]:
         text = call.params.get("text", "")
@@ -373,6 +466,18 @@ class FakeTelegram(ThreadedFakeServer):
             if sent.message_id == message_id and sent.chat_id == call.chat_id:
                 sent.text, sent.parse_mode = text, call.params.get("parse_mode")
                 return self._message(sent, {"text": text, "edit_date": int(time.time())})
+        raise web.HTTPBadRequest(
+            text=json.dumps({"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}),
+            content_type="application/json",
+        )
+
+    async def _api_editMessageReplyMarkup(self, call: ApiCall) -> dict[str, Any] | bool:
+        self.edits.append(call)
+        message_id = int(call.params.get("message_id") or 0)
+        for sent in self.messages:
+            if sent.message_id == message_id and sent.chat_id == call.chat_id:
+                sent.reply_markup = call.json_param("reply_markup")
+                return self._message(sent, {"text": sent.text or "", "edit_date": int(time.time())})
         raise web.HTTPBadRequest(
             text=json.dumps({"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}),
             content_type="application/json",
@@ -445,6 +550,10 @@ async def _read_body(request: web.Request) -> tuple[dict[str, str], dict[str, Up
         else:
             params[key] = bytes(value).decode()
     return params, files
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
 
 
 def _upload(call: ApiCall, name: str) -> Upload:

@@ -1,0 +1,261 @@
+"""The platform-neutral dispatcher: access, de-duplication, one lock per conversation, one error boundary.
+
+Every adapter (Telegram, Slack, terminal) turns a platform update into an `Incoming` and calls
+`Dispatcher.dispatch`. The dispatcher
+
+1. checks the access policy. A person outside the allowlists gets one short "this bot is private" reply per
+   chat and process in a one-to-one chat, and silence in groups (a group full of strangers should not see
+   the bot answer each of them);
+2. waits for the conversation's lock, so the messages of one conversation (platform, chat, thread) are
+   answered one at a time and in the order they arrived, while other conversations run concurrently. The
+   lock is the first thing `dispatch` waits for, so calls started in order are served in order; locks are
+   dropped as soon as no message of the conversation is in flight;
+3. drops an update it has handled before (`InboundRepository.seen_before`: stored, so a restart or a platform
+   retry does not answer twice);
+4. stores the chat and the person (reactivating a chat the bot had been blocked or kicked from: someone
+   writes there again, so its subscriptions resume);
+5. hands a `Turn` to the conversation layer, inside the one error boundary: any exception is logged with a
+   short error id and the person reads "Something went wrong on my side (error id …)", never internal text;
+6. still holding the lock, calls the adapter's `deliver` with the replies, so they reach the chat in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from agent.access import AccessPolicy
+from agent.context import Turn, ignore_progress
+from agent.messages import Incoming, ProgressSink, ProgressUpdate, Reply
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    Database,
+    DeliveryRepository,
+    InboundRepository,
+    SubscriptionRepository,
+    UserRepository,
+)
+
+__all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Responder", "error_reply"]
+
+logger = logging.getLogger(__name__)
+
+ERROR_TEXT = "Something went wrong on my side (error id {error_id}). Try again later."
+"""What a person reads when handling their message failed; the id is in the log next to the traceback."""
+
+INBOUND_RETENTION = timedelta(days=7)
+"""How long handled update ids are kept: Telegram keeps updates 24 h, Slack retries within the hour."""
+_PRUNE_EVERY = timedelta(hours=1)
+_DENIED_CHATS_REMEMBERED = 10_000
+
+Deliver = Callable[[list[Reply]], Awaitable[None]]
+"""The adapter's way of sending replies to the chat the message came from, called under the conversation's
+lock (so replies keep their order). It handles the platform's own errors; what it raises is logged."""
+
+
+class Responder(Protocol):
+    """The conversation layer (`agent.conversation.Conversation`)."""
+
+    async def respond(self, turn: Turn) -> list[Reply]: ...
+
+
+def error_reply() -> tuple[str, Reply]:
+    """A fresh error id and the reply that names it."""
+    error_id = secrets.token_hex(3)
+    return error_id, Reply(text=ERROR_TEXT.format(error_id=error_id))
+
+
+@dataclass
+class _Slot:
+    """A conversation's lock and how many messages hold or wait for it (the slot goes when that is 0)."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+class Dispatcher:
+    """Turns each accepted `Incoming` into replies through the conversation layer; see the module docstring."""
+
+    def __init__(
+        self,
+        database: Database,
+        conversation: Responder,
+        access: AccessPolicy,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        inbound_retention: timedelta = INBOUND_RETENTION,
+    ) -> None:
+        self._conversation = conversation
+        self._access = access
+        self._clock = clock
+        self._inbound_retention = inbound_retention
+        self._chats = ChatRepository(database)
+        self._users = UserRepository(database)
+        self._inbound = InboundRepository(database)
+        self._subscriptions = SubscriptionRepository(database)
+        self._deliveries = DeliveryRepository(database)
+        self._slots: dict[tuple[str, str, str], _Slot] = {}
+        self._denied: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._last_prune: datetime | None = None
+
+    @property
+    def access(self) -> AccessPolicy:
+        return self._access
+
+    @property
+    def conversations_in_flight(self) -> int:
+        """Conversations with a message being handled or waiting (their locks exist only meanwhile)."""
+        return len(self._slots)
+
+    async def dispatch(
+        self, incoming: Incoming, *, progress: ProgressSink = ignore_progress, deliver: Deliver | None = None
+    ) -> list[Reply]:
+        """The replies to one message (also passed to `deliver`, under the conversation's lock).
+
+        Empty when the message is a duplicate, not for the bot, or from a stranger already told once.
+        """
+        if not self._access.allows(incoming):
+            replies = self._denied_replies(incoming)
+            if replies and deliver is not None:
+                await self._deliver(deliver, replies)
+            return replies
+        key = incoming.conversation_key
+        slot = self._slots.get(key)
+        if slot is None:
+            slot = self._slots[key] = _Slot()
+        slot.users += 1
+        try:
+            async with slot.lock:  # the first await: callers started in order are served in order
+                replies = await self._answer(incoming, progress)
+                if replies and deliver is not None:
+                    await self._deliver(deliver, replies)
+        finally:
+            slot.users -= 1
+            if slot.users == 0 and self._slots.get(key) is slot:
+                del self._slots[key]
+        await self._prune_inbound()
+        return replies
+
+    async def _answer(self, incoming: Incoming, progress: ProgressSink) -> list[Reply]:
+        """The error boundary around everything that touches storage or the conversation layer."""
+        try:
+            if incoming.event_id is not None and await self._inbound.seen_before(
+                incoming.platform, incoming.event_id, now=self._clock()
+            ):
+                logger.info("%s event %s was handled before; ignored", incoming.platform, incoming.event_id)
+                return []
+            chat = await self._chat(incoming)
+            user = await self._users.find(incoming.platform, incoming.user_external_id)
+            name = incoming.user_display_name
+            if user is None or (name and user.display_name != name):  # a write only when something is new
+                user = await self._users.get_or_create(incoming.platform, incoming.user_external_id, display_name=name)
+            turn = Turn(
+                incoming=incoming,
+                chat=chat,
+                user=user,
+                is_admin=self._access.is_admin(incoming),
+                progress=_guarded(progress),
+            )
+            return await self._conversation.respond(turn)
+        except Exception:
+            error_id, reply = error_reply()
+            logger.exception(
+                "handling a %s message in chat %s failed [error id %s]",
+                incoming.platform,
+                incoming.chat_external_id,
+                error_id,
+            )
+            return [reply]
+
+    async def _deliver(self, deliver: Deliver, replies: list[Reply]) -> None:
+        try:
+            await deliver(replies)
+        except Exception:
+            error_id, reply = error_reply()
+            logger.exception("sending replies failed [error id %s]", error_id)
+            try:
+                await deliver([reply])
+            except Exception:  # the platform is unreachable: the log has it all
+                logger.warning("could not tell the person about error %s either", error_id)
+
+    async def _chat(self, incoming: Incoming) -> ChatRecord:
+        title = incoming.chat_title or (incoming.user_display_name if incoming.is_private else None)
+        chat = await self._chats.find(incoming.platform, incoming.chat_external_id)
+        if chat is None:
+            chat = await self._chats.get_or_create(incoming.platform, incoming.chat_external_id, title=title)
+        elif title and chat.title != title:  # renamed group: keep the stored name current
+            chat = await self._chats.update(chat.id, title=title) or chat
+        if chat.active:
+            return chat
+        # The bot had been blocked or removed here; someone writing again means it is back.
+        logger.info("chat %d on %s is reachable again: resuming its subscriptions", chat.id, chat.platform)
+        await self._subscriptions.set_active_for_chat(chat.id, active=True)
+        return await self._chats.update(chat.id, active=True) or chat
+
+    def _denied_replies(self, incoming: Incoming) -> list[Reply]:
+        platform, user, chat_id = incoming.platform, incoming.user_external_id, incoming.chat_external_id
+        logger.info("%s user %s in chat %s is not allowed", platform, user, chat_id)
+        if not incoming.is_private:
+            return []
+        chat = (incoming.platform, incoming.chat_external_id)
+        if chat in self._denied:
+            return []
+        self._denied[chat] = None
+        while len(self._denied) > _DENIED_CHATS_REMEMBERED:
+            self._denied.popitem(last=False)
+        return [Reply(text=self._access.denied_text(incoming))]
+
+    async def _prune_inbound(self) -> None:
+        now = self._clock()
+        if self._last_prune is not None and now - self._last_prune < _PRUNE_EVERY:
+            return
+        self._last_prune = now
+        try:
+            await self._inbound.forget_before(now - self._inbound_retention)
+        except Exception:  # housekeeping: never the person's problem
+            logger.warning("could not prune handled update ids", exc_info=True)
+
+    # ---- what adapters report about chats -------------------------------------------------------------
+
+    async def chat_gone(self, platform: str, external_id: str, *, reason: str) -> None:
+        """The bot was blocked, kicked, or the chat deleted: the chat goes inactive, its subscriptions pause and
+        its pending digests are given up (the same as the delivery worker does for a digest)."""
+        chat = await self._chats.find(platform, external_id)
+        if chat is None:
+            return
+        logger.warning("chat %d on %s is gone (%s): pausing its subscriptions", chat.id, platform, reason)
+        await self._chats.update(chat.id, active=False)
+        await self._subscriptions.set_active_for_chat(chat.id, active=False)
+        await self._deliveries.give_up_for_chat(chat.id, error=reason[:500])
+
+    async def chat_moved(self, platform: str, old_external_id: str, new_external_id: str) -> None:
+        """The chat has a new id (a Telegram group became a supergroup): its monitors and memory follow."""
+        if old_external_id == new_external_id:
+            return
+        chat = await self._chats.find(platform, old_external_id)
+        if chat is None:
+            return
+        if await self._chats.find(platform, new_external_id) is not None:
+            logger.warning("chat %d moved to %s, which is already stored; keeping both", chat.id, new_external_id)
+            return
+        logger.info("chat %d on %s moved to %s", chat.id, platform, new_external_id)
+        await self._chats.update(chat.id, external_id=new_external_id)
+
+
+def _guarded(progress: ProgressSink) -> ProgressSink:
+    """A status line that fails to show must not fail the work it reports on."""
+
+    async def report(update: ProgressUpdate) -> None:
+        try:
+            await progress(update)
+        except Exception:
+            logger.warning("showing progress failed", exc_info=True)
+
+    return report
