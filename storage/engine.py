@@ -14,6 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 logger = logging.getLogger(__name__)
 
+READ_ONLY_OPTION = "lookout_read_only"
+"""Execution option marking the connections of read-only sessions (SQLite begins them deferred)."""
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a SQLite writer waits for the lock before failing: long enough for a burst of writers."""
 
@@ -58,8 +61,10 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
     def _on_begin(connection: Connection) -> None:
         # A deferred transaction that reads and then writes cannot wait for the lock: SQLite fails it
         # at once with "database is locked". Taking the write lock up front makes writers queue on
-        # busy_timeout instead; WAL readers outside transactions are not blocked by it.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # busy_timeout instead. Read-only sessions (`Database.sessions`) begin deferred: under WAL they
+        # read a snapshot without queueing behind the one writer (50 busy chats made every read wait).
+        read_only = connection.get_execution_options().get(READ_ONLY_OPTION, False)
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 class Database:
@@ -67,7 +72,11 @@ class Database:
 
     def __init__(self, url_or_engine: str | AsyncEngine) -> None:
         self.engine = create_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
-        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.sessions = async_sessionmaker(
+            self.engine.execution_options(**{READ_ONLY_OPTION: True}), expire_on_commit=False
+        )
+        """Sessions for reading only; writes go through `transaction()`."""
+        self._write_sessions = async_sessionmaker(self.engine, expire_on_commit=False)
 
     @property
     def dialect(self) -> str:
@@ -77,7 +86,7 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed on exit, rolled back on an exception."""
-        async with self.sessions.begin() as session:
+        async with self._write_sessions.begin() as session:
             yield session
 
     async def ping(self) -> bool:

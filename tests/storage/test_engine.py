@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -78,3 +79,21 @@ def test_naive_datetimes_are_refused() -> None:
 
     with pytest.raises(ValueError, match="naive"):
         UTCDateTime().process_bind_param(datetime(2026, 1, 1), sqlite.dialect())
+
+
+async def test_sqlite_reads_do_not_queue_behind_an_open_write_transaction(tmp_path: Path) -> None:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'wal.db'}")
+    try:
+        async with database.engine.begin() as connection:
+            await connection.run_sync(Base.metadata.create_all)
+        chats = ChatRepository(database)
+        await chats.get_or_create("telegram", "1")
+        async with database.transaction() as session:
+            session.add(Chat(platform="telegram", external_id="2"))
+            await session.flush()  # the write lock is held until this block ends
+            # Under BEGIN IMMEDIATE this read would wait for the lock (busy_timeout: 30 s) and time out here.
+            seen = await asyncio.wait_for(chats.list_chats(), timeout=10)
+        assert [chat.external_id for chat in seen] == ["1"]  # a snapshot from before the uncommitted write
+        assert len(await chats.list_chats()) == 2
+    finally:
+        await database.dispose()
