@@ -10,6 +10,7 @@ from pydantic_ai.models import Model, infer_model
 
 from app.http_cache import DatabaseValidatorStore
 from app.settings import Settings
+from research.models import RetryPolicy, resilient_model
 from sources.base import Source
 from sources.config import SourcesConfig
 from sources.http import HttpClient
@@ -92,6 +93,13 @@ def heavy_model(settings: Settings) -> Model | None:
     if settings.llm_unavailable_reason() is not None or not settings.llm_heavy_model.strip():
         return None
     return _model(settings, settings.llm_heavy_model)
+
+
+def pipeline_models(settings: Settings, *, policy: RetryPolicy | None = None) -> tuple[Model | None, Model | None]:
+    """The monitor pipeline's (light, heavy) models, each retried on rate limits and server errors and then
+    falling back to the other one; a step whose own model is missing keeps its no-model path."""
+    light, heavy = light_model(settings), heavy_model(settings)
+    return resilient_model(light, heavy, policy=policy), resilient_model(heavy, light, policy=policy)
 
 
 def _model(settings: Settings, name: str) -> Model:

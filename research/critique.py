@@ -22,10 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup
 from pydantic_ai.framing import register_tag, wrap
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.dedupe import Cluster, fingerprint
+from research.models import answering_model, describe_failure
 from research.rank import RankedItem
 from research.reputation import SourceKind as SourceKind  # re-exported: part of the critique's vocabulary
 from research.reputation import outlet_of as outlet_of
@@ -167,7 +169,10 @@ class LlmUsage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     @classmethod
-    def from_run(cls, usage: RunUsage, *, model: Model | str) -> LlmUsage:
+    def from_run(cls, usage: RunUsage, *, model: Model | str, messages: Sequence[ModelMessage] = ()) -> LlmUsage:
+        """The usage named and priced by the model that answered: for a fallback chain, the one whose name is on
+        the last of `messages` (the chain's first without them)."""
+        model = answering_model(model, messages)
         if isinstance(model, str):
             name = model
         else:
@@ -471,9 +476,9 @@ def merge_model_critique(
 
 
 def model_failure_reason(error: BaseException) -> str:
-    """A short, loggable account of why a model step failed."""
-    text = one_line(str(error), REASON_CHARS)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    """A short, loggable account of why a model step failed; a used-up daily quota says so, and when every model
+    of a fallback chain failed, each one's error is named."""
+    return describe_failure(error)
 
 
 async def llm_critique(
@@ -510,4 +515,5 @@ async def llm_critique(
         reason = model_failure_reason(error)
         logger.warning("critique: the model failed (%s); using the heuristic critique", reason)
         return _heuristic(numbered, now=now, fallback_reason=reason, usage=LlmUsage.from_run(run_usage, model=model))
-    return merge_model_critique(result.output, numbered, now=now, usage=LlmUsage.from_run(result.usage, model=model))
+    usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
+    return merge_model_critique(result.output, numbered, now=now, usage=usage)

@@ -419,7 +419,7 @@ async def llm_digest(
     return DigestResult(
         digest=digest_from_draft(result.output, numbered),
         path="model",
-        usage=LlmUsage.from_run(result.usage, model=model),
+        usage=LlmUsage.from_run(result.usage, model=model, messages=result.all_messages()),
     )
 
 

@@ -240,7 +240,7 @@ async def plan_queries(
             usage=run_usage,
             model_settings=model_settings,
         )
-        usage = LlmUsage.from_run(result.usage, model=model)
+        usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
         plan = plan_from_draft(result.output, topic=topic, sources=sources, model_name=usage.model or "model")
     except Exception as error:  # API errors, quotas, garbage, network: a plan must never stop a run
         reason = model_failure_reason(error)

@@ -1,0 +1,231 @@
+"""Model resilience for every LLM step: classify failures, retry transient ones, fall back to the other model."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelQuotaExceededError,
+    ModelRateLimitError,
+    ModelServerError,
+    ModelUnavailableError,
+)
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models.fallback import FallbackModel
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+__all__ = [
+    "DAILY_QUOTA_REASON",
+    "FailureKind",
+    "RetryPolicy",
+    "RetryingModel",
+    "Sleep",
+    "answering_model",
+    "describe_failure",
+    "failure_kind",
+    "failure_leaves",
+    "resilient_model",
+]
+
+logger = logging.getLogger(__name__)
+
+FailureKind = Literal["quota", "transient", "other"]
+"""`quota`: a daily or billing quota is used up (waiting minutes will not help); `transient`: a rate limit, an
+overloaded or failing server, a dropped connection (worth a short retry, then the other model); `other`: a
+rejected request, bad credentials, an unknown model, garbage output."""
+
+DAILY_QUOTA_REASON = "daily model quota used up"
+"""How a run's report names a used-up daily quota (the reason starts with it)."""
+
+REASON_CHARS = 200
+"""One failure's account is cut here, so a reason stays a line or two."""
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def _says_daily_quota(error: ModelAPIError) -> bool:
+    # A plain ModelHTTPError (a provider pydantic-ai does not categorise, or a scripted test error) still says
+    # "per day" in Gemini's QuotaFailure details; look for it in the body.
+    body = str(error.body or "")
+    return "PerDay" in body or "per day" in body.lower()
+
+
+def failure_kind(error: BaseException) -> FailureKind:
+    """How a model error should be handled (see `FailureKind`)."""
+    if isinstance(error, ModelQuotaExceededError):
+        return "quota"
+    if isinstance(error, ModelRateLimitError | ModelUnavailableError | ModelServerError | ModelConnectionError):
+        return "quota" if _says_daily_quota(error) else "transient"
+    if isinstance(error, ModelHTTPError):
+        if error.status_code == 429:
+            return "quota" if _says_daily_quota(error) else "transient"
+        if error.status_code >= 500:
+            return "transient"
+    return "other"
+
+
+def failure_leaves(error: BaseException) -> Iterator[BaseException]:
+    """The single errors inside an error (a `FallbackExceptionGroup` holds one per model tried)."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from failure_leaves(inner)
+    else:
+        yield error
+
+
+def _one_line(text: str, limit: int = REASON_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _describe_one(error: BaseException, *, name_model: bool) -> str:
+    model = getattr(error, "model_name", None) if name_model else None
+    if failure_kind(error) == "quota":
+        what = "daily quota used up"
+    else:
+        text = _one_line(str(error))
+        what = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return f"{model}: {what}" if model else what
+
+
+def describe_failure(error: BaseException) -> str:
+    """A short, loggable account of why a model step failed; a used-up daily quota is named as such (it starts
+    with `DAILY_QUOTA_REASON` when every model tried was out of quota)."""
+    leaves = list(failure_leaves(error))
+    if leaves and all(failure_kind(leaf) == "quota" for leaf in leaves):
+        models = list(dict.fromkeys(str(name) for leaf in leaves if (name := getattr(leaf, "model_name", None))))
+        return f"{DAILY_QUOTA_REASON} ({', '.join(models)})" if models else DAILY_QUOTA_REASON
+    if len(leaves) == 1 and leaves[0] is error:
+        return _describe_one(error, name_model=False)
+    return "every model failed: " + "; ".join(_describe_one(leaf, name_model=True) for leaf in leaves)
+
+
+class RetryingModel(WrapperModel):
+    """Retries a request that failed transiently (429 rate limit, 5xx, dropped connection) a few times with a
+    short exponential backoff, honouring a short `Retry-After`. A quota error, a long `Retry-After` or the last
+    failure is raised at once, so a `FallbackModel` around it can move on to the other model."""
+
+    def __init__(
+        self,
+        wrapped: Model,
+        *,
+        attempts: int = 3,
+        base_delay: float = 1.0,
+        max_delay: float = 8.0,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        super().__init__(wrapped)
+        self.attempts = max(1, attempts)
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._sleep = sleep
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return await self.wrapped.request(messages, model_settings, model_request_parameters)
+            except ModelAPIError as error:
+                delay = self._delay(error, attempt)
+                if delay is None:
+                    raise
+                logger.info(
+                    "model %s failed (%s), retry %d/%d in %.1fs",
+                    self.wrapped.model_name, type(error).__name__, attempt, self.attempts - 1, delay,
+                )  # fmt: skip
+                await self._sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+    def _delay(self, error: ModelAPIError, attempt: int) -> float | None:
+        """Seconds to wait before the next attempt, or None to give up now."""
+        if attempt >= self.attempts or failure_kind(error) != "transient":
+            return None
+        wanted: float | None = error.retry_after
+        if wanted is not None and wanted > self.max_delay:
+            return None  # the provider wants a long pause: better to ask the other model now
+        backoff: float = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return max(backoff, float(wanted or 0.0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How `resilient_model` retries each model before falling back."""
+
+    attempts: int = 3
+    """Tries per model, the first included."""
+    base_delay: float = 1.0
+    """Seconds before the first retry; doubled each time."""
+    max_delay: float = 8.0
+    """Cap on a backoff; a provider asking for a longer `Retry-After` gets the other model at once."""
+    sleep: Sleep = asyncio.sleep
+
+    def wrap(self, model: Model) -> RetryingModel:
+        """The model with this policy's retries."""
+        return RetryingModel(
+            model, attempts=self.attempts, base_delay=self.base_delay, max_delay=self.max_delay, sleep=self.sleep
+        )
+
+
+def _fall_back_on(error: Any) -> bool:
+    # Transient trouble and quotas move on to the other model (quotas are per model, so the other may still
+    # have some); a rejected request (bad key, bad input) would fail the same way there.
+    return isinstance(error, BaseException) and failure_kind(error) != "other"
+
+
+def resilient_model(
+    primary: Model | None, secondary: Model | None, *, policy: RetryPolicy | None = None
+) -> Model | None:
+    """`primary` with retries, then `secondary` with retries when the primary is rate-limited, down or out of
+    quota; None without a primary (a missing primary turns the step off rather than promoting the secondary).
+
+    When every model fails, a run raises `FallbackExceptionGroup` (one error per model); a rejected request
+    (bad key, bad input) is raised as is, without trying the secondary.
+    """
+    if primary is None:
+        return None
+    policy = policy or RetryPolicy()
+    if secondary is None or secondary is primary:
+        return policy.wrap(primary)
+    return FallbackModel(policy.wrap(primary), policy.wrap(secondary), fallback_on=_fall_back_on)
+
+
+def _chain(model: Model) -> Iterator[Model]:
+    if isinstance(model, FallbackModel):
+        for inner in model.models:
+            yield from _chain(inner)
+    elif isinstance(model, WrapperModel):
+        yield from _chain(model.wrapped)
+    else:
+        yield model
+
+
+def answering_model(model: Model | str, messages: Sequence[ModelMessage] = ()) -> Model | str:
+    """The plain model behind `model` that wrote the last response in `messages` (for a fallback chain, the one
+    that answered), so usage is named and priced by it; the first of the chain when no response says."""
+    if isinstance(model, str):
+        return model
+    candidates = list(_chain(model))
+    answered = next((m.model_name for m in reversed(messages) if isinstance(m, ModelResponse)), None)
+    if answered:
+        exact = [candidate for candidate in candidates if candidate.model_name == answered]
+        # Providers may answer with a versioned name ("gemini-2.5-flash-001" for "gemini-2.5-flash"): the longest
+        # configured name it starts with.
+        versioned = [candidate for candidate in candidates if answered.startswith(candidate.model_name)]
+        if exact:
+            return exact[0]
+        if versioned:
+            return max(versioned, key=lambda candidate: len(candidate.model_name))
+    return candidates[0]
