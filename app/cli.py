@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import logging
 import platform
 from typing import Annotated
 
@@ -76,15 +77,51 @@ def run() -> None:
 
 @cli.command()
 def chat() -> None:
-    """Chat with Lookout in this terminal, with the same agent and scheduler as the chat platforms."""
-    startup()
-    typer.echo(
-        "The terminal chat is not available yet: the conversation agent and the terminal frontend are "
-        'still being built.\nWhat works today: `lookout research "<query>"`, `lookout collect "<request>"`, '
-        "and standing monitors delivered to Telegram: `lookout monitors --help`.",
-        err=True,
-    )
-    raise typer.Exit(code=1)
+    """Chat with Lookout in this terminal: commands, questions, and your monitors' digests while it runs."""
+    settings = startup()
+    import sys
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.data_dir / "lookout-chat.log"
+    no_model = settings.llm_unavailable_reason()
+    model_line = f"No language model ({no_model}): commands work." if no_model else f"Model: {settings.llm_model}."
+    # Said before the imports and the database start-up, which take a few seconds on a small machine.
+    typer.echo("Lookout in your terminal: ask anything or type a command — /help lists them; Ctrl-D or /quit leaves.")
+    typer.echo(f"{model_line} Log: {log_path}")
+    # Log lines would break into the conversation: they go to the file named above (set before the imports
+    # below, which already log).
+    with log_path.open("a", encoding="utf-8") as log_stream:
+        configure_logging(level=settings.log_level, secrets=settings.secret_values(), stream=log_stream)
+        from app.assembly import terminal_session
+        from bots.console import run_terminal_chat
+
+        try:
+            run_terminal_chat(
+                terminal_session(settings),
+                stdin=sys.stdin,
+                stdout=sys.stdout,
+                exports_dir=settings.data_dir / "exports",
+                user=_terminal_user(),
+                history_file=settings.data_dir / "chat_history",
+            )
+        except KeyboardInterrupt:
+            raise typer.Exit(code=130) from None
+        except Exception as exc:  # the session could not open (database unreachable, ...)
+            logging.getLogger(__name__).exception("the terminal chat failed")
+            typer.echo(f"Lookout could not run the chat: {exc} (details in {log_path})", err=True)
+            raise typer.Exit(code=1) from None
+        finally:  # the file closes next: whatever logs after the chat goes to stderr again
+            configure_logging(level=settings.log_level, secrets=settings.secret_values())
+
+
+def _terminal_user() -> str:
+    """The person at the terminal, by their OS login name (their user id in the terminal chat)."""
+    import getpass
+
+    try:
+        return getpass.getuser() or "terminal"
+    except Exception:  # no login name in some containers
+        return "terminal"
 
 
 @cli.command()

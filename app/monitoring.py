@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from app.settings import Settings
-from app.wiring import SourceCatalog, heavy_model, light_model, open_http_client
+from app.wiring import SourceCatalog, open_http_client, pipeline_models
 from bots.telegram_sender import TelegramSender
 from monitors import ChatSender, DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
 from storage import Database
@@ -25,6 +25,8 @@ class MonitorStack:
     worker: DeliveryWorker
     scheduler: MonitorScheduler
     senders: dict[str, ChatSender]
+    catalog: SourceCatalog
+    """The sources built from settings; `catalog.client` is the one HTTP client they share."""
 
 
 def delivery_senders(settings: Settings) -> dict[str, ChatSender]:
@@ -49,11 +51,13 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
     senders = delivery_senders(settings)
     try:
         worker = DeliveryWorker(database, senders)
+        pipeline_light, pipeline_heavy = pipeline_models(settings)
         service = MonitorService(
             database,
             resolve_sources=catalog.resolve,
-            light_model=light_model(settings),
-            heavy_model=heavy_model(settings),
+            # Wrapped: retries, then the other model; the chat agent wraps the plain models itself.
+            light_model=pipeline_light,
+            heavy_model=pipeline_heavy,
             out_dir=settings.data_dir / "exports",
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
@@ -61,7 +65,14 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
             on_deliveries_queued=worker.wake,
         )
         scheduler = MonitorScheduler(service, database)
-        yield MonitorStack(database=database, service=service, worker=worker, scheduler=scheduler, senders=senders)
+        yield MonitorStack(
+            database=database,
+            service=service,
+            worker=worker,
+            scheduler=scheduler,
+            senders=senders,
+            catalog=catalog,
+        )
     finally:
         for sender in senders.values():
             if isinstance(sender, TelegramSender):

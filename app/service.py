@@ -7,6 +7,8 @@ import logging
 import signal
 from dataclasses import dataclass
 
+from app.assembly import build_dispatcher, build_services
+from app.frontends import build_frontends, describe_frontends
 from app.http_server import build_http_app, serve_http
 from app.monitoring import monitor_stack
 from app.settings import Settings
@@ -26,21 +28,11 @@ class Component:
 
 def plan_components(settings: Settings) -> list[Component]:
     """Say which parts will run and why the others will not; nothing here pretends to run."""
-    telegram_reason = (
-        "delivering digests; chat commands come with the Telegram frontend, which is not built yet"
-        if settings.telegram_bot_token
-        else "TELEGRAM_BOT_TOKEN is not set"
-    )
-    slack_reason = (
-        "SLACK_BOT_TOKEN is set, but the Slack frontend is not built yet"
-        if settings.slack_bot_token
-        else "SLACK_BOT_TOKEN is not set"
-    )
     llm_reason = settings.llm_unavailable_reason()
+    frontends = describe_frontends(settings)
     return [
         Component("http", True, f"serving /healthz on {settings.http_host}:{settings.http_port}"),
-        Component("telegram", settings.telegram_bot_token is not None, telegram_reason),
-        Component("slack", False, slack_reason),
+        *(Component(name, on, reason) for name, (on, reason) in frontends.items()),
         Component("scheduler", True, "running standing monitors; the delivery worker sends their digests"),
         Component("llm", llm_reason is None, llm_reason or f"{settings.llm_model} / {settings.llm_heavy_model}"),
     ]
@@ -62,6 +54,10 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
         if not (settings.allowed_users or settings.allowed_chats):
             logger.warning("ALLOWED_USERS and ALLOWED_CHATS are empty: anyone who finds the bot can use it")
         async with monitor_stack(settings, database) as stack:
+            dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
+            frontends = build_frontends(settings, dispatcher)
+            for platform, sender in frontends.senders.items():
+                stack.worker.register(platform, sender)
             jobs = await stack.scheduler.start()
             logger.info("scheduler: %d monitor(s) scheduled", jobs)
             delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
@@ -73,12 +69,20 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
                 return not delivering.done()
 
             app = build_http_app(
-                checks={"database": database.ping, "scheduler": scheduler_running, "delivery": delivery_running}
+                checks={
+                    "database": database.ping,
+                    "scheduler": scheduler_running,
+                    "delivery": delivery_running,
+                    **frontends.checks,
+                },
+                routes=frontends.routes,
             )
+            frontends.start_all()
             try:
                 await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
             finally:
                 stop.set()
+                await frontends.stop_all()  # messages being answered finish first
                 stack.scheduler.shutdown()
                 await delivering  # the pass under way finishes; what is left stays pending in the outbox
     logger.info("stopped")

@@ -1,5 +1,6 @@
 """Platform adapters (Telegram, Slack, terminal) that turn platform updates into neutral messages and render replies."""
 
+from bots.console import ConsoleSender, TerminalChat, run_terminal_chat
 from bots.dispatcher import Deliver, Dispatcher
 from bots.markdown import parse_markdown, utf16_len
 from bots.slack_frontend import SlackFrontend
@@ -17,6 +18,7 @@ from bots.telegram_render import (
 from bots.telegram_sender import TelegramSender
 
 __all__ = [
+    "ConsoleSender",
     "Deliver",
     "Dispatcher",
     "SlackFrontend",
@@ -24,6 +26,7 @@ __all__ = [
     "TelegramFrontend",
     "TelegramOptions",
     "TelegramSender",
+    "TerminalChat",
     "blocks_payload",
     "caption",
     "caption_html",
@@ -34,6 +37,7 @@ __all__ = [
     "markdown_to_telegram_html",
     "parse_markdown",
     "reply_messages",
+    "run_terminal_chat",
     "split_telegram_html",
     "split_telegram_text",
     "utf16_len",

@@ -59,10 +59,3 @@ def test_bad_configuration_is_one_sentence_and_exit_code_2(monkeypatch: pytest.M
     assert result.exit_code == 2
     assert "TIMEZONE must be an IANA name" in result.output
     assert "Traceback" not in result.output
-
-
-def test_chat_says_plainly_what_is_missing() -> None:
-    result = runner.invoke(cli, ["chat"])
-    assert result.exit_code == 1
-    assert "not available yet" in result.output
-    assert "lookout research" in result.output

@@ -86,7 +86,9 @@ def test_add_run_list_then_the_service_delivers_to_telegram(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (telegram.documents(CHAT) and telegram.photos(CHAT)):
+        while time.monotonic() < deadline and not (
+            telegram.documents(CHAT) and telegram.photos(CHAT) and telegram.calls_to("getUpdates")
+        ):
             time.sleep(0.2)
         health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
         process.send_signal(signal.SIGTERM)
@@ -101,8 +103,11 @@ def test_add_run_list_then_the_service_delivers_to_telegram(
     assert document.filename is not None and document.filename.endswith(".csv")
     assert document.content is not None and document.content.startswith(b"\xef\xbb\xbf")  # the BOM
     assert len(telegram.photos(CHAT)) == 1
-    assert health.json() == {"status": "ok", "checks": {"database": "ok", "scheduler": "ok", "delivery": "ok"}}
-    assert "telegram: on — delivering digests" in output
+    assert health.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "scheduler": "ok", "delivery": "ok", "telegram": "ok"},
+    }
+    assert "telegram: on — long polling; delivering digests" in output
     assert telegram.token not in output
 
 

@@ -8,9 +8,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
+from tests.fakes.telegram import FakeTelegram
 
 
 def _free_port() -> int:
@@ -20,13 +23,24 @@ def _free_port() -> int:
         return port
 
 
-def test_run_serves_health_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+def _wait_for(predicate: Callable[[], bool], *, what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_run_serves_health_talks_on_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    telegram = FakeTelegram()
+    telegram.start()
     port = _free_port()
     env = {
         **os.environ,
         "DATA_DIR": str(tmp_path / "data"),
         "HTTP_PORT": str(port),
-        "TELEGRAM_BOT_TOKEN": "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+        "TELEGRAM_BOT_TOKEN": telegram.token,
+        "TELEGRAM_API_URL": telegram.url,
+        "GEMINI_API_KEY": "",
         "LOG_LEVEL": "INFO",
     }
     script = Path(sys.executable).parent / "lookout"
@@ -34,26 +48,28 @@ def test_run_serves_health_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         [str(script), "run"], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
-        health = None
-        for _ in range(200):
-            try:
-                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        assert health is not None, "the service never answered /healthz"
+        _wait_for(lambda: bool(telegram.commands), what="setMyCommands")
+        telegram.push_text(4242, "/help")
+        _wait_for(lambda: bool(telegram.texts(4242)), what="the answer to /help")
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
         assert health.status_code == 200
-        assert health.json() == {"status": "ok", "checks": {"database": "ok", "scheduler": "ok", "delivery": "ok"}}
+        assert health.json() == {
+            "status": "ok",
+            "checks": {"database": "ok", "scheduler": "ok", "delivery": "ok", "telegram": "ok"},
+        }
         process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=30)
+        output, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
+        telegram.stop()
     assert process.returncode == 0, output
-    assert "telegram: on — delivering digests; chat commands come with the Telegram frontend" in output
+    assert "/track" in (telegram.texts(4242)[0].text or "")
+    assert {command["command"] for command in telegram.commands} >= {"track", "monitors", "digest", "search"}
+    assert "telegram: on — long polling" in output
     assert "scheduler: 0 monitor(s) scheduled" in output
     assert "slack: off — SLACK_BOT_TOKEN is not set" in output
     assert "anyone who finds the bot can use it" in output
-    assert "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw" not in output
+    assert telegram.token.split(":", 1)[1] not in output
     assert output.rstrip().endswith("stopped")
     assert (tmp_path / "data" / "lookout.db").exists()

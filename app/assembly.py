@@ -1,0 +1,122 @@
+"""Assembly of the conversation from settings: `Services`, the `Conversation`, the dispatcher, the terminal session."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from agent.access import AccessPolicy
+from agent.chat import ChatAgent
+from agent.context import ConversationSettings, Services
+from agent.conversation import Conversation
+from agent.router import CommandRouter
+from app.monitoring import MonitorStack, monitor_stack
+from app.settings import Settings
+from app.wiring import heavy_model, light_model, open_database
+from bots.console import Dispatches, SessionFactory
+from bots.dispatcher import Dispatcher
+from monitors import ChatSender
+from sources import HttpClient
+from storage import Database
+
+__all__ = [
+    "access_policy",
+    "build_conversation",
+    "build_dispatcher",
+    "build_services",
+    "conversation_settings",
+    "terminal_session",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def conversation_settings(settings: Settings, *, bot_username: str | None = None) -> ConversationSettings:
+    """What the conversation layer reads, taken from the settings of the same meaning."""
+    return ConversationSettings(
+        default_timezone=settings.timezone,
+        min_interval_seconds=settings.min_monitor_interval,
+        chat_daily_tokens=settings.chat_daily_tokens,
+        memory_turns=settings.memory_turns,
+        memory_idle_hours=settings.memory_idle_hours,
+        request_limit=settings.agent_request_limit,
+        token_limit=settings.agent_token_limit,
+        exports_dir=settings.data_dir / "exports",
+        llm_unavailable_reason=settings.llm_unavailable_reason(),
+        bot_username=bot_username,
+    )
+
+
+def build_services(
+    settings: Settings,
+    *,
+    database: Database,
+    stack: MonitorStack,
+    http: HttpClient | None = None,
+    bot_username: str | None = None,
+) -> Services:
+    """The services every chat shares, on top of the monitor stack (its monitor service, sources and HTTP client).
+
+    `http` replaces the stack's client (the one the sources share) for the chat's own fetches;
+    `bot_username` is the bot's @name on platforms that have one, so commands for other bots are ignored.
+    """
+    return Services(
+        database=database,
+        monitors=stack.service,
+        resolve_sources=stack.catalog.resolve,
+        http=http if http is not None else stack.catalog.client,
+        # Plain models: the chat agent adds its own fallback and retries (the monitors may wrap theirs).
+        light_model=light_model(settings),
+        heavy_model=heavy_model(settings),
+        settings=conversation_settings(settings, bot_username=bot_username),
+    )
+
+
+def build_conversation(services: Services) -> Conversation:
+    """Commands to the command router, free text and confirmations to the chat agent."""
+    return Conversation(commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings)
+
+
+def access_policy(settings: Settings) -> AccessPolicy:
+    """ALLOWED_USERS, ALLOWED_CHATS and ADMIN_USERS as the dispatcher checks them."""
+    return AccessPolicy(
+        allowed_users=settings.allowed_users,
+        allowed_chats=settings.allowed_chats,
+        admin_users=settings.admin_users,
+    )
+
+
+def build_dispatcher(settings: Settings, services: Services) -> Dispatcher:
+    """The one dispatcher every frontend of the process hands its messages to."""
+    return Dispatcher(services.database, build_conversation(services), access_policy(settings))
+
+
+def terminal_session(settings: Settings) -> SessionFactory:
+    """What `lookout chat` runs behind the prompt: the database, the monitor stack, the scheduler and the
+    delivery worker with the terminal's sender registered, so monitors created there deliver there."""
+
+    @asynccontextmanager
+    async def open_session(sender: ChatSender) -> AsyncIterator[Dispatches]:
+        async with open_database(settings) as database, monitor_stack(settings, database) as stack:
+            dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
+            stack.worker.register("terminal", sender)
+            jobs = await stack.scheduler.start()
+            logger.info("terminal chat: %d monitor(s) scheduled", jobs)
+            stop = asyncio.Event()
+            delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
+            try:
+                yield dispatcher
+            finally:
+                stop.set()
+                stack.scheduler.shutdown()
+                await delivering  # the pass under way finishes
+                try:
+                    # A digest queued by the last line (a piped `/digest 1`) is printed before the session ends.
+                    await stack.worker.run_once()
+                except Exception:
+                    logger.exception("the last delivery pass failed; what is left stays in the outbox")
+                stack.worker.unregister("terminal")
+
+    return open_session

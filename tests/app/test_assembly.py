@@ -1,0 +1,91 @@
+"""The conversation assembled from settings: every conversation setting mapped, the monitor stack's sources,
+client and models shared, and the dispatcher applying the access lists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.context import ConversationSettings
+from agent.messages import Incoming
+from app.assembly import build_dispatcher, build_services
+from app.monitoring import monitor_stack
+from app.settings import load_settings
+from app.wiring import open_database
+from sources import HttpClient
+
+
+async def test_build_services_maps_every_conversation_setting(tmp_path: Path) -> None:
+    settings = load_settings(
+        data_dir=tmp_path / "data",
+        timezone="Europe/Berlin",
+        min_monitor_interval=1800,
+        chat_daily_tokens=5000,
+        memory_turns=7,
+        memory_idle_hours=3.5,
+        agent_request_limit=5,
+        agent_token_limit=20_000,
+    )
+    async with open_database(settings) as database, monitor_stack(settings, database) as stack:
+        services = build_services(settings, database=database, stack=stack)
+        assert services.settings == ConversationSettings(
+            default_timezone="Europe/Berlin",
+            min_interval_seconds=1800,
+            chat_daily_tokens=5000,
+            memory_turns=7,
+            memory_idle_hours=3.5,
+            request_limit=5,
+            token_limit=20_000,
+            exports_dir=tmp_path / "data" / "exports",
+            llm_unavailable_reason=settings.llm_unavailable_reason(),
+            bot_username=None,
+        )
+        assert services.settings.llm_unavailable_reason is not None
+        assert "GEMINI_API_KEY" in services.settings.llm_unavailable_reason
+        assert services.database is database and services.monitors is stack.service
+        assert services.http is stack.catalog.client  # one polite client for sources and the chat's reads
+        assert services.light_model is None and services.heavy_model is None
+        assert [source.name for source in services.resolve_sources("hn,news")] == ["hn", "news"]
+        with pytest.raises(ValueError, match="myspace"):
+            services.resolve_sources("myspace")
+
+        own_client = HttpClient(user_agent="test")
+        try:
+            named = build_services(
+                settings, database=database, stack=stack, http=own_client, bot_username="lookout_bot"
+            )
+            assert named.http is own_client and named.settings.bot_username == "lookout_bot"
+        finally:
+            await own_client.aclose()
+
+
+async def test_with_a_key_the_conversation_has_both_models(tmp_path: Path) -> None:
+    settings = load_settings(
+        data_dir=tmp_path / "data", gemini_api_key="test-key", gemini_base_url="http://127.0.0.1:9/gemini"
+    )
+    async with open_database(settings) as database, monitor_stack(settings, database) as stack:
+        services = build_services(settings, database=database, stack=stack)
+        assert services.settings.llm_unavailable_reason is None
+        assert services.light_model is not None and services.heavy_model is not None
+        assert services.light_model.model_name == settings.llm_model.removeprefix("google:")
+        assert services.heavy_model.model_name == settings.llm_heavy_model.removeprefix("google:")
+
+
+async def test_the_dispatcher_applies_the_access_lists_from_settings(tmp_path: Path) -> None:
+    settings = load_settings(data_dir=tmp_path / "data", allowed_users=["telegram:1"], admin_users=["telegram:9"])
+
+    def private(user: str, text: str) -> Incoming:
+        return Incoming(platform="telegram", chat_external_id=user, user_external_id=user, text=text, is_private=True)
+
+    async with open_database(settings) as database, monitor_stack(settings, database) as stack:
+        dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
+        [denied] = await dispatcher.dispatch(private("2", "/help"))
+        assert "This bot is private" in denied.text and "(2)" in denied.text
+        [allowed] = await dispatcher.dispatch(private("1", "/help"))
+        assert "/track <topic>" in allowed.text  # the command router answered
+        [not_admin] = await dispatcher.dispatch(private("1", "/monitors all"))
+        [admin] = await dispatcher.dispatch(private("9", "/monitors all"))
+        assert "Only admins" in not_admin.text and "Only admins" not in admin.text
+        [free_text] = await dispatcher.dispatch(private("1", "hello"))
+        assert "GEMINI_API_KEY" in free_text.text  # no model: the chat agent says why, from the settings

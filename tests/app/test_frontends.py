@@ -1,0 +1,95 @@
+"""Which frontends `lookout run` builds from settings, and how a platform that is down at start is retried."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from telegram.error import InvalidToken
+
+import app.frontends as frontends_module
+from app.assembly import access_policy
+from app.frontends import Frontends, build_frontends, describe_frontends
+from app.settings import load_settings
+from bots.dispatcher import Dispatcher
+from bots.slack_sender import SlackSender
+from storage import Database
+
+
+class FlakyPlatform:
+    """A frontend whose platform refuses connections a few times (or rejects the token for good)."""
+
+    def __init__(self, failures: list[Exception]) -> None:
+        self.failures = failures
+        self.attempts = 0
+        self.started = asyncio.Event()
+        self.stopped = False
+
+    async def start(self) -> None:
+        self.attempts += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        self.started.set()
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+    async def healthy(self) -> bool:
+        return self.started.is_set()
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_sleep = asyncio.sleep
+    monkeypatch.setattr(frontends_module.asyncio, "sleep", lambda _seconds: real_sleep(0))
+
+
+async def test_a_platform_down_at_start_is_retried_until_it_answers(no_backoff: None) -> None:
+    platform = FlakyPlatform([ConnectionError("down"), TimeoutError("slow")])
+    frontends = Frontends(running={"telegram": platform})
+    frontends.start_all()
+    await asyncio.wait_for(platform.started.wait(), timeout=10)
+    assert platform.attempts == 3
+    assert await frontends.checks["telegram"]()
+    await frontends.stop_all()
+    assert platform.stopped
+
+
+async def test_a_refused_token_is_not_retried(no_backoff: None, caplog: pytest.LogCaptureFixture) -> None:
+    platform = FlakyPlatform([InvalidToken("Unauthorized")])
+    frontends = Frontends(running={"telegram": platform})
+    frontends.start_all()
+    await asyncio.gather(*frontends._starting)
+    assert platform.attempts == 1
+    assert not await frontends.checks["telegram"]()
+    assert "refused the token" in caplog.text
+    await frontends.stop_all()
+
+
+async def test_slack_in_http_mode_mounts_its_route_and_delivers_digests(tmp_path: Path) -> None:
+    settings = load_settings(
+        _env_file=None,
+        data_dir=tmp_path,
+        slack_bot_token="xoxb-1",
+        slack_signing_secret="secret",
+        telegram_bot_token="1:abc",
+        telegram_webhook_url="https://bot.example.org/telegram/webhook",
+        telegram_webhook_secret="hook-secret",
+    )
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        built = build_frontends(settings, Dispatcher(database, conversation=None, access=access_policy(settings)))  # type: ignore[arg-type]
+    finally:
+        await database.dispose()
+    assert set(built.running) == {"telegram", "slack"}
+    assert {getattr(route, "path", None) for route in built.routes} == {"/slack/events", "/telegram/webhook"}
+    assert isinstance(built.senders["slack"], SlackSender)
+    assert set(built.checks) == {"telegram", "slack"}
+
+
+def test_the_start_up_log_says_which_mode_each_frontend_runs_in() -> None:
+    socket = load_settings(_env_file=None, slack_bot_token="xoxb-1", slack_app_token="xapp-1")
+    described = describe_frontends(socket)
+    assert described["slack"] == (True, "Socket Mode (SLACK_APP_TOKEN); delivering digests")
+    assert described["telegram"] == (False, "TELEGRAM_BOT_TOKEN is not set")
