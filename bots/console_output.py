@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from agent.messages import Button, ProgressUpdate, Reply
+from bots.telegram_render import html_to_plain_text, markdown_to_telegram_html
 from monitors import OutgoingDigest
 
 __all__ = ["ConsoleOutput", "attachment_label", "button_hint", "save_attachment"]
@@ -157,7 +158,8 @@ class ConsoleOutput:
 
     def _markdown(self, text: str) -> str:
         if not self._styled:
-            return text.rstrip("\n") + "\n"
+            # Pipes and logs get the words without markdown syntax; links keep their address in brackets.
+            return html_to_plain_text(markdown_to_telegram_html(text)).rstrip("\n") + "\n"
         rendered = self._render(Markdown(text, hyperlinks=False))  # URLs shown, not hidden behind OSC 8 links
         return "\n".join(line.rstrip() for line in rendered.rstrip("\n").split("\n")) + "\n"
 

@@ -88,11 +88,11 @@ def test_track_monitors_digest_with_the_csv_saved(environment: dict[str, str], f
     result = runner.invoke(cli, ["chat"], input="\n".join(lines) + "\n")
     assert result.exit_code == 0, result.output
     output = result.output
-    assert "Tracking **DeepSeek** as monitor #1." in output
+    assert "Tracking DeepSeek as monitor #1." in output
     assert "#1 DeepSeek" in output and "every day at 08:30" in output  # /monitors
     assert "Monitor #1 ran:" in output  # /digest's own reply ...
     delivered = output.split("── delivered", 1)[1]  # ... and the digest itself, through the outbox
-    assert "**DeepSeek**" in delivered and "monitor #1" in delivered
+    assert "DeepSeek · " in delivered and "monitor #1" in delivered
     exports = (Path(environment["DATA_DIR"]) / "exports").resolve()
     [csv] = saved_files(delivered, "CSV")
     [chart] = saved_files(delivered, "Chart")
@@ -126,7 +126,7 @@ def test_a_digest_queued_while_the_chat_was_closed_is_printed_when_it_runs(envir
     second = runner.invoke(cli, ["chat"], input="")
     assert second.exit_code == 0, second.output
     delivered = second.output.split("── delivered", 1)[1]
-    assert "**DeepSeek**" in delivered
+    assert "DeepSeek · " in delivered
     [csv] = saved_files(delivered, "CSV")
     assert csv.is_file()
 

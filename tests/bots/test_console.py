@@ -103,7 +103,7 @@ def test_a_reply_prints_its_text_the_saved_files_and_the_buttons_as_choices(tmp_
     )
     printed = stream.getvalue()
     saved = (tmp_path / "exports" / "rust-embedded-2026-11-22.csv").resolve()
-    assert "**Done**: 2 items.\n" in printed  # not a terminal: the markdown as written
+    assert "Done: 2 items.\n" in printed  # not a terminal: the words without markdown syntax
     assert f"CSV: {saved}\n" in printed and saved.read_text() == outside.read_text()
     assert "Chart: chart.png could not be saved" in printed
     assert "[1] Yes, create it   [2] Cancel" in printed and "yes or no" in printed
