@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from agent.budget import ChatBudget
 from agent.commands import usage_of
 from agent.context import Services, Turn
 from agent.messages import Reply
@@ -50,3 +51,19 @@ def refuse(reason: str, *, usage: str | None = None) -> list[Reply]:
     if usage is not None:
         text += f"\nUsage: {usage_of(usage)}"
     return [Reply(text=text)]
+
+
+BUDGET_SPENT_NOTE = (
+    "Today's model budget for this chat is spent, so this ran without the language model "
+    "(heuristic checks, an extractive digest); it renews at midnight UTC."
+)
+
+
+async def models_allowed(services: Services, turn: Turn) -> bool:
+    """Whether a command may spend model tokens for this chat today (CHAT_DAILY_TOKENS not yet spent).
+
+    A command whose chat has spent its budget still works: it runs the model-free path instead.
+    """
+    budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
+    left = await budget.remaining(turn.chat.id, services.clock())
+    return left is None or left > 0

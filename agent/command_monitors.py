@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.command_common import chat_zone, count, local_time, refuse
+from agent.command_common import BUDGET_SPENT_NOTE, chat_zone, count, local_time, models_allowed, refuse
 from agent.command_progress import PipelineProgress, ProgressRelay
 from agent.commands import (
     DigestCommand,
@@ -120,17 +120,19 @@ async def digest(services: Services, turn: Turn, command: DigestCommand) -> list
         view = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
     except MonitorNotFoundError as error:
         return refuse(str(error))
+    use_models = await models_allowed(services, turn)
     async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
         await relay.announce(f"running monitor #{view.id} “{view.topic}”…")
         try:
             summary = await services.monitors.run_now(
-                command.monitor_id, turn.chat.id, is_admin=turn.is_admin, progress=relay
+                command.monitor_id, turn.chat.id, is_admin=turn.is_admin, progress=relay, use_models=use_models
             )
         except MonitorNotFoundError as error:  # deleted meanwhile
             relay.final_text = "stopped"
             return refuse(str(error))
         relay.final_text = "failed" if summary.status == "failed" else "done — the digest follows"
-    return [Reply(text=run_status(f"Monitor #{view.id}", summary))]
+    note = "" if use_models else f"\n{BUDGET_SPENT_NOTE}"
+    return [Reply(text=run_status(f"Monitor #{view.id}", summary) + note)]
 
 
 def run_status(what: str, summary: RunSummary) -> str:

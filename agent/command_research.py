@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from agent.command_common import chat_exports_dir, chat_zone, count, refuse
+from agent.command_common import BUDGET_SPENT_NOTE, chat_exports_dir, chat_zone, count, models_allowed, refuse
 from agent.command_monitors import run_status
 from agent.command_progress import CollectionProgress, PipelineProgress, ProgressRelay
 from agent.commands import CollectCommand, ExportCommand, SearchCommand
@@ -49,15 +49,19 @@ EXPORT_COLUMNS: Final = (
 
 async def search(services: Services, turn: Turn, command: SearchCommand) -> list[Reply]:
     """Collect, critique and synthesize the query now; the digest with its CSV and chart comes via the outbox."""
+    use_models = await models_allowed(services, turn)
     async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
         await relay.announce(f"searching for “{command.query}”…")
         try:
-            summary = await services.monitors.search_now(turn.chat.id, command.query, progress=relay)
+            summary = await services.monitors.search_now(
+                turn.chat.id, command.query, progress=relay, use_models=use_models
+            )
         except ValueError as error:
             relay.final_text = "stopped"
             return refuse(f"I could not search that: {error}", usage="search")
         relay.final_text = "failed" if summary.status == "failed" else "done — the digest follows"
-    return [Reply(text=run_status(f"The search for “{command.query}”", summary))]
+    note = "" if use_models else f"\n{BUDGET_SPENT_NOTE}"
+    return [Reply(text=run_status(f"The search for “{command.query}”", summary) + note)]
 
 
 async def collect(services: Services, turn: Turn, command: CollectCommand) -> list[Reply]:
@@ -72,7 +76,7 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
         result = await run_collection_job(
             command.request,
             sources=sources,
-            model=services.light_model,
+            model=services.light_model if await models_allowed(services, turn) else None,
             target=target,
             out_dir=chat_exports_dir(services, turn),
             progress=relay,

@@ -145,11 +145,13 @@ class MonitorRunner:
         schedule: Schedule | None,
         asking_chat: ChatRecord | None = None,
         progress: ProgressCallback | None = None,
+        use_models: bool = True,
     ) -> RunSummary:
         """Run the pipeline for an opened run and store everything. `schedule` is given for scheduled runs (the
-        monitor's next run moves on); `asking_chat` for `/digest`. Never raises except on cancellation."""
+        monitor's next run moves on); `asking_chat` for `/digest`; `use_models=False` runs the model-free path (a
+        chat whose daily token budget is spent). Never raises except on cancellation."""
         try:
-            result = await self._run_pipeline(monitor, run, asking_chat, progress)
+            result = await self._run_pipeline(monitor, run, asking_chat, progress, use_models=use_models)
         except asyncio.CancelledError:
             await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
             raise
@@ -172,7 +174,13 @@ class MonitorRunner:
             )
 
     async def _run_pipeline(
-        self, monitor: MonitorRecord, run: RunRecord, asking_chat: ChatRecord | None, progress: ProgressCallback | None
+        self,
+        monitor: MonitorRecord,
+        run: RunRecord,
+        asking_chat: ChatRecord | None,
+        progress: ProgressCallback | None,
+        *,
+        use_models: bool,
     ) -> PipelineResult:
         reader = asking_chat or await self._chats.get(monitor.owner_chat_id)
         until = run.scheduled_for
@@ -205,8 +213,8 @@ class MonitorRunner:
         )
         return await self._pipeline(
             request,
-            light_model=self._light,
-            heavy_model=self._heavy,
+            light_model=self._light if use_models else None,
+            heavy_model=self._heavy if use_models else None,
             out_dir=self._out_dir,
             stem=f"{safe_stem(monitor.topic, until)}-{_owner_tag(monitor)}-r{run.id}",
             progress=progress,

@@ -306,9 +306,16 @@ class MonitorService:
         return await self._runner.execute(monitor, run, schedule=schedule)
 
     async def run_now(
-        self, monitor_id: int, chat_id: int, *, is_admin: bool = False, progress: ProgressCallback | None = None
+        self,
+        monitor_id: int,
+        chat_id: int,
+        *,
+        is_admin: bool = False,
+        progress: ProgressCallback | None = None,
+        use_models: bool = True,
     ) -> RunSummary:
-        """Run the monitor now for `/digest` and queue the digest for this chat only (`progress` sees each stage).
+        """Run the monitor now for `/digest` and queue the digest for this chat only (`progress` sees each stage;
+        `use_models=False`: heuristic critique and extractive digest, for a chat whose token budget is spent).
 
         When this chat is the monitor's only subscriber the run counts as one of the monitor's runs (what it
         reports is not repeated next time); otherwise it is a preview that leaves the others' digests alone.
@@ -320,7 +327,9 @@ class MonitorService:
         run = await self._runs.open_run(monitor_id, now, now=now) if subscribers == [chat.id] else None
         if run is None:
             run = await self._runs.open_search_run(chat_id=chat.id, query=monitor.topic, now=now)
-        return await self._runner.execute(monitor, run, schedule=None, asking_chat=chat, progress=progress)
+        return await self._runner.execute(
+            monitor, run, schedule=None, asking_chat=chat, progress=progress, use_models=use_models
+        )
 
     async def search_now(
         self,
@@ -330,6 +339,7 @@ class MonitorService:
         sources: str | Sequence[str] | None = None,
         lookback_hours: int = SEARCH_LOOKBACK_HOURS,
         progress: ProgressCallback | None = None,
+        use_models: bool = True,
     ) -> RunSummary:
         """A one-off `/search`: collect, critique and synthesize `query` now, from `sources` (default: the default
         mix), and queue the digest with its files for this chat only. No monitor is created or touched; the
@@ -351,7 +361,9 @@ class MonitorService:
         )
         run = await self._runs.open_search_run(chat_id=chat.id, query=topic, now=now)
         logger.info("search run %d for chat %d: %r", run.id, chat.id, topic)
-        return await self._runner.execute(monitor, run, schedule=None, asking_chat=chat, progress=progress)
+        return await self._runner.execute(
+            monitor, run, schedule=None, asking_chat=chat, progress=progress, use_models=use_models
+        )
 
     async def _skip_taken(self, monitor: MonitorRecord, schedule: Schedule, scheduled_for: datetime) -> None:
         """A run for this time exists. If it is finished (e.g. failed as abandoned after a crash) and the

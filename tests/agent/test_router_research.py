@@ -199,3 +199,27 @@ async def test_search_with_scripted_models_writes_their_digest_and_counts_the_to
     assert any("Reader profile: We build open-weight model tooling" in text for text in instructions)
     today = next(line for line in usage.text.splitlines() if line.startswith("Today (2026-11-20, UTC): "))
     assert "nothing yet" not in today and " in 3 requests" in today
+
+
+async def test_a_spent_budget_makes_search_run_without_the_model(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    heavy, light = HeavyScript(), LightScript()
+    async with open_world(
+        database,
+        fake_server,
+        tmp_path,
+        heavy_model=FunctionModel(heavy),
+        light_model=FunctionModel(light),
+        chat_daily_tokens=1,
+    ) as world:
+        first = await world.say("/search DeepSeek")  # spends more than the 1-token budget
+        requests_after_first = len(light.prompts) + len(heavy.critique_prompts) + len(heavy.digest_prompts)
+        second = await world.say("/search DeepSeek")
+        sent = await world.deliver()
+
+    assert requests_after_first > 0 and "budget" not in first.text
+    assert len(light.prompts) + len(heavy.critique_prompts) + len(heavy.digest_prompts) == requests_after_first
+    assert second.text.startswith("The search for “DeepSeek” ran: ")
+    assert "model budget for this chat is spent" in second.text
+    assert len(sent) == 2  # both digests still reach the chat
