@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.fakes.http_server import FakeHTTPServer, running_fake_server
+
+# CI explores the same examples on every run, so a submission's result does not depend on luck; local runs
+# keep searching new ones (and hypothesis's database replays what failed before).
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 @pytest.fixture
