@@ -10,9 +10,9 @@ from agent.budget import ChatBudget
 from agent.command_common import chat_timezone, chat_zone, local_time
 from agent.commands import LanguageCommand, ProfileCommand, TimezoneCommand
 from agent.context import Services, Turn
-from agent.memory import ConversationMemory
+from agent.memory import memory_for
 from agent.messages import Reply
-from storage import ChatChanges, ChatRecord, ChatRepository, ConversationRepository, UsageRepository, UsageTotals
+from storage import ChatChanges, ChatRecord, ChatRepository, UsageRepository, UsageTotals
 
 __all__ = ["forget", "language", "profile", "timezone", "usage"]
 
@@ -67,15 +67,7 @@ async def profile(services: Services, turn: Turn, command: ProfileCommand) -> li
 
 async def forget(services: Services, turn: Turn) -> list[Reply]:
     """Clear this conversation's memory (this chat and thread), summary included."""
-    memory = ConversationMemory(
-        ConversationRepository(services.database),
-        chat_id=turn.chat.id,
-        thread_key=turn.incoming.thread_key,
-        max_turns=services.settings.memory_turns,
-        idle_hours=services.settings.memory_idle_hours,
-        clock=services.clock,
-    )
-    if await memory.forget():
+    if await memory_for(services, turn).forget():
         return [Reply(text="Done: I forgot this conversation. Monitors and settings are unchanged.")]
     return [Reply(text="There was nothing to forget: this conversation has no memory yet.")]
 

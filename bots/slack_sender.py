@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.delivered_parts import DeliveredParts
 from bots.slack_api import (
     DEFAULT_API_URL,
     GONE_ERRORS,
@@ -25,9 +24,6 @@ from monitors.delivery import Attachment, ChatGone, DeliveryError, OutgoingDiges
 from storage import ChatRecord
 
 logger = logging.getLogger(__name__)
-
-_PROGRESS_ENTRIES = 10_000
-"""Partly delivered messages remembered (oldest forgotten first), so a retry does not repost delivered parts."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +49,7 @@ class SlackSender:
 
     def __init__(self, client: AsyncWebClient) -> None:
         self._poster = SlackPoster(client)
-        self._progress: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._delivered = DeliveredParts()
 
     @classmethod
     def from_token(
@@ -64,15 +60,10 @@ class SlackSender:
 
     async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
         """Post the messages, then upload the attachments; raises `RetryLater`, `ChatGone` or `DeliveryError`."""
-        steps = _steps(message)
-        key = (chat.external_id, _fingerprint(message))
-        done = self._progress.get(key, 0)
-        if done:
-            logger.info("chat %d: resuming a delivery after %d of %d parts", chat.id, done, len(steps))
-        for index in range(done, len(steps)):
-            await self._send_step(chat.external_id, steps[index])
-            self._remember(key, index + 1)
-        self._progress.pop(key, None)
+        channel = chat.external_id
+        await self._delivered.send_remaining(
+            chat, message, _steps(message), lambda step: self._send_step(channel, step)
+        )
 
     async def _send_step(self, channel: str, step: _Step) -> None:
         try:
@@ -84,12 +75,6 @@ class SlackSender:
             raise delivery_error(error) from error
         except TRANSIENT_ERRORS as error:
             raise RetryLater(f"network error talking to Slack: {type(error).__name__}: {error}") from error
-
-    def _remember(self, key: tuple[str, str], done: int) -> None:
-        self._progress[key] = done
-        self._progress.move_to_end(key)
-        while len(self._progress) > _PROGRESS_ENTRIES:
-            self._progress.popitem(last=False)
 
 
 def delivery_error(error: SlackApiError) -> DeliveryError:
@@ -118,13 +103,6 @@ def _steps(message: OutgoingDigest) -> list[_Step]:
     steps = [_Step(message=part) for part in digest_messages(message.text)]
     steps.extend(_Step(attachment=attachment) for attachment in message.attachments)
     return steps
-
-
-def _fingerprint(message: OutgoingDigest) -> str:
-    """Which message this is, so a retry of it is recognised (the run id alone would merge notices)."""
-    digest = hashlib.sha256(message.text.encode()).hexdigest()[:16]
-    names = ",".join(attachment.filename for attachment in message.attachments)
-    return f"{message.run_id}:{digest}:{names}"
 
 
 __all__ = ["SlackSender", "delivery_error", "digest_messages"]

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -16,6 +14,7 @@ from telegram import Bot
 from telegram.error import TelegramError
 from telegram.request import HTTPXRequest
 
+from bots.delivered_parts import DeliveredParts
 from bots.telegram_api import delivery_error, send_file, send_html
 from bots.telegram_render import caption, html_to_plain_text, markdown_to_telegram_html, split_telegram_html
 from monitors.delivery import Attachment, OutgoingDigest
@@ -25,8 +24,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://api.telegram.org/bot"
 DEFAULT_FILE_URL = "https://api.telegram.org/file/bot"
-_PROGRESS_ENTRIES = 10_000
-"""Partly delivered messages remembered (oldest forgotten first), so a retry does not resend delivered parts."""
 _T = TypeVar("_T")
 
 
@@ -71,7 +68,7 @@ class TelegramSender:
         self._next_slot = 0.0
         self._pace_lock = asyncio.Lock()
         self._init_lock = asyncio.Lock()
-        self._progress: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._delivered = DeliveredParts()
 
     async def __aenter__(self) -> TelegramSender:
         await self.bot.initialize()
@@ -86,21 +83,12 @@ class TelegramSender:
 
     async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
         """Deliver the text parts, then the attachments; raises `RetryLater`, `ChatGone` or `ChatMoved`."""
-        steps = _steps(message)
-        key = (chat.external_id, _fingerprint(message))
-        done = self._progress.get(key, 0)
-        if done:
-            logger.info("chat %d: resuming a delivery after %d of %d parts", chat.id, done, len(steps))
-        for index in range(done, len(steps)):
-            await self._call(functools.partial(self._send_step, chat.external_id, steps[index], message))
-            self._remember(key, index + 1)
-        self._progress.pop(key, None)
+        chat_id = chat.external_id
 
-    def _remember(self, key: tuple[str, str], done: int) -> None:
-        self._progress[key] = done
-        self._progress.move_to_end(key)
-        while len(self._progress) > _PROGRESS_ENTRIES:
-            self._progress.popitem(last=False)
+        async def send_step(step: _Step) -> None:
+            await self._call(functools.partial(self._send_step, chat_id, step, message))
+
+        await self._delivered.send_remaining(chat, message, _steps(message), send_step)
 
     async def _send_step(self, chat_id: str, step: _Step, message: OutgoingDigest) -> None:
         if step.kind == "html":
@@ -147,13 +135,6 @@ def _steps(message: OutgoingDigest) -> list[_Step]:
     for attachment in message.attachments:
         steps.append(_Step(kind="photo" if attachment.kind == "image" else "document", attachment=attachment))
     return steps
-
-
-def _fingerprint(message: OutgoingDigest) -> str:
-    """Which message this is, so a retry of it is recognised (the run id alone would merge notices)."""
-    digest = hashlib.sha256(message.text.encode()).hexdigest()[:16]
-    names = ",".join(attachment.filename for attachment in message.attachments)
-    return f"{message.run_id}:{digest}:{names}"
 
 
 def _photo_caption(message: OutgoingDigest) -> str:
