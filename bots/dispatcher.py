@@ -33,11 +33,11 @@ from typing import Protocol
 from agent.access import AccessPolicy
 from agent.context import Turn, ignore_progress
 from agent.messages import Incoming, ProgressSink, ProgressUpdate, Reply
+from monitors import mark_chat_gone
 from storage import (
     ChatRecord,
     ChatRepository,
     Database,
-    DeliveryRepository,
     InboundRepository,
     SubscriptionRepository,
     UserRepository,
@@ -100,7 +100,7 @@ class Dispatcher:
         self._users = UserRepository(database)
         self._inbound = InboundRepository(database)
         self._subscriptions = SubscriptionRepository(database)
-        self._deliveries = DeliveryRepository(database)
+        self._database = database
         self._slots: dict[tuple[str, str, str], _Slot] = {}
         self._denied: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._last_prune: datetime | None = None
@@ -230,10 +230,7 @@ class Dispatcher:
         chat = await self._chats.find(platform, external_id)
         if chat is None:
             return
-        logger.warning("chat %d on %s is gone (%s): pausing its subscriptions", chat.id, platform, reason)
-        await self._chats.update(chat.id, active=False)
-        await self._subscriptions.set_active_for_chat(chat.id, active=False)
-        await self._deliveries.give_up_for_chat(chat.id, error=reason[:500])
+        await mark_chat_gone(self._database, chat, reason=reason)
 
     async def chat_moved(self, platform: str, old_external_id: str, new_external_id: str) -> None:
         """The chat has a new id (a Telegram group became a supergroup): its monitors and memory follow."""

@@ -10,6 +10,7 @@ from monitors.delivery import (
     DeliveryWorker,
     OutgoingDigest,
     RetryLater,
+    mark_chat_gone,
 )
 from monitors.schedule import (
     DEFAULT_SCHEDULE_TEXT,
@@ -45,6 +46,7 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "ScheduleKind",
+    "mark_chat_gone",
     "parse_schedule",
     "seconds_in_words",
 ]

@@ -164,6 +164,7 @@ class DeliveryWorker:
         base_delay: timedelta = timedelta(seconds=30),
         max_delay: timedelta = timedelta(hours=1),
     ) -> None:
+        self._database = database
         self._deliveries = DeliveryRepository(database)
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
@@ -330,8 +331,13 @@ class DeliveryWorker:
             report.retrying += 1
 
     async def _chat_gone(self, chat: ChatRecord, error: str) -> None:
-        """Blocked, kicked or deleted: the chat goes inactive, its subscriptions pause, nothing is retried."""
-        logger.warning("chat %d on %s is gone (%s): pausing its subscriptions", chat.id, chat.platform, error)
-        await self._chats.update(chat.id, active=False)
-        await self._subscriptions.set_active_for_chat(chat.id, active=False)
-        await self._deliveries.give_up_for_chat(chat.id, error=error[:500])
+        await mark_chat_gone(self._database, chat, reason=error)
+
+
+async def mark_chat_gone(database: Database, chat: ChatRecord, *, reason: str) -> None:
+    """Blocked, kicked or deleted: the chat goes inactive, its subscriptions pause and its pending digests are
+    given up (nothing is retried). Used by the delivery worker and by frontends that hear it first."""
+    logger.warning("chat %d on %s is gone (%s): pausing its subscriptions", chat.id, chat.platform, reason)
+    await ChatRepository(database).update(chat.id, active=False)
+    await SubscriptionRepository(database).set_active_for_chat(chat.id, active=False)
+    await DeliveryRepository(database).give_up_for_chat(chat.id, error=reason[:500])
