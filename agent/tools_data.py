@@ -37,7 +37,7 @@ def _local_midnight(day: date, timezone: str) -> datetime:
 async def search_history(
     ctx: RunContext[ChatDeps], text: str, since: date | None = None, until: date | None = None, limit: int = 10
 ) -> str:
-    """Search items Lookout collected earlier (for monitors, searches and collections) by words and dates.
+    """Search items Lookout collected earlier for this chat (its monitors and searches) by words and dates.
 
     Args:
         text: Words that must all appear in the title or text.
@@ -56,6 +56,7 @@ async def search_history(
         since=_local_midnight(since, deps.timezone) if since else None,
         until=_local_midnight(until + timedelta(days=1), deps.timezone) if until else None,
         limit=min(max(limit, 1), HISTORY_LIMIT),
+        chat_id=deps.chat_id,
     )
     if not records:
         return f"No stored items mention “{words}” in that window."
@@ -98,7 +99,7 @@ def _as_item(record: ItemRecord) -> Item:
 
 
 async def timeline(ctx: RunContext[ChatDeps], topic: str, days: int = 30) -> Timeline:
-    """Count the stored items about a topic per day over the last `days` days and attach a bar chart.
+    """Count the items stored for this chat about a topic per day over the last `days` days; attach a bar chart.
     Use it for "how much was said about X lately", "trend of Y".
 
     Args:
@@ -114,10 +115,10 @@ async def timeline(ctx: RunContext[ChatDeps], topic: str, days: int = 30) -> Tim
     since = until - timedelta(days=window)
     zone = ZoneInfo(deps.timezone)
     repository = ItemRepository(deps.services.database)
-    counts = await repository.count_by_day(words, since=since, until=until, tz=zone)
+    counts = await repository.count_by_day(words, since=since, until=until, tz=zone, chat_id=deps.chat_id)
     chart = False
     if counts:
-        records = await repository.search(words, since=since, until=until, limit=CHART_ITEMS)
+        records = await repository.search(words, since=since, until=until, limit=CHART_ITEMS, chat_id=deps.chat_id)
         path = deps.exports_dir / f"{safe_stem(words + ' timeline', until)}.png"
         await asyncio.to_thread(_draw, [_as_item(r) for r in records], path, words, since, until, zone)
         deps.attach(Attachment(path=path, filename=path.name, kind="image", caption=f"“{words[:100]}” per day"))

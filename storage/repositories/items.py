@@ -10,7 +10,7 @@ from typing import TypeVar
 from sqlalchemy import ColumnElement, Select, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import Item, Run, RunItem
+from storage.models import Item, Monitor, Run, RunItem, Subscription
 from storage.records import ItemRecord, ScoredItem
 from storage.repositories._common import Repository, like_pattern, upsert_insert
 from storage.repositories.runs import to_run_item_record
@@ -89,6 +89,24 @@ def _dated() -> ColumnElement[datetime]:
     return func.coalesce(Item.published_at, Item.collected_at)
 
 
+def _collected_for(chat_id: int) -> ColumnElement[bool]:
+    """The item is linked to a run the chat may see: a run of a monitor it owns or is actively subscribed
+    to, or a one-off search it asked for. Items are shared by every run, so without this a chat would read
+    what other chats' monitors collected. A correlated EXISTS (plain SQL on SQLite and PostgreSQL) rather
+    than a join, so an item seen by several runs still comes back once."""
+    owned = select(Monitor.id).where(Monitor.owner_chat_id == chat_id)
+    followed = select(Subscription.monitor_id).where(Subscription.chat_id == chat_id, Subscription.active.is_(True))
+    return (
+        select(RunItem.run_id)
+        .join(Run, Run.id == RunItem.run_id)
+        .where(
+            RunItem.item_id == Item.id,
+            or_(Run.chat_id == chat_id, Run.monitor_id.in_(owned), Run.monitor_id.in_(followed)),
+        )
+        .exists()
+    )
+
+
 def _matching(
     query: Select[T_row],
     text: str,
@@ -96,6 +114,7 @@ def _matching(
     since: datetime | None,
     until: datetime | None,
     sources: Sequence[str],
+    chat_id: int | None,
 ) -> Select[T_row]:
     for word in text.split():
         pattern = like_pattern(word)
@@ -106,6 +125,8 @@ def _matching(
         query = query.where(_dated() < until)
     if sources:
         query = query.where(Item.source.in_(list(sources)))
+    if chat_id is not None:
+        query = query.where(_collected_for(chat_id))
     return query
 
 
@@ -137,10 +158,12 @@ class ItemRepository(Repository):
         until: datetime | None = None,
         sources: Sequence[str] = (),
         limit: int = 50,
+        chat_id: int | None = None,
     ) -> list[ItemRecord]:
         """Items whose title or text contains every word of `text` (case-insensitive), dated (published,
-        else collected) within [since, until), newest first."""
-        query = _matching(select(Item), text, since=since, until=until, sources=sources)
+        else collected) within [since, until), newest first. With `chat_id`, only items collected for that
+        chat (its monitors, its active subscriptions, its one-off searches); None searches every item."""
+        query = _matching(select(Item), text, since=since, until=until, sources=sources, chat_id=chat_id)
         query = query.order_by(_dated().desc(), Item.id).limit(limit)
         async with self._db.sessions() as session:
             return [to_item_record(row) for row in await session.scalars(query)]
@@ -153,10 +176,11 @@ class ItemRepository(Repository):
         until: datetime,
         sources: Sequence[str] = (),
         tz: tzinfo = UTC,
+        chat_id: int | None = None,
     ) -> dict[date, int]:
-        """How many matching items (as `search` matches them) fall on each day of [since, until) in
-        `tz`; days without items are absent. For timelines and charts."""
-        query = _matching(select(_dated()), text, since=since, until=until, sources=sources)
+        """How many matching items (as `search` matches them, `chat_id` included) fall on each day of
+        [since, until) in `tz`; days without items are absent. For timelines and charts."""
+        query = _matching(select(_dated()), text, since=since, until=until, sources=sources, chat_id=chat_id)
         counts: Counter[date] = Counter()
         async with self._db.sessions() as session:
             for when in await session.scalars(query):

@@ -13,7 +13,17 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo
 
 from sources import HttpClient
-from storage import ChatRecord, ChatRepository, Database, DeliveryRepository, ItemRecord, ItemRepository, RunRepository
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    Database,
+    DeliveryRepository,
+    ItemRecord,
+    ItemRepository,
+    ItemScore,
+    RunOutcome,
+    RunRepository,
+)
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns
 from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
@@ -134,7 +144,9 @@ async def test_timeline_counts_per_day_and_attaches_a_chart(world: ChatWorld, cl
         return ItemRecord(id=f"t:{n}", source="hn", url=f"https://example.com/{n}", title=f"Rust release {n}",
                           published=when, collected_at=when)  # fmt: skip
 
-    await ItemRepository(world.database).upsert_many([item(0, 0), item(1, 0), item(2, 2), item(3, 40)])
+    await store_for_search(world, world.chat, [item(0, 0), item(1, 0), item(2, 2), item(3, 40)])
+    other = await ChatRepository(world.database).get_or_create("telegram", "2002")
+    await store_for_search(world, other, [item(4, 0)])  # another chat's item is not counted here
     model = ScriptedModel([call("timeline", topic="Rust", days=7), say("Two busy days.")])
 
     reply = (await world.agent(model.model).reply(world.turn("how much Rust lately?")))[0]
@@ -144,6 +156,40 @@ async def test_timeline_counts_per_day_and_attaches_a_chart(world: ChatWorld, cl
     assert timeline.total == 3 and timeline.busiest_day == "2026-03-01" and timeline.chart_attached
     [chart] = reply.attachments
     assert chart.kind == "image" and chart.path.read_bytes().startswith(b"\x89PNG")
+
+
+async def store_for_search(world: ChatWorld, chat: ChatRecord, items: list[ItemRecord]) -> None:
+    """Store `items` as collected by a finished one-off search `chat` asked for."""
+    run = await RunRepository(world.database).open_search_run(chat_id=chat.id, query="test", now=world.clock())
+    await DeliveryRepository(world.database).complete_run(
+        run.id,
+        outcome=RunOutcome(finished_at=world.clock()),
+        items=items,
+        scores=[ItemScore(item_id=item.id) for item in items],
+        deliver=False,
+    )
+
+
+async def test_search_history_sees_only_what_was_collected_for_this_chat(world: ChatWorld, clock: FakeClock) -> None:
+    hits = [hn_hit("a1", "DeepSeek secret of team A", created=clock.now - timedelta(hours=2))]
+    world.serve_hn(hits)
+    team_a = await ChatRepository(world.database).get_or_create("slack", "T1:CA", title="Team A")
+    theirs = await world.monitors.create_monitor(team_a.id, "DeepSeek", sources=["hn"])
+    await world.monitors.run_now(theirs.id, team_a.id)  # team A's monitor stores its item
+    assert [i.id for i in await ItemRepository(world.database).search("DeepSeek secret")] != []
+    when = clock.now - timedelta(hours=1)
+    mine = ItemRecord(id="hn:b1", source="hn", url="https://example.com/b1", title="DeepSeek note of team B",
+                      published=when, collected_at=when)  # fmt: skip
+    await store_for_search(world, world.chat, [mine])
+    model = ScriptedModel(
+        [call("search_history", text="DeepSeek"), call("search_history", text="DeepSeek secret"), say("Here.")]
+    )
+
+    await world.agent(model.model).reply(world.turn("what did we collect about DeepSeek?"))
+
+    found = last_tool_text(model, 1)
+    assert "DeepSeek note of team B" in found and "team A" not in found
+    assert last_tool_text(model, 2).startswith("No stored items mention “DeepSeek secret”")
 
 
 async def test_list_monitors_shows_only_this_chats_monitors(world: ChatWorld, database: Database) -> None:
