@@ -13,6 +13,7 @@ from agent.commands import CollectCommand, ExportCommand, SearchCommand
 from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from monitors import MonitorNotFoundError
+from monitors.collections import store_collection
 from monitors.service import split_source_specs
 from research.export import guard_cell, safe_stem, write_csv_rows
 from research.jobs import run_collection_job
@@ -83,6 +84,9 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
         )
         report = result.report
         relay.final_text = f"done: {count(report.total_unique, 'unique item')}"
+    await store_collection(
+        services.database, chat_id=turn.chat.id, request=command.request, job=result, now=services.clock()
+    )
     line = (
         f"Collected {count(report.total_unique, 'unique item')} for “{command.request}” "
         f"({report.total_duplicates:,} duplicates dropped) in {count(report.attempts, 'attempt')}; "

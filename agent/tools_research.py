@@ -11,6 +11,7 @@ from pydantic_ai import ModelRetry, RunContext
 from agent.deps import ChatDeps, ProgressRelay
 from agent.instructions import untrusted_block
 from agent.messages import Attachment
+from monitors.collections import store_collection
 from research import RankedItem, research_once, run_collection_job
 from sources import DEFAULT_SOURCES, Source, SourceError, read_page
 
@@ -153,6 +154,9 @@ async def collect(ctx: RunContext[ChatDeps], request: str, target: int = 500, so
         logger.exception("collect: writing the files failed")
         return f"The collection ran but its files could not be written: {error.strerror or error}."
     report = job.report
+    await store_collection(
+        deps.services.database, chat_id=deps.turn.chat.id, request=text, job=job, now=deps.services.clock()
+    )
     await deps.say(f"Collected {report.total_unique} items.", done=True)
     deps.attach(
         Attachment(

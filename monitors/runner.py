@@ -276,7 +276,7 @@ class MonitorRunner:
         rows = await self._deliveries.complete_run(
             run.id,
             outcome=outcome,
-            items=[_to_record(scored.item) for scored in result.items],
+            items=[item_record(scored.item) for scored in result.items],
             scores=[
                 ItemScore(
                     item_id=scored.item.id,
@@ -398,7 +398,8 @@ def _digest_of(run: RunRecord | None) -> Digest | None:
         return None
 
 
-def _to_record(item: Item) -> ItemRecord:
+def item_record(item: Item) -> ItemRecord:
+    """A collected item as the database stores it."""
     return ItemRecord(
         id=item.id,
         source=item.source,

@@ -12,7 +12,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from storage import Database, DeliveryRepository, MonitorRepository, RunRepository
+from storage import ChatRepository, Database, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
 from tests.agent.test_router_world import OTHER_CHAT, PAYLOADS, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.research.test_pipeline import HeavyScript, LightScript
@@ -109,6 +109,12 @@ async def test_collect_attaches_the_csv_and_metadata(world: RouterWorld) -> None
     assert said.progress[0].text == "collecting up to 12 items about “DeepSeek V4 reactions”…"
     assert any(update.text.startswith("attempt 1 of 10: ") for update in said.progress), said.progress
     assert said.progress[-1].done and said.progress[-1].text == f"done: {report['total_unique']} unique items"
+    # the items are Lookout's memory now: this chat's history finds them, another chat's does not
+    kept = await ItemRepository(world.services.database).search("", chat_id=chat.id, limit=1000)
+    assert {item.url for item in kept} == {row["url"] for row in rows}
+    other = await ChatRepository(world.services.database).get_or_create("telegram", "elsewhere")
+    assert await ItemRepository(world.services.database).search("", chat_id=other.id) == []
+    assert await world.deliver() == []  # stored, not sent
 
 
 async def test_collect_refusals(world: RouterWorld) -> None:

@@ -95,6 +95,8 @@ async def test_collect_runs_the_job_and_attaches_the_csv(world: ChatWorld, clock
     assert len(rows) == 12 and {row["source"] for row in rows} == {"hn"}
     assert "Collected 12 unique items" in last_tool_text(model)
     assert any(update.text.startswith("Collected 12 items") and update.done for update in world.progress)
+    remembered = await ItemRepository(world.database).search("DeepSeek story", chat_id=world.chat.id, limit=100)
+    assert len(remembered) == 12  # search_history will find what was collected
 
 
 async def test_run_monitor_now_queues_the_digest_and_history_and_export_see_its_items(
