@@ -13,7 +13,10 @@ from pathlib import Path
 
 import httpx
 
+from tests.fakes.slack import FakeSlack, SlackSigner, command_body
 from tests.fakes.telegram import FakeTelegram
+
+FORM = "application/x-www-form-urlencoded"
 
 
 def _free_port() -> int:
@@ -73,3 +76,57 @@ def test_run_serves_health_talks_on_telegram_and_stops_cleanly_on_sigterm(tmp_pa
     assert telegram.token.split(":", 1)[1] not in output
     assert output.rstrip().endswith("stopped")
     assert (tmp_path / "data" / "lookout.db").exists()
+
+
+def test_run_answers_a_signed_slack_command_over_http(tmp_path: Path) -> None:
+    slack = FakeSlack()
+    slack.start()
+    secret = "slack-signing-secret-for-tests"
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATA_DIR": str(tmp_path / "data"),
+        "HTTP_PORT": str(port),
+        "SLACK_BOT_TOKEN": slack.token,
+        "SLACK_SIGNING_SECRET": secret,
+        "SLACK_API_URL": slack.api_url,
+        "GEMINI_API_KEY": "",
+        "LOG_LEVEL": "INFO",
+    }
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "lookout"), "run"],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        events = f"http://127.0.0.1:{port}/slack/events"
+        _wait_for(lambda: _answers(f"http://127.0.0.1:{port}/healthz"), what="/healthz")
+        _wait_for(lambda: bool(slack.calls_to("auth.test")), what="auth.test")
+        body = command_body("/lookout", "help", channel="C0RESEARCH", user="U0ANN", response_url=slack.response_url())
+        forged = httpx.post(
+            events, content=body, headers={**SlackSigner("wrong").headers(body, content_type=FORM)}, timeout=5
+        )
+        ack = httpx.post(events, content=body, headers=SlackSigner(secret).headers(body, content_type=FORM), timeout=5)
+        _wait_for(lambda: bool(slack.messages_in("C0RESEARCH")), what="the answer to /lookout help")
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        slack.stop()
+    assert process.returncode == 0, output
+    assert forged.status_code == 401
+    assert ack.status_code == 200 and "on it" in ack.text
+    answer = " ".join(slack.messages_in("C0RESEARCH")[0].section_texts())
+    assert "/track" in answer
+    assert health.json()["checks"]["slack"] == "ok"
+    assert "slack: on — HTTP mode at /slack/events" in output
+    assert secret not in output and slack.token not in output
+
+
+def _answers(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=1)
+    except httpx.TransportError:
+        return False
+    return True
