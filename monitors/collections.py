@@ -1,4 +1,5 @@
-"""Items of a `/collect` job stored as a finished search run of the chat, so its history tools can find them."""
+"""A `/collect` job remembered: its items as a finished search run of the chat (for the history tools) and its
+model tokens counted against the chat (for /usage and the daily budget)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import datetime
 
 from monitors.runner import item_record
 from research.jobs import CollectionJobResult
-from storage import Database, DeliveryRepository, ItemScore, RunOutcome, RunRepository
+from storage import Database, DeliveryRepository, ItemScore, RunOutcome, RunRepository, UsageRepository
 
 __all__ = ["store_collection"]
 
@@ -27,13 +28,25 @@ async def store_collection(
 
 
 async def _store(database: Database, *, chat_id: int, request: str, job: CollectionJobResult, now: datetime) -> int:
-    items = job.items
+    items, usage = job.items, job.report.usage
+    if usage is not None and usage.requests:
+        await UsageRepository(database).add(
+            chat_id,
+            now.date(),
+            requests=usage.requests,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost=usage.cost_usd or 0.0,
+        )
     run = await RunRepository(database).open_search_run(chat_id=chat_id, query=request, now=now)
     await DeliveryRepository(database).complete_run(
         run.id,
         outcome=RunOutcome(
             finished_at=now,
             stats={"kind": "collect", "request": request, "items": len(items)},
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            cost=(usage.cost_usd or 0.0) if usage else 0.0,
             artifacts={"csv": str(job.paths.csv), "json": str(job.paths.json)},
         ),
         items=[item_record(ranked.item) for ranked in items],

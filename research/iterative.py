@@ -19,10 +19,11 @@ from datetime import datetime
 from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
-from pydantic_ai import Agent, RunContext, Tool, UsageLimits
+from pydantic_ai import Agent, RunContext, RunUsage, Tool, UsageLimits
 from pydantic_ai.models import Model
 
 from research.collect import ProgressCallback, ProgressEvent, SearchStatus, collect, emit
+from research.critique import LlmUsage
 from research.dedupe import Deduper
 from research.query_variants import QuerySpec, planned_attempts
 from sources.base import Item, SearchQuery, Source, utc_now
@@ -125,6 +126,8 @@ class CollectionReport(BaseModel):
     """`model:<name>`, `deterministic`, or `model:<name>+deterministic` when the planner took over."""
     notes: list[str] = Field(default_factory=list)
     """What went wrong with the model, if anything."""
+    usage: LlmUsage | None = None
+    """What the planning model spent (None with the deterministic planner), to be counted against the chat."""
     started_at: AwareDatetime
     finished_at: AwareDatetime
     duration_seconds: NonNegativeFloat
@@ -308,7 +311,7 @@ class AttemptLoop:
             }
         )
 
-    def report(self, *, planner: str, notes: Sequence[str] = ()) -> CollectionReport:
+    def report(self, *, planner: str, notes: Sequence[str] = (), usage: LlmUsage | None = None) -> CollectionReport:
         """The final report; call once the loop has ended."""
         finished = max(utc_now(), self.started_at)
         reason = self.stop_reason or StopReason.PLANNER_EXHAUSTED
@@ -329,6 +332,7 @@ class AttemptLoop:
             skipped_sources=dict(self.skipped_sources),
             planner=planner,
             notes=list(notes),
+            usage=usage,
             started_at=self.started_at,
             finished_at=finished,
             duration_seconds=(finished - self.started_at).total_seconds(),
@@ -406,14 +410,15 @@ def build_planner_agent(model: Model | str) -> Agent[AttemptLoop, str]:
     )
 
 
-async def run_model_planner(loop: AttemptLoop, model: Model | str) -> None:
-    """Let the model drive the loop; end the run as soon as a stop rule fires, whatever the model wants."""
+async def run_model_planner(loop: AttemptLoop, model: Model | str, *, usage: RunUsage | None = None) -> None:
+    """Let the model drive the loop; end the run as soon as a stop rule fires, whatever the model wants. `usage`
+    adds up what the model spent, even when the run fails."""
     agent = build_planner_agent(model)
     # One model request per attempt plus a few for retries and the final line; a model that loops without
     # collecting runs into this limit and the deterministic planner takes over.
     limits = UsageLimits(request_limit=loop.max_attempts * 2 + 4)
     prompt = f"Collect {loop.target} unique items for this request:\n<request>\n{loop.request}\n</request>"
-    async with agent.iter(prompt, deps=loop, usage_limits=limits) as run:
+    async with agent.iter(prompt, deps=loop, usage_limits=limits, usage=usage) as run:
         async for _node in run:
             if loop.stop_reason is not None:
                 break
@@ -454,10 +459,12 @@ async def run_iterative_collection(
     )
     notes: list[str] = []
     planner = "deterministic"
+    usage: LlmUsage | None = None
     if model is not None:
         planner = f"model:{model if isinstance(model, str) else model.model_name}"
+        run_usage = RunUsage()
         try:
-            await run_model_planner(loop, model)
+            await run_model_planner(loop, model, usage=run_usage)
         except Exception as exc:  # API errors, quota, garbage output, usage limits: degrade, never fail the job
             logger.warning("planner model failed; the deterministic planner takes over", exc_info=True)
             notes.append(f"The model failed ({type(exc).__name__}: {exc}); the deterministic planner continued.")
@@ -465,9 +472,10 @@ async def run_iterative_collection(
             if not notes:
                 notes.append("The model stopped before a stop rule fired; the deterministic planner continued.")
             planner += "+deterministic"
+        usage = LlmUsage.from_run(run_usage, model=model)
     if loop.stop_reason is None:
         await run_planner(loop)
-    report = loop.report(planner=planner, notes=notes)
+    report = loop.report(planner=planner, notes=notes, usage=usage)
     emit(
         progress,
         ProgressEvent(

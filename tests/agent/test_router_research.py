@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from storage import ChatRepository, Database, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
@@ -229,3 +229,18 @@ async def test_a_spent_budget_makes_search_run_without_the_model(
     assert second.text.startswith("The search for “DeepSeek” ran: ")
     assert "model budget for this chat is spent" in second.text
     assert len(sent) == 2  # both digests still reach the chat
+
+
+async def test_collect_counts_the_planning_models_tokens_against_the_chat(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    def planner(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(content="I leave the searching to you.")])
+
+    async with open_world(database, fake_server, tmp_path, light_model=FunctionModel(planner)) as world:
+        said = await world.say("/collect DeepSeek V4 reactions target 12")
+        usage = await world.say("/usage")
+
+    assert said.text.startswith("Collected ")
+    today = next(line for line in usage.text.splitlines() if line.startswith("Today (2026-11-20, UTC): "))
+    assert "nothing yet" not in today and " in 1 request" in today
