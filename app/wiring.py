@@ -99,6 +99,7 @@ def pipeline_models(settings: Settings, *, policy: RetryPolicy | None = None) ->
     """The monitor pipeline's (light, heavy) models, each retried on rate limits and server errors and then
     falling back to the other one; a step whose own model is missing keeps its no-model path."""
     light, heavy = light_model(settings), heavy_model(settings)
+    policy = policy or RetryPolicy()  # one policy: both chains share its memory of spent quotas
     return resilient_model(light, heavy, policy=policy), resilient_model(heavy, light, policy=policy)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic_ai.exceptions import (
@@ -26,6 +27,7 @@ from pydantic_ai.settings import ModelSettings
 __all__ = [
     "DAILY_QUOTA_REASON",
     "FailureKind",
+    "QuotaMemory",
     "RetryPolicy",
     "RetryingModel",
     "Sleep",
@@ -50,6 +52,10 @@ REASON_CHARS = 200
 """One failure's account is cut here, so a reason stays a line or two."""
 
 Sleep = Callable[[float], Awaitable[None]]
+
+QUOTA_COOLDOWN_SECONDS = 600.0
+"""After a daily-quota error a model is left alone this long (quotas reset daily; asking every message would only
+collect the same 429 and slow every answer down)."""
 
 
 def _says_daily_quota(error: ModelAPIError) -> bool:
@@ -109,10 +115,41 @@ def describe_failure(error: BaseException) -> str:
     return "every model failed: " + "; ".join(_describe_one(leaf, name_model=True) for leaf in leaves)
 
 
+class QuotaMemory:
+    """Models whose quota ran out lately, with the error they gave: they are left alone for `cooldown` seconds.
+
+    One memory serves every wrapper of a `RetryPolicy`, so a model that appears in two fallback chains (light →
+    heavy and heavy → light) is asked once, not once per chain and step.
+    """
+
+    def __init__(
+        self, *, cooldown: float = QUOTA_COOLDOWN_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.cooldown = cooldown
+        self._clock = clock
+        self._spent: dict[int, tuple[float, ModelAPIError]] = {}
+
+    def remember(self, model: Model, error: ModelAPIError) -> None:
+        logger.warning("model %s: quota used up; not asked again for %.0f s", model.model_name, self.cooldown)
+        self._spent[id(model)] = (self._clock() + self.cooldown, error)
+
+    def spent(self, model: Model) -> ModelAPIError | None:
+        """The quota error the model gave within the cooldown, or None when it may be asked."""
+        entry = self._spent.get(id(model))
+        if entry is None:
+            return None
+        until, error = entry
+        if self._clock() >= until:
+            del self._spent[id(model)]
+            return None
+        return error
+
+
 class RetryingModel(WrapperModel):
     """Retries a request that failed transiently (429 rate limit, 5xx, dropped connection) a few times with a
     short exponential backoff, honouring a short `Retry-After`. A quota error, a long `Retry-After` or the last
-    failure is raised at once, so a `FallbackModel` around it can move on to the other model."""
+    failure is raised at once, so a `FallbackModel` around it can move on to the other model. After a quota
+    error the model is not asked at all for a while (see `QuotaMemory`): the same error is raised at once."""
 
     def __init__(
         self,
@@ -122,12 +159,14 @@ class RetryingModel(WrapperModel):
         base_delay: float = 1.0,
         max_delay: float = 8.0,
         sleep: Sleep = asyncio.sleep,
+        quota: QuotaMemory | None = None,
     ) -> None:
         super().__init__(wrapped)
         self.attempts = max(1, attempts)
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._sleep = sleep
+        self._quota = quota if quota is not None else QuotaMemory()
 
     async def request(
         self,
@@ -135,10 +174,16 @@ class RetryingModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
+        spent = self._quota.spent(self.wrapped)
+        if spent is not None:
+            # The quota was used up a moment ago: asking again now only earns the same 429.
+            raise spent.with_traceback(None)
         for attempt in range(1, self.attempts + 1):
             try:
                 return await self.wrapped.request(messages, model_settings, model_request_parameters)
             except ModelAPIError as error:
+                if failure_kind(error) == "quota":
+                    self._quota.remember(self.wrapped, error)
                 delay = self._delay(error, attempt)
                 if delay is None:
                     raise
@@ -171,11 +216,18 @@ class RetryPolicy:
     max_delay: float = 8.0
     """Cap on a backoff; a provider asking for a longer `Retry-After` gets the other model at once."""
     sleep: Sleep = asyncio.sleep
+    quota: QuotaMemory = field(default_factory=lambda: QuotaMemory())
+    """Which models ran out of quota lately; shared by every model this policy wraps."""
 
     def wrap(self, model: Model) -> RetryingModel:
         """The model with this policy's retries."""
         return RetryingModel(
-            model, attempts=self.attempts, base_delay=self.base_delay, max_delay=self.max_delay, sleep=self.sleep
+            model,
+            attempts=self.attempts,
+            base_delay=self.base_delay,
+            max_delay=self.max_delay,
+            sleep=self.sleep,
+            quota=self.quota,
         )
 
 

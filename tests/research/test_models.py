@@ -15,6 +15,7 @@ from research.critique import llm_critique
 from research.digest import llm_digest
 from research.models import (
     DAILY_QUOTA_REASON,
+    QuotaMemory,
     RetryingModel,
     RetryPolicy,
     answering_model,
@@ -205,4 +206,23 @@ async def test_every_step_reports_a_daily_quota_as_such() -> None:
     assert digest.path == "extractive" and digest.fallback_reason == f"{DAILY_QUOTA_REASON} (heavy, light)"
     assert digest.digest.developments, "the extractive digest still reports the stories"
     assert plan.plan.made_by == "deterministic" and plan.fallback_reason == f"{DAILY_QUOTA_REASON} (heavy, light)"
-    assert (heavy.calls, light.calls) == (3, 3), "one call per model per step, no retry loop"
+    assert (heavy.calls, light.calls) == (1, 1), "each model asked once, then left alone for the cooldown"
+
+
+async def test_after_a_daily_quota_the_model_is_left_alone_for_the_cooldown() -> None:
+    now = [0.0]
+    primary, secondary = Script(daily_quota("primary"), "primary is back"), Script("secondary answers")
+    model = resilient_model(
+        FunctionModel(primary, model_name="primary"),
+        FunctionModel(secondary, model_name="secondary"),
+        policy=RetryPolicy(sleep=Waits(), quota=QuotaMemory(cooldown=600, clock=lambda: now[0])),
+    )
+    assert model is not None
+
+    answers = [(await Agent(model).run("hi")).output for _ in range(3)]
+    assert answers == ["secondary answers"] * 3
+    assert (primary.calls, secondary.calls) == (1, 3)  # the primary was asked once, not once per message
+
+    now[0] = 601.0
+    assert (await Agent(model).run("hi")).output == "primary is back"
+    assert primary.calls == 2
