@@ -10,7 +10,7 @@ import pytest
 
 from app.logging_setup import configure_logging
 
-TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+TOKEN = "123456789:FAKE-token-not-a-real-one_123456"
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +34,7 @@ def test_token_in_url_and_secrets_are_scrubbed() -> None:
         log.exception("boom")
     text = out.getvalue()
     assert TOKEN not in text
-    assert "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw" not in text
+    assert "FAKE-token-not-a-real-one_123456" not in text
     assert "fake-slack-secret-1234" not in text
     assert text.count("bot[redacted]") == 2
     assert "slack said no to [redacted]" in text
