@@ -33,7 +33,7 @@ from typing import Protocol
 from agent.access import AccessPolicy
 from agent.context import Turn, ignore_progress
 from agent.messages import Incoming, ProgressSink, ProgressUpdate, Reply
-from monitors import mark_chat_gone
+from monitors import mark_chat_gone, move_chat
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -237,13 +237,8 @@ class Dispatcher:
         if old_external_id == new_external_id:
             return
         chat = await self._chats.find(platform, old_external_id)
-        if chat is None:
-            return
-        if await self._chats.find(platform, new_external_id) is not None:
-            logger.warning("chat %d moved to %s, which is already stored; keeping both", chat.id, new_external_id)
-            return
-        logger.info("chat %d on %s moved to %s", chat.id, platform, new_external_id)
-        await self._chats.update(chat.id, external_id=new_external_id)
+        if chat is not None:
+            await move_chat(self._database, chat, new_external_id)
 
 
 def _guarded(progress: ProgressSink) -> ProgressSink:

@@ -11,6 +11,7 @@ from monitors.delivery import (
     OutgoingDigest,
     RetryLater,
     mark_chat_gone,
+    move_chat,
 )
 from monitors.schedule import (
     DEFAULT_SCHEDULE_TEXT,
@@ -47,6 +48,7 @@ __all__ = [
     "ScheduleError",
     "ScheduleKind",
     "mark_chat_gone",
+    "move_chat",
     "parse_schedule",
     "seconds_in_words",
 ]

@@ -277,8 +277,7 @@ class DeliveryWorker:
             try:
                 await sender.send(chat, message)
             except ChatMoved as moved:
-                logger.info("chat %d moved to %s on %s; resending there", chat.id, moved.new_external_id, chat.platform)
-                updated = await self._chats.update(chat.id, external_id=moved.new_external_id)
+                updated = await move_chat(self._database, chat, moved.new_external_id)
                 if updated is None:
                     raise ChatGone("chat vanished while moving") from moved
                 await sender.send(updated, message)
@@ -341,3 +340,17 @@ async def mark_chat_gone(database: Database, chat: ChatRecord, *, reason: str) -
     await ChatRepository(database).update(chat.id, active=False)
     await SubscriptionRepository(database).set_active_for_chat(chat.id, active=False)
     await DeliveryRepository(database).give_up_for_chat(chat.id, error=reason[:500])
+
+
+async def move_chat(database: Database, chat: ChatRecord, new_external_id: str) -> ChatRecord | None:
+    """The chat has a new id (a Telegram group became a supergroup): its monitors and memory follow. Returns the
+    chat to talk to now: the renamed one, the one already stored under the new id (someone wrote there first;
+    both rows are kept), or None when the chat vanished meanwhile."""
+    chats = ChatRepository(database)
+    existing = await chats.find(chat.platform, new_external_id)
+    if existing is not None:
+        if existing.id != chat.id:
+            logger.warning("chat %d moved to %s, which is already stored; keeping both", chat.id, new_external_id)
+        return existing
+    logger.info("chat %d on %s moved to %s", chat.id, chat.platform, new_external_id)
+    return await chats.update(chat.id, external_id=new_external_id)

@@ -147,6 +147,20 @@ async def test_a_moved_chat_gets_its_new_id_and_the_message(world: World) -> Non
     assert await statuses(world.database, run_id) == [DeliveryStatus.SENT]
 
 
+async def test_a_moved_chat_whose_new_id_is_already_stored_gets_the_message_there(world: World) -> None:
+    _, _, run_id = await queue_digest(world)
+    newer = await ChatRepository(world.database).get_or_create("telegram", "-100200300")  # someone wrote there first
+    world.sender.fail_next(ChatMoved("-100200300"))
+
+    report = await world.worker().run_once()
+
+    assert report.sent == 1
+    assert world.sender.pop_message().chat.id == newer.id
+    old = await ChatRepository(world.database).get(world.chats[0].id)
+    assert old is not None and old.external_id == world.chats[0].external_id  # both rows kept
+    assert await statuses(world.database, run_id) == [DeliveryStatus.SENT]
+
+
 async def test_a_platform_without_a_sender_leaves_the_row_pending_and_unclaimed(world: World) -> None:
     _, _, run_id = await queue_digest(world)
     worker = DeliveryWorker(world.database, {}, clock=world.clock)
