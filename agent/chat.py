@@ -22,16 +22,15 @@ from agent.confirmations import (
     answer_of,
     execute_actions,
 )
-from agent.context import Services, Turn
-from agent.deps import ChatDeps, chat_timezone
+from agent.context import Services, Turn, chat_timezone
+from agent.deps import ChatDeps
 from agent.instructions import RULES, chat_context
-from agent.memory import ConversationMemory, memory_for
+from agent.memory import ConversationMemory, conversation_memory, memory_for
 from agent.messages import Button, Reply
 from agent.models import RetryPolicy, chat_model, failure_message, is_model_failure
 from agent.summary import summarise
 from agent.tools import CHAT_TOOLS
 from research.critique import estimate_cost_usd
-from storage import ConversationRepository
 
 __all__ = ["ChatAgent", "build_chat_agent"]
 
@@ -160,15 +159,7 @@ class ChatAgent:
             ModelRequest(parts=[UserPromptPart(content=said)]),
             ModelResponse(parts=[TextPart(content=answered)]),
         ]
-        settings = self._services.settings
-        memory = ConversationMemory(
-            ConversationRepository(self._services.database),
-            chat_id=pending.chat_id,
-            thread_key=pending.thread_key,
-            max_turns=settings.memory_turns,
-            idle_hours=settings.memory_idle_hours,
-            clock=self._services.clock,
-        )
+        memory = conversation_memory(self._services, chat_id=pending.chat_id, thread_key=pending.thread_key)
         try:
             await memory.load()
             await memory.append(exchange)

@@ -8,16 +8,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.budget import ChatBudget
 from agent.commands import usage_of
-from agent.context import Services, Turn
+from agent.context import Services, Turn, chat_timezone
 from agent.messages import Reply
 
 __all__ = ["chat_exports_dir", "chat_timezone", "chat_zone", "count", "local_time", "refuse"]
-
-
-def chat_timezone(turn: Turn, services: Services) -> str:
-    """The chat's timezone: its own, or the deployment's default while it still has the storage default (UTC)."""
-    own = turn.chat.timezone
-    return own if own and own != "UTC" else services.settings.default_timezone
 
 
 def chat_zone(turn: Turn, services: Services) -> ZoneInfo:

@@ -12,10 +12,11 @@ from pydantic_ai.models import Model
 from agent.messages import Incoming, ProgressSink, ProgressUpdate
 from monitors import MonitorService
 from monitors.runner import SourceResolver
+from monitors.service import effective_timezone
 from sources import HttpClient
 from storage import ChatRecord, Database, UserRecord
 
-__all__ = ["ConversationSettings", "Services", "Turn", "ignore_progress"]
+__all__ = ["ConversationSettings", "Services", "Turn", "chat_timezone", "ignore_progress"]
 
 
 async def ignore_progress(_update: ProgressUpdate) -> None:
@@ -82,3 +83,8 @@ class Turn:
     """The person is in ADMIN_USERS: may see and manage every chat's monitors."""
     progress: ProgressSink = ignore_progress
     """Where status lines for long work go; the adapter shows them as one edited message."""
+
+
+def chat_timezone(turn: Turn, services: Services) -> str:
+    """The IANA timezone this chat's times and schedules are in (its own, else TIMEZONE)."""
+    return effective_timezone(turn.chat, services.settings.default_timezone)

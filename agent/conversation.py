@@ -8,6 +8,7 @@ from agent.command_parser import ParseOptions, parse_command
 from agent.commands import Command, CommandError
 from agent.context import ConversationSettings, Turn
 from agent.messages import Reply
+from monitors.service import effective_timezone
 
 __all__ = ["CommandHandler", "Conversation", "FreeTextHandler", "parse_options_for"]
 
@@ -31,9 +32,8 @@ class FreeTextHandler(Protocol):
 
 def parse_options_for(turn: Turn, settings: ConversationSettings) -> ParseOptions:
     """How to parse this chat's commands: its timezone, the monitor interval floor, the bot's name."""
-    timezone = turn.chat.timezone if turn.chat.timezone and turn.chat.timezone != "UTC" else settings.default_timezone
     return ParseOptions(
-        timezone=timezone,
+        timezone=effective_timezone(turn.chat, settings.default_timezone),
         min_interval_seconds=settings.min_interval_seconds,
         bot_username=settings.bot_username,
     )

@@ -17,15 +17,9 @@ from agent.context import Services, Turn
 from agent.messages import Attachment, ProgressSink, ProgressUpdate
 from research import ProgressEvent
 
-__all__ = ["ChatDeps", "ProgressRelay", "chat_timezone"]
+__all__ = ["ChatDeps", "ProgressRelay"]
 
 logger = logging.getLogger(__name__)
-
-
-def chat_timezone(turn: Turn, services: Services) -> str:
-    """The chat's timezone: its own, else the default (a chat never set one when it still says UTC)."""
-    zone = turn.chat.timezone
-    return zone if zone and zone != "UTC" else services.settings.default_timezone
 
 
 @dataclass(kw_only=True)

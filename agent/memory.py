@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_TURNS",
     "ConversationMemory",
     "MemoryWindow",
+    "conversation_memory",
     "memory_for",
     "turn_starts",
 ]
@@ -215,10 +216,15 @@ class ConversationMemory:
 def memory_for(services: Services, turn: Turn) -> ConversationMemory:
     """The memory of the conversation `turn` belongs to (its chat and thread), with the configured window and
     idle expiry: what the chat agent reads and writes, and what `/forget` clears."""
+    return conversation_memory(services, chat_id=turn.chat.id, thread_key=turn.incoming.thread_key)
+
+
+def conversation_memory(services: Services, *, chat_id: int, thread_key: str) -> ConversationMemory:
+    """The memory of one (chat, thread) with the configured window and idle expiry."""
     return ConversationMemory(
         ConversationRepository(services.database),
-        chat_id=turn.chat.id,
-        thread_key=turn.incoming.thread_key,
+        chat_id=chat_id,
+        thread_key=thread_key,
         max_turns=services.settings.memory_turns,
         idle_hours=services.settings.memory_idle_hours,
         clock=services.clock,

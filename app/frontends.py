@@ -13,7 +13,7 @@ from telegram.error import InvalidToken
 
 from app.settings import Settings
 from bots.dispatcher import Dispatcher
-from bots.slack_frontend import SlackFrontend
+from bots.slack_frontend import CredentialsRefusedError, SlackFrontend
 from bots.telegram_bot import TelegramFrontend, TelegramOptions
 from monitors import ChatSender
 
@@ -65,7 +65,7 @@ class Frontends:
 
 def _refused(error: BaseException) -> bool:
     """The platform refused our credentials: retrying will not help."""
-    return isinstance(error, InvalidToken) or (isinstance(error, RuntimeError) and "refused" in str(error))
+    return isinstance(error, InvalidToken | CredentialsRefusedError)
 
 
 async def _keep_starting(name: str, frontend: Frontend) -> None:

@@ -24,7 +24,6 @@ class MonitorStack:
     service: MonitorService
     worker: DeliveryWorker
     scheduler: MonitorScheduler
-    senders: dict[str, ChatSender]
     catalog: SourceCatalog
     """The sources built from settings; `catalog.client` is the one HTTP client they share."""
 
@@ -70,7 +69,6 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
             service=service,
             worker=worker,
             scheduler=scheduler,
-            senders=senders,
             catalog=catalog,
         )
     finally:

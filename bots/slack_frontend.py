@@ -54,6 +54,10 @@ ACK_TEXT = "on it…"
 NO_FILES_HERE = "I can't post files in this channel: invite me with `/invite @Lookout` and ask again."
 
 
+class CredentialsRefusedError(RuntimeError):
+    """Slack refused the bot token at start: retrying will not help until the token is fixed."""
+
+
 class SlackDispatcher(Protocol):
     """What the frontend needs of `bots.dispatcher.Dispatcher`."""
 
@@ -142,7 +146,7 @@ class SlackFrontend:
             self.bot_user_id = str(identity.get("user_id") or "") or None
             logger.info("slack: signed in as %s in team %s", identity.get("user"), identity.get("team"))
         except SlackApiError as error:
-            raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN: {error_code(error)}") from error
+            raise CredentialsRefusedError(f"Slack refused SLACK_BOT_TOKEN: {error_code(error)}") from error
         except TRANSIENT_ERRORS as error:  # Bolt checks again on the first request
             logger.warning("slack: auth.test failed (%s); carrying on", type(error).__name__)
         if self.mode == "socket":
@@ -313,4 +317,4 @@ def _url(value: object) -> str | None:
     return value if isinstance(value, str) and value.startswith(("https://", "http://")) else None
 
 
-__all__ = ["ACK_TEXT", "EVENTS_PATH", "SlackDispatcher", "SlackFrontend"]
+__all__ = ["ACK_TEXT", "EVENTS_PATH", "CredentialsRefusedError", "SlackDispatcher", "SlackFrontend"]

@@ -169,7 +169,6 @@ class DeliveryWorker:
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
-        self._subscriptions = SubscriptionRepository(database)
         self._senders: MutableMapping[str, ChatSender] = dict(senders)
         self._clock = clock
         self._batch_size = batch_size
@@ -285,7 +284,7 @@ class DeliveryWorker:
             await self._fail(row, str(error) or "retry later", report, retry_after=error.retry_after)
             return False
         except ChatGone as error:
-            await self._chat_gone(chat, str(error) or "chat is gone")
+            await mark_chat_gone(self._database, chat, reason=str(error) or "chat is gone")
             report.dead += 1
             return True
         except ChatMoved as error:  # moved twice in a row: let the next pass try again
@@ -328,9 +327,6 @@ class DeliveryWorker:
             report.dead += 1
         else:
             report.retrying += 1
-
-    async def _chat_gone(self, chat: ChatRecord, error: str) -> None:
-        await mark_chat_gone(self._database, chat, reason=error)
 
 
 async def mark_chat_gone(database: Database, chat: ChatRecord, *, reason: str) -> None:

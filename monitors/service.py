@@ -57,6 +57,12 @@ def schedule_of(monitor: MonitorRecord, *, min_interval_seconds: int = 60) -> Sc
     return parse_schedule(monitor.schedule, timezone=monitor.timezone, min_interval_seconds=min_interval_seconds)
 
 
+def effective_timezone(chat: ChatRecord, default: str) -> str:
+    """The chat's timezone: its own, or `default` (TIMEZONE) while it still has the storage default."""
+    # "UTC" is what storage gives every new chat; a deployment default is a better guess until /timezone.
+    return chat.timezone if chat.timezone and chat.timezone != "UTC" else default
+
+
 def split_source_specs(sources: str | Sequence[str] | None) -> list[str]:
     """Source specs as a list: `"hn, news"` → `["hn", "news"]`; empty → the default mix. A string is split at
     commas; pass a sequence to keep a feed URL that contains commas whole."""
@@ -348,8 +354,7 @@ class MonitorService:
         chat = await self._chat(chat_id)
         topic = self._clean_topic(query)
         specs = self._check_sources(sources)
-        if not 1 <= lookback_hours <= MAX_LOOKBACK_HOURS:
-            raise ValueError(f"The look-back window must be between 1 hour and {MAX_LOOKBACK_HOURS // 24} days.")
+        _check_lookback(lookback_hours)
         now = self._clock()
         monitor = transient_monitor(
             owner_chat_id=chat.id,
@@ -420,8 +425,7 @@ class MonitorService:
         return record
 
     def _chat_timezone(self, chat: ChatRecord) -> str:
-        # "UTC" is what storage gives every new chat; a deployment default is a better guess until /timezone.
-        return chat.timezone if chat.timezone and chat.timezone != "UTC" else self.settings.default_timezone
+        return effective_timezone(chat, self.settings.default_timezone)
 
     def _parse(self, schedule_text: str, timezone: str) -> Schedule:
         return parse_schedule(schedule_text, timezone=timezone, min_interval_seconds=self.settings.min_interval_seconds)
@@ -443,9 +447,7 @@ class MonitorService:
         if hours is None:
             # A day at least (sources index late), at most a week, else the time between runs.
             return min(max(math.ceil(schedule.min_gap_seconds() / 3600), 24), 24 * 7)
-        if not 1 <= hours <= MAX_LOOKBACK_HOURS:
-            raise ValueError(f"The look-back window must be between 1 hour and {MAX_LOOKBACK_HOURS // 24} days.")
-        return hours
+        return _check_lookback(hours)
 
     async def _view(self, monitor: MonitorRecord, chat: ChatRecord) -> MonitorView:
         zone = ZoneInfo(self._chat_timezone(chat))
@@ -485,6 +487,12 @@ class MonitorService:
         return f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
 
 
+def _check_lookback(hours: int) -> int:
+    if not 1 <= hours <= MAX_LOOKBACK_HOURS:
+        raise ValueError(f"The look-back window must be between 1 hour and {MAX_LOOKBACK_HOURS // 24} days.")
+    return hours
+
+
 def _not_found(monitor_id: int) -> str:
     return f"There is no monitor #{monitor_id} in this chat; /monitors lists yours."
 
@@ -502,6 +510,7 @@ __all__ = [
     "MonitorListener",
     "MonitorService",
     "RunSummary",
+    "effective_timezone",
     "schedule_of",
     "split_source_specs",
 ]

@@ -27,7 +27,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.dedupe import Cluster, fingerprint
-from research.models import answering_model, describe_failure
+from research.models import REASON_CHARS, answering_model, describe_failure, one_line
 from research.rank import RankedItem
 from research.reputation import SourceKind as SourceKind  # re-exported: part of the critique's vocabulary
 from research.reputation import outlet_of as outlet_of
@@ -49,8 +49,6 @@ UNTRUSTED_NOTE: Final = (
 )
 SNIPPET_CHARS = 300
 TITLE_CHARS = 200
-REASON_CHARS = 200
-"""A reason is one line; longer model reasons are cut here."""
 
 
 class NumberedItem(BaseModel):
@@ -81,12 +79,6 @@ def number_items(ranked: Sequence[RankedItem], clusters: Sequence[Cluster] = ())
         sources = cluster.sources if cluster else [entry.item.source]
         numbered.append(NumberedItem(number=number, ranked=entry, outlets=len(outlets), cluster_sources=sources))
     return numbered
-
-
-def one_line(text: str, limit: int) -> str:
-    """Whitespace collapsed (no line breaks, so content cannot fake a new item line), cut at `limit`."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def _age_words(published: datetime | None, now: datetime) -> str:

@@ -35,10 +35,10 @@ from research.critique import (
     heuristic_item_critique,
     model_failure_reason,
     number_items,
-    one_line,
     outlet_of,
 )
 from research.dedupe import Cluster, tokens
+from research.models import one_line
 from research.rank import RankedItem
 from sources.base import utc_now
 

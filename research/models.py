@@ -26,6 +26,7 @@ from pydantic_ai.settings import ModelSettings
 
 __all__ = [
     "DAILY_QUOTA_REASON",
+    "REASON_CHARS",
     "FailureKind",
     "QuotaMemory",
     "RetryPolicy",
@@ -35,6 +36,7 @@ __all__ = [
     "describe_failure",
     "failure_kind",
     "failure_leaves",
+    "one_line",
     "resilient_model",
 ]
 
@@ -49,7 +51,7 @@ DAILY_QUOTA_REASON = "daily model quota used up"
 """How a run's report names a used-up daily quota (the reason starts with it)."""
 
 REASON_CHARS = 200
-"""One failure's account is cut here, so a reason stays a line or two."""
+"""A reason (a failure's account, a critique's verdict) is cut here, so it stays a line or two."""
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -88,7 +90,8 @@ def failure_leaves(error: BaseException) -> Iterator[BaseException]:
         yield error
 
 
-def _one_line(text: str, limit: int = REASON_CHARS) -> str:
+def one_line(text: str, limit: int = REASON_CHARS) -> str:
+    """Whitespace collapsed (no line breaks, so content cannot fake a new item line), cut at `limit`."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
@@ -98,7 +101,7 @@ def _describe_one(error: BaseException, *, name_model: bool) -> str:
     if failure_kind(error) == "quota":
         what = "daily quota used up"
     else:
-        text = _one_line(str(error))
+        text = one_line(str(error))
         what = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return f"{model}: {what}" if model else what
 

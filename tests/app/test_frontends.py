@@ -13,6 +13,7 @@ from app.assembly import access_policy
 from app.frontends import Frontends, build_frontends, describe_frontends
 from app.settings import load_settings
 from bots.dispatcher import Dispatcher
+from bots.slack_frontend import CredentialsRefusedError
 from bots.slack_sender import SlackSender
 from storage import Database
 
@@ -56,8 +57,13 @@ async def test_a_platform_down_at_start_is_retried_until_it_answers(no_backoff: 
     assert platform.stopped
 
 
-async def test_a_refused_token_is_not_retried(no_backoff: None, caplog: pytest.LogCaptureFixture) -> None:
-    platform = FlakyPlatform([InvalidToken("Unauthorized")])
+@pytest.mark.parametrize(
+    "refusal", [InvalidToken("Unauthorized"), CredentialsRefusedError("Slack refused SLACK_BOT_TOKEN: invalid_auth")]
+)
+async def test_a_refused_token_is_not_retried(
+    refusal: Exception, no_backoff: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    platform = FlakyPlatform([refusal])
     frontends = Frontends(running={"telegram": platform})
     frontends.start_all()
     await asyncio.gather(*frontends._starting)
