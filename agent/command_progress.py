@@ -13,7 +13,7 @@ from agent.messages import ProgressSink, ProgressUpdate
 from research.collect import ProgressEvent
 from research.pipeline import STAGES
 
-__all__ = ["CollectionProgress", "PipelineProgress", "ProgressRelay"]
+__all__ = ["CollectionProgress", "PipelineProgress", "ProgressRelay", "fit_line", "prefixed"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,9 @@ class ProgressRelay:
                     raise
         if kind is None or issubclass(kind, Exception):
             # The status message must not stay on "collecting…" forever, whatever happened to the work.
-            await self._deliver(ProgressUpdate(text=_fit(self.final_text if kind is None else "stopped"), done=True))
+            await self._deliver(
+                ProgressUpdate(text=fit_line(self.final_text if kind is None else "stopped"), done=True)
+            )
 
     def __call__(self, event: ProgressEvent) -> None:
         """Research's callback: describe the event and queue the line; never blocks, never raises."""
@@ -84,7 +86,7 @@ class ProgressRelay:
 
     def say(self, line: str) -> None:
         """Queue a status line of the caller's own ("starting…")."""
-        fitted = _fit(line)
+        fitted = fit_line(line)
         if fitted == self._last:
             return
         self._last = fitted
@@ -123,6 +125,16 @@ class ProgressRelay:
             logger.warning("could not show a progress line", exc_info=True)
             return
         self.sent.append(update.text)
+
+
+def prefixed(prefix: str) -> Describe:
+    """Each event's own message after `prefix`, with its step counter when it has one ("collecting · … (3/8)")."""
+
+    def describe(event: ProgressEvent) -> str:
+        counter = f" ({event.done}/{event.total})" if event.total else ""
+        return f"{prefix}{event.message}{counter}"
+
+    return describe
 
 
 class PipelineProgress:
@@ -209,14 +221,15 @@ class CollectionProgress:
 
     def _line(self, state: str) -> str:
         head = f"{self._attempt}: {state}" if self._attempt else state
-        return _fit(f"{head} · {self._so_far}" if self._so_far else head)
+        return fit_line(f"{head} · {self._so_far}" if self._so_far else head)
 
 
 def count_items(number: int) -> str:
     return f"{number:,} item{'' if number == 1 else 's'}"
 
 
-def _fit(line: str) -> str:
+def fit_line(line: str) -> str:
+    """One line within `ProgressUpdate.text`'s limit (whitespace collapsed, "working…" when empty)."""
     flat = " ".join(line.split()) or "working…"
     return flat if len(flat) <= MAX_LINE else flat[: MAX_LINE - 1] + "…"
 

@@ -3,21 +3,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
+from agent.command_progress import fit_line
 from agent.confirmations import MonitorAction
 from agent.context import Services, Turn
-from agent.messages import Attachment, ProgressSink, ProgressUpdate
-from research import ProgressEvent
+from agent.messages import Attachment, ProgressUpdate
 
-__all__ = ["ChatDeps", "ProgressRelay"]
+__all__ = ["ChatDeps"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,61 +55,6 @@ class ChatDeps:
     async def say(self, text: str, *, done: bool = False) -> None:
         """Send one progress line to the chat; a failing display never breaks the tool."""
         try:
-            await self.turn.progress(ProgressUpdate(text=_line(text), done=done))
-        except Exception:
-            logger.exception("progress sink failed")
-
-
-def _line(text: str) -> str:
-    flat = " ".join(text.split()) or "working…"
-    return flat if len(flat) <= 500 else flat[:499] + "…"
-
-
-class ProgressRelay:
-    """Turns research's synchronous progress events into the chat's async progress updates.
-
-    Events can arrive faster than a chat can edit a message; only the latest one is sent each time the relay
-    gets to it (older ones are superseded), and the last one is flushed when the block ends.
-    """
-
-    def __init__(self, sink: ProgressSink, *, prefix: str = "") -> None:
-        self._sink = sink
-        self._prefix = prefix
-        self._latest: str | None = None
-        self._sent: str | None = None
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    def __call__(self, event: ProgressEvent) -> None:
-        counter = f" ({event.done}/{event.total})" if event.total else ""
-        self._latest = _line(f"{self._prefix}{event.message}{counter}")
-        self._wake.set()
-
-    async def __aenter__(self) -> Self:
-        self._task = asyncio.create_task(self._forward())
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._send_latest()
-
-    async def _forward(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await self._send_latest()
-
-    async def _send_latest(self) -> None:
-        latest = self._latest
-        if latest is None or latest == self._sent:
-            return
-        self._sent = latest
-        try:
-            await self._sink(ProgressUpdate(text=latest))
+            await self.turn.progress(ProgressUpdate(text=fit_line(text), done=done))
         except Exception:
             logger.exception("progress sink failed")

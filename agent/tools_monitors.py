@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 
+from agent.command_progress import ProgressRelay, prefixed
 from agent.confirmations import (
     CreateMonitorAction,
     DeleteMonitorAction,
@@ -17,7 +18,7 @@ from agent.confirmations import (
     ResumeMonitorAction,
     UpdateMonitorAction,
 )
-from agent.deps import ChatDeps, ProgressRelay
+from agent.deps import ChatDeps
 from monitors import MonitorNotFoundError, MonitorView, Schedule, ScheduleError, parse_schedule
 
 __all__ = [
@@ -255,11 +256,11 @@ async def run_monitor_now(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
     except MonitorNotFoundError:
         raise ModelRetry(f"This chat has no monitor #{monitor_id}; call list_monitors for the ids.") from None
     await deps.say(f"Running monitor #{view.id} “{view.topic}”…")
-    async with ProgressRelay(deps.turn.progress, prefix=f"#{view.id} · ") as relay:
+    async with ProgressRelay(deps.turn.progress, prefixed(f"#{view.id} · ")) as relay:
         summary = await deps.services.monitors.run_now(
             view.id, deps.chat_id, is_admin=deps.turn.is_admin, progress=relay
         )
-    await deps.say(f"Monitor #{view.id} finished: {summary.status}.", done=True)
+        relay.final_text = f"Monitor #{view.id} finished: {summary.status}."
     if summary.status == "failed":
         return f"The run of monitor #{view.id} failed: {summary.error or 'unknown error'}."
     delivered = (

@@ -8,7 +8,8 @@ from datetime import timedelta
 
 from pydantic_ai import ModelRetry, RunContext
 
-from agent.deps import ChatDeps, ProgressRelay
+from agent.command_progress import ProgressRelay, prefixed
+from agent.deps import ChatDeps
 from agent.instructions import untrusted_block
 from agent.messages import Attachment
 from monitors.collections import store_collection
@@ -74,7 +75,7 @@ async def search_sources(
     since = deps.now - timedelta(days=min(max(days, 1), 365))
     names = ", ".join(dict.fromkeys(source.name for source in chosen))
     await deps.say(f"Searching {names} for “{text}”…")
-    async with ProgressRelay(deps.turn.progress, prefix="searching · ") as relay:
+    async with ProgressRelay(deps.turn.progress, prefixed("searching · ")) as relay:
         result = await research_once(
             text,
             sources=chosen,
@@ -83,7 +84,7 @@ async def search_sources(
             limit=min(max(limit, 1), MAX_RESULTS),
             progress=relay,
         )
-    await deps.say(f"Found {len(result.items)} items.", done=True)
+        relay.final_text = f"Found {len(result.items)} items."
     deps.read_untrusted = True
     failures = [f"{o.source}: {o.message or o.status}" for o in result.collection.errors]
     skipped = [f"{name}: {reason}" for name, reason in result.collection.skipped_sources.items()]
@@ -141,7 +142,7 @@ async def collect(ctx: RunContext[ChatDeps], request: str, target: int = 500, so
     goal = min(max(target, 10), 5000)
     await deps.say(f"Collecting up to {goal} items about “{text}”…")
     try:
-        async with ProgressRelay(deps.turn.progress, prefix="collecting · ") as relay:
+        async with ProgressRelay(deps.turn.progress, prefixed("collecting · ")) as relay:
             job = await run_collection_job(
                 text,
                 sources=chosen,
@@ -150,6 +151,7 @@ async def collect(ctx: RunContext[ChatDeps], request: str, target: int = 500, so
                 out_dir=deps.exports_dir,
                 progress=relay,
             )
+            relay.final_text = f"Collected {job.report.total_unique} items."
     except OSError as error:
         logger.exception("collect: writing the files failed")
         return f"The collection ran but its files could not be written: {error.strerror or error}."
@@ -157,7 +159,6 @@ async def collect(ctx: RunContext[ChatDeps], request: str, target: int = 500, so
     await store_collection(
         deps.services.database, chat_id=deps.turn.chat.id, request=text, job=job, now=deps.services.clock()
     )
-    await deps.say(f"Collected {report.total_unique} items.", done=True)
     deps.attach(
         Attachment(
             path=job.paths.csv,
