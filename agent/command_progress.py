@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
+from agent.command_common import count
 from agent.messages import ProgressSink, ProgressUpdate
 from research.collect import ProgressEvent
 from research.pipeline import STAGES
@@ -159,7 +160,7 @@ class PipelineProgress:
             counter = f"{event.done}/{event.total} searches, " if event.total else ""
             # the first round shows what it found; a later one (related terms) what it added
             found = self._items - self._base
-            found_text = count_items(found) if self._base == 0 else f"{found:,} more"
+            found_text = count(found, "item") if self._base == 0 else f"{found:,} more"
             self._live = f"{counter}{found_text}"
             self._kept = f"{found_text}…"
             return self._line()
@@ -222,10 +223,6 @@ class CollectionProgress:
     def _line(self, state: str) -> str:
         head = f"{self._attempt}: {state}" if self._attempt else state
         return fit_line(f"{head} · {self._so_far}" if self._so_far else head)
-
-
-def count_items(number: int) -> str:
-    return f"{number:,} item{'' if number == 1 else 's'}"
 
 
 def fit_line(line: str) -> str:

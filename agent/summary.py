@@ -89,6 +89,5 @@ async def summarise(previous: str | None, messages: Sequence[ModelMessage], *, m
         f"Previous summary:\n{previous.strip() if previous else '(none)'}\n\n"
         f"Turns to fold in:\n{transcript(messages) or '(nothing said)'}\n\nWrite the new summary."
     )
-    usage = RunUsage()
-    result = await summary_agent().run(prompt, model=model, usage_limits=SUMMARY_LIMITS, usage=usage)
+    result = await summary_agent().run(prompt, model=model, usage_limits=SUMMARY_LIMITS)
     return SummaryResult(text=result.output.strip(), usage=result.usage, messages=result.new_messages())

@@ -18,15 +18,15 @@ from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from agent.messages import Button, Incoming, ProgressSink, Reply
+from agent.messages import Button, Incoming, Reply
 from bots.console_output import ConsoleOutput
 from bots.console_reader import LineReader
 from bots.console_signals import BLOCKED_OFF_MAIN_THREAD, MainThreadSignals
-from bots.dispatcher import Deliver
+from bots.dispatcher import Dispatches
 from monitors import ChatSender, OutgoingDigest
 from storage import ChatRecord
 
@@ -48,14 +48,6 @@ QUIT_WORDS = frozenset({"/quit", "/exit", "quit", "exit"})
 """Lines that end the session like Ctrl-D does (people type them whatever the greeting says)."""
 PROMPT = "> "
 _WAIT_SLICE_SECONDS = 0.5
-
-
-class Dispatches(Protocol):
-    """`bots.dispatcher.Dispatcher` as the terminal uses it."""
-
-    async def dispatch(
-        self, incoming: Incoming, *, progress: ProgressSink = ..., deliver: Deliver | None = None
-    ) -> list[Reply]: ...
 
 
 SessionFactory = Callable[[ChatSender], AbstractAsyncContextManager[Dispatches]]

@@ -43,7 +43,7 @@ from storage import (
     UserRepository,
 )
 
-__all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Responder", "error_reply"]
+__all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Dispatches", "Responder", "error_reply"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,14 @@ _DENIED_CHATS_REMEMBERED = 10_000
 Deliver = Callable[[list[Reply]], Awaitable[None]]
 """The adapter's way of sending replies to the chat the message came from, called under the conversation's
 lock (so replies keep their order). It handles the platform's own errors; what it raises is logged."""
+
+
+class Dispatches(Protocol):
+    """What a frontend needs of `Dispatcher` (tests and benchmarks may hand a frontend their own)."""
+
+    async def dispatch(
+        self, incoming: Incoming, *, progress: ProgressSink = ..., deliver: Deliver | None = None
+    ) -> list[Reply]: ...
 
 
 class Responder(Protocol):

@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from agent.messages import Incoming, ProgressSink, Reply
-from bots.dispatcher import Deliver
+from agent.messages import Incoming, Reply
+from bots.dispatcher import Dispatches
 from bots.slack_api import (
     DEFAULT_API_URL,
     NO_ACCESS_ERRORS,
@@ -58,14 +58,6 @@ class CredentialsRefusedError(RuntimeError):
     """Slack refused the bot token at start: retrying will not help until the token is fixed."""
 
 
-class SlackDispatcher(Protocol):
-    """What the frontend needs of `bots.dispatcher.Dispatcher`."""
-
-    async def dispatch(
-        self, incoming: Incoming, *, progress: ProgressSink = ..., deliver: Deliver | None = None
-    ) -> list[Reply]: ...
-
-
 @dataclass
 class _Target:
     """Where the answers to one message go."""
@@ -95,7 +87,7 @@ class SlackFrontend:
         self,
         bot_token: str,
         *,
-        dispatcher: SlackDispatcher,
+        dispatcher: Dispatches,
         app_token: str | None = None,
         signing_secret: str | None = None,
         api_url: str = DEFAULT_API_URL,
@@ -317,4 +309,4 @@ def _url(value: object) -> str | None:
     return value if isinstance(value, str) and value.startswith(("https://", "http://")) else None
 
 
-__all__ = ["ACK_TEXT", "EVENTS_PATH", "CredentialsRefusedError", "SlackDispatcher", "SlackFrontend"]
+__all__ = ["ACK_TEXT", "EVENTS_PATH", "CredentialsRefusedError", "SlackFrontend"]
