@@ -26,8 +26,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from sources.base import Item
-from sources.urls import canonical_url
+from sources import Item, canonical_url
 
 DEFAULT_THRESHOLD = 0.09
 """Similarity at which two items count as the same story (tuned on tests/research/payloads/headlines.json)."""
