@@ -76,6 +76,33 @@ class AccessPolicy:
             or self.is_admin(incoming)
         )
 
+    def chat_allowed(
+        self, platform: str, chat_external_id: str, *, user_external_id: str | None = None, is_private: bool = False
+    ) -> bool:
+        """Whether the chat itself is inside the allowlists, which browsing and subscribing need (digests of
+        shared monitors must not reach a group merely because one allowed person is in it): the chat is in
+        ALLOWED_CHATS; or it is a person's private chat and that person is allowed or an admin (a Telegram private
+        chat has its person's id, so `telegram:<user id>` in ALLOWED_USERS also allows it without a user id)."""
+        if self.open or platform == "terminal":
+            return True
+        if _matches(self.allowed_chats, platform, chat_external_id):
+            return True
+        person = user_external_id if is_private else None
+        if person is None and platform == "telegram" and not chat_external_id.startswith("-"):
+            person = chat_external_id  # Telegram: a private chat's id is its person's id; groups are negative
+        if person is None:
+            return False
+        return _matches(self.allowed_users, platform, person) or _matches(self.admin_users, platform, person)
+
+    def chat_of_allowed(self, incoming: Incoming) -> bool:
+        """`chat_allowed` for the chat a message came from; an admin may act for any chat they write in."""
+        return self.is_admin(incoming) or self.chat_allowed(
+            incoming.platform,
+            incoming.chat_external_id,
+            user_external_id=incoming.user_external_id,
+            is_private=incoming.is_private,
+        )
+
     def is_admin(self, incoming: Incoming) -> bool:
         """Whether this person is in ADMIN_USERS (may see and manage every chat's monitors)."""
         return _matches(self.admin_users, incoming.platform, incoming.user_external_id)

@@ -14,20 +14,37 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent import subscribing
 from agent.messages import Button
-from monitors import MonitorNotFoundError, MonitorService, MonitorView, ScheduleError
+from monitors import (
+    MonitorEntry,
+    MonitorNotFoundError,
+    MonitorService,
+    MonitorView,
+    ScheduleError,
+    create_imported,
+    parse_schedule,
+)
+from storage import DeliveryMode
 
 __all__ = [
     "CANCEL_PREFIX",
     "CONFIRM_PREFIX",
     "DEFAULT_CONFIRMATION_TTL",
+    "BriefingAction",
     "ConfirmationBook",
     "CreateMonitorAction",
     "DeleteMonitorAction",
+    "DeliveryAction",
+    "ImportAction",
     "MonitorAction",
     "PauseMonitorAction",
     "PendingConfirmation",
     "ResumeMonitorAction",
+    "ShareAction",
+    "SubscribeAction",
+    "TransferAction",
+    "UnsubscribeAction",
     "UpdateMonitorAction",
     "answer_of",
     "execute_actions",
@@ -80,8 +97,62 @@ class ResumeMonitorAction(_Action):
     monitor_id: int
 
 
+class SubscribeAction(_Action):
+    kind: Literal["subscribe"] = "subscribe"
+    monitor_id: int
+
+
+class UnsubscribeAction(_Action):
+    kind: Literal["unsubscribe"] = "unsubscribe"
+    monitor_id: int
+
+
+class ShareAction(_Action):
+    kind: Literal["share"] = "share"
+    monitor_id: int
+    shared: bool
+    """True to list it in /browse, False to take it out."""
+
+
+class TransferAction(_Action):
+    kind: Literal["transfer"] = "transfer"
+    monitor_id: int
+    to_chat_id: int
+
+
+class DeliveryAction(_Action):
+    """A subscriber's own delivery of one monitor: paused or not, one message per run or in its briefing."""
+
+    kind: Literal["delivery"] = "delivery"
+    monitor_id: int
+    paused: bool | None = None
+    mode: DeliveryMode | None = None
+
+
+class BriefingAction(_Action):
+    kind: Literal["briefing"] = "briefing"
+    schedule_text: str | None
+    """The briefing's schedule (grammar text with its zone); None turns the briefing off."""
+
+
+class ImportAction(_Action):
+    kind: Literal["import"] = "import"
+    entries: tuple[MonitorEntry, ...]
+
+
 MonitorAction = Annotated[
-    CreateMonitorAction | UpdateMonitorAction | DeleteMonitorAction | PauseMonitorAction | ResumeMonitorAction,
+    CreateMonitorAction
+    | UpdateMonitorAction
+    | DeleteMonitorAction
+    | PauseMonitorAction
+    | ResumeMonitorAction
+    | SubscribeAction
+    | UnsubscribeAction
+    | ShareAction
+    | TransferAction
+    | DeliveryAction
+    | BriefingAction
+    | ImportAction,
     Field(discriminator="kind"),
 ]
 
@@ -99,12 +170,16 @@ class PendingConfirmation:
     expires_at: datetime
     after_untrusted_text: bool = False
     """The proposal came after the agent read fetched text: the person is told to check it is what they asked."""
+    declined: tuple[MonitorAction, ...] = ()
+    """What "no" does instead of nothing (e.g. create your own monitor rather than subscribe to a shared one)."""
+    labels: tuple[str, str] = ("Yes, do it", "Cancel")
+    """The two buttons' labels: confirm, then decline."""
 
     @property
     def buttons(self) -> tuple[Button, Button]:
         return (
-            Button(label="Yes, do it", callback_data=f"{CONFIRM_PREFIX}{self.token}"),
-            Button(label="Cancel", callback_data=f"{CANCEL_PREFIX}{self.token}"),
+            Button(label=self.labels[0], callback_data=f"{CONFIRM_PREFIX}{self.token}"),
+            Button(label=self.labels[1], callback_data=f"{CANCEL_PREFIX}{self.token}"),
         )
 
     def prompt(self, *, minutes: int) -> str:
@@ -112,8 +187,15 @@ class PendingConfirmation:
         lines = ["**Needs your confirmation:**", *(f"- {action.description}" for action in self.actions)]
         if self.after_untrusted_text:
             lines.append("⚠️ I proposed this after reading fetched content; make sure it is what *you* asked for.")
-        lines.append(f"Press a button, or reply **yes** to confirm or **no** to cancel (open for {minutes} minutes).")
+        lines.append(self.how_to_answer(minutes=minutes))
         return "\n".join(lines)
+
+    def how_to_answer(self, *, minutes: int) -> str:
+        """The last line of a prompt: the buttons, or yes/no, and what each does."""
+        if self.declined:
+            no = "; ".join(action.description for action in self.declined)
+            return f"Press a button, or reply **yes** for the first or **no** to {no} (open for {minutes} minutes)."
+        return f"Press a button, or reply **yes** to confirm or **no** to cancel (open for {minutes} minutes)."
 
 
 @dataclass
@@ -136,6 +218,8 @@ class ConfirmationBook:
         is_admin: bool,
         actions: Sequence[MonitorAction],
         after_untrusted_text: bool = False,
+        declined: Sequence[MonitorAction] = (),
+        labels: tuple[str, str] = ("Yes, do it", "Cancel"),
     ) -> PendingConfirmation:
         self._drop_expired()
         for token in [t for t, p in self._open.items() if (p.chat_id, p.thread_key) == (chat_id, thread_key)]:
@@ -149,6 +233,8 @@ class ConfirmationBook:
             actions=tuple(actions),
             expires_at=self.clock() + self.ttl,
             after_untrusted_text=after_untrusted_text,
+            declined=tuple(declined),
+            labels=labels,
         )
         self._open[pending.token] = pending
         return pending
@@ -242,12 +328,51 @@ async def _execute(action: MonitorAction, service: MonitorService, *, chat_id: i
             view = await service.resume(action.monitor_id, chat_id=chat_id, is_admin=is_admin)
             next_run = f"{view.next_run:%Y-%m-%d %H:%M %Z}" if view.next_run else "not scheduled"
             return f"Resumed monitor **#{view.id} {view.topic}**; next run {next_run}."
+        case _:
+            return await execute_sharing(action, service, chat_id=chat_id, is_admin=is_admin)
 
 
-async def execute_actions(pending: PendingConfirmation, service: MonitorService) -> str:
-    """Carry out every confirmed action, in order; each line says what happened (a failure does not stop the rest)."""
+async def execute_sharing(action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool) -> str:
+    """What a confirmed sharing, subscription, delivery, briefing or import proposal does, in a sentence."""
+    match action:
+        case SubscribeAction():
+            return await subscribing.subscribe(service, chat_id, action.monitor_id, is_admin=is_admin)
+        case UnsubscribeAction():
+            return await subscribing.unsubscribe(service, chat_id, action.monitor_id, is_admin=is_admin)
+        case ShareAction():
+            return await subscribing.set_shared(
+                service, chat_id, action.monitor_id, shared=action.shared, is_admin=is_admin
+            )
+        case TransferAction():
+            to_chat = await service.chat(action.to_chat_id)
+            return await subscribing.transfer(service, chat_id, action.monitor_id, to_chat, is_admin=is_admin)
+        case DeliveryAction():
+            return await subscribing.change_delivery(
+                service, chat_id, action.monitor_id, paused=action.paused, mode=action.mode
+            )
+        case BriefingAction():
+            chat = await service.chat(chat_id)
+            schedule = (
+                parse_schedule(action.schedule_text, timezone=chat.timezone, min_interval_seconds=0)
+                if action.schedule_text is not None
+                else None
+            )
+            return await subscribing.set_briefing(service, chat_id, schedule)
+        case ImportAction():
+            result = await create_imported(service, chat_id, action.entries)
+            lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
+            lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
+            lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
+            return "\n".join(lines)
+        case _:
+            raise ValueError(f"unknown action {action.kind}")
+
+
+async def execute_actions(pending: PendingConfirmation, service: MonitorService, *, declined: bool = False) -> str:
+    """Carry out every confirmed action (or, with `declined`, what "no" does), in order; each line says what
+    happened (a failure does not stop the rest)."""
     lines = []
-    for action in pending.actions:
+    for action in pending.declined if declined else pending.actions:
         try:
             lines.append(await _execute(action, service, chat_id=pending.chat_id, is_admin=pending.is_admin))
         except (MonitorNotFoundError, ScheduleError, ValueError) as error:

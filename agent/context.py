@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic_ai.models import Model
 
+from agent.access import AccessPolicy
 from agent.messages import Incoming, ProgressSink, ProgressUpdate
 from monitors import MonitorService, SourceResolver, effective_timezone
 from sources import HttpClient
@@ -63,6 +64,8 @@ class Services:
     """LLM_HEAVY_MODEL: critique and synthesis; the chat's fallback model."""
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    access: AccessPolicy = field(default_factory=AccessPolicy)
+    """ALLOWED_*/ADMIN_USERS: the dispatcher checks people; sharing also checks the chat itself."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -52,7 +52,10 @@ class Conversation:
         settled = await self._free_text.settle_confirmation(turn)
         if settled is not None:
             return settled
-        parsed = parse_command(turn.incoming.text, options=parse_options_for(turn, self._settings))
+        # A button may carry a command of its own (/browse's "Subscribe #3" is `/subscribe 3`).
+        data = turn.incoming.callback_data
+        text = data if data is not None and data.startswith("/") else turn.incoming.text
+        parsed = parse_command(text, options=parse_options_for(turn, self._settings))
         if isinstance(parsed, CommandError):
             return [Reply(text=parsed.text)]
         if parsed is not None:

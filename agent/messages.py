@@ -10,10 +10,12 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, field_validato
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
+    "MAX_INCOMING_FILE_BYTES",
     "Attachment",
     "AttachmentKind",
     "Button",
     "Incoming",
+    "IncomingFile",
     "Outgoing",
     "Platform",
     "ProgressSink",
@@ -33,6 +35,22 @@ CALLBACK_DATA_MAX_BYTES = 64
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+MAX_INCOMING_FILE_BYTES = 1_000_000
+"""Documents sent to the bot are read up to this size (what /import accepts); larger ones are not downloaded."""
+
+
+class IncomingFile(_Frozen):
+    """A document that came with a message (a file to /import): its name, size and, when small enough, content."""
+
+    filename: str = Field(default="file", max_length=255)
+    size: int = Field(default=0, ge=0)
+    """Bytes, as the platform reported them."""
+    content: bytes | None = Field(default=None, max_length=MAX_INCOMING_FILE_BYTES)
+    """None when it was too large to download or the download failed (see `problem`)."""
+    problem: str | None = Field(default=None, max_length=300)
+    """Why there is no content, in a sentence for the person."""
 
 
 class Incoming(_Frozen):
@@ -65,6 +83,8 @@ class Incoming(_Frozen):
     """How the person is called, for greetings and logs; never used for access decisions."""
     chat_title: str | None = Field(default=None, max_length=256)
     """The group or channel name (None for private chats)."""
+    file: IncomingFile | None = None
+    """A document sent with the message (Telegram: a document whose caption is the command; Slack: a shared file)."""
 
     @field_validator("text", "user_display_name", "chat_title")
     @classmethod

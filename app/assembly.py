@@ -66,12 +66,16 @@ def build_services(
         light_model=light_model(settings),
         heavy_model=heavy_model(settings),
         settings=conversation_settings(settings, bot_username=bot_username),
+        access=access_policy(settings),
     )
 
 
 def build_conversation(services: Services) -> Conversation:
-    """Commands to the command router, free text and confirmations to the chat agent."""
-    return Conversation(commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings)
+    """Commands to the command router, free text and confirmations to the chat agent (the two share the open
+    confirmations: /track's offer and /import's list are answered like the agent's proposals)."""
+    chat_agent = ChatAgent(services)
+    router = CommandRouter(services, confirmations=chat_agent.confirmations)
+    return Conversation(commands=router, free_text=chat_agent, settings=services.settings)
 
 
 def access_policy(settings: Settings) -> AccessPolicy:

@@ -1,5 +1,6 @@
-"""Standing monitors: schedule grammar, scheduler, runs, subscriptions and the delivery outbox."""
+"""Standing monitors: schedule grammar, scheduler, runs, subscriptions, briefings and the delivery outbox."""
 
+from monitors.briefings import BriefingService, QueuedBriefing
 from monitors.collections import store_collection
 from monitors.delivery import (
     Attachment,
@@ -14,6 +15,21 @@ from monitors.delivery import (
     mark_chat_gone,
     move_chat,
 )
+from monitors.notices import BRIEFING_KIND, NOTICE_KIND
+from monitors.portability import (
+    MAX_IMPORT_BYTES,
+    MAX_IMPORT_MONITORS,
+    MAX_SOURCES_PER_MONITOR,
+    ExportedMonitors,
+    ImportPlan,
+    ImportResult,
+    MonitorEntry,
+    Refused,
+    create_imported,
+    export_monitors,
+    plan_import,
+    read_monitor_file,
+)
 from monitors.runner import SourceResolver
 from monitors.schedule import (
     DEFAULT_SCHEDULE_TEXT,
@@ -24,36 +40,69 @@ from monitors.schedule import (
     seconds_in_words,
 )
 from monitors.scheduler import MonitorScheduler
-from monitors.service import UNCHANGED, MonitorService, effective_timezone, split_source_specs
+from monitors.service import UNCHANGED, MonitorService, effective_timezone, in_briefing, split_source_specs
+from monitors.sharing import (
+    BROWSE_LIMIT,
+    MonitorSharing,
+    NotSubscribedError,
+    SharedMonitor,
+    SubscribeOffer,
+    chat_label,
+    normalise_topic,
+)
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
 
 __all__ = [
+    "BRIEFING_KIND",
+    "BROWSE_LIMIT",
     "DEFAULT_SCHEDULE_TEXT",
+    "MAX_IMPORT_BYTES",
+    "MAX_IMPORT_MONITORS",
+    "MAX_SOURCES_PER_MONITOR",
+    "NOTICE_KIND",
     "UNCHANGED",
     "Attachment",
+    "BriefingService",
     "ChatGone",
     "ChatMoved",
     "ChatSender",
     "DeliveryError",
     "DeliveryReport",
     "DeliveryWorker",
+    "ExportedMonitors",
+    "ImportPlan",
+    "ImportResult",
     "MonitorAccessError",
+    "MonitorEntry",
     "MonitorNotFoundError",
     "MonitorScheduler",
     "MonitorService",
     "MonitorSettings",
+    "MonitorSharing",
     "MonitorView",
+    "NotSubscribedError",
     "OutgoingDigest",
+    "QueuedBriefing",
+    "Refused",
     "RetryLater",
     "RunSummary",
     "Schedule",
     "ScheduleError",
     "ScheduleKind",
+    "SharedMonitor",
     "SourceResolver",
+    "SubscribeOffer",
+    "chat_label",
+    "create_imported",
     "effective_timezone",
+    "export_monitors",
+    "in_briefing",
     "mark_chat_gone",
     "move_chat",
+    "normalise_topic",
     "parse_schedule",
+    "plan_import",
+    "read_monitor_file",
     "seconds_in_words",
     "split_source_specs",
     "store_collection",

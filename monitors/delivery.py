@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
+from monitors.notices import TEXT_KINDS
+from monitors.sharing import hand_over_monitors
 from research import Digest, render_digest_markdown
 from storage import (
     ChatRecord,
@@ -23,6 +25,7 @@ from storage import (
     DeliveryRecord,
     DeliveryRepository,
     DeliveryStatus,
+    JSONObject,
     MonitorRepository,
     RunRecord,
     RunRepository,
@@ -30,9 +33,6 @@ from storage import (
 )
 
 logger = logging.getLogger(__name__)
-
-NOTICE_KIND = "notice"
-"""`RunRecord.stats["kind"]` of a run that only carries a text notice for one chat (no digest)."""
 
 
 class DeliveryError(Exception):
@@ -90,8 +90,8 @@ class ChatSender(Protocol):
         ...
 
 
-_RunCache = dict[int, tuple[RunRecord, str | None] | None]
-"""Runs loaded during one pass (with their monitor's topic), shared by the rows of every chat."""
+_RunCache = dict[int, tuple[RunRecord, str | None, str | None] | None]
+"""Runs loaded during one pass (with their monitor's topic and language), shared by the rows of every chat."""
 
 
 @dataclass
@@ -106,31 +106,50 @@ class DeliveryReport:
     errors: list[str] = field(default_factory=list)
 
 
-def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC") -> OutgoingDigest:
-    """The message for a finished run: a notice's text, or the rendered digest with its CSV and chart."""
-    if run.stats.get("kind") == NOTICE_KIND:
+def digest_for(run: RunRecord, language: str | None) -> JSONObject | None:
+    """The run's stored digest in the reader's language: the one written for it, else the main digest."""
+    wanted = language or ""
+    if wanted != run.stats.get("digest_language", "") and isinstance(run.language_digests.get(wanted), dict):
+        written: JSONObject = run.language_digests[wanted]
+        return written
+    return run.digest
+
+
+def build_message(
+    run: RunRecord, *, topic: str | None, timezone: str = "UTC", language: str | None = None
+) -> OutgoingDigest:
+    """The message for a finished run: a notice's text, or the rendered digest (in the reader's `language` when
+    the run wrote one) with its CSV and chart."""
+    if run.stats.get("kind") in TEXT_KINDS:
         monitor_id = _int_or_none(run.stats.get("monitor_id"))
-        return OutgoingDigest(text=str(run.stats.get("text", "")), run_id=run.id, monitor_id=monitor_id)
+        text = str(run.stats.get("text", ""))
+        return OutgoingDigest(text=text, attachments=_attachments(run), run_id=run.id, monitor_id=monitor_id)
     monitor_id = run.monitor_id if run.monitor_id is not None else _int_or_none(run.stats.get("monitor_id"))
     title = topic or str(run.stats.get("topic") or run.query or "Digest")
     when = (run.finished_at or run.scheduled_for).astimezone(_zone(timezone))
     header = f"**{title}** · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"
-    if run.digest is not None:
+    stored = digest_for(run, language)
+    if stored is not None:
         try:
-            body = render_digest_markdown(Digest.model_validate(run.digest))
+            body = render_digest_markdown(Digest.model_validate(stored))
         except ValidationError:
             logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
+    return OutgoingDigest(
+        text=f"{header}\n\n{body}", attachments=_attachments(run), run_id=run.id, monitor_id=monitor_id
+    )
+
+
+def _attachments(run: RunRecord) -> tuple[Attachment, ...]:
+    """The run's CSV (a document) and chart (an image), named after its `file_stem`; files gone since are left out."""
     attachments: list[Attachment] = []
     stem = str(run.stats.get("file_stem") or f"digest-{run.id}")
     files: tuple[tuple[str, AttachmentKind, str], ...] = (("csv", "document", ".csv"), ("chart", "image", ".png"))
     for key, kind, suffix in files:
         raw = run.artifacts.get(key)
-        if isinstance(raw, str) and raw and Path(raw).is_file():  # a file cleaned up since is simply left out
+        if isinstance(raw, str) and raw and Path(raw).is_file():
             attachments.append(Attachment(path=Path(raw), filename=f"{stem}{suffix}", kind=kind))
-    return OutgoingDigest(
-        text=f"{header}\n\n{body}", attachments=tuple(attachments), run_id=run.id, monitor_id=monitor_id
-    )
+    return tuple(attachments)
 
 
 def _zone(name: str) -> tzinfo:
@@ -228,7 +247,7 @@ class DeliveryWorker:
         by_chat: dict[int, list[DeliveryRecord]] = {}
         for row in rows:
             by_chat.setdefault(row.chat_id, []).append(row)
-        runs: dict[int, tuple[RunRecord, str | None] | None] = {}
+        runs: _RunCache = {}
         await asyncio.gather(*(self._send_chat_rows(chat_rows, runs, report) for chat_rows in by_chat.values()))
         return report
 
@@ -271,7 +290,8 @@ class DeliveryWorker:
             await self._deliveries.mark_failed(row.id, error="the run no longer exists", permanent=True)
             report.dead += 1
             return False
-        message = build_message(loaded[0], topic=loaded[1], timezone=chat.timezone)
+        run, topic, monitor_language = loaded
+        message = build_message(run, topic=topic, timezone=chat.timezone, language=chat.language or monitor_language)
         try:
             try:
                 await sender.send(chat, message)
@@ -297,16 +317,13 @@ class DeliveryWorker:
         report.sent += 1
         return False
 
-    async def _load_run(self, run_id: int) -> tuple[RunRecord, str | None] | None:
-        """The run and its monitor's topic (None for runs without a monitor)."""
+    async def _load_run(self, run_id: int) -> tuple[RunRecord, str | None, str | None] | None:
+        """The run with its monitor's topic and language (None for runs without a monitor)."""
         run = await self._runs.get(run_id)
         if run is None:
             return None
-        topic = None
-        if run.monitor_id is not None:
-            monitor = await self._monitors.get(run.monitor_id)
-            topic = monitor.topic if monitor else None
-        return run, topic
+        monitor = await self._monitors.get(run.monitor_id) if run.monitor_id is not None else None
+        return run, monitor.topic if monitor else None, monitor.language if monitor else None
 
     async def _fail(
         self, row: DeliveryRecord, error: str, report: DeliveryReport, *, retry_after: float | None = None
@@ -330,12 +347,14 @@ class DeliveryWorker:
 
 
 async def mark_chat_gone(database: Database, chat: ChatRecord, *, reason: str) -> None:
-    """Blocked, kicked or deleted: the chat goes inactive, its subscriptions pause and its pending digests are
-    given up (nothing is retried). Used by the delivery worker and by frontends that hear it first."""
+    """Blocked, kicked or deleted: the chat goes inactive, its subscriptions pause, its pending digests are
+    given up (nothing is retried) and the monitors it owns go to their oldest subscribers. Used by the delivery
+    worker and by frontends that hear it first."""
     logger.warning("chat %d on %s is gone (%s): pausing its subscriptions", chat.id, chat.platform, reason)
     await ChatRepository(database).update(chat.id, active=False)
     await SubscriptionRepository(database).set_active_for_chat(chat.id, active=False)
     await DeliveryRepository(database).give_up_for_chat(chat.id, error=reason[:500])
+    await hand_over_monitors(database, chat, now=datetime.now(UTC))
 
 
 async def move_chat(database: Database, chat: ChatRecord, new_external_id: str) -> ChatRecord | None:

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 from pydantic_ai.models import Model
 
-from monitors.delivery import NOTICE_KIND
+from monitors.notices import queue_notice
 from monitors.schedule import Schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import Digest, PipelineRequest, PipelineResult, ProgressCallback, load_plan, safe_stem
@@ -34,6 +34,7 @@ from storage import (
     RunRecord,
     RunRepository,
     RunStatus,
+    SubscriptionRepository,
     UsageRepository,
 )
 
@@ -119,6 +120,7 @@ class MonitorRunner:
         pipeline: PipelineFunction,
         on_deliveries_queued: Callable[[], None] | None,
     ) -> None:
+        self._database = database
         self._resolve = resolve_sources
         self._light, self._heavy = light_model, heavy_model
         self._out_dir = out_dir
@@ -132,6 +134,7 @@ class MonitorRunner:
         self._items = ItemRepository(database)
         self._deliveries = DeliveryRepository(database)
         self._usage = UsageRepository(database)
+        self._subscriptions = SubscriptionRepository(database)
 
     async def execute(
         self,
@@ -179,13 +182,14 @@ class MonitorRunner:
         use_models: bool,
     ) -> PipelineResult:
         reader = asking_chat or await self._chats.get(monitor.owner_chat_id)
+        readers = [asking_chat] if asking_chat is not None else await self._subscriptions.subscribers(monitor.id)
         until = run.scheduled_for
         previous = await self._previous_run(monitor.id, exclude=run.id)
         delivered_items: list[Item] = []
         if previous is not None:
             delivered_ids = [entry.item_id for entry in await self._runs.items_of_run(previous.id) if entry.delivered]
             records = await self._items.get_many(delivered_ids)
-            delivered_items = [item for item in map(_to_item, records) if item is not None]
+            delivered_items = [item for item in map(item_of_record, records) if item is not None]
         already = await self._items.delivered_ids(
             monitor.id, since=until - timedelta(days=self._settings.novelty_memory_days)
         )
@@ -206,6 +210,7 @@ class MonitorRunner:
             delivered_items=delivered_items,
             delivered_urls=frozenset(item.url for item in delivered_items),
             timezone=ZoneInfo(monitor.timezone),
+            digest_languages=digest_languages(monitor, readers, first=reader),
         )
         return await self._pipeline(
             request,
@@ -262,8 +267,12 @@ class MonitorRunner:
                 "plan_refreshed": result.plan_refreshed,
                 "source_errors": list(source_errors),
                 "file_stem": safe_stem(monitor.topic, run.scheduled_for),
+                "digest_language": result.digest_language or "",
             },
             digest=result.digest.model_dump(mode="json"),
+            language_digests={
+                language: written.model_dump(mode="json") for language, written in result.language_digests.items()
+            },
             artifacts={name: str(path) for name, path in artifacts.items()},
             input_tokens=result.usage.input_tokens,
             output_tokens=result.usage.output_tokens,
@@ -286,6 +295,8 @@ class MonitorRunner:
                 for scored in result.items
             ],
             deliver=deliver,
+            # /digest answers the chat that asked even when it reads this monitor in its briefing
+            extra_chat_ids=[asking_chat.id] if asking_chat is not None else (),
         )
         if result.plan_refreshed and not transient:
             await self._monitors.set_plan(monitor.id, result.plan.model_dump(mode="json"), now=now)
@@ -369,15 +380,21 @@ class MonitorRunner:
             f"⚠️ Monitor #{monitor.id} “{monitor.topic}” failed {monitor.consecutive_failures} runs in a row:\n"
             f"{errors}\nI'll keep trying, less often{when}. Send /pause {monitor.id} to stop it."
         )
-        notice = await self._runs.open_search_run(chat_id=monitor.owner_chat_id, query=f"notice: monitor #{monitor.id}")
-        await self._deliveries.complete_run(
-            notice.id,
-            outcome=RunOutcome(finished_at=now, stats={"kind": NOTICE_KIND, "monitor_id": monitor.id, "text": text}),
-        )
+        await queue_notice(self._database, chat_id=monitor.owner_chat_id, text=text, monitor_id=monitor.id, now=now)
         await self._monitors.update(monitor.id, failure_notified_at=now)
         logger.warning("monitor %d failed %d runs in a row; owner told", monitor.id, monitor.consecutive_failures)
         if self._on_queued is not None:
             self._on_queued()
+
+
+def digest_languages(
+    monitor: MonitorRecord, readers: Sequence[ChatRecord], *, first: ChatRecord | None
+) -> list[str | None]:
+    """The languages the run's digest is written in: each reader's /language (else the monitor's own language, else
+    none asked for), once each, the first reader's (the owner's or the asking chat's) first."""
+    ordered = sorted(readers, key=lambda chat: first is None or chat.id != first.id)
+    languages = [chat.language or monitor.language for chat in ordered]
+    return list(dict.fromkeys(languages)) or [(first.language if first else None) or monitor.language]
 
 
 def _owner_tag(monitor: MonitorRecord) -> str:
@@ -411,7 +428,7 @@ def item_record(item: Item) -> ItemRecord:
     )
 
 
-def _to_item(record: ItemRecord) -> Item | None:
+def item_of_record(record: ItemRecord) -> Item | None:
     """The stored item as a source item again, or None if it no longer validates."""
     try:
         return _item_of(record)

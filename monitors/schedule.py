@@ -31,6 +31,7 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "ScheduleKind",
+    "latest_due_time",
     "parse_schedule",
     "seconds_in_words",
 ]
@@ -165,6 +166,10 @@ class Schedule(BaseModel):
             ScheduleKind.WEEKDAYS: "weekdays",
         }.get(self.kind, f"every {WEEKDAY_NAMES[self.weekday or 0].capitalize()}")
         return f"{when} at {self._at():%H:%M} ({self.timezone})"
+
+    def body_text(self) -> str:
+        """`to_text()` without its closing "in <zone>": the schedule to read in a timezone given apart."""
+        return self.to_text().rsplit(" in ", 1)[0]
 
     def to_text(self) -> str:
         """Canonical grammar text (stored in the database): `parse_schedule(s.to_text(), ...) == s`."""
@@ -378,3 +383,21 @@ def _parse_time(word: str) -> time:
     if hour > 23 or minute > 59:
         raise problem
     return time(hour, minute)
+
+
+LATEST_DUE_WINDOW = timedelta(days=8)
+"""How far back `latest_due_time` walks the schedule to find the most recent missed time."""
+
+
+def latest_due_time(schedule: Schedule, first_due: datetime, now: datetime) -> datetime:
+    """The most recent scheduled time at or before `now`, not before `first_due` (itself at or before `now`)."""
+    latest = first_due
+    cursor = max(first_due, now - LATEST_DUE_WINDOW)
+    while True:
+        try:
+            following = schedule.next_run(cursor)
+        except ScheduleError:
+            return latest
+        if following > now:
+            return latest
+        latest = cursor = following

@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
-from monitors.schedule import Schedule, ScheduleError
+from monitors.schedule import Schedule, ScheduleError, latest_due_time
 from monitors.service import MonitorService, schedule_of
 from monitors.views import RunSummary
 from storage import Database, MonitorRecord, MonitorRepository, RunRepository
@@ -27,8 +28,9 @@ logger = logging.getLogger(__name__)
 MAX_JITTER_SECONDS = 60
 """Monitors sharing a minute are spread over up to this many seconds (a tenth of the gap for short ones)."""
 MAX_MISFIRE_GRACE_SECONDS = 3600
-LATEST_DUE_WINDOW = timedelta(days=8)
-"""How far back `latest_due_time` walks the schedule to find the most recent missed time."""
+BRIEFING_CHECK_SECONDS = 60
+"""How often the scheduler looks for chats whose briefing is due."""
+BRIEFINGS_JOB_ID = "briefings"
 
 
 def job_id(monitor_id: int) -> str:
@@ -47,20 +49,6 @@ def jitter_seconds(monitor_id: int, schedule: Schedule, *, max_seconds: int = MA
 def misfire_grace_seconds(schedule: Schedule) -> int:
     """How late a job may still run: half the gap between runs, at most an hour (APScheduler's default is 1 s)."""
     return max(1, min(schedule.min_gap_seconds() // 2, MAX_MISFIRE_GRACE_SECONDS))
-
-
-def latest_due_time(schedule: Schedule, first_due: datetime, now: datetime) -> datetime:
-    """The most recent scheduled time at or before `now`, not before `first_due` (itself at or before `now`)."""
-    latest = first_due
-    cursor = max(first_due, now - LATEST_DUE_WINDOW)
-    while True:
-        try:
-            following = schedule.next_run(cursor)
-        except ScheduleError:
-            return latest
-        if following > now:
-            return latest
-        latest = cursor = following
 
 
 class _OffsetTrigger(BaseTrigger):  # type: ignore[misc]  # apscheduler ships no type hints
@@ -123,6 +111,18 @@ class MonitorScheduler:
         count = 0
         for monitor in await self._monitors.list_all(include_paused=False):
             count += await self._schedule(monitor)
+        # Briefings are due per chat, not per monitor: one job looks every minute (a missed one is caught up at once).
+        self._scheduler.add_job(
+            self.send_briefings,
+            IntervalTrigger(seconds=BRIEFING_CHECK_SECONDS, timezone=UTC),
+            id=BRIEFINGS_JOB_ID,
+            name="briefings",
+            replace_existing=True,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=BRIEFING_CHECK_SECONDS,
+            next_run_time=datetime.now(UTC) + timedelta(seconds=5),
+        )
         self._scheduler.start()
         logger.info("scheduler started with %d monitor job(s)", count)
         return count
@@ -164,6 +164,14 @@ class MonitorScheduler:
         except Exception:  # the scheduler must keep going whatever one monitor does
             logger.exception("monitor %d: the scheduled job failed", monitor_id)
             return None
+
+    async def send_briefings(self) -> int:
+        """The briefings job: queue every chat's briefing that is due; returns how many were queued."""
+        try:
+            return len(await self._service.briefings.run_due())
+        except Exception:  # the scheduler must keep going whatever happens here
+            logger.exception("sending the due briefings failed")
+            return 0
 
     async def _schedule(self, monitor: MonitorRecord) -> int:
         try:

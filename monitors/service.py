@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -13,8 +14,10 @@ from zoneinfo import ZoneInfo
 
 from pydantic_ai.models import Model
 
+from monitors.briefings import BriefingService
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
+from monitors.sharing import MonitorSharing
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
 from research import ProgressCallback, run_pipeline
 from sources import DEFAULT_SOURCES
@@ -22,6 +25,7 @@ from storage import (
     ChatRecord,
     ChatRepository,
     Database,
+    DeliveryMode,
     MonitorChanges,
     MonitorRecord,
     MonitorRepository,
@@ -62,12 +66,31 @@ def effective_timezone(chat: ChatRecord, default: str) -> str:
     return chat.timezone if chat.timezone and chat.timezone != "UTC" else default
 
 
+def in_briefing(subscription: SubscriptionRecord, chat: ChatRecord) -> bool:
+    """Whether the chat reads this subscription's digests in its briefing (it has one, and did not ask for them
+    one by one); the rule the outbox applies in `storage`'s `immediate_recipients`."""
+    return chat.briefing_schedule is not None and subscription.delivery is not DeliveryMode.NOW
+
+
 def split_source_specs(sources: str | Sequence[str] | None) -> list[str]:
     """Source specs as a list: `"hn, news"` → `["hn", "news"]`; empty → the default mix. A string is split at
     commas; pass a sequence to keep a feed URL that contains commas whole."""
     raw = (sources or "").split(",") if isinstance(sources, str) or sources is None else list(sources)
     specs = list(dict.fromkeys(spec.strip() for spec in raw if spec.strip()))
     return specs or list(DEFAULT_SOURCES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitorFields:
+    """A new monitor's fields, checked and cleaned (see `MonitorService.check_fields`)."""
+
+    topic: str
+    schedule: Schedule
+    sources: list[str]
+    extra_queries: list[str]
+    include_keywords: list[str]
+    exclude_keywords: list[str]
+    lookback_hours: int
 
 
 class MonitorService:
@@ -87,6 +110,7 @@ class MonitorService:
         on_deliveries_queued: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings or MonitorSettings()
+        self.database = database
         self._clock = clock
         self._resolve = resolve_sources
         self._chats = ChatRepository(database)
@@ -105,6 +129,16 @@ class MonitorService:
             on_deliveries_queued=on_deliveries_queued,
         )
         self._listeners: list[MonitorListener] = []
+        self.sharing = MonitorSharing(self, database, clock=clock, on_queued=on_deliveries_queued)
+        """Sharing and subscriptions: share, browse, subscribe, a subscriber's own pause and delivery, handovers."""
+        self.briefings = BriefingService(
+            database,
+            out_dir=out_dir,
+            clock=clock,
+            min_interval_seconds=self.settings.min_interval_seconds,
+            on_queued=on_deliveries_queued,
+        )
+        """Each chat's briefing: its time, and the briefings that are due."""
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""
@@ -126,64 +160,103 @@ class MonitorService:
         lookback_hours: int | None = None,
         language: str | None = None,
         quiet: bool = False,
+        paused: bool = False,
+        shared: bool = False,
     ) -> MonitorView:
         """Create a monitor owned by (and delivering to) the chat. Raises `ScheduleError` or `ValueError` with a
         message for the person when the topic, schedule, sources or window are not acceptable."""
-        chat = await self._chat(chat_id)
-        clean_topic = self._clean_topic(topic)
-        schedule = self._parse(schedule_text, timezone or self._chat_timezone(chat))
-        specs = self._check_sources(sources)
+        chat = await self.chat(chat_id)
+        fields = self.check_fields(
+            topic,
+            schedule_text=schedule_text,
+            timezone=timezone or self.chat_timezone(chat),
+            sources=sources,
+            extra_queries=extra_queries,
+            include_keywords=include_keywords,
+            exclude_keywords=exclude_keywords,
+            lookback_hours=lookback_hours,
+        )
         now = self._clock()
         record = await self._monitors.create(
             owner_chat_id=chat.id,
-            topic=clean_topic,
-            schedule=schedule.to_text(),
-            timezone=schedule.timezone,
-            sources=specs,
+            topic=fields.topic,
+            schedule=fields.schedule.to_text(),
+            timezone=fields.schedule.timezone,
+            sources=fields.sources,
+            extra_queries=fields.extra_queries,
+            include_keywords=fields.include_keywords,
+            exclude_keywords=fields.exclude_keywords,
+            lookback_hours=fields.lookback_hours,
+            language=language,
+            quiet=quiet,
+            paused=paused,
+            shared=shared,
+            next_run_at=None if paused else fields.schedule.next_run(now),
+            now=now,
+        )
+        logger.info("monitor %d created for chat %d: %r %s", record.id, chat.id, fields.topic, record.schedule)
+        await self.notify(record.id)
+        return await self.view_of(record, chat)
+
+    def check_fields(
+        self,
+        topic: str,
+        *,
+        schedule_text: str,
+        timezone: str,
+        sources: str | Sequence[str] | None = None,
+        extra_queries: Sequence[str] = (),
+        include_keywords: Sequence[str] = (),
+        exclude_keywords: Sequence[str] = (),
+        lookback_hours: int | None = None,
+    ) -> MonitorFields:
+        """A new monitor's fields checked and cleaned as `create_monitor` stores them; raises `ScheduleError` or
+        `ValueError` with a sentence for the person (what an import lists next to a refused entry)."""
+        schedule = self._parse(schedule_text, timezone)
+        return MonitorFields(
+            topic=self._clean_topic(topic),
+            schedule=schedule,
+            sources=self._check_sources(sources),
             extra_queries=_clean_list(extra_queries, "extra queries"),
             include_keywords=_clean_list(include_keywords, "include keywords"),
             exclude_keywords=_clean_list(exclude_keywords, "exclude keywords"),
             lookback_hours=self._lookback(lookback_hours, schedule),
-            language=language,
-            quiet=quiet,
-            next_run_at=schedule.next_run(now),
-            now=now,
         )
-        logger.info("monitor %d created for chat %d: %r %s", record.id, chat.id, clean_topic, schedule.to_text())
-        await self._notify(record.id)
-        return await self._view(record, chat)
 
     async def list_monitors(self, chat_id: int, *, all_chats: bool = False) -> list[MonitorView]:
         """The chat's monitors (owned or subscribed), or every monitor for an admin with `all_chats`."""
-        chat = await self._chat(chat_id)
+        chat = await self.chat(chat_id)
         records = await (self._monitors.list_all() if all_chats else self._monitors.list_for_chat(chat.id))
-        return [await self._view(record, chat) for record in records]
+        return [await self.view_of(record, chat) for record in records]
 
     async def get_monitor(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
-        record = await self._visible(monitor_id, chat_id, is_admin)
-        return await self._view(record, await self._chat(chat_id))
+        record = await self.visible(monitor_id, chat_id, is_admin)
+        return await self.view_of(record, await self.chat(chat_id))
 
     async def pause(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
-        await self._owned(monitor_id, chat_id, is_admin)
+        await self.owned(monitor_id, chat_id, is_admin)
         record = await self._monitors.update(monitor_id, paused=True, next_run_at=None)
-        await self._notify(monitor_id)
-        return await self._view(self._exists(record, monitor_id), await self._chat(chat_id))
+        await self.notify(monitor_id)
+        return await self.view_of(self._exists(record, monitor_id), await self.chat(chat_id))
 
     async def resume(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
         """Unpause; the next run is the schedule's next time from now (missed runs are not made up)."""
-        monitor = await self._owned(monitor_id, chat_id, is_admin)
+        monitor = await self.owned(monitor_id, chat_id, is_admin)
         next_run = schedule_of(monitor).next_run(self._clock())
         record = await self._monitors.update(monitor_id, paused=False, next_run_at=next_run)
-        await self._notify(monitor_id)
-        return await self._view(self._exists(record, monitor_id), await self._chat(chat_id))
+        await self.notify(monitor_id)
+        return await self.view_of(self._exists(record, monitor_id), await self.chat(chat_id))
 
     async def delete(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
-        """Delete the monitor with its runs and subscriptions; returns what it was."""
-        monitor = await self._owned(monitor_id, chat_id, is_admin)
-        view = await self._view(monitor, await self._chat(chat_id))
+        """Delete the monitor with its runs and subscriptions; returns what it was. The other chats that received
+        it are told (through the outbox)."""
+        monitor = await self.owned(monitor_id, chat_id, is_admin)
+        view = await self.view_of(monitor, await self.chat(chat_id))
+        readers = await self._subscriptions.subscribers(monitor_id)
         await self._monitors.delete(monitor_id)
-        logger.info("monitor %d deleted by chat %d", monitor_id, chat_id)
-        await self._notify(monitor_id)
+        told = await self.sharing.tell_deleted(monitor, readers, by_chat_id=chat_id)
+        logger.info("monitor %d deleted by chat %d; %d subscriber(s) told", monitor_id, chat_id, told)
+        await self.notify(monitor_id)
         return view
 
     async def update_monitor(
@@ -205,7 +278,7 @@ class MonitorService:
     ) -> MonitorView:
         """Change what is given (None leaves a field as it is). A new topic drops the stored query plan; a new
         schedule or timezone moves the next run."""
-        monitor = await self._owned(monitor_id, chat_id, is_admin)
+        monitor = await self.owned(monitor_id, chat_id, is_admin)
         await self._apply_update(
             monitor,
             topic=topic,
@@ -219,9 +292,9 @@ class MonitorService:
             language=language,
             quiet=quiet,
         )
-        await self._notify(monitor_id)
-        return await self._view(
-            self._exists(await self._monitors.get(monitor_id), monitor_id), await self._chat(chat_id)
+        await self.notify(monitor_id)
+        return await self.view_of(
+            self._exists(await self._monitors.get(monitor_id), monitor_id), await self.chat(chat_id)
         )
 
     async def _apply_update(
@@ -243,7 +316,7 @@ class MonitorService:
         schedule = current
         if schedule_text is not None or timezone is not None:
             # The stored text ends in "in <zone>", which would override a new timezone: parse its body alone.
-            body = schedule_text if schedule_text is not None else current.to_text().rsplit(" in ", 1)[0]
+            body = schedule_text if schedule_text is not None else current.body_text()
             schedule = self._parse(body, timezone or current.timezone)
         if topic is not None:
             topic = self._clean_topic(topic)
@@ -275,7 +348,7 @@ class MonitorService:
 
     async def subscribe(self, chat_id: int, monitor_id: int) -> SubscriptionRecord:
         """Have the chat receive the monitor's digests too (the caller decides who may do this)."""
-        await self._chat(chat_id)
+        await self.chat(chat_id)
         if await self._monitors.get(monitor_id) is None:
             raise MonitorNotFoundError(_not_found(monitor_id))
         return await self._subscriptions.subscribe(monitor_id, chat_id)
@@ -325,8 +398,8 @@ class MonitorService:
         When this chat is the monitor's only subscriber the run counts as one of the monitor's runs (what it
         reports is not repeated next time); otherwise it is a preview that leaves the others' digests alone.
         """
-        monitor = await self._visible(monitor_id, chat_id, is_admin)
-        chat = await self._chat(chat_id)
+        monitor = await self.visible(monitor_id, chat_id, is_admin)
+        chat = await self.chat(chat_id)
         now = self._clock()
         subscribers = [subscriber.id for subscriber in await self._subscriptions.subscribers(monitor_id)]
         run = await self._runs.open_run(monitor_id, now, now=now) if subscribers == [chat.id] else None
@@ -350,7 +423,7 @@ class MonitorService:
         mix), and queue the digest with its files for this chat only. No monitor is created or touched; the
         summary's `monitor_id` is `TRANSIENT_MONITOR_ID`. Raises `ValueError` for an empty or too long query, a
         bad window or unknown sources; a failing run is reported in the summary (nothing is queued then)."""
-        chat = await self._chat(chat_id)
+        chat = await self.chat(chat_id)
         topic = self._clean_topic(query)
         specs = self._check_sources(sources)
         _check_lookback(lookback_hours)
@@ -359,7 +432,7 @@ class MonitorService:
             owner_chat_id=chat.id,
             topic=topic,
             sources=specs,
-            timezone=self._chat_timezone(chat),
+            timezone=self.chat_timezone(chat),
             lookback_hours=lookback_hours,
             now=now,
         )
@@ -384,20 +457,20 @@ class MonitorService:
 
     # ---- helpers ----------------------------------------------------------------------------------------
 
-    async def _notify(self, monitor_id: int) -> None:
+    async def notify(self, monitor_id: int) -> None:
         for listener in self._listeners:
             try:
                 await listener(monitor_id)
             except Exception:  # a listener's bug must not undo or fail the change the person asked for
                 logger.exception("monitor listener failed for monitor %d", monitor_id)
 
-    async def _chat(self, chat_id: int) -> ChatRecord:
+    async def chat(self, chat_id: int) -> ChatRecord:
         chat = await self._chats.get(chat_id)
         if chat is None:
             raise LookupError(f"chat {chat_id} does not exist")
         return chat
 
-    async def _visible(self, monitor_id: int, chat_id: int, is_admin: bool) -> MonitorRecord:
+    async def visible(self, monitor_id: int, chat_id: int, is_admin: bool) -> MonitorRecord:
         """The monitor if the chat owns it or is subscribed to it (or the caller is an admin)."""
         monitor = await self._monitors.get(monitor_id)
         if monitor is None:
@@ -408,7 +481,7 @@ class MonitorService:
             return monitor
         raise MonitorAccessError(_not_found(monitor_id))
 
-    async def _owned(self, monitor_id: int, chat_id: int, is_admin: bool) -> MonitorRecord:
+    async def owned(self, monitor_id: int, chat_id: int, is_admin: bool) -> MonitorRecord:
         """The monitor if the chat owns it (or the caller is an admin); subscribers may not change it."""
         monitor = await self._monitors.get(monitor_id)
         if monitor is None:
@@ -423,7 +496,7 @@ class MonitorService:
             raise MonitorNotFoundError(_not_found(monitor_id))
         return record
 
-    def _chat_timezone(self, chat: ChatRecord) -> str:
+    def chat_timezone(self, chat: ChatRecord) -> str:
         return effective_timezone(chat, self.settings.default_timezone)
 
     def _parse(self, schedule_text: str, timezone: str) -> Schedule:
@@ -448,8 +521,11 @@ class MonitorService:
             return min(max(math.ceil(schedule.min_gap_seconds() / 3600), 24), 24 * 7)
         return _check_lookback(hours)
 
-    async def _view(self, monitor: MonitorRecord, chat: ChatRecord) -> MonitorView:
-        zone = ZoneInfo(self._chat_timezone(chat))
+    async def view_of(self, monitor: MonitorRecord, chat: ChatRecord) -> MonitorView:
+        """The monitor as `chat` sees it: times in its timezone, its own subscription's state."""
+        zone = ZoneInfo(self.chat_timezone(chat))
+        subscription = await self._subscriptions.get(monitor.id, chat.id)
+        receivers = (await self._subscriptions.counts([monitor.id])).get(monitor.id, 0)
         try:
             schedule_words, schedule_text = schedule_of(monitor).describe(), schedule_of(monitor).to_text()
         except ScheduleError:
@@ -471,6 +547,13 @@ class MonitorService:
             include_keywords=monitor.include_keywords,
             exclude_keywords=monitor.exclude_keywords,
             language=monitor.language,
+            owned_here=monitor.owner_chat_id == chat.id,
+            shared=monitor.shared,
+            receivers=receivers,
+            subscribed=subscription is not None,
+            delivery_paused=subscription is not None and subscription.paused,
+            delivery=subscription.delivery if subscription is not None else DeliveryMode.AUTO,
+            in_briefing=subscription is not None and in_briefing(subscription, chat),
         )
 
     async def _last_result(self, monitor: MonitorRecord) -> str:
@@ -506,6 +589,7 @@ def _clean_list(values: Sequence[str], what: str) -> list[str]:
 __all__ = [
     "SEARCH_LOOKBACK_HOURS",
     "UNCHANGED",
+    "MonitorFields",
     "MonitorListener",
     "MonitorService",
     "RunSummary",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from research import Digest, render_digest_markdown
+from storage import DeliveryMode
 
 RunStatusText = Literal["ok", "empty", "failed", "skipped"]
 """How a monitor run ended, as `/monitors` shows it: `ok` (digest queued), `empty` (nothing new, quiet),
@@ -64,11 +65,26 @@ class MonitorView:
     include_keywords: tuple[str, ...] = ()
     exclude_keywords: tuple[str, ...] = ()
     language: str | None = None
+    owned_here: bool = True
+    """The chat it is seen from owns it (may change it); False for a monitor the chat subscribes to."""
+    shared: bool = False
+    """Listed in /browse: other chats may subscribe."""
+    receivers: int = 0
+    """Chats that receive its digests (the owner included), not counting paused or gone ones."""
+    subscribed: bool = False
+    """The chat it is seen from has a subscription (owners do too, unless they left it)."""
+    delivery_paused: bool = False
+    """The chat it is seen from paused its own delivery (the monitor runs on for the others)."""
+    delivery: DeliveryMode = DeliveryMode.AUTO
+    """How the chat it is seen from receives it (its own choice)."""
+    in_briefing: bool = False
+    """The chat it is seen from gets it in its briefing rather than one message per run."""
 
     def summary(self) -> str:
         """One markdown paragraph for `/monitors` and for the reply to `/track`."""
         state = "paused" if self.paused else (f"next {self.next_run:%Y-%m-%d %H:%M %Z}" if self.next_run else "")
         quiet = " · quiet" if self.quiet else ""
+        quiet += " · shared" if self.shared else ""
         return (
             f"**#{self.id} {self.topic}** — {self.schedule}{quiet}\n"
             f"{state} · sources: {', '.join(self.sources)}\n"

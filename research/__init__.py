@@ -1,5 +1,6 @@
 """Research steps: plan queries, collect, de-duplicate and cluster, rank, critique, synthesize, export."""
 
+from research.briefing import Briefing, BriefingSection, TopicDigests, assemble_briefing, render_briefing_markdown
 from research.chart import write_volume_chart
 from research.collect import (
     Collection,
@@ -33,7 +34,17 @@ from research.digest import (
     llm_digest,
     render_digest_markdown,
 )
-from research.export import CSV_COLUMNS, ExportPaths, guard_cell, safe_stem, write_csv_rows, write_exports
+from research.export import (
+    CSV_COLUMNS,
+    STORED_ITEM_COLUMNS,
+    ExportPaths,
+    guard_cell,
+    safe_stem,
+    stored_item_row,
+    write_csv_rows,
+    write_exports,
+    write_stored_items_csv,
+)
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
 from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
@@ -45,6 +56,9 @@ from research.reputation import SourceKind, outlet_of, source_kind
 __all__ = [
     "CSV_COLUMNS",
     "STAGES",
+    "STORED_ITEM_COLUMNS",
+    "Briefing",
+    "BriefingSection",
     "CitedItem",
     "Cluster",
     "Collection",
@@ -79,6 +93,8 @@ __all__ = [
     "Sleep",
     "SourceKind",
     "StopReason",
+    "TopicDigests",
+    "assemble_briefing",
     "cluster_items",
     "collect",
     "estimate_cost_usd",
@@ -93,6 +109,7 @@ __all__ = [
     "number_items",
     "outlet_of",
     "rank",
+    "render_briefing_markdown",
     "render_digest_markdown",
     "research_once",
     "resilient_model",
@@ -101,7 +118,9 @@ __all__ = [
     "run_pipeline",
     "safe_stem",
     "source_kind",
+    "stored_item_row",
     "write_csv_rows",
     "write_exports",
+    "write_stored_items_csv",
     "write_volume_chart",
 ]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from operator import attrgetter
 from pathlib import Path
 
 from sources import Item
@@ -21,9 +22,15 @@ def _aware(moment: datetime) -> datetime:
 
 
 def daily_counts(
-    items: Iterable[Item], *, since: datetime, until: datetime, timezone: tzinfo = UTC
+    items: Iterable[Item],
+    *,
+    since: datetime,
+    until: datetime,
+    timezone: tzinfo = UTC,
+    series: Callable[[Item], str] = attrgetter("source"),
 ) -> tuple[list[date], dict[str, list[int]], int]:
-    """Days of the window, items per day per source (busiest source first), and how many items had no date."""
+    """Days of the window, items per day per series (by default the source; busiest first), and how many items
+    had no date."""
     start, end = _aware(since).astimezone(timezone), _aware(until).astimezone(timezone)
     days = [start.date() + timedelta(days=offset) for offset in range(max((end.date() - start.date()).days, 0) + 1)]
     index = {day: position for position, day in enumerate(days)}
@@ -37,7 +44,7 @@ def daily_counts(
             continue
         position = index.get(item.published.astimezone(timezone).date())
         if position is not None:
-            per_source.setdefault(item.source, [0] * len(days))[position] += 1
+            per_source.setdefault(series(item), [0] * len(days))[position] += 1
     totals = Counter({source: sum(counts) for source, counts in per_source.items()})
     ordered = {source: per_source[source] for source, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))}
     if len(ordered) > MAX_SERIES:
@@ -64,8 +71,11 @@ def write_volume_chart(
     since: datetime,
     until: datetime,
     timezone: tzinfo = UTC,
+    series: Callable[[Item], str] = attrgetter("source"),
+    legend_title: str = "source",
 ) -> Path:
-    """Write a stacked bar chart of items per day per source to `path` (PNG) and return the path.
+    """Write a stacked bar chart of items per day per source (or per `series`, e.g. a briefing's topic) to `path`
+    (PNG) and return the path.
 
     Days are counted in `timezone` (the monitor's). Items without a date are not drawn but counted in the
     subtitle. An empty window gives a chart that says so.
@@ -77,7 +87,7 @@ def write_volume_chart(
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    days, per_source, undated = daily_counts(items, since=since, until=until, timezone=timezone)
+    days, per_source, undated = daily_counts(items, since=since, until=until, timezone=timezone, series=series)
     total = sum(sum(counts) for counts in per_source.values())
     family = _font_family()
 
@@ -109,7 +119,7 @@ def write_volume_chart(
     if total:
         handles, labels = axes.get_legend_handles_labels()
         # Reversed, so the legend reads top to bottom like the stack; outside the plot, so it hides no bar.
-        axes.legend(handles[::-1], labels[::-1], title="source", loc="upper left", bbox_to_anchor=(1.01, 1),
+        axes.legend(handles[::-1], labels[::-1], title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1),
                     frameon=False)  # fmt: skip
     else:
         axes.set_ylim(0, 1)

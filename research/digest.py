@@ -280,6 +280,8 @@ class DigestDeps:
     """The item numbers that exist."""
     min_developments: int
     profile: str | None = None
+    language: str | None = None
+    """The reader's language (a BCP 47 code like `de`); None: whatever the items are mostly written in."""
 
 
 DIGEST_INSTRUCTIONS: Final = f"""\
@@ -305,7 +307,13 @@ DEFAULT_DIGEST_LIMITS: Final = UsageLimits(request_limit=4, total_tokens_limit=8
 
 def _topic_and_reader(ctx: RunContext[DigestDeps]) -> str:
     profile = f"\nReader profile: {ctx.deps.profile}" if ctx.deps.profile else ""
-    return f"Topic: {ctx.deps.topic}{profile}"
+    language = (
+        f"\nWrite every text of the digest in the reader's language, {ctx.deps.language} (keep names, quotes and "
+        "titles as they are)."
+        if ctx.deps.language
+        else ""
+    )
+    return f"Topic: {ctx.deps.topic}{profile}{language}"
 
 
 def check_citations(ctx: RunContext[DigestDeps], draft: DigestDraft) -> DigestDraft:
@@ -375,11 +383,13 @@ async def llm_digest(
     critique: Critique | None = None,
     previous: PreviousDigest | None = None,
     profile: str | None = None,
+    language: str | None = None,
     now: datetime | None = None,
     usage_limits: UsageLimits | None = None,
     model_settings: ModelSettings | None = None,
 ) -> DigestResult:
-    """Write the digest with the (heavy) model; on any model failure, the extractive digest saying why."""
+    """Write the digest with the (heavy) model, in `language` when given; on any model failure, the extractive
+    digest saying why."""
     now = now or utc_now()
     numbered = number_items(ranked, clusters)
     critique = _matching(critique, numbered)
@@ -397,6 +407,7 @@ async def llm_digest(
         numbers=frozenset(entry.number for entry in numbered),
         min_developments=min(MIN_DEVELOPMENTS, len({_story_key(entry) for entry in numbered})),
         profile=profile,
+        language=language,
     )
     prompt = (
         f"Write the digest of these {len(numbered)} items.\n\n"
@@ -430,18 +441,18 @@ def _markers(numbers: Iterable[int]) -> str:
     return "".join(f"[{n}]" for n in numbers)
 
 
-def _with_citations(text: str, numbers: Sequence[int]) -> str:
+def with_citations(text: str, numbers: Sequence[int]) -> str:
     """The text with the citations it does not already carry inline appended."""
     inline = set(citations_in(text))
     missing = [n for n in dict.fromkeys(numbers) if n not in inline]
     return f"{text} {_markers(missing)}" if missing else text
 
 
-def _link_text(title: str) -> str:
+def link_text(title: str) -> str:
     return title.replace("[", "(").replace("]", ")") or "link"
 
 
-def _link_target(url: str) -> str:
+def link_target(url: str) -> str:
     return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
@@ -450,12 +461,12 @@ def render_digest_markdown(digest: Digest) -> str:
     parts = [f"**{digest.headline}**"]
     if digest.developments:
         parts.append(
-            "\n".join(f"{i}. {_with_citations(d.text, d.citations)}" for i, d in enumerate(digest.developments, 1))
+            "\n".join(f"{i}. {with_citations(d.text, d.citations)}" for i, d in enumerate(digest.developments, 1))
         )
     if digest.changes_since_last:
         parts.append(f"**Since the last digest:** {digest.changes_since_last}")
     if digest.disputed:
-        claims = [f"- {_with_citations(c.claim, c.citations)} ({c.status})" for c in digest.disputed]
+        claims = [f"- {with_citations(c.claim, c.citations)} ({c.status})" for c in digest.disputed]
         parts.append("**Disputed or unverified:**\n" + "\n".join(claims))
     quality = digest.quality
     line = f"_Self-check: completeness {quality.completeness:.0%}, quality {quality.quality:.0%}"
@@ -463,6 +474,6 @@ def render_digest_markdown(digest: Digest) -> str:
         line += "; missing: " + "; ".join(quality.missing_angles)
     parts.append(line + "_")
     if digest.cited:
-        sources = [f"[{c.number}] [{_link_text(c.title)}]({_link_target(c.url)}) — {c.source}" for c in digest.cited]
+        sources = [f"[{c.number}] [{link_text(c.title)}]({link_target(c.url)}) — {c.source}" for c in digest.cited]
         parts.append("**Sources**\n" + "\n".join(sources))
     return "\n\n".join(parts) + "\n"

@@ -17,6 +17,7 @@ from typing import TextIO
 from pydantic import BaseModel
 
 from research.rank import RankedItem
+from storage import ScoredItem
 
 CSV_COLUMNS = (
     "index",
@@ -39,6 +40,28 @@ CSV_COLUMNS = (
     "cluster_id",
     "query",
 )
+STORED_ITEM_COLUMNS = (
+    "index",
+    "source",
+    "title",
+    "text",
+    "author",
+    "published",
+    "collected",
+    "url",
+    "points",
+    "likes",
+    "reposts",
+    "comments",
+    "language",
+    "relevance",
+    "credibility",
+    "score",
+    "cluster_id",
+    "in_digest",
+    "query",
+)
+"""Items as Lookout stored them (a monitor's /export, a briefing's CSV): the item, how its run judged it."""
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _STEM_MAX = 60
 
@@ -101,6 +124,48 @@ def csv_row(index: int, ranked: RankedItem) -> list[str]:
         item.query,
     ]
     return [guard_cell(cell) for cell in cells]
+
+
+def _score(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
+
+
+def stored_item_row(index: int, row: ScoredItem) -> list[str]:
+    """One row of `STORED_ITEM_COLUMNS`, cells already guarded."""
+    item, scores = row.item, row.scores
+    engagement = item.engagement
+    cells = [
+        str(index),
+        item.source,
+        item.title,
+        item.text,
+        item.author or "",
+        _iso_utc(item.published),
+        _iso_utc(item.collected_at),
+        item.url,
+        *(_count(engagement.get(key)) for key in ("points", "likes", "reposts", "comments")),
+        item.language or "",
+        _score(scores.relevance),
+        _score(scores.credibility),
+        _score(scores.score),
+        scores.cluster_id or "",
+        "yes" if scores.delivered else "no",
+        item.query,
+    ]
+    return [guard_cell(cell) for cell in cells]
+
+
+def write_stored_items_csv(path: Path, rows: Sequence[ScoredItem], *, topics: Sequence[str] | None = None) -> None:
+    """Write stored items as `STORED_ITEM_COLUMNS`, in the given order; with `topics` (one per row), a first `topic`
+    column says which monitor each row came from (a briefing's CSV covers several)."""
+    if topics is None:
+        write_csv_rows(path, STORED_ITEM_COLUMNS, (stored_item_row(i, row) for i, row in enumerate(rows, start=1)))
+        return
+    body = (
+        [guard_cell(topic), *stored_item_row(i, row)]
+        for i, (topic, row) in enumerate(zip(topics, rows, strict=True), start=1)
+    )
+    write_csv_rows(path, ("topic", *STORED_ITEM_COLUMNS), body)
 
 
 @contextmanager

@@ -403,24 +403,33 @@ async def run_pipeline(
 
     digest_path: Literal["model", "extractive", "none"] = "none"
     digest_fallback: str | None = None
+    languages = list(dict.fromkeys(request.digest_languages)) or [request.language]
+    language_digests: dict[str, Digest] = {}
     with stages.stage("digest", "writing the digest"):
         if all_failed:
             digest = failure_digest(request.topic, collection.errors, collection.skipped_sources)
         elif nothing_new:
             digest = quiet_digest(request.topic, counts)
         elif heavy_model is not None:
-            written = await llm_digest(
-                top,
-                topic=request.topic,
-                model=heavy_model,
-                clusters=clusters,
-                critique=critique,
-                previous=previous,
-                profile=request.profile,
-                now=started_at,
-            )
-            digest, digest_path, digest_fallback = written.digest, written.path, written.fallback_reason
-            usage["digest"] = written.usage
+            for position, language in enumerate(languages):
+                written = await llm_digest(
+                    top,
+                    topic=request.topic,
+                    model=heavy_model,
+                    clusters=clusters,
+                    critique=critique,
+                    previous=previous,
+                    profile=request.profile,
+                    language=language,
+                    now=started_at,
+                )
+                if position == 0:
+                    digest, digest_path, digest_fallback = written.digest, written.path, written.fallback_reason
+                    usage["digest"] = written.usage
+                else:  # the same items, critique and previous digest: only the writing is repeated
+                    usage[f"digest:{language or 'default'}"] = written.usage
+                    if written.path == "model":
+                        language_digests[language or ""] = written.digest
         else:
             digest_path = "extractive"
             digest = extractive_digest(
@@ -460,6 +469,7 @@ async def run_pipeline(
         critique_fallback_reason=critique.fallback_reason if critique else None,
         digest_path=digest_path,
         digest_fallback_reason=digest_fallback,
+        digest_languages=languages,
         usage={**usage, "total": total_usage},
         seconds=dict(stages.seconds),
         digest=digest,
@@ -482,4 +492,6 @@ async def run_pipeline(
         nothing_new=nothing_new,
         report=report,
         update_item_ids=[s.item.id for s in scored if s.status == "update"],
+        digest_language=languages[0],
+        language_digests=language_digests,
     )

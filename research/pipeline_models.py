@@ -60,6 +60,10 @@ class PipelineRequest:
     """URLs delivered before, for items whose ids changed."""
     timezone: tzinfo = UTC
     """The monitor's timezone, for the chart's days."""
+    digest_languages: Sequence[str | None] = ()
+    """The languages to write the digest in (the readers' /language; None: no language asked for), the first one
+    the main digest. Collection and critique happen once; the model writes the digest once per language. Empty:
+    one digest in `language`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,6 +140,11 @@ class PipelineResult:
     """The JSON summary's content."""
     update_item_ids: list[str] = field(default_factory=list)
     """The subset of `new_item_ids` that are updates to delivered stories."""
+    digest_language: str | None = None
+    """The language `digest` was asked for in (the first of `PipelineRequest.digest_languages`)."""
+    language_digests: dict[str, Digest] = field(default_factory=dict)
+    """The digest written again for the other requested languages, by language code ("" for none asked); absent
+    when the model did not write it (no model, or it failed: then readers get `digest`)."""
 
 
 class PipelineCounts(BaseModel):
@@ -186,6 +195,8 @@ class PipelineReport(BaseModel):
     critique_fallback_reason: str | None = None
     digest_path: Literal["model", "extractive", "none"]
     digest_fallback_reason: str | None = None
+    digest_languages: list[str | None] = Field(default_factory=list)
+    """Every language the digest was asked for, the main one first."""
     usage: dict[str, LlmUsage]
     """Per model step (`plan`, `critique`, `digest`) and `total`."""
     seconds: dict[str, NonNegativeFloat]

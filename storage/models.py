@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -66,6 +67,11 @@ class Chat(Base):
     language: Mapped[str | None] = mapped_column(String(16))
     profile: Mapped[str | None] = mapped_column(Text)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
+    briefing_schedule: Mapped[str | None] = mapped_column(String(200))
+    """The chat's morning briefing, in the schedule grammar of `monitors` (with its zone); NULL: no briefing."""
+    briefing_next_at: Mapped[datetime | None] = mapped_column(index=True)
+    briefing_since: Mapped[datetime | None] = mapped_column()
+    """Runs that finished after this go into the next briefing."""
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
 
 
@@ -112,6 +118,8 @@ class Monitor(Base):
     language: Mapped[str | None] = mapped_column(String(16))
     quiet: Mapped[bool] = mapped_column(Boolean, default=False)
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Listed in /browse: chats other than the owner may subscribe."""
     plan: Mapped[dict[str, Any] | None] = mapped_column()
     plan_updated_at: Mapped[datetime | None] = mapped_column()
     next_run_at: Mapped[datetime | None] = mapped_column()
@@ -132,6 +140,11 @@ class Subscription(Base):
     monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
     chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
+    """False while the chat is gone (blocked, kicked, archived); set again when someone writes there."""
+    paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """The subscriber paused its own delivery (the monitor runs on for the others)."""
+    delivery: Mapped[str] = mapped_column(String(16), default="auto", server_default="auto")
+    """"now" (a message per run), "briefing" (in the chat's briefing) or "auto" (briefing when it has one)."""
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
 
 
@@ -151,6 +164,8 @@ class Run(Base):
     finished_at: Mapped[datetime | None] = mapped_column()
     stats: Mapped[dict[str, Any]] = mapped_column(default=dict)
     digest: Mapped[dict[str, Any] | None] = mapped_column()
+    language_digests: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
+    """The digest written again in the other languages of the monitor's subscribers: {"de": {...}}."""
     artifacts: Mapped[dict[str, Any]] = mapped_column(default=dict)
     """Where the exported files went, e.g. {"csv": "...", "chart": "..."}."""
     error: Mapped[str | None] = mapped_column(Text)

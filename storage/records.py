@@ -39,6 +39,22 @@ class ChatRecord:
     profile: str | None
     active: bool
     created_at: datetime
+    briefing_schedule: str | None = None
+    """The chat's briefing schedule (grammar of `monitors`, with its zone); None: digests come one by one."""
+    briefing_next_at: datetime | None = None
+    briefing_since: datetime | None = None
+    """Runs that finished after this go into the next briefing."""
+
+
+class DeliveryMode(StrEnum):
+    """How a subscribed chat receives a monitor's digests."""
+
+    AUTO = "auto"
+    """In the chat's briefing when it has one, else one message per run."""
+    NOW = "now"
+    """One message per run, even when the chat has a briefing."""
+    BRIEFING = "briefing"
+    """Only in the chat's briefing."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +105,8 @@ class MonitorRecord:
     failure_notified_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    shared: bool = False
+    """Listed in /browse: other chats may subscribe."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,7 +115,11 @@ class SubscriptionRecord:
     monitor_id: int
     chat_id: int
     active: bool
+    """False while the chat is gone (blocked, kicked, archived)."""
     created_at: datetime
+    paused: bool = False
+    """The subscriber paused its own delivery; the monitor runs on for the others."""
+    delivery: DeliveryMode = DeliveryMode.AUTO
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +139,8 @@ class RunRecord:
     input_tokens: int
     output_tokens: int
     cost: float
+    language_digests: JSONObject = field(default_factory=dict)
+    """The digest in the other languages of the monitor's subscribers, by language code."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,6 +150,8 @@ class RunOutcome:
     finished_at: datetime
     stats: JSONObject = field(default_factory=dict)
     digest: JSONObject | None = None
+    language_digests: JSONObject = field(default_factory=dict)
+    """The digest in other languages, by language code (see `RunRecord.language_digests`)."""
     artifacts: JSONObject = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0

@@ -102,12 +102,13 @@ class ChatAgent:
         *,
         retry_policy: RetryPolicy | None = None,
         confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
+        confirmations: ConfirmationBook | None = None,
     ) -> None:
         self._services = services
         self._agent = build_chat_agent()
         self._model = chat_model(services.light_model, services.heavy_model, policy=retry_policy)
         self._budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
-        self._confirmations = ConfirmationBook(clock=services.clock, ttl=confirmation_ttl)
+        self._confirmations = confirmations or ConfirmationBook(clock=services.clock, ttl=confirmation_ttl)
         self._told_no_model: set[tuple[int, str]] = set()
 
     @property
@@ -148,7 +149,10 @@ class ChatAgent:
             confirm = answer == "yes"
         if self._confirmations.close(pending.token) is None:
             return [Reply(text=EXPIRED_MESSAGE)]
-        text = await execute_actions(pending, self._services.monitors) if confirm else CANCELLED_MESSAGE
+        if confirm or pending.declined:
+            text = await execute_actions(pending, self._services.monitors, declined=not confirm)
+        else:
+            text = CANCELLED_MESSAGE
         said = turn.incoming.text.strip() or ("yes" if confirm else "no")
         await self._remember_exchange(pending, said, text)
         return [Reply(text=text)]

@@ -18,6 +18,16 @@ from agent.chat.tools_monitors import (
     update_monitor,
 )
 from agent.chat.tools_research import collect, read_web_page, search_sources
+from agent.chat.tools_sharing import (
+    browse_shared_monitors,
+    export_monitor_list,
+    set_briefing,
+    set_delivery,
+    share_monitor,
+    subscribe_to_monitor,
+    transfer_monitor,
+    unsubscribe_from_monitor,
+)
 
 __all__ = ["CHAT_TOOLS", "STATE_CHANGING_TOOLS"]
 
@@ -32,6 +42,14 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
     Tool(resume_monitor),
     Tool(delete_monitor),
     Tool(run_monitor_now),
+    Tool(browse_shared_monitors),
+    Tool(subscribe_to_monitor),
+    Tool(unsubscribe_from_monitor),
+    Tool(share_monitor),
+    Tool(transfer_monitor),
+    Tool(set_delivery),
+    Tool(set_briefing),
+    Tool(export_monitor_list, name="export_monitors"),
     Tool(search_history),
     Tool(timeline),
     Tool(export_items),
@@ -39,6 +57,10 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
 """Every tool of the chat agent; the docstrings are what the model reads."""
 
 STATE_CHANGING_TOOLS: Final = frozenset(
-    {"create_monitor", "update_monitor", "pause_monitor", "resume_monitor", "delete_monitor"}
-)
+    {
+        "create_monitor", "update_monitor", "pause_monitor", "resume_monitor", "delete_monitor",
+        "subscribe_to_monitor", "unsubscribe_from_monitor", "share_monitor", "transfer_monitor", "set_delivery",
+        "set_briefing",
+    }
+)  # fmt: skip
 """Tools that only propose: their change waits for the person's confirmation."""

@@ -14,6 +14,7 @@ from agent.commands.progress import ProgressRelay, prefixed
 from agent.confirmations import (
     CreateMonitorAction,
     DeleteMonitorAction,
+    DeliveryAction,
     MonitorAction,
     PauseMonitorAction,
     ResumeMonitorAction,
@@ -22,14 +23,18 @@ from agent.confirmations import (
 from monitors import MonitorNotFoundError, MonitorView, Schedule, ScheduleError, parse_schedule
 
 __all__ = [
+    "PROPOSED",
+    "SCHEDULE_HELP",
     "MonitorInfo",
     "create_monitor",
     "delete_monitor",
     "list_monitors",
+    "owned_view",
     "pause_monitor",
     "resume_monitor",
     "run_monitor_now",
     "update_monitor",
+    "visible_view",
 ]
 
 MAX_TOPIC_CHARS = 200
@@ -57,6 +62,10 @@ class MonitorInfo(BaseModel):
     last_result: str
     owned_here: bool
     """False for a monitor this chat only receives (another chat owns it and may change it)."""
+    shared: bool = False
+    """Listed for other chats to subscribe to."""
+    this_chat_delivery: str = "after each run"
+    """How this chat gets it: "after each run", "in the briefing" or "paused for this chat"."""
 
 
 def _when(moment: datetime | None) -> str | None:
@@ -73,6 +82,14 @@ def _info(view: MonitorView, chat_id: int) -> MonitorInfo:
         sources=list(view.sources),
         last_result=view.last_result,
         owned_here=view.owner_chat_id == chat_id,
+        shared=view.shared,
+        this_chat_delivery=(
+            "paused for this chat"
+            if view.delivery_paused
+            else "in the briefing"
+            if view.in_briefing
+            else "after each run"
+        ),
     )
 
 
@@ -104,14 +121,21 @@ def _topic(topic: str) -> str:
     return clean
 
 
-async def _owned(deps: ChatDeps, monitor_id: int) -> MonitorView:
-    """The monitor, if this chat may change it; otherwise the model is told to check the ids."""
+async def visible_view(deps: ChatDeps, monitor_id: int) -> MonitorView:
+    """The monitor if this chat owns or receives it; otherwise the model is told to check the ids."""
     try:
-        view = await deps.services.monitors.get_monitor(monitor_id, chat_id=deps.chat_id, is_admin=deps.turn.is_admin)
+        return await deps.services.monitors.get_monitor(monitor_id, chat_id=deps.chat_id, is_admin=deps.turn.is_admin)
     except MonitorNotFoundError:
         raise ModelRetry(f"This chat has no monitor #{monitor_id}; call list_monitors for the ids.") from None
+
+
+async def owned_view(deps: ChatDeps, monitor_id: int) -> MonitorView:
+    """The monitor, if this chat may change it; otherwise the model is told to check the ids."""
+    view = await visible_view(deps, monitor_id)
     if view.owner_chat_id != deps.chat_id and not deps.turn.is_admin:
-        raise ModelRetry(f"Monitor #{monitor_id} belongs to another chat; this chat can only receive it.")
+        raise ModelRetry(
+            f"Monitor #{monitor_id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
     return view
 
 
@@ -173,7 +197,7 @@ async def update_monitor(
         exclude_keywords: Items mentioning any of these are dropped.
     """
     deps = ctx.deps
-    view = await _owned(deps, monitor_id)
+    view = await owned_view(deps, monitor_id)
     changes: list[str] = []
     clean = _topic(topic) if topic is not None else None
     if clean is not None:
@@ -212,19 +236,26 @@ async def delete_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
     Args:
         monitor_id: The monitor's id (see list_monitors).
     """
-    view = await _owned(ctx.deps, monitor_id)
+    view = await owned_view(ctx.deps, monitor_id)
     action = DeleteMonitorAction(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})",
                                  monitor_id=view.id)  # fmt: skip
     return _propose(ctx.deps, action)
 
 
 async def pause_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose pausing one of this chat's monitors (no runs until resumed). The person must confirm.
+    """Propose pausing one of this chat's monitors (no runs until resumed); for a monitor another chat owns, pausing
+    only this chat's delivery. The person must confirm.
 
     Args:
         monitor_id: The monitor's id (see list_monitors).
     """
-    view = await _owned(ctx.deps, monitor_id)
+    view = await visible_view(ctx.deps, monitor_id)
+    if not view.owned_here and not ctx.deps.turn.is_admin:
+        if view.delivery_paused:
+            return f"This chat's delivery of monitor #{view.id} is already paused."
+        action = DeliveryAction(description=f"pause this chat's delivery of monitor #{view.id} “{view.topic}” "
+                                "(it goes on for the other chats)", monitor_id=view.id, paused=True)  # fmt: skip
+        return _propose(ctx.deps, action)
     if view.paused:
         return f"Monitor #{view.id} is already paused."
     return _propose(ctx.deps, PauseMonitorAction(description=f"pause monitor #{view.id} “{view.topic}”",
@@ -232,12 +263,19 @@ async def pause_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
 
 
 async def resume_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose resuming a paused monitor of this chat. The person must confirm.
+    """Propose resuming a paused monitor of this chat (for one another chat owns: this chat's paused delivery).
+    The person must confirm.
 
     Args:
         monitor_id: The monitor's id (see list_monitors).
     """
-    view = await _owned(ctx.deps, monitor_id)
+    view = await visible_view(ctx.deps, monitor_id)
+    if not view.owned_here and not ctx.deps.turn.is_admin:
+        if not view.delivery_paused:
+            return f"This chat's delivery of monitor #{view.id} is not paused."
+        action = DeliveryAction(description=f"resume this chat's delivery of monitor #{view.id} “{view.topic}”",
+                                monitor_id=view.id, paused=False)  # fmt: skip
+        return _propose(ctx.deps, action)
     if not view.paused:
         return f"Monitor #{view.id} is not paused; next run {_when(view.next_run)}."
     return _propose(ctx.deps, ResumeMonitorAction(description=f"resume monitor #{view.id} “{view.topic}”",

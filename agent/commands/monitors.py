@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agent import subscribing
 from agent.commands.common import BUDGET_SPENT_NOTE, chat_zone, count, local_time, models_allowed, refuse
 from agent.commands.progress import PipelineProgress, ProgressRelay
 from agent.commands.specs import (
@@ -12,17 +13,35 @@ from agent.commands.specs import (
     TrackCommand,
     UntrackCommand,
 )
+from agent.confirmations import ConfirmationBook, CreateMonitorAction, SubscribeAction
 from agent.context import Services, Turn
 from agent.messages import Reply
-from monitors import MonitorAccessError, MonitorNotFoundError, MonitorView, RunSummary, ScheduleError
+from monitors import (
+    MonitorAccessError,
+    MonitorNotFoundError,
+    MonitorView,
+    RunSummary,
+    ScheduleError,
+    SubscribeOffer,
+)
+from storage import DeliveryMode
 
 __all__ = ["digest", "list_monitors", "pause", "resume", "track", "untrack"]
 
 TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
 
 
-async def track(services: Services, turn: Turn, command: TrackCommand) -> list[Reply]:
-    """Create the monitor for this chat; the reply says exactly what was created."""
+async def track(
+    services: Services, turn: Turn, command: TrackCommand, confirmations: ConfirmationBook | None = None
+) -> list[Reply]:
+    """Create the monitor for this chat; the reply says exactly what was created. When a shared monitor already
+    follows the same topic with compatible sources, offer to subscribe to it instead (the person chooses)."""
+    if confirmations is not None and services.access.chat_of_allowed(turn.incoming):
+        offer = await services.monitors.sharing.offer_for(
+            turn.chat.id, command.topic, sources=command.sources, schedule_words=command.schedule.describe()
+        )
+        if offer is not None:
+            return _offer(turn, command, offer, confirmations)
     try:
         view = await services.monitors.create_monitor(
             turn.chat.id,
@@ -44,17 +63,66 @@ async def track(services: Services, turn: Turn, command: TrackCommand) -> list[R
     return [Reply(text="\n".join(lines))]
 
 
+def _offer(turn: Turn, command: TrackCommand, offer: SubscribeOffer, confirmations: ConfirmationBook) -> list[Reply]:
+    """Subscribe to the shared monitor ("yes", the first button) or create this chat's own ("no", the second)."""
+    view = offer.view
+    create = CreateMonitorAction(
+        description=f"create your own monitor “{command.topic}” instead",
+        topic=command.topic,
+        schedule_text=command.schedule.to_text(),
+        sources=command.sources,
+        timezone=command.schedule.timezone,
+    )
+    pending = confirmations.open(
+        chat_id=turn.chat.id,
+        thread_key=turn.incoming.thread_key,
+        user_id=turn.user.id,
+        is_admin=turn.is_admin,
+        actions=[SubscribeAction(description=f"subscribe to monitor #{view.id} “{view.topic}”", monitor_id=view.id)],
+        declined=[create],
+        labels=(f"Subscribe to #{view.id}", "Create my own"),
+    )
+    count = view.receivers
+    differences = (
+        "It differs from what you asked: " + "; ".join(offer.differences) + "."
+        if offer.differences
+        else "It does exactly what you asked."
+    )
+    minutes = max(1, int(confirmations.ttl.total_seconds() // 60))
+    text = (
+        f"A shared monitor already follows this: **#{view.id} {view.topic}** — {view.schedule}, sources: "
+        f"{', '.join(view.sources)}; by {offer.owner}, {count} subscriber{'s' * (count != 1)}, last: "
+        f"{view.last_result}.\n{differences}\nSubscribe to it instead of creating a duplicate? "
+        f"{pending.how_to_answer(minutes=minutes)}"
+    )
+    return [Reply(text=text, buttons=pending.buttons)]
+
+
 async def list_monitors(services: Services, turn: Turn, command: MonitorsCommand) -> list[Reply]:
-    """This chat's monitors (every chat's for an admin asking for `all`)."""
+    """This chat's monitors, the ones it owns apart from the ones it subscribes to (every chat's for an admin
+    asking for `all`)."""
     if command.all_chats and not turn.is_admin:
         return refuse("Only admins can list every chat's monitors; `/monitors` lists this chat's.")
     views = await services.monitors.list_monitors(turn.chat.id, all_chats=command.all_chats)
     if not views:
         where = "in any chat" if command.all_chats else "in this chat"
-        return [Reply(text=f"No monitors {where} yet — try `{TRACK_EXAMPLE}`.")]
-    title = "Every chat's monitors" if command.all_chats else "This chat's monitors"
-    entries = [_entry(view, turn, services, show_owner=command.all_chats) for view in views]
-    return [Reply(text=f"**{title}** ({len(views)}):\n\n" + "\n\n".join(entries))]
+        return [Reply(text=f"No monitors {where} yet — try `{TRACK_EXAMPLE}`, or `/browse` the shared ones.")]
+    if command.all_chats:
+        entries = [_entry(view, turn, services, show_owner=True) for view in views]
+        return [Reply(text=f"**Every chat's monitors** ({len(views)}):\n\n" + "\n\n".join(entries))]
+    owned = [view for view in views if view.owned_here]
+    received = [view for view in views if not view.owned_here]
+    parts = []
+    if owned:
+        parts.append(f"**Owned by this chat** ({len(owned)}):\n\n" + "\n\n".join(
+            _entry(view, turn, services, show_owner=False) for view in owned))  # fmt: skip
+    if received:
+        parts.append(f"**Subscribed from other chats** ({len(received)}):\n\n" + "\n\n".join(
+            _entry(view, turn, services, show_owner=False) for view in received))  # fmt: skip
+    briefing = subscribing.briefing_line(turn.chat)
+    if briefing != "none":
+        parts.append(f"Briefing: {briefing}.")
+    return [Reply(text="\n\n".join(parts))]
 
 
 async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> list[Reply]:
@@ -72,45 +140,54 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
         return refuse(str(error))
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    return [Reply(text=f"Deleted monitor #{view.id} “{view.topic}”; no more digests from it.")]
+    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    told = f" Its {others} other subscriber chat{'s were' if others != 1 else ' was'} told." if others > 0 else ""
+    return [Reply(text=f"Deleted monitor #{view.id} “{view.topic}”; no more digests from it.{told}")]
 
 
 async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
+    """The owner pauses the monitor (for every chat); a subscriber pauses only its own delivery."""
     try:
         before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
     except MonitorNotFoundError as error:
         return refuse(str(error))
+    if not before.owned_here and not turn.is_admin:
+        return await _own_delivery(services, turn, command.monitor_id, paused=True)
     try:
         view = await services.monitors.pause(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorAccessError:
-        return refuse(_subscriber_only(before, "pause"))
     except MonitorNotFoundError as error:  # deleted meanwhile
         return refuse(str(error))
     already = "was already paused" if before.paused else "is paused"
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {already}; `/resume {view.id}` starts it again.")]
+    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    also = (
+        f" Its {others} subscriber chat{'s get' if others != 1 else ' gets'} nothing meanwhile." if others > 0 else ""
+    )
+    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {already}; `/resume {view.id}` starts it again.{also}")]
 
 
 async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
+    """The owner resumes the monitor; a subscriber resumes its own delivery."""
     try:
         before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
     except MonitorNotFoundError as error:
         return refuse(str(error))
+    if not before.owned_here and not turn.is_admin:
+        return await _own_delivery(services, turn, command.monitor_id, paused=False)
     try:
         view = await services.monitors.resume(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorAccessError:
-        return refuse(_subscriber_only(before, "resume"))
     except MonitorNotFoundError as error:
         return refuse(str(error))
     state = "was not paused" if not before.paused else "is running again"
     return [Reply(text=f"Monitor #{view.id} “{view.topic}” {state}; next run {_next_run(view, turn, services)}.")]
 
 
-def _subscriber_only(view: MonitorView, action: str) -> str:
-    """This chat sees the monitor (it receives the digests) but another chat owns it."""
-    return (
-        f"Monitor #{view.id} “{view.topic}” belongs to another chat: this chat receives its digests, but only that "
-        f"chat can {action} it. `/untrack {view.id}` stops the digests here."
-    )
+async def _own_delivery(services: Services, turn: Turn, monitor_id: int, *, paused: bool) -> list[Reply]:
+    """A subscriber's /pause or /resume: its own delivery only, the monitor runs on for the others."""
+    try:
+        text = await subscribing.change_delivery(services.monitors, turn.chat.id, monitor_id, paused=paused)
+    except (MonitorNotFoundError, ValueError) as error:
+        return refuse(str(error))
+    return [Reply(text=text)]
 
 
 async def digest(services: Services, turn: Turn, command: DigestCommand) -> list[Reply]:
@@ -167,9 +244,20 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
     state = "⏸ paused" if view.paused else f"next {_next_run(view, turn, services)}"
     last = view.last_result + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
     owner = f" · chat {view.owner_chat_id}" if show_owner else ""
-    quiet = " · quiet" if view.quiet else ""
+    flags = (" · quiet" if view.quiet else "") + (" · shared" if view.shared else "")
+    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    if view.owned_here and others > 0:
+        flags += f" · {others} other chat{'s' * (others != 1)} subscribed"
+    if view.delivery_paused:
+        delivery = "\nyour delivery: ⏸ paused (`/resume` to get it again)"
+    elif view.in_briefing:
+        delivery = "\nyour delivery: in the briefing"
+    elif view.delivery is DeliveryMode.NOW and turn.chat.briefing_schedule:
+        delivery = "\nyour delivery: after each run (kept out of the briefing)"
+    else:
+        delivery = ""
     return (
-        f"**#{view.id} {view.topic}** — {view.schedule}{quiet}{owner}\n"
+        f"**#{view.id} {view.topic}** — {view.schedule}{flags}{owner}\n"
         f"{state} · sources: {', '.join(view.sources)}\n"
-        f"last run: {last}"
+        f"last run: {last}{delivery}"
     )

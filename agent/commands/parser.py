@@ -10,22 +10,32 @@ from urllib.parse import urlsplit
 
 from agent.commands.specs import (
     COMMAND_SPECS,
+    BriefingCommand,
+    BrowseCommand,
     CollectCommand,
     Command,
     CommandError,
+    DeliverCommand,
     DigestCommand,
     ExportCommand,
+    ExportMonitorsCommand,
     ForgetCommand,
     HelpCommand,
+    ImportCommand,
     LanguageCommand,
     MonitorsCommand,
     PauseCommand,
     ProfileCommand,
     ResumeCommand,
     SearchCommand,
+    ShareCommand,
     StartCommand,
+    SubscribeCommand,
     TimezoneCommand,
     TrackCommand,
+    TransferCommand,
+    UnshareCommand,
+    UnsubscribeCommand,
     UntrackCommand,
     UsageCommand,
 )
@@ -207,12 +217,61 @@ def _parse_collect(args: str, _options: ParseOptions) -> Command:
 
 def _parse_export(args: str, _options: ParseOptions) -> Command:
     words = args.split()
+    if [word.lower() for word in words] == ["monitors"]:
+        return ExportMonitorsCommand()
     if not 1 <= len(words) <= 2:
-        raise CommandError("export", "/export needs a monitor number and, optionally, a number of days.")
+        raise CommandError(
+            "export", "/export needs a monitor number (and, optionally, a number of days), or `monitors`."
+        )
     days = None
     if len(words) == 2:
         days = _positive("export", words[1].removesuffix("d"), upper=MAX_EXPORT_DAYS, what="The number of days")
     return ExportCommand(monitor_id=_monitor_id("export", words[0]), days=days)
+
+
+def _parse_browse(args: str, _options: ParseOptions) -> Command:
+    if len(args) > MAX_QUERY_CHARS:
+        raise CommandError("browse", f"Keep the words under {MAX_QUERY_CHARS} characters.")
+    return BrowseCommand(words=args)
+
+
+def _parse_transfer(args: str, _options: ParseOptions) -> Command:
+    first, _, rest = args.partition(" ")
+    if not first:
+        raise CommandError("transfer", "Give the monitor's number, and the chat to hand it to.")
+    target = rest.strip().strip(_OPEN_QUOTES + _CLOSE_QUOTES).strip()
+    if len(target) > 256:
+        raise CommandError("transfer", "That chat name is too long.")
+    return TransferCommand(monitor_id=_monitor_id("transfer", first), to_chat=target or None)
+
+
+def _parse_briefing(args: str, options: ParseOptions) -> Command:
+    if not args:
+        return BriefingCommand()
+    if args.lower() in ("off", "stop", "none", "cancel"):
+        return BriefingCommand(off=True)
+    try:
+        schedule = parse_schedule(args, timezone=options.timezone, min_interval_seconds=options.min_interval_seconds)
+    except ScheduleError as problem:
+        raise CommandError("briefing", str(problem)) from None
+    return BriefingCommand(schedule=schedule)
+
+
+_DELIVERY_MODES = {"now": "now", "immediately": "now", "each": "now", "briefing": "briefing", "digest": "briefing"}
+
+
+def _parse_deliver(args: str, _options: ParseOptions) -> Command:
+    words = args.split()
+    if len(words) != 2 or words[1].lower() not in _DELIVERY_MODES:
+        raise CommandError("deliver", "Give the monitor's number and `now` or `briefing`, like /deliver 3 now.")
+    return DeliverCommand(monitor_id=_monitor_id("deliver", words[0]), mode=_DELIVERY_MODES[words[1].lower()])
+
+
+def _parse_import(args: str, _options: ParseOptions) -> Command:
+    path = args.strip().strip(_OPEN_QUOTES + _CLOSE_QUOTES).strip()
+    if len(path) > 4096:
+        raise CommandError("import", "That path is too long.")
+    return ImportCommand(path=path or None)
 
 
 def _parse_timezone(args: str, _options: ParseOptions) -> Command:
@@ -412,6 +471,15 @@ _PARSERS: dict[str, Callable[[str, ParseOptions], Command]] = {
     "search": _parse_search,
     "collect": _parse_collect,
     "export": _parse_export,
+    "share": _with_monitor_id("share", lambda i: ShareCommand(monitor_id=i)),
+    "unshare": _with_monitor_id("unshare", lambda i: UnshareCommand(monitor_id=i)),
+    "browse": _parse_browse,
+    "subscribe": _with_monitor_id("subscribe", lambda i: SubscribeCommand(monitor_id=i)),
+    "unsubscribe": _with_monitor_id("unsubscribe", lambda i: UnsubscribeCommand(monitor_id=i)),
+    "transfer": _parse_transfer,
+    "briefing": _parse_briefing,
+    "deliver": _parse_deliver,
+    "import": _parse_import,
     "timezone": _parse_timezone,
     "language": _parse_language,
     "profile": _parse_profile,

@@ -5,28 +5,41 @@ from __future__ import annotations
 import logging
 
 from agent.commands import monitors as command_monitors
+from agent.commands import portability as command_portability
 from agent.commands import research as command_research
 from agent.commands import settings as command_settings
+from agent.commands import subscriptions as command_subscriptions
 from agent.commands.specs import (
+    BriefingCommand,
+    BrowseCommand,
     CollectCommand,
     Command,
+    DeliverCommand,
     DigestCommand,
     ExportCommand,
+    ExportMonitorsCommand,
     ForgetCommand,
     HelpCommand,
+    ImportCommand,
     LanguageCommand,
     MonitorsCommand,
     PauseCommand,
     ProfileCommand,
     ResumeCommand,
     SearchCommand,
+    ShareCommand,
     StartCommand,
+    SubscribeCommand,
     TimezoneCommand,
     TrackCommand,
+    TransferCommand,
+    UnshareCommand,
+    UnsubscribeCommand,
     UntrackCommand,
     UsageCommand,
     help_text,
 )
+from agent.confirmations import ConfirmationBook
 from agent.context import Services, Turn
 from agent.messages import Reply
 
@@ -56,8 +69,11 @@ class CommandRouter:
     reply; anything unexpected propagates to the dispatcher's error boundary.
     """
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, *, confirmations: ConfirmationBook | None = None) -> None:
         self._services = services
+        self._confirmations = confirmations or ConfirmationBook(clock=services.clock)
+        """Where /track's offer and /import's list wait for an answer: the chat agent's book, so "yes" and the
+        buttons are settled in one place."""
 
     async def execute(self, command: Command, turn: Turn) -> list[Reply]:
         """The replies to one parsed command, acting only on `turn.chat` (admins on any monitor)."""
@@ -69,7 +85,7 @@ class CommandRouter:
             case HelpCommand(command=name):
                 return [Reply(text=help_text(name))]
             case TrackCommand():
-                return await command_monitors.track(services, turn, command)
+                return await command_monitors.track(services, turn, command, self._confirmations)
             case MonitorsCommand():
                 return await command_monitors.list_monitors(services, turn, command)
             case UntrackCommand():
@@ -86,6 +102,26 @@ class CommandRouter:
                 return await command_research.collect(services, turn, command)
             case ExportCommand():
                 return await command_research.export(services, turn, command)
+            case ExportMonitorsCommand():
+                return await command_portability.export_chat_monitors(services, turn, command)
+            case ImportCommand():
+                return await command_portability.import_monitors(services, turn, command, self._confirmations)
+            case ShareCommand():
+                return await command_subscriptions.share(services, turn, command)
+            case UnshareCommand():
+                return await command_subscriptions.unshare(services, turn, command)
+            case BrowseCommand():
+                return await command_subscriptions.browse(services, turn, command)
+            case SubscribeCommand():
+                return await command_subscriptions.subscribe(services, turn, command)
+            case UnsubscribeCommand():
+                return await command_subscriptions.unsubscribe(services, turn, command)
+            case TransferCommand():
+                return await command_subscriptions.transfer(services, turn, command)
+            case BriefingCommand():
+                return await command_subscriptions.briefing(services, turn, command)
+            case DeliverCommand():
+                return await command_subscriptions.deliver(services, turn, command)
             case TimezoneCommand():
                 return await command_settings.timezone(services, turn, command)
             case LanguageCommand():

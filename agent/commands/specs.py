@@ -9,23 +9,33 @@ from monitors import Schedule
 
 __all__ = [
     "COMMAND_SPECS",
+    "BriefingCommand",
+    "BrowseCommand",
     "CollectCommand",
     "Command",
     "CommandError",
     "CommandSpec",
+    "DeliverCommand",
     "DigestCommand",
     "ExportCommand",
+    "ExportMonitorsCommand",
     "ForgetCommand",
     "HelpCommand",
+    "ImportCommand",
     "LanguageCommand",
     "MonitorsCommand",
     "PauseCommand",
     "ProfileCommand",
     "ResumeCommand",
     "SearchCommand",
+    "ShareCommand",
     "StartCommand",
+    "SubscribeCommand",
     "TimezoneCommand",
     "TrackCommand",
+    "TransferCommand",
+    "UnshareCommand",
+    "UnsubscribeCommand",
     "UntrackCommand",
     "UsageCommand",
     "bot_commands",
@@ -83,9 +93,58 @@ _SPECS = (
     ),
     CommandSpec(
         name="export",
-        arguments="<id> [days]",
-        description="CSV of everything a monitor collected (default: last 30 days)",
+        arguments="<id> [days] | monitors",
+        description="CSV of a monitor's items (default: last 30 days); `monitors`: this chat's monitors as JSON + OPML",
         example="/export 3 7",
+    ),
+    CommandSpec(
+        name="share",
+        arguments="<id>",
+        description="List one of this chat's monitors in /browse so other chats can subscribe",
+        example="/share 3",
+    ),
+    CommandSpec(name="unshare", arguments="<id>", description="Take a monitor out of /browse", example="/unshare 3"),
+    CommandSpec(
+        name="browse",
+        arguments="[words]",
+        description="Shared monitors you can subscribe to (optionally only topics with these words)",
+        example="/browse deepseek",
+    ),
+    CommandSpec(
+        name="subscribe",
+        arguments="<id>",
+        description="Receive a shared monitor's digests in this chat too",
+        example="/subscribe 3",
+    ),
+    CommandSpec(
+        name="unsubscribe",
+        arguments="<id>",
+        description="Stop receiving a monitor you subscribed to",
+        example="/unsubscribe 3",
+    ),
+    CommandSpec(
+        name="transfer",
+        arguments="<id> [chat]",
+        description="Hand a monitor to one of its subscribers (without a chat: list them)",
+        example="/transfer 3 telegram:-1001234567890",
+    ),
+    CommandSpec(
+        name="briefing",
+        arguments="<schedule>|off",
+        description="One morning briefing of all your monitors instead of a message per run",
+        example="/briefing daily at 08:00",
+    ),
+    CommandSpec(
+        name="deliver",
+        arguments="<id> now|briefing",
+        description="Get one monitor per run (now) or in your briefing",
+        example="/deliver 3 now",
+    ),
+    CommandSpec(
+        name="import",
+        arguments="[file path]",
+        description="Create monitors from a JSON or OPML file (send it as a document with the caption /import)",
+        example="/import monitors.json",
     ),
     CommandSpec(
         name="timezone",
@@ -258,6 +317,91 @@ class ExportCommand:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ExportMonitorsCommand:
+    """`/export monitors`: this chat's monitors as JSON and their feeds as OPML."""
+
+    name: ClassVar[str] = "export"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareCommand:
+    """`/share <id>`."""
+
+    name: ClassVar[str] = "share"
+    monitor_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnshareCommand:
+    """`/unshare <id>`."""
+
+    name: ClassVar[str] = "unshare"
+    monitor_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrowseCommand:
+    """`/browse [words]`."""
+
+    name: ClassVar[str] = "browse"
+    words: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscribeCommand:
+    """`/subscribe <id>`."""
+
+    name: ClassVar[str] = "subscribe"
+    monitor_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnsubscribeCommand:
+    """`/unsubscribe <id>`."""
+
+    name: ClassVar[str] = "unsubscribe"
+    monitor_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransferCommand:
+    """`/transfer <id> [chat]`: without a chat, list who may take it."""
+
+    name: ClassVar[str] = "transfer"
+    monitor_id: int
+    to_chat: str | None = None
+    """`platform:id`, a bare platform id or a subscriber chat's title, as written."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BriefingCommand:
+    """`/briefing [<schedule>|off]`; without arguments it shows the current one."""
+
+    name: ClassVar[str] = "briefing"
+    schedule: Schedule | None = None
+    """The new briefing time (in the chat's timezone unless the text named one); None to show or turn off."""
+    off: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliverCommand:
+    """`/deliver <id> now|briefing`."""
+
+    name: ClassVar[str] = "deliver"
+    monitor_id: int
+    mode: str
+    """`now` or `briefing`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportCommand:
+    """`/import [path]`: the file is the document sent with the command, or (in the terminal) a path."""
+
+    name: ClassVar[str] = "import"
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TimezoneCommand:
     """`/timezone [IANA name]`; without a name it shows the current one."""
 
@@ -310,6 +454,16 @@ Command = (
     | SearchCommand
     | CollectCommand
     | ExportCommand
+    | ExportMonitorsCommand
+    | ShareCommand
+    | UnshareCommand
+    | BrowseCommand
+    | SubscribeCommand
+    | UnsubscribeCommand
+    | TransferCommand
+    | BriefingCommand
+    | DeliverCommand
+    | ImportCommand
     | TimezoneCommand
     | LanguageCommand
     | ProfileCommand

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TypedDict, Unpack
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
 from storage.models import Chat
 from storage.records import ChatRecord
@@ -21,6 +22,9 @@ class ChatChanges(TypedDict, total=False):
     language: str | None
     profile: str | None
     active: bool
+    briefing_schedule: str | None
+    briefing_next_at: datetime | None
+    briefing_since: datetime | None
 
 
 def to_chat_record(row: Chat) -> ChatRecord:
@@ -34,6 +38,9 @@ def to_chat_record(row: Chat) -> ChatRecord:
         profile=row.profile,
         active=row.active,
         created_at=row.created_at,
+        briefing_schedule=row.briefing_schedule,
+        briefing_next_at=row.briefing_next_at,
+        briefing_since=row.briefing_since,
     )
 
 
@@ -81,6 +88,29 @@ class ChatRepository(Repository):
                 setattr(row, name, value)
             await session.flush()
             return to_chat_record(row)
+
+    async def briefings_due(self, now: datetime, *, limit: int = 500) -> list[ChatRecord]:
+        """Active chats whose briefing is due at `now`, earliest first."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(Chat)
+                .where(Chat.active.is_(True), Chat.briefing_schedule.is_not(None), Chat.briefing_next_at <= now)
+                .order_by(Chat.briefing_next_at, Chat.id)
+                .limit(limit)
+            )
+            return [to_chat_record(row) for row in rows]
+
+    async def claim_briefing(self, chat_id: int, *, due: datetime, next_at: datetime) -> bool:
+        """Move the chat's next briefing from `due` to `next_at`; True for the one caller that did (a briefing is
+        made once however many workers look at it)."""
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Chat)
+                .where(Chat.id == chat_id, Chat.briefing_next_at == due)
+                .values(briefing_next_at=next_at)
+                .execution_options(synchronize_session=False)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def delete(self, chat_id: int) -> bool:
         """Delete the chat and, through ON DELETE CASCADE, its monitors, memory and outbox rows."""

@@ -8,10 +8,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 
-from storage.models import Chat, Delivery, Run, RunItem, Subscription
+from storage.models import Chat, Delivery, Run, RunItem
 from storage.records import DeliveryRecord, DeliveryStatus, ItemRecord, ItemScore, RunOutcome, RunStatus
 from storage.repositories._common import Repository, upsert_insert
 from storage.repositories.items import upsert_items
+from storage.repositories.subscriptions import immediate_recipients
 from storage.types import utc_now
 
 _OPEN = (DeliveryStatus.PENDING, DeliveryStatus.FAILED)
@@ -49,7 +50,8 @@ class DeliveryRepository(Repository):
         """In ONE transaction: mark the run succeeded with its outcome, store its items and their
         scores, and queue one outbox row per recipient. Any failure leaves none of it written.
 
-        Recipients (when `deliver`): the active chats actively subscribed to the run's monitor, the
+        Recipients (when `deliver`): the chats that get the run's monitor as messages of their own (see
+        `immediate_recipients`; chats that take it in their briefing read the stored run later), the
         chat that asked for a one-off search, and `extra_chat_ids` (e.g. the chat that said /digest).
         Pass `deliver=False` for a quiet monitor with nothing new. Returns the queued rows.
         """
@@ -61,6 +63,7 @@ class DeliveryRepository(Repository):
             run.finished_at = outcome.finished_at
             run.stats = dict(outcome.stats)
             run.digest = dict(outcome.digest) if outcome.digest is not None else None
+            run.language_digests = dict(outcome.language_digests)
             run.artifacts = dict(outcome.artifacts)
             run.input_tokens = outcome.input_tokens
             run.output_tokens = outcome.output_tokens
@@ -86,18 +89,7 @@ class DeliveryRepository(Repository):
 
             recipients: list[int] = []
             if run.monitor_id is not None:
-                recipients.extend(
-                    await session.scalars(
-                        select(Chat.id)
-                        .join(Subscription, Subscription.chat_id == Chat.id)
-                        .where(
-                            Subscription.monitor_id == run.monitor_id,
-                            Subscription.active.is_(True),
-                            Chat.active.is_(True),
-                        )
-                        .order_by(Chat.id)
-                    )
-                )
+                recipients.extend(await immediate_recipients(session, run.monitor_id))
             if run.chat_id is not None:
                 recipients.append(run.chat_id)
             recipients.extend(extra_chat_ids)

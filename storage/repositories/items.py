@@ -211,6 +211,22 @@ class ItemRepository(Repository):
                     latest[item.id] = ScoredItem(item=to_item_record(item), scores=to_run_item_record(run_item))
         return sorted(latest.values(), key=lambda s: (s.item.published or s.item.collected_at, s.item.id), reverse=True)
 
+    async def of_runs(self, run_ids: Sequence[int]) -> dict[int, list[ScoredItem]]:
+        """Each run's items with that run's scores, best rank first (what a briefing puts in its CSV)."""
+        found: dict[int, list[ScoredItem]] = {run_id: [] for run_id in run_ids}
+        async with self._db.sessions() as session:
+            for chunk in _chunks(list(dict.fromkeys(run_ids))):
+                query = (
+                    select(Item, RunItem)
+                    .join(RunItem, RunItem.item_id == Item.id)
+                    .where(RunItem.run_id.in_(chunk))
+                    .order_by(RunItem.run_id, RunItem.rank.is_(None), RunItem.rank, Item.id)
+                )
+                for item, run_item in await session.execute(query):
+                    scored = ScoredItem(item=to_item_record(item), scores=to_run_item_record(run_item))
+                    found[run_item.run_id].append(scored)
+        return found
+
     async def delivered_ids(self, monitor_id: int, *, since: datetime | None = None) -> set[str]:
         """Ids of items this monitor already put in a digest (optionally only runs since `since`)."""
         query = (

@@ -31,6 +31,9 @@ class MonitorChanges(TypedDict, total=False):
     language: str | None
     quiet: bool
     paused: bool
+    shared: bool
+    owner_chat_id: int
+    """Ownership handed over (`/transfer`, or the owner chat is gone)."""
     next_run_at: datetime | None
     failure_notified_at: datetime | None
 
@@ -63,6 +66,7 @@ def to_monitor_record(row: Monitor) -> MonitorRecord:
         failure_notified_at=row.failure_notified_at,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        shared=row.shared,
     )
 
 
@@ -81,6 +85,8 @@ class MonitorRepository(Repository):
         lookback_hours: int = 24,
         language: str | None = None,
         quiet: bool = False,
+        paused: bool = False,
+        shared: bool = False,
         next_run_at: datetime | None = None,
         now: datetime | None = None,
     ) -> MonitorRecord:
@@ -99,7 +105,8 @@ class MonitorRepository(Repository):
                 lookback_hours=lookback_hours,
                 language=language,
                 quiet=quiet,
-                paused=False,
+                paused=paused,
+                shared=shared,
                 next_run_at=next_run_at,
                 consecutive_failures=0,
                 created_at=when,
@@ -123,6 +130,23 @@ class MonitorRepository(Repository):
             rows = await session.scalars(
                 select(Monitor)
                 .where(or_(Monitor.owner_chat_id == chat_id, Monitor.id.in_(subscribed)))
+                .order_by(Monitor.id)
+            )
+            return [to_monitor_record(row) for row in rows]
+
+    async def list_owned(self, chat_id: int) -> list[MonitorRecord]:
+        """Monitors the chat owns, oldest first."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(select(Monitor).where(Monitor.owner_chat_id == chat_id).order_by(Monitor.id))
+            return [to_monitor_record(row) for row in rows]
+
+    async def list_shared(self) -> list[MonitorRecord]:
+        """Shared monitors of active owner chats, oldest first (what /browse lists)."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(Monitor)
+                .join(Chat, Chat.id == Monitor.owner_chat_id)
+                .where(Monitor.shared.is_(True), Chat.active.is_(True))
                 .order_by(Monitor.id)
             )
             return [to_monitor_record(row) for row in rows]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 
-from storage.models import Run, RunItem
+from storage.models import Delivery, Run, RunItem
 from storage.records import RunItemRecord, RunRecord, RunStatus
 from storage.repositories._common import Repository, upsert_insert
 from storage.types import utc_now
@@ -29,6 +30,7 @@ def to_run_record(row: Run) -> RunRecord:
         input_tokens=row.input_tokens,
         output_tokens=row.output_tokens,
         cost=row.cost,
+        language_digests=row.language_digests or {},
     )
 
 
@@ -64,6 +66,7 @@ class RunRepository(Repository):
                     started_at=now or utc_now(),
                     stats={},
                     artifacts={},
+                    language_digests={},
                     input_tokens=0,
                     output_tokens=0,
                     cost=0.0,
@@ -90,6 +93,7 @@ class RunRepository(Repository):
                 started_at=when,
                 stats={},
                 artifacts={},
+                language_digests={},
                 input_tokens=0,
                 output_tokens=0,
                 cost=0.0,
@@ -113,6 +117,46 @@ class RunRepository(Repository):
                 .limit(limit)
             )
             return [to_run_record(row) for row in rows]
+
+    async def finished_for_monitors(
+        self, monitor_ids: Collection[int], *, after: datetime, until: datetime, not_sent_to: int | None = None
+    ) -> list[RunRecord]:
+        """The monitors' finished runs (succeeded or failed) that ended in (`after`, `until`], oldest first: what a
+        briefing covers. With `not_sent_to`, runs already queued for that chat on their own (its /digest) are left
+        out."""
+        if not monitor_ids:
+            return []
+        query = (
+            select(Run)
+            .where(
+                Run.monitor_id.in_(sorted(monitor_ids)),
+                Run.status.in_([RunStatus.SUCCEEDED, RunStatus.FAILED]),
+                Run.finished_at > after,
+                Run.finished_at <= until,
+            )
+            .order_by(Run.finished_at, Run.id)
+        )
+        if not_sent_to is not None:
+            sent = select(Delivery.id).where(Delivery.run_id == Run.id, Delivery.chat_id == not_sent_to)
+            query = query.where(~sent.exists())
+        async with self._db.sessions() as session:
+            return [to_run_record(row) for row in await session.scalars(query)]
+
+    async def running_for_monitors(self, monitor_ids: Collection[int], *, scheduled_until: datetime) -> int:
+        """How many of the monitors' runs for times up to `scheduled_until` are still running."""
+        if not monitor_ids:
+            return 0
+        async with self._db.sessions() as session:
+            count = await session.scalar(
+                select(func.count())
+                .select_from(Run)
+                .where(
+                    Run.monitor_id.in_(sorted(monitor_ids)),
+                    Run.status == RunStatus.RUNNING,
+                    Run.scheduled_for <= scheduled_until,
+                )
+            )
+            return int(count or 0)
 
     async def items_of_run(self, run_id: int) -> list[RunItemRecord]:
         """The run's items with their scores, best rank first (unranked last)."""

@@ -1,31 +1,80 @@
-"""Subscriptions: which chats receive a monitor's digests."""
+"""Subscriptions: which chats receive a monitor's digests, and how (one message per run or in their briefing)."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select, update
+from collections.abc import Collection
+from typing import Any, TypedDict, Unpack
+
+from sqlalchemy import ColumnElement, and_, delete, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat, Subscription
-from storage.records import ChatRecord, SubscriptionRecord
+from storage.records import ChatRecord, DeliveryMode, SubscriptionRecord
 from storage.repositories._common import Repository, upsert_insert
 from storage.repositories.chats import to_chat_record
 from storage.types import utc_now
 
 
+class SubscriptionChanges(TypedDict, total=False):
+    """What a subscriber may change about its own subscription."""
+
+    paused: bool
+    delivery: DeliveryMode
+
+
 def to_subscription_record(row: Subscription) -> SubscriptionRecord:
     return SubscriptionRecord(
-        id=row.id, monitor_id=row.monitor_id, chat_id=row.chat_id, active=row.active, created_at=row.created_at
+        id=row.id,
+        monitor_id=row.monitor_id,
+        chat_id=row.chat_id,
+        active=row.active,
+        created_at=row.created_at,
+        paused=row.paused,
+        delivery=DeliveryMode(row.delivery),
     )
+
+
+def _receiving() -> ColumnElement[bool]:
+    """The subscription gets the monitor's digests at all: the chat is there and did not pause its delivery."""
+    return and_(Subscription.active.is_(True), Subscription.paused.is_(False), Chat.active.is_(True))
+
+
+def _in_briefing() -> ColumnElement[bool]:
+    """The digests go into the chat's briefing rather than one message per run."""
+    return or_(
+        Subscription.delivery == DeliveryMode.BRIEFING.value,
+        and_(Subscription.delivery == DeliveryMode.AUTO.value, Chat.briefing_schedule.is_not(None)),
+    )
+
+
+async def immediate_recipients(session: AsyncSession, monitor_id: int) -> list[int]:
+    """Chats that get the monitor's next digest as a message of its own (not in a briefing), in id order; what the
+    outbox queues a row for when a run completes."""
+    rows = await session.scalars(
+        select(Chat.id)
+        .join(Subscription, Subscription.chat_id == Chat.id)
+        .where(Subscription.monitor_id == monitor_id, _receiving(), ~_in_briefing())
+        .order_by(Chat.id)
+    )
+    return list(rows)
 
 
 class SubscriptionRepository(Repository):
     async def subscribe(self, monitor_id: int, chat_id: int) -> SubscriptionRecord:
-        """Subscribe the chat (re-activating a paused subscription)."""
+        """Subscribe the chat (re-activating and un-pausing an existing subscription; its delivery mode stays)."""
         async with self._db.transaction() as session:
             statement = upsert_insert(session, Subscription).values(
-                monitor_id=monitor_id, chat_id=chat_id, active=True, created_at=utc_now()
+                monitor_id=monitor_id,
+                chat_id=chat_id,
+                active=True,
+                paused=False,
+                delivery=DeliveryMode.AUTO.value,
+                created_at=utc_now(),
             )
             await session.execute(
-                statement.on_conflict_do_update(index_elements=["monitor_id", "chat_id"], set_={"active": True})
+                statement.on_conflict_do_update(
+                    index_elements=["monitor_id", "chat_id"], set_={"active": True, "paused": False}
+                )
             )
             row = await session.scalar(
                 select(Subscription)
@@ -43,16 +92,79 @@ class SubscriptionRepository(Repository):
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
+    async def get(self, monitor_id: int, chat_id: int) -> SubscriptionRecord | None:
+        async with self._db.sessions() as session:
+            row = await session.scalar(
+                select(Subscription).where(Subscription.monitor_id == monitor_id, Subscription.chat_id == chat_id)
+            )
+            return to_subscription_record(row) if row else None
+
+    async def update(
+        self, monitor_id: int, chat_id: int, **changes: Unpack[SubscriptionChanges]
+    ) -> SubscriptionRecord | None:
+        """Change the chat's own subscription; None when it has none."""
+        async with self._db.transaction() as session:
+            row = await session.scalar(
+                select(Subscription).where(Subscription.monitor_id == monitor_id, Subscription.chat_id == chat_id)
+            )
+            if row is None:
+                return None
+            values: dict[str, Any] = dict(changes)
+            if "delivery" in values:
+                values["delivery"] = DeliveryMode(values["delivery"]).value
+            for name, value in values.items():
+                setattr(row, name, value)
+            await session.flush()
+            return to_subscription_record(row)
+
     async def subscribers(self, monitor_id: int) -> list[ChatRecord]:
-        """Chats that should receive the monitor's next digest: active subscription, active chat."""
+        """Chats that receive the monitor's next digest in any way (a message of its own or in their briefing):
+        active subscription, not paused by the chat, active chat."""
         async with self._db.sessions() as session:
             rows = await session.scalars(
                 select(Chat)
                 .join(Subscription, Subscription.chat_id == Chat.id)
-                .where(Subscription.monitor_id == monitor_id, Subscription.active.is_(True), Chat.active.is_(True))
+                .where(Subscription.monitor_id == monitor_id, _receiving())
                 .order_by(Chat.id)
             )
             return [to_chat_record(row) for row in rows]
+
+    async def with_chats(self, monitor_id: int) -> list[tuple[SubscriptionRecord, ChatRecord]]:
+        """Every subscription of the monitor with its chat, oldest subscription first."""
+        async with self._db.sessions() as session:
+            rows = await session.execute(
+                select(Subscription, Chat)
+                .join(Chat, Chat.id == Subscription.chat_id)
+                .where(Subscription.monitor_id == monitor_id)
+                .order_by(Subscription.created_at, Subscription.id)
+            )
+            return [(to_subscription_record(sub), to_chat_record(chat)) for sub, chat in rows]
+
+    async def counts(self, monitor_ids: Collection[int]) -> dict[int, int]:
+        """How many chats receive each monitor (active, not paused), by monitor id; monitors without any are absent."""
+        if not monitor_ids:
+            return {}
+        async with self._db.sessions() as session:
+            rows = await session.execute(
+                select(Subscription.monitor_id, func.count())
+                .join(Chat, Chat.id == Subscription.chat_id)
+                .where(Subscription.monitor_id.in_(sorted(monitor_ids)), _receiving())
+                .group_by(Subscription.monitor_id)
+            )
+            return {int(monitor_id): int(count) for monitor_id, count in rows}
+
+    async def in_briefing(self, chat_id: int) -> list[int]:
+        """The monitors whose digests go into this chat's briefing (the chat has a briefing or asked for one)."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(Subscription.monitor_id)
+                .join(Chat, Chat.id == Subscription.chat_id)
+                .where(
+                    Subscription.chat_id == chat_id, _receiving(), _in_briefing(), Chat.briefing_schedule.is_not(None)
+                )
+                .order_by(Subscription.monitor_id)
+            )
+            return list(rows)
 
     async def for_chat(self, chat_id: int) -> list[SubscriptionRecord]:
         async with self._db.sessions() as session:
@@ -62,8 +174,8 @@ class SubscriptionRepository(Repository):
             return [to_subscription_record(row) for row in rows]
 
     async def set_active_for_chat(self, chat_id: int, *, active: bool) -> int:
-        """Pause (or resume) every subscription of a chat, e.g. when the bot was blocked there;
-        returns how many changed."""
+        """Deactivate (or reactivate) every subscription of a chat, e.g. when the bot was blocked there;
+        returns how many changed. A subscriber's own pause is a separate flag and stays as it is."""
         async with self._db.transaction() as session:
             result = await session.execute(
                 update(Subscription)

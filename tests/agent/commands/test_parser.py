@@ -96,6 +96,7 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
     assert set(COMMAND_SPECS) == {
         "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest",
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
+        "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
     }  # fmt: skip
     for name, description in bot_commands():
         assert name in COMMAND_SPECS

@@ -200,7 +200,7 @@ async def test_a_digest_whose_sources_all_fail_says_so(world: RouterWorld) -> No
     assert await world.deliver() == []
 
 
-async def test_a_subscribed_chat_sees_the_monitor_but_only_the_owner_changes_it(world: RouterWorld) -> None:
+async def test_a_subscribed_chat_sees_the_monitor_pauses_only_its_own_delivery(world: RouterWorld) -> None:
     await world.say("/track DeepSeek from hn")
     subscriber = await world.chat(OTHER_CHAT)
     await world.services.monitors.subscribe(subscriber.id, 1)
@@ -212,9 +212,9 @@ async def test_a_subscribed_chat_sees_the_monitor_but_only_the_owner_changes_it(
     after = await world.say("/monitors", chat=OTHER_CHAT)
     again = await world.say("/untrack 1", chat=OTHER_CHAT)
 
-    assert "**#1 DeepSeek**" in listed.text
-    assert paused.text.startswith("Monitor #1 “DeepSeek” belongs to another chat: ")
-    assert "only that chat can pause it" in paused.text and "only that chat can resume it" in resumed.text
+    assert "**Subscribed from other chats** (1)" in listed.text and "**#1 DeepSeek**" in listed.text
+    assert paused.text.startswith("Delivery of **#1 DeepSeek** is paused for this chat only;")
+    assert resumed.text == "Delivery of **#1 DeepSeek** to this chat resumes."
     assert left.text == "This chat no longer receives monitor #1; it belongs to another chat, which keeps it."
     assert after.text.startswith("No monitors in this chat yet")
     assert again.text == "There is no monitor #1 in this chat; /monitors lists yours."

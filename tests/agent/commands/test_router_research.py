@@ -176,9 +176,9 @@ async def test_export_bad_arguments(world: RouterWorld) -> None:
     missing = await world.say("/export")
     bad_days = await world.say("/export 1 forever")
 
-    assert missing.text.endswith("Usage: /export <id> [days]")
+    assert missing.text.endswith("Usage: /export <id> [days] | monitors")
     assert bad_days.text.startswith("The number of days must be a whole number")
-    assert bad_days.text.endswith("Usage: /export <id> [days]")
+    assert bad_days.text.endswith("Usage: /export <id> [days] | monitors")
 
 
 async def test_search_with_scripted_models_writes_their_digest_and_counts_the_tokens(

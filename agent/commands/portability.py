@@ -1,0 +1,111 @@
+"""/export monitors (this chat's monitors as JSON plus their feeds as OPML) and /import (a document, or a path in
+the terminal), which creates monitors only after the person confirms the list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.commands.common import chat_exports_dir, chat_zone, refuse
+from agent.commands.specs import ExportMonitorsCommand, ImportCommand
+from agent.confirmations import ConfirmationBook, ImportAction
+from agent.context import Services, Turn
+from agent.messages import Attachment, Reply
+from monitors import (
+    MAX_IMPORT_BYTES,
+    MAX_IMPORT_MONITORS,
+    export_monitors,
+    plan_import,
+    read_monitor_file,
+)
+
+__all__ = ["IMPORT_HELP", "export_chat_monitors", "import_monitors", "read_import_source"]
+
+IMPORT_HELP = (
+    "Send the file as a document with the caption `/import` (in the terminal: `/import <path>`): a JSON file from "
+    "`/export monitors`, or an OPML file from a feed reader, whose folders become monitors on the folder's topic "
+    f"(`/import as <topic>` watches one topic across all its feeds). Up to {MAX_IMPORT_BYTES // 1_000_000} MB and "
+    f"{MAX_IMPORT_MONITORS} monitors per file; you confirm the list before anything is created."
+)
+
+
+async def export_chat_monitors(services: Services, turn: Turn, _command: ExportMonitorsCommand) -> list[Reply]:
+    """The monitors this chat owns as `lookout-monitors-<day>.json` and, when they read feeds, `….opml`."""
+    now = services.clock()
+    exported = await export_monitors(services.monitors, turn.chat, now=now)
+    if not exported.count:
+        return [Reply(text="This chat owns no monitors to export. `/monitors` lists what it receives.")]
+    day = now.astimezone(chat_zone(turn, services)).date().isoformat()
+    out_dir = chat_exports_dir(services, turn)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = f"lookout-monitors-{day}"
+    json_path = out_dir / f"{name}.json"
+    json_path.write_bytes(exported.json)
+    attachments = [Attachment(path=json_path, filename=json_path.name, caption="Every setting; /import it anywhere")]
+    feeds = ""
+    if exported.opml is not None:
+        opml_path = out_dir / f"{name}.opml"
+        opml_path.write_bytes(exported.opml)
+        attachments.append(Attachment(path=opml_path, filename=opml_path.name, caption="The rss: feeds, for readers"))
+        feeds = f", and OPML with their {exported.feeds} rss: feed{'s' * (exported.feeds != 1)} (one folder each)"
+    text = (
+        f"Exported {exported.count} monitor{'s' * (exported.count != 1)} of this chat: JSON with every setting"
+        f"{feeds}. `/import` the JSON in any chat to make them again; monitors this chat only subscribes to are "
+        "not included."
+    )
+    return [Reply(text=text, attachments=tuple(attachments))]
+
+
+def read_import_source(turn: Turn, command: ImportCommand) -> tuple[bytes, str, str | None] | str:
+    """(content, file name, topic) to import, or why there is nothing to read (a sentence for the person).
+
+    A document sent with the command wins; its argument (`as <topic>` or just a topic) is the OPML topic. In the
+    terminal the argument is a path, optionally followed by `as <topic>`."""
+    argument = command.path or ""
+    sent = turn.incoming.file
+    if sent is not None:
+        if sent.content is None:
+            return sent.problem or f"That file is over the {MAX_IMPORT_BYTES // 1_000_000} MB import limit."
+        topic = argument.removeprefix("as ").strip() or None
+        return sent.content, sent.filename, topic
+    if turn.incoming.platform != "terminal" or not argument:
+        return IMPORT_HELP
+    path_text, topic = argument, None
+    if not Path(path_text).expanduser().is_file() and " as " in argument:
+        path_text, _, rest = argument.rpartition(" as ")
+        topic = rest.strip() or None
+    path = Path(path_text.strip()).expanduser()
+    try:
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:
+            return f"{path.name} is over the {MAX_IMPORT_BYTES // 1_000_000} MB import limit."
+        return path.read_bytes(), path.name, topic
+    except OSError as error:
+        return f"I cannot read {path}: {error.strerror or error}."
+
+
+async def import_monitors(
+    services: Services, turn: Turn, command: ImportCommand, confirmations: ConfirmationBook
+) -> list[Reply]:
+    """Read the file, check every entry, and ask to confirm the list (refused entries listed with their reason)."""
+    source = read_import_source(turn, command)
+    if isinstance(source, str):
+        return refuse(source)
+    content, name, topic = source
+    plan = await plan_import(services.monitors, turn.chat, read_monitor_file(content, topic=topic))
+    if plan.problem:
+        return refuse(f"Nothing was imported from {name}: {plan.problem}")
+    if not plan.entries:
+        return [Reply(text=f"Nothing to import from {name}.\n{plan.describe()}")]
+    count = len(plan.entries)
+    action = ImportAction(description=f"create {count} monitor{'s' * (count != 1)} from {name}", entries=plan.entries)
+    pending = confirmations.open(
+        chat_id=turn.chat.id,
+        thread_key=turn.incoming.thread_key,
+        user_id=turn.user.id,
+        is_admin=turn.is_admin,
+        actions=[action],
+        labels=(f"Create {count}", "Cancel"),
+    )
+    minutes = max(1, int(confirmations.ttl.total_seconds() // 60))
+    text = f"From {name}:\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
+    return [Reply(text=text, buttons=pending.buttons)]

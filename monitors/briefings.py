@@ -1,0 +1,297 @@
+"""Each chat's briefing: one message at the chat's chosen time covering every monitor it reads that way.
+
+Guarantees: a briefing is assembled from stored runs (nothing is collected for it); it is made once per chat and
+time however many workers look (the chat's next briefing time moves in one conditional update first); after
+downtime over several briefing times there is one catch-up briefing, never a backlog (like monitor runs); it goes
+through the outbox like a digest (one row for the chat: sent once, retried, rate-limited). Chats whose briefings
+cover the same runs in the same language and timezone share one assembly and one set of files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from pydantic import ValidationError
+
+from monitors.delivery import digest_for
+from monitors.notices import BRIEFING_KIND
+from monitors.runner import item_of_record
+from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
+from research import (
+    Digest,
+    TopicDigests,
+    assemble_briefing,
+    render_briefing_markdown,
+    write_stored_items_csv,
+    write_volume_chart,
+)
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    Database,
+    DeliveryRepository,
+    ItemRepository,
+    MonitorRecord,
+    MonitorRepository,
+    RunOutcome,
+    RunRecord,
+    RunRepository,
+    RunStatus,
+    ScoredItem,
+    SubscriptionRepository,
+)
+
+__all__ = ["BRIEFING_KIND", "BriefingService", "QueuedBriefing"]
+
+logger = logging.getLogger(__name__)
+
+WAIT_FOR_RUNS: Final = timedelta(minutes=10)
+"""A briefing waits this long at most for its monitors' runs of the same time to finish."""
+CHART_DAYS: Final = 7
+"""The briefing's chart covers at most the last week."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueuedBriefing:
+    """One briefing put in the outbox."""
+
+    chat_id: int
+    run_id: int
+    topics: int
+    with_news: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Assembled:
+    text: str
+    artifacts: dict[str, str]
+    topics: int
+    with_news: int
+    run_ids: list[int]
+
+
+class BriefingService:
+    """Sets each chat's briefing time and sends the briefings that are due; built by `MonitorService`."""
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        out_dir: Path,
+        clock: Callable[[], datetime],
+        min_interval_seconds: int,
+        on_queued: Callable[[], None] | None = None,
+    ) -> None:
+        self._database = database
+        self._out_dir = out_dir / "briefings"
+        self._clock = clock
+        self._min_interval = min_interval_seconds
+        self._on_queued = on_queued
+        self._chats = ChatRepository(database)
+        self._monitors = MonitorRepository(database)
+        self._runs = RunRepository(database)
+        self._items = ItemRepository(database)
+        self._deliveries = DeliveryRepository(database)
+        self._subscriptions = SubscriptionRepository(database)
+
+    async def set_briefing(self, chat_id: int, schedule: Schedule | None) -> ChatRecord:
+        """Give the chat a briefing at `schedule`'s times (None turns it off: digests come one by one again). The
+        first briefing covers runs from now on; changing the time keeps what the next one covers."""
+        chat = await self._chats.get(chat_id)
+        if chat is None:
+            raise LookupError(f"chat {chat_id} does not exist")
+        if schedule is not None and schedule.min_gap_seconds() < self._min_interval:
+            raise ScheduleError("A briefing cannot come that often; choose a daily or hourly time.")
+        now = self._clock()
+        updated = await self._chats.update(
+            chat.id,
+            briefing_schedule=schedule.to_text() if schedule else None,
+            briefing_next_at=schedule.next_run(now) if schedule else None,
+            briefing_since=(chat.briefing_since or now) if schedule else None,
+        )
+        if updated is None:
+            raise LookupError(f"chat {chat_id} does not exist")
+        logger.info("chat %d briefing: %s", chat.id, updated.briefing_schedule or "off")
+        return updated
+
+    @staticmethod
+    def schedule_of(chat: ChatRecord) -> Schedule | None:
+        """The chat's briefing schedule, or None (none set, or no longer readable)."""
+        if not chat.briefing_schedule:
+            return None
+        try:
+            return parse_schedule(chat.briefing_schedule, timezone=chat.timezone, min_interval_seconds=0)
+        except ScheduleError:
+            return None
+
+    async def run_due(self) -> list[QueuedBriefing]:
+        """Send every briefing due now (the scheduler calls this every minute); returns what was queued."""
+        now = self._clock()
+        queued: list[QueuedBriefing] = []
+        shared: dict[tuple[object, ...], _Assembled | None] = {}
+        for chat in await self._chats.briefings_due(now):
+            try:
+                done = await self._brief_if_ready(chat, now, shared)
+            except Exception:  # one chat's briefing must not stop the others'
+                logger.exception("chat %d: the briefing failed", chat.id)
+                continue
+            if done is not None:
+                queued.append(done)
+        if queued and self._on_queued is not None:
+            self._on_queued()
+        return queued
+
+    async def _brief_if_ready(
+        self, chat: ChatRecord, now: datetime, shared: dict[tuple[object, ...], _Assembled | None]
+    ) -> QueuedBriefing | None:
+        schedule = self.schedule_of(chat)
+        if schedule is None or chat.briefing_next_at is None:
+            logger.error("chat %d has an unreadable briefing schedule %r", chat.id, chat.briefing_schedule)
+            await self._chats.update(chat.id, briefing_next_at=None)
+            return None
+        due = latest_due_time(schedule, chat.briefing_next_at, now)
+        monitor_ids = await self._subscriptions.in_briefing(chat.id)
+        if now - due < WAIT_FOR_RUNS and await self._runs_pending(monitor_ids, due):
+            return None  # the next pass looks again
+        if not await self._chats.claim_briefing(
+            chat.id, due=chat.briefing_next_at, next_at=schedule.next_run(max(due, now))
+        ):
+            return None  # another worker has it
+        since = chat.briefing_since or due - timedelta(days=1)
+        runs = await self._runs.finished_for_monitors(monitor_ids, after=since, until=now, not_sent_to=chat.id)
+        await self._chats.update(chat.id, briefing_since=now)
+        if not runs:
+            logger.info("chat %d: no monitor ran since its last briefing; nothing sent", chat.id)
+            return None
+        key = (tuple(run.id for run in runs), chat.language, chat.timezone, due)
+        if key not in shared:
+            shared[key] = await self._assemble(chat, runs, due=due)
+        assembled = shared[key]
+        if assembled is None:
+            return None
+        run = await self._runs.open_search_run(chat_id=chat.id, query="briefing", now=now)
+        await self._deliveries.complete_run(
+            run.id,
+            outcome=RunOutcome(
+                finished_at=now,
+                stats={
+                    "kind": BRIEFING_KIND,
+                    "text": assembled.text,
+                    "covers_runs": assembled.run_ids,
+                    "topics": assembled.topics,
+                    "with_news": assembled.with_news,
+                    "file_stem": f"briefing-{due.astimezone(ZoneInfo(chat.timezone)):%Y-%m-%d-%H%M}",
+                },
+                artifacts=assembled.artifacts,
+            ),
+        )
+        logger.info("chat %d: briefing for %s queued (%d topics)", chat.id, due.isoformat(), assembled.topics)
+        return QueuedBriefing(chat_id=chat.id, run_id=run.id, topics=assembled.topics, with_news=assembled.with_news)
+
+    async def _runs_pending(self, monitor_ids: Sequence[int], due: datetime) -> bool:
+        """Whether a monitor of the briefing is still running for a time up to `due`, or is due and not started."""
+        if await self._runs.running_for_monitors(monitor_ids, scheduled_until=due):
+            return True
+        for monitor_id in monitor_ids:
+            monitor = await self._monitors.get(monitor_id)
+            if (
+                monitor is not None
+                and not monitor.paused
+                and monitor.next_run_at is not None
+                and monitor.next_run_at <= due
+            ):
+                return True
+        return False
+
+    async def _assemble(self, chat: ChatRecord, runs: Sequence[RunRecord], *, due: datetime) -> _Assembled | None:
+        by_monitor: dict[int, list[RunRecord]] = defaultdict(list)
+        for run in runs:
+            if run.monitor_id is not None:
+                by_monitor[run.monitor_id].append(run)
+        succeeded = [run for run in runs if run.status is RunStatus.SUCCEEDED]
+        stored = await self._items.of_runs([run.id for run in succeeded])
+        topics: list[TopicDigests] = []
+        rows: list[tuple[str, ScoredItem]] = []
+        monitors: dict[int, MonitorRecord] = {}
+        for monitor_id, monitor_runs in sorted(by_monitor.items()):
+            monitor = await self._monitors.get(monitor_id)
+            if monitor is None:
+                continue
+            monitors[monitor_id] = monitor
+            language = chat.language or monitor.language
+            ok = [run for run in monitor_runs if run.status is RunStatus.SUCCEEDED]
+            digests = [digest for run in reversed(ok) if (digest := _digest(run, language)) is not None]
+            seen: set[str] = set()
+            mine: list[ScoredItem] = []
+            for run in reversed(ok):
+                for scored in stored.get(run.id, []):
+                    if scored.item.id not in seen:
+                        seen.add(scored.item.id)
+                        mine.append(scored)
+            rows += [(monitor.topic, scored) for scored in mine]
+            items = [item for scored in mine if (item := item_of_record(scored.item)) is not None]
+            topics.append(
+                TopicDigests(topic=monitor.topic, monitor_id=monitor.id, digests=digests, items=items, failed=not ok)
+            )
+        if not topics:
+            return None
+        briefing = assemble_briefing(topics)
+        zone = ZoneInfo(chat.timezone)
+        text = render_briefing_markdown(briefing, title=f"Your briefing · {due.astimezone(zone):%Y-%m-%d %H:%M %Z}")
+        artifacts: dict[str, str] = {}
+        if briefing.has_news and rows:
+            artifacts = await asyncio.to_thread(self._write_files, runs, rows, due=due, zone=zone)
+        return _Assembled(
+            text=text,
+            artifacts=artifacts,
+            topics=len(topics),
+            with_news=len(briefing.sections),
+            run_ids=[run.id for run in runs],
+        )
+
+    def _write_files(
+        self, runs: Sequence[RunRecord], rows: Sequence[tuple[str, ScoredItem]], *, due: datetime, zone: ZoneInfo
+    ) -> dict[str, str]:
+        """One CSV of every topic's items (a `topic` column) and one chart of all topics, named after the runs they
+        cover, so chats sharing a briefing share the files."""
+        digest = hashlib.sha256(",".join(str(run.id) for run in runs).encode()).hexdigest()[:10]
+        stem = f"briefing-{due:%Y%m%d-%H%M}-{digest}"
+        self._out_dir.mkdir(parents=True, exist_ok=True)
+        csv_path, chart_path = self._out_dir / f"{stem}.csv", self._out_dir / f"{stem}.png"
+        write_stored_items_csv(csv_path, [scored for _, scored in rows], topics=[topic for topic, _ in rows])
+        items = [
+            item.model_copy(update={"query": topic})
+            for topic, scored in rows
+            if (item := item_of_record(scored.item)) is not None
+        ]
+        write_volume_chart(
+            items,
+            path=chart_path,
+            title="Your briefing: items per day and topic",
+            since=due - timedelta(days=CHART_DAYS),
+            until=due,
+            timezone=zone,
+            series=lambda item: item.query,
+            legend_title="topic",
+        )
+        return {"csv": str(csv_path), "chart": str(chart_path)}
+
+
+def _digest(run: RunRecord, language: str | None) -> Digest | None:
+    stored = digest_for(run, language)
+    if stored is None or not run.stats.get("delivered", True):
+        return None
+    try:
+        return Digest.model_validate(stored)
+    except ValidationError:
+        logger.warning("run %d: stored digest does not validate; left out of the briefing", run.id)
+        return None

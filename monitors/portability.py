@@ -1,0 +1,383 @@
+"""Monitors in and out of Lookout: a chat's monitors as JSON (everything needed to make them again) plus an OPML
+file of their `rss:` feeds, and the reading of such files (or a feed reader's OPML export) into monitors to create.
+
+Guarantees: exporting, importing into a chat and exporting again gives the same monitors (`monitors` of the JSON);
+a bad entry is listed with its reason and never stops the good ones; files are read within stated limits
+(`MAX_IMPORT_BYTES`, `MAX_IMPORT_MONITORS`), and OPML is read by `listparser` (html.parser: no entity expansion,
+no network).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+from xml.etree import ElementTree
+
+import listparser
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from monitors.schedule import ScheduleError
+from monitors.service import MonitorService, schedule_of
+from storage import ChatRecord, DeliveryMode, MonitorRecord, MonitorRepository, SubscriptionRepository
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "MAX_IMPORT_BYTES",
+    "MAX_IMPORT_MONITORS",
+    "MAX_SOURCES_PER_MONITOR",
+    "ExportedMonitors",
+    "ImportPlan",
+    "ImportResult",
+    "MonitorEntry",
+    "Refused",
+    "create_imported",
+    "export_monitors",
+    "plan_import",
+    "read_monitor_file",
+]
+
+logger = logging.getLogger(__name__)
+
+EXPORT_FORMAT: Final = "lookout.monitors"
+EXPORT_VERSION: Final = 1
+MAX_IMPORT_BYTES: Final = 1_000_000
+"""A file to import may be at most this big (1 MB: thousands of monitors' worth of JSON, ~5,000 OPML feeds)."""
+MAX_IMPORT_MONITORS: Final = 100
+"""At most this many monitors are created from one file; a longer file is refused as a whole."""
+MAX_SOURCES_PER_MONITOR: Final = 50
+"""An OPML folder with more feeds than this is refused (one monitor would search them all on every run)."""
+
+
+class MonitorEntry(BaseModel):
+    """One monitor in the JSON export: what `create_monitor` needs to make it again (no ids, no history)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    topic: str = Field(min_length=1, max_length=500)
+    schedule: str = ""
+    """In the /track grammar without a zone ("daily at 08:30"); empty for the default."""
+    timezone: str | None = None
+    """IANA name the schedule is read in; None: the importing chat's."""
+    sources: list[str] = Field(default_factory=list, max_length=MAX_SOURCES_PER_MONITOR)
+    """Source specs (`hn`, `rss:<url>`); empty for the default mix."""
+    extra_queries: list[str] = Field(default_factory=list)
+    include_keywords: list[str] = Field(default_factory=list)
+    exclude_keywords: list[str] = Field(default_factory=list)
+    lookback_hours: int | None = Field(default=None, ge=1)
+    language: str | None = Field(default=None, max_length=16)
+    quiet: bool = False
+    """Nothing is sent when a run finds nothing new (exported as false where /quiet does not exist yet)."""
+    paused: bool = False
+    shared: bool = False
+    delivery: DeliveryMode = DeliveryMode.AUTO
+    """How the owner chat receives it: `auto` (in its briefing when it has one), `now` or `briefing`."""
+
+    def label(self) -> str:
+        return f"“{self.topic}”"
+
+
+class _ExportFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    format: Literal["lookout.monitors"]
+    version: Literal[1]
+    monitors: list[Any] = Field(max_length=MAX_IMPORT_MONITORS * 10)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refused:
+    """An entry of the file that will not be created, and why (one sentence for the person)."""
+
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportPlan:
+    """What a file would create: the entries that passed every check, and those refused with their reasons."""
+
+    kind: Literal["json", "opml"]
+    entries: tuple[MonitorEntry, ...] = ()
+    refused: tuple[Refused, ...] = ()
+    problem: str | None = None
+    """Set when the file as a whole cannot be read (nothing is created then)."""
+
+    def describe(self, *, limit: int = 30) -> str:
+        """Markdown listing what will be created and what was refused, for the confirmation."""
+        lines: list[str] = []
+        if self.problem:
+            return self.problem
+        if self.entries:
+            lines.append(f"**{len(self.entries)} monitor{'s' * (len(self.entries) != 1)} to create:**")
+            lines += [f"- {_entry_line(entry)}" for entry in self.entries[:limit]]
+            if len(self.entries) > limit:
+                lines.append(f"- … and {len(self.entries) - limit} more")
+        if self.refused:
+            lines.append(f"**Not imported ({len(self.refused)}):**")
+            lines += [f"- {refused.label}: {refused.reason}" for refused in self.refused[:limit]]
+            if len(self.refused) > limit:
+                lines.append(f"- … and {len(self.refused) - limit} more")
+        return "\n".join(lines) or "The file holds no monitors."
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportedMonitors:
+    """A chat's monitors as the two files of an export."""
+
+    json: bytes
+    opml: bytes | None
+    """None when none of the monitors reads an `rss:` feed."""
+    count: int
+    feeds: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportResult:
+    """What creating the planned monitors did."""
+
+    created: list[tuple[int, str]] = field(default_factory=list)
+    """(monitor id, topic) of each monitor made."""
+    failed: list[Refused] = field(default_factory=list)
+
+
+def _entry_line(entry: MonitorEntry) -> str:
+    sources = ", ".join(entry.sources) if entry.sources else "the default mix"
+    if len(sources) > 200:
+        sources = f"{len(entry.sources)} sources"
+    schedule = entry.schedule or "the default schedule"
+    flags = "".join(
+        f" · {flag}" for flag, on in (("paused", entry.paused), ("shared", entry.shared), ("quiet", entry.quiet)) if on
+    )
+    return f"“{entry.topic}” — {schedule} · {sources}{flags}"
+
+
+# ---- export ----------------------------------------------------------------------------------------------
+
+
+async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: datetime) -> ExportedMonitors:
+    """The monitors the chat owns, as JSON (every field `MonitorEntry` has) and OPML (their `rss:` feeds, one
+    folder per monitor named after its topic)."""
+    subscriptions = SubscriptionRepository(service.database)
+    records = await MonitorRepository(service.database).list_owned(chat.id)
+    entries = []
+    for record in records:
+        subscription = await subscriptions.get(record.id, chat.id)
+        entries.append(_entry_of(record, subscription.delivery if subscription else DeliveryMode.AUTO))
+    document = {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported_at": now.isoformat(timespec="seconds"),
+        "monitors": [entry.model_dump(mode="json") for entry in entries],
+    }
+    body = json.dumps(document, ensure_ascii=False, indent=2).encode() + b"\n"
+    feeds = sum(1 for entry in entries for spec in entry.sources if spec.startswith("rss:"))
+    opml = _opml(entries, title=f"Lookout monitors of {chat.title or chat.platform}", now=now) if feeds else None
+    return ExportedMonitors(json=body, opml=opml, count=len(entries), feeds=feeds)
+
+
+def _entry_of(record: MonitorRecord, delivery: DeliveryMode) -> MonitorEntry:
+    schedule = schedule_of(record)
+    return MonitorEntry(
+        topic=record.topic,
+        schedule=schedule.body_text(),
+        timezone=schedule.timezone,
+        sources=list(record.sources),
+        extra_queries=list(record.extra_queries),
+        include_keywords=list(record.include_keywords),
+        exclude_keywords=list(record.exclude_keywords),
+        lookback_hours=record.lookback_hours,
+        language=record.language,
+        quiet=record.quiet,
+        paused=record.paused,
+        shared=record.shared,
+        delivery=delivery,
+    )
+
+
+def _opml(entries: Sequence[MonitorEntry], *, title: str, now: datetime) -> bytes:
+    root = ElementTree.Element("opml", version="2.0")
+    head = ElementTree.SubElement(root, "head")
+    ElementTree.SubElement(head, "title").text = title
+    ElementTree.SubElement(head, "dateCreated").text = now.strftime("%a, %d %b %Y %H:%M:%S %z")
+    body = ElementTree.SubElement(root, "body")
+    for entry in entries:
+        feeds = [spec.removeprefix("rss:") for spec in entry.sources if spec.startswith("rss:")]
+        if not feeds:
+            continue
+        folder = ElementTree.SubElement(body, "outline", text=entry.topic, title=entry.topic)
+        for url in feeds:
+            name = urlsplit(url).hostname or url
+            ElementTree.SubElement(folder, "outline", type="rss", text=name, title=name, xmlUrl=url)
+    ElementTree.indent(root)
+    written: bytes = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
+    return written + b"\n"
+
+
+# ---- import ----------------------------------------------------------------------------------------------
+
+
+def read_monitor_file(content: bytes, *, topic: str | None = None) -> ImportPlan:
+    """The monitors a file describes, checked for shape only (`plan_import` checks them against this Lookout).
+
+    JSON: Lookout's own export. OPML (a feed reader's export, or Lookout's): each folder becomes a monitor whose
+    topic is the folder's name and whose sources are its feeds; with `topic`, every feed of the file goes into
+    one monitor on that topic. Feeds outside any folder need `topic` (a feed's title is no topic to search for).
+    """
+    if len(content) > MAX_IMPORT_BYTES:
+        return ImportPlan(kind="json", problem=f"The file is over the {MAX_IMPORT_BYTES // 1_000_000} MB limit.")
+    text = content.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"{"):
+        return _read_json(text)
+    if text.startswith(b"<"):
+        return _read_opml(text, topic=topic)
+    return ImportPlan(kind="json", problem="That is neither a Lookout JSON export nor an OPML file.")
+
+
+def _read_json(content: bytes) -> ImportPlan:
+    try:
+        document = _ExportFile.model_validate_json(content)
+    except ValidationError as error:
+        reason = "not valid JSON" if error.errors()[0]["type"] == "json_invalid" else _first_error(error)
+        return ImportPlan(kind="json", problem=f"That JSON is not a Lookout monitors export ({reason}).")
+    if len(document.monitors) > MAX_IMPORT_MONITORS:
+        return ImportPlan(
+            kind="json",
+            problem=f"The file holds {len(document.monitors)} monitors; at most {MAX_IMPORT_MONITORS} per import.",
+        )
+    entries: list[MonitorEntry] = []
+    refused: list[Refused] = []
+    for number, raw in enumerate(document.monitors, start=1):
+        label = f"#{number}" + (f" “{raw['topic']}”" if isinstance(raw, dict) and isinstance(raw.get("topic"), str)
+                                else "")  # fmt: skip
+        try:
+            entries.append(MonitorEntry.model_validate(raw))
+        except ValidationError as error:
+            refused.append(Refused(label=label, reason=_first_error(error)))
+    return ImportPlan(kind="json", entries=tuple(entries), refused=tuple(refused))
+
+
+def _first_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
+
+
+def _read_opml(content: bytes, *, topic: str | None) -> ImportPlan:
+    try:
+        parsed = listparser.parse(content)
+    except (UnicodeDecodeError, ValueError) as error:
+        return ImportPlan(kind="opml", problem=f"That OPML file could not be read ({type(error).__name__}).")
+    if not parsed.get("version", "").startswith("opml") and not parsed.feeds:
+        return ImportPlan(kind="opml", problem="That XML is not an OPML subscription list.")
+    folders: dict[str, list[str]] = {}
+    loose: list[tuple[str, str]] = []
+    refused: list[Refused] = []
+    for feed in parsed.feeds:
+        url, title = str(feed.get("url") or ""), str(feed.get("title") or feed.get("url") or "")
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+            refused.append(Refused(label=f"feed “{title[:80]}”", reason=f"its address {url[:80]!r} is not http(s)"))
+            continue
+        paths = [path for path in feed.get("categories", []) if path]
+        if topic is not None:
+            folders.setdefault(topic, []).append(url)
+        elif paths:
+            for path in paths:
+                folders.setdefault(" ".join(str(path[-1]).split()), []).append(url)
+        else:
+            loose.append((title, url))
+    for title, _url in loose:
+        refused.append(
+            Refused(
+                label=f"feed “{title[:80]}”",
+                reason="it is in no folder, and a folder's name is what a monitor watches the feeds for; import the "
+                "file with a topic (`/import as <topic>`) to watch one topic across all its feeds",
+            )
+        )
+    if len(folders) > MAX_IMPORT_MONITORS:
+        return ImportPlan(
+            kind="opml", problem=f"The file has {len(folders)} folders; at most {MAX_IMPORT_MONITORS} per import."
+        )
+    entries: list[MonitorEntry] = []
+    for name, urls in folders.items():
+        specs = list(dict.fromkeys(f"rss:{url}" for url in urls))
+        if len(specs) > MAX_SOURCES_PER_MONITOR:
+            reason = f"{len(specs)} feeds; a monitor searches at most {MAX_SOURCES_PER_MONITOR}"
+            refused.append(Refused(label=f"folder “{name}”", reason=reason))
+            continue
+        try:
+            entries.append(MonitorEntry(topic=name, sources=specs))
+        except ValidationError as error:
+            refused.append(Refused(label=f"folder “{name[:80]}”", reason=_first_error(error)))
+    return ImportPlan(kind="opml", entries=tuple(entries), refused=tuple(refused))
+
+
+async def plan_import(service: MonitorService, chat: ChatRecord, plan: ImportPlan) -> ImportPlan:
+    """The plan with every entry checked as `create_monitor` would (topic, schedule, sources, window) and the ones
+    this chat already has (same topic and sources) set aside, so importing a file twice creates nothing twice."""
+    if plan.problem:
+        return plan
+    existing = {
+        (record.topic.casefold(), tuple(record.sources))
+        for record in await MonitorRepository(service.database).list_owned(chat.id)
+    }
+    entries: list[MonitorEntry] = []
+    refused = list(plan.refused)
+    for entry in plan.entries:
+        try:
+            fields = service.check_fields(
+                entry.topic,
+                schedule_text=entry.schedule,
+                timezone=entry.timezone or service.chat_timezone(chat),
+                sources=entry.sources or None,
+                extra_queries=entry.extra_queries,
+                include_keywords=entry.include_keywords,
+                exclude_keywords=entry.exclude_keywords,
+                lookback_hours=entry.lookback_hours,
+            )
+        except (ScheduleError, ValueError) as error:
+            refused.append(Refused(label=entry.label(), reason=str(error)))
+            continue
+        key = (fields.topic.casefold(), tuple(fields.sources))
+        if key in existing:
+            refused.append(Refused(label=entry.label(), reason="this chat already has that monitor"))
+            continue
+        existing.add(key)
+        entries.append(entry)
+    return ImportPlan(kind=plan.kind, entries=tuple(entries), refused=tuple(refused))
+
+
+async def create_imported(service: MonitorService, chat_id: int, entries: Sequence[MonitorEntry]) -> ImportResult:
+    """Create the planned monitors for the chat, in order; one that fails now (e.g. a source switched off since the
+    plan) is listed and the others are still created."""
+    result = ImportResult()
+    subscriptions = SubscriptionRepository(service.database)
+    for entry in entries:
+        try:
+            view = await service.create_monitor(
+                chat_id,
+                entry.topic,
+                schedule_text=entry.schedule,
+                sources=entry.sources or None,
+                timezone=entry.timezone,
+                extra_queries=entry.extra_queries,
+                include_keywords=entry.include_keywords,
+                exclude_keywords=entry.exclude_keywords,
+                lookback_hours=entry.lookback_hours,
+                language=entry.language,
+                quiet=entry.quiet,
+                paused=entry.paused,
+                shared=entry.shared,
+            )
+        except (ScheduleError, ValueError) as error:
+            result.failed.append(Refused(label=entry.label(), reason=str(error)))
+            continue
+        if entry.delivery is not DeliveryMode.AUTO:
+            await subscriptions.update(view.id, chat_id, delivery=entry.delivery)
+        result.created.append((view.id, view.topic))
+    logger.info("chat %d imported %d monitor(s), %d failed", chat_id, len(result.created), len(result.failed))
+    return result
