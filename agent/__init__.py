@@ -10,9 +10,11 @@ from agent.conversation import Conversation
 from agent.memory import ConversationMemory, MemoryWindow
 from agent.messages import (
     CALLBACK_DATA_MAX_BYTES,
+    MAX_INCOMING_FILE_BYTES,
     Attachment,
     Button,
     Incoming,
+    IncomingFile,
     Outgoing,
     ProgressSink,
     ProgressUpdate,
@@ -22,6 +24,7 @@ from agent.messages import (
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
     "COMMAND_SPECS",
+    "MAX_INCOMING_FILE_BYTES",
     "AccessPolicy",
     "Attachment",
     "Button",
@@ -33,6 +36,7 @@ __all__ = [
     "ConversationMemory",
     "ConversationSettings",
     "Incoming",
+    "IncomingFile",
     "MemoryWindow",
     "Outgoing",
     "ParseOptions",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
@@ -13,11 +15,16 @@ if TYPE_CHECKING:  # the monitor stack is imported when a command runs, so `look
     from app.settings import Settings
 
 T = TypeVar("T")
-DELIVERING_PLATFORMS = ("telegram",)
-"""Platforms `lookout run` can deliver digests to today."""
+CHAT_FORMS = "telegram:<chat id>, slack:<channel id> or terminal"
+"""How `--chat` names a chat on each platform."""
 
-monitors_cli = typer.Typer(help="Standing monitors: add, list, pause, resume, remove, run now.", no_args_is_help=True)
-ChatOption = Annotated[str, typer.Option("--chat", help="Where digests go, as platform:id, e.g. telegram:123456789.")]
+monitors_cli = typer.Typer(
+    help="Standing monitors: add, list, pause, resume, remove, run now; subscribe chats; export and import.",
+    no_args_is_help=True,
+)
+ChatOption = Annotated[
+    str, typer.Option("--chat", help="The chat, as telegram:<chat id>, slack:<channel id> or terminal.")
+]
 
 
 def _with_stack(settings: Settings, work: Callable[[MonitorStack], Awaitable[T]]) -> T:
@@ -36,14 +43,38 @@ def _with_stack(settings: Settings, work: Callable[[MonitorStack], Awaitable[T]]
         raise typer.Exit(code=2) from None
 
 
+def chat_address(chat: str) -> tuple[str, str]:
+    """`(platform, external id)` from `--chat`: `telegram:<integer>`, `slack:<channel id>` (C…, D…, G…) or
+    `terminal` (the `lookout chat` conversation); ValueError naming the accepted forms otherwise."""
+    platform, _, external_id = chat.strip().partition(":")
+    platform, external_id = platform.lower(), external_id.strip()
+    if platform == "terminal" and external_id in ("", "terminal"):
+        return "terminal", "terminal"
+    if platform == "telegram" and re.fullmatch(r"-?[0-9]{1,20}", external_id):
+        return platform, external_id
+    if platform == "slack" and re.fullmatch(r"[CDG][A-Z0-9]{6,20}", external_id):
+        return platform, external_id
+    raise ValueError(f"--chat must be {CHAT_FORMS}, e.g. telegram:123456789 or slack:C0123ABCD; not {chat!r}.")
+
+
 async def _chat_id(stack: MonitorStack, chat: str) -> int:
     from storage import ChatRepository
 
-    platform, _, external_id = chat.partition(":")
-    if platform not in DELIVERING_PLATFORMS or not external_id.strip():
-        raise ValueError(f"--chat must be {' or '.join(DELIVERING_PLATFORMS)}:<chat id>, e.g. telegram:123456789")
-    record = await ChatRepository(stack.database).get_or_create(platform, external_id.strip())
+    platform, external_id = chat_address(chat)
+    record = await ChatRepository(stack.database).get_or_create(platform, external_id)
     return record.id
+
+
+def _allowed_chat(settings: Settings, chat: str) -> None:
+    """Refuse a chat outside ALLOWED_CHATS/ALLOWED_USERS: it may neither browse nor subscribe."""
+    from app.assembly import access_policy
+
+    platform, external_id = chat_address(chat)
+    if not access_policy(settings).chat_allowed(platform, external_id):
+        raise ValueError(
+            f"{platform}:{external_id} is outside ALLOWED_CHATS/ALLOWED_USERS, so it cannot subscribe; add it there "
+            "first."
+        )
 
 
 async def _owner_chat_id(stack: MonitorStack, monitor_id: int) -> int:
@@ -142,3 +173,110 @@ def run_now(monitor_id: Annotated[int, typer.Argument(help="The monitor's number
         return "\n".join(lines)
 
     typer.echo(_with_stack(_settings(), work))
+
+
+@monitors_cli.command("subscribe")
+def subscribe(
+    monitor_id: Annotated[int, typer.Argument(help="The monitor's number.")],
+    chat: ChatOption,
+) -> None:
+    """Have a chat receive a monitor's digests too (any monitor: the operator decides; the chat must be allowed)."""
+    settings = _settings()
+
+    async def work(stack: MonitorStack) -> str:
+        _allowed_chat(settings, chat)
+        chat_id = await _chat_id(stack, chat)
+        view, fresh = await stack.service.sharing.subscribe(chat_id, monitor_id, is_admin=True)
+        state = "now receives" if fresh else "already received"
+        return (
+            f"{chat} {state} monitor #{view.id} “{view.topic}” ({view.schedule}); {view.receivers} chat(s) receive it."
+        )
+
+    typer.echo(_with_stack(settings, work))
+
+
+@monitors_cli.command("unsubscribe")
+def unsubscribe(
+    monitor_id: Annotated[int, typer.Argument(help="The monitor's number.")],
+    chat: ChatOption,
+) -> None:
+    """Stop a chat receiving a monitor (its owner cannot leave it: remove or hand it over instead)."""
+    settings = _settings()
+
+    async def work(stack: MonitorStack) -> str:
+        chat_id = await _chat_id(stack, chat)
+        view = await stack.service.sharing.unsubscribe(chat_id, monitor_id, is_admin=True)
+        return f"{chat} no longer receives monitor #{view.id} “{view.topic}”."
+
+    typer.echo(_with_stack(settings, work))
+
+
+@monitors_cli.command("export")
+def export(
+    chat: ChatOption,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the files.", file_okay=False)] = Path("."),
+) -> None:
+    """Write the chat's monitors as JSON (every setting) and their rss: feeds as OPML."""
+    settings = _settings()
+
+    async def work(stack: MonitorStack) -> list[str]:
+        from datetime import UTC, datetime
+
+        from monitors import export_monitors
+        from storage import ChatRepository
+
+        platform, external_id = chat_address(chat)
+        record = await ChatRepository(stack.database).find(platform, external_id)
+        if record is None:
+            raise ValueError(f"Lookout has never seen {chat}; nothing to export.")
+        now = datetime.now(UTC)
+        exported = await export_monitors(stack.service, record, now=now)
+        if not exported.count:
+            return [f"{chat} owns no monitors; nothing written."]
+        out.mkdir(parents=True, exist_ok=True)
+        stem = f"lookout-monitors-{platform}-{external_id.lstrip('-')}-{now:%Y-%m-%d}"
+        written = [out / f"{stem}.json"]
+        written[0].write_bytes(exported.json)
+        if exported.opml is not None:
+            written.append(out / f"{stem}.opml")
+            written[1].write_bytes(exported.opml)
+        return [f"{exported.count} monitor(s) of {chat}:", *(str(path) for path in written)]
+
+    typer.echo("\n".join(_with_stack(settings, work)))
+
+
+@monitors_cli.command("import")
+def import_file(
+    file: Annotated[Path, typer.Argument(help="A Lookout JSON export or an OPML file.", exists=True, dir_okay=False)],
+    chat: ChatOption,
+    topic: Annotated[
+        str | None, typer.Option(help="For OPML: one monitor on this topic across all the file's feeds.")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Create them without asking.")] = False,
+) -> None:
+    """Create monitors for the chat from a file, after showing what will be created (and what will not, and why)."""
+    settings = _settings()
+
+    async def work(stack: MonitorStack) -> str:
+        from monitors import MAX_IMPORT_BYTES, create_imported, plan_import, read_monitor_file
+        from storage import ChatRepository
+
+        if file.stat().st_size > MAX_IMPORT_BYTES:
+            raise ValueError(f"{file.name} is over the {MAX_IMPORT_BYTES // 1_000_000} MB import limit.")
+        chat_id = await _chat_id(stack, chat)
+        record = await ChatRepository(stack.database).get(chat_id)
+        assert record is not None
+        plan = await plan_import(stack.service, record, read_monitor_file(file.read_bytes(), topic=topic))
+        if plan.problem:
+            raise ValueError(f"Nothing imported from {file.name}: {plan.problem}")
+        typer.echo(plan.describe(limit=1000))
+        if not plan.entries:
+            return "Nothing to create."
+        if not yes and not typer.confirm(f"Create these {len(plan.entries)} monitor(s) for {chat}?"):
+            return "Nothing was created."
+        result = await create_imported(stack.service, chat_id, plan.entries)
+        lines = [f"Created {len(result.created)} monitor(s): " + ", ".join(f"#{i}" for i, _ in result.created)]
+        lines += [f"Not created: {failed.label}: {failed.reason}" for failed in result.failed]
+        return "\n".join(lines)
+
+    typer.echo(_with_stack(settings, work))

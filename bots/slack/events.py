@@ -119,16 +119,56 @@ def incoming_from_event(body: Mapping[str, Any], *, bot_user_id: str | None) -> 
     thread_ts = _str(event.get("thread_ts"))
     thread_key = thread_ts if direct else (thread_ts or ts)
     event_id = _str(body.get("event_id")) or None
+    text = slack_text_to_plain(_str(event.get("text")), bot_user_id=bot_user_id)
+    if event.get("files"):  # Slack cannot start a message with a slash: a shared file's "import" is /import
+        text = _import_text(text) or text
     return _incoming(
         chat_external_id=channel,
         user_external_id=_str(event.get("user")),
         thread_key=thread_key,
-        text=slack_text_to_plain(_str(event.get("text")), bot_user_id=bot_user_id),
+        text=text,
         message_id=ts or None,
         event_id=event_id,
         is_private=direct,
         mentions_bot=kind == "app_mention",
     )
+
+
+_IMPORT_TEXT = re.compile(r"/?(?:lookout\s+)?import\b(?P<rest>.*)", re.IGNORECASE | re.DOTALL)
+"""A shared file's message that asks to import it: "import", "/import as AI safety", "lookout import"."""
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFile:
+    """A file a person shared with a message asking to import it."""
+
+    name: str
+    size: int
+    url: str
+    """Its `url_private_download`: only the bot token opens it."""
+
+
+def _import_text(text: str) -> str | None:
+    """The `/import …` command a file's message asks for, or None when it asks for something else."""
+    match = _IMPORT_TEXT.fullmatch(text.strip())
+    return f"/import{match['rest']}".strip() if match else None
+
+
+def file_to_import(body: Mapping[str, Any], *, bot_user_id: str | None) -> SharedFile | None:
+    """The first file of a person's message event whose text asks to import it (see `incoming_from_event`)."""
+    event = body.get("event")
+    if not isinstance(event, Mapping) or not isinstance(event.get("files"), list) or not event["files"]:
+        return None
+    if _import_text(slack_text_to_plain(_str(event.get("text")), bot_user_id=bot_user_id)) is None:
+        return None
+    first = event["files"][0]
+    if not isinstance(first, Mapping):
+        return None
+    url = _str(first.get("url_private_download")) or _str(first.get("url_private"))
+    size = first.get("size")
+    if not url:
+        return None
+    return SharedFile(name=_str(first.get("name")) or "file", size=size if isinstance(size, int) else 0, url=url)
 
 
 def incoming_from_action(body: Mapping[str, Any]) -> Incoming | None:
@@ -213,8 +253,10 @@ __all__ = [
     "SLASH_COMMANDS",
     "UMBRELLA_COMMAND",
     "AnsweredButtons",
+    "SharedFile",
     "answered_buttons",
     "command_text",
+    "file_to_import",
     "incoming_from_action",
     "incoming_from_command",
     "incoming_from_event",

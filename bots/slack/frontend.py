@@ -14,7 +14,9 @@ import re
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
+import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
@@ -23,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from agent import Incoming, Reply
+from agent import MAX_INCOMING_FILE_BYTES, Incoming, IncomingFile, Reply
 from bots.dispatcher import Dispatches
 from bots.slack.api import (
     DEFAULT_API_URL,
@@ -37,7 +39,9 @@ from bots.slack.api import (
 )
 from bots.slack.events import (
     SLASH_COMMANDS,
+    SharedFile,
     answered_buttons,
+    file_to_import,
     incoming_from_action,
     incoming_from_command,
     incoming_from_event,
@@ -117,6 +121,8 @@ class SlackFrontend:
         self._http_handler = AsyncSlackRequestHandler(self.app)
         self._started = False
         self.bot_user_id: str | None = None
+        self._file_hosts = {"files.slack.com", urlsplit(api_url).hostname}
+        """Where shared files may be downloaded from with the bot token."""
         self._register()
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
@@ -219,7 +225,7 @@ class SlackFrontend:
         if incoming is None:
             return
         target = _Target(channel=incoming.chat_external_id, thread_ts=incoming.thread_key or None)
-        self._spawn(self._handle(incoming, target))
+        self._spawn(self._handle(incoming, target, shared=file_to_import(body, bot_user_id=bot_user_id)))
 
     async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
@@ -253,8 +259,10 @@ class SlackFrontend:
 
     # ---- answering ----------------------------------------------------------------------------------------
 
-    async def _handle(self, incoming: Incoming, target: _Target) -> None:
+    async def _handle(self, incoming: Incoming, target: _Target, *, shared: SharedFile | None = None) -> None:
         status = SlackStatus(self._poster, target.channel, thread_ts=target.thread_ts, interval=self._progress_interval)
+        if shared is not None:
+            incoming = incoming.model_copy(update={"file": await self._download(shared)})
 
         async def deliver(replies: list[Reply]) -> None:
             await status.finish()
@@ -264,6 +272,34 @@ class SlackFrontend:
             await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)
         except Exception:  # the dispatcher has its own boundary; this one keeps a background task from dying loudly
             logger.exception("slack: handling a message in %s failed", incoming.chat_external_id)
+
+    async def _download(self, shared: SharedFile) -> IncomingFile:
+        """A shared file's bytes (up to `MAX_INCOMING_FILE_BYTES`), fetched with the bot token, which goes only to
+        Slack's file host (or the configured API host): a forged event cannot make it leak elsewhere."""
+        name = shared.name[:255]
+        limit = MAX_INCOMING_FILE_BYTES
+        if shared.size > limit:
+            return IncomingFile(filename=name, size=shared.size, problem=f"{name} is over the {limit // 1_000_000} MB "
+                                "limit for files.")  # fmt: skip
+        if urlsplit(shared.url).hostname not in self._file_hosts:
+            logger.warning("slack: a shared file is not on Slack's file host; not downloaded")
+            return IncomingFile(filename=name, size=shared.size, problem="That file is not on Slack; share it again.")
+        headers = {"Authorization": f"Bearer {self.client.token}"}
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session,
+                session.get(shared.url, headers=headers, allow_redirects=False) as response,
+            ):
+                if response.status != 200:
+                    raise aiohttp.ClientError(f"HTTP {response.status}")
+                content = await response.content.read(limit + 1)
+        except (aiohttp.ClientError, TimeoutError) as error:
+            logger.warning("slack: could not download a shared file (%s)", error)
+            return IncomingFile(filename=name, size=shared.size, problem="Slack would not hand me that file; share "
+                                "it again (and check the app has the files:read scope).")  # fmt: skip
+        if len(content) > limit:
+            return IncomingFile(filename=name, size=len(content), problem=f"{name} is too large.")
+        return IncomingFile(filename=name, size=len(content), content=content)
 
     async def _send_replies(self, target: _Target, replies: list[Reply]) -> None:
         for reply in replies:

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from telegram import BotCommand, Update
+from telegram import BotCommand, Document, Update
 from telegram.constants import ChatMemberStatus
 from telegram.error import Conflict, TelegramError
 from telegram.ext import Application, ContextTypes, TypeHandler
 
-from agent import Reply, bot_commands
+from agent import MAX_INCOMING_FILE_BYTES, IncomingFile, Reply, bot_commands
 from bots.dispatcher import Dispatcher
 from bots.telegram.replies import ReplySender, StatusMessage, TypingIndicators
 from bots.telegram.updates import BotIdentity, Received, migration, received_from_update
@@ -241,8 +241,30 @@ class TelegramFrontend:
             await replies.send(chat_id, answer, thread_id=received.thread_id)
 
         async with self._typing.in_chat(chat_id, thread_id=received.thread_id):
+            if received.document is not None:
+                incoming = incoming.model_copy(update={"file": await self._download(received.document)})
             await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)
         await status.close()
+
+    async def _download(self, document: Document) -> IncomingFile:
+        """The document's bytes (up to `MAX_INCOMING_FILE_BYTES`), or why there are none."""
+        assert self._application is not None
+        name = (document.file_name or "file")[:255]
+        size = document.file_size or 0
+        if size > MAX_INCOMING_FILE_BYTES:
+            limit = MAX_INCOMING_FILE_BYTES // 1_000_000
+            return IncomingFile(filename=name, size=size, problem=f"{name} is over the {limit} MB limit for files.")
+        try:
+            file = await self._application.bot.get_file(document.file_id)
+            content = bytes(await file.download_as_bytearray())
+        except TelegramError as error:
+            logger.warning("telegram: could not download a document (%s)", error)
+            return IncomingFile(
+                filename=name, size=size, problem="Telegram would not hand me that file; send it again."
+            )
+        if len(content) > MAX_INCOMING_FILE_BYTES:
+            return IncomingFile(filename=name, size=len(content), problem=f"{name} is too large.")
+        return IncomingFile(filename=name, size=len(content), content=content)
 
     def _spawn_answer(self, query_id: str) -> None:
         """Answer the button press at once (stops its spinner), without holding up the message's turn."""

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from pydantic import ValidationError
-from telegram import CallbackQuery, Chat, Message, MessageEntity, Update
+from telegram import CallbackQuery, Chat, Document, Message, MessageEntity, Update
 from telegram.constants import ChatType
 
 from agent import Incoming
@@ -43,6 +43,8 @@ class Received:
     """Set for a button press: the query to answer (stops the button's spinner)."""
     message_id: int | None = None
     """The message the update is about (for a button press: the message carrying the buttons)."""
+    document: Document | None = None
+    """A document sent with `/import` (as its caption, or `/import` replying to it): the frontend downloads it."""
 
 
 def received_from_update(update: Update, bot: BotIdentity) -> Received | None:
@@ -85,6 +87,7 @@ def _from_message(update_id: int, message: Message, bot: BotIdentity) -> Receive
     if mentions_bot and not is_command:
         text = _strip_mention(text, bot)
     thread_id = message.message_thread_id if message.is_topic_message else None
+    document = _document_to_import(message, text)
     incoming = Incoming(
         platform="telegram",
         chat_external_id=str(message.chat.id),
@@ -99,7 +102,18 @@ def _from_message(update_id: int, message: Message, bot: BotIdentity) -> Receive
         user_display_name=user.full_name[:256] or None,
         chat_title=_title(message.chat),
     )
-    return Received(incoming=incoming, thread_id=thread_id, message_id=message.message_id)
+    return Received(incoming=incoming, thread_id=thread_id, message_id=message.message_id, document=document)
+
+
+def _document_to_import(message: Message, text: str) -> Document | None:
+    """The document an `/import` is about: the one it is the caption of, or the one it replies to."""
+    words = text.split(maxsplit=1)
+    if not words or words[0].lower() != "/import":
+        return None
+    if message.document is not None:
+        return message.document
+    replied = message.reply_to_message
+    return replied.document if replied is not None else None
 
 
 def _from_callback(update_id: int, query: CallbackQuery) -> Received | None:

@@ -12,7 +12,8 @@ parameters in the query string, a form or a JSON body. Answers are HTTP 200 with
 Methods: auth.test, chat.postMessage, chat.update, files.getUploadURLExternal, the upload URL it hands out
 (`POST /upload/<file id>`, raw bytes, answered in text/plain like files.slack.com), files.completeUploadExternal.
 `fake.response_url()` makes a slash command's `response_url` (`POST /response/<n>`, JSON body) whose posts are
-recorded in `fake.responses`.
+recorded in `fake.responses`. `fake.host_file(name, bytes)` is a file a person shared: the Slack file object to put
+in a `file_share` event, its bytes served at `url_private_download` to the bot token only (`fake.downloads`).
 
 Reading what arrived: `fake.calls` (every `ApiCall(method, params)`), `fake.calls_to("chat.postMessage")`,
 `fake.messages` / `fake.messages_in(channel)` (`PostedMessage`: channel, ts, text, blocks, thread_ts, and the
@@ -145,6 +146,10 @@ class FakeSlack(ThreadedFakeServer):
         self._ts = itertools.count(1)
         self._file_ids = itertools.count(1)
         self._response_ids = itertools.count(1)
+        self.hosted: dict[str, bytes] = {}
+        """Files people shared (`host_file`), by file id."""
+        self.downloads: list[tuple[str, str]] = []
+        """(path, Authorization header) of every request for a hosted file."""
 
     # ---- addresses and scripting -------------------------------------------------------------------------
 
@@ -171,6 +176,21 @@ class FakeSlack(ThreadedFakeServer):
         429 with `Retry-After: retry_after` unless `status` says otherwise."""
         code = status if status is not None else (429 if error == "ratelimited" else 200)
         self._script.append(_Scripted(method, error, code, retry_after, channel, times))
+
+    def host_file(self, name: str, content: bytes) -> dict[str, Any]:
+        """A file a person shared, as Slack describes it in a `file_share` message event: its bytes are served at
+        `url_private_download` to requests carrying the bot token (`Authorization: Bearer …`), like files.slack.com."""
+        file_id = f"FSHARED{next(self._file_ids)}"
+        self.hosted[file_id] = content
+        return {
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "size": len(content),
+            "mimetype": "application/octet-stream",
+            "url_private": f"{self.url}/files-pri/{TEAM_ID}-{file_id}/{name}",
+            "url_private_download": f"{self.url}/files-pri/{TEAM_ID}-{file_id}/download/{name}",
+        }
 
     def not_a_member(self, channel: str) -> None:
         """The bot is not in `channel`: posting and sharing files there answer `not_in_channel`."""
@@ -215,6 +235,8 @@ class FakeSlack(ThreadedFakeServer):
             return await self._api(request)
         if request.path.startswith("/upload/"):
             return await self._upload(request)
+        if request.path.startswith("/files-pri/"):
+            return self._hosted_file(request)
         if request.path == "/link":
             return await self._socket_mode(request)
         if request.path.startswith("/response/"):
@@ -286,6 +308,14 @@ class FakeSlack(ThreadedFakeServer):
                 file.content = body
                 return web.Response(text=f"OK - {len(body)}", content_type="text/plain")
         return web.Response(status=404, text="unknown upload", content_type="text/plain")
+
+    def _hosted_file(self, request: web.Request) -> web.Response:
+        self.downloads.append((request.path, request.headers.get("Authorization", "")))
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
+            return web.Response(status=302, headers={"Location": "https://slack.com/signin"})
+        file_id = request.path.removeprefix("/files-pri/").split("/", 1)[0].removeprefix(f"{TEAM_ID}-")
+        content = self.hosted.get(file_id)
+        return web.Response(body=content) if content is not None else web.Response(status=404)
 
     def _next_ts(self) -> str:
         return f"{1_700_000_000 + next(self._ts)}.000100"

@@ -12,7 +12,7 @@ A wrong token gets 401, an unknown method 404.
 Methods: getMe, getUpdates (queued updates from `offset` on; an empty queue is long-polled for at most
 `min(timeout, long_poll_cap)` seconds), sendMessage, editMessageText, editMessageReplyMarkup, sendDocument,
 sendPhoto (multipart uploads keep filename and bytes), sendChatAction, setMyCommands, answerCallbackQuery, setWebhook,
-deleteWebhook, getWebhookInfo.
+deleteWebhook, getWebhookInfo, getFile (for documents people sent, downloaded from `/file/bot<token>/<path>`).
 
 Reading what arrived:
 - `fake.calls` — every `ApiCall(method, params, files)` in order; `fake.calls_to("sendMessage")`.
@@ -27,7 +27,8 @@ Scripting:
 - `fake.fail("sendMessage", ApiError.retry_after(5), chat_id=42, times=1)` — the next matching call(s)
   get that error instead. Ready-made: `ApiError.retry_after(n)`, `.blocked()`, `.cant_parse_entities()`,
   `.migrated(new_chat_id)`.
-- `fake.push_update({...})`, `fake.push_text(chat_id, "hi")`, `fake.push_callback(message_id, data)` —
+- `fake.push_update({...})`, `fake.push_text(chat_id, "hi")`, `fake.push_callback(message_id, data)`,
+  `fake.push_document(chat_id, "feeds.opml", b"...", caption="/import")` —
   updates for getUpdates (ids assigned); `fake.text_update(...)`/`fake.callback_update(...)` build the same
   updates without queueing them (to POST to a webhook).
 - `RateLimit(per_second=30, per_chat_per_second=1, per_chat_burst=3)` passed to the constructor: sends
@@ -195,6 +196,8 @@ class FakeTelegram(ThreadedFakeServer):
         self.throttled = 0
         self.served_at: dict[int, float] = {}
         """update_id → when getUpdates first handed the update out (`time.monotonic()`), for latency measurements."""
+        self.files: dict[str, tuple[str, bytes]] = {}
+        """file_id → (file_path, bytes) of documents people sent (`document_update`), for getFile and downloads."""
         self._listeners: list[Callable[[SentMessage], None]] = []
         self._script: list[_Scripted] = []
         self._updates: list[dict[str, Any]] = []
@@ -300,6 +303,41 @@ class FakeTelegram(ThreadedFakeServer):
         """Queue a button press (see `callback_update`); returns the update_id."""
         return self.push_update(self.callback_update(message_id, data, user_id=user_id))
 
+    def document_update(
+        self,
+        chat_id: int,
+        filename: str,
+        content: bytes,
+        *,
+        caption: str | None = None,
+        user_id: int | None = None,
+        chat_type: str | None = None,
+        mime_type: str = "application/octet-stream",
+    ) -> dict[str, Any]:
+        """An update carrying a document a person sent (optionally with a caption), not queued. The bytes are
+        served by getFile and the file endpoint, as Telegram serves uploaded documents."""
+        update = self.text_update(chat_id, caption or "", user_id=user_id, chat_type=chat_type)
+        message = update["message"]
+        del message["text"]
+        if "entities" in message:
+            message["caption_entities"] = message.pop("entities")
+        if caption:
+            message["caption"] = caption
+        file_id = f"doc{next(self._update_ids)}"
+        self.files[file_id] = (f"documents/{file_id}-{filename}", content)
+        message["document"] = {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "file_name": filename,
+            "mime_type": mime_type,
+            "file_size": len(content),
+        }
+        return update
+
+    def push_document(self, chat_id: int, filename: str, content: bytes, **options: Any) -> int:
+        """Queue a document a person sent (see `document_update`); returns the update_id."""
+        return self.push_update(self.document_update(chat_id, filename, content, **options))
+
     def push_membership(self, chat_id: int, status: str, *, user_id: int | None = None) -> int:
         """Queue a `my_chat_member` update: the bot's status in the chat changed to `status` ("kicked" when a
         person blocks the bot in a private chat, "left"/"kicked" when removed from a group, "member" when back)."""
@@ -345,6 +383,10 @@ class FakeTelegram(ThreadedFakeServer):
     # ---- serving ------------------------------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.Response:
+        if request.path.startswith(f"/file/bot{self.token}/"):
+            wanted = request.path.removeprefix(f"/file/bot{self.token}/")
+            found = next((content for path, content in self.files.values() if path == wanted), None)
+            return web.Response(body=found) if found is not None else web.Response(status=404)
         prefix = f"/bot{self.token}/"
         if not request.path.startswith("/bot"):
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
@@ -505,6 +547,11 @@ class FakeTelegram(ThreadedFakeServer):
         if sent.caption:
             extra["caption"] = sent.caption
         return self._message(sent, extra)
+
+    async def _api_getFile(self, call: ApiCall) -> dict[str, Any]:
+        file_id = call.params.get("file_id", "")
+        path, content = self.files[file_id]
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(content), "file_path": path}
 
     async def _api_sendChatAction(self, call: ApiCall) -> bool:
         self.chat_actions.append((call.chat_id or "", call.params.get("action", "")))
