@@ -236,7 +236,7 @@ class Dispatcher:
         chat = await self._chats.find(platform, external_id)
         if chat is None:
             return
-        await mark_chat_gone(self._database, chat, reason=reason)
+        await mark_chat_gone(self._database, chat, reason=reason, now=self._clock())
 
     async def chat_moved(self, platform: str, old_external_id: str, new_external_id: str) -> None:
         """The chat has a new id (a Telegram group became a supergroup): its monitors and memory follow."""

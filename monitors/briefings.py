@@ -238,9 +238,18 @@ class BriefingService:
                         seen.add(scored.item.id)
                         mine.append(scored)
             rows += [(monitor.topic, scored) for scored in mine]
-            items = [item for scored in mine if (item := item_of_record(scored.item)) is not None]
+            stories: dict[tuple[int, str], list[str]] = defaultdict(list)
+            for run in ok:
+                for scored in stored.get(run.id, []):
+                    stories[(run.id, scored.scores.cluster_id or scored.item.id)].append(scored.item.url)
             topics.append(
-                TopicDigests(topic=monitor.topic, monitor_id=monitor.id, digests=digests, items=items, failed=not ok)
+                TopicDigests(
+                    topic=monitor.topic,
+                    monitor_id=monitor.id,
+                    digests=digests,
+                    stories=list(stories.values()),
+                    failed=not ok,
+                )
             )
         if not topics:
             return None

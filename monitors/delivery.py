@@ -304,7 +304,7 @@ class DeliveryWorker:
             await self._fail(row, str(error) or "retry later", report, retry_after=error.retry_after)
             return False
         except ChatGone as error:
-            await mark_chat_gone(self._database, chat, reason=str(error) or "chat is gone")
+            await mark_chat_gone(self._database, chat, reason=str(error) or "chat is gone", now=self._clock())
             report.dead += 1
             return True
         except ChatMoved as error:  # moved twice in a row: let the next pass try again
@@ -346,7 +346,7 @@ class DeliveryWorker:
             report.retrying += 1
 
 
-async def mark_chat_gone(database: Database, chat: ChatRecord, *, reason: str) -> None:
+async def mark_chat_gone(database: Database, chat: ChatRecord, *, reason: str, now: datetime | None = None) -> None:
     """Blocked, kicked or deleted: the chat goes inactive, its subscriptions pause, its pending digests are
     given up (nothing is retried) and the monitors it owns go to their oldest subscribers. Used by the delivery
     worker and by frontends that hear it first."""
@@ -354,7 +354,7 @@ async def mark_chat_gone(database: Database, chat: ChatRecord, *, reason: str) -
     await ChatRepository(database).update(chat.id, active=False)
     await SubscriptionRepository(database).set_active_for_chat(chat.id, active=False)
     await DeliveryRepository(database).give_up_for_chat(chat.id, error=reason[:500])
-    await hand_over_monitors(database, chat, now=datetime.now(UTC))
+    await hand_over_monitors(database, chat, now=now or datetime.now(UTC))
 
 
 async def move_chat(database: Database, chat: ChatRecord, new_external_id: str) -> ChatRecord | None:

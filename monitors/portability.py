@@ -9,8 +9,10 @@ no network).
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -233,7 +235,7 @@ def read_monitor_file(content: bytes, *, topic: str | None = None) -> ImportPlan
     text = content.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith(b"{"):
         return _read_json(text)
-    if text.startswith(b"<"):
+    if text.startswith(b"<") or text.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return _read_opml(text, topic=topic)
     return ImportPlan(kind="json", problem="That is neither a Lookout JSON export nor an OPML file.")
 
@@ -267,11 +269,32 @@ def _first_error(error: ValidationError) -> str:
     return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
+_DECLARED_ENCODING = re.compile(rb"""^<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']""")
+
+
+def _as_utf8(content: bytes) -> bytes:
+    """The XML in UTF-8 (listparser reads UTF-8 only): decoded by its byte-order mark or declared encoding."""
+    for mark, codec in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if content.startswith(mark):
+            return content.decode(codec).encode()
+    declared = _DECLARED_ENCODING.match(content.lstrip())
+    codec = declared.group(1).decode() if declared else "utf-8"
+    text = content.decode(codec)
+    return re.sub(r"""^(\s*<\?xml[^>]*encoding=["'])[^"']+""", r"\1utf-8", text, count=1).encode()
+
+
 def _read_opml(content: bytes, *, topic: str | None) -> ImportPlan:
     try:
-        parsed = listparser.parse(content)
-    except (UnicodeDecodeError, ValueError) as error:
-        return ImportPlan(kind="opml", problem=f"That OPML file could not be read ({type(error).__name__}).")
+        parsed = listparser.parse(_as_utf8(content))
+    except (UnicodeError, LookupError, ValueError) as error:
+        reason = (
+            "not UTF-8, and no other encoding declared" if isinstance(error, UnicodeError) else type(error).__name__
+        )
+        return ImportPlan(kind="opml", problem=f"That OPML file could not be read ({reason}).")
     if not parsed.get("version", "").startswith("opml") and not parsed.feeds:
         return ImportPlan(kind="opml", problem="That XML is not an OPML subscription list.")
     folders: dict[str, list[str]] = {}

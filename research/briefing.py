@@ -1,9 +1,9 @@
 """A briefing: the digests of several topics since the last one, merged into one cited read.
 
 Guarantees: each topic keeps its own developments (newest run first, at most `MAX_DEVELOPMENTS` per topic); a story
-told under two topics appears once, under the first topic that reported it, with the other topic named next to it
-(a story is a cluster of the items the developments cite, clustered by `cluster_items` over titles and texts, so two
-outlets' articles about one event are one story; an article's canonical URL is the same story everywhere); citations
+told under two topics appears once, under the first topic that reported it, with the other topic named next to it.
+A story is what the runs' own de-duplication put in one cluster (all outlets' articles about one event), and the same
+canonical URL is the same story everywhere, so clusters of two topics that share an article are one story; citations
 are numbered once across the briefing, with one list of sources.
 """
 
@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from research.dedupe import cluster_items
 from research.digest import (
     CITATION,
     MAX_DEVELOPMENTS,
@@ -26,20 +25,21 @@ from research.digest import (
     link_text,
     with_citations,
 )
-from sources import Item, canonical_url, utc_now
+from sources import canonical_url
 
 __all__ = ["Briefing", "BriefingSection", "TopicDigests", "assemble_briefing", "render_briefing_markdown"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class TopicDigests:
-    """One topic of a briefing: its monitor's digests since the last briefing, newest first, and the items those
-    runs stored (they give the cited articles their text, for recognising one story under two topics)."""
+    """One topic of a briefing: its monitor's digests since the last briefing, newest first, and the stories its
+    runs found (each the URLs of the items one run clustered together), for recognising one story under two
+    topics."""
 
     topic: str
     monitor_id: int
     digests: Sequence[Digest]
-    items: Sequence[Item] = ()
+    stories: Sequence[Sequence[str]] = ()
     failed: bool = False
     """Every run since the last briefing failed (the topic is listed as not checked)."""
 
@@ -85,27 +85,23 @@ class _Numbering:
 
 
 def _story_of_urls(topics: Sequence[TopicDigests]) -> dict[str, str]:
-    """Canonical URL of every cited article → its story (a cluster id), across every topic."""
-    known: dict[str, Item] = {}
+    """Canonical URL → its story: URLs that one run clustered together are one story, and a URL in two clusters
+    (two topics, or two runs) joins them (union-find)."""
+    parent: dict[str, str] = {}
+
+    def find(url: str) -> str:
+        parent.setdefault(url, url)
+        while parent[url] != url:
+            parent[url] = parent[parent[url]]
+            url = parent[url]
+        return url
+
     for topic in topics:
-        for item in topic.items:
-            known.setdefault(canonical_url(item.url), item)
-    cited: dict[str, Item] = {}
-    for topic in topics:
-        for digest in topic.digests:
-            for source in digest.cited:
-                key = canonical_url(source.url)
-                if key in cited:
-                    continue
-                cited[key] = known.get(key) or Item(
-                    id=f"cited:{key}", source=source.source or "web", url=source.url, title=source.title,
-                    collected_at=utc_now(),
-                )  # fmt: skip
-    if not cited:
-        return {}
-    clusters = cluster_items(list(cited.values()))
-    story_of_item = {member.id: cluster.id for cluster in clusters for member in cluster.members}
-    return {key: story_of_item.get(item.id, key) for key, item in cited.items()}
+        for story in topic.stories:
+            keys = [canonical_url(url) for url in story]
+            for key in keys[1:]:
+                parent[find(key)] = find(keys[0])
+    return {url: find(url) for url in list(parent)}
 
 
 def assemble_briefing(topics: Sequence[TopicDigests], *, max_per_topic: int = MAX_DEVELOPMENTS) -> Briefing:
@@ -132,8 +128,8 @@ def assemble_briefing(topics: Sequence[TopicDigests], *, max_per_topic: int = MA
                     if earlier[0] != len(sections):  # told under another topic: name this one there
                         repeated_elsewhere.add(earlier[0])
                     continue
-                if not section.headline:
-                    section.headline = digest.headline
+                if not section.developments and development is digest.developments[0]:
+                    section.headline = digest.headline  # its lead story is told here, so its headline fits
                 numbers = [numbering.number(source) for source in sources]
                 text = _renumbered(development.text, {s.number: n for s, n in zip(sources, numbers, strict=True)})
                 section.developments.append(Development(text=text, citations=numbers or development.citations))
