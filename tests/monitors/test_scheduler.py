@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from monitors.schedule import parse_schedule
+from monitors.schedule import latest_due_time, parse_schedule
 from monitors.scheduler import (
     MonitorScheduler,
     _OffsetTrigger,
     jitter_seconds,
-    latest_due_time,
     misfire_grace_seconds,
 )
 from storage import MonitorRepository, RunRepository, RunStatus
