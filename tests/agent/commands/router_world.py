@@ -15,7 +15,8 @@ from agent.chat.agent import ChatAgent
 from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
-from agent.messages import Incoming, ProgressUpdate, Reply
+from agent.access import AccessPolicy
+from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
 from monitors import DeliveryWorker, MonitorService, MonitorSettings
 from sources.base import Source
 from sources.config import SourcesConfig
@@ -90,28 +91,41 @@ class RouterWorld:
     web: FakeWebSearch
     sender: RecordingSender = field(default_factory=RecordingSender)
 
-    async def chat(self, external_id: str = CHAT) -> ChatRecord:
+    async def chat(self, external_id: str = CHAT, *, platform: Platform = "telegram") -> ChatRecord:
         """The chat's current row (created on first use, as the dispatcher does)."""
-        return await ChatRepository(self.database).get_or_create("telegram", external_id)
+        return await ChatRepository(self.database).get_or_create(platform, external_id)
 
     async def say(
-        self, text: str, *, chat: str = CHAT, user: str = "7", is_admin: bool = False, thread: str = ""
+        self,
+        text: str,
+        *,
+        chat: str = CHAT,
+        user: str = "7",
+        is_admin: bool = False,
+        thread: str = "",
+        platform: Platform = "telegram",
+        callback_data: str | None = None,
+        file: IncomingFile | None = None,
+        is_private: bool = True,
     ) -> Said:
-        """Send one message through `Conversation.respond`, as the dispatcher would."""
-        chat_record = await self.chat(chat)
-        user_record = await UserRepository(self.database).get_or_create("telegram", user)
+        """Send one message (or a button press, or a document) through `Conversation.respond`, as the dispatcher
+        would."""
+        chat_record = await self.chat(chat, platform=platform)
+        user_record = await UserRepository(self.database).get_or_create(platform, user)
         progress: list[ProgressUpdate] = []
 
         async def sink(update: ProgressUpdate) -> None:
             progress.append(update)
 
         incoming = Incoming(
-            platform="telegram",
+            platform=platform,
             chat_external_id=chat,
             user_external_id=user,
             thread_key=thread,
             text=text,
-            is_private=True,
+            is_private=is_private,
+            callback_data=callback_data,
+            file=file,
         )
         turn = Turn(incoming=incoming, chat=chat_record, user=user_record, is_admin=is_admin, progress=sink)
         replies = await self.conversation.respond(turn)
@@ -120,7 +134,8 @@ class RouterWorld:
     async def deliver(self) -> list[Sent]:
         """Run the delivery worker once; what reached the chats."""
         before = len(self.sender.sent)
-        await DeliveryWorker(self.database, {"telegram": self.sender}, clock=self.clock).run_once()
+        senders = {"telegram": self.sender, "slack": self.sender, "terminal": self.sender}
+        await DeliveryWorker(self.database, senders, clock=self.clock).run_once()
         return self.sender.sent[before:]
 
 
@@ -163,6 +178,7 @@ async def open_world(
     chat_daily_tokens: int = 200_000,
     default_timezone: str = "UTC",
     real_chat_agent: bool = False,
+    access: AccessPolicy | None = None,
 ) -> AsyncIterator[RouterWorld]:
     """Everything wired as `app` wires it; free text goes to `RecordingFreeText`, or with `real_chat_agent` to the
     real `agent.chat.agent.ChatAgent`."""
@@ -215,11 +231,14 @@ async def open_world(
         heavy_model=heavy_model,
         settings=settings,
         clock=clock,
+        access=access or AccessPolicy(),
     )
     free_text = RecordingFreeText()
+    chat_agent = ChatAgent(services)
     conversation = Conversation(
-        commands=CommandRouter(services),
-        free_text=ChatAgent(services) if real_chat_agent else free_text,
+        # as app/assembly.py wires them: the router's offers and import lists are settled by the chat agent
+        commands=CommandRouter(services, confirmations=chat_agent.confirmations),
+        free_text=chat_agent if real_chat_agent else free_text,
         settings=settings,
     )
     try:
