@@ -35,10 +35,10 @@ from research import (
     write_volume_chart,
 )
 from storage import (
+    BriefingRepository,
     ChatRecord,
     ChatRepository,
     Database,
-    DeliveryRepository,
     ItemRepository,
     MonitorRecord,
     MonitorRepository,
@@ -58,6 +58,8 @@ WAIT_FOR_RUNS: Final = timedelta(minutes=10)
 """A briefing waits this long at most for its monitors' runs of the same time to finish."""
 CHART_DAYS: Final = 7
 """The briefing's chart covers at most the last week."""
+BRIEFING_PAGE: Final = 500
+"""Chats looked at per database page; the delivery worker is woken after each page."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,8 +102,10 @@ class BriefingService:
         self._monitors = MonitorRepository(database)
         self._runs = RunRepository(database)
         self._items = ItemRepository(database)
-        self._deliveries = DeliveryRepository(database)
+        self._briefings = BriefingRepository(database)
         self._subscriptions = SubscriptionRepository(database)
+        self._files_of_pass: dict[tuple[object, ...], dict[str, str]] = {}
+        """The CSV and chart written in this pass, by the runs they cover (chats reading the same runs share them)."""
 
     async def set_briefing(self, chat_id: int, schedule: Schedule | None) -> ChatRecord:
         """Give the chat a briefing at `schedule`'s times (None turns it off: digests come one by one again). The
@@ -138,16 +142,21 @@ class BriefingService:
         now = self._clock()
         queued: list[QueuedBriefing] = []
         shared: dict[tuple[object, ...], _Assembled | None] = {}
-        for chat in await self._chats.briefings_due(now):
-            try:
-                done = await self._brief_if_ready(chat, now, shared)
-            except Exception:  # one chat's briefing must not stop the others'
-                logger.exception("chat %d: the briefing failed", chat.id)
-                continue
-            if done is not None:
-                queued.append(done)
-        if queued and self._on_queued is not None:
-            self._on_queued()
+        self._files_of_pass = {}
+        last_id = 0
+        while page := await self._chats.briefings_due(now, after_id=last_id, limit=BRIEFING_PAGE):
+            last_id = page[-1].id
+            before = len(queued)
+            for chat in page:
+                try:
+                    done = await self._brief_if_ready(chat, now, shared)
+                except Exception:  # one chat's briefing must not stop the others'
+                    logger.exception("chat %d: the briefing failed", chat.id)
+                    continue
+                if done is not None:
+                    queued.append(done)
+            if len(queued) > before and self._on_queued is not None:
+                self._on_queued()  # the delivery worker starts on this page while the next is assembled
         return queued
 
     async def _brief_if_ready(
@@ -162,26 +171,17 @@ class BriefingService:
         monitor_ids = await self._subscriptions.in_briefing(chat.id)
         if now - due < WAIT_FOR_RUNS and await self._runs_pending(monitor_ids, due):
             return None  # the next pass looks again
-        if not await self._chats.claim_briefing(
-            chat.id, due=chat.briefing_next_at, next_at=schedule.next_run(max(due, now))
-        ):
-            return None  # another worker has it
         since = chat.briefing_since or due - timedelta(days=1)
         runs = await self._runs.finished_for_monitors(monitor_ids, after=since, until=now, not_sent_to=chat.id)
-        await self._chats.update(chat.id, briefing_since=now)
-        if not runs:
-            logger.info("chat %d: no monitor ran since its last briefing; nothing sent", chat.id)
-            return None
-        key = (tuple(run.id for run in runs), chat.language, chat.timezone, due)
-        if key not in shared:
-            shared[key] = await self._assemble(chat, runs, due=due)
-        assembled = shared[key]
-        if assembled is None:
-            return None
-        run = await self._runs.open_search_run(chat_id=chat.id, query="briefing", now=now)
-        await self._deliveries.complete_run(
-            run.id,
-            outcome=RunOutcome(
+        assembled: _Assembled | None = None
+        if runs:
+            key = (tuple(run.id for run in runs), chat.language, chat.timezone, due)
+            if key not in shared:
+                shared[key] = await self._assemble(chat, runs, due=due, files=self._files_of_pass)
+            assembled = shared[key]
+        outcome = None
+        if assembled is not None:
+            outcome = RunOutcome(
                 finished_at=now,
                 stats={
                     "kind": BRIEFING_KIND,
@@ -192,27 +192,31 @@ class BriefingService:
                     "file_stem": f"briefing-{due.astimezone(ZoneInfo(chat.timezone)):%Y-%m-%d-%H%M}",
                 },
                 artifacts=assembled.artifacts,
-            ),
+            )
+        run_id = await self._briefings.claim(
+            chat.id, due=chat.briefing_next_at, next_at=schedule.next_run(max(due, now)), now=now, outcome=outcome
         )
+        if run_id is None or assembled is None:
+            if not runs:
+                logger.info("chat %d: no monitor ran since its last briefing; nothing sent", chat.id)
+            return None
         logger.info("chat %d: briefing for %s queued (%d topics)", chat.id, due.isoformat(), assembled.topics)
-        return QueuedBriefing(chat_id=chat.id, run_id=run.id, topics=assembled.topics, with_news=assembled.with_news)
+        return QueuedBriefing(chat_id=chat.id, run_id=run_id, topics=assembled.topics, with_news=assembled.with_news)
 
     async def _runs_pending(self, monitor_ids: Sequence[int], due: datetime) -> bool:
         """Whether a monitor of the briefing is still running for a time up to `due`, or is due and not started."""
         if await self._runs.running_for_monitors(monitor_ids, scheduled_until=due):
             return True
-        for monitor_id in monitor_ids:
-            monitor = await self._monitors.get(monitor_id)
-            if (
-                monitor is not None
-                and not monitor.paused
-                and monitor.next_run_at is not None
-                and monitor.next_run_at <= due
-            ):
-                return True
-        return False
+        return await self._monitors.count_due(monitor_ids, until=due) > 0
 
-    async def _assemble(self, chat: ChatRecord, runs: Sequence[RunRecord], *, due: datetime) -> _Assembled | None:
+    async def _assemble(
+        self,
+        chat: ChatRecord,
+        runs: Sequence[RunRecord],
+        *,
+        due: datetime,
+        files: dict[tuple[object, ...], dict[str, str]],
+    ) -> _Assembled | None:
         by_monitor: dict[int, list[RunRecord]] = defaultdict(list)
         for run in runs:
             if run.monitor_id is not None:
@@ -258,7 +262,10 @@ class BriefingService:
         text = render_briefing_markdown(briefing, title=f"Your briefing · {due.astimezone(zone):%Y-%m-%d %H:%M %Z}")
         artifacts: dict[str, str] = {}
         if briefing.has_news and rows:
-            artifacts = await asyncio.to_thread(self._write_files, runs, rows, due=due, zone=zone)
+            key = (tuple(run.id for run in runs), chat.timezone, due)
+            if key not in files:  # the files do not depend on the reader's language: written once for all
+                files[key] = await asyncio.to_thread(self._write_files, runs, rows, due=due, zone=zone)
+            artifacts = files[key]
         return _Assembled(
             text=text,
             artifacts=artifacts,

@@ -24,6 +24,7 @@ from storage.records import (
     UserRecord,
 )
 from storage.repositories import (
+    BriefingRepository,
     ChatChanges,
     ChatRepository,
     ConversationRepository,
@@ -42,6 +43,7 @@ from storage.repositories import (
 )
 
 __all__ = [
+    "BriefingRepository",
     "ChatChanges",
     "ChatRecord",
     "ChatRepository",

@@ -1,5 +1,6 @@
 """Repositories: one small class per aggregate, each method one transaction, returning records."""
 
+from storage.repositories.briefings import BriefingRepository
 from storage.repositories.chats import ChatChanges, ChatRepository
 from storage.repositories.conversations import ConversationRepository
 from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
@@ -13,6 +14,7 @@ from storage.repositories.usage import UsageRepository
 from storage.repositories.users import UserRepository
 
 __all__ = [
+    "BriefingRepository",
     "ChatChanges",
     "ChatRepository",
     "ConversationRepository",

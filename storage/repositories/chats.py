@@ -89,13 +89,18 @@ class ChatRepository(Repository):
             await session.flush()
             return to_chat_record(row)
 
-    async def briefings_due(self, now: datetime, *, limit: int = 500) -> list[ChatRecord]:
-        """Active chats whose briefing is due at `now`, earliest first."""
+    async def briefings_due(self, now: datetime, *, after_id: int = 0, limit: int = 500) -> list[ChatRecord]:
+        """Active chats whose briefing is due at `now`, by id from `after_id` on (page through them)."""
         async with self._db.sessions() as session:
             rows = await session.scalars(
                 select(Chat)
-                .where(Chat.active.is_(True), Chat.briefing_schedule.is_not(None), Chat.briefing_next_at <= now)
-                .order_by(Chat.briefing_next_at, Chat.id)
+                .where(
+                    Chat.active.is_(True),
+                    Chat.briefing_schedule.is_not(None),
+                    Chat.briefing_next_at <= now,
+                    Chat.id > after_id,
+                )
+                .order_by(Chat.id)
                 .limit(limit)
             )
             return [to_chat_record(row) for row in rows]

@@ -7,6 +7,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat, Delivery, Run, RunItem
 from storage.records import DeliveryRecord, DeliveryStatus, ItemRecord, ItemScore, RunOutcome, RunStatus
@@ -30,6 +31,29 @@ def to_delivery_record(row: Delivery) -> DeliveryRecord:
         created_at=row.created_at,
         sent_at=row.sent_at,
     )
+
+
+async def queue_rows(session: AsyncSession, run_id: int, chat_ids: Sequence[int], *, at: datetime) -> None:
+    """One pending outbox row per chat for the run, due at `at` (a row that exists already is left alone), in the
+    caller's transaction."""
+    statement = (
+        upsert_insert(session, Delivery)
+        .values(
+            [
+                {
+                    "run_id": run_id,
+                    "chat_id": chat_id,
+                    "status": DeliveryStatus.PENDING,
+                    "attempts": 0,
+                    "next_attempt_at": at,
+                    "created_at": at,
+                }
+                for chat_id in chat_ids
+            ]
+        )
+        .on_conflict_do_nothing(index_elements=["run_id", "chat_id"])
+    )
+    await session.execute(statement)
 
 
 class RunNotOpenError(Exception):
@@ -96,24 +120,7 @@ class DeliveryRepository(Repository):
             recipients = list(dict.fromkeys(recipients))
             if not recipients:
                 return []
-            statement = (
-                upsert_insert(session, Delivery)
-                .values(
-                    [
-                        {
-                            "run_id": run_id,
-                            "chat_id": chat_id,
-                            "status": DeliveryStatus.PENDING,
-                            "attempts": 0,
-                            "next_attempt_at": outcome.finished_at,
-                            "created_at": outcome.finished_at,
-                        }
-                        for chat_id in recipients
-                    ]
-                )
-                .on_conflict_do_nothing(index_elements=["run_id", "chat_id"])
-            )
-            await session.execute(statement)
+            await queue_rows(session, run_id, recipients, at=outcome.finished_at)
             rows = await session.scalars(select(Delivery).where(Delivery.run_id == run_id).order_by(Delivery.chat_id))
             return [to_delivery_record(row) for row in rows]
 

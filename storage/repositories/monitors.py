@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TypedDict, Unpack
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, func, or_, select
 
 from storage.models import Chat, Monitor, Subscription
 from storage.records import JSONObject, MonitorRecord
@@ -170,6 +170,18 @@ class MonitorRepository(Repository):
                 .limit(limit)
             )
             return [to_monitor_record(row) for row in rows]
+
+    async def count_due(self, monitor_ids: Collection[int], *, until: datetime) -> int:
+        """How many of the monitors are unpaused and due at or before `until` (their run has not started)."""
+        if not monitor_ids:
+            return 0
+        async with self._db.sessions() as session:
+            count = await session.scalar(
+                select(func.count())
+                .select_from(Monitor)
+                .where(Monitor.id.in_(sorted(monitor_ids)), Monitor.paused.is_(False), Monitor.next_run_at <= until)
+            )
+            return int(count or 0)
 
     async def update(self, monitor_id: int, **changes: Unpack[MonitorChanges]) -> MonitorRecord | None:
         """Apply `changes`; None when there is no such monitor."""
