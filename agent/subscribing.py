@@ -142,7 +142,7 @@ def browse_entry(entry: SharedMonitor) -> str:
     """One shared monitor as /browse lists it."""
     view = entry.view
     count = view.receivers
-    state = " · ✓ this chat receives it" if view.subscribed else (" · yours" if view.owned_here else "")
+    state = " · this chat's own" if view.owned_here else (" · ✓ this chat receives it" if view.subscribed else "")
     return (
         f"**#{view.id} {view.topic}** — {view.schedule}{' · paused' if view.paused else ''}\n"
         f"sources: {', '.join(view.sources)} · by {entry.owner} · {count} subscriber{'s' * (count != 1)}{state}\n"

@@ -23,7 +23,7 @@ from xml.etree import ElementTree
 import listparser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from monitors.schedule import ScheduleError
+from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
 from storage import ChatRecord, DeliveryMode, MonitorRecord, MonitorRepository, SubscriptionRepository
 
@@ -111,20 +111,22 @@ class ImportPlan:
 
     def describe(self, *, limit: int = 30) -> str:
         """Markdown listing what will be created and what was refused, for the confirmation."""
-        lines: list[str] = []
         if self.problem:
             return self.problem
+        parts: list[str] = []
         if self.entries:
-            lines.append(f"**{len(self.entries)} monitor{'s' * (len(self.entries) != 1)} to create:**")
+            lines = [f"**{len(self.entries)} monitor{'s' * (len(self.entries) != 1)} to create:**"]
             lines += [f"- {_entry_line(entry)}" for entry in self.entries[:limit]]
             if len(self.entries) > limit:
                 lines.append(f"- … and {len(self.entries) - limit} more")
+            parts.append("\n".join(lines))
         if self.refused:
-            lines.append(f"**Not imported ({len(self.refused)}):**")
+            lines = [f"**Not imported ({len(self.refused)}):**"]
             lines += [f"- {refused.label}: {refused.reason}" for refused in self.refused[:limit]]
             if len(self.refused) > limit:
                 lines.append(f"- … and {len(self.refused) - limit} more")
-        return "\n".join(lines) or "The file holds no monitors."
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts) or "The file holds no monitors."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,7 +153,7 @@ def _entry_line(entry: MonitorEntry) -> str:
     sources = ", ".join(entry.sources) if entry.sources else "the default mix"
     if len(sources) > 200:
         sources = f"{len(entry.sources)} sources"
-    schedule = entry.schedule or "the default schedule"
+    schedule = entry.schedule or f"{DEFAULT_SCHEDULE_TEXT} (the default)"
     flags = "".join(
         f" · {flag}" for flag, on in (("paused", entry.paused), ("shared", entry.shared), ("quiet", entry.quiet)) if on
     )

@@ -95,7 +95,7 @@ async def import_monitors(
     if plan.problem:
         return refuse(f"Nothing was imported from {name}: {plan.problem}")
     if not plan.entries:
-        return [Reply(text=f"Nothing to import from {name}.\n{plan.describe()}")]
+        return [Reply(text=f"Nothing to import from {name}.\n\n{plan.describe()}")]
     count = len(plan.entries)
     action = ImportAction(description=f"create {count} monitor{'s' * (count != 1)} from {name}", entries=plan.entries)
     pending = confirmations.open(
@@ -107,5 +107,5 @@ async def import_monitors(
         labels=(f"Create {count}", "Cancel"),
     )
     minutes = max(1, int(confirmations.ttl.total_seconds() // 60))
-    text = f"From {name}:\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
+    text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]

@@ -83,13 +83,16 @@ async def browse(services: Services, turn: Turn, command: BrowseCommand) -> list
     more = len(entries) - len(shown)
     lines = [f"**Shared monitors** ({len(entries)}), most followed first:"]
     lines += [subscribing.browse_entry(entry) for entry in shown]
-    tail = f"{more} more: narrow it down with `/browse <words>`. " if more else ""
-    lines.append(f"{tail}Subscribe with the buttons or `/subscribe <id>`.")
     buttons = tuple(
         Button(label=f"Subscribe #{entry.view.id}", callback_data=f"/subscribe {entry.view.id}")
         for entry in shown
         if not entry.view.subscribed
     )
+    tail = f"{more} more: narrow it down with `/browse <words>`. " if more else ""
+    if buttons:
+        lines.append(f"{tail}Subscribe with the buttons or `/subscribe <id>`.")
+    elif tail:
+        lines.append(tail.strip())
     return [Reply(text="\n\n".join(lines), buttons=buttons)]
 
 

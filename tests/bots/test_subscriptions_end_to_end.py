@@ -282,5 +282,5 @@ async def test_import_a_telegram_document_and_a_file_shared_on_slack(world: Worl
 
     # downloaded with the bot token, read, and checked against this Lookout's sources (only hn exists here)
     (reply,) = world.slack_replies(DM)
-    assert reply.startswith("Nothing to import from feeds.opml.\n*Not imported (1):*\n• “design”: unknown source(s)")
+    assert reply.startswith("Nothing to import from feeds.opml.\n\n*Not imported (1):*\n• “design”: unknown source(s)")
     assert world.slack.downloads == [("/files-pri/T0TEAM-FSHARED1/download/feeds.opml", f"Bearer {BOT_TOKEN}")]

@@ -150,7 +150,7 @@ async def test_a_real_feedly_export_becomes_one_monitor_per_folder(world: World)
     assert len(result.created) == 13
     stored = await MonitorRepository(world.database).list_owned(target.id)
     assert sum(len(m.sources) for m in stored) == 36  # every feed of the file
-    assert "13 monitors to create:" in plan.describe() and "“tech” — the default schedule" in plan.describe()
+    assert "13 monitors to create:" in plan.describe() and "“tech” — daily at 09:00 (the default)" in plan.describe()
 
 
 async def test_an_inoreader_export_lists_feeds_outside_folders_with_the_reason(world: World) -> None:

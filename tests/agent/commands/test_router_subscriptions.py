@@ -176,7 +176,7 @@ async def test_export_monitors_then_import_the_json_sent_as_a_document(world: Ro
     assert reply.text.startswith("Exported 2 monitors of this chat: JSON with every setting, and OPML with their 1")
     assert [a.filename for a in reply.attachments] == ["lookout-monitors-2026-11-20.json",
                                                         "lookout-monitors-2026-11-20.opml"]  # fmt: skip
-    assert offered.text.startswith("From monitors.json:\n**2 monitors to create:**")
+    assert offered.text.startswith("From monitors.json:\n\n**2 monitors to create:**")
     assert [button.label for button in offered.replies[0].buttons] == ["Create 2", "Cancel"]
     assert created.text.startswith("Created 2 monitors:\n- #3 DeepSeek\n- #4 Mistral")
     theirs = await MonitorRepository(world.database).list_owned((await world.chat(OTHER_CHAT)).id)
@@ -197,11 +197,11 @@ async def test_import_a_path_in_the_terminal_and_cancel(world: RouterWorld, tmp_
     elsewhere = await world.say(f"/import {path}")
 
     assert (
-        "**1 monitor to create:**\n- “设计” — the default schedule · rss:http://cdc.tencent.com/feed/" in offered.text
+        "**1 monitor to create:**\n- “设计” — daily at 09:00 (the default) · rss:http://cdc.tencent.com/feed/" in offered.text
     )
     assert "**Not imported (1):**\n- feed “Guyskk的博客”: it is in no folder" in offered.text
     assert cancelled.text == "Cancelled; nothing was changed."
-    assert "- “design” — the default schedule" in with_topic.text
+    assert "- “design” — daily at 09:00 (the default)" in with_topic.text
     assert missing.text.startswith("I cannot read ") and "No such file" in missing.text
     assert elsewhere.text.startswith("Send the file as a document with the caption `/import`")
     assert await MonitorRepository(world.database).list_all() == []
@@ -219,4 +219,4 @@ async def test_bad_documents_are_refused_with_the_reason(world: RouterWorld) -> 
         garbage.text == "Nothing was imported from x.json: That JSON is not a Lookout monitors export (not valid JSON)."
     )
     assert too_big.text == "huge.opml is over the 1 MB limit."
-    assert nothing.text.startswith("Nothing to import from empty.json.\n**Not imported (1):**\n- #1 “”: topic:")
+    assert nothing.text.startswith("Nothing to import from empty.json.\n\n**Not imported (1):**\n- #1 “”: topic:")
