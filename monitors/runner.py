@@ -18,7 +18,7 @@ from pydantic_ai.models import Model
 from monitors.delivery import NOTICE_KIND
 from monitors.schedule import Schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
-from research import Digest, PipelineRequest, PipelineResult, ProgressCallback, load_plan, safe_stem
+from research import Digest, PipelineRequest, PipelineResult, ProgressCallback, escape_markdown, load_plan, safe_stem
 from sources import Engagement, Item, Source
 from storage import (
     ChatRecord,
@@ -363,10 +363,12 @@ class MonitorRunner:
         now = self._clock()
         chat = await self._chats.get(monitor.owner_chat_id)
         zone = ZoneInfo(chat.timezone if chat else "UTC")
-        errors = "\n".join(f"- {error}" for error in failure.source_errors[:8]) or f"- {failure.error}"
+        errors = "\n".join(f"- {escape_markdown(error)}" for error in failure.source_errors[:8])
+        errors = errors or f"- {escape_markdown(failure.error)}"
         when = f"; next try {next_run.astimezone(zone):%Y-%m-%d %H:%M %Z}" if next_run else ""
         text = (
-            f"⚠️ Monitor #{monitor.id} “{monitor.topic}” failed {monitor.consecutive_failures} runs in a row:\n"
+            f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}” failed "
+            f"{monitor.consecutive_failures} runs in a row:\n"
             f"{errors}\nI'll keep trying, less often{when}. Send /pause {monitor.id} to stop it."
         )
         notice = await self._runs.open_search_run(chat_id=monitor.owner_chat_id, query=f"notice: monitor #{monitor.id}")

@@ -43,6 +43,8 @@ def refuse(reason: str, *, usage: str | None = None) -> list[Reply]:
     were the problem."""
     text = reason.strip() or "That did not work."
     if usage is not None:
+        if not text.endswith((".", "!", "?", "…", ":")):
+            text += "."  # the reason is a sentence, and the usage line starts a new one
         text += f"\nUsage: {usage_of(usage)}"
     return [Reply(text=text)]
 
