@@ -77,9 +77,10 @@ def test_what_the_person_typed_is_shown_verbatim_never_read_as_markup(tmp_path: 
 
 
 def test_control_characters_from_a_feed_never_reach_the_terminal(tmp_path: Path) -> None:
-    rendered = render_markdown("Title \x1b[2J\x1b]0;owned\x07 end", styled=True, width=80)
+    hostile = "Title \x1b[2J\x1b]0;owned\x07 end"
+    rendered = render_markdown(hostile, styled=True, width=80)
     assert "\x1b[2J" not in rendered and "\x1b]0;" not in rendered and "\x07" not in rendered
-    assert "Title \ufffd[2J\ufffd]0;owned\ufffd end" in render_markdown("Title \x1b[2J\x1b]0;owned\x07 end", styled=False)
+    assert "Title \ufffd[2J\ufffd]0;owned\ufffd end" in render_markdown(hostile, styled=False)
 
 
 def test_piped_output_is_plain_and_never_wrapped() -> None:
