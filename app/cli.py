@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from app.logging_setup import configure_logging
+from app.logging_setup import configure_logging, silence_library_banners
 from app.monitor_commands import monitors_cli
 from app.settings import Settings, SettingsError, load_settings
 
@@ -28,6 +28,12 @@ SourcesOption = Annotated[
 db_cli = typer.Typer(help="Manage the database.", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
 cli.add_typer(monitors_cli, name="monitors")
+
+
+@cli.callback()
+def _process_start() -> None:
+    """Runs before every command: nothing but Lookout may write to the person's terminal."""
+    silence_library_banners()
 
 
 def startup() -> Settings:

@@ -41,6 +41,14 @@ class SecretScrubber(logging.Filter):
         return True
 
 
+def silence_library_banners() -> None:
+    """Turn off what libraries print on their own at first use (pydantic-ai's banner): Lookout's output is the
+    conversation and its own lines. Call once at process start, before any agent runs."""
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False
+
+
 def configure_logging(*, level: str = "INFO", secrets: Iterable[str] = (), stream: TextIO | None = None) -> None:
     """Install the one root handler; call once from the CLI entry point, never at import."""
     handler = logging.StreamHandler(stream or sys.stderr)
