@@ -98,6 +98,12 @@ class ConsoleOutput:
         with self._lock:
             self._prompt = prompt
 
+    def prompt_interrupted(self) -> None:
+        """Ctrl-C at the prompt: `^C` after what was typed and a fresh line for the next prompt (as bash does)."""
+        with self._lock:
+            self._prompt = None
+            self._write("^C\n" if self._styled else "\n")
+
     def prompt_ended(self) -> None:
         with self._lock:
             self._prompt = None

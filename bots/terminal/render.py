@@ -40,7 +40,7 @@ _LINK_STYLE = "underline"
 _URL_STYLE = "dim"
 _QUOTE_BAR = "│ "
 _INDENT = "  "
-_CITATION_LABEL = re.compile(r"\[?\d{1,4}\]?")
+_CITATION_LABEL = re.compile(r"\[\d{1,4}\]")
 _WORD = re.compile(r"\S+\s*")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
