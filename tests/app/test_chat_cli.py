@@ -74,10 +74,14 @@ def test_zero_configuration_chat_works_and_ends_at_end_of_input(isolated_environ
     assert result.exit_code == 0, result.output
     greeting, model_line, *rest = result.output.splitlines()
     assert greeting.startswith(GREETING) and "/help" in greeting and "Ctrl-D" in greeting
-    assert model_line.startswith("No language model (GEMINI_API_KEY is not set")
+    assert model_line == (  # one sentence each, no nested parentheses (#9.25)
+        "No language model: GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env. "
+        "Commands work without one."
+    )
     answers = "\n".join(rest)
     assert "/track <topic> [schedule] [from <sources>]" in answers  # /help
     assert "GEMINI_API_KEY" in answers  # free text explains how to enable the model
+    assert "Set LLM_MODEL" not in answers  # it has a default: only the key is missing
     assert "Something went wrong" not in answers and "Traceback" not in result.output
     assert (isolated_environment / "data" / "lookout.db").is_file()  # the embedded SQLite default
     assert (isolated_environment / "data" / "lookout-chat.log").is_file()
