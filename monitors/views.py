@@ -65,10 +65,12 @@ class MonitorView:
     exclude_keywords: tuple[str, ...] = ()
     language: str | None = None
 
-    def summary(self) -> str:
-        """One markdown paragraph for `/monitors` and for the reply to `/track`."""
+    def summary(self, *, owner: str | None = None) -> str:
+        """One markdown paragraph for `/monitors` and for the reply to `/track`; `owner` names the owner chat
+        (`telegram:123`) where listings span chats."""
         state = "paused" if self.paused else (f"next {self.next_run:%Y-%m-%d %H:%M %Z}" if self.next_run else "")
         quiet = " · quiet" if self.quiet else ""
+        quiet += f" · owner {escape_markdown(owner)}" if owner else ""
         last_run = f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else ""
         return (
             f"**#{self.id} {escape_markdown(self.topic)}** — {self.schedule}{quiet}\n"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -117,7 +119,55 @@ def test_bad_input_is_one_clear_line(environment: dict[str, str]) -> None:
     )
     assert too_often.exit_code == 2 and "too often" in too_often.output
     no_chat = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", "myspace:1"])
-    assert no_chat.exit_code == 2 and "--chat must be telegram:<chat id>" in no_chat.output
+    assert (
+        no_chat.exit_code == 2 and "--chat must be telegram:<chat id> (a number), slack:<channel id>" in no_chat.output
+    )
     missing = runner.invoke(cli, ["monitors", "pause", "99"])
     assert missing.exit_code == 2 and "#99" in missing.output
     assert "Traceback" not in too_often.output + no_chat.output + missing.output
+
+
+def test_every_platform_lookout_serves_is_a_chat_and_ids_are_checked(environment: dict[str, str]) -> None:
+    """#9.18: Slack channels and the terminal chat are accepted; an id that is not the platform's is refused."""
+    for chat in ("slack:C0123456", "telegram:-1001234567890", "terminal"):
+        added = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", chat, "--schedule", "daily"])
+        assert added.exit_code == 0, (chat, added.output)
+        assert f"owner {chat if chat != 'terminal' else 'terminal:terminal'}" in added.output
+    for chat in ("telegram:abc", "slack:general", "slack:", "terminal:someone", "C0123456"):
+        refused = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", chat])
+        assert refused.exit_code == 2, (chat, refused.output)
+        assert "--chat must be" in refused.output and f"got “{chat}”" in refused.output
+    listed = runner.invoke(cli, ["monitors", "list"])
+    assert listed.output.count("DeepSeek") == 3
+
+
+def fresh_hn_payload() -> bytes:
+    """The recorded HN answer with every story dated an hour ago, so it falls inside a daily monitor's window."""
+    payload = json.loads((PAYLOADS / "hn_search_by_date.json").read_text(encoding="utf-8"))
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    for hit in payload["hits"]:
+        hit["created_at"] = hour_ago.strftime("%Y-%m-%dT%H:%M:%SZ")
+        hit["created_at_i"] = int(hour_ago.timestamp())
+    return json.dumps(payload).encode()
+
+
+def test_list_and_run_print_for_people_with_the_owner_of_each_monitor(
+    environment: dict[str, str], fake_server: FakeHTTPServer
+) -> None:
+    """#9.16: no raw markdown (`**#1 …**`, `[title](url)`), and every chat's monitors say whose they are."""
+    for path in ("/hn/search", "/hn/search_by_date"):
+        fake_server.route("GET", path, FakeResponse(body=fresh_hn_payload(), content_type="application/json"))
+    runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", f"telegram:{CHAT}", "--sources", "hn"])
+    runner.invoke(cli, ["monitors", "add", "Mistral", "--chat", "slack:C0123456", "--sources", "hn"])
+
+    listed = runner.invoke(cli, ["monitors", "list"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert any(line.startswith("#1 DeepSeek — ") and line.endswith(f"owner telegram:{CHAT}") for line in lines)
+    assert any(line.startswith("#2 Mistral — ") and line.endswith("owner slack:C0123456") for line in lines)
+
+    ran = runner.invoke(cli, ["monitors", "run", "1"])
+    assert ran.exit_code == 0, ran.output
+    assert "**" not in ran.output and "](" not in ran.output
+    assert "Sources\n[1] " in ran.output  # the numbered source list, each with its address in brackets
+    assert "(https://" in ran.output
