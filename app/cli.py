@@ -108,14 +108,15 @@ def chat() -> None:
     typer.echo("Lookout in your terminal: ask anything or type a command — /help lists them; Ctrl-D or /quit leaves.")
     typer.echo(f"{model_line}\nLog: {log_path}")
     from app.assembly import terminal_session
-    from bots import run_terminal_chat
+    from bots import TERMINAL_CHAT_ID, run_terminal_chat
+    from research import chat_folder
 
     try:
         run_terminal_chat(
             terminal_session(settings),
             stdin=sys.stdin,
             stdout=sys.stdout,
-            exports_dir=settings.data_dir / "exports",
+            exports_dir=settings.exports_dir / chat_folder("terminal", TERMINAL_CHAT_ID),
             user=_terminal_user(),
             history_file=settings.data_dir / "chat_history",
         )
@@ -161,7 +162,7 @@ def collect(
     items_per_attempt: Annotated[int, typer.Option(min=10, max=5000, help="Items asked for per round.")] = 500,
     sources: SourcesOption = None,
 ) -> None:
-    """Collect until the target of unique items (or a stop rule); write CSV and JSON under DATA_DIR/exports."""
+    """Collect until the target of unique items (or a stop rule); write CSV and JSON under DATA_DIR/exports/cli."""
     if not request.strip():
         typer.echo('Say what to collect, e.g. lookout collect "posts about open source LLMs".', err=True)
         raise typer.Exit(code=2)

@@ -16,6 +16,7 @@ from app.cli_output import CliOutput
 from app.settings import Settings
 from app.wiring import SourceCatalog, light_model, open_database, open_http_client
 from research import (
+    CLI_FOLDER,
     CollectionJobResult,
     ProgressEvent,
     ResearchResult,
@@ -75,7 +76,7 @@ def collect_command(
     model = light_model(settings)
     if model is None:
         err.line(f"No language model: {settings.llm_unavailable_reason()}. Planning queries without one.", tone="warn")
-    out_dir = settings.data_dir / "exports"
+    out_dir = settings.exports_dir / CLI_FOLDER
 
     async def work(sources: list[Source]) -> CollectionJobResult:
         return await run_collection_job(

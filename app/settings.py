@@ -235,6 +235,11 @@ class Settings(BaseSettings):
                 values.append(value.get_secret_value())
         return values
 
+    @property
+    def exports_dir(self) -> Path:
+        """DATA_DIR/exports: one folder per chat inside (see `research.chat_folder`), `cli/` for the command line."""
+        return self.data_dir / "exports"
+
     def llm_unavailable_reason(self) -> str | None:
         """Why no language model can be used, or `None` when the light model is usable."""
         if not self.llm_model.strip():

@@ -29,6 +29,7 @@ from app.settings import load_settings
 from app.wiring import open_database
 from storage import ChatRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fresh_payloads import fresh_hn_payload, fresh_news_payload
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "sources" / "payloads"
 GREETING = "Lookout in your terminal"
@@ -37,10 +38,10 @@ runner = CliRunner()
 
 
 def route_sources(server: FakeHTTPServer, *, hn_prefix: str = "/hn") -> None:
-    hn = (PAYLOADS / "hn_search_by_date.json").read_bytes()
+    hn = fresh_hn_payload()  # inside a daily monitor's window: a digest with files
     for path in ("/search", "/search_by_date"):
         server.route("GET", f"{hn_prefix}{path}", FakeResponse(body=hn, content_type="application/json"))
-    news = (PAYLOADS / "news_search.xml").read_bytes()
+    news = fresh_news_payload()
     server.route("GET", "/news/search", FakeResponse(body=news, content_type="application/rss+xml"))
 
 
@@ -97,7 +98,7 @@ def test_track_monitors_digest_with_the_csv_saved(environment: dict[str, str], f
     assert "Monitor #1 ran:" in output  # /digest's own reply ...
     delivered = output.split("── delivered", 1)[1]  # ... and the digest itself, through the outbox
     assert "DeepSeek · " in delivered and "monitor #1" in delivered
-    exports = (Path(environment["DATA_DIR"]) / "exports").resolve()
+    exports = (Path(environment["DATA_DIR"]) / "exports" / "terminal-terminal").resolve()  # the chat's folder
     [csv] = saved_files(delivered, "CSV")
     [chart] = saved_files(delivered, "Chart")
     assert csv.parent == exports and csv.suffix == ".csv" and csv.is_file()
@@ -232,7 +233,7 @@ def test_a_real_terminal_session(gated_server: GatedServer, tmp_path: Path) -> N
         digest = terminal.screen[start:end]
         assert "delivered" in digest and "DeepSeek" in digest
         csv = Path(re.findall(r"CSV: (\S+\.csv)", digest)[0])
-        assert csv.is_file() and csv.parent == (data_dir / "exports").resolve()
+        assert csv.is_file() and csv.parent == (data_dir / "exports" / "terminal-terminal").resolve()
         terminal.wait_for(r"Monitor #1 ran[\s\S]*" + PROMPT, after=start)
 
         # Ctrl-C while work runs cancels it, and the chat goes on.

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -19,6 +17,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.telegram import FakeTelegram, running_fake_telegram
+from tests.fresh_payloads import fresh_hn_payload
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "sources" / "payloads"
 CHAT = "4242"
@@ -35,7 +34,7 @@ def telegram() -> Iterator[FakeTelegram]:
 def environment(
     monkeypatch: pytest.MonkeyPatch, fake_server: FakeHTTPServer, telegram: FakeTelegram, tmp_path: Path
 ) -> dict[str, str]:
-    hn = (PAYLOADS / "hn_search_by_date.json").read_bytes()
+    hn = fresh_hn_payload()
     for path in ("/hn/search", "/hn/search_by_date"):
         fake_server.route("GET", path, FakeResponse(body=hn, content_type="application/json"))
     news = (PAYLOADS / "news_search.xml").read_bytes()
@@ -144,22 +143,10 @@ def test_every_platform_lookout_serves_is_a_chat_and_ids_are_checked(environment
     assert listed.output.count("DeepSeek") == 3
 
 
-def fresh_hn_payload() -> bytes:
-    """The recorded HN answer with every story dated an hour ago, so it falls inside a daily monitor's window."""
-    payload = json.loads((PAYLOADS / "hn_search_by_date.json").read_text(encoding="utf-8"))
-    hour_ago = datetime.now(UTC) - timedelta(hours=1)
-    for hit in payload["hits"]:
-        hit["created_at"] = hour_ago.strftime("%Y-%m-%dT%H:%M:%SZ")
-        hit["created_at_i"] = int(hour_ago.timestamp())
-    return json.dumps(payload).encode()
-
-
 def test_list_and_run_print_for_people_with_the_owner_of_each_monitor(
     environment: dict[str, str], fake_server: FakeHTTPServer
 ) -> None:
     """#9.16: no raw markdown (`**#1 …**`, `[title](url)`), and every chat's monitors say whose they are."""
-    for path in ("/hn/search", "/hn/search_by_date"):
-        fake_server.route("GET", path, FakeResponse(body=fresh_hn_payload(), content_type="application/json"))
     runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", f"telegram:{CHAT}", "--sources", "hn"])
     runner.invoke(cli, ["monitors", "add", "Mistral", "--chat", "slack:C0123456", "--sources", "hn"])
 
