@@ -116,7 +116,11 @@ async def timeline(ctx: RunContext[ChatDeps], topic: str, days: int = 30) -> Tim
         records = await repository.search(words, since=since, until=until, limit=CHART_ITEMS, chat_id=deps.chat_id)
         path = deps.exports_dir / f"{export_stem(words, until, f'timeline-{window}d')}.png"
         await asyncio.to_thread(_draw, [_as_item(r) for r in records], path, words, since, until, zone)
-        deps.attach(Attachment(path=path, filename=path.name, kind="image", caption=f"“{words[:100]}” over the last {window} days"))
+        deps.attach(
+            Attachment(
+                path=path, filename=path.name, kind="image", caption=f"“{words[:100]}” over the last {window} days"
+            )
+        )
         chart = True
     total = sum(counts.values())
     busiest = max(counts.items(), key=lambda pair: pair[1])[0].isoformat() if counts else None
