@@ -101,12 +101,12 @@ def chat() -> None:
     # below, which already log).
     configure_logging(level=settings.log_level, secrets=settings.secret_values(), file=log_path)
     no_model = settings.llm_unavailable_reason()
-    model_line = (
-        f"No language model: {no_model}. Commands work without one." if no_model else f"Model: {settings.llm_model}."
-    )
+    model_line = f"Model: {settings.llm_model}."
+    if no_model:  # two lines: each fits a terminal
+        model_line = f"No language model: {no_model}.\nCommands work without one."
     # Said before the imports and the database start-up, which take a few seconds on a small machine.
     typer.echo("Lookout in your terminal: ask anything or type a command — /help lists them; Ctrl-D or /quit leaves.")
-    typer.echo(f"{model_line}\nLog: {log_path}")
+    typer.echo(f"{model_line} Log: {log_path}")
     from app.assembly import terminal_session
     from bots import TERMINAL_CHAT_ID, run_terminal_chat
     from research import chat_folder

@@ -243,7 +243,7 @@ class Settings(BaseSettings):
     def llm_unavailable_reason(self) -> str | None:
         """Why no language model can be used, or `None` when the light model is usable."""
         if not self.llm_model.strip():
-            return "LLM_MODEL is empty, which turns the language model off"
+            return "LLM_MODEL is empty, which turns the language model off; set it in .env"
         if self.llm_model.startswith("google:") and self.gemini_api_key is None:
             return "GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env"
         return None

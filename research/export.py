@@ -100,7 +100,7 @@ def safe_stem(text: str, when: datetime) -> str:
     `safe_stem("DeepSeek R2: news?", t)` -> `deepseek-r2-news-20261120-1200`. Never empty, never a path.
     """
     normalised = unicodedata.normalize("NFKC", text).casefold()
-    slug = re.sub(r"[^\w]+|_+", "-", normalised).strip("-")[:_STEM_MAX].strip("-") or "collection"
+    slug = re.sub(r"(?:[^\w]|_)+", "-", normalised).strip("-")[:_STEM_MAX].strip("-") or "collection"
     return f"{slug}-{when.astimezone(UTC):%Y%m%d-%H%M}"
 
 

@@ -184,7 +184,7 @@ class ChatAgent:
         return [
             Reply(
                 text=(
-                    f"I can't answer free text yet: {reason}; restart Lookout after changing .env.\n\n"
+                    f"I can't answer free text yet: {reason}, and restart Lookout.\n\n"
                     "Commands work without a model: /track <topic> [schedule], /monitors, /search <query>, "
                     "/collect <request>, /digest <id>, /help."
                 )

@@ -73,12 +73,14 @@ def saved_files(output: str, label: str) -> list[Path]:
 def test_zero_configuration_chat_works_and_ends_at_end_of_input(isolated_environment: Path) -> None:
     result = runner.invoke(cli, ["chat"], input="/help\nhello\n")
     assert result.exit_code == 0, result.output
-    greeting, model_line, *rest = result.output.splitlines()
+    greeting, model_line, works_line, *rest = result.output.splitlines()
     assert greeting.startswith(GREETING) and "/help" in greeting and "Ctrl-D" in greeting
-    assert model_line == (  # one sentence each, no nested parentheses (#9.25)
-        "No language model: GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env. "
-        "Commands work without one."
+    # One sentence a line, no nested parentheses (#9.25).
+    assert (
+        model_line
+        == "No language model: GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env."
     )
+    assert works_line.startswith("Commands work without one. Log: ")
     answers = "\n".join(rest)
     assert "/track <topic> [schedule] [from <sources>]" in answers  # /help
     assert "GEMINI_API_KEY" in answers  # free text explains how to enable the model

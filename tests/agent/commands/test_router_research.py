@@ -67,7 +67,7 @@ async def test_search_refusals_say_why_with_the_usage(world: RouterWorld) -> Non
 
     assert empty.text == "Say what to search for.\nUsage: /search <query>"
     assert too_long.text.startswith("I could not search that: That topic is too long")
-    assert too_long.text.endswith("Usage: /search <query>")
+    assert too_long.text.endswith("characters.\nUsage: /search <query>")  # a full stop before the usage (#9.25)
     assert too_long.progress[-1].done and too_long.progress[-1].text == "stopped"
     assert world.server.requests == [] and world.web.queries == []
     assert await DeliveryRepository(world.database).claim_due(world.clock()) == []
