@@ -14,13 +14,14 @@ from telegram.error import InvalidToken
 from app.settings import Settings
 from bots import CredentialsRefusedError, Dispatcher, SlackFrontend, TelegramFrontend, TelegramOptions
 from monitors import ChatSender
+from sources import Backoff, Sleep
 
 __all__ = ["Frontend", "Frontends", "build_frontends", "describe_frontends"]
 
 logger = logging.getLogger(__name__)
 
-MAX_START_BACKOFF_SECONDS = 300.0
-"""A platform that is down at start is retried at growing intervals up to this."""
+START_BACKOFF = Backoff(attempts=None, base=5.0, cap=300.0)
+"""A platform that is down at start is retried for ever, at jittered doubling intervals up to five minutes."""
 
 
 class Frontend(Protocol):
@@ -39,6 +40,8 @@ class Frontends:
     routes: list[BaseRoute] = field(default_factory=list)
     senders: dict[str, ChatSender] = field(default_factory=dict)
     """Senders that replace the default per-platform sender (Slack's shares the frontend's client)."""
+    sleep: Sleep = asyncio.sleep
+    """How start-up retries wait (tests pass one that returns at once)."""
     _starting: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
@@ -48,7 +51,7 @@ class Frontends:
     def start_all(self) -> None:
         """Start every frontend in the background: a platform that is down now is retried, not fatal."""
         for name, frontend in self.running.items():
-            self._starting.append(asyncio.create_task(_keep_starting(name, frontend), name=f"start {name}"))
+            self._starting.append(asyncio.create_task(_keep_starting(name, frontend, self.sleep), name=f"start {name}"))
 
     async def stop_all(self) -> None:
         for task in self._starting:
@@ -66,22 +69,15 @@ def _refused(error: BaseException) -> bool:
     return isinstance(error, InvalidToken | CredentialsRefusedError)
 
 
-async def _keep_starting(name: str, frontend: Frontend) -> None:
-    delay = 5.0
-    while True:
-        try:
-            await frontend.start()
-        except asyncio.CancelledError:
+async def _keep_starting(name: str, frontend: Frontend, sleep: Sleep) -> None:
+    try:
+        await START_BACKOFF.call(
+            frontend.start, retry_on=lambda error: not _refused(error), sleep=sleep, what=f"{name}: connecting"
+        )
+    except Exception as error:
+        if not _refused(error):
             raise
-        except Exception as error:
-            if _refused(error):
-                logger.error("%s: off — the platform refused the token (%s); fix it and restart", name, error)
-                return
-            logger.warning("%s: could not connect (%s); retrying in %.0f s", name, error, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, MAX_START_BACKOFF_SECONDS)
-        else:
-            return
+        logger.error("%s: off — the platform refused the token (%s); fix it and restart", name, error)
 
 
 def build_frontends(settings: Settings, dispatcher: Dispatcher) -> Frontends:

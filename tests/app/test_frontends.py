@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from telegram.error import InvalidToken
 
-import app.frontends as frontends_module
 from app.assembly import access_policy
 from app.frontends import Frontends, build_frontends, describe_frontends
 from app.settings import load_settings
@@ -40,15 +39,13 @@ class FlakyPlatform:
         return self.started.is_set()
 
 
-@pytest.fixture
-def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_sleep = asyncio.sleep
-    monkeypatch.setattr(frontends_module.asyncio, "sleep", lambda _seconds: real_sleep(0))
+async def no_wait(_seconds: float) -> None:
+    await asyncio.sleep(0)
 
 
-async def test_a_platform_down_at_start_is_retried_until_it_answers(no_backoff: None) -> None:
+async def test_a_platform_down_at_start_is_retried_until_it_answers() -> None:
     platform = FlakyPlatform([ConnectionError("down"), TimeoutError("slow")])
-    frontends = Frontends(running={"telegram": platform})
+    frontends = Frontends(running={"telegram": platform}, sleep=no_wait)
     frontends.start_all()
     await asyncio.wait_for(platform.started.wait(), timeout=10)
     assert platform.attempts == 3
@@ -60,11 +57,9 @@ async def test_a_platform_down_at_start_is_retried_until_it_answers(no_backoff: 
 @pytest.mark.parametrize(
     "refusal", [InvalidToken("Unauthorized"), CredentialsRefusedError("Slack refused SLACK_BOT_TOKEN: invalid_auth")]
 )
-async def test_a_refused_token_is_not_retried(
-    refusal: Exception, no_backoff: None, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_a_refused_token_is_not_retried(refusal: Exception, caplog: pytest.LogCaptureFixture) -> None:
     platform = FlakyPlatform([refusal])
-    frontends = Frontends(running={"telegram": platform})
+    frontends = Frontends(running={"telegram": platform}, sleep=no_wait)
     frontends.start_all()
     await asyncio.gather(*frontends._starting)
     assert platform.attempts == 1
