@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
 from app.monitoring import MonitorStack, monitor_stack
@@ -93,7 +94,7 @@ def terminal_session(settings: Settings) -> SessionFactory:
     delivery worker with the terminal's sender registered, so monitors created there deliver there."""
 
     @asynccontextmanager
-    async def open_session(sender: ChatSender) -> AsyncIterator[Dispatches]:
+    async def open_session(sender: ChatSender[Any]) -> AsyncIterator[Dispatches]:
         async with open_database(settings) as database, monitor_stack(settings, database) as stack:
             dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
             stack.worker.register("terminal", sender)

@@ -55,9 +55,7 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
             logger.warning("ALLOWED_USERS and ALLOWED_CHATS are empty: anyone who finds the bot can use it")
         async with monitor_stack(settings, database) as stack:
             dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
-            frontends = build_frontends(settings, dispatcher)
-            for platform, sender in frontends.senders.items():
-                stack.worker.register(platform, sender)
+            frontends = build_frontends(settings, dispatcher, stack.senders)
             jobs = await stack.scheduler.start()
             logger.info("scheduler: %d monitor(s) scheduled", jobs)
             delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
@@ -82,7 +80,7 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
                 await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
             finally:
                 stop.set()
-                await frontends.stop_all()  # messages being answered finish first
                 stack.scheduler.shutdown()
                 await delivering  # the pass under way finishes; what is left stays pending in the outbox
+                await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
     logger.info("stopped")

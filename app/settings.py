@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     # Monitors
     min_monitor_interval: int = Field(default=900, ge=60)
     """Seconds; no monitor may run more often."""
+    delivery_lease_seconds: float = Field(default=30.0, ge=2.0, le=3600.0)
+    """How long a delivery claim holds without renewal (renewed every third of it while sending); a crashed
+    process's claims on this host are taken back at its restart, other hosts' when the lease ends."""
+    delivery_poll_seconds: float = Field(default=5.0, gt=0, le=300.0)
+    """How often the delivery worker looks for due outbox rows (new digests wake it at once)."""
 
     # Conversation
     chat_daily_tokens: int = Field(default=200_000, ge=0)

@@ -111,7 +111,8 @@ class Backoff:
             logger.info("%s failed (%s); retry %d in %.1f s", what, _describe(error), state.attempt_number, seconds)
 
         retrying = AsyncRetrying(
-            retry=retry_if_exception(retry_on),
+            # Only failures: a cancellation (BaseException) always goes through at once.
+            retry=retry_if_exception(lambda error: isinstance(error, Exception) and retry_on(error)),
             stop=lambda state: wait_for(state) is None,
             wait=lambda state: wait_for(state) or 0.0,
             sleep=sleep,

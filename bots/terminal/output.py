@@ -20,7 +20,6 @@ from rich.markdown import Markdown
 
 from agent import Button, ProgressUpdate, Reply
 from bots.telegram.render import html_to_plain_text, markdown_to_telegram_html
-from monitors import OutgoingDigest
 
 __all__ = ["ConsoleOutput", "attachment_label", "button_hint", "save_attachment"]
 
@@ -139,7 +138,7 @@ class ConsoleOutput:
             parts.append(self._dim(button_hint(reply.buttons)) + "\n")
         self._emit("".join(parts) + "\n")
 
-    def digest(self, message: OutgoingDigest) -> None:
+    def digest(self, message: Reply) -> None:
         """A digest delivered through the outbox (a monitor's schedule or /digest), with its files."""
         rule = "── delivered " + "─" * 30
         parts = [self._dim(rule) + "\n", self._markdown(message.text)]

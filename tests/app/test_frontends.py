@@ -9,7 +9,7 @@ import pytest
 from telegram.error import InvalidToken
 
 from app.assembly import access_policy
-from app.frontends import Frontends, build_frontends, describe_frontends
+from app.frontends import Frontends, build_frontends, describe_frontends, platform_senders
 from app.settings import load_settings
 from bots.dispatcher import Dispatcher
 from bots.slack.frontend import CredentialsRefusedError
@@ -80,12 +80,15 @@ async def test_slack_in_http_mode_mounts_its_route_and_delivers_digests(tmp_path
     )
     database = Database(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}")
     try:
-        built = build_frontends(settings, Dispatcher(database, conversation=None, access=access_policy(settings)))  # type: ignore[arg-type]
+        senders = platform_senders(settings)
+        dispatcher = Dispatcher(database, conversation=None, access=access_policy(settings))  # type: ignore[arg-type]
+        built = build_frontends(settings, dispatcher, senders)
     finally:
         await database.dispose()
     assert set(built.running) == {"telegram", "slack"}
     assert {getattr(route, "path", None) for route in built.routes} == {"/slack/events", "/telegram/webhook"}
-    assert isinstance(built.senders["slack"], SlackSender)
+    assert isinstance(senders.slack, SlackSender)
+    assert set(senders.by_platform()) == {"telegram", "slack"}  # digests go through the frontends' senders
     assert set(built.checks) == {"telegram", "slack"}
 
 

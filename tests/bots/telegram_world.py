@@ -26,8 +26,8 @@ from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services
 from agent.conversation import Conversation
 from bots.dispatcher import Dispatcher
+from bots.telegram import TelegramSender, build_bot
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-from bots.telegram.sender import TelegramSender
 from monitors.delivery import DeliveryWorker
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
@@ -156,7 +156,7 @@ async def telegram_world(
     )
     dispatcher = Dispatcher(database, conversation, access or AccessPolicy(), clock=lambda: T0)
     async with _fake(fake) as telegram:
-        sender = TelegramSender(telegram.token, base_url=telegram.api_url, base_file_url=telegram.file_url)
+        sender = TelegramSender(build_bot(telegram.token, api_url=telegram.url, poll_timeout=1.0))
         worker = DeliveryWorker(database, {"telegram": sender}, clock=lambda: T0, poll_seconds=0.2)
         workers.append(worker)
         options = TelegramOptions(
@@ -167,7 +167,7 @@ async def telegram_world(
             webhook_url="https://lookout.example.org/telegram/webhook" if webhook else None,
             webhook_secret=WEBHOOK_SECRET if webhook else None,
         )
-        frontend = TelegramFrontend(options, dispatcher)
+        frontend = TelegramFrontend(options, dispatcher, sender)
         stop = asyncio.Event()
         delivering = asyncio.create_task(worker.run_forever(stop))
         await frontend.start()

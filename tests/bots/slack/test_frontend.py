@@ -24,10 +24,11 @@ from agent.chat.agent import EXPIRED_MESSAGE
 from agent.confirmations import CONFIRM_PREFIX
 from agent.messages import Button
 from app.http_server import build_http_app
+from bots.slack import SlackSender, build_web_client
 from bots.slack.api import SlackPoster
 from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, SlackFrontend
 from bots.slack.render import reply_messages
-from bots.slack.status import DONE_MARK, WORKING_MARK
+from bots.status import DONE_MARK, WORKING_MARK
 from monitors.delivery import DeliveryWorker
 from storage import Database
 from tests.bots.slack_world import (
@@ -152,9 +153,8 @@ async def world(
     dispatcher = conversation_dispatcher(
         database, resolve, sources_client, tmp_path / "exports", model=FunctionModel(model)
     )
-    frontend = SlackFrontend(
-        BOT_TOKEN, dispatcher=dispatcher, signing_secret=SIGNING_SECRET, api_url=slack.api_url, progress_interval=0
-    )
+    sender = SlackSender(build_web_client(BOT_TOKEN, api_url=slack.api_url))
+    frontend = SlackFrontend(sender, dispatcher=dispatcher, signing_secret=SIGNING_SECRET, progress_interval=0)
     await frontend.start()
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]

@@ -11,6 +11,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from bots.slack import SlackSender, build_web_client
 from bots.slack.frontend import ACK_TEXT, SlackFrontend
 from storage import Database
 from tests.bots.slack_world import (
@@ -68,7 +69,8 @@ async def frontend(
     dispatcher = conversation_dispatcher(
         database, hn_resolver(fake_server, client), client, tmp_path / "exports", model=FunctionModel(answer)
     )
-    slack_frontend = SlackFrontend(BOT_TOKEN, dispatcher=dispatcher, app_token=APP_TOKEN, api_url=slack.api_url)
+    sender = SlackSender(build_web_client(BOT_TOKEN, api_url=slack.api_url))
+    slack_frontend = SlackFrontend(sender, dispatcher=dispatcher, app_token=APP_TOKEN)
     try:
         yield slack_frontend
     finally:
@@ -113,7 +115,7 @@ async def test_socket_mode_connects_acks_a_command_and_answers_a_mention(
 
 def test_a_frontend_needs_an_app_token_or_a_signing_secret() -> None:
     with pytest.raises(ValueError, match="SLACK_APP_TOKEN"):
-        SlackFrontend(BOT_TOKEN, dispatcher=_Unused(), api_url="http://127.0.0.1:9/api/")
+        SlackFrontend(SlackSender(build_web_client(BOT_TOKEN, api_url="http://127.0.0.1:9/api/")), dispatcher=_Unused())
 
 
 class _Unused:
