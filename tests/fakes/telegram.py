@@ -108,6 +108,8 @@ class ApiCall:
     method: str
     params: dict[str, str]
     files: dict[str, Upload]
+    at: float = field(default_factory=time.monotonic)
+    """When it arrived (`time.monotonic()`)."""
 
     @property
     def chat_id(self) -> str | None:
