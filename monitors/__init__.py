@@ -2,6 +2,7 @@
 
 from monitors.collections import store_collection
 from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
+from monitors.error_ids import new_error_id
 from monitors.outbound import (
     CALLBACK_DATA_MAX_BYTES,
     Attachment,
@@ -63,6 +64,7 @@ __all__ = [
     "effective_timezone",
     "mark_chat_gone",
     "move_chat",
+    "new_error_id",
     "parse_schedule",
     "seconds_in_words",
     "split_source_specs",

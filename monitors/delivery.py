@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
+from monitors.error_ids import new_error_id
 from monitors.outbound import (
     Attachment,
     AttachmentKind,
@@ -294,7 +295,7 @@ class DeliveryWorker:
         try:
             return await self._deliver(row, runs if runs is not None else {}, report)
         except Exception as error:  # one bad row must never stop the others
-            error_id = uuid.uuid4().hex[:8]
+            error_id = new_error_id()
             logger.exception("delivery %d failed unexpectedly [error id %s]", row.id, error_id)
             report.errors.append(error_id)
             await self._fail(row, f"{type(error).__name__}: {error} (error id {error_id})", report)

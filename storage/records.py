@@ -173,7 +173,9 @@ class RunItemRecord(ItemScore):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ScoredItem:
+class ItemWithScores:
+    """A stored item with the scores of the most recent run that included it (exports, the data tools)."""
+
     item: ItemRecord
     scores: RunItemRecord
     """The scores from the most recent run that included the item."""

@@ -17,7 +17,7 @@ from agent.messages import Attachment
 from monitors import MonitorNotFoundError
 from research import guard_cell, safe_stem, write_csv_rows
 from sources import Engagement, Item
-from storage import ItemRecord, ItemRepository, ScoredItem
+from storage import ItemRecord, ItemRepository, ItemWithScores
 
 __all__ = ["EXPORT_COLUMNS", "Timeline", "export_items", "search_history", "timeline", "write_monitor_csv"]
 
@@ -149,7 +149,7 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.4f}"
 
 
-def write_monitor_csv(path: Path, scored: list[ScoredItem]) -> None:
+def write_monitor_csv(path: Path, scored: list[ItemWithScores]) -> None:
     """Write a monitor's stored items (newest first) as a CSV guarded against formula injection."""
     rows = []
     for index, entry in enumerate(scored, start=1):

@@ -14,7 +14,7 @@ from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from monitors import MonitorNotFoundError, split_source_specs, store_collection
 from research import guard_cell, run_collection_job, safe_stem, write_csv_rows
-from storage import ItemRepository, ScoredItem
+from storage import ItemRepository, ItemWithScores
 
 __all__ = ["EXPORT_COLUMNS", "collect", "export", "search"]
 
@@ -125,12 +125,12 @@ async def export(services: Services, turn: Turn, command: ExportCommand) -> list
     return [Reply(text=text, attachments=(attachment,))]
 
 
-def write_export_csv(path: Path, rows: list[ScoredItem]) -> None:
+def write_export_csv(path: Path, rows: list[ItemWithScores]) -> None:
     """Write the export: one row per item, newest first, every cell guarded against formula injection."""
     write_csv_rows(path, EXPORT_COLUMNS, (_export_row(index, row) for index, row in enumerate(rows, start=1)))
 
 
-def _export_row(index: int, row: ScoredItem) -> list[str]:
+def _export_row(index: int, row: ItemWithScores) -> list[str]:
     item, scores = row.item, row.scores
     engagement = item.engagement
     cells = [
