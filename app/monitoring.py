@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from app.frontends import PlatformSenders, platform_senders
 from app.settings import Settings
@@ -13,6 +13,12 @@ from app.wiring import SourceCatalog, open_http_client, pipeline_models
 from bots import TelegramLimits
 from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
 from storage import Database
+
+Clock = Callable[[], datetime]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -31,9 +37,14 @@ class MonitorStack:
 
 @asynccontextmanager
 async def monitor_stack(
-    settings: Settings, database: Database, *, telegram_limits: TelegramLimits | None = None
+    settings: Settings,
+    database: Database,
+    *,
+    telegram_limits: TelegramLimits | None = None,
+    clock: Clock = _now,
 ) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit."""
+    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `clock` is the
+    process's clock (tests pin it); `telegram_limits` default to Telegram's flood limits."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
     senders = platform_senders(settings, telegram_limits=telegram_limits)
@@ -41,6 +52,7 @@ async def monitor_stack(
         worker = DeliveryWorker(
             database,
             senders.by_platform(),
+            clock=clock,
             lease=timedelta(seconds=settings.delivery_lease_seconds),
             poll_seconds=settings.delivery_poll_seconds,
         )
@@ -56,6 +68,7 @@ async def monitor_stack(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
             on_deliveries_queued=worker.wake,
+            clock=clock,
         )
         scheduler = MonitorScheduler(service, database)
         yield MonitorStack(
