@@ -18,14 +18,11 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import make_url
 
 from storage import (
     ChatRepository,
@@ -38,7 +35,7 @@ from storage import (
 )
 from storage.models import Delivery
 from tests.fakes.telegram import FakeTelegram, SentMessage
-from tests.storage.conftest import _admin_execute, _drop_database, postgres_admin_url
+from tests.storage.conftest import fresh_postgres_url  # noqa: F401  (the fixture, for the PostgreSQL run)
 
 TRIALS = 10
 ANSWER_DELAY = 0.25
@@ -64,17 +61,11 @@ class Trial:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database of either kind (the PostgreSQL one is a throwaway database, dropped afterwards)."""
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'lookout.db'}"
-        return
-    admin_url = postgres_admin_url()
-    name = f"lookout_test_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_admin_execute(admin_url, f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        asyncio.run(_drop_database(admin_url, name))
+        return f"sqlite+aiosqlite:///{tmp_path / 'lookout.db'}"
+    return str(request.getfixturevalue("fresh_postgres_url"))
 
 
 def _free_port() -> int:

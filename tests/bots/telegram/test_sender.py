@@ -178,14 +178,8 @@ def story_source(name: str) -> RecordingSource:
     return RecordingSource(name, answer)
 
 
-async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactive(
-    fake: FakeTelegram, sender: TelegramSender, database: Database, tmp_path: Path
-) -> None:
-    clock = FakeClock(T0)
-    chats = ChatRepository(database)
-    owner = await chats.get_or_create("telegram", "100")
-    blocker = await chats.get_or_create("telegram", "200")
-    service = MonitorService(
+def monitor_service(database: Database, clock: FakeClock, tmp_path: Path) -> MonitorService:
+    return MonitorService(
         database,
         resolve_sources=resolver({"hn": story_source("hn")}),
         light_model=None,
@@ -194,6 +188,16 @@ async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactiv
         clock=clock,
         pipeline=run_pipeline,
     )
+
+
+async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactive(
+    fake: FakeTelegram, sender: TelegramSender, database: Database, tmp_path: Path
+) -> None:
+    clock = FakeClock(T0)
+    chats = ChatRepository(database)
+    owner = await chats.get_or_create("telegram", "100")
+    blocker = await chats.get_or_create("telegram", "200")
+    service = monitor_service(database, clock, tmp_path)
     monitor = await service.create_monitor(owner.id, "DeepSeek", sources="hn")
     await service.subscribe(blocker.id, monitor.id)
     summary = await service.run_monitor(monitor.id, T0)
@@ -221,15 +225,7 @@ async def test_a_retried_delivery_does_not_repeat_the_parts_confirmed_sent(
 ) -> None:
     clock = FakeClock(T0)
     owner = await ChatRepository(database).get_or_create("telegram", "100")
-    service = MonitorService(
-        database,
-        resolve_sources=resolver({"hn": story_source("hn")}),
-        light_model=None,
-        heavy_model=None,
-        out_dir=tmp_path / "exports",
-        clock=clock,
-        pipeline=run_pipeline,
-    )
+    service = monitor_service(database, clock, tmp_path)
     monitor = await service.create_monitor(owner.id, "DeepSeek", sources="hn")
     summary = await service.run_monitor(monitor.id, T0)
     assert summary is not None and summary.run_id is not None
