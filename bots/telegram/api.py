@@ -20,6 +20,7 @@ __all__ = [
     "FileKind",
     "delivery_error",
     "is_gone",
+    "is_group",
     "retry_after_seconds",
     "send_file",
     "send_html",
@@ -119,6 +120,11 @@ def delivery_error(error: TelegramError) -> DeliveryError:
     if isinstance(error, NetworkError):  # includes TimedOut and 5xx answers
         return RetryLater(f"network error talking to Telegram: {error.message}")
     return DeliveryError(f"Telegram error: {error.message}")
+
+
+def is_group(chat_id: str | int) -> bool:
+    """Groups, supergroups and channels have negative ids (and share one 20-a-minute budget per chat)."""
+    return str(chat_id).startswith("-")
 
 
 def is_gone(error: BadRequest) -> bool:

@@ -24,7 +24,7 @@ from telegram.request import HTTPXRequest
 
 from agent import Attachment, Button, Reply
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine
-from bots.telegram.api import delivery_error, send_file, send_html
+from bots.telegram.api import delivery_error, is_group, send_file, send_html
 from bots.telegram.render import caption, markdown_to_telegram_html, split_telegram_html
 from monitors import ChatGone, ChatMoved, DeliveryError, RetryLater
 from sources import Backoff, Sleep
@@ -44,6 +44,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://api.telegram.org"
 _BUTTONS_PER_ROW = 2
+
+GROUP_STATUS_INTERVAL = 6.0
+"""A group's status line is edited at most every 6 s: 10 of the group's 20 calls a minute, the rest is left for
+the answers (the rate limiter would otherwise queue the answer behind status edits)."""
 
 REPLY_BACKOFF = Backoff(attempts=5, base=1.0, cap=30.0, max_wait=120.0)
 """An answer part that failed transiently (network, a 429 the rate limiter could not absorb) is tried again up to
@@ -245,6 +249,8 @@ class TelegramSender:
 
     def status_line(self, chat_id: str, *, thread_id: int | None = None, interval: float = 1.0) -> StatusLine:
         """A progress line for one answer: one message, edited in place (see `bots.status.StatusLine`)."""
+        if is_group(chat_id):
+            interval = max(interval, GROUP_STATUS_INTERVAL)
         return StatusLine(
             _StatusMessage(self.bot, chat_id, thread_id), interval=interval, name=f"chat {chat_id} status"
         )

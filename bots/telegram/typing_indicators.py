@@ -11,6 +11,8 @@ from telegram import Bot
 from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
+from bots.telegram.api import is_group
+
 __all__ = ["TypingIndicators"]
 
 logger = logging.getLogger(__name__)
@@ -53,4 +55,6 @@ class TypingIndicators:
                 await self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread_id)
             except TelegramError as error:  # cosmetic: never worth failing or retrying for
                 logger.debug("chat %s: typing indicator failed (%s)", chat_id, error)
+            if is_group(chat_id):
+                return  # a group has 20 calls a minute for everything: "typing…" is said once, not repeated
             await asyncio.sleep(self._every)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from agent.access import AccessPolicy
 from agent.messages import Attachment, Button, ProgressUpdate, Reply
 from bots.dispatcher import Dispatcher
 from bots.telegram import TelegramLimits, TelegramSender, build_bot
+from bots.telegram.typing_indicators import TypingIndicators
 from sources import Backoff
 from storage import ChatRepository, Database
 from tests.bots.slack_world import copy_database, migrated_template
@@ -160,3 +162,22 @@ async def test_a_failing_progress_edit_is_not_an_error(fake: FakeTelegram, bot: 
     assert fake.sent(42)[0].text == "⏳ three"
     await status(ProgressUpdate(text="finished", done=True))
     assert fake.sent(42)[0].text == "✅ finished"  # the final "done" always shows
+
+
+async def test_a_group_keeps_its_20_calls_a_minute_for_answers(fake: FakeTelegram, bot: ExtBot[None]) -> None:
+    # The status line of a group is edited at most every 6 s, whatever interval is asked for…
+    status = TelegramSender(bot).status_line("-100555", interval=0.01)
+    await status(ProgressUpdate(text="one"))
+    await asyncio.sleep(0.05)
+    await status(ProgressUpdate(text="two"))
+    await asyncio.sleep(0.3)
+    assert fake.sent(-100555)[0].text == "⏳ one" and fake.calls_to("editMessageText") == []
+    await status.close()  # …and the held line still shows before the answer
+    assert fake.sent(-100555)[0].text == "⏳ two"
+
+    # …and "typing…" is said once in a group, repeated in a private chat.
+    typing = TypingIndicators(bot, every=0.02)
+    async with typing.in_chat("-100555"), typing.in_chat("42"):
+        await asyncio.sleep(0.3)
+    assert fake.chat_actions.count(("-100555", "typing")) == 1
+    assert fake.chat_actions.count(("42", "typing")) >= 2
