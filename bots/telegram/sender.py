@@ -171,10 +171,10 @@ class TelegramSender:
     async def send_part(self, chat: ChatRecord, part: TelegramPart) -> None:
         """Send one part to a stored chat; raises `RetryLater`, `ChatGone`, `ChatMoved` or `DeliveryError`."""
         try:
-            await self.start()
-            await self._send(chat.external_id, part, thread_id=None)
+            await self.start()  # getMe, unless the frontend's Application did it already
         except TelegramError as error:
             raise delivery_error(error) from error
+        await self._send_mapped(chat.external_id, part, None)
 
     async def _send(self, chat_id: str, part: TelegramPart, *, thread_id: int | None) -> None:
         if part.kind == "html":
@@ -240,6 +240,7 @@ class TelegramSender:
                 return chat_id
 
     async def _send_mapped(self, chat_id: str, part: TelegramPart, thread_id: int | None) -> None:
+        """Send one part, Telegram's errors turned into the delivery errors."""
         try:
             await self._send(chat_id, part, thread_id=thread_id)
         except TelegramError as error:
