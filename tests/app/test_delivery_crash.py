@@ -75,11 +75,12 @@ def _free_port() -> int:
         return port
 
 
-def _wait_for(condition, *, what: str, seconds: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(condition, *, what: str, every: float = 0.01, seconds: float = 300.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll `condition` (generous: a restart includes starting Python, which a loaded machine makes slow)."""
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
+        time.sleep(every)
 
 
 def _digest(trial: int) -> dict[str, object]:
@@ -179,6 +180,7 @@ def test_kill_9_mid_delivery_loses_nothing_and_repeats_at_most_the_part_in_fligh
             _wait_for(
                 lambda: asyncio.run(_row(database_url, row_id))[0] == DeliveryStatus.SENT,  # noqa: B023
                 what=f"trial {trial} to be marked sent",
+                every=0.25,  # a database round trip per look: not too often
             )
             _, parts = asyncio.run(_row(database_url, row_id))
             up_at = fake.calls[calls_before].at
