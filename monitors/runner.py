@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,6 +15,7 @@ from pydantic import ValidationError
 from pydantic_ai.models import Model
 
 from monitors.delivery import NOTICE_KIND
+from monitors.error_ids import new_error_id
 from monitors.schedule import Schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
@@ -161,7 +161,7 @@ class MonitorRunner:
             await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
             raise
         except Exception as error:  # one monitor's failure must never take the process down
-            error_id = uuid.uuid4().hex[:8]
+            error_id = new_error_id()
             logger.exception("monitor %d run %d failed [error id %s]", monitor.id, run.id, error_id)
             failure = _Failure(error=f"{type(error).__name__}: {error}", error_id=error_id)
             return await self._failed(monitor, run, schedule, failure)
@@ -172,7 +172,7 @@ class MonitorRunner:
         try:
             return await self._store(monitor, run, result, schedule=schedule, asking_chat=asking_chat)
         except Exception as error:
-            error_id = uuid.uuid4().hex[:8]
+            error_id = new_error_id()
             logger.exception("monitor %d run %d could not be stored [error id %s]", monitor.id, run.id, error_id)
             return await self._failed(
                 monitor, run, schedule, _Failure(error=f"{type(error).__name__}", error_id=error_id)

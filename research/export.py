@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from research.pipeline_models import ScoredItem
 from research.rank import RankedItem
-from storage import ScoredItem as StoredItem
+from storage import ItemWithScores as StoredItem
 
 COLLECTION_CSV_COLUMNS = (
     "index",

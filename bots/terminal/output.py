@@ -19,7 +19,6 @@ from rich.console import Console
 
 from agent import Button, ProgressUpdate, Reply
 from bots.terminal.render import render_markdown, terminal_safe
-from monitors import OutgoingDigest
 
 __all__ = ["ConsoleOutput", "attachment_label", "button_hint", "save_attachment"]
 
@@ -144,7 +143,7 @@ class ConsoleOutput:
             parts.append(self._dim(button_hint(reply.buttons)) + "\n")
         self._emit("".join(parts) + "\n")
 
-    def digest(self, message: OutgoingDigest) -> None:
+    def digest(self, message: Reply) -> None:
         """A digest delivered through the outbox (a monitor's schedule or /digest), with its files."""
         rule = "── delivered " + "─" * 30
         parts = [self._dim(rule) + "\n", self._markdown(message.text)]
