@@ -40,13 +40,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from research.dedupe import Deduper  # noqa: E402
-from sources.base import Item  # noqa: E402
-from tests.research.labelled_headlines import labelled_items  # noqa: E402
+from research.dedupe import Deduper
+from sources.base import Item
+from tests.research.labelled_headlines import labelled_items
 
 DATA = Path(__file__).parent / "data"
 SHUFFLES = 5
 BATCH_SIZE = 70
+DEV_PRECISION_FLOOR = 0.89
+"""The threshold is chosen among those keeping whole-half pair precision this high on every English dev half (the
+issue asks for 0.90 on held-out data; a point of slack for the dev/test difference)."""
 
 
 # ---- data ------------------------------------------------------------------------------------------------
@@ -215,7 +218,9 @@ def deduper_clusterer(threshold: float | None) -> Clusterer:
     return run
 
 
-def score(clusterer: Clusterer, labelled: LabelledSet, groups: Sequence[Sequence[int]], *, seed: int | None = None) -> Counts:
+def score(
+    clusterer: Clusterer, labelled: LabelledSet, groups: Sequence[Sequence[int]], *, seed: int | None = None
+) -> Counts:
     counts = Counts()
     for group in groups:
         order = list(group)
@@ -348,25 +353,28 @@ def print_rows(labelled: LabelledSet, indices: Sequence[int], rows: Sequence[Row
 
 
 def sweep(sets: Sequence[LabelledSet], thresholds: Sequence[float]) -> float:
-    """The threshold with the best mean run-sized pair F1 on the dev halves of the English sets."""
-    print("\n### threshold sweep on the dev halves (run-sized pair F1; whole-set pair precision)\n")
+    """The threshold with the best mean, over the English sets' dev halves, of run-sized and whole-set pair F1
+    (a monitor's run and a long look-back both count)."""
+    print("\n### threshold sweep on the dev halves (pair F1 at run size and on the whole half; whole-half precision)\n")
     english = [s for s in sets if s.language == "en"]
-    header = " | ".join(f"{s.name} runs F1 | {s.name} whole P" for s in english)
-    print(f"| threshold | {header} | mean runs F1 |")
-    print("|---|" + "---|" * (2 * len(english) + 1))
-    best, best_mean = thresholds[0], -1.0
+    header = " | ".join(f"{s.name} runs F1 | {s.name} whole F1 | {s.name} whole P" for s in english)
+    print(f"| threshold | {header} | mean F1 |")
+    print("|---|" + "---|" * (3 * len(english) + 1))
+    scored: list[tuple[bool, float, float]] = []
     for threshold in thresholds:
-        cells, f1s = [], []
+        cells, f1s, precisions = [], [], []
         for labelled in english:
             runs = score(deduper_clusterer(threshold), labelled, batches(labelled, labelled.dev))
             whole = score(deduper_clusterer(threshold), labelled, [labelled.dev])
-            cells.append(f"{runs.pair_f1:.3f} | {whole.pair_precision:.3f}")
-            f1s.append(runs.pair_f1)
+            cells.append(f"{runs.pair_f1:.3f} | {whole.pair_f1:.3f} | {whole.pair_precision:.3f}")
+            f1s.extend((runs.pair_f1, whole.pair_f1))
+            precisions.append(whole.pair_precision)
         mean = statistics.mean(f1s)
         print(f"| {threshold:.3f} | {' | '.join(cells)} | {mean:.3f} |")
-        if mean > best_mean:
-            best, best_mean = threshold, mean
-    print(f"\nbest on dev: {best:.3f} (mean runs F1 {best_mean:.3f})")
+        scored.append((min(precisions) >= DEV_PRECISION_FLOOR, mean, threshold))
+    # The best mean F1 among thresholds that keep whole-half precision at the floor on every set.
+    _, best_mean, best = max(scored)
+    print(f"\nchosen on dev: {best:.3f} (mean F1 {best_mean:.3f}, whole-half precision >= {DEV_PRECISION_FLOOR})")
     return best
 
 
@@ -380,7 +388,8 @@ def main() -> None:
     sets = load_sets(name.strip() for name in args.sets.split(",") if name.strip())
     threshold = args.threshold
     if args.sweep:
-        grid = [float(t) for t in args.thresholds.split(",")] if args.thresholds else [x / 100 for x in range(5, 40, 2)]
+        default_grid = [x / 100 for x in range(10, 26, 2)]
+        grid = [float(t) for t in args.thresholds.split(",")] if args.thresholds else default_grid
         threshold = sweep(sets, grid)
     baseline = tune_baseline()
     print(f"\nbaseline threshold tuned on the hand-written headlines: {baseline:.2f}")

@@ -37,9 +37,10 @@ from research.critique import (
     number_items,
     outlet_of,
 )
-from research.dedupe import Cluster, tokens
+from research.dedupe import Cluster
 from research.models import one_line
 from research.rank import RankedItem
+from research.terms import tokens
 from sources.base import utc_now
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from research.dedupe import Deduper
+from research.dedupe import Deduper, VectorLookup
 from research.digest import Digest
 from research.reputation import outlet_of
 from sources.base import Item, item_id
@@ -48,9 +48,15 @@ def assess_novelty(
     previous_digest: Digest | None = None,
     already_delivered: Iterable[str] = (),
     delivered_urls: Iterable[str] = (),
+    topic: str | None = None,
+    vectors: VectorLookup | None = None,
 ) -> Novelty:
-    """Cluster the items together with what was delivered before, and give each item its status."""
-    deduper = Deduper()
+    """Cluster the items together with what was delivered before, and give each item its status.
+
+    `topic`: what the monitor collects for (its words tell no story apart). `vectors`: embedding vectors by item
+    id, for the delivered items too, so a delivered story told again in another language is a repeat, not news.
+    """
+    deduper = Deduper(topic=topic, vectors=vectors)
     references = _references(delivered_items, previous_digest)
     deduper.add(references)
     reference_by_url = {canonical_url(r.url): r.id for r in references}

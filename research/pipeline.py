@@ -29,7 +29,6 @@ from research.collect import (
     merge_collections,
 )
 from research.critique import Critique, LlmUsage, heuristic_critique, llm_critique
-from research.dedupe import normalise
 from research.digest import (
     Digest,
     PreviousDigest,
@@ -50,6 +49,7 @@ from research.pipeline_models import (  # re-exported: callers import them from 
 )
 from research.plan import PlanResult, QueryPlan, expansion_queries, plan_is_stale, plan_queries
 from research.rank import RankedItem, rank, select_top
+from research.terms import normalise
 from sources.base import Item, SearchQuery, utc_now
 from sources.urls import canonical_url
 
@@ -363,6 +363,7 @@ async def run_pipeline(
             previous_digest=request.previous_digest,
             already_delivered=request.already_delivered,
             delivered_urls=request.delivered_urls,
+            topic=request.topic,
         )
         counts.unique = len(unique)
         counts.out_of_window = len(unique) - len(in_window)
