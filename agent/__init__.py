@@ -1,14 +1,26 @@
 """The conversation: command router, the pydantic-ai chat agent, its tools, memory, quotas and usage."""
 
 from agent.access import AccessPolicy
-from agent.chat import ChatAgent
-from agent.command_parser import ParseOptions, parse_command, parse_command_words, parse_prefixed
-from agent.commands import COMMAND_SPECS, Command, CommandError, bot_commands, help_text
+from agent.chat.agent import ChatAgent
+from agent.commands.parser import ParseOptions, parse_command, parse_command_words, parse_prefixed
+from agent.commands.router import CommandRouter
+from agent.commands.specs import COMMAND_SPECS, Command, CommandError, bot_commands, help_text
+from agent.context import ConversationSettings, Services, Turn, ignore_progress
+from agent.conversation import Conversation
 from agent.memory import ConversationMemory, MemoryWindow
-from agent.messages import Attachment, Button, Incoming, Outgoing, ProgressUpdate, Reply
-from agent.router import CommandRouter
+from agent.messages import (
+    CALLBACK_DATA_MAX_BYTES,
+    Attachment,
+    Button,
+    Incoming,
+    Outgoing,
+    ProgressSink,
+    ProgressUpdate,
+    Reply,
+)
 
 __all__ = [
+    "CALLBACK_DATA_MAX_BYTES",
     "COMMAND_SPECS",
     "AccessPolicy",
     "Attachment",
@@ -17,15 +29,21 @@ __all__ = [
     "Command",
     "CommandError",
     "CommandRouter",
+    "Conversation",
     "ConversationMemory",
+    "ConversationSettings",
     "Incoming",
     "MemoryWindow",
     "Outgoing",
     "ParseOptions",
+    "ProgressSink",
     "ProgressUpdate",
     "Reply",
+    "Services",
+    "Turn",
     "bot_commands",
     "help_text",
+    "ignore_progress",
     "parse_command",
     "parse_command_words",
     "parse_prefixed",

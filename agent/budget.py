@@ -10,7 +10,7 @@ from datetime import datetime
 from pydantic_ai import RunUsage
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
-from research.critique import estimate_cost_usd
+from research import estimate_cost_usd
 from storage import Database, UsageRepository
 
 __all__ = ["BUDGET_SPENT_MESSAGE", "ChatBudget", "run_cost_usd"]

@@ -10,9 +10,7 @@ from pathlib import Path
 from pydantic_ai.models import Model
 
 from agent.messages import Incoming, ProgressSink, ProgressUpdate
-from monitors import MonitorService
-from monitors.runner import SourceResolver
-from monitors.service import effective_timezone
+from monitors import MonitorService, SourceResolver, effective_timezone
 from sources import HttpClient
 from storage import ChatRecord, Database, UserRecord
 

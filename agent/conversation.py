@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from agent.command_parser import ParseOptions, parse_command
-from agent.commands import Command, CommandError
+from agent.commands.parser import ParseOptions, parse_command
+from agent.commands.specs import Command, CommandError
 from agent.context import ConversationSettings, Turn
 from agent.messages import Reply
-from monitors.service import effective_timezone
+from monitors import effective_timezone
 
 __all__ = ["CommandHandler", "Conversation", "FreeTextHandler", "parse_options_for"]
 
 
 class CommandHandler(Protocol):
-    """Executes a parsed command for the chat that sent it (`agent.router.CommandRouter`)."""
+    """Executes a parsed command for the chat that sent it (`agent.commands.router.CommandRouter`)."""
 
     async def execute(self, command: Command, turn: Turn) -> list[Reply]: ...
 
 
 class FreeTextHandler(Protocol):
-    """The chat agent (`agent.chat.ChatAgent`): answers free text and settles pending confirmations."""
+    """The chat agent (`agent.chat.agent.ChatAgent`): answers free text and settles pending confirmations."""
 
     async def settle_confirmation(self, turn: Turn) -> list[Reply] | None:
         """The answer to a button press or a "yes"/"no" for a pending confirmation; None when the message

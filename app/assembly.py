@@ -7,16 +7,11 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from agent.access import AccessPolicy
-from agent.chat import ChatAgent
-from agent.context import ConversationSettings, Services
-from agent.conversation import Conversation
-from agent.router import CommandRouter
+from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
 from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
 from app.wiring import heavy_model, light_model, open_database
-from bots.console import Dispatches, SessionFactory
-from bots.dispatcher import Dispatcher
+from bots import Dispatcher, Dispatches, SessionFactory
 from monitors import ChatSender
 from sources import HttpClient
 from storage import Database

@@ -93,7 +93,7 @@ def chat() -> None:
     with log_path.open("a", encoding="utf-8") as log_stream:
         configure_logging(level=settings.log_level, secrets=settings.secret_values(), stream=log_stream)
         from app.assembly import terminal_session
-        from bots.console import run_terminal_chat
+        from bots import run_terminal_chat
 
         try:
             run_terminal_chat(

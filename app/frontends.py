@@ -12,9 +12,7 @@ from starlette.routing import BaseRoute
 from telegram.error import InvalidToken
 
 from app.settings import Settings
-from bots.dispatcher import Dispatcher
-from bots.slack_frontend import CredentialsRefusedError, SlackFrontend
-from bots.telegram_bot import TelegramFrontend, TelegramOptions
+from bots import CredentialsRefusedError, Dispatcher, SlackFrontend, TelegramFrontend, TelegramOptions
 from monitors import ChatSender
 
 __all__ = ["Frontend", "Frontends", "build_frontends", "describe_frontends"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sources.http import StoredResponse
+from sources import StoredResponse
 from storage import Database, HttpValidatorRepository
 
 

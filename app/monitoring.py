@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from app.settings import Settings
 from app.wiring import SourceCatalog, open_http_client, pipeline_models
-from bots.telegram_sender import TelegramSender
+from bots import TelegramSender
 from monitors import ChatSender, DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
 from storage import Database
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from app.settings import Settings
 from app.wiring import SourceCatalog, light_model, open_database, open_http_client
 from research import CollectionJobResult, ProgressEvent, ResearchResult, research_once, run_collection_job
-from sources.base import Source
+from sources import Source
 
 T = TypeVar("T")
 

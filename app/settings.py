@@ -148,7 +148,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_platforms(cls, value: list[str]) -> list[str]:
         # Imported here so that reading settings does not load every source module.
-        from sources.rsshub import parse_platforms
+        from sources import parse_platforms
 
         return list(parse_platforms(value))
 

@@ -10,12 +10,12 @@ from pydantic_ai.models import Model, infer_model
 
 from app.http_cache import DatabaseValidatorStore
 from app.settings import Settings
-from research.models import RetryPolicy, resilient_model
-from sources.base import Source
-from sources.config import SourcesConfig
-from sources.http import HttpClient
-from sources.registry import (
+from research import RetryPolicy, resilient_model
+from sources import (
     DEFAULT_SOURCES,
+    HttpClient,
+    Source,
+    SourcesConfig,
     build_sources,
     feed_factory,
     resolve_source_specs,

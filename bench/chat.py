@@ -36,12 +36,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent.access import AccessPolicy
-from agent.chat import ChatAgent
+from agent.chat.agent import ChatAgent
+from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services
 from agent.conversation import Conversation
-from agent.router import CommandRouter
 from bots.dispatcher import Dispatcher
-from bots.telegram_bot import TelegramFrontend, TelegramOptions
+from bots.telegram.frontend import TelegramFrontend, TelegramOptions
 from monitors.service import MonitorService
 from sources.base import Source
 from sources.http import HttpClient

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from bots.telegram_sender import TelegramSender
+from bots.telegram.sender import TelegramSender
 from monitors.delivery import DeliveryWorker
 from monitors.runner import PipelineFunction
 from monitors.service import MonitorService

@@ -30,9 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from agent.access import AccessPolicy
-from agent.context import Turn, ignore_progress
-from agent.messages import Incoming, ProgressSink, ProgressUpdate, Reply
+from agent import AccessPolicy, Incoming, ProgressSink, ProgressUpdate, Reply, Turn, ignore_progress
 from monitors import mark_chat_gone, move_chat
 from storage import (
     ChatRecord,

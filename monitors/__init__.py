@@ -1,5 +1,6 @@
 """Standing monitors: schedule grammar, scheduler, runs, subscriptions and the delivery outbox."""
 
+from monitors.collections import store_collection
 from monitors.delivery import (
     Attachment,
     ChatGone,
@@ -13,6 +14,7 @@ from monitors.delivery import (
     mark_chat_gone,
     move_chat,
 )
+from monitors.runner import SourceResolver
 from monitors.schedule import (
     DEFAULT_SCHEDULE_TEXT,
     Schedule,
@@ -22,7 +24,7 @@ from monitors.schedule import (
     seconds_in_words,
 )
 from monitors.scheduler import MonitorScheduler
-from monitors.service import UNCHANGED, MonitorService
+from monitors.service import UNCHANGED, MonitorService, effective_timezone, split_source_specs
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
 
 __all__ = [
@@ -47,8 +49,12 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "ScheduleKind",
+    "SourceResolver",
+    "effective_timezone",
     "mark_chat_gone",
     "move_chat",
     "parse_schedule",
     "seconds_in_words",
+    "split_source_specs",
+    "store_collection",
 ]

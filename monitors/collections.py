@@ -7,7 +7,7 @@ import logging
 from datetime import datetime
 
 from monitors.runner import item_record
-from research.jobs import CollectionJobResult
+from research import CollectionJobResult
 from storage import Database, DeliveryRepository, ItemScore, RunOutcome, RunRepository, UsageRepository
 
 __all__ = ["store_collection"]

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
-from research.digest import Digest, render_digest_markdown
+from research import Digest, render_digest_markdown
 from storage import (
     ChatRecord,
     ChatRepository,

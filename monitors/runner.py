@@ -18,12 +18,8 @@ from pydantic_ai.models import Model
 from monitors.delivery import NOTICE_KIND
 from monitors.schedule import Schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
-from research.collect import ProgressCallback
-from research.digest import Digest
-from research.export import safe_stem
-from research.pipeline import PipelineRequest, PipelineResult
-from research.plan import load_plan
-from sources.base import Engagement, Item, Source
+from research import Digest, PipelineRequest, PipelineResult, ProgressCallback, load_plan, safe_stem
+from sources import Engagement, Item, Source
 from storage import (
     ChatRecord,
     ChatRepository,

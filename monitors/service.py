@@ -16,9 +16,8 @@ from pydantic_ai.models import Model
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
-from research.collect import ProgressCallback
-from research.pipeline import run_pipeline
-from sources.registry import DEFAULT_SOURCES
+from research import ProgressCallback, run_pipeline
+from sources import DEFAULT_SOURCES
 from storage import (
     ChatRecord,
     ChatRepository,

@@ -1,5 +1,6 @@
 """Research steps: plan queries, collect, de-duplicate and cluster, rank, critique, synthesize, export."""
 
+from research.chart import write_volume_chart
 from research.collect import (
     Collection,
     ProgressCallback,
@@ -8,15 +9,42 @@ from research.collect import (
     SearchStatus,
     collect,
 )
+from research.critique import (
+    Contradiction,
+    Critique,
+    ItemCritique,
+    LlmUsage,
+    NumberedItem,
+    estimate_cost_usd,
+    heuristic_critique,
+    llm_critique,
+    number_items,
+)
 from research.dedupe import Cluster, Deduper, DedupeResult, cluster_items
-from research.export import CSV_COLUMNS, ExportPaths, safe_stem, write_exports
+from research.digest import (
+    CitedItem,
+    Development,
+    Digest,
+    DigestResult,
+    DisputedClaim,
+    PreviousDigest,
+    QualityCheck,
+    extractive_digest,
+    llm_digest,
+    render_digest_markdown,
+)
+from research.export import CSV_COLUMNS, ExportPaths, guard_cell, safe_stem, write_csv_rows, write_exports
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
+from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
+from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
+from research.plan import load_plan
 from research.rank import RankedItem, RankWeights, rank
 from research.reputation import SourceKind, outlet_of, source_kind
 
 __all__ = [
     "CSV_COLUMNS",
+    "STAGES",
     "CitedItem",
     "Cluster",
     "Collection",
@@ -31,9 +59,12 @@ __all__ = [
     "DigestResult",
     "DisputedClaim",
     "ExportPaths",
+    "FailureKind",
     "ItemCritique",
     "LlmUsage",
     "NumberedItem",
+    "PipelineRequest",
+    "PipelineResult",
     "PreviousDigest",
     "ProgressCallback",
     "ProgressEvent",
@@ -41,25 +72,36 @@ __all__ = [
     "RankWeights",
     "RankedItem",
     "ResearchResult",
+    "RetryPolicy",
+    "RetryingModel",
     "SearchOutcome",
     "SearchStatus",
+    "Sleep",
     "SourceKind",
     "StopReason",
     "cluster_items",
     "collect",
+    "estimate_cost_usd",
     "extractive_digest",
+    "failure_kind",
+    "failure_leaves",
+    "guard_cell",
     "heuristic_critique",
     "llm_critique",
     "llm_digest",
+    "load_plan",
     "number_items",
     "outlet_of",
     "rank",
     "render_digest_markdown",
     "research_once",
+    "resilient_model",
     "run_collection_job",
     "run_iterative_collection",
+    "run_pipeline",
     "safe_stem",
     "source_kind",
+    "write_csv_rows",
     "write_exports",
     "write_volume_chart",
 ]

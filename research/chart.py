@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 
-from sources.base import Item
+from sources import Item
 
 MAX_SERIES = 9
 """Sources beyond the busiest ones are drawn together as "other", so colours and the legend stay readable."""

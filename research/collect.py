@@ -14,7 +14,7 @@ from typing import Final, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
 from research.terms import normalise
-from sources.base import Item, SearchQuery, Source, SourceError, SourceErrorKind, utc_now
+from sources import Item, SearchQuery, Source, SourceError, SourceErrorKind, utc_now
 
 logger = logging.getLogger(__name__)
 

@@ -27,12 +27,12 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.dedupe import Cluster, fingerprint
-from research.models import REASON_CHARS, answering_model, describe_failure, one_line
+from research.llm import REASON_CHARS, answering_model, describe_failure, one_line
 from research.rank import RankedItem
 from research.reputation import SourceKind as SourceKind  # re-exported: part of the critique's vocabulary
 from research.reputation import outlet_of as outlet_of
 from research.reputation import source_kind as source_kind
-from sources.base import Item, utc_now
+from sources import Item, utc_now
 
 logger = logging.getLogger(__name__)
 

@@ -31,8 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from research.language import detect_language
 from research.terms import story_terms
-from sources.base import Item
-from sources.urls import canonical_url
+from sources import Item, canonical_url
 
 __all__ = [
     "DEFAULT_EMBEDDING_THRESHOLD",

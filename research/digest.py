@@ -38,10 +38,10 @@ from research.critique import (
     outlet_of,
 )
 from research.dedupe import Cluster
-from research.models import one_line
+from research.llm import one_line
 from research.rank import RankedItem
 from research.terms import tokens
-from sources.base import utc_now
+from sources import utc_now
 
 logger = logging.getLogger(__name__)
 

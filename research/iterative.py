@@ -26,7 +26,7 @@ from research.collect import ProgressCallback, ProgressEvent, SearchStatus, coll
 from research.critique import LlmUsage
 from research.dedupe import Deduper
 from research.query_variants import QuerySpec, planned_attempts
-from sources.base import Item, SearchQuery, Source, utc_now
+from sources import Item, SearchQuery, Source, utc_now
 
 logger = logging.getLogger(__name__)
 

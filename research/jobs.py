@@ -15,7 +15,7 @@ from research.export import ExportPaths, safe_stem, write_exports
 from research.iterative import CollectionReport, run_iterative_collection
 from research.query_variants import topic_of
 from research.rank import RankedItem, rank
-from sources.base import SearchQuery, Source
+from sources import SearchQuery, Source
 
 
 @dataclass(frozen=True)

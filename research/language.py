@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from sources.base import Item
+from sources import Item
 
 __all__ = ["detect_language", "with_languages"]
 

@@ -9,8 +9,7 @@ from typing import Literal
 from research.dedupe import Deduper, VectorLookup
 from research.digest import Digest
 from research.reputation import outlet_of
-from sources.base import Item, item_id
-from sources.urls import canonical_url
+from sources import Item, canonical_url, item_id
 
 ItemStatus = Literal["new", "update", "repeat", "delivered"]
 """`new`: a story not delivered before. `update`: a new item of a delivered story from an outlet that had not

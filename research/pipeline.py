@@ -50,8 +50,7 @@ from research.pipeline_models import (  # re-exported: callers import them from 
 from research.plan import PlanResult, QueryPlan, expansion_queries, plan_is_stale, plan_queries
 from research.rank import RankedItem, rank, select_top
 from research.terms import normalise
-from sources.base import Item, SearchQuery, utc_now
-from sources.urls import canonical_url
+from sources import Item, SearchQuery, canonical_url, utc_now
 
 __all__ = [
     "PIPELINE_CSV_COLUMNS",

@@ -15,7 +15,7 @@ from research.critique import LlmUsage
 from research.digest import Digest
 from research.novelty import ItemStatus
 from research.plan import QueryPlan
-from sources.base import Item, Source
+from sources import Item, Source
 
 __all__ = [
     "PipelineCounts",

@@ -29,7 +29,7 @@ from pydantic_ai.settings import ModelSettings
 from research.critique import LlmUsage, model_failure_reason
 from research.query_variants import key_terms
 from research.terms import is_stop_word, normalise
-from sources.base import Item
+from sources import Item
 
 logger = logging.getLogger(__name__)
 

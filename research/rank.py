@@ -10,7 +10,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
 
 from research.terms import tokens
-from sources.base import Item, utc_now
+from sources import Item, utc_now
 
 
 class RankWeights(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from urllib.parse import urlsplit
 
-from sources.base import Item
+from sources import Item
 
 
 class SourceKind(StrEnum):

@@ -1,6 +1,16 @@
 """Public sources, one module each, behind one polite HTTP client; the `Item` every source returns."""
 
-from sources.base import Engagement, Item, SearchQuery, Source, SourceBatch, SourceError, SourceErrorKind, item_id
+from sources.base import (
+    Engagement,
+    Item,
+    SearchQuery,
+    Source,
+    SourceBatch,
+    SourceError,
+    SourceErrorKind,
+    item_id,
+    utc_now,
+)
 from sources.config import SourcesConfig
 from sources.http import HostPolicy, HttpClient, HttpResponse, MemoryValidatorStore, StoredResponse, ValidatorStore
 from sources.page import Page, read_page
@@ -15,6 +25,7 @@ from sources.registry import (
     rsshub_factory,
     source_status,
 )
+from sources.rsshub import parse_platforms
 from sources.urls import canonical_url, host_of
 
 __all__ = [
@@ -42,8 +53,10 @@ __all__ = [
     "feed_factory",
     "host_of",
     "item_id",
+    "parse_platforms",
     "read_page",
     "resolve_source_specs",
     "rsshub_factory",
     "source_status",
+    "utc_now",
 ]

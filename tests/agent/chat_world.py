@@ -20,10 +20,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent.chat import ChatAgent
+from agent.chat.agent import ChatAgent
+from agent.chat.llm import RetryPolicy
 from agent.context import ConversationSettings, Services, Turn
 from agent.messages import Incoming, ProgressUpdate
-from agent.models import RetryPolicy
 from monitors import MonitorService, MonitorSettings
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
 from storage import ChatRecord, Database, MonitorRepository, UserRecord, UserRepository

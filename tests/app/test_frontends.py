@@ -13,8 +13,8 @@ from app.assembly import access_policy
 from app.frontends import Frontends, build_frontends, describe_frontends
 from app.settings import load_settings
 from bots.dispatcher import Dispatcher
-from bots.slack_frontend import CredentialsRefusedError
-from bots.slack_sender import SlackSender
+from bots.slack.frontend import CredentialsRefusedError
+from bots.slack.sender import SlackSender
 from storage import Database
 
 

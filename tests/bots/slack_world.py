@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent.access import AccessPolicy
-from agent.chat import ChatAgent
+from agent.chat.agent import ChatAgent
+from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services
 from agent.conversation import Conversation
-from agent.router import CommandRouter
 from bots.dispatcher import Dispatcher
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings

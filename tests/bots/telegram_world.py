@@ -21,13 +21,13 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent.access import AccessPolicy
-from agent.chat import ChatAgent
+from agent.chat.agent import ChatAgent
+from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services
 from agent.conversation import Conversation
-from agent.router import CommandRouter
 from bots.dispatcher import Dispatcher
-from bots.telegram_bot import TelegramFrontend, TelegramOptions
-from bots.telegram_sender import TelegramSender
+from bots.telegram.frontend import TelegramFrontend, TelegramOptions
+from bots.telegram.sender import TelegramSender
 from monitors.delivery import DeliveryWorker
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings

@@ -20,7 +20,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from app.settings import Settings
 from app.wiring import pipeline_models
-from research.models import DAILY_QUOTA_REASON, RetryPolicy, resilient_model
+from research.llm import DAILY_QUOTA_REASON, RetryPolicy, resilient_model
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
 from tests.fakes.gemini import FakeGemini, GeminiRequest, daily_quota_body, function_call_response
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse

@@ -1,0 +1,56 @@
+"""The chat's model: the light model with a short retry on rate limits and server errors, then the heavy model;
+and what a failed model call means for the person (a daily quota is said as such, never retried in a loop)."""
+
+from __future__ import annotations
+
+from pydantic_ai.exceptions import FallbackExceptionGroup, ModelAPIError
+from pydantic_ai.models import Model
+
+# The machinery is platform-neutral and shared with the monitor pipeline; re-exported here for the chat.
+from research import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
+
+__all__ = [
+    "DAILY_QUOTA_MESSAGE",
+    "MODEL_DOWN_MESSAGE",
+    "MODEL_REJECTED_MESSAGE",
+    "FailureKind",
+    "RetryPolicy",
+    "RetryingModel",
+    "Sleep",
+    "chat_model",
+    "failure_kind",
+    "failure_message",
+    "is_model_failure",
+]
+
+DAILY_QUOTA_MESSAGE = (
+    "The daily quota of the language model is used up, so I can't answer free text until it resets "
+    "(Gemini's daily quotas reset at midnight Pacific time). Commands like /monitors, /track and /digest still work."
+)
+MODEL_DOWN_MESSAGE = (
+    "The language model is not answering right now (rate-limited or having trouble). Please try again in a "
+    "few minutes; commands like /monitors and /digest still work."
+)
+MODEL_REJECTED_MESSAGE = (
+    "The language model refused the request (check the model name and API key in the settings). Commands still work."
+)
+
+
+def failure_message(error: BaseException) -> str:
+    """One true sentence for the person about a failed model call (a fallback group: judged by all its errors)."""
+    kinds = {failure_kind(leaf) for leaf in failure_leaves(error)}
+    if kinds == {"quota"}:
+        return DAILY_QUOTA_MESSAGE
+    if "transient" in kinds or "quota" in kinds:
+        return MODEL_DOWN_MESSAGE
+    return MODEL_REJECTED_MESSAGE
+
+
+def chat_model(light: Model | None, heavy: Model | None, *, policy: RetryPolicy | None = None) -> Model | None:
+    """The model the chat runs on: the light one with retries, then the heavy one; None without a light model."""
+    return resilient_model(light, heavy, policy=policy)
+
+
+def is_model_failure(error: BaseException) -> bool:
+    """Whether an agent run failed because the model could not be reached or refused (not a bug of ours)."""
+    return isinstance(error, ModelAPIError | FallbackExceptionGroup)

@@ -1,0 +1,274 @@
+"""Chat-agent tools for this chat's monitors: list and run them now; create, change, pause, resume and delete
+them only as proposals the person confirms."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel
+from pydantic_ai import ModelRetry, RunContext
+
+from agent.chat.deps import ChatDeps
+from agent.commands.progress import ProgressRelay, prefixed
+from agent.confirmations import (
+    CreateMonitorAction,
+    DeleteMonitorAction,
+    MonitorAction,
+    PauseMonitorAction,
+    ResumeMonitorAction,
+    UpdateMonitorAction,
+)
+from monitors import MonitorNotFoundError, MonitorView, Schedule, ScheduleError, parse_schedule
+
+__all__ = [
+    "MonitorInfo",
+    "create_monitor",
+    "delete_monitor",
+    "list_monitors",
+    "pause_monitor",
+    "resume_monitor",
+    "run_monitor_now",
+    "update_monitor",
+]
+
+MAX_TOPIC_CHARS = 200
+SCHEDULE_HELP = (
+    'Schedules look like "daily at 08:00", "every 6 hours", "hourly", "weekdays at 09:00", '
+    '"weekly on monday at 10:00", "every 2 days at 07:30" or \'cron "0 8 * * 1-5"\'.'
+)
+PROPOSED = (
+    "Proposed, NOT done yet. Lookout now shows the person this change with Confirm/Cancel buttons and accepts "
+    "a reply of yes; tell them briefly what will happen and that it needs their confirmation."
+)
+
+
+class MonitorInfo(BaseModel):
+    """One monitor of this chat, compactly."""
+
+    id: int
+    topic: str
+    schedule: str
+    """In words, with its timezone."""
+    next_run: str | None
+    """Local time of the next run; None while paused."""
+    paused: bool
+    sources: list[str]
+    last_result: str
+    owned_here: bool
+    """False for a monitor this chat only receives (another chat owns it and may change it)."""
+
+
+def _when(moment: datetime | None) -> str | None:
+    return f"{moment:%Y-%m-%d %H:%M %Z}" if moment else None
+
+
+def _info(view: MonitorView, chat_id: int) -> MonitorInfo:
+    return MonitorInfo(
+        id=view.id,
+        topic=view.topic,
+        schedule=view.schedule,
+        next_run=_when(view.next_run),
+        paused=view.paused,
+        sources=list(view.sources),
+        last_result=view.last_result,
+        owned_here=view.owner_chat_id == chat_id,
+    )
+
+
+def _schedule(deps: ChatDeps, text: str) -> Schedule:
+    try:
+        return parse_schedule(
+            text, timezone=deps.timezone, min_interval_seconds=deps.services.settings.min_interval_seconds
+        )
+    except ScheduleError as error:
+        raise ModelRetry(f"{error} {SCHEDULE_HELP}") from None
+
+
+def _sources(deps: ChatDeps, sources: list[str] | None) -> tuple[str, ...]:
+    specs = tuple(dict.fromkeys(spec.strip() for spec in sources or () if spec.strip()))
+    if specs:
+        try:
+            deps.services.resolve_sources(list(specs))
+        except ValueError as error:
+            raise ModelRetry(f"{error} Leave `sources` empty for the default mix.") from None
+    return specs
+
+
+def _topic(topic: str) -> str:
+    clean = " ".join(topic.split())
+    if not clean:
+        raise ModelRetry("Give the monitor a topic, e.g. DeepSeek.")
+    if len(clean) > MAX_TOPIC_CHARS:
+        raise ModelRetry(f"Keep the topic under {MAX_TOPIC_CHARS} characters.")
+    return clean
+
+
+async def _owned(deps: ChatDeps, monitor_id: int) -> MonitorView:
+    """The monitor, if this chat may change it; otherwise the model is told to check the ids."""
+    try:
+        view = await deps.services.monitors.get_monitor(monitor_id, chat_id=deps.chat_id, is_admin=deps.turn.is_admin)
+    except MonitorNotFoundError:
+        raise ModelRetry(f"This chat has no monitor #{monitor_id}; call list_monitors for the ids.") from None
+    if view.owner_chat_id != deps.chat_id and not deps.turn.is_admin:
+        raise ModelRetry(f"Monitor #{monitor_id} belongs to another chat; this chat can only receive it.")
+    return view
+
+
+def _propose(deps: ChatDeps, action: MonitorAction) -> str:
+    deps.proposals.append(action)
+    return f"{PROPOSED}\nProposed: {action.description}"
+
+
+async def list_monitors(ctx: RunContext[ChatDeps]) -> list[MonitorInfo]:
+    """The monitors of this chat (owned or received): id, topic, schedule, next run, sources, last result."""
+    views = await ctx.deps.services.monitors.list_monitors(ctx.deps.chat_id)
+    return [_info(view, ctx.deps.chat_id) for view in views]
+
+
+async def create_monitor(
+    ctx: RunContext[ChatDeps], topic: str, schedule: str = "daily at 09:00", sources: list[str] | None = None
+) -> str:
+    """Propose a standing monitor for this chat: it searches the sources on a schedule and delivers a digest.
+    The person must confirm before it is created.
+
+    Args:
+        topic: What to watch, e.g. "DeepSeek" or "open source LLM".
+        schedule: When to run, in the chat's timezone unless it ends with "in <IANA zone>". E.g. "daily at 08:00"
+            (every morning), "every 6 hours", "weekdays at 09:00", "weekly on monday at 10:00", "hourly".
+        sources: Source names like "hn", "news", "arxiv", "github" or "rss:<feed url>"; empty for the default mix.
+    """
+    deps = ctx.deps
+    clean = _topic(topic)
+    parsed = _schedule(deps, schedule)
+    specs = _sources(deps, sources)
+    next_run = _when(parsed.next_run(deps.now).astimezone(ZoneInfo(parsed.timezone)))
+    description = (
+        f"create monitor “{clean}” — {parsed.describe()}, first run {next_run}, "
+        f"sources: {', '.join(specs) if specs else 'the default mix'}"
+    )
+    action = CreateMonitorAction(
+        description=description, topic=clean, schedule_text=parsed.to_text(), sources=specs, timezone=parsed.timezone
+    )
+    return _propose(deps, action)
+
+
+async def update_monitor(
+    ctx: RunContext[ChatDeps],
+    monitor_id: int,
+    topic: str | None = None,
+    schedule: str | None = None,
+    sources: list[str] | None = None,
+    include_keywords: list[str] | None = None,
+    exclude_keywords: list[str] | None = None,
+) -> str:
+    """Propose changes to one of this chat's monitors (only what is given changes). The person must confirm.
+
+    Args:
+        monitor_id: The monitor's id (see list_monitors).
+        topic: A new topic.
+        schedule: A new schedule, e.g. "daily at 07:00" or "every 12 hours".
+        sources: The new full list of sources.
+        include_keywords: Items must mention one of these.
+        exclude_keywords: Items mentioning any of these are dropped.
+    """
+    deps = ctx.deps
+    view = await _owned(deps, monitor_id)
+    changes: list[str] = []
+    clean = _topic(topic) if topic is not None else None
+    if clean is not None:
+        changes.append(f"topic → “{clean}”")
+    schedule_text = None
+    if schedule is not None:
+        parsed = _schedule(deps, schedule)
+        schedule_text = parsed.to_text()
+        changes.append(f"schedule → {parsed.describe()}")
+    specs = _sources(deps, sources) if sources is not None else None
+    if specs is not None:
+        changes.append(f"sources → {', '.join(specs) or 'the default mix'}")
+    include = tuple(include_keywords) if include_keywords is not None else None
+    exclude = tuple(exclude_keywords) if exclude_keywords is not None else None
+    if include is not None:
+        changes.append(f"must mention → {', '.join(include) or 'anything'}")
+    if exclude is not None:
+        changes.append(f"skip items mentioning → {', '.join(exclude) or 'nothing'}")
+    if not changes:
+        raise ModelRetry("Give at least one change: topic, schedule, sources, include_keywords or exclude_keywords.")
+    action = UpdateMonitorAction(
+        description=f"change monitor #{view.id} “{view.topic}”: {'; '.join(changes)}",
+        monitor_id=view.id,
+        topic=clean,
+        schedule_text=schedule_text,
+        sources=specs,
+        include_keywords=include,
+        exclude_keywords=exclude,
+    )
+    return _propose(deps, action)
+
+
+async def delete_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
+    """Propose deleting one of this chat's monitors, with its history. The person must confirm.
+
+    Args:
+        monitor_id: The monitor's id (see list_monitors).
+    """
+    view = await _owned(ctx.deps, monitor_id)
+    action = DeleteMonitorAction(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})",
+                                 monitor_id=view.id)  # fmt: skip
+    return _propose(ctx.deps, action)
+
+
+async def pause_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
+    """Propose pausing one of this chat's monitors (no runs until resumed). The person must confirm.
+
+    Args:
+        monitor_id: The monitor's id (see list_monitors).
+    """
+    view = await _owned(ctx.deps, monitor_id)
+    if view.paused:
+        return f"Monitor #{view.id} is already paused."
+    return _propose(ctx.deps, PauseMonitorAction(description=f"pause monitor #{view.id} “{view.topic}”",
+                                                 monitor_id=view.id))  # fmt: skip
+
+
+async def resume_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
+    """Propose resuming a paused monitor of this chat. The person must confirm.
+
+    Args:
+        monitor_id: The monitor's id (see list_monitors).
+    """
+    view = await _owned(ctx.deps, monitor_id)
+    if not view.paused:
+        return f"Monitor #{view.id} is not paused; next run {_when(view.next_run)}."
+    return _propose(ctx.deps, ResumeMonitorAction(description=f"resume monitor #{view.id} “{view.topic}”",
+                                                  monitor_id=view.id))  # fmt: skip
+
+
+async def run_monitor_now(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
+    """Run one of this chat's monitors now; its digest is delivered to this chat as a separate message.
+
+    Args:
+        monitor_id: The monitor's id (see list_monitors).
+    """
+    deps = ctx.deps
+    try:
+        view = await deps.services.monitors.get_monitor(monitor_id, chat_id=deps.chat_id, is_admin=deps.turn.is_admin)
+    except MonitorNotFoundError:
+        raise ModelRetry(f"This chat has no monitor #{monitor_id}; call list_monitors for the ids.") from None
+    await deps.say(f"Running monitor #{view.id} “{view.topic}”…")
+    async with ProgressRelay(deps.turn.progress, prefixed(f"#{view.id} · ")) as relay:
+        summary = await deps.services.monitors.run_now(
+            view.id, deps.chat_id, is_admin=deps.turn.is_admin, progress=relay
+        )
+        relay.final_text = f"Monitor #{view.id} finished: {summary.status}."
+    if summary.status == "failed":
+        return f"The run of monitor #{view.id} failed: {summary.error or 'unknown error'}."
+    delivered = (
+        "The digest is on its way to this chat as a separate message; do not repeat it."
+        if summary.deliveries
+        else "Nothing was queued for this chat."
+    )
+    return (
+        f"Ran monitor #{view.id} “{view.topic}”: {summary.status}, {summary.items} items collected, "
+        f"{summary.new_items} new. {delivered}"
+    )

@@ -1,0 +1,175 @@
+"""Chat-agent tools that reach the outside world: search the sources once, read a page, run a collection job."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+
+from pydantic_ai import ModelRetry, RunContext
+
+from agent.chat.deps import ChatDeps
+from agent.chat.instructions import untrusted_block
+from agent.commands.progress import ProgressRelay, prefixed
+from agent.messages import Attachment
+from monitors import store_collection
+from research import RankedItem, research_once, run_collection_job
+from sources import DEFAULT_SOURCES, Source, SourceError, read_page
+
+__all__ = ["collect", "read_web_page", "resolve", "search_sources"]
+
+logger = logging.getLogger(__name__)
+
+MAX_RESULTS = 15
+SNIPPET_CHARS = 240
+PAGE_CHARS = 8000
+
+
+def resolve(deps: ChatDeps, sources: Sequence[str] | None) -> list[Source]:
+    """The sources the model named (default: the usual mix); a wrong name goes back to the model to fix."""
+    specs = [spec.strip() for spec in sources or () if spec.strip()] or list(DEFAULT_SOURCES)
+    try:
+        return deps.services.resolve_sources(specs)
+    except ValueError as error:
+        raise ModelRetry(f"{error} Leave `sources` empty for the default mix.") from None
+
+
+def _result_lines(ranked: Sequence[RankedItem]) -> str:
+    lines = []
+    for number, entry in enumerate(ranked, start=1):
+        item = entry.item
+        when = f"{item.published:%Y-%m-%d %H:%M} UTC" if item.published else "date unknown"
+        points = f", {item.engagement.total()} engagement" if item.engagement.total() else ""
+        lines.append(f"{number}. [{item.source}] {' '.join(item.title.split())}\n   {item.url} ({when}{points})")
+        snippet = " ".join(item.text.split())
+        if snippet:
+            lines.append(f"   {snippet[:SNIPPET_CHARS]}{'…' if len(snippet) > SNIPPET_CHARS else ''}")
+    return "\n".join(lines)
+
+
+async def search_sources(
+    ctx: RunContext[ChatDeps],
+    query: str,
+    sources: list[str] | None = None,
+    days: int = 7,
+    limit: int = 10,
+    language: str | None = None,
+) -> str:
+    """Search public sources once, right now, and get the best matching items (one per story), newest and most
+    relevant first. Use it for "what's new about X", "any news on Y".
+
+    Args:
+        query: 2-4 keywords (every word must match on some sources), e.g. "DeepSeek R2".
+        sources: Source names like "hn", "news", "arxiv", "github", "wikipedia", "web", or "rss:<feed url>".
+            Leave empty for the default mix.
+        days: How far back to look, 1-365.
+        limit: How many items to return, 1-15.
+        language: A two-letter language code to search in (news, Wikipedia), e.g. "zh" for Chinese coverage;
+            empty for the sources' defaults.
+    """
+    deps = ctx.deps
+    text = " ".join(query.split())
+    if not text:
+        raise ModelRetry("Give a query of 2-4 keywords.")
+    chosen = resolve(deps, sources)
+    since = deps.now - timedelta(days=min(max(days, 1), 365))
+    names = ", ".join(dict.fromkeys(source.name for source in chosen))
+    await deps.say(f"Searching {names} for “{text}”…")
+    async with ProgressRelay(deps.turn.progress, prefixed("searching · ")) as relay:
+        result = await research_once(
+            text,
+            sources=chosen,
+            since=since,
+            language=(language or "").strip().lower()[:3] or None,
+            limit=min(max(limit, 1), MAX_RESULTS),
+            progress=relay,
+        )
+        relay.final_text = f"Found {len(result.items)} items."
+    deps.read_untrusted = True
+    failures = [f"{o.source}: {o.message or o.status}" for o in result.collection.errors]
+    skipped = [f"{name}: {reason}" for name, reason in result.collection.skipped_sources.items()]
+    header = f"{len(result.items)} results for “{text}” from {names} (last {min(max(days, 1), 365)} days)."
+    if failures:
+        header += " Failed: " + "; ".join(failures[:5]) + "."
+    if skipped:
+        header += " Off: " + "; ".join(skipped[:5]) + "."
+    if not result.items:
+        return header + " Nothing matched; try fewer or other keywords, or more days."
+    return header + "\n" + untrusted_block(f"search results for {text}", _result_lines(result.items))
+
+
+async def read_web_page(ctx: RunContext[ChatDeps], url: str) -> str:
+    """Fetch a web page (http or https) and return its main text, to read an article a search result links to.
+
+    Args:
+        url: The page's full URL.
+    """
+    deps = ctx.deps
+    if not url.strip().lower().startswith(("http://", "https://")):
+        raise ModelRetry("Give a full http(s) URL, e.g. https://example.com/article.")
+    await deps.say(f"Reading {url.strip()[:200]}…")
+    try:
+        page = await read_page(url.strip(), client=deps.services.http, max_chars=PAGE_CHARS)
+    except SourceError as error:
+        return f"Could not read {url.strip()}: {error}"
+    deps.read_untrusted = True
+    head = [f"Title: {page.title}" if page.title else "", f"URL: {page.url}"]
+    if page.published:
+        head.append(f"Published: {page.published.isoformat()}")
+    if page.author:
+        head.append(f"Author: {page.author}")
+    body = "\n".join([line for line in head if line] + ["", page.text or page.description or "(no readable text)"])
+    if page.truncated:
+        body += "\n[text cut here]"
+    return untrusted_block(f"web page {page.url}", body)
+
+
+async def collect(ctx: RunContext[ChatDeps], request: str, target: int = 500, sources: list[str] | None = None) -> str:
+    """Run a collection job: search repeatedly with varied queries until `target` unique items are gathered
+    (or sources run dry), then attach everything as a CSV file to your reply. For "collect / gather / export
+    lots of posts about X". It takes a while; progress is shown to the person.
+
+    Args:
+        request: What to collect, in the person's words, e.g. "posts about Rust in embedded systems".
+        target: How many unique items to aim for, 10-5000.
+        sources: Source names or "rss:<url>"; empty for the default mix.
+    """
+    deps = ctx.deps
+    text = " ".join(request.split())
+    if not text:
+        raise ModelRetry("Say what to collect.")
+    chosen = resolve(deps, sources)
+    goal = min(max(target, 10), 5000)
+    await deps.say(f"Collecting up to {goal} items about “{text}”…")
+    try:
+        async with ProgressRelay(deps.turn.progress, prefixed("collecting · ")) as relay:
+            job = await run_collection_job(
+                text,
+                sources=chosen,
+                model=deps.services.light_model,
+                target=goal,
+                out_dir=deps.exports_dir,
+                progress=relay,
+            )
+            relay.final_text = f"Collected {job.report.total_unique} items."
+    except OSError as error:
+        logger.exception("collect: writing the files failed")
+        return f"The collection ran but its files could not be written: {error.strerror or error}."
+    report = job.report
+    await store_collection(
+        deps.services.database, chat_id=deps.turn.chat.id, request=text, job=job, now=deps.services.clock()
+    )
+    deps.attach(
+        Attachment(
+            path=job.paths.csv,
+            filename=job.paths.csv.name,
+            caption=f"{report.total_unique} items about {text[:200]}",
+        )
+    )
+    per_source = ", ".join(f"{name} {tally.new}" for name, tally in report.per_source.items() if tally.new)
+    outcome = "reached the target" if report.reached_target else f"stopped: {report.stop_detail}"
+    return (
+        f"Collected {report.total_unique} unique items for “{text}” (target {goal}; {outcome}) in "
+        f"{report.attempts} rounds. Per source: {per_source or 'none'}. The CSV ({job.paths.csv.name}) is attached "
+        "to your reply automatically; tell the person it is there."
+    )

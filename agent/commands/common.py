@@ -1,0 +1,63 @@
+"""What every command handler shares: the chat's timezone, times and counts in words, and refusals."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from agent.budget import ChatBudget
+from agent.commands.specs import usage_of
+from agent.context import Services, Turn, chat_timezone
+from agent.messages import Reply
+
+__all__ = ["chat_exports_dir", "chat_timezone", "chat_zone", "count", "local_time", "refuse"]
+
+
+def chat_zone(turn: Turn, services: Services) -> ZoneInfo:
+    """`chat_timezone` loaded; UTC if the stored name is no longer known to this machine's tz database."""
+    try:
+        return ZoneInfo(chat_timezone(turn, services))
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def chat_exports_dir(services: Services, turn: Turn) -> Path:
+    """Where files made for this chat go: its own folder, so two chats asking for the same thing in the same
+    minute (file names carry the topic and the minute) never overwrite each other's attachment."""
+    return services.settings.exports_dir / "chats" / str(turn.chat.id)
+
+
+def local_time(when: datetime, zone: ZoneInfo) -> str:
+    """`2026-03-02 08:30 CET`: a time as the chat reads it."""
+    return f"{when.astimezone(zone):%Y-%m-%d %H:%M %Z}"
+
+
+def count(number: int, noun: str) -> str:
+    """`1 item`, `12 items` (English plural by `s`)."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def refuse(reason: str, *, usage: str | None = None) -> list[Reply]:
+    """One short true sentence about why nothing was done, with the command's usage line when the arguments
+    were the problem."""
+    text = reason.strip() or "That did not work."
+    if usage is not None:
+        text += f"\nUsage: {usage_of(usage)}"
+    return [Reply(text=text)]
+
+
+BUDGET_SPENT_NOTE = (
+    "Today's model budget for this chat is spent, so this ran without the language model "
+    "(heuristic checks, an extractive digest); it renews at midnight UTC."
+)
+
+
+async def models_allowed(services: Services, turn: Turn) -> bool:
+    """Whether a command may spend model tokens for this chat today (CHAT_DAILY_TOKENS not yet spent).
+
+    A command whose chat has spent its budget still works: it runs the model-free path instead.
+    """
+    budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
+    left = await budget.remaining(turn.chat.id, services.clock())
+    return left is None or left > 0

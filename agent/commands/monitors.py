@@ -1,0 +1,175 @@
+"""The monitor commands: /track, /monitors, /untrack, /pause, /resume and /digest, for the chat that asks."""
+
+from __future__ import annotations
+
+from agent.commands.common import BUDGET_SPENT_NOTE, chat_zone, count, local_time, models_allowed, refuse
+from agent.commands.progress import PipelineProgress, ProgressRelay
+from agent.commands.specs import (
+    DigestCommand,
+    MonitorsCommand,
+    PauseCommand,
+    ResumeCommand,
+    TrackCommand,
+    UntrackCommand,
+)
+from agent.context import Services, Turn
+from agent.messages import Reply
+from monitors import MonitorAccessError, MonitorNotFoundError, MonitorView, RunSummary, ScheduleError
+
+__all__ = ["digest", "list_monitors", "pause", "resume", "track", "untrack"]
+
+TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
+
+
+async def track(services: Services, turn: Turn, command: TrackCommand) -> list[Reply]:
+    """Create the monitor for this chat; the reply says exactly what was created."""
+    try:
+        view = await services.monitors.create_monitor(
+            turn.chat.id,
+            command.topic,
+            schedule_text=command.schedule_text,
+            sources=list(command.sources) or None,
+            # the parser read the schedule in the chat's timezone (or the one the text named): keep it
+            timezone=command.schedule.timezone,
+        )
+    except (ScheduleError, ValueError) as error:
+        return refuse(f"No monitor was created: {error}", usage="track")
+    lines = [
+        f"Tracking **{view.topic}** as monitor #{view.id}.",
+        f"Schedule: {view.schedule}",
+        f"Next run: {_next_run(view, turn, services)}",
+        f"Sources: {', '.join(view.sources)}",
+        f"`/digest {view.id}` runs it now, `/pause {view.id}` pauses it, `/untrack {view.id}` deletes it.",
+    ]
+    return [Reply(text="\n".join(lines))]
+
+
+async def list_monitors(services: Services, turn: Turn, command: MonitorsCommand) -> list[Reply]:
+    """This chat's monitors (every chat's for an admin asking for `all`)."""
+    if command.all_chats and not turn.is_admin:
+        return refuse("Only admins can list every chat's monitors; `/monitors` lists this chat's.")
+    views = await services.monitors.list_monitors(turn.chat.id, all_chats=command.all_chats)
+    if not views:
+        where = "in any chat" if command.all_chats else "in this chat"
+        return [Reply(text=f"No monitors {where} yet — try `{TRACK_EXAMPLE}`.")]
+    title = "Every chat's monitors" if command.all_chats else "This chat's monitors"
+    entries = [_entry(view, turn, services, show_owner=command.all_chats) for view in views]
+    return [Reply(text=f"**{title}** ({len(views)}):\n\n" + "\n\n".join(entries))]
+
+
+async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> list[Reply]:
+    """Delete a monitor this chat owns; for one it only receives, stop receiving it."""
+    try:
+        view = await services.monitors.delete(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorAccessError as error:
+        if await services.monitors.unsubscribe(turn.chat.id, command.monitor_id):
+            return [
+                Reply(
+                    text=f"This chat no longer receives monitor #{command.monitor_id}; "
+                    "it belongs to another chat, which keeps it."
+                )
+            ]
+        return refuse(str(error))
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    return [Reply(text=f"Deleted monitor #{view.id} “{view.topic}”; no more digests from it.")]
+
+
+async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
+    try:
+        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    try:
+        view = await services.monitors.pause(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorAccessError:
+        return refuse(_subscriber_only(before, "pause"))
+    except MonitorNotFoundError as error:  # deleted meanwhile
+        return refuse(str(error))
+    already = "was already paused" if before.paused else "is paused"
+    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {already}; `/resume {view.id}` starts it again.")]
+
+
+async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
+    try:
+        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    try:
+        view = await services.monitors.resume(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorAccessError:
+        return refuse(_subscriber_only(before, "resume"))
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    state = "was not paused" if not before.paused else "is running again"
+    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {state}; next run {_next_run(view, turn, services)}.")]
+
+
+def _subscriber_only(view: MonitorView, action: str) -> str:
+    """This chat sees the monitor (it receives the digests) but another chat owns it."""
+    return (
+        f"Monitor #{view.id} “{view.topic}” belongs to another chat: this chat receives its digests, but only that "
+        f"chat can {action} it. `/untrack {view.id}` stops the digests here."
+    )
+
+
+async def digest(services: Services, turn: Turn, command: DigestCommand) -> list[Reply]:
+    """Run the monitor now; the digest (with its CSV and chart) reaches this chat through the outbox."""
+    try:
+        # checked first so a wrong number answers at once, without a status message
+        view = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    use_models = await models_allowed(services, turn)
+    async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
+        await relay.announce(f"running monitor #{view.id} “{view.topic}”…")
+        try:
+            summary = await services.monitors.run_now(
+                command.monitor_id, turn.chat.id, is_admin=turn.is_admin, progress=relay, use_models=use_models
+            )
+        except MonitorNotFoundError as error:  # deleted meanwhile
+            relay.final_text = "stopped"
+            return refuse(str(error))
+        relay.final_text = "failed" if summary.status == "failed" else "done — the digest follows"
+    note = "" if use_models else f"\n{BUDGET_SPENT_NOTE}"
+    return [Reply(text=run_status(f"Monitor #{view.id}", summary) + note)]
+
+
+def run_status(what: str, summary: RunSummary) -> str:
+    """One line on how a run ended, for /digest and /search."""
+    if summary.status == "failed":
+        reference = f" (error id {summary.error_id})" if summary.error_id else ""
+        return f"{what} failed: {summary.error or 'unknown error'}{reference}. Nothing was sent."
+    collected = count(summary.items, "item")
+    if summary.status == "empty":
+        body = f"{what} ran: {collected} collected, nothing new since the last digest"
+    else:
+        body = f"{what} ran: {collected} collected, {summary.new_items:,} new"
+    follows = " — the digest follows." if summary.deliveries else "."
+    problems = ""
+    if summary.source_errors:
+        shown = "; ".join(summary.source_errors[:3])
+        more = f" and {len(summary.source_errors) - 3} more" if len(summary.source_errors) > 3 else ""
+        problems = f"\nSome sources failed: {shown}{more}."
+    return body + follows + problems
+
+
+def _next_run(view: MonitorView, turn: Turn, services: Services) -> str:
+    if view.paused:
+        return "none while paused"
+    if view.next_run is None:
+        return "not scheduled"
+    return local_time(view.next_run, chat_zone(turn, services))
+
+
+def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: bool) -> str:
+    zone = chat_zone(turn, services)
+    state = "⏸ paused" if view.paused else f"next {_next_run(view, turn, services)}"
+    last = view.last_result + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
+    owner = f" · chat {view.owner_chat_id}" if show_owner else ""
+    quiet = " · quiet" if view.quiet else ""
+    return (
+        f"**#{view.id} {view.topic}** — {view.schedule}{quiet}{owner}\n"
+        f"{state} · sources: {', '.join(view.sources)}\n"
+        f"last run: {last}"
+    )

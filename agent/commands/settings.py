@@ -1,0 +1,115 @@
+"""The per-chat commands: /timezone, /language, /profile, /forget and /usage."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from typing import Unpack
+from zoneinfo import ZoneInfo
+
+from agent.budget import ChatBudget
+from agent.commands.common import chat_timezone, chat_zone, local_time
+from agent.commands.specs import LanguageCommand, ProfileCommand, TimezoneCommand
+from agent.context import Services, Turn
+from agent.memory import memory_for
+from agent.messages import Reply
+from storage import ChatChanges, ChatRecord, ChatRepository, UsageRepository, UsageTotals
+
+__all__ = ["forget", "language", "profile", "timezone", "usage"]
+
+
+async def timezone(services: Services, turn: Turn, command: TimezoneCommand) -> list[Reply]:
+    """Show the chat's timezone, or set it (the parser already checked and canonicalised the name)."""
+    now = services.clock()
+    if command.timezone is None:
+        zone = chat_zone(turn, services)
+        return [
+            Reply(
+                text=f"This chat's timezone is {chat_timezone(turn, services)} (now {local_time(now, zone)}).\n"
+                "Change it with `/timezone Europe/Berlin` (any IANA name)."
+            )
+        ]
+    await _update(services, turn, timezone=command.timezone)
+    zone = ZoneInfo(command.timezone)
+    return [
+        Reply(
+            text=f"Timezone set to {command.timezone} (now {local_time(now, zone)}). New monitors and their "
+            "times use it; monitors you already have keep the timezone they were created with."
+        )
+    ]
+
+
+async def language(services: Services, turn: Turn, command: LanguageCommand) -> list[Reply]:
+    if command.language is None:
+        current = turn.chat.language
+        if current is None:
+            return [Reply(text="No language is set for this chat; set one with `/language de` (any language code).")]
+        return [Reply(text=f"This chat's language is {current}; change it with `/language <code>`.")]
+    await _update(services, turn, language=command.language)
+    return [Reply(text=f"Language set to {command.language}: digests and answers for this chat will use it.")]
+
+
+async def profile(services: Services, turn: Turn, command: ProfileCommand) -> list[Reply]:
+    if command.profile is None:
+        current = turn.chat.profile
+        if not current:
+            return [
+                Reply(
+                    text="This chat has no profile yet. Tell Lookout who you are and what you care about, e.g. "
+                    "`/profile We are a robotics startup; we care about open models and hardware`."
+                )
+            ]
+        quoted = "\n".join(f"> {line}" for line in current.splitlines())
+        return [Reply(text=f"This chat's profile:\n{quoted}\nReplace it with `/profile <text>`.")]
+    # NUL cannot be stored in PostgreSQL text; nobody means one in a profile
+    await _update(services, turn, profile=command.profile.replace("\x00", ""))
+    return [Reply(text="Profile saved: every digest and answer for this chat will take it into account.")]
+
+
+async def forget(services: Services, turn: Turn) -> list[Reply]:
+    """Clear this conversation's memory (this chat and thread), summary included."""
+    if await memory_for(services, turn).forget():
+        return [Reply(text="Done: I forgot this conversation. Monitors and settings are unchanged.")]
+    return [Reply(text="There was nothing to forget: this conversation has no memory yet.")]
+
+
+async def usage(services: Services, turn: Turn) -> list[Reply]:
+    """Tokens and cost today and this month, and what is left of today's budget.
+
+    Usage is recorded per UTC day (by the chat agent and the monitor runs) and the daily budget counts UTC days,
+    so "today" here is the UTC day too: a day in the chat's own timezone would mix two recorded days."""
+    now = services.clock()
+    today = now.astimezone(UTC).date()
+    repository = UsageRepository(services.database)
+    day = await repository.for_day(turn.chat.id, today)
+    month = await repository.for_month(turn.chat.id, today.year, today.month)
+    lines = [
+        "**Model usage of this chat**",
+        f"Today ({today.isoformat()}, UTC): {_totals(day)}",
+        f"This month ({today:%B %Y}): {_totals(month)}",
+    ]
+    budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
+    left = await budget.remaining(turn.chat.id, now)
+    if left is None:
+        lines.append("There is no daily token limit.")
+    else:
+        reset = local_time(datetime.combine(today + timedelta(days=1), time(), UTC), chat_zone(turn, services))
+        lines.append(f"Left today: {max(left, 0):,} of {budget.daily_tokens:,} tokens (the budget renews {reset}).")
+        if left <= 0:
+            lines.append("Free-text answers wait until then; commands still work.")
+    return [Reply(text="\n".join(lines))]
+
+
+def _totals(totals: UsageTotals) -> str:
+    tokens = totals.input_tokens + totals.output_tokens
+    if not tokens and not totals.requests:
+        return "nothing yet"
+    cost = f"${totals.cost:.4f}" if totals.cost < 1 else f"${totals.cost:,.2f}"
+    requests = f"{totals.requests:,} request{'' if totals.requests == 1 else 's'}"
+    return f"{tokens:,} tokens ({totals.input_tokens:,} in, {totals.output_tokens:,} out) in {requests}, {cost}"
+
+
+async def _update(services: Services, turn: Turn, **changes: Unpack[ChatChanges]) -> ChatRecord:
+    updated = await ChatRepository(services.database).update(turn.chat.id, **changes)
+    if updated is None:  # the dispatcher stored the chat before the turn; its absence is a real fault
+        raise LookupError(f"chat {turn.chat.id} does not exist")
+    return updated

@@ -1,0 +1,312 @@
+"""The Slack frontend (slack-bolt, async): slash commands, mentions, DMs and buttons in; Block Kit and files out.
+
+Socket Mode when an app-level token is given (no public URL needed); otherwise HTTP mode, where `routes()`
+gives the `/slack/events` route for the shared Starlette app and Bolt verifies every request's signature
+with the signing secret (a bad or stale signature gets 401).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+from slack_sdk.errors import SlackApiError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from agent import Incoming, Reply
+from bots.dispatcher import Dispatches
+from bots.slack.api import (
+    DEFAULT_API_URL,
+    NO_ACCESS_ERRORS,
+    TRANSIENT_ERRORS,
+    SlackPoster,
+    build_web_client,
+    error_code,
+    post_to_response_url,
+    retry_handlers,
+)
+from bots.slack.events import (
+    SLASH_COMMANDS,
+    answered_buttons,
+    incoming_from_action,
+    incoming_from_command,
+    incoming_from_event,
+)
+from bots.slack.render import BUTTON_ACTION_PREFIX, SlackMessage, reply_messages
+from bots.slack.sender import SlackSender
+from bots.slack.status import SlackStatus
+
+logger = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+ACK_TEXT = "on it…"
+"""What a slash command answers at once (Slack wants an answer within 3 seconds); the result follows."""
+NO_FILES_HERE = "I can't post files in this channel: invite me with `/invite @Lookout` and ask again."
+
+
+class CredentialsRefusedError(RuntimeError):
+    """Slack refused the bot token at start: retrying will not help until the token is fixed."""
+
+
+@dataclass
+class _Target:
+    """Where the answers to one message go."""
+
+    channel: str
+    thread_ts: str | None = None
+    response_url: str | None = None
+    """A slash command's or button's response_url, for channels the bot may not post into."""
+    via_response_url: bool = False
+    """chat.postMessage was refused here: the rest goes through response_url."""
+    told_no_files: bool = False
+    """The person has read once that files cannot be posted here."""
+
+
+class SlackFrontend:
+    """Lookout on Slack. Build it, mount `routes()` in HTTP mode, `await start()`, and `await stop()` at the end.
+
+    Slash commands (`/lookout …` and the top-level ones in `SLASH_COMMANDS`) are acknowledged at once with
+    "on it…" and answered in the background; mentions and direct messages are free text with memory per
+    thread; button presses come back with their callback data. Everything goes through the dispatcher (access,
+    de-duplication on Slack's `event_id`, ordering); replies are posted as Block Kit with chat.postMessage into
+    the channel (the thread for mentions), falling back to the command's `response_url` where the bot is not a
+    member; files go through files_upload_v2; long work shows one status message edited in place.
+    """
+
+    def __init__(
+        self,
+        bot_token: str,
+        *,
+        dispatcher: Dispatches,
+        app_token: str | None = None,
+        signing_secret: str | None = None,
+        api_url: str = DEFAULT_API_URL,
+        progress_interval: float = 2.0,
+        max_rate_limit_wait: float = 30.0,
+        shutdown_grace: float = 30.0,
+    ) -> None:
+        if not app_token and not signing_secret:
+            raise ValueError("Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode)")
+        self.mode: Literal["socket", "http"] = "socket" if app_token else "http"
+        self.client = build_web_client(bot_token, api_url=api_url, max_rate_limit_wait=max_rate_limit_wait)
+        self.app = AsyncApp(
+            client=self.client,
+            signing_secret=signing_secret or "",
+            name="lookout",
+            logger=logging.getLogger("slack_bolt"),
+        )
+        self._dispatcher = dispatcher
+        self._app_token = app_token
+        self._poster = SlackPoster(self.client)
+        self._handlers = retry_handlers(max_rate_limit_wait=max_rate_limit_wait)
+        self._progress_interval = progress_interval
+        self._shutdown_grace = shutdown_grace
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._socket: AsyncSocketModeHandler | None = None
+        self._connecting: asyncio.Task[None] | None = None
+        self._http_handler = AsyncSlackRequestHandler(self.app)
+        self._started = False
+        self.bot_user_id: str | None = None
+        self._register()
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        """`POST /slack/events` for the shared HTTP app in HTTP mode (nothing in Socket Mode)."""
+        if self.mode != "http":
+            return []
+        return [Route(EVENTS_PATH, self._http_endpoint, methods=["POST"])]
+
+    def sender(self) -> SlackSender:
+        """The `ChatSender` for digests, sharing this frontend's web client."""
+        return SlackSender(self.client)
+
+    async def start(self) -> None:
+        """Check the token (auth.test), then connect Socket Mode (retrying in the background if Slack is down)."""
+        try:
+            identity = await self.client.auth_test()
+            self.bot_user_id = str(identity.get("user_id") or "") or None
+            logger.info("slack: signed in as %s in team %s", identity.get("user"), identity.get("team"))
+        except SlackApiError as error:
+            raise CredentialsRefusedError(f"Slack refused SLACK_BOT_TOKEN: {error_code(error)}") from error
+        except TRANSIENT_ERRORS as error:  # Bolt checks again on the first request
+            logger.warning("slack: auth.test failed (%s); carrying on", type(error).__name__)
+        if self.mode == "socket":
+            self._socket = AsyncSocketModeHandler(self.app, self._app_token)
+            self._connecting = asyncio.create_task(self._connect(self._socket), name="slack socket mode")
+        self._started = True
+
+    async def _connect(self, handler: AsyncSocketModeHandler) -> None:
+        # The SDK's connect keeps retrying by itself (logging each failure) until it is connected or closed.
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        logger.info("slack: Socket Mode connected")
+
+    @property
+    def in_flight(self) -> int:
+        """Messages being answered in the background right now."""
+        return len(self._tasks)
+
+    async def healthy(self) -> bool:
+        """For /healthz: started, and in Socket Mode connected."""
+        if not self._started:
+            return False
+        if self._socket is None:
+            return True
+        connected = await self._socket.client.is_connected()
+        return bool(connected)
+
+    async def stop(self) -> None:
+        """Disconnect, let in-flight answers finish (up to the grace period), then cancel what is left."""
+        self._started = False
+        if self._connecting is not None:
+            self._connecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connecting
+        if self._socket is not None:
+            with contextlib.suppress(Exception):
+                await self._socket.close_async()  # type: ignore[no-untyped-call]
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=self._shutdown_grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+
+    async def _http_endpoint(self, request: Request) -> Response:
+        return await self._http_handler.handle(request)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ---- Bolt listeners -----------------------------------------------------------------------------------
+
+    def _register(self) -> None:
+        for name in SLASH_COMMANDS:
+            self.app.command(name)(self._on_command)
+        self.app.event("app_mention")(self._on_event)
+        self.app.event("message")(self._on_event)
+        self.app.action(re.compile(f"^{BUTTON_ACTION_PREFIX}"))(self._on_action)
+
+    async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack(text=ACK_TEXT)
+        try:
+            incoming = incoming_from_command(body)
+        except ValueError as error:
+            logger.warning("slack: ignoring a slash command: %s", error)
+            return
+        target = _Target(channel=incoming.chat_external_id, response_url=_url(body.get("response_url")))
+        self._spawn(self._handle(incoming, target))
+
+    async def _on_event(self, body: dict[str, Any], context: AsyncBoltContext) -> None:
+        bot_user_id = context.bot_user_id or self.bot_user_id
+        try:
+            incoming = incoming_from_event(body, bot_user_id=bot_user_id)
+        except ValueError as error:
+            logger.warning("slack: ignoring an event: %s", error)
+            return
+        if incoming is None:
+            return
+        target = _Target(channel=incoming.chat_external_id, thread_ts=incoming.thread_key or None)
+        self._spawn(self._handle(incoming, target))
+
+    async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        try:
+            incoming = incoming_from_action(body)
+        except ValueError as error:
+            logger.warning("slack: ignoring a button press: %s", error)
+            return
+        if incoming is None:
+            return
+        target = _Target(
+            channel=incoming.chat_external_id,
+            thread_ts=incoming.thread_key or None,
+            response_url=_url(body.get("response_url")),
+        )
+        self._spawn(self._press(body, incoming, target))
+
+    async def _press(self, body: dict[str, Any], incoming: Incoming, target: _Target) -> None:
+        """Take the buttons off the pressed message (a choice is made once), then answer the choice."""
+        answered = answered_buttons(body)
+        if answered is not None:
+            try:
+                await self.client.chat_update(
+                    channel=answered.channel, ts=answered.ts, text=answered.text, blocks=answered.blocks
+                )
+            except SlackApiError as error:
+                logger.info("slack: could not mark the pressed buttons as answered: %s", error_code(error))
+            except TRANSIENT_ERRORS as error:
+                logger.info("slack: could not mark the pressed buttons as answered: %s", type(error).__name__)
+        await self._handle(incoming, target)
+
+    # ---- answering ----------------------------------------------------------------------------------------
+
+    async def _handle(self, incoming: Incoming, target: _Target) -> None:
+        status = SlackStatus(self._poster, target.channel, thread_ts=target.thread_ts, interval=self._progress_interval)
+
+        async def deliver(replies: list[Reply]) -> None:
+            await status.finish()
+            await self._send_replies(target, replies)
+
+        try:
+            await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)
+        except Exception:  # the dispatcher has its own boundary; this one keeps a background task from dying loudly
+            logger.exception("slack: handling a message in %s failed", incoming.chat_external_id)
+
+    async def _send_replies(self, target: _Target, replies: list[Reply]) -> None:
+        for reply in replies:
+            messages = reply_messages(reply.text, buttons=reply.buttons) if reply.text.strip() else []
+            for message in messages:
+                await self._post(target, message)
+            for attachment in reply.attachments:
+                await self._upload(target, attachment, comment=attachment.caption)
+
+    async def _post(self, target: _Target, message: SlackMessage) -> None:
+        if not target.via_response_url:
+            try:
+                await self._poster.post(target.channel, message, thread_ts=target.thread_ts)
+                return
+            except SlackApiError as error:
+                if error_code(error) not in NO_ACCESS_ERRORS or target.response_url is None:
+                    raise
+                logger.info(
+                    "slack: cannot post in %s (%s); answering via response_url", target.channel, error_code(error)
+                )
+                target.via_response_url = True
+        assert target.response_url is not None
+        await post_to_response_url(target.response_url, [message], handlers=self._handlers)
+
+    async def _upload(self, target: _Target, attachment: Any, *, comment: str | None) -> None:
+        if not target.via_response_url:
+            try:
+                await self._poster.upload(target.channel, attachment, thread_ts=target.thread_ts, comment=comment)
+                return
+            except SlackApiError as error:
+                if error_code(error) not in NO_ACCESS_ERRORS or target.response_url is None:
+                    raise
+                target.via_response_url = True
+        if target.response_url is None or target.told_no_files:
+            return
+        target.told_no_files = True
+        await post_to_response_url(
+            target.response_url, reply_messages(NO_FILES_HERE), in_channel=False, handlers=self._handlers
+        )
+
+
+def _url(value: object) -> str | None:
+    return value if isinstance(value, str) and value.startswith(("https://", "http://")) else None
+
+
+__all__ = ["ACK_TEXT", "EVENTS_PATH", "CredentialsRefusedError", "SlackFrontend"]

@@ -1,0 +1,6 @@
+"""Telegram: updates in as neutral messages, replies and digests out as HTML parts, documents and photos."""
+
+from bots.telegram.frontend import TelegramFrontend, TelegramOptions
+from bots.telegram.sender import TelegramSender
+
+__all__ = ["TelegramFrontend", "TelegramOptions", "TelegramSender"]

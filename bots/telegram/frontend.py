@@ -1,0 +1,279 @@
+"""The Telegram frontend: python-telegram-bot's Application on the shared event loop, feeding the dispatcher.
+
+Long polling by default (python-telegram-bot's updater retries through Bot API outages with backoff and
+resumes); webhook mode when `webhook_url` is set: `setWebhook` with the secret at start, and the shared HTTP
+server mounts `webhook_route()` at `/telegram/webhook`, which refuses requests without the secret (403).
+
+Updates are read one at a time, in order: each becomes an `Incoming` (`bots.telegram.updates`) and a task
+that calls `Dispatcher.dispatch` at once, so the dispatcher's per-conversation lock sees them in arrival order
+while different chats are answered concurrently. At most `max_in_flight` messages are handled at a time;
+beyond that, reading updates waits (back-pressure instead of an unbounded pile of tasks).
+
+While a message is handled the chat shows "typing…"; progress goes to one status message edited in place;
+replies go out through `bots.telegram.replies.ReplySender` under the conversation's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from telegram import BotCommand, Update
+from telegram.constants import ChatMemberStatus
+from telegram.error import Conflict, TelegramError
+from telegram.ext import Application, ContextTypes, TypeHandler
+
+from agent import Reply, bot_commands
+from bots.dispatcher import Dispatcher
+from bots.telegram.replies import ReplySender, StatusMessage, TypingIndicators
+from bots.telegram.updates import BotIdentity, Received, migration, received_from_update
+
+__all__ = ["WEBHOOK_PATH", "WEBHOOK_SECRET_HEADER", "TelegramFrontend", "TelegramOptions"]
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_PATH = "/telegram/webhook"
+WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header name, not a secret
+ALLOWED_UPDATES = ("message", "callback_query", "my_chat_member")
+_GONE_STATUSES = frozenset({ChatMemberStatus.BANNED, ChatMemberStatus.LEFT})
+"""The bot's own membership after being blocked (private chats) or removed (groups)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TelegramOptions:
+    """How to reach Telegram (built by `app` from TELEGRAM_* settings)."""
+
+    token: str
+    """TELEGRAM_BOT_TOKEN."""
+    api_url: str = "https://api.telegram.org"
+    """TELEGRAM_API_URL: the Bot API server (a self-hosted one, or a fake in tests)."""
+    webhook_url: str | None = None
+    """TELEGRAM_WEBHOOK_URL: the public https URL that reaches `/telegram/webhook`; None means long polling."""
+    webhook_secret: str | None = None
+    """TELEGRAM_WEBHOOK_SECRET: required with a webhook; Telegram sends it in a header with every update."""
+    poll_timeout: float = 30.0
+    """Seconds one getUpdates long poll waits for updates."""
+    max_in_flight: int = 256
+    """Messages handled at the same time (across chats); reading updates waits beyond that."""
+    connection_pool_size: int = 128
+    """HTTP connections for API calls (sends, edits, typing) shared by every chat."""
+    progress_interval: float = 1.0
+    """At most one edit of a status message per this many seconds."""
+    stop_timeout: float = 30.0
+    """On stop, how long messages being handled may take to finish before they are cancelled."""
+
+
+class TelegramFrontend:
+    """Connects Telegram to the dispatcher. `await start()`, serve, `await stop()`; see the module docstring."""
+
+    def __init__(
+        self,
+        options: TelegramOptions,
+        dispatcher: Dispatcher,
+        *,
+        commands: Sequence[tuple[str, str]] | None = None,
+    ) -> None:
+        self._options = options
+        self._dispatcher = dispatcher
+        self._commands = list(commands) if commands is not None else bot_commands()
+        self._application: Application | None = None  # type: ignore[type-arg]
+        self._identity: BotIdentity | None = None
+        self._replies: ReplySender | None = None
+        self._typing: TypingIndicators | None = None
+        self._in_flight = asyncio.Semaphore(options.max_in_flight)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._running = False
+
+    @property
+    def identity(self) -> BotIdentity | None:
+        """The bot's id and username once started."""
+        return self._identity
+
+    @property
+    def mode(self) -> str:
+        return "webhook" if self._options.webhook_url else "polling"
+
+    async def start(self) -> None:
+        """Connect (getMe), register the commands, then poll or set the webhook. Raises if Telegram refuses the
+        token or cannot be reached at all."""
+        options = self._options
+        application = (
+            Application.builder()
+            .token(options.token)
+            .base_url(f"{options.api_url.rstrip('/')}/bot")
+            .base_file_url(f"{options.api_url.rstrip('/')}/file/bot")
+            .job_queue(None)
+            .connection_pool_size(options.connection_pool_size)
+            .pool_timeout(30.0)
+            .get_updates_read_timeout(options.poll_timeout + 10)
+            .build()
+        )
+        application.add_handler(TypeHandler(Update, self._on_update))
+        application.add_error_handler(self._on_error)
+        await application.initialize()
+        self._application = application
+        try:
+            await self._connect(application)
+        except BaseException:
+            await self.stop()  # leave nothing half-started (connections, a poller) behind
+            raise
+        self._running = True
+        logger.info("telegram: @%s connected (%s)", application.bot.username, self.mode)
+
+    async def _connect(self, application: Application) -> None:  # type: ignore[type-arg]
+        options = self._options
+        bot = application.bot
+        self._identity = BotIdentity(id=bot.id, username=bot.username)
+        self._replies = ReplySender(bot, self._dispatcher)
+        self._typing = TypingIndicators(bot)
+        await self._register_commands()
+        if options.webhook_url:
+            await bot.set_webhook(
+                options.webhook_url, secret_token=options.webhook_secret, allowed_updates=list(ALLOWED_UPDATES)
+            )
+            await application.start()
+        else:
+            await application.start()
+            assert application.updater is not None
+            await application.updater.start_polling(
+                timeout=int(options.poll_timeout),
+                allowed_updates=list(ALLOWED_UPDATES),
+                error_callback=self._polling_failed,
+            )
+
+    async def stop(self) -> None:
+        """Stop reading updates, let messages being handled finish (up to `stop_timeout`), disconnect."""
+        application, self._application = self._application, None
+        self._running = False
+        if application is None:
+            return
+        if application.updater is not None and application.updater.running:
+            await application.updater.stop()
+        if application.running:
+            await application.stop()
+        if self._tasks:
+            _done, pending = await asyncio.wait(set(self._tasks), timeout=self._options.stop_timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                logger.warning("telegram: %d message(s) were still being handled at stop; cancelled", len(pending))
+                await asyncio.gather(*pending, return_exceptions=True)
+        await application.shutdown()
+
+    async def healthy(self) -> bool:
+        """For /healthz: started and (in polling mode) the poller is running."""
+        application = self._application
+        if not self._running or application is None or not application.running:
+            return False
+        return bool(self._options.webhook_url) or (application.updater is not None and application.updater.running)
+
+    def webhook_route(self) -> Route:
+        """The Starlette route for `/telegram/webhook` (mount it on the shared HTTP server)."""
+        return Route(WEBHOOK_PATH, self._webhook, methods=["POST"])
+
+    # ---- receiving --------------------------------------------------------------------------------------
+
+    async def _webhook(self, request: Request) -> Response:
+        secret = self._options.webhook_secret
+        given = request.headers.get(WEBHOOK_SECRET_HEADER, "")
+        if not secret or not hmac.compare_digest(given.encode(), secret.encode()):
+            logger.warning("telegram webhook: request without the right secret refused")
+            return Response(status_code=403)
+        application = self._application
+        if application is None or not application.running:
+            return Response(status_code=503)  # Telegram retries later
+        try:
+            update = Update.de_json(await request.json(), application.bot)
+        except Exception as error:  # malformed JSON or not an update: nothing Telegram should resend
+            logger.warning("telegram webhook: unreadable update (%s)", type(error).__name__)
+            return Response(status_code=400)
+        await application.update_queue.put(update)
+        return Response(status_code=200)
+
+    async def _on_update(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Called by the Application for each update, one at a time and in order."""
+        assert self._identity is not None
+        moved = migration(update)
+        if moved is not None:
+            await self._dispatcher.chat_moved("telegram", *moved)
+            return
+        membership = update.my_chat_member
+        if membership is not None:
+            if membership.new_chat_member.status in _GONE_STATUSES:
+                chat_id = str(membership.chat.id)
+                await self._dispatcher.chat_gone("telegram", chat_id, reason="the bot was blocked or removed")
+            return
+        received = received_from_update(update, self._identity)
+        if received is None:
+            return
+        await self._in_flight.acquire()
+        task = asyncio.create_task(self._handle(received), name=f"telegram update {update.update_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._in_flight.release()
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("telegram: handling an update failed", exc_info=task.exception())
+
+    async def _handle(self, received: Received) -> None:
+        assert self._application is not None and self._replies is not None and self._typing is not None
+        bot, replies = self._application.bot, self._replies
+        incoming = received.incoming
+        chat_id = incoming.chat_external_id
+        if received.callback_query_id is not None:
+            self._spawn_answer(received.callback_query_id)
+        status = StatusMessage(bot, chat_id, thread_id=received.thread_id, min_interval=self._options.progress_interval)
+
+        async def deliver(answer: list[Reply]) -> None:
+            await status.close()
+            if received.callback_query_id is not None and received.message_id is not None:
+                with contextlib.suppress(TelegramError):  # the buttons were pressed: they did their job
+                    await bot.edit_message_reply_markup(chat_id, received.message_id, reply_markup=None)
+            await replies.send(chat_id, answer, thread_id=received.thread_id)
+
+        async with self._typing.in_chat(chat_id, thread_id=received.thread_id):
+            await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)
+        await status.close()
+
+    def _spawn_answer(self, query_id: str) -> None:
+        """Answer the button press at once (stops its spinner), without holding up the message's turn."""
+        assert self._application is not None
+        bot = self._application.bot
+
+        async def answer() -> None:
+            try:
+                await bot.answer_callback_query(query_id)
+            except TelegramError as error:  # an old query (over 15 minutes) cannot be answered; harmless
+                logger.info("telegram: could not answer a button press (%s)", error)
+
+        task = asyncio.create_task(answer(), name="telegram answer callback")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ---- housekeeping -----------------------------------------------------------------------------------
+
+    async def _register_commands(self) -> None:
+        assert self._application is not None
+        commands = [BotCommand(name, description[:256]) for name, description in self._commands]
+        try:
+            await self._application.bot.set_my_commands(commands)
+        except TelegramError as error:  # the menu is a convenience; the commands work without it
+            logger.warning("telegram: setMyCommands failed (%s)", error)
+
+    def _polling_failed(self, error: TelegramError) -> None:
+        if isinstance(error, Conflict):  # Telegram allows one getUpdates poller per token
+            logger.warning("telegram: another process is polling with this token (%s); retrying", error)
+        else:
+            logger.warning("telegram: polling failed (%s); retrying with backoff", error)
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        logger.error("telegram: error while reading an update", exc_info=context.error)

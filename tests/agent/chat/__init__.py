@@ -1,0 +1,1 @@
+"""Tests for the agent/chat package."""

@@ -1,0 +1,246 @@
+"""The research commands through `Conversation.respond`: /search, /collect and /export, with real files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from storage import ChatRepository, Database, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
+from tests.agent.commands.router_world import OTHER_CHAT, PAYLOADS, RouterWorld, open_world
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.research.test_pipeline import HeavyScript, LightScript
+
+
+@pytest.fixture
+async def world(database: Database, fake_server: FakeHTTPServer, tmp_path: Path) -> AsyncIterator[RouterWorld]:
+    async with open_world(database, fake_server, tmp_path) as opened:
+        yield opened
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 with BOM, for spreadsheets
+    return list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+
+
+# ---- /search -------------------------------------------------------------------------------------------
+
+
+async def test_search_queues_a_digest_with_files_for_this_chat(world: RouterWorld) -> None:
+    other = await world.chat(OTHER_CHAT)
+
+    said = await world.say("/search DeepSeek V4")
+
+    [reply] = said.replies
+    assert reply.text.startswith("The search for “DeepSeek V4” ran: ")
+    assert reply.text.endswith("new — the digest follows.")
+    lines = [update.text for update in said.progress]
+    assert lines[0] == "searching for “DeepSeek V4”…"
+    assert any(line.startswith("collecting 6 sources…") for line in lines), lines
+    assert any("critiquing the top" in line for line in lines), lines
+    assert said.progress[-1].done and not any(update.done for update in said.progress[:-1])
+    assert world.web.queries and world.server.received("/arxiv/query")
+    assert await MonitorRepository(world.database).list_all() == []  # a search creates no monitor
+
+    [sent] = await world.deliver()
+    assert sent.chat.external_id == "1001" and sent.chat.id != other.id
+    assert sent.text.startswith("**DeepSeek V4**") and "monitor #" not in sent.text
+    assert "[1]" in sent.text
+    assert [attachment.kind for attachment in sent.message.attachments] == ["document", "image"]
+    rows = read_csv(sent.message.attachments[0].path)
+    assert {row["source"] for row in rows} >= {"hn", "news", "arxiv", "github", "wikipedia", "web"}
+    assert "DeepSeek-V4: open weights, 1M context" in {row["title"] for row in rows}
+    assert await world.deliver() == []  # exactly one message, for the asking chat
+
+
+async def test_search_refusals_say_why_with_the_usage(world: RouterWorld) -> None:
+    empty = await world.say("/search")
+    too_long = await world.say("/search " + "word " * 50)
+
+    assert empty.text == "Say what to search for.\nUsage: /search <query>"
+    assert too_long.text.startswith("I could not search that: That topic is too long")
+    assert too_long.text.endswith("Usage: /search <query>")
+    assert too_long.progress[-1].done and too_long.progress[-1].text == "stopped"
+    assert world.server.requests == [] and world.web.queries == []
+    assert await DeliveryRepository(world.database).claim_due(world.clock()) == []
+
+
+async def test_a_search_whose_sources_all_fail_says_so_and_sends_nothing(world: RouterWorld) -> None:
+    for path in ("/hn/search", "/hn/search_by_date", "/news/search", "/arxiv/query", "/github/search/repositories",
+                 "/wikipedia/en/w/api.php"):  # fmt: skip
+        world.server.route("GET", path, FakeResponse(status=503, body="maintenance"))
+
+    world.web.error = RuntimeError("no web today")
+
+    said = await world.say("/search DeepSeek")
+
+    assert said.text.startswith("The search for “DeepSeek” failed: all sources failed (")
+    assert said.text.endswith("Nothing was sent.")
+    assert await world.deliver() == []
+
+
+# ---- /collect ------------------------------------------------------------------------------------------
+
+
+async def test_collect_attaches_the_csv_and_metadata(world: RouterWorld) -> None:
+    said = await world.say("/collect DeepSeek V4 reactions target 12")
+
+    [reply] = said.replies
+    assert reply.text.startswith("Collected ")
+    assert " unique items for “DeepSeek V4 reactions” (" in reply.text and "stopped: " in reply.text
+    csv_file, metadata = reply.attachments
+    assert csv_file.kind == metadata.kind == "document"
+    assert csv_file.filename.endswith(".csv") and metadata.filename.endswith(".json")
+    chat = await world.chat()
+    assert csv_file.path.parent == metadata.path.parent == world.exports_dir / "chats" / str(chat.id)
+    rows = read_csv(csv_file.path)
+    report = json.loads(metadata.path.read_text(encoding="utf-8"))
+    assert report["request"] == "DeepSeek V4 reactions" and report["target"] == 12
+    assert len(rows) == report["total_unique"] >= 12
+    assert f"Collected {report['total_unique']} unique items" in reply.text
+    assert {row["source"] for row in rows} >= {"hn", "news"}
+    assert said.progress[0].text == "collecting up to 12 items about “DeepSeek V4 reactions”…"
+    assert any(update.text.startswith("attempt 1 of 10: ") for update in said.progress), said.progress
+    assert said.progress[-1].done and said.progress[-1].text == f"done: {report['total_unique']} unique items"
+    # the items are Lookout's memory now: this chat's history finds them, another chat's does not
+    kept = await ItemRepository(world.services.database).search("", chat_id=chat.id, limit=1000)
+    assert {item.url for item in kept} == {row["url"] for row in rows}
+    other = await ChatRepository(world.services.database).get_or_create("telegram", "elsewhere")
+    assert await ItemRepository(world.services.database).search("", chat_id=other.id) == []
+    assert await world.deliver() == []  # stored, not sent
+
+
+async def test_collect_refusals(world: RouterWorld) -> None:
+    empty = await world.say("/collect target 50")
+    zero = await world.say("/collect DeepSeek target 0")
+
+    assert empty.text == "Say what to collect.\nUsage: /collect <request> [target N]"
+    assert zero.text.startswith("The target must be a whole number from 1 to 100000")
+    assert world.server.requests == []
+
+
+# ---- /export -------------------------------------------------------------------------------------------
+
+
+async def test_export_attaches_everything_the_monitor_collected_with_formulas_defused(world: RouterWorld) -> None:
+    hn = json.loads((PAYLOADS / "hn_search_by_date.json").read_text(encoding="utf-8"))
+    hn["hits"][0]["title"] = '=HYPERLINK("https://evil.example","DeepSeek")'
+    for path in ("/hn/search", "/hn/search_by_date"):
+        world.server.route("GET", path, FakeResponse.json(hn))
+    await world.say("/track DeepSeek daily at 08:30 from hn,news")
+    await world.say("/digest 1")
+
+    said = await world.say("/export 1 7")
+
+    [reply] = said.replies
+    [attachment] = reply.attachments
+    assert attachment.filename == "deepseek-last-7d-2026-11-20.csv"
+    assert attachment.path.parent == world.exports_dir / "chats" / str((await world.chat()).id)
+    rows = read_csv(attachment.path)
+    [run] = await RunRepository(world.database).list_for_monitor(1)
+    stored = await RunRepository(world.database).items_of_run(run.id)
+    assert len(rows) == len(stored) > 0
+    assert reply.text == f"Monitor #1 “DeepSeek”: {len(rows)} items from the last 7 days ({len(rows)} in digests)."
+    titles = {row["title"] for row in rows}
+    assert '\'=HYPERLINK("https://evil.example","DeepSeek")' in titles  # a text cell, not a formula
+    assert not any(value.startswith(("=", "+", "-", "@")) for row in rows for value in row.values())
+    assert {row["source"] for row in rows} == {"hn", "news"}
+    assert all(row["in_digest"] in ("yes", "no") and row["url"].startswith("http") for row in rows)
+    assert [row["index"] for row in rows] == [str(n) for n in range(1, len(rows) + 1)]
+
+
+async def test_export_of_an_empty_window(world: RouterWorld) -> None:
+    await world.say("/track DeepSeek from hn")
+    nothing_yet = await world.say("/export 1")
+    await world.say("/digest 1")
+    world.clock.advance(days=40)
+
+    later = await world.say("/export 1")
+    wide = await world.say("/export 1 60d")
+
+    assert nothing_yet.text == "Monitor #1 “DeepSeek” collected nothing in the last 30 days."
+    assert later.text == "Monitor #1 “DeepSeek” collected nothing in the last 30 days."
+    assert later.replies[0].attachments == ()
+    assert wide.text.startswith("Monitor #1 “DeepSeek”: ") and "from the last 60 days" in wide.text
+    assert len(wide.replies[0].attachments) == 1
+
+
+async def test_export_bad_arguments(world: RouterWorld) -> None:
+    missing = await world.say("/export")
+    bad_days = await world.say("/export 1 forever")
+
+    assert missing.text.endswith("Usage: /export <id> [days]")
+    assert bad_days.text.startswith("The number of days must be a whole number")
+    assert bad_days.text.endswith("Usage: /export <id> [days]")
+
+
+async def test_search_with_scripted_models_writes_their_digest_and_counts_the_tokens(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    heavy, light = HeavyScript(), LightScript()
+    instructions: list[str] = []
+
+    def heavy_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        instructions.extend(m.instructions or "" for m in messages if isinstance(m, ModelRequest))
+        return heavy(messages, info)
+
+    async with open_world(
+        database, fake_server, tmp_path, heavy_model=FunctionModel(heavy_model), light_model=FunctionModel(light)
+    ) as world:
+        await world.say("/profile We build open-weight model tooling")
+        said = await world.say("/search DeepSeek")
+        [sent] = await world.deliver()
+        usage = await world.say("/usage")
+
+    assert said.text.startswith("The search for “DeepSeek” ran: ")
+    assert "**DeepSeek R1 leads the open leaderboard" in sent.text  # the heavy model's digest
+    assert light.prompts and heavy.critique_prompts and heavy.digest_prompts
+    assert any("Reader profile: We build open-weight model tooling" in text for text in instructions)
+    today = next(line for line in usage.text.splitlines() if line.startswith("Today (2026-11-20, UTC): "))
+    assert "nothing yet" not in today and " in 3 requests" in today
+
+
+async def test_a_spent_budget_makes_search_run_without_the_model(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    heavy, light = HeavyScript(), LightScript()
+    async with open_world(
+        database,
+        fake_server,
+        tmp_path,
+        heavy_model=FunctionModel(heavy),
+        light_model=FunctionModel(light),
+        chat_daily_tokens=1,
+    ) as world:
+        first = await world.say("/search DeepSeek")  # spends more than the 1-token budget
+        requests_after_first = len(light.prompts) + len(heavy.critique_prompts) + len(heavy.digest_prompts)
+        second = await world.say("/search DeepSeek")
+        sent = await world.deliver()
+
+    assert requests_after_first > 0 and "budget" not in first.text
+    assert len(light.prompts) + len(heavy.critique_prompts) + len(heavy.digest_prompts) == requests_after_first
+    assert second.text.startswith("The search for “DeepSeek” ran: ")
+    assert "model budget for this chat is spent" in second.text
+    assert len(sent) == 2  # both digests still reach the chat
+
+
+async def test_collect_counts_the_planning_models_tokens_against_the_chat(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    def planner(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(content="I leave the searching to you.")])
+
+    async with open_world(database, fake_server, tmp_path, light_model=FunctionModel(planner)) as world:
+        said = await world.say("/collect DeepSeek V4 reactions target 12")
+        usage = await world.say("/usage")
+
+    assert said.text.startswith("Collected ")
+    today = next(line for line in usage.text.splitlines() if line.startswith("Today (2026-11-20, UTC): "))
+    assert "nothing yet" not in today and " in 1 request" in today

@@ -1,0 +1,377 @@
+"""The Slack frontend end to end: signed requests over HTTP into the real Bolt app on a real uvicorn server,
+the real dispatcher and conversation, replies arriving at the fake Slack Web API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+import yaml
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from agent.chat.agent import EXPIRED_MESSAGE
+from agent.confirmations import CONFIRM_PREFIX
+from agent.messages import Button
+from app.http_server import build_http_app
+from bots.slack.api import SlackPoster
+from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, SlackFrontend
+from bots.slack.render import reply_messages
+from bots.slack.status import DONE_MARK, WORKING_MARK
+from monitors.delivery import DeliveryWorker
+from storage import Database
+from tests.bots.slack_world import (
+    SIGNING_SECRET,
+    conversation_dispatcher,
+    copy_database,
+    hn_resolver,
+    http_client,
+    migrated_template,
+    serve_hacker_news,
+)
+from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.slack import (
+    BOT_TOKEN,
+    BOT_USER_ID,
+    FakeSlack,
+    PostedMessage,
+    SlackSigner,
+    action_body,
+    command_body,
+    event_body,
+    running_fake_slack,
+)
+
+MANIFEST = Path(__file__).parents[3] / "slack_app_manifest.yaml"
+CHANNEL = "C0RESEARCH"
+USER = "U0ANN"
+FORM = "application/x-www-form-urlencoded"
+
+
+class ScriptedModel:
+    """A FunctionModel script: answers every request with a numbered line and keeps what it was sent."""
+
+    def __init__(self) -> None:
+        self.requests: list[list[ModelMessage]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.requests.append(list(messages))
+        return ModelResponse(parts=[TextPart(f"Answer number {len(self.requests)}.")])
+
+    def prompts(self, index: int) -> list[str]:
+        """The user prompts and model texts the `index`-th request carried, oldest first."""
+        seen: list[str] = []
+        for message in self.requests[index]:
+            parts = message.parts
+            if isinstance(message, ModelRequest):
+                seen.extend(str(p.content) for p in parts if isinstance(p, UserPromptPart))
+            else:
+                seen.extend(p.content for p in parts if isinstance(p, TextPart))
+        return seen
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:  # signals stay with pytest
+        yield
+
+
+@dataclass
+class World:
+    slack: FakeSlack
+    frontend: SlackFrontend
+    database: Database
+    model: ScriptedModel
+    url: str
+    client: httpx.AsyncClient
+    signer: SlackSigner = field(default_factory=lambda: SlackSigner(SIGNING_SECRET))
+
+    async def post(self, body: bytes, *, content_type: str, extra: dict[str, str] | None = None) -> httpx.Response:
+        headers = {**self.signer.headers(body, content_type=content_type), **(extra or {})}
+        return await self.client.post(self.url + EVENTS_PATH, content=body, headers=headers)
+
+    async def command(self, name: str, text: str, *, channel: str = CHANNEL) -> httpx.Response:
+        body = command_body(name, text, channel=channel, user=USER, response_url=self.slack.response_url())
+        return await self.post(body, content_type=FORM)
+
+    async def event(self, event: dict[str, Any], *, event_id: str, retry: int | None = None) -> httpx.Response:
+        extra = {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"} if retry else None
+        return await self.post(event_body(event, event_id=event_id), content_type="application/json", extra=extra)
+
+    async def settled(self) -> None:
+        """Wait until every message handed to the frontend has been answered."""
+        await eventually(lambda: self.frontend.in_flight == 0)
+
+    def replies(self, channel: str = CHANNEL, *, thread_ts: str | None = None) -> list[PostedMessage]:
+        """What the bot posted there, without its progress status messages."""
+        return [
+            m
+            for m in self.slack.messages_in(channel, thread_ts=thread_ts)
+            if not m.text.startswith((WORKING_MARK, DONE_MARK))
+        ]
+
+
+async def eventually(condition: Callable[[], bool], *, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition never became true")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def slack_frontend_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return migrated_template(tmp_path_factory.mktemp("slack-frontend-template"))
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with running_fake_slack() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def world(
+    slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path, slack_frontend_template: Path
+) -> AsyncIterator[World]:
+    serve_hacker_news(fake_server)
+    database = Database(copy_database(slack_frontend_template, tmp_path))
+    sources_client = http_client()
+    model = ScriptedModel()
+    resolve = hn_resolver(fake_server, sources_client)
+    dispatcher = conversation_dispatcher(
+        database, resolve, sources_client, tmp_path / "exports", model=FunctionModel(model)
+    )
+    frontend = SlackFrontend(
+        BOT_TOKEN, dispatcher=dispatcher, signing_secret=SIGNING_SECRET, api_url=slack.api_url, progress_interval=0
+    )
+    await frontend.start()
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = _Server(
+        uvicorn.Config(build_http_app(checks={}, routes=frontend.routes()), log_config=None, lifespan="off")
+    )
+    serving = asyncio.create_task(server.serve(sockets=[listener]))
+    await eventually(lambda: server.started)
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            yield World(slack, frontend, database, model, f"http://127.0.0.1:{port}", client)
+    finally:
+        await frontend.stop()
+        server.should_exit = True
+        await serving
+        listener.close()
+        await sources_client.aclose()
+        await database.dispose()
+
+
+def mention(text: str, *, ts: str, thread_ts: str | None = None, channel: str = CHANNEL) -> dict[str, Any]:
+    event = {"type": "app_mention", "user": USER, "text": f"<@{BOT_USER_ID}> {text}", "ts": ts, "channel": channel}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return event
+
+
+# --- slash commands ------------------------------------------------------------------------------------------
+
+
+async def test_a_slash_command_is_acked_at_once_and_answered_later_in_the_channel(world: World) -> None:
+    response = await world.command("/lookout", "track DeepSeek daily at 9 from hn")
+
+    assert response.status_code == 200
+    assert response.text == ACK_TEXT
+    await eventually(lambda: any("DeepSeek" in m.text for m in world.replies()))
+    (created,) = world.replies()
+    assert created.thread_ts is None and created.blocks  # Block Kit, in the channel itself
+
+    response = await world.command("/monitors", "")
+
+    assert response.text == ACK_TEXT
+    await eventually(lambda: len(world.replies()) == 2)
+    assert "DeepSeek" in " ".join(world.replies()[1].section_texts())
+
+
+@pytest.mark.parametrize(
+    "command", [c["command"] for c in yaml.safe_load(MANIFEST.read_text())["features"]["slash_commands"]]
+)
+async def test_every_command_of_the_manifest_is_registered(world: World, command: str) -> None:
+    response = await world.command(command, "")
+
+    assert response.status_code == 200 and response.text == ACK_TEXT
+    await eventually(lambda: len(world.replies()) >= 1)  # an answer (usage, list or help), never silence
+
+
+async def test_an_empty_lookout_command_shows_help(world: World) -> None:
+    await world.command("/lookout", "")
+
+    await eventually(lambda: len(world.replies()) == 1)
+    shown = " ".join(world.replies()[0].section_texts())
+    assert "/track" in shown and "/digest" in shown
+
+
+async def test_a_channel_the_bot_is_not_in_is_answered_through_response_url(world: World) -> None:
+    world.slack.not_a_member("C0ELSEWHERE")
+
+    await world.command("/lookout", "help", channel="C0ELSEWHERE")
+
+    await eventually(lambda: len(world.slack.responses) == 1)
+    (answer,) = world.slack.responses
+    assert answer.payload["response_type"] == "in_channel"
+    assert "/track" in json.dumps(answer.payload["blocks"])
+    assert world.replies("C0ELSEWHERE") == []
+
+
+# --- a digest ------------------------------------------------------------------------------------------------
+
+
+async def test_digest_posts_blocks_and_the_csv_with_progress_in_one_status_message(world: World) -> None:
+    await world.command("/track", "DeepSeek daily at 9 from hn")
+    await eventually(lambda: len(world.replies()) == 1)
+
+    await world.command("/digest", "1")
+    await world.settled()
+    sender = world.frontend.sender()
+    report = await DeliveryWorker(world.database, {"slack": sender}).run_once()
+
+    assert report.sent == 1
+    digest = next(m for m in world.replies() if m.block_types()[:1] == ["header"])
+    assert "DeepSeek" in digest.blocks[0]["text"]["text"]  # type: ignore[index]
+    assert "DeepSeek-V4: open weights" in " ".join(digest.section_texts())
+    (csv,) = [f for f in world.slack.shared_files(CHANNEL) if f.filename.endswith(".csv")]
+    assert b"DeepSeek-V4: open weights" in csv.content
+    statuses = [m for m in world.slack.messages_in(CHANNEL) if m.text.startswith((WORKING_MARK, DONE_MARK))]
+    (status,) = statuses  # progress edits one message instead of posting many
+    assert len(status.edits) >= 2 and status.text.startswith(DONE_MARK)
+    assert len(set(status.edits)) == len(status.edits)  # an unchanged line is never sent again
+
+
+async def test_a_reply_with_an_attachment_uploads_it_into_the_channel(world: World) -> None:
+    await world.command("/track", "DeepSeek daily at 9 from hn")
+    await world.command("/digest", "1")
+    await world.settled()
+    before = len(world.slack.shared_files(CHANNEL))
+
+    await world.command("/lookout", "export 1")
+    await world.settled()
+
+    exports = world.slack.shared_files(CHANNEL)[before:]
+    assert [file.filename for file in exports] == ["deepseek-last-30d-2026-11-20.csv"]
+    assert b"DeepSeek-V4: open weights" in exports[0].content
+    assert exports[0].initial_comment is not None and "Monitor #1" in exports[0].initial_comment
+    assert any("Monitor #1" in m.text and "items" in m.text for m in world.replies())
+
+
+# --- mentions and direct messages ----------------------------------------------------------------------------
+
+
+async def test_a_mention_is_answered_in_its_thread_with_the_thread_remembered(world: World) -> None:
+    await world.event(mention("my favourite source is arXiv", ts="100.000100"), event_id="Ev100")
+    await eventually(lambda: len(world.replies(thread_ts="100.000100")) == 1)
+
+    await world.event(mention("which source do I like?", ts="100.000200", thread_ts="100.000100"), event_id="Ev101")
+    await eventually(lambda: len(world.replies(thread_ts="100.000100")) == 2)
+
+    assert world.replies(thread_ts="100.000100")[0].section_texts() == ["Answer number 1."]
+    second = world.model.prompts(1)
+    assert any("my favourite source is arXiv" in text for text in second)
+    assert "Answer number 1." in second
+    assert not any(BOT_USER_ID in text for text in second)  # the bot's own mention was stripped
+
+    await world.event(mention("a new topic", ts="200.000100"), event_id="Ev200")
+    await eventually(lambda: len(world.replies(thread_ts="200.000100")) == 1)
+    assert not any("arXiv" in text for text in world.model.prompts(2))  # another thread, another memory
+
+
+async def test_a_direct_message_is_answered_in_the_dm(world: World) -> None:
+    event = {"type": "message", "channel_type": "im", "channel": "D0ANN", "user": USER, "text": "hello", "ts": "7.1"}
+
+    await world.event(event, event_id="EvDM")
+
+    await eventually(lambda: len(world.replies("D0ANN")) == 1)
+    assert world.replies("D0ANN")[0].thread_ts is None
+
+
+async def test_a_retried_event_is_handled_once(world: World) -> None:
+    event = mention("hello once", ts="300.000100")
+
+    first = await world.event(event, event_id="EvRetry")
+    again = await world.event(event, event_id="EvRetry", retry=1)
+    await eventually(lambda: len(world.replies(thread_ts="300.000100")) >= 1)
+    await world.settled()
+
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert len(world.replies(thread_ts="300.000100")) == 1
+    assert len(world.model.requests) == 1
+
+
+async def test_a_ratelimited_reply_is_posted_after_retry_after(world: World) -> None:
+    world.slack.fail("chat.postMessage", "ratelimited", retry_after=1, times=1)
+
+    await world.event(mention("hello", ts="400.000100"), event_id="EvLimited")
+    await eventually(lambda: len(world.replies(thread_ts="400.000100")) == 1)
+
+    assert ("chat.postMessage", "ratelimited") in world.slack.rejected
+    (reply,) = world.replies(thread_ts="400.000100")
+    assert reply.text == "Answer number 1."  # the answer itself, not an error notice after a failed post
+
+
+async def test_a_button_press_reaches_the_conversation_and_takes_the_buttons_off(world: World) -> None:
+    yes = Button(label="Yes", callback_data=f"{CONFIRM_PREFIX}0000")
+    question = reply_messages("Create monitor **DeepSeek**?", buttons=(yes,))
+    poster = SlackPoster(world.frontend.client)
+    asked_ts = await poster.post(CHANNEL, question[0], thread_ts="500.000100")
+    asked_blocks = world.slack.messages[-1].blocks or []
+    payload = action_body(
+        value=yes.callback_data, label="Yes", channel=CHANNEL, user=USER, message_ts=asked_ts,
+        thread_ts="500.000100", response_url=world.slack.response_url(), blocks=asked_blocks,
+    )  # fmt: skip
+
+    response = await world.post(payload, content_type=FORM)
+
+    assert response.status_code == 200
+    await eventually(lambda: len(world.replies(thread_ts="500.000100")) == 2)
+    asked, answer = world.replies(thread_ts="500.000100")
+    assert EXPIRED_MESSAGE.split("(")[0].strip() in answer.text  # the conversation read the callback data
+    assert asked.block_types() == ["section", "context"]  # the buttons are gone: a choice is made once
+    assert asked.blocks is not None and f"<@{USER}> chose *Yes*" in json.dumps(asked.blocks)
+
+
+# --- signatures ----------------------------------------------------------------------------------------------
+
+
+async def test_bad_and_stale_signatures_are_refused(world: World) -> None:
+    body = command_body("/lookout", "help", channel=CHANNEL, user=USER, response_url=world.slack.response_url())
+    headers = world.signer.headers(body, content_type=FORM)
+    forged = {**headers, "X-Slack-Signature": "v0=" + "0" * 64}
+    stale = SlackSigner(SIGNING_SECRET).headers(body, content_type=FORM, timestamp=int(time.time()) - 600)
+    other_secret = SlackSigner("not-the-secret").headers(body, content_type=FORM)
+    unsigned = {"Content-Type": FORM}
+
+    for refused in (forged, stale, other_secret, unsigned):
+        response = await world.client.post(world.url + EVENTS_PATH, content=body, headers=refused)
+        assert response.status_code == 401
+
+    await world.settled()
+    assert world.slack.messages == [] and world.slack.responses == []
+    accepted = await world.client.post(world.url + EVENTS_PATH, content=body, headers=headers)
+    assert accepted.status_code == 200  # the same body, rightly signed, goes through
+
+
+async def test_slack_verifying_the_request_url_gets_its_challenge_back(world: World) -> None:
+    challenge = "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
+    body = json.dumps({"token": "unused", "challenge": challenge, "type": "url_verification"})
+
+    response = await world.post(body.encode(), content_type="application/json")
+
+    assert response.status_code == 200
+    assert response.json() == {"challenge": challenge}

@@ -1,0 +1,121 @@
+"""Socket Mode: the frontend connects over a WebSocket to the fake Slack, acknowledges envelopes and answers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from bots.slack.frontend import ACK_TEXT, SlackFrontend
+from storage import Database
+from tests.bots.slack_world import (
+    conversation_dispatcher,
+    copy_database,
+    hn_resolver,
+    http_client,
+    migrated_template,
+    serve_hacker_news,
+)
+from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.slack import (
+    APP_TOKEN,
+    BOT_TOKEN,
+    BOT_USER_ID,
+    FakeSlack,
+    command_payload,
+    event_payload,
+    running_fake_slack,
+)
+
+CHANNEL = "C0SOCKET"
+
+
+def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("Hello from Socket Mode.")])
+
+
+async def eventually(condition: Callable[[], bool], *, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition never became true")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def slack_socket_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return migrated_template(tmp_path_factory.mktemp("slack-socket-template"))
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with running_fake_slack() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def frontend(
+    slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path, slack_socket_template: Path
+) -> AsyncIterator[SlackFrontend]:
+    serve_hacker_news(fake_server)
+    database = Database(copy_database(slack_socket_template, tmp_path))
+    client = http_client()
+    dispatcher = conversation_dispatcher(
+        database, hn_resolver(fake_server, client), client, tmp_path / "exports", model=FunctionModel(answer)
+    )
+    slack_frontend = SlackFrontend(BOT_TOKEN, dispatcher=dispatcher, app_token=APP_TOKEN, api_url=slack.api_url)
+    try:
+        yield slack_frontend
+    finally:
+        await slack_frontend.stop()
+        await client.aclose()
+        await database.dispose()
+
+
+async def test_socket_mode_connects_acks_a_command_and_answers_a_mention(
+    frontend: SlackFrontend, slack: FakeSlack
+) -> None:
+    assert frontend.mode == "socket" and frontend.routes() == []  # no public URL is served
+
+    await frontend.start()
+    await eventually(lambda: slack.socket_connections == 1)
+    await eventually(lambda: bool(slack.calls_to("apps.connections.open")))
+    assert slack.calls_to("apps.connections.open")[0].headers["authorization"] == f"Bearer {APP_TOKEN}"
+    assert await frontend.healthy()
+
+    command = command_payload("/lookout", "help", channel=CHANNEL, user="U0ANN", response_url=slack.response_url())
+    envelope = slack.push_envelope("slash_commands", command)
+    await eventually(lambda: envelope in slack.acks)
+    assert slack.acks[envelope] == {"text": ACK_TEXT}
+    await eventually(lambda: len(slack.messages_in(CHANNEL)) == 1)
+    assert "/track" in " ".join(slack.messages_in(CHANNEL)[0].section_texts())
+
+    event = {
+        "type": "app_mention",
+        "user": "U0ANN",
+        "text": f"<@{BOT_USER_ID}> hi",
+        "ts": "10.0001",
+        "channel": CHANNEL,
+    }
+    mention = slack.push_envelope("events_api", event_payload(event, event_id="EvSocket"))
+    await eventually(lambda: len(slack.messages_in(CHANNEL, thread_ts="10.0001")) == 1)
+    assert mention in slack.acks
+    assert slack.messages_in(CHANNEL, thread_ts="10.0001")[0].section_texts() == ["Hello from Socket Mode."]
+
+    await frontend.stop()
+    await eventually(lambda: slack.socket_connections == 0)
+
+
+def test_a_frontend_needs_an_app_token_or_a_signing_secret() -> None:
+    with pytest.raises(ValueError, match="SLACK_APP_TOKEN"):
+        SlackFrontend(BOT_TOKEN, dispatcher=_Unused(), api_url="http://127.0.0.1:9/api/")
+
+
+class _Unused:
+    async def dispatch(self, *args: object, **kwargs: object) -> list[object]:
+        raise AssertionError("never called")

@@ -1,0 +1,153 @@
+"""Replies, progress and platform errors through the real python-telegram-bot `Bot` against the fake Bot API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from telegram import Bot
+
+from agent.access import AccessPolicy
+from agent.messages import Attachment, Button, ProgressUpdate, Reply
+from bots.dispatcher import Dispatcher
+from bots.telegram.replies import ReplySender, StatusMessage
+from storage import ChatRepository, Database
+from tests.bots.slack_world import copy_database, migrated_template
+from tests.fakes.telegram import ApiError, FakeTelegram, running_fake_telegram
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+class NoConversation:
+    async def respond(self, turn: object) -> list[Reply]:
+        raise AssertionError("no message is dispatched in these tests")
+
+
+@pytest.fixture(scope="session")
+def replies_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return migrated_template(tmp_path_factory.mktemp("replies-template"))
+
+
+@pytest.fixture
+async def database(tmp_path: Path, replies_db_template: Path) -> AsyncIterator[Database]:
+    db = Database(copy_database(replies_db_template, tmp_path))
+    yield db
+    await db.dispose()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeTelegram]:
+    with running_fake_telegram() as server:
+        yield server
+
+
+@pytest.fixture
+async def bot(fake: FakeTelegram) -> AsyncIterator[Bot]:
+    async with Bot(fake.token, base_url=fake.api_url, base_file_url=fake.file_url) as telegram:
+        yield telegram
+
+
+@pytest.fixture
+def dispatcher(database: Database) -> Dispatcher:
+    return Dispatcher(database, NoConversation(), AccessPolicy())
+
+
+async def test_buttons_go_under_the_last_part_and_files_follow(
+    fake: FakeTelegram, bot: Bot, dispatcher: Dispatcher, tmp_path: Path
+) -> None:
+    csv, png = tmp_path / "a.csv", tmp_path / "a.png"
+    csv.write_bytes(b"title,url\n")
+    png.write_bytes(PNG)
+    reply = Reply(
+        text="\n\n".join(f"Line {n} " + "x" * 300 for n in range(20)),
+        attachments=(
+            Attachment(path=csv, filename="deepseek-2026-11-20.csv", caption="All 12 items"),
+            Attachment(path=png, filename="deepseek-2026-11-20.png", kind="image", caption="Items per day"),
+        ),
+        buttons=(Button(label="Yes, do it", callback_data="c:1"), Button(label="Cancel", callback_data="x:1")),
+    )
+    await ReplySender(bot, dispatcher).send("42", [reply, Reply(text="after")])
+
+    sent = fake.sent(42)
+    assert [m.kind for m in sent] == ["text", "text", "document", "photo", "text"]
+    assert sent[0].reply_markup is None
+    yes, cancel = {"text": "Yes, do it", "callback_data": "c:1"}, {"text": "Cancel", "callback_data": "x:1"}
+    assert sent[1].reply_markup == {"inline_keyboard": [[yes, cancel]]}
+    assert (sent[2].filename, sent[2].caption) == ("deepseek-2026-11-20.csv", "All 12 items")
+    assert (sent[3].content, sent[3].caption) == (PNG, "Items per day")
+    assert sent[4].text == "after"
+
+
+async def test_an_unparsable_part_is_resent_as_plain_text(fake: FakeTelegram, bot: Bot, dispatcher: Dispatcher) -> None:
+    fake.fail("sendMessage", ApiError.cant_parse_entities())
+    await ReplySender(bot, dispatcher).send("42", [Reply(text="**bold** & <b>")])
+    [message] = fake.texts(42)
+    assert (message.text, message.parse_mode) == ("bold & <b>", None)
+
+
+async def test_network_errors_are_retried_with_backoff(fake: FakeTelegram, bot: Bot, dispatcher: Dispatcher) -> None:
+    fake.fail("sendMessage", ApiError(500, "Internal Server Error"), times=2)
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    await ReplySender(bot, dispatcher, backoff=0.5, sleep=sleep).send("42", [Reply(text="hello")])
+    assert [m.text for m in fake.texts(42)] == ["hello"]
+    assert waits == [0.5, 1.0]
+
+
+async def test_429_waits_what_telegram_asks_and_gives_up_on_absurd_waits(
+    fake: FakeTelegram, bot: Bot, dispatcher: Dispatcher
+) -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    sender = ReplySender(bot, dispatcher, max_wait=60, sleep=sleep)
+    fake.fail("sendMessage", ApiError.retry_after(7))
+    await sender.send("42", [Reply(text="one")])
+    fake.fail("sendMessage", ApiError.retry_after(3600))
+    await sender.send("42", [Reply(text="two")])
+    assert waits == [7.0]
+    assert [m.text for m in fake.texts(42)] == ["one"]
+
+
+async def test_a_migrated_group_moves_the_stored_chat_and_gets_the_rest(
+    fake: FakeTelegram, bot: Bot, dispatcher: Dispatcher, database: Database
+) -> None:
+    chats = ChatRepository(database)
+    stored = await chats.get_or_create("telegram", "-555", title="Team")
+    fake.fail("sendMessage", ApiError.migrated(-100555), chat_id=-555)
+    await ReplySender(bot, dispatcher).send("-555", [Reply(text="first"), Reply(text="second")])
+
+    assert [m.text for m in fake.texts(-100555)] == ["first", "second"]
+    moved = await chats.find("telegram", "-100555")
+    assert moved is not None and moved.id == stored.id
+
+
+async def test_progress_is_one_message_edited_in_place(fake: FakeTelegram, bot: Bot) -> None:
+    status = StatusMessage(bot, "42", min_interval=0.05)
+    for text in ["collecting 6 sources…", "collecting 6 sources…", "143 items", "52 after dedupe", "critiquing…"]:
+        await status(ProgressUpdate(text=text))
+    await status.close()
+
+    [message] = fake.sent(42)
+    assert message.text == "critiquing…"  # the latest state is what the message shows
+    edits = [call.params["text"] for call in fake.calls_to("editMessageText")]
+    assert edits[-1] == "critiquing…" and len(edits) < 4  # intermediate updates were folded together
+    assert all(before != after for before, after in zip(["collecting 6 sources…", *edits], edits, strict=False))
+    assert {call.params["message_id"] for call in fake.calls_to("editMessageText")} == {str(message.message_id)}
+
+
+async def test_a_failing_progress_edit_is_not_an_error(fake: FakeTelegram, bot: Bot) -> None:
+    status = StatusMessage(bot, "42", min_interval=0.01)
+    await status(ProgressUpdate(text="one"))
+    fake.fail("editMessageText", ApiError.retry_after(5))
+    await status(ProgressUpdate(text="two"))
+    await status.close()
+    await status(ProgressUpdate(text="three"))
+    await status.close()
+    assert fake.sent(42)[0].text == "three"
