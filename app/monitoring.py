@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from app.settings import Settings
-from app.wiring import SourceCatalog, open_http_client, pipeline_models
+from app.wiring import SourceCatalog, item_embedder, open_http_client, pipeline_models
 from bots import TelegramSender
 from monitors import ChatSender, DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
+from research import PipelineRequest, PipelineResult, run_pipeline
 from storage import Database
 
 TELEGRAM_MESSAGES_PER_SECOND = 25.0
@@ -51,6 +53,12 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
     try:
         worker = DeliveryWorker(database, senders)
         pipeline_light, pipeline_heavy = pipeline_models(settings)
+        embedder = item_embedder(settings, database)
+
+        async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
+            # Every monitor run groups its stories with the embedding model when one is configured.
+            return await run_pipeline(request, embedder=embedder, **options)
+
         service = MonitorService(
             database,
             resolve_sources=catalog.resolve,
@@ -62,6 +70,7 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
             on_deliveries_queued=worker.wake,
+            pipeline=pipeline,
         )
         scheduler = MonitorScheduler(service, database)
         yield MonitorStack(

@@ -33,9 +33,11 @@ from research.digest import (
     llm_digest,
     render_digest_markdown,
 )
+from research.embeddings import EmbeddedItems, ItemEmbedder, VectorCache
 from research.export import CSV_COLUMNS, ExportPaths, guard_cell, safe_stem, write_csv_rows, write_exports
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
+from research.language import detect_language, with_languages
 from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
@@ -58,9 +60,11 @@ __all__ = [
     "Digest",
     "DigestResult",
     "DisputedClaim",
+    "EmbeddedItems",
     "ExportPaths",
     "FailureKind",
     "ItemCritique",
+    "ItemEmbedder",
     "LlmUsage",
     "NumberedItem",
     "PipelineRequest",
@@ -79,8 +83,10 @@ __all__ = [
     "Sleep",
     "SourceKind",
     "StopReason",
+    "VectorCache",
     "cluster_items",
     "collect",
+    "detect_language",
     "estimate_cost_usd",
     "extractive_digest",
     "failure_kind",
@@ -101,6 +107,7 @@ __all__ = [
     "run_pipeline",
     "safe_stem",
     "source_kind",
+    "with_languages",
     "write_csv_rows",
     "write_exports",
     "write_volume_chart",

@@ -337,7 +337,8 @@ class Deduper:
             lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
             matrix = matrix / np.where(lengths > 0, lengths, 1.0)
             similarity[np.ix_(rows, rows)] = matrix @ matrix.T
-        return similarity * self._conflicts(scope), np.outer(has, has)
+        # No figure-conflict penalty here: "1 million" and "100万" are one figure the words cannot match.
+        return similarity, np.outer(has, has)
 
     # ---- clustering ------------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ class Novelty:
     deduper: Deduper
 
 
-def _references(delivered_items: Sequence[Item], previous_digest: Digest | None) -> list[Item]:
+def delivered_references(delivered_items: Sequence[Item], previous_digest: Digest | None) -> list[Item]:
     """What was delivered before, as items: the given ones, then the previous digest's citations."""
     references = list(delivered_items)
     for cited in previous_digest.cited if previous_digest else ():
@@ -56,7 +56,7 @@ def assess_novelty(
     id, for the delivered items too, so a delivered story told again in another language is a repeat, not news.
     """
     deduper = Deduper(topic=topic, vectors=vectors)
-    references = _references(delivered_items, previous_digest)
+    references = delivered_references(delivered_items, previous_digest)
     deduper.add(references)
     reference_by_url = {canonical_url(r.url): r.id for r in references}
     delivered_ids = set(already_delivered) | {r.id for r in references}

@@ -36,8 +36,9 @@ from research.digest import (
     extractive_digest,
     llm_digest,
 )
+from research.embeddings import ItemEmbedder
 from research.export import CSV_COLUMNS, csv_row, guard_cell, write_csv_rows, write_json
-from research.novelty import ItemStatus, assess_novelty
+from research.novelty import ItemStatus, assess_novelty, delivered_references
 from research.pipeline_models import (  # re-exported: callers import them from here
     PipelineCounts,
     PipelineOptions,
@@ -303,8 +304,12 @@ async def run_pipeline(
     progress: ProgressCallback | None = None,
     now: Callable[[], datetime] | None = None,
     options: PipelineOptions | None = None,
+    embedder: ItemEmbedder | None = None,
 ) -> PipelineResult:
     """Run the whole pipeline and write `<stem>.csv`, `<stem>.json` and `<stem>.png` under `out_dir`.
+
+    With an `embedder`, stories are grouped by embedding vectors (across languages); if it fails, by words, and
+    the report says why.
 
     Never raises for source or model failures (they are in the result); raises `OSError` only when the
     exports cannot be written, and `ValueError` for an unsafe `stem`.
@@ -356,6 +361,15 @@ async def run_pipeline(
         unique = exact_unique(collection.items)
         in_window = _in_window(unique, request.since)
         filtered = keyword_filter(in_window, include=request.include_keywords, exclude=request.exclude_keywords)
+        vectors: dict[str, list[float]] | None = None
+        stories_fallback: str | None = None
+        if embedder is not None and filtered:
+            references = delivered_references(request.delivered_items, request.previous_digest)
+            embedded = await embedder.embed_items([*references, *filtered])
+            if embedded.usage.requests:
+                usage["embeddings"] = embedded.usage
+            vectors = embedded.vectors or None
+            stories_fallback = embedded.fallback_reason
         novelty = assess_novelty(
             filtered,
             delivered_items=request.delivered_items,
@@ -363,6 +377,7 @@ async def run_pipeline(
             already_delivered=request.already_delivered,
             delivered_urls=request.delivered_urls,
             topic=request.topic,
+            vectors=vectors,
         )
         counts.unique = len(unique)
         counts.out_of_window = len(unique) - len(in_window)
@@ -457,6 +472,8 @@ async def run_pipeline(
         skipped_sources=collection.skipped_sources,
         all_sources_failed=all_failed,
         nothing_new=nothing_new,
+        stories_path="embedding" if vectors else "lexical",
+        stories_fallback_reason=stories_fallback,
         critique_path=critique.path if critique else "none",
         critique_fallback_reason=critique.fallback_reason if critique else None,
         digest_path=digest_path,

@@ -182,12 +182,16 @@ class PipelineReport(BaseModel):
     skipped_sources: dict[str, str]
     all_sources_failed: bool
     nothing_new: bool
+    stories_path: Literal["embedding", "lexical"] = "lexical"
+    """How items were grouped into stories: by embedding vectors, or by their words."""
+    stories_fallback_reason: str | None = None
+    """Why the embedding model was not used although one is configured, when it failed."""
     critique_path: Literal["model", "heuristic", "none"]
     critique_fallback_reason: str | None = None
     digest_path: Literal["model", "extractive", "none"]
     digest_fallback_reason: str | None = None
     usage: dict[str, LlmUsage]
-    """Per model step (`plan`, `critique`, `digest`) and `total`."""
+    """Per model step (`plan`, `embeddings`, `critique`, `digest`) and `total`."""
     seconds: dict[str, NonNegativeFloat]
     """Wall time per stage."""
     digest: Digest
