@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 
 from sources import Item
+
+SENTIMENT_COLOURS = {
+    "positive": "#2ca02c",
+    "neutral": "#9e9e9e",
+    "mixed": "#ff7f0e",
+    "negative": "#d62728",
+    "unknown": "#d9d9d9",
+}
+"""Fixed colours when bars are split by tone, so green always reads as positive."""
 
 MAX_SERIES = 9
 """Sources beyond the busiest ones are drawn together as "other", so colours and the legend stay readable."""
@@ -21,7 +30,12 @@ def _aware(moment: datetime) -> datetime:
 
 
 def daily_counts(
-    items: Iterable[Item], *, since: datetime, until: datetime, timezone: tzinfo = UTC
+    items: Iterable[Item],
+    *,
+    since: datetime,
+    until: datetime,
+    timezone: tzinfo = UTC,
+    series: Mapping[str, str] | None = None,
 ) -> tuple[list[date], dict[str, list[int]], int]:
     """Days of the window, items per day per source (busiest source first), and how many items had no date."""
     start, end = _aware(since).astimezone(timezone), _aware(until).astimezone(timezone)
@@ -37,7 +51,8 @@ def daily_counts(
             continue
         position = index.get(item.published.astimezone(timezone).date())
         if position is not None:
-            per_source.setdefault(item.source, [0] * len(days))[position] += 1
+            name = series.get(item.id, "unknown") if series is not None else item.source
+            per_source.setdefault(name, [0] * len(days))[position] += 1
     totals = Counter({source: sum(counts) for source, counts in per_source.items()})
     ordered = {source: per_source[source] for source, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))}
     if len(ordered) > MAX_SERIES:
@@ -64,11 +79,13 @@ def write_volume_chart(
     since: datetime,
     until: datetime,
     timezone: tzinfo = UTC,
+    series: Mapping[str, str] | None = None,
 ) -> Path:
     """Write a stacked bar chart of items per day per source to `path` (PNG) and return the path.
 
     Days are counted in `timezone` (the monitor's). Items without a date are not drawn but counted in the
-    subtitle. An empty window gives a chart that says so.
+    subtitle. An empty window gives a chart that says so. With `series` (a sentiment label per item id), the
+    bars are split by tone instead of by source, in fixed colours.
     """
     # Imported here, and drawn on an Agg canvas of its own: no global backend is chosen, and importing the
     # package does not pay for matplotlib.
@@ -77,7 +94,9 @@ def write_volume_chart(
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    days, per_source, undated = daily_counts(items, since=since, until=until, timezone=timezone)
+    days, per_source, undated = daily_counts(items, since=since, until=until, timezone=timezone, series=series)
+    if series is not None:  # tones in a fixed order (positive at the bottom), each in its own colour
+        per_source = {name: per_source[name] for name in SENTIMENT_COLOURS if name in per_source}
     total = sum(sum(counts) for counts in per_source.values())
     family = _font_family()
 
@@ -90,7 +109,8 @@ def write_volume_chart(
     bottoms = [0] * len(days)
     palette = [f"C{n}" for n in range(10)]
     for number, (source, counts) in enumerate(per_source.items()):
-        axes.bar(positions, counts, width=0.8, bottom=bottoms, label=source, color=palette[number % len(palette)])
+        colour = SENTIMENT_COLOURS.get(source, "C0") if series is not None else palette[number % len(palette)]
+        axes.bar(positions, counts, width=0.8, bottom=bottoms, label=source, color=colour)
         bottoms = [b + c for b, c in zip(bottoms, counts, strict=True)]
 
     if len(days) <= 14:
@@ -109,7 +129,8 @@ def write_volume_chart(
     if total:
         handles, labels = axes.get_legend_handles_labels()
         # Reversed, so the legend reads top to bottom like the stack; outside the plot, so it hides no bar.
-        axes.legend(handles[::-1], labels[::-1], title="source", loc="upper left", bbox_to_anchor=(1.01, 1),
+        legend_title = "tone" if series is not None else "source"
+        axes.legend(handles[::-1], labels[::-1], title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1),
                     frameon=False)  # fmt: skip
     else:
         axes.set_ylim(0, 1)

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +50,7 @@ from research.pipeline_models import (  # re-exported: callers import them from 
 )
 from research.plan import PlanResult, QueryPlan, expansion_queries, plan_is_stale, plan_queries
 from research.rank import RankedItem, rank, select_top
+from research.sentiment import Sentiment, lexicon_sentiment, mean_sentiment, tone_shift
 from research.terms import normalise
 from sources import Item, SearchQuery, canonical_url, utc_now
 
@@ -78,7 +79,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 STAGES: Final = ("plan", "collect", "expand", "novelty", "critique", "digest", "export")
-PIPELINE_CSV_COLUMNS: Final = (*CSV_COLUMNS, "credibility", "status")
+PIPELINE_CSV_COLUMNS: Final = (*CSV_COLUMNS, "credibility", "status", "sentiment", "sentiment_score")
 UPDATE_PREFIX: Final = "Update: "
 """Put before the title of an update to a delivered story in what the critique and digest see."""
 
@@ -185,18 +186,46 @@ def write_pipeline_csv(path: Path, items: Sequence[ScoredItem]) -> None:
             score=scored.score,
         )
         credibility = "" if scored.credibility is None else f"{scored.credibility:.4f}"
-        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status])
+        tone = scored.sentiment
+        label = tone.label if tone else "unknown"
+        score = "" if tone is None else f"{tone.score:.4f}"
+        # The score is a number we format ourselves, so a leading "-" is a sign, not a formula: left unguarded.
+        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status, label, score])
     write_csv_rows(path, PIPELINE_CSV_COLUMNS, rows)
+
+
+def story_sentiments(critique: Critique | None, cluster_of: dict[str, str]) -> dict[str, Sentiment]:
+    """Each story's tone: the mean of its critiqued members' tones."""
+    by_story: dict[str, list[Sentiment | None]] = {}
+    for verdict in critique.items if critique else ():
+        story = cluster_of.get(verdict.item_id)
+        if story is not None:
+            by_story.setdefault(story, []).append(verdict.sentiment)
+    found = {story: mean_sentiment(parts, assessed_by="story") for story, parts in by_story.items()}
+    return {story: tone for story, tone in found.items() if tone is not None}
+
+
+def digest_tone(critique: Critique | None, cluster_of: dict[str, str]) -> Sentiment | None:
+    """The tone of a digest: the mean over the stories it covers (each story counted once)."""
+    return mean_sentiment(story_sentiments(critique, cluster_of).values())
 
 
 def scored_items(
     ranked: Sequence[RankedItem], *, status: dict[str, ItemStatus], critique: Critique | None
 ) -> list[ScoredItem]:
-    """The CSV rows: the ranking's order and scores, with the critique's verdicts where it gave them."""
+    """The CSV rows: the ranking's order and scores, with the critique's verdicts where it gave them, and each
+    item's tone (the critique's, else its story's, else the lexicon's)."""
     verdicts = {verdict.item_id: verdict for verdict in critique.items} if critique else {}
+    stories = story_sentiments(critique, {e.item.id: e.cluster_id for e in ranked if e.cluster_id})
     scored = []
     for position, entry in enumerate(ranked, start=1):
         verdict = verdicts.get(entry.item.id)
+        item = entry.item
+        tone = verdict.sentiment if verdict else None
+        if tone is None and entry.cluster_id:
+            tone = stories.get(entry.cluster_id)
+        if tone is None:
+            tone = lexicon_sentiment(f"{item.title}. {item.text[:300]}", item.language)
         scored.append(
             ScoredItem(
                 item=entry.item,
@@ -209,23 +238,37 @@ def scored_items(
                 engagement=entry.engagement,
                 status=status[entry.item.id],
                 reason=verdict.reason if verdict else None,
+                sentiment=tone,
             )
         )
     return scored
 
 
-def _write_files(exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest) -> None:
+def _write_files(
+    exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest, *, chart_by: str = "source"
+) -> None:
     exports.csv.parent.mkdir(parents=True, exist_ok=True)
     write_pipeline_csv(exports.csv, items)
-    _write_chart([scored.item for scored in items], path=exports.chart, request=request)
+    series = (
+        {s.item.id: s.sentiment.label if s.sentiment else "unknown" for s in items} if chart_by == "sentiment" else None
+    )
+    _write_chart([scored.item for scored in items], path=exports.chart, request=request, series=series)
 
 
-def _write_chart(items: Sequence[Item], *, path: Path, request: PipelineRequest) -> Path:
+def _write_chart(
+    items: Sequence[Item], *, path: Path, request: PipelineRequest, series: Mapping[str, str] | None = None
+) -> Path:
     from research.chart import write_volume_chart  # matplotlib is paid for only when a chart is drawn
 
     try:
         return write_volume_chart(
-            items, path=path, title=request.topic, since=request.since, until=request.until, timezone=request.timezone
+            items,
+            path=path,
+            title=request.topic,
+            since=request.since,
+            until=request.until,
+            timezone=request.timezone,
+            series=series,
         )
     except OSError:
         raise
@@ -444,12 +487,17 @@ async def run_pipeline(
             )
 
     scored = scored_items(ranked, status=novelty.status, critique=critique)
+    if digest.developments:
+        tone = digest_tone(critique, novelty.cluster_of)
+        shift = tone_shift(request.previous_digest.tone if request.previous_digest else None, tone)
+        changes = " ".join(part for part in (digest.changes_since_last, shift) if part) or None
+        digest = digest.model_copy(update={"tone": tone, "changes_since_last": changes})
 
     with stages.stage("export", f"writing {len(scored)} items"):
         emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))
         exports = RunExports(csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png")
         # Off the event loop: a bot serving chats must not stall while matplotlib draws.
-        await asyncio.to_thread(_write_files, exports, scored, request)
+        await asyncio.to_thread(_write_files, exports, scored, request, chart_by=options.chart_by)
 
     total_usage = sum_usage(list(usage.values()))
     report = PipelineReport(
