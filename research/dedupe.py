@@ -24,14 +24,17 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from research.language import detect_language
 from research.terms import story_terms
 from sources import Item, canonical_url
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "DEFAULT_EMBEDDING_THRESHOLD",
@@ -281,6 +284,8 @@ class Deduper:
 
     def _lexical_matrix(self, scope: Sequence[int]) -> NDArray[np.float64]:
         """Weighted cosine similarity of every pair in `scope` (figure conflicts and one-term pairs lowered)."""
+        import numpy as np  # loaded on first use: importing the package stays quick
+
         size = len(scope)
         columns: dict[str, int] = {}
         rows: list[int] = []
@@ -315,6 +320,8 @@ class Deduper:
 
     def _conflicts(self, scope: Sequence[int]) -> NDArray[np.float64]:
         """1 for each pair, `NUMBER_CONFLICT_FACTOR` where both quote figures and share none."""
+        import numpy as np  # loaded on first use: importing the package stays quick
+
         factors = np.ones((len(scope), len(scope)))
         figures = sorted({f for index in scope for f in self._fingerprints[index].figures})
         if figures:
@@ -329,6 +336,8 @@ class Deduper:
 
     def _embedding_matrix(self, scope: Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
         """Cosine similarity of the vectors of every pair in `scope`, and where both items have a vector."""
+        import numpy as np  # loaded on first use: importing the package stays quick
+
         has = np.asarray([self._items[i].id in self._vectors for i in scope], dtype=bool)
         similarity = np.zeros((len(scope), len(scope)))
         if has.any():
@@ -343,6 +352,8 @@ class Deduper:
     # ---- clustering ------------------------------------------------------------------------------------
 
     def _agglomerate(self, fresh: Sequence[int]) -> None:
+        import numpy as np  # loaded on first use: importing the package stays quick
+
         if not fresh:
             return
         scope = self._scope(fresh)
@@ -420,6 +431,8 @@ def _average_link(
     counts. Two frozen nodes never merge. Ties go to the node with the smallest key, so the result does not
     depend on the order the nodes were given in.
     """
+    import numpy as np
+
     count = len(sizes)
     links = links.copy()
     sizes = sizes.copy()

@@ -13,14 +13,16 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pydantic_ai.embeddings import Embedder, EmbeddingSettings
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup, ModelAPIError, UserError
 
 from research.critique import LlmUsage, estimate_cost_usd
 from research.llm import describe_failure
 from sources import Item
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import Embedder, EmbeddingSettings
 
 __all__ = [
     "EMBEDDING_LEAD_CHARS",
