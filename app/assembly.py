@@ -38,7 +38,7 @@ def conversation_settings(settings: Settings, *, bot_username: str | None = None
         memory_idle_hours=settings.memory_idle_hours,
         request_limit=settings.agent_request_limit,
         token_limit=settings.agent_token_limit,
-        exports_dir=settings.data_dir / "exports",
+        exports_dir=settings.exports_dir,
         llm_unavailable_reason=settings.llm_unavailable_reason(),
         bot_username=bot_username,
     )

@@ -65,7 +65,7 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
             # Wrapped: retries, then the other model; the chat agent wraps the plain models itself.
             light_model=pipeline_light,
             heavy_model=pipeline_heavy,
-            out_dir=settings.data_dir / "exports",
+            out_dir=settings.exports_dir,
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),

@@ -75,6 +75,7 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
                     "delivery": delivery_running,
                     **frontends.checks,
                 },
+                off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
                 routes=frontends.routes,
             )
             frontends.start_all()

@@ -247,12 +247,17 @@ class Settings(BaseSettings):
             return "GEMINI_API_KEY is not set, so stories are clustered by their words"
         return None
 
+    @property
+    def exports_dir(self) -> Path:
+        """DATA_DIR/exports: one folder per chat inside (see `research.chat_folder`), `cli/` for the command line."""
+        return self.data_dir / "exports"
+
     def llm_unavailable_reason(self) -> str | None:
         """Why no language model can be used, or `None` when the light model is usable."""
         if not self.llm_model.strip():
-            return "LLM_MODEL is empty, so the language model is turned off"
+            return "LLM_MODEL is empty, which turns the language model off; set it in .env"
         if self.llm_model.startswith("google:") and self.gemini_api_key is None:
-            return "GEMINI_API_KEY is not set (get one at aistudio.google.com and put it in .env)"
+            return "GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env"
         return None
 
 

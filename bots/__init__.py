@@ -3,9 +3,19 @@
 from bots.dispatcher import Deliver, Dispatcher, Dispatches
 from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender
 from bots.telegram import TelegramFrontend, TelegramOptions, TelegramSender
-from bots.terminal import ConsoleSender, SessionFactory, TerminalChat, run_terminal_chat
+from bots.terminal import (
+    TERMINAL_CHAT_ID,
+    ConsoleSender,
+    SessionFactory,
+    TerminalChat,
+    markdown_to_plain,
+    render_markdown,
+    run_terminal_chat,
+    terminal_safe,
+)
 
 __all__ = [
+    "TERMINAL_CHAT_ID",
     "ConsoleSender",
     "CredentialsRefusedError",
     "Deliver",
@@ -18,5 +28,8 @@ __all__ = [
     "TelegramOptions",
     "TelegramSender",
     "TerminalChat",
+    "markdown_to_plain",
+    "render_markdown",
     "run_terminal_chat",
+    "terminal_safe",
 ]

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
-from research import Digest, render_digest_markdown
+from research import Digest, escape_markdown, render_digest_markdown
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -112,7 +112,7 @@ def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC") -
         monitor_id = _int_or_none(run.stats.get("monitor_id"))
         return OutgoingDigest(text=str(run.stats.get("text", "")), run_id=run.id, monitor_id=monitor_id)
     monitor_id = run.monitor_id if run.monitor_id is not None else _int_or_none(run.stats.get("monitor_id"))
-    title = topic or str(run.stats.get("topic") or run.query or "Digest")
+    title = escape_markdown(topic or str(run.stats.get("topic") or run.query or "Digest"))
     when = (run.finished_at or run.scheduled_for).astimezone(_zone(timezone))
     header = f"**{title}** · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"

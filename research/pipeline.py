@@ -37,7 +37,7 @@ from research.digest import (
     llm_digest,
 )
 from research.embeddings import ItemEmbedder
-from research.export import CSV_COLUMNS, csv_row, guard_cell, write_csv_rows, write_json
+from research.export import write_json, write_run_csv
 from research.novelty import ItemStatus, assess_novelty, delivered_references
 from research.pipeline_models import (  # re-exported: callers import them from here
     PipelineCounts,
@@ -55,7 +55,6 @@ from research.terms import normalise
 from sources import Item, SearchQuery, canonical_url, utc_now
 
 __all__ = [
-    "PIPELINE_CSV_COLUMNS",
     "STAGES",
     "UPDATE_PREFIX",
     "PipelineCounts",
@@ -73,13 +72,11 @@ __all__ = [
     "run_pipeline",
     "scored_items",
     "sum_usage",
-    "write_pipeline_csv",
 ]
 
 logger = logging.getLogger(__name__)
 
 STAGES: Final = ("plan", "collect", "expand", "novelty", "critique", "digest", "export")
-PIPELINE_CSV_COLUMNS: Final = (*CSV_COLUMNS, "credibility", "status", "sentiment", "sentiment_score")
 UPDATE_PREFIX: Final = "Update: "
 """Put before the title of an update to a delivered story in what the critique and digest see."""
 
@@ -173,27 +170,6 @@ def quiet_digest(topic: str, counts: PipelineCounts) -> Digest:
 # ---- export ----------------------------------------------------------------------------------------------
 
 
-def write_pipeline_csv(path: Path, items: Sequence[ScoredItem]) -> None:
-    """The collection's CSV columns plus credibility and status; written whole or not at all."""
-    rows = []
-    for scored in items:
-        ranked = RankedItem(
-            item=scored.item,
-            cluster_id=scored.cluster_id,
-            relevance=scored.relevance,
-            recency=scored.recency,
-            engagement=scored.engagement,
-            score=scored.score,
-        )
-        credibility = "" if scored.credibility is None else f"{scored.credibility:.4f}"
-        tone = scored.sentiment
-        label = tone.label if tone else "unknown"
-        score = "" if tone is None else f"{tone.score:.4f}"
-        # The score is a number we format ourselves, so a leading "-" is a sign, not a formula: left unguarded.
-        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status, label, score])
-    write_csv_rows(path, PIPELINE_CSV_COLUMNS, rows)
-
-
 def story_sentiments(critique: Critique | None, cluster_of: dict[str, str]) -> dict[str, Sentiment]:
     """Each story's tone: the mean of its critiqued members' tones."""
     by_story: dict[str, list[Sentiment | None]] = {}
@@ -248,7 +224,7 @@ def _write_files(
     exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest, *, chart_by: str = "source"
 ) -> None:
     exports.csv.parent.mkdir(parents=True, exist_ok=True)
-    write_pipeline_csv(exports.csv, items)
+    write_run_csv(exports.csv, items)
     series = (
         {s.item.id: s.sentiment.label if s.sentiment else "unknown" for s in items} if chart_by == "sentiment" else None
     )
@@ -349,7 +325,8 @@ async def run_pipeline(
     options: PipelineOptions | None = None,
     embedder: ItemEmbedder | None = None,
 ) -> PipelineResult:
-    """Run the whole pipeline and write `<stem>.csv`, `<stem>.json` and `<stem>.png` under `out_dir`.
+    """Run the whole pipeline and write `<stem>.csv`, `<stem>.json` and `<stem>.png` under `out_dir` when the digest
+    reports something (not when every source failed or nothing was new: then `exports` is None).
 
     With an `embedder`, stories are grouped by embedding vectors (across languages); if it fails, by words, and
     the report says why.
@@ -493,11 +470,17 @@ async def run_pipeline(
         changes = " ".join(part for part in (digest.changes_since_last, shift) if part) or None
         digest = digest.model_copy(update={"tone": tone, "changes_since_last": changes})
 
-    with stages.stage("export", f"writing {len(scored)} items"):
-        emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))
-        exports = RunExports(csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png")
-        # Off the event loop: a bot serving chats must not stall while matplotlib draws.
-        await asyncio.to_thread(_write_files, exports, scored, request, chart_by=options.chart_by)
+    # Files only for a digest that reports something: a run whose sources all failed, or that found nothing new,
+    # sends no CSV or chart, so it writes none (its JSON report would describe files nobody receives).
+    exports: RunExports | None = None
+    if not (all_failed or nothing_new):
+        with stages.stage("export", f"writing {len(scored)} items"):
+            emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))
+            exports = RunExports(
+                csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png"
+            )
+            # Off the event loop: a bot serving chats must not stall while matplotlib draws.
+            await asyncio.to_thread(_write_files, exports, scored, request, chart_by=options.chart_by)
 
     total_usage = sum_usage(list(usage.values()))
     report = PipelineReport(
@@ -532,7 +515,8 @@ async def run_pipeline(
         started_at=started_at,
         finished_at=max(clock(), started_at),
     )
-    await asyncio.to_thread(write_json, exports.json, report)
+    if exports is not None:
+        await asyncio.to_thread(write_json, exports.json, report)
     new_ids = [s.item.id for s in scored if s.status in ("new", "update")]
     emit(progress, ProgressEvent(kind="finished", message=digest.headline, done=len(STAGES), total=len(STAGES)))
     return PipelineResult(

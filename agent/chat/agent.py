@@ -184,8 +184,7 @@ class ChatAgent:
         return [
             Reply(
                 text=(
-                    f"I can't answer free text yet: {reason}. Set LLM_MODEL (and its API key, e.g. GEMINI_API_KEY "
-                    "for the default Gemini models) and restart Lookout.\n\n"
+                    f"I can't answer free text yet: {reason}, and restart Lookout.\n\n"
                     "Commands work without a model: /track <topic> [schedule], /monitors, /search <query>, "
                     "/collect <request>, /digest <id>, /help."
                 )

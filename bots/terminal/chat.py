@@ -243,8 +243,8 @@ def _repl(
             output.prompt_started(prompt)
             try:
                 text = reader.read(prompt)
-            except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line being typed
-                output.note("")
+            except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line being typed, as a shell does
+                output.prompt_interrupted()
                 continue
             finally:
                 output.prompt_ended()
@@ -254,7 +254,8 @@ def _repl(
                 break
             if text.strip().casefold() in QUIT_WORDS:
                 break
-            _wait(loop.submit(chat.handle_line(text)), output)
+            with reader.typing_held():
+                _wait(loop.submit(chat.handle_line(text)), output)
     finally:
         reader.close()
         loop.close()

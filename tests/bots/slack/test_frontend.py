@@ -265,7 +265,7 @@ async def test_a_reply_with_an_attachment_uploads_it_into_the_channel(world: Wor
     await world.settled()
 
     exports = world.slack.shared_files(CHANNEL)[before:]
-    assert [file.filename for file in exports] == ["deepseek-last-30d-2026-11-20.csv"]
+    assert [file.filename for file in exports] == ["deepseek-20261120-1300-m1-last-30d.csv"]  # the one name scheme
     assert b"DeepSeek-V4: open weights" in exports[0].content
     assert exports[0].initial_comment is not None and "Monitor #1" in exports[0].initial_comment
     assert any("Monitor #1" in m.text and "items" in m.text for m in world.replies())
