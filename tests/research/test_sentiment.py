@@ -10,7 +10,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from research.chart import SENTIMENT_COLOURS, daily_counts, write_volume_chart
+from research.chart import SENTIMENT_COLOURS, volume_counts, write_volume_chart
 from research.digest import Digest, QualityCheck
 from research.pipeline import run_pipeline
 from research.sentiment import Sentiment, lexicon_sentiment, mean_sentiment, tone_shift
@@ -121,8 +121,8 @@ def test_the_chart_splits_volume_by_tone(tmp_path: Path) -> None:
     items = [GOOD, BAD, CHINESE]
     tones = {GOOD.id: "positive", BAD.id: "negative", CHINESE.id: "unknown"}
     since, until = BASE_TIME - timedelta(days=1), BASE_TIME
-    _, series, _ = daily_counts(items, since=since, until=until, series=tones)
-    assert {name: sum(counts) for name, counts in series.items()} == {"positive": 1, "negative": 1, "unknown": 1}
+    counts = volume_counts(items, since=since, until=until, series=tones)
+    assert {name: sum(c) for name, c in counts.per_source.items()} == {"positive": 1, "negative": 1, "unknown": 1}
     path = write_volume_chart(items, path=tmp_path / "tone.png", title=TOPIC, since=since, until=until, series=tones)
     assert path.stat().st_size > 1000
     assert set(tones.values()) <= set(SENTIMENT_COLOURS)
