@@ -13,6 +13,7 @@ from monitors import (
     chat_label,
     parse_schedule,
 )
+from research import escape_markdown
 from storage import ChatRecord, DeliveryMode
 
 __all__ = [
@@ -28,7 +29,7 @@ __all__ = [
 
 
 def _name(view: MonitorView) -> str:
-    return f"**#{view.id} {view.topic}**"
+    return f"**#{view.id} {escape_markdown(view.topic)}**"
 
 
 async def subscribe(service: MonitorService, chat_id: int, monitor_id: int, *, is_admin: bool = False) -> str:
@@ -144,7 +145,7 @@ def browse_entry(entry: SharedMonitor) -> str:
     count = view.receivers
     state = " · this chat's own" if view.owned_here else (" · ✓ this chat receives it" if view.subscribed else "")
     return (
-        f"**#{view.id} {view.topic}** — {view.schedule}{' · paused' if view.paused else ''}\n"
-        f"sources: {', '.join(view.sources)} · by {entry.owner} · {count} subscriber{'s' * (count != 1)}{state}\n"
-        f"last: {view.last_result}"
+        f"{_name(view)} — {view.schedule}{' · paused' if view.paused else ''}\n"
+        f"sources: {escape_markdown(', '.join(view.sources))} · by {escape_markdown(entry.owner)} · {count} "
+        f"subscriber{'s' * (count != 1)}{state}\nlast: {escape_markdown(view.last_result)}"
     )

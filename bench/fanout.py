@@ -17,7 +17,8 @@ monitor (or to assemble every briefing), time until everything is delivered, the
 messages per second once the runs are done (goal ≥ 90 % of the ceiling), 429s, peak RSS of this process.
 
 Run: uv run python bench/fanout.py [--subscriptions 10000] [--topics 100] [--scenario digests|briefings|both]
-     [--rate 30] [--pace 30]
+     [--rate 30] [--pace 30] [--batch-size 50] [--concurrency 8] [--poll-seconds 5]
+`--pace 0` turns the Bot's rate limiter off (then only the platform's 429s slow it down).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from sqlalchemy import func, select
 
-from bots.telegram.sender import TelegramSender
+from bots.telegram import TelegramLimits, TelegramSender, build_bot
 from monitors import DeliveryWorker, MonitorService, MonitorSettings, parse_schedule
 from sources.config import SourcesConfig
 from sources.hn import HackerNewsSource
@@ -187,9 +188,9 @@ async def scenario(name: str, args: argparse.Namespace, fakes: multiprocessing.c
         client = HttpClient(user_agent="LookoutBench/0.1 (+https://example.org)", allow_private=True)
         hn = HackerNewsSource(client=client, config=SourcesConfig(hn_api_url=f"{addresses['algolia']}/api/v1",
                                                                    allow_private_urls=True))  # fmt: skip
-        telegram = addresses["telegram"]
-        sender = TelegramSender(addresses["token"], base_url=f"{telegram}/bot", base_file_url=f"{telegram}/file/bot",
-                                max_messages_per_second=args.pace or None)  # fmt: skip
+        # The process's one Bot, paced by python-telegram-bot's rate limiter at `--pace` messages/s overall.
+        limits = TelegramLimits(messages_per_second=args.pace, max_retries=2)
+        sender = TelegramSender(build_bot(addresses["token"], api_url=addresses["telegram"], limits=limits))
         worker = DeliveryWorker(database, {"telegram": sender}, batch_size=args.batch_size,
                                 concurrency=args.concurrency, poll_seconds=args.poll_seconds)  # fmt: skip
         models = Models()
@@ -299,7 +300,7 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--scenario", choices=["digests", "briefings", "both"], default="both")
     parser.add_argument("--rate", type=float, default=30.0, help="the fake platform's overall ceiling, msg/s")
-    parser.add_argument("--pace", type=float, default=30.0, help="the sender's own pacing, msg/s (0: off)")
+    parser.add_argument("--pace", type=float, default=30.0, help="the Bot's rate limiter, msg/s overall (0: off)")
     parser.add_argument("--batch-size", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--poll-seconds", type=float, default=5.0)

@@ -2,20 +2,24 @@
 
 from monitors.briefings import BriefingService, QueuedBriefing
 from monitors.collections import store_collection
-from monitors.delivery import (
+from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
+from monitors.error_ids import new_error_id
+from monitors.notices import BRIEFING_KIND, NOTICE_KIND
+from monitors.outbound import (
+    CALLBACK_DATA_MAX_BYTES,
     Attachment,
+    AttachmentKind,
+    Button,
     ChatGone,
     ChatMoved,
     ChatSender,
     DeliveryError,
-    DeliveryReport,
-    DeliveryWorker,
-    OutgoingDigest,
+    ProgressSink,
+    ProgressUpdate,
+    Purpose,
+    Reply,
     RetryLater,
-    mark_chat_gone,
-    move_chat,
 )
-from monitors.notices import BRIEFING_KIND, NOTICE_KIND
 from monitors.portability import (
     MAX_IMPORT_BYTES,
     MAX_IMPORT_MONITORS,
@@ -55,14 +59,18 @@ from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSett
 __all__ = [
     "BRIEFING_KIND",
     "BROWSE_LIMIT",
+    "CALLBACK_DATA_MAX_BYTES",
     "DEFAULT_SCHEDULE_TEXT",
+    "DELIVERY_LEASE",
     "MAX_IMPORT_BYTES",
     "MAX_IMPORT_MONITORS",
     "MAX_SOURCES_PER_MONITOR",
     "NOTICE_KIND",
     "UNCHANGED",
     "Attachment",
+    "AttachmentKind",
     "BriefingService",
+    "Button",
     "ChatGone",
     "ChatMoved",
     "ChatSender",
@@ -81,9 +89,12 @@ __all__ = [
     "MonitorSharing",
     "MonitorView",
     "NotSubscribedError",
-    "OutgoingDigest",
+    "ProgressSink",
+    "ProgressUpdate",
+    "Purpose",
     "QueuedBriefing",
     "Refused",
+    "Reply",
     "RetryLater",
     "RunSummary",
     "Schedule",
@@ -99,6 +110,7 @@ __all__ = [
     "in_briefing",
     "mark_chat_gone",
     "move_chat",
+    "new_error_id",
     "normalise_topic",
     "parse_schedule",
     "plan_import",

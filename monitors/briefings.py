@@ -34,19 +34,20 @@ from research import (
     write_stored_items_csv,
     write_volume_chart,
 )
+from sources import Item
 from storage import (
     BriefingRepository,
     ChatRecord,
     ChatRepository,
     Database,
     ItemRepository,
+    ItemWithScores,
     MonitorRecord,
     MonitorRepository,
     RunOutcome,
     RunRecord,
     RunRepository,
     RunStatus,
-    ScoredItem,
     SubscriptionRepository,
 )
 
@@ -224,7 +225,7 @@ class BriefingService:
         succeeded = [run for run in runs if run.status is RunStatus.SUCCEEDED]
         stored = await self._items.of_runs([run.id for run in succeeded])
         topics: list[TopicDigests] = []
-        rows: list[tuple[str, ScoredItem]] = []
+        rows: list[tuple[str, ItemWithScores]] = []
         monitors: dict[int, MonitorRecord] = {}
         for monitor_id, monitor_runs in sorted(by_monitor.items()):
             monitor = await self._monitors.get(monitor_id)
@@ -235,7 +236,7 @@ class BriefingService:
             ok = [run for run in monitor_runs if run.status is RunStatus.SUCCEEDED]
             digests = [digest for run in reversed(ok) if (digest := _digest(run, language)) is not None]
             seen: set[str] = set()
-            mine: list[ScoredItem] = []
+            mine: list[ItemWithScores] = []
             for run in reversed(ok):
                 for scored in stored.get(run.id, []):
                     if scored.item.id not in seen:
@@ -275,7 +276,7 @@ class BriefingService:
         )
 
     def _write_files(
-        self, runs: Sequence[RunRecord], rows: Sequence[tuple[str, ScoredItem]], *, due: datetime, zone: ZoneInfo
+        self, runs: Sequence[RunRecord], rows: Sequence[tuple[str, ItemWithScores]], *, due: datetime, zone: ZoneInfo
     ) -> dict[str, str]:
         """One CSV of every topic's items (a `topic` column) and one chart of all topics, named after the runs they
         cover, so chats sharing a briefing share the files."""
@@ -284,20 +285,22 @@ class BriefingService:
         self._out_dir.mkdir(parents=True, exist_ok=True)
         csv_path, chart_path = self._out_dir / f"{stem}.csv", self._out_dir / f"{stem}.png"
         write_stored_items_csv(csv_path, [scored for _, scored in rows], topics=[topic for topic, _ in rows])
-        items = [
-            item.model_copy(update={"query": topic})
-            for topic, scored in rows
-            if (item := item_of_record(scored.item)) is not None
-        ]
+        # Each item is drawn once, under the first topic that has it (as a story in two topics is told once).
+        topic_of: dict[str, str] = {}
+        items: list[Item] = []
+        for topic, scored in rows:
+            if scored.item.id not in topic_of and (item := item_of_record(scored.item)) is not None:
+                topic_of[item.id] = topic
+                items.append(item)
         write_volume_chart(
             items,
             path=chart_path,
-            title="Your briefing: items per day and topic",
+            title="Your briefing: items per topic",
             since=due - timedelta(days=CHART_DAYS),
             until=due,
             timezone=zone,
-            series=lambda item: item.query,
-            legend_title="topic",
+            series=topic_of,
+            series_title="topic",
         )
         return {"csv": str(csv_path), "chart": str(chart_path)}
 

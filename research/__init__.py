@@ -30,23 +30,29 @@ from research.digest import (
     DisputedClaim,
     PreviousDigest,
     QualityCheck,
+    escape_markdown,
     extractive_digest,
     llm_digest,
     render_digest_markdown,
 )
+from research.embeddings import EmbeddedItems, ItemEmbedder, VectorCache
 from research.export import (
-    CSV_COLUMNS,
-    STORED_ITEM_COLUMNS,
+    CLI_FOLDER,
+    COLLECTION_CSV_COLUMNS,
+    RUN_CSV_COLUMNS,
+    STORED_ITEMS_CSV_COLUMNS,
     ExportPaths,
+    chat_folder,
+    export_stem,
     guard_cell,
     safe_stem,
-    stored_item_row,
     write_csv_rows,
     write_exports,
     write_stored_items_csv,
 )
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
+from research.language import detect_language, with_languages
 from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
@@ -54,9 +60,11 @@ from research.rank import RankedItem, RankWeights, rank
 from research.reputation import SourceKind, outlet_of, source_kind
 
 __all__ = [
-    "CSV_COLUMNS",
+    "CLI_FOLDER",
+    "COLLECTION_CSV_COLUMNS",
+    "RUN_CSV_COLUMNS",
     "STAGES",
-    "STORED_ITEM_COLUMNS",
+    "STORED_ITEMS_CSV_COLUMNS",
     "Briefing",
     "BriefingSection",
     "CitedItem",
@@ -72,9 +80,11 @@ __all__ = [
     "Digest",
     "DigestResult",
     "DisputedClaim",
+    "EmbeddedItems",
     "ExportPaths",
     "FailureKind",
     "ItemCritique",
+    "ItemEmbedder",
     "LlmUsage",
     "NumberedItem",
     "PipelineRequest",
@@ -94,10 +104,15 @@ __all__ = [
     "SourceKind",
     "StopReason",
     "TopicDigests",
+    "VectorCache",
     "assemble_briefing",
+    "chat_folder",
     "cluster_items",
     "collect",
+    "detect_language",
+    "escape_markdown",
     "estimate_cost_usd",
+    "export_stem",
     "extractive_digest",
     "failure_kind",
     "failure_leaves",
@@ -118,7 +133,7 @@ __all__ = [
     "run_pipeline",
     "safe_stem",
     "source_kind",
-    "stored_item_row",
+    "with_languages",
     "write_csv_rows",
     "write_exports",
     "write_stored_items_csv",

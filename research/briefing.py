@@ -21,6 +21,7 @@ from research.digest import (
     CitedItem,
     Development,
     Digest,
+    escape_markdown,
     link_target,
     link_text,
     with_citations,
@@ -181,21 +182,25 @@ def _headline(sections: Sequence[BriefingSection], quiet: Sequence[str], failed:
 
 def render_briefing_markdown(briefing: Briefing, *, title: str) -> str:
     """The briefing as platform-neutral markdown: `title`, the headline, a section per topic, then the topics with
-    nothing new in one line and the numbered sources."""
-    parts = [f"**{title}**\n{briefing.headline}"]
+    nothing new in one line and the numbered sources. Topics and the digests' sentences are plain text, escaped
+    like a digest's (`title` is markdown already); only the `[n]` citations become links."""
+    esc = escape_markdown
+    parts = [f"**{title}**\n{esc(briefing.headline)}"]
     for section in briefing.sections:
-        lines = [f"**{section.topic}** · monitor #{section.monitor_id}"]
+        lines = [f"**{esc(section.topic)}** · monitor #{section.monitor_id}"]
         if section.headline:
-            lines.append(f"_{section.headline}_")
-        lines += [f"{i}. {with_citations(d.text, d.citations)}" for i, d in enumerate(section.developments, 1)]
+            lines.append(f"_{esc(section.headline)}_")
+        lines += [f"{i}. {with_citations(esc(d.text), d.citations)}" for i, d in enumerate(section.developments, 1)]
         if section.also_under:
-            lines.append(f"_Also under {', '.join(section.also_under)}._")
+            lines.append(f"_Also under {esc(', '.join(section.also_under))}._")
         parts.append("\n".join(lines))
     if briefing.quiet_topics:
-        parts.append(f"**Nothing new:** {', '.join(briefing.quiet_topics)}.")
+        parts.append(f"**Nothing new:** {esc(', '.join(briefing.quiet_topics))}.")
     if briefing.failed_topics:
-        parts.append(f"**Could not check:** {', '.join(briefing.failed_topics)} (their sources failed).")
+        parts.append(f"**Could not check:** {esc(', '.join(briefing.failed_topics))} (their sources failed).")
     if briefing.cited:
-        sources = [f"[{c.number}] [{link_text(c.title)}]({link_target(c.url)}) — {c.source}" for c in briefing.cited]
+        sources = [
+            f"[{c.number}] [{link_text(c.title)}]({link_target(c.url)}) — {esc(c.source)}" for c in briefing.cited
+        ]
         parts.append("**Sources**\n" + "\n".join(sources))
     return "\n\n".join(parts) + "\n"

@@ -15,6 +15,7 @@ from research.critique import LlmUsage
 from research.digest import Digest
 from research.novelty import ItemStatus
 from research.plan import QueryPlan
+from research.sentiment import Sentiment
 from sources import Item, Source
 
 __all__ = [
@@ -82,6 +83,8 @@ class PipelineOptions:
     """How many of the best first-round items are read for new terms."""
     concurrency: int = 8
     search_timeout: float = 60.0
+    chart_by: Literal["source", "sentiment"] = "source"
+    """What the volume chart's bars are split by."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class ScoredItem:
     status: ItemStatus = "new"
     reason: str | None = None
     """The critique's one-line reason, for critiqued items."""
+    sentiment: Sentiment | None = None
+    """The item's tone: the critique's, else its story's, else the lexicon's; None when unknown."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,8 @@ class PipelineResult:
     CSV all); store them as delivered."""
     plan: QueryPlan
     plan_refreshed: bool
-    exports: RunExports
+    exports: RunExports | None
+    """The CSV, JSON and chart; None when the run reports nothing (every source failed, or nothing new)."""
     usage: LlmUsage
     """Planning + critique + digest, summed."""
     source_errors: list[SearchOutcome]
@@ -191,6 +197,10 @@ class PipelineReport(BaseModel):
     skipped_sources: dict[str, str]
     all_sources_failed: bool
     nothing_new: bool
+    stories_path: Literal["embedding", "lexical"] = "lexical"
+    """How items were grouped into stories: by embedding vectors, or by their words."""
+    stories_fallback_reason: str | None = None
+    """Why the embedding model was not used although one is configured, when it failed."""
     critique_path: Literal["model", "heuristic", "none"]
     critique_fallback_reason: str | None = None
     digest_path: Literal["model", "extractive", "none"]
@@ -198,7 +208,7 @@ class PipelineReport(BaseModel):
     digest_languages: list[str | None] = Field(default_factory=list)
     """Every language the digest was asked for, the main one first."""
     usage: dict[str, LlmUsage]
-    """Per model step (`plan`, `critique`, `digest`) and `total`."""
+    """Per model step (`plan`, `embeddings`, `critique`, `digest`) and `total`."""
     seconds: dict[str, NonNegativeFloat]
     """Wall time per stage."""
     digest: Digest

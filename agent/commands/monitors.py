@@ -24,6 +24,7 @@ from monitors import (
     ScheduleError,
     SubscribeOffer,
 )
+from research import escape_markdown
 from storage import DeliveryMode
 
 __all__ = ["digest", "list_monitors", "pause", "resume", "track", "untrack"]
@@ -52,12 +53,12 @@ async def track(
             timezone=command.schedule.timezone,
         )
     except (ScheduleError, ValueError) as error:
-        return refuse(f"No monitor was created: {error}", usage="track")
+        return refuse(f"{escape_markdown(str(error).rstrip('.'))}. No monitor was created.", usage="track")
     lines = [
-        f"Tracking **{view.topic}** as monitor #{view.id}.",
+        f"Tracking **{escape_markdown(view.topic)}** as monitor #{view.id}.",
         f"Schedule: {view.schedule}",
         f"Next run: {_next_run(view, turn, services)}",
-        f"Sources: {', '.join(view.sources)}",
+        f"Sources: {escape_markdown(', '.join(view.sources))}",
         f"`/digest {view.id}` runs it now, `/pause {view.id}` pauses it, `/untrack {view.id}` deletes it.",
     ]
     return [Reply(text="\n".join(lines))]
@@ -66,8 +67,9 @@ async def track(
 def _offer(turn: Turn, command: TrackCommand, offer: SubscribeOffer, confirmations: ConfirmationBook) -> list[Reply]:
     """Subscribe to the shared monitor ("yes", the first button) or create this chat's own ("no", the second)."""
     view = offer.view
+    topic = escape_markdown(view.topic)
     create = CreateMonitorAction(
-        description=f"create your own monitor “{command.topic}” instead",
+        description=f"create your own monitor “{escape_markdown(command.topic)}” instead",
         topic=command.topic,
         schedule_text=command.schedule.to_text(),
         sources=command.sources,
@@ -78,7 +80,7 @@ def _offer(turn: Turn, command: TrackCommand, offer: SubscribeOffer, confirmatio
         thread_key=turn.incoming.thread_key,
         user_id=turn.user.id,
         is_admin=turn.is_admin,
-        actions=[SubscribeAction(description=f"subscribe to monitor #{view.id} “{view.topic}”", monitor_id=view.id)],
+        actions=[SubscribeAction(description=f"subscribe to monitor #{view.id} “{topic}”", monitor_id=view.id)],
         declined=[create],
         labels=(f"Subscribe to #{view.id}", "Create my own"),
     )
@@ -90,9 +92,10 @@ def _offer(turn: Turn, command: TrackCommand, offer: SubscribeOffer, confirmatio
     )
     minutes = max(1, int(confirmations.ttl.total_seconds() // 60))
     text = (
-        f"A shared monitor already follows this: **#{view.id} {view.topic}** — {view.schedule}, sources: "
-        f"{', '.join(view.sources)}; by {offer.owner}, {count} subscriber{'s' * (count != 1)}, last: "
-        f"{view.last_result}.\n{differences}\nSubscribe to it instead of creating a duplicate? "
+        f"A shared monitor already follows this: **#{view.id} {topic}** — {view.schedule}, sources: "
+        f"{escape_markdown(', '.join(view.sources))}; by {escape_markdown(offer.owner)}, {count} "
+        f"subscriber{'s' * (count != 1)}, last: {escape_markdown(view.last_result)}.\n{differences}\n"
+        "Subscribe to it instead of creating a duplicate? "
         f"{pending.how_to_answer(minutes=minutes)}"
     )
     return [Reply(text=text, buttons=pending.buttons)]
@@ -142,7 +145,8 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
         return refuse(str(error))
     others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
     told = f" Its {others} other subscriber chat{'s were' if others != 1 else ' was'} told." if others > 0 else ""
-    return [Reply(text=f"Deleted monitor #{view.id} “{view.topic}”; no more digests from it.{told}")]
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Deleted monitor #{view.id} “{topic}”; no more digests from it.{told}")]
 
 
 async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
@@ -162,7 +166,8 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
     also = (
         f" Its {others} subscriber chat{'s get' if others != 1 else ' gets'} nothing meanwhile." if others > 0 else ""
     )
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {already}; `/resume {view.id}` starts it again.{also}")]
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}” {already}; `/resume {view.id}` starts it again.{also}")]
 
 
 async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
@@ -178,7 +183,8 @@ async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list
     except MonitorNotFoundError as error:
         return refuse(str(error))
     state = "was not paused" if not before.paused else "is running again"
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {state}; next run {_next_run(view, turn, services)}.")]
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
 
 
 async def _own_delivery(services: Services, turn: Turn, monitor_id: int, *, paused: bool) -> list[Reply]:
@@ -216,7 +222,7 @@ def run_status(what: str, summary: RunSummary) -> str:
     """One line on how a run ended, for /digest and /search."""
     if summary.status == "failed":
         reference = f" (error id {summary.error_id})" if summary.error_id else ""
-        return f"{what} failed: {summary.error or 'unknown error'}{reference}. Nothing was sent."
+        return f"{what} failed: {escape_markdown(summary.error or 'unknown error')}{reference}. Nothing was sent."
     collected = count(summary.items, "item")
     if summary.status == "empty":
         body = f"{what} ran: {collected} collected, nothing new since the last digest"
@@ -225,7 +231,7 @@ def run_status(what: str, summary: RunSummary) -> str:
     follows = " — the digest follows." if summary.deliveries else "."
     problems = ""
     if summary.source_errors:
-        shown = "; ".join(summary.source_errors[:3])
+        shown = escape_markdown("; ".join(summary.source_errors[:3]))
         more = f" and {len(summary.source_errors) - 3} more" if len(summary.source_errors) > 3 else ""
         problems = f"\nSome sources failed: {shown}{more}."
     return body + follows + problems
@@ -242,7 +248,7 @@ def _next_run(view: MonitorView, turn: Turn, services: Services) -> str:
 def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: bool) -> str:
     zone = chat_zone(turn, services)
     state = "⏸ paused" if view.paused else f"next {_next_run(view, turn, services)}"
-    last = view.last_result + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
+    last = escape_markdown(view.last_result) + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
     owner = f" · chat {view.owner_chat_id}" if show_owner else ""
     flags = (" · quiet" if view.quiet else "") + (" · shared" if view.shared else "")
     others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
@@ -257,7 +263,7 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
     else:
         delivery = ""
     return (
-        f"**#{view.id} {view.topic}** — {view.schedule}{flags}{owner}\n"
-        f"{state} · sources: {', '.join(view.sources)}\n"
+        f"**#{view.id} {escape_markdown(view.topic)}** — {view.schedule}{flags}{owner}\n"
+        f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"
         f"last run: {last}{delivery}"
     )

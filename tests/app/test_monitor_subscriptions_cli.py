@@ -48,7 +48,10 @@ def test_subscribe_and_unsubscribe_chats_of_every_platform(environment: Path) ->
     assert again[0] == 0 and "already received" in again[1]
     assert left == (0, "terminal no longer receives monitor #1 “DeepSeek”.\n")
     assert owner_leaves[0] == 2 and "owns monitor #1" in owner_leaves[1]
-    assert bad[0] == 2 and "--chat must be telegram:<chat id>, slack:<channel id> or terminal" in bad[1]
+    assert (
+        bad[0] == 2
+        and "--chat must be telegram:<chat id> (a number), slack:<channel id> (C…, D… or G…) or terminal" in bad[1]
+    )
     assert missing[0] == 2 and "no shared monitor #9" in missing[1]
 
 

@@ -17,41 +17,38 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 import uvicorn
 
-from agent.access import AccessPolicy
-from agent.chat.agent import ChatAgent
-from agent.commands.router import CommandRouter
-from agent.context import ConversationSettings, Services
-from agent.conversation import Conversation
 from app.http_server import build_http_app
-from bots.dispatcher import Dispatcher
+from app.service import assemble
+from app.settings import load_settings
 from bots.slack.frontend import EVENTS_PATH, SlackFrontend
-from bots.slack.status import DONE_MARK, WORKING_MARK
-from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-from bots.telegram.sender import TelegramSender
-from monitors.delivery import DeliveryWorker
-from monitors.runner import PipelineFunction
-from monitors.service import MonitorService
-from monitors.views import MonitorSettings
-from research.pipeline import PipelineResult, run_pipeline
-from storage import Database, MonitorRepository
+from bots.status import DONE_MARK, WORKING_MARK
+from bots.telegram.frontend import TelegramFrontend
+from monitors import MonitorService
+from storage import Database, MonitorRepository, RunRepository
 from tests.bots.slack_world import (
     SIGNING_SECRET,
     T0,
     copy_database,
-    hn_resolver,
-    http_client,
+    fake_source_urls,
     migrated_template,
     serve_hacker_news,
 )
 from tests.bots.telegram_world import eventually
 from tests.fakes.http_server import FakeHTTPServer
-from tests.fakes.slack import BOT_TOKEN, FakeSlack, SlackSigner, command_body, event_body, running_fake_slack
+from tests.fakes.slack import (
+    BOT_TOKEN,
+    FakeSlack,
+    SlackSigner,
+    action_body,
+    command_body,
+    event_body,
+    running_fake_slack,
+)
 from tests.fakes.telegram import FakeTelegram, SentMessage, running_fake_telegram
 
 OWNER, SECOND = 1001, 2002
@@ -71,9 +68,9 @@ class World:
     slack: FakeSlack
     service: MonitorService
     database: Database
+    sources: FakeHTTPServer
     url: str
     http: httpx.AsyncClient
-    pipelines: list[str] = field(default_factory=list)
     signer: SlackSigner = field(default_factory=lambda: SlackSigner(SIGNING_SECRET))
 
     async def tell(self, chat_id: int, text: str) -> SentMessage:
@@ -104,12 +101,9 @@ class World:
         return [m.text for m in self.slack.messages_in(channel) if not m.text.startswith((WORKING_MARK, DONE_MARK))]
 
 
-def counting(pipeline: PipelineFunction, seen: list[str]) -> PipelineFunction:
-    async def counted(request: Any, **options: Any) -> PipelineResult:
-        seen.append(request.topic)
-        return await pipeline(request, **options)
-
-    return counted
+def collection_requests(world: World) -> int:
+    """Requests the Hacker News fake has answered so far (a collection asks it; a delivery never does)."""
+    return len([r for r in world.sources.requests if r.path.startswith("/api/v1/search")])
 
 
 @pytest.fixture(scope="session")
@@ -119,76 +113,55 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 async def world(fake_server: FakeHTTPServer, tmp_path: Path, template: Path) -> AsyncIterator[World]:
+    """The process as `lookout run` builds it with Telegram (long polling) and Slack (HTTP mode) both on, through
+    the composition root: one dispatcher, one monitor service, the delivery worker with both platforms' senders."""
     serve_hacker_news(fake_server)
-    client = http_client()
     database = Database(copy_database(template, tmp_path))
-    resolve = hn_resolver(fake_server, client)
-    pipelines: list[str] = []
-    workers: list[DeliveryWorker] = []
-    service = MonitorService(
-        database,
-        resolve_sources=resolve,
-        light_model=None,
-        heavy_model=None,
-        out_dir=tmp_path / "exports",
-        settings=MonitorSettings(min_interval_seconds=900),
-        clock=lambda: T0,
-        pipeline=counting(run_pipeline, pipelines),
-        on_deliveries_queued=lambda: [worker.wake() for worker in workers] and None,
-    )
-    services = Services(
-        database=database,
-        monitors=service,
-        resolve_sources=resolve,
-        http=client,
-        light_model=None,
-        heavy_model=None,
-        settings=ConversationSettings(exports_dir=tmp_path / "chat", min_interval_seconds=900),
-        clock=lambda: T0,
-    )
-    agent = ChatAgent(services)
-    conversation = Conversation(
-        commands=CommandRouter(services, confirmations=agent.confirmations), free_text=agent, settings=services.settings
-    )
-    dispatcher = Dispatcher(database, conversation, AccessPolicy(), clock=lambda: T0)
     with running_fake_telegram() as telegram, running_fake_slack() as slack:
-        frontend = TelegramFrontend(
-            TelegramOptions(token=telegram.token, api_url=telegram.url, poll_timeout=1.0, progress_interval=0.2),
-            dispatcher,
+        settings = load_settings(
+            _env_file=None,
+            data_dir=tmp_path,
+            database_url=database.engine.url.render_as_string(hide_password=False),
+            telegram_bot_token=telegram.token,
+            telegram_api_url=telegram.url,
+            slack_bot_token=BOT_TOKEN,
+            slack_api_url=slack.api_url,
+            slack_signing_secret=SIGNING_SECRET,
+            llm_model="",
+            allow_private_urls=True,
+            delivery_poll_seconds=0.2,
+            **fake_source_urls(fake_server),
         )
-        slack_frontend = SlackFrontend(
-            BOT_TOKEN, dispatcher=dispatcher, signing_secret=SIGNING_SECRET, api_url=slack.api_url, progress_interval=0
-        )
-        sender = TelegramSender(telegram.token, base_url=telegram.api_url, base_file_url=telegram.file_url)
-        worker = DeliveryWorker(
-            database, {"telegram": sender, "slack": slack_frontend.sender()}, clock=lambda: T0, poll_seconds=0.2
-        )
-        workers.append(worker)
-        stop = asyncio.Event()
-        delivering = asyncio.create_task(worker.run_forever(stop))
-        await frontend.start()
-        await slack_frontend.start()
-        listener = socket.create_server(("127.0.0.1", 0))
-        server = _Server(
-            uvicorn.Config(build_http_app(checks={}, routes=slack_frontend.routes()), log_config=None, lifespan="off")
-        )
-        serving = asyncio.create_task(server.serve(sockets=[listener]))
-        await eventually(lambda: server.started, what="the HTTP server")
-        try:
-            async with httpx.AsyncClient(timeout=10) as http:
-                url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-                yield World(telegram, slack, service, database, url, http, pipelines)
-        finally:
-            server.should_exit = True
-            await serving
-            listener.close()
-            await frontend.stop()
-            await slack_frontend.stop()
-            stop.set()
-            await delivering
-            await sender.close()
-            await client.aclose()
-            await database.dispose()
+        async with assemble(settings, database, clock=lambda: T0, chat_models=(None, None)) as process:
+            frontend = process.frontends.running["telegram"]
+            slack_frontend = process.frontends.running["slack"]
+            assert isinstance(frontend, TelegramFrontend) and isinstance(slack_frontend, SlackFrontend)
+            worker = process.stack.worker
+            stop = asyncio.Event()
+            delivering = asyncio.create_task(worker.run_forever(stop))
+            await frontend.start()
+            await slack_frontend.start()
+            listener = socket.create_server(("127.0.0.1", 0))
+            server = _Server(
+                uvicorn.Config(
+                    build_http_app(checks={}, routes=slack_frontend.routes()), log_config=None, lifespan="off"
+                )
+            )
+            serving = asyncio.create_task(server.serve(sockets=[listener]))
+            await eventually(lambda: server.started, what="the HTTP server")
+            try:
+                async with httpx.AsyncClient(timeout=10) as http:
+                    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+                    yield World(telegram, slack, process.stack.service, database, fake_server, url, http)
+            finally:
+                server.should_exit = True
+                await serving
+                listener.close()
+                await frontend.stop()
+                await slack_frontend.stop()
+                stop.set()
+                await delivering
+    await database.dispose()
 
 
 def _digests(world: World, chat_id: int) -> list[SentMessage]:
@@ -220,7 +193,9 @@ async def test_share_subscribe_on_two_platforms_one_run_three_deliveries(world: 
     )
 
     assert summary is not None and summary.deliveries == 3
-    assert world.pipelines == ["DeepSeek"]  # one collection for three chats
+    collected = collection_requests(world)
+    assert collected > 0  # one collection for three chats: one run, and the source asked during it only
+    assert len(await RunRepository(world.database).list_for_monitor(1)) == 1
     for chat_id in (OWNER, SECOND):
         assert [m.filename for m in world.telegram.documents(chat_id)][-1].endswith(".csv")
         assert world.telegram.photos(chat_id)[-1].content.startswith(b"\x89PNG")
@@ -236,7 +211,7 @@ async def test_share_subscribe_on_two_platforms_one_run_three_deliveries(world: 
 
     assert "no longer receives" in (left.text or "") and "paused for this chat only" in paused
     assert second_run is not None and second_run.deliveries == 1
-    assert world.pipelines == ["DeepSeek", "DeepSeek"]
+    assert len(await RunRepository(world.database).list_for_monitor(1)) == 2
     assert len(_digests(world, SECOND)) == 1 and len(world.slack.shared_files(CHANNEL)) == 2
     monitor = await MonitorRepository(world.database).get(1)
     assert monitor is not None and not monitor.paused
@@ -280,7 +255,27 @@ async def test_import_a_telegram_document_and_a_file_shared_on_slack(world: Worl
     assert response.status_code == 200
     await eventually(lambda: any("feeds.opml" in text for text in world.slack_replies(DM)), what="the import answer")
 
-    # downloaded with the bot token, read, and checked against this Lookout's sources (only hn exists here)
-    (reply,) = world.slack_replies(DM)
-    assert reply.startswith("Nothing to import from feeds.opml.\n\n*Not imported (1):*\n• “design”: unknown source(s)")
+    # downloaded with the bot token, read, listed for confirmation; the button creates one monitor of every feed
+    (offer,) = [m for m in world.slack.messages_in(DM) if "feeds.opml" in m.text]
+    assert offer.text.startswith("From feeds.opml:\n\n*1 monitor to create:*\n• “design” — daily at 09:00")
     assert world.slack.downloads == [("/files-pri/T0TEAM-FSHARED1/download/feeds.opml", f"Bearer {BOT_TOKEN}")]
+    buttons = {
+        element["text"]["text"]: element["value"]
+        for block in offer.blocks or []
+        if block.get("type") == "actions"
+        for element in block["elements"]
+    }
+    assert list(buttons) == ["Create 1", "Cancel"]
+    press = action_body(
+        value=buttons["Create 1"], label="Create 1", channel=DM, user="U0ANN", message_ts=offer.ts, thread_ts=None,
+        response_url=world.slack.response_url(), blocks=offer.blocks,
+    )  # fmt: skip
+    response = await world.http.post(world.url + EVENTS_PATH, content=press,
+                                     headers=world.signer.headers(press, content_type=FORM))  # fmt: skip
+    assert response.status_code == 200
+    await eventually(lambda: any("Created 1 monitor" in text for text in world.slack_replies(DM)), what="creation")
+
+    (design,) = [m for m in await MonitorRepository(world.database).list_all() if m.topic == "design"]
+    assert sorted(design.sources) == [
+        "rss:http://blog.guyskk.com/feed.xml", "rss:http://cdc.tencent.com/feed/", "rss:http://www.rologo.com/feed",
+    ]  # fmt: skip

@@ -107,7 +107,7 @@ async def test_share_and_briefing_proposals_and_what_a_subscriber_may_not_do(wor
 
     retries = [part for part in tool_returns(script.requests[-1]) if part.outcome == "retried"]
     assert any("belongs to another chat" in str(part.content) for part in retries)
-    assert any("set_briefing" == part.tool_name for part in retries)  # "every morning" is not the grammar
+    assert any(part.tool_name == "set_briefing" for part in retries)  # "every morning" is not the grammar
     assert f"share monitor #{own.id} “Mistral”" in proposal.text
     assert "send this chat one briefing weekdays at 07:30 (UTC) instead of a message per run" in proposal.text
     assert done is not None and "is shared" in done[0].text and "Briefing set" in done[0].text

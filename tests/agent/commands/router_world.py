@@ -11,11 +11,11 @@ from pathlib import Path
 
 from pydantic_ai.models import Model
 
+from agent.access import AccessPolicy
 from agent.chat.agent import ChatAgent
 from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
-from agent.access import AccessPolicy
 from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
 from monitors import DeliveryWorker, MonitorService, MonitorSettings
 from sources.base import Source

@@ -197,7 +197,8 @@ async def test_import_a_path_in_the_terminal_and_cancel(world: RouterWorld, tmp_
     elsewhere = await world.say(f"/import {path}")
 
     assert (
-        "**1 monitor to create:**\n- “设计” — daily at 09:00 (the default) · rss:http://cdc.tencent.com/feed/" in offered.text
+        "**1 monitor to create:**\n- “设计” — daily at 09:00 (the default) · rss:http://cdc.tencent.com/feed/"
+        in offered.text
     )
     assert "**Not imported (1):**\n- feed “Guyskk的博客”: it is in no folder" in offered.text
     assert cancelled.text == "Cancelled; nothing was changed."

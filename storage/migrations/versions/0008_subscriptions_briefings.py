@@ -1,8 +1,8 @@
 """Subscriptions as a way to use Lookout: shared monitors, a subscriber's own pause and delivery mode, each chat's
 morning briefing, and digests written again in the other languages of a monitor's subscribers.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0008
+Revises: 0004
 Create Date: 2026-11-23
 
 """
@@ -12,8 +12,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision: str = '0003'
-down_revision: Union[str, Sequence[str], None] = '0002'
+revision: str = '0008'
+down_revision: Union[str, Sequence[str], None] = '0004'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
