@@ -21,15 +21,20 @@ from sources.registry import (
     SourcesUnavailableError,
     build_sources,
     feed_factory,
+    refused_feeds,
     resolve_source_specs,
     rsshub_factory,
+    source_spec,
     source_status,
+    spec_label,
 )
 from sources.rsshub import parse_platforms
-from sources.urls import canonical_url, host_of
+from sources.ssrf import PRIVATE_URLS_SETTING
+from sources.urls import canonical_url, host_of, short_url
 
 __all__ = [
     "DEFAULT_SOURCES",
+    "PRIVATE_URLS_SETTING",
     "SOURCE_NAMES",
     "SPEC_HELP",
     "Engagement",
@@ -55,8 +60,12 @@ __all__ = [
     "item_id",
     "parse_platforms",
     "read_page",
+    "refused_feeds",
     "resolve_source_specs",
     "rsshub_factory",
+    "short_url",
+    "source_spec",
     "source_status",
+    "spec_label",
     "utc_now",
 ]

@@ -26,6 +26,7 @@ from sources.ssrf import (
     GuardedTransport,
     Resolver,
     check_scheme,
+    resolve,
     shared_ssl_context,
     system_resolver,
 )
@@ -264,8 +265,9 @@ class HttpClient:
         trusted_transport = GuardedTransport(resolver=resolver, policy=None) if resolver else None
         self._trusted = httpx.AsyncClient(transport=trusted_transport, **common)
         guard = AddressPolicy.build(allow_private=allow_private, exempt=exempt_addresses)
+        self._guard, self._untrusted_resolver = guard, resolver or system_resolver
         self._untrusted = httpx.AsyncClient(
-            transport=GuardedTransport(resolver=resolver or system_resolver, policy=guard),
+            transport=GuardedTransport(resolver=self._untrusted_resolver, policy=guard),
             trust_env=False,
             **common,
         )
@@ -310,8 +312,10 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         conditional: bool = False,
         untrusted: bool = False,
+        retries: int | None = None,
     ) -> HttpResponse:
-        """GET `url` (+ `params`). `conditional` sends stored validators; `untrusted` applies the SSRF guard."""
+        """GET `url` (+ `params`). `conditional` sends stored validators; `untrusted` applies the SSRF guard;
+        `retries` overrides the client's `max_retries` for this call (0: one request, whatever happens)."""
         target = self._build_url(url, params, untrusted=untrusted)
         request_headers = self._headers(headers)
         stored: StoredResponse | None = None
@@ -323,7 +327,7 @@ class HttpClient:
                     request_headers["If-None-Match"] = stored.etag
                 if stored.last_modified:
                     request_headers["If-Modified-Since"] = stored.last_modified
-        answer = await self._follow("GET", target, request_headers, None, untrusted=untrusted)
+        answer = await self._follow("GET", target, request_headers, None, untrusted=untrusted, retries=retries)
         if answer.status == 304:
             self._bump(not_modified=1)
             merged = httpx.Headers(answer.headers)
@@ -345,6 +349,21 @@ class HttpClient:
                     ),
                 )
         return HttpResponse(str(answer.url), answer.status, answer.headers, answer.content)
+
+    async def check_untrusted(self, url: str) -> None:
+        """Raise `SourceError(BLOCKED)` (or `CLIENT` for a URL that is not one) when an untrusted fetch of `url`
+        would be refused: the scheme, then every address the host resolves to, checked by the same guard the
+        fetch goes through. For refusing a feed when a person adds it, not only when it is first fetched. A host
+        that does not resolve right now is not refused (it may resolve when the fetch happens)."""
+        target = self._build_url(url, None, untrusted=True)
+        port = target.port or (443 if target.scheme == "https" else 80)
+        try:
+            addresses = await resolve(target.host, port, self._untrusted_resolver)
+        except SourceError as error:
+            if error.kind is SourceErrorKind.NETWORK:
+                return
+            raise
+        self._guard.check(target.host, addresses)
 
     async def post(
         self,
@@ -408,10 +427,13 @@ class HttpClient:
         body: dict[str, Any] | None,
         *,
         untrusted: bool,
+        retries: int | None = None,
     ) -> _Answer:
         """Send, following up to `MAX_REDIRECTS` redirects ourselves so each hop is checked again."""
         for hop in range(MAX_REDIRECTS + 1):
-            answer = await self._send_with_retries(method, target, headers, body, untrusted=untrusted)
+            answer = await self._send_with_retries(
+                method, target, headers, body, untrusted=untrusted, retries=retries
+            )
             if answer.status not in _REDIRECT_STATUSES:
                 return self._accept(answer)
             location = answer.headers.get("location")
@@ -464,9 +486,11 @@ class HttpClient:
         body: dict[str, Any] | None,
         *,
         untrusted: bool,
+        retries: int | None = None,
     ) -> _Answer:
         """One hop with retries on 429, 5xx, timeouts and connection failures, with backoff and jitter."""
         idempotent = method in ("GET", "HEAD")
+        max_retries = self._max_retries if retries is None else max(retries, 0)
         attempt = 0
         while True:
             failure: SourceError
@@ -492,7 +516,7 @@ class HttpClient:
                 )
                 if retry_after is not None and retry_after > self._max_retry_wait:
                     raise failure  # the server asks for longer than we are willing to wait
-            if attempt >= self._max_retries:
+            if attempt >= max_retries:
                 raise failure
             attempt += 1
             self._bump(retries=1)

@@ -23,6 +23,9 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 """Resolve `(host, port)` to IP address strings. Injectable so tests can make a name point anywhere."""
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
+PRIVATE_URLS_SETTING = "ALLOW_PRIVATE_URLS"
+"""The setting (`SourcesConfig.allow_private_urls`) that lifts the address check; named in every refusal so
+the person running Lookout knows what to change for a feed on their own network."""
 
 # Listed explicitly rather than trusting `ipaddress.is_private`, whose tables changed between 3.11 patch
 # releases; a fetch may only reach globally routable unicast space.
@@ -126,7 +129,11 @@ class AddressPolicy:
                 continue
             reason = blocked_reason(ip)
             if reason is not None:
-                raise SourceError(SourceErrorKind.BLOCKED, f"refusing to connect to {host}: {reason}")
+                raise SourceError(
+                    SourceErrorKind.BLOCKED,
+                    f"refusing to connect to {host}: {reason} (private and loopback addresses need "
+                    f"{PRIVATE_URLS_SETTING}=true)",
+                )
 
 
 def check_scheme(scheme: str, url: str) -> None:
