@@ -3,11 +3,14 @@
 from research.chart import write_volume_chart
 from research.collect import (
     Collection,
+    FailedSources,
     ProgressCallback,
     ProgressEvent,
     SearchOutcome,
     SearchStatus,
+    SourceFailure,
     collect,
+    failure_lines,
 )
 from research.critique import (
     Contradiction,
@@ -36,7 +39,16 @@ from research.digest import (
 from research.export import CSV_COLUMNS, ExportPaths, guard_cell, safe_stem, write_csv_rows, write_exports
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
-from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
+from research.llm import (
+    FailureKind,
+    RetryingModel,
+    RetryPolicy,
+    Sleep,
+    failure_in_words,
+    failure_kind,
+    failure_leaves,
+    resilient_model,
+)
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
 from research.rank import RankedItem, RankWeights, rank
@@ -59,6 +71,7 @@ __all__ = [
     "DigestResult",
     "DisputedClaim",
     "ExportPaths",
+    "FailedSources",
     "FailureKind",
     "ItemCritique",
     "LlmUsage",
@@ -77,12 +90,15 @@ __all__ = [
     "SearchOutcome",
     "SearchStatus",
     "Sleep",
+    "SourceFailure",
     "SourceKind",
     "StopReason",
     "cluster_items",
     "collect",
     "estimate_cost_usd",
     "extractive_digest",
+    "failure_in_words",
+    "failure_lines",
     "failure_kind",
     "failure_leaves",
     "guard_cell",

@@ -1,6 +1,7 @@
 """Public sources, one module each, behind one polite HTTP client; the `Item` every source returns."""
 
 from sources.base import (
+    PRIVATE_URLS_SETTING,
     Engagement,
     Item,
     SearchQuery,
@@ -8,6 +9,7 @@ from sources.base import (
     SourceBatch,
     SourceError,
     SourceErrorKind,
+    failure_reason,
     item_id,
     utc_now,
 )
@@ -29,7 +31,6 @@ from sources.registry import (
     spec_label,
 )
 from sources.rsshub import parse_platforms
-from sources.ssrf import PRIVATE_URLS_SETTING
 from sources.urls import canonical_url, host_of, short_url
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "ValidatorStore",
     "build_sources",
     "canonical_url",
+    "failure_reason",
     "feed_factory",
     "host_of",
     "item_id",

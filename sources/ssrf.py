@@ -15,7 +15,7 @@ import httpcore
 import httpx
 from httpcore import AsyncNetworkBackend, AsyncNetworkStream
 
-from sources.base import SourceError, SourceErrorKind
+from sources.base import PRIVATE_URLS_SETTING, SourceError, SourceErrorKind
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -23,9 +23,6 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 """Resolve `(host, port)` to IP address strings. Injectable so tests can make a name point anywhere."""
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
-PRIVATE_URLS_SETTING = "ALLOW_PRIVATE_URLS"
-"""The setting (`SourcesConfig.allow_private_urls`) that lifts the address check; named in every refusal so
-the person running Lookout knows what to change for a feed on their own network."""
 
 # Listed explicitly rather than trusting `ipaddress.is_private`, whose tables changed between 3.11 patch
 # releases; a fetch may only reach globally routable unicast space.

@@ -142,7 +142,10 @@ async def test_persistent_bad_citations_fall_back_to_the_extractive_digest(top5:
     assert result.path == "extractive"
     assert result.fallback_reason is not None and result.fallback_reason.startswith("UnexpectedModelBehavior")
     assert result.usage.requests == len(script.calls) >= 2
-    assert result.digest == extractive_digest(top5.ranked, topic=top5.topic, clusters=top5.clusters, now=top5.now)
+    expected = extractive_digest(top5.ranked, topic=top5.topic, clusters=top5.clusters, now=top5.now)
+    assert result.digest == expected.model_copy(
+        update={"without_model": "Summarised without the language model, which failed (unusable answer)."}
+    )
 
 
 async def test_an_api_error_falls_back_to_the_extractive_digest(top5: Collection) -> None:
@@ -156,7 +159,26 @@ async def test_an_api_error_falls_back_to_the_extractive_digest(top5: Collection
     assert result.path == "extractive"
     assert result.fallback_reason is not None and "429" in result.fallback_reason
     expected = extractive_digest(top5.ranked, topic=top5.topic, clusters=top5.clusters, critique=critique, now=top5.now)
-    assert result.digest == expected
+    assert result.digest.model_copy(update={"without_model": None}) == expected
+    # The reader is told, in the digest itself, that no model wrote it and why.
+    rendered = render_digest_markdown(result.digest)
+    assert "_Summarised without the language model, which failed (rate limit, HTTP 429)._" in rendered
+    assert rendered.index("Summarised without") < rendered.index("1. ")
+
+
+def test_an_empty_digest_has_no_quality_score_and_names_failed_sources() -> None:
+    empty = Digest(
+        headline="Nothing new about DeepSeek",
+        developments=[],
+        quality=QualityCheck(completeness=1.0, quality=0.0, notes="12 items collected; all were delivered before."),
+        failed_sources=["rss example.org/feed.xml: HTTP 500", "hn: cannot connect"],
+    )
+
+    rendered = render_digest_markdown(empty)
+
+    assert "Self-check" not in rendered and "quality" not in rendered and "%" not in rendered
+    assert "_12 items collected; all were delivered before._" in rendered
+    assert "**Sources that failed:**\n- rss example.org/feed.xml: HTTP 500\n- hn: cannot connect" in rendered
 
 
 async def test_no_items_means_no_model_call() -> None:

@@ -423,13 +423,19 @@ async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -
         ("news", SourceErrorKind.SERVER),
     }
     assert "every source failed" in result.digest.headline
-    reasons = result.digest.quality.missing_angles
-    assert any(line.startswith("hn: rate_limited") and "429" in line for line in reasons)
-    assert "x: off (X_BEARER_TOKEN is not set)" in reasons
+    assert result.digest.failed_sources == [
+        "hn: rate-limited (HTTP 429)",
+        "news: HTTP 502",
+        "x: off (X_BEARER_TOKEN is not set)",
+    ]
     assert heavy.critique_prompts == [] and heavy.digest_calls == 0, "no model call for nothing"
     assert result.items == [] and read_csv(result.exports.csv) == []
     summary = json.loads(result.exports.json.read_text(encoding="utf-8"))
     assert summary["all_sources_failed"] is True and len(summary["source_errors"]) == 2
+    assert [(f["spec"], f["kind"], f["reason"]) for f in summary["failed_sources"]] == [
+        ("hn", "rate_limited", "rate-limited (HTTP 429)"),
+        ("news", "server_error", "HTTP 502"),
+    ]
     assert summary["skipped_sources"] == {"x": "X_BEARER_TOKEN is not set"}
     assert result.exports.chart.exists()
 
