@@ -17,7 +17,7 @@ from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, tra
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
 from research import ProgressCallback, run_pipeline
-from sources import DEFAULT_SOURCES
+from sources import DEFAULT_SOURCES, refused_feeds
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -125,14 +125,14 @@ class MonitorService:
         exclude_keywords: Sequence[str] = (),
         lookback_hours: int | None = None,
         language: str | None = None,
-        quiet: bool = False,
+        quiet: bool = True,
     ) -> MonitorView:
         """Create a monitor owned by (and delivering to) the chat. Raises `ScheduleError` or `ValueError` with a
         message for the person when the topic, schedule, sources or window are not acceptable."""
         chat = await self._chat(chat_id)
         clean_topic = self._clean_topic(topic)
         schedule = self._parse(schedule_text, timezone or self._chat_timezone(chat))
-        specs = self._check_sources(sources)
+        specs = await self.check_sources(sources)
         now = self._clock()
         record = await self._monitors.create(
             owner_chat_id=chat.id,
@@ -253,7 +253,7 @@ class MonitorService:
         if topic is not None:
             changes["topic"] = topic
         if sources is not None:
-            changes["sources"] = self._check_sources(sources)
+            changes["sources"] = await self.check_sources(sources)
         if extra_queries is not None:
             changes["extra_queries"] = _clean_list(extra_queries, "extra queries")
         if include_keywords is not None:
@@ -352,7 +352,7 @@ class MonitorService:
         bad window or unknown sources; a failing run is reported in the summary (nothing is queued then)."""
         chat = await self._chat(chat_id)
         topic = self._clean_topic(query)
-        specs = self._check_sources(sources)
+        specs = await self.check_sources(sources)
         _check_lookback(lookback_hours)
         now = self._clock()
         monitor = transient_monitor(
@@ -437,9 +437,15 @@ class MonitorService:
             raise ValueError(f"That topic is too long; keep it under {self.settings.max_topic_chars} characters.")
         return clean
 
-    def _check_sources(self, sources: str | Sequence[str] | None) -> list[str]:
+    async def check_sources(self, sources: str | Sequence[str] | None) -> list[str]:
+        """The source specs (the default mix when none), checked now: a `ValueError` for the person names unknown
+        or switched-off sources, and feeds the fetcher would refuse (private or loopback addresses, with the
+        setting that allows them), so a monitor is never created only to fail at its first run."""
         specs = split_source_specs(sources)
-        self._resolve(specs)  # raises ValueError naming unknown or switched-off sources
+        resolved = self._resolve(specs)  # raises ValueError naming unknown or switched-off sources
+        refused = await refused_feeds(resolved)
+        if refused:
+            raise ValueError("Lookout will not fetch " + "; ".join(refused) + ".")
         return specs
 
     def _lookback(self, hours: int | None, schedule: Schedule) -> int:
