@@ -485,11 +485,17 @@ class MonitorService:
         if monitor.last_status == "failed":
             streak = f" ({monitor.consecutive_failures} runs in a row)" if monitor.consecutive_failures > 1 else ""
             return f"failed{streak}: {monitor.last_error or 'unknown error'}"
-        if monitor.last_status == "empty":
-            return "nothing new"
         latest = await self._runs.list_for_monitor(monitor.id, limit=1)
-        new_items = latest[0].stats.get("new_items") if latest else None
-        return f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
+        stats = latest[0].stats if latest else {}
+        new_items = stats.get("new_items")
+        if monitor.last_status == "empty":
+            result = "nothing new"
+        else:
+            result = f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
+        failed = [line for line in stats.get("source_errors") or [] if isinstance(line, str)]
+        if failed:
+            result += f"; {len(failed)} source{'s' if len(failed) != 1 else ''} failed: " + "; ".join(failed)
+        return result
 
 
 def _check_lookback(hours: int) -> int:

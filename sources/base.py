@@ -147,7 +147,7 @@ def failure_reason(kind: str, message: str, *, status: int | None = None) -> str
         case SourceErrorKind.BLOCKED if PRIVATE_URLS_SETTING in flat:
             return f"private address refused (allow with {PRIVATE_URLS_SETTING}=true)"
         case "unexpected":
-            return "failed unexpectedly (the log has the details)"
+            return "unexpected error, see the log"
     return flat[:120] + ("…" if len(flat) > 120 else "") or str(kind)
 
 

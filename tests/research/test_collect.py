@@ -56,7 +56,7 @@ async def test_every_query_goes_to_every_source_and_failures_are_recorded() -> N
     assert [f.line for f in result.failed_sources()] == [
         "github: rate-limited (HTTP 429)",
         "arxiv: no answer within 0.2 s",
-        "web: failed unexpectedly (the log has the details)",
+        "web: unexpected error, see the log",
     ]
 
     tallies = result.per_source()
