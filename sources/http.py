@@ -431,9 +431,7 @@ class HttpClient:
     ) -> _Answer:
         """Send, following up to `MAX_REDIRECTS` redirects ourselves so each hop is checked again."""
         for hop in range(MAX_REDIRECTS + 1):
-            answer = await self._send_with_retries(
-                method, target, headers, body, untrusted=untrusted, retries=retries
-            )
+            answer = await self._send_with_retries(method, target, headers, body, untrusted=untrusted, retries=retries)
             if answer.status not in _REDIRECT_STATUSES:
                 return self._accept(answer)
             location = answer.headers.get("location")

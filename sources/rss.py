@@ -46,7 +46,7 @@ class FeedSource:
         return None
 
     async def check_address(self) -> None:
-        """Raise `SourceError(BLOCKED)` now if fetching this feed would be refused (see `HttpClient.check_untrusted`)."""
+        """Raise `SourceError(BLOCKED)` now if fetching this feed would be refused (`HttpClient.check_untrusted`)."""
         await self._client.check_untrusted(self.feed_url)
 
     async def search(self, query: SearchQuery) -> SourceBatch:

@@ -8,6 +8,7 @@ from agent.commands.specs import (
     DigestCommand,
     MonitorsCommand,
     PauseCommand,
+    QuietCommand,
     ResumeCommand,
     TrackCommand,
     UntrackCommand,
@@ -16,7 +17,7 @@ from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import MonitorAccessError, MonitorNotFoundError, MonitorView, RunSummary, ScheduleError
 
-__all__ = ["digest", "list_monitors", "pause", "resume", "track", "untrack"]
+__all__ = ["digest", "list_monitors", "pause", "quiet", "resume", "run_status", "track", "untrack"]
 
 TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
 
@@ -105,6 +106,32 @@ async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list
     return [Reply(text=f"Monitor #{view.id} “{view.topic}” {state}; next run {_next_run(view, turn, services)}.")]
 
 
+async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[Reply]:
+    """Show or set whether a run with nothing new sends nothing (quiet, the default) or a short note."""
+    try:
+        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    if command.quiet is None:
+        return [Reply(text=f"Monitor #{before.id} “{before.topic}”: {quiet_state(before.quiet)}.")]
+    try:
+        view = await services.monitors.update_monitor(
+            command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin, quiet=command.quiet
+        )
+    except MonitorAccessError:
+        return refuse(_subscriber_only(before, "change"))
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    return [Reply(text=f"Monitor #{view.id} “{view.topic}”: {quiet_state(view.quiet)}.")]
+
+
+def quiet_state(quiet: bool) -> str:
+    """What `/quiet` on or off means, in words."""
+    if quiet:
+        return "a run that finds nothing new sends nothing (`/quiet <id> off` asks for a short note instead)"
+    return "a run that finds nothing new sends a short “nothing new” note (`/quiet <id> on` stops them)"
+
+
 def _subscriber_only(view: MonitorView, action: str) -> str:
     """This chat sees the monitor (it receives the digests) but another chat owns it."""
     return (
@@ -139,6 +166,9 @@ def run_status(what: str, summary: RunSummary) -> str:
     """One line on how a run ended, for /digest and /search."""
     if summary.status == "failed":
         reference = f" (error id {summary.error_id})" if summary.error_id else ""
+        if summary.source_errors:  # every source failed: one line each, with its URL
+            lines = "\n".join(f"- {line}" for line in summary.source_errors)
+            return f"{what} failed: every source failed. Nothing was sent.\n{lines}"
         return f"{what} failed: {summary.error or 'unknown error'}{reference}. Nothing was sent."
     collected = count(summary.items, "item")
     if summary.status == "empty":
@@ -148,9 +178,7 @@ def run_status(what: str, summary: RunSummary) -> str:
     follows = " — the digest follows." if summary.deliveries else "."
     problems = ""
     if summary.source_errors:
-        shown = "; ".join(summary.source_errors[:3])
-        more = f" and {len(summary.source_errors) - 3} more" if len(summary.source_errors) > 3 else ""
-        problems = f"\nSome sources failed: {shown}{more}."
+        problems = "\nSources that failed:\n" + "\n".join(f"- {line}" for line in summary.source_errors)
     return body + follows + problems
 
 

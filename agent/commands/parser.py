@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from babel import Locale, UnknownLocaleError
+
 from agent.commands.specs import (
     COMMAND_SPECS,
     CollectCommand,
@@ -30,8 +32,6 @@ from agent.commands.specs import (
     UntrackCommand,
     UsageCommand,
 )
-from babel import Locale, UnknownLocaleError
-
 from monitors import ScheduleError, parse_schedule
 from sources import SOURCE_NAMES, SPEC_HELP, parse_platforms
 
@@ -400,7 +400,8 @@ def _split_sources(tokens: list[_Token], *, command: str = "track") -> tuple[lis
         specs, rejected = _source_specs(tail)
         if specs and not rejected:
             if index == 0:
-                raise CommandError(command, f"Say what to {command} before the sources, like /{command} DeepSeek from hn.")
+                example = f"/{command} DeepSeek from hn"
+                raise CommandError(command, f"Say what to {command} before the sources, like {example}.")
             return tokens[:index], tuple(specs)
         if specs or any("," in word or ":" in word for word in tail):
             names = ", ".join(_shown(part) for part in rejected)

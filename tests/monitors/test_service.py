@@ -256,9 +256,13 @@ async def test_a_failing_monitor_tells_its_chats_once_per_streak_and_backs_off(w
     notices = [world.sender.pop_message(), world.sender.pop_message()]
     assert world.sender.is_quiet()
     assert {notice.chat.id for notice in notices} == {owner.id, other.id}
-    assert notices[0].text == notices[1].text == (
-        "⚠️ Monitor #1 “DeepSeek” failed: every source failed.\n- hn: timed out\n- news: rate-limited (HTTP 429)\n"
-        "I'll try again at 2026-11-20 14:00 UTC. Send /pause 1 to stop it."
+    assert (
+        notices[0].text
+        == notices[1].text
+        == (
+            "⚠️ Monitor #1 “DeepSeek” failed: every source failed.\n- hn: timed out\n- news: rate-limited (HTTP 429)\n"
+            "I'll try again at 2026-11-20 14:00 UTC. Send /pause 1 to stop it."
+        )
     )
     # hourly runs for the first failures, then skipped slots growing: 1, 3 then 7 hours skipped
     assert [(run - T0).total_seconds() / 3600 for run in next_runs if run] == [1, 2, 4, 7, 12]

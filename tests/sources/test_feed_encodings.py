@@ -65,7 +65,7 @@ SAMPLES = [
         "Shift_JIS",
         "テクノロジーニュース",
         (
-            ("新しいオープンソースの言語モデルが公開されました", "研究チームはモデルの重みを自由なライセンスで公開しました。"),
+            ("新しいオープンソースの言語モデルが公開", "研究チームはモデルの重みを自由なライセンスで公開しました。"),
             ("東京で人工知能の国際会議が開催", "世界中の研究者が集まり、最新の成果を発表しました。"),
             ("国内メーカーが新型の半導体を発表", "省電力の設計で、来年から量産を始める予定です。"),
         ),
@@ -82,7 +82,7 @@ SAMPLES = [
         "EUC-KR",
         "기술 뉴스",
         (
-            ("새로운 오픈 소스 언어 모델이 공개되었습니다", "연구팀은 모델 가중치를 자유 라이선스로 공개했다고 밝혔습니다."),
+            ("새로운 오픈 소스 언어 모델 공개", "연구팀은 모델 가중치를 자유 라이선스로 공개했다고 밝혔습니다."),
             ("서울에서 인공지능 국제 학회 개최", "전 세계 연구자들이 모여 최신 성과를 발표했습니다."),
             ("국내 기업이 새로운 반도체를 발표", "전력 효율이 크게 향상되었다고 회사는 설명했습니다."),
         ),
@@ -121,9 +121,12 @@ def test_charset_only_in_the_http_header(sample: Sample) -> None:
 def test_the_http_charset_wins_over_the_declaration() -> None:
     # Both decode any byte, so only the order decides: the bytes are windows-1251, the document says KOI8-R.
     text = "Новости"
-    content = f'<?xml version="1.0" encoding="KOI8-R"?><rss version="2.0"><channel><title>{text}</title>'.encode(
-        "windows-1251"
-    ) + b"<link>https://news.example/</link></channel></rss>"
+    content = (
+        f'<?xml version="1.0" encoding="KOI8-R"?><rss version="2.0"><channel><title>{text}</title>'.encode(
+            "windows-1251"
+        )
+        + b"<link>https://news.example/</link></channel></rss>"
+    )
 
     title, _ = _titles(content, "application/rss+xml; charset=windows-1251")
 
@@ -140,9 +143,10 @@ def test_a_wrong_http_charset_is_passed_over() -> None:
 def test_gb2312_label_reads_gbk_characters() -> None:
     # "镕" is GBK but not GB2312; feeds labelled GB2312 use such characters, and browsers read them as GB18030.
     text = "朱镕基讲话"
-    content = f'<?xml version="1.0" encoding="gb2312"?><rss version="2.0"><channel><title>{text}</title>'.encode(
-        "gbk"
-    ) + b"<link>https://news.example/</link></channel></rss>"
+    content = (
+        f'<?xml version="1.0" encoding="gb2312"?><rss version="2.0"><channel><title>{text}</title>'.encode("gbk")
+        + b"<link>https://news.example/</link></channel></rss>"
+    )
 
     assert _titles(content, None)[0] == text
 
@@ -151,9 +155,8 @@ def test_gb2312_label_reads_gbk_characters() -> None:
 async def test_through_the_feed_source(sample: Sample, fake_server: FakeHTTPServer, http_client: HttpClient) -> None:
     # Header-only charset on one feed, nothing at all on the other: both come out right through the real client.
     content = sample.xml(declare=False)
-    fake_server.route(
-        "GET", "/header.xml", FakeResponse(body=content, headers={"Content-Type": f"text/xml; charset={sample.encoding}"})
-    )
+    header = {"Content-Type": f"text/xml; charset={sample.encoding}"}
+    fake_server.route("GET", "/header.xml", FakeResponse(body=content, headers=header))
     fake_server.route("GET", "/bare.xml", FakeResponse(body=content, content_type="application/rss+xml"))
     config = SourcesConfig(allow_private_urls=True)
 

@@ -216,6 +216,4 @@ async def test_a_private_feed_is_refused_before_any_fetch_naming_the_setting(
     assert fake_server.requests == []
     # Allowed when the setting is on; a name that does not resolve now is not refused either.
     await _feed(fake_server, make_http_client(allow_private=True)).check_address()
-    await FeedSource(
-        client=guarded, config=SourcesConfig(), feed_url="https://feeds.invalid/rss.xml"
-    ).check_address()
+    await FeedSource(client=guarded, config=SourcesConfig(), feed_url="https://feeds.invalid/rss.xml").check_address()

@@ -98,9 +98,7 @@ async def test_the_reason_is_the_real_one_connection_error_or_rate_limit(
     world: ChatWorld, fake_server: FakeHTTPServer
 ) -> None:
     # Nothing listens on port 9 of this machine: the real client gets a refused connection.
-    unreachable = GoogleModel(
-        "gemini-test", provider=GoogleProvider(api_key="test-key", base_url="http://127.0.0.1:9")
-    )
+    unreachable = GoogleModel("gemini-test", provider=GoogleProvider(api_key="test-key", base_url="http://127.0.0.1:9"))
     gemini = FakeGemini(fake_server)
     for _ in range(3):
         gemini.reply_error(429, "RESOURCE_EXHAUSTED", "Too many requests, slow down")
