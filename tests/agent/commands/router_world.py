@@ -95,9 +95,17 @@ class RouterWorld:
         return await ChatRepository(self.database).get_or_create("telegram", external_id)
 
     async def say(
-        self, text: str, *, chat: str = CHAT, user: str = "7", is_admin: bool = False, thread: str = ""
+        self,
+        text: str,
+        *,
+        chat: str = CHAT,
+        user: str = "7",
+        is_admin: bool = False,
+        thread: str = "",
+        callback_data: str | None = None,
     ) -> Said:
-        """Send one message through `Conversation.respond`, as the dispatcher would."""
+        """Send one message (or, with `callback_data`, a button press) through `Conversation.respond`, as the
+        dispatcher would."""
         chat_record = await self.chat(chat)
         user_record = await UserRepository(self.database).get_or_create("telegram", user)
         progress: list[ProgressUpdate] = []
@@ -111,6 +119,7 @@ class RouterWorld:
             user_external_id=user,
             thread_key=thread,
             text=text,
+            callback_data=callback_data,
             is_private=True,
         )
         turn = Turn(incoming=incoming, chat=chat_record, user=user_record, is_admin=is_admin, progress=sink)
