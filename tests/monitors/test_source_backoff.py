@@ -17,7 +17,8 @@ class BrokenFeed(FailingSource):
     """A feed answering 500 every time; named by its spec like a real feed source."""
 
     def __init__(self) -> None:
-        super().__init__("rss", SourceError(SourceErrorKind.SERVER, "HTTP 500 from https://www.example.org/…", status=500))
+        error = SourceError(SourceErrorKind.SERVER, "HTTP 500 from https://www.example.org/…", status=500)
+        super().__init__("rss", error)
         self.spec = FEED
 
 

@@ -198,7 +198,10 @@ async def test_source_failures_count_a_streak_back_off_and_are_forgotten_on_reco
 
     assert (first.failures, second.failures) == (1, 2)
     listed = await failures.for_monitor(monitor.id)
-    assert [(r.spec, r.failures, r.last_reason) for r in listed] == [(feed, 2, "timed out"), ("hn", 1, "cannot connect")]
+    assert [(r.spec, r.failures, r.last_reason) for r in listed] == [
+        (feed, 2, "timed out"),
+        ("hn", 1, "cannot connect"),
+    ]
     assert listed[0].first_failed_at == T0 and listed[0].retry_at == T0 + timedelta(hours=3)
     assert listed[0].notified_at == T0 + timedelta(hours=1) and listed[1].notified_at is None
 
