@@ -83,8 +83,8 @@ def collect_command(
         f"in {report.attempts} attempts, {report.duration_seconds:.1f} s."
     )
     out.print(f"Stopped: {escape(report.stop_detail)}")
-    for error in report.source_errors:
-        out.print(f"[yellow]{escape(error.source)} failed ({escape(str(error.kind))}): {escape(error.message)}")
+    for failure in report.failed_sources:  # each failed source once: it was not asked again
+        out.print(f"[yellow]Failed: {escape(failure.line)}[/yellow]")
     for name, reason in report.skipped_sources.items():
         out.print(f"[dim]{escape(name)} is off: {escape(reason)}[/dim]")
     # Plain echo: rich would wrap a long path, and people copy these lines.

@@ -125,6 +125,10 @@ PRIVATE_URLS_SETTING = "ALLOW_PRIVATE_URLS"
 names it, so whoever runs Lookout knows what to change for a feed on their own network."""
 
 
+_UNRESOLVED = ("resolve", "Name or service not known", "nodename nor servname", "getaddrinfo", "DNS")
+"""Signs in a network error's message that the host name did not resolve (offline, or a typo in a feed URL)."""
+
+
 def failure_reason(kind: str, message: str, *, status: int | None = None) -> str:
     """A source's failure in a few words for a person (`HTTP 500`, `timed out`, `not a feed`): the full message
     names the URL and the server's words, which the line showing this already names or does not need."""
@@ -137,7 +141,8 @@ def failure_reason(kind: str, message: str, *, status: int | None = None) -> str
         case SourceErrorKind.SERVER | SourceErrorKind.CLIENT if status:
             return f"HTTP {status}"
         case SourceErrorKind.NETWORK:
-            return "cannot resolve the host" if "resolve" in flat else "cannot connect"
+            unresolved = any(sign in flat for sign in _UNRESOLVED)
+            return "cannot resolve the host name" if unresolved else "cannot connect"
         case SourceErrorKind.TOO_LARGE:
             return "too large"
         case SourceErrorKind.BAD_RESPONSE if flat.startswith("not a feed"):

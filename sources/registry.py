@@ -7,7 +7,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from sources.arxiv import ArxivSource
-from sources.base import Source, SourceError
+from sources.base import Source, SourceError, failure_reason
 from sources.config import SourcesConfig
 from sources.github import GitHubSource
 from sources.hn import HackerNewsSource
@@ -179,7 +179,8 @@ async def refused_feeds(sources: Iterable[Source]) -> list[str]:
         try:
             await check()
         except SourceError as error:
-            refusals.append(f"{spec_label(source_spec(source))}: {error}")
+            reason = failure_reason(error.kind, str(error), status=error.status)
+            refusals.append(f"{spec_label(source_spec(source))}: {reason}")
     return refusals
 
 

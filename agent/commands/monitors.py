@@ -113,7 +113,7 @@ async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[R
     except MonitorNotFoundError as error:
         return refuse(str(error))
     if command.quiet is None:
-        return [Reply(text=f"Monitor #{before.id} “{before.topic}”: {quiet_state(before.quiet)}.")]
+        return [Reply(text=f"Monitor #{before.id} “{before.topic}”: {quiet_state(before.id, before.quiet)}.")]
     try:
         view = await services.monitors.update_monitor(
             command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin, quiet=command.quiet
@@ -122,14 +122,14 @@ async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[R
         return refuse(_subscriber_only(before, "change"))
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}”: {quiet_state(view.quiet)}.")]
+    return [Reply(text=f"Monitor #{view.id} “{view.topic}”: {quiet_state(view.id, view.quiet)}.")]
 
 
-def quiet_state(quiet: bool) -> str:
-    """What `/quiet` on or off means, in words."""
+def quiet_state(monitor_id: int, quiet: bool) -> str:
+    """What `/quiet` on or off means for this monitor, in words."""
     if quiet:
-        return "a run that finds nothing new sends nothing (`/quiet <id> off` asks for a short note instead)"
-    return "a run that finds nothing new sends a short “nothing new” note (`/quiet <id> on` stops them)"
+        return f"a run that finds nothing new sends nothing (`/quiet {monitor_id} off` asks for a short note instead)"
+    return f"a run that finds nothing new sends a short “nothing new” note (`/quiet {monitor_id} on` stops them)"
 
 
 def _subscriber_only(view: MonitorView, action: str) -> str:

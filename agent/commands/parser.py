@@ -389,8 +389,8 @@ def _split_sources(tokens: list[_Token], *, command: str = "track") -> tuple[lis
     if tokens and not tokens[-1].quoted and tokens[-1].text.lower() == "from":
         raise CommandError(
             command,
-            f"Name the sources after “from”, like from hn,news or from rss:<feed url> (choose from {SPEC_HELP}); "
-            "or leave “from” out for the default mix.",
+            "Name the sources after “from”, like from hn,news or from rss:<feed url>; or leave “from” out for the "
+            "default mix.",
         )
     for index in range(len(tokens) - 2, -1, -1):
         token = tokens[index]

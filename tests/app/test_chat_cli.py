@@ -17,6 +17,7 @@ import termios
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from app.monitoring import monitor_stack
 from app.settings import load_settings
 from app.wiring import open_database
 from storage import ChatRepository
+from tests.app.conftest import recent_hn_payload, recent_news_payload
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "sources" / "payloads"
@@ -37,10 +39,10 @@ runner = CliRunner()
 
 
 def route_sources(server: FakeHTTPServer, *, hn_prefix: str = "/hn") -> None:
-    hn = (PAYLOADS / "hn_search_by_date.json").read_bytes()
+    hn = recent_hn_payload()  # in the window of a run on the real clock
     for path in ("/search", "/search_by_date"):
         server.route("GET", f"{hn_prefix}{path}", FakeResponse(body=hn, content_type="application/json"))
-    news = (PAYLOADS / "news_search.xml").read_bytes()
+    news = recent_news_payload()
     server.route("GET", "/news/search", FakeResponse(body=news, content_type="application/rss+xml"))
 
 
@@ -129,6 +131,29 @@ def test_a_digest_queued_while_the_chat_was_closed_is_printed_when_it_runs(envir
     assert "DeepSeek · " in delivered
     [csv] = saved_files(delivered, "CSV")
     assert csv.is_file()
+
+
+def test_a_scheduled_run_that_fails_is_told_in_the_terminal(
+    environment: dict[str, str], fake_server: FakeHTTPServer
+) -> None:
+    for path in ("/hn/search", "/hn/search_by_date"):
+        fake_server.route("GET", path, FakeResponse(status=503, body="maintenance"))
+    first = runner.invoke(cli, ["chat"], input="/track DeepSeek daily at 08:30 from hn\n")
+    assert first.exit_code == 0 and "monitor #1" in first.output
+
+    async def scheduled_run() -> None:  # as the scheduler fires it
+        settings = load_settings()
+        async with open_database(settings) as database, monitor_stack(settings, database) as stack:
+            summary = await stack.service.run_monitor(1, datetime(2026, 11, 21, 8, 30, tzinfo=UTC))
+            assert summary is not None and summary.status == "failed"
+
+    asyncio.run(scheduled_run())
+    second = runner.invoke(cli, ["chat"], input="/monitors\n")
+    assert second.exit_code == 0, second.output
+    delivered = second.output.split("── delivered", 1)[1]
+    assert "Monitor #1 “DeepSeek” failed: every source failed." in delivered
+    assert "hn: HTTP 503" in delivered and "/pause 1" in delivered
+    assert "failed: every source failed: hn: HTTP 503" in second.output  # /monitors says it too
 
 
 # ---- the real process on a pseudo-terminal -------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
+from tests.app.conftest import recent_hn_payload, recent_news_payload
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.telegram import FakeTelegram, running_fake_telegram
 
@@ -33,10 +34,10 @@ def telegram() -> Iterator[FakeTelegram]:
 def environment(
     monkeypatch: pytest.MonkeyPatch, fake_server: FakeHTTPServer, telegram: FakeTelegram, tmp_path: Path
 ) -> dict[str, str]:
-    hn = (PAYLOADS / "hn_search_by_date.json").read_bytes()
+    hn = recent_hn_payload()  # in the window of a run on the real clock
     for path in ("/hn/search", "/hn/search_by_date"):
         fake_server.route("GET", path, FakeResponse(body=hn, content_type="application/json"))
-    news = (PAYLOADS / "news_search.xml").read_bytes()
+    news = recent_news_payload()
     fake_server.route("GET", "/news/search", FakeResponse(body=news, content_type="application/rss+xml"))
     env = {
         "DATA_DIR": str(tmp_path / "data"),

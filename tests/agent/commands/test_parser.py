@@ -247,7 +247,7 @@ def test_from_with_no_sources_after_it_says_so() -> None:
     result = parse("/track DeepSeek daily at 08:30 from")
     assert isinstance(result, CommandError) and result.command == "track"
     assert result.reason.startswith("Name the sources after “from”")
-    assert "hn" in result.reason and "rss:<feed url>" in result.reason
+    assert "from hn,news" in result.reason and "rss:<feed url>" in result.reason
 
 
 def test_track_sources_by_name_feed_and_rsshub() -> None:
