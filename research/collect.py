@@ -126,13 +126,9 @@ class SourceFailure(BaseModel):
         return f"{spec_label(self.spec)}: {self.reason}"
 
 
-def failure_lines(failures: Sequence[SourceFailure], *, limit: int | None = None) -> list[str]:
-    """One line per failed source; past `limit` lines the last says `and N more`, so none is dropped silently."""
-    lines = [failure.line for failure in failures]
-    if limit is None or len(lines) <= limit:
-        return lines
-    kept = max(limit - 1, 0)
-    return [*lines[:kept], f"and {len(lines) - kept} more"]
+def failure_lines(failures: Sequence[SourceFailure]) -> list[str]:
+    """One line per failed source, every one of them (a reader is never left to guess what "and 2 more" were)."""
+    return [failure.line for failure in failures]
 
 
 class FailedSources:

@@ -350,3 +350,24 @@ def test_a_cluster_without_known_members_still_counts_its_item(collection: Colle
     orphan = Cluster(id="other", members=[collection.ranked[0].item])
     digest = extractive_digest(collection.ranked[:1], topic=collection.topic, clusters=[orphan], now=collection.now)
     assert len(digest.developments) == 1 and digest.developments[0].citations == [1]
+
+
+async def test_a_failing_gemini_gives_a_digest_that_says_it_was_written_without_it(
+    fake_server: FakeHTTPServer, top5: Collection
+) -> None:
+    gemini = FakeGemini(fake_server)
+    gemini.reply_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+    model = GoogleModel(gemini.model, provider=GoogleProvider(api_key=gemini.api_key, base_url=gemini.url))
+    unreachable = GoogleModel("gemini-test", provider=GoogleProvider(api_key="k", base_url="http://127.0.0.1:9"))
+
+    with models.override_allow_model_requests(True):
+        overloaded = await llm_digest(top5.ranked, topic=top5.topic, model=model, clusters=top5.clusters, now=top5.now)
+        offline = await llm_digest(
+            top5.ranked, topic=top5.topic, model=unreachable, clusters=top5.clusters, now=top5.now
+        )
+
+    assert overloaded.path == offline.path == "extractive"
+    assert overloaded.digest.without_model == (
+        "Summarised without the language model, which failed (server error, HTTP 503)."
+    )
+    assert offline.digest.without_model == "Summarised without the language model, which failed (connection error)."
