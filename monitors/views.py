@@ -73,7 +73,8 @@ class MonitorView:
     def summary(self) -> str:
         """One markdown paragraph for `/monitors` and for the reply to `/track`."""
         state = "paused" if self.paused else (f"next {self.next_run:%Y-%m-%d %H:%M %Z}" if self.next_run else "")
-        quiet = " · quiet" if self.quiet else ""
+        # quiet is the default: only a monitor that sends "nothing new" notes says so
+        quiet = "" if self.quiet else " · notes when nothing is new"
         return (
             f"**#{self.id} {self.topic}** — {self.schedule}{quiet}\n"
             f"{state} · sources: {', '.join(self.sources)}\n"

@@ -7,7 +7,6 @@ import base64
 import json as jsonlib
 import math
 import random
-import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -21,6 +20,7 @@ import httpcore
 import httpx
 
 from sources.base import SourceError, SourceErrorKind
+from sources.charsets import decode_document
 from sources.ssrf import (
     AddressPolicy,
     GuardedTransport,
@@ -44,7 +44,6 @@ __all__ = [
 
 MAX_REDIRECTS = 5
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,14 +80,9 @@ class HttpResponse:
     """A 304 came back; `content` is the body stored from the last 200 (empty if none was stored)."""
 
     def text(self) -> str:
-        """The body decoded with the declared charset, else UTF-8; undecodable bytes are replaced."""
-        match = _CHARSET.search(self.headers.get("content-type", ""))
-        if match:
-            try:
-                return self.content.decode(match.group(1), errors="replace")
-            except LookupError:
-                pass
-        return self.content.decode("utf-8", errors="replace")
+        """The body decoded as `sources.charsets.choose_charset` decides (the declared charset when it fits the
+        bytes, else UTF-8, else detection); undecodable bytes are replaced."""
+        return decode_document(self.content, content_type=self.headers.get("content-type"))
 
     def json(self) -> Any:
         """The body parsed as JSON; `SourceError(BAD_RESPONSE)` when it is not JSON."""

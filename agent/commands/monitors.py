@@ -195,7 +195,8 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
     state = "⏸ paused" if view.paused else f"next {_next_run(view, turn, services)}"
     last = view.last_result + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
     owner = f" · chat {view.owner_chat_id}" if show_owner else ""
-    quiet = " · quiet" if view.quiet else ""
+    # quiet is the default: only a monitor that sends "nothing new" notes says so
+    quiet = "" if view.quiet else " · notes when nothing is new"
     return (
         f"**#{view.id} {view.topic}** — {view.schedule}{quiet}{owner}\n"
         f"{state} · sources: {', '.join(view.sources)}\n"

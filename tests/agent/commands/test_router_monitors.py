@@ -236,7 +236,7 @@ async def test_quiet_shows_and_sets_what_an_empty_run_sends(world: RouterWorld) 
     assert loud.text.startswith("Monitor #1 “DeepSeek”: a run that finds nothing new sends a short “nothing new” note")
     assert not (await MonitorRepository(world.database).get(1)).quiet  # type: ignore[union-attr]
     assert "belongs to another chat" in refused.text
-    assert " · quiet" not in listed.text
+    assert "**#1 DeepSeek** — every day at 09:00 (UTC) · notes when nothing is new" in listed.text
 
 
 async def test_a_private_feed_is_refused_at_track_naming_the_setting(
