@@ -28,24 +28,14 @@ FEEDS = ("hang", "error", "html", "huge", "gzip", "many", "good")
 GOOD = (Path(__file__).resolve().parent.parent / "tests" / "sources" / "payloads" / "rss_tech.xml").read_bytes()
 
 
-def _many_items(count: int) -> bytes:
-    items = "".join(
-        f"<item><title>Unrelated note {n}</title><link>https://many.example/{n}</link>"
-        f"<description>Nothing about the topic here, entry {n}.</description></item>"
-        for n in range(count)
-    )
-    return (
-        f'<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Many</title>'
-        f"<link>https://many.example/</link>{items}</channel></rss>"
-    ).encode()
-
-
 def serve(port: int) -> None:
     """The feeds, on 127.0.0.1:`port`; `/_counts` answers how many requests each path got."""
     from aiohttp import web
 
+    from tests.fakes.feeds import many_items_feed
+
     counts: dict[str, int] = {}
-    many, huge = _many_items(5000), b"<rss>" + b"x" * 20_000_000 + b"</rss>"
+    many, huge = many_items_feed(5000), b"<rss>" + b"x" * 20_000_000 + b"</rss>"
 
     async def handle(request: web.Request) -> web.StreamResponse:
         name = request.path.strip("/").removesuffix(".xml")

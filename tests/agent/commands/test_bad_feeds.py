@@ -15,21 +15,10 @@ import pytest
 
 from storage import Database, RunRepository
 from tests.agent.commands.router_world import PAYLOADS, RouterWorld, open_world
+from tests.fakes.feeds import many_items_feed
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 
 BAD = ("hang", "error", "html", "huge", "gzip", "many")
-
-
-def _many_items(count: int) -> bytes:
-    items = "".join(
-        f"<item><title>Unrelated note {n}</title><link>https://many.example/{n}</link>"
-        f"<description>Nothing about the topic here, entry {n}.</description></item>"
-        for n in range(count)
-    )
-    return (
-        f'<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Many</title>'
-        f"<link>https://many.example/</link>{items}</channel></rss>"
-    ).encode()
 
 
 def route_bad_feeds(server: FakeHTTPServer) -> None:
@@ -46,7 +35,7 @@ def route_bad_feeds(server: FakeHTTPServer) -> None:
         "/feeds/gzip.xml",
         FakeResponse(body=b"\x1f\x8b\x08\x00garbage, not deflate data" * 10, headers={"Content-Encoding": "gzip"}),
     )
-    server.route("GET", "/feeds/many.xml", FakeResponse(body=_many_items(5000), content_type="application/rss+xml"))
+    server.route("GET", "/feeds/many.xml", FakeResponse(body=many_items_feed(5000), content_type="application/rss+xml"))
     server.route(
         "GET", "/feeds/good.xml", FakeResponse(body=(PAYLOADS / "rss_tech.xml").read_bytes(), content_type="text/xml")
     )
