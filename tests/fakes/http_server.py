@@ -84,6 +84,11 @@ class ThreadedFakeServer:
     async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+        # Handlers still sleeping (a feed that "hangs") end here, not as "Task was destroyed" at exit.
+        pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     def start(self) -> None:
         self._thread.start()
