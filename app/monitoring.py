@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
+from app.frontends import PlatformSenders, platform_senders
 from app.settings import Settings
 from app.wiring import SourceCatalog, open_http_client, pipeline_models
-from bots import TelegramSender
-from monitors import ChatSender, DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
+from bots import TelegramLimits
+from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
 from storage import Database
 
-TELEGRAM_MESSAGES_PER_SECOND = 25.0
-"""Below Telegram's ~30 messages/s per bot, so a busy minute paces itself instead of collecting 429s."""
+Clock = Callable[[], datetime]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -26,30 +31,31 @@ class MonitorStack:
     scheduler: MonitorScheduler
     catalog: SourceCatalog
     """The sources built from settings; `catalog.client` is the one HTTP client they share."""
-
-
-def delivery_senders(settings: Settings) -> dict[str, ChatSender]:
-    """One sender per platform whose token is configured."""
-    senders: dict[str, ChatSender] = {}
-    if settings.telegram_bot_token is not None:
-        api = settings.telegram_api_url.rstrip("/")
-        senders["telegram"] = TelegramSender(
-            settings.telegram_bot_token.get_secret_value(),
-            base_url=f"{api}/bot",
-            base_file_url=f"{api}/file/bot",
-            max_messages_per_second=TELEGRAM_MESSAGES_PER_SECOND,
-        )
-    return senders
+    senders: PlatformSenders
+    """The one sender per platform (one Telegram Bot): the worker delivers with them, the frontends answer."""
 
 
 @asynccontextmanager
-async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit."""
+async def monitor_stack(
+    settings: Settings,
+    database: Database,
+    *,
+    telegram_limits: TelegramLimits | None = None,
+    clock: Clock = _now,
+) -> AsyncIterator[MonitorStack]:
+    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `clock` is the
+    process's clock (tests pin it); `telegram_limits` default to Telegram's flood limits."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
-    senders = delivery_senders(settings)
+    senders = platform_senders(settings, telegram_limits=telegram_limits)
     try:
-        worker = DeliveryWorker(database, senders)
+        worker = DeliveryWorker(
+            database,
+            senders.by_platform(),
+            clock=clock,
+            lease=timedelta(seconds=settings.delivery_lease_seconds),
+            poll_seconds=settings.delivery_poll_seconds,
+        )
         pipeline_light, pipeline_heavy = pipeline_models(settings)
         service = MonitorService(
             database,
@@ -57,11 +63,12 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
             # Wrapped: retries, then the other model; the chat agent wraps the plain models itself.
             light_model=pipeline_light,
             heavy_model=pipeline_heavy,
-            out_dir=settings.data_dir / "exports",
+            out_dir=settings.exports_dir,
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
             on_deliveries_queued=worker.wake,
+            clock=clock,
         )
         scheduler = MonitorScheduler(service, database)
         yield MonitorStack(
@@ -70,9 +77,8 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
             worker=worker,
             scheduler=scheduler,
             catalog=catalog,
+            senders=senders,
         )
     finally:
-        for sender in senders.values():
-            if isinstance(sender, TelegramSender):
-                await sender.close()
+        await senders.close()
         await client.aclose()

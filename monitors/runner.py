@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -16,6 +15,7 @@ from pydantic import ValidationError
 from pydantic_ai.models import Model
 
 from monitors.delivery import NOTICE_KIND
+from monitors.error_ids import new_error_id
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
@@ -23,9 +23,11 @@ from research import (
     PipelineRequest,
     PipelineResult,
     ProgressCallback,
+    chat_folder,
+    escape_markdown,
+    export_stem,
     failure_lines,
     load_plan,
-    safe_stem,
 )
 from sources import Engagement, Item, Source, source_spec, spec_label
 from storage import (
@@ -170,7 +172,7 @@ class MonitorRunner:
             await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
             raise
         except Exception as error:  # one monitor's failure must never take the process down
-            error_id = uuid.uuid4().hex[:8]
+            error_id = new_error_id()
             logger.exception("monitor %d run %d failed [error id %s]", monitor.id, run.id, error_id)
             failure = _Failure(error=f"{type(error).__name__}: {error}", error_id=error_id)
             return await self._failed(monitor, run, schedule, failure)
@@ -195,7 +197,7 @@ class MonitorRunner:
                 monitor, run, result, schedule=schedule, asking_chat=asking_chat, left_out=tuple(left_out)
             )
         except Exception as error:
-            error_id = uuid.uuid4().hex[:8]
+            error_id = new_error_id()
             logger.exception("monitor %d run %d could not be stored [error id %s]", monitor.id, run.id, error_id)
             return await self._failed(
                 monitor, run, schedule, _Failure(error=f"{type(error).__name__}", error_id=error_id)
@@ -244,8 +246,9 @@ class MonitorRunner:
             request,
             light_model=self._light if use_models else None,
             heavy_model=self._heavy if use_models else None,
-            out_dir=self._out_dir,
-            stem=f"{safe_stem(monitor.topic, until)}-{_owner_tag(monitor)}-r{run.id}",
+            # The files go to the folder of the chat that asked (or the owner's), named by the one scheme.
+            out_dir=self._out_dir / (chat_folder(reader.platform, reader.external_id) if reader else "monitors"),
+            stem=run_file_stem(monitor, run),
             progress=progress,
             now=self._clock,
         )
@@ -283,8 +286,8 @@ class MonitorRunner:
         delivered = set(result.new_item_ids) if deliver and linked else set()
         status: RunStatusText = "empty" if result.nothing_new else "ok"
         exports = result.exports
-        files = (("csv", exports.csv), ("json", exports.json), ("chart", exports.chart))
-        artifacts = {name: path for name, path in files if path is not None}
+        files = (("csv", exports.csv), ("json", exports.json), ("chart", exports.chart)) if exports else ()
+        artifacts = {name: path for name, path in files}
         source_errors = (*failure_lines(result.failed_sources), *left_out)
         stats: dict[str, object] = {
             "kind": "search" if transient else "digest",
@@ -296,7 +299,7 @@ class MonitorRunner:
             "delivered": deliver,
             "plan_refreshed": result.plan_refreshed,
             "source_errors": list(source_errors),
-            "file_stem": safe_stem(monitor.topic, run.scheduled_for),
+            "file_stem": run_file_stem(monitor, run),
         }
         if note:
             collected = result.report.counts.unique if result.report is not None else len(result.items)
@@ -413,14 +416,14 @@ class MonitorRunner:
         zone = _zone(monitor.timezone)
         reference = f" (error id {failure.error_id})" if failure.error_id else ""
         reasons = failure.source_errors or (failure.error + reference,)
-        errors = "\n".join(f"- {line}" for line in reasons)
+        errors = "\n".join(f"- {escape_markdown(line)}" for line in reasons)
         runs = "" if monitor.consecutive_failures == 1 else f" {monitor.consecutive_failures} runs in a row"
         what = "every source failed" if failure.source_errors else "the run stopped with an error"
         backing_off = monitor.consecutive_failures >= self._settings.failure_backoff_after
         when = f"{next_run.astimezone(zone):%Y-%m-%d %H:%M %Z}" if next_run else "the next run"
         retry = f"I'll keep trying, less often; next try {when}." if backing_off else f"I'll try again at {when}."
         text = (
-            f"⚠️ Monitor #{monitor.id} “{monitor.topic}” failed{runs}: {what}.\n{errors}\n"
+            f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}” failed{runs}: {what}.\n{errors}\n"
             f"{retry} Send /pause {monitor.id} to stop it."
         )
         chats = [monitor.owner_chat_id, *(chat.id for chat in await self._subscriptions.subscribers(monitor.id))]
@@ -526,9 +529,10 @@ MAX_ERROR_CHARS: Final = 4000
 def nothing_new_note(monitor: MonitorRecord, *, items: int, failed: Sequence[str] = ()) -> str:
     """The short note a monitor that is not quiet sends when a run found nothing new (no digest, no files)."""
     collected = f"{items:,} item{'' if items == 1 else 's'} collected, all seen before"
-    lines = [f"Nothing new about “{monitor.topic}” (monitor #{monitor.id}) since the last digest: {collected}."]
+    topic = escape_markdown(monitor.topic)
+    lines = [f"Nothing new about “{topic}” (monitor #{monitor.id}) since the last digest: {collected}."]
     if failed:
-        lines.append("Sources that failed:\n" + "\n".join(f"- {line}" for line in failed))
+        lines.append("Sources that failed:\n" + "\n".join(f"- {escape_markdown(line)}" for line in failed))
     lines.append(f"`/quiet {monitor.id} on` stops these notes.")
     return "\n".join(lines)
 
@@ -536,13 +540,14 @@ def nothing_new_note(monitor: MonitorRecord, *, items: int, failed: Sequence[str
 def _sources_notice(monitor: MonitorRecord, backed_off: Sequence[tuple[SourceFailureRecord, datetime]]) -> str:
     zone = _zone(monitor.timezone)
     lines = [
-        f"- {spec_label(record.spec)}: {record.last_reason}; failed {record.failures} runs in a row, next try "
+        f"- {escape_markdown(spec_label(record.spec))}: {escape_markdown(record.last_reason)}; failed "
+        f"{record.failures} runs in a row, next try "
         f"{retry_at.astimezone(zone):%Y-%m-%d %H:%M %Z}"
         for record, retry_at in backed_off
     ]
     which = "this source keeps" if len(lines) == 1 else "these sources keep"
     return (
-        f"⚠️ Monitor #{monitor.id} “{monitor.topic}”: {which} failing, so I'll ask less often "
+        f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}”: {which} failing, so I'll ask less often "
         "(the other sources are searched as usual):\n"
         + "\n".join(lines)
         + "\nIf a source is gone for good, ask me to change the monitor's sources."
@@ -563,9 +568,10 @@ def _is_on(source: Source) -> bool:
         return False
 
 
-def _owner_tag(monitor: MonitorRecord) -> str:
-    """`m<id>` in the file names of a monitor's runs, `search` for a one-off search."""
-    return "search" if monitor.id == TRANSIENT_MONITOR_ID else f"m{monitor.id}"
+def run_file_stem(monitor: MonitorRecord, run: RunRecord) -> str:
+    """The name of a run's files on disk and as sent: `deepseek-20261122-0830-m1-r7`, `…-search-r8` for /search."""
+    owner = "search" if monitor.id == TRANSIENT_MONITOR_ID else f"m{monitor.id}"
+    return export_stem(monitor.topic, run.scheduled_for, f"{owner}-r{run.id}")
 
 
 def _digest_of(run: RunRecord | None) -> Digest | None:

@@ -30,6 +30,7 @@ from sources.registry import (
     source_status,
     spec_label,
 )
+from sources.retry import Backoff, Sleep, parse_retry_after
 from sources.rsshub import parse_platforms
 from sources.urls import canonical_url, host_of, short_url
 
@@ -38,6 +39,7 @@ __all__ = [
     "PRIVATE_URLS_SETTING",
     "SOURCE_NAMES",
     "SPEC_HELP",
+    "Backoff",
     "Engagement",
     "HostPolicy",
     "HttpClient",
@@ -46,6 +48,7 @@ __all__ = [
     "MemoryValidatorStore",
     "Page",
     "SearchQuery",
+    "Sleep",
     "Source",
     "SourceBatch",
     "SourceError",
@@ -61,6 +64,7 @@ __all__ = [
     "host_of",
     "item_id",
     "parse_platforms",
+    "parse_retry_after",
     "read_page",
     "refused_feeds",
     "resolve_source_specs",

@@ -16,6 +16,7 @@ from agent.commands.specs import (
 from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import MonitorAccessError, MonitorNotFoundError, MonitorView, RunSummary, ScheduleError
+from research import escape_markdown
 
 __all__ = ["digest", "list_monitors", "pause", "quiet", "resume", "run_status", "track", "untrack"]
 
@@ -34,12 +35,12 @@ async def track(services: Services, turn: Turn, command: TrackCommand) -> list[R
             timezone=command.schedule.timezone,
         )
     except (ScheduleError, ValueError) as error:
-        return refuse(f"No monitor was created: {error}", usage="track")
+        return refuse(f"{escape_markdown(str(error).rstrip('.'))}. No monitor was created.", usage="track")
     lines = [
-        f"Tracking **{view.topic}** as monitor #{view.id}.",
+        f"Tracking **{escape_markdown(view.topic)}** as monitor #{view.id}.",
         f"Schedule: {view.schedule}",
         f"Next run: {_next_run(view, turn, services)}",
-        f"Sources: {', '.join(view.sources)}",
+        f"Sources: {escape_markdown(', '.join(view.sources))}",
         f"`/digest {view.id}` runs it now, `/pause {view.id}` pauses it, `/untrack {view.id}` deletes it.",
     ]
     return [Reply(text="\n".join(lines))]
@@ -73,7 +74,7 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
         return refuse(str(error))
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    return [Reply(text=f"Deleted monitor #{view.id} “{view.topic}”; no more digests from it.")]
+    return [Reply(text=f"Deleted monitor #{view.id} “{escape_markdown(view.topic)}”; no more digests from it.")]
 
 
 async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
@@ -88,7 +89,11 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
     except MonitorNotFoundError as error:  # deleted meanwhile
         return refuse(str(error))
     already = "was already paused" if before.paused else "is paused"
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {already}; `/resume {view.id}` starts it again.")]
+    return [
+        Reply(
+            text=f"Monitor #{view.id} “{escape_markdown(view.topic)}” {already}; `/resume {view.id}` starts it again."
+        )
+    ]
 
 
 async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
@@ -103,7 +108,8 @@ async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list
     except MonitorNotFoundError as error:
         return refuse(str(error))
     state = "was not paused" if not before.paused else "is running again"
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {state}; next run {_next_run(view, turn, services)}.")]
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
 
 
 async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[Reply]:
@@ -113,7 +119,8 @@ async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[R
     except MonitorNotFoundError as error:
         return refuse(str(error))
     if command.quiet is None:
-        return [Reply(text=f"Monitor #{before.id} “{before.topic}”: {quiet_state(before.id, before.quiet)}.")]
+        topic = escape_markdown(before.topic)
+        return [Reply(text=f"Monitor #{before.id} “{topic}”: {quiet_state(before.id, before.quiet)}.")]
     try:
         view = await services.monitors.update_monitor(
             command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin, quiet=command.quiet
@@ -122,7 +129,8 @@ async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[R
         return refuse(_subscriber_only(before, "change"))
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}”: {quiet_state(view.id, view.quiet)}.")]
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}”: {quiet_state(view.id, view.quiet)}.")]
 
 
 def quiet_state(monitor_id: int, quiet: bool) -> str:
@@ -135,8 +143,8 @@ def quiet_state(monitor_id: int, quiet: bool) -> str:
 def _subscriber_only(view: MonitorView, action: str) -> str:
     """This chat sees the monitor (it receives the digests) but another chat owns it."""
     return (
-        f"Monitor #{view.id} “{view.topic}” belongs to another chat: this chat receives its digests, but only that "
-        f"chat can {action} it. `/untrack {view.id}` stops the digests here."
+        f"Monitor #{view.id} “{escape_markdown(view.topic)}” belongs to another chat: this chat receives its digests, "
+        f"but only that chat can {action} it. `/untrack {view.id}` stops the digests here."
     )
 
 
@@ -167,9 +175,9 @@ def run_status(what: str, summary: RunSummary) -> str:
     if summary.status == "failed":
         reference = f" (error id {summary.error_id})" if summary.error_id else ""
         if summary.source_errors:  # every source failed: one line each, with its URL
-            lines = "\n".join(f"- {line}" for line in summary.source_errors)
+            lines = "\n".join(f"- {escape_markdown(line)}" for line in summary.source_errors)
             return f"{what} failed: every source failed. Nothing was sent.\n{lines}"
-        return f"{what} failed: {summary.error or 'unknown error'}{reference}. Nothing was sent."
+        return f"{what} failed: {escape_markdown(summary.error or 'unknown error')}{reference}. Nothing was sent."
     collected = count(summary.items, "item")
     if summary.status == "empty":
         body = f"{what} ran: {collected} collected, nothing new since the last digest"
@@ -178,7 +186,8 @@ def run_status(what: str, summary: RunSummary) -> str:
     follows = " — the digest follows." if summary.deliveries else "."
     problems = ""
     if summary.source_errors:
-        problems = "\nSources that failed:\n" + "\n".join(f"- {line}" for line in summary.source_errors)
+        lines = "\n".join(f"- {escape_markdown(line)}" for line in summary.source_errors)
+        problems = "\nSources that failed:\n" + lines
     return body + follows + problems
 
 
@@ -193,12 +202,12 @@ def _next_run(view: MonitorView, turn: Turn, services: Services) -> str:
 def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: bool) -> str:
     zone = chat_zone(turn, services)
     state = "⏸ paused" if view.paused else f"next {_next_run(view, turn, services)}"
-    last = view.last_result + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
+    last = escape_markdown(view.last_result) + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
     owner = f" · chat {view.owner_chat_id}" if show_owner else ""
     # quiet is the default: only a monitor that sends "nothing new" notes says so
     quiet = "" if view.quiet else " · notes when nothing is new"
     return (
-        f"**#{view.id} {view.topic}** — {view.schedule}{quiet}{owner}\n"
-        f"{state} · sources: {', '.join(view.sources)}\n"
+        f"**#{view.id} {escape_markdown(view.topic)}** — {view.schedule}{quiet}{owner}\n"
+        f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"
         f"last run: {last}"
     )
