@@ -1,7 +1,7 @@
 """Sources failing run after run (backed off, owner told once); monitors are quiet on empty days by default.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-01
 
 """
@@ -12,8 +12,8 @@ import sqlalchemy as sa
 
 
 
-revision: str = '0003'
-down_revision: Union[str, Sequence[str], None] = '0002'
+revision: str = '0004'
+down_revision: Union[str, Sequence[str], None] = '0003'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
