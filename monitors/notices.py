@@ -3,6 +3,7 @@ outbox like a digest, so it keeps the outbox's guarantees (sent once, retried, r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
@@ -18,11 +19,21 @@ TEXT_KINDS: Final = frozenset({NOTICE_KIND, BRIEFING_KIND})
 """Runs whose message is the stored `stats["text"]` (plus their files), not a rendered digest."""
 
 
-async def queue_notice(database: Database, *, chat_id: int, text: str, monitor_id: int | None, now: datetime) -> None:
-    """Queue `text` (markdown) for the chat, as a finished run of its own with one outbox row."""
+async def queue_notice(
+    database: Database,
+    *,
+    chat_id: int,
+    text: str,
+    monitor_id: int | None,
+    now: datetime,
+    also: Sequence[int] = (),
+) -> None:
+    """Queue `text` (markdown) for the chat (and the chats in `also`), as a finished run of its own with one outbox
+    row per chat."""
     label = f"notice: monitor #{monitor_id}" if monitor_id is not None else "notice"
     notice = await RunRepository(database).open_search_run(chat_id=chat_id, query=label, now=now)
     await DeliveryRepository(database).complete_run(
         notice.id,
         outcome=RunOutcome(finished_at=now, stats={"kind": NOTICE_KIND, "monitor_id": monitor_id, "text": text}),
+        extra_chat_ids=[chat for chat in also if chat != chat_id],
     )

@@ -72,8 +72,8 @@ class MonitorEntry(BaseModel):
     exclude_keywords: list[str] = Field(default_factory=list)
     lookback_hours: int | None = Field(default=None, ge=1)
     language: str | None = Field(default=None, max_length=16)
-    quiet: bool = False
-    """Nothing is sent when a run finds nothing new (exported as false where /quiet does not exist yet)."""
+    quiet: bool = True
+    """Nothing is sent when a run finds nothing new (the default, as `/quiet`); false: a short "nothing new" note."""
     paused: bool = False
     shared: bool = False
     delivery: DeliveryMode = DeliveryMode.AUTO
@@ -154,9 +154,8 @@ def _entry_line(entry: MonitorEntry) -> str:
     if len(sources) > 200:
         sources = f"{len(entry.sources)} sources"
     schedule = entry.schedule or f"{DEFAULT_SCHEDULE_TEXT} (the default)"
-    flags = "".join(
-        f" · {flag}" for flag, on in (("paused", entry.paused), ("shared", entry.shared), ("quiet", entry.quiet)) if on
-    )
+    named = (("paused", entry.paused), ("shared", entry.shared), ("notes when nothing is new", not entry.quiet))
+    flags = "".join(f" · {flag}" for flag, on in named if on)
     return f"“{entry.topic}” — {schedule} · {sources}{flags}"
 
 
@@ -354,7 +353,7 @@ async def plan_import(service: MonitorService, chat: ChatRecord, plan: ImportPla
     refused = list(plan.refused)
     for entry in plan.entries:
         try:
-            fields = service.check_fields(
+            fields = await service.check_fields(
                 entry.topic,
                 schedule_text=entry.schedule,
                 timezone=entry.timezone or service.chat_timezone(chat),

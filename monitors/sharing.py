@@ -320,8 +320,8 @@ def _differences(view: MonitorView, *, sources: Sequence[str], schedule_words: s
         found.append(f"items must mention {', '.join(view.include_keywords)}")
     if view.exclude_keywords:
         found.append(f"it skips items mentioning {', '.join(view.exclude_keywords)}")
-    if view.quiet:
-        found.append("it sends nothing when there is nothing new")
+    if not view.quiet:
+        found.append("it sends a short note when there is nothing new")
     return tuple(found)
 
 

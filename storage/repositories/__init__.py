@@ -10,6 +10,7 @@ from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
 from storage.repositories.runs import RunRepository
+from storage.repositories.source_failures import SourceFailureRepository
 from storage.repositories.subscriptions import SubscriptionChanges, SubscriptionRepository
 from storage.repositories.usage import UsageRepository
 from storage.repositories.users import UserRepository
@@ -28,6 +29,7 @@ __all__ = [
     "MonitorRepository",
     "RunNotOpenError",
     "RunRepository",
+    "SourceFailureRepository",
     "SubscriptionChanges",
     "SubscriptionRepository",
     "UsageRepository",

@@ -84,7 +84,7 @@ class MonitorRepository(Repository):
         exclude_keywords: Sequence[str] = (),
         lookback_hours: int = 24,
         language: str | None = None,
-        quiet: bool = False,
+        quiet: bool = True,
         paused: bool = False,
         shared: bool = False,
         next_run_at: datetime | None = None,

@@ -164,6 +164,10 @@ async def world(fake_server: FakeHTTPServer, tmp_path: Path, template: Path) -> 
     await database.dispose()
 
 
+def _nothing_new(world: World, chat_id: int) -> list[SentMessage]:
+    return [m for m in world.telegram.texts(chat_id) if (m.text or "").startswith("Nothing new about")]
+
+
 def _digests(world: World, chat_id: int) -> list[SentMessage]:
     return [m for m in world.telegram.texts(chat_id) if (m.text or "").startswith("<b>DeepSeek</b> ·")]
 
@@ -203,16 +207,20 @@ async def test_share_subscribe_on_two_platforms_one_run_three_deliveries(world: 
         text.startswith("*DeepSeek · 2026-11-20 13:00 UTC · monitor #1*") for text in world.slack_replies(CHANNEL)
     )
 
-    # the second Telegram chat leaves; the Slack channel pauses its own delivery; the owner still gets the next run
+    # the second Telegram chat leaves; the Slack channel pauses its own delivery; the owner still hears of the next
+    # run (the same stories again: with /quiet off, a "nothing new" note instead of a digest)
+    noisy = await world.tell(OWNER, "/quiet 1 off")
     left = await world.tell(SECOND, "/unsubscribe 1")
     paused = await world.slack_command("pause 1")
     second_run = await world.service.run_monitor(1, T0 + timedelta(days=1))
-    await eventually(lambda: len(_digests(world, OWNER)) == 2, what="the owner's second digest")
+    await eventually(lambda: len(_nothing_new(world, OWNER)) == 1, what="the owner's note on the second run")
 
+    assert "sends a short “nothing new” note" in (noisy.text or "")
     assert "no longer receives" in (left.text or "") and "paused for this chat only" in paused
     assert second_run is not None and second_run.deliveries == 1
     assert len(await RunRepository(world.database).list_for_monitor(1)) == 2
     assert len(_digests(world, SECOND)) == 1 and len(world.slack.shared_files(CHANNEL)) == 2
+    assert not _nothing_new(world, SECOND) and not any("Nothing new" in t for t in world.slack_replies(CHANNEL))
     monitor = await MonitorRepository(world.database).get(1)
     assert monitor is not None and not monitor.paused
 

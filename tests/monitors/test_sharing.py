@@ -20,8 +20,12 @@ from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import resolver
 
 
-async def _shared(world: World, service: MonitorService, topic: str = "DeepSeek") -> int:
-    view = await service.create_monitor(world.chats[0].id, topic, schedule_text="daily at 08:00", sources="hn")
+async def _shared(world: World, service: MonitorService, topic: str = "DeepSeek", *, quiet: bool = False) -> int:
+    # Not quiet by default here: a run with nothing new still sends its note, so every run shows which chats
+    # receive it.
+    view = await service.create_monitor(
+        world.chats[0].id, topic, schedule_text="daily at 08:00", sources="hn", quiet=quiet
+    )
     await service.sharing.share(view.id, chat_id=world.chats[0].id)
     return view.id
 
@@ -171,7 +175,7 @@ async def test_when_the_owner_chat_is_gone_the_oldest_receiving_subscriber_takes
 async def test_track_finds_a_shared_monitor_with_the_same_topic_and_compatible_sources(world: World) -> None:
     service = world.service()
     other = world.chats[1].id
-    shared = await _shared(world, service, topic="Open-Source LLM")
+    shared = await _shared(world, service, topic="Open-Source LLM", quiet=True)  # quiet, as /track creates it
 
     same = await service.sharing.offer_for(other, "open source llm", schedule_words="every 6 hours")
     subset = await service.sharing.offer_for(other, "Open Source LLM", sources=["hn"])
@@ -186,6 +190,10 @@ async def test_track_finds_a_shared_monitor_with_the_same_topic_and_compatible_s
     assert wider is None and other_topic is None and mine is None
     await service.sharing.subscribe(other, shared)
     assert await service.sharing.offer_for(other, "open source llm") is None  # already receives it
+
+    await service.update_monitor(shared, chat_id=world.chats[0].id, quiet=False)
+    noisy = await service.sharing.offer_for(world.chats[2].id, "Open Source LLM", sources=["hn"])
+    assert noisy is not None and noisy.differences == ("it sends a short note when there is nothing new",)
 
 
 async def test_set_delivery_keeps_a_monitor_out_of_a_briefing(world: World) -> None:

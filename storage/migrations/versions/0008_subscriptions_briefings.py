@@ -2,7 +2,7 @@
 morning briefing, and digests written again in the other languages of a monitor's subscribers.
 
 Revision ID: 0008
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-23
 
 """
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 
 revision: str = '0008'
-down_revision: Union[str, Sequence[str], None] = '0004'
+down_revision: Union[str, Sequence[str], None] = '0005'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

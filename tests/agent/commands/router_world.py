@@ -179,14 +179,16 @@ async def open_world(
     default_timezone: str = "UTC",
     real_chat_agent: bool = False,
     access: AccessPolicy | None = None,
+    allow_private_urls: bool = True,
 ) -> AsyncIterator[RouterWorld]:
     """Everything wired as `app` wires it; free text goes to `RecordingFreeText`, or with `real_chat_agent` to the
-    real `agent.chat.agent.ChatAgent`."""
+    real `agent.chat.agent.ChatAgent`. `allow_private_urls=False` is ALLOW_PRIVATE_URLS unset: feeds on the fake
+    server (127.0.0.1) are refused, while the configured APIs on it still answer."""
     route_sources(server)
     clock = FakeClock(NOW)
     client = HttpClient(
         user_agent="LookoutTest/0.1 (+https://example.org/lookout-tests)",
-        allow_private=True,
+        allow_private=allow_private_urls,
         timeout=5.0,
         max_retries=0,
         backoff_base=0.001,
