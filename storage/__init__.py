@@ -1,6 +1,7 @@
 """Storage: SQLAlchemy models, engine and sessions, repositories returning domain records, Alembic migrations."""
 
 from storage.engine import Database, create_engine
+from storage.locks import KEEPALIVE_SECONDS, AdvisoryLocks, HeldLock, LockUnsupportedError
 from storage.migrate import upgrade_database
 from storage.records import (
     ChatRecord,
@@ -32,6 +33,7 @@ from storage.repositories import (
     ItemRepository,
     MonitorChanges,
     MonitorRepository,
+    RateSlotRepository,
     RunNotOpenError,
     RunRepository,
     SubscriptionRepository,
@@ -40,6 +42,8 @@ from storage.repositories import (
 )
 
 __all__ = [
+    "KEEPALIVE_SECONDS",
+    "AdvisoryLocks",
     "ChatChanges",
     "ChatRecord",
     "ChatRepository",
@@ -50,6 +54,7 @@ __all__ = [
     "DeliveryRecord",
     "DeliveryRepository",
     "DeliveryStatus",
+    "HeldLock",
     "HttpValidatorRecord",
     "HttpValidatorRepository",
     "InboundRepository",
@@ -57,9 +62,11 @@ __all__ = [
     "ItemRepository",
     "ItemScore",
     "JSONObject",
+    "LockUnsupportedError",
     "MonitorChanges",
     "MonitorRecord",
     "MonitorRepository",
+    "RateSlotRepository",
     "RunItemRecord",
     "RunNotOpenError",
     "RunOutcome",

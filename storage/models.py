@@ -242,3 +242,14 @@ class HttpValidator(Base):
     content_type: Mapped[str | None] = mapped_column(String(255))
     """The body's Content-Type (its charset decodes the body served on a 304)."""
     updated_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class RateSlot(Base):
+    """The next free send slot of one rate limit (a platform token overall, one group, one channel), shared by
+    every process: the generic cell rate algorithm keeps one "theoretical arrival time" per limit."""
+
+    __tablename__ = "rate_slots"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tat: Mapped[float] = mapped_column(Float)
+    """The theoretical arrival time of the next message, in seconds since the epoch on the database's clock."""

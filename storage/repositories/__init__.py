@@ -7,6 +7,7 @@ from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
+from storage.repositories.rate_slots import RateSlotRepository
 from storage.repositories.runs import RunRepository
 from storage.repositories.subscriptions import SubscriptionRepository
 from storage.repositories.usage import UsageRepository
@@ -22,6 +23,7 @@ __all__ = [
     "ItemRepository",
     "MonitorChanges",
     "MonitorRepository",
+    "RateSlotRepository",
     "RunNotOpenError",
     "RunRepository",
     "SubscriptionRepository",
