@@ -232,6 +232,22 @@ class DeliveryWorker:
         await asyncio.gather(*(self._send_chat_rows(chat_rows, runs, report) for chat_rows in by_chat.values()))
         return report
 
+    async def run_chat(self, chat_id: int) -> DeliveryReport:
+        """Claim and send the rows of one chat that are due now, in order (what a delivery job does)."""
+        report = DeliveryReport()
+        rows = await self._deliveries.claim_due(
+            self._clock(), limit=self._batch_size, lease=self._lease, platforms=set(self._senders), chat_id=chat_id
+        )
+        report.claimed = len(rows)
+        if rows:
+            await self._send_chat_rows(rows, {}, report)
+        return report
+
+    @property
+    def platforms(self) -> frozenset[str]:
+        """The platforms this worker has a sender for."""
+        return frozenset(self._senders)
+
     async def _send_chat_rows(self, rows: Sequence[DeliveryRecord], runs: _RunCache, report: DeliveryReport) -> None:
         async with self._concurrency:
             for row in rows:

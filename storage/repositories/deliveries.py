@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from storage.models import Chat, Delivery, Run, RunItem, Subscription
 from storage.records import DeliveryRecord, DeliveryStatus, ItemRecord, ItemScore, RunOutcome, RunStatus
@@ -132,13 +132,15 @@ class DeliveryRepository(Repository):
         limit: int = 20,
         lease: timedelta = timedelta(minutes=5),
         platforms: Collection[str] | None = None,
+        chat_id: int | None = None,
     ) -> list[DeliveryRecord]:
         """Claim up to `limit` pending or failed rows due at `now`, oldest due first.
 
         Claiming counts an attempt and pushes `next_attempt_at` to `now + lease`, so no other worker
         takes the row meanwhile; if this worker dies before `mark_sent`/`mark_failed`, the row comes
         due again when the lease ends (delivery is at least once). With `platforms`, only rows for chats
-        on those platforms are claimed, so rows no sender can take keep their attempts.
+        on those platforms are claimed, so rows no sender can take keep their attempts; with `chat_id`, only
+        that chat's rows (a delivery job delivers one chat's rows, in order).
         """
         async with self._db.transaction() as session:
             due = (
@@ -149,6 +151,8 @@ class DeliveryRepository(Repository):
             )
             if platforms is not None:
                 due = due.join(Chat, Chat.id == Delivery.chat_id).where(Chat.platform.in_(sorted(platforms)))
+            if chat_id is not None:
+                due = due.where(Delivery.chat_id == chat_id)
             if session.get_bind().dialect.name == "postgresql":
                 due = due.with_for_update(skip_locked=True)
             # The conditions are repeated so a row another worker claimed first is left alone.
@@ -161,6 +165,22 @@ class DeliveryRepository(Repository):
             )
             rows = (await session.scalars(statement)).all()
             return sorted((to_delivery_record(row) for row in rows), key=lambda r: r.id)
+
+    async def chats_due(
+        self, now: datetime, *, platforms: Collection[str] | None = None, limit: int = 1000
+    ) -> list[int]:
+        """The chats that have outbox rows due at `now` (those a delivery job should be started for)."""
+        async with self._db.sessions() as session:
+            query = (
+                select(Delivery.chat_id)
+                .where(Delivery.status.in_(_OPEN), Delivery.next_attempt_at <= now)
+                .group_by(Delivery.chat_id)
+                .order_by(func.min(Delivery.next_attempt_at))
+                .limit(limit)
+            )
+            if platforms is not None:
+                query = query.join(Chat, Chat.id == Delivery.chat_id).where(Chat.platform.in_(sorted(platforms)))
+            return list(await session.scalars(query))
 
     async def mark_sent(self, delivery_id: int, *, now: datetime | None = None) -> DeliveryRecord | None:
         async with self._db.transaction() as session:
