@@ -84,8 +84,9 @@ async def _keep_starting(name: str, frontend: Frontend) -> None:
             return
 
 
-def build_frontends(settings: Settings, dispatcher: Dispatcher) -> Frontends:
-    """A frontend per platform whose token is set (nothing is started yet)."""
+def build_frontends(settings: Settings, dispatcher: Dispatcher, *, telegram_polls: bool = True) -> Frontends:
+    """A frontend per platform whose token is set (nothing is started yet). `telegram_polls=False`: Telegram
+    connects without long-polling (the process that leads the polling starts it; see `app.leadership`)."""
     frontends = Frontends()
     if settings.telegram_bot_token is not None:
         telegram = TelegramFrontend(
@@ -96,6 +97,7 @@ def build_frontends(settings: Settings, dispatcher: Dispatcher) -> Frontends:
                 webhook_secret=(
                     settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
                 ),
+                poll_on_start=telegram_polls,
             ),
             dispatcher,
         )

@@ -328,3 +328,50 @@ async def _wait_any(*events: asyncio.Event, seconds: float) -> None:
             waiter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await waiter
+
+
+async def print_queue(settings: Settings, *, failed_limit: int, echo: Callable[[str], object]) -> None:
+    """`lookout jobs`: queue depth per task, the workers and their heartbeats, running and failed jobs."""
+    async with JobQueue(settings, name=process_name("cli")) as queue:
+        snapshot = await queue.snapshot(failed_limit=failed_limit)
+    echo(render_snapshot(snapshot))
+
+
+def render_snapshot(snapshot: QueueSnapshot) -> str:
+    """The snapshot as the plain text `lookout jobs` prints."""
+    columns = ("todo", "doing", "failed", "aborted", "succeeded")
+    headers = ("waiting", "running", "failed", "aborted", "done")
+    lines = [f"{'task':<24}" + "".join(f"{header:>10}" for header in headers)]
+    totals = dict.fromkeys(columns, 0)
+    for task in sorted(snapshot.tasks, key=lambda row: str(row["name"])):
+        counts = {column: _count(task.get(column)) for column in columns}
+        for column, count in counts.items():
+            totals[column] += count
+        lines.append(f"{task['name']!s:<24}" + "".join(f"{counts[column]:>10}" for column in columns))
+    lines.append(f"{'all':<24}" + "".join(f"{totals[column]:>10}" for column in columns))
+    lines.append("")
+    lines.append(f"Queue depth: {totals['todo']} waiting, {totals['doing']} running, {totals['failed']} failed.")
+    if snapshot.workers:
+        lines.append(f"Workers ({len(snapshot.workers)}):")
+        for worker in snapshot.workers:
+            silent = worker.get("silent_for")
+            seconds = silent.total_seconds() if hasattr(silent, "total_seconds") else 0.0
+            lines.append(f"  worker {worker['id']}: last heartbeat {seconds:.0f} s ago")
+    else:
+        lines.append("Workers: none running (start one with `lookout run --role worker`).")
+    if snapshot.running:
+        lines.append(f"Running ({len(snapshot.running)}):")
+        lines += [f"  {_describe(job)} on worker {job.worker_id}" for job in snapshot.running]
+    if snapshot.failed:
+        lines.append(f"Failed (latest {len(snapshot.failed)}):")
+        lines += [f"  {_describe(job)} after {job.attempts + 1} attempt(s)" for job in snapshot.failed]
+    return "\n".join(lines)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _describe(job: Job) -> str:
+    arguments = ", ".join(f"{name}={value}" for name, value in sorted(job.task_kwargs.items()))
+    return f"#{job.id} {job.task_name}({arguments})"

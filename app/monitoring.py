@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -43,8 +43,13 @@ def delivery_senders(settings: Settings) -> dict[str, ChatSender]:
 
 
 @asynccontextmanager
-async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit."""
+async def monitor_stack(
+    settings: Settings, database: Database, *, on_deliveries_queued: Callable[[], None] | None = None
+) -> AsyncIterator[MonitorStack]:
+    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit.
+
+    A run that queued outbox rows calls `on_deliveries_queued` (default: wake this process's delivery worker;
+    with a job queue, the deferrer of delivery jobs)."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
     senders = delivery_senders(settings)
@@ -61,7 +66,7 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
-            on_deliveries_queued=worker.wake,
+            on_deliveries_queued=on_deliveries_queued or worker.wake,
         )
         scheduler = MonitorScheduler(service, database)
         yield MonitorStack(

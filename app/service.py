@@ -1,20 +1,42 @@
-"""The long-running process behind `lookout run`: one event loop for the HTTP server and every frontend."""
+"""The long-running process behind `lookout run`: one event loop for the HTTP server, the frontends and the jobs.
+
+Embedded (the default): one process does everything, with APScheduler and its own delivery worker. With
+JOB_QUEUE=procrastinate, processes share one PostgreSQL in roles: `web` serves HTTP and the frontends (one of
+them leads Telegram long polling), `worker` runs monitor runs and deliveries as jobs, `all` does both.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from app.assembly import build_dispatcher, build_services
 from app.frontends import build_frontends, describe_frontends
-from app.http_server import build_http_app, serve_http
+from app.http_server import HealthCheck, build_http_app, serve_http
+from app.jobqueue import DeliveryJobs, JobQueue, WorkerDuties, process_name
+from app.leadership import Leadership
 from app.monitoring import monitor_stack
 from app.settings import Settings
 from app.wiring import open_database
+from bots import TelegramFrontend
+from storage import AdvisoryLocks, Database
 
 logger = logging.getLogger(__name__)
+
+Role = Literal["all", "web", "worker"]
+ROLES: Final[dict[str, str]] = {
+    "all": "everything in one process (the default)",
+    "web": "HTTP: /healthz, the Telegram webhook or long polling (one process leads), Slack events",
+    "worker": "jobs: monitor runs and deliveries (JOB_QUEUE=procrastinate)",
+}
+
+
+class RoleError(Exception):
+    """The role cannot run with these settings; the message is one sentence."""
 
 
 @dataclass(frozen=True)
@@ -26,16 +48,36 @@ class Component:
     reason: str
 
 
-def plan_components(settings: Settings) -> list[Component]:
+def plan_components(settings: Settings, *, role: Role = "all") -> list[Component]:
     """Say which parts will run and why the others will not; nothing here pretends to run."""
     llm_reason = settings.llm_unavailable_reason()
     frontends = describe_frontends(settings)
-    return [
-        Component("http", True, f"serving /healthz on {settings.http_host}:{settings.http_port}"),
-        *(Component(name, on, reason) for name, (on, reason) in frontends.items()),
-        Component("scheduler", True, "running standing monitors; the delivery worker sends their digests"),
-        Component("llm", llm_reason is None, llm_reason or f"{settings.llm_model} / {settings.llm_heavy_model}"),
-    ]
+    serves, works = role in ("all", "web"), role in ("all", "worker")
+    components = [Component("http", True, f"serving /healthz on {settings.http_host}:{settings.http_port}")]
+    if serves:
+        components += [Component(name, on, reason) for name, (on, reason) in frontends.items()]
+    else:
+        components += [Component(name, False, "the web processes receive messages") for name in frontends]
+    if not settings.scaled_out:
+        components.append(
+            Component("scheduler", True, "running standing monitors; the delivery worker sends their digests")
+        )
+    else:
+        components.append(
+            Component(
+                "jobs",
+                True,
+                (
+                    f"procrastinate worker ({settings.worker_concurrency} at a time): monitor runs and deliveries"
+                    if works
+                    else "deferring monitor runs and deliveries to the workers (procrastinate)"
+                ),
+            )
+        )
+    components.append(
+        Component("llm", llm_reason is None, llm_reason or f"{settings.llm_model} / {settings.llm_heavy_model}")
+    )
+    return components
 
 
 def _install_stop_signals(stop: asyncio.Event) -> None:
@@ -44,45 +86,116 @@ def _install_stop_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
-async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
-    """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set)."""
+async def run_service(settings: Settings, *, role: Role = "all", stop: asyncio.Event | None = None) -> None:
+    """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set).
+
+    With the embedded job queue one process does everything (`role` must be `all`); with JOB_QUEUE=procrastinate
+    any number of processes share one PostgreSQL database, each in a role (see `ROLES`)."""
     stop = stop or asyncio.Event()
     _install_stop_signals(stop)
+    if not settings.scaled_out and role != "all":
+        raise RoleError(f"--role {role} needs JOB_QUEUE=procrastinate; with the embedded queue one process does all")
     async with open_database(settings) as database:
-        for component in plan_components(settings):
+        for component in plan_components(settings, role=role):
             logger.info("%s: %s — %s", component.name, "on" if component.on else "off", component.reason)
-        if not (settings.allowed_users or settings.allowed_chats):
+        if role != "worker" and not (settings.allowed_users or settings.allowed_chats):
             logger.warning("ALLOWED_USERS and ALLOWED_CHATS are empty: anyone who finds the bot can use it")
-        async with monitor_stack(settings, database) as stack:
-            dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
-            frontends = build_frontends(settings, dispatcher)
-            for platform, sender in frontends.senders.items():
-                stack.worker.register(platform, sender)
-            jobs = await stack.scheduler.start()
-            logger.info("scheduler: %d monitor(s) scheduled", jobs)
-            delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
-
-            async def scheduler_running() -> bool:
-                return stack.scheduler.running
-
-            async def delivery_running() -> bool:
-                return not delivering.done()
-
-            app = build_http_app(
-                checks={
-                    "database": database.ping,
-                    "scheduler": scheduler_running,
-                    "delivery": delivery_running,
-                    **frontends.checks,
-                },
-                routes=frontends.routes,
-            )
-            frontends.start_all()
-            try:
-                await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
-            finally:
-                stop.set()
-                await frontends.stop_all()  # messages being answered finish first
-                stack.scheduler.shutdown()
-                await delivering  # the pass under way finishes; what is left stays pending in the outbox
+        if settings.scaled_out:
+            await _run_scaled(settings, database, role, stop)
+        else:
+            await _run_embedded(settings, database, stop)
     logger.info("stopped")
+
+
+async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Event) -> None:
+    """One process: frontends, APScheduler, the delivery worker and the HTTP server on one loop."""
+    async with monitor_stack(settings, database) as stack:
+        dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
+        frontends = build_frontends(settings, dispatcher)
+        for platform, sender in frontends.senders.items():
+            stack.worker.register(platform, sender)
+        jobs = await stack.scheduler.start()
+        logger.info("scheduler: %d monitor(s) scheduled", jobs)
+        delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
+
+        async def scheduler_running() -> bool:
+            return stack.scheduler.running
+
+        async def delivery_running() -> bool:
+            return not delivering.done()
+
+        app = build_http_app(
+            checks={
+                "database": database.ping,
+                "scheduler": scheduler_running,
+                "delivery": delivery_running,
+                **frontends.checks,
+            },
+            routes=frontends.routes,
+        )
+        frontends.start_all()
+        try:
+            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+        finally:
+            stop.set()
+            await frontends.stop_all()  # messages being answered finish first
+            stack.scheduler.shutdown()
+            await delivering  # the pass under way finishes; what is left stays pending in the outbox
+
+
+async def _run_scaled(settings: Settings, database: Database, role: Role, stop: asyncio.Event) -> None:
+    """One process of many on PostgreSQL: web (HTTP, frontends) and/or worker (jobs), sharing one job queue."""
+    serves, works = role in ("all", "web"), role in ("all", "worker")
+    background: list[asyncio.Task[None]] = []
+    locks = AdvisoryLocks(settings.database_url)
+    async with AsyncExitStack() as resources:
+        resources.push_async_callback(locks.dispose)
+        queue = await resources.enter_async_context(JobQueue(settings, name=process_name(role)))
+        platforms = [name for name, (on, _reason) in describe_frontends(settings).items() if on]
+        delivery_jobs = DeliveryJobs(database, queue, platforms=platforms)
+        stack = await resources.enter_async_context(
+            monitor_stack(settings, database, on_deliveries_queued=delivery_jobs.wake)
+        )
+        polling_led = serves and settings.telegram_bot_token is not None and not settings.telegram_webhook_url
+        dispatcher = build_dispatcher(
+            settings, build_services(settings, database=database, stack=stack), shared_locks=locks
+        )
+        frontends = build_frontends(settings, dispatcher, telegram_polls=False)
+        for platform, sender in frontends.senders.items():
+            stack.worker.register(platform, sender)
+        checks: dict[str, HealthCheck] = {"database": database.ping, "jobs": queue.healthy}
+        if works:
+            queue.register(WorkerDuties(database=database, service=stack.service, delivery=stack.worker))
+            background.append(asyncio.create_task(queue.work(stop), name="job worker"))
+        background.append(asyncio.create_task(delivery_jobs.run_forever(stop), name="delivery jobs"))
+        leadership: Leadership | None = None
+        if serves:
+            checks.update(frontends.checks)
+            telegram = frontends.running.get("telegram")
+            if polling_led and isinstance(telegram, TelegramFrontend):
+                leadership = Leadership(
+                    locks,
+                    "telegram:polling",
+                    start=telegram.start_polling,
+                    stop=telegram.stop_polling,
+                    check_seconds=settings.leader_check_seconds,
+                )
+                background.append(asyncio.create_task(leadership.run(stop), name="telegram polling leadership"))
+            frontends.start_all()
+
+        async def background_running() -> bool:
+            return all(not task.done() for task in background)
+
+        checks["background"] = background_running
+        app = build_http_app(checks=checks, routes=frontends.routes if serves else ())
+        try:
+            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+        finally:
+            stop.set()
+            if serves:
+                await frontends.stop_all()  # messages being answered finish first
+            # The worker finishes its jobs (or hands them back after SHUTDOWN_GRACE_SECONDS); leadership lets go.
+            results = await asyncio.gather(*background, return_exceptions=True)
+            for task, result in zip(background, results, strict=True):
+                if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                    logger.error("%s failed", task.get_name(), exc_info=result)

@@ -1,6 +1,6 @@
 """Platform adapters (Telegram, Slack, terminal) that turn platform updates into neutral messages and render replies."""
 
-from bots.dispatcher import Deliver, Dispatcher, Dispatches
+from bots.dispatcher import Deliver, Dispatcher, Dispatches, SharedLocks
 from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender
 from bots.telegram import TelegramFrontend, TelegramOptions, TelegramSender
 from bots.terminal import ConsoleSender, SessionFactory, TerminalChat, run_terminal_chat
@@ -12,6 +12,7 @@ __all__ = [
     "Dispatcher",
     "Dispatches",
     "SessionFactory",
+    "SharedLocks",
     "SlackFrontend",
     "SlackSender",
     "TelegramFrontend",
