@@ -1,0 +1,140 @@
+"""Many `lookout run` processes on one PostgreSQL (JOB_QUEUE=procrastinate): work shared, nothing done twice.
+
+Every test starts real processes (tests/app/cluster.py) against a throwaway database, the fake Bot API and fake
+feeds; they are skipped without TEST_DATABASE_URL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from procrastinate import App, PsycopgConnector
+
+from app.jobqueue import TICK, psycopg_conninfo
+from storage import ChatRepository, Database, MonitorRepository
+from tests.app.cluster import Cluster, running_cluster, wait_for
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fakes.telegram import FakeTelegram, running_fake_telegram
+
+pytestmark = pytest.mark.postgres
+
+FEED_PATH = "/feed.xml"
+
+
+def feed_xml(count: int = 5) -> str:
+    now = datetime.now(UTC)
+    items = "".join(
+        f"<item><title>DeepSeek update {n}</title><link>https://example.com/deepseek/{n}</link>"
+        f"<description>DeepSeek news item {n} about the model.</description>"
+        f"<pubDate>{(now - timedelta(hours=n)).strftime('%a, %d %b %Y %H:%M:%S +0000')}</pubDate></item>"
+        for n in range(1, count + 1)
+    )
+    return (
+        '<?xml version="1.0"?><rss version="2.0"><channel><title>News</title><link>https://example.com</link>'
+        f"<description>news</description>{items}</channel></rss>"
+    )
+
+
+@pytest.fixture
+def admin_url() -> str:
+    url = os.environ.get("TEST_DATABASE_URL")
+    if not url:
+        pytest.skip("TEST_DATABASE_URL is not set")
+    return url
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with running_fake_telegram() as fake:
+        yield fake
+
+
+def telegram_env(fake: FakeTelegram) -> dict[str, str]:
+    return {"TELEGRAM_BOT_TOKEN": fake.token, "TELEGRAM_API_URL": fake.url, "ALLOW_PRIVATE_URLS": "true"}
+
+
+def seed_monitors(cluster: Cluster, feed_url: str, count: int, *, first_chat: int = 1001) -> list[int]:
+    """`count` Telegram chats, each owning one monitor on the feed (not due yet); returns the monitor ids."""
+
+    async def work(database: Database) -> list[int]:
+        chats, monitors = ChatRepository(database), MonitorRepository(database)
+        ids = []
+        for n in range(count):
+            chat = await chats.get_or_create("telegram", str(first_chat + n), title=f"Chat {n}")
+            monitor = await monitors.create(
+                owner_chat_id=chat.id,
+                topic="DeepSeek",
+                schedule="every 15 minutes",
+                sources=[f"rss:{feed_url}"],
+                next_run_at=datetime.now(UTC) + timedelta(days=1),
+            )
+            ids.append(monitor.id)
+        return ids
+
+    return cluster.query(work)
+
+
+def make_all_due(cluster: Cluster) -> None:
+    """Every monitor due a minute ago, and a tick deferred now (instead of waiting for the next minute)."""
+
+    async def work(database: Database) -> None:
+        async with database.transaction() as session:
+            from sqlalchemy import text
+
+            await session.execute(text("UPDATE monitors SET next_run_at = :when"), {"when": _a_minute_ago()})
+        app = App(connector=PsycopgConnector(conninfo=psycopg_conninfo(cluster.database_url)))
+        async with app.open_async():
+            await app.configure_task(name=TICK, queue="monitors").defer_async(
+                timestamp=int(datetime.now(UTC).timestamp())
+            )
+
+    cluster.query(work)
+
+
+def _a_minute_ago() -> datetime:
+    return datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+
+
+def digests_per_chat(fake: FakeTelegram) -> Counter[str]:
+    """How many digests (the text part that carries the monitor number) each chat received."""
+    return Counter(
+        message.chat_id for message in fake.messages if message.kind == "text" and "monitor #" in (message.text or "")
+    )
+
+
+def runs_logged(process_log: str) -> int:
+    return len(re.findall(r"monitor \d+ run \d+: (ok|empty)", process_log))
+
+
+def test_two_workers_share_200_due_monitors_and_each_runs_and_delivers_once(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
+) -> None:
+    fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml", delay=0.2))
+    feed_url = f"{fake_server.url}{FEED_PATH}"
+    with running_cluster(admin_url, tmp_path, **telegram_env(telegram)) as cluster:
+        monitor_ids = seed_monitors(cluster, feed_url, 200)
+        workers = [cluster.start_healthy("worker"), cluster.start_healthy("worker")]
+        make_all_due(cluster)
+
+        def all_delivered() -> bool:
+            sent = cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'")
+            return sent == 200
+
+        wait_for(all_delivered, what="200 digests delivered", seconds=600, every=1)
+        runs = cluster.scalar("SELECT count(*) FROM runs")
+        per_monitor = cluster.scalar("SELECT max(n) FROM (SELECT count(*) AS n FROM runs GROUP BY monitor_id) r")
+        succeeded = cluster.scalar("SELECT count(*) FROM runs WHERE status = 'succeeded'")
+        for worker in workers:
+            assert worker.terminate() == 0, worker.log()
+    assert runs == 200 and per_monitor == 1 and succeeded == 200
+    received = digests_per_chat(telegram)
+    assert len(received) == 200 and set(received.values()) == {1}, received.most_common(3)
+    assert sorted(received) == sorted(str(1001 + n) for n in range(len(monitor_ids)))
+    shares = [runs_logged(worker.log()) for worker in workers]
+    assert sum(shares) == 200 and all(share > 0 for share in shares), shares
