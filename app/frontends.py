@@ -10,6 +10,7 @@ from typing import Protocol
 
 from starlette.routing import BaseRoute
 from telegram.error import InvalidToken
+from telegram.ext import BaseRateLimiter
 
 from app.settings import Settings
 from bots import CredentialsRefusedError, Dispatcher, SlackFrontend, TelegramFrontend, TelegramOptions
@@ -84,9 +85,16 @@ async def _keep_starting(name: str, frontend: Frontend) -> None:
             return
 
 
-def build_frontends(settings: Settings, dispatcher: Dispatcher, *, telegram_polls: bool = True) -> Frontends:
+def build_frontends(
+    settings: Settings,
+    dispatcher: Dispatcher,
+    *,
+    telegram_polls: bool = True,
+    telegram_limiter: BaseRateLimiter[int] | None = None,
+) -> Frontends:
     """A frontend per platform whose token is set (nothing is started yet). `telegram_polls=False`: Telegram
-    connects without long-polling (the process that leads the polling starts it; see `app.leadership`)."""
+    connects without long-polling (the process that leads the polling starts it; see `app.leadership`);
+    `telegram_limiter` paces every Telegram call (one shared through the database by several processes)."""
     frontends = Frontends()
     if settings.telegram_bot_token is not None:
         telegram = TelegramFrontend(
@@ -98,6 +106,7 @@ def build_frontends(settings: Settings, dispatcher: Dispatcher, *, telegram_poll
                     settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
                 ),
                 poll_on_start=telegram_polls,
+                rate_limiter=telegram_limiter,
             ),
             dispatcher,
         )

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from app.settings import Settings
 from app.wiring import SourceCatalog, open_http_client, pipeline_models
-from bots import TelegramSender
+from bots import FloodLimits, SharedRateLimiter, TelegramSender
 from monitors import ChatSender, DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
-from storage import Database
+from storage import Database, RateSlotRepository
 
 TELEGRAM_MESSAGES_PER_SECOND = 25.0
 """Below Telegram's ~30 messages/s per bot, so a busy minute paces itself instead of collecting 429s."""
@@ -28,7 +28,22 @@ class MonitorStack:
     """The sources built from settings; `catalog.client` is the one HTTP client they share."""
 
 
-def delivery_senders(settings: Settings) -> dict[str, ChatSender]:
+def telegram_rate_limiter(settings: Settings, database: Database) -> SharedRateLimiter | None:
+    """With several processes (JOB_QUEUE=procrastinate), Telegram's flood limits kept through the database for all
+    of them; None for one process, which paces itself."""
+    if not settings.scaled_out or settings.telegram_bot_token is None:
+        return None
+    bot_id = settings.telegram_bot_token.get_secret_value().split(":", 1)[0]  # the public part of the token
+    limits = FloodLimits(
+        overall=settings.telegram_max_messages,
+        period=settings.telegram_rate_period,
+        group=settings.telegram_group_max_messages,
+        group_period=settings.telegram_group_rate_period,
+    )
+    return SharedRateLimiter(RateSlotRepository(database), token_key=bot_id, limits=limits)
+
+
+def delivery_senders(settings: Settings, database: Database) -> dict[str, ChatSender]:
     """One sender per platform whose token is configured."""
     senders: dict[str, ChatSender] = {}
     if settings.telegram_bot_token is not None:
@@ -38,6 +53,7 @@ def delivery_senders(settings: Settings) -> dict[str, ChatSender]:
             base_url=f"{api}/bot",
             base_file_url=f"{api}/file/bot",
             max_messages_per_second=TELEGRAM_MESSAGES_PER_SECOND,
+            rate_limiter=telegram_rate_limiter(settings, database),
         )
     return senders
 
@@ -52,7 +68,7 @@ async def monitor_stack(
     with a job queue, the deferrer of delivery jobs)."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
-    senders = delivery_senders(settings)
+    senders = delivery_senders(settings, database)
     try:
         worker = DeliveryWorker(database, senders)
         pipeline_light, pipeline_heavy = pipeline_models(settings)

@@ -19,7 +19,7 @@ from app.frontends import build_frontends, describe_frontends
 from app.http_server import HealthCheck, build_http_app, serve_http
 from app.jobqueue import DeliveryJobs, JobQueue, WorkerDuties, process_name
 from app.leadership import Leadership
-from app.monitoring import monitor_stack
+from app.monitoring import monitor_stack, telegram_rate_limiter
 from app.settings import Settings
 from app.wiring import open_database
 from bots import TelegramFrontend
@@ -160,7 +160,12 @@ async def _run_scaled(settings: Settings, database: Database, role: Role, stop: 
         dispatcher = build_dispatcher(
             settings, build_services(settings, database=database, stack=stack), shared_locks=locks
         )
-        frontends = build_frontends(settings, dispatcher, telegram_polls=False)
+        frontends = build_frontends(
+            settings,
+            dispatcher,
+            telegram_polls=False,
+            telegram_limiter=telegram_rate_limiter(settings, database),
+        )
         for platform, sender in frontends.senders.items():
             stack.worker.register(platform, sender)
         checks: dict[str, HealthCheck] = {"database": database.ping, "jobs": queue.healthy}

@@ -2,7 +2,14 @@
 
 from bots.dispatcher import Deliver, Dispatcher, Dispatches, SharedLocks
 from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender
-from bots.telegram import TelegramFrontend, TelegramOptions, TelegramSender
+from bots.telegram import (
+    FloodLimits,
+    SharedRateLimiter,
+    SlotReserver,
+    TelegramFrontend,
+    TelegramOptions,
+    TelegramSender,
+)
 from bots.terminal import ConsoleSender, SessionFactory, TerminalChat, run_terminal_chat
 
 __all__ = [
@@ -11,10 +18,13 @@ __all__ = [
     "Deliver",
     "Dispatcher",
     "Dispatches",
+    "FloodLimits",
     "SessionFactory",
     "SharedLocks",
+    "SharedRateLimiter",
     "SlackFrontend",
     "SlackSender",
+    "SlotReserver",
     "TelegramFrontend",
     "TelegramOptions",
     "TelegramSender",

@@ -233,15 +233,19 @@ class DeliveryWorker:
         return report
 
     async def run_chat(self, chat_id: int) -> DeliveryReport:
-        """Claim and send the rows of one chat that are due now, in order (what a delivery job does)."""
+        """Claim and send the rows of one chat that are due now, in order, batch after batch until none is left
+        (what a delivery job does; its lock keeps every other worker off this chat meanwhile)."""
         report = DeliveryReport()
-        rows = await self._deliveries.claim_due(
-            self._clock(), limit=self._batch_size, lease=self._lease, platforms=set(self._senders), chat_id=chat_id
-        )
-        report.claimed = len(rows)
-        if rows:
-            await self._send_chat_rows(rows, {}, report)
-        return report
+        runs: _RunCache = {}
+        while True:
+            rows = await self._deliveries.claim_due(
+                self._clock(), limit=self._batch_size, lease=self._lease, platforms=set(self._senders), chat_id=chat_id
+            )
+            report.claimed += len(rows)
+            if rows:
+                await self._send_chat_rows(rows, runs, report)
+            if len(rows) < self._batch_size or report.dead:
+                return report
 
     @property
     def platforms(self) -> frozenset[str]:

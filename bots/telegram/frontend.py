@@ -28,7 +28,7 @@ from starlette.routing import Route
 from telegram import BotCommand, Update
 from telegram.constants import ChatMemberStatus
 from telegram.error import Conflict, TelegramError
-from telegram.ext import Application, ContextTypes, TypeHandler
+from telegram.ext import Application, BaseRateLimiter, ContextTypes, TypeHandler
 
 from agent import Reply, bot_commands
 from bots.dispatcher import Dispatcher
@@ -68,6 +68,9 @@ class TelegramOptions:
     """At most one edit of a status message per this many seconds."""
     stop_timeout: float = 30.0
     """On stop, how long messages being handled may take to finish before they are cancelled."""
+    rate_limiter: BaseRateLimiter[int] | None = None
+    """Paces every Bot API call of the frontend (python-telegram-bot's limiter; one shared through the database
+    when several processes send with the token)."""
     poll_on_start: bool = True
     """Long-poll as soon as started; False when several processes share the token and the one that leads polls
     (`start_polling`/`stop_polling`), since Telegram allows one getUpdates consumer per token."""
@@ -107,9 +110,12 @@ class TelegramFrontend:
         """Connect (getMe), register the commands, then poll or set the webhook. Raises if Telegram refuses the
         token or cannot be reached at all."""
         options = self._options
+        builder = Application.builder()
+        if options.rate_limiter is not None:
+            # The builder's generic type tracks the limiter's argument type; ours takes a retry count.
+            builder = builder.rate_limiter(options.rate_limiter)  # type: ignore[arg-type]
         application = (
-            Application.builder()
-            .token(options.token)
+            builder.token(options.token)
             .base_url(f"{options.api_url.rstrip('/')}/bot")
             .base_file_url(f"{options.api_url.rstrip('/')}/file/bot")
             .job_queue(None)

@@ -12,6 +12,7 @@ from typing import Literal, TypeVar
 
 from telegram import Bot
 from telegram.error import TelegramError
+from telegram.ext import BaseRateLimiter, ExtBot
 from telegram.request import HTTPXRequest
 
 from bots.delivered_parts import DeliveredParts
@@ -49,7 +50,7 @@ class TelegramSender:
     restart a half-delivered message is sent again from its first part.
 
     `max_messages_per_second` paces every call this sender makes (Telegram allows about 30 per second per
-    bot); None sends as fast as the worker asks.
+    bot); None sends as fast as the worker asks. A `rate_limiter` (python-telegram-bot's) replaces that pace.
     """
 
     def __init__(
@@ -61,9 +62,16 @@ class TelegramSender:
         max_messages_per_second: float | None = None,
         connection_pool_size: int = 64,
         read_timeout: float = 10.0,
+        rate_limiter: BaseRateLimiter[int] | None = None,
     ) -> None:
         request = HTTPXRequest(connection_pool_size=connection_pool_size, read_timeout=read_timeout)
-        self.bot = Bot(token, base_url=base_url, base_file_url=base_file_url, request=request)
+        if rate_limiter is not None:  # every call paced by the limiter (one shared by several processes)
+            self.bot: Bot = ExtBot(
+                token, base_url=base_url, base_file_url=base_file_url, request=request, rate_limiter=rate_limiter
+            )
+            max_messages_per_second = None
+        else:
+            self.bot = Bot(token, base_url=base_url, base_file_url=base_file_url, request=request)
         self._interval = 1.0 / max_messages_per_second if max_messages_per_second else 0.0
         self._next_slot = 0.0
         self._pace_lock = asyncio.Lock()

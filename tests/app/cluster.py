@@ -119,7 +119,9 @@ class Cluster:
     env: dict[str, str] = field(default_factory=dict)
     processes: list[LookoutProcess] = field(default_factory=list)
 
-    def start(self, role: str, *, name: str | None = None, extra_env: Mapping[str, str] | None = None) -> LookoutProcess:
+    def start(
+        self, role: str, *, name: str | None = None, extra_env: Mapping[str, str] | None = None
+    ) -> LookoutProcess:
         name = name or f"{role}{sum(p.role == role for p in self.processes) + 1}"
         port = free_port()
         log_path = self.workdir / f"{name}.log"
@@ -136,7 +138,7 @@ class Cluster:
             **(extra_env or {}),
         }
         with log_path.open("wb") as log:
-            process = subprocess.Popen(  # noqa: S603 - our own CLI
+            process = subprocess.Popen(
                 [str(LOOKOUT), "run", "--role", role], env=env, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT
             )
         started = LookoutProcess(name=name, role=role, port=port, log_path=log_path, process=process)

@@ -20,7 +20,7 @@ from app.jobqueue import TICK, psycopg_conninfo
 from storage import ChatRepository, Database, MonitorRepository
 from tests.app.cluster import Cluster, running_cluster, wait_for
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
-from tests.fakes.telegram import FakeTelegram, running_fake_telegram
+from tests.fakes.telegram import FakeTelegram, RateLimit, running_fake_telegram
 
 pytestmark = pytest.mark.postgres
 
@@ -138,3 +138,62 @@ def test_two_workers_share_200_due_monitors_and_each_runs_and_delivers_once(
     assert sorted(received) == sorted(str(1001 + n) for n in range(len(monitor_ids)))
     shares = [runs_logged(worker.log()) for worker in workers]
     assert sum(shares) == 200 and all(share > 0 for share in shares), shares
+
+
+GROUP_CHAT = "-1009001"
+RATE_PERIOD = 0.1
+"""Telegram's overall period, shortened tenfold for the test: 30 messages per 0.1 s, one per private chat per
+0.1 s (a burst of three); a group 20 per second. The fake enforces the same shortened ceiling."""
+
+
+def seed_outbox(cluster: Cluster, *, group_digests: int, private_chats: int) -> None:
+    """`group_digests` text digests for one group and one digest for each of `private_chats` chats, all due."""
+    from storage import DeliveryRepository, RunOutcome, RunRepository
+
+    async def work(database: Database) -> None:
+        chats, runs, deliveries = ChatRepository(database), RunRepository(database), DeliveryRepository(database)
+        group = await chats.get_or_create("telegram", GROUP_CHAT, title="Research group")
+        now = datetime.now(UTC)
+        for n in range(group_digests):
+            run = await runs.open_search_run(chat_id=group.id, query=f"group digest {n}", now=now)
+            outcome = RunOutcome(finished_at=now, stats={"kind": "notice", "text": f"group digest {n}"})
+            await deliveries.complete_run(run.id, outcome=outcome)
+        private = [await chats.get_or_create("telegram", str(50_000 + n)) for n in range(private_chats)]
+        run = await runs.open_search_run(chat_id=private[0].id, query="broadcast", now=now)
+        outcome = RunOutcome(finished_at=now, stats={"kind": "notice", "text": "broadcast digest"})
+        await deliveries.complete_run(run.id, outcome=outcome, extra_chat_ids=[chat.id for chat in private[1:]])
+
+    cluster.query(work)
+
+
+def test_two_workers_keep_one_token_under_telegrams_flood_limits(admin_url: str, tmp_path: Path) -> None:
+    ceiling = RateLimit(
+        per_second=30 / RATE_PERIOD, burst=30, per_chat_per_second=1 / RATE_PERIOD, group_max=20, group_period=1.0
+    )
+    with running_fake_telegram(rate_limit=ceiling) as telegram:
+        _deliver_3300_digests(telegram, admin_url, tmp_path)
+    assert telegram.throttled == 0 and telegram.rejected == 0
+    group = [message.text for message in telegram.texts(GROUP_CHAT)]
+    assert group == [f"group digest {n}" for n in range(300)]  # one chat's digests keep their order
+    private = Counter(message.chat_id for message in telegram.messages if message.chat_id != GROUP_CHAT)
+    assert len(private) == 3000 and set(private.values()) == {1}
+
+
+def _deliver_3300_digests(telegram: FakeTelegram, admin_url: str, tmp_path: Path) -> None:
+    env = {
+        **telegram_env(telegram),
+        "TELEGRAM_RATE_PERIOD": str(RATE_PERIOD),
+        "TELEGRAM_GROUP_MAX_MESSAGES": "20",
+        "TELEGRAM_GROUP_RATE_PERIOD": "1.0",
+    }
+    with running_cluster(admin_url, tmp_path, **env) as cluster:
+        seed_outbox(cluster, group_digests=300, private_chats=3000)
+        workers = [cluster.start("worker"), cluster.start("worker")]
+        wait_for(
+            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 3300,
+            what="3,300 digests delivered",
+            seconds=900,
+            every=1,
+        )
+        for worker in workers:
+            assert worker.terminate() == 0, worker.log()

@@ -40,6 +40,7 @@ import asyncio
 import itertools
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -134,12 +135,16 @@ class SentMessage:
 
 @dataclass
 class RateLimit:
-    """The ceiling the fake enforces on sends: token buckets overall and per chat (bursts allowed)."""
+    """The ceiling the fake enforces on sends: token buckets overall and per chat (bursts allowed), and for
+    groups a sliding window of at most `group_max` sends in any `group_period` seconds (Telegram: 20 a minute).
+    Tests shorten the periods (e.g. `group_period=1.0`) to keep their runtime sane."""
 
     per_second: float = 30.0
     burst: float = 30.0
     per_chat_per_second: float | None = 1.0
     per_chat_burst: float = 3.0
+    group_max: int | None = None
+    group_period: float = 60.0
 
 
 @dataclass
@@ -202,6 +207,7 @@ class FakeTelegram(ThreadedFakeServer):
         self._message_ids = itertools.count(1)
         self._overall: _Bucket | None = None
         self._per_chat: dict[str, _Bucket] = {}
+        self._group_sends: dict[str, deque[float]] = {}
         if rate_limit is not None:
             self._overall = _Bucket(rate_limit.per_second, rate_limit.burst, rate_limit.burst)
 
@@ -385,13 +391,31 @@ class FakeTelegram(ThreadedFakeServer):
                 self._per_chat[call.chat_id] = bucket
             wait = bucket.take(now)
         if wait == 0.0:
-            wait = self._overall.take(now)
+            wait = self._group_wait(call.chat_id, now)
             if wait and call.chat_id in self._per_chat:  # give the chat its token back: nothing was sent
                 self._per_chat[call.chat_id].tokens += 1
         if wait == 0.0:
+            wait = self._overall.take(now)
+            if wait and call.chat_id in self._per_chat:
+                self._per_chat[call.chat_id].tokens += 1
+        if wait == 0.0:
+            if call.chat_id is not None and call.chat_id in self._group_sends:
+                self._group_sends[call.chat_id].append(now)
             return None
         self.throttled += 1
         return ApiError.retry_after(max(1, round(wait)))
+
+    def _group_wait(self, chat_id: str | None, now: float) -> float:
+        """0.0 when a group may receive one more send now (it is then counted by the caller), else the wait."""
+        limit = self.rate_limit
+        if limit is None or limit.group_max is None or chat_id is None or not _is_group(chat_id):
+            return 0.0
+        sends = self._group_sends.setdefault(chat_id, deque())
+        while sends and sends[0] <= now - limit.group_period:
+            sends.popleft()
+        if len(sends) < limit.group_max:
+            return 0.0
+        return sends[0] + limit.group_period - now
 
     def _chat(self, chat_id: str, chat_type: str | None = None) -> dict[str, Any]:
         numeric = int(chat_id) if chat_id.lstrip("-").isdigit() else 0
@@ -550,6 +574,11 @@ async def _read_body(request: web.Request) -> tuple[dict[str, str], dict[str, Up
         else:
             params[key] = bytes(value).decode()
     return params, files
+
+
+def _is_group(chat_id: str) -> bool:
+    """Groups, supergroups and channels have negative ids (or an @name)."""
+    return chat_id.startswith(("-", "@"))
 
 
 def _utf16(text: str) -> int:
