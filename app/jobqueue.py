@@ -217,6 +217,13 @@ class JobQueue:
             await deferrer.defer_async(timestamp=int(datetime.now(UTC).timestamp()))
 
 
+async def _waiting(app: App, task: str) -> set[str]:
+    """The queueing locks of the task's jobs waiting in the queue: deferring those again would only be refused
+    (one query, instead of one refused insert per job when thousands wait)."""
+    jobs = await app.job_manager.list_jobs_async(task=task, status="todo")
+    return {job.queueing_lock for job in jobs if job.queueing_lock}
+
+
 async def _defer_run(app: App, monitor_id: int) -> bool:
     key = f"monitor:{monitor_id}"
     deferrer = app.configure_task(name=RUN_MONITOR, lock=key, queueing_lock=key, queue="monitors")
@@ -236,9 +243,11 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
         """Defer a run job for every monitor that is due; returns how many were deferred."""
         now = duties.clock()
         due = await monitors.due(now, limit=100_000)
+        waiting = await _waiting(app, RUN_MONITOR)
         deferred = 0
         for monitor in due:
-            deferred += await _defer_run(app, monitor.id)
+            if f"monitor:{monitor.id}" not in waiting:
+                deferred += await _defer_run(app, monitor.id)
         if due:
             logger.info("tick: %d monitor(s) due, %d run job(s) deferred", len(due), deferred)
         if datetime.fromtimestamp(timestamp, UTC).minute == 0:
@@ -304,9 +313,14 @@ class DeliveryJobs:
         """Defer delivery jobs for the chats with rows due now; returns how many were deferred."""
         if not self._platforms:
             return 0
+        due = await self._deliveries.chats_due(self._clock(), platforms=self._platforms, limit=10_000)
+        if not due:
+            return 0
+        waiting = await _waiting(self._queue.app, DELIVER)
         deferred = 0
-        for chat_id in await self._deliveries.chats_due(self._clock(), platforms=self._platforms, limit=10_000):
-            deferred += await self._queue.defer_delivery(chat_id)
+        for chat_id in due:
+            if f"deliver:{chat_id}" not in waiting:
+                deferred += await self._queue.defer_delivery(chat_id)
         return deferred
 
     async def run_forever(self, stop: asyncio.Event) -> None:
