@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from procrastinate import App, PsycopgConnector
 
 from app.jobqueue import TICK, psycopg_conninfo
 from storage import ChatRepository, Database, MonitorRepository
 from tests.app.cluster import Cluster, running_cluster, wait_for
-from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest
 from tests.fakes.telegram import FakeTelegram, RateLimit, running_fake_telegram
 
 pytestmark = pytest.mark.postgres
@@ -197,3 +199,82 @@ def _deliver_3300_digests(telegram: FakeTelegram, admin_url: str, tmp_path: Path
         )
         for worker in workers:
             assert worker.terminate() == 0, worker.log()
+
+
+WEBHOOK_SECRET = "webhook-secret-for-tests"
+
+
+def gemini_that_counts_turns(server: FakeHTTPServer, *, delay: float) -> None:
+    """A fake Gemini answering after `delay` s with how many person's turns it was shown and the last one: with
+    one conversation answered in order, message k is answered "turn k: <text k>"."""
+    from tests.fakes.gemini import text_response
+
+    def answer(recorded: RecordedRequest) -> FakeResponse:
+        contents = [c for c in recorded.json().get("contents", []) if c.get("role") == "user"]
+        texts = [p.get("text", "") for c in contents for p in c.get("parts", []) if p.get("text")]
+        last = texts[-1] if texts else ""
+        return FakeResponse.json(text_response(f"turn {len(contents)}: {last}"), delay=delay)
+
+    for version in ("v1beta", "v1"):
+        server.route("POST", f"/{version}/models/gemini-test:generateContent", answer)
+
+
+def test_one_chats_messages_reaching_two_web_processes_are_answered_once_each_in_order(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
+) -> None:
+    gemini_that_counts_turns(fake_server, delay=1.0)
+    env = {
+        **telegram_env(telegram),
+        "TELEGRAM_WEBHOOK_URL": "https://lookout.example/telegram/webhook",
+        "TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "LLM_MODEL": "google:gemini-test",
+        "LLM_HEAVY_MODEL": "google:gemini-test",
+        "GEMINI_API_KEY": "test-key",
+        "GEMINI_BASE_URL": fake_server.url,
+    }
+    chat = 7001
+    with running_cluster(admin_url, tmp_path, **env) as cluster:
+        webs = [cluster.start_healthy("web"), cluster.start_healthy("web")]
+        headers = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}
+        updates = [telegram.text_update(chat, f"question {n}") for n in range(1, 7)]
+        for n, update in enumerate(updates):
+            # Alternately to each process, each sent before the previous one is answered (answers take 1 s).
+            answer = httpx.post(
+                f"http://127.0.0.1:{webs[n % 2].port}/telegram/webhook", json=update, headers=headers, timeout=10
+            )
+            assert answer.status_code == 200
+            time.sleep(0.3)
+        # Telegram delivers an update again when its acknowledgement was lost: still answered once.
+        httpx.post(f"http://127.0.0.1:{webs[1].port}/telegram/webhook", json=updates[2], headers=headers, timeout=10)
+        wait_for(lambda: len(telegram.texts(chat)) >= 6, what="six answers", seconds=120)
+        time.sleep(2)  # anything answered twice would have arrived by now
+        for web in webs:
+            assert web.terminate() == 0, web.log()
+    answers = [message.text for message in telegram.texts(chat)]
+    assert answers == [f"turn {n}: question {n}" for n in range(1, 7)]
+
+
+def test_when_the_polling_process_dies_another_polls_and_nothing_is_answered_twice(
+    admin_url: str, tmp_path: Path, telegram: FakeTelegram
+) -> None:
+    env = {**telegram_env(telegram), "LEADER_CHECK_SECONDS": "1"}
+    with running_cluster(admin_url, tmp_path, **env) as cluster:
+        webs = [cluster.start_healthy("web"), cluster.start_healthy("web")]
+        wait_for(lambda: any("leads now" in web.log() for web in webs), what="a polling leader", seconds=60)
+        [leader] = [web for web in webs if "leads now" in web.log()]
+        [standby] = [web for web in webs if web is not leader]
+        telegram.push_text(8001, "/help")
+        wait_for(lambda: len(telegram.texts(8001)) == 1, what="the leader's answer", seconds=60)
+        leader.kill()
+        telegram.push_text(8002, "/help")
+        # The stated bound: another process polls within 30 s of the leader's death.
+        wait_for(lambda: "leads now" in standby.log(), what="the standby to take over polling", seconds=30)
+        wait_for(lambda: len(telegram.texts(8002)) == 1, what="the new leader's answer", seconds=60)
+        telegram.push_text(8001, "/help")
+        wait_for(lambda: len(telegram.texts(8001)) == 2, what="a second answer in the first chat", seconds=60)
+        time.sleep(2)
+        assert standby.terminate() == 0, standby.log()
+    assert len(telegram.texts(8001)) == 2 and len(telegram.texts(8002)) == 1
+    # Two live pollers would cut each other's long polls short again and again; at most the dead leader's last
+    # poll, still open at the fake when the new leader started, is cut short once.
+    assert telegram.conflicts <= 1
