@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from procrastinate import App, JobContext, PsycopgConnector
-from procrastinate.exceptions import AlreadyEnqueued, JobAborted
-from procrastinate.jobs import Job
+from procrastinate.exceptions import AlreadyEnqueued, JobAborted, UniqueViolation
+from procrastinate.jobs import Job, Status
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy.engine import make_url
 
@@ -276,7 +276,13 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
         stalled = list(await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=3 * heartbeat))
         for job in stalled:
             logger.warning("job %s (%s) was running on a worker that stopped; retrying it", job.id, job.task_name)
-            await app.job_manager.retry_job(job)
+            try:
+                await app.job_manager.retry_job(job)
+            except UniqueViolation:
+                # The same work is already waiting under the job's queueing lock (the tick deferred the monitor
+                # again meanwhile): that job does it; this one ends, which frees the lock the other waits for.
+                assert job.id is not None
+                await app.job_manager.finish_job_by_id_async(job.id, status=Status.ABORTED, delete_job=False)
         return len(stalled)
 
     del tick, run_monitor, deliver, retry_stalled  # registered on the app; nothing calls them by name here

@@ -278,3 +278,31 @@ def test_when_the_polling_process_dies_another_polls_and_nothing_is_answered_twi
     # Two live pollers would cut each other's long polls short again and again; at most the dead leader's last
     # poll, still open at the fake when the new leader started, is cut short once.
     assert telegram.conflicts <= 1
+
+
+def test_a_worker_killed_during_a_run_leaves_it_to_another_which_finishes_it(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
+) -> None:
+    # The feed answers after 5 s: long enough to kill the worker in the middle of the run.
+    fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml", delay=5))
+    env = {**telegram_env(telegram), "WORKER_HEARTBEAT_SECONDS": "1"}
+    with running_cluster(admin_url, tmp_path, **env) as cluster:
+        seed_monitors(cluster, f"{fake_server.url}{FEED_PATH}", 1)
+        first = cluster.start_healthy("worker")
+        make_all_due(cluster)
+        wait_for(lambda: bool(fake_server.received(FEED_PATH)), what="the run to ask for its feed", seconds=120)
+        first.kill()
+        assert cluster.scalar("SELECT status FROM runs") == "running"
+        second = cluster.start_healthy("worker")
+        wait_for(
+            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 1,
+            what="the digest of the run taken over",
+            seconds=180,
+            every=0.5,
+        )
+        runs = cluster.scalar("SELECT count(*) FROM runs")
+        status = cluster.scalar("SELECT status FROM runs")
+        assert second.terminate() == 0, second.log()
+    assert runs == 1 and status == "succeeded"
+    assert "running again the run" in second.log() and "was running on a worker that stopped" in second.log()
+    assert digests_per_chat(telegram) == Counter({"1001": 1})
