@@ -13,7 +13,7 @@ from telegram.error import InvalidToken
 from telegram.ext import BaseRateLimiter
 
 from app.settings import Settings
-from bots import CredentialsRefusedError, Dispatcher, SlackFrontend, TelegramFrontend, TelegramOptions
+from bots import CredentialsRefusedError, Dispatcher, SlackFrontend, SlotReserver, TelegramFrontend, TelegramOptions
 from monitors import ChatSender
 
 __all__ = ["Frontend", "Frontends", "build_frontends", "describe_frontends"]
@@ -91,10 +91,12 @@ def build_frontends(
     *,
     telegram_polls: bool = True,
     telegram_limiter: BaseRateLimiter[int] | None = None,
+    shared_slots: SlotReserver | None = None,
 ) -> Frontends:
     """A frontend per platform whose token is set (nothing is started yet). `telegram_polls=False`: Telegram
     connects without long-polling (the process that leads the polling starts it; see `app.leadership`);
-    `telegram_limiter` paces every Telegram call (one shared through the database by several processes)."""
+    `telegram_limiter` paces every Telegram call and `shared_slots` every Slack post to a channel (limits shared
+    through the database by several processes)."""
     frontends = Frontends()
     if settings.telegram_bot_token is not None:
         telegram = TelegramFrontend(
@@ -120,6 +122,8 @@ def build_frontends(
             app_token=settings.slack_app_token.get_secret_value() if settings.slack_app_token else None,
             signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
             api_url=settings.slack_api_url,
+            channel_slots=shared_slots,
+            channel_interval=settings.slack_channel_interval,
         )
         frontends.running["slack"] = slack
         frontends.routes.extend(slack.routes())

@@ -23,7 +23,7 @@ from app.monitoring import monitor_stack, telegram_rate_limiter
 from app.settings import Settings
 from app.wiring import open_database
 from bots import TelegramFrontend
-from storage import AdvisoryLocks, Database
+from storage import AdvisoryLocks, Database, RateSlotRepository
 
 logger = logging.getLogger(__name__)
 
@@ -165,6 +165,7 @@ async def _run_scaled(settings: Settings, database: Database, role: Role, stop: 
             dispatcher,
             telegram_polls=False,
             telegram_limiter=telegram_rate_limiter(settings, database),
+            shared_slots=RateSlotRepository(database),
         )
         for platform, sender in frontends.senders.items():
             stack.worker.register(platform, sender)

@@ -1,11 +1,11 @@
 """Platform adapters (Telegram, Slack, terminal) that turn platform updates into neutral messages and render replies."""
 
 from bots.dispatcher import Deliver, Dispatcher, Dispatches, SharedLocks
+from bots.shared_limits import SlotReserver
 from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender
 from bots.telegram import (
     FloodLimits,
     SharedRateLimiter,
-    SlotReserver,
     TelegramFrontend,
     TelegramOptions,
     TelegramSender,

@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 
 from agent import Incoming, Reply
 from bots.dispatcher import Dispatches
+from bots.shared_limits import SlotReserver
 from bots.slack.api import (
     DEFAULT_API_URL,
     NO_ACCESS_ERRORS,
@@ -94,11 +95,19 @@ class SlackFrontend:
         progress_interval: float = 2.0,
         max_rate_limit_wait: float = 30.0,
         shutdown_grace: float = 30.0,
+        channel_slots: SlotReserver | None = None,
+        channel_interval: float = 1.0,
     ) -> None:
         if not app_token and not signing_secret:
             raise ValueError("Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode)")
         self.mode: Literal["socket", "http"] = "socket" if app_token else "http"
-        self.client = build_web_client(bot_token, api_url=api_url, max_rate_limit_wait=max_rate_limit_wait)
+        self.client = build_web_client(
+            bot_token,
+            api_url=api_url,
+            max_rate_limit_wait=max_rate_limit_wait,
+            channel_slots=channel_slots,
+            channel_interval=channel_interval,
+        )
         self.app = AsyncApp(
             client=self.client,
             signing_secret=signing_secret or "",

@@ -2,6 +2,6 @@
 
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
 from bots.telegram.sender import TelegramSender
-from bots.telegram.shared_limiter import FloodLimits, SharedRateLimiter, SlotReserver
+from bots.telegram.shared_limiter import FloodLimits, SharedRateLimiter
 
-__all__ = ["FloodLimits", "SharedRateLimiter", "SlotReserver", "TelegramFrontend", "TelegramOptions", "TelegramSender"]
+__all__ = ["FloodLimits", "SharedRateLimiter", "TelegramFrontend", "TelegramOptions", "TelegramSender"]

@@ -19,22 +19,18 @@ import contextlib
 import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from telegram.error import RetryAfter
 from telegram.ext import BaseRateLimiter
 
-__all__ = ["FloodLimits", "SharedRateLimiter", "SlotReserver"]
+from bots.shared_limits import SlotReserver
+
+__all__ = ["FloodLimits", "SharedRateLimiter"]
 
 logger = logging.getLogger(__name__)
 
 JSONDict = dict[str, Any]
-
-
-class SlotReserver(Protocol):
-    """Reserves the next slot of a named limit and says how long to wait for it (`storage.RateSlotRepository`)."""
-
-    async def reserve(self, key: str, *, interval: float, burst: int = 1) -> float: ...
 
 
 @dataclass(frozen=True)
