@@ -1,0 +1,165 @@
+"""Scale-out: N monitors due at once, run and delivered by 1, 2 and 4 worker processes (JOB_QUEUE=procrastinate).
+
+    TEST_DATABASE_URL=postgresql+asyncpg://… uv run python bench/scale.py [--monitors 1000] [--workers 1,2,4]
+
+For each worker count: a throwaway PostgreSQL database, `--monitors` Telegram chats each owning one monitor on a
+fake feed that answers after `--feed-delay` seconds, all made due at once and ticked. The fake feed and the
+fake Bot API (Telegram's real ceiling: 30 messages/s, 1/s per chat) run in their own process. Printed per
+worker count: runs per minute, seconds until every run finished and until every digest was delivered, CPU
+seconds and peak RSS of each worker process (from /proc), jobs retried, and the 429s the fake sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.app.cluster import LookoutProcess, running_cluster, wait_for  # noqa: E402
+from tests.app.test_scale import make_all_due, runs_logged, seed_monitors  # noqa: E402
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def serve_fakes(feed_delay: float) -> None:
+    """The fakes' own process: prints their URLs, then serves until stdin closes; prints Telegram's counts."""
+    from tests.app.test_scale import FEED_PATH, feed_xml
+    from tests.fakes.http_server import FakeResponse, running_fake_server
+    from tests.fakes.telegram import RateLimit, running_fake_telegram
+
+    with running_fake_server() as feed, running_fake_telegram(rate_limit=RateLimit()) as telegram:
+        feed.route(
+            "GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml", delay=feed_delay)
+        )
+        print(json.dumps({"feed": f"{feed.url}{FEED_PATH}", "telegram": telegram.url, "token": telegram.token}))
+        sys.stdout.flush()
+        sys.stdin.read()
+        texts = [m for m in telegram.messages if m.kind == "text"]
+        first = min((m.at for m in telegram.messages), default=0.0)
+        last = max((m.at for m in telegram.messages), default=0.0)
+        digests = {m.chat_id for m in texts if "monitor #" in (m.text or "")}
+        print(
+            json.dumps(
+                {
+                    "messages": len(telegram.messages),
+                    "digest_chats": len(digests),
+                    "throttled": telegram.throttled,
+                    "send_seconds": last - first,
+                }
+            )
+        )
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def one_round(admin_url: str, workers: int, monitors: int, feed_delay: float) -> dict[str, object]:
+    fakes = subprocess.Popen(
+        [sys.executable, __file__, "--serve-fakes", "--feed-delay", str(feed_delay)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert fakes.stdout is not None and fakes.stdin is not None
+    urls = json.loads(fakes.stdout.readline())
+    env = {"TELEGRAM_BOT_TOKEN": urls["token"], "TELEGRAM_API_URL": urls["telegram"], "ALLOW_PRIVATE_URLS": "true"}
+    with TemporaryDirectory() as workdir, running_cluster(admin_url, Path(workdir), **env) as cluster:
+        seed_monitors(cluster, urls["feed"], monitors)
+        processes: list[LookoutProcess] = [cluster.start_healthy("worker") for _ in range(workers)]
+        cpu_before = {p.process.pid: cpu_seconds(p.process.pid) for p in processes}
+        started = time.monotonic()
+        make_all_due(cluster)
+        wait_for(
+            lambda: cluster.scalar("SELECT count(*) FROM runs WHERE status <> 'running'") == monitors,
+            what="every run",
+            seconds=7200,
+            every=1,
+        )
+        runs_done = time.monotonic() - started
+        wait_for(
+            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')") == 0,
+            what="every digest",
+            seconds=7200,
+            every=1,
+        )
+        delivered = time.monotonic() - started
+        cpu = [cpu_seconds(p.process.pid) - cpu_before[p.process.pid] for p in processes]
+        rss = [peak_rss_mib(p.process.pid) for p in processes]
+        retried = cluster.scalar(
+            "SELECT count(*) FROM procrastinate_events WHERE type IN ('deferred_for_retry', 'retried')"
+        )
+        succeeded = cluster.scalar("SELECT count(*) FROM runs WHERE status = 'succeeded'")
+        shares = [runs_logged(p.log()) for p in processes]
+    fakes.stdin.close()
+    counts = json.loads(fakes.stdout.readline())
+    fakes.wait(timeout=30)
+    return {
+        "workers": workers,
+        "runs_per_minute": monitors / runs_done * 60,
+        "runs_done_s": runs_done,
+        "delivered_s": delivered,
+        "cpu_s": cpu,
+        "peak_rss_mib": rss,
+        "retried": retried,
+        "succeeded": succeeded,
+        "runs_per_worker": shares,
+        **counts,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--monitors", type=int, default=1000)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--feed-delay", type=float, default=0.2)
+    parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.serve_fakes:
+        serve_fakes(options.feed_delay)
+        return
+    admin_url = os.environ.get("TEST_DATABASE_URL")
+    if not admin_url:
+        sys.exit("Set TEST_DATABASE_URL=postgresql+asyncpg://… (a role that may create databases).")
+    print(
+        f"{options.monitors} monitors due at once, feed answering after {options.feed_delay * 1000:.0f} ms; "
+        f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        "| workers | runs/min | all runs done | all digests delivered | CPU s per worker | peak RSS MiB per worker "
+        "| runs per worker | jobs retried | 429s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for workers in (int(n) for n in options.workers.split(",")):
+        result = one_round(admin_url, workers, options.monitors, options.feed_delay)
+        assert result["succeeded"] == options.monitors and result["digest_chats"] == options.monitors, result
+        cpu = ", ".join(f"{value:.0f}" for value in result["cpu_s"])  # type: ignore[attr-defined]
+        rss = ", ".join(f"{value:.0f}" for value in result["peak_rss_mib"])  # type: ignore[attr-defined]
+        shares = ", ".join(str(value) for value in result["runs_per_worker"])  # type: ignore[attr-defined]
+        print(
+            f"| {workers} | {result['runs_per_minute']:.0f} | {result['runs_done_s']:.0f} s "
+            f"| {result['delivered_s']:.0f} s | {cpu} | {rss} | {shares} | {result['retried']} "
+            f"| {result['throttled']} |",
+            flush=True,
+        )
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
