@@ -306,3 +306,35 @@ def test_a_worker_killed_during_a_run_leaves_it_to_another_which_finishes_it(
     assert runs == 1 and status == "succeeded"
     assert "running again the run" in second.log() and "was running on a worker that stopped" in second.log()
     assert digests_per_chat(telegram) == Counter({"1001": 1})
+
+
+def test_sigterm_during_a_run_hands_the_job_back_after_the_grace_period(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
+) -> None:
+    fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml", delay=20))
+    env = {**telegram_env(telegram), "SHUTDOWN_GRACE_SECONDS": "1"}
+    with running_cluster(admin_url, tmp_path, **env) as cluster:
+        seed_monitors(cluster, f"{fake_server.url}{FEED_PATH}", 1)
+        first = cluster.start_healthy("worker")
+        make_all_due(cluster)
+        wait_for(lambda: bool(fake_server.received(FEED_PATH)), what="the run to ask for its feed", seconds=120)
+        assert first.terminate(timeout=60) == 0, first.log()  # long before the feed answers
+        waiting = cluster.scalar(
+            "SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'lookout.run_monitor' AND status = 'todo'"
+        )
+        still_running = cluster.scalar("SELECT status FROM runs")
+        fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml"))
+        second = cluster.start_healthy("worker")
+        wait_for(
+            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 1,
+            what="the digest of the run handed back",
+            seconds=180,
+            every=0.5,
+        )
+        status = cluster.scalar("SELECT status FROM runs")
+        runs = cluster.scalar("SELECT count(*) FROM runs")
+        assert second.terminate() == 0, second.log()
+    assert waiting == 1 and still_running == "running"  # handed back, not failed
+    assert runs == 1 and status == "succeeded"
+    assert "running again the run" in second.log()
+    assert digests_per_chat(telegram) == Counter({"1001": 1})
