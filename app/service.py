@@ -17,8 +17,6 @@ from typing import Final, Literal
 from app.assembly import build_dispatcher, build_services
 from app.frontends import build_frontends, describe_frontends
 from app.http_server import HealthCheck, build_http_app, serve_http
-from app.jobqueue import DeliveryJobs, JobQueue, WorkerDuties, process_name
-from app.leadership import Leadership
 from app.monitoring import monitor_stack, telegram_rate_limiter
 from app.settings import Settings
 from app.wiring import open_database
@@ -145,6 +143,10 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
 
 async def _run_scaled(settings: Settings, database: Database, role: Role, stop: asyncio.Event) -> None:
     """One process of many on PostgreSQL: web (HTTP, frontends) and/or worker (jobs), sharing one job queue."""
+    # Imported here: the job queue's libraries (procrastinate, psycopg) are not loaded by the one-process mode.
+    from app.jobqueue import DeliveryJobs, JobQueue, WorkerDuties, process_name
+    from app.leadership import Leadership
+
     serves, works = role in ("all", "web"), role in ("all", "worker")
     background: list[asyncio.Task[None]] = []
     locks = AdvisoryLocks(settings.database_url)
