@@ -32,7 +32,7 @@ import os
 import socket
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from procrastinate import App, JobContext, PsycopgConnector
 from procrastinate.exceptions import AlreadyEnqueued, JobAborted, UniqueViolation
@@ -42,7 +42,7 @@ from sqlalchemy.engine import make_url
 
 from app.settings import Settings
 from monitors import DeliveryWorker, MonitorService
-from storage import Database, DeliveryRepository, MonitorRepository
+from storage import Database, DeliveryRepository, MonitorRepository, RunRepository
 
 __all__ = [
     "DELIVER",
@@ -65,6 +65,9 @@ DELIVER = "lookout.deliver"
 RETRY_STALLED = "lookout.retry_stalled"
 MAX_RUN_ATTEMPTS = 3
 """A run whose worker died this many times in a row is marked failed instead of tried again."""
+ABANDONED_AFTER = timedelta(hours=6)
+"""A run still "running" this long was left by a process that died outside any job (a `/digest` in a web
+process); the hourly tick marks it failed. Runs inside jobs are taken over long before."""
 PRUNE_FINISHED_AFTER_HOURS = 72
 """Succeeded jobs older than this are deleted (hourly, by the tick); failed ones stay for `lookout jobs`."""
 DELIVERY_SWEEP_SECONDS = 5.0
@@ -235,7 +238,7 @@ async def _defer_run(app: App, monitor_id: int) -> bool:
 
 
 def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None:
-    monitors = MonitorRepository(duties.database)
+    monitors, runs = MonitorRepository(duties.database), RunRepository(duties.database)
 
     @app.periodic(cron="* * * * *", periodic_id="minute")
     @app.task(name=TICK, queue="monitors", queueing_lock="tick", pass_context=False)
@@ -250,8 +253,13 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
                 deferred += await _defer_run(app, monitor.id)
         if due:
             logger.info("tick: %d monitor(s) due, %d run job(s) deferred", len(due), deferred)
-        if datetime.fromtimestamp(timestamp, UTC).minute == 0:
+        if datetime.fromtimestamp(timestamp, UTC).minute == 0:  # hourly housekeeping
             await app.job_manager.delete_old_jobs(nb_hours=PRUNE_FINISHED_AFTER_HOURS, include_failed=False)
+            abandoned = await runs.fail_abandoned(
+                started_before=now - ABANDONED_AFTER, error="abandoned: the process running it stopped"
+            )
+            if abandoned:
+                logger.warning("tick: marked %d run(s) left running for hours as failed", abandoned)
         return deferred
 
     @app.task(name=RUN_MONITOR, pass_context=True, retry=_HandBackOnShutdown(MAX_RUN_ATTEMPTS + 1))
