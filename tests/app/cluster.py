@@ -13,18 +13,17 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 import httpx
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
-from storage import Database, upgrade_database
+from storage import Database
+from tests.storage.conftest import throwaway_postgres
 
 _T = TypeVar("_T")
 LOOKOUT = Path(sys.executable).parent / "lookout"
@@ -44,32 +43,9 @@ def wait_for(predicate: Callable[[], bool], *, what: str, seconds: float = 60, e
         time.sleep(every)
 
 
-async def _admin(admin_url: str, statement: str) -> None:
-    database = Database(admin_url)
-    try:
-        async with database.engine.connect() as connection:
-            connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await connection.execute(text(statement))
-    finally:
-        await database.dispose()
-
-
-@contextmanager
-def throwaway_database(admin_url: str) -> Iterator[str]:
-    """A new, migrated PostgreSQL database (dropped afterwards, with any connection a killed process left)."""
-    name = f"lookout_scale_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_admin(admin_url, f'CREATE DATABASE "{name}"'))
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        asyncio.run(upgrade_database(url))
-        yield url
-    finally:
-        for _ in range(10):
-            try:
-                asyncio.run(_admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                break
-            except Exception:
-                time.sleep(0.5)
+def throwaway_database(admin_url: str) -> AbstractContextManager[str]:
+    """A new, migrated PostgreSQL database, dropped afterwards (with any connection a killed process left)."""
+    return throwaway_postgres(admin_url, prefix="lookout_scale", migrate=True)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from procrastinate import App, PsycopgConnector
 
 from app.jobqueue import TICK, psycopg_conninfo
 from storage import ChatRepository, Database, MonitorRepository
-from tests.app.cluster import Cluster, running_cluster, wait_for
+from tests.app.cluster import Cluster, LookoutProcess, running_cluster, wait_for
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest
 from tests.fakes.telegram import FakeTelegram, RateLimit, running_fake_telegram
 
@@ -280,6 +280,15 @@ def test_when_the_polling_process_dies_another_polls_and_nothing_is_answered_twi
     assert telegram.conflicts <= 1
 
 
+def start_one_run(cluster: Cluster, feed: FakeHTTPServer) -> LookoutProcess:
+    """One monitor on the (slow) feed, one worker, the monitor due: returns once its run asked for the feed."""
+    seed_monitors(cluster, f"{feed.url}{FEED_PATH}", 1)
+    worker = cluster.start_healthy("worker")
+    make_all_due(cluster)
+    wait_for(lambda: bool(feed.received(FEED_PATH)), what="the run to ask for its feed", seconds=120)
+    return worker
+
+
 def test_a_worker_killed_during_a_run_leaves_it_to_another_which_finishes_it(
     admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
 ) -> None:
@@ -287,10 +296,7 @@ def test_a_worker_killed_during_a_run_leaves_it_to_another_which_finishes_it(
     fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml", delay=5))
     env = {**telegram_env(telegram), "WORKER_HEARTBEAT_SECONDS": "1"}
     with running_cluster(admin_url, tmp_path, **env) as cluster:
-        seed_monitors(cluster, f"{fake_server.url}{FEED_PATH}", 1)
-        first = cluster.start_healthy("worker")
-        make_all_due(cluster)
-        wait_for(lambda: bool(fake_server.received(FEED_PATH)), what="the run to ask for its feed", seconds=120)
+        first = start_one_run(cluster, fake_server)
         first.kill()
         assert cluster.scalar("SELECT status FROM runs") == "running"
         second = cluster.start_healthy("worker")
@@ -314,10 +320,7 @@ def test_sigterm_during_a_run_hands_the_job_back_after_the_grace_period(
     fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml", delay=20))
     env = {**telegram_env(telegram), "SHUTDOWN_GRACE_SECONDS": "1"}
     with running_cluster(admin_url, tmp_path, **env) as cluster:
-        seed_monitors(cluster, f"{fake_server.url}{FEED_PATH}", 1)
-        first = cluster.start_healthy("worker")
-        make_all_due(cluster)
-        wait_for(lambda: bool(fake_server.received(FEED_PATH)), what="the run to ask for its feed", seconds=120)
+        first = start_one_run(cluster, fake_server)
         assert first.terminate(timeout=60) == 0, first.log()  # long before the feed answers
         waiting = cluster.scalar(
             "SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'lookout.run_monitor' AND status = 'todo'"
