@@ -263,6 +263,12 @@ def test_when_the_polling_process_dies_another_polls_and_nothing_is_answered_twi
         wait_for(lambda: any("leads now" in web.log() for web in webs), what="a polling leader", seconds=60)
         [leader] = [web for web in webs if "leads now" in web.log()]
         [standby] = [web for web in webs if web is not leader]
+        # A web process's health: the database, the job queue, Telegram (leading or standing by), its loops.
+        health = httpx.get(standby.health_url, timeout=5).json()
+        assert health == {
+            "status": "ok",
+            "checks": {"database": "ok", "jobs": "ok", "telegram": "ok", "background": "ok"},
+        }
         telegram.push_text(8001, "/help")
         wait_for(lambda: len(telegram.texts(8001)) == 1, what="the leader's answer", seconds=60)
         leader.kill()
@@ -321,6 +327,9 @@ def test_sigterm_during_a_run_hands_the_job_back_after_the_grace_period(
     env = {**telegram_env(telegram), "SHUTDOWN_GRACE_SECONDS": "1"}
     with running_cluster(admin_url, tmp_path, **env) as cluster:
         first = start_one_run(cluster, fake_server)
+        # A worker's health: the database, the job queue and its loops; no chat frontend.
+        health = httpx.get(first.health_url, timeout=5).json()
+        assert health == {"status": "ok", "checks": {"database": "ok", "jobs": "ok", "background": "ok"}}
         assert first.terminate(timeout=60) == 0, first.log()  # long before the feed answers
         waiting = cluster.scalar(
             "SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'lookout.run_monitor' AND status = 'todo'"
