@@ -71,6 +71,9 @@ process); the hourly tick marks it failed. Runs inside jobs are taken over long 
 PRUNE_FINISHED_AFTER_HOURS = 72
 """Succeeded jobs older than this are deleted (hourly, by the tick); failed ones stay for `lookout jobs`."""
 DELIVERY_SWEEP_SECONDS = 5.0
+URGENT, PROMPT = 20, 10
+"""Job priorities (higher runs first): housekeeping (the tick, stalled jobs) before deliveries, deliveries before
+runs, so a digest goes out as soon as its run finished, not after every run of a busy minute."""
 """How often every process looks for chats with outbox rows due (retries after a backoff, rows left behind)."""
 
 
@@ -150,7 +153,11 @@ class JobQueue:
     async def defer_delivery(self, chat_id: int) -> bool:
         """Have a worker deliver the chat's due rows; False when a job for that chat is already waiting."""
         deferrer = self.app.configure_task(
-            name=DELIVER, lock=f"chat:{chat_id}", queueing_lock=f"deliver:{chat_id}", queue="deliveries"
+            name=DELIVER,
+            lock=f"chat:{chat_id}",
+            queueing_lock=f"deliver:{chat_id}",
+            queue="deliveries",
+            priority=PROMPT,
         )
         try:
             await deferrer.defer_async(chat_id=chat_id)
@@ -215,7 +222,7 @@ class JobQueue:
 
     async def _tick_now(self) -> None:
         """A worker that starts looks for due monitors at once instead of at the next minute."""
-        deferrer = self.app.configure_task(name=TICK, queueing_lock="tick:start", queue="monitors")
+        deferrer = self.app.configure_task(name=TICK, queueing_lock="tick:start", queue="monitors", priority=URGENT)
         with contextlib.suppress(AlreadyEnqueued):
             await deferrer.defer_async(timestamp=int(datetime.now(UTC).timestamp()))
 
@@ -240,7 +247,7 @@ async def _defer_run(app: App, monitor_id: int) -> bool:
 def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None:
     monitors, runs = MonitorRepository(duties.database), RunRepository(duties.database)
 
-    @app.periodic(cron="* * * * *", periodic_id="minute")
+    @app.periodic(cron="* * * * *", periodic_id="minute", priority=URGENT)
     @app.task(name=TICK, queue="monitors", queueing_lock="tick", pass_context=False)
     async def tick(timestamp: int) -> int:
         """Defer a run job for every monitor that is due; returns how many were deferred."""
@@ -277,7 +284,7 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
         report = await duties.delivery.run_chat(chat_id)
         return f"{report.sent} sent, {report.retrying} to retry, {report.dead} given up"
 
-    @app.periodic(cron="* * * * * */10", periodic_id="stalled")
+    @app.periodic(cron="* * * * * */10", periodic_id="stalled", priority=URGENT)
     @app.task(name=RETRY_STALLED, queueing_lock="retry_stalled", pass_context=False)
     async def retry_stalled(timestamp: int) -> int:
         """Hand the jobs of workers that stopped sending heartbeats back to the queue."""
