@@ -12,7 +12,7 @@ import logging
 import signal
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Literal
 
 from app.assembly import build_dispatcher, build_services
 from app.frontends import build_frontends, describe_frontends
@@ -26,11 +26,8 @@ from storage import AdvisoryLocks, Database, RateSlotRepository
 logger = logging.getLogger(__name__)
 
 Role = Literal["all", "web", "worker"]
-ROLES: Final[dict[str, str]] = {
-    "all": "everything in one process (the default)",
-    "web": "HTTP: /healthz, the Telegram webhook or long polling (one process leads), Slack events",
-    "worker": "jobs: monitor runs and deliveries (JOB_QUEUE=procrastinate)",
-}
+"""all: everything in one process; web: HTTP (/healthz, webhooks, Slack events) and the chat frontends (one web
+process leads Telegram long polling); worker: monitor runs and deliveries as jobs (JOB_QUEUE=procrastinate)."""
 
 
 class RoleError(Exception):
@@ -88,7 +85,7 @@ async def run_service(settings: Settings, *, role: Role = "all", stop: asyncio.E
     """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set).
 
     With the embedded job queue one process does everything (`role` must be `all`); with JOB_QUEUE=procrastinate
-    any number of processes share one PostgreSQL database, each in a role (see `ROLES`)."""
+    any number of processes share one PostgreSQL database, each in a role (see `Role`)."""
     stop = stop or asyncio.Event()
     _install_stop_signals(stop)
     if not settings.scaled_out and role != "all":
