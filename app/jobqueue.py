@@ -134,7 +134,6 @@ class JobQueue:
                 name=f"lookout-jobs-{name}",
             )
         )
-        self._duties: WorkerDuties | None = None
         self._worker_task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> JobQueue:
@@ -186,7 +185,6 @@ class JobQueue:
 
     def register(self, duties: WorkerDuties) -> None:
         """Define the jobs this process runs (a worker); call before `work`."""
-        self._duties = duties
         _register_tasks(self.app, duties, heartbeat=self._settings.worker_heartbeat_seconds)
 
     async def work(self, stop: asyncio.Event) -> None:
