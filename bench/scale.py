@@ -1,12 +1,16 @@
 """Scale-out: N monitors due at once, run and delivered by 1, 2 and 4 worker processes (JOB_QUEUE=procrastinate).
 
     TEST_DATABASE_URL=postgresql+asyncpg://… uv run python bench/scale.py [--monitors 1000] [--workers 1,2,4]
+    TEST_DATABASE_URL=postgresql+asyncpg://… uv run python bench/scale.py --flood 3000 --workers 2 [--ceiling 30]
 
 For each worker count: a throwaway PostgreSQL database, `--monitors` Telegram chats each owning one monitor on a
 fake feed that answers after `--feed-delay` seconds, all made due at once and ticked. The fake feed and the
 fake Bot API (Telegram's real ceiling: 30 messages/s, 1/s per chat) run in their own process. Printed per
 worker count: runs per minute, seconds until every run finished and until every digest was delivered, CPU
 seconds and peak RSS of each worker process (from /proc), jobs retried, and the 429s the fake sent.
+
+`--flood N`: N one-message digests to separate chats against a fake that allows `--ceiling` messages a second
+(Lookout's TELEGRAM_MAX_MESSAGES set to the same): the sustained send rate and its share of the ceiling.
 """
 
 from __future__ import annotations
@@ -56,6 +60,56 @@ def serve_fakes(feed_delay: float) -> None:
                 }
             )
         )
+
+
+def serve_flood_fake(ceiling: float) -> None:
+    """The fake Bot API alone, enforcing `ceiling` messages/s overall (its own process); prints its counts."""
+    from tests.fakes.telegram import RateLimit, running_fake_telegram
+
+    with running_fake_telegram(rate_limit=RateLimit(per_second=ceiling, burst=ceiling)) as telegram:
+        print(json.dumps({"telegram": telegram.url, "token": telegram.token}))
+        sys.stdout.flush()
+        sys.stdin.read()
+        times = sorted(message.at for message in telegram.messages)
+        print(json.dumps({"messages": len(times), "throttled": telegram.throttled, "times": times}))
+
+
+def flood_round(admin_url: str, workers: int, digests: int, ceiling: float) -> dict[str, float]:
+    """`digests` one-message digests to separate chats, `workers` workers, Lookout's limit set to the ceiling."""
+    from tests.app.test_scale import seed_outbox
+
+    fake = subprocess.Popen(
+        [sys.executable, __file__, "--serve-flood-fake", "--ceiling", str(ceiling)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert fake.stdout is not None and fake.stdin is not None
+    urls = json.loads(fake.stdout.readline())
+    env = {
+        "TELEGRAM_BOT_TOKEN": urls["token"],
+        "TELEGRAM_API_URL": urls["telegram"],
+        "TELEGRAM_MAX_MESSAGES": str(ceiling),
+        "WORKER_CONCURRENCY": "32",
+    }
+    with TemporaryDirectory() as workdir, running_cluster(admin_url, Path(workdir), **env) as cluster:
+        seed_outbox(cluster, group_digests=0, private_chats=digests)
+        for _ in range(workers):
+            cluster.start_healthy("worker")
+        wait_for(
+            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == digests,
+            what="every digest",
+            seconds=7200,
+            every=1,
+        )
+    fake.stdin.close()
+    counts = json.loads(fake.stdout.readline())
+    fake.wait(timeout=30)
+    times = counts["times"]
+    # The steady part: without the first and last tenth (workers starting, the queue running dry).
+    steady = times[len(times) // 10 : len(times) - len(times) // 10]
+    rate = (len(steady) - 1) / (steady[-1] - steady[0])
+    return {"rate": rate, "share": rate / ceiling, "throttled": counts["throttled"], "total_s": times[-1] - times[0]}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -129,10 +183,16 @@ def main() -> None:
     parser.add_argument("--monitors", type=int, default=1000)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--feed-delay", type=float, default=0.2)
+    parser.add_argument("--flood", type=int, default=0, help="instead: this many digests to separate chats")
+    parser.add_argument("--ceiling", type=float, default=30.0, help="with --flood: messages/s the fake allows")
     parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-flood-fake", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve_fakes:
         serve_fakes(options.feed_delay)
+        return
+    if options.serve_flood_fake:
+        serve_flood_fake(options.ceiling)
         return
     admin_url = os.environ.get("TEST_DATABASE_URL")
     if not admin_url:
