@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+from pydantic_ai.models import Model
 
 from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
 from app.monitoring import MonitorStack, monitor_stack
@@ -38,7 +42,7 @@ def conversation_settings(settings: Settings, *, bot_username: str | None = None
         memory_idle_hours=settings.memory_idle_hours,
         request_limit=settings.agent_request_limit,
         token_limit=settings.agent_token_limit,
-        exports_dir=settings.data_dir / "exports",
+        exports_dir=settings.exports_dir,
         llm_unavailable_reason=settings.llm_unavailable_reason(),
         bot_username=bot_username,
     )
@@ -51,21 +55,26 @@ def build_services(
     stack: MonitorStack,
     http: HttpClient | None = None,
     bot_username: str | None = None,
+    chat_models: tuple[Model | None, Model | None] | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> Services:
     """The services every chat shares, on top of the monitor stack (its monitor service, sources and HTTP client).
 
     `http` replaces the stack's client (the one the sources share) for the chat's own fetches;
     `bot_username` is the bot's @name on platforms that have one, so commands for other bots are ignored.
+    `chat_models` replaces the (light, heavy) models from settings and `clock` the wall clock (tests script them).
     """
+    light, heavy = chat_models if chat_models is not None else (light_model(settings), heavy_model(settings))
     return Services(
         database=database,
         monitors=stack.service,
         resolve_sources=stack.catalog.resolve,
         http=http if http is not None else stack.catalog.client,
         # Plain models: the chat agent adds its own fallback and retries (the monitors may wrap theirs).
-        light_model=light_model(settings),
-        heavy_model=heavy_model(settings),
+        light_model=light,
+        heavy_model=heavy,
         settings=conversation_settings(settings, bot_username=bot_username),
+        **({"clock": clock} if clock is not None else {}),
     )
 
 
@@ -87,7 +96,11 @@ def build_dispatcher(settings: Settings, services: Services, *, shared_locks: Sh
     """The one dispatcher every frontend of the process hands its messages to; `shared_locks` make its
     per-conversation lock hold across processes (several web processes on PostgreSQL)."""
     return Dispatcher(
-        services.database, build_conversation(services), access_policy(settings), shared_locks=shared_locks
+        services.database,
+        build_conversation(services),
+        access_policy(settings),
+        clock=services.clock,
+        shared_locks=shared_locks,
     )
 
 
@@ -96,7 +109,7 @@ def terminal_session(settings: Settings) -> SessionFactory:
     delivery worker with the terminal's sender registered, so monitors created there deliver there."""
 
     @asynccontextmanager
-    async def open_session(sender: ChatSender) -> AsyncIterator[Dispatches]:
+    async def open_session(sender: ChatSender[Any]) -> AsyncIterator[Dispatches]:
         async with open_database(settings) as database, monitor_stack(settings, database) as stack:
             dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
             stack.worker.register("terminal", sender)

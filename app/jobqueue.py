@@ -30,7 +30,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -313,13 +313,14 @@ class DeliveryJobs:
         database: Database,
         queue: JobQueue,
         *,
-        platforms: Collection[str],
+        worker: DeliveryWorker,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         sweep_seconds: float = DELIVERY_SWEEP_SECONDS,
     ) -> None:
         self._deliveries = DeliveryRepository(database)
         self._queue = queue
-        self._platforms = frozenset(platforms)
+        self._worker = worker
+        self._platforms = worker.platforms
         self._clock = clock
         self._sweep_seconds = sweep_seconds
         self._wake = asyncio.Event()
@@ -332,6 +333,7 @@ class DeliveryJobs:
         """Defer delivery jobs for the chats with rows due now; returns how many were deferred."""
         if not self._platforms:
             return 0
+        await self._worker.release_dead_claims()  # a dead worker's rows (on this host) are due again at once
         due = await self._deliveries.chats_due(self._clock(), platforms=self._platforms, limit=10_000)
         if not due:
             return 0

@@ -5,15 +5,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
+from app.frontends import PlatformSenders, platform_senders
 from app.settings import Settings
 from app.wiring import SourceCatalog, open_http_client, pipeline_models
-from bots import FloodLimits, SharedRateLimiter, TelegramSender
-from monitors import ChatSender, DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
+from bots import TelegramLimits
+from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
 from storage import Database, RateSlotRepository
 
-TELEGRAM_MESSAGES_PER_SECOND = 25.0
-"""Below Telegram's ~30 messages/s per bot, so a busy minute paces itself instead of collecting 429s."""
+Clock = Callable[[], datetime]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -26,51 +31,40 @@ class MonitorStack:
     scheduler: MonitorScheduler
     catalog: SourceCatalog
     """The sources built from settings; `catalog.client` is the one HTTP client they share."""
-
-
-def telegram_rate_limiter(settings: Settings, database: Database) -> SharedRateLimiter | None:
-    """With several processes (JOB_QUEUE=procrastinate), Telegram's flood limits kept through the database for all
-    of them; None for one process, which paces itself."""
-    if not settings.scaled_out or settings.telegram_bot_token is None:
-        return None
-    bot_id = settings.telegram_bot_token.get_secret_value().split(":", 1)[0]  # the public part of the token
-    limits = FloodLimits(
-        overall=settings.telegram_max_messages,
-        period=settings.telegram_rate_period,
-        group=settings.telegram_group_max_messages,
-        group_period=settings.telegram_group_rate_period,
-    )
-    return SharedRateLimiter(RateSlotRepository(database), token_key=bot_id, limits=limits)
-
-
-def delivery_senders(settings: Settings, database: Database) -> dict[str, ChatSender]:
-    """One sender per platform whose token is configured."""
-    senders: dict[str, ChatSender] = {}
-    if settings.telegram_bot_token is not None:
-        api = settings.telegram_api_url.rstrip("/")
-        senders["telegram"] = TelegramSender(
-            settings.telegram_bot_token.get_secret_value(),
-            base_url=f"{api}/bot",
-            base_file_url=f"{api}/file/bot",
-            max_messages_per_second=TELEGRAM_MESSAGES_PER_SECOND,
-            rate_limiter=telegram_rate_limiter(settings, database),
-        )
-    return senders
+    senders: PlatformSenders
+    """The one sender per platform (one Telegram Bot): the worker delivers with them, the frontends answer."""
 
 
 @asynccontextmanager
 async def monitor_stack(
-    settings: Settings, database: Database, *, on_deliveries_queued: Callable[[], None] | None = None
+    settings: Settings,
+    database: Database,
+    *,
+    telegram_limits: TelegramLimits | None = None,
+    clock: Clock = _now,
+    on_deliveries_queued: Callable[[], None] | None = None,
+    shared_limits: bool = False,
 ) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit.
-
-    A run that queued outbox rows calls `on_deliveries_queued` (default: wake this process's delivery worker;
-    with a job queue, the deferrer of delivery jobs)."""
+    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `clock` is the
+    process's clock (tests pin it); `telegram_limits` default to the TELEGRAM_* flood limits. A run that queued
+    outbox rows calls `on_deliveries_queued` (default: wake this process's delivery worker; with a job queue,
+    the deferrer of delivery jobs). `shared_limits`: the platforms' rate limits are kept through the database,
+    for every process that sends with the same tokens."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
-    senders = delivery_senders(settings, database)
+    senders = platform_senders(
+        settings,
+        telegram_limits=telegram_limits,
+        shared_slots=RateSlotRepository(database) if shared_limits else None,
+    )
     try:
-        worker = DeliveryWorker(database, senders)
+        worker = DeliveryWorker(
+            database,
+            senders.by_platform(),
+            clock=clock,
+            lease=timedelta(seconds=settings.delivery_lease_seconds),
+            poll_seconds=settings.delivery_poll_seconds,
+        )
         pipeline_light, pipeline_heavy = pipeline_models(settings)
         service = MonitorService(
             database,
@@ -78,11 +72,12 @@ async def monitor_stack(
             # Wrapped: retries, then the other model; the chat agent wraps the plain models itself.
             light_model=pipeline_light,
             heavy_model=pipeline_heavy,
-            out_dir=settings.data_dir / "exports",
+            out_dir=settings.exports_dir,
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
             on_deliveries_queued=on_deliveries_queued or worker.wake,
+            clock=clock,
         )
         scheduler = MonitorScheduler(service, database)
         yield MonitorStack(
@@ -91,9 +86,8 @@ async def monitor_stack(
             worker=worker,
             scheduler=scheduler,
             catalog=catalog,
+            senders=senders,
         )
     finally:
-        for sender in senders.values():
-            if isinstance(sender, TelegramSender):
-                await sender.close()
+        await senders.close()
         await client.aclose()

@@ -10,18 +10,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
+from pydantic_ai.models import Model
+
+from agent import Services
 from app.assembly import build_dispatcher, build_services
-from app.frontends import build_frontends, describe_frontends
+from app.frontends import Frontends, build_frontends, describe_frontends
 from app.http_server import HealthCheck, build_http_app, serve_http
-from app.monitoring import monitor_stack, telegram_rate_limiter
+from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
 from app.wiring import open_database
-from bots import TelegramFrontend
-from storage import AdvisoryLocks, Database, RateSlotRepository
+from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
+from storage import AdvisoryLocks, Database
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +87,53 @@ def _install_stop_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
+@dataclass(frozen=True)
+class Process:
+    """Everything one `lookout run` process is made of, built once by `assemble`."""
+
+    stack: MonitorStack
+    """Monitors, scheduler, delivery worker, sources, and the one sender per platform (one Telegram Bot)."""
+    services: Services
+    dispatcher: Dispatcher
+    frontends: Frontends
+
+
+@asynccontextmanager
+async def assemble(
+    settings: Settings,
+    database: Database,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    chat_models: tuple[Model | None, Model | None] | None = None,
+    telegram_limits: TelegramLimits | None = None,
+    shared_locks: SharedLocks | None = None,
+    on_deliveries_queued: Callable[[], None] | None = None,
+) -> AsyncIterator[Process]:
+    """The composition root of `lookout run`: the objects of one process, wired as users run them (nothing
+    started yet). Tests build their worlds with it, pinning `clock` and scripting `chat_models`.
+
+    One of several processes on PostgreSQL (JOB_QUEUE=procrastinate) passes `shared_locks` (one conversation
+    answered one message at a time across processes) and `on_deliveries_queued` (the deferrer of delivery jobs);
+    its platform rate limits are then kept through the database, and Telegram polls only where it leads."""
+    scaled = shared_locks is not None
+    async with monitor_stack(
+        settings,
+        database,
+        telegram_limits=telegram_limits,
+        on_deliveries_queued=on_deliveries_queued,
+        shared_limits=scaled,
+        **_clock(clock),
+    ) as stack:
+        services = build_services(settings, database=database, stack=stack, chat_models=chat_models, clock=clock)
+        dispatcher = build_dispatcher(settings, services, shared_locks=shared_locks)
+        frontends = build_frontends(settings, dispatcher, stack.senders, telegram_polls=not scaled)
+        yield Process(stack=stack, services=services, dispatcher=dispatcher, frontends=frontends)
+
+
+def _clock(clock: Callable[[], datetime] | None) -> dict[str, Callable[[], datetime]]:
+    return {"clock": clock} if clock is not None else {}
+
+
 async def run_service(settings: Settings, *, role: Role = "all", stop: asyncio.Event | None = None) -> None:
     """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set).
 
@@ -104,11 +157,8 @@ async def run_service(settings: Settings, *, role: Role = "all", stop: asyncio.E
 
 async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Event) -> None:
     """One process: frontends, APScheduler, the delivery worker and the HTTP server on one loop."""
-    async with monitor_stack(settings, database) as stack:
-        dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
-        frontends = build_frontends(settings, dispatcher)
-        for platform, sender in frontends.senders.items():
-            stack.worker.register(platform, sender)
+    async with assemble(settings, database) as process:
+        stack, frontends = process.stack, process.frontends
         jobs = await stack.scheduler.start()
         logger.info("scheduler: %d monitor(s) scheduled", jobs)
         delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
@@ -126,6 +176,7 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
                 "delivery": delivery_running,
                 **frontends.checks,
             },
+            off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
             routes=frontends.routes,
         )
         frontends.start_all()
@@ -133,9 +184,9 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
             await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
         finally:
             stop.set()
-            await frontends.stop_all()  # messages being answered finish first
             stack.scheduler.shutdown()
             await delivering  # the pass under way finishes; what is left stays pending in the outbox
+            await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
 
 
 async def _run_scaled(settings: Settings, database: Database, role: Role, stop: asyncio.Event) -> None:
@@ -150,34 +201,28 @@ async def _run_scaled(settings: Settings, database: Database, role: Role, stop: 
     async with AsyncExitStack() as resources:
         resources.push_async_callback(locks.dispose)
         queue = await resources.enter_async_context(JobQueue(settings, name=process_name(role)))
-        platforms = [name for name, (on, _reason) in describe_frontends(settings).items() if on]
-        delivery_jobs = DeliveryJobs(database, queue, platforms=platforms)
-        stack = await resources.enter_async_context(
-            monitor_stack(settings, database, on_deliveries_queued=delivery_jobs.wake)
+        deliveries: list[DeliveryJobs] = []
+
+        def deliveries_queued() -> None:
+            for deferrer in deliveries:
+                deferrer.wake()
+
+        process = await resources.enter_async_context(
+            assemble(settings, database, shared_locks=locks, on_deliveries_queued=deliveries_queued)
         )
-        polling_led = serves and settings.telegram_bot_token is not None and not settings.telegram_webhook_url
-        dispatcher = build_dispatcher(
-            settings, build_services(settings, database=database, stack=stack), shared_locks=locks
-        )
-        frontends = build_frontends(
-            settings,
-            dispatcher,
-            telegram_polls=False,
-            telegram_limiter=telegram_rate_limiter(settings, database),
-            shared_slots=RateSlotRepository(database),
-        )
-        for platform, sender in frontends.senders.items():
-            stack.worker.register(platform, sender)
+        stack, frontends = process.stack, process.frontends
+        delivery_jobs = DeliveryJobs(database, queue, worker=stack.worker)
+        deliveries.append(delivery_jobs)
         checks: dict[str, HealthCheck] = {"database": database.ping, "jobs": queue.healthy}
         if works:
             queue.register(WorkerDuties(database=database, service=stack.service, delivery=stack.worker))
             background.append(asyncio.create_task(queue.work(stop), name="job worker"))
+            background.append(asyncio.create_task(stack.worker.keep_claims(stop), name="delivery claims"))
         background.append(asyncio.create_task(delivery_jobs.run_forever(stop), name="delivery jobs"))
-        leadership: Leadership | None = None
         if serves:
             checks.update(frontends.checks)
             telegram = frontends.running.get("telegram")
-            if polling_led and isinstance(telegram, TelegramFrontend):
+            if isinstance(telegram, TelegramFrontend) and not settings.telegram_webhook_url:
                 leadership = Leadership(
                     locks,
                     "telegram:polling",
@@ -192,7 +237,8 @@ async def _run_scaled(settings: Settings, database: Database, role: Role, stop: 
             return all(not task.done() for task in background)
 
         checks["background"] = background_running
-        app = build_http_app(checks=checks, routes=frontends.routes if serves else ())
+        off = {name: why for name, (on, why) in describe_frontends(settings).items() if not on} if serves else {}
+        app = build_http_app(checks=checks, off=off, routes=frontends.routes if serves else ())
         try:
             await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
         finally:

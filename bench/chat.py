@@ -4,7 +4,7 @@ Everything between the Bot API and the model is the real code: `TelegramFrontend
 Application, long polling) against `tests.fakes.telegram.FakeTelegram` (no rate ceiling: this measures our
 side), the `Dispatcher` (access, de-duplication in SQLite, per-conversation locks), the `Conversation` with the
 real `CommandRouter` and `ChatAgent` (memory stored and loaded each turn, rolling summaries, usage recorded),
-and the `ReplySender` (markdown → HTML, typing indicator). The model is a pydantic-ai `FunctionModel` that
+and the `TelegramSender` (markdown → HTML, typing indicator). The model is a pydantic-ai `FunctionModel` that
 answers at once, so the times are Lookout's own plus the HTTP round trips to the fake.
 
 Two runs:
@@ -41,6 +41,7 @@ from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services
 from agent.conversation import Conversation
 from bots.dispatcher import Dispatcher
+from bots.telegram import TelegramSender, build_bot
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
 from monitors.service import MonitorService
 from sources.base import Source
@@ -176,7 +177,9 @@ async def bench(args: argparse.Namespace) -> None:
             commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings
         )
         dispatcher = Dispatcher(database, conversation, AccessPolicy())
-        frontend = TelegramFrontend(TelegramOptions(token=fake.token, api_url=fake.url, poll_timeout=10.0), dispatcher)
+        options = TelegramOptions(token=fake.token, api_url=fake.url, poll_timeout=10.0)
+        sender = TelegramSender(build_bot(fake.token, api_url=fake.url, poll_timeout=10.0))
+        frontend = TelegramFrontend(options, dispatcher, sender)
         replies = Replies(fake, asyncio.get_running_loop())
         await frontend.start()
         try:

@@ -2,17 +2,29 @@
 
 from bots.dispatcher import Deliver, Dispatcher, Dispatches, SharedLocks
 from bots.shared_limits import SlotReserver
-from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender
+from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender, build_web_client
 from bots.telegram import (
     FloodLimits,
     SharedRateLimiter,
     TelegramFrontend,
+    TelegramLimits,
     TelegramOptions,
     TelegramSender,
+    build_bot,
 )
-from bots.terminal import ConsoleSender, SessionFactory, TerminalChat, run_terminal_chat
+from bots.terminal import (
+    TERMINAL_CHAT_ID,
+    ConsoleSender,
+    SessionFactory,
+    TerminalChat,
+    markdown_to_plain,
+    render_markdown,
+    run_terminal_chat,
+    terminal_safe,
+)
 
 __all__ = [
+    "TERMINAL_CHAT_ID",
     "ConsoleSender",
     "CredentialsRefusedError",
     "Deliver",
@@ -26,8 +38,14 @@ __all__ = [
     "SlackSender",
     "SlotReserver",
     "TelegramFrontend",
+    "TelegramLimits",
     "TelegramOptions",
     "TelegramSender",
     "TerminalChat",
+    "build_bot",
+    "build_web_client",
+    "markdown_to_plain",
+    "render_markdown",
     "run_terminal_chat",
+    "terminal_safe",
 ]

@@ -29,11 +29,25 @@ from research.digest import (
     DisputedClaim,
     PreviousDigest,
     QualityCheck,
+    escape_markdown,
     extractive_digest,
     llm_digest,
     render_digest_markdown,
 )
-from research.export import CSV_COLUMNS, ExportPaths, guard_cell, safe_stem, write_csv_rows, write_exports
+from research.export import (
+    CLI_FOLDER,
+    COLLECTION_CSV_COLUMNS,
+    RUN_CSV_COLUMNS,
+    STORED_ITEMS_CSV_COLUMNS,
+    ExportPaths,
+    chat_folder,
+    export_stem,
+    guard_cell,
+    safe_stem,
+    write_csv_rows,
+    write_exports,
+    write_stored_items_csv,
+)
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
 from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
@@ -43,8 +57,11 @@ from research.rank import RankedItem, RankWeights, rank
 from research.reputation import SourceKind, outlet_of, source_kind
 
 __all__ = [
-    "CSV_COLUMNS",
+    "CLI_FOLDER",
+    "COLLECTION_CSV_COLUMNS",
+    "RUN_CSV_COLUMNS",
     "STAGES",
+    "STORED_ITEMS_CSV_COLUMNS",
     "CitedItem",
     "Cluster",
     "Collection",
@@ -79,9 +96,12 @@ __all__ = [
     "Sleep",
     "SourceKind",
     "StopReason",
+    "chat_folder",
     "cluster_items",
     "collect",
+    "escape_markdown",
     "estimate_cost_usd",
+    "export_stem",
     "extractive_digest",
     "failure_kind",
     "failure_leaves",
@@ -103,5 +123,6 @@ __all__ = [
     "source_kind",
     "write_csv_rows",
     "write_exports",
+    "write_stored_items_csv",
     "write_volume_chart",
 ]

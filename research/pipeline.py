@@ -37,7 +37,7 @@ from research.digest import (
     extractive_digest,
     llm_digest,
 )
-from research.export import CSV_COLUMNS, csv_row, guard_cell, write_csv_rows, write_json
+from research.export import write_json, write_run_csv
 from research.novelty import ItemStatus, assess_novelty
 from research.pipeline_models import (  # re-exported: callers import them from here
     PipelineCounts,
@@ -53,7 +53,6 @@ from research.rank import RankedItem, rank, select_top
 from sources import Item, SearchQuery, canonical_url, utc_now
 
 __all__ = [
-    "PIPELINE_CSV_COLUMNS",
     "STAGES",
     "UPDATE_PREFIX",
     "PipelineCounts",
@@ -71,13 +70,11 @@ __all__ = [
     "run_pipeline",
     "scored_items",
     "sum_usage",
-    "write_pipeline_csv",
 ]
 
 logger = logging.getLogger(__name__)
 
 STAGES: Final = ("plan", "collect", "expand", "novelty", "critique", "digest", "export")
-PIPELINE_CSV_COLUMNS: Final = (*CSV_COLUMNS, "credibility", "status")
 UPDATE_PREFIX: Final = "Update: "
 """Put before the title of an update to a delivered story in what the critique and digest see."""
 
@@ -171,23 +168,6 @@ def quiet_digest(topic: str, counts: PipelineCounts) -> Digest:
 # ---- export ----------------------------------------------------------------------------------------------
 
 
-def write_pipeline_csv(path: Path, items: Sequence[ScoredItem]) -> None:
-    """The collection's CSV columns plus credibility and status; written whole or not at all."""
-    rows = []
-    for scored in items:
-        ranked = RankedItem(
-            item=scored.item,
-            cluster_id=scored.cluster_id,
-            relevance=scored.relevance,
-            recency=scored.recency,
-            engagement=scored.engagement,
-            score=scored.score,
-        )
-        credibility = "" if scored.credibility is None else f"{scored.credibility:.4f}"
-        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status])
-    write_csv_rows(path, PIPELINE_CSV_COLUMNS, rows)
-
-
 def scored_items(
     ranked: Sequence[RankedItem], *, status: dict[str, ItemStatus], critique: Critique | None
 ) -> list[ScoredItem]:
@@ -215,7 +195,7 @@ def scored_items(
 
 def _write_files(exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest) -> None:
     exports.csv.parent.mkdir(parents=True, exist_ok=True)
-    write_pipeline_csv(exports.csv, items)
+    write_run_csv(exports.csv, items)
     _write_chart([scored.item for scored in items], path=exports.chart, request=request)
 
 
@@ -304,7 +284,8 @@ async def run_pipeline(
     now: Callable[[], datetime] | None = None,
     options: PipelineOptions | None = None,
 ) -> PipelineResult:
-    """Run the whole pipeline and write `<stem>.csv`, `<stem>.json` and `<stem>.png` under `out_dir`.
+    """Run the whole pipeline and write `<stem>.csv`, `<stem>.json` and `<stem>.png` under `out_dir` when the digest
+    reports something (not when every source failed or nothing was new: then `exports` is None).
 
     Never raises for source or model failures (they are in the result); raises `OSError` only when the
     exports cannot be written, and `ValueError` for an unsafe `stem`.
@@ -429,11 +410,17 @@ async def run_pipeline(
 
     scored = scored_items(ranked, status=novelty.status, critique=critique)
 
-    with stages.stage("export", f"writing {len(scored)} items"):
-        emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))
-        exports = RunExports(csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png")
-        # Off the event loop: a bot serving chats must not stall while matplotlib draws.
-        await asyncio.to_thread(_write_files, exports, scored, request)
+    # Files only for a digest that reports something: a run whose sources all failed, or that found nothing new,
+    # sends no CSV or chart, so it writes none (its JSON report would describe files nobody receives).
+    exports: RunExports | None = None
+    if not (all_failed or nothing_new):
+        with stages.stage("export", f"writing {len(scored)} items"):
+            emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))
+            exports = RunExports(
+                csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png"
+            )
+            # Off the event loop: a bot serving chats must not stall while matplotlib draws.
+            await asyncio.to_thread(_write_files, exports, scored, request)
 
     total_usage = sum_usage(list(usage.values()))
     report = PipelineReport(
@@ -466,7 +453,8 @@ async def run_pipeline(
         started_at=started_at,
         finished_at=max(clock(), started_at),
     )
-    await asyncio.to_thread(write_json, exports.json, report)
+    if exports is not None:
+        await asyncio.to_thread(write_json, exports.json, report)
     new_ids = [s.item.id for s in scored if s.status in ("new", "update")]
     emit(progress, ProgressEvent(kind="finished", message=digest.headline, done=len(STAGES), total=len(STAGES)))
     return PipelineResult(

@@ -122,7 +122,8 @@ class PipelineResult:
     CSV all); store them as delivered."""
     plan: QueryPlan
     plan_refreshed: bool
-    exports: RunExports
+    exports: RunExports | None
+    """The CSV, JSON and chart; None when the run reports nothing (every source failed, or nothing new)."""
     usage: LlmUsage
     """Planning + critique + digest, summed."""
     source_errors: list[SearchOutcome]

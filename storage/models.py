@@ -204,6 +204,10 @@ class Delivery(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     sent_at: Mapped[datetime | None] = mapped_column()
+    parts_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Parts of the message confirmed sent; a resend starts after them."""
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+    """The process (worker identity) whose claim is on the row while `next_attempt_at` is in the future."""
 
 
 class Usage(Base):

@@ -4,7 +4,6 @@ and settles the confirmations its monitor proposals open."""
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import timedelta
 
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits
@@ -30,6 +29,7 @@ from agent.confirmations import (
 from agent.context import Services, Turn, chat_timezone
 from agent.memory import ConversationMemory, conversation_memory, memory_for
 from agent.messages import Button, Reply
+from monitors import new_error_id
 from research import estimate_cost_usd
 
 __all__ = ["ChatAgent", "build_chat_agent"]
@@ -84,7 +84,7 @@ def _model_label(model: Model) -> str:
 
 
 def _error_reply(what: str) -> list[Reply]:
-    error_id = uuid.uuid4().hex[:8]
+    error_id = new_error_id()
     logger.exception("chat agent: %s failed (error id %s)", what, error_id)
     return [Reply(text=f"Something went wrong on my side (error id {error_id}). Please try again in a moment.")]
 
@@ -184,8 +184,7 @@ class ChatAgent:
         return [
             Reply(
                 text=(
-                    f"I can't answer free text yet: {reason}. Set LLM_MODEL (and its API key, e.g. GEMINI_API_KEY "
-                    "for the default Gemini models) and restart Lookout.\n\n"
+                    f"I can't answer free text yet: {reason}, and restart Lookout.\n\n"
                     "Commands work without a model: /track <topic> [schedule], /monitors, /search <query>, "
                     "/collect <request>, /digest <id>, /help."
                 )

@@ -1,7 +1,15 @@
-"""Telegram: updates in as neutral messages, replies and digests out as HTML parts, documents and photos."""
+"""Telegram: updates in as neutral messages; answers, status lines and digests out through one rate-limited Bot."""
 
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-from bots.telegram.sender import TelegramSender
+from bots.telegram.sender import TelegramLimits, TelegramSender, build_bot
 from bots.telegram.shared_limiter import FloodLimits, SharedRateLimiter
 
-__all__ = ["FloodLimits", "SharedRateLimiter", "TelegramFrontend", "TelegramOptions", "TelegramSender"]
+__all__ = [
+    "FloodLimits",
+    "SharedRateLimiter",
+    "TelegramFrontend",
+    "TelegramLimits",
+    "TelegramOptions",
+    "TelegramSender",
+    "build_bot",
+]

@@ -173,7 +173,11 @@ def seed_outbox(cluster: Cluster, *, group_digests: int, private_chats: int) -> 
 
 def test_two_workers_keep_one_token_under_telegrams_flood_limits(admin_url: str, tmp_path: Path) -> None:
     ceiling = RateLimit(
-        per_second=30 / RATE_PERIOD, burst=30, per_chat_per_second=1 / RATE_PERIOD, group_max=20, group_period=1.0
+        per_second=30 / RATE_PERIOD,
+        burst=30,
+        per_chat_per_second=1 / RATE_PERIOD,
+        group_messages=20,
+        group_period=1.0,
     )
     with running_fake_telegram(rate_limit=ceiling) as telegram:
         _deliver_3300_digests(telegram, admin_url, tmp_path)
