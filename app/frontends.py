@@ -13,13 +13,13 @@ from telegram.error import InvalidToken
 
 from app.settings import Settings
 from bots import (
-    FloodLimits,
-    SharedRateLimiter,
-    SlotReserver,
     CredentialsRefusedError,
     Dispatcher,
+    FloodLimits,
+    SharedRateLimiter,
     SlackFrontend,
     SlackSender,
+    SlotReserver,
     TelegramFrontend,
     TelegramLimits,
     TelegramOptions,

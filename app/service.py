@@ -11,8 +11,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal

@@ -22,7 +22,7 @@ from app.jobqueue import TICK, psycopg_conninfo
 from storage import ChatRepository, Database, MonitorRepository
 from tests.app.cluster import Cluster, LookoutProcess, running_cluster, wait_for
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest
-from tests.fakes.telegram import FakeTelegram, RateLimit, running_fake_telegram
+from tests.fakes.telegram import FakeTelegram, RateLimit, SentMessage, running_fake_telegram
 
 pytestmark = pytest.mark.postgres
 
@@ -357,3 +357,41 @@ def test_sigterm_during_a_run_hands_the_job_back_after_the_grace_period(
     assert runs == 1 and status == "succeeded"
     assert "running again the run" in second.log()
     assert digests_per_chat(telegram) == Counter({"1001": 1})
+
+
+def test_a_worker_killed_during_a_delivery_leaves_the_rest_to_another_without_resending_confirmed_parts(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer
+) -> None:
+    fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml"))
+    # Every send is recorded at once and answered a second later: a kill lands while a part is in flight.
+    with running_fake_telegram(answer_delay=1.0) as telegram:
+        env = {**telegram_env(telegram), "WORKER_HEARTBEAT_SECONDS": "1", "DELIVERY_LEASE_SECONDS": "5"}
+        with running_cluster(admin_url, tmp_path, **env) as cluster:
+            seed_monitors(cluster, f"{fake_server.url}{FEED_PATH}", 1)
+            first = cluster.start_healthy("worker")
+            make_all_due(cluster)
+            wait_for(lambda: len(telegram.sent(1001)) >= 2, what="two parts of the digest", seconds=180)
+            first.kill()  # the second part is in flight: recorded, its answer not yet heard
+            before_kill = [_part(message) for message in telegram.sent(1001)]
+            second = cluster.start_healthy("worker")
+            wait_for(
+                lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 1,
+                what="the rest of the digest",
+                seconds=180,
+                every=0.5,
+            )
+            assert second.terminate() == 0, second.log()
+        received = [_part(message) for message in telegram.sent(1001)]
+    counts = Counter(received)
+    twice = [part for part, count in counts.items() if count > 1]
+    assert set(received) >= {("document", "csv"), ("photo", "png")}  # every part arrived
+    assert max(counts.values()) <= 2 and len(twice) <= 1  # at most one part twice ...
+    assert all(part == before_kill[-1] for part in twice)  # ... and only the one in flight at the kill
+    assert received[: len(before_kill)] == before_kill  # nothing before it was sent again first
+
+
+def _part(message: SentMessage) -> tuple[str, str]:
+    """Which part of a digest a message is: its kind, and its text or the file's extension."""
+    if message.kind == "text":
+        return ("text", message.text or "")
+    return (message.kind, (message.filename or "").rsplit(".", 1)[-1])
