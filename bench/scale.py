@@ -197,6 +197,18 @@ def main() -> None:
     admin_url = os.environ.get("TEST_DATABASE_URL")
     if not admin_url:
         sys.exit("Set TEST_DATABASE_URL=postgresql+asyncpg://… (a role that may create databases).")
+    if options.flood:
+        print(f"{options.flood} one-message digests to separate chats; the fake allows {options.ceiling:.0f}/s")
+        print("| workers | sustained messages/s | share of the ceiling | 429s | first to last message |")
+        print("|---|---|---|---|---|")
+        for workers in (int(n) for n in options.workers.split(",")):
+            flood = flood_round(admin_url, workers, options.flood, options.ceiling)
+            print(
+                f"| {workers} | {flood['rate']:.1f} | {flood['share']:.0%} | {flood['throttled']:.0f} "
+                f"| {flood['total_s']:.0f} s |",
+                flush=True,
+            )
+        return
     print(
         f"{options.monitors} monitors due at once, feed answering after {options.feed_delay * 1000:.0f} ms; "
         f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
