@@ -6,12 +6,14 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from app.frontends import PlatformSenders, platform_senders
 from app.settings import Settings
-from app.wiring import SourceCatalog, open_http_client, pipeline_models
+from app.wiring import SourceCatalog, item_embedder, open_http_client, pipeline_models
 from bots import TelegramLimits
 from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
+from research import PipelineRequest, PipelineResult, run_pipeline
 from storage import Database, RateSlotRepository
 
 Clock = Callable[[], datetime]
@@ -66,6 +68,12 @@ async def monitor_stack(
             poll_seconds=settings.delivery_poll_seconds,
         )
         pipeline_light, pipeline_heavy = pipeline_models(settings)
+        embedder = item_embedder(settings, database)
+
+        async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
+            # Every monitor run groups its stories with the embedding model when one is configured.
+            return await run_pipeline(request, embedder=embedder, **options)
+
         service = MonitorService(
             database,
             resolve_sources=catalog.resolve,
@@ -78,6 +86,7 @@ async def monitor_stack(
             ),
             on_deliveries_queued=on_deliveries_queued or worker.wake,
             clock=clock,
+            pipeline=pipeline,
         )
         scheduler = MonitorScheduler(service, database)
         yield MonitorStack(

@@ -15,6 +15,7 @@ from sources import SourcesConfig, parse_platforms
 
 DEFAULT_LIGHT_MODEL = "google:gemini-3.5-flash-lite"
 DEFAULT_HEAVY_MODEL = "google:gemini-3.8-flash"
+DEFAULT_EMBEDDING_MODEL = "google:gemini-embedding-001"
 
 _SOURCES = SourcesConfig()
 """The sources' own defaults (public endpoints, User-Agent, RSSHub platforms): stated there, read here."""
@@ -69,6 +70,9 @@ class Settings(BaseSettings):
     """Heavy model for critique and synthesis."""
     gemini_api_key: SecretStr | None = None
     gemini_base_url: str | None = None
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    """Embedding model for story clustering (any pydantic-ai embedding model string); empty turns it off, and
+    stories are then clustered by their words alone."""
 
     # Telegram
     telegram_bot_token: SecretStr | None = None
@@ -275,6 +279,14 @@ class Settings(BaseSettings):
             if isinstance(value, SecretStr) and value.get_secret_value():
                 values.append(value.get_secret_value())
         return values
+
+    def embedding_unavailable_reason(self) -> str | None:
+        """Why stories are clustered without embeddings, or `None` when the embedding model is usable."""
+        if not self.embedding_model.strip():
+            return "EMBEDDING_MODEL is empty, so stories are clustered by their words"
+        if self.embedding_model.startswith("google:") and self.gemini_api_key is None:
+            return "GEMINI_API_KEY is not set, so stories are clustered by their words"
+        return None
 
     @property
     def exports_dir(self) -> Path:

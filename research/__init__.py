@@ -34,6 +34,7 @@ from research.digest import (
     llm_digest,
     render_digest_markdown,
 )
+from research.embeddings import EmbeddedItems, ItemEmbedder, VectorCache
 from research.export import (
     CLI_FOLDER,
     COLLECTION_CSV_COLUMNS,
@@ -50,6 +51,7 @@ from research.export import (
 )
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
+from research.language import detect_language, with_languages
 from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
@@ -75,9 +77,11 @@ __all__ = [
     "Digest",
     "DigestResult",
     "DisputedClaim",
+    "EmbeddedItems",
     "ExportPaths",
     "FailureKind",
     "ItemCritique",
+    "ItemEmbedder",
     "LlmUsage",
     "NumberedItem",
     "PipelineRequest",
@@ -96,9 +100,11 @@ __all__ = [
     "Sleep",
     "SourceKind",
     "StopReason",
+    "VectorCache",
     "chat_folder",
     "cluster_items",
     "collect",
+    "detect_language",
     "escape_markdown",
     "estimate_cost_usd",
     "export_stem",
@@ -121,6 +127,7 @@ __all__ = [
     "run_pipeline",
     "safe_stem",
     "source_kind",
+    "with_languages",
     "write_csv_rows",
     "write_exports",
     "write_stored_items_csv",

@@ -12,8 +12,8 @@ import functools
 import logging
 import warnings
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Literal
@@ -21,6 +21,15 @@ from typing import Literal
 from sources import Item
 
 logger = logging.getLogger(__name__)
+
+SENTIMENT_COLOURS = {
+    "positive": "#2ca02c",
+    "neutral": "#9e9e9e",
+    "mixed": "#ff7f0e",
+    "negative": "#d62728",
+    "unknown": "#d9d9d9",
+}
+"""Fixed colours when bars are split by tone, so green always reads as positive."""
 
 MAX_SERIES = 9
 """Sources beyond the busiest ones are drawn together as "other", so colours and the legend stay readable."""
@@ -70,9 +79,17 @@ def _bucket_start(moment: datetime, unit: Unit) -> datetime:
     return midnight - timedelta(days=midnight.weekday()) if unit == "week" else midnight
 
 
-def volume_counts(items: Iterable[Item], *, since: datetime, until: datetime, timezone: tzinfo = UTC) -> VolumeCounts:
+def volume_counts(
+    items: Iterable[Item],
+    *,
+    since: datetime,
+    until: datetime,
+    timezone: tzinfo = UTC,
+    series: Mapping[str, str] | None = None,
+) -> VolumeCounts:
     """Count the items of the window per bucket (hour, day or week, chosen from the window) and source, with
-    buckets cut in `timezone` (the monitor's), so "a day" is the reader's day."""
+    buckets cut in `timezone` (the monitor's), so "a day" is the reader's day. With `series` (a name per item
+    id, e.g. its tone), items are counted per series name instead of per source."""
     start, end = _aware(since).astimezone(timezone), _aware(until).astimezone(timezone)
     unit = bucket_unit(start, end)
     first, last = _bucket_start(start, unit), _bucket_start(end, unit)
@@ -95,7 +112,8 @@ def volume_counts(items: Iterable[Item], *, since: datetime, until: datetime, ti
         key = _bucket_start(item.published.astimezone(timezone), unit).replace(tzinfo=None)
         position = index.get(key)
         if position is not None:
-            per_source.setdefault(item.source, [0] * len(starts))[position] += 1
+            name = series.get(item.id, "unknown") if series is not None else item.source
+            per_source.setdefault(name, [0] * len(starts))[position] += 1
     totals = Counter({source: sum(counts) for source, counts in per_source.items()})
     ordered = {source: per_source[source] for source, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))}
     if len(ordered) > MAX_SERIES:
@@ -149,11 +167,13 @@ def write_volume_chart(
     since: datetime,
     until: datetime,
     timezone: tzinfo = UTC,
+    series: Mapping[str, str] | None = None,
 ) -> Path:
     """Write a stacked bar chart of items per bucket per source to `path` (PNG) and return the path.
 
     Buckets are hours, days or weeks (`bucket_unit`) counted in `timezone` (the monitor's). Items without a
-    date are not drawn but counted in the subtitle. An empty window gives a chart that says so.
+    date are not drawn but counted in the subtitle. An empty window gives a chart that says so. With `series` (a
+    sentiment label per item id), the bars are split by tone instead of by source, in fixed colours.
     """
     # Imported here, and drawn on an Agg canvas of its own: no global backend is chosen, and importing the
     # package does not pay for matplotlib.
@@ -162,7 +182,11 @@ def write_volume_chart(
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    counts = volume_counts(items, since=since, until=until, timezone=timezone)
+    counts = volume_counts(items, since=since, until=until, timezone=timezone, series=series)
+    if series is not None:  # tones in a fixed order (positive at the bottom), each in its own colour
+        counts = replace(
+            counts, per_source={n: counts.per_source[n] for n in SENTIMENT_COLOURS if n in counts.per_source}
+        )
     total = sum(sum(values) for values in counts.per_source.values())
     family = list(font_family())
 
@@ -178,7 +202,8 @@ def write_volume_chart(
     bottoms = [0] * len(positions)
     palette = [f"C{n}" for n in range(10)]
     for number, (source, values) in enumerate(counts.per_source.items()):
-        axes.bar(centres, values, width=step * 0.8, bottom=bottoms, label=source, color=palette[number % len(palette)])
+        colour = SENTIMENT_COLOURS.get(source, "C0") if series is not None else palette[number % len(palette)]
+        axes.bar(centres, values, width=step * 0.8, bottom=bottoms, label=source, color=colour)
         bottoms = [b + c for b, c in zip(bottoms, values, strict=True)]
 
     _axis_format(axes, counts.unit, len(positions))
@@ -190,7 +215,8 @@ def write_volume_chart(
     if total:
         handles, labels = axes.get_legend_handles_labels()
         # Reversed, so the legend reads top to bottom like the stack; outside the plot, so it hides no bar.
-        axes.legend(handles[::-1], labels[::-1], title="source", loc="upper left", bbox_to_anchor=(1.01, 1),
+        legend_title = "tone" if series is not None else "source"
+        axes.legend(handles[::-1], labels[::-1], title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1),
                     frameon=False, prop={"family": family})  # fmt: skip
     else:
         axes.set_ylim(0, 1)

@@ -37,9 +37,11 @@ from research.critique import (
     number_items,
     outlet_of,
 )
-from research.dedupe import Cluster, tokens
+from research.dedupe import Cluster
 from research.llm import one_line
 from research.rank import RankedItem
+from research.sentiment import Sentiment
+from research.terms import tokens
 from sources import utc_now
 
 logger = logging.getLogger(__name__)
@@ -132,6 +134,8 @@ class Digest(BaseModel):
     quality: QualityCheck
     cited: list[CitedItem] = Field(default_factory=list)
     """Every item cited anywhere in the digest, in number order."""
+    tone: Sentiment | None = None
+    """The mean tone of the stories it covers, when known."""
 
 
 class PreviousDigest(BaseModel):
@@ -472,6 +476,8 @@ def render_digest_markdown(digest: Digest) -> str:
         )
     if digest.changes_since_last:
         parts.append(f"**Since the last digest:** {esc(digest.changes_since_last)}")
+    if digest.tone is not None and digest.developments:
+        parts.append(f"_Tone: {digest.tone.label} ({digest.tone.score:+.2f})_")
     if digest.disputed:
         claims = [f"- {_with_citations(esc(c.claim), c.citations)} ({c.status})" for c in digest.disputed]
         parts.append("**Disputed or unverified:**\n" + "\n".join(claims))

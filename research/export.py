@@ -49,9 +49,10 @@ COLLECTION_CSV_COLUMNS = (
     "query",
 )
 """A collection's CSV: what was found, ranked (`/collect`, `lookout collect`)."""
-RUN_CSV_COLUMNS = (*COLLECTION_CSV_COLUMNS, "credibility", "status")
-"""A run's CSV (a monitor's digest, `/search`): the collection's columns plus the critique's credibility and
-the item's novelty status (new, update, delivered, repeat)."""
+RUN_CSV_COLUMNS = (*COLLECTION_CSV_COLUMNS, "credibility", "status", "sentiment", "sentiment_score")
+"""A run's CSV (a monitor's digest, `/search`): the collection's columns plus the critique's credibility, the
+item's novelty status (new, update, delivered, repeat) and its tone (positive, negative, neutral, mixed or unknown,
+and the score from -1 to 1)."""
 STORED_ITEMS_CSV_COLUMNS = (
     "index",
     "source",
@@ -183,7 +184,7 @@ def write_csv(path: Path, ranked_items: Sequence[RankedItem]) -> None:
 
 
 def write_run_csv(path: Path, items: Sequence[ScoredItem]) -> None:
-    """Write a run's CSV: the collection's columns plus credibility and status, in rank order."""
+    """Write a run's CSV: the collection's columns plus credibility, status and tone, in rank order."""
     rows = []
     for scored in items:
         ranked = RankedItem(
@@ -195,7 +196,11 @@ def write_run_csv(path: Path, items: Sequence[ScoredItem]) -> None:
             score=scored.score,
         )
         credibility = "" if scored.credibility is None else f"{scored.credibility:.4f}"
-        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status])
+        tone = scored.sentiment
+        label = tone.label if tone else "unknown"
+        score = "" if tone is None else f"{tone.score:.4f}"
+        # The score is a number we format ourselves, so a leading "-" is a sign, not a formula: left unguarded.
+        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status, label, score])
     write_csv_rows(path, RUN_CSV_COLUMNS, rows)
 
 

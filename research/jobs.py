@@ -86,7 +86,7 @@ async def research_once(
     """
     search = SearchQuery(text=query, since=since, language=language, limit=per_source_limit)
     collection = await collect([search], sources, timeout=search_timeout, progress=progress)
-    deduper = Deduper()
+    deduper = Deduper(topic=query)
     result = deduper.add(collection.items)
     ranked = rank(result.new, topic=query, cluster_of=result.cluster_of)
     if one_per_story:

@@ -257,3 +257,15 @@ class RateSlot(Base):
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     tat: Mapped[float] = mapped_column(Float)
     """The theoretical arrival time of the next message, in seconds since the epoch on the database's clock."""
+
+
+class ItemEmbedding(Base):
+    __tablename__ = "item_embeddings"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """SHA-256 of model, vector size and the embedded text (title + lead): the same text is embedded once."""
+    model: Mapped[str] = mapped_column(String(128))
+    dimensions: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    """Little-endian float32 values."""
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)

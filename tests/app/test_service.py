@@ -26,7 +26,8 @@ def _free_port() -> int:
         return port
 
 
-def _wait_for(predicate: Callable[[], bool], *, what: str, seconds: float = 30) -> None:
+def _wait_for(predicate: Callable[[], bool], *, what: str, seconds: float = 120) -> None:
+    # Generous: a loaded CI machine can take tens of seconds to start Python with every library imported.
     deadline = time.monotonic() + seconds
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

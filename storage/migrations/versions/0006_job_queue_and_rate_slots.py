@@ -5,8 +5,8 @@ triggers; its `schema.sql` (the version locked in uv.lock) is applied here so `l
 way a database is set up. A later procrastinate release that changes its schema ships SQL files in
 `procrastinate/sql/migrations`: a new Alembic migration applies the new ones, in order.
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0006
+Revises: 0004
 Create Date: 2026-11-23
 
 """
@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.util import await_only
 
 
-revision: str = '0004'
-down_revision: Union[str, Sequence[str], None] = '0003'
+revision: str = '0006'
+down_revision: Union[str, Sequence[str], None] = '0004'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
