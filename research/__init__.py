@@ -3,11 +3,14 @@
 from research.chart import write_volume_chart
 from research.collect import (
     Collection,
+    FailedSources,
     ProgressCallback,
     ProgressEvent,
     SearchOutcome,
     SearchStatus,
+    SourceFailure,
     collect,
+    failure_lines,
 )
 from research.critique import (
     Contradiction,
@@ -52,7 +55,16 @@ from research.export import (
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
 from research.language import detect_language, with_languages
-from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
+from research.llm import (
+    FailureKind,
+    RetryingModel,
+    RetryPolicy,
+    Sleep,
+    failure_in_words,
+    failure_kind,
+    failure_leaves,
+    resilient_model,
+)
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
 from research.rank import RankedItem, RankWeights, rank
@@ -79,6 +91,7 @@ __all__ = [
     "DisputedClaim",
     "EmbeddedItems",
     "ExportPaths",
+    "FailedSources",
     "FailureKind",
     "ItemCritique",
     "ItemEmbedder",
@@ -98,6 +111,7 @@ __all__ = [
     "SearchOutcome",
     "SearchStatus",
     "Sleep",
+    "SourceFailure",
     "SourceKind",
     "StopReason",
     "VectorCache",
@@ -109,8 +123,10 @@ __all__ = [
     "estimate_cost_usd",
     "export_stem",
     "extractive_digest",
+    "failure_in_words",
     "failure_kind",
     "failure_leaves",
+    "failure_lines",
     "guard_cell",
     "heuristic_critique",
     "llm_critique",

@@ -10,6 +10,7 @@ from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
 from storage.repositories.rate_slots import RateSlotRepository
 from storage.repositories.runs import RunRepository
+from storage.repositories.source_failures import SourceFailureRepository
 from storage.repositories.subscriptions import SubscriptionRepository
 from storage.repositories.usage import UsageRepository
 from storage.repositories.users import UserRepository
@@ -28,6 +29,7 @@ __all__ = [
     "RateSlotRepository",
     "RunNotOpenError",
     "RunRepository",
+    "SourceFailureRepository",
     "SubscriptionRepository",
     "UsageRepository",
     "UserRepository",

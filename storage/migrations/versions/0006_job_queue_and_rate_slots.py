@@ -6,7 +6,7 @@ way a database is set up. A later procrastinate release that changes its schema 
 `procrastinate/sql/migrations`: a new Alembic migration applies the new ones, in order.
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-23
 
 """
@@ -18,7 +18,7 @@ from sqlalchemy.util import await_only
 
 
 revision: str = '0006'
-down_revision: Union[str, Sequence[str], None] = '0004'
+down_revision: Union[str, Sequence[str], None] = '0005'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

@@ -92,3 +92,22 @@ async def test_a_per_minute_rate_limit_is_retried(world: ChatWorld, fake_server:
 
     assert replies[0].text == "Hello after a retry."
     assert len(gemini.requests) == 2
+
+
+async def test_the_reason_is_the_real_one_connection_error_or_rate_limit(
+    world: ChatWorld, fake_server: FakeHTTPServer
+) -> None:
+    # Nothing listens on port 9 of this machine: the real client gets a refused connection.
+    unreachable = GoogleModel("gemini-test", provider=GoogleProvider(api_key="test-key", base_url="http://127.0.0.1:9"))
+    gemini = FakeGemini(fake_server)
+    for _ in range(3):
+        gemini.reply_error(429, "RESOURCE_EXHAUSTED", "Too many requests, slow down")
+
+    with models.override_allow_model_requests(True):
+        offline = await world.agent(unreachable).reply(world.turn("hello"))
+        limited = await world.agent(gemini_model(gemini)).reply(world.turn("hello again"))
+
+    assert "(connection error)" in offline[0].text
+    assert "rate" not in offline[0].text
+    assert "(rate limit, HTTP 429)" in limited[0].text
+    assert "connection" not in limited[0].text
