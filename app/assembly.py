@@ -15,7 +15,7 @@ from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, Conversa
 from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
 from app.wiring import heavy_model, light_model, open_database
-from bots import Dispatcher, Dispatches, SessionFactory
+from bots import Dispatcher, Dispatches, SessionFactory, SharedLocks
 from monitors import ChatSender
 from sources import HttpClient
 from storage import Database
@@ -92,9 +92,16 @@ def access_policy(settings: Settings) -> AccessPolicy:
     )
 
 
-def build_dispatcher(settings: Settings, services: Services) -> Dispatcher:
-    """The one dispatcher every frontend of the process hands its messages to."""
-    return Dispatcher(services.database, build_conversation(services), access_policy(settings), clock=services.clock)
+def build_dispatcher(settings: Settings, services: Services, *, shared_locks: SharedLocks | None = None) -> Dispatcher:
+    """The one dispatcher every frontend of the process hands its messages to; `shared_locks` make its
+    per-conversation lock hold across processes (several web processes on PostgreSQL)."""
+    return Dispatcher(
+        services.database,
+        build_conversation(services),
+        access_policy(settings),
+        clock=services.clock,
+        shared_locks=shared_locks,
+    )
 
 
 def terminal_session(settings: Settings) -> SessionFactory:
@@ -106,8 +113,11 @@ def terminal_session(settings: Settings) -> SessionFactory:
         async with open_database(settings) as database, monitor_stack(settings, database) as stack:
             dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
             stack.worker.register("terminal", sender)
-            jobs = await stack.scheduler.start()
-            logger.info("terminal chat: %d monitor(s) scheduled", jobs)
+            if settings.scaled_out:  # the job queue's workers run the monitors; this process delivers here
+                logger.info("terminal chat: monitors are run by the job queue's workers (JOB_QUEUE=procrastinate)")
+            else:
+                jobs = await stack.scheduler.start()
+                logger.info("terminal chat: %d monitor(s) scheduled", jobs)
             stop = asyncio.Event()
             delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
             try:

@@ -14,7 +14,7 @@ from app.wiring import SourceCatalog, item_embedder, open_http_client, pipeline_
 from bots import TelegramLimits
 from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
 from research import PipelineRequest, PipelineResult, run_pipeline
-from storage import Database
+from storage import Database, RateSlotRepository
 
 Clock = Callable[[], datetime]
 
@@ -44,12 +44,21 @@ async def monitor_stack(
     *,
     telegram_limits: TelegramLimits | None = None,
     clock: Clock = _now,
+    on_deliveries_queued: Callable[[], None] | None = None,
+    shared_limits: bool = False,
 ) -> AsyncIterator[MonitorStack]:
     """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `clock` is the
-    process's clock (tests pin it); `telegram_limits` default to Telegram's flood limits."""
+    process's clock (tests pin it); `telegram_limits` default to the TELEGRAM_* flood limits. A run that queued
+    outbox rows calls `on_deliveries_queued` (default: wake this process's delivery worker; with a job queue,
+    the deferrer of delivery jobs). `shared_limits`: the platforms' rate limits are kept through the database,
+    for every process that sends with the same tokens."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
-    senders = platform_senders(settings, telegram_limits=telegram_limits)
+    senders = platform_senders(
+        settings,
+        telegram_limits=telegram_limits,
+        shared_slots=RateSlotRepository(database) if shared_limits else None,
+    )
     try:
         worker = DeliveryWorker(
             database,
@@ -75,7 +84,7 @@ async def monitor_stack(
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
-            on_deliveries_queued=worker.wake,
+            on_deliveries_queued=on_deliveries_queued or worker.wake,
             clock=clock,
             pipeline=pipeline,
         )

@@ -9,7 +9,9 @@ Every adapter (Telegram, Slack, terminal) turns a platform update into an `Incom
 2. waits for the conversation's lock, so the messages of one conversation (platform, chat, thread) are
    answered one at a time and in the order they arrived, while other conversations run concurrently. The
    lock is the first thing `dispatch` waits for, so calls started in order are served in order; locks are
-   dropped as soon as no message of the conversation is in flight;
+   dropped as soon as no message of the conversation is in flight. With `shared_locks` (several processes on
+   PostgreSQL) a lock every process sees is taken next, so messages reaching different processes are answered
+   one at a time too, in the order they reach the database;
 3. drops an update it has handled before (`InboundRepository.seen_before`: stored, so a restart or a platform
    retry does not answer twice);
 4. stores the chat and the person (reactivating a chat the bot had been blocked or kicked from: someone
@@ -25,6 +27,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -40,7 +43,7 @@ from storage import (
     UserRepository,
 )
 
-__all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Dispatches", "Responder", "error_reply"]
+__all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Dispatches", "Responder", "SharedLocks", "error_reply"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,13 @@ class Dispatches(Protocol):
     async def dispatch(
         self, incoming: Incoming, *, progress: ProgressSink = ..., deliver: Deliver | None = None
     ) -> list[Reply]: ...
+
+
+class SharedLocks(Protocol):
+    """Locks every process on one database sees (`storage.AdvisoryLocks` on PostgreSQL): with several web
+    processes, one conversation's messages are answered one at a time wherever they arrive."""
+
+    def hold(self, name: str) -> AbstractAsyncContextManager[None]: ...
 
 
 class Responder(Protocol):
@@ -96,6 +106,7 @@ class Dispatcher:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         inbound_retention: timedelta = INBOUND_RETENTION,
+        shared_locks: SharedLocks | None = None,
     ) -> None:
         self._conversation = conversation
         self._access = access
@@ -107,6 +118,7 @@ class Dispatcher:
         self._subscriptions = SubscriptionRepository(database)
         self._database = database
         self._slots: dict[tuple[str, str, str], _Slot] = {}
+        self._shared_locks = shared_locks
         self._denied: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._last_prune: datetime | None = None
 
@@ -137,7 +149,9 @@ class Dispatcher:
             slot = self._slots[key] = _Slot()
         slot.users += 1
         try:
-            async with slot.lock:  # the first await: callers started in order are served in order
+            # The process's own lock is the first await, so callers started in order are served in order; the
+            # shared lock then waits for the conversation's messages being answered by other processes.
+            async with slot.lock, self._shared_lock(key):
                 replies = await self._answer(incoming, progress)
                 if replies and deliver is not None:
                     await self._deliver(deliver, replies)
@@ -147,6 +161,11 @@ class Dispatcher:
                 del self._slots[key]
         await self._prune_inbound()
         return replies
+
+    def _shared_lock(self, key: tuple[str, str, str]) -> AbstractAsyncContextManager[None]:
+        if self._shared_locks is None:
+            return nullcontext()
+        return self._shared_locks.hold("conversation:" + ":".join(key))
 
     async def _answer(self, incoming: Incoming, progress: ProgressSink) -> list[Reply]:
         """The error boundary around everything that touches storage or the conversation layer."""

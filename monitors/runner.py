@@ -157,10 +157,12 @@ class MonitorRunner:
         asking_chat: ChatRecord | None = None,
         progress: ProgressCallback | None = None,
         use_models: bool = True,
+        cancel_leaves_running: bool = False,
     ) -> RunSummary:
         """Run the pipeline for an opened run and store everything. `schedule` is given for scheduled runs (the
         monitor's next run moves on); `asking_chat` for `/digest`; `use_models=False` runs the model-free path (a
-        chat whose daily token budget is spent). Never raises except on cancellation."""
+        chat whose daily token budget is spent). Never raises except on cancellation, which marks the run failed
+        unless `cancel_leaves_running` (a job queue hands the job to another worker, which takes the run over)."""
         counted = run.monitor_id is not None and monitor.id != TRANSIENT_MONITOR_ID
         try:
             sources = self._resolve(list(monitor.sources))
@@ -169,7 +171,8 @@ class MonitorRunner:
                 monitor, run, asking_chat, progress, sources=sources, use_models=use_models
             )
         except asyncio.CancelledError:
-            await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
+            if not cancel_leaves_running:
+                await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
             raise
         except Exception as error:  # one monitor's failure must never take the process down
             error_id = new_error_id()
@@ -367,6 +370,10 @@ class MonitorRunner:
             input_tokens=result.usage.input_tokens,
             output_tokens=result.usage.output_tokens,
         )
+
+    async def fail(self, monitor: MonitorRecord, run: RunRecord, schedule: Schedule | None, error: str) -> RunSummary:
+        """Mark an opened run failed without running it (counted like any failed run)."""
+        return await self._failed(monitor, run, schedule, _Failure(error=error))
 
     async def _failed(
         self, monitor: MonitorRecord, run: RunRecord, schedule: Schedule | None, failure: _Failure

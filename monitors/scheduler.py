@@ -27,8 +27,6 @@ logger = logging.getLogger(__name__)
 MAX_JITTER_SECONDS = 60
 """Monitors sharing a minute are spread over up to this many seconds (a tenth of the gap for short ones)."""
 MAX_MISFIRE_GRACE_SECONDS = 3600
-LATEST_DUE_WINDOW = timedelta(days=8)
-"""How far back `latest_due_time` walks the schedule to find the most recent missed time."""
 
 
 def job_id(monitor_id: int) -> str:
@@ -47,20 +45,6 @@ def jitter_seconds(monitor_id: int, schedule: Schedule, *, max_seconds: int = MA
 def misfire_grace_seconds(schedule: Schedule) -> int:
     """How late a job may still run: half the gap between runs, at most an hour (APScheduler's default is 1 s)."""
     return max(1, min(schedule.min_gap_seconds() // 2, MAX_MISFIRE_GRACE_SECONDS))
-
-
-def latest_due_time(schedule: Schedule, first_due: datetime, now: datetime) -> datetime:
-    """The most recent scheduled time at or before `now`, not before `first_due` (itself at or before `now`)."""
-    latest = first_due
-    cursor = max(first_due, now - LATEST_DUE_WINDOW)
-    while True:
-        try:
-            following = schedule.next_run(cursor)
-        except ScheduleError:
-            return latest
-        if following > now:
-            return latest
-        latest = cursor = following
 
 
 class _OffsetTrigger(BaseTrigger):  # type: ignore[misc]  # apscheduler ships no type hints
@@ -152,15 +136,7 @@ class MonitorScheduler:
             if monitor is None or monitor.paused:
                 self._remove(monitor_id)
                 return None
-            now = self._clock()
-            schedule = schedule_of(monitor)
-            if monitor.next_run_at is None:
-                await self._monitors.set_next_run(monitor_id, schedule.next_run(now))
-                return None
-            if monitor.next_run_at > now:
-                logger.debug("monitor %d not due until %s", monitor_id, monitor.next_run_at.isoformat())
-                return None
-            return await self._service.run_monitor(monitor_id, latest_due_time(schedule, monitor.next_run_at, now))
+            return await self._service.run_due(monitor_id)
         except Exception:  # the scheduler must keep going whatever one monitor does
             logger.exception("monitor %d: the scheduled job failed", monitor_id)
             return None

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic_ai.models import Model
@@ -33,6 +33,9 @@ from storage import (
 
 logger = logging.getLogger(__name__)
 
+LeftRunning = Literal["skip", "take_over", "fail"]
+"""What `run_monitor` does with a run for the same time that is still "running" (see there)."""
+
 MonitorListener = Callable[[int], Awaitable[None]]
 """Told the id of a monitor that was created, changed, paused, resumed or deleted (the scheduler listens)."""
 
@@ -40,6 +43,8 @@ MAX_LOOKBACK_HOURS: Final = 24 * 31
 SEARCH_LOOKBACK_HOURS: Final = 24 * 7
 """How far back a one-off `/search` looks by default."""
 MAX_LIST_ENTRIES: Final = 20
+LATEST_DUE_WINDOW: Final = timedelta(days=8)
+"""How far back `latest_due_time` walks the schedule to find the most recent missed time."""
 """Extra queries, include and exclude keywords: at most this many each."""
 
 
@@ -54,6 +59,20 @@ UNCHANGED: Final = _Unchanged.UNCHANGED
 def schedule_of(monitor: MonitorRecord, *, min_interval_seconds: int = 60) -> Schedule:
     """The monitor's stored schedule, parsed (the stored text carries its timezone)."""
     return parse_schedule(monitor.schedule, timezone=monitor.timezone, min_interval_seconds=min_interval_seconds)
+
+
+def latest_due_time(schedule: Schedule, first_due: datetime, now: datetime) -> datetime:
+    """The most recent scheduled time at or before `now`, not before `first_due` (itself at or before `now`)."""
+    latest = first_due
+    cursor = max(first_due, now - LATEST_DUE_WINDOW)
+    while True:
+        try:
+            following = schedule.next_run(cursor)
+        except ScheduleError:
+            return latest
+        if following > now:
+            return latest
+        latest = cursor = following
 
 
 def effective_timezone(chat: ChatRecord, default: str) -> str:
@@ -285,11 +304,37 @@ class MonitorService:
 
     # ---- running ----------------------------------------------------------------------------------------
 
-    async def run_monitor(self, monitor_id: int, scheduled_for: datetime) -> RunSummary | None:
+    async def run_due(self, monitor_id: int, *, left_running: LeftRunning = "skip") -> RunSummary | None:
+        """Run the monitor if it is due now, for the latest scheduled time that has passed (a monitor that missed
+        runs while nothing ran runs once, never a backlog); None when it is not due (or gone, or paused)."""
+        monitor = await self._monitors.get(monitor_id)
+        if monitor is None or monitor.paused:
+            return None
+        now = self._clock()
+        try:
+            schedule = schedule_of(monitor)
+        except ScheduleError as error:
+            logger.error("monitor %d has an unreadable schedule %r: %s", monitor_id, monitor.schedule, error)
+            return None
+        if monitor.next_run_at is None:
+            await self._monitors.set_next_run(monitor_id, schedule.next_run(now))
+            return None
+        if monitor.next_run_at > now:
+            logger.debug("monitor %d not due until %s", monitor_id, monitor.next_run_at.isoformat())
+            return None
+        scheduled_for = latest_due_time(schedule, monitor.next_run_at, now)
+        return await self.run_monitor(monitor_id, scheduled_for, left_running=left_running)
+
+    async def run_monitor(
+        self, monitor_id: int, scheduled_for: datetime, *, left_running: LeftRunning = "skip"
+    ) -> RunSummary | None:
         """Run the monitor for its scheduled time and queue the digest for every subscribed chat.
 
         None when there is nothing to do: no such monitor, paused, nobody subscribed, or this scheduled time
         already has a run (a second firing). Never raises for a failing run: it is logged and marked failed.
+        `left_running` says what to do with a run for this time that is still "running": leave it to whoever runs
+        it (`skip`, the embedded scheduler's second firing), run it again (`take_over`: a job queue's worker died
+        during it and its job came back) or mark it failed and move on (`fail`: it killed its workers too often).
         """
         monitor = await self._monitors.get(monitor_id)
         if monitor is None or monitor.paused:
@@ -305,10 +350,21 @@ class MonitorService:
             await self._monitors.update(monitor_id, next_run_at=schedule.next_run(max(scheduled_for, now)))
             return None
         run = await self._runs.open_run(monitor_id, scheduled_for, now=now)
+        if run is None and left_running == "take_over":
+            run = await self._runs.take_over(monitor_id, scheduled_for, now=now)
+            if run is not None:
+                logger.warning(
+                    "monitor %d: running again the run for %s that a stopped worker left", monitor_id, run.id
+                )
+        if run is None and left_running == "fail":
+            left = await self._runs.take_over(monitor_id, scheduled_for, now=now)
+            if left is not None:
+                reason = "abandoned: the workers running it stopped during the run, several times"
+                return await self._runner.fail(monitor, left, schedule, reason)
         if run is None:
             await self._skip_taken(monitor, schedule, scheduled_for)
             return None
-        return await self._runner.execute(monitor, run, schedule=schedule)
+        return await self._runner.execute(monitor, run, schedule=schedule, cancel_leaves_running=left_running != "skip")
 
     async def run_now(
         self,
@@ -522,6 +578,7 @@ __all__ = [
     "MonitorService",
     "RunSummary",
     "effective_timezone",
+    "latest_due_time",
     "schedule_of",
     "split_source_specs",
 ]

@@ -1,6 +1,7 @@
 """Storage: SQLAlchemy models, engine and sessions, repositories returning domain records, Alembic migrations."""
 
 from storage.engine import Database, create_engine
+from storage.locks import KEEPALIVE_SECONDS, AdvisoryLocks, HeldLock, LockUnsupportedError
 from storage.migrate import upgrade_database
 from storage.records import (
     ChatRecord,
@@ -34,6 +35,7 @@ from storage.repositories import (
     ItemRepository,
     MonitorChanges,
     MonitorRepository,
+    RateSlotRepository,
     RunNotOpenError,
     RunRepository,
     SourceFailureRepository,
@@ -43,6 +45,8 @@ from storage.repositories import (
 )
 
 __all__ = [
+    "KEEPALIVE_SECONDS",
+    "AdvisoryLocks",
     "ChatChanges",
     "ChatRecord",
     "ChatRepository",
@@ -54,6 +58,7 @@ __all__ = [
     "DeliveryRepository",
     "DeliveryStatus",
     "EmbeddingRepository",
+    "HeldLock",
     "HttpValidatorRecord",
     "HttpValidatorRepository",
     "InboundRepository",
@@ -62,9 +67,11 @@ __all__ = [
     "ItemScore",
     "ItemWithScores",
     "JSONObject",
+    "LockUnsupportedError",
     "MonitorChanges",
     "MonitorRecord",
     "MonitorRepository",
+    "RateSlotRepository",
     "RunItemRecord",
     "RunNotOpenError",
     "RunOutcome",

@@ -249,6 +249,17 @@ class HttpValidator(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utc_now)
 
 
+class RateSlot(Base):
+    """The next free send slot of one rate limit (a platform token overall, one group, one channel), shared by
+    every process: the generic cell rate algorithm keeps one "theoretical arrival time" per limit."""
+
+    __tablename__ = "rate_slots"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tat: Mapped[float] = mapped_column(Float)
+    """The theoretical arrival time of the next message, in seconds since the epoch on the database's clock."""
+
+
 class ItemEmbedding(Base):
     __tablename__ = "item_embeddings"
 

@@ -8,6 +8,7 @@ from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
+from storage.repositories.rate_slots import RateSlotRepository
 from storage.repositories.runs import RunRepository
 from storage.repositories.source_failures import SourceFailureRepository
 from storage.repositories.subscriptions import SubscriptionRepository
@@ -25,6 +26,7 @@ __all__ = [
     "ItemRepository",
     "MonitorChanges",
     "MonitorRepository",
+    "RateSlotRepository",
     "RunNotOpenError",
     "RunRepository",
     "SourceFailureRepository",

@@ -10,9 +10,9 @@ from monitors.scheduler import (
     MonitorScheduler,
     _OffsetTrigger,
     jitter_seconds,
-    latest_due_time,
     misfire_grace_seconds,
 )
+from monitors.service import latest_due_time
 from storage import MonitorRepository, RunRecord, RunRepository, RunStatus
 from tests.monitors.conftest import World
 

@@ -8,6 +8,7 @@ import shutil
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -74,16 +75,25 @@ def postgres_admin_url() -> str:
     return url
 
 
+@contextmanager
+def throwaway_postgres(admin_url: str, *, prefix: str = "lookout_test", migrate: bool = False) -> Iterator[str]:
+    """A new PostgreSQL database (migrated to head with `migrate`), dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_admin_execute(admin_url, f'CREATE DATABASE "{name}"'))
+    try:
+        url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        if migrate:
+            asyncio.run(upgrade_database(url))
+        yield url
+    finally:
+        asyncio.run(_drop_database(admin_url, name))
+
+
 @pytest.fixture
 def fresh_postgres_url() -> Iterator[str]:
     """An empty, throwaway PostgreSQL database (dropped afterwards)."""
-    admin_url = postgres_admin_url()
-    name = f"lookout_test_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_admin_execute(admin_url, f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        asyncio.run(_drop_database(admin_url, name))
+    with throwaway_postgres(postgres_admin_url()) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
