@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
 from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
-from app.wiring import heavy_model, light_model, open_database
+from app.wiring import open_database
 from bots import Dispatcher, Dispatches, SessionFactory
 from monitors import ChatSender
 from sources import HttpClient
@@ -62,9 +62,7 @@ def build_services(
         monitors=stack.service,
         resolve_sources=stack.catalog.resolve,
         http=http if http is not None else stack.catalog.client,
-        # Plain models: the chat agent adds its own fallback and retries (the monitors may wrap theirs).
-        light_model=light_model(settings),
-        heavy_model=heavy_model(settings),
+        models=stack.models,  # the one set of the process, shared with the monitor pipeline
         settings=conversation_settings(settings, bot_username=bot_username),
     )
 
@@ -104,6 +102,7 @@ def terminal_session(settings: Settings) -> SessionFactory:
             try:
                 yield dispatcher
             finally:
+                await dispatcher.finish_background()  # memory folds of the last answers
                 stop.set()
                 stack.scheduler.shutdown()
                 await delivering  # the pass under way finishes

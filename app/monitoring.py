@@ -7,9 +7,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from app.settings import Settings
-from app.wiring import SourceCatalog, open_http_client, pipeline_models
+from app.wiring import SourceCatalog, language_models, open_http_client
 from bots import TelegramSender
 from monitors import ChatSender, DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
+from research import ModelSet
 from storage import Database
 
 TELEGRAM_MESSAGES_PER_SECOND = 25.0
@@ -26,6 +27,8 @@ class MonitorStack:
     scheduler: MonitorScheduler
     catalog: SourceCatalog
     """The sources built from settings; `catalog.client` is the one HTTP client they share."""
+    models: ModelSet
+    """The process's one set of language models (the chat uses it too)."""
 
 
 def delivery_senders(settings: Settings) -> dict[str, ChatSender]:
@@ -50,13 +53,12 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
     senders = delivery_senders(settings)
     try:
         worker = DeliveryWorker(database, senders)
-        pipeline_light, pipeline_heavy = pipeline_models(settings)
+        models = language_models(settings)
         service = MonitorService(
             database,
             resolve_sources=catalog.resolve,
-            # Wrapped: retries, then the other model; the chat agent wraps the plain models itself.
-            light_model=pipeline_light,
-            heavy_model=pipeline_heavy,
+            light_model=models.light,
+            heavy_model=models.heavy,
             out_dir=settings.data_dir / "exports",
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
@@ -70,6 +72,7 @@ async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator
             worker=worker,
             scheduler=scheduler,
             catalog=catalog,
+            models=models,
         )
     finally:
         for sender in senders.values():

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from app.settings import Settings
-from app.wiring import SourceCatalog, light_model, open_database, open_http_client
+from app.wiring import SourceCatalog, language_models, open_database, open_http_client
 from research import CollectionJobResult, ProgressEvent, ResearchResult, research_once, run_collection_job
 from sources import Source
 
@@ -59,7 +59,7 @@ def collect_command(
 ) -> None:
     err = Console(stderr=True)
     out = Console()
-    model = light_model(settings)
+    model = language_models(settings).light  # retried, then the heavy model, like every model step
     if model is None:
         err.print(f"[yellow]No language model ({settings.llm_unavailable_reason()}); planning queries without one.")
     out_dir = settings.data_dir / "exports"

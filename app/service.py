@@ -83,6 +83,7 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
             finally:
                 stop.set()
                 await frontends.stop_all()  # messages being answered finish first
+                await dispatcher.finish_background()  # then the memory folds their answers left
                 stack.scheduler.shutdown()
                 await delivering  # the pass under way finishes; what is left stays pending in the outbox
     logger.info("stopped")

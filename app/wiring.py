@@ -1,16 +1,17 @@
-"""Composition: turn settings into the objects the lower layers take (sources, HTTP client, models)."""
+"""Composition: turn settings into the objects the lower layers take (sources, HTTP client, the language models)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
+from typing import Any
 
 from pydantic_ai.models import Model, infer_model
 
 from app.http_cache import DatabaseValidatorStore
 from app.settings import Settings
-from research import RetryPolicy, resilient_model
+from research import ModelSet, RetryPolicy
 from sources import (
     DEFAULT_SOURCES,
     HttpClient,
@@ -81,35 +82,35 @@ class SourceCatalog:
         )
 
 
-def light_model(settings: Settings) -> Model | None:
-    """The chat/planning model, or None when no model can be used (see `Settings.llm_unavailable_reason`)."""
+def language_models(settings: Settings, *, policy: RetryPolicy | None = None) -> ModelSet:
+    """The process's one set of language models (build it once per process and share it): LLM_MODEL and
+    LLM_HEAVY_MODEL, each retried and falling back to the other, one memory of spent quotas. Each model name is
+    built once, and every Gemini model shares one provider (one HTTP client for the process). Empty when no model
+    can be used (see `Settings.llm_unavailable_reason`)."""
     if settings.llm_unavailable_reason() is not None:
-        return None
-    return _model(settings, settings.llm_model)
+        return ModelSet.none()
+    built: dict[str, Model] = {}
+    providers: dict[str, Any] = {}
+
+    def model(name: str) -> Model:
+        if name not in built:
+            built[name] = _model(settings, name, providers)
+        return built[name]
+
+    heavy_name = settings.llm_heavy_model.strip()
+    return ModelSet.of(model(settings.llm_model.strip()), model(heavy_name) if heavy_name else None, policy=policy)
 
 
-def heavy_model(settings: Settings) -> Model | None:
-    """The critique/synthesis model, or None when no model can be used."""
-    if settings.llm_unavailable_reason() is not None or not settings.llm_heavy_model.strip():
-        return None
-    return _model(settings, settings.llm_heavy_model)
-
-
-def pipeline_models(settings: Settings, *, policy: RetryPolicy | None = None) -> tuple[Model | None, Model | None]:
-    """The monitor pipeline's (light, heavy) models, each retried on rate limits and server errors and then
-    falling back to the other one; a step whose own model is missing keeps its no-model path."""
-    light, heavy = light_model(settings), heavy_model(settings)
-    policy = policy or RetryPolicy()  # one policy: both chains share its memory of spent quotas
-    return resilient_model(light, heavy, policy=policy), resilient_model(heavy, light, policy=policy)
-
-
-def _model(settings: Settings, name: str) -> Model:
+def _model(settings: Settings, name: str, providers: dict[str, Any]) -> Model:
     if name.startswith("google:"):
         # Imported here: the Google client is only needed when a Gemini model is configured.
         from pydantic_ai.models.google import GoogleModel
         from pydantic_ai.providers.google import GoogleProvider
 
         assert settings.gemini_api_key is not None  # checked by llm_unavailable_reason
-        provider = GoogleProvider(api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url)
-        return GoogleModel(name.removeprefix("google:"), provider=provider)
+        if "google" not in providers:
+            providers["google"] = GoogleProvider(
+                api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url
+            )
+        return GoogleModel(name.removeprefix("google:"), provider=providers["google"])
     return infer_model(name)

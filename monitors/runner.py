@@ -18,7 +18,7 @@ from pydantic_ai.models import Model
 from monitors.delivery import NOTICE_KIND
 from monitors.schedule import Schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
-from research import Digest, PipelineRequest, PipelineResult, ProgressCallback, load_plan, safe_stem
+from research import Digest, PipelineRequest, PipelineResult, ProgressCallback, load_plan, record_usage, safe_stem
 from sources import Engagement, Item, Source
 from storage import (
     ChatRecord,
@@ -34,7 +34,6 @@ from storage import (
     RunRecord,
     RunRepository,
     RunStatus,
-    UsageRepository,
 )
 
 logger = logging.getLogger(__name__)
@@ -119,6 +118,7 @@ class MonitorRunner:
         pipeline: PipelineFunction,
         on_deliveries_queued: Callable[[], None] | None,
     ) -> None:
+        self._database = database
         self._resolve = resolve_sources
         self._light, self._heavy = light_model, heavy_model
         self._out_dir = out_dir
@@ -131,7 +131,6 @@ class MonitorRunner:
         self._runs = RunRepository(database)
         self._items = ItemRepository(database)
         self._deliveries = DeliveryRepository(database)
-        self._usage = UsageRepository(database)
 
     async def execute(
         self,
@@ -292,15 +291,13 @@ class MonitorRunner:
         if linked:
             next_run = schedule.next_run(max(run.scheduled_for, now)) if schedule is not None else None
             await self._monitors.record_result(monitor.id, status=status, finished_at=now, next_run_at=next_run)
-        if result.usage.requests:
-            await self._usage.add(
-                asking_chat.id if asking_chat else monitor.owner_chat_id,
-                now.date(),
-                requests=result.usage.requests,
-                input_tokens=result.usage.input_tokens,
-                output_tokens=result.usage.output_tokens,
-                cost=result.usage.cost_usd or 0.0,
-            )
+        await record_usage(
+            self._database,
+            chat_id=asking_chat.id if asking_chat else monitor.owner_chat_id,
+            now=now,
+            usage=result.usage,
+            kind="monitor",
+        )
         if rows and self._on_queued is not None:
             self._on_queued()
         logger.info(

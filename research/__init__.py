@@ -13,9 +13,7 @@ from research.critique import (
     Contradiction,
     Critique,
     ItemCritique,
-    LlmUsage,
     NumberedItem,
-    estimate_cost_usd,
     heuristic_critique,
     llm_critique,
     number_items,
@@ -36,15 +34,30 @@ from research.digest import (
 from research.export import CSV_COLUMNS, ExportPaths, guard_cell, safe_stem, write_csv_rows, write_exports
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
-from research.llm import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_kind, failure_leaves, resilient_model
+from research.llm import (
+    FailureKind,
+    ModelSet,
+    QuotaMemory,
+    RetryingModel,
+    RetryPolicy,
+    Sleep,
+    describe_failure,
+    failure_kind,
+    failure_leaves,
+    model_chain,
+    model_label,
+    resilient_model,
+)
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
 from research.rank import RankedItem, RankWeights, rank
 from research.reputation import SourceKind, outlet_of, source_kind
+from research.usage import USAGE_KIND_LABELS, LlmUsage, UsageKind, estimate_cost_usd, record_usage, sum_usage
 
 __all__ = [
     "CSV_COLUMNS",
     "STAGES",
+    "USAGE_KIND_LABELS",
     "CitedItem",
     "Cluster",
     "Collection",
@@ -62,6 +75,7 @@ __all__ = [
     "FailureKind",
     "ItemCritique",
     "LlmUsage",
+    "ModelSet",
     "NumberedItem",
     "PipelineRequest",
     "PipelineResult",
@@ -69,6 +83,7 @@ __all__ = [
     "ProgressCallback",
     "ProgressEvent",
     "QualityCheck",
+    "QuotaMemory",
     "RankWeights",
     "RankedItem",
     "ResearchResult",
@@ -79,8 +94,10 @@ __all__ = [
     "Sleep",
     "SourceKind",
     "StopReason",
+    "UsageKind",
     "cluster_items",
     "collect",
+    "describe_failure",
     "estimate_cost_usd",
     "extractive_digest",
     "failure_kind",
@@ -90,9 +107,12 @@ __all__ = [
     "llm_critique",
     "llm_digest",
     "load_plan",
+    "model_chain",
+    "model_label",
     "number_items",
     "outlet_of",
     "rank",
+    "record_usage",
     "render_digest_markdown",
     "research_once",
     "resilient_model",
@@ -101,6 +121,7 @@ __all__ = [
     "run_pipeline",
     "safe_stem",
     "source_kind",
+    "sum_usage",
     "write_csv_rows",
     "write_exports",
     "write_volume_chart",

@@ -27,7 +27,6 @@ from pydantic_ai.settings import ModelSettings
 from research.critique import (
     UNTRUSTED_NOTE,
     Critique,
-    LlmUsage,
     NumberedItem,
     SourceKind,
     compact_items_block,
@@ -40,6 +39,7 @@ from research.critique import (
 from research.dedupe import Cluster, tokens
 from research.llm import one_line
 from research.rank import RankedItem
+from research.usage import LlmUsage
 from sources import utc_now
 
 logger = logging.getLogger(__name__)

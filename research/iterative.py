@@ -23,9 +23,9 @@ from pydantic_ai import Agent, RunContext, RunUsage, Tool, UsageLimits
 from pydantic_ai.models import Model
 
 from research.collect import ProgressCallback, ProgressEvent, SearchStatus, collect, emit
-from research.critique import LlmUsage
 from research.dedupe import Deduper
 from research.query_variants import QuerySpec, planned_attempts
+from research.usage import LlmUsage
 from sources import Item, SearchQuery, Source, utc_now
 
 logger = logging.getLogger(__name__)

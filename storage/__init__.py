@@ -4,6 +4,7 @@ from storage.engine import Database, create_engine
 from storage.migrate import upgrade_database
 from storage.records import (
     ChatRecord,
+    ConversationChanges,
     ConversationRecord,
     DailyUsage,
     DeliveryRecord,
@@ -19,6 +20,9 @@ from storage.records import (
     RunStatus,
     ScoredItem,
     SubscriptionRecord,
+    TurnStart,
+    TurnState,
+    UsageEntry,
     UsageTotals,
     UserRecord,
 )
@@ -35,6 +39,7 @@ from storage.repositories import (
     RunNotOpenError,
     RunRepository,
     SubscriptionRepository,
+    TurnRepository,
     UsageRepository,
     UserRepository,
 )
@@ -43,6 +48,7 @@ __all__ = [
     "ChatChanges",
     "ChatRecord",
     "ChatRepository",
+    "ConversationChanges",
     "ConversationRecord",
     "ConversationRepository",
     "DailyUsage",
@@ -69,6 +75,10 @@ __all__ = [
     "ScoredItem",
     "SubscriptionRecord",
     "SubscriptionRepository",
+    "TurnRepository",
+    "TurnStart",
+    "TurnState",
+    "UsageEntry",
     "UsageRepository",
     "UsageTotals",
     "UserRecord",

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 logger = logging.getLogger(__name__)
 
@@ -72,9 +72,8 @@ class Database:
 
     def __init__(self, url_or_engine: str | AsyncEngine) -> None:
         self.engine = create_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
-        self.sessions = async_sessionmaker(
-            self.engine.execution_options(**{READ_ONLY_OPTION: True}), expire_on_commit=False
-        )
+        self._read_engine = self.engine.execution_options(**{READ_ONLY_OPTION: True})
+        self.sessions = async_sessionmaker(self._read_engine, expire_on_commit=False)
         """Sessions for reading only; writes go through `transaction()`."""
         self._write_sessions = async_sessionmaker(self.engine, expire_on_commit=False)
 
@@ -88,6 +87,20 @@ class Database:
         """A session inside one transaction: committed on exit, rolled back on an exception."""
         async with self._write_sessions.begin() as session:
             yield session
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        """A connection inside one writing transaction, without an ORM session: for the statements of the hot
+        path (a chat turn), where the session's bookkeeping would cost more than the statement."""
+        async with self.engine.begin() as connection:
+            yield connection
+
+    @asynccontextmanager
+    async def begin_read(self) -> AsyncIterator[AsyncConnection]:
+        """A connection inside one reading transaction (on SQLite a deferred one, which never waits for the
+        writer), without an ORM session."""
+        async with self._read_engine.begin() as connection:
+            yield connection
 
     async def ping(self) -> bool:
         """Whether the database answers a trivial query (for /healthz); never raises."""

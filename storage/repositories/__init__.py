@@ -9,6 +9,7 @@ from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
 from storage.repositories.runs import RunRepository
 from storage.repositories.subscriptions import SubscriptionRepository
+from storage.repositories.turns import TurnRepository
 from storage.repositories.usage import UsageRepository
 from storage.repositories.users import UserRepository
 
@@ -25,6 +26,7 @@ __all__ = [
     "RunNotOpenError",
     "RunRepository",
     "SubscriptionRepository",
+    "TurnRepository",
     "UsageRepository",
     "UserRepository",
 ]

@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.engine import Database
 
 
-def upsert_insert(session: AsyncSession, table: Any) -> Any:
-    """An INSERT with `on_conflict_do_nothing`/`on_conflict_do_update` for the session's dialect.
+def upsert_insert(session: AsyncSession | AsyncConnection, table: Any) -> Any:
+    """An INSERT with `on_conflict_do_nothing`/`on_conflict_do_update` for the session's (or connection's) dialect.
 
     Both SQLite and PostgreSQL speak `INSERT ... ON CONFLICT`; SQLAlchemy exposes it per dialect.
     """
-    name = session.get_bind().dialect.name
+    name = session.dialect.name if isinstance(session, AsyncConnection) else session.get_bind().dialect.name
     if name == "postgresql":
         return postgresql.insert(table)
     if name == "sqlite":

@@ -1,37 +1,132 @@
-"""Conversation memory per (chat, thread): pydantic-ai's serialised messages and a rolling summary."""
+"""Conversation state per (chat, thread): pydantic-ai's serialised messages, a rolling summary, the open
+confirmation and the "told once" flag, with a revision that grows with every write."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import Row, Table, delete, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.models import Conversation
-from storage.records import ConversationRecord
+from storage.records import ConversationChanges, ConversationRecord
 from storage.repositories._common import Repository, upsert_insert
 from storage.types import utc_now
 
+TABLE = cast(Table, Conversation.__table__)
+CONVERSATION_COLUMNS = tuple(TABLE.c)
+"""Every column, in the order `conversation_record` reads them."""
 
-def to_conversation_record(row: Conversation) -> ConversationRecord:
+
+def conversation_record(row: Row[Any] | Any, prefix: str = "") -> ConversationRecord:
+    """The record from a row holding every column (named `prefix` + column name)."""
+    values = row._mapping if isinstance(row, Row) else row
+
+    def value(name: str) -> Any:
+        return values[f"{prefix}{name}"]
+
     return ConversationRecord(
-        id=row.id,
-        chat_id=row.chat_id,
-        thread_key=row.thread_key,
-        messages=row.messages,
-        summary=row.summary,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+        id=value("id"),
+        chat_id=value("chat_id"),
+        thread_key=value("thread_key"),
+        messages=value("messages"),
+        summary=value("summary"),
+        created_at=value("created_at"),
+        updated_at=value("updated_at"),
+        confirmation_token=value("confirmation_token"),
+        confirmation=value("confirmation"),
+        told_no_model=bool(value("told_no_model")),
+        revision=value("revision"),
     )
+
+
+def _values(changes: ConversationChanges, now: datetime) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if "messages" in changes:
+        values["messages"] = changes["messages"]
+    if "summary" in changes:
+        values["summary"] = changes["summary"]
+    if "confirmation" in changes:
+        opened = changes["confirmation"]
+        values["confirmation_token"] = opened[0] if opened else None
+        values["confirmation"] = opened[1] if opened else None
+    if "told_no_model" in changes:
+        values["told_no_model"] = changes["told_no_model"]
+    if changes.get("touch"):
+        values["updated_at"] = now
+    return values
+
+
+async def write_conversation(
+    connection: AsyncSession | AsyncConnection,
+    chat_id: int,
+    thread_key: str,
+    changes: ConversationChanges,
+    *,
+    now: datetime,
+    if_revision: int | None = None,
+) -> int | None:
+    """Apply `changes` inside the caller's transaction and return the new revision.
+
+    Without `if_revision` the row is created on the first write (one upsert). With it, the changes apply only
+    while the stored revision still is `if_revision` (None when the conversation moved on or is gone)."""
+    values = _values(changes, now)
+    table = TABLE
+    if if_revision is not None:
+        statement = (
+            update(table)
+            .where(table.c.chat_id == chat_id, table.c.thread_key == thread_key, table.c.revision == if_revision)
+            .values(**values, revision=table.c.revision + 1)
+            .returning(table.c.revision)
+        )
+        revision: int | None = (await connection.execute(statement)).scalar_one_or_none()
+        return revision
+    insert = upsert_insert(connection, table).values(
+        chat_id=chat_id,
+        thread_key=thread_key,
+        messages=values.get("messages", b""),
+        summary=values.get("summary"),
+        confirmation_token=values.get("confirmation_token"),
+        confirmation=values.get("confirmation"),
+        told_no_model=values.get("told_no_model", False),
+        revision=1,
+        created_at=now,
+        updated_at=now,
+    )
+    statement = insert.on_conflict_do_update(
+        index_elements=["chat_id", "thread_key"], set_={**values, "revision": table.c.revision + 1}
+    ).returning(table.c.revision)
+    created: int = (await connection.execute(statement)).scalar_one()
+    return created
 
 
 class ConversationRepository(Repository):
     async def load(self, chat_id: int, thread_key: str = "") -> ConversationRecord | None:
-        """The stored memory of a conversation; `thread_key` is "" for chats without threads."""
-        async with self._db.sessions() as session:
-            row = await session.scalar(
-                select(Conversation).where(Conversation.chat_id == chat_id, Conversation.thread_key == thread_key)
+        """The stored state of a conversation; `thread_key` is "" for chats without threads."""
+        table = TABLE
+        async with self._db.begin_read() as connection:
+            row = (
+                await connection.execute(
+                    select(*CONVERSATION_COLUMNS).where(table.c.chat_id == chat_id, table.c.thread_key == thread_key)
+                )
+            ).first()
+            return conversation_record(row) if row else None
+
+    async def write(
+        self,
+        chat_id: int,
+        thread_key: str,
+        changes: ConversationChanges,
+        *,
+        now: datetime | None = None,
+        if_revision: int | None = None,
+    ) -> int | None:
+        """`write_conversation` in a transaction of its own."""
+        async with self._db.begin() as connection:
+            return await write_conversation(
+                connection, chat_id, thread_key, changes, now=now or utc_now(), if_revision=if_revision
             )
-            return to_conversation_record(row) if row else None
 
     async def save(
         self,
@@ -42,35 +137,44 @@ class ConversationRepository(Repository):
         summary: str | None,
         now: datetime | None = None,
     ) -> ConversationRecord:
-        """Replace the conversation's messages and summary (created on the first save)."""
-        when = now or utc_now()
-        async with self._db.transaction() as session:
-            statement = upsert_insert(session, Conversation).values(
-                chat_id=chat_id,
-                thread_key=thread_key,
-                messages=messages,
-                summary=summary,
-                created_at=when,
-                updated_at=when,
+        """Replace the conversation's messages and summary (created on the first save); the stored state after."""
+        await self.write(chat_id, thread_key, {"messages": messages, "summary": summary, "touch": True}, now=now)
+        record = await self.load(chat_id, thread_key)
+        if record is None:  # pragma: no cover - the upsert above guarantees it
+            raise LookupError(f"conversation {chat_id}/{thread_key} vanished")
+        return record
+
+    async def find_confirmation(self, chat_id: int, token: str) -> ConversationRecord | None:
+        """The conversation of this chat (any thread) whose open confirmation has `token`."""
+        table = TABLE
+        async with self._db.begin_read() as connection:
+            row = (
+                await connection.execute(
+                    select(*CONVERSATION_COLUMNS).where(table.c.chat_id == chat_id, table.c.confirmation_token == token)
+                )
+            ).first()
+            return conversation_record(row) if row else None
+
+    async def claim_confirmation(self, chat_id: int, thread_key: str, token: str) -> bool:
+        """Close the open confirmation `token` of the conversation; True for exactly one of any number of callers
+        (two presses of "Yes", two processes), False when it is no longer open."""
+        table = TABLE
+        async with self._db.begin() as connection:
+            result = await connection.execute(
+                update(table)
+                .where(
+                    table.c.chat_id == chat_id,
+                    table.c.thread_key == thread_key,
+                    table.c.confirmation_token == token,
+                )
+                .values(confirmation_token=None, confirmation=None, revision=table.c.revision + 1)
             )
-            statement = statement.on_conflict_do_update(
-                index_elements=["chat_id", "thread_key"],
-                set_={"messages": messages, "summary": summary, "updated_at": when},
-            )
-            await session.execute(statement)
-            row = await session.scalar(
-                select(Conversation)
-                .where(Conversation.chat_id == chat_id, Conversation.thread_key == thread_key)
-                .execution_options(populate_existing=True)
-            )
-            if row is None:  # pragma: no cover - the upsert above guarantees it
-                raise LookupError(f"conversation {chat_id}/{thread_key} vanished")
-            return to_conversation_record(row)
+            return bool(result.rowcount)
 
     async def clear(self, chat_id: int, thread_key: str = "") -> bool:
-        """Forget the conversation entirely, summary included (`/forget`)."""
-        async with self._db.transaction() as session:
-            result = await session.execute(
+        """Forget the conversation entirely: memory, summary, open confirmation and flags (`/forget`)."""
+        async with self._db.begin() as connection:
+            result = await connection.execute(
                 delete(Conversation).where(Conversation.chat_id == chat_id, Conversation.thread_key == thread_key)
             )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            return bool(result.rowcount)

@@ -16,6 +16,7 @@ from agent.conversation import Conversation
 from bots.dispatcher import Dispatcher
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
+from research import ModelSet
 from sources.base import Source
 from sources.config import SourcesConfig
 from sources.hn import HackerNewsSource
@@ -87,8 +88,7 @@ def conversation_dispatcher(database, resolve, client: HttpClient, out_dir: Path
         monitors=monitor_service(database, resolve, out_dir),
         resolve_sources=resolve,
         http=client,
-        light_model=model,
-        heavy_model=None,
+        models=ModelSet.of(model, None),
         settings=ConversationSettings(exports_dir=out_dir),
         clock=lambda: T0,
     )

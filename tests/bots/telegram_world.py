@@ -31,6 +31,7 @@ from bots.telegram.sender import TelegramSender
 from monitors.delivery import DeliveryWorker
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
+from research import ModelSet
 from storage import Database
 from tests.bots.slack_world import T0, hn_resolver, http_client, serve_hacker_news
 from tests.fakes.http_server import FakeHTTPServer
@@ -146,8 +147,7 @@ async def telegram_world(
         monitors=service,
         resolve_sources=resolve,
         http=client,
-        light_model=model,
-        heavy_model=None,
+        models=ModelSet.of(model, None),
         settings=ConversationSettings(exports_dir=out_dir / "chat", min_interval_seconds=900),
         clock=lambda: T0,
     )
