@@ -136,6 +136,8 @@ class ConversationMemory:
         self._expired = messages if idle else []
         self.history = [] if idle else messages
         """Every unsummarised message of the live conversation."""
+        self._stored = record.messages.strip() if record is not None and messages and not idle else b""
+        """The stored JSON of `history` (empty when there is none to extend)."""
 
     def window(self) -> MemoryWindow:
         """What the run sees: the live history and the summary."""
@@ -145,6 +147,19 @@ class ConversationMemory:
         """The history to store after a run with `new_messages` (`result.new_messages()`); what an idle expiry
         set aside is not stored again."""
         return [*self.history, *new_messages]
+
+    def encode_after(self, new_messages: Sequence[ModelMessage]) -> bytes:
+        """The stored form of `after(new_messages)`: the new messages' JSON appended to the stored JSON array,
+        so a turn encodes only what it added."""
+        added = encode_messages(new_messages)
+        stored = self._stored
+        if not (stored.startswith(b"[") and stored.endswith(b"]")):  # nothing stored to extend
+            return encode_messages(self.after(new_messages))
+        if added == b"[]":
+            return stored
+        if stored == b"[]":
+            return added
+        return stored[:-1] + b"," + added[1:]
 
     def fold(self, history: Sequence[ModelMessage], *, revision: int) -> Fold | None:
         """The fold the stored `history` (at `revision`) calls for, or None: everything an idle expiry set aside,

@@ -46,14 +46,18 @@ def delivery_senders(settings: Settings) -> dict[str, ChatSender]:
 
 
 @asynccontextmanager
-async def monitor_stack(settings: Settings, database: Database) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit."""
+async def monitor_stack(
+    settings: Settings, database: Database, *, models: ModelSet | None = None
+) -> AsyncIterator[MonitorStack]:
+    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit.
+
+    `models` are the process's language models: built from settings unless given (a benchmark's scripted ones)."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
     senders = delivery_senders(settings)
     try:
         worker = DeliveryWorker(database, senders)
-        models = language_models(settings)
+        models = models if models is not None else language_models(settings)
         service = MonitorService(
             database,
             resolve_sources=catalog.resolve,

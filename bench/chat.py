@@ -18,7 +18,7 @@ Every run checks that each chat got exactly one answer per message, in order (no
 
 Run: uv run python bench/chat.py [--chats 50] [--messages 30] [--memory-turns 10] [--commands 10]
                                   [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
-                                  [--profile FILE]
+                                  [--profile FILE] [--profile-commands FILE]
 """
 
 from __future__ import annotations
@@ -213,50 +213,34 @@ async def throwaway_postgres(admin_url: str) -> AsyncIterator[str]:
 async def lookout(
     url: str, fake: dict[str, str], model: InstantModel, memory_turns: int, tmp: Path
 ) -> AsyncIterator[Any]:
-    """Lookout's Telegram side on `url`, built as `lookout run` builds it, with the instant model."""
-    from agent.access import AccessPolicy
-    from agent.chat.agent import ChatAgent
-    from agent.commands.router import CommandRouter
-    from agent.context import ConversationSettings, Services
-    from agent.conversation import Conversation
-    from bots.dispatcher import Dispatcher
-    from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-    from monitors.service import MonitorService
-    from sources.http import HttpClient
-    from storage import Database, upgrade_database
+    """Lookout's Telegram side on `url`, built through the composition root as `lookout run` builds it (monitor
+    stack, services, dispatcher, frontends), with the instant model as the process's model set."""
+    from app.assembly import build_dispatcher, build_services
+    from app.frontends import build_frontends
+    from app.monitoring import monitor_stack
+    from app.settings import load_settings
+    from app.wiring import open_database
+    from research import ModelSet
 
-    def no_sources(specs: Sequence[str]) -> list[Any]:
-        raise ValueError("no sources in this benchmark")
-
-    await upgrade_database(url)
-    database = Database(url)
-    client = HttpClient(user_agent="LookoutBench/0.1")
-    service = MonitorService(
-        database, resolve_sources=no_sources, light_model=None, heavy_model=None, out_dir=tmp / "exports"
+    settings = load_settings(
+        database_url=url,
+        data_dir=tmp / "data",
+        telegram_bot_token=fake["token"],
+        telegram_api_url=fake["url"],
+        memory_turns=memory_turns,
     )
-    services = Services(
-        database=database,
-        monitors=service,
-        resolve_sources=no_sources,
-        http=client,
-        light_model=model.model,
-        heavy_model=None,
-        settings=ConversationSettings(exports_dir=tmp / "exports", memory_turns=memory_turns),
-    )
-    conversation = Conversation(
-        commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings
-    )
-    dispatcher = Dispatcher(database, conversation, AccessPolicy())
-    frontend = TelegramFrontend(
-        TelegramOptions(token=fake["token"], api_url=fake["url"], poll_timeout=10.0), dispatcher
-    )
-    await frontend.start()
-    try:
-        yield dispatcher
-    finally:
-        await frontend.stop()
-        await client.aclose()
-        await database.dispose()
+    async with (
+        open_database(settings) as database,
+        monitor_stack(settings, database, models=ModelSet.of(model.model, None)) as stack,
+    ):
+        dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
+        telegram = build_frontends(settings, dispatcher).running["telegram"]
+        await telegram.start()
+        try:
+            yield dispatcher
+        finally:
+            await telegram.stop()
+            await dispatcher.finish_background()
 
 
 @dataclass
@@ -292,13 +276,24 @@ async def bench_database(
         async with lookout(url, fake, model, args.memory_turns, Path(tmp)):
             timeout = 600.0
 
-            async def run(label: str, op: str, texts: Sequence[str], messages: int, tag: str) -> None:
+            async def run(
+                label: str, op: str, texts: Sequence[str], messages: int, tag: str, profile: str | None = None
+            ) -> None:
+                profiler = None
+                if profile and name == "sqlite":
+                    from pyinstrument import Profiler
+
+                    profiler = Profiler(async_mode="disabled")
+                    profiler.start()
                 calls, summaries = model.calls, model.summary_calls
                 cpu = time.process_time()
                 outcome = await drive(
                     conn, op=op, chats=args.chats, messages=messages, texts=list(texts), tag=tag, timeout=timeout
                 )
                 await asyncio.sleep(0.2)  # folds started by the last answers finish (their calls count)
+                if profiler is not None and profile:
+                    profiler.stop()
+                    Path(profile).write_text(profiler.output_text(unicode=True, show_all=False))
                 rows.append(
                     Row(
                         database=name,
@@ -314,22 +309,14 @@ async def bench_database(
             await drive(
                 conn, op="closed", chats=args.chats, messages=2, texts=["warm up", "/help"], tag="w", timeout=60
             )
-            profiler = None
-            if args.profile and name == "sqlite":
-                from pyinstrument import Profiler
-
-                profiler = Profiler(async_mode="disabled")
-                profiler.start()
             await run(
                 f"closed loop, free text: {args.chats} chats × {args.messages}",
                 "closed",
                 ["hello"],
                 args.messages,
                 "closed",
+                profile=args.profile,
             )
-            if profiler is not None:
-                profiler.stop()
-                Path(args.profile).write_text(profiler.output_text(unicode=True, show_all=False))
             if args.commands:
                 await run(
                     f"closed loop, /help and /monitors: {args.chats} chats × {args.commands}",
@@ -337,6 +324,7 @@ async def bench_database(
                     ["/help", "/monitors"],
                     args.commands,
                     "commands",
+                    profile=args.profile_commands,
                 )
             if args.burst:
                 await run(
@@ -394,7 +382,8 @@ async def bench(args: argparse.Namespace) -> None:
         print(
             f"| {row.database} | {row.run} | {outcome.sent:,} | {outcome.seconds:.1f} s "
             f"| {outcome.answered / outcome.seconds:.0f} "
-            f"| {percentile(outcome.latencies, 0.5) * 1000:.0f} ms | {percentile(outcome.latencies, 0.99) * 1000:.0f} ms "
+            f"| {percentile(outcome.latencies, 0.5) * 1000:.0f} ms "
+            f"| {percentile(outcome.latencies, 0.99) * 1000:.0f} ms "
             f"| {max(outcome.latencies, default=float('nan')) * 1000:.0f} ms "
             f"| {row.cpu_seconds * 1000 / count:.1f} ms | {row.model_calls / count:.2f} ({row.summary_calls}) "
             f"| {outcome.lost} / {outcome.duplicated} / {outcome.out_of_order} |"
@@ -421,6 +410,7 @@ def main() -> None:
         help="comma-separated: sqlite, postgresql (default: both when TEST_DATABASE_URL is set)",
     )
     parser.add_argument("--profile", help="write a pyinstrument profile of the SQLite free-text run to this file")
+    parser.add_argument("--profile-commands", help="write a pyinstrument profile of the SQLite commands run here")
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:
         parser.error("need at least one chat and one message")

@@ -163,10 +163,10 @@ class ChatAgent:
             ModelRequest(parts=[UserPromptPart(content=said)]),
             ModelResponse(parts=[TextPart(content=answered)]),
         ]
-        history = self._memory(record, now).after(exchange)
+        stored = self._memory(record, now).encode_after(exchange)
         try:
             await self._conversations.write(
-                record.chat_id, record.thread_key, {"messages": encode_messages(history), "touch": True}, now=now
+                record.chat_id, record.thread_key, {"messages": stored, "touch": True}, now=now
             )
         except Exception:
             logger.exception("could not store the confirmation exchange for chat %d", record.chat_id)
@@ -235,7 +235,7 @@ class ChatAgent:
         new_messages = result.new_messages()
         reply, opened = self._compose(turn, deps, result.output, now)
         history = memory.after(new_messages)
-        changes: ConversationChanges = {"messages": encode_messages(history), "touch": True}
+        changes: ConversationChanges = {"messages": memory.encode_after(new_messages), "touch": True}
         if opened is not None:
             changes["confirmation"] = opened.stored_form()
         spent = LlmUsage.from_run(usage, model=model, messages=new_messages)

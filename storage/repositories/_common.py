@@ -10,12 +10,21 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from storage.engine import Database
 
 
+def dialect_name(session: AsyncSession | AsyncConnection) -> str:
+    """`sqlite` or `postgresql`."""
+    return session.dialect.name if isinstance(session, AsyncConnection) else session.get_bind().dialect.name
+
+
 def upsert_insert(session: AsyncSession | AsyncConnection, table: Any) -> Any:
     """An INSERT with `on_conflict_do_nothing`/`on_conflict_do_update` for the session's (or connection's) dialect.
 
     Both SQLite and PostgreSQL speak `INSERT ... ON CONFLICT`; SQLAlchemy exposes it per dialect.
     """
-    name = session.dialect.name if isinstance(session, AsyncConnection) else session.get_bind().dialect.name
+    return dialect_insert(dialect_name(session), table)
+
+
+def dialect_insert(name: str, table: Any) -> Any:
+    """`upsert_insert` for a dialect by name (statements built once per dialect and reused)."""
     if name == "postgresql":
         return postgresql.insert(table)
     if name == "sqlite":

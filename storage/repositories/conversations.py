@@ -3,15 +3,16 @@ confirmation and the "told once" flag, with a revision that grows with every wri
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, delete, select, update
+from sqlalchemy import Row, Table, bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.models import Conversation
 from storage.records import ConversationChanges, ConversationRecord
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, dialect_insert, dialect_name
 from storage.types import utc_now
 
 TABLE = cast(Table, Conversation.__table__)
@@ -58,6 +59,32 @@ def _values(changes: ConversationChanges, now: datetime) -> dict[str, Any]:
     return values
 
 
+@functools.cache
+def _upsert(dialect: str, changed: tuple[str, ...]) -> Any:
+    """INSERT the conversation, or on conflict set the `changed` columns from the inserted values."""
+    insert = dialect_insert(dialect, TABLE)
+    excluded = insert.excluded
+    return insert.on_conflict_do_update(
+        index_elements=["chat_id", "thread_key"],
+        set_={**{name: excluded[name] for name in changed}, "revision": TABLE.c.revision + 1},
+    ).returning(TABLE.c.revision)
+
+
+@functools.cache
+def _conditional_update(changed: tuple[str, ...]) -> Any:
+    """UPDATE the `changed` columns while the revision is still the one read."""
+    return (
+        update(TABLE)
+        .where(
+            TABLE.c.chat_id == bindparam("key_chat_id"),
+            TABLE.c.thread_key == bindparam("key_thread_key"),
+            TABLE.c.revision == bindparam("key_revision"),
+        )
+        .values(**{name: bindparam(name) for name in changed}, revision=TABLE.c.revision + 1)
+        .returning(TABLE.c.revision)
+    )
+
+
 async def write_conversation(
     connection: AsyncSession | AsyncConnection,
     chat_id: int,
@@ -72,32 +99,26 @@ async def write_conversation(
     Without `if_revision` the row is created on the first write (one upsert). With it, the changes apply only
     while the stored revision still is `if_revision` (None when the conversation moved on or is gone)."""
     values = _values(changes, now)
-    table = TABLE
+    changed = tuple(sorted(values))
     if if_revision is not None:
-        statement = (
-            update(table)
-            .where(table.c.chat_id == chat_id, table.c.thread_key == thread_key, table.c.revision == if_revision)
-            .values(**values, revision=table.c.revision + 1)
-            .returning(table.c.revision)
-        )
-        revision: int | None = (await connection.execute(statement)).scalar_one_or_none()
+        keys = {"key_chat_id": chat_id, "key_thread_key": thread_key, "key_revision": if_revision}
+        result = await connection.execute(_conditional_update(changed), {**values, **keys})
+        revision: int | None = result.scalar_one_or_none()
         return revision
-    insert = upsert_insert(connection, table).values(
-        chat_id=chat_id,
-        thread_key=thread_key,
-        messages=values.get("messages", b""),
-        summary=values.get("summary"),
-        confirmation_token=values.get("confirmation_token"),
-        confirmation=values.get("confirmation"),
-        told_no_model=values.get("told_no_model", False),
-        revision=1,
-        created_at=now,
-        updated_at=now,
-    )
-    statement = insert.on_conflict_do_update(
-        index_elements=["chat_id", "thread_key"], set_={**values, "revision": table.c.revision + 1}
-    ).returning(table.c.revision)
-    created: int = (await connection.execute(statement)).scalar_one()
+    row = {
+        "chat_id": chat_id,
+        "thread_key": thread_key,
+        "messages": b"",
+        "summary": None,
+        "confirmation_token": None,
+        "confirmation": None,
+        "told_no_model": False,
+        "revision": 1,
+        "created_at": now,
+        "updated_at": now,
+        **values,
+    }
+    created: int = (await connection.execute(_upsert(dialect_name(connection), changed), row)).scalar_one()
     return created
 
 

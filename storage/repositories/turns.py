@@ -8,6 +8,7 @@ SELECT in, one upsert per written row out. The statements are SQLAlchemy Core, b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any, cast
@@ -17,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.models import Chat, ProcessedInbound, User
 from storage.records import ChatRecord, ConversationChanges, TurnStart, TurnState, UsageEntry, UserRecord
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, dialect_insert, dialect_name
 from storage.repositories.chats import chat_upsert
 from storage.repositories.conversations import CONVERSATION_COLUMNS, conversation_record, write_conversation
 from storage.repositories.conversations import TABLE as CONVERSATION_TABLE
@@ -50,6 +51,15 @@ def _start_query() -> Any:
 
 
 _START = _start_query()
+
+
+@functools.cache
+def _mark(dialect: str) -> Any:
+    """The de-duplication mark: returns the new row's id, nothing when the update was handled before."""
+    insert = dialect_insert(dialect, ProcessedInbound)
+    return insert.on_conflict_do_nothing(index_elements=["platform", "external_id"]).returning(ProcessedInbound.id)
+
+
 """The turn's one read: chat ⟕ person ⟕ conversation, with the chat's tokens today."""
 
 
@@ -110,13 +120,8 @@ class TurnRepository(Repository):
         params["day"] = day  # type: ignore[assignment]
         async with self._db.begin() as connection:
             if event_id is not None:
-                mark = (
-                    upsert_insert(connection, ProcessedInbound)
-                    .values(platform=platform, external_id=event_id, received_at=now)
-                    .on_conflict_do_nothing(index_elements=["platform", "external_id"])
-                    .returning(ProcessedInbound.id)
-                )
-                if (await connection.execute(mark)).scalar_one_or_none() is None:
+                mark = {"platform": platform, "external_id": event_id, "received_at": now}
+                if (await connection.execute(_mark(dialect_name(connection)), mark)).scalar_one_or_none() is None:
                     return None
             row = (await connection.execute(_START, params)).first()
             if row is None or _stale(row, chat_title=chat_title, user_name=user_name):

@@ -2,38 +2,47 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import date
+from typing import Any
 
 from sqlalchemy import BindParameter, ColumnElement, ScalarSelect, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.models import Usage
 from storage.records import UsageEntry, UsageTotals
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, dialect_insert, dialect_name
+
+
+@functools.cache
+def _add_statement(dialect: str) -> Any:
+    insert = dialect_insert(dialect, Usage)
+    return insert.on_conflict_do_update(
+        index_elements=["chat_id", "day", "kind"],
+        set_={
+            "requests": Usage.requests + insert.excluded.requests,
+            "input_tokens": Usage.input_tokens + insert.excluded.input_tokens,
+            "output_tokens": Usage.output_tokens + insert.excluded.output_tokens,
+            "cost": Usage.cost + insert.excluded.cost,
+        },
+    )
 
 
 async def add_usage(connection: AsyncSession | AsyncConnection, chat_id: int, day: date, entry: UsageEntry) -> None:
     """Add `entry` to the chat's (day, kind) row inside the caller's transaction: one upsert, no read, so
     concurrent adds all count."""
-    statement = upsert_insert(connection, Usage).values(
-        chat_id=chat_id,
-        day=day,
-        kind=entry.kind,
-        requests=entry.requests,
-        input_tokens=entry.input_tokens,
-        output_tokens=entry.output_tokens,
-        cost=entry.cost,
-    )
-    statement = statement.on_conflict_do_update(
-        index_elements=["chat_id", "day", "kind"],
-        set_={
-            "requests": Usage.requests + statement.excluded.requests,
-            "input_tokens": Usage.input_tokens + statement.excluded.input_tokens,
-            "output_tokens": Usage.output_tokens + statement.excluded.output_tokens,
-            "cost": Usage.cost + statement.excluded.cost,
+    await connection.execute(
+        _add_statement(dialect_name(connection)),
+        {
+            "chat_id": chat_id,
+            "day": day,
+            "kind": entry.kind,
+            "requests": entry.requests,
+            "input_tokens": entry.input_tokens,
+            "output_tokens": entry.output_tokens,
+            "cost": entry.cost,
         },
     )
-    await connection.execute(statement)
 
 
 def tokens_on(chat_id: ColumnElement[int], day: date | BindParameter[date]) -> ScalarSelect[int]:

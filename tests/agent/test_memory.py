@@ -81,8 +81,10 @@ class Stored:
         window = memory.window()
         result = await agent.run(text, message_history=window.messages, instructions=window.summary_instructions)
         history = memory.after(result.new_messages())
+        stored = memory.encode_after(result.new_messages())
+        assert ModelMessagesTypeAdapter.validate_json(stored) == history  # appended, not re-encoded, and the same
         revision = await self.repository.write(
-            self.chat.id, self.thread_key, {"messages": encode_messages(history), "touch": True}, now=self.clock()
+            self.chat.id, self.thread_key, {"messages": stored, "touch": True}, now=self.clock()
         )
         assert revision is not None
         self.last_fold = memory.fold(history, revision=revision)
