@@ -103,17 +103,20 @@ class ScriptedModel:
 
     answer: Callable[[str], str]
     requests: list[list[ModelMessage]] = field(default_factory=list)
+    seconds: float = 0.0
+    """How long each answer takes."""
 
     def model(self) -> FunctionModel:
-        def respond(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        async def respond(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
             self.requests.append(list(messages))
+            await asyncio.sleep(self.seconds)
             return ModelResponse(parts=[TextPart(self.answer(last_user_text(messages)))])
 
         return FunctionModel(respond, model_name="scripted")
 
 
-def scripted_model(answer: Callable[[str], str]) -> ScriptedModel:
-    return ScriptedModel(answer)
+def scripted_model(answer: Callable[[str], str], *, seconds: float = 0.0) -> ScriptedModel:
+    return ScriptedModel(answer, seconds=seconds)
 
 
 @asynccontextmanager
