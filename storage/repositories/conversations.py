@@ -7,7 +7,7 @@ import functools
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, bindparam, delete, select, update
+from sqlalchemy import ColumnElement, Row, Table, bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.models import Conversation
@@ -125,13 +125,11 @@ async def write_conversation(
 class ConversationRepository(Repository):
     async def load(self, chat_id: int, thread_key: str = "") -> ConversationRecord | None:
         """The stored state of a conversation; `thread_key` is "" for chats without threads."""
-        table = TABLE
+        return await self._one(TABLE.c.chat_id == chat_id, TABLE.c.thread_key == thread_key)
+
+    async def _one(self, *where: ColumnElement[bool]) -> ConversationRecord | None:
         async with self._db.begin_read() as connection:
-            row = (
-                await connection.execute(
-                    select(*CONVERSATION_COLUMNS).where(table.c.chat_id == chat_id, table.c.thread_key == thread_key)
-                )
-            ).first()
+            row = (await connection.execute(select(*CONVERSATION_COLUMNS).where(*where))).first()
             return conversation_record(row) if row else None
 
     async def write(
@@ -167,14 +165,7 @@ class ConversationRepository(Repository):
 
     async def find_confirmation(self, chat_id: int, token: str) -> ConversationRecord | None:
         """The conversation of this chat (any thread) whose open confirmation has `token`."""
-        table = TABLE
-        async with self._db.begin_read() as connection:
-            row = (
-                await connection.execute(
-                    select(*CONVERSATION_COLUMNS).where(table.c.chat_id == chat_id, table.c.confirmation_token == token)
-                )
-            ).first()
-            return conversation_record(row) if row else None
+        return await self._one(TABLE.c.chat_id == chat_id, TABLE.c.confirmation_token == token)
 
     async def claim_confirmation(self, chat_id: int, thread_key: str, token: str) -> bool:
         """Close the open confirmation `token` of the conversation; True for exactly one of any number of callers

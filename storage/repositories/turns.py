@@ -17,13 +17,13 @@ from sqlalchemy import Date, Row, Table, and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.models import Chat, ProcessedInbound, User
-from storage.records import ChatRecord, ConversationChanges, TurnStart, TurnState, UsageEntry, UserRecord
+from storage.records import ConversationChanges, TurnStart, TurnState, UsageEntry
 from storage.repositories._common import Repository, dialect_insert, dialect_name
-from storage.repositories.chats import chat_upsert
+from storage.repositories.chats import chat_upsert, to_chat_record
 from storage.repositories.conversations import CONVERSATION_COLUMNS, conversation_record, write_conversation
 from storage.repositories.conversations import TABLE as CONVERSATION_TABLE
 from storage.repositories.usage import add_usage, tokens_on
-from storage.repositories.users import user_upsert
+from storage.repositories.users import to_user_record, user_upsert
 
 _chats, _users = cast(Table, Chat.__table__), cast(Table, User.__table__)
 _conversations = CONVERSATION_TABLE
@@ -73,26 +73,20 @@ _STATE = _state_query()
 _TOKENS = select(tokens_on(bindparam("chat_id"), bindparam("day", type_=Date())))
 
 
+class _Prefixed:
+    """The columns of one table in a joined row, read as attributes (what the record builders take)."""
+
+    def __init__(self, values: Any, prefix: str) -> None:
+        self._values, self._prefix = values, prefix
+
+    def __getattr__(self, name: str) -> Any:
+        return self._values[self._prefix + name]
+
+
 def _turn_start(row: Row[Any]) -> TurnStart:
     values = row._mapping
-    chat = ChatRecord(
-        id=values["chat_id"],
-        platform=values["chat_platform"],
-        external_id=values["chat_external_id"],
-        title=values["chat_title"],
-        timezone=values["chat_timezone"],
-        language=values["chat_language"],
-        profile=values["chat_profile"],
-        active=bool(values["chat_active"]),
-        created_at=values["chat_created_at"],
-    )
-    user = UserRecord(
-        id=values["user_id"],
-        platform=values["user_platform"],
-        external_id=values["user_external_id"],
-        display_name=values["user_display_name"],
-        created_at=values["user_created_at"],
-    )
+    chat = to_chat_record(cast(Chat, _Prefixed(values, "chat_")))
+    user = to_user_record(cast(User, _Prefixed(values, "user_")))
     conversation = conversation_record(values, "conv_") if values["conv_id"] is not None else None
     return TurnStart(
         chat=chat, user=user, state=TurnState(conversation=conversation, tokens_today=int(values["tokens_today"]))
