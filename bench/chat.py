@@ -64,6 +64,8 @@ class Outcome:
     lost: int = 0
     duplicated: int = 0
     out_of_order: int = 0
+    unexpected: list[str] = field(default_factory=list)
+    """Answers that are not the expected echo (an error reply, for one)."""
 
 
 def fake_process(conn: Connection, long_poll_cap: float) -> None:
@@ -150,6 +152,8 @@ async def _people(
         outcome.lost += max(0, len(ids) - len(answers))
         outcome.duplicated += max(0, len(answers) - len(ids))
         free_text = [a for a in answers if (a.text or "").startswith("echo: ")]
+        if not texts[0].startswith("/"):
+            outcome.unexpected += [a.text or "" for a in answers if not (a.text or "").startswith("echo: ")]
         numbers = [int((a.text or "").rsplit(" ", 1)[1]) for a in free_text]
         outcome.out_of_order += sum(1 for i, number in enumerate(numbers) if number != i)
         for update_id, answer in zip(ids, answers, strict=False):
@@ -388,6 +392,11 @@ async def bench(args: argparse.Namespace) -> None:
             f"| {row.cpu_seconds * 1000 / count:.1f} ms | {row.model_calls / count:.2f} ({row.summary_calls}) "
             f"| {outcome.lost} / {outcome.duplicated} / {outcome.out_of_order} |"
         )
+    for row in rows:
+        if row.outcome.unexpected:
+            print(f"\n{row.database}, {row.run}: {len(row.outcome.unexpected)} unexpected answers, e.g.")
+            for text in sorted(set(row.outcome.unexpected))[:5]:
+                print(f"  {text[:160]!r}")
     print(f"\npeak RSS of Lookout's process: {rss_mib:.0f} MiB")
     print(f"Bot API calls answered by the fake: {totals['api_calls']:,} ({totals['typing']:,} typing)")
 

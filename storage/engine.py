@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,22 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
+class _WriterQueue:
+    """One writing transaction at a time, in the order they asked (an `asyncio.Lock` per running loop)."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:  # a Database may outlive one event loop (tests, CLI commands): a lock per loop
+            lock = self._locks[loop] = asyncio.Lock()
+        async with lock:
+            yield
+
+
 class Database:
     """An engine and its session factory, shared by the repositories of one process."""
 
@@ -76,6 +94,11 @@ class Database:
         self.sessions = async_sessionmaker(self._read_engine, expire_on_commit=False)
         """Sessions for reading only; writes go through `transaction()`."""
         self._write_sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # SQLite has one writer at a time. Writers of this process queue here, first come first served, instead of
+        # polling for the file lock in SQLite's busy handler (which sleeps up to 100 ms between tries and is
+        # unfair: under load a writer could wait out the whole busy timeout). Other processes' writers still
+        # meet the busy timeout. PostgreSQL locks rows, not the database: no queue.
+        self._writers = _WriterQueue() if self.engine.dialect.name == "sqlite" else None
 
     @property
     def dialect(self) -> str:
@@ -85,15 +108,18 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed on exit, rolled back on an exception."""
-        async with self._write_sessions.begin() as session:
+        async with self._writer(), self._write_sessions.begin() as session:
             yield session
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
         """A connection inside one writing transaction, without an ORM session: for the statements of the hot
         path (a chat turn), where the session's bookkeeping would cost more than the statement."""
-        async with self.engine.begin() as connection:
+        async with self._writer(), self.engine.begin() as connection:
             yield connection
+
+    def _writer(self) -> AbstractAsyncContextManager[None]:
+        return self._writers.turn() if self._writers is not None else nullcontext()
 
     @asynccontextmanager
     async def begin_read(self) -> AsyncIterator[AsyncConnection]:
