@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import logging
 import multiprocessing
 import os
@@ -289,12 +290,18 @@ async def bench_database(
 
                     profiler = Profiler(async_mode="disabled")
                     profiler.start()
+                functions = cProfile.Profile() if profile and args.cprofile and name == "sqlite" else None
+                if functions is not None:
+                    functions.enable()
                 calls, summaries = model.calls, model.summary_calls
                 cpu = time.process_time()
                 outcome = await drive(
                     conn, op=op, chats=args.chats, messages=messages, texts=list(texts), tag=tag, timeout=timeout
                 )
                 await asyncio.sleep(0.2)  # folds started by the last answers finish (their calls count)
+                if functions is not None and profile:
+                    functions.disable()
+                    functions.dump_stats(f"{profile}.cprofile")
                 if profiler is not None and profile:
                     profiler.stop()
                     Path(profile).write_text(profiler.output_text(unicode=True, show_all=False))
@@ -420,6 +427,7 @@ def main() -> None:
     )
     parser.add_argument("--profile", help="write a pyinstrument profile of the SQLite free-text run to this file")
     parser.add_argument("--profile-commands", help="write a pyinstrument profile of the SQLite commands run here")
+    parser.add_argument("--cprofile", action="store_true", help="with a profile, also write cProfile stats next to it")
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:
         parser.error("need at least one chat and one message")

@@ -1,18 +1,23 @@
-"""Async engines for SQLite and PostgreSQL, and `Database`, which holds an engine and its sessions."""
+"""Async engines for SQLite and PostgreSQL, and `Database`, which holds an engine, its sessions and the way to run a
+whole transaction of Core statements at once (`Database.write`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import sqlalchemy
 from sqlalchemy import event, text
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +46,12 @@ def _create_engine(url: str, *, foreign_keys: bool) -> AsyncEngine:
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_async_engine(url)
-    _configure_sqlite(engine, foreign_keys=foreign_keys)
+    _configure_sqlite(engine.sync_engine, foreign_keys=foreign_keys)
     return engine
 
 
-def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
+def _configure_sqlite(engine: Engine, *, foreign_keys: bool) -> None:
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin (see _on_begin).
         dbapi_connection.isolation_level = None
@@ -59,7 +64,7 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         finally:
             cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         # A deferred transaction that reads and then writes cannot wait for the lock: SQLite fails it
         # at once with "database is locked". Taking the write lock up front makes writers queue on
@@ -85,6 +90,44 @@ class _WriterQueue:
             yield
 
 
+class _SqliteWriterThread:
+    """Runs whole write transactions on one thread with the plain `sqlite3` driver.
+
+    The async driver hands every cursor operation to its own thread and back (about four hand-offs per statement,
+    each a trip through the GIL); a transaction run here costs one hand-off however many statements it has.
+    """
+
+    def __init__(self, url: URL) -> None:
+        self.engine = sqlalchemy.create_engine(
+            url.set(drivername="sqlite+pysqlite"), connect_args={"check_same_thread": False}
+        )
+        _configure_sqlite(self.engine, foreign_keys=True)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+
+    @classmethod
+    def for_engine(cls, engine: AsyncEngine) -> _SqliteWriterThread | None:
+        """The writer for a SQLite file; None for PostgreSQL and in-memory databases (one connection each)."""
+        url = engine.url
+        if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+            return None
+        if url.database.startswith("file:"):
+            return None  # URI databases (shared caches) stay on the async driver
+        return cls(url)
+
+    async def run(self, work: Callable[[Connection], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._transaction, work)
+
+    def _transaction(self, work: Callable[[Connection], T]) -> T:
+        with self.engine.begin() as connection:
+            return work(connection)
+
+    def dispose(self) -> None:
+        """Close the connection; the thread is replaced, so the writer still works afterwards (like an engine)."""
+        self._thread.shutdown(wait=True)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+        self.engine.dispose()
+
+
 class Database:
     """An engine and its session factory, shared by the repositories of one process."""
 
@@ -99,6 +142,7 @@ class Database:
         # unfair: under load a writer could wait out the whole busy timeout). Other processes' writers still
         # meet the busy timeout. PostgreSQL locks rows, not the database: no queue.
         self._writers = _WriterQueue() if self.engine.dialect.name == "sqlite" else None
+        self._sqlite_writer = _SqliteWriterThread.for_engine(self.engine)
 
     @property
     def dialect(self) -> str:
@@ -121,6 +165,24 @@ class Database:
     def _writer(self) -> AbstractAsyncContextManager[None]:
         return self._writers.turn() if self._writers is not None else nullcontext()
 
+    async def write(self, work: Callable[[Connection], T]) -> T:
+        """`work(connection)` inside one writing transaction, committed when it returns (rolled back when it raises):
+        for the hot path's Core statements. On a SQLite file the whole transaction runs in one call on the writer
+        thread, after this process's writers before it; on PostgreSQL through the async driver (`run_sync`)."""
+        async with self._writer():
+            if self._sqlite_writer is not None:
+                return await self._sqlite_writer.run(work)
+            async with self.engine.begin() as connection:
+                return await connection.run_sync(work)
+
+    @property
+    def sync_engines(self) -> list[Engine]:
+        """Every engine statements go through (for instrumentation: SQLAlchemy events listen on these)."""
+        engines = [self.engine.sync_engine]
+        if self._sqlite_writer is not None:
+            engines.append(self._sqlite_writer.engine)
+        return engines
+
     @asynccontextmanager
     async def begin_read(self) -> AsyncIterator[AsyncConnection]:
         """A connection inside one reading transaction (on SQLite a deferred one, which never waits for the
@@ -140,4 +202,6 @@ class Database:
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
+        if self._sqlite_writer is not None:
+            await asyncio.to_thread(self._sqlite_writer.dispose)
         await self.engine.dispose()

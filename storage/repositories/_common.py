@@ -5,17 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.engine import Database
 
+AnyConnection = AsyncSession | AsyncConnection | Connection
+"""Whatever a statement can be run through: an ORM session, an async connection, a sync one (`Database.write`)."""
 
-def dialect_name(session: AsyncSession | AsyncConnection) -> str:
+
+def dialect_name(session: AnyConnection) -> str:
     """`sqlite` or `postgresql`."""
-    return session.dialect.name if isinstance(session, AsyncConnection) else session.get_bind().dialect.name
+    if isinstance(session, AsyncSession):
+        return session.get_bind().dialect.name
+    return session.dialect.name
 
 
-def upsert_insert(session: AsyncSession | AsyncConnection, table: Any) -> Any:
+def upsert_insert(session: AnyConnection, table: Any) -> Any:
     """An INSERT with `on_conflict_do_nothing`/`on_conflict_do_update` for the session's (or connection's) dialect.
 
     Both SQLite and PostgreSQL speak `INSERT ... ON CONFLICT`; SQLAlchemy exposes it per dialect.

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.models import Chat
 from storage.records import ChatRecord
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import AnyConnection, Repository, upsert_insert
 
 
 class ChatChanges(TypedDict, total=False):
@@ -39,7 +38,12 @@ def to_chat_record(row: Chat) -> ChatRecord:
 
 
 def chat_upsert(
-    connection: AsyncSession | AsyncConnection, platform: str, external_id: str, *, title: str | None, rename: bool
+    connection: AnyConnection,
+    platform: str,
+    external_id: str,
+    *,
+    title: str | None,
+    rename: bool,
 ) -> Any:
     """The INSERT that creates the chat on first sight; with `rename` and a title, it also replaces the stored
     title of an existing chat."""

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Row, Table, bindparam, delete, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.engine import Connection
 
 from storage.models import Conversation
 from storage.records import ConversationChanges, ConversationRecord
@@ -85,8 +85,8 @@ def _conditional_update(changed: tuple[str, ...]) -> Any:
     )
 
 
-async def write_conversation(
-    connection: AsyncSession | AsyncConnection,
+def write_conversation(
+    connection: Connection,
     chat_id: int,
     thread_key: str,
     changes: ConversationChanges,
@@ -102,7 +102,7 @@ async def write_conversation(
     changed = tuple(sorted(values))
     if if_revision is not None:
         keys = {"key_chat_id": chat_id, "key_thread_key": thread_key, "key_revision": if_revision}
-        result = await connection.execute(_conditional_update(changed), {**values, **keys})
+        result = connection.execute(_conditional_update(changed), {**values, **keys})
         revision: int | None = result.scalar_one_or_none()
         return revision
     row = {
@@ -118,7 +118,7 @@ async def write_conversation(
         "updated_at": now,
         **values,
     }
-    created: int = (await connection.execute(_upsert(dialect_name(connection), changed), row)).scalar_one()
+    created: int = connection.execute(_upsert(dialect_name(connection), changed), row).scalar_one()
     return created
 
 
@@ -142,10 +142,12 @@ class ConversationRepository(Repository):
         if_revision: int | None = None,
     ) -> int | None:
         """`write_conversation` in a transaction of its own."""
-        async with self._db.begin() as connection:
-            return await write_conversation(
-                connection, chat_id, thread_key, changes, now=now or utc_now(), if_revision=if_revision
+        when = now or utc_now()
+        return await self._db.write(
+            lambda connection: write_conversation(
+                connection, chat_id, thread_key, changes, now=when, if_revision=if_revision
             )
+        )
 
     async def save(
         self,

@@ -14,7 +14,7 @@ from datetime import date, datetime
 from typing import Any, cast
 
 from sqlalchemy import Date, Row, Table, and_, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from storage.models import Chat, ProcessedInbound, User
 from storage.records import ConversationChanges, TurnStart, TurnState, UsageEntry
@@ -110,27 +110,29 @@ class TurnRepository(Repository):
         """One transaction: mark `event_id` handled (None when it already was: a duplicate), then read the chat,
         the person, the conversation state and the chat's tokens on `day`. A chat or person seen for the first
         time is created, and a new non-empty title or display name replaces the stored one."""
-        params = {"platform": platform, "chat": chat_external_id, "user": user_external_id, "thread": thread_key}
-        params["day"] = day  # type: ignore[assignment]
-        async with self._db.begin() as connection:
+        params: dict[str, Any] = {
+            "platform": platform,
+            "chat": chat_external_id,
+            "user": user_external_id,
+            "thread": thread_key,
+            "day": day,
+        }
+
+        def work(connection: Connection) -> TurnStart | None:
             if event_id is not None:
                 mark = {"platform": platform, "external_id": event_id, "received_at": now}
-                if (await connection.execute(_mark(dialect_name(connection)), mark)).scalar_one_or_none() is None:
+                if connection.execute(_mark(dialect_name(connection)), mark).scalar_one_or_none() is None:
                     return None
-            row = (await connection.execute(_START, params)).first()
+            row = connection.execute(_START, params).first()
             if row is None or _stale(row, chat_title=chat_title, user_name=user_name):
-                await _store_chat_and_person(
-                    connection,
-                    platform=platform,
-                    chat_external_id=chat_external_id,
-                    user_external_id=user_external_id,
-                    chat_title=chat_title,
-                    user_name=user_name,
-                )
-                row = (await connection.execute(_START, params)).first()
+                connection.execute(chat_upsert(connection, platform, chat_external_id, title=chat_title, rename=True))
+                connection.execute(user_upsert(connection, platform, user_external_id, display_name=user_name))
+                row = connection.execute(_START, params).first()
                 if row is None:  # pragma: no cover - the upserts above guarantee it
                     raise LookupError(f"chat {platform}:{chat_external_id} vanished")
             return _turn_start(row)
+
+        return await self._db.write(work)
 
     async def state(self, chat_id: int, thread_key: str, day: date) -> TurnState:
         """The conversation state and the chat's tokens on `day`, for a caller that did not `begin` the turn."""
@@ -156,15 +158,18 @@ class TurnRepository(Repository):
         spent = [entry for entry in usage if entry.requests or entry.input_tokens or entry.output_tokens]
         if not changes and not spent:
             return None
-        async with self._db.begin() as connection:
+
+        def work(connection: Connection) -> int | None:
             revision = None
             if changes:
-                revision = await write_conversation(
+                revision = write_conversation(
                     connection, chat_id, thread_key, changes, now=now, if_revision=if_revision
                 )
             for entry in spent:
-                await add_usage(connection, chat_id, day, entry)
+                add_usage(connection, chat_id, day, entry)
             return revision
+
+        return await self._db.write(work)
 
 
 def _stale(row: Row[Any], *, chat_title: str | None, user_name: str | None) -> bool:
@@ -175,16 +180,3 @@ def _stale(row: Row[Any], *, chat_title: str | None, user_name: str | None) -> b
         or bool(chat_title and values["chat_title"] != chat_title)
         or bool(user_name and values["user_display_name"] != user_name)
     )
-
-
-async def _store_chat_and_person(
-    connection: AsyncConnection,
-    *,
-    platform: str,
-    chat_external_id: str,
-    user_external_id: str,
-    chat_title: str | None,
-    user_name: str | None,
-) -> None:
-    await connection.execute(chat_upsert(connection, platform, chat_external_id, title=chat_title, rename=True))
-    await connection.execute(user_upsert(connection, platform, user_external_id, display_name=user_name))

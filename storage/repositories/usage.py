@@ -7,7 +7,7 @@ from datetime import date
 from typing import Any
 
 from sqlalchemy import BindParameter, ColumnElement, ScalarSelect, func, select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.engine import Connection
 
 from storage.models import Usage
 from storage.records import UsageEntry, UsageTotals
@@ -28,10 +28,10 @@ def _add_statement(dialect: str) -> Any:
     )
 
 
-async def add_usage(connection: AsyncSession | AsyncConnection, chat_id: int, day: date, entry: UsageEntry) -> None:
+def add_usage(connection: Connection, chat_id: int, day: date, entry: UsageEntry) -> None:
     """Add `entry` to the chat's (day, kind) row inside the caller's transaction: one upsert, no read, so
     concurrent adds all count."""
-    await connection.execute(
+    connection.execute(
         _add_statement(dialect_name(connection)),
         {
             "chat_id": chat_id,
@@ -57,8 +57,7 @@ def tokens_on(chat_id: ColumnElement[int], day: date | BindParameter[date]) -> S
 class UsageRepository(Repository):
     async def add(self, chat_id: int, day: date, entry: UsageEntry) -> None:
         """Add to the chat's totals for `day` under the entry's kind, in a transaction of its own."""
-        async with self._db.begin() as connection:
-            await add_usage(connection, chat_id, day, entry)
+        await self._db.write(lambda connection: add_usage(connection, chat_id, day, entry))
 
     async def for_day(self, chat_id: int, day: date) -> UsageTotals:
         return UsageTotals.total((await self.by_kind(chat_id, day, day)).values())

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.models import User
 from storage.records import UserRecord
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import AnyConnection, Repository, upsert_insert
 
 
 def to_user_record(row: User) -> UserRecord:
@@ -23,7 +22,11 @@ def to_user_record(row: User) -> UserRecord:
 
 
 def user_upsert(
-    connection: AsyncSession | AsyncConnection, platform: str, external_id: str, *, display_name: str | None
+    connection: AnyConnection,
+    platform: str,
+    external_id: str,
+    *,
+    display_name: str | None,
 ) -> Any:
     """The INSERT that creates the person on first sight; a non-empty display name replaces the stored one."""
     statement = upsert_insert(connection, User).values(

@@ -44,7 +44,7 @@ class Counter:
 @contextmanager
 def counting(database: Database) -> Iterator[Counter]:
     counter = Counter()
-    engine = database.engine.sync_engine
+    engines = database.sync_engines  # on a SQLite file, the turn's transactions run on the writer thread's engine
 
     def on_begin(_connection: Any) -> None:
         counter.transactions += 1
@@ -53,13 +53,15 @@ def counting(database: Database) -> Iterator[Counter]:
         if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK")):
             counter.statements.append(statement.split(None, 1)[0].upper())
 
-    event.listen(engine, "begin", on_begin)
-    event.listen(engine, "before_cursor_execute", on_statement)
+    for engine in engines:
+        event.listen(engine, "begin", on_begin)
+        event.listen(engine, "before_cursor_execute", on_statement)
     try:
         yield counter
     finally:
-        event.remove(engine, "begin", on_begin)
-        event.remove(engine, "before_cursor_execute", on_statement)
+        for engine in engines:
+            event.remove(engine, "begin", on_begin)
+            event.remove(engine, "before_cursor_execute", on_statement)
 
 
 @dataclass
