@@ -168,12 +168,15 @@ class Database:
     async def write(self, work: Callable[[Connection], T]) -> T:
         """`work(connection)` inside one writing transaction, committed when it returns (rolled back when it raises):
         for the hot path's Core statements. On a SQLite file the whole transaction runs in one call on the writer
-        thread, after this process's writers before it; on PostgreSQL through the async driver (`run_sync`)."""
-        async with self._writer():
-            if self._sqlite_writer is not None:
-                return await self._sqlite_writer.run(work)
-            async with self.engine.begin() as connection:
-                return await connection.run_sync(work)
+        thread, after the `write`s before it; on PostgreSQL through the async driver (`run_sync`)."""
+        if self._sqlite_writer is not None:
+            # The thread runs one transaction at a time, in order. It does not take the queue the async writers
+            # share: that queue is held until the awaiting task runs again, a whole loop iteration on a busy
+            # loop, and would make every turn's write wait for that; SQLite's own lock (and busy timeout)
+            # orders the thread against the async writers, which are rare (commands, monitor runs).
+            return await self._sqlite_writer.run(work)
+        async with self._writer(), self.engine.begin() as connection:
+            return await connection.run_sync(work)
 
     @property
     def sync_engines(self) -> list[Engine]:
