@@ -31,6 +31,7 @@ import multiprocessing
 import os
 import platform
 import resource
+import sys
 import tempfile
 import time
 import uuid
@@ -428,10 +429,13 @@ def main() -> None:
     parser.add_argument("--profile", help="write a pyinstrument profile of the SQLite free-text run to this file")
     parser.add_argument("--profile-commands", help="write a pyinstrument profile of the SQLite commands run here")
     parser.add_argument("--cprofile", action="store_true", help="with a profile, also write cProfile stats next to it")
+    parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:
         parser.error("need at least one chat and one message")
     args.load_before = os.getloadavg()
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     asyncio.run(bench(args))
