@@ -1,7 +1,7 @@
 """Conversation state that outlives the process (the open confirmation, the "told once" flag, a revision for
 background folds) and usage kept per kind of model call (chat, memory, monitor, collect, embedding).
 
-Revision ID: 0003
+Revision ID: 0007
 Revises: 0002
 Create Date: 2026-11-23
 
@@ -12,7 +12,7 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision: str = '0003'
+revision: str = '0007'
 down_revision: Union[str, Sequence[str], None] = '0002'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
