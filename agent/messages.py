@@ -1,12 +1,23 @@
-"""The platform-neutral messages between chat adapters and the conversation layer: Incoming in, Reply out."""
+"""The platform-neutral messages between chat adapters and the conversation layer: Incoming in, Reply out.
+
+What goes out (`Reply`, `Attachment`, `Button`, `ProgressUpdate`) is defined once in `monitors.outbound`, where
+the delivery worker uses the same type for digests; this module re-exports it for the conversation layer."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, field_validator
+
+from monitors import (
+    CALLBACK_DATA_MAX_BYTES,
+    Attachment,
+    AttachmentKind,
+    Button,
+    ProgressSink,
+    ProgressUpdate,
+    Reply,
+)
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
@@ -23,12 +34,6 @@ __all__ = [
 
 Platform = Literal["telegram", "slack", "terminal"]
 """The chat platforms Lookout speaks; stored as `chats.platform`."""
-
-AttachmentKind = Literal["document", "image"]
-"""How an adapter sends a file: a document (CSV, JSON) or an image shown inline (a chart)."""
-
-CALLBACK_DATA_MAX_BYTES = 64
-"""Telegram's limit for inline-button callback data (Slack's action values allow more; the smaller wins)."""
 
 
 class _Frozen(BaseModel):
@@ -84,68 +89,5 @@ class Incoming(_Frozen):
         return (self.platform, self.chat_external_id, self.thread_key)
 
 
-class Attachment(_Frozen):
-    """A file sent along with a reply."""
-
-    path: Path
-    """Where the file is on disk (written by research exports or the chart renderer)."""
-    filename: str = Field(min_length=1, max_length=255)
-    """The name the person sees, e.g. `deepseek-2026-03-01.csv`."""
-    kind: AttachmentKind = "document"
-    """Document (sent as a file) or image (shown inline, e.g. a chart)."""
-    caption: str | None = Field(default=None, max_length=1024)
-    """A short line shown with the file (Telegram captions stop at 1024 characters)."""
-
-
-class Button(_Frozen):
-    """A button under a reply, e.g. to confirm a monitor change; pressing it comes back as an `Incoming`
-    whose `callback_data` is this button's."""
-
-    label: str = Field(min_length=1, max_length=64)
-    """What the button says ("Yes, create it")."""
-    callback_data: str = Field(min_length=1, max_length=CALLBACK_DATA_MAX_BYTES)
-    """Opaque data the conversation layer reads back; at most 64 bytes in UTF-8 (Telegram's limit)."""
-
-    @model_validator(mode="after")
-    def _fits_telegram(self) -> Button:
-        if len(self.callback_data.encode()) > CALLBACK_DATA_MAX_BYTES:
-            raise ValueError(f"callback_data is over {CALLBACK_DATA_MAX_BYTES} bytes in UTF-8")
-        return self
-
-
-class Reply(_Frozen):
-    """A finished answer: markdown text, optional files and buttons. Adapters render it per platform."""
-
-    kind: Literal["reply"] = "reply"
-    """Tells replies from progress updates in an `Outgoing` stream."""
-    text: str = ""
-    """Markdown (bold, italics, links, lists, code); the adapter converts and splits it for the platform."""
-    attachments: tuple[Attachment, ...] = ()
-    """Files to send after the text, in order."""
-    buttons: tuple[Button, ...] = Field(default=(), max_length=8)
-    """Buttons shown under the text (confirmations); platforms without buttons show the labels as text."""
-
-    @model_validator(mode="after")
-    def _says_something(self) -> Reply:
-        if not self.text.strip() and not self.attachments:
-            raise ValueError("a reply needs text or an attachment")
-        return self
-
-
-class ProgressUpdate(_Frozen):
-    """A status line while long work runs ("collecting 6 sources… 143 items"). Adapters show the latest one
-    in a single status message they edit in place, instead of sending a new message each time."""
-
-    kind: Literal["progress"] = "progress"
-    """Tells progress updates from replies in an `Outgoing` stream."""
-    text: str = Field(min_length=1, max_length=500)
-    """The current state of the work, one short line."""
-    done: bool = False
-    """The work finished: the adapter may finalise or remove the status message."""
-
-
 Outgoing = Annotated[Reply | ProgressUpdate, Discriminator("kind")]
 """Anything the conversation layer sends to a chat."""
-
-ProgressSink = Callable[[ProgressUpdate], Awaitable[None]]
-"""What the conversation layer calls to report progress; the adapter supplies it per message."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
 
 from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
 from app.monitoring import MonitorStack, monitor_stack
@@ -38,7 +40,7 @@ def conversation_settings(settings: Settings, *, bot_username: str | None = None
         memory_idle_hours=settings.memory_idle_hours,
         request_limit=settings.agent_request_limit,
         token_limit=settings.agent_token_limit,
-        exports_dir=settings.data_dir / "exports",
+        exports_dir=settings.exports_dir,
         llm_unavailable_reason=settings.llm_unavailable_reason(),
         bot_username=bot_username,
     )
@@ -51,11 +53,13 @@ def build_services(
     stack: MonitorStack,
     http: HttpClient | None = None,
     bot_username: str | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> Services:
     """The services every chat shares, on top of the monitor stack (its monitor service, sources and HTTP client).
 
     `http` replaces the stack's client (the one the sources share) for the chat's own fetches;
     `bot_username` is the bot's @name on platforms that have one, so commands for other bots are ignored.
+    The language models are the stack's (one set per process); `clock` replaces the wall clock (tests pin it).
     """
     return Services(
         database=database,
@@ -64,6 +68,7 @@ def build_services(
         http=http if http is not None else stack.catalog.client,
         models=stack.models,  # the one set of the process, shared with the monitor pipeline
         settings=conversation_settings(settings, bot_username=bot_username),
+        **({"clock": clock} if clock is not None else {}),
     )
 
 
@@ -83,7 +88,7 @@ def access_policy(settings: Settings) -> AccessPolicy:
 
 def build_dispatcher(settings: Settings, services: Services) -> Dispatcher:
     """The one dispatcher every frontend of the process hands its messages to."""
-    return Dispatcher(services.database, build_conversation(services), access_policy(settings))
+    return Dispatcher(services.database, build_conversation(services), access_policy(settings), clock=services.clock)
 
 
 def terminal_session(settings: Settings) -> SessionFactory:
@@ -91,7 +96,7 @@ def terminal_session(settings: Settings) -> SessionFactory:
     delivery worker with the terminal's sender registered, so monitors created there deliver there."""
 
     @asynccontextmanager
-    async def open_session(sender: ChatSender) -> AsyncIterator[Dispatches]:
+    async def open_session(sender: ChatSender[Any]) -> AsyncIterator[Dispatches]:
         async with open_database(settings) as database, monitor_stack(settings, database) as stack:
             dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
             stack.worker.register("terminal", sender)

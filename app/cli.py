@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from app.logging_setup import configure_logging
+from app.logging_setup import configure_logging, silence_library_banners
 from app.monitor_commands import monitors_cli
 from app.settings import Settings, SettingsError, load_settings
 
@@ -30,14 +30,29 @@ cli.add_typer(db_cli, name="db")
 cli.add_typer(monitors_cli, name="monitors")
 
 
-def startup() -> Settings:
-    """Load settings and set up logging, or exit with the one-sentence reason the configuration is wrong."""
+@cli.callback()
+def _process_start() -> None:
+    """Runs before every command: nothing but Lookout may write to the person's terminal."""
+    silence_library_banners()
+
+
+CLI_LOG = "lookout-cli.log"
+"""Where one-shot commands (research, collect, monitors, db) log, under DATA_DIR: their console is for people."""
+
+
+def startup(*, log_to_console: bool = False) -> Settings:
+    """Load settings and set up logging, or exit with the one-sentence reason the configuration is wrong.
+
+    Logs go to DATA_DIR/lookout-cli.log, so no library's lines (migrations, web search engines, the scheduler)
+    mix into what a command prints; only the service (`lookout run`) logs to the console, as services do.
+    """
     try:
         settings = load_settings()
     except SettingsError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(code=2) from None
-    configure_logging(level=settings.log_level, secrets=settings.secret_values())
+    log_file = None if log_to_console else settings.data_dir / CLI_LOG
+    configure_logging(level=settings.log_level, secrets=settings.secret_values(), file=log_file)
     return settings
 
 
@@ -65,7 +80,7 @@ def db_upgrade() -> None:
 @cli.command()
 def run() -> None:
     """Start every configured frontend, the scheduler and the HTTP server; stop with Ctrl-C or SIGTERM."""
-    settings = startup()
+    settings = startup(log_to_console=True)
     from app.service import run_service
 
     try:
@@ -81,37 +96,36 @@ def chat() -> None:
     settings = startup()
     import sys
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
     log_path = settings.data_dir / "lookout-chat.log"
+    # Log lines would break into the conversation: they go to the file named here (set before the imports
+    # below, which already log).
+    configure_logging(level=settings.log_level, secrets=settings.secret_values(), file=log_path)
     no_model = settings.llm_unavailable_reason()
-    model_line = f"No language model ({no_model}): commands work." if no_model else f"Model: {settings.llm_model}."
+    model_line = f"Model: {settings.llm_model}."
+    if no_model:  # two lines: each fits a terminal
+        model_line = f"No language model: {no_model}.\nCommands work without one."
     # Said before the imports and the database start-up, which take a few seconds on a small machine.
     typer.echo("Lookout in your terminal: ask anything or type a command — /help lists them; Ctrl-D or /quit leaves.")
     typer.echo(f"{model_line} Log: {log_path}")
-    # Log lines would break into the conversation: they go to the file named above (set before the imports
-    # below, which already log).
-    with log_path.open("a", encoding="utf-8") as log_stream:
-        configure_logging(level=settings.log_level, secrets=settings.secret_values(), stream=log_stream)
-        from app.assembly import terminal_session
-        from bots import run_terminal_chat
+    from app.assembly import terminal_session
+    from bots import TERMINAL_CHAT_ID, run_terminal_chat
+    from research import chat_folder
 
-        try:
-            run_terminal_chat(
-                terminal_session(settings),
-                stdin=sys.stdin,
-                stdout=sys.stdout,
-                exports_dir=settings.data_dir / "exports",
-                user=_terminal_user(),
-                history_file=settings.data_dir / "chat_history",
-            )
-        except KeyboardInterrupt:
-            raise typer.Exit(code=130) from None
-        except Exception as exc:  # the session could not open (database unreachable, ...)
-            logging.getLogger(__name__).exception("the terminal chat failed")
-            typer.echo(f"Lookout could not run the chat: {exc} (details in {log_path})", err=True)
-            raise typer.Exit(code=1) from None
-        finally:  # the file closes next: whatever logs after the chat goes to stderr again
-            configure_logging(level=settings.log_level, secrets=settings.secret_values())
+    try:
+        run_terminal_chat(
+            terminal_session(settings),
+            stdin=sys.stdin,
+            stdout=sys.stdout,
+            exports_dir=settings.exports_dir / chat_folder("terminal", TERMINAL_CHAT_ID),
+            user=_terminal_user(),
+            history_file=settings.data_dir / "chat_history",
+        )
+    except KeyboardInterrupt:
+        raise typer.Exit(code=130) from None
+    except Exception as exc:  # the session could not open (database unreachable, ...)
+        logging.getLogger(__name__).exception("the terminal chat failed")
+        typer.echo(f"Lookout could not run the chat: {exc} (details in {log_path})", err=True)
+        raise typer.Exit(code=1) from None
 
 
 def _terminal_user() -> str:
@@ -131,6 +145,9 @@ def research(
     sources: SourcesOption = None,
 ) -> None:
     """Search the sources once and print the ranked, de-duplicated items."""
+    if not query.strip():
+        typer.echo('Give something to look for, e.g. lookout research "DeepSeek R2".', err=True)
+        raise typer.Exit(code=2)
     settings = startup()
     from app.research_commands import research_command
 
@@ -145,7 +162,10 @@ def collect(
     items_per_attempt: Annotated[int, typer.Option(min=10, max=5000, help="Items asked for per round.")] = 500,
     sources: SourcesOption = None,
 ) -> None:
-    """Collect until the target of unique items (or a stop rule); write CSV and JSON under DATA_DIR/exports."""
+    """Collect until the target of unique items (or a stop rule); write CSV and JSON under DATA_DIR/exports/cli."""
+    if not request.strip():
+        typer.echo('Say what to collect, e.g. lookout collect "posts about open source LLMs".', err=True)
+        raise typer.Exit(code=2)
     settings = startup()
     from app.research_commands import collect_command
 

@@ -6,21 +6,33 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from starlette.routing import BaseRoute
 from telegram.error import InvalidToken
 
 from app.settings import Settings
-from bots import CredentialsRefusedError, Dispatcher, SlackFrontend, TelegramFrontend, TelegramOptions
+from bots import (
+    CredentialsRefusedError,
+    Dispatcher,
+    SlackFrontend,
+    SlackSender,
+    TelegramFrontend,
+    TelegramLimits,
+    TelegramOptions,
+    TelegramSender,
+    build_bot,
+    build_web_client,
+)
 from monitors import ChatSender
+from sources import Backoff, Sleep
 
-__all__ = ["Frontend", "Frontends", "build_frontends", "describe_frontends"]
+__all__ = ["Frontend", "Frontends", "PlatformSenders", "build_frontends", "describe_frontends", "platform_senders"]
 
 logger = logging.getLogger(__name__)
 
-MAX_START_BACKOFF_SECONDS = 300.0
-"""A platform that is down at start is retried at growing intervals up to this."""
+START_BACKOFF = Backoff(attempts=None, base=5.0, cap=300.0)
+"""A platform that is down at start is retried for ever, at jittered doubling intervals up to five minutes."""
 
 
 class Frontend(Protocol):
@@ -32,13 +44,51 @@ class Frontend(Protocol):
 
 
 @dataclass
+class PlatformSenders:
+    """The process's one sender per configured platform: one Telegram `Bot` with its rate limiter, one Slack web
+    client. The frontends answer with them and the delivery worker sends digests with them."""
+
+    telegram: TelegramSender | None = None
+    slack: SlackSender | None = None
+
+    def by_platform(self) -> dict[str, ChatSender[Any]]:
+        senders: dict[str, ChatSender[Any]] = {}
+        if self.telegram is not None:
+            senders["telegram"] = self.telegram
+        if self.slack is not None:
+            senders["slack"] = self.slack
+        return senders
+
+    async def close(self) -> None:
+        """Release the connections (after the frontends and the worker stopped)."""
+        if self.telegram is not None:
+            await self.telegram.close()
+        # Slack's web client opens a session per request: nothing stays open.
+
+
+def platform_senders(settings: Settings, *, telegram_limits: TelegramLimits | None = None) -> PlatformSenders:
+    """One sender per platform whose token is set; `telegram_limits` defaults to Telegram's flood limits."""
+    senders = PlatformSenders()
+    if settings.telegram_bot_token is not None:
+        bot = build_bot(
+            settings.telegram_bot_token.get_secret_value(), api_url=settings.telegram_api_url, limits=telegram_limits
+        )
+        senders.telegram = TelegramSender(bot)
+    if settings.slack_bot_token is not None:
+        senders.slack = SlackSender(
+            build_web_client(settings.slack_bot_token.get_secret_value(), api_url=settings.slack_api_url)
+        )
+    return senders
+
+
+@dataclass
 class Frontends:
-    """The frontends of this process, their HTTP routes, health checks and delivery senders."""
+    """The frontends of this process, their HTTP routes and health checks."""
 
     running: dict[str, Frontend] = field(default_factory=dict)
     routes: list[BaseRoute] = field(default_factory=list)
-    senders: dict[str, ChatSender] = field(default_factory=dict)
-    """Senders that replace the default per-platform sender (Slack's shares the frontend's client)."""
+    sleep: Sleep = asyncio.sleep
+    """How start-up retries wait (tests pass one that returns at once)."""
     _starting: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
@@ -48,7 +98,7 @@ class Frontends:
     def start_all(self) -> None:
         """Start every frontend in the background: a platform that is down now is retried, not fatal."""
         for name, frontend in self.running.items():
-            self._starting.append(asyncio.create_task(_keep_starting(name, frontend), name=f"start {name}"))
+            self._starting.append(asyncio.create_task(_keep_starting(name, frontend, self.sleep), name=f"start {name}"))
 
     async def stop_all(self) -> None:
         for task in self._starting:
@@ -66,28 +116,22 @@ def _refused(error: BaseException) -> bool:
     return isinstance(error, InvalidToken | CredentialsRefusedError)
 
 
-async def _keep_starting(name: str, frontend: Frontend) -> None:
-    delay = 5.0
-    while True:
-        try:
-            await frontend.start()
-        except asyncio.CancelledError:
+async def _keep_starting(name: str, frontend: Frontend, sleep: Sleep) -> None:
+    try:
+        await START_BACKOFF.call(
+            frontend.start, retry_on=lambda error: not _refused(error), sleep=sleep, what=f"{name}: connecting"
+        )
+    except Exception as error:
+        if not _refused(error):
             raise
-        except Exception as error:
-            if _refused(error):
-                logger.error("%s: off — the platform refused the token (%s); fix it and restart", name, error)
-                return
-            logger.warning("%s: could not connect (%s); retrying in %.0f s", name, error, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, MAX_START_BACKOFF_SECONDS)
-        else:
-            return
+        logger.error("%s: off — the platform refused the token (%s); fix it and restart", name, error)
 
 
-def build_frontends(settings: Settings, dispatcher: Dispatcher) -> Frontends:
-    """A frontend per platform whose token is set (nothing is started yet)."""
+def build_frontends(settings: Settings, dispatcher: Dispatcher, senders: PlatformSenders) -> Frontends:
+    """A frontend per platform whose token is set, answering through the process's one sender of its platform
+    (nothing is started yet)."""
     frontends = Frontends()
-    if settings.telegram_bot_token is not None:
+    if settings.telegram_bot_token is not None and senders.telegram is not None:
         telegram = TelegramFrontend(
             TelegramOptions(
                 token=settings.telegram_bot_token.get_secret_value(),
@@ -98,21 +142,20 @@ def build_frontends(settings: Settings, dispatcher: Dispatcher) -> Frontends:
                 ),
             ),
             dispatcher,
+            senders.telegram,
         )
         frontends.running["telegram"] = telegram
         if settings.telegram_webhook_url:
             frontends.routes.append(telegram.webhook_route())
-    if settings.slack_bot_token is not None:
+    if settings.slack_bot_token is not None and senders.slack is not None:
         slack = SlackFrontend(
-            settings.slack_bot_token.get_secret_value(),
+            senders.slack,
             dispatcher=dispatcher,
             app_token=settings.slack_app_token.get_secret_value() if settings.slack_app_token else None,
             signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
-            api_url=settings.slack_api_url,
         )
         frontends.running["slack"] = slack
         frontends.routes.extend(slack.routes())
-        frontends.senders["slack"] = slack.sender()
     return frontends
 
 

@@ -25,12 +25,13 @@ class Health(BaseModel):
     """What `/healthz` reports."""
 
     status: str
-    """`ok` when every check passed, else `degraded`."""
+    """`ok` when every check passed, else `degraded`; a component that is off does not degrade it."""
     checks: dict[str, str]
-    """Component name → `ok` or `failing`."""
+    """Component name → `ok`, `failing`, or `off: <why>` for a component this process does not run (a frontend
+    whose token is not set), so a probe sees every frontend Lookout has and why one is missing."""
 
 
-async def run_health_checks(checks: Mapping[str, HealthCheck]) -> Health:
+async def run_health_checks(checks: Mapping[str, HealthCheck], off: Mapping[str, str] | None = None) -> Health:
     results: dict[str, str] = {}
     for name, check in checks.items():
         try:
@@ -40,14 +41,17 @@ async def run_health_checks(checks: Mapping[str, HealthCheck]) -> Health:
             ok = False
         results[name] = "ok" if ok else "failing"
     status = "ok" if all(v == "ok" for v in results.values()) else "degraded"
+    results.update({name: f"off: {why}" for name, why in (off or {}).items() if name not in results})
     return Health(status=status, checks=results)
 
 
-def build_http_app(*, checks: Mapping[str, HealthCheck], routes: Sequence[BaseRoute] = ()) -> Starlette:
-    """The ASGI app: `/healthz` plus whatever routes the frontends add."""
+def build_http_app(
+    *, checks: Mapping[str, HealthCheck], off: Mapping[str, str] | None = None, routes: Sequence[BaseRoute] = ()
+) -> Starlette:
+    """The ASGI app: `/healthz` (the checks, and the components that are `off` with why) plus the frontends' routes."""
 
     async def healthz(_: Request) -> JSONResponse:
-        health = await run_health_checks(checks)
+        health = await run_health_checks(checks, off)
         return JSONResponse(health.model_dump(), status_code=200 if health.status == "ok" else 503)
 
     return Starlette(routes=[Route("/healthz", healthz, methods=["GET"]), *routes])

@@ -6,6 +6,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TextIO
 
 # A Telegram bot token sits in every Bot API URL: bot<digits>:<35-ish chars>.
@@ -41,14 +42,32 @@ class SecretScrubber(logging.Filter):
         return True
 
 
-def configure_logging(*, level: str = "INFO", secrets: Iterable[str] = (), stream: TextIO | None = None) -> None:
-    """Install the one root handler; call once from the CLI entry point, never at import."""
-    handler = logging.StreamHandler(stream or sys.stderr)
+def silence_library_banners() -> None:
+    """Turn off what libraries print on their own at first use (pydantic-ai's banner): Lookout's output is the
+    conversation and its own lines. Call once at process start, before any agent runs."""
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False
+
+
+def configure_logging(
+    *, level: str = "INFO", secrets: Iterable[str] = (), stream: TextIO | None = None, file: Path | None = None
+) -> None:
+    """Install the one root handler (on `file`, appended to, or on `stream`, default stderr); call from the CLI
+    entry point, never at import. Every library's records go through it, so none reaches the console on its own."""
+    handler: logging.Handler
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(file, encoding="utf-8", delay=True)  # created by the first record
+    else:
+        handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(SecretScrubber(secrets))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
+        if isinstance(old, logging.FileHandler):
+            old.close()
     root.addHandler(handler)
     root.setLevel(level)
     for name in NOISY_LOGGERS:

@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from app.cli_output import CliOutput
+
 if TYPE_CHECKING:  # the monitor stack is imported when a command runs, so `lookout --help` stays quick
     from app.monitoring import MonitorStack
     from app.settings import Settings
+    from monitors import RunSummary
 
 T = TypeVar("T")
-DELIVERING_PLATFORMS = ("telegram",)
-"""Platforms `lookout run` can deliver digests to today."""
+CHAT_FORMS = "telegram:<chat id> (a number), slack:<channel id> (C…, D… or G…) or terminal"
+"""The chats a monitor can deliver to: `lookout run` sends to Telegram and Slack, `lookout chat` prints terminal's."""
+_CHAT_IDS = {
+    "telegram": re.compile(r"-?\d{1,20}"),  # users are positive, groups negative (supergroups -100…)
+    "slack": re.compile(r"[CDG][A-Z0-9]{2,20}"),  # public and private channels, DMs
+}
 
 monitors_cli = typer.Typer(help="Standing monitors: add, list, pause, resume, remove, run now.", no_args_is_help=True)
-ChatOption = Annotated[str, typer.Option("--chat", help="Where digests go, as platform:id, e.g. telegram:123456789.")]
+ChatOption = Annotated[
+    str,
+    typer.Option("--chat", help="Where digests go: telegram:<chat id>, slack:<channel id> (C…/D…/G…) or terminal."),
+]
 
 
 def _with_stack(settings: Settings, work: Callable[[MonitorStack], Awaitable[T]]) -> T:
@@ -36,13 +47,25 @@ def _with_stack(settings: Settings, work: Callable[[MonitorStack], Awaitable[T]]
         raise typer.Exit(code=2) from None
 
 
+def parse_chat_option(chat: str) -> tuple[str, str]:
+    """`(platform, chat id)` from `--chat`; ValueError with the accepted forms when it names no chat Lookout serves."""
+    from bots import TERMINAL_CHAT_ID
+
+    platform, _, external_id = chat.strip().partition(":")
+    platform, external_id = platform.casefold(), external_id.strip()
+    if platform == "terminal" and external_id in ("", TERMINAL_CHAT_ID):
+        return "terminal", TERMINAL_CHAT_ID
+    pattern = _CHAT_IDS.get(platform)
+    if pattern is None or not pattern.fullmatch(external_id):
+        raise ValueError(f"--chat must be {CHAT_FORMS}, e.g. telegram:123456789 or slack:C0123456; got “{chat}”")
+    return platform, external_id
+
+
 async def _chat_id(stack: MonitorStack, chat: str) -> int:
     from storage import ChatRepository
 
-    platform, _, external_id = chat.partition(":")
-    if platform not in DELIVERING_PLATFORMS or not external_id.strip():
-        raise ValueError(f"--chat must be {' or '.join(DELIVERING_PLATFORMS)}:<chat id>, e.g. telegram:123456789")
-    record = await ChatRepository(stack.database).get_or_create(platform, external_id.strip())
+    platform, external_id = parse_chat_option(chat)
+    record = await ChatRepository(stack.database).get_or_create(platform, external_id)
     return record.id
 
 
@@ -78,28 +101,31 @@ def add(
         view = await stack.service.create_monitor(
             chat_id, topic, schedule_text=schedule, sources=sources, timezone=timezone, quiet=quiet
         )
-        return view.summary()
+        return view.summary(owner=":".join(parse_chat_option(chat)))
 
-    typer.echo(_with_stack(_settings(), work))
+    CliOutput().markdown(_with_stack(_settings(), work))
 
 
 @monitors_cli.command("list")
 def list_monitors() -> None:
-    """Every monitor, with its schedule, next run, last result and sources."""
+    """Every chat's monitors, with their owner chat, schedule, next run, last result and sources."""
 
     async def work(stack: MonitorStack) -> list[str]:
-        from storage import MonitorRepository
+        from storage import ChatRepository, MonitorRepository
 
-        # Each monitor as its owner chat sees it, so times show in that chat's timezone.
-        records = await MonitorRepository(stack.database).list_all()
-        views = [
-            await stack.service.get_monitor(record.id, chat_id=record.owner_chat_id, is_admin=True)
-            for record in records
-        ]
-        return [view.summary() for view in views]
+        chats = ChatRepository(stack.database)
+        summaries = []
+        for record in await MonitorRepository(stack.database).list_all():
+            # Each monitor as its owner chat sees it, so times show in that chat's timezone.
+            view = await stack.service.get_monitor(record.id, chat_id=record.owner_chat_id, is_admin=True)
+            owner = await chats.get(record.owner_chat_id)
+            summaries.append(view.summary(owner=f"{owner.platform}:{owner.external_id}" if owner else "unknown"))
+        return summaries
 
     summaries = _with_stack(_settings(), work)
-    typer.echo("\n\n".join(summaries) if summaries else "No monitors yet. Add one with `lookout monitors add`.")
+    CliOutput().markdown(
+        "\n\n".join(summaries) if summaries else "No monitors yet. Add one with `lookout monitors add`."
+    )
 
 
 def _admin_action(action: str, monitor_id: int) -> None:
@@ -109,7 +135,7 @@ def _admin_action(action: str, monitor_id: int) -> None:
         view = await act(monitor_id, chat_id=chat_id, is_admin=True)
         return str(view.summary())
 
-    typer.echo(_with_stack(_settings(), work))
+    CliOutput().markdown(_with_stack(_settings(), work))
 
 
 @monitors_cli.command("pause")
@@ -134,11 +160,14 @@ def remove(monitor_id: Annotated[int, typer.Argument(help="The monitor's number.
 def run_now(monitor_id: Annotated[int, typer.Argument(help="The monitor's number.")]) -> None:
     """Run a monitor now, print its digest, and queue it for its chat (`lookout run` sends it)."""
 
-    async def work(stack: MonitorStack) -> str:
+    async def work(stack: MonitorStack) -> RunSummary:
         chat_id = await _owner_chat_id(stack, monitor_id)
-        summary = await stack.service.run_now(monitor_id, chat_id, is_admin=True)
-        lines = [summary.markdown()]
-        lines += [f"{kind.upper()}: {path}" for kind, path in sorted(summary.artifacts.items())]
-        return "\n".join(lines)
+        return await stack.service.run_now(monitor_id, chat_id, is_admin=True)
 
-    typer.echo(_with_stack(_settings(), work))
+    summary = _with_stack(_settings(), work)
+    out = CliOutput()
+    out.markdown(summary.markdown())
+    for kind, path in sorted(summary.artifacts.items()):
+        out.line(f"{kind.upper()}: {path}")  # plain: people copy these paths
+    if summary.status == "failed":
+        raise typer.Exit(code=1)

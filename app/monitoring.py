@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from app.frontends import PlatformSenders, platform_senders
 from app.settings import Settings
-from app.wiring import SourceCatalog, language_models, open_http_client
-from bots import TelegramSender
-from monitors import ChatSender, DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
-from research import ModelSet
+from app.wiring import SourceCatalog, item_embedder, language_models, open_http_client
+from bots import TelegramLimits
+from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
+from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
 from storage import Database
 
-TELEGRAM_MESSAGES_PER_SECOND = 25.0
-"""Below Telegram's ~30 messages/s per bot, so a busy minute paces itself instead of collecting 429s."""
+Clock = Callable[[], datetime]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -27,47 +33,54 @@ class MonitorStack:
     scheduler: MonitorScheduler
     catalog: SourceCatalog
     """The sources built from settings; `catalog.client` is the one HTTP client they share."""
+    senders: PlatformSenders
+    """The one sender per platform (one Telegram Bot): the worker delivers with them, the frontends answer."""
     models: ModelSet
     """The process's one set of language models (the chat uses it too)."""
 
 
-def delivery_senders(settings: Settings) -> dict[str, ChatSender]:
-    """One sender per platform whose token is configured."""
-    senders: dict[str, ChatSender] = {}
-    if settings.telegram_bot_token is not None:
-        api = settings.telegram_api_url.rstrip("/")
-        senders["telegram"] = TelegramSender(
-            settings.telegram_bot_token.get_secret_value(),
-            base_url=f"{api}/bot",
-            base_file_url=f"{api}/file/bot",
-            max_messages_per_second=TELEGRAM_MESSAGES_PER_SECOND,
-        )
-    return senders
-
-
 @asynccontextmanager
 async def monitor_stack(
-    settings: Settings, database: Database, *, models: ModelSet | None = None
+    settings: Settings,
+    database: Database,
+    *,
+    models: ModelSet | None = None,
+    telegram_limits: TelegramLimits | None = None,
+    clock: Clock = _now,
 ) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit.
-
-    `models` are the process's language models: built from settings unless given (a benchmark's scripted ones)."""
+    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `models` are the
+    process's language models, built from settings unless given (tests and benchmarks script them); `clock` is the
+    process's clock (tests pin it); `telegram_limits` default to Telegram's flood limits."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
-    senders = delivery_senders(settings)
+    senders = platform_senders(settings, telegram_limits=telegram_limits)
     try:
-        worker = DeliveryWorker(database, senders)
+        worker = DeliveryWorker(
+            database,
+            senders.by_platform(),
+            clock=clock,
+            lease=timedelta(seconds=settings.delivery_lease_seconds),
+            poll_seconds=settings.delivery_poll_seconds,
+        )
         models = models if models is not None else language_models(settings)
+        embedder = item_embedder(settings, database)
+
+        async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
+            # Every monitor run groups its stories with the embedding model when one is configured.
+            return await run_pipeline(request, embedder=embedder, **options)
+
         service = MonitorService(
             database,
             resolve_sources=catalog.resolve,
             light_model=models.light,
             heavy_model=models.heavy,
-            out_dir=settings.data_dir / "exports",
+            out_dir=settings.exports_dir,
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
             on_deliveries_queued=worker.wake,
+            clock=clock,
+            pipeline=pipeline,
         )
         scheduler = MonitorScheduler(service, database)
         yield MonitorStack(
@@ -76,10 +89,9 @@ async def monitor_stack(
             worker=worker,
             scheduler=scheduler,
             catalog=catalog,
+            senders=senders,
             models=models,
         )
     finally:
-        for sender in senders.values():
-            if isinstance(sender, TelegramSender):
-                await sender.close()
+        await senders.close()
         await client.aclose()

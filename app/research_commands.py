@@ -1,4 +1,8 @@
-"""`lookout collect` and `lookout research`: collection from the command line, with progress on stderr."""
+"""`lookout collect` and `lookout research`: collection from the command line, with progress on stderr.
+
+Output is drawn by the terminal's renderer: styled on a terminal, plain and unwrapped in a pipe (so a URL is
+never split). `research` exits 1 when no source answered, so a script can tell "nothing found" from "broken".
+"""
 
 from __future__ import annotations
 
@@ -7,20 +11,27 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from app.cli_output import CliOutput
 from app.settings import Settings
 from app.wiring import SourceCatalog, language_models, open_database, open_http_client
-from research import CollectionJobResult, ProgressEvent, ResearchResult, research_once, run_collection_job
+from research import (
+    CLI_FOLDER,
+    CollectionJobResult,
+    ProgressEvent,
+    ResearchResult,
+    SearchStatus,
+    escape_markdown,
+    research_once,
+    run_collection_job,
+)
 from sources import Source
 
 T = TypeVar("T")
 
 
 def _run_with_sources(
-    settings: Settings, spec: str | None, work: Callable[[list[Source]], Awaitable[T]], *, console: Console
+    settings: Settings, spec: str | None, work: Callable[[list[Source]], Awaitable[T]], *, err: CliOutput
 ) -> T:
     """Build the sources named by `spec`, run `work` with them, and close the HTTP client."""
 
@@ -31,7 +42,7 @@ def _run_with_sources(
                 try:
                     sources = SourceCatalog.build(settings, client).resolve(spec)
                 except ValueError as exc:
-                    console.print(f"[red]{escape(str(exc))}[/red]")
+                    err.line(str(exc), tone="warn")
                     raise typer.Exit(code=2) from None
                 return await work(sources)
             finally:
@@ -40,12 +51,16 @@ def _run_with_sources(
     return asyncio.run(main())
 
 
-def _progress_printer(console: Console) -> Callable[[ProgressEvent], None]:
+def _progress_printer(err: CliOutput) -> Callable[[ProgressEvent], None]:
     def show(event: ProgressEvent) -> None:
         counter = f"[{event.done}/{event.total}] " if event.total else ""
-        console.print(f"[dim]{counter}{escape(event.message)}[/dim]")
+        err.line(f"{counter}{event.message}", tone="dim")
 
     return show
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def collect_command(
@@ -57,12 +72,11 @@ def collect_command(
     items_per_attempt: int,
     sources_spec: str | None,
 ) -> None:
-    err = Console(stderr=True)
-    out = Console()
+    err, out = CliOutput(err=True), CliOutput()
     model = language_models(settings).light  # retried, then the heavy model, like every model step
     if model is None:
-        err.print(f"[yellow]No language model ({settings.llm_unavailable_reason()}); planning queries without one.")
-    out_dir = settings.data_dir / "exports"
+        err.line(f"No language model: {settings.llm_unavailable_reason()}. Planning queries without one.", tone="warn")
+    out_dir = settings.exports_dir / CLI_FOLDER
 
     async def work(sources: list[Source]) -> CollectionJobResult:
         return await run_collection_job(
@@ -76,48 +90,50 @@ def collect_command(
             progress=_progress_printer(err),
         )
 
-    result = _run_with_sources(settings, sources_spec, work, console=err)
+    result = _run_with_sources(settings, sources_spec, work, err=err)
     report = result.report
-    out.print(
-        f"{report.total_unique} unique items ({report.total_duplicates} duplicates dropped) "
-        f"in {report.attempts} attempts, {report.duration_seconds:.1f} s."
+    out.line(
+        f"{_count(report.total_unique, 'unique item')} ({_count(report.total_duplicates, 'duplicate')} dropped) "
+        f"in {_count(report.attempts, 'attempt')}, {report.duration_seconds:.1f} s."
     )
-    out.print(f"Stopped: {escape(report.stop_detail)}")
+    out.line(f"Stopped: {report.stop_detail}")
     for error in report.source_errors:
-        out.print(f"[yellow]{escape(error.source)} failed ({escape(str(error.kind))}): {escape(error.message)}")
+        out.line(f"{error.source} failed ({error.kind}): {error.message}", tone="warn")
     for name, reason in report.skipped_sources.items():
-        out.print(f"[dim]{escape(name)} is off: {escape(reason)}[/dim]")
-    # Plain echo: rich would wrap a long path, and people copy these lines.
-    typer.echo(f"CSV:  {result.paths.csv}")
-    typer.echo(f"JSON: {result.paths.json}")
+        out.line(f"{name} is off: {reason}", tone="dim")
+    out.line(f"CSV:  {result.paths.csv}")
+    out.line(f"JSON: {result.paths.json}")
 
 
 def research_command(settings: Settings, *, query: str, limit: int, sources_spec: str | None) -> None:
-    err = Console(stderr=True)
-    out = Console()
+    err, out = CliOutput(err=True), CliOutput()
 
     async def work(sources: list[Source]) -> ResearchResult:
         return await research_once(query, sources=sources, limit=limit, progress=_progress_printer(err))
 
-    result = _run_with_sources(settings, sources_spec, work, console=err)
+    result = _run_with_sources(settings, sources_spec, work, err=err)
+    collection = result.collection
+    if result.items:
+        out.markdown(research_markdown(result))
+    answered = any(outcome.status is SearchStatus.OK for outcome in collection.outcomes)
+    for outcome in collection.errors:
+        out.line(f"{outcome.source} failed: {outcome.message or outcome.error_kind}", tone="warn")
+    for name, reason in collection.skipped_sources.items():
+        out.line(f"{name} is off: {reason}", tone="dim")
+    if not answered:
+        err.line(f"Every source failed, so nothing was searched for “{query}”.", tone="warn")
+        raise typer.Exit(code=1)
     if not result.items:
-        out.print(f"Nothing found for {escape(query)!r}.")
-    table = Table(show_lines=False, expand=True)
-    for column in ("#", "score", "source", "published", "title / url"):
-        table.add_column(column, overflow="fold")
+        out.line(f"Nothing found for “{query}”.")
+
+
+def research_markdown(result: ResearchResult) -> str:
+    """The ranked items as markdown: number and title, then source, date and score, then the URL."""
+    entries = []
     for number, ranked in enumerate(result.items, start=1):
         item = ranked.item
-        published = item.published.strftime("%Y-%m-%d") if item.published else "—"
-        table.add_row(
-            str(number),
-            f"{ranked.score:.2f}",
-            item.source,
-            published,
-            f"{escape(item.title)}\n[link={item.url}]{escape(item.url)}[/link]",
-        )
-    if result.items:
-        out.print(table)
-    for outcome in result.collection.errors:
-        out.print(f"[yellow]{escape(outcome.source)} failed: {escape(outcome.message or '')}")
-    for name, reason in result.collection.skipped_sources.items():
-        out.print(f"[dim]{escape(name)} is off: {escape(reason)}[/dim]")
+        published = item.published.strftime("%Y-%m-%d") if item.published else "no date"
+        title = escape_markdown(" ".join(item.title.split()) or item.url)
+        details = f"{escape_markdown(item.source)} · {published} · score {ranked.score:.2f}"
+        entries.append(f"**{number}. {title}**\n{details}\n{item.url}")
+    return "\n\n".join(entries)

@@ -5,14 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 
+from agent import Services
 from app.assembly import build_dispatcher, build_services
-from app.frontends import build_frontends, describe_frontends
+from app.frontends import Frontends, build_frontends, describe_frontends
 from app.http_server import build_http_app, serve_http
-from app.monitoring import monitor_stack
+from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
 from app.wiring import open_database
+from bots import Dispatcher, TelegramLimits
+from research import ModelSet
+from storage import Database
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +51,42 @@ def _install_stop_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
+@dataclass(frozen=True)
+class Process:
+    """Everything one `lookout run` process is made of, built once by `assemble`."""
+
+    stack: MonitorStack
+    """Monitors, scheduler, delivery worker, sources, and the one sender per platform (one Telegram Bot)."""
+    services: Services
+    dispatcher: Dispatcher
+    frontends: Frontends
+
+
+@asynccontextmanager
+async def assemble(
+    settings: Settings,
+    database: Database,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    models: ModelSet | None = None,
+    telegram_limits: TelegramLimits | None = None,
+) -> AsyncIterator[Process]:
+    """The composition root of `lookout run`: the objects of one process, wired as users run them (nothing
+    started yet). Tests build their worlds with it, pinning `clock` and scripting `models` (the process's one
+    model set, shared by the chat and the monitors)."""
+    async with monitor_stack(
+        settings, database, models=models, telegram_limits=telegram_limits, **_clock(clock)
+    ) as stack:
+        services = build_services(settings, database=database, stack=stack, clock=clock)
+        dispatcher = build_dispatcher(settings, services)
+        frontends = build_frontends(settings, dispatcher, stack.senders)
+        yield Process(stack=stack, services=services, dispatcher=dispatcher, frontends=frontends)
+
+
+def _clock(clock: Callable[[], datetime] | None) -> dict[str, Callable[[], datetime]]:
+    return {"clock": clock} if clock is not None else {}
+
+
 async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set)."""
     stop = stop or asyncio.Event()
@@ -53,11 +96,8 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
             logger.info("%s: %s — %s", component.name, "on" if component.on else "off", component.reason)
         if not (settings.allowed_users or settings.allowed_chats):
             logger.warning("ALLOWED_USERS and ALLOWED_CHATS are empty: anyone who finds the bot can use it")
-        async with monitor_stack(settings, database) as stack:
-            dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
-            frontends = build_frontends(settings, dispatcher)
-            for platform, sender in frontends.senders.items():
-                stack.worker.register(platform, sender)
+        async with assemble(settings, database) as process:
+            stack, frontends = process.stack, process.frontends
             jobs = await stack.scheduler.start()
             logger.info("scheduler: %d monitor(s) scheduled", jobs)
             delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
@@ -75,6 +115,7 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
                     "delivery": delivery_running,
                     **frontends.checks,
                 },
+                off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
                 routes=frontends.routes,
             )
             frontends.start_all()
@@ -82,8 +123,8 @@ async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) 
                 await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
             finally:
                 stop.set()
-                await frontends.stop_all()  # messages being answered finish first
-                await dispatcher.finish_background()  # then the memory folds their answers left
                 stack.scheduler.shutdown()
                 await delivering  # the pass under way finishes; what is left stays pending in the outbox
+                await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
+                await process.dispatcher.finish_background()  # then the memory folds their answers left
     logger.info("stopped")

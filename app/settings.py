@@ -11,8 +11,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sources import SourcesConfig, parse_platforms
+
 DEFAULT_LIGHT_MODEL = "google:gemini-3.5-flash-lite"
 DEFAULT_HEAVY_MODEL = "google:gemini-3.8-flash"
+DEFAULT_EMBEDDING_MODEL = "google:gemini-embedding-001"
+
+_SOURCES = SourcesConfig()
+"""The sources' own defaults (public endpoints, User-Agent, RSSHub platforms): stated there, read here."""
 
 CommaList = Annotated[list[str], NoDecode]
 """A list given in the environment as comma-separated values (`ALLOWED_USERS=123,456`)."""
@@ -50,6 +56,9 @@ class Settings(BaseSettings):
     """Heavy model for critique and synthesis."""
     gemini_api_key: SecretStr | None = None
     gemini_base_url: str | None = None
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    """Embedding model for story clustering (any pydantic-ai embedding model string); empty turns it off, and
+    stories are then clustered by their words alone."""
 
     # Telegram
     telegram_bot_token: SecretStr | None = None
@@ -75,6 +84,11 @@ class Settings(BaseSettings):
     # Monitors
     min_monitor_interval: int = Field(default=900, ge=60)
     """Seconds; no monitor may run more often."""
+    delivery_lease_seconds: float = Field(default=30.0, ge=2.0, le=3600.0)
+    """How long a delivery claim holds without renewal (renewed every third of it while sending); a crashed
+    process's claims on this host are taken back at its restart, other hosts' when the lease ends."""
+    delivery_poll_seconds: float = Field(default=5.0, gt=0, le=300.0)
+    """How often the delivery worker looks for due outbox rows (new digests wake it at once)."""
 
     # Conversation
     chat_daily_tokens: int = Field(default=200_000, ge=0)
@@ -89,28 +103,28 @@ class Settings(BaseSettings):
     agent_token_limit: int = Field(default=60_000, ge=1000)
     """Model tokens one chat message may use, input and output together."""
 
-    # Sources
+    # Sources: endpoints and defaults are stated once, in `sources.SourcesConfig`; these read them.
     allow_private_urls: bool = False
     """Let feed and page URLs reach private addresses (self-hosted feeds, tests)."""
-    http_user_agent: str = "Lookout/0.1 (+https://github.com/lookout-bot/lookout; monitoring bot)"
-    hn_api_url: str = "https://hn.algolia.com/api/v1"
-    news_rss_url: str = "https://news.google.com/rss"
-    arxiv_api_url: str = "https://export.arxiv.org/api/query"
-    github_api_url: str = "https://api.github.com"
+    http_user_agent: str = _SOURCES.user_agent
+    hn_api_url: str = _SOURCES.hn_api_url
+    news_rss_url: str = _SOURCES.news_rss_url
+    arxiv_api_url: str = _SOURCES.arxiv_api_url
+    github_api_url: str = _SOURCES.github_api_url
     github_token: SecretStr | None = None
-    reddit_api_url: str = "https://oauth.reddit.com"
-    reddit_auth_url: str = "https://www.reddit.com/api/v1/access_token"
+    reddit_api_url: str = _SOURCES.reddit_api_url
+    reddit_auth_url: str = _SOURCES.reddit_auth_url
     reddit_client_id: str | None = None
     reddit_client_secret: SecretStr | None = None
-    wikipedia_api_url: str = "https://{lang}.wikipedia.org/w/api.php"
-    openalex_api_url: str = "https://api.openalex.org"
+    wikipedia_api_url: str = _SOURCES.wikipedia_api_url
+    openalex_api_url: str = _SOURCES.openalex_api_url
     openalex_api_key: SecretStr | None = None
-    semanticscholar_api_url: str = "https://api.semanticscholar.org/graph/v1"
+    semanticscholar_api_url: str = _SOURCES.semanticscholar_api_url
     semanticscholar_api_key: SecretStr | None = None
-    x_api_url: str = "https://api.x.com/2"
+    x_api_url: str = _SOURCES.x_api_url
     x_bearer_token: SecretStr | None = None
     rsshub_url: str | None = None
-    rsshub_platforms: CommaList = Field(default_factory=lambda: ["weibo", "bilibili", "zhihu", "xiaohongshu", "douyin"])
+    rsshub_platforms: CommaList = Field(default_factory=lambda: list(_SOURCES.rsshub_platforms))
     """Platforms the `rsshub` source searches: weibo, bilibili, tieba, zhihu, xiaohongshu, douyin."""
 
     @field_validator("allowed_users", "allowed_chats", "admin_users", "rsshub_platforms", mode="before")
@@ -148,9 +162,6 @@ class Settings(BaseSettings):
     @field_validator("rsshub_platforms")
     @classmethod
     def _known_platforms(cls, value: list[str]) -> list[str]:
-        # Imported here so that reading settings does not load every source module.
-        from sources import parse_platforms
-
         return list(parse_platforms(value))
 
     @field_validator("log_level")
@@ -236,12 +247,25 @@ class Settings(BaseSettings):
                 values.append(value.get_secret_value())
         return values
 
+    def embedding_unavailable_reason(self) -> str | None:
+        """Why stories are clustered without embeddings, or `None` when the embedding model is usable."""
+        if not self.embedding_model.strip():
+            return "EMBEDDING_MODEL is empty, so stories are clustered by their words"
+        if self.embedding_model.startswith("google:") and self.gemini_api_key is None:
+            return "GEMINI_API_KEY is not set, so stories are clustered by their words"
+        return None
+
+    @property
+    def exports_dir(self) -> Path:
+        """DATA_DIR/exports: one folder per chat inside (see `research.chat_folder`), `cli/` for the command line."""
+        return self.data_dir / "exports"
+
     def llm_unavailable_reason(self) -> str | None:
         """Why no language model can be used, or `None` when the light model is usable."""
         if not self.llm_model.strip():
-            return "LLM_MODEL is empty, so the language model is turned off"
+            return "LLM_MODEL is empty, which turns the language model off; set it in .env"
         if self.llm_model.startswith("google:") and self.gemini_api_key is None:
-            return "GEMINI_API_KEY is not set (get one at aistudio.google.com and put it in .env)"
+            return "GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env"
         return None
 
 

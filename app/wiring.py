@@ -11,7 +11,7 @@ from pydantic_ai.models import Model, infer_model
 
 from app.http_cache import DatabaseValidatorStore
 from app.settings import Settings
-from research import ModelSet, RetryPolicy
+from research import ItemEmbedder, ModelSet, RetryPolicy
 from sources import (
     DEFAULT_SOURCES,
     HttpClient,
@@ -22,7 +22,7 @@ from sources import (
     resolve_source_specs,
     rsshub_factory,
 )
-from storage import Database, upgrade_database
+from storage import Database, EmbeddingRepository, upgrade_database
 
 
 def sources_config(settings: Settings) -> SourcesConfig:
@@ -99,6 +99,27 @@ def language_models(settings: Settings, *, policy: RetryPolicy | None = None) ->
 
     heavy_name = settings.llm_heavy_model.strip()
     return ModelSet.of(model(settings.llm_model.strip()), model(heavy_name) if heavy_name else None, policy=policy)
+
+
+def item_embedder(settings: Settings, database: Database | None) -> ItemEmbedder | None:
+    """The embedding model for story clustering with its cache in the database, or None when it is off (see
+    `Settings.embedding_unavailable_reason`)."""
+    if settings.embedding_unavailable_reason() is not None:
+        return None
+    from pydantic_ai.embeddings import Embedder
+
+    name = settings.embedding_model.strip()
+    if name.startswith("google:"):
+        from pydantic_ai.embeddings.google import GoogleEmbeddingModel
+        from pydantic_ai.providers.google import GoogleProvider
+
+        assert settings.gemini_api_key is not None  # checked by embedding_unavailable_reason
+        provider = GoogleProvider(api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url)
+        embedder = Embedder(GoogleEmbeddingModel(name.removeprefix("google:"), provider=provider))
+    else:
+        embedder = Embedder(name)
+    cache = EmbeddingRepository(database) if database is not None else None
+    return ItemEmbedder(embedder=embedder, model_name=name, cache=cache)
 
 
 def _model(settings: Settings, name: str, providers: dict[str, Any]) -> Model:

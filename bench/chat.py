@@ -219,11 +219,10 @@ async def throwaway_postgres(admin_url: str) -> AsyncIterator[str]:
 async def lookout(
     url: str, fake: dict[str, str], model: InstantModel, memory_turns: int, tmp: Path
 ) -> AsyncIterator[Any]:
-    """Lookout's Telegram side on `url`, built through the composition root as `lookout run` builds it (monitor
-    stack, services, dispatcher, frontends), with the instant model as the process's model set."""
-    from app.assembly import build_dispatcher, build_services
-    from app.frontends import build_frontends
-    from app.monitoring import monitor_stack
+    """Lookout's Telegram side on `url`, built through the composition root as `lookout run` builds it
+    (`app.service.assemble`: monitor stack, services, dispatcher, frontends), with the instant model as the
+    process's model set."""
+    from app.service import assemble
     from app.settings import load_settings
     from app.wiring import open_database
     from research import ModelSet
@@ -237,16 +236,15 @@ async def lookout(
     )
     async with (
         open_database(settings) as database,
-        monitor_stack(settings, database, models=ModelSet.of(model.model, None)) as stack,
+        assemble(settings, database, models=ModelSet.of(model.model, None)) as process,
     ):
-        dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
-        telegram = build_frontends(settings, dispatcher).running["telegram"]
+        telegram = process.frontends.running["telegram"]
         await telegram.start()
         try:
-            yield dispatcher
+            yield process.dispatcher
         finally:
             await telegram.stop()
-            await dispatcher.finish_background()
+            await process.dispatcher.finish_background()
 
 
 @dataclass

@@ -29,7 +29,7 @@ def main() -> None:
     print(f"pairwise scores; shuffled = mean (min) over {SHUFFLES} random input orders\n")
     print(f"{'threshold':>9} | {'file P':>6} {'file R':>6} | {'shuffled P':>14} {'shuffled R':>14}")
     print("-" * 60)
-    for threshold in (0.06, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12, 0.15):
+    for threshold in (0.12, 0.14, 0.16, 0.18, 0.20, 0.22, 0.26):
         file_order = score(items, labels, list(range(len(items))), threshold)
         runs = []
         for seed in range(SHUFFLES):

@@ -13,7 +13,7 @@ ceiling (API messages / rate), API messages per second over the delivery window,
 
 Run: uv run python bench/fanout.py [--subscriptions 1000] [--topics 100] [--pace 30] [--batch-size 50]
      [--concurrency 8] [--poll-seconds 5]
-`--pace 0` turns the sender's own pacing off (then only the platform's 429s slow it down).
+`--pace 0` turns the Bot's rate limiter off (then only the platform's 429s slow it down).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from bots.telegram.sender import TelegramSender
+from bots.telegram import TelegramLimits, TelegramSender, build_bot
 from monitors.delivery import DeliveryWorker
 from monitors.runner import PipelineFunction
 from monitors.service import MonitorService
@@ -118,9 +118,9 @@ async def bench(args: argparse.Namespace) -> None:
         fake.start()
         sources = {"hn": fake_source("hn", args.latency), "news": fake_source("news", args.latency)}
         counters = Counters()
-        sender = TelegramSender(
-            fake.token, base_url=fake.api_url, base_file_url=fake.file_url, max_messages_per_second=args.pace or None
-        )
+        # The process's one Bot, paced by python-telegram-bot's rate limiter at `--pace` messages/s overall.
+        limits = TelegramLimits(messages_per_second=args.pace, max_retries=2)
+        sender = TelegramSender(build_bot(fake.token, api_url=fake.url, limits=limits))
         worker = DeliveryWorker(
             database,
             {"telegram": sender},
@@ -205,7 +205,7 @@ def main() -> None:
     parser.add_argument("--subscriptions", type=int, default=1000)
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--rate", type=float, default=30.0, help="the fake platform's overall ceiling, msg/s")
-    parser.add_argument("--pace", type=float, default=30.0, help="the sender's own pacing, msg/s (0: off)")
+    parser.add_argument("--pace", type=float, default=30.0, help="the Bot's rate limiter, msg/s overall (0: off)")
     parser.add_argument("--batch-size", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--poll-seconds", type=float, default=5.0)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from agent import AccessPolicy, AfterReply, Incoming, ProgressSink, ProgressUpdate, Reply, Turn, ignore_progress
-from monitors import mark_chat_gone, move_chat
+from monitors import mark_chat_gone, move_chat, new_error_id
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -81,7 +80,7 @@ class Responder(Protocol):
 
 def error_reply() -> tuple[str, Reply]:
     """A fresh error id and the reply that names it."""
-    error_id = secrets.token_hex(3)
+    error_id = new_error_id()
     return error_id, Reply(text=ERROR_TEXT.format(error_id=error_id))
 
 

@@ -1,18 +1,22 @@
 """Standing monitors: schedule grammar, scheduler, runs, subscriptions and the delivery outbox."""
 
 from monitors.collections import store_collection
-from monitors.delivery import (
+from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
+from monitors.error_ids import new_error_id
+from monitors.outbound import (
+    CALLBACK_DATA_MAX_BYTES,
     Attachment,
+    AttachmentKind,
+    Button,
     ChatGone,
     ChatMoved,
     ChatSender,
     DeliveryError,
-    DeliveryReport,
-    DeliveryWorker,
-    OutgoingDigest,
+    ProgressSink,
+    ProgressUpdate,
+    Purpose,
+    Reply,
     RetryLater,
-    mark_chat_gone,
-    move_chat,
 )
 from monitors.runner import SourceResolver
 from monitors.schedule import (
@@ -28,9 +32,13 @@ from monitors.service import UNCHANGED, MonitorService, effective_timezone, spli
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
 
 __all__ = [
+    "CALLBACK_DATA_MAX_BYTES",
     "DEFAULT_SCHEDULE_TEXT",
+    "DELIVERY_LEASE",
     "UNCHANGED",
     "Attachment",
+    "AttachmentKind",
+    "Button",
     "ChatGone",
     "ChatMoved",
     "ChatSender",
@@ -43,7 +51,10 @@ __all__ = [
     "MonitorService",
     "MonitorSettings",
     "MonitorView",
-    "OutgoingDigest",
+    "ProgressSink",
+    "ProgressUpdate",
+    "Purpose",
+    "Reply",
     "RetryLater",
     "RunSummary",
     "Schedule",
@@ -53,6 +64,7 @@ __all__ = [
     "effective_timezone",
     "mark_chat_gone",
     "move_chat",
+    "new_error_id",
     "parse_schedule",
     "seconds_in_words",
     "split_source_specs",

@@ -1,21 +1,44 @@
-"""The delivery worker: sends queued outbox rows through each platform's `ChatSender`, retrying politely."""
+"""The delivery worker: sends queued outbox rows through each platform's one `ChatSender`, part by part.
+
+Guarantees: which parts of a delivery were confirmed sent is stored with the row, so after a crash (even
+`kill -9`) a resend starts after them and only the one part in flight may arrive twice. A claim names the
+worker (host, process id, a token per worker) and is a short lease renewed while the worker sends; a restarted
+process takes back at once what a dead process on the same host held, any other worker when the lease ends.
+Retries follow the shared `sources.Backoff` (the platform's Retry-After, else jittered doubling). One log line
+per delivery attempt (row, chat, parts sent, result) and one per resend say afterwards what went out.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import math
+import os
+import socket
 import uuid
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
-from research import Digest, render_digest_markdown
+from monitors.error_ids import new_error_id
+from monitors.outbound import (
+    Attachment,
+    AttachmentKind,
+    ChatGone,
+    ChatMoved,
+    ChatSender,
+    DeliveryError,
+    Reply,
+    RetryLater,
+)
+from research import Digest, escape_markdown, render_digest_markdown
+from sources import Backoff
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -29,65 +52,58 @@ from storage import (
     SubscriptionRepository,
 )
 
+__all__ = [
+    "DELIVERY_LEASE",
+    "NOTICE_KIND",
+    "OUTBOX_BACKOFF",
+    "DeliveryReport",
+    "DeliveryWorker",
+    "build_message",
+    "claimer_is_dead",
+    "mark_chat_gone",
+    "move_chat",
+    "worker_identity",
+]
+
 logger = logging.getLogger(__name__)
 
 NOTICE_KIND = "notice"
 """`RunRecord.stats["kind"]` of a run that only carries a text notice for one chat (no digest)."""
 
+DELIVERY_LEASE = timedelta(seconds=30)
+"""How long a claim holds without renewal; the worker renews it every third of that while it sends."""
 
-class DeliveryError(Exception):
-    """A platform refused or failed to take a message; the subclass says what to do about it."""
+OUTBOX_BACKOFF = Backoff(attempts=8, base=30.0, cap=3600.0, max_wait=math.inf)
+"""When a failed delivery is tried again: after the platform's Retry-After (never too long to wait: the outbox
+reschedules, it does not sleep), else after 30 s doubling up to an hour, jittered; dead after 8 attempts."""
 
-
-class RetryLater(DeliveryError):
-    """A transient failure (429, 5xx, network): try again, not before `retry_after` seconds if given."""
-
-    def __init__(self, message: str = "try again later", *, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class ChatGone(DeliveryError):
-    """A permanent failure: the bot was blocked, kicked, or the chat was deleted. Never retried."""
+_HOST = socket.gethostname()
+_LIVE_WORKERS: set[str] = set()
+"""Identities of the workers alive in this process: a claim by this pid under another token is a dead one's."""
 
 
-class ChatMoved(DeliveryError):
-    """The chat has a new id on its platform (a Telegram group became a supergroup): resend there."""
-
-    def __init__(self, new_external_id: str, message: str = "chat moved") -> None:
-        super().__init__(message)
-        self.new_external_id = new_external_id
+def worker_identity() -> str:
+    """A new worker's identity, `host:pid:token`, recorded on the rows it claims."""
+    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-AttachmentKind = Literal["document", "image"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Attachment:
-    """A file sent after the text: the CSV as a document, the chart as an image."""
-
-    path: Path
-    filename: str
-    """The name the person sees (topic and date), not the name on disk."""
-    kind: AttachmentKind
-
-
-@dataclass(frozen=True, kw_only=True)
-class OutgoingDigest:
-    """One platform-neutral message: markdown text, then its attachments in order."""
-
-    text: str
-    attachments: tuple[Attachment, ...] = ()
-    run_id: int | None = None
-    monitor_id: int | None = None
-
-
-class ChatSender(Protocol):
-    """Sends a message to one chat of one platform (implemented in bots/, registered by app)."""
-
-    async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
-        """Deliver text then attachments; raise `RetryLater`, `ChatGone` or `ChatMoved` on failure."""
-        ...
+def claimer_is_dead(claimer: str) -> bool:
+    """Whether a claim's worker is known to be dead: it ran on this host, and its process is gone or is this one
+    under another token (a restarted container's pid 1). Claims from other hosts wait for their lease to end."""
+    host, _, rest = claimer.partition(":")
+    pid_text, _, _token = rest.partition(":")
+    if host != _HOST or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return claimer not in _LIVE_WORKERS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's process
+        return False
+    return False
 
 
 _RunCache = dict[int, tuple[RunRecord, str | None] | None]
@@ -106,15 +122,14 @@ class DeliveryReport:
     errors: list[str] = field(default_factory=list)
 
 
-def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC") -> OutgoingDigest:
+def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC") -> Reply:
     """The message for a finished run: a notice's text, or the rendered digest with its CSV and chart."""
     if run.stats.get("kind") == NOTICE_KIND:
-        monitor_id = _int_or_none(run.stats.get("monitor_id"))
-        return OutgoingDigest(text=str(run.stats.get("text", "")), run_id=run.id, monitor_id=monitor_id)
+        return Reply(text=str(run.stats.get("text", "")) or "(empty notice)", purpose="notice", run_id=run.id)
     monitor_id = run.monitor_id if run.monitor_id is not None else _int_or_none(run.stats.get("monitor_id"))
-    title = topic or str(run.stats.get("topic") or run.query or "Digest")
+    title = escape_markdown(topic or str(run.stats.get("topic") or run.query or "Digest"))
     when = (run.finished_at or run.scheduled_for).astimezone(_zone(timezone))
-    header = f"**{title}** · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
+    suffix = f" · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"
     if run.digest is not None:
         try:
@@ -124,13 +139,12 @@ def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC") -
     attachments: list[Attachment] = []
     stem = str(run.stats.get("file_stem") or f"digest-{run.id}")
     files: tuple[tuple[str, AttachmentKind, str], ...] = (("csv", "document", ".csv"), ("chart", "image", ".png"))
-    for key, kind, suffix in files:
+    for key, kind, extension in files:
         raw = run.artifacts.get(key)
         if isinstance(raw, str) and raw and Path(raw).is_file():  # a file cleaned up since is simply left out
-            attachments.append(Attachment(path=Path(raw), filename=f"{stem}{suffix}", kind=kind))
-    return OutgoingDigest(
-        text=f"{header}\n\n{body}", attachments=tuple(attachments), run_id=run.id, monitor_id=monitor_id
-    )
+            caption = f"{title}{suffix}"[:1024] if kind == "image" else None  # the chart says what it counts
+            attachments.append(Attachment(path=Path(raw), filename=f"{stem}{extension}", kind=kind, caption=caption))
+    return Reply(text=f"**{title}**{suffix}\n\n{body}", attachments=tuple(attachments), purpose="digest", run_id=run.id)
 
 
 def _zone(name: str) -> tzinfo:
@@ -147,41 +161,42 @@ def _int_or_none(value: object) -> int | None:
 class DeliveryWorker:
     """Claims due outbox rows, sends each through the sender of its chat's platform, marks the outcome.
 
-    Rows of one chat go in order, one at a time; different chats are sent concurrently (bounded).
+    Rows of one chat go in order, one at a time; different chats are sent concurrently (bounded). `deliver(row)`
+    sends one claimed row and is usable on its own (a job queue may call it per row).
     """
 
     def __init__(
         self,
         database: Database,
-        senders: Mapping[str, ChatSender],
+        senders: Mapping[str, ChatSender[Any]],
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         batch_size: int = 50,
         concurrency: int = 8,
         poll_seconds: float = 5.0,
-        lease: timedelta = timedelta(minutes=5),
-        max_attempts: int = 8,
-        base_delay: timedelta = timedelta(seconds=30),
-        max_delay: timedelta = timedelta(hours=1),
+        lease: timedelta = DELIVERY_LEASE,
+        backoff: Backoff = OUTBOX_BACKOFF,
+        identity: str | None = None,
     ) -> None:
         self._database = database
         self._deliveries = DeliveryRepository(database)
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
-        self._senders: MutableMapping[str, ChatSender] = dict(senders)
+        self._senders: MutableMapping[str, ChatSender[Any]] = dict(senders)
         self._clock = clock
         self._batch_size = batch_size
         self._concurrency = asyncio.Semaphore(concurrency)
         self._poll_seconds = poll_seconds
         self._lease = lease
-        self._max_attempts = max_attempts
-        self._base_delay = base_delay
-        self._max_delay = max_delay
+        self._backoff = backoff
+        self.identity = identity or worker_identity()
+        _LIVE_WORKERS.add(self.identity)
+        self._in_flight: set[int] = set()
         self._wake = asyncio.Event()
         self._warned_platforms: set[str] = set()
 
-    def register(self, platform: str, sender: ChatSender) -> None:
+    def register(self, platform: str, sender: ChatSender[Any]) -> None:
         """Send this platform's rows through `sender` from now on (e.g. the terminal chat while it runs)."""
         self._senders[platform] = sender
         self._warned_platforms.discard(platform)
@@ -195,22 +210,41 @@ class DeliveryWorker:
         self._wake.set()
 
     async def run_forever(self, stop: asyncio.Event) -> None:
-        """Poll until `stop` is set; rows already due (e.g. left pending before a restart) go first."""
-        while not stop.is_set():
-            try:
-                report = await self.run_once()
-            except Exception:  # a database hiccup must not end delivery for good
-                logger.exception("delivery pass failed; retrying in %.0f s", self._poll_seconds)
-                report = DeliveryReport()
-            if report.claimed >= self._batch_size and not stop.is_set():
-                continue  # more rows are probably due right now
-            await self._sleep(stop)
+        """Poll until `stop` is set; rows already due (e.g. left pending before a restart) go first. While it
+        runs, the claims on rows being sent are renewed every third of the lease."""
+        renewing = asyncio.create_task(self._renew_claims(stop), name="delivery claim renewal")
+        try:
+            while not stop.is_set():
+                try:
+                    report = await self.run_once()
+                except Exception:  # a database hiccup must not end delivery for good
+                    logger.exception("delivery pass failed; retrying in %.0f s", self._poll_seconds)
+                    report = DeliveryReport()
+                if report.claimed >= self._batch_size and not stop.is_set():
+                    continue  # more rows are probably due right now
+                await self._sleep(stop, self._poll_seconds)
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
 
-    async def _sleep(self, stop: asyncio.Event) -> None:
+    async def _renew_claims(self, stop: asyncio.Event) -> None:
+        every = max(self._lease.total_seconds() / 3, 0.05)
+        while not stop.is_set():
+            await asyncio.sleep(every)
+            if self._in_flight:
+                try:
+                    await self._deliveries.renew(
+                        set(self._in_flight), worker=self.identity, until=self._clock() + self._lease
+                    )
+                except Exception:  # the next part's confirmation renews the claim too
+                    logger.warning("renewing delivery claims failed", exc_info=True)
+
+    async def _sleep(self, stop: asyncio.Event, seconds: float) -> None:
         stop_waiter = asyncio.ensure_future(stop.wait())
         wake_waiter = asyncio.ensure_future(self._wake.wait())
         try:
-            await asyncio.wait({stop_waiter, wake_waiter}, timeout=self._poll_seconds, return_when="FIRST_COMPLETED")
+            await asyncio.wait({stop_waiter, wake_waiter}, timeout=seconds, return_when="FIRST_COMPLETED")
         finally:
             for waiter in (stop_waiter, wake_waiter):
                 waiter.cancel()
@@ -219,38 +253,61 @@ class DeliveryWorker:
         self._wake.clear()
 
     async def run_once(self) -> DeliveryReport:
-        """Claim the rows due now and send them; returns what happened."""
+        """Take back what dead workers held, claim the rows due now and send them; returns what happened."""
         report = DeliveryReport()
+        await self._release_dead_claims()
         rows = await self._deliveries.claim_due(
-            self._clock(), limit=self._batch_size, lease=self._lease, platforms=set(self._senders)
+            self._clock(),
+            worker=self.identity,
+            limit=self._batch_size,
+            lease=self._lease,
+            platforms=set(self._senders),
         )
         report.claimed = len(rows)
         by_chat: dict[int, list[DeliveryRecord]] = {}
         for row in rows:
             by_chat.setdefault(row.chat_id, []).append(row)
-        runs: dict[int, tuple[RunRecord, str | None] | None] = {}
+        runs: _RunCache = {}
         await asyncio.gather(*(self._send_chat_rows(chat_rows, runs, report) for chat_rows in by_chat.values()))
         return report
 
-    async def _send_chat_rows(self, rows: Sequence[DeliveryRecord], runs: _RunCache, report: DeliveryReport) -> None:
+    async def _release_dead_claims(self) -> None:
+        now = self._clock()
+        dead = {claimer for claimer in await self._deliveries.claimants(now) if claimer_is_dead(claimer)}
+        if dead:
+            released = await self._deliveries.release_claims(dead, now=now)
+            logger.info("took back %d delivery claim(s) of dead worker(s) %s", released, ", ".join(sorted(dead)))
+
+    async def _send_chat_rows(self, rows: list[DeliveryRecord], runs: _RunCache, report: DeliveryReport) -> None:
         async with self._concurrency:
             for row in rows:
-                try:
-                    gone = await self._send_row(row, runs, report)
-                except Exception as error:  # one bad row must never stop the others
-                    error_id = uuid.uuid4().hex[:8]
-                    logger.exception("delivery %d failed unexpectedly [error id %s]", row.id, error_id)
-                    report.errors.append(error_id)
-                    await self._fail(row, f"{type(error).__name__}: {error} (error id {error_id})", report)
-                    gone = False
+                gone = await self.deliver(row, runs=runs, report=report)
                 if gone:
                     return  # give_up_for_chat already made the chat's other rows dead
 
-    async def _send_row(self, row: DeliveryRecord, runs: _RunCache, report: DeliveryReport) -> bool:
-        """Send one row; True when the chat turned out to be gone."""
+    async def deliver(
+        self, row: DeliveryRecord, *, runs: _RunCache | None = None, report: DeliveryReport | None = None
+    ) -> bool:
+        """Send one row this worker claimed, from the first part not yet confirmed, and record the outcome.
+        Never raises for the row's own failures; True when its chat turned out to be gone."""
+        report = report if report is not None else DeliveryReport()
+        self._in_flight.add(row.id)
+        try:
+            return await self._deliver(row, runs if runs is not None else {}, report)
+        except Exception as error:  # one bad row must never stop the others
+            error_id = new_error_id()
+            logger.exception("delivery %d failed unexpectedly [error id %s]", row.id, error_id)
+            report.errors.append(error_id)
+            await self._fail(row, f"{type(error).__name__}: {error} (error id {error_id})", report)
+            return False
+        finally:
+            self._in_flight.discard(row.id)
+
+    async def _deliver(self, row: DeliveryRecord, runs: _RunCache, report: DeliveryReport) -> bool:
         chat = await self._chats.get(row.chat_id)
         if chat is None or not chat.active:
-            await self._deliveries.mark_failed(row.id, error="chat is gone or inactive", permanent=True)
+            await self._deliveries.mark_failed(row.id, error="chat is gone or inactive", retry_at=None)
+            logger.info("delivery %d to chat %d: not sent — the chat is gone or inactive", row.id, row.chat_id)
             report.dead += 1
             return False
         sender = self._senders.get(chat.platform)
@@ -268,34 +325,64 @@ class DeliveryWorker:
             runs[row.run_id] = await self._load_run(row.run_id)
         loaded = runs[row.run_id]
         if loaded is None:
-            await self._deliveries.mark_failed(row.id, error="the run no longer exists", permanent=True)
+            await self._deliveries.mark_failed(row.id, error="the run no longer exists", retry_at=None)
             report.dead += 1
             return False
-        message = build_message(loaded[0], topic=loaded[1], timezone=chat.timezone)
+        parts = sender.parts(build_message(loaded[0], topic=loaded[1], timezone=chat.timezone))
+        done = min(row.parts_sent, len(parts))
+        where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
+        if done or row.attempts > 1:
+            logger.info(
+                "delivery %d to %s: resending (attempt %d), %d of %d parts confirmed before",
+                row.id, where, row.attempts, done, len(parts),
+            )  # fmt: skip
+        sent_before, moves = done, 0
         try:
-            try:
-                await sender.send(chat, message)
-            except ChatMoved as moved:
-                updated = await move_chat(self._database, chat, moved.new_external_id)
-                if updated is None:
-                    raise ChatGone("chat vanished while moving") from moved
-                await sender.send(updated, message)
+            while done < len(parts):
+                try:
+                    await sender.send_part(chat, parts[done])
+                except ChatMoved as moved:
+                    moves += 1
+                    if moves > 1:  # moved twice in one attempt: let a later attempt sort it out
+                        raise DeliveryError(f"chat moved again: {moved}") from moved
+                    updated = await move_chat(self._database, chat, moved.new_external_id)
+                    if updated is None:
+                        raise ChatGone("chat vanished while moving") from moved
+                    chat = updated
+                    continue  # the same part again, to the new id
+                done += 1
+                if not await self._deliveries.record_parts_sent(
+                    row.id, done, worker=self.identity, until=self._clock() + self._lease
+                ):
+                    logger.warning(
+                        "delivery %d to %s: claim lost after %d of %d parts; another worker goes on",
+                        row.id, where, done, len(parts),
+                    )  # fmt: skip
+                    return False
         except RetryLater as error:
+            self._log_attempt(row, where, sent_before, done, len(parts), f"retry later ({error})")
             await self._fail(row, str(error) or "retry later", report, retry_after=error.retry_after)
             return False
         except ChatGone as error:
+            self._log_attempt(row, where, sent_before, done, len(parts), f"chat gone ({error})")
             await mark_chat_gone(self._database, chat, reason=str(error) or "chat is gone")
             report.dead += 1
             return True
-        except ChatMoved as error:  # moved twice in a row: let the next pass try again
-            await self._fail(row, f"chat moved again: {error}", report)
-            return False
         except DeliveryError as error:
+            self._log_attempt(row, where, sent_before, done, len(parts), f"refused ({error})")
             await self._fail(row, str(error) or type(error).__name__, report)
             return False
-        await self._deliveries.mark_sent(row.id, now=self._clock())
+        await self._deliveries.mark_sent(row.id, now=self._clock(), parts_sent=done)
+        self._log_attempt(row, where, sent_before, done, len(parts), "sent")
         report.sent += 1
         return False
+
+    @staticmethod
+    def _log_attempt(row: DeliveryRecord, where: str, before: int, done: int, total: int, result: str) -> None:
+        logger.info(
+            "delivery %d (run %d) to %s, attempt %d: parts %d→%d of %d sent; %s",
+            row.id, row.run_id, where, row.attempts, before, done, total, result,
+        )  # fmt: skip
 
     async def _load_run(self, run_id: int) -> tuple[RunRecord, str | None] | None:
         """The run and its monitor's topic (None for runs without a monitor)."""
@@ -311,17 +398,9 @@ class DeliveryWorker:
     async def _fail(
         self, row: DeliveryRecord, error: str, report: DeliveryReport, *, retry_after: float | None = None
     ) -> None:
-        wait = timedelta(seconds=retry_after) if retry_after is not None and retry_after >= 0 else None
-        updated = await self._deliveries.mark_failed(
-            row.id,
-            error=error[:500],
-            now=self._clock(),
-            retry_after=wait,
-            max_attempts=self._max_attempts,
-            # The platform's own wait, when it gives one, is the delay; otherwise exponential backoff.
-            base_delay=timedelta(0) if wait is not None else self._base_delay,
-            max_delay=self._max_delay,
-        )
+        wait = self._backoff.delay(row.attempts, retry_after)
+        retry_at = self._clock() + timedelta(seconds=wait) if wait is not None else None
+        updated = await self._deliveries.mark_failed(row.id, error=error[:500], retry_at=retry_at)
         if updated is not None and updated.status is DeliveryStatus.DEAD:
             logger.warning("delivery %d given up after %d attempts: %s", row.id, updated.attempts, error)
             report.dead += 1

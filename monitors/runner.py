@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,9 +15,23 @@ from pydantic import ValidationError
 from pydantic_ai.models import Model
 
 from monitors.delivery import NOTICE_KIND
+from monitors.error_ids import new_error_id
 from monitors.schedule import Schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
-from research import Digest, PipelineRequest, PipelineResult, ProgressCallback, load_plan, record_usage, safe_stem
+from research import (
+    Digest,
+    LlmUsage,
+    PipelineRequest,
+    PipelineResult,
+    ProgressCallback,
+    UsageKind,
+    chat_folder,
+    escape_markdown,
+    export_stem,
+    load_plan,
+    record_usage,
+    sum_usage,
+)
 from sources import Engagement, Item, Source
 from storage import (
     ChatRecord,
@@ -151,7 +164,7 @@ class MonitorRunner:
             await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
             raise
         except Exception as error:  # one monitor's failure must never take the process down
-            error_id = uuid.uuid4().hex[:8]
+            error_id = new_error_id()
             logger.exception("monitor %d run %d failed [error id %s]", monitor.id, run.id, error_id)
             failure = _Failure(error=f"{type(error).__name__}: {error}", error_id=error_id)
             return await self._failed(monitor, run, schedule, failure)
@@ -162,7 +175,7 @@ class MonitorRunner:
         try:
             return await self._store(monitor, run, result, schedule=schedule, asking_chat=asking_chat)
         except Exception as error:
-            error_id = uuid.uuid4().hex[:8]
+            error_id = new_error_id()
             logger.exception("monitor %d run %d could not be stored [error id %s]", monitor.id, run.id, error_id)
             return await self._failed(
                 monitor, run, schedule, _Failure(error=f"{type(error).__name__}", error_id=error_id)
@@ -210,8 +223,9 @@ class MonitorRunner:
             request,
             light_model=self._light if use_models else None,
             heavy_model=self._heavy if use_models else None,
-            out_dir=self._out_dir,
-            stem=f"{safe_stem(monitor.topic, until)}-{_owner_tag(monitor)}-r{run.id}",
+            # The files go to the folder of the chat that asked (or the owner's), named by the one scheme.
+            out_dir=self._out_dir / (chat_folder(reader.platform, reader.external_id) if reader else "monitors"),
+            stem=run_file_stem(monitor, run),
             progress=progress,
             now=self._clock,
         )
@@ -245,8 +259,8 @@ class MonitorRunner:
         delivered = set(result.new_item_ids) if deliver and linked else set()
         status: RunStatusText = "empty" if result.nothing_new else "ok"
         exports = result.exports
-        files = (("csv", exports.csv), ("json", exports.json), ("chart", exports.chart))
-        artifacts = {name: path for name, path in files if path is not None}
+        files = (("csv", exports.csv), ("json", exports.json), ("chart", exports.chart)) if exports else ()
+        artifacts = {name: path for name, path in files}
         source_errors = tuple(dict.fromkeys(f"{o.source}: {o.message or o.error_kind}" for o in result.source_errors))
         outcome = RunOutcome(
             finished_at=now,
@@ -260,7 +274,7 @@ class MonitorRunner:
                 "delivered": deliver,
                 "plan_refreshed": result.plan_refreshed,
                 "source_errors": list(source_errors),
-                "file_stem": safe_stem(monitor.topic, run.scheduled_for),
+                "file_stem": run_file_stem(monitor, run),
             },
             digest=result.digest.model_dump(mode="json"),
             artifacts={name: str(path) for name, path in artifacts.items()},
@@ -291,13 +305,14 @@ class MonitorRunner:
         if linked:
             next_run = schedule.next_run(max(run.scheduled_for, now)) if schedule is not None else None
             await self._monitors.record_result(monitor.id, status=status, finished_at=now, next_run_at=next_run)
-        await record_usage(
-            self._database,
-            chat_id=asking_chat.id if asking_chat else monitor.owner_chat_id,
-            now=now,
-            usage=result.usage,
-            kind="monitor",
-        )
+        for kind, usage in usage_by_kind(result):
+            await record_usage(
+                self._database,
+                chat_id=asking_chat.id if asking_chat else monitor.owner_chat_id,
+                now=now,
+                usage=usage,
+                kind=kind,
+            )
         if rows and self._on_queued is not None:
             self._on_queued()
         logger.info(
@@ -360,10 +375,12 @@ class MonitorRunner:
         now = self._clock()
         chat = await self._chats.get(monitor.owner_chat_id)
         zone = ZoneInfo(chat.timezone if chat else "UTC")
-        errors = "\n".join(f"- {error}" for error in failure.source_errors[:8]) or f"- {failure.error}"
+        errors = "\n".join(f"- {escape_markdown(error)}" for error in failure.source_errors[:8])
+        errors = errors or f"- {escape_markdown(failure.error)}"
         when = f"; next try {next_run.astimezone(zone):%Y-%m-%d %H:%M %Z}" if next_run else ""
         text = (
-            f"⚠️ Monitor #{monitor.id} “{monitor.topic}” failed {monitor.consecutive_failures} runs in a row:\n"
+            f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}” failed "
+            f"{monitor.consecutive_failures} runs in a row:\n"
             f"{errors}\nI'll keep trying, less often{when}. Send /pause {monitor.id} to stop it."
         )
         notice = await self._runs.open_search_run(chat_id=monitor.owner_chat_id, query=f"notice: monitor #{monitor.id}")
@@ -377,9 +394,10 @@ class MonitorRunner:
             self._on_queued()
 
 
-def _owner_tag(monitor: MonitorRecord) -> str:
-    """`m<id>` in the file names of a monitor's runs, `search` for a one-off search."""
-    return "search" if monitor.id == TRANSIENT_MONITOR_ID else f"m{monitor.id}"
+def run_file_stem(monitor: MonitorRecord, run: RunRecord) -> str:
+    """The name of a run's files on disk and as sent: `deepseek-20261122-0830-m1-r7`, `…-search-r8` for /search."""
+    owner = "search" if monitor.id == TRANSIENT_MONITOR_ID else f"m{monitor.id}"
+    return export_stem(monitor.topic, run.scheduled_for, f"{owner}-r{run.id}")
 
 
 def _digest_of(run: RunRecord | None) -> Digest | None:
@@ -430,3 +448,12 @@ def _item_of(record: ItemRecord) -> Item:
         query=record.query,
         collected_at=record.collected_at,
     )
+
+
+def usage_by_kind(result: PipelineResult) -> list[tuple[UsageKind, LlmUsage]]:
+    """A run's usage as `/usage` shows it: the embeddings of its items apart from its language-model steps."""
+    steps = result.report.usage if result.report is not None else {}
+    if "embeddings" not in steps:
+        return [("monitor", result.usage)]
+    language = sum_usage([usage for step, usage in steps.items() if step not in ("total", "embeddings")])
+    return [("monitor", language), ("embedding", steps["embeddings"])]

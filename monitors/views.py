@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from research import Digest, render_digest_markdown
+from research import Digest, escape_markdown, render_digest_markdown
 
 RunStatusText = Literal["ok", "empty", "failed", "skipped"]
 """How a monitor run ended, as `/monitors` shows it: `ok` (digest queued), `empty` (nothing new, quiet),
@@ -65,14 +65,17 @@ class MonitorView:
     exclude_keywords: tuple[str, ...] = ()
     language: str | None = None
 
-    def summary(self) -> str:
-        """One markdown paragraph for `/monitors` and for the reply to `/track`."""
+    def summary(self, *, owner: str | None = None) -> str:
+        """One markdown paragraph for `/monitors` and for the reply to `/track`; `owner` names the owner chat
+        (`telegram:123`) where listings span chats."""
         state = "paused" if self.paused else (f"next {self.next_run:%Y-%m-%d %H:%M %Z}" if self.next_run else "")
         quiet = " · quiet" if self.quiet else ""
+        quiet += f" · owner {escape_markdown(owner)}" if owner else ""
+        last_run = f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else ""
         return (
-            f"**#{self.id} {self.topic}** — {self.schedule}{quiet}\n"
-            f"{state} · sources: {', '.join(self.sources)}\n"
-            f"last: {self.last_result}" + (f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else "")
+            f"**#{self.id} {escape_markdown(self.topic)}** — {self.schedule}{quiet}\n"
+            f"{state} · sources: {escape_markdown(', '.join(self.sources))}\n"
+            f"last: {escape_markdown(self.last_result)}{last_run}"
         )
 
 
@@ -105,5 +108,5 @@ class RunSummary:
             return render_digest_markdown(self.digest)
         if self.status == "failed":
             suffix = f" (error id {self.error_id})" if self.error_id else ""
-            return f"The run failed: {self.error or 'unknown error'}{suffix}."
+            return f"The run failed: {escape_markdown(self.error or 'unknown error')}{suffix}."
         return "Nothing new to report."

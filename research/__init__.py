@@ -27,13 +27,29 @@ from research.digest import (
     DisputedClaim,
     PreviousDigest,
     QualityCheck,
+    escape_markdown,
     extractive_digest,
     llm_digest,
     render_digest_markdown,
 )
-from research.export import CSV_COLUMNS, ExportPaths, guard_cell, safe_stem, write_csv_rows, write_exports
+from research.embeddings import EmbeddedItems, ItemEmbedder, VectorCache
+from research.export import (
+    CLI_FOLDER,
+    COLLECTION_CSV_COLUMNS,
+    RUN_CSV_COLUMNS,
+    STORED_ITEMS_CSV_COLUMNS,
+    ExportPaths,
+    chat_folder,
+    export_stem,
+    guard_cell,
+    safe_stem,
+    write_csv_rows,
+    write_exports,
+    write_stored_items_csv,
+)
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
+from research.language import detect_language, with_languages
 from research.llm import (
     FailureKind,
     ModelSet,
@@ -55,8 +71,11 @@ from research.reputation import SourceKind, outlet_of, source_kind
 from research.usage import USAGE_KIND_LABELS, LlmUsage, UsageKind, estimate_cost_usd, record_usage, sum_usage
 
 __all__ = [
-    "CSV_COLUMNS",
+    "CLI_FOLDER",
+    "COLLECTION_CSV_COLUMNS",
+    "RUN_CSV_COLUMNS",
     "STAGES",
+    "STORED_ITEMS_CSV_COLUMNS",
     "USAGE_KIND_LABELS",
     "CitedItem",
     "Cluster",
@@ -71,9 +90,11 @@ __all__ = [
     "Digest",
     "DigestResult",
     "DisputedClaim",
+    "EmbeddedItems",
     "ExportPaths",
     "FailureKind",
     "ItemCritique",
+    "ItemEmbedder",
     "LlmUsage",
     "ModelSet",
     "NumberedItem",
@@ -95,10 +116,15 @@ __all__ = [
     "SourceKind",
     "StopReason",
     "UsageKind",
+    "VectorCache",
+    "chat_folder",
     "cluster_items",
     "collect",
     "describe_failure",
+    "detect_language",
+    "escape_markdown",
     "estimate_cost_usd",
+    "export_stem",
     "extractive_digest",
     "failure_kind",
     "failure_leaves",
@@ -122,7 +148,9 @@ __all__ = [
     "safe_stem",
     "source_kind",
     "sum_usage",
+    "with_languages",
     "write_csv_rows",
     "write_exports",
+    "write_stored_items_csv",
     "write_volume_chart",
 ]

@@ -13,7 +13,8 @@ from typing import Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
-from research.dedupe import normalise
+from research.language import with_languages
+from research.terms import normalise
 from sources import Item, SearchQuery, Source, SourceError, SourceErrorKind, utc_now
 
 logger = logging.getLogger(__name__)
@@ -168,6 +169,9 @@ async def _search_one(
                 item if item.query else item.model_copy(update={"query": query.text})
                 for item in batch.items[: max(query.limit, 0)]
             ]
+            # The language of each item's own text where the source does not state it (off the event loop: the
+            # detector loads its model on first use).
+            items = await asyncio.to_thread(with_languages, items)
             outcome = SearchOutcome(
                 source=source.name,
                 query=query.text,

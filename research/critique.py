@@ -29,6 +29,7 @@ from research.rank import RankedItem
 from research.reputation import SourceKind as SourceKind  # re-exported: part of the critique's vocabulary
 from research.reputation import outlet_of as outlet_of
 from research.reputation import source_kind as source_kind
+from research.sentiment import Sentiment, SentimentLabel, label_of, lexicon_sentiment
 from research.usage import LlmUsage
 from sources import Item, utc_now
 
@@ -160,6 +161,8 @@ class ItemCritique(BaseModel):
     reason: str
     """One line: primary or secondary source, corroboration, recency."""
     assessed_by: Literal["model", "heuristic"]
+    sentiment: Sentiment | None = None
+    """The item's tone: the model's, else the lexicon's where the language has one; None when unknown."""
 
     @property
     def score(self) -> float:
@@ -232,6 +235,7 @@ def heuristic_item_critique(entry: NumberedItem, *, now: datetime) -> ItemCritiq
     else:
         corroboration = "1 other outlet carries it" if others == 1 else f"{others} other outlets carry it"
     reason = f"{kind.label} ({outlet_of(entry.item)}); {corroboration}; {_age_words(entry.item.published, now)}"
+    item = entry.item
     return ItemCritique(
         number=entry.number,
         item_id=entry.item.id,
@@ -242,6 +246,7 @@ def heuristic_item_critique(entry: NumberedItem, *, now: datetime) -> ItemCritiq
         outlets=entry.outlets,
         reason=reason,
         assessed_by="heuristic",
+        sentiment=lexicon_sentiment(f"{item.title}. {item.text[:300]}", item.language),
     )
 
 
@@ -312,6 +317,10 @@ class ModelItemAssessment(BaseModel):
     """0 = unsupported rumour, 1 = primary source corroborated by independent outlets."""
     reason: str
     """One short line: primary or secondary source, how many outlets corroborate, how recent."""
+    sentiment: float | None = Field(default=None, ge=-1, le=1)
+    """The item's tone: -1 very negative, 0 neutral, 1 very positive (about the news, not about the topic)."""
+    tone: SentimentLabel | None = None
+    """positive, negative, neutral, or mixed."""
 
 
 class ModelContradiction(BaseModel):
@@ -351,7 +360,8 @@ For EVERY item, by its number, give:
 - credibility (0 to 1): primary sources (papers, official repositories, official announcements, filings) \
 rank above established outlets, which rank above other reporting, aggregators and lone social posts; more \
 independent outlets carrying the same story raise credibility; sensational unsourced claims lower it;
-- reason: one short line naming the source type, how many outlets corroborate it, and how recent it is.
+- reason: one short line naming the source type, how many outlets corroborate it, and how recent it is;
+- sentiment (-1 to 1) and tone (positive, negative, neutral or mixed): how the news reads for the topic.
 Then list contradictions: groups of item numbers whose claims conflict, with the claim in dispute.
 
 {UNTRUSTED_NOTE}"""
@@ -406,6 +416,9 @@ def merge_model_critique(
             "reason": one_line(verdict.reason, REASON_CHARS) or fallback.reason,
             "assessed_by": "model",
         }
+        if verdict.sentiment is not None:
+            label = label_of(verdict.sentiment) if verdict.tone in (None, "unknown") else verdict.tone
+            update["sentiment"] = Sentiment(score=verdict.sentiment, label=label, assessed_by="model")
         items.append(fallback.model_copy(update=update))
     contradictions = []
     for contradiction in answer.contradictions:

@@ -1,163 +1,108 @@
-"""Drop exact duplicates (same id or URL) and cluster near-duplicates (the same story told by many outlets).
+"""Drop exact duplicates (same id or URL) and cluster near-duplicates into stories (one story, many outlets).
 
-Near-duplicates are found by an IDF-weighted Jaccard similarity of the normalised title + lead. Latin,
-Cyrillic and other space-separated scripts give word tokens (stop words dropped, a light plural strip);
-Chinese, Japanese, Korean and Thai give character bigrams, since words there are not separated by spaces
-and Korean glues particles to nouns. Token weights are IDF over
-everything the `Deduper` has seen, with reporting boilerplate ("billion", "quarter", "said") counted less,
-and a penalty when both items quote figures and share none. An item joins the story whose members are on
-average most similar to it, when that mean reaches `threshold` (average link: one loose link cannot chain two
-look-alike stories); candidates come from an inverted index over rarer tokens, so adding an item costs far
-less than comparing it with everything seen.
+Lexical path (no model): each item's title and lead become terms in its language (`research.terms`: jieba for
+Chinese, TinySegmenter for Japanese, words elsewhere), each weighted by how rare the word is in the language at
+large (wordfreq) and a little less when most items seen share it (the topic's own name). Two items are compared
+by the weighted cosine of their terms, lowered when both quote figures and share none. Semantic path: when item
+vectors are given (`research.embeddings`), pairs of items that both have one are compared by cosine instead, which
+also joins reports in different languages.
 
-A cluster's representative is its most engaged member; ties go to the earliest published, then to the
-one with the most text (the most complete).
+Items become stories by average-link agglomeration: pairs are merged best first, and two groups merge only while
+their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Ties
+are broken by item id, never by input order, so a batch gives the same stories in any order. Stories from earlier
+`add` calls keep their members and ids; new items may join them, but two earlier stories never merge.
+
+A cluster's representative is its most engaged member; ties go to the earliest published, then to the one with
+the most text (the most complete).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
+from research.language import detect_language
+from research.terms import story_terms
 from sources import Item, canonical_url
 
-DEFAULT_THRESHOLD = 0.09
-"""Similarity at which two items count as the same story (tuned on tests/research/payloads/headlines.json)."""
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
-LEAD_TOKENS = 25
-"""How many tokens of the text count as the lead; later text is about details, not the story's identity."""
+__all__ = [
+    "DEFAULT_EMBEDDING_THRESHOLD",
+    "DEFAULT_THRESHOLD",
+    "Cluster",
+    "DedupeResult",
+    "Deduper",
+    "Fingerprint",
+    "PairScores",
+    "VectorLookup",
+    "cluster_items",
+    "fingerprint",
+    "pair_scores",
+]
 
-_WORD = re.compile(r"[^\W_]+(?:[.,'][^\W_]+)*", re.UNICODE)
-_NO_SPACE_SCRIPTS = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u0e00-\u0e7f]+"
-)
+DEFAULT_THRESHOLD = 0.18
+"""Mean weighted-cosine similarity at which items count as one story on the lexical path (chosen on the dev halves
+of real labelled English news by bench/cluster_real.py --sweep; see bench/README.md)."""
 
+DEFAULT_EMBEDDING_THRESHOLD = 0.82
+"""Mean cosine similarity of embedding vectors at which items count as one story on the semantic path."""
 
-def _word_set(*lines: str) -> frozenset[str]:
-    return frozenset(" ".join(lines).split())
+LEAD_TERMS = 40
+"""How many terms of the text count as the lead; later text is about details, not the story's identity."""
 
+COMMON_WORD_RARITY = 6.0
+"""Rarity (-ln frequency) below which a word carries no weight: "the", "says", "after" tell no story apart."""
 
-_STOP_WORDS = _word_set(
-    # English
-    "a an the and or but of to in on at by for with from as is are was were be been its it this that "
-    "these those has have had will would can could may says said say after over into about than more "
-    "new up out off amid as after before than all its their his her he she they we you not no"
-    # German, French, Spanish, Portuguese, Italian, Dutch: the commonest function words only
-    " der die das und ein eine im in zu den dem des mit von für auf ist sind bei nach um"
-    " le la les un une des du de et au aux en pour sur dans par est sont"
-    " el los las y del al por con para una es se su lo como"
-    " o os as do da dos das em um uma com"
-    " il lo gli di e che per con"
-    " het een en van op te voor met"
-    # Russian
-    " и в во на по с со к о об от за из для не что это как у же",
-)
+CANDIDATE_FLOOR = 0.5
+"""Pairs less similar than this share of the threshold are not linked at all (they only ever lower a mean)."""
 
-
-# Reporting and finance boilerplate: shared by unrelated stories, so it counts less. Kept to words about how
-# news is reported, not what it is about, so look-alike stories (same event type) are not pushed apart by hand.
-_BOILERPLATE = _word_set(
-    "billion million trillion bn percent year quarter first second third fourth revenue sale profit "
-    "earning forecast estimate expectation beat report reported company firm market share stock investor "
-    "analyst week month day monday tuesday wednesday thursday friday saturday sunday today latest chief "
-    "executive ceo official government people according source told statement announced announce "
-    "launch launched release released unveil unveiled",
-)
-BOILERPLATE_WEIGHT = 0.4
-
-_AMOUNT_UNIT = re.compile(r"(\d)(bn|billion|m|mn|million|k|tn|trillion)\b")
-"""`$57bn` and `57 billion` should meet: split the unit off the number."""
-
-
-def is_stop_word(word: str) -> bool:
-    """Whether a word is a function word ("the", "der", "и", ...) in one of the languages we know."""
-    return normalise(word) in _STOP_WORDS
-
-
-def normalise(text: str) -> str:
-    """NFKC, case-folded, with accents kept (they carry meaning in many languages) and spaces collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-_UNITS = {"bn": "billion", "mn": "million", "m": "million", "tn": "trillion", "k": "thousand"}
-
-
-def _word_token(word: str) -> str | None:
-    word = _UNITS.get(word, word)
-    if word in _STOP_WORDS or (len(word) < 2 and not word.isdigit()):
-        return None
-    word = word.replace(",", ".") if any(c.isdigit() for c in word) else word
-    if word.endswith("'s"):
-        word = word[:-2]
-    # A light plural strip so "chips"/"chip" and "recalls"/"recall" meet; never on short words or numbers.
-    if len(word) > 4 and word.endswith("s") and not word.endswith("ss") and word.isalpha():
-        word = word[:-1]
-    return word
-
-
-def tokens(text: str, *, limit: int | None = None) -> list[str]:
-    """Tokens of `text`: words for space-separated scripts, character bigrams for CJK and Thai."""
-    out: list[str] = []
-    for match in _WORD.finditer(_AMOUNT_UNIT.sub(r"\1 \2", normalise(text))):
-        run = match.group()
-        position = 0
-        for chunk in _NO_SPACE_SCRIPTS.finditer(run):
-            if chunk.start() > position:
-                token = _word_token(run[position : chunk.start()])
-                if token:
-                    out.append(token)
-            piece = chunk.group()
-            out.extend(piece[i : i + 2] for i in range(max(len(piece) - 1, 1)))
-            position = chunk.end()
-        if position < len(run):
-            token = _word_token(run[position:])
-            if token:
-                out.append(token)
-        if limit is not None and len(out) >= limit:
-            return out[:limit]
-    return out
-
-
-_YEAR = re.compile(r"(19|20)\d\d")
-_LATIN_OR_CYRILLIC_WORD = re.compile(r"[a-z\u00c0-\u024f\u0400-\u04ff][\w.-]{2,}")
+ONE_TERM_FACTOR = 0.6
+"""Similarity is multiplied by this when two items share one weighted term only: one name in common ("DeepSeek")
+is a subject, not yet a story."""
 
 NUMBER_CONFLICT_FACTOR = 0.6
 """Similarity is multiplied by this when both items quote figures and share none of them: "recalls 239,000
 cars" and "recalls 850,000 cars" are different stories even when the rest of the wording is alike."""
 
-SUBJECT_CONFLICT_FACTOR = 0.5
-"""Similarity is multiplied by this when neither headline mentions the other's first word: headlines lead
-with their subject ("Tesla recalls ...", "Ford recalls ..."), while outlets telling the same story name the
-same subject somewhere ("EU fines Apple" / "Apple hit with EU fine")."""
+_YEAR = re.compile(r"(19|20)\d\d")
 
 
 @dataclass(frozen=True)
 class Fingerprint:
     """What two items are compared on."""
 
-    tokens: frozenset[str]
-    """Tokens of the whole title plus the lead of the text."""
+    terms: dict[str, float]
+    """Distinct terms of the title and lead, each with its rarity in the item's language."""
     figures: frozenset[str]
-    """The tokens that are figures (amounts, counts, model numbers), years excepted."""
-    subject: str | None
-    """The headline's first word when it is a content word in a space-separated script."""
+    """The terms that are figures (amounts, counts, model numbers), years excepted."""
+    language: str | None
+
+    @property
+    def tokens(self) -> frozenset[str]:
+        return frozenset(self.terms)
 
 
-def fingerprint(title: str, text: str = "") -> Fingerprint:
-    """Build the fingerprint of a title and its text."""
-    title_tokens = tokens(title)
-    all_tokens = frozenset(title_tokens) | frozenset(tokens(text, limit=LEAD_TOKENS))
-    figures = frozenset(t for t in all_tokens if any(c.isdigit() for c in t) and not _YEAR.fullmatch(t))
-    first = title_tokens[0] if title_tokens else None
-    subject = first if first and _LATIN_OR_CYRILLIC_WORD.fullmatch(first) else None
-    return Fingerprint(tokens=all_tokens, figures=figures, subject=subject)
+def fingerprint(title: str, text: str = "", *, language: str | None = None) -> Fingerprint:
+    """Build the fingerprint of a title and its text (the language is detected when not given)."""
+    language = language or detect_language(f"{title}\n{text[:300]}")
+    title_terms = story_terms(title, language)
+    lead_terms = story_terms(text, language, limit=LEAD_TERMS) if text else None
+    terms = dict(title_terms.rarity)
+    if lead_terms is not None:
+        for term, weight in lead_terms.rarity.items():
+            terms.setdefault(term, weight)
+    figures = frozenset(t for t in terms if any(c.isdigit() for c in t) and not _YEAR.fullmatch(t))
+    return Fingerprint(terms=terms, figures=figures, language=language)
 
 
 _OLDEST = datetime.min.replace(tzinfo=UTC)
@@ -205,17 +150,33 @@ class DedupeResult(BaseModel):
     cluster_of: dict[str, str] = Field(default_factory=dict)
     """Cluster id of each new item, by item id."""
     new_clusters: NonNegativeInt = 0
-    """How many of the new items started a story of their own."""
+    """How many stories this batch started."""
+
+
+VectorLookup = Mapping[str, Sequence[float]]
+"""Unit-length embedding vectors by item id (see `research.embeddings`)."""
 
 
 class Deduper:
     """Remembers every item it has seen, across calls, and which story each belongs to."""
 
-    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, common_share: float = 0.2) -> None:
-        """`threshold`: similarity that makes two items one story. `common_share`: tokens found in more than
-        this share of items (e.g. the topic's own name) are not used to find candidates, only to score."""
+    def __init__(
+        self,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        vectors: VectorLookup | None = None,
+        embedding_threshold: float = DEFAULT_EMBEDDING_THRESHOLD,
+        topic: str | None = None,
+    ) -> None:
+        """`threshold`: mean lexical similarity that makes items one story. `vectors`: embedding vectors by item
+        id; pairs where both items have one are compared by cosine against `embedding_threshold` instead.
+        `topic`: what the items were collected for (a monitor's topic); its words tell none of them apart, so they
+        carry no weight."""
         self.threshold = threshold
-        self.common_share = common_share
+        self.embedding_threshold = embedding_threshold
+        self._vectors = vectors or {}
+        self._topic_terms = frozenset(story_terms(topic, None).terms) if topic else frozenset()
+
         self._items: list[Item] = []
         self._fingerprints: list[Fingerprint] = []
         self._cluster_index: list[int] = []
@@ -223,8 +184,6 @@ class Deduper:
         self._index_of_id: dict[str, int] = {}
         self._urls: set[str] = set()
         self._postings: defaultdict[str, list[int]] = defaultdict(list)
-        self._df: Counter[str] = Counter()
-        self._documents = 0
 
     @property
     def items(self) -> list[Item]:
@@ -254,85 +213,295 @@ class Deduper:
     def add(self, items: Iterable[Item]) -> DedupeResult:
         """Take a batch: drop what was seen, file the rest under a story (an old one or a new one)."""
         result = DedupeResult()
-        fresh: list[tuple[Item, Fingerprint]] = []
+        start = len(self._items)
         batch_ids: set[str] = set()
         batch_urls: set[str] = set()
         for item in items:
             key = canonical_url(item.url)
-            if self.seen(item) or item.id in batch_ids or key in batch_urls:
+            if item.id in self._index_of_id or key in self._urls or item.id in batch_ids or key in batch_urls:
                 result.duplicates.append(item)
                 continue
             batch_ids.add(item.id)
             batch_urls.add(key)
-            fresh.append((item, fingerprint(item.title, item.text)))
-        # Count the whole batch before comparing, so token weights reflect everything known, not the order.
-        for _, fingerprint_ in fresh:
-            self._df.update(fingerprint_.tokens)
-        self._documents += len(fresh)
-        for item, fingerprint_ in fresh:
-            before = len(self._clusters)
-            cluster = self._file(item, fingerprint_)
+            index = len(self._items)
+            fingerprint_ = fingerprint(item.title, item.text, language=item.language)
+            self._items.append(item)
+            self._fingerprints.append(fingerprint_)
+            self._cluster_index.append(-1)
+            self._index_of_id[item.id] = index
+            self._urls.add(key)
+            for term in fingerprint_.terms:
+                self._postings[term].append(index)
+        fresh = list(range(start, len(self._items)))
+        before = len(self._clusters)
+        self._agglomerate(fresh)
+        for index in fresh:
+            item = self._items[index]
             result.new.append(item)
-            result.cluster_of[item.id] = f"c{cluster + 1}"
-            result.new_clusters += len(self._clusters) > before
+            result.cluster_of[item.id] = f"c{self._cluster_index[index] + 1}"
+        result.new_clusters = len(self._clusters) - before
         return result
 
+    # ---- similarity ------------------------------------------------------------------------------------
+
+    def _weights(self, fingerprint_: Fingerprint) -> dict[str, float]:
+        """Each term's weight: how much rarer than a common word it is in the language at large (nothing for common
+        words and for the topic's own words). It does not depend on the batch: a big story's key words are as
+        telling in a batch it fills as in one where it is alone (real news says damping shared words loses it)."""
+        return {
+            term: rarity - COMMON_WORD_RARITY
+            for term, rarity in fingerprint_.terms.items()
+            if rarity > COMMON_WORD_RARITY and term not in self._topic_terms
+        }
+
     def similarity(self, a: Fingerprint, b: Fingerprint) -> float:
-        """IDF-weighted Jaccard similarity of two fingerprints (with the document counts seen so far),
-        lowered when their figures or their headline subjects conflict."""
-        if not a.tokens or not b.tokens:
+        """Weighted cosine of two fingerprints' terms (with the weights of everything seen so far), lowered when
+        both quote figures and share none."""
+        wa, wb = self._weights(a), self._weights(b)
+        na = math.sqrt(sum(w * w for w in wa.values()))
+        nb = math.sqrt(sum(w * w for w in wb.values()))
+        if not na or not nb:
             return 0.0
-        total = self._documents
-        shared = sum(self._weight(t, total) for t in a.tokens & b.tokens)
-        if not shared:
-            return 0.0
-        union = sum(self._weight(t, total) for t in a.tokens | b.tokens)
-        score = shared / union
+        score = sum(w * wb[t] for t, w in wa.items() if t in wb) / (na * nb)
+        return score * self._conflict(a, b)
+
+    @staticmethod
+    def _conflict(a: Fingerprint, b: Fingerprint) -> float:
         if a.figures and b.figures and not a.figures & b.figures:
-            score *= NUMBER_CONFLICT_FACTOR
-        if a.subject and b.subject and a.subject not in b.tokens and b.subject not in a.tokens:
-            score *= SUBJECT_CONFLICT_FACTOR
-        return score
+            return NUMBER_CONFLICT_FACTOR
+        return 1.0
 
-    def _weight(self, token: str, total: int) -> float:
-        idf = math.log((total + 1) / (self._df[token] + 1)) + 1.0
-        return idf * BOILERPLATE_WEIGHT if token in _BOILERPLATE else idf
+    def _scope(self, fresh: Sequence[int]) -> list[int]:
+        """The fresh items and every earlier item sharing a weighted term with one of them, in index order."""
+        scope = set(fresh)
+        for index in fresh:
+            for term, rarity in self._fingerprints[index].terms.items():
+                if rarity > COMMON_WORD_RARITY:
+                    scope.update(self._postings[term])
+        if self._vectors and any(self._items[i].id in self._vectors for i in fresh):
+            scope.update(i for i in range(len(self._items)) if self._items[i].id in self._vectors)
+        return sorted(scope)
 
-    def _file(self, item: Item, fingerprint_: Fingerprint) -> int:
-        index = len(self._items)
-        # Average link: join the story whose members are, on average, similar enough. A single loose link
-        # (best-link) chains look-alike stories together; the mean over all members does not.
-        sums: defaultdict[int, float] = defaultdict(float)
-        for candidate in self._candidates(fingerprint_):
-            sums[self._cluster_index[candidate]] += self.similarity(fingerprint_, self._fingerprints[candidate])
-        best, best_score = -1, 0.0
-        for cluster_number, total in sums.items():
-            mean = total / len(self._clusters[cluster_number])
-            if mean >= self.threshold and mean > best_score:
-                best, best_score = cluster_number, mean
-        if best >= 0:
-            cluster = best
-            self._clusters[cluster].append(index)
+    def _lexical_matrix(self, scope: Sequence[int]) -> NDArray[np.float64]:
+        """Weighted cosine similarity of every pair in `scope` (figure conflicts and one-term pairs lowered)."""
+        import numpy as np  # loaded on first use: importing the package stays quick
+
+        size = len(scope)
+        columns: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        values: list[float] = []
+        squares = np.zeros(size)
+        for row, index in enumerate(scope):
+            total = 0.0
+            for term, weight in self._weights(self._fingerprints[index]).items():
+                total += weight * weight
+                rows.append(row)
+                cols.append(columns.setdefault(term, len(columns)))
+                values.append(weight)
+            squares[row] = total
+        # Only terms two items share can link them: the matrix keeps those columns.
+        counts = np.bincount(np.asarray(cols, dtype=np.int64), minlength=len(columns))
+        keep = counts[cols] > 1 if cols else np.zeros(0, dtype=bool)
+        shared_columns = np.cumsum(counts > 1) - 1
+        matrix = np.zeros((size, int((counts > 1).sum())), dtype=np.float32)
+        if keep.any():
+            at_rows = np.asarray(rows)[keep]
+            at_cols = shared_columns[np.asarray(cols)[keep]]
+            matrix[at_rows, at_cols] = np.asarray(values, dtype=np.float32)[keep]
+        dots = (matrix @ matrix.T).astype(np.float64)
+        present = (matrix > 0).astype(np.float32)
+        shared = present @ present.T
+        norms = np.sqrt(squares)
+        norms[norms == 0] = 1.0
+        similarity: NDArray[np.float64] = dots / np.outer(norms, norms) * self._conflicts(scope)
+        similarity[shared == 1.0] *= ONE_TERM_FACTOR
+        return similarity
+
+    def _conflicts(self, scope: Sequence[int]) -> NDArray[np.float64]:
+        """1 for each pair, `NUMBER_CONFLICT_FACTOR` where both quote figures and share none."""
+        import numpy as np  # loaded on first use: importing the package stays quick
+
+        factors = np.ones((len(scope), len(scope)))
+        figures = sorted({f for index in scope for f in self._fingerprints[index].figures})
+        if figures:
+            column = {figure: n for n, figure in enumerate(figures)}
+            has = np.zeros((len(scope), len(figures)))
+            for row, index in enumerate(scope):
+                for figure in self._fingerprints[index].figures:
+                    has[row, column[figure]] = 1.0
+            quoting = has.any(axis=1)
+            factors[np.outer(quoting, quoting) & ((has @ has.T) == 0)] = NUMBER_CONFLICT_FACTOR
+        return factors
+
+    def _embedding_matrix(self, scope: Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """Cosine similarity of the vectors of every pair in `scope`, and where both items have a vector."""
+        import numpy as np  # loaded on first use: importing the package stays quick
+
+        has = np.asarray([self._items[i].id in self._vectors for i in scope], dtype=bool)
+        similarity = np.zeros((len(scope), len(scope)))
+        if has.any():
+            rows = [row for row, present in enumerate(has) if present]
+            matrix = np.asarray([self._vectors[self._items[scope[row]].id] for row in rows], dtype=np.float64)
+            lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix = matrix / np.where(lengths > 0, lengths, 1.0)
+            similarity[np.ix_(rows, rows)] = matrix @ matrix.T
+        # No figure-conflict penalty here: "1 million" and "100万" are one figure the words cannot match.
+        return similarity, np.outer(has, has)
+
+    # ---- clustering ------------------------------------------------------------------------------------
+
+    def _agglomerate(self, fresh: Sequence[int]) -> None:
+        import numpy as np  # loaded on first use: importing the package stays quick
+
+        if not fresh:
+            return
+        scope = self._scope(fresh)
+        # Similarity as a share of the threshold of its kind: 1.0 is just enough to be one story.
+        score = self._lexical_matrix(scope) / self.threshold
+        if self._vectors:
+            embedded, both = self._embedding_matrix(scope)
+            score = np.where(both, embedded / self.embedding_threshold, score)
+        score[score < CANDIDATE_FLOOR] = 0.0
+
+        # Nodes: each fresh item, and each earlier story with a member in scope (frozen: earlier stories never
+        # merge with each other). Link sums between nodes; a node's mean link to another is sum / (size * size).
+        fresh_set = set(fresh)
+        node_of_story: dict[int, int] = {}
+        node_rows: list[list[int]] = []
+        sizes: list[int] = []
+        members: list[list[int]] = []
+        frozen: list[bool] = []
+        for row, index in enumerate(scope):
+            if index in fresh_set:
+                node_rows.append([row])
+                sizes.append(1)
+                members.append([index])
+                frozen.append(False)
+                continue
+            story = self._cluster_index[index]
+            if story not in node_of_story:
+                node_of_story[story] = len(node_rows)
+                node_rows.append([])
+                sizes.append(len(self._clusters[story]))
+                members.append(list(self._clusters[story]))
+                frozen.append(True)
+            node_rows[node_of_story[story]].append(row)
+        count = len(node_rows)
+        if count == len(scope):
+            links = score.copy()  # every node is one item: no earlier story to sum over
         else:
-            cluster = len(self._clusters)
-            self._clusters.append([index])
-        self._items.append(item)
-        self._fingerprints.append(fingerprint_)
-        self._cluster_index.append(cluster)
-        self._index_of_id[item.id] = index
-        self._urls.add(canonical_url(item.url))
-        for token in fingerprint_.tokens:
-            self._postings[token].append(index)
-        return cluster
+            assignment = np.zeros((count, len(scope)))
+            for node, rows in enumerate(node_rows):
+                assignment[node, rows] = 1.0
+            links = assignment @ score @ assignment.T
+        frozen_mask = np.asarray(frozen, dtype=bool)
+        links[np.outer(frozen_mask, frozen_mask)] = 0.0
+        np.fill_diagonal(links, 0.0)
+        groups = _average_link(
+            links,
+            np.asarray(sizes, dtype=np.float64),
+            keys=[min(self._items[i].id for i in group) for group in members],
+            frozen=frozen_mask,
+        )
 
-    def _candidates(self, fingerprint_: Fingerprint) -> set[int]:
-        limit = max(20, int(self.common_share * (len(self._items) + 1)))
-        found: set[int] = set()
-        for token in fingerprint_.tokens:
-            posting = self._postings.get(token)
-            if posting and len(posting) <= limit:
-                found.update(posting)
-        return found
+        # Number new stories in the order their first member was given, so ids read in input order.
+        for group in sorted(groups, key=lambda nodes: min(min(members[n]) for n in nodes)):
+            indices = [i for node in group for i in members[node]]
+            fresh_members = sorted(i for i in indices if self._cluster_index[i] < 0)
+            if not fresh_members:
+                continue
+            old = [i for i in indices if self._cluster_index[i] >= 0]
+            if old:
+                story = self._cluster_index[old[0]]
+            else:
+                story = len(self._clusters)
+                self._clusters.append([])
+            for index in fresh_members:
+                self._cluster_index[index] = story
+                self._clusters[story].append(index)
+
+
+def _average_link(
+    links: NDArray[np.float64], sizes: NDArray[np.float64], *, keys: Sequence[str], frozen: NDArray[np.bool_]
+) -> list[list[int]]:
+    """Average-link agglomeration of nodes by a nearest-neighbour chain, merging while the mean link reaches 1.
+
+    `links[a, b]` is the sum of pairwise scores between the members of nodes a and b; `sizes` their member
+    counts. Two frozen nodes never merge. Ties go to the node with the smallest key, so the result does not
+    depend on the order the nodes were given in.
+    """
+    import numpy as np
+
+    count = len(sizes)
+    links = links.copy()
+    sizes = sizes.copy()
+    frozen = frozen.copy()
+    alive = np.ones(count, dtype=bool)
+    rank = np.empty(count, dtype=np.float64)
+    rank[np.argsort(np.asarray(keys, dtype=object), kind="stable")] = np.arange(count)
+    groups: list[list[int]] = [[n] for n in range(count)]
+    done = np.zeros(count, dtype=bool)
+    """Nodes whose best mean link is under 1: with average linkage it can only fall, so they are finished."""
+
+    def nearest(node: int, previous: int) -> int:
+        # Dead nodes have all-zero links and finished ones never reach 1 again, so neither needs masking.
+        means = links[node] / (sizes[node] * sizes)
+        if frozen[node]:
+            means[frozen] = 0.0
+        means[node] = 0.0
+        best = means.max()
+        if best < 1.0:
+            return -1
+        if previous >= 0 and means[previous] == best:
+            return previous  # keeps the chain from cycling between equally near nodes
+        ties = np.flatnonzero(means == best)
+        return int(ties[np.argmin(rank[ties])])
+
+    order = [int(n) for n in np.argsort(rank, kind="stable")]
+    cursor = 0
+    revisit: list[int] = []
+    """Merged nodes: they may now reach nodes they did not before, so they are looked at again."""
+    chain: list[int] = []
+    while True:
+        if not chain:
+            while revisit and (not alive[revisit[-1]] or done[revisit[-1]]):
+                revisit.pop()
+            if revisit:
+                chain = [revisit.pop()]
+            else:
+                while cursor < count and (not alive[order[cursor]] or done[order[cursor]]):
+                    cursor += 1
+                if cursor == count:
+                    break
+                chain = [order[cursor]]
+        top = chain[-1]
+        previous = chain[-2] if len(chain) > 1 else -1
+        neighbour = nearest(top, previous)
+        if neighbour < 0:
+            done[top] = True
+            chain.pop()
+        elif neighbour == previous:
+            chain.pop()
+            chain.pop()
+            keep, gone = (neighbour, top) if rank[neighbour] < rank[top] else (top, neighbour)
+            if frozen[gone]:
+                keep, gone = gone, keep
+            links[keep] += links[gone]
+            links[:, keep] += links[:, gone]
+            links[gone] = 0.0
+            links[:, gone] = 0.0
+            links[keep, keep] = 0.0
+            sizes[keep] += sizes[gone]
+            frozen[keep] = frozen[keep] or frozen[gone]
+            rank[keep] = min(rank[keep], rank[gone])
+            alive[gone] = False
+            groups[keep].extend(groups[gone])
+            groups[gone] = []
+            revisit.append(keep)
+        else:
+            chain.append(neighbour)
+    return [group for node, group in enumerate(groups) if alive[node]]
 
 
 def cluster_items(items: Sequence[Item], *, threshold: float = DEFAULT_THRESHOLD) -> list[Cluster]:
@@ -364,14 +533,12 @@ def pair_scores(predicted: Sequence[str], labels: Sequence[str]) -> PairScores:
     """Score predicted cluster ids against true labels, position by position."""
     if len(predicted) != len(labels):
         raise ValueError("predicted and labels must have the same length")
-    predicted_pairs = true_pairs = correct = 0
-    for i in range(len(labels)):
-        for j in range(i + 1, len(labels)):
-            same_predicted = predicted[i] == predicted[j]
-            same_label = labels[i] == labels[j]
-            predicted_pairs += same_predicted
-            true_pairs += same_label
-            correct += same_predicted and same_label
+    by_predicted = Counter(predicted)
+    by_label = Counter(labels)
+    joint = Counter(zip(predicted, labels, strict=True))
+    predicted_pairs = sum(n * (n - 1) // 2 for n in by_predicted.values())
+    true_pairs = sum(n * (n - 1) // 2 for n in by_label.values())
+    correct = sum(n * (n - 1) // 2 for n in joint.values())
     return PairScores(
         precision=correct / predicted_pairs if predicted_pairs else 1.0,
         recall=correct / true_pairs if true_pairs else 1.0,

@@ -36,9 +36,11 @@ from research.critique import (
     number_items,
     outlet_of,
 )
-from research.dedupe import Cluster, tokens
+from research.dedupe import Cluster
 from research.llm import one_line
 from research.rank import RankedItem
+from research.sentiment import Sentiment
+from research.terms import tokens
 from research.usage import LlmUsage
 from sources import utc_now
 
@@ -132,6 +134,8 @@ class Digest(BaseModel):
     quality: QualityCheck
     cited: list[CitedItem] = Field(default_factory=list)
     """Every item cited anywhere in the digest, in number order."""
+    tone: Sentiment | None = None
+    """The mean tone of the stories it covers, when known."""
 
 
 class PreviousDigest(BaseModel):
@@ -437,8 +441,21 @@ def _with_citations(text: str, numbers: Sequence[int]) -> str:
     return f"{text} {_markers(missing)}" if missing else text
 
 
+# A bare URL is read whole before any mark inside it, so it is matched first and left as it is.
+_INLINE_MARKUP = re.compile(r"(?<!\w)https?://[^\s<>\"]+|[\\`*_~]|(?<=\])\(")
+_LINE_START_MARKUP = re.compile(r"^([ \t]*(?:\d{1,9})?)([#>+\-|.)])", re.MULTILINE)
+
+
+def escape_markdown(text: str) -> str:
+    """Text (a topic, a title, a person's words) to put inside markdown so that every renderer shows it as
+    written: emphasis marks, code ticks, link targets and line-opening list or quote marks are
+    backslash-escaped (the shared markdown parser reads `\\x` as a literal `x`). `[n]` citations stay live."""
+    escaped = _INLINE_MARKUP.sub(lambda m: m.group() if len(m.group()) > 1 else "\\" + m.group(), text)
+    return _LINE_START_MARKUP.sub(lambda m: m.group(1) + "\\" + m.group(2), escaped)
+
+
 def _link_text(title: str) -> str:
-    return title.replace("[", "(").replace("]", ")") or "link"
+    return escape_markdown(title.replace("[", "(").replace("]", ")")) or "link"
 
 
 def _link_target(url: str) -> str:
@@ -446,23 +463,32 @@ def _link_target(url: str) -> str:
 
 
 def render_digest_markdown(digest: Digest) -> str:
-    """The digest as plain, platform-neutral markdown with numbered source links."""
-    parts = [f"**{digest.headline}**"]
+    """The digest as plain, platform-neutral markdown with numbered source links.
+
+    The digest's fields are plain text (titles, the model's sentences): they are escaped, so a title with
+    `__init__` or `*` in it reads as written on every platform; only the `[n]` citations become links.
+    """
+    esc = escape_markdown
+    parts = [f"**{esc(digest.headline)}**"]
     if digest.developments:
         parts.append(
-            "\n".join(f"{i}. {_with_citations(d.text, d.citations)}" for i, d in enumerate(digest.developments, 1))
+            "\n".join(f"{i}. {_with_citations(esc(d.text), d.citations)}" for i, d in enumerate(digest.developments, 1))
         )
     if digest.changes_since_last:
-        parts.append(f"**Since the last digest:** {digest.changes_since_last}")
+        parts.append(f"**Since the last digest:** {esc(digest.changes_since_last)}")
+    if digest.tone is not None and digest.developments:
+        parts.append(f"_Tone: {digest.tone.label} ({digest.tone.score:+.2f})_")
     if digest.disputed:
-        claims = [f"- {_with_citations(c.claim, c.citations)} ({c.status})" for c in digest.disputed]
+        claims = [f"- {_with_citations(esc(c.claim), c.citations)} ({c.status})" for c in digest.disputed]
         parts.append("**Disputed or unverified:**\n" + "\n".join(claims))
     quality = digest.quality
     line = f"_Self-check: completeness {quality.completeness:.0%}, quality {quality.quality:.0%}"
     if quality.missing_angles:
-        line += "; missing: " + "; ".join(quality.missing_angles)
+        line += "; missing: " + "; ".join(esc(angle) for angle in quality.missing_angles)
     parts.append(line + "_")
     if digest.cited:
-        sources = [f"[{c.number}] [{_link_text(c.title)}]({_link_target(c.url)}) — {c.source}" for c in digest.cited]
+        sources = [
+            f"[{c.number}] [{_link_text(c.title)}]({_link_target(c.url)}) — {esc(c.source)}" for c in digest.cited
+        ]
         parts.append("**Sources**\n" + "\n".join(sources))
     return "\n\n".join(parts) + "\n"

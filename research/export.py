@@ -1,4 +1,11 @@
-"""Write a collection as CSV (UTF-8 with BOM, guarded against formula injection) plus JSON metadata."""
+"""Lookout's files: one CSV layout per kind of file, the folder of each chat and the one naming scheme.
+
+Kinds of CSV (each layout named once, here): a collection (`/collect`, `lookout collect`), a run's items (a
+monitor's digest, `/search`: the collection's columns plus the critique's), and a monitor's stored items
+(`/export` and the chat agent's export tool alike). Every CSV is UTF-8 with a BOM, written whole or not at
+all, each cell guarded against formula injection. Files go to DATA_DIR/exports/<platform>-<chat id>/ (the
+CLI's to exports/cli/), named `<subject>-<YYYYMMDD-HHMM>-<what>.<ext>`.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +23,11 @@ from typing import TextIO
 
 from pydantic import BaseModel
 
+from research.pipeline_models import ScoredItem
 from research.rank import RankedItem
+from storage import ItemWithScores as StoredItem
 
-CSV_COLUMNS = (
+COLLECTION_CSV_COLUMNS = (
     "index",
     "source",
     "title",
@@ -39,6 +48,36 @@ CSV_COLUMNS = (
     "cluster_id",
     "query",
 )
+"""A collection's CSV: what was found, ranked (`/collect`, `lookout collect`)."""
+RUN_CSV_COLUMNS = (*COLLECTION_CSV_COLUMNS, "credibility", "status", "sentiment", "sentiment_score")
+"""A run's CSV (a monitor's digest, `/search`): the collection's columns plus the critique's credibility, the
+item's novelty status (new, update, delivered, repeat) and its tone (positive, negative, neutral, mixed or unknown,
+and the score from -1 to 1)."""
+STORED_ITEMS_CSV_COLUMNS = (
+    "index",
+    "source",
+    "title",
+    "text",
+    "author",
+    "published",
+    "collected",
+    "first_seen",
+    "url",
+    "points",
+    "likes",
+    "reposts",
+    "comments",
+    "language",
+    "relevance",
+    "credibility",
+    "score",
+    "cluster_id",
+    "in_digest",
+    "query",
+)
+"""A monitor's stored items over a window, newest first (`/export` and the chat agent's export tool)."""
+CLI_FOLDER = "cli"
+"""The folder under DATA_DIR/exports of files the command line writes (it is no chat)."""
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _STEM_MAX = 60
 
@@ -62,8 +101,22 @@ def safe_stem(text: str, when: datetime) -> str:
     `safe_stem("DeepSeek R2: news?", t)` -> `deepseek-r2-news-20261120-1200`. Never empty, never a path.
     """
     normalised = unicodedata.normalize("NFKC", text).casefold()
-    slug = re.sub(r"[^\w]+|_+", "-", normalised).strip("-")[:_STEM_MAX].strip("-") or "collection"
+    slug = re.sub(r"(?:[^\w]|_)+", "-", normalised).strip("-")[:_STEM_MAX].strip("-") or "collection"
     return f"{slug}-{when.astimezone(UTC):%Y%m%d-%H%M}"
+
+
+def chat_folder(platform: str, chat_id: str) -> str:
+    """The folder of one chat's files under DATA_DIR/exports: `telegram-123456789`, `slack-C0123456`,
+    `terminal-terminal`. Characters a file system may refuse become `_`; never empty, never a path."""
+    name = re.sub(r"[^\w.-]+", "_", f"{platform}-{chat_id}").strip("._") or "chat"
+    return name[:120]
+
+
+def export_stem(subject: str, when: datetime, what: str) -> str:
+    """The one naming scheme: `<subject>-<YYYYMMDD-HHMM>-<what>`, e.g. `deepseek-20261122-0830-m1-r7` (monitor 1,
+    run 7), `…-search-r8`, `…-collect`, `…-m1-last-30d`, `…-timeline-30d`."""
+    tag = re.sub(r"[^\w]+", "-", what.casefold()).strip("-")
+    return f"{safe_stem(subject, when)}-{tag}" if tag else safe_stem(subject, when)
 
 
 def _iso_utc(value: datetime | None) -> str:
@@ -126,7 +179,64 @@ def write_csv_rows(path: Path, columns: Sequence[str], rows: Iterable[Sequence[s
 
 def write_csv(path: Path, ranked_items: Sequence[RankedItem]) -> None:
     """Write the collection CSV: one row per item, in the given order."""
-    write_csv_rows(path, CSV_COLUMNS, (csv_row(index, ranked) for index, ranked in enumerate(ranked_items, start=1)))
+    rows = (csv_row(index, ranked) for index, ranked in enumerate(ranked_items, start=1))
+    write_csv_rows(path, COLLECTION_CSV_COLUMNS, rows)
+
+
+def write_run_csv(path: Path, items: Sequence[ScoredItem]) -> None:
+    """Write a run's CSV: the collection's columns plus credibility, status and tone, in rank order."""
+    rows = []
+    for scored in items:
+        ranked = RankedItem(
+            item=scored.item,
+            cluster_id=scored.cluster_id,
+            relevance=scored.relevance,
+            recency=scored.recency,
+            engagement=scored.engagement,
+            score=scored.score,
+        )
+        credibility = "" if scored.credibility is None else f"{scored.credibility:.4f}"
+        tone = scored.sentiment
+        label = tone.label if tone else "unknown"
+        score = "" if tone is None else f"{tone.score:.4f}"
+        # The score is a number we format ourselves, so a leading "-" is a sign, not a formula: left unguarded.
+        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status, label, score])
+    write_csv_rows(path, RUN_CSV_COLUMNS, rows)
+
+
+def write_stored_items_csv(path: Path, items: Sequence[StoredItem]) -> None:
+    """Write a monitor's stored items (newest first, as given), creating the folder if needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_csv_rows(path, STORED_ITEMS_CSV_COLUMNS, (_stored_row(n, entry) for n, entry in enumerate(items, start=1)))
+
+
+def _stored_row(index: int, entry: StoredItem) -> list[str]:
+    item, scores = entry.item, entry.scores
+    engagement = item.engagement
+    cells = [
+        str(index),
+        item.source,
+        item.title,
+        item.text,
+        item.author or "",
+        _iso_utc(item.published),
+        _iso_utc(item.collected_at),
+        _iso_utc(item.first_seen_at),
+        item.url,
+        *(_count(engagement.get(key)) for key in ("points", "likes", "reposts", "comments")),
+        item.language or "",
+        _score(scores.relevance),
+        _score(scores.credibility),
+        _score(scores.score),
+        scores.cluster_id or "",
+        "yes" if scores.delivered else "no",
+        item.query,
+    ]
+    return [guard_cell(cell) for cell in cells]
+
+
+def _score(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
 
 
 def write_json(path: Path, model: BaseModel) -> None:

@@ -65,7 +65,7 @@ class QueryTally(BaseModel):
     """Sources that failed on it."""
 
 
-class SourceTally(BaseModel):
+class SourceYield(BaseModel):
     """What one source brought in one attempt (or over the whole job)."""
 
     new: NonNegativeInt = 0
@@ -91,7 +91,7 @@ class AttemptSummary(BaseModel):
     new: NonNegativeInt = 0
     duplicate: NonNegativeInt = 0
     per_query: list[QueryTally] = Field(default_factory=list)
-    per_source: dict[str, SourceTally] = Field(default_factory=dict)
+    per_source: dict[str, SourceYield] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
     """`source on "query": kind: message`, one per failed search."""
     total_unique: NonNegativeInt
@@ -118,7 +118,7 @@ class CollectionReport(BaseModel):
     attempts: NonNegativeInt
     queries: list[QueryTally]
     """Every query tried, in order, with its new/duplicate counts."""
-    per_source: dict[str, SourceTally]
+    per_source: dict[str, SourceYield]
     source_errors: list[SourceErrorRecord]
     skipped_sources: dict[str, str]
     """Sources that were off, with the reason."""
@@ -150,7 +150,7 @@ class AttemptLoop:
     attempts: int = 0
     stop_reason: StopReason | None = None
     queries: list[QueryTally] = field(default_factory=list)
-    per_source: dict[str, SourceTally] = field(default_factory=dict)
+    per_source: dict[str, SourceYield] = field(default_factory=dict)
     errors: list[SourceErrorRecord] = field(default_factory=list)
     skipped_sources: dict[str, str] = field(default_factory=dict)
     new_per_attempt: list[int] = field(default_factory=list)
@@ -209,13 +209,13 @@ class AttemptLoop:
             )
             for s in specs
         ]
-        attempt_sources: dict[str, SourceTally] = {c.name: SourceTally() for c in chosen}
+        attempt_sources: dict[str, SourceYield] = {c.name: SourceYield() for c in chosen}
         # Credit each item to the search that returned it; the de-duplicator hands back the same objects.
         unclaimed_new = {id(item) for item in result.new}
         for item, outcome in collection.items_with_outcomes():
             is_new = id(item) in unclaimed_new
             unclaimed_new.discard(id(item))
-            for tally in (tallies[outcome.query_index], attempt_sources.setdefault(outcome.source, SourceTally())):
+            for tally in (tallies[outcome.query_index], attempt_sources.setdefault(outcome.source, SourceYield())):
                 if is_new:
                     tally.new += 1
                 else:
@@ -236,7 +236,7 @@ class AttemptLoop:
                 errors.append(f'{outcome.source} on "{outcome.query}": {kind}: {message}')
         self.queries.extend(tallies)
         for name, tally in attempt_sources.items():
-            total = self.per_source.setdefault(name, SourceTally())
+            total = self.per_source.setdefault(name, SourceYield())
             total.new += tally.new
             total.duplicate += tally.duplicate
             total.errors += tally.errors

@@ -11,7 +11,7 @@ from pydantic_ai.models import Model
 
 from research.collect import Collection, ProgressCallback, ProgressEvent, collect, emit
 from research.dedupe import Deduper
-from research.export import ExportPaths, safe_stem, write_exports
+from research.export import ExportPaths, export_stem, write_exports
 from research.iterative import CollectionReport, run_iterative_collection
 from research.query_variants import topic_of
 from research.rank import RankedItem, rank
@@ -55,9 +55,8 @@ async def run_collection_job(
     topic = topic_of(request)
     ranked = rank(collection.items, topic=topic, cluster_of=collection.cluster_of)
     emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(ranked)} items", total=len(ranked)))
-    paths = write_exports(
-        collection.report, ranked, out_dir=out_dir, stem=safe_stem(topic, collection.report.started_at)
-    )
+    stem = export_stem(topic, collection.report.started_at, "collect")
+    paths = write_exports(collection.report, ranked, out_dir=out_dir, stem=stem)
     return CollectionJobResult(report=collection.report, paths=paths, items=ranked)
 
 
@@ -87,7 +86,7 @@ async def research_once(
     """
     search = SearchQuery(text=query, since=since, language=language, limit=per_source_limit)
     collection = await collect([search], sources, timeout=search_timeout, progress=progress)
-    deduper = Deduper()
+    deduper = Deduper(topic=query)
     result = deduper.add(collection.items)
     ranked = rank(result.new, topic=query, cluster_of=result.cluster_of)
     if one_per_story:

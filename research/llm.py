@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +23,8 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
+
+from sources import Backoff, Sleep
 
 __all__ = [
     "DAILY_QUOTA_REASON",
@@ -56,8 +58,6 @@ DAILY_QUOTA_REASON = "daily model quota used up"
 
 REASON_CHARS = 200
 """A reason (a failure's account, a critique's verdict) is cut here, so it stays a line or two."""
-
-Sleep = Callable[[float], Awaitable[None]]
 
 QUOTA_COOLDOWN_SECONDS = 600.0
 """After a daily-quota error a model is left alone this long (quotas reset daily; asking every message would only
@@ -175,6 +175,8 @@ class RetryingModel(WrapperModel):
         self.attempts = max(1, attempts)
         self.base_delay = base_delay
         self.max_delay = max_delay
+        # The shared rule: jittered doubling up to `max_delay`; a Retry-After beyond it gives up at once.
+        self._backoff = Backoff(attempts=self.attempts, base=base_delay, cap=max_delay, max_wait=max_delay)
         self._sleep = sleep
         self._quota = quota if quota is not None else QuotaMemory()
 
@@ -188,31 +190,22 @@ class RetryingModel(WrapperModel):
         if spent is not None:
             # The quota was used up a moment ago: asking again now only earns the same 429.
             raise spent.with_traceback(None)
-        for attempt in range(1, self.attempts + 1):
+
+        async def attempt() -> ModelResponse:
             try:
                 return await self.wrapped.request(messages, model_settings, model_request_parameters)
             except ModelAPIError as error:
                 if failure_kind(error) == "quota":
                     self._quota.remember(self.wrapped, error)
-                delay = self._delay(error, attempt)
-                if delay is None:
-                    raise
-                logger.info(
-                    "model %s failed (%s), retry %d/%d in %.1fs",
-                    self.wrapped.model_name, type(error).__name__, attempt, self.attempts - 1, delay,
-                )  # fmt: skip
-                await self._sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+                raise
 
-    def _delay(self, error: ModelAPIError, attempt: int) -> float | None:
-        """Seconds to wait before the next attempt, or None to give up now."""
-        if attempt >= self.attempts or failure_kind(error) != "transient":
-            return None
-        wanted: float | None = error.retry_after
-        if wanted is not None and wanted > self.max_delay:
-            return None  # the provider wants a long pause: better to ask the other model now
-        backoff: float = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
-        return max(backoff, float(wanted or 0.0))
+        return await self._backoff.call(
+            attempt,
+            retry_on=lambda error: isinstance(error, ModelAPIError) and failure_kind(error) == "transient",
+            retry_after=lambda error: getattr(error, "retry_after", None),
+            sleep=self._sleep,
+            what=f"model {self.wrapped.model_name}",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,7 +215,7 @@ class RetryPolicy:
     attempts: int = 3
     """Tries per model, the first included."""
     base_delay: float = 1.0
-    """Seconds before the first retry; doubled each time."""
+    """Seconds before the first retry (jittered); doubled each time."""
     max_delay: float = 8.0
     """Cap on a backoff; a provider asking for a longer `Retry-After` gets the other model at once."""
     sleep: Sleep = asyncio.sleep

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from research.dedupe import Deduper
+from research.dedupe import Deduper, VectorLookup
 from research.digest import Digest
 from research.reputation import outlet_of
 from sources import Item, canonical_url, item_id
@@ -28,7 +28,7 @@ class Novelty:
     deduper: Deduper
 
 
-def _references(delivered_items: Sequence[Item], previous_digest: Digest | None) -> list[Item]:
+def delivered_references(delivered_items: Sequence[Item], previous_digest: Digest | None) -> list[Item]:
     """What was delivered before, as items: the given ones, then the previous digest's citations."""
     references = list(delivered_items)
     for cited in previous_digest.cited if previous_digest else ():
@@ -47,10 +47,16 @@ def assess_novelty(
     previous_digest: Digest | None = None,
     already_delivered: Iterable[str] = (),
     delivered_urls: Iterable[str] = (),
+    topic: str | None = None,
+    vectors: VectorLookup | None = None,
 ) -> Novelty:
-    """Cluster the items together with what was delivered before, and give each item its status."""
-    deduper = Deduper()
-    references = _references(delivered_items, previous_digest)
+    """Cluster the items together with what was delivered before, and give each item its status.
+
+    `topic`: what the monitor collects for (its words tell no story apart). `vectors`: embedding vectors by item
+    id, for the delivered items too, so a delivered story told again in another language is a repeat, not news.
+    """
+    deduper = Deduper(topic=topic, vectors=vectors)
+    references = delivered_references(delivered_items, previous_digest)
     deduper.add(references)
     reference_by_url = {canonical_url(r.url): r.id for r in references}
     delivered_ids = set(already_delivered) | {r.id for r in references}

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +29,6 @@ from research.collect import (
     merge_collections,
 )
 from research.critique import Critique, heuristic_critique, llm_critique
-from research.dedupe import normalise
 from research.digest import (
     Digest,
     PreviousDigest,
@@ -37,8 +36,9 @@ from research.digest import (
     extractive_digest,
     llm_digest,
 )
-from research.export import CSV_COLUMNS, csv_row, guard_cell, write_csv_rows, write_json
-from research.novelty import ItemStatus, assess_novelty
+from research.embeddings import ItemEmbedder
+from research.export import write_json, write_run_csv
+from research.novelty import ItemStatus, assess_novelty, delivered_references
 from research.pipeline_models import (  # re-exported: callers import them from here
     PipelineCounts,
     PipelineOptions,
@@ -50,11 +50,12 @@ from research.pipeline_models import (  # re-exported: callers import them from 
 )
 from research.plan import PlanResult, QueryPlan, expansion_queries, plan_is_stale, plan_queries
 from research.rank import RankedItem, rank, select_top
+from research.sentiment import Sentiment, lexicon_sentiment, mean_sentiment, tone_shift
+from research.terms import normalise
 from research.usage import LlmUsage, sum_usage
 from sources import Item, SearchQuery, canonical_url, utc_now
 
 __all__ = [
-    "PIPELINE_CSV_COLUMNS",
     "STAGES",
     "UPDATE_PREFIX",
     "PipelineCounts",
@@ -71,13 +72,11 @@ __all__ = [
     "quiet_digest",
     "run_pipeline",
     "scored_items",
-    "write_pipeline_csv",
 ]
 
 logger = logging.getLogger(__name__)
 
 STAGES: Final = ("plan", "collect", "expand", "novelty", "critique", "digest", "export")
-PIPELINE_CSV_COLUMNS: Final = (*CSV_COLUMNS, "credibility", "status")
 UPDATE_PREFIX: Final = "Update: "
 """Put before the title of an update to a delivered story in what the critique and digest see."""
 
@@ -158,31 +157,38 @@ def quiet_digest(topic: str, counts: PipelineCounts) -> Digest:
 # ---- export ----------------------------------------------------------------------------------------------
 
 
-def write_pipeline_csv(path: Path, items: Sequence[ScoredItem]) -> None:
-    """The collection's CSV columns plus credibility and status; written whole or not at all."""
-    rows = []
-    for scored in items:
-        ranked = RankedItem(
-            item=scored.item,
-            cluster_id=scored.cluster_id,
-            relevance=scored.relevance,
-            recency=scored.recency,
-            engagement=scored.engagement,
-            score=scored.score,
-        )
-        credibility = "" if scored.credibility is None else f"{scored.credibility:.4f}"
-        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status])
-    write_csv_rows(path, PIPELINE_CSV_COLUMNS, rows)
+def story_sentiments(critique: Critique | None, cluster_of: dict[str, str]) -> dict[str, Sentiment]:
+    """Each story's tone: the mean of its critiqued members' tones."""
+    by_story: dict[str, list[Sentiment | None]] = {}
+    for verdict in critique.items if critique else ():
+        story = cluster_of.get(verdict.item_id)
+        if story is not None:
+            by_story.setdefault(story, []).append(verdict.sentiment)
+    found = {story: mean_sentiment(parts, assessed_by="story") for story, parts in by_story.items()}
+    return {story: tone for story, tone in found.items() if tone is not None}
+
+
+def digest_tone(critique: Critique | None, cluster_of: dict[str, str]) -> Sentiment | None:
+    """The tone of a digest: the mean over the stories it covers (each story counted once)."""
+    return mean_sentiment(story_sentiments(critique, cluster_of).values())
 
 
 def scored_items(
     ranked: Sequence[RankedItem], *, status: dict[str, ItemStatus], critique: Critique | None
 ) -> list[ScoredItem]:
-    """The CSV rows: the ranking's order and scores, with the critique's verdicts where it gave them."""
+    """The CSV rows: the ranking's order and scores, with the critique's verdicts where it gave them, and each
+    item's tone (the critique's, else its story's, else the lexicon's)."""
     verdicts = {verdict.item_id: verdict for verdict in critique.items} if critique else {}
+    stories = story_sentiments(critique, {e.item.id: e.cluster_id for e in ranked if e.cluster_id})
     scored = []
     for position, entry in enumerate(ranked, start=1):
         verdict = verdicts.get(entry.item.id)
+        item = entry.item
+        tone = verdict.sentiment if verdict else None
+        if tone is None and entry.cluster_id:
+            tone = stories.get(entry.cluster_id)
+        if tone is None:
+            tone = lexicon_sentiment(f"{item.title}. {item.text[:300]}", item.language)
         scored.append(
             ScoredItem(
                 item=entry.item,
@@ -195,23 +201,37 @@ def scored_items(
                 engagement=entry.engagement,
                 status=status[entry.item.id],
                 reason=verdict.reason if verdict else None,
+                sentiment=tone,
             )
         )
     return scored
 
 
-def _write_files(exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest) -> None:
+def _write_files(
+    exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest, *, chart_by: str = "source"
+) -> None:
     exports.csv.parent.mkdir(parents=True, exist_ok=True)
-    write_pipeline_csv(exports.csv, items)
-    _write_chart([scored.item for scored in items], path=exports.chart, request=request)
+    write_run_csv(exports.csv, items)
+    series = (
+        {s.item.id: s.sentiment.label if s.sentiment else "unknown" for s in items} if chart_by == "sentiment" else None
+    )
+    _write_chart([scored.item for scored in items], path=exports.chart, request=request, series=series)
 
 
-def _write_chart(items: Sequence[Item], *, path: Path, request: PipelineRequest) -> Path:
+def _write_chart(
+    items: Sequence[Item], *, path: Path, request: PipelineRequest, series: Mapping[str, str] | None = None
+) -> Path:
     from research.chart import write_volume_chart  # matplotlib is paid for only when a chart is drawn
 
     try:
         return write_volume_chart(
-            items, path=path, title=request.topic, since=request.since, until=request.until, timezone=request.timezone
+            items,
+            path=path,
+            title=request.topic,
+            since=request.since,
+            until=request.until,
+            timezone=request.timezone,
+            series=series,
         )
     except OSError:
         raise
@@ -290,8 +310,13 @@ async def run_pipeline(
     progress: ProgressCallback | None = None,
     now: Callable[[], datetime] | None = None,
     options: PipelineOptions | None = None,
+    embedder: ItemEmbedder | None = None,
 ) -> PipelineResult:
-    """Run the whole pipeline and write `<stem>.csv`, `<stem>.json` and `<stem>.png` under `out_dir`.
+    """Run the whole pipeline and write `<stem>.csv`, `<stem>.json` and `<stem>.png` under `out_dir` when the digest
+    reports something (not when every source failed or nothing was new: then `exports` is None).
+
+    With an `embedder`, stories are grouped by embedding vectors (across languages); if it fails, by words, and
+    the report says why.
 
     Never raises for source or model failures (they are in the result); raises `OSError` only when the
     exports cannot be written, and `ValueError` for an unsafe `stem`.
@@ -343,12 +368,23 @@ async def run_pipeline(
         unique = exact_unique(collection.items)
         in_window = _in_window(unique, request.since)
         filtered = keyword_filter(in_window, include=request.include_keywords, exclude=request.exclude_keywords)
+        vectors: dict[str, list[float]] | None = None
+        stories_fallback: str | None = None
+        if embedder is not None and filtered:
+            references = delivered_references(request.delivered_items, request.previous_digest)
+            embedded = await embedder.embed_items([*references, *filtered])
+            if embedded.usage.requests:
+                usage["embeddings"] = embedded.usage
+            vectors = embedded.vectors or None
+            stories_fallback = embedded.fallback_reason
         novelty = assess_novelty(
             filtered,
             delivered_items=request.delivered_items,
             previous_digest=request.previous_digest,
             already_delivered=request.already_delivered,
             delivered_urls=request.delivered_urls,
+            topic=request.topic,
+            vectors=vectors,
         )
         counts.unique = len(unique)
         counts.out_of_window = len(unique) - len(in_window)
@@ -415,12 +451,23 @@ async def run_pipeline(
             )
 
     scored = scored_items(ranked, status=novelty.status, critique=critique)
+    if digest.developments:
+        tone = digest_tone(critique, novelty.cluster_of)
+        shift = tone_shift(request.previous_digest.tone if request.previous_digest else None, tone)
+        changes = " ".join(part for part in (digest.changes_since_last, shift) if part) or None
+        digest = digest.model_copy(update={"tone": tone, "changes_since_last": changes})
 
-    with stages.stage("export", f"writing {len(scored)} items"):
-        emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))
-        exports = RunExports(csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png")
-        # Off the event loop: a bot serving chats must not stall while matplotlib draws.
-        await asyncio.to_thread(_write_files, exports, scored, request)
+    # Files only for a digest that reports something: a run whose sources all failed, or that found nothing new,
+    # sends no CSV or chart, so it writes none (its JSON report would describe files nobody receives).
+    exports: RunExports | None = None
+    if not (all_failed or nothing_new):
+        with stages.stage("export", f"writing {len(scored)} items"):
+            emit(progress, ProgressEvent(kind="exporting", message=f"writing {len(scored)} items", total=len(scored)))
+            exports = RunExports(
+                csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png"
+            )
+            # Off the event loop: a bot serving chats must not stall while matplotlib draws.
+            await asyncio.to_thread(_write_files, exports, scored, request, chart_by=options.chart_by)
 
     total_usage = sum_usage(list(usage.values()))
     report = PipelineReport(
@@ -443,6 +490,8 @@ async def run_pipeline(
         skipped_sources=collection.skipped_sources,
         all_sources_failed=all_failed,
         nothing_new=nothing_new,
+        stories_path="embedding" if vectors else "lexical",
+        stories_fallback_reason=stories_fallback,
         critique_path=critique.path if critique else "none",
         critique_fallback_reason=critique.fallback_reason if critique else None,
         digest_path=digest_path,
@@ -453,7 +502,8 @@ async def run_pipeline(
         started_at=started_at,
         finished_at=max(clock(), started_at),
     )
-    await asyncio.to_thread(write_json, exports.json, report)
+    if exports is not None:
+        await asyncio.to_thread(write_json, exports.json, report)
     new_ids = [s.item.id for s in scored if s.status in ("new", "update")]
     emit(progress, ProgressEvent(kind="finished", message=digest.headline, done=len(STAGES), total=len(STAGES)))
     return PipelineResult(

@@ -14,6 +14,7 @@ from research.collect import SearchOutcome
 from research.digest import Digest
 from research.novelty import ItemStatus
 from research.plan import QueryPlan
+from research.sentiment import Sentiment
 from research.usage import LlmUsage
 from sources import Item, Source
 
@@ -78,6 +79,8 @@ class PipelineOptions:
     """How many of the best first-round items are read for new terms."""
     concurrency: int = 8
     search_timeout: float = 60.0
+    chart_by: Literal["source", "sentiment"] = "source"
+    """What the volume chart's bars are split by."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ class ScoredItem:
     status: ItemStatus = "new"
     reason: str | None = None
     """The critique's one-line reason, for critiqued items."""
+    sentiment: Sentiment | None = None
+    """The item's tone: the critique's, else its story's, else the lexicon's; None when unknown."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,8 @@ class PipelineResult:
     CSV all); store them as delivered."""
     plan: QueryPlan
     plan_refreshed: bool
-    exports: RunExports
+    exports: RunExports | None
+    """The CSV, JSON and chart; None when the run reports nothing (every source failed, or nothing new)."""
     usage: LlmUsage
     """Planning + critique + digest, summed."""
     source_errors: list[SearchOutcome]
@@ -182,12 +188,16 @@ class PipelineReport(BaseModel):
     skipped_sources: dict[str, str]
     all_sources_failed: bool
     nothing_new: bool
+    stories_path: Literal["embedding", "lexical"] = "lexical"
+    """How items were grouped into stories: by embedding vectors, or by their words."""
+    stories_fallback_reason: str | None = None
+    """Why the embedding model was not used although one is configured, when it failed."""
     critique_path: Literal["model", "heuristic", "none"]
     critique_fallback_reason: str | None = None
     digest_path: Literal["model", "extractive", "none"]
     digest_fallback_reason: str | None = None
     usage: dict[str, LlmUsage]
-    """Per model step (`plan`, `critique`, `digest`) and `total`."""
+    """Per model step (`plan`, `embeddings`, `critique`, `digest`) and `total`."""
     seconds: dict[str, NonNegativeFloat]
     """Wall time per stage."""
     digest: Digest

@@ -27,8 +27,8 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.critique import model_failure_reason
-from research.dedupe import is_stop_word, normalise
 from research.query_variants import key_terms
+from research.terms import is_stop_word, normalise
 from research.usage import LlmUsage
 from sources import Item
 

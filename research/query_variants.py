@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from pydantic import AwareDatetime, BaseModel, Field
 
-from research.dedupe import is_stop_word
+from research.terms import is_stop_word
 
 OTHER_LANGUAGES = ("zh", "es", "de", "fr", "ja", "ru", "pt", "ko")
 

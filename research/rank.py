@@ -9,7 +9,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
 
-from research.dedupe import tokens
+from research.terms import tokens
 from sources import Item, utc_now
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from enum import StrEnum
 from urllib.parse import urlsplit
 
@@ -109,7 +110,14 @@ def _in(host: str, domains: frozenset[str]) -> bool:
 
 
 def _site(host: str) -> str:
-    """The registrable part of a host, roughly: `blog.reuters.com` and `reuters.com` are one outlet."""
+    """The registrable part of a host, roughly: `blog.reuters.com` and `reuters.com` are one outlet. An address
+    (`127.0.0.1`, `::1`) or a single-label host (`localhost`) is its own site, whole."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    else:
+        return host
     labels = host.split(".")
     keep = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in {"co", "com", "ac", "gov", "org"} else 2
     if ".".join(labels[-2:]) in _MULTI_TENANT:

@@ -25,6 +25,7 @@ from sources.registry import (
     rsshub_factory,
     source_status,
 )
+from sources.retry import Backoff, Sleep, parse_retry_after
 from sources.rsshub import parse_platforms
 from sources.urls import canonical_url, host_of
 
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_SOURCES",
     "SOURCE_NAMES",
     "SPEC_HELP",
+    "Backoff",
     "Engagement",
     "HostPolicy",
     "HttpClient",
@@ -40,6 +42,7 @@ __all__ = [
     "MemoryValidatorStore",
     "Page",
     "SearchQuery",
+    "Sleep",
     "Source",
     "SourceBatch",
     "SourceError",
@@ -54,6 +57,7 @@ __all__ = [
     "host_of",
     "item_id",
     "parse_platforms",
+    "parse_retry_after",
     "read_page",
     "resolve_source_specs",
     "rsshub_factory",

@@ -5,15 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json as jsonlib
-import math
-import random
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -21,6 +18,7 @@ import httpcore
 import httpx
 
 from sources.base import SourceError, SourceErrorKind
+from sources.retry import Backoff, parse_retry_after
 from sources.ssrf import (
     AddressPolicy,
     GuardedTransport,
@@ -169,6 +167,10 @@ class _TransportFailure(SourceError):
         self.sent = sent
 
 
+class _Retryable(SourceError):
+    """A failure worth another try (429, 5xx, a request that never reached the server or was idempotent)."""
+
+
 class _HostGate:
     """Per-host concurrency slots and spacing between request starts."""
 
@@ -203,26 +205,6 @@ def quota_exhausted_for(headers: Mapping[str, str], *, now: datetime | None = No
     return max(0.0, reset - current)
 
 
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a `Retry-After` header (delta-seconds or HTTP-date); `None` if absent/garbled."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
 class HttpClient:
     """Shared async HTTP client; every failure surfaces as `SourceError`."""
 
@@ -249,9 +231,9 @@ class HttpClient:
         """
         self._user_agent = user_agent
         self._max_bytes = max_bytes
-        self._max_retries = max_retries
-        self._backoff_base = backoff_base
-        self._max_retry_wait = max_retry_wait
+        self._backoff = Backoff(
+            attempts=max_retries + 1, base=backoff_base, cap=max_retry_wait, max_wait=max_retry_wait
+        )
         self._validators: ValidatorStore = validators if validators is not None else MemoryValidatorStore()
         self._attempt_deadline = attempt_deadline if attempt_deadline is not None else 2 * timeout
         self._policies: dict[str, HostPolicy] = dict(DEFAULT_HOST_POLICIES)
@@ -465,42 +447,38 @@ class HttpClient:
         *,
         untrusted: bool,
     ) -> _Answer:
-        """One hop with retries on 429, 5xx, timeouts and connection failures, with backoff and jitter."""
+        """One hop, retried per the shared `Backoff` on 429, 5xx, timeouts and connection failures (a request the
+        server may have acted on only when it is idempotent); a Retry-After over `max_retry_wait` fails at once."""
         idempotent = method in ("GET", "HEAD")
-        attempt = 0
-        while True:
-            failure: SourceError
-            retry_after: float | None = None
+        tries = 0
+
+        async def attempt() -> _Answer:
+            nonlocal tries
+            tries += 1
+            if tries > 1:
+                self._bump(retries=1)
             try:
                 answer = await self._send_once(method, target, headers, body, untrusted=untrusted)
             except _TransportFailure as exc:
-                if not exc.sent or idempotent:
-                    failure = SourceError(exc.kind, str(exc))
-                else:
+                if exc.sent and not idempotent:
                     raise SourceError(exc.kind, str(exc)) from None
-            else:
-                status = answer.status
-                if status != 429 and (status < 500 or (not idempotent and status != 503)):
-                    return answer
-                retry_after = parse_retry_after(answer.headers.get("retry-after"))
-                if retry_after is None and status == 429:
-                    retry_after = quota_exhausted_for(answer.headers)
-                kind = SourceErrorKind.RATE_LIMITED if status == 429 else SourceErrorKind.SERVER
-                snippet = answer.content[:200].decode("utf-8", errors="replace").strip()
-                failure = SourceError(
-                    kind, f"HTTP {status} from {target}: {snippet}", status=status, retry_after=retry_after
-                )
-                if retry_after is not None and retry_after > self._max_retry_wait:
-                    raise failure  # the server asks for longer than we are willing to wait
-            if attempt >= self._max_retries:
-                raise failure
-            attempt += 1
-            self._bump(retries=1)
-            await asyncio.sleep(retry_after if retry_after is not None else self._backoff(attempt))
+                raise _Retryable(exc.kind, str(exc)) from None
+            status = answer.status
+            if status != 429 and (status < 500 or (not idempotent and status != 503)):
+                return answer
+            retry_after = parse_retry_after(answer.headers.get("retry-after"))
+            if retry_after is None and status == 429:
+                retry_after = quota_exhausted_for(answer.headers)
+            kind = SourceErrorKind.RATE_LIMITED if status == 429 else SourceErrorKind.SERVER
+            snippet = answer.content[:200].decode("utf-8", errors="replace").strip()
+            raise _Retryable(kind, f"HTTP {status} from {target}: {snippet}", status=status, retry_after=retry_after)
 
-    def _backoff(self, attempt: int) -> float:
-        ceiling = min(self._max_retry_wait, self._backoff_base * 2.0 ** (attempt - 1))
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
+        return await self._backoff.call(
+            attempt,
+            retry_on=lambda error: isinstance(error, _Retryable),
+            retry_after=lambda error: getattr(error, "retry_after", None),
+            what=f"{method} {target.host}",
+        )
 
     def _gate(self, host: str) -> _HostGate:
         gate = self._gates.get(host)

@@ -142,7 +142,9 @@ def entry_to_news_item(entry: FeedEntry, *, query: SearchQuery) -> Item:
         text=_related_text(entry.text, headline=headline, outlet=outlet),
         author=outlet or entry.author,
         published=entry.published,
-        language=(query.language or entry.language or DEFAULT_LANGUAGE).lower().split("-")[0],
+        # The edition's language is not the headline's (an English edition carries Chinese headlines too): only
+        # what the entry itself states; collection detects the rest from the text.
+        language=entry.language.lower().split("-")[0] if entry.language else None,
         query=query.text,
     )
 

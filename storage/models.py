@@ -212,6 +212,10 @@ class Delivery(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     sent_at: Mapped[datetime | None] = mapped_column()
+    parts_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Parts of the message confirmed sent; a resend starts after them."""
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+    """The process (worker identity) whose claim is on the row while `next_attempt_at` is in the future."""
 
 
 class Usage(Base):
@@ -252,3 +256,15 @@ class HttpValidator(Base):
     content_type: Mapped[str | None] = mapped_column(String(255))
     """The body's Content-Type (its charset decodes the body served on a 304)."""
     updated_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class ItemEmbedding(Base):
+    __tablename__ = "item_embeddings"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """SHA-256 of model, vector size and the embedded text (title + lead): the same text is embedded once."""
+    model: Mapped[str] = mapped_column(String(128))
+    dimensions: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    """Little-endian float32 values."""
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)

@@ -217,7 +217,9 @@ class RunItemRecord(ItemScore):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ScoredItem:
+class ItemWithScores:
+    """A stored item with the scores of the most recent run that included it (exports, the data tools)."""
+
     item: ItemRecord
     scores: RunItemRecord
     """The scores from the most recent run that included the item."""
@@ -234,6 +236,10 @@ class DeliveryRecord:
     last_error: str | None
     created_at: datetime
     sent_at: datetime | None
+    parts_sent: int = 0
+    """Parts of the message confirmed sent (a resend starts after them)."""
+    claimed_by: str | None = None
+    """The worker whose claim is on the row until `next_attempt_at`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

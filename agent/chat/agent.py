@@ -4,7 +4,6 @@ and settles the confirmations its monitor proposals open."""
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 
@@ -29,6 +28,7 @@ from agent.confirmations import (
 from agent.context import Services, Turn, chat_timezone
 from agent.memory import ConversationMemory, Fold, encode_messages
 from agent.messages import Reply
+from monitors import new_error_id
 from research import LlmUsage
 from storage import ConversationChanges, ConversationRecord, ConversationRepository, TurnRepository, TurnState
 
@@ -79,7 +79,7 @@ def build_chat_agent() -> Agent[ChatDeps, str]:
 
 
 def _error_reply(what: str) -> list[Reply]:
-    error_id = uuid.uuid4().hex[:8]
+    error_id = new_error_id()
     logger.exception("chat agent: %s failed (error id %s)", what, error_id)
     return [Reply(text=f"Something went wrong on my side (error id {error_id}). Please try again in a moment.")]
 
@@ -192,8 +192,7 @@ class ChatAgent:
         return [
             Reply(
                 text=(
-                    f"I can't answer free text yet: {reason}. Set LLM_MODEL (and its API key, e.g. GEMINI_API_KEY "
-                    "for the default Gemini models) and restart Lookout.\n\n"
+                    f"I can't answer free text yet: {reason}, and restart Lookout.\n\n"
                     "Commands work without a model: /track <topic> [schedule], /monitors, /search <query>, "
                     "/collect <request>, /digest <id>, /help."
                 )

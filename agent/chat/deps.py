@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from agent.commands.common import chat_exports_dir
 from agent.commands.progress import fit_line
 from agent.confirmations import MonitorAction
 from agent.context import Services, Turn
@@ -45,8 +46,8 @@ class ChatDeps:
 
     @property
     def exports_dir(self) -> Path:
-        """Where this chat's files go: one folder per chat, so names never clash across chats."""
-        return self.services.settings.exports_dir / f"chat-{self.turn.chat.id}"
+        """Where this chat's files go: the chat's one folder, as for its commands (see `chat_exports_dir`)."""
+        return chat_exports_dir(self.services, self.turn)
 
     def attach(self, attachment: Attachment) -> None:
         if all(existing.path != attachment.path for existing in self.attachments):

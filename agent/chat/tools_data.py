@@ -15,18 +15,14 @@ from agent.chat.deps import ChatDeps
 from agent.chat.instructions import untrusted_block
 from agent.messages import Attachment
 from monitors import MonitorNotFoundError
-from research import guard_cell, safe_stem, write_csv_rows
+from research import export_stem, write_stored_items_csv
 from sources import Engagement, Item
-from storage import ItemRecord, ItemRepository, ScoredItem
+from storage import ItemRecord, ItemRepository
 
-__all__ = ["EXPORT_COLUMNS", "Timeline", "export_items", "search_history", "timeline", "write_monitor_csv"]
+__all__ = ["Timeline", "export_items", "search_history", "timeline"]
 
 HISTORY_LIMIT = 20
 CHART_ITEMS = 5000
-EXPORT_COLUMNS = (
-    "index", "source", "title", "url", "published", "author", "text", "relevance", "credibility", "score",
-    "cluster_id", "in_digest", "first_seen",
-)  # fmt: skip
 
 
 def _local_midnight(day: date, timezone: str) -> datetime:
@@ -118,9 +114,13 @@ async def timeline(ctx: RunContext[ChatDeps], topic: str, days: int = 30) -> Tim
     chart = False
     if counts:
         records = await repository.search(words, since=since, until=until, limit=CHART_ITEMS, chat_id=deps.chat_id)
-        path = deps.exports_dir / f"{safe_stem(words + ' timeline', until)}.png"
+        path = deps.exports_dir / f"{export_stem(words, until, f'timeline-{window}d')}.png"
         await asyncio.to_thread(_draw, [_as_item(r) for r in records], path, words, since, until, zone)
-        deps.attach(Attachment(path=path, filename=path.name, kind="image", caption=f"“{words[:100]}” per day"))
+        deps.attach(
+            Attachment(
+                path=path, filename=path.name, kind="image", caption=f"“{words[:100]}” over the last {window} days"
+            )
+        )
         chart = True
     total = sum(counts.values())
     busiest = max(counts.items(), key=lambda pair: pair[1])[0].isoformat() if counts else None
@@ -141,29 +141,6 @@ def _draw(items: list[Item], path: Path, title: str, since: datetime, until: dat
     write_volume_chart(items, path=path, title=title, since=since, until=until, timezone=zone)
 
 
-def _iso(moment: datetime | None) -> str:
-    return moment.isoformat(timespec="seconds") if moment else ""
-
-
-def _number(value: float | None) -> str:
-    return "" if value is None else f"{value:.4f}"
-
-
-def write_monitor_csv(path: Path, scored: list[ScoredItem]) -> None:
-    """Write a monitor's stored items (newest first) as a CSV guarded against formula injection."""
-    rows = []
-    for index, entry in enumerate(scored, start=1):
-        item, scores = entry.item, entry.scores
-        cells = [
-            str(index), item.source, item.title, item.url, _iso(item.published), item.author or "", item.text,
-            _number(scores.relevance), _number(scores.credibility), _number(scores.score), scores.cluster_id or "",
-            "yes" if scores.delivered else "", _iso(item.first_seen_at),
-        ]  # fmt: skip
-        rows.append([guard_cell(cell) for cell in cells])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_csv_rows(path, EXPORT_COLUMNS, rows)
-
-
 async def export_items(ctx: RunContext[ChatDeps], monitor_id: int, days: int = 30) -> str:
     """Export everything one of this chat's monitors collected in the last `days` days as a CSV file attached
     to your reply.
@@ -181,9 +158,10 @@ async def export_items(ctx: RunContext[ChatDeps], monitor_id: int, days: int = 3
     scored = await ItemRepository(deps.services.database).for_monitor(view.id, since=deps.now - timedelta(days=window))
     if not scored:
         return f"Monitor #{view.id} “{view.topic}” collected nothing in the last {window} days, so there is no CSV."
-    path = deps.exports_dir / f"{safe_stem(f'monitor {view.id} {view.topic}', deps.now)}.csv"
+    # The same file as /export writes: one layout, one name (`deepseek-20261122-0830-m1-last-30d.csv`).
+    path = deps.exports_dir / f"{export_stem(view.topic, deps.now, f'm{view.id}-last-{window}d')}.csv"
     try:
-        await asyncio.to_thread(write_monitor_csv, path, scored)
+        await asyncio.to_thread(write_stored_items_csv, path, scored)
     except OSError as error:
         return f"The CSV could not be written: {error.strerror or error}."
     deps.attach(

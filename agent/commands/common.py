@@ -10,6 +10,7 @@ from agent.budget import ChatBudget
 from agent.commands.specs import usage_of
 from agent.context import Services, Turn, chat_timezone
 from agent.messages import Reply
+from research import chat_folder
 
 __all__ = ["chat_exports_dir", "chat_timezone", "chat_zone", "count", "local_time", "refuse"]
 
@@ -23,9 +24,10 @@ def chat_zone(turn: Turn, services: Services) -> ZoneInfo:
 
 
 def chat_exports_dir(services: Services, turn: Turn) -> Path:
-    """Where files made for this chat go: its own folder, so two chats asking for the same thing in the same
-    minute (file names carry the topic and the minute) never overwrite each other's attachment."""
-    return services.settings.exports_dir / "chats" / str(turn.chat.id)
+    """Where files made for this chat go: its own folder (`telegram-123456789`), the same for commands, the chat
+    agent's tools and monitor runs, so two chats asking for the same thing in the same minute never overwrite
+    each other's attachment."""
+    return services.settings.exports_dir / chat_folder(turn.chat.platform, turn.chat.external_id)
 
 
 def local_time(when: datetime, zone: ZoneInfo) -> str:
@@ -43,6 +45,8 @@ def refuse(reason: str, *, usage: str | None = None) -> list[Reply]:
     were the problem."""
     text = reason.strip() or "That did not work."
     if usage is not None:
+        if not text.endswith((".", "!", "?", "…", ":")):
+            text += "."  # the reason is a sentence, and the usage line starts a new one
         text += f"\nUsage: {usage_of(usage)}"
     return [Reply(text=text)]
 

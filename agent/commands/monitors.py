@@ -15,6 +15,7 @@ from agent.commands.specs import (
 from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import MonitorAccessError, MonitorNotFoundError, MonitorView, RunSummary, ScheduleError
+from research import escape_markdown
 
 __all__ = ["digest", "list_monitors", "pause", "resume", "track", "untrack"]
 
@@ -33,12 +34,12 @@ async def track(services: Services, turn: Turn, command: TrackCommand) -> list[R
             timezone=command.schedule.timezone,
         )
     except (ScheduleError, ValueError) as error:
-        return refuse(f"No monitor was created: {error}", usage="track")
+        return refuse(f"{escape_markdown(str(error).rstrip('.'))}. No monitor was created.", usage="track")
     lines = [
-        f"Tracking **{view.topic}** as monitor #{view.id}.",
+        f"Tracking **{escape_markdown(view.topic)}** as monitor #{view.id}.",
         f"Schedule: {view.schedule}",
         f"Next run: {_next_run(view, turn, services)}",
-        f"Sources: {', '.join(view.sources)}",
+        f"Sources: {escape_markdown(', '.join(view.sources))}",
         f"`/digest {view.id}` runs it now, `/pause {view.id}` pauses it, `/untrack {view.id}` deletes it.",
     ]
     return [Reply(text="\n".join(lines))]
@@ -72,7 +73,7 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
         return refuse(str(error))
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    return [Reply(text=f"Deleted monitor #{view.id} “{view.topic}”; no more digests from it.")]
+    return [Reply(text=f"Deleted monitor #{view.id} “{escape_markdown(view.topic)}”; no more digests from it.")]
 
 
 async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
@@ -87,7 +88,11 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
     except MonitorNotFoundError as error:  # deleted meanwhile
         return refuse(str(error))
     already = "was already paused" if before.paused else "is paused"
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {already}; `/resume {view.id}` starts it again.")]
+    return [
+        Reply(
+            text=f"Monitor #{view.id} “{escape_markdown(view.topic)}” {already}; `/resume {view.id}` starts it again."
+        )
+    ]
 
 
 async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
@@ -102,14 +107,15 @@ async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list
     except MonitorNotFoundError as error:
         return refuse(str(error))
     state = "was not paused" if not before.paused else "is running again"
-    return [Reply(text=f"Monitor #{view.id} “{view.topic}” {state}; next run {_next_run(view, turn, services)}.")]
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
 
 
 def _subscriber_only(view: MonitorView, action: str) -> str:
     """This chat sees the monitor (it receives the digests) but another chat owns it."""
     return (
-        f"Monitor #{view.id} “{view.topic}” belongs to another chat: this chat receives its digests, but only that "
-        f"chat can {action} it. `/untrack {view.id}` stops the digests here."
+        f"Monitor #{view.id} “{escape_markdown(view.topic)}” belongs to another chat: this chat receives its digests, "
+        f"but only that chat can {action} it. `/untrack {view.id}` stops the digests here."
     )
 
 
@@ -139,7 +145,7 @@ def run_status(what: str, summary: RunSummary) -> str:
     """One line on how a run ended, for /digest and /search."""
     if summary.status == "failed":
         reference = f" (error id {summary.error_id})" if summary.error_id else ""
-        return f"{what} failed: {summary.error or 'unknown error'}{reference}. Nothing was sent."
+        return f"{what} failed: {escape_markdown(summary.error or 'unknown error')}{reference}. Nothing was sent."
     collected = count(summary.items, "item")
     if summary.status == "empty":
         body = f"{what} ran: {collected} collected, nothing new since the last digest"
@@ -148,7 +154,7 @@ def run_status(what: str, summary: RunSummary) -> str:
     follows = " — the digest follows." if summary.deliveries else "."
     problems = ""
     if summary.source_errors:
-        shown = "; ".join(summary.source_errors[:3])
+        shown = escape_markdown("; ".join(summary.source_errors[:3]))
         more = f" and {len(summary.source_errors) - 3} more" if len(summary.source_errors) > 3 else ""
         problems = f"\nSome sources failed: {shown}{more}."
     return body + follows + problems
@@ -165,11 +171,11 @@ def _next_run(view: MonitorView, turn: Turn, services: Services) -> str:
 def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: bool) -> str:
     zone = chat_zone(turn, services)
     state = "⏸ paused" if view.paused else f"next {_next_run(view, turn, services)}"
-    last = view.last_result + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
+    last = escape_markdown(view.last_result) + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
     owner = f" · chat {view.owner_chat_id}" if show_owner else ""
     quiet = " · quiet" if view.quiet else ""
     return (
-        f"**#{view.id} {view.topic}** — {view.schedule}{quiet}{owner}\n"
-        f"{state} · sources: {', '.join(view.sources)}\n"
+        f"**#{view.id} {escape_markdown(view.topic)}** — {view.schedule}{quiet}{owner}\n"
+        f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"
         f"last run: {last}"
     )

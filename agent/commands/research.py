@@ -2,47 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Final
 
-from agent.commands.common import BUDGET_SPENT_NOTE, chat_exports_dir, chat_zone, count, models_allowed, refuse
+from agent.commands.common import BUDGET_SPENT_NOTE, chat_exports_dir, count, models_allowed, refuse
 from agent.commands.monitors import run_status
 from agent.commands.progress import CollectionProgress, PipelineProgress, ProgressRelay
 from agent.commands.specs import CollectCommand, ExportCommand, SearchCommand
 from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from monitors import MonitorNotFoundError, split_source_specs, store_collection
-from research import guard_cell, run_collection_job, safe_stem, write_csv_rows
-from storage import ItemRepository, ScoredItem
+from research import escape_markdown, export_stem, run_collection_job, write_stored_items_csv
+from storage import ItemRepository
 
-__all__ = ["EXPORT_COLUMNS", "collect", "export", "search"]
+__all__ = ["collect", "export", "search"]
 
 DEFAULT_COLLECT_TARGET: Final = 2000
 """Unique items /collect aims for without `target N` (the same as `lookout collect`)."""
 DEFAULT_EXPORT_DAYS: Final = 30
 """The /export window without a number of days (what /help says)."""
-EXPORT_COLUMNS: Final = (
-    "index",
-    "source",
-    "title",
-    "text",
-    "author",
-    "published",
-    "collected",
-    "url",
-    "points",
-    "likes",
-    "reposts",
-    "comments",
-    "language",
-    "relevance",
-    "credibility",
-    "score",
-    "cluster_id",
-    "in_digest",
-    "query",
-)
 
 
 async def search(services: Services, turn: Turn, command: SearchCommand) -> list[Reply]:
@@ -56,10 +34,10 @@ async def search(services: Services, turn: Turn, command: SearchCommand) -> list
             )
         except ValueError as error:
             relay.final_text = "stopped"
-            return refuse(f"I could not search that: {error}", usage="search")
+            return refuse(f"I could not search that: {escape_markdown(str(error))}", usage="search")
         relay.final_text = "failed" if summary.status == "failed" else "done — the digest follows"
     note = "" if use_models else f"\n{BUDGET_SPENT_NOTE}"
-    return [Reply(text=run_status(f"The search for “{command.query}”", summary) + note)]
+    return [Reply(text=run_status(f"The search for “{escape_markdown(command.query)}”", summary) + note)]
 
 
 async def collect(services: Services, turn: Turn, command: CollectCommand) -> list[Reply]:
@@ -67,7 +45,7 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
     try:
         sources = services.resolve_sources(split_source_specs(None))
     except ValueError as error:
-        return refuse(f"I cannot collect right now: {error}")
+        return refuse(f"I cannot collect right now: {escape_markdown(str(error))}")
     target = command.target or DEFAULT_COLLECT_TARGET
     async with ProgressRelay(turn.progress, CollectionProgress()) as relay:
         await relay.announce(f"collecting up to {target:,} items about “{command.request}”…")
@@ -85,9 +63,9 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
         services.database, chat_id=turn.chat.id, request=command.request, job=result, now=services.clock()
     )
     line = (
-        f"Collected {count(report.total_unique, 'unique item')} for “{command.request}” "
-        f"({report.total_duplicates:,} duplicates dropped) in {count(report.attempts, 'attempt')}; "
-        f"stopped: {report.stop_detail}"
+        f"Collected {count(report.total_unique, 'unique item')} for “{escape_markdown(command.request)}” "
+        f"({count(report.total_duplicates, 'duplicate')} dropped) in {count(report.attempts, 'attempt')}; "
+        f"stopped: {escape_markdown(report.stop_detail)}"
     )
     if report.source_errors:
         failed = sorted({error.source for error in report.source_errors})
@@ -111,56 +89,11 @@ async def export(services: Services, turn: Turn, command: ExportCommand) -> list
     rows = await ItemRepository(services.database).for_monitor(view.id, since=now - timedelta(days=days))
     window = f"the last {count(days, 'day')}"
     if not rows:
-        return [Reply(text=f"Monitor #{view.id} “{view.topic}” collected nothing in {window}.")]
-    stem = safe_stem(view.topic, now)
-    out_dir = chat_exports_dir(services, turn)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{stem}-m{view.id}-export-{days}d.csv"
-    write_export_csv(path, rows)
-    local_day = now.astimezone(chat_zone(turn, services)).date().isoformat()
-    filename = f"{stem.rsplit('-', 2)[0]}-last-{days}d-{local_day}.csv"
+        return [Reply(text=f"Monitor #{view.id} “{escape_markdown(view.topic)}” collected nothing in {window}.")]
+    path = chat_exports_dir(services, turn) / f"{export_stem(view.topic, now, f'm{view.id}-last-{days}d')}.csv"
+    write_stored_items_csv(path, rows)
     in_digest = sum(1 for row in rows if row.scores.delivered)
-    text = f"Monitor #{view.id} “{view.topic}”: {count(len(rows), 'item')} from {window} ({in_digest:,} in digests)."
-    attachment = Attachment(path=path, filename=filename, caption=text[:1024])
+    topic = escape_markdown(view.topic)
+    text = f"Monitor #{view.id} “{topic}”: {count(len(rows), 'item')} from {window} ({in_digest:,} in digests)."
+    attachment = Attachment(path=path, filename=path.name, caption=text[:1024])
     return [Reply(text=text, attachments=(attachment,))]
-
-
-def write_export_csv(path: Path, rows: list[ScoredItem]) -> None:
-    """Write the export: one row per item, newest first, every cell guarded against formula injection."""
-    write_csv_rows(path, EXPORT_COLUMNS, (_export_row(index, row) for index, row in enumerate(rows, start=1)))
-
-
-def _export_row(index: int, row: ScoredItem) -> list[str]:
-    item, scores = row.item, row.scores
-    engagement = item.engagement
-    cells = [
-        str(index),
-        item.source,
-        item.title,
-        item.text,
-        item.author or "",
-        _iso(item.published),
-        _iso(item.collected_at),
-        item.url,
-        *(_number(engagement.get(key)) for key in ("points", "likes", "reposts", "comments")),
-        item.language or "",
-        _score(scores.relevance),
-        _score(scores.credibility),
-        _score(scores.score),
-        scores.cluster_id or "",
-        "yes" if scores.delivered else "no",
-        item.query,
-    ]
-    return [guard_cell(cell) for cell in cells]
-
-
-def _iso(value: datetime | None) -> str:
-    return "" if value is None else value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _number(value: int | None) -> str:
-    return "" if value is None else str(value)
-
-
-def _score(value: float | None) -> str:
-    return "" if value is None else f"{value:.4f}"

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Protocol
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -22,7 +20,9 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from agent import Attachment
 from bots.slack.render import SlackMessage, blocks_payload
+from sources import Backoff, parse_retry_after
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ class BoundedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
     def __init__(self, *, max_retry_count: int = 2, max_wait: float = 30.0) -> None:
         super().__init__(max_retry_count=max_retry_count)
         self.max_wait = max_wait
+        self.backoff = Backoff(attempts=None, max_wait=max_wait)
 
     async def _can_retry_async(
         self,
@@ -51,19 +52,10 @@ class BoundedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
     ) -> bool:
         if response is None or response.status_code != 429:
             return False
-        wait = _header_seconds(response.headers)
-        return wait is None or wait <= self.max_wait
-
-
-def _header_seconds(headers: dict[str, list[str] | str]) -> float | None:
-    for name, values in headers.items():
-        if name.lower() == "retry-after":
-            value = values[0] if isinstance(values, list) else values
-            try:
-                return float(value)
-            except ValueError:
-                return None
-    return None
+        values = next((v for name, v in response.headers.items() if name.lower() == "retry-after"), None)
+        wait = parse_retry_after(values[0] if isinstance(values, list) and values else values or None)  # type: ignore[arg-type]
+        # The shared give-up rule: a wait longer than max_wait surfaces instead of holding a task asleep.
+        return self.backoff.delay(state.current_attempt + 1, wait) is not None
 
 
 def retry_handlers(*, max_rate_limit_wait: float = 30.0) -> list[AsyncRetryHandler]:
@@ -97,15 +89,10 @@ def error_code(error: SlackApiError) -> str:
 
 
 def retry_after_seconds(error: SlackApiError) -> float | None:
-    """The `Retry-After` of a 429, in seconds (None when absent)."""
+    """The `Retry-After` of a 429, in seconds (None when absent or garbled)."""
     headers = getattr(error.response, "headers", None) or {}
     value = headers.get("Retry-After") or headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
+    return parse_retry_after(value if isinstance(value, str) else None)
 
 
 def is_rate_limited(error: SlackApiError) -> bool:
@@ -114,16 +101,6 @@ def is_rate_limited(error: SlackApiError) -> bool:
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, asyncio.TimeoutError, SlackClientError)
 """Network failures and SDK request errors (e.g. a failed file upload): worth trying again later."""
-
-
-class FileToSend(Protocol):
-    """A file to upload (both `agent.messages.Attachment` and `monitors.delivery.Attachment` fit)."""
-
-    @property
-    def path(self) -> Path: ...
-
-    @property
-    def filename(self) -> str: ...
 
 
 class SlackPoster:
@@ -154,7 +131,7 @@ class SlackPoster:
         await self.client.chat_update(channel=channel, ts=ts, text=text)
 
     async def upload(
-        self, channel: str, file: FileToSend, *, thread_ts: str | None = None, comment: str | None = None
+        self, channel: str, file: Attachment, *, thread_ts: str | None = None, comment: str | None = None
     ) -> bool:
         """files_upload_v2 into the channel (and thread); False when the file is gone from disk."""
         try:
@@ -196,7 +173,6 @@ __all__ = [
     "NO_ACCESS_ERRORS",
     "TRANSIENT_ERRORS",
     "BoundedRateLimitRetryHandler",
-    "FileToSend",
     "SlackPoster",
     "build_web_client",
     "error_code",

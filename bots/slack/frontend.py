@@ -12,7 +12,6 @@ import contextlib
 import logging
 import re
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -25,16 +24,7 @@ from starlette.routing import BaseRoute, Route
 
 from agent import Incoming, Reply
 from bots.dispatcher import Dispatches
-from bots.slack.api import (
-    DEFAULT_API_URL,
-    NO_ACCESS_ERRORS,
-    TRANSIENT_ERRORS,
-    SlackPoster,
-    build_web_client,
-    error_code,
-    post_to_response_url,
-    retry_handlers,
-)
+from bots.slack.api import TRANSIENT_ERRORS, error_code
 from bots.slack.events import (
     SLASH_COMMANDS,
     answered_buttons,
@@ -42,34 +32,18 @@ from bots.slack.events import (
     incoming_from_command,
     incoming_from_event,
 )
-from bots.slack.render import BUTTON_ACTION_PREFIX, SlackMessage, reply_messages
-from bots.slack.sender import SlackSender
-from bots.slack.status import SlackStatus
+from bots.slack.render import BUTTON_ACTION_PREFIX
+from bots.slack.sender import SlackSender, SlackTarget
 
 logger = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 ACK_TEXT = "on it…"
 """What a slash command answers at once (Slack wants an answer within 3 seconds); the result follows."""
-NO_FILES_HERE = "I can't post files in this channel: invite me with `/invite @Lookout` and ask again."
 
 
 class CredentialsRefusedError(RuntimeError):
     """Slack refused the bot token at start: retrying will not help until the token is fixed."""
-
-
-@dataclass
-class _Target:
-    """Where the answers to one message go."""
-
-    channel: str
-    thread_ts: str | None = None
-    response_url: str | None = None
-    """A slash command's or button's response_url, for channels the bot may not post into."""
-    via_response_url: bool = False
-    """chat.postMessage was refused here: the rest goes through response_url."""
-    told_no_files: bool = False
-    """The person has read once that files cannot be posted here."""
 
 
 class SlackFrontend:
@@ -85,20 +59,20 @@ class SlackFrontend:
 
     def __init__(
         self,
-        bot_token: str,
+        sender: SlackSender,
         *,
         dispatcher: Dispatches,
         app_token: str | None = None,
         signing_secret: str | None = None,
-        api_url: str = DEFAULT_API_URL,
         progress_interval: float = 2.0,
-        max_rate_limit_wait: float = 30.0,
         shutdown_grace: float = 30.0,
     ) -> None:
         if not app_token and not signing_secret:
             raise ValueError("Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode)")
         self.mode: Literal["socket", "http"] = "socket" if app_token else "http"
-        self.client = build_web_client(bot_token, api_url=api_url, max_rate_limit_wait=max_rate_limit_wait)
+        # The process's one web client, shared with the sender that delivers digests.
+        self._sender = sender
+        self.client = sender.client
         self.app = AsyncApp(
             client=self.client,
             signing_secret=signing_secret or "",
@@ -107,8 +81,6 @@ class SlackFrontend:
         )
         self._dispatcher = dispatcher
         self._app_token = app_token
-        self._poster = SlackPoster(self.client)
-        self._handlers = retry_handlers(max_rate_limit_wait=max_rate_limit_wait)
         self._progress_interval = progress_interval
         self._shutdown_grace = shutdown_grace
         self._tasks: set[asyncio.Task[None]] = set()
@@ -128,8 +100,8 @@ class SlackFrontend:
         return [Route(EVENTS_PATH, self._http_endpoint, methods=["POST"])]
 
     def sender(self) -> SlackSender:
-        """The `ChatSender` for digests, sharing this frontend's web client."""
-        return SlackSender(self.client)
+        """The process's one Slack sender (answers and digests), sharing this frontend's web client."""
+        return self._sender
 
     async def start(self) -> None:
         """Check the token (auth.test), then connect Socket Mode (retrying in the background if Slack is down)."""
@@ -206,7 +178,7 @@ class SlackFrontend:
         except ValueError as error:
             logger.warning("slack: ignoring a slash command: %s", error)
             return
-        target = _Target(channel=incoming.chat_external_id, response_url=_url(body.get("response_url")))
+        target = SlackTarget(channel=incoming.chat_external_id, response_url=_url(body.get("response_url")))
         self._spawn(self._handle(incoming, target))
 
     async def _on_event(self, body: dict[str, Any], context: AsyncBoltContext) -> None:
@@ -218,7 +190,7 @@ class SlackFrontend:
             return
         if incoming is None:
             return
-        target = _Target(channel=incoming.chat_external_id, thread_ts=incoming.thread_key or None)
+        target = SlackTarget(channel=incoming.chat_external_id, thread_ts=incoming.thread_key or None)
         self._spawn(self._handle(incoming, target))
 
     async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
@@ -230,14 +202,14 @@ class SlackFrontend:
             return
         if incoming is None:
             return
-        target = _Target(
+        target = SlackTarget(
             channel=incoming.chat_external_id,
             thread_ts=incoming.thread_key or None,
             response_url=_url(body.get("response_url")),
         )
         self._spawn(self._press(body, incoming, target))
 
-    async def _press(self, body: dict[str, Any], incoming: Incoming, target: _Target) -> None:
+    async def _press(self, body: dict[str, Any], incoming: Incoming, target: SlackTarget) -> None:
         """Take the buttons off the pressed message (a choice is made once), then answer the choice."""
         answered = answered_buttons(body)
         if answered is not None:
@@ -253,56 +225,18 @@ class SlackFrontend:
 
     # ---- answering ----------------------------------------------------------------------------------------
 
-    async def _handle(self, incoming: Incoming, target: _Target) -> None:
-        status = SlackStatus(self._poster, target.channel, thread_ts=target.thread_ts, interval=self._progress_interval)
+    async def _handle(self, incoming: Incoming, target: SlackTarget) -> None:
+        status = self._sender.status_line(target.channel, thread_ts=target.thread_ts, interval=self._progress_interval)
 
         async def deliver(replies: list[Reply]) -> None:
-            await status.finish()
-            await self._send_replies(target, replies)
+            await status.close()
+            await self._sender.send_replies(target, replies)
 
         try:
             await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)
         except Exception:  # the dispatcher has its own boundary; this one keeps a background task from dying loudly
             logger.exception("slack: handling a message in %s failed", incoming.chat_external_id)
-
-    async def _send_replies(self, target: _Target, replies: list[Reply]) -> None:
-        for reply in replies:
-            messages = reply_messages(reply.text, buttons=reply.buttons) if reply.text.strip() else []
-            for message in messages:
-                await self._post(target, message)
-            for attachment in reply.attachments:
-                await self._upload(target, attachment, comment=attachment.caption)
-
-    async def _post(self, target: _Target, message: SlackMessage) -> None:
-        if not target.via_response_url:
-            try:
-                await self._poster.post(target.channel, message, thread_ts=target.thread_ts)
-                return
-            except SlackApiError as error:
-                if error_code(error) not in NO_ACCESS_ERRORS or target.response_url is None:
-                    raise
-                logger.info(
-                    "slack: cannot post in %s (%s); answering via response_url", target.channel, error_code(error)
-                )
-                target.via_response_url = True
-        assert target.response_url is not None
-        await post_to_response_url(target.response_url, [message], handlers=self._handlers)
-
-    async def _upload(self, target: _Target, attachment: Any, *, comment: str | None) -> None:
-        if not target.via_response_url:
-            try:
-                await self._poster.upload(target.channel, attachment, thread_ts=target.thread_ts, comment=comment)
-                return
-            except SlackApiError as error:
-                if error_code(error) not in NO_ACCESS_ERRORS or target.response_url is None:
-                    raise
-                target.via_response_url = True
-        if target.response_url is None or target.told_no_files:
-            return
-        target.told_no_files = True
-        await post_to_response_url(
-            target.response_url, reply_messages(NO_FILES_HERE), in_channel=False, handlers=self._handlers
-        )
+        await status.close()
 
 
 def _url(value: object) -> str | None:

@@ -1,84 +1,183 @@
-"""Delivers monitor digests to Slack channels: Block Kit messages (header, sections, dividers), then files."""
+"""Slack's one sender: answers, status lines and digests all go out through the process's one `AsyncWebClient`.
+
+A message becomes parts: Block Kit messages (sections of at most 3,000 characters, at most 50 blocks each; a
+digest's or briefing's first line becomes a header block), then its files through `files_upload_v2` (a file's
+caption as the comment). The web client's retry handlers already wait out short 429s (`bots.slack.api`). The
+delivery worker sends part by part (`parts`, `send_part`), errors mapped: `ratelimited` → `RetryLater` with
+its Retry-After; channel_not_found, not_in_channel, is_archived, account_inactive → `ChatGone`; network and
+5xx → `RetryLater`; any other Slack error → `DeliveryError`. The frontend sends whole answers
+(`send_replies`), falling back to a slash command's `response_url` where the bot may not post.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.delivered_parts import DeliveredParts
+from agent import Attachment, Reply
 from bots.slack.api import (
-    DEFAULT_API_URL,
     GONE_ERRORS,
+    NO_ACCESS_ERRORS,
     TRANSIENT_ERRORS,
     SlackPoster,
-    build_web_client,
     error_code,
     is_rate_limited,
+    post_to_response_url,
     retry_after_seconds,
+    retry_handlers,
 )
-from bots.slack.render import HEADER_TEXT_LIMIT, SlackMessage, plain_text, reply_messages
-from monitors import Attachment, ChatGone, DeliveryError, OutgoingDigest, RetryLater
+from bots.slack.render import HEADER_TEXT_LIMIT, SlackMessage, escape_mrkdwn, plain_text, reply_messages
+from bots.status import DONE_MARK, WORKING_MARK, StatusLine, StatusOff
+from monitors import ChatGone, DeliveryError, RetryLater
 from storage import ChatRecord
+
+__all__ = ["NO_FILES_HERE", "SlackPart", "SlackSender", "SlackTarget", "delivery_error", "digest_messages"]
 
 logger = logging.getLogger(__name__)
 
+NO_FILES_HERE = "I can't post files in this channel: invite me with `/invite @Lookout` and ask again."
+
 
 @dataclass(frozen=True, kw_only=True)
-class _Step:
-    """One API call of a delivery: a message, or a file upload."""
+class SlackPart:
+    """One API call of a message: a Block Kit message, or a file upload."""
 
     message: SlackMessage | None = None
     attachment: Attachment | None = None
 
 
+@dataclass
+class SlackTarget:
+    """Where the answers to one message go."""
+
+    channel: str
+    thread_ts: str | None = None
+    response_url: str | None = None
+    """A slash command's or button's response_url, for channels the bot may not post into."""
+    via_response_url: bool = False
+    """chat.postMessage was refused here: the rest goes through response_url."""
+    told_no_files: bool = False
+    """The person has read once that files cannot be posted here."""
+
+
 class SlackSender:
-    """A `monitors.delivery.ChatSender` for Slack: the digest as Block Kit messages, the CSV and chart as files.
+    """A `monitors.ChatSender` for Slack and the frontend's way to answer; see the module docstring."""
 
-    The digest's first line (topic and date) becomes a header block; the rest becomes sections of at most 3,000
-    characters, at most 50 blocks per message, several messages when needed. Attachments follow through
-    `files_upload_v2` into the channel. The web client's retry handlers already wait out short 429s; what is
-    left maps to the worker's errors: `ratelimited` → `RetryLater(retry_after)`; channel_not_found,
-    not_in_channel, is_archived, account_inactive → `ChatGone`; network failures → `RetryLater`; any other
-    Slack error → `DeliveryError` (retried with backoff).
-
-    A retried delivery skips the parts this process already posted to that channel.
-    """
-
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, *, max_rate_limit_wait: float = 30.0) -> None:
+        self.client = client
         self._poster = SlackPoster(client)
-        self._delivered = DeliveredParts()
+        self._handlers: list[AsyncRetryHandler] = retry_handlers(max_rate_limit_wait=max_rate_limit_wait)
 
-    @classmethod
-    def from_token(
-        cls, token: str, *, api_url: str = DEFAULT_API_URL, max_rate_limit_wait: float = 30.0
-    ) -> SlackSender:
-        """A sender with its own web client (SLACK_BOT_TOKEN at SLACK_API_URL)."""
-        return cls(build_web_client(token, api_url=api_url, max_rate_limit_wait=max_rate_limit_wait))
+    # ---- parts --------------------------------------------------------------------------------------------
 
-    async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
-        """Post the messages, then upload the attachments; raises `RetryLater`, `ChatGone` or `DeliveryError`."""
-        channel = chat.external_id
-        await self._delivered.send_remaining(
-            chat, message, _steps(message), lambda step: self._send_step(channel, step)
-        )
+    def parts(self, message: Reply) -> list[SlackPart]:
+        """Block Kit messages, then files."""
+        parts: list[SlackPart] = []
+        if message.text.strip():
+            if message.purpose in ("digest", "briefing") and not message.buttons:
+                blocks = digest_messages(message.text)
+            else:
+                blocks = reply_messages(message.text, buttons=message.buttons)
+            parts = [SlackPart(message=block) for block in blocks]
+        parts.extend(SlackPart(attachment=attachment) for attachment in message.attachments)
+        return parts
 
-    async def _send_step(self, channel: str, step: _Step) -> None:
+    async def send_part(self, chat: ChatRecord, part: SlackPart) -> None:
+        """Send one part into a stored channel; raises `RetryLater`, `ChatGone` or `DeliveryError`."""
         try:
-            if step.message is not None:
-                await self._poster.post(channel, step.message)
-            elif step.attachment is not None:
-                await self._poster.upload(channel, step.attachment)
+            if part.message is not None:
+                await self._poster.post(chat.external_id, part.message)
+            elif part.attachment is not None:
+                await self._poster.upload(chat.external_id, part.attachment, comment=part.attachment.caption)
         except SlackApiError as error:
             raise delivery_error(error) from error
         except TRANSIENT_ERRORS as error:
             raise RetryLater(f"network error talking to Slack: {type(error).__name__}: {error}") from error
 
+    # ---- answers ------------------------------------------------------------------------------------------
+
+    async def send_replies(self, target: SlackTarget, replies: Sequence[Reply]) -> None:
+        """Send answers in order into the target's channel (or thread), through response_url where the bot may
+        not post; Slack's errors are raised (the dispatcher's boundary tells the person)."""
+        for reply in replies:
+            for part in self.parts(reply):
+                if part.message is not None:
+                    await self._post(target, part.message)
+                elif part.attachment is not None:
+                    await self._upload(target, part.attachment)
+
+    async def _post(self, target: SlackTarget, message: SlackMessage) -> None:
+        if not target.via_response_url:
+            try:
+                await self._poster.post(target.channel, message, thread_ts=target.thread_ts)
+                return
+            except SlackApiError as error:
+                if error_code(error) not in NO_ACCESS_ERRORS or target.response_url is None:
+                    raise
+                logger.info(
+                    "slack: cannot post in %s (%s); answering via response_url", target.channel, error_code(error)
+                )
+                target.via_response_url = True
+        assert target.response_url is not None
+        await post_to_response_url(target.response_url, [message], handlers=self._handlers)
+
+    async def _upload(self, target: SlackTarget, attachment: Attachment) -> None:
+        if not target.via_response_url:
+            try:
+                await self._poster.upload(
+                    target.channel, attachment, thread_ts=target.thread_ts, comment=attachment.caption
+                )
+                return
+            except SlackApiError as error:
+                if error_code(error) not in NO_ACCESS_ERRORS or target.response_url is None:
+                    raise
+                target.via_response_url = True
+        if target.response_url is None or target.told_no_files:
+            return
+        target.told_no_files = True
+        await post_to_response_url(
+            target.response_url, reply_messages(NO_FILES_HERE), in_channel=False, handlers=self._handlers
+        )
+
+    # ---- status -------------------------------------------------------------------------------------------
+
+    def status_line(self, channel: str, *, thread_ts: str | None = None, interval: float = 2.0) -> StatusLine:
+        """A progress line for one answer: one message, edited with chat.update (see `bots.status`)."""
+        return StatusLine(
+            SlackStatusMessage(self._poster, channel, thread_ts), interval=interval, name=f"{channel} status"
+        )
+
+
+class SlackStatusMessage:
+    """Slack's status surface: chat.postMessage once, then chat.update; no access to the channel turns it off."""
+
+    def __init__(self, poster: SlackPoster, channel: str, thread_ts: str | None) -> None:
+        self._poster = poster
+        self._channel = channel
+        self._thread_ts = thread_ts
+        self.ts: str | None = None
+
+    async def show(self, text: str, *, done: bool) -> None:
+        line = f"{DONE_MARK if done else WORKING_MARK} _{escape_mrkdwn(text)}_"
+        try:
+            if self.ts is None:
+                self.ts = await self._poster.post_text(self._channel, line, thread_ts=self._thread_ts)
+            else:
+                await self._poster.update_text(self._channel, self.ts, line)
+        except SlackApiError as error:
+            code = error_code(error)
+            if code in NO_ACCESS_ERRORS or code in GONE_ERRORS:
+                raise StatusOff(f"Slack said {code}") from error
+            raise
+
 
 def delivery_error(error: SlackApiError) -> DeliveryError:
-    """The worker's error for a failed Slack call."""
+    """The delivery error for a failed Slack call."""
     code = error_code(error)
     if is_rate_limited(error):
         return RetryLater(f"Slack rate limit ({code})", retry_after=retry_after_seconds(error))
@@ -97,12 +196,3 @@ def digest_messages(text: str) -> list[SlackMessage]:
     if rest.strip() and title and len(title) <= HEADER_TEXT_LIMIT:
         return reply_messages(rest, header=title)
     return reply_messages(text)
-
-
-def _steps(message: OutgoingDigest) -> list[_Step]:
-    steps = [_Step(message=part) for part in digest_messages(message.text)]
-    steps.extend(_Step(attachment=attachment) for attachment in message.attachments)
-    return steps
-
-
-__all__ = ["SlackSender", "delivery_error", "digest_messages"]

@@ -1,13 +1,12 @@
-"""Bot API calls shared by the digest sender and the chat frontend: HTML with a plain-text fallback, files, and
-Telegram's errors mapped onto the delivery worker's (retry later, chat gone, chat moved)."""
+"""Bot API calls of the Telegram sender: HTML with a plain-text fallback, files, and Telegram's errors mapped onto
+the delivery errors (retry later, chat gone, chat moved)."""
 
 from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
 from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions, Message
 from telegram.constants import ParseMode
@@ -19,9 +18,9 @@ from monitors import ChatGone, ChatMoved, DeliveryError, RetryLater
 __all__ = [
     "NO_PREVIEW",
     "FileKind",
-    "Pace",
     "delivery_error",
     "is_gone",
+    "is_group",
     "retry_after_seconds",
     "send_file",
     "send_html",
@@ -37,18 +36,6 @@ NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 FileKind = Literal["document", "photo"]
 
-_T = TypeVar("_T")
-
-
-class Pace(Protocol):
-    """Wraps each API call, e.g. to keep a sender under Telegram's messages-per-second ceiling."""
-
-    def __call__(self, call: Awaitable[_T], /) -> Awaitable[_T]: ...
-
-
-async def _unpaced(call: Awaitable[_T]) -> _T:
-    return await call
-
 
 async def send_html(
     bot: Bot,
@@ -57,19 +44,16 @@ async def send_html(
     *,
     reply_markup: InlineKeyboardMarkup | None = None,
     thread_id: int | None = None,
-    pace: Pace = _unpaced,
 ) -> None:
     """Send one HTML part (already within the length limit); if Telegram cannot parse it, send it as plain text."""
     try:
-        await pace(
-            bot.send_message(
-                chat_id,
-                part,
-                parse_mode=ParseMode.HTML,
-                link_preview_options=NO_PREVIEW,
-                reply_markup=reply_markup,
-                message_thread_id=thread_id,
-            )
+        await bot.send_message(
+            chat_id,
+            part,
+            parse_mode=ParseMode.HTML,
+            link_preview_options=NO_PREVIEW,
+            reply_markup=reply_markup,
+            message_thread_id=thread_id,
         )
     except BadRequest as error:
         if "can't parse entities" not in error.message.lower():
@@ -78,10 +62,8 @@ async def send_html(
         plain_parts = split_telegram_text(html_to_plain_text(part))
         for index, plain in enumerate(plain_parts):
             markup = reply_markup if index == len(plain_parts) - 1 else None
-            await pace(
-                bot.send_message(
-                    chat_id, plain, link_preview_options=NO_PREVIEW, reply_markup=markup, message_thread_id=thread_id
-                )
+            await bot.send_message(
+                chat_id, plain, link_preview_options=NO_PREVIEW, reply_markup=markup, message_thread_id=thread_id
             )
 
 
@@ -95,35 +77,30 @@ async def send_file(
     caption: str | None = None,
     reply_markup: InlineKeyboardMarkup | None = None,
     thread_id: int | None = None,
-    pace: Pace = _unpaced,
 ) -> Message:
     """Send a document (keeping its filename) or a photo; a photo Telegram refuses goes as a document."""
     if kind == "photo":
         try:
-            return await pace(
-                bot.send_photo(
-                    chat_id,
-                    photo=content,
-                    filename=filename,
-                    caption=caption,
-                    reply_markup=reply_markup,
-                    message_thread_id=thread_id,
-                )
+            return await bot.send_photo(
+                chat_id,
+                photo=content,
+                filename=filename,
+                caption=caption,
+                reply_markup=reply_markup,
+                message_thread_id=thread_id,
             )
         except BadRequest as error:
             if is_gone(error):
                 raise
             # Telegram refuses some images as photos (size, dimensions): the file still helps as a document.
             logger.warning("image refused as a photo (%s); sending it as a document", error.message)
-    return await pace(
-        bot.send_document(
-            chat_id,
-            document=content,
-            filename=filename,
-            caption=caption,
-            reply_markup=reply_markup,
-            message_thread_id=thread_id,
-        )
+    return await bot.send_document(
+        chat_id,
+        document=content,
+        filename=filename,
+        caption=caption,
+        reply_markup=reply_markup,
+        message_thread_id=thread_id,
     )
 
 
@@ -143,6 +120,11 @@ def delivery_error(error: TelegramError) -> DeliveryError:
     if isinstance(error, NetworkError):  # includes TimedOut and 5xx answers
         return RetryLater(f"network error talking to Telegram: {error.message}")
     return DeliveryError(f"Telegram error: {error.message}")
+
+
+def is_group(chat_id: str | int) -> bool:
+    """Groups, supergroups and channels have negative ids (and share one 20-a-minute budget per chat)."""
+    return str(chat_id).startswith("-")
 
 
 def is_gone(error: BadRequest) -> bool:

@@ -9,8 +9,9 @@ that calls `Dispatcher.dispatch` at once, so the dispatcher's per-conversation l
 while different chats are answered concurrently. At most `max_in_flight` messages are handled at a time;
 beyond that, reading updates waits (back-pressure instead of an unbounded pile of tasks).
 
-While a message is handled the chat shows "typing…"; progress goes to one status message edited in place;
-replies go out through `bots.telegram.replies.ReplySender` under the conversation's lock.
+While a message is handled the chat shows "typing…"; progress goes to one status line edited in place; replies
+go out under the conversation's lock through the process's one `TelegramSender`, whose `Bot` (with the rate
+limiter) is also the Application's: answers, status edits and digests share one Bot and one limiter.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from telegram.ext import Application, ContextTypes, TypeHandler
 
 from agent import Reply, bot_commands
 from bots.dispatcher import Dispatcher
-from bots.telegram.replies import ReplySender, StatusMessage, TypingIndicators
+from bots.telegram.sender import TelegramSender
+from bots.telegram.typing_indicators import TypingIndicators
 from bots.telegram.updates import BotIdentity, Received, migration, received_from_update
 
 __all__ = ["WEBHOOK_PATH", "WEBHOOK_SECRET_HEADER", "TelegramFrontend", "TelegramOptions"]
@@ -62,8 +64,6 @@ class TelegramOptions:
     """Seconds one getUpdates long poll waits for updates."""
     max_in_flight: int = 256
     """Messages handled at the same time (across chats); reading updates waits beyond that."""
-    connection_pool_size: int = 128
-    """HTTP connections for API calls (sends, edits, typing) shared by every chat."""
     progress_interval: float = 1.0
     """At most one edit of a status message per this many seconds."""
     stop_timeout: float = 30.0
@@ -77,15 +77,16 @@ class TelegramFrontend:
         self,
         options: TelegramOptions,
         dispatcher: Dispatcher,
+        sender: TelegramSender,
         *,
         commands: Sequence[tuple[str, str]] | None = None,
     ) -> None:
         self._options = options
         self._dispatcher = dispatcher
+        self._sender = sender
         self._commands = list(commands) if commands is not None else bot_commands()
         self._application: Application | None = None  # type: ignore[type-arg]
         self._identity: BotIdentity | None = None
-        self._replies: ReplySender | None = None
         self._typing: TypingIndicators | None = None
         self._in_flight = asyncio.Semaphore(options.max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -103,18 +104,8 @@ class TelegramFrontend:
     async def start(self) -> None:
         """Connect (getMe), register the commands, then poll or set the webhook. Raises if Telegram refuses the
         token or cannot be reached at all."""
-        options = self._options
-        application = (
-            Application.builder()
-            .token(options.token)
-            .base_url(f"{options.api_url.rstrip('/')}/bot")
-            .base_file_url(f"{options.api_url.rstrip('/')}/file/bot")
-            .job_queue(None)
-            .connection_pool_size(options.connection_pool_size)
-            .pool_timeout(30.0)
-            .get_updates_read_timeout(options.poll_timeout + 10)
-            .build()
-        )
+        # The process's one Bot (built by app with its rate limiter); the Application polls and reads with it.
+        application = Application.builder().bot(self._sender.bot).job_queue(None).build()
         application.add_handler(TypeHandler(Update, self._on_update))
         application.add_error_handler(self._on_error)
         await application.initialize()
@@ -131,7 +122,6 @@ class TelegramFrontend:
         options = self._options
         bot = application.bot
         self._identity = BotIdentity(id=bot.id, username=bot.username)
-        self._replies = ReplySender(bot, self._dispatcher)
         self._typing = TypingIndicators(bot)
         await self._register_commands()
         if options.webhook_url:
@@ -225,20 +215,20 @@ class TelegramFrontend:
             logger.error("telegram: handling an update failed", exc_info=task.exception())
 
     async def _handle(self, received: Received) -> None:
-        assert self._application is not None and self._replies is not None and self._typing is not None
-        bot, replies = self._application.bot, self._replies
+        assert self._application is not None and self._typing is not None
+        bot, sender = self._application.bot, self._sender
         incoming = received.incoming
         chat_id = incoming.chat_external_id
         if received.callback_query_id is not None:
             self._spawn_answer(received.callback_query_id)
-        status = StatusMessage(bot, chat_id, thread_id=received.thread_id, min_interval=self._options.progress_interval)
+        status = sender.status_line(chat_id, thread_id=received.thread_id, interval=self._options.progress_interval)
 
         async def deliver(answer: list[Reply]) -> None:
             await status.close()
             if received.callback_query_id is not None and received.message_id is not None:
                 with contextlib.suppress(TelegramError):  # the buttons were pressed: they did their job
                     await bot.edit_message_reply_markup(chat_id, received.message_id, reply_markup=None)
-            await replies.send(chat_id, answer, thread_id=received.thread_id)
+            await sender.send_replies(chat_id, answer, events=self._dispatcher, thread_id=received.thread_id)
 
         async with self._typing.in_chat(chat_id, thread_id=received.thread_id):
             await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)

@@ -1,104 +1,190 @@
-"""Delivers monitor digests to Telegram chats: HTML text in parts, the CSV as a document, the chart as a photo."""
+"""Telegram's one sender: answers, status lines and digests all go out through one python-telegram-bot `Bot` per
+process, paced by its `AIORateLimiter` (about 30 messages/s overall, 20 per minute per group, from FACTS).
+
+A message becomes parts: its markdown as Telegram HTML split into parts of at most 4096 characters, then its
+files (documents keep their filename, images go as photos), buttons under the last text part. A part Telegram
+cannot parse is resent as plain text. The delivery worker sends part by part (`parts`, `send_part`: errors
+become `RetryLater`, `ChatGone`, `ChatMoved`); the frontend sends whole answers (`send_replies`), retrying
+transient errors with the shared backoff and reporting gone or moved chats as they happen.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Literal, TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
 
-from telegram import Bot
-from telegram.error import TelegramError
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+from telegram.error import BadRequest, TelegramError
+from telegram.ext import AIORateLimiter, ExtBot
 from telegram.request import HTTPXRequest
 
-from bots.delivered_parts import DeliveredParts
-from bots.telegram.api import delivery_error, send_file, send_html
-from bots.telegram.render import caption, html_to_plain_text, markdown_to_telegram_html, split_telegram_html
-from monitors import Attachment, OutgoingDigest
+from agent import Attachment, Button, Reply
+from bots.status import DONE_MARK, WORKING_MARK, StatusLine
+from bots.telegram.api import delivery_error, is_group, send_file, send_html
+from bots.telegram.render import caption, markdown_to_telegram_html, split_telegram_html
+from monitors import ChatGone, ChatMoved, DeliveryError, RetryLater
+from sources import Backoff, Sleep
 from storage import ChatRecord
+
+__all__ = [
+    "DEFAULT_API_URL",
+    "ChatEvents",
+    "TelegramLimits",
+    "TelegramPart",
+    "TelegramSender",
+    "build_bot",
+    "keyboard",
+]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_API_URL = "https://api.telegram.org/bot"
-DEFAULT_FILE_URL = "https://api.telegram.org/file/bot"
-_T = TypeVar("_T")
+DEFAULT_API_URL = "https://api.telegram.org"
+_BUTTONS_PER_ROW = 2
+
+GROUP_STATUS_INTERVAL = 6.0
+"""A group's status line is edited at most every 6 s: 10 of the group's 20 calls a minute, the rest is left for
+the answers (the rate limiter would otherwise queue the answer behind status edits)."""
+
+REPLY_BACKOFF = Backoff(attempts=5, base=1.0, cap=30.0, max_wait=120.0)
+"""An answer part that failed transiently (network, a 429 the rate limiter could not absorb) is tried again up to
+five times; Telegram asking for more than two minutes gives up (the person has moved on)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Step:
-    """One API call of a delivery: a text part, or an attachment."""
+class TelegramLimits:
+    """The Bot API's flood limits the one rate limiter of a process keeps to (FACTS: ~30/s, 20/min per group)."""
+
+    messages_per_second: float = 30.0
+    """Calls to any chat per second, for the whole bot."""
+    group_messages: float = 20.0
+    """Calls to one group (or channel) per `group_period`."""
+    group_period: float = 60.0
+    max_retries: int = 2
+    """A 429 that still happens is waited out (its retry_after) and retried this often by the limiter itself."""
+
+    def rate_limiter(self) -> AIORateLimiter:
+        return AIORateLimiter(
+            overall_max_rate=self.messages_per_second,
+            overall_time_period=1,
+            group_max_rate=self.group_messages,
+            group_time_period=self.group_period,
+            max_retries=self.max_retries,
+        )
+
+
+def build_bot(
+    token: str,
+    *,
+    api_url: str = DEFAULT_API_URL,
+    limits: TelegramLimits | None = None,
+    connection_pool_size: int = 128,
+    read_timeout: float = 10.0,
+    poll_timeout: float = 30.0,
+) -> ExtBot[None]:
+    """The process's one `Bot` for TELEGRAM_BOT_TOKEN at TELEGRAM_API_URL, with its rate limiter: every call
+    (answers, status edits, typing, digests) is paced by it."""
+    api = api_url.rstrip("/")
+    return ExtBot(
+        token,
+        base_url=f"{api}/bot",
+        base_file_url=f"{api}/file/bot",
+        request=HTTPXRequest(connection_pool_size=connection_pool_size, read_timeout=read_timeout, pool_timeout=30.0),
+        get_updates_request=HTTPXRequest(connection_pool_size=1, read_timeout=poll_timeout + 10),
+        rate_limiter=(limits or TelegramLimits()).rate_limiter(),  # type: ignore[arg-type]
+    )
+
+
+class ChatEvents(Protocol):
+    """Where the frontend reports what it learned about a chat (`bots.dispatcher.Dispatcher` does this)."""
+
+    async def chat_gone(self, platform: str, external_id: str, *, reason: str) -> None: ...
+
+    async def chat_moved(self, platform: str, old_external_id: str, new_external_id: str) -> None: ...
+
+
+def keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup | None:
+    """Buttons as an inline keyboard, two to a row."""
+    if not buttons:
+        return None
+    keys = [InlineKeyboardButton(button.label, callback_data=button.callback_data) for button in buttons]
+    return InlineKeyboardMarkup([keys[i : i + _BUTTONS_PER_ROW] for i in range(0, len(keys), _BUTTONS_PER_ROW)])
+
+
+@dataclass(frozen=True, kw_only=True)
+class TelegramPart:
+    """One Bot API call of a message: an HTML text part, or a file."""
 
     kind: Literal["html", "document", "photo"]
     html: str = ""
     attachment: Attachment | None = None
+    markup: InlineKeyboardMarkup | None = None
 
 
 class TelegramSender:
-    """A `monitors.delivery.ChatSender` for Telegram, through python-telegram-bot's `Bot`.
+    """A `monitors.ChatSender` for Telegram and the frontend's way to answer; see the module docstring."""
 
-    The digest's markdown becomes Telegram HTML split into parts of at most 4096 characters, sent in order; a
-    part Telegram cannot parse is resent as plain text. Attachments follow: documents keep their filename,
-    images go as photos with a caption. Errors become `RetryLater` (429 with its wait, network, timeouts),
-    `ChatGone` (403, chat not found) or `ChatMoved` (a group upgraded to a supergroup).
-
-    A retried delivery (the worker resends the whole message) skips the parts this process already delivered
-    to that chat, so a 429 on the third part does not repeat the first two. The memory is per process: after a
-    restart a half-delivered message is sent again from its first part.
-
-    `max_messages_per_second` paces every call this sender makes (Telegram allows about 30 per second per
-    bot); None sends as fast as the worker asks.
-    """
-
-    def __init__(
-        self,
-        token: str,
-        *,
-        base_url: str = DEFAULT_API_URL,
-        base_file_url: str = DEFAULT_FILE_URL,
-        max_messages_per_second: float | None = None,
-        connection_pool_size: int = 64,
-        read_timeout: float = 10.0,
-    ) -> None:
-        request = HTTPXRequest(connection_pool_size=connection_pool_size, read_timeout=read_timeout)
-        self.bot = Bot(token, base_url=base_url, base_file_url=base_file_url, request=request)
-        self._interval = 1.0 / max_messages_per_second if max_messages_per_second else 0.0
-        self._next_slot = 0.0
-        self._pace_lock = asyncio.Lock()
+    def __init__(self, bot: ExtBot[None], *, sleep: Sleep = asyncio.sleep, backoff: Backoff = REPLY_BACKOFF) -> None:
+        self.bot = bot
+        self._sleep = sleep
+        self._backoff = backoff
         self._init_lock = asyncio.Lock()
-        self._delivered = DeliveredParts()
 
     async def __aenter__(self) -> TelegramSender:
-        await self.bot.initialize()
+        await self.start()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    async def start(self) -> None:
+        """Connect the bot (getMe) unless the frontend did already."""
+        async with self._init_lock:
+            await self.bot.initialize()
+
     async def close(self) -> None:
-        """Release the HTTP connections."""
+        """Release the HTTP connections (the frontend's Application may have done it already)."""
         await self.bot.shutdown()
 
-    async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
-        """Deliver the text parts, then the attachments; raises `RetryLater`, `ChatGone` or `ChatMoved`."""
-        chat_id = chat.external_id
+    # ---- parts --------------------------------------------------------------------------------------------
 
-        async def send_step(step: _Step) -> None:
-            await self._call(functools.partial(self._send_step, chat_id, step, message))
+    def parts(self, message: Reply) -> list[TelegramPart]:
+        """Text parts, then files; the buttons go under the last text part (or the last file)."""
+        parts: list[TelegramPart] = []
+        if message.text.strip():
+            html = markdown_to_telegram_html(message.text)
+            parts = [TelegramPart(kind="html", html=part) for part in split_telegram_html(html)]
+        for attachment in message.attachments:
+            parts.append(
+                TelegramPart(kind="photo" if attachment.kind == "image" else "document", attachment=attachment)
+            )
+        markup = keyboard(message.buttons)
+        if markup is not None and parts:
+            texts = [index for index, part in enumerate(parts) if part.kind == "html"]
+            last = texts[-1] if texts else len(parts) - 1
+            parts[last] = replace(parts[last], markup=markup)
+        return parts
 
-        await self._delivered.send_remaining(chat, message, _steps(message), send_step)
+    async def send_part(self, chat: ChatRecord, part: TelegramPart) -> None:
+        """Send one part to a stored chat; raises `RetryLater`, `ChatGone`, `ChatMoved` or `DeliveryError`."""
+        try:
+            await self.start()  # getMe, unless the frontend's Application did it already
+        except TelegramError as error:
+            raise delivery_error(error) from error
+        await self._send_mapped(chat.external_id, part, None)
 
-    async def _send_step(self, chat_id: str, step: _Step, message: OutgoingDigest) -> None:
-        if step.kind == "html":
-            await send_html(self.bot, chat_id, step.html, pace=self._paced)
+    async def _send(self, chat_id: str, part: TelegramPart, *, thread_id: int | None) -> None:
+        if part.kind == "html":
+            await send_html(self.bot, chat_id, part.html, reply_markup=part.markup, thread_id=thread_id)
             return
-        attachment = step.attachment
+        attachment = part.attachment
         assert attachment is not None
         try:
             content = await asyncio.to_thread(attachment.path.read_bytes)
-        except OSError as error:  # cleaned up since the run: the rest of the message still goes
+        except OSError as error:  # cleaned up since it was written: the rest of the message still goes
             logger.warning("attachment %s is unreadable (%s); skipped", attachment.path, error)
             return
         await send_file(
@@ -106,41 +192,90 @@ class TelegramSender:
             chat_id,
             content=content,
             filename=attachment.filename,
-            kind=step.kind,
-            caption=_photo_caption(message) if step.kind == "photo" else None,
-            pace=self._paced,
+            kind=part.kind,
+            caption=caption(attachment.caption) if attachment.caption else None,
+            reply_markup=part.markup,
+            thread_id=thread_id,
         )
 
-    async def _paced(self, call: Awaitable[_T]) -> _T:
-        if self._interval:
-            async with self._pace_lock:
-                now = time.monotonic()
-                if self._next_slot > now:
-                    await asyncio.sleep(self._next_slot - now)
-                self._next_slot = max(now, self._next_slot) + self._interval
-        return await call
+    # ---- answers ------------------------------------------------------------------------------------------
 
-    async def _call(self, step: Callable[[], Awaitable[None]]) -> None:
-        """Run one step (initializing the bot first), turning Telegram's errors into the worker's."""
+    async def send_replies(
+        self, chat_id: str, replies: Sequence[Reply], *, events: ChatEvents, thread_id: int | None = None
+    ) -> None:
+        """Send answers in order; stops early (logged) if the chat is gone or Telegram stays unreachable."""
+        target = chat_id
+        for reply in replies:
+            for part in self.parts(reply):
+                moved_to = await self._deliver(target, part, thread_id, events)
+                if moved_to is None:
+                    return
+                target = moved_to
+
+    async def _deliver(self, chat_id: str, part: TelegramPart, thread_id: int | None, events: ChatEvents) -> str | None:
+        """Send one part with retries; the chat id to use from now on, or None to stop sending."""
+        while True:
+            try:
+                await self._backoff.call(
+                    functools.partial(self._send_mapped, chat_id, part, thread_id),
+                    retry_on=lambda error: isinstance(error, RetryLater),
+                    retry_after=lambda error: getattr(error, "retry_after", None),
+                    sleep=self._sleep,
+                    what=f"telegram chat {chat_id}: a reply part",
+                )
+                return chat_id
+            except ChatMoved as moved:
+                await events.chat_moved("telegram", chat_id, moved.new_external_id)
+                if moved.new_external_id == chat_id:
+                    return None
+                chat_id = moved.new_external_id
+            except ChatGone as gone:
+                await events.chat_gone("telegram", chat_id, reason=str(gone))
+                return None
+            except RetryLater as failure:
+                logger.warning("chat %s: giving up on a reply: %s", chat_id, failure)
+                return None
+            except DeliveryError as refused:  # a refused part (bad request): the rest may still go
+                logger.warning("chat %s: a reply part was refused (%s); skipped", chat_id, refused)
+                return chat_id
+
+    async def _send_mapped(self, chat_id: str, part: TelegramPart, thread_id: int | None) -> None:
+        """Send one part, Telegram's errors turned into the delivery errors."""
         try:
-            async with self._init_lock:
-                await self.bot.initialize()
-            await step()
+            await self._send(chat_id, part, thread_id=thread_id)
         except TelegramError as error:
             raise delivery_error(error) from error
 
+    # ---- status -------------------------------------------------------------------------------------------
 
-def _steps(message: OutgoingDigest) -> list[_Step]:
-    steps = [_Step(kind="html", html=part) for part in split_telegram_html(markdown_to_telegram_html(message.text))]
-    for attachment in message.attachments:
-        steps.append(_Step(kind="photo" if attachment.kind == "image" else "document", attachment=attachment))
-    return steps
-
-
-def _photo_caption(message: OutgoingDigest) -> str:
-    """The digest's first line (topic and date) as plain text."""
-    first_line = message.text.strip().split("\n", 1)[0]
-    return caption(html_to_plain_text(markdown_to_telegram_html(first_line)))
+    def status_line(self, chat_id: str, *, thread_id: int | None = None, interval: float = 1.0) -> StatusLine:
+        """A progress line for one answer: one message, edited in place (see `bots.status.StatusLine`)."""
+        if is_group(chat_id):
+            interval = max(interval, GROUP_STATUS_INTERVAL)
+        return StatusLine(
+            _StatusMessage(self.bot, chat_id, thread_id), interval=interval, name=f"chat {chat_id} status"
+        )
 
 
-__all__ = ["DEFAULT_API_URL", "DEFAULT_FILE_URL", "TelegramSender"]
+class _StatusMessage:
+    """Telegram's status surface: sendMessage once (silently), then editMessageText."""
+
+    def __init__(self, bot: ExtBot[None], chat_id: str, thread_id: int | None) -> None:
+        self._bot = bot
+        self._chat_id = chat_id
+        self._thread_id = thread_id
+        self.message_id: int | None = None
+
+    async def show(self, text: str, *, done: bool) -> None:
+        line = f"{DONE_MARK if done else WORKING_MARK} {text}"
+        if self.message_id is None:
+            message = await self._bot.send_message(
+                self._chat_id, line, message_thread_id=self._thread_id, disable_notification=True
+            )
+            self.message_id = message.message_id
+            return
+        try:
+            await self._bot.edit_message_text(line, chat_id=self._chat_id, message_id=self.message_id)
+        except BadRequest as error:
+            if "not modified" not in error.message.lower():
+                raise

@@ -27,7 +27,7 @@ from bots.dispatcher import Dispatches
 from bots.terminal.output import ConsoleOutput
 from bots.terminal.reader import LineReader
 from bots.terminal.signals import BLOCKED_OFF_MAIN_THREAD, MainThreadSignals
-from monitors import ChatSender, OutgoingDigest
+from monitors import ChatSender
 from storage import ChatRecord
 
 __all__ = [
@@ -50,7 +50,7 @@ PROMPT = "> "
 _WAIT_SLICE_SECONDS = 0.5
 
 
-SessionFactory = Callable[[ChatSender], AbstractAsyncContextManager[Dispatches]]
+SessionFactory = Callable[[ChatSender[Any]], AbstractAsyncContextManager[Dispatches]]
 """Opens everything behind the chat on the event loop (database, monitors, scheduler, delivery with this
 sender registered for the terminal) and yields the dispatcher; closing it stops them cleanly."""
 
@@ -61,9 +61,13 @@ class ConsoleSender:
     def __init__(self, output: ConsoleOutput) -> None:
         self._output = output
 
-    async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
-        logger.info("printing run %s for terminal chat %d", message.run_id, chat.id)
-        self._output.digest(message)
+    def parts(self, message: Reply) -> list[Reply]:
+        """A digest is printed whole: one part."""
+        return [message]
+
+    async def send_part(self, chat: ChatRecord, part: Reply) -> None:
+        logger.info("printing run %s for terminal chat %d", part.run_id, chat.id)
+        self._output.digest(part)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +138,7 @@ class _LoopThread:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def start(self, sender: ChatSender) -> Dispatches:
+    def start(self, sender: ChatSender[Any]) -> Dispatches:
         """Open the session; raises what opening it raised (a database that cannot be reached, ...)."""
         self._thread = threading.Thread(target=self._main, args=(sender,), name="lookout-chat-loop", daemon=True)
         self._thread.start()
@@ -142,7 +146,7 @@ class _LoopThread:
         self._loop = loop
         return dispatcher
 
-    def _main(self, sender: ChatSender) -> None:
+    def _main(self, sender: ChatSender[Any]) -> None:
         if hasattr(signal, "pthread_sigmask"):
             # These signals must reach the main thread, which waits for input; this thread and the database and
             # executor threads it starts (they inherit the mask) leave them to it.
@@ -155,7 +159,7 @@ class _LoopThread:
             else:
                 logger.exception("the terminal chat's event loop stopped with an error")
 
-    async def _serve(self, sender: ChatSender) -> None:
+    async def _serve(self, sender: ChatSender[Any]) -> None:
         stop = asyncio.Event()
         watching = asyncio.create_task(self._signals.watch(), name="signal watch")
         try:
@@ -243,8 +247,8 @@ def _repl(
             output.prompt_started(prompt)
             try:
                 text = reader.read(prompt)
-            except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line being typed
-                output.note("")
+            except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line being typed, as a shell does
+                output.prompt_interrupted()
                 continue
             finally:
                 output.prompt_ended()
@@ -254,7 +258,8 @@ def _repl(
                 break
             if text.strip().casefold() in QUIT_WORDS:
                 break
-            _wait(loop.submit(chat.handle_line(text)), output)
+            with reader.typing_held():
+                _wait(loop.submit(chat.handle_line(text)), output)
     finally:
         reader.close()
         loop.close()

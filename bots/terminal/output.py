@@ -16,11 +16,9 @@ from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
-from rich.markdown import Markdown
 
 from agent import Button, ProgressUpdate, Reply
-from bots.telegram.render import html_to_plain_text, markdown_to_telegram_html
-from monitors import OutgoingDigest
+from bots.terminal.render import render_markdown, terminal_safe
 
 __all__ = ["ConsoleOutput", "attachment_label", "button_hint", "save_attachment"]
 
@@ -99,6 +97,12 @@ class ConsoleOutput:
         with self._lock:
             self._prompt = prompt
 
+    def prompt_interrupted(self) -> None:
+        """Ctrl-C at the prompt: `^C` after what was typed and a fresh line for the next prompt (as bash does)."""
+        with self._lock:
+            self._prompt = None
+            self._write("^C\n" if self._styled else "\n")
+
     def prompt_ended(self) -> None:
         with self._lock:
             self._prompt = None
@@ -107,7 +111,7 @@ class ConsoleOutput:
         """The `ProgressSink` of the terminal: one line edited in place, or plain lines when not a terminal."""
         with self._lock:
             if not self._styled:
-                self._write(f"… {update.text}\n")
+                self._write(f"… {terminal_safe(update.text)}\n")
                 return
             self._status = None if update.done else update.text
             self._write(_CLEAR_LINE + (self._status_line() if self._status else ""))
@@ -139,7 +143,7 @@ class ConsoleOutput:
             parts.append(self._dim(button_hint(reply.buttons)) + "\n")
         self._emit("".join(parts) + "\n")
 
-    def digest(self, message: OutgoingDigest) -> None:
+    def digest(self, message: Reply) -> None:
         """A digest delivered through the outbox (a monitor's schedule or /digest), with its files."""
         rule = "── delivered " + "─" * 30
         parts = [self._dim(rule) + "\n", self._markdown(message.text)]
@@ -157,22 +161,16 @@ class ConsoleOutput:
         return f"{label}: {saved}\n"
 
     def _markdown(self, text: str) -> str:
-        if not self._styled:
-            # Pipes and logs get the words without markdown syntax; links keep their address in brackets.
-            return html_to_plain_text(markdown_to_telegram_html(text)).rstrip("\n") + "\n"
-        rendered = self._render(Markdown(text, hyperlinks=False))  # URLs shown, not hidden behind OSC 8 links
-        return "\n".join(line.rstrip() for line in rendered.rstrip("\n").split("\n")) + "\n"
+        # The reply's structure drawn for this terminal (or plain for a pipe); its words are never re-read as markup.
+        return render_markdown(text, styled=self._styled, width=self._columns())
 
     def _dim(self, text: str) -> str:
         if not self._styled:
             return text
-        return self._render(text, style="dim").rstrip("\n")
-
-    def _render(self, renderable: Markdown | str, *, style: str | None = None) -> str:
         buffer = io.StringIO()
         console = Console(file=buffer, force_terminal=True, width=self._columns(), highlight=False, emoji=False)
-        console.print(renderable, style=style, markup=False)
-        return buffer.getvalue()
+        console.print(terminal_safe(text), style="dim", markup=False, soft_wrap=True)
+        return buffer.getvalue().rstrip("\n")
 
     def _columns(self) -> int:
         return self._width or min(shutil.get_terminal_size((100, 24)).columns, _MAX_WIDTH)
@@ -181,7 +179,7 @@ class ConsoleOutput:
         if not self._status:
             return ""
         # One physical line, or "\r" + clear-line could not erase it: no newlines, cut to the terminal's width.
-        text = " ".join(f"… {self._status}".split())
+        text = " ".join(f"… {terminal_safe(self._status)}".split())
         limit = max(self._columns() - 1, 10)
         if len(text) > limit:
             text = text[: limit - 1] + "…"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TextIO
@@ -53,6 +54,35 @@ class LineReader:
                 return None
         line = self._stream.readline()
         return line.rstrip("\r\n") if line else None
+
+    @contextlib.contextmanager
+    def typing_held(self) -> Iterator[None]:
+        """While work runs: keys typed are not echoed (they would land in the middle of the status line) but kept,
+        so the next prompt shows them, as a shell shows type-ahead. Ctrl-C still interrupts (the terminal then
+        discards what was typed, as it does for any program)."""
+        if not self._use_input:
+            yield
+            return
+        try:
+            import termios
+
+            fd = self._stream.fileno()
+            saved = termios.tcgetattr(fd)
+        except (ImportError, OSError, ValueError, io.UnsupportedOperation):  # not a real terminal, or not POSIX
+            yield
+            return
+        quiet = list(saved)
+        quiet[3] &= ~termios.ECHO  # lflag
+        try:
+            termios.tcsetattr(fd, termios.TCSANOW, quiet)  # TCSANOW: what was typed already stays queued
+        except OSError:
+            yield
+            return
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
 
     def line_buffer(self) -> str:
         """What has been typed at the prompt so far (for redrawing it under a message printed meanwhile)."""

@@ -3,6 +3,7 @@
 from storage.repositories.chats import ChatChanges, ChatRepository
 from storage.repositories.conversations import ConversationRepository
 from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
+from storage.repositories.embeddings import EmbeddingRepository
 from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
@@ -18,6 +19,7 @@ __all__ = [
     "ChatRepository",
     "ConversationRepository",
     "DeliveryRepository",
+    "EmbeddingRepository",
     "HttpValidatorRepository",
     "InboundRepository",
     "ItemRepository",

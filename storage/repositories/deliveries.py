@@ -28,6 +28,8 @@ def to_delivery_record(row: Delivery) -> DeliveryRecord:
         last_error=row.last_error,
         created_at=row.created_at,
         sent_at=row.sent_at,
+        parts_sent=row.parts_sent,
+        claimed_by=row.claimed_by,
     )
 
 
@@ -129,16 +131,18 @@ class DeliveryRepository(Repository):
         self,
         now: datetime,
         *,
+        worker: str = "",
         limit: int = 20,
-        lease: timedelta = timedelta(minutes=5),
+        lease: timedelta = timedelta(seconds=30),
         platforms: Collection[str] | None = None,
     ) -> list[DeliveryRecord]:
-        """Claim up to `limit` pending or failed rows due at `now`, oldest due first.
+        """Claim up to `limit` pending or failed rows due at `now`, oldest due first, for `worker`.
 
-        Claiming counts an attempt and pushes `next_attempt_at` to `now + lease`, so no other worker
-        takes the row meanwhile; if this worker dies before `mark_sent`/`mark_failed`, the row comes
-        due again when the lease ends (delivery is at least once). With `platforms`, only rows for chats
-        on those platforms are claimed, so rows no sender can take keep their attempts.
+        Claiming counts an attempt, records `worker` as the claimer and pushes `next_attempt_at` to
+        `now + lease`, so no other worker takes the row meanwhile; the claimer renews the lease while it sends
+        (`renew`, `record_parts_sent`). If the claimer dies, the row comes due again when the lease ends, or at
+        once when another worker knows the claimer is dead (`release_claims`). With `platforms`, only rows for
+        chats on those platforms are claimed, so rows no sender can take keep their attempts.
         """
         async with self._db.transaction() as session:
             due = (
@@ -155,14 +159,61 @@ class DeliveryRepository(Repository):
             statement = (
                 update(Delivery)
                 .where(Delivery.id.in_(due), Delivery.status.in_(_OPEN), Delivery.next_attempt_at <= now)
-                .values(next_attempt_at=now + lease, attempts=Delivery.attempts + 1)
+                .values(next_attempt_at=now + lease, attempts=Delivery.attempts + 1, claimed_by=worker or None)
                 .returning(Delivery)
                 .execution_options(synchronize_session=False)
             )
             rows = (await session.scalars(statement)).all()
             return sorted((to_delivery_record(row) for row in rows), key=lambda r: r.id)
 
-    async def mark_sent(self, delivery_id: int, *, now: datetime | None = None) -> DeliveryRecord | None:
+    async def renew(self, delivery_ids: Collection[int], *, worker: str, until: datetime) -> int:
+        """Extend `worker`'s claims on these open rows to `until`; returns how many it still holds."""
+        if not delivery_ids:
+            return 0
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Delivery)
+                .where(Delivery.id.in_(sorted(delivery_ids)), Delivery.status.in_(_OPEN), Delivery.claimed_by == worker)
+                .values(next_attempt_at=until)
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def record_parts_sent(self, delivery_id: int, parts_sent: int, *, worker: str, until: datetime) -> bool:
+        """Store that the first `parts_sent` parts were confirmed sent, renewing `worker`'s claim to `until`.
+        False when the worker no longer holds the claim (its lease ran out and another worker took the row)."""
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Delivery)
+                .where(Delivery.id == delivery_id, Delivery.status.in_(_OPEN), Delivery.claimed_by == worker)
+                .values(parts_sent=parts_sent, next_attempt_at=until)
+            )
+            return int(result.rowcount) == 1  # type: ignore[attr-defined]
+
+    async def claimants(self, now: datetime) -> set[str]:
+        """The workers holding a claim in force on an open row at `now`."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(Delivery.claimed_by)
+                .where(Delivery.status.in_(_OPEN), Delivery.next_attempt_at > now, Delivery.claimed_by.is_not(None))
+                .distinct()
+            )
+            return {claimer for claimer in rows if claimer}
+
+    async def release_claims(self, workers: Collection[str], *, now: datetime) -> int:
+        """Make the open rows these (dead) workers had claimed due at `now`; returns how many."""
+        if not workers:
+            return 0
+        async with self._db.transaction() as session:
+            result = await session.execute(
+                update(Delivery)
+                .where(Delivery.status.in_(_OPEN), Delivery.claimed_by.in_(sorted(workers)))
+                .values(next_attempt_at=now, claimed_by=None)
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def mark_sent(
+        self, delivery_id: int, *, now: datetime | None = None, parts_sent: int | None = None
+    ) -> DeliveryRecord | None:
         async with self._db.transaction() as session:
             row = await session.get(Delivery, delivery_id)
             if row is None:
@@ -170,36 +221,28 @@ class DeliveryRepository(Repository):
             row.status = DeliveryStatus.SENT
             row.sent_at = now or utc_now()
             row.last_error = None
+            row.claimed_by = None
+            if parts_sent is not None:
+                row.parts_sent = parts_sent
             await session.flush()
             return to_delivery_record(row)
 
     async def mark_failed(
-        self,
-        delivery_id: int,
-        *,
-        error: str,
-        now: datetime | None = None,
-        permanent: bool = False,
-        retry_after: timedelta | None = None,
-        max_attempts: int = 8,
-        base_delay: timedelta = timedelta(seconds=30),
-        max_delay: timedelta = timedelta(hours=1),
+        self, delivery_id: int, *, error: str, retry_at: datetime | None = None
     ) -> DeliveryRecord | None:
-        """Record a failed attempt. A permanent error, or the `max_attempts`-th failure, makes the row
-        dead; otherwise it is retried after exponential backoff (`base_delay` doubling per attempt, at
-        most `max_delay`) or after the platform's `retry_after`, whichever is longer."""
-        when = now or utc_now()
+        """Record a failed attempt: the row is tried again at `retry_at`, or is dead when None (a permanent error,
+        or the caller's retry rule gave up). When to retry is the caller's policy, not storage's."""
         async with self._db.transaction() as session:
             row = await session.get(Delivery, delivery_id)
             if row is None:
                 return None
             row.last_error = error
-            if permanent or row.attempts >= max_attempts:
+            row.claimed_by = None
+            if retry_at is None:
                 row.status = DeliveryStatus.DEAD
             else:
-                backoff = min(base_delay * 2 ** max(row.attempts - 1, 0), max_delay)
                 row.status = DeliveryStatus.FAILED
-                row.next_attempt_at = when + max(backoff, retry_after or timedelta(0))
+                row.next_attempt_at = retry_at
             await session.flush()
             return to_delivery_record(row)
 

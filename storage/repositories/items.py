@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, Select, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Item, Monitor, Run, RunItem, Subscription
-from storage.records import ItemRecord, ScoredItem
+from storage.records import ItemRecord, ItemWithScores
 from storage.repositories._common import Repository, like_pattern, upsert_insert
 from storage.repositories.runs import to_run_item_record
 from storage.types import utc_now
@@ -189,7 +189,7 @@ class ItemRepository(Repository):
 
     async def for_monitor(
         self, monitor_id: int, *, since: datetime | None = None, until: datetime | None = None
-    ) -> list[ScoredItem]:
+    ) -> list[ItemWithScores]:
         """Every item the monitor's runs collected, dated within [since, until), with the scores of
         the latest run that saw it; newest first (for exports)."""
         when = _dated()
@@ -204,11 +204,11 @@ class ItemRepository(Repository):
             query = query.where(when >= since)
         if until is not None:
             query = query.where(when < until)
-        latest: dict[str, ScoredItem] = {}
+        latest: dict[str, ItemWithScores] = {}
         async with self._db.sessions() as session:
             for item, run_item in await session.execute(query):
                 if item.id not in latest:
-                    latest[item.id] = ScoredItem(item=to_item_record(item), scores=to_run_item_record(run_item))
+                    latest[item.id] = ItemWithScores(item=to_item_record(item), scores=to_run_item_record(run_item))
         return sorted(latest.values(), key=lambda s: (s.item.published or s.item.collected_at, s.item.id), reverse=True)
 
     async def delivered_ids(self, monitor_id: int, *, since: datetime | None = None) -> set[str]:

@@ -29,6 +29,7 @@ from app.settings import load_settings
 from app.wiring import open_database
 from storage import ChatRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fresh_payloads import fresh_hn_payload, fresh_news_payload
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "sources" / "payloads"
 GREETING = "Lookout in your terminal"
@@ -37,10 +38,10 @@ runner = CliRunner()
 
 
 def route_sources(server: FakeHTTPServer, *, hn_prefix: str = "/hn") -> None:
-    hn = (PAYLOADS / "hn_search_by_date.json").read_bytes()
+    hn = fresh_hn_payload()  # inside a daily monitor's window: a digest with files
     for path in ("/search", "/search_by_date"):
         server.route("GET", f"{hn_prefix}{path}", FakeResponse(body=hn, content_type="application/json"))
-    news = (PAYLOADS / "news_search.xml").read_bytes()
+    news = fresh_news_payload()
     server.route("GET", "/news/search", FakeResponse(body=news, content_type="application/rss+xml"))
 
 
@@ -72,12 +73,18 @@ def saved_files(output: str, label: str) -> list[Path]:
 def test_zero_configuration_chat_works_and_ends_at_end_of_input(isolated_environment: Path) -> None:
     result = runner.invoke(cli, ["chat"], input="/help\nhello\n")
     assert result.exit_code == 0, result.output
-    greeting, model_line, *rest = result.output.splitlines()
+    greeting, model_line, works_line, *rest = result.output.splitlines()
     assert greeting.startswith(GREETING) and "/help" in greeting and "Ctrl-D" in greeting
-    assert model_line.startswith("No language model (GEMINI_API_KEY is not set")
+    # One sentence a line, no nested parentheses (#9.25).
+    assert (
+        model_line
+        == "No language model: GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env."
+    )
+    assert works_line.startswith("Commands work without one. Log: ")
     answers = "\n".join(rest)
     assert "/track <topic> [schedule] [from <sources>]" in answers  # /help
     assert "GEMINI_API_KEY" in answers  # free text explains how to enable the model
+    assert "Set LLM_MODEL" not in answers  # it has a default: only the key is missing
     assert "Something went wrong" not in answers and "Traceback" not in result.output
     assert (isolated_environment / "data" / "lookout.db").is_file()  # the embedded SQLite default
     assert (isolated_environment / "data" / "lookout-chat.log").is_file()
@@ -93,7 +100,7 @@ def test_track_monitors_digest_with_the_csv_saved(environment: dict[str, str], f
     assert "Monitor #1 ran:" in output  # /digest's own reply ...
     delivered = output.split("── delivered", 1)[1]  # ... and the digest itself, through the outbox
     assert "DeepSeek · " in delivered and "monitor #1" in delivered
-    exports = (Path(environment["DATA_DIR"]) / "exports").resolve()
+    exports = (Path(environment["DATA_DIR"]) / "exports" / "terminal-terminal").resolve()  # the chat's folder
     [csv] = saved_files(delivered, "CSV")
     [chart] = saved_files(delivered, "Chart")
     assert csv.parent == exports and csv.suffix == ".csv" and csv.is_file()
@@ -228,7 +235,7 @@ def test_a_real_terminal_session(gated_server: GatedServer, tmp_path: Path) -> N
         digest = terminal.screen[start:end]
         assert "delivered" in digest and "DeepSeek" in digest
         csv = Path(re.findall(r"CSV: (\S+\.csv)", digest)[0])
-        assert csv.is_file() and csv.parent == (data_dir / "exports").resolve()
+        assert csv.is_file() and csv.parent == (data_dir / "exports" / "terminal-terminal").resolve()
         terminal.wait_for(r"Monitor #1 ran[\s\S]*" + PROMPT, after=start)
 
         # Ctrl-C while work runs cancels it, and the chat goes on.

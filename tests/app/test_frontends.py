@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from telegram.error import InvalidToken
 
-import app.frontends as frontends_module
 from app.assembly import access_policy
-from app.frontends import Frontends, build_frontends, describe_frontends
+from app.frontends import Frontends, build_frontends, describe_frontends, platform_senders
 from app.settings import load_settings
 from bots.dispatcher import Dispatcher
 from bots.slack.frontend import CredentialsRefusedError
@@ -40,15 +39,13 @@ class FlakyPlatform:
         return self.started.is_set()
 
 
-@pytest.fixture
-def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_sleep = asyncio.sleep
-    monkeypatch.setattr(frontends_module.asyncio, "sleep", lambda _seconds: real_sleep(0))
+async def no_wait(_seconds: float) -> None:
+    await asyncio.sleep(0)
 
 
-async def test_a_platform_down_at_start_is_retried_until_it_answers(no_backoff: None) -> None:
+async def test_a_platform_down_at_start_is_retried_until_it_answers() -> None:
     platform = FlakyPlatform([ConnectionError("down"), TimeoutError("slow")])
-    frontends = Frontends(running={"telegram": platform})
+    frontends = Frontends(running={"telegram": platform}, sleep=no_wait)
     frontends.start_all()
     await asyncio.wait_for(platform.started.wait(), timeout=10)
     assert platform.attempts == 3
@@ -60,11 +57,9 @@ async def test_a_platform_down_at_start_is_retried_until_it_answers(no_backoff: 
 @pytest.mark.parametrize(
     "refusal", [InvalidToken("Unauthorized"), CredentialsRefusedError("Slack refused SLACK_BOT_TOKEN: invalid_auth")]
 )
-async def test_a_refused_token_is_not_retried(
-    refusal: Exception, no_backoff: None, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_a_refused_token_is_not_retried(refusal: Exception, caplog: pytest.LogCaptureFixture) -> None:
     platform = FlakyPlatform([refusal])
-    frontends = Frontends(running={"telegram": platform})
+    frontends = Frontends(running={"telegram": platform}, sleep=no_wait)
     frontends.start_all()
     await asyncio.gather(*frontends._starting)
     assert platform.attempts == 1
@@ -85,12 +80,15 @@ async def test_slack_in_http_mode_mounts_its_route_and_delivers_digests(tmp_path
     )
     database = Database(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}")
     try:
-        built = build_frontends(settings, Dispatcher(database, conversation=None, access=access_policy(settings)))  # type: ignore[arg-type]
+        senders = platform_senders(settings)
+        dispatcher = Dispatcher(database, conversation=None, access=access_policy(settings))  # type: ignore[arg-type]
+        built = build_frontends(settings, dispatcher, senders)
     finally:
         await database.dispose()
     assert set(built.running) == {"telegram", "slack"}
     assert {getattr(route, "path", None) for route in built.routes} == {"/slack/events", "/telegram/webhook"}
-    assert isinstance(built.senders["slack"], SlackSender)
+    assert isinstance(senders.slack, SlackSender)
+    assert set(senders.by_platform()) == {"telegram", "slack"}  # digests go through the frontends' senders
     assert set(built.checks) == {"telegram", "slack"}
 
 

@@ -79,3 +79,11 @@ async def test_busy_port_is_an_error_not_an_exit() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(OSError, match="could not listen"):
             await serve_http(build_http_app(checks={}), host="127.0.0.1", port=port, stop=asyncio.Event())
+
+
+async def test_healthz_names_the_components_that_are_off_and_why_without_degrading() -> None:
+    app = build_http_app(checks={"database": _ok}, off={"slack": "SLACK_BOT_TOKEN is not set"})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        response = await client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "checks": {"database": "ok", "slack": "off: SLACK_BOT_TOKEN is not set"}}

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.telegram import FakeTelegram, running_fake_telegram
+from tests.fresh_payloads import fresh_hn_payload
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "sources" / "payloads"
 CHAT = "4242"
@@ -33,7 +34,7 @@ def telegram() -> Iterator[FakeTelegram]:
 def environment(
     monkeypatch: pytest.MonkeyPatch, fake_server: FakeHTTPServer, telegram: FakeTelegram, tmp_path: Path
 ) -> dict[str, str]:
-    hn = (PAYLOADS / "hn_search_by_date.json").read_bytes()
+    hn = fresh_hn_payload()
     for path in ("/hn/search", "/hn/search_by_date"):
         fake_server.route("GET", path, FakeResponse(body=hn, content_type="application/json"))
     news = (PAYLOADS / "news_search.xml").read_bytes()
@@ -105,8 +106,11 @@ def test_add_run_list_then_the_service_delivers_to_telegram(
     assert len(telegram.photos(CHAT)) == 1
     assert health.json() == {
         "status": "ok",
-        "checks": {"database": "ok", "scheduler": "ok", "delivery": "ok", "telegram": "ok"},
-    }
+        "checks": {
+            "database": "ok", "scheduler": "ok", "delivery": "ok", "telegram": "ok",
+            "slack": "off: SLACK_BOT_TOKEN is not set",
+        },
+    }  # fmt: skip
     assert "telegram: on — long polling; delivering digests" in output
     assert telegram.token not in output
 
@@ -117,7 +121,43 @@ def test_bad_input_is_one_clear_line(environment: dict[str, str]) -> None:
     )
     assert too_often.exit_code == 2 and "too often" in too_often.output
     no_chat = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", "myspace:1"])
-    assert no_chat.exit_code == 2 and "--chat must be telegram:<chat id>" in no_chat.output
+    assert (
+        no_chat.exit_code == 2 and "--chat must be telegram:<chat id> (a number), slack:<channel id>" in no_chat.output
+    )
     missing = runner.invoke(cli, ["monitors", "pause", "99"])
     assert missing.exit_code == 2 and "#99" in missing.output
     assert "Traceback" not in too_often.output + no_chat.output + missing.output
+
+
+def test_every_platform_lookout_serves_is_a_chat_and_ids_are_checked(environment: dict[str, str]) -> None:
+    """#9.18: Slack channels and the terminal chat are accepted; an id that is not the platform's is refused."""
+    for chat in ("slack:C0123456", "telegram:-1001234567890", "terminal"):
+        added = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", chat, "--schedule", "daily"])
+        assert added.exit_code == 0, (chat, added.output)
+        assert f"owner {chat if chat != 'terminal' else 'terminal:terminal'}" in added.output
+    for chat in ("telegram:abc", "slack:general", "slack:", "terminal:someone", "C0123456"):
+        refused = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", chat])
+        assert refused.exit_code == 2, (chat, refused.output)
+        assert "--chat must be" in refused.output and f"got “{chat}”" in refused.output
+    listed = runner.invoke(cli, ["monitors", "list"])
+    assert listed.output.count("DeepSeek") == 3
+
+
+def test_list_and_run_print_for_people_with_the_owner_of_each_monitor(
+    environment: dict[str, str], fake_server: FakeHTTPServer
+) -> None:
+    """#9.16: no raw markdown (`**#1 …**`, `[title](url)`), and every chat's monitors say whose they are."""
+    runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", f"telegram:{CHAT}", "--sources", "hn"])
+    runner.invoke(cli, ["monitors", "add", "Mistral", "--chat", "slack:C0123456", "--sources", "hn"])
+
+    listed = runner.invoke(cli, ["monitors", "list"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert any(line.startswith("#1 DeepSeek — ") and line.endswith(f"owner telegram:{CHAT}") for line in lines)
+    assert any(line.startswith("#2 Mistral — ") and line.endswith("owner slack:C0123456") for line in lines)
+
+    ran = runner.invoke(cli, ["monitors", "run", "1"])
+    assert ran.exit_code == 0, ran.output
+    assert "**" not in ran.output and "](" not in ran.output
+    assert "Sources\n[1] " in ran.output  # the numbered source list, each with its address in brackets
+    assert "(https://" in ran.output

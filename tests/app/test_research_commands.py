@@ -57,7 +57,8 @@ def test_collect_without_a_model_writes_csv_and_json(sources_on_fakes: FakeHTTPS
     csv_line = next(line for line in result.output.splitlines() if line.startswith("CSV:"))
     json_line = next(line for line in result.output.splitlines() if line.startswith("JSON:"))
     csv_path, json_path = Path(csv_line.split(maxsplit=1)[1]), Path(json_line.split(maxsplit=1)[1])
-    assert csv_path.parent == tmp_path / "data" / "exports"
+    assert csv_path.parent == json_path.parent == tmp_path / "data" / "exports" / "cli"  # the CLI's folder (#9.23)
+    assert csv_path.stem.endswith("-collect")
     with csv_path.open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) >= 3

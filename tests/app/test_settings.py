@@ -120,3 +120,11 @@ def test_env_example_lists_every_setting_with_a_comment() -> None:
     assert set(listed) == {name.upper() for name in Settings.model_fields}
     for name, comment in listed.items():
         assert comment.startswith("# "), f"{name} has no comment line above it"
+
+
+def test_embeddings_are_on_with_a_gemini_key_and_off_when_empty_or_keyless() -> None:
+    assert load_settings(gemini_api_key="k").embedding_unavailable_reason() is None
+    keyless = load_settings(gemini_api_key=None).embedding_unavailable_reason()
+    assert keyless is not None and "GEMINI_API_KEY" in keyless
+    off = load_settings(gemini_api_key="k", embedding_model="").embedding_unavailable_reason()
+    assert off is not None and "EMBEDDING_MODEL" in off

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.access import AccessPolicy
-from agent.chat.agent import ChatAgent
-from agent.commands.router import CommandRouter
-from agent.context import ConversationSettings, Services
-from agent.conversation import Conversation
-from bots.dispatcher import Dispatcher
+from pydantic_ai.models import Model
+
+from app.service import Process, assemble
+from app.settings import load_settings
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
 from research import ModelSet
@@ -21,8 +20,9 @@ from sources.base import Source
 from sources.config import SourcesConfig
 from sources.hn import HackerNewsSource
 from sources.http import HttpClient
-from storage import upgrade_database
+from storage import Database, upgrade_database
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fakes.slack import BOT_TOKEN
 
 T0 = datetime(2026, 11, 20, 13, 0, tzinfo=UTC)
 """The tests' "now": a few hours after the recorded Hacker News stories, so they fall in the window."""
@@ -54,6 +54,20 @@ def serve_hacker_news(server: FakeHTTPServer) -> None:
         server.route("GET", path, FakeResponse(body=body, content_type="application/json"))
 
 
+SOURCE_URL_SETTINGS = (
+    "hn_api_url", "news_rss_url", "arxiv_api_url", "github_api_url", "reddit_api_url", "reddit_auth_url",
+    "wikipedia_api_url", "openalex_api_url", "semanticscholar_api_url", "x_api_url",
+)  # fmt: skip
+
+
+def fake_source_urls(server: FakeHTTPServer) -> dict[str, str]:
+    """Every source endpoint setting pointed at the fake server: Hacker News answers at `/api/v1` (see
+    `serve_hacker_news`), the others get 404s, so no test reaches the internet however it is wired."""
+    urls = {name: f"{server.url}/{name.removesuffix('_url')}" for name in SOURCE_URL_SETTINGS}
+    urls["hn_api_url"] = f"{server.url}/api/v1"
+    return urls
+
+
 def http_client() -> HttpClient:
     """A real HttpClient that may reach 127.0.0.1 and retries without real waits."""
     return HttpClient(
@@ -81,21 +95,35 @@ def hn_resolver(server: FakeHTTPServer, client: HttpClient):  # type: ignore[no-
     return resolve
 
 
-def conversation_dispatcher(database, resolve, client: HttpClient, out_dir: Path, *, model) -> Dispatcher:  # type: ignore[no-untyped-def]
-    """The real dispatcher over the real conversation (commands and the chat agent), open to everyone."""
-    services = Services(
-        database=database,
-        monitors=monitor_service(database, resolve, out_dir),
-        resolve_sources=resolve,
-        http=client,
-        models=ModelSet.of(model, None),
-        settings=ConversationSettings(exports_dir=out_dir),
-        clock=lambda: T0,
+@asynccontextmanager
+async def slack_process(
+    database: Database,
+    *,
+    slack_api_url: str,
+    sources: FakeHTTPServer,
+    out_dir: Path,
+    model: Model | None,
+    app_token: str | None = None,
+    signing_secret: str | None = SIGNING_SECRET,
+) -> AsyncIterator[Process]:
+    """The app as `lookout run` builds it for Slack (HTTP mode with the signing secret, or Socket Mode with an
+    app token), through the composition root; sources at the fake server, the clock at `T0`, the chat model
+    scripted. Nothing is started."""
+    serve_hacker_news(sources)
+    settings = load_settings(
+        _env_file=None,
+        data_dir=out_dir,
+        database_url=database.engine.url.render_as_string(hide_password=False),
+        slack_bot_token=BOT_TOKEN,
+        slack_api_url=slack_api_url,
+        slack_app_token=app_token,
+        slack_signing_secret=None if app_token else signing_secret,
+        llm_model="",
+        allow_private_urls=True,
+        **fake_source_urls(sources),
     )
-    conversation = Conversation(
-        commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings
-    )
-    return Dispatcher(database, conversation, AccessPolicy())
+    async with assemble(settings, database, clock=lambda: T0, models=ModelSet.of(model, None)) as process:
+        yield process
 
 
 def monitor_service(database, resolve, out_dir: Path, *, clock=lambda: T0) -> MonitorService:  # type: ignore[no-untyped-def]

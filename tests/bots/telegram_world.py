@@ -1,10 +1,11 @@
-"""What the Telegram tests share: the real frontend, dispatcher and conversation against the fake Bot API.
+"""What the Telegram tests share: the app as `lookout run` builds it, against the fake Bot API.
 
-`telegram_world(...)` starts, on the test's event loop: the fake Bot API (its own thread), the real
-`TelegramFrontend` (python-telegram-bot's Application, long polling or webhook), a real `Dispatcher` and
-`Conversation` (`CommandRouter` + `ChatAgent`) over a migrated SQLite file, a `MonitorService` whose `hn`
-source reads a local fake Algolia server, and a `DeliveryWorker` sending the outbox through `TelegramSender`.
-The chat model is whatever the test scripts (a pydantic-ai `FunctionModel`) or None.
+`telegram_world(...)` builds the process through the composition root (`app.service.assemble`) from settings,
+as users run it: one Telegram Bot with its rate limiter for the frontend, answers and digests; the dispatcher
+and conversation; the monitor stack whose sources point at a local fake server (Hacker News answers there; the
+other sources reach nothing); the delivery worker. Then it starts the frontend (long polling or webhook) and
+the worker on the test's event loop. The clock is pinned at `T0`; the chat model is whatever the test scripts
+(a pydantic-ai `FunctionModel`) or None. Wiring defects (a second Bot, a second model set) show up here.
 """
 
 from __future__ import annotations
@@ -20,20 +21,15 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent.access import AccessPolicy
-from agent.chat.agent import ChatAgent
-from agent.commands.router import CommandRouter
-from agent.context import ConversationSettings, Services
-from agent.conversation import Conversation
+from agent.context import Services
+from app.service import assemble
+from app.settings import load_settings
 from bots.dispatcher import Dispatcher
-from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-from bots.telegram.sender import TelegramSender
+from bots.telegram.frontend import TelegramFrontend
 from monitors.delivery import DeliveryWorker
-from monitors.service import MonitorService
-from monitors.views import MonitorSettings
 from research import ModelSet
 from storage import Database
-from tests.bots.slack_world import T0, hn_resolver, http_client, serve_hacker_news
+from tests.bots.slack_world import T0, fake_source_urls, serve_hacker_news
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import FakeTelegram, SentMessage, running_fake_telegram
 
@@ -126,63 +122,39 @@ async def telegram_world(
     sources: FakeHTTPServer,
     out_dir: Path,
     model: Model | None = None,
-    access: AccessPolicy | None = None,
     webhook: bool = False,
     fake: FakeTelegram | None = None,
 ) -> AsyncIterator[TelegramWorld]:
     serve_hacker_news(sources)
-    client = http_client()
     database = Database(db_url)
-    resolve = hn_resolver(sources, client)
-    workers: list[DeliveryWorker] = []
-    service = MonitorService(
-        database,
-        resolve_sources=resolve,
-        light_model=None,
-        heavy_model=None,
-        out_dir=out_dir,
-        settings=MonitorSettings(min_interval_seconds=900),
-        clock=lambda: T0,
-        on_deliveries_queued=lambda: [worker.wake() for worker in workers] and None,
-    )
-    services = Services(
-        database=database,
-        monitors=service,
-        resolve_sources=resolve,
-        http=client,
-        models=ModelSet.of(model, None),
-        settings=ConversationSettings(exports_dir=out_dir / "chat", min_interval_seconds=900),
-        clock=lambda: T0,
-    )
-    conversation = Conversation(
-        commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings
-    )
-    dispatcher = Dispatcher(database, conversation, access or AccessPolicy(), clock=lambda: T0)
     async with _fake(fake) as telegram:
-        sender = TelegramSender(telegram.token, base_url=telegram.api_url, base_file_url=telegram.file_url)
-        worker = DeliveryWorker(database, {"telegram": sender}, clock=lambda: T0, poll_seconds=0.2)
-        workers.append(worker)
-        options = TelegramOptions(
-            token=telegram.token,
-            api_url=telegram.url,
-            poll_timeout=1.0,
-            progress_interval=0.2,
-            webhook_url="https://lookout.example.org/telegram/webhook" if webhook else None,
-            webhook_secret=WEBHOOK_SECRET if webhook else None,
+        settings = load_settings(
+            _env_file=None,
+            data_dir=out_dir,
+            database_url=db_url,
+            telegram_bot_token=telegram.token,
+            telegram_api_url=telegram.url,
+            telegram_webhook_url="https://lookout.example.org/telegram/webhook" if webhook else None,
+            telegram_webhook_secret=WEBHOOK_SECRET if webhook else None,
+            llm_model="",
+            allow_private_urls=True,
+            delivery_poll_seconds=0.2,
+            **fake_source_urls(sources),
         )
-        frontend = TelegramFrontend(options, dispatcher)
-        stop = asyncio.Event()
-        delivering = asyncio.create_task(worker.run_forever(stop))
-        await frontend.start()
-        try:
-            yield TelegramWorld(telegram, database, services, dispatcher, frontend, worker)
-        finally:
-            await frontend.stop()
-            stop.set()
-            await delivering
-            await sender.close()
-            await client.aclose()
-            await database.dispose()
+        async with assemble(settings, database, clock=lambda: T0, models=ModelSet.of(model, None)) as process:
+            frontend = process.frontends.running["telegram"]
+            assert isinstance(frontend, TelegramFrontend)
+            worker = process.stack.worker
+            stop = asyncio.Event()
+            delivering = asyncio.create_task(worker.run_forever(stop))
+            await frontend.start()
+            try:
+                yield TelegramWorld(telegram, database, process.services, process.dispatcher, frontend, worker)
+            finally:
+                await frontend.stop()
+                stop.set()
+                await delivering
+    await database.dispose()
 
 
 @asynccontextmanager

@@ -157,7 +157,7 @@ async def test_a_failure_is_logged_with_an_id_and_the_person_reads_a_short_sente
     caplog.set_level(logging.ERROR, logger="bots.dispatcher")
     [reply] = await dispatcher.dispatch(message("hi"))
 
-    match = re.fullmatch(r"Something went wrong on my side \(error id ([0-9a-f]{6})\)\. Try again later\.", reply.text)
+    match = re.fullmatch(r"Something went wrong on my side \(error id ([0-9a-f]{8})\)\. Try again later\.", reply.text)
     assert match is not None, reply.text
     [record] = [r for r in caplog.records if match[1] in r.getMessage()]
     assert record.exc_info is not None and "secret internals" in str(record.exc_info[1])

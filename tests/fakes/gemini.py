@@ -194,3 +194,100 @@ def daily_quota_body(model: str = "gemini-test") -> Json:
             ],
         }
     }
+
+
+# ---- embeddings ------------------------------------------------------------------------------------------
+
+VectorFunction = Callable[[str], list[float]]
+"""The vector the fake answers for a text (what the model would embed it as)."""
+
+
+@dataclass
+class EmbeddingRequest:
+    """One embedding call as the fake received it: `embedContent` (one text) or `batchEmbedContents`."""
+
+    method: str
+    """`embedContent` or `batchEmbedContents`."""
+    api_key: str | None
+    body: Json
+
+    @property
+    def texts(self) -> list[str]:
+        """The texts asked for, in order."""
+        contents = [r.get("content", {}) for r in self.body.get("requests", [])] or [self.body.get("content", {})]
+        return ["".join(part.get("text", "") for part in content.get("parts", [])) for content in contents]
+
+    @property
+    def task_types(self) -> list[str | None]:
+        requests = self.body.get("requests") or [self.body]
+        return [request.get("taskType") for request in requests]
+
+    @property
+    def dimensions(self) -> list[int | None]:
+        requests = self.body.get("requests") or [self.body]
+        return [request.get("outputDimensionality") for request in requests]
+
+
+class FakeGeminiEmbeddings:
+    """Gemini's embedding endpoints for one model on a `FakeHTTPServer`, in the real REST wire format:
+
+    - `POST /{v1beta,v1}/models/{model}:embedContent` with `{"content": {"parts": [{"text": ...}]}, ...}` answers
+      `{"embedding": {"values": [...]}}`;
+    - `POST /{v1beta,v1}/models/{model}:batchEmbedContents` with `{"requests": [{"model": ..., "content": ...}]}`
+      answers `{"embeddings": [{"values": [...]}, ...]}` (google-genai sends this one, even for a single text).
+
+    Vectors come from `vector_of(text)`; `fail_with(code, status, message)` queues an API error instead.
+    """
+
+    def __init__(
+        self,
+        server: FakeHTTPServer,
+        *,
+        model: str = "gemini-embedding-001",
+        api_key: str = "test-key",
+        vector_of: VectorFunction | None = None,
+    ) -> None:
+        self.server = server
+        self.model = model
+        self.api_key = api_key
+        self.vector_of: VectorFunction = vector_of or (lambda text: [1.0, 0.0, 0.0])
+        self.requests: list[EmbeddingRequest] = []
+        self._errors: list[FakeResponse] = []
+        for version in ("v1beta", "v1"):
+            server.route("POST", f"/{version}/models/{model}:embedContent", self._single)
+            server.route("POST", f"/{version}/models/{model}:batchEmbedContents", self._batch)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def texts_embedded(self) -> list[str]:
+        return [text for request in self.requests for text in request.texts]
+
+    def fail_with(self, code: int, status: str, message: str) -> None:
+        """Answer the next request with Google's error envelope."""
+        self._errors.append(FakeResponse.json(error_body(code, status, message), status=code))
+
+    def _record(self, method: str, recorded: RecordedRequest) -> EmbeddingRequest | FakeResponse:
+        request = EmbeddingRequest(
+            method=method, api_key=recorded.headers.get("x-goog-api-key"), body=json.loads(recorded.body or b"{}")
+        )
+        self.requests.append(request)
+        if request.api_key != self.api_key:
+            return FakeResponse.json(error_body(400, "INVALID_ARGUMENT", "API key not valid."), status=400)
+        if self._errors:
+            return self._errors.pop(0)
+        return request
+
+    def _single(self, recorded: RecordedRequest) -> FakeResponse:
+        request = self._record("embedContent", recorded)
+        if isinstance(request, FakeResponse):
+            return request
+        return FakeResponse.json({"embedding": {"values": self.vector_of(request.texts[0])}})
+
+    def _batch(self, recorded: RecordedRequest) -> FakeResponse:
+        request = self._record("batchEmbedContents", recorded)
+        if isinstance(request, FakeResponse):
+            return request
+        return FakeResponse.json({"embeddings": [{"values": self.vector_of(text)} for text in request.texts]})

@@ -30,8 +30,12 @@ Scripting:
 - `fake.push_update({...})`, `fake.push_text(chat_id, "hi")`, `fake.push_callback(message_id, data)` —
   updates for getUpdates (ids assigned); `fake.text_update(...)`/`fake.callback_update(...)` build the same
   updates without queueing them (to POST to a webhook).
-- `RateLimit(per_second=30, per_chat_per_second=1, per_chat_burst=3)` passed to the constructor: sends
-  beyond the ceiling (token buckets, overall and per chat) get 429 with `retry_after`.
+- `RateLimit(per_second=30, per_chat_per_second=1, per_chat_burst=3, group_messages=20, group_period=60)`
+  passed to the constructor: sends beyond the ceiling (token buckets: overall, per chat, and per group — a
+  negative chat id — as Telegram's 20 messages a minute) get 429 with `retry_after`. `group_period` may be
+  short in tests, so pacing shows in seconds, not minutes.
+- `answer_delay=0.3`: every send is recorded at once but answered that much later, like a slow Bot API; a
+  client killed meanwhile never hears that its message arrived.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -103,6 +108,8 @@ class ApiCall:
     method: str
     params: dict[str, str]
     files: dict[str, Upload]
+    at: float = field(default_factory=time.monotonic)
+    """When it arrived (`time.monotonic()`)."""
 
     @property
     def chat_id(self) -> str | None:
@@ -134,12 +141,17 @@ class SentMessage:
 
 @dataclass
 class RateLimit:
-    """The ceiling the fake enforces on sends: token buckets overall and per chat (bursts allowed)."""
+    """The ceiling the fake enforces on sends: token buckets overall, per chat and per group (bursts allowed)."""
 
     per_second: float = 30.0
     burst: float = 30.0
     per_chat_per_second: float | None = 1.0
     per_chat_burst: float = 3.0
+    group_messages: float | None = 20.0
+    """Sends to one group (a negative chat id) per `group_period`; None leaves groups to the other buckets."""
+    group_period: float = 60.0
+    tolerance: float = 0.05
+    """Seconds of clock difference forgiven (the client's limiter and this fake time the same send apart)."""
 
 
 @dataclass
@@ -149,11 +161,11 @@ class _Bucket:
     tokens: float
     stamp: float = field(default_factory=time.monotonic)
 
-    def take(self, now: float) -> float:
+    def take(self, now: float, *, tolerance: float = 0.0) -> float:
         """0.0 when a token was taken, else the seconds until one is available."""
         self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
         self.stamp = now
-        if self.tokens >= 1:
+        if self.tokens >= 1 - tolerance * self.rate:
             self.tokens -= 1
             return 0.0
         return (1 - self.tokens) / self.rate
@@ -177,8 +189,10 @@ class FakeTelegram(ThreadedFakeServer):
         bot_username: str = "lookout_test_bot",
         rate_limit: RateLimit | None = None,
         long_poll_cap: float = 0.5,
+        answer_delay: float = 0.0,
     ) -> None:
         super().__init__(thread_name="fake-telegram")
+        self.answer_delay = answer_delay
         self.token = token
         self.bot_id = int(token.split(":", 1)[0])
         self.bot_username = bot_username
@@ -202,6 +216,7 @@ class FakeTelegram(ThreadedFakeServer):
         self._message_ids = itertools.count(1)
         self._overall: _Bucket | None = None
         self._per_chat: dict[str, _Bucket] = {}
+        self._per_group: dict[str, _Bucket] = {}
         if rate_limit is not None:
             self._overall = _Bucket(rate_limit.per_second, rate_limit.burst, rate_limit.burst)
 
@@ -363,6 +378,8 @@ class FakeTelegram(ThreadedFakeServer):
             self.rejected += 1
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
         result = await handler(call)
+        if self.answer_delay and call.method in SEND_METHODS:
+            await asyncio.sleep(self.answer_delay)  # delivered already; the answer is what is slow
         return web.json_response({"ok": True, "result": result})
 
     def _scripted_error(self, call: ApiCall) -> ApiError | None:
@@ -376,22 +393,35 @@ class FakeTelegram(ThreadedFakeServer):
         if self._overall is None or self.rate_limit is None or call.method not in SEND_METHODS:
             return None
         now = time.monotonic()
-        wait = 0.0
         limit = self.rate_limit
+        buckets: list[_Bucket] = []
         if limit.per_chat_per_second is not None and call.chat_id is not None:
             bucket = self._per_chat.get(call.chat_id)
             if bucket is None:
                 bucket = _Bucket(limit.per_chat_per_second, limit.per_chat_burst, limit.per_chat_burst)
                 self._per_chat[call.chat_id] = bucket
-            wait = bucket.take(now)
-        if wait == 0.0:
-            wait = self._overall.take(now)
-            if wait and call.chat_id in self._per_chat:  # give the chat its token back: nothing was sent
-                self._per_chat[call.chat_id].tokens += 1
+            buckets.append(bucket)
+        if limit.group_messages is not None and call.chat_id is not None and call.chat_id.startswith("-"):
+            group = self._per_group.get(call.chat_id)
+            if group is None:
+                rate = limit.group_messages / limit.group_period
+                group = _Bucket(rate, limit.group_messages, limit.group_messages)
+                self._per_group[call.chat_id] = group
+            buckets.append(group)
+        buckets.append(self._overall)
+        taken: list[_Bucket] = []
+        wait = 0.0
+        for bucket in buckets:
+            wait = bucket.take(now, tolerance=limit.tolerance)
+            if wait:
+                break
+            taken.append(bucket)
         if wait == 0.0:
             return None
+        for bucket in taken:  # give the tokens back: nothing was sent
+            bucket.tokens += 1
         self.throttled += 1
-        return ApiError.retry_after(max(1, round(wait)))
+        return ApiError.retry_after(max(1, math.ceil(wait)))
 
     def _chat(self, chat_id: str, chat_type: str | None = None) -> dict[str, Any]:
         numeric = int(chat_id) if chat_id.lstrip("-").isdigit() else 0
@@ -567,10 +597,14 @@ def _upload(call: ApiCall, name: str) -> Upload:
 
 @contextmanager
 def running_fake_telegram(
-    *, token: str = DEFAULT_TOKEN, rate_limit: RateLimit | None = None, long_poll_cap: float = 0.5
+    *,
+    token: str = DEFAULT_TOKEN,
+    rate_limit: RateLimit | None = None,
+    long_poll_cap: float = 0.5,
+    answer_delay: float = 0.0,
 ) -> Iterator[FakeTelegram]:
     """A started fake, stopped on exit."""
-    fake = FakeTelegram(token=token, rate_limit=rate_limit, long_poll_cap=long_poll_cap)
+    fake = FakeTelegram(token=token, rate_limit=rate_limit, long_poll_cap=long_poll_cap, answer_delay=answer_delay)
     fake.start()
     try:
         yield fake

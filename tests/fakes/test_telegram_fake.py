@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 from telegram import Bot, BotCommand
 from telegram.error import Forbidden, RetryAfter
 
+from bots.telegram.api import retry_after_seconds
 from tests.fakes.telegram import ApiError, FakeTelegram, RateLimit, running_fake_telegram
 
 
@@ -75,6 +77,33 @@ async def test_the_rate_ceiling_answers_429_beyond_the_per_chat_burst() -> None:
             await bot.send_message(4, "another chat is not held back")
 
     assert [m.text for m in fake.texts(3)] == ["a", "b"] and fake.throttled == 1
+
+
+async def test_a_group_gets_its_20_messages_per_period_and_a_429_with_retry_after_beyond() -> None:
+    limit = RateLimit(per_chat_per_second=None, group_messages=20, group_period=60, tolerance=0)
+    with running_fake_telegram(rate_limit=limit) as fake:
+        async with Bot(fake.token, base_url=fake.api_url) as bot:
+            for n in range(20):
+                await bot.send_message(-100123, f"m{n}")
+            with pytest.raises(RetryAfter) as refused:
+                await bot.send_message(-100123, "one too many")
+            await bot.send_message(-100456, "another group is not held back")
+            await bot.send_message(42, "nor is a private chat")
+
+    assert len(fake.texts(-100123)) == 20 and fake.throttled == 1
+    assert retry_after_seconds(refused.value) == 3  # one token of a group comes back every 60/20 s
+
+
+async def test_answers_can_be_slow_while_the_message_is_already_delivered() -> None:
+    with running_fake_telegram(answer_delay=0.3) as fake:
+        async with Bot(fake.token, base_url=fake.api_url) as bot:
+            sending = asyncio.ensure_future(bot.send_message(7, "in flight"))
+            for _ in range(100):
+                if fake.texts(7):
+                    break
+                await asyncio.sleep(0.01)
+            assert [m.text for m in fake.texts(7)] == ["in flight"] and not sending.done()
+            await sending
 
 
 async def test_edit_message_text_changes_the_recorded_message(fake: FakeTelegram) -> None:

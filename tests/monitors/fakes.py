@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from monitors.delivery import DeliveryError, OutgoingDigest
+from monitors import DeliveryError, Reply
 from sources.base import Source
 from storage import ChatRecord
 
@@ -30,11 +30,21 @@ class FakeClock:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One part of a message: the whole message, or (split) its text or one of its files."""
+
+    message: Reply
+    index: int
+    total: int
+
+
+@dataclass(frozen=True)
 class Sent:
-    """One message that reached a chat."""
+    """One message (or, split, one part of it) that reached a chat."""
 
     chat: ChatRecord
-    message: OutgoingDigest
+    message: Reply
+    index: int = 0
 
     @property
     def text(self) -> str:
@@ -48,9 +58,11 @@ class RecordingSender:
     `sender.pop_message()` for the oldest message not yet looked at, and `sender.is_quiet()` at the end.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, split: bool = False) -> None:
+        self.split = split
+        """Send a message in parts (its text, then each file), as platform senders do; else in one part."""
         self.sent: list[Sent] = []
-        self.attempts: list[tuple[ChatRecord, OutgoingDigest]] = []
+        self.attempts: list[tuple[ChatRecord, Reply]] = []
         self._script: deque[DeliveryError] = deque()
         self._unread: deque[Sent] = deque()
 
@@ -58,11 +70,15 @@ class RecordingSender:
         """The next sends raise these errors, one each, in order."""
         self._script.extend(errors)
 
-    async def send(self, chat: ChatRecord, message: OutgoingDigest) -> None:
-        self.attempts.append((chat, message))
+    def parts(self, message: Reply) -> list[Part]:
+        total = 1 + len(message.attachments) if self.split else 1
+        return [Part(message, index, total) for index in range(total)]
+
+    async def send_part(self, chat: ChatRecord, part: Part) -> None:
+        self.attempts.append((chat, part.message))
         if self._script:
             raise self._script.popleft()
-        sent = Sent(chat, message)
+        sent = Sent(chat, part.message, part.index)
         self.sent.append(sent)
         self._unread.append(sent)
 

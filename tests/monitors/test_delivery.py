@@ -57,11 +57,12 @@ async def test_a_crash_between_commit_and_send_delivers_exactly_once_after_resta
 
 async def test_a_worker_that_died_after_claiming_leaves_the_row_to_the_next_one(world: World) -> None:
     _, _, run_id = await queue_digest(world)
-    await DeliveryRepository(world.database).claim_due(world.clock())  # claimed, then the process died
+    # Claimed by a worker on another machine that then died: its lease has to run out.
+    await DeliveryRepository(world.database).claim_due(world.clock(), worker="elsewhere:1:dead")
 
     worker = world.worker()
     assert (await worker.run_once()).claimed == 0  # still leased
-    world.clock.advance(minutes=6)
+    world.clock.advance(seconds=31)
     assert (await worker.run_once()).sent == 1
     assert world.sender.pop_message().message.run_id == run_id
     assert world.sender.is_quiet()
@@ -97,8 +98,9 @@ async def test_a_transient_error_without_retry_after_backs_off(world: World) -> 
     await worker.run_once()
     second = (await DeliveryRepository(world.database).list_for_run(run_id))[0]
 
-    assert first.next_attempt_at - T0 == timedelta(seconds=30)
-    assert second.next_attempt_at - first.next_attempt_at == timedelta(seconds=60)
+    # The outbox's backoff: jittered, between half and all of 30 s, then of 60 s.
+    assert timedelta(seconds=15) <= first.next_attempt_at - T0 <= timedelta(seconds=30)
+    assert timedelta(seconds=30) <= second.next_attempt_at - first.next_attempt_at <= timedelta(seconds=60)
     world.clock.set(second.next_attempt_at)
     assert (await worker.run_once()).sent == 1
 
@@ -109,13 +111,13 @@ async def test_403_marks_the_chat_inactive_and_pauses_its_subscriptions(world: W
     sender = RecordingSender()
     worker = DeliveryWorker(world.database, {"telegram": sender}, clock=world.clock)
 
-    async def send(chat, message):  # type: ignore[no-untyped-def]
+    async def send_part(chat, part):  # type: ignore[no-untyped-def]
         if chat.id == blocked.id:
-            sender.attempts.append((chat, message))
+            sender.attempts.append((chat, part.message))
             raise ChatGone("403 Forbidden: bot was blocked by the user")
-        await RecordingSender.send(sender, chat, message)
+        await RecordingSender.send_part(sender, chat, part)
 
-    sender.send = send  # type: ignore[method-assign]
+    sender.send_part = send_part  # type: ignore[method-assign]
     report = await worker.run_once()
 
     assert (report.sent, report.dead) == (1, 1)
@@ -179,7 +181,10 @@ async def test_an_unexpected_sender_bug_is_retried_not_fatal(world: World) -> No
     _, _, run_id = await queue_digest(world)
 
     class Broken:
-        async def send(self, chat, message):  # type: ignore[no-untyped-def]
+        def parts(self, message):  # type: ignore[no-untyped-def]
+            return [message]
+
+        async def send_part(self, chat, part):  # type: ignore[no-untyped-def]
             raise KeyError("oops")
 
     report = await DeliveryWorker(world.database, {"telegram": Broken()}, clock=world.clock).run_once()
@@ -201,3 +206,54 @@ async def test_run_forever_sends_what_is_pending_then_stops(world: World) -> Non
     stop.set()
     await asyncio.wait_for(task, timeout=5)
     assert sorted(world.sender.delivered_to()) == ["100", "101", "102"]
+
+
+async def test_a_resend_starts_after_the_parts_confirmed_sent_even_in_another_process(world: World, db_path) -> None:  # type: ignore[no-untyped-def]
+    _, _, run_id = await queue_digest(world)
+    sender = RecordingSender(split=True)  # the text, then the CSV and the chart: three parts
+    worker = DeliveryWorker(world.database, {"telegram": sender}, clock=world.clock)
+
+    async def fail_on_the_chart(chat, part):  # type: ignore[no-untyped-def]
+        if part.index == 2:
+            raise RetryLater("429", retry_after=5)
+        await RecordingSender.send_part(sender, chat, part)
+
+    sender.send_part = fail_on_the_chart  # type: ignore[method-assign]
+    assert (await worker.run_once()).retrying == 1
+    [row] = await DeliveryRepository(world.database).list_for_run(run_id)
+    assert (row.parts_sent, row.status) == (2, DeliveryStatus.FAILED)
+    await world.database.dispose()
+
+    # Another process (a new worker, a new database connection) picks the row up: only the chart goes.
+    restarted = Database(sqlite_url(db_path))
+    try:
+        again = RecordingSender(split=True)
+        world.clock.advance(seconds=5)
+        assert (await DeliveryWorker(restarted, {"telegram": again}, clock=world.clock).run_once()).sent == 1
+        assert [sent.index for sent in sender.sent] == [0, 1]
+        assert [sent.index for sent in again.sent] == [2]
+        [row] = await DeliveryRepository(restarted).list_for_run(run_id)
+        assert (row.parts_sent, row.status) == (3, DeliveryStatus.SENT)
+    finally:
+        await restarted.dispose()
+
+
+async def test_a_claim_of_a_dead_process_on_this_host_is_taken_back_at_once(world: World) -> None:
+    import subprocess
+    import sys
+
+    from monitors.delivery import claimer_is_dead, worker_identity
+
+    _, _, run_id = await queue_digest(world)
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = worker_identity().split(":")[0]
+    dead = f"{host}:{finished.stdout.strip()}:0badc0de"  # a process that has exited
+    assert claimer_is_dead(dead)
+    assert not claimer_is_dead(world.worker().identity)  # alive, in this process
+    assert not claimer_is_dead("another-host:1:abc")  # elsewhere: wait for the lease
+    await DeliveryRepository(world.database).claim_due(world.clock(), worker=dead)
+
+    report = await world.worker().run_once()  # no lease to wait out
+
+    assert report.sent == 1
+    assert await statuses(world.database, run_id) == [DeliveryStatus.SENT]

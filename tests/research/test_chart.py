@@ -9,8 +9,17 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from research.chart import MAX_SERIES, daily_counts, write_volume_chart
+import pytest
+
+from research.chart import MAX_SERIES, VolumeCounts, bucket_unit, font_family, volume_counts, write_volume_chart
 from sources.base import Item
+
+
+def daily_counts(items: list[Item], **window: object) -> tuple[list[date], dict[str, list[int]], int]:
+    counts: VolumeCounts = volume_counts(items, **window)  # type: ignore[arg-type]
+    assert counts.unit == "day"
+    return [start.date() for start in counts.starts], counts.per_source, counts.undated
+
 
 UNTIL = datetime(2026, 11, 20, 12, tzinfo=UTC)
 SINCE = UNTIL - timedelta(days=7)
@@ -118,3 +127,34 @@ def test_drawing_selects_no_global_backend(tmp_path: Path) -> None:
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=root)
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "x.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_buckets_follow_the_window_so_a_daily_chart_has_a_trend() -> None:
+    """#9.24: a daily monitor's 24-hour window was one bar; now hours for a day, days for a week or a month."""
+    assert bucket_unit(UNTIL - timedelta(hours=24), UNTIL) == "hour"
+    assert bucket_unit(UNTIL - timedelta(days=7), UNTIL) == "day"
+    assert bucket_unit(UNTIL - timedelta(days=30), UNTIL) == "day"
+    assert bucket_unit(UNTIL - timedelta(days=365), UNTIL) == "week"
+    items = [item("news", n, UNTIL - timedelta(hours=n, minutes=5)) for n in range(24)]
+    day = volume_counts(items, since=UNTIL - timedelta(hours=24), until=UNTIL, timezone=ZoneInfo("Asia/Shanghai"))
+    assert day.unit == "hour" and len(day.starts) == 25  # 12:00 yesterday … 12:00 today, whole hours
+    assert sum(1 for count in day.per_source["news"] if count) == 24  # one item per hour, each in its own bar
+    assert day.starts[0].utcoffset() == timedelta(hours=8)  # hours of the reader's clock
+    year = volume_counts(items, since=UNTIL - timedelta(days=365), until=UNTIL)
+    assert year.unit == "week" and all(start.weekday() == 0 for start in year.starts)
+
+
+def test_cjk_titles_resolve_every_glyph_to_a_font_that_has_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """#9.21: with only Lookout's dependencies installed, matplotlib's font fallback finds each Chinese, Japanese
+    and Korean character in a font that has it (not DejaVu Sans, which draws boxes)."""
+    from matplotlib.font_manager import FontProperties, fontManager, get_font
+
+    title = "深度求索发布新模型 日本語のニュース 한국어 뉴스"
+    family = list(font_family())
+    files = fontManager._find_fonts_by_props(FontProperties(family=family))
+    for char in set(title) - {" "}:
+        owner = next((path for path in files if get_font(path).get_char_index(ord(char))), None)
+        assert owner is not None and "DejaVu" not in str(owner), f"{char!r} has no glyph in {files}"
+    with caplog.at_level("WARNING", logger="research.chart"):
+        write_volume_chart(week_of_items(), path=tmp_path / "cjk.png", title=title, since=SINCE, until=UNTIL)
+    assert not [r for r in caplog.records if "missing from font" in r.getMessage() or "CJK" in r.getMessage()]

@@ -90,3 +90,18 @@ async def test_a_failing_progress_callback_does_not_break_collection() -> None:
 
     result = await collect([SearchQuery(text="ai")], [RecordingSource("hn")], progress=explode)
     assert len(result.items) == 3
+
+
+async def test_an_item_without_a_stated_language_gets_the_one_its_text_is_in() -> None:
+    found = [
+        make_item("news", "zh", title="深度求索发布新一代开源大模型，性能比肩国际顶尖水平", language=None),
+        make_item("news", "ja", title="東京五輪、開幕式は無観客で実施へ　組織委が発表", language=None),
+        make_item(
+            "news", "de", title="Die Bundesregierung beschließt neue Regeln für künstliche Intelligenz", language=None
+        ),
+        make_item("news", "stated", title="深度求索发布新模型", language="en"),
+        make_item("news", "short", title="AI", language=None),
+    ]
+    result = await collect([SearchQuery(text="ai")], [RecordingSource("news", lambda q: found)])
+    languages = {item.id: item.language for item in result.items}
+    assert languages == {"news:zh": "zh", "news:ja": "ja", "news:de": "de", "news:stated": "en", "news:short": None}

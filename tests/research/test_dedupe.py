@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import random
 
-from research.dedupe import Deduper, cluster_items, fingerprint, pair_scores, tokens
+from research.dedupe import Deduper, cluster_items, fingerprint, pair_scores
+from research.terms import tokens
 from sources.base import Engagement, Item
 from tests.research.fake_sources import make_item
 from tests.research.labelled_headlines import labelled_items
 
-# Set a little under what the clustering achieves (file order 0.99 / 0.85; five shuffled orders 0.94 / 0.87
-# on average), so a regression fails and an unlucky-but-fine change does not. See bench/README.md.
-PRECISION_FLOOR = 0.95
-RECALL_FLOOR = 0.83
-SHUFFLED_PRECISION_FLOOR = 0.9
-SHUFFLED_RECALL_FLOOR = 0.84
+# The hand-written headlines are a regression test only (the method is tuned and measured on real labelled news in
+# bench/cluster_real.py). Set a little under what the clustering gives (precision 0.84, recall 0.92 at the default
+# threshold), so a regression fails and an unlucky-but-fine change does not.
+PRECISION_FLOOR = 0.8
+RECALL_FLOOR = 0.88
 
 
 def test_labelled_set_is_big_and_mixed() -> None:
@@ -25,31 +25,28 @@ def test_labelled_set_is_big_and_mixed() -> None:
     assert {i.language for i in items} >= {"en", "zh", "ja", "de", "es", "fr", "ru", "ko"}
 
 
-def test_clustering_precision_and_recall_on_labelled_headlines() -> None:
+def test_clustering_precision_and_recall_on_labelled_headlines_in_any_order() -> None:
     items, labels = labelled_items()
 
-    def score(order: list[int]) -> tuple[float, float]:
+    def partition(order: list[int]) -> tuple[frozenset[frozenset[str]], float, float]:
         deduper = Deduper()
         result = deduper.add(items[i] for i in order)
         assert len(result.new) == len(items)
         predicted = [deduper.cluster_id(item.id) or "" for item in items]
         scores = pair_scores(predicted, labels)
-        return scores.precision, scores.recall
+        groups: dict[str, set[str]] = {}
+        for item, cluster in zip(items, predicted, strict=True):
+            groups.setdefault(cluster, set()).add(item.id)
+        return frozenset(frozenset(g) for g in groups.values()), scores.precision, scores.recall
 
-    precision, recall = score(list(range(len(items))))
-    shuffled = []
-    for seed in range(5):
-        order = list(range(len(items)))
-        random.Random(seed).shuffle(order)
-        shuffled.append(score(order))
-    mean_precision = sum(p for p, _ in shuffled) / len(shuffled)
-    mean_recall = sum(r for _, r in shuffled) / len(shuffled)
-    print(f"\nfile order: precision {precision:.3f} recall {recall:.3f}")
-    print(f"5 shuffled orders (mean): precision {mean_precision:.3f} recall {mean_recall:.3f}")
+    stories, precision, recall = partition(list(range(len(items))))
+    print(f"\nprecision {precision:.3f} recall {recall:.3f}")
     assert precision >= PRECISION_FLOOR
     assert recall >= RECALL_FLOOR
-    assert mean_precision >= SHUFFLED_PRECISION_FLOOR
-    assert mean_recall >= SHUFFLED_RECALL_FLOOR
+    for seed in range(3):
+        order = list(range(len(items)))
+        random.Random(seed).shuffle(order)
+        assert partition(order)[0] == stories, "the same items make the same stories in any input order"
 
 
 def test_pair_scores_counts_pairs() -> None:
@@ -98,10 +95,10 @@ def test_same_story_from_two_sources_is_one_cluster_with_both_urls_and_a_represe
     ford = Item(
         id="news:3",
         source="news",
-        url="https://reuters.example/ford-recall",
-        title="Ford recalls 850,000 vehicles over fuel pump defect",
-        text="Ford Motor is recalling about 850,000 vehicles in the United States because a fuel pump may "
-        "fail and cause engine stalls.",
+        url="https://reuters.example/ford-plant",
+        title="Ford to cut 4,000 jobs in Europe as electric car sales slow",
+        text="Ford will eliminate about 4,000 positions in Germany and Britain by 2027, citing weak demand for "
+        "its electric models.",
     )
     deduper = Deduper()
     first = deduper.add([reuters, ford])
@@ -115,18 +112,72 @@ def test_same_story_from_two_sources_is_one_cluster_with_both_urls_and_a_represe
     assert tesla.sources == ["news", "hn"]
 
 
-def test_cjk_text_clusters_by_character_bigrams() -> None:
+def test_chinese_and_japanese_headlines_are_segmented_into_words_and_cluster() -> None:
     a = make_item("rsshub", "a", title="华为Mate 80系列正式发布，搭载麒麟9030芯片", text="")
     b = make_item("rsshub", "b", title="华为Mate80发布 麒麟9030加持 售价4699元起", text="")
     c = make_item("rsshub", "c", title="小米YU7正式上市 售价25.35万元起", text="")
     clusters = cluster_items([a, b, c])
     assert sorted(len(cl.members) for cl in clusters) == [1, 2]
-    assert "麒麟" in tokens("麒麟9030")
+    assert {"华为", "麒麟", "发布"} <= fingerprint(a.title, language="zh").tokens, "jieba words, not bigrams"
+    assert "トヨタ" in fingerprint("トヨタ、リコール200万台　ブレーキ不具合で", language="ja").tokens
+    japanese = [
+        make_item("news", "j1", title="日銀、政策金利を据え置き　物価の先行きを慎重に見極め"),
+        make_item("news", "j2", title="日銀が金利据え置きを決定、植田総裁「物価見極め」"),
+        make_item("news", "j3", title="任天堂、スイッチ2の販売計画を上方修正"),
+    ]
+    assert sorted(len(cl.members) for cl in cluster_items(japanese)) == [1, 2]
+
+
+def test_weights_come_from_the_language_not_the_batch() -> None:
+    """A story's key word weighs the same whether the batch holds 2 items or 40 that repeat it: the same pair is
+    as similar either way (batch-only weights made a big story's words "common" and lost it)."""
+    a = make_item("news", "a", title="Mt. Gox files for bankruptcy protection in Tokyo")
+    b = make_item("news", "b", title="Bitcoin exchange Mt. Gox seeks bankruptcy protection")
+    crowd = [make_item("news", f"c{n}", title=f"Bitcoin falls after Mt. Gox collapse, day {n}") for n in range(40)]
+    small, big = Deduper(), Deduper()
+    small.add([a, b])
+    big.add([a, b, *crowd])
+    assert small.similarity(fingerprint(a.title), fingerprint(b.title)) == big.similarity(
+        fingerprint(a.title), fingerprint(b.title)
+    )
+    assert small.cluster_id("news:a") == small.cluster_id("news:b")
+    assert big.cluster_id("news:a") == big.cluster_id("news:b")
+
+
+def test_a_day_of_items_makes_the_same_stories_inside_a_week_of_them() -> None:
+    """What a one-day look-back groups together (and apart), a seven-day look-back over the same items does too."""
+    items, _ = labelled_items()
+    english = [i for i in items if i.language == "en"]
+    day = english[: len(english) // 3]
+    one_day, week = Deduper(), Deduper()
+    one_day.add(day)
+    week.add(english)
+    for first in day:
+        for second in day:
+            same_day = one_day.cluster_id(first.id) == one_day.cluster_id(second.id)
+            same_week = week.cluster_id(first.id) == week.cluster_id(second.id)
+            assert same_day == same_week, (first.title, second.title)
+
+
+def test_earlier_stories_keep_their_ids_and_never_merge() -> None:
+    deduper = Deduper()
+    first = deduper.add(
+        [
+            make_item("news", "1", title="Tesla recalls 239,000 vehicles over rearview camera failure"),
+            make_item("news", "2", title="Ford recalls 850,000 vehicles over fuel pump defect"),
+        ]
+    )
+    bridge = make_item("news", "3", title="Tesla and Ford recall vehicles over rearview camera and fuel pump defects")
+    second = deduper.add([bridge])
+    assert first.cluster_of["news:1"] != first.cluster_of["news:2"]
+    assert deduper.cluster_id("news:1") == first.cluster_of["news:1"]
+    assert deduper.cluster_id("news:2") == first.cluster_of["news:2"]
+    assert second.cluster_of["news:3"] in {first.cluster_of["news:1"], first.cluster_of["news:2"], "c3"}
 
 
 def test_tokens_and_fingerprint() -> None:
     assert tokens("Nvidia's revenue: $57bn, 9,000 jobs") == ["nvidia", "revenue", "57", "billion", "9.000", "jobs"]
-    assert fingerprint("The Chips", "Chip maker").tokens == frozenset({"chip", "maker"})
-    assert fingerprint("Tesla recalls 239,000 cars in 2026").figures == frozenset({"239.000"})
-    assert fingerprint("Tesla recalls cars").subject == "tesla"
-    assert fingerprint("华为Mate 80发布").subject is None
+    assert fingerprint("The Chips", "Chip maker", language="en").tokens == frozenset({"the", "chip", "maker"})
+    assert fingerprint("Tesla recalls 239,000 cars in 2026", language="en").figures == frozenset({"239.000"})
+    assert fingerprint("Tesla recalls two million cars over a steering fault").language == "en", "detected"
+    assert fingerprint("Apple stellt neues iPhone in Berlin vor").language == "de"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from research.export import CSV_COLUMNS, guard_cell, safe_stem, write_exports
+from research.export import COLLECTION_CSV_COLUMNS, guard_cell, safe_stem, write_exports
 from research.iterative import CollectionReport, StopReason
 from research.jobs import research_once, run_collection_job
 from research.rank import RankedItem
@@ -65,7 +65,7 @@ def test_csv_round_trips_with_bom_escaping_unicode_and_injection_guard(tmp_path:
     assert raw.startswith(b"\xef\xbb\xbf"), "UTF-8 BOM so Excel detects the encoding"
     with paths.csv.open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == list(CSV_COLUMNS)
+    assert list(rows[0]) == list(COLLECTION_CSV_COLUMNS)
     first, second = rows
     assert first["index"] == "1" and second["index"] == "2"
     assert first["title"] == "'" + tricky.title

@@ -102,7 +102,8 @@ async def test_a_transient_failure_is_retried_with_backoff_then_the_secondary_an
 
     assert result.output == "from the secondary"
     assert (primary.calls, secondary.calls) == (3, 1)
-    assert waits.seconds == [1.0, 2.0]
+    # Jittered doubling: half to all of 1 s, then of 2 s.
+    assert len(waits.seconds) == 2 and 0.5 <= waits.seconds[0] <= 1.0 and 1.0 <= waits.seconds[1] <= 2.0
     assert answering_model(model, result.all_messages()).model_name == "secondary"  # type: ignore[union-attr]
 
 
@@ -118,7 +119,7 @@ async def test_a_per_minute_rate_limit_is_retried_and_the_primary_answers() -> N
     result = await Agent(model).run("hi")
 
     assert result.output == "from the primary" and (primary.calls, secondary.calls) == (2, 0)
-    assert waits.seconds == [1.0]
+    assert len(waits.seconds) == 1 and 0.5 <= waits.seconds[0] <= 1.0
 
 
 async def test_a_daily_quota_is_not_retried_and_the_secondary_is_tried_once() -> None:

@@ -19,8 +19,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from research.collect import ProgressEvent
 from research.critique import SNIPPET_CHARS
 from research.digest import citations_in
+from research.export import RUN_CSV_COLUMNS
 from research.pipeline import (
-    PIPELINE_CSV_COLUMNS,
     STAGES,
     PipelineOptions,
     PipelineRequest,
@@ -227,8 +227,9 @@ async def test_the_whole_pipeline_with_models(tmp_path: Path) -> None:
     assert result.usage.input_tokens == sum(usage[k].input_tokens for k in ("plan", "critique", "digest")) > 0
     assert result.usage.output_tokens > 0
     # Exports: one CSV row per item, the JSON summary, a PNG.
+    assert result.exports is not None
     rows = read_csv(result.exports.csv)
-    assert list(rows[0]) == list(PIPELINE_CSV_COLUMNS)
+    assert list(rows[0]) == list(RUN_CSV_COLUMNS)
     assert [row["url"] for row in rows] == [s.item.url for s in result.items]
     assert all(row["cluster_id"] for row in rows)
     assert {row["status"] for row in rows} == {"new"}
@@ -384,6 +385,7 @@ async def test_novelty_across_two_runs(tmp_path: Path) -> None:
     )  # fmt: skip
     assert third.nothing_new and third.new_item_ids == []
     assert third.digest.headline == "Nothing new about DeepSeek R1" and third.digest.developments == []
+    assert third.exports is None and not list(tmp_path.glob("run3.*"))  # nothing to send, so no files (#9.22)
 
 
 async def test_a_story_whose_delivered_item_comes_back_with_a_new_outlet_is_an_update(tmp_path: Path) -> None:
@@ -427,11 +429,11 @@ async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -
     assert any(line.startswith("hn: rate_limited") and "429" in line for line in reasons)
     assert "x: off (X_BEARER_TOKEN is not set)" in reasons
     assert heavy.critique_prompts == [] and heavy.digest_calls == 0, "no model call for nothing"
-    assert result.items == [] and read_csv(result.exports.csv) == []
-    summary = json.loads(result.exports.json.read_text(encoding="utf-8"))
-    assert summary["all_sources_failed"] is True and len(summary["source_errors"]) == 2
-    assert summary["skipped_sources"] == {"x": "X_BEARER_TOKEN is not set"}
-    assert result.exports.chart.exists()
+    assert result.items == []
+    # Nothing is delivered from a failed run, so it writes no files (#9.22): no header-only CSV, no empty chart.
+    assert result.exports is None and list(tmp_path.iterdir()) == []
+    assert result.report is not None and result.report.all_sources_failed
+    assert len(result.report.source_errors) == 2 and result.report.skipped_sources == {"x": "X_BEARER_TOKEN is not set"}
 
 
 def test_keyword_filter_matches_words_and_scripts() -> None:
@@ -464,7 +466,9 @@ async def test_include_and_exclude_keywords_filter_the_run(tmp_path: Path) -> No
 
 async def test_only_the_compact_top_k_reach_the_heavy_model(tmp_path: Path) -> None:
     words = ["alpha", "bravo", "cobalt", "delta", "ember", "falcon", "garnet", "harbor", "iris", "jasper"]
-    long_text = "Lorem ipsum dolor sit amet. " * 100  # 2,800 characters
+    # 2,800 characters of the commonest words: long, but telling no story apart (the same rare words in every text
+    # would make them one story)
+    long_text = "It is what it is, and that is all there is to it. " * 56
     many = [
         make_item("news", f"s{i}", title=f"DeepSeek R1 {words[i % 10]} {words[i // 10]}x{i} story", text=long_text,
                   url=f"https://site{i}.example.com/story", points=i)

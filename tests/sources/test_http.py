@@ -6,7 +6,6 @@ import asyncio
 import gzip
 import socket
 import time
-from datetime import UTC, datetime
 
 import pytest
 
@@ -16,7 +15,6 @@ from sources.http import (
     HttpClient,
     MemoryValidatorStore,
     StoredResponse,
-    parse_retry_after,
 )
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest
 from tests.sources.conftest import TEST_USER_AGENT, HttpClientFactory
@@ -414,18 +412,6 @@ async def test_unusable_urls_are_client_errors(http_client: HttpClient, url: str
     with pytest.raises(SourceError) as caught:
         await http_client.get(url)
     assert caught.value.kind is SourceErrorKind.CLIENT
-
-
-def test_parse_retry_after() -> None:
-    now = datetime(2026, 11, 22, 8, 0, 0, tzinfo=UTC)
-    assert parse_retry_after("120") == 120
-    assert parse_retry_after(" 0 ") == 0
-    assert parse_retry_after("Sun, 22 Nov 2026 08:00:30 GMT", now=now) == 30
-    assert parse_retry_after("Sun, 22 Nov 2026 07:00:00 GMT", now=now) == 0
-    assert parse_retry_after("soon") is None
-    assert parse_retry_after("nan") is None
-    assert parse_retry_after("1e999") is None
-    assert parse_retry_after(None) is None
 
 
 async def test_exhausted_quota_403_is_rate_limited_with_reset(

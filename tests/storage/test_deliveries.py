@@ -181,37 +181,49 @@ async def test_claim_only_for_platforms_that_can_send(
     assert later.chat_id == console.id
 
 
-async def test_failures_back_off_honour_retry_after_and_end_dead(
+async def test_a_failure_is_retried_when_the_caller_says_or_ends_dead(
     database: Database, chat: ChatRecord, monitor: MonitorRecord
 ) -> None:
     deliveries = DeliveryRepository(database)
     [row] = await _queued(database, monitor)
-    now = T0
-    await deliveries.claim_due(now)
-    first = await deliveries.mark_failed(row.id, error="timeout", now=now)
+    await deliveries.claim_due(T0, worker="w1")
+    first = await deliveries.mark_failed(row.id, error="timeout", retry_at=T0 + timedelta(seconds=45))
     assert first is not None
-    assert (first.status, first.last_error, first.next_attempt_at) == (
+    assert (first.status, first.last_error, first.next_attempt_at, first.claimed_by) == (
         DeliveryStatus.FAILED,
         "timeout",
-        now + timedelta(seconds=30),
+        T0 + timedelta(seconds=45),
+        None,
     )
-
-    now = first.next_attempt_at
-    [again] = await deliveries.claim_due(now)
-    second = await deliveries.mark_failed(row.id, error="5xx", now=now)
-    assert second is not None and second.next_attempt_at == now + timedelta(seconds=60)  # doubled
-
-    now = second.next_attempt_at
-    await deliveries.claim_due(now)
-    limited = await deliveries.mark_failed(row.id, error="429", now=now, retry_after=timedelta(minutes=10))
-    assert limited is not None and limited.next_attempt_at == now + timedelta(minutes=10)
-
-    now = limited.next_attempt_at
-    [fourth] = await deliveries.claim_due(now)
-    dead = await deliveries.mark_failed(row.id, error="still failing", now=now, max_attempts=fourth.attempts)
-    assert dead is not None and dead.status == DeliveryStatus.DEAD
-    assert await deliveries.claim_due(now + timedelta(days=30)) == []
+    [again] = await deliveries.claim_due(T0 + timedelta(seconds=45), worker="w1")
     assert again.attempts == 2
+    dead = await deliveries.mark_failed(row.id, error="still failing")
+    assert dead is not None and dead.status == DeliveryStatus.DEAD
+    assert await deliveries.claim_due(T0 + timedelta(days=30)) == []
+
+
+async def test_parts_sent_are_stored_under_a_renewed_claim_and_dead_claimers_are_released(
+    database: Database, chat: ChatRecord, monitor: MonitorRecord
+) -> None:
+    deliveries = DeliveryRepository(database)
+    [row] = await _queued(database, monitor)
+    lease = timedelta(seconds=30)
+    [claimed] = await deliveries.claim_due(T0, worker="host:1:a", lease=lease)
+    assert (claimed.claimed_by, claimed.parts_sent) == ("host:1:a", 0)
+
+    assert await deliveries.record_parts_sent(row.id, 2, worker="host:1:a", until=T0 + timedelta(seconds=50))
+    assert not await deliveries.record_parts_sent(row.id, 3, worker="someone-else", until=T0 + timedelta(hours=1))
+    assert await deliveries.renew([row.id], worker="host:1:a", until=T0 + timedelta(seconds=70)) == 1
+    assert await deliveries.renew([row.id], worker="someone-else", until=T0) == 0
+    assert await deliveries.claim_due(T0 + timedelta(seconds=60)) == []  # the renewed claim holds
+    assert await deliveries.claimants(T0 + timedelta(seconds=60)) == {"host:1:a"}
+
+    # The claimer died: a worker that knows it released the claim, and the row is due at once, parts kept.
+    assert await deliveries.release_claims({"host:1:a"}, now=T0 + timedelta(seconds=61)) == 1
+    [resumed] = await deliveries.claim_due(T0 + timedelta(seconds=61), worker="host:2:b")
+    assert (resumed.parts_sent, resumed.claimed_by, resumed.attempts) == (2, "host:2:b", 2)
+    sent = await deliveries.mark_sent(row.id, now=T0 + timedelta(seconds=62), parts_sent=5)
+    assert sent is not None and (sent.parts_sent, sent.claimed_by) == (5, None)
 
 
 async def test_permanent_errors_and_blocked_chats_make_rows_dead(
@@ -222,7 +234,7 @@ async def test_permanent_errors_and_blocked_chats_make_rows_dead(
     await SubscriptionRepository(database).subscribe(monitor.id, other.id)
     first, _ = await _queued(database, monitor)
 
-    blocked = await deliveries.mark_failed(first.id, error="403 bot was blocked", permanent=True, now=T0)
+    blocked = await deliveries.mark_failed(first.id, error="403 bot was blocked", retry_at=None)
     assert blocked is not None and blocked.status == DeliveryStatus.DEAD
 
     assert await deliveries.give_up_for_chat(other.id, error="channel archived") == 1

@@ -8,6 +8,7 @@ from storage import (
     ChatRecord,
     ChatRepository,
     Database,
+    EmbeddingRepository,
     HttpValidatorRepository,
     InboundRepository,
     UsageEntry,
@@ -108,3 +109,18 @@ async def test_http_validators_round_trip_and_replace(database: Database) -> Non
     assert await validators.delete(url) is True
     assert await validators.get(url) is None
     assert await validators.delete(url) is False
+
+
+async def test_embeddings_are_stored_once_by_key_and_read_back(database: Database) -> None:
+    embeddings = EmbeddingRepository(database)
+    assert await embeddings.get_many(["a", "b"]) == {}
+    await embeddings.put_many({"a": [0.25, -1.5, 3.0], "b": [1.0, 0.0, 0.0]}, model="google:gemini-embedding-001")
+    await embeddings.put_many({"a": [9.0, 9.0, 9.0], "c": [0.5, 0.5, 0.5]}, model="google:gemini-embedding-001")
+    found = await embeddings.get_many(["a", "b", "c", "missing"])
+    assert found == {"a": [0.25, -1.5, 3.0], "b": [1.0, 0.0, 0.0], "c": [0.5, 0.5, 0.5]}, (
+        "a stored key keeps its vector"
+    )
+    assert await embeddings.count() == 3
+    many = {f"k{n}": [float(n)] for n in range(1200)}
+    await embeddings.put_many(many, model="m")
+    assert len(await embeddings.get_many(list(many))) == 1200, "reads and writes go in chunks"

@@ -12,6 +12,7 @@ from pydantic_ai import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo
 
+from research import STORED_ITEMS_CSV_COLUMNS
 from sources import HttpClient
 from storage import (
     ChatRecord,
@@ -89,7 +90,8 @@ async def test_collect_runs_the_job_and_attaches_the_csv(world: ChatWorld, clock
     assert reply.text == "Done, the CSV is attached."
     [attachment] = reply.attachments
     assert attachment.path.suffix == ".csv" and attachment.path.exists()
-    assert attachment.path.is_relative_to(world.exports / f"chat-{world.chat.id}")
+    # The chat's one folder, the same as its commands use (#9.23).
+    assert attachment.path.parent == world.exports / f"{world.chat.platform}-{world.chat.external_id}"
     with attachment.path.open(encoding="utf-8-sig") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 12 and {row["source"] for row in rows} == {"hn"}
@@ -129,6 +131,10 @@ async def test_run_monitor_now_queues_the_digest_and_history_and_export_see_its_
     with attachment.path.open(encoding="utf-8-sig") as handle:
         rows = list(csv.DictReader(handle))
     assert sorted(row["title"] for row in rows) == ["DeepSeek news 0", "DeepSeek news 1", "DeepSeek news 2"]
+    # The same file /export writes (#10: one layout per kind of file; #9.23: one name scheme, the chat's folder).
+    assert list(rows[0]) == list(STORED_ITEMS_CSV_COLUMNS)
+    assert attachment.filename == attachment.path.name and attachment.path.name.endswith(f"-m{view.id}-last-7d.csv")
+    assert attachment.path.parent == world.exports / f"{world.chat.platform}-{world.chat.external_id}"
 
 
 async def test_export_of_another_chats_monitor_is_refused(world: ChatWorld, database: Database) -> None:

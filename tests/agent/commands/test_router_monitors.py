@@ -106,10 +106,12 @@ async def test_the_service_refusing_a_track_is_a_clear_message_with_the_usage(wo
     long_topic = await world.say("/track " + "word " * 60)
     switched_off = await world.say("/track DeepSeek from openalex")
 
-    assert long_topic.text.startswith("No monitor was created: That topic is too long")
-    assert switched_off.text.startswith("No monitor was created: openalex is off: OpenAlex needs a (free) API key")
+    # The reason first, as a sentence; then what did not happen; then the usage line (#9.25).
+    assert long_topic.text.startswith("That topic is too long")
+    assert switched_off.text.startswith("openalex is off: OpenAlex needs a (free) API key")
     for said in (long_topic, switched_off):
-        assert said.text.endswith("Usage: /track <topic> [schedule] [from <sources>]")
+        assert "No monitor was created: " not in said.text
+        assert said.text.endswith(". No monitor was created.\nUsage: /track <topic> [schedule] [from <sources>]")
     assert await MonitorRepository(world.database).list_all() == []
 
 
@@ -221,3 +223,21 @@ async def test_a_subscribed_chat_sees_the_monitor_but_only_the_owner_changes_it(
     [monitor] = await MonitorRepository(world.database).list_all()
     assert not monitor.paused  # the owner's monitor is untouched
     assert "**#1 DeepSeek**" in (await world.say("/monitors")).text
+
+
+async def test_a_topic_is_shown_as_typed_on_every_platform(world: RouterWorld) -> None:
+    """Markdown marks in a person's words are their words (#9.2): `__init__` stays `__init__`, not bold "init"."""
+    from bots.markdown import Styled, parse_markdown
+    from bots.terminal.render import markdown_to_plain
+
+    tracked = await world.say("/track __init__ internals daily from hn")
+    bold = await world.say("/track <b>bold</b> *stars* daily from hn")
+    listed = await world.say("/monitors")
+
+    assert markdown_to_plain(tracked.text).startswith("Tracking __init__ internals as monitor #1.")
+    assert markdown_to_plain(bold.text).startswith("Tracking <b>bold</b> *stars* as monitor #2.")
+    assert "#1 __init__ internals — " in markdown_to_plain(listed.text)
+    [title] = [block for block in parse_markdown(tracked.text)[:1]]
+    assert not any(isinstance(node, Styled) and node.style == "i" for node in title.inlines)  # type: ignore[union-attr]
+    topics = [monitor.topic for monitor in await MonitorRepository(world.database).list_all()]
+    assert topics == ["__init__ internals", "<b>bold</b> *stars*"]  # stored as typed

@@ -13,6 +13,7 @@ from pydantic_ai import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from research import STORED_ITEMS_CSV_COLUMNS
 from storage import ChatRepository, Database, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
 from tests.agent.commands.router_world import OTHER_CHAT, PAYLOADS, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
@@ -67,7 +68,7 @@ async def test_search_refusals_say_why_with_the_usage(world: RouterWorld) -> Non
 
     assert empty.text == "Say what to search for.\nUsage: /search <query>"
     assert too_long.text.startswith("I could not search that: That topic is too long")
-    assert too_long.text.endswith("Usage: /search <query>")
+    assert too_long.text.endswith("characters.\nUsage: /search <query>")  # a full stop before the usage (#9.25)
     assert too_long.progress[-1].done and too_long.progress[-1].text == "stopped"
     assert world.server.requests == [] and world.web.queries == []
     assert await DeliveryRepository(world.database).claim_due(world.clock()) == []
@@ -85,6 +86,8 @@ async def test_a_search_whose_sources_all_fail_says_so_and_sends_nothing(world: 
     assert said.text.startswith("The search for “DeepSeek” failed: all sources failed (")
     assert said.text.endswith("Nothing was sent.")
     assert await world.deliver() == []
+    # ... and nothing was written either (#9.22): no header-only CSV, no JSON, no "No items" chart.
+    assert not world.exports_dir.exists() or list(world.exports_dir.rglob("*.*")) == []
 
 
 # ---- /collect ------------------------------------------------------------------------------------------
@@ -100,7 +103,8 @@ async def test_collect_attaches_the_csv_and_metadata(world: RouterWorld) -> None
     assert csv_file.kind == metadata.kind == "document"
     assert csv_file.filename.endswith(".csv") and metadata.filename.endswith(".json")
     chat = await world.chat()
-    assert csv_file.path.parent == metadata.path.parent == world.exports_dir / "chats" / str(chat.id)
+    assert csv_file.path.parent == metadata.path.parent == world.exports_dir / f"{chat.platform}-{chat.external_id}"
+    assert csv_file.filename == csv_file.path.name and csv_file.path.stem.endswith("-collect")
     rows = read_csv(csv_file.path)
     report = json.loads(metadata.path.read_text(encoding="utf-8"))
     assert report["request"] == "DeepSeek V4 reactions" and report["target"] == 12
@@ -142,10 +146,17 @@ async def test_export_attaches_everything_the_monitor_collected_with_formulas_de
 
     [reply] = said.replies
     [attachment] = reply.attachments
-    assert attachment.filename == "deepseek-last-7d-2026-11-20.csv"
-    assert attachment.path.parent == world.exports_dir / "chats" / str((await world.chat()).id)
-    rows = read_csv(attachment.path)
     [run] = await RunRepository(world.database).list_for_monitor(1)
+    rows = read_csv(attachment.path)
+    # One folder per chat and one naming scheme for every file (#9.23): the run's files sit next to the export.
+    chat = await world.chat()
+    assert attachment.filename == attachment.path.name == "deepseek-20261120-1300-m1-last-7d.csv"
+    folder = world.exports_dir / f"{chat.platform}-{chat.external_id}"
+    assert attachment.path.parent == folder
+    assert sorted(path.name for path in folder.iterdir() if "-m1-r" in path.name) == [
+        f"deepseek-20261120-1300-m1-r{run.id}.{suffix}" for suffix in ("csv", "json", "png")
+    ]
+    assert list(rows[0]) == list(STORED_ITEMS_CSV_COLUMNS)
     stored = await RunRepository(world.database).items_of_run(run.id)
     assert len(rows) == len(stored) > 0
     assert reply.text == f"Monitor #1 “DeepSeek”: {len(rows)} items from the last 7 days ({len(rows)} in digests)."

@@ -9,6 +9,7 @@ import json
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,21 +28,17 @@ from app.http_server import build_http_app
 from bots.slack.api import SlackPoster
 from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, SlackFrontend
 from bots.slack.render import reply_messages
-from bots.slack.status import DONE_MARK, WORKING_MARK
+from bots.status import DONE_MARK, WORKING_MARK
 from monitors.delivery import DeliveryWorker
 from storage import Database
 from tests.bots.slack_world import (
     SIGNING_SECRET,
-    conversation_dispatcher,
     copy_database,
-    hn_resolver,
-    http_client,
     migrated_template,
-    serve_hacker_news,
+    slack_process,
 )
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.slack import (
-    BOT_TOKEN,
     BOT_USER_ID,
     FakeSlack,
     PostedMessage,
@@ -144,17 +141,22 @@ def slack() -> Iterator[FakeSlack]:
 async def world(
     slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path, slack_frontend_template: Path
 ) -> AsyncIterator[World]:
-    serve_hacker_news(fake_server)
     database = Database(copy_database(slack_frontend_template, tmp_path))
-    sources_client = http_client()
     model = ScriptedModel()
-    resolve = hn_resolver(fake_server, sources_client)
-    dispatcher = conversation_dispatcher(
-        database, resolve, sources_client, tmp_path / "exports", model=FunctionModel(model)
-    )
-    frontend = SlackFrontend(
-        BOT_TOKEN, dispatcher=dispatcher, signing_secret=SIGNING_SECRET, api_url=slack.api_url, progress_interval=0
-    )
+    async with slack_process(
+        database, slack_api_url=slack.api_url, sources=fake_server, out_dir=tmp_path, model=FunctionModel(model)
+    ) as process:
+        frontend = process.frontends.running["slack"]
+        assert isinstance(frontend, SlackFrontend)
+        async with _serving(slack, frontend, database, model) as world:
+            yield world
+    await database.dispose()
+
+
+@asynccontextmanager
+async def _serving(
+    slack: FakeSlack, frontend: SlackFrontend, database: Database, model: ScriptedModel
+) -> AsyncIterator[World]:
     await frontend.start()
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
@@ -171,8 +173,6 @@ async def world(
         server.should_exit = True
         await serving
         listener.close()
-        await sources_client.aclose()
-        await database.dispose()
 
 
 def mention(text: str, *, ts: str, thread_ts: str | None = None, channel: str = CHANNEL) -> dict[str, Any]:
@@ -265,7 +265,7 @@ async def test_a_reply_with_an_attachment_uploads_it_into_the_channel(world: Wor
     await world.settled()
 
     exports = world.slack.shared_files(CHANNEL)[before:]
-    assert [file.filename for file in exports] == ["deepseek-last-30d-2026-11-20.csv"]
+    assert [file.filename for file in exports] == ["deepseek-20261120-1300-m1-last-30d.csv"]  # the one name scheme
     assert b"DeepSeek-V4: open weights" in exports[0].content
     assert exports[0].initial_comment is not None and "Monitor #1" in exports[0].initial_comment
     assert any("Monitor #1" in m.text and "items" in m.text for m in world.replies())

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bots.slack import build_web_client
 from bots.slack.render import BLOCKS_PER_MESSAGE
 from bots.slack.sender import SlackSender
-from monitors.delivery import Attachment, ChatGone, DeliveryError, DeliveryWorker, OutgoingDigest, RetryLater
+from monitors import Attachment, ChatGone, DeliveryError, DeliveryWorker, Reply, RetryLater
 from storage import ChatRecord, ChatRepository, Database, DeliveryRepository, DeliveryStatus
 from tests.bots.slack_world import (
     T0,
@@ -50,7 +51,13 @@ async def chat(database: Database) -> ChatRecord:
 
 
 def sender_for(slack: FakeSlack, *, max_rate_limit_wait: float = 30.0) -> SlackSender:
-    return SlackSender.from_token(BOT_TOKEN, api_url=slack.api_url, max_rate_limit_wait=max_rate_limit_wait)
+    return SlackSender(build_web_client(BOT_TOKEN, api_url=slack.api_url, max_rate_limit_wait=max_rate_limit_wait))
+
+
+async def send_all(sender: SlackSender, to: ChatRecord, message: Reply) -> None:
+    """Every part in order, as the delivery worker sends them."""
+    for part in sender.parts(message):
+        await sender.send_part(to, part)
 
 
 async def test_a_scheduled_digest_arrives_as_blocks_then_csv_through_the_worker(
@@ -93,7 +100,7 @@ async def test_a_long_digest_is_split_into_several_messages_within_slack_limits(
     paragraphs = "\n\n---\n\n".join(f"Paragraph {n}: " + "word " * 700 for n in range(60))
     text = f"**Long topic** · 2026-11-20 13:00 UTC\n\n{paragraphs}"
 
-    await sender_for(slack).send(chat, OutgoingDigest(text=text, run_id=1))
+    await send_all(sender_for(slack), chat, Reply(text=text, purpose="digest"))
 
     messages = slack.messages_in(CHANNEL)
     assert len(messages) >= 3  # 60 sections and 59 dividers do not fit in 50 blocks
@@ -108,7 +115,7 @@ async def test_a_long_digest_is_split_into_several_messages_within_slack_limits(
 async def test_a_ratelimited_post_is_retried_by_the_sdk_after_retry_after(chat: ChatRecord, slack: FakeSlack) -> None:
     slack.fail("chat.postMessage", "ratelimited", retry_after=0, times=1)
 
-    await sender_for(slack).send(chat, OutgoingDigest(text="**Topic** · today\n\nOne story.", run_id=2))
+    await send_all(sender_for(slack), chat, Reply(text="**Topic** · today\n\nOne story.", purpose="digest"))
 
     posts = slack.calls_to("chat.postMessage")
     assert len(posts) == 2  # refused once with 429, then accepted
@@ -120,7 +127,7 @@ async def test_a_long_retry_after_becomes_retry_later_for_the_worker(chat: ChatR
     slack.fail("chat.postMessage", "ratelimited", retry_after=120, times=1)
 
     with pytest.raises(RetryLater) as caught:
-        await sender_for(slack, max_rate_limit_wait=30).send(chat, OutgoingDigest(text="Hello", run_id=3))
+        await send_all(sender_for(slack, max_rate_limit_wait=30), chat, Reply(text="Hello", purpose="digest"))
 
     assert caught.value.retry_after == 120
     assert len(slack.calls_to("chat.postMessage")) == 1  # no task slept two minutes
@@ -131,14 +138,14 @@ async def test_a_channel_the_bot_cannot_reach_is_gone(chat: ChatRecord, slack: F
     slack.fail("chat.postMessage", error)
 
     with pytest.raises(ChatGone):
-        await sender_for(slack).send(chat, OutgoingDigest(text="Hello", run_id=4))
+        await send_all(sender_for(slack), chat, Reply(text="Hello", purpose="digest"))
 
 
 async def test_other_slack_errors_are_retried_with_backoff(chat: ChatRecord, slack: FakeSlack) -> None:
     slack.fail("chat.postMessage", "msg_too_long")
 
     with pytest.raises(DeliveryError) as caught:
-        await sender_for(slack).send(chat, OutgoingDigest(text="Hello", run_id=5))
+        await send_all(sender_for(slack), chat, Reply(text="Hello", purpose="digest"))
 
     assert not isinstance(caught.value, ChatGone | RetryLater)
     assert "msg_too_long" in str(caught.value)
@@ -149,17 +156,20 @@ async def test_a_retried_delivery_does_not_repost_what_already_arrived(
 ) -> None:
     csv = tmp_path / "digest.csv"
     csv.write_text("title,url\nA,https://example.org/a\n")
-    message = OutgoingDigest(
+    message = Reply(
         text="**Topic** · today\n\nBody.",
         attachments=(Attachment(path=csv, filename="topic-2026-11-20.csv", kind="document"),),
-        run_id=6,
+        purpose="digest",
     )
     slack.fail("files.getUploadURLExternal", "internal_error", times=1)
     sender = sender_for(slack)
+    text, upload = sender.parts(message)
 
+    # The worker stores each confirmed part and resends from the first unconfirmed one.
+    await sender.send_part(chat, text)
     with pytest.raises(DeliveryError):
-        await sender.send(chat, message)
-    await sender.send(chat, message)
+        await sender.send_part(chat, upload)
+    await sender.send_part(chat, upload)
 
     assert len(slack.messages_in(CHANNEL)) == 1
     (shared,) = slack.shared_files(CHANNEL)

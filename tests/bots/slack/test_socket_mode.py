@@ -11,15 +11,13 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from bots.slack import SlackSender, build_web_client
 from bots.slack.frontend import ACK_TEXT, SlackFrontend
 from storage import Database
 from tests.bots.slack_world import (
-    conversation_dispatcher,
     copy_database,
-    hn_resolver,
-    http_client,
     migrated_template,
-    serve_hacker_news,
+    slack_process,
 )
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.slack import (
@@ -62,19 +60,22 @@ def slack() -> Iterator[FakeSlack]:
 async def frontend(
     slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path, slack_socket_template: Path
 ) -> AsyncIterator[SlackFrontend]:
-    serve_hacker_news(fake_server)
     database = Database(copy_database(slack_socket_template, tmp_path))
-    client = http_client()
-    dispatcher = conversation_dispatcher(
-        database, hn_resolver(fake_server, client), client, tmp_path / "exports", model=FunctionModel(answer)
-    )
-    slack_frontend = SlackFrontend(BOT_TOKEN, dispatcher=dispatcher, app_token=APP_TOKEN, api_url=slack.api_url)
-    try:
-        yield slack_frontend
-    finally:
-        await slack_frontend.stop()
-        await client.aclose()
-        await database.dispose()
+    async with slack_process(
+        database,
+        slack_api_url=slack.api_url,
+        sources=fake_server,
+        out_dir=tmp_path,
+        model=FunctionModel(answer),
+        app_token=APP_TOKEN,
+    ) as process:
+        slack_frontend = process.frontends.running["slack"]
+        assert isinstance(slack_frontend, SlackFrontend)
+        try:
+            yield slack_frontend
+        finally:
+            await slack_frontend.stop()
+    await database.dispose()
 
 
 async def test_socket_mode_connects_acks_a_command_and_answers_a_mention(
@@ -113,7 +114,7 @@ async def test_socket_mode_connects_acks_a_command_and_answers_a_mention(
 
 def test_a_frontend_needs_an_app_token_or_a_signing_secret() -> None:
     with pytest.raises(ValueError, match="SLACK_APP_TOKEN"):
-        SlackFrontend(BOT_TOKEN, dispatcher=_Unused(), api_url="http://127.0.0.1:9/api/")
+        SlackFrontend(SlackSender(build_web_client(BOT_TOKEN, api_url="http://127.0.0.1:9/api/")), dispatcher=_Unused())
 
 
 class _Unused:

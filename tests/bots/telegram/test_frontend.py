@@ -18,6 +18,7 @@ from telegram.error import InvalidToken
 from agent.access import AccessPolicy
 from app.http_server import build_http_app
 from bots.dispatcher import Dispatcher
+from bots.telegram import TelegramSender, build_bot
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
 from storage import ChatRepository, Database, MonitorRepository, SubscriptionRepository
 from tests.bots.slack_world import copy_database, migrated_template
@@ -326,7 +327,8 @@ async def test_a_wrong_token_fails_start_and_leaves_nothing_running(db_url: str)
     database = Database(db_url)
     with running_fake_telegram() as fake:
         options = TelegramOptions(token="999999:not-the-token-of-this-bot-at-all", api_url=fake.url)
-        frontend = TelegramFrontend(options, Dispatcher(database, _Unreachable(), AccessPolicy()))  # type: ignore[arg-type]
+        sender = TelegramSender(build_bot(options.token, api_url=fake.url))
+        frontend = TelegramFrontend(options, Dispatcher(database, _Unreachable(), AccessPolicy()), sender)  # type: ignore[arg-type]
         with pytest.raises(InvalidToken):
             await frontend.start()
         assert not await frontend.healthy()

@@ -1,4 +1,5 @@
-"""TelegramSender through the real python-telegram-bot `Bot` against the fake Bot API, and with the worker."""
+"""TelegramSender (parts and their errors) through the real python-telegram-bot `Bot` against the fake Bot API,
+and with the delivery worker."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bots.telegram.sender import TelegramSender
-from monitors.delivery import Attachment, ChatGone, ChatMoved, DeliveryWorker, OutgoingDigest, RetryLater
+from bots.telegram import TelegramLimits, TelegramSender, build_bot
+from monitors import Attachment, ChatGone, ChatMoved, DeliveryWorker, Reply, RetryLater
 from monitors.service import MonitorService
 from research.pipeline import run_pipeline
 from sources.base import SearchQuery
@@ -66,8 +67,16 @@ def fake() -> Iterator[FakeTelegram]:
 
 @pytest.fixture
 async def sender(fake: FakeTelegram) -> AsyncIterator[TelegramSender]:
-    async with TelegramSender(fake.token, base_url=fake.api_url, base_file_url=fake.file_url) as telegram:
+    # No retries inside the rate limiter: these tests see each error the way the worker does.
+    bot = build_bot(fake.token, api_url=fake.url, limits=TelegramLimits(max_retries=0))
+    async with TelegramSender(bot) as telegram:
         yield telegram
+
+
+async def send_all(sender: TelegramSender, to: ChatRecord, message: Reply) -> None:
+    """Every part in order, as the delivery worker sends them."""
+    for part in sender.parts(message):
+        await sender.send_part(to, part)
 
 
 @pytest.fixture
@@ -77,7 +86,7 @@ def files(tmp_path: Path) -> tuple[Attachment, Attachment]:
     png_path.write_bytes(PNG)
     return (
         Attachment(path=csv_path, filename="deepseek-2026-11-20.csv", kind="document"),
-        Attachment(path=png_path, filename="deepseek-2026-11-20.png", kind="image"),
+        Attachment(path=png_path, filename="deepseek-2026-11-20.png", kind="image", caption="DeepSeek · 2026-11-20"),
     )
 
 
@@ -86,7 +95,7 @@ async def test_a_long_digest_arrives_as_escaped_html_parts_within_the_limit(
 ) -> None:
     text = long_digest()
     assert len(text) > 4500
-    await sender.send(chat("42"), OutgoingDigest(text=text, run_id=1))
+    await send_all(sender, chat("42"), Reply(text=text, run_id=1))
 
     parts = fake.texts(42)
     assert len(parts) >= 2
@@ -102,7 +111,7 @@ async def test_a_long_digest_arrives_as_escaped_html_parts_within_the_limit(
 async def test_the_csv_arrives_as_a_document_and_the_chart_as_a_photo(
     fake: FakeTelegram, sender: TelegramSender, files: tuple[Attachment, Attachment]
 ) -> None:
-    await sender.send(chat("42"), OutgoingDigest(text="**DeepSeek** · 2026-11-20\n\nNews.", attachments=files))
+    await send_all(sender, chat("42"), Reply(text="**DeepSeek** · 2026-11-20\n\nNews.", attachments=files))
 
     assert [m.kind for m in fake.sent(42)] == ["text", "document", "photo"]
     [document], [photo] = fake.documents(42), fake.photos(42)
@@ -113,7 +122,7 @@ async def test_the_csv_arrives_as_a_document_and_the_chart_as_a_photo(
 async def test_429_becomes_retry_later_with_the_wait(fake: FakeTelegram, sender: TelegramSender) -> None:
     fake.fail("sendMessage", ApiError.retry_after(17))
     with pytest.raises(RetryLater) as raised:
-        await sender.send(chat("42"), OutgoingDigest(text="hello"))
+        await send_all(sender, chat("42"), Reply(text="hello"))
     assert raised.value.retry_after == 17
     assert fake.texts(42) == []
 
@@ -121,35 +130,23 @@ async def test_429_becomes_retry_later_with_the_wait(fake: FakeTelegram, sender:
 async def test_403_blocked_becomes_chat_gone(fake: FakeTelegram, sender: TelegramSender) -> None:
     fake.fail("sendMessage", ApiError.blocked(), chat_id=42)
     with pytest.raises(ChatGone, match="blocked"):
-        await sender.send(chat("42"), OutgoingDigest(text="hello"))
+        await send_all(sender, chat("42"), Reply(text="hello"))
 
 
 async def test_a_migrated_group_becomes_chat_moved_with_the_new_id(fake: FakeTelegram, sender: TelegramSender) -> None:
     fake.fail("sendMessage", ApiError.migrated(-1001234567890), chat_id=-4242)
     with pytest.raises(ChatMoved) as raised:
-        await sender.send(chat("-4242"), OutgoingDigest(text="hello"))
+        await send_all(sender, chat("-4242"), Reply(text="hello"))
     assert raised.value.new_external_id == "-1001234567890"
 
 
 async def test_a_part_telegram_cannot_parse_is_resent_as_plain_text(fake: FakeTelegram, sender: TelegramSender) -> None:
     fake.fail("sendMessage", ApiError.cant_parse_entities())
-    await sender.send(chat("42"), OutgoingDigest(text="**Bold** & [a link](https://example.com/a)"))
+    await send_all(sender, chat("42"), Reply(text="**Bold** & [a link](https://example.com/a)"))
 
     [plain] = fake.texts(42)
     assert plain.parse_mode is None
     assert plain.text == "Bold & a link (https://example.com/a)"
-
-
-async def test_a_retried_delivery_does_not_repeat_parts_already_sent(
-    fake: FakeTelegram, sender: TelegramSender, files: tuple[Attachment, Attachment]
-) -> None:
-    message = OutgoingDigest(text="**DeepSeek**\n\nNews.", attachments=files, run_id=3)
-    fake.fail("sendDocument", ApiError.retry_after(1))
-    with pytest.raises(RetryLater):
-        await sender.send(chat("42"), message)
-    await sender.send(chat("42"), message)
-
-    assert [m.kind for m in fake.sent(42)] == ["text", "document", "photo"]
 
 
 # ---- end to end: a monitor run queued in storage, delivered by the worker through the sender --------------
@@ -181,14 +178,8 @@ def story_source(name: str) -> RecordingSource:
     return RecordingSource(name, answer)
 
 
-async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactive(
-    fake: FakeTelegram, sender: TelegramSender, database: Database, tmp_path: Path
-) -> None:
-    clock = FakeClock(T0)
-    chats = ChatRepository(database)
-    owner = await chats.get_or_create("telegram", "100")
-    blocker = await chats.get_or_create("telegram", "200")
-    service = MonitorService(
+def monitor_service(database: Database, clock: FakeClock, tmp_path: Path) -> MonitorService:
+    return MonitorService(
         database,
         resolve_sources=resolver({"hn": story_source("hn")}),
         light_model=None,
@@ -197,6 +188,16 @@ async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactiv
         clock=clock,
         pipeline=run_pipeline,
     )
+
+
+async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactive(
+    fake: FakeTelegram, sender: TelegramSender, database: Database, tmp_path: Path
+) -> None:
+    clock = FakeClock(T0)
+    chats = ChatRepository(database)
+    owner = await chats.get_or_create("telegram", "100")
+    blocker = await chats.get_or_create("telegram", "200")
+    service = monitor_service(database, clock, tmp_path)
     monitor = await service.create_monitor(owner.id, "DeepSeek", sources="hn")
     await service.subscribe(blocker.id, monitor.id)
     summary = await service.run_monitor(monitor.id, T0)
@@ -217,6 +218,29 @@ async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactiv
     assert not any(s.active for s in await SubscriptionRepository(database).for_chat(blocker.id))
     statuses = {row.chat_id: row.status for row in await DeliveryRepository(database).list_for_run(summary.run_id)}
     assert statuses == {owner.id: DeliveryStatus.SENT, blocker.id: DeliveryStatus.DEAD}
+
+
+async def test_a_retried_delivery_does_not_repeat_the_parts_confirmed_sent(
+    fake: FakeTelegram, sender: TelegramSender, database: Database, tmp_path: Path
+) -> None:
+    clock = FakeClock(T0)
+    owner = await ChatRepository(database).get_or_create("telegram", "100")
+    service = monitor_service(database, clock, tmp_path)
+    monitor = await service.create_monitor(owner.id, "DeepSeek", sources="hn")
+    summary = await service.run_monitor(monitor.id, T0)
+    assert summary is not None and summary.run_id is not None
+    fake.fail("sendDocument", ApiError.retry_after(1))
+    worker = DeliveryWorker(database, {"telegram": sender}, clock=clock)
+
+    assert (await worker.run_once()).retrying == 1
+    [row] = await DeliveryRepository(database).list_for_run(summary.run_id)
+    assert row.parts_sent == 1  # the text went; the stored count says so
+    clock.advance(seconds=1)
+    assert (await worker.run_once()).sent == 1
+
+    assert [m.kind for m in fake.sent(100)] == ["text", "document", "photo"]  # nothing twice
+    [photo] = fake.photos(100)
+    assert (photo.caption or "").startswith("DeepSeek · 2026-11-20")
 
 
 def _strip_tags(markup: str) -> str:

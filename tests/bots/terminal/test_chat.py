@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from bots.terminal.chat import ConsoleSender, Dispatches, TerminalChat, run_term
 from bots.terminal.output import ConsoleOutput, save_attachment
 from bots.terminal.reader import LineReader
 from monitors import Attachment as DigestAttachment
-from monitors import ChatSender, OutgoingDigest
+from monitors import ChatSender
 from storage import ChatRecord, Database, upgrade_database
 
 CONFIRM = Reply(
@@ -151,7 +152,7 @@ def test_a_digest_arriving_at_the_prompt_is_printed_above_what_is_being_typed(tm
     output.line_buffer = lambda: "/track Open"
     output.prompt_started("> ")
     chart = csv_file(tmp_path / "exports" / "deepseek.png", "png")
-    digest = OutgoingDigest(
+    digest = Reply(
         text="**DeepSeek** · 2026-11-22\n\n1. Prices cut [1]",
         attachments=(DigestAttachment(path=chart, filename="deepseek.png", kind="image"),),
     )
@@ -159,7 +160,7 @@ def test_a_digest_arriving_at_the_prompt_is_printed_above_what_is_being_typed(tm
         id=1, platform="terminal", external_id="terminal", title=None, timezone="UTC", language=None, profile=None,
         active=True, created_at=datetime(2026, 11, 22, tzinfo=UTC),
     )  # fmt: skip
-    asyncio.run(ConsoleSender(output).send(chat, digest))
+    asyncio.run(ConsoleSender(output).send_part(chat, digest))
     printed = stream.getvalue()
     assert printed.startswith("\r\x1b[K")  # the half-typed line is cleared first ...
     assert f"Chart: {chart.resolve()}" in printed
@@ -239,11 +240,11 @@ class Session:
     def __init__(self, url: str, conversation: ScriptedConversation) -> None:
         self.url = url
         self.conversation = conversation
-        self.sender: ChatSender | None = None
+        self.sender: ChatSender[Any] | None = None
         self.closed = False
 
     @asynccontextmanager
-    async def __call__(self, sender: ChatSender) -> AsyncIterator[Dispatches]:
+    async def __call__(self, sender: ChatSender[Any]) -> AsyncIterator[Dispatches]:
         self.sender = sender
         database = Database(self.url)
         try:
@@ -281,7 +282,7 @@ def test_quit_ends_the_session_like_ctrl_d(session: Session, tmp_path: Path) -> 
 
 def test_a_session_that_cannot_open_raises_its_error(tmp_path: Path) -> None:
     @asynccontextmanager
-    async def broken(_sender: ChatSender) -> AsyncIterator[Dispatches]:
+    async def broken(_sender: ChatSender[Any]) -> AsyncIterator[Dispatches]:
         raise ConnectionRefusedError("the database server is not answering")
         yield  # pragma: no cover - makes this an async generator
 

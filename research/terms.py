@@ -1,0 +1,263 @@
+"""Words of a text, for ranking and for telling stories apart, in every script, with how telling each word is.
+
+Two tokenisers, for two jobs:
+- `tokens` is quick and language-blind (words for space-separated scripts, character bigrams for CJK and Thai):
+  ranking, keyword matching and query planning use it;
+- `story_terms` reads the language: Chinese is segmented into words by jieba, Japanese by TinySegmenter, other
+  space-separated languages are split on words; Korean and Thai keep character bigrams. Each term comes with a
+  weight from how rare the word is in the language at large (wordfreq's frequency lists), so a story's key words
+  keep their weight however many items of one batch repeat them.
+
+Guarantees: the segmenters and frequency lists load lazily, once per process, under a lock; a language without a
+frequency list falls back to the list of its script's most common language (English for Latin script), and a word
+missing from the list counts as rare.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+__all__ = [
+    "StoryTerms",
+    "is_stop_word",
+    "normalise",
+    "rarity",
+    "story_terms",
+    "tokens",
+]
+
+# ---- normalisation and the quick tokeniser ---------------------------------------------------------------
+
+_WORD = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*", re.UNICODE)
+_NO_SPACE_SCRIPTS = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u0e00-\u0e7f]+"
+)
+
+
+def _word_set(*lines: str) -> frozenset[str]:
+    return frozenset(" ".join(lines).split())
+
+
+_STOP_WORDS = _word_set(
+    # English
+    "a an the and or but of to in on at by for with from as is are was were be been its it this that "
+    "these those has have had will would can could may says said say after over into about than more "
+    "new up out off amid as after before than all its their his her he she they we you not no"
+    # German, French, Spanish, Portuguese, Italian, Dutch: the commonest function words only
+    " der die das und ein eine im in zu den dem des mit von für auf ist sind bei nach um"
+    " le la les un une des du de et au aux en pour sur dans par est sont"
+    " el los las y del al por con para una es se su lo como"
+    " o os as do da dos das em um uma com"
+    " il lo gli di e che per con"
+    " het een en van op te voor met"
+    # Russian
+    " и в во на по с со к о об от за из для не что это как у же",
+)
+
+_DIGIT = re.compile(r"\d")
+_AMOUNT_UNIT = re.compile(r"(\d)(bn|billion|m|mn|million|k|tn|trillion)\b")
+"""`$57bn` and `57 billion` should meet: split the unit off the number."""
+_UNITS = {"bn": "billion", "mn": "million", "m": "million", "tn": "trillion", "k": "thousand"}
+
+
+def normalise(text: str) -> str:
+    """NFKC, case-folded, with accents kept (they carry meaning in many languages) and spaces collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def is_stop_word(word: str) -> bool:
+    """Whether a word is a function word ("the", "der", "и", ...) in one of the languages we know."""
+    return normalise(word) in _STOP_WORDS
+
+
+def _word_token(word: str) -> str | None:
+    word = _UNITS.get(word, word)
+    if word in _STOP_WORDS or (len(word) < 2 and not word.isdigit()):
+        return None
+    return _stem(word)
+
+
+def _stem(word: str) -> str:
+    word = word.replace("’", "'")
+    word = word.replace(",", ".") if _DIGIT.search(word) else word
+    if word.endswith("'s"):
+        word = word[:-2]
+    # A light plural strip so "chips"/"chip" and "recalls"/"recall" meet; never on short words or numbers.
+    if len(word) > 4 and word.endswith("s") and not word.endswith("ss") and word.isalpha():
+        word = word[:-1]
+    return word
+
+
+def _bigrams(piece: str) -> list[str]:
+    return [piece[i : i + 2] for i in range(max(len(piece) - 1, 1))]
+
+
+def tokens(text: str, *, limit: int | None = None) -> list[str]:
+    """Tokens of `text`: words for space-separated scripts, character bigrams for CJK and Thai."""
+    out: list[str] = []
+    for match in _WORD.finditer(_AMOUNT_UNIT.sub(r"\1 \2", normalise(text))):
+        run = match.group()
+        position = 0
+        for chunk in _NO_SPACE_SCRIPTS.finditer(run):
+            if chunk.start() > position:
+                token = _word_token(run[position : chunk.start()])
+                if token:
+                    out.append(token)
+            out.extend(_bigrams(chunk.group()))
+            position = chunk.end()
+        if position < len(run):
+            token = _word_token(run[position:])
+            if token:
+                out.append(token)
+        if limit is not None and len(out) >= limit:
+            return out[:limit]
+    return out
+
+
+# ---- language-aware terms with global weights ------------------------------------------------------------
+
+_HAN_OR_KANA = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL_OR_THAI = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u0e00-\u0e7f]+")
+_NO_SPACE = re.compile(
+    r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[\uac00-\ud7af\u1100-\u11ff\u0e00-\u0e7f]+)"
+)
+
+CHINESE_VARIANTS = frozenset({"zh", "yue", "wuu", "gan", "hak", "cmn", "lzh"})
+"""Detector codes that are written in Chinese characters and read with the Chinese frequency list."""
+
+RARE_FREQUENCY = 1e-7
+"""What a word missing from the frequency list counts as: rarer than nearly every listed word."""
+FIGURE_FREQUENCY = 3e-6
+"""What a figure ("239,000", "1.8") counts as; the lists fold digits together, so they say little of one number."""
+
+
+@dataclass(frozen=True)
+class StoryTerms:
+    """A text's terms (distinct, in order of first appearance) and each one's rarity in its language."""
+
+    terms: tuple[str, ...]
+    rarity: dict[str, float]
+    """-ln(frequency) of the word in the language at large: ~3 for "the", ~10 for "bitcoin", 16.1 if unknown."""
+
+
+_load_lock = threading.RLock()
+
+
+@cache
+def _frequencies(language: str) -> dict[str, float]:
+    import wordfreq
+
+    with _load_lock:
+        try:
+            return dict(wordfreq.get_frequency_dict(language, wordlist="best"))
+        except LookupError:
+            return {}
+
+
+@cache
+def _frequency_language(language: str | None) -> str:
+    import wordfreq
+
+    if language in CHINESE_VARIANTS:
+        return "zh"
+    available = wordfreq.available_languages(wordlist="best")
+    return language if language and language in available else "en"
+
+
+_RARITY_CACHE: dict[tuple[str, str | None], float] = {}
+_RARITY_CACHE_SIZE = 200_000
+
+
+def rarity(word: str, language: str | None) -> float:
+    """-ln(frequency) of `word` (already normalised) in `language`; rare and unknown words score high."""
+    key = (word, language)
+    found = _RARITY_CACHE.get(key)
+    if found is not None:
+        return found
+    if _DIGIT.search(word):
+        value = -math.log(FIGURE_FREQUENCY)
+    else:
+        frequency = _frequencies(_frequency_language(language)).get(word, 0.0)
+        value = -math.log(max(frequency, RARE_FREQUENCY))
+    if len(_RARITY_CACHE) >= _RARITY_CACHE_SIZE:
+        _RARITY_CACHE.clear()  # a crude bound: the cache only saves lookups, and refills in one batch
+    _RARITY_CACHE[key] = value
+    return value
+
+
+@cache
+def _chinese_segmenter() -> Callable[[str], list[str]]:
+    with _load_lock:
+        import jieba
+        from wordfreq.chinese import simplify_chinese
+
+        jieba.setLogLevel(logging.WARNING)  # it prints its dictionary loading to stderr otherwise
+        tokenizer: Any = jieba.Tokenizer()
+
+    def segment(text: str) -> list[str]:
+        simplified = simplify_chinese(text)
+        return [word for word in tokenizer.lcut(simplified, HMM=True) if word.strip()]
+
+    return segment
+
+
+@cache
+def _japanese_segmenter() -> Callable[[str], list[str]]:
+    with _load_lock:
+        import tinysegmenter
+
+        segmenter: Any = tinysegmenter.TinySegmenter()
+
+    def segment(text: str) -> list[str]:
+        return [word for word in segmenter.tokenize(text) if word.strip()]
+
+    return segment
+
+
+def _segment(chunk: str, language: str | None) -> list[str]:
+    if _HANGUL_OR_THAI.fullmatch(chunk):
+        return _bigrams(chunk)
+    if language == "ja" or _KANA.search(chunk):
+        return _japanese_segmenter()(chunk)
+    return _chinese_segmenter()(chunk)
+
+
+def story_terms(text: str, language: str | None, *, limit: int | None = None) -> StoryTerms:
+    """The distinct terms of `text` read as `language` (the script decides where the language is unknown),
+    at most `limit` of them, each with its rarity."""
+    seen: dict[str, float] = {}
+    for match in _WORD.finditer(_AMOUNT_UNIT.sub(r"\1 \2", normalise(text))):
+        for part in _NO_SPACE.split(match.group()):
+            if not part:
+                continue
+            if _NO_SPACE.fullmatch(part):
+                is_kana_or_han = bool(_HAN_OR_KANA.fullmatch(part))
+                chunk_language = ("ja" if _KANA.search(part) else language) if is_kana_or_han else language
+                if is_kana_or_han and chunk_language not in ("ja", *CHINESE_VARIANTS):
+                    chunk_language = "zh"
+                words = _segment(part, chunk_language)
+                for word in words:
+                    if len(word) == 1 and not is_kana_or_han:
+                        continue
+                    if word not in seen:
+                        seen[word] = rarity(word, chunk_language)
+            else:
+                word = _UNITS.get(part, part)
+                if len(word) < 2 and not word.isdigit():
+                    continue
+                stem = _stem(word)
+                if stem not in seen:
+                    # The unstemmed word's frequency: "recalls" is as telling as the list says it is.
+                    seen[stem] = rarity(word, language)
+            if limit is not None and len(seen) >= limit:
+                return StoryTerms(terms=tuple(seen), rarity=seen)
+    return StoryTerms(terms=tuple(seen), rarity=seen)
