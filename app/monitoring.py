@@ -10,7 +10,7 @@ from typing import Any
 
 from app.frontends import PlatformSenders, platform_senders
 from app.settings import Settings
-from app.wiring import SourceCatalog, item_embedder, language_models, open_http_client
+from app.wiring import Providers, SourceCatalog, item_embedder, language_models, open_http_client
 from bots import TelegramLimits
 from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
 from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
@@ -62,8 +62,9 @@ async def monitor_stack(
             lease=timedelta(seconds=settings.delivery_lease_seconds),
             poll_seconds=settings.delivery_poll_seconds,
         )
-        models = models if models is not None else language_models(settings)
-        embedder = item_embedder(settings, database)
+        providers: Providers = {}  # one Gemini client for the language models and the embedder
+        models = models if models is not None else language_models(settings, providers=providers)
+        embedder = item_embedder(settings, database, providers=providers)
 
         async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
             # Every monitor run groups its stories with the embedding model when one is configured.
