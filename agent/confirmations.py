@@ -65,6 +65,8 @@ class UpdateMonitorAction(_Action):
     sources: tuple[str, ...] | None = None
     include_keywords: tuple[str, ...] | None = None
     exclude_keywords: tuple[str, ...] | None = None
+    quiet: bool | None = None
+    """True: a run with nothing new sends nothing; False: a short "nothing new" note (what `/quiet` sets)."""
 
 
 class DeleteMonitorAction(_Action):
@@ -224,6 +226,7 @@ async def _execute(action: MonitorAction, service: MonitorService, *, chat_id: i
                 sources=list(action.sources) if action.sources is not None else None,
                 include_keywords=action.include_keywords,
                 exclude_keywords=action.exclude_keywords,
+                quiet=action.quiet,
             )
             return f"Updated monitor:\n{view.summary()}"
         case DeleteMonitorAction():

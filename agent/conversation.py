@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 from agent.commands.parser import ParseOptions, parse_command
@@ -10,7 +11,11 @@ from agent.context import ConversationSettings, Turn
 from agent.messages import Reply
 from monitors import effective_timezone
 
-__all__ = ["CommandHandler", "Conversation", "FreeTextHandler", "parse_options_for"]
+__all__ = ["UNKNOWN_BUTTON_MESSAGE", "CommandHandler", "Conversation", "FreeTextHandler", "parse_options_for"]
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_BUTTON_MESSAGE = "That button is no longer active; send the command or your request again."
 
 
 class CommandHandler(Protocol):
@@ -52,6 +57,12 @@ class Conversation:
         settled = await self._free_text.settle_confirmation(turn)
         if settled is not None:
             return settled
+        if turn.incoming.callback_data is not None:
+            # A button press nothing here knows (an old message's, another bot's, or forged): its label is not
+            # something the person wrote, so it is neither a command nor free text for the model.
+            logger.info("chat %d: a press of an unknown button (%r) was not acted on", turn.chat.id,
+                        turn.incoming.callback_data[:64])  # fmt: skip
+            return [Reply(text=UNKNOWN_BUTTON_MESSAGE)]
         parsed = parse_command(turn.incoming.text, options=parse_options_for(turn, self._settings))
         if isinstance(parsed, CommandError):
             return [Reply(text=parsed.text)]

@@ -92,7 +92,9 @@ def add(
     schedule: Annotated[str, typer.Option(help='e.g. "daily at 08:30", "every 6 hours", "weekdays at 9am".')] = "",
     sources: Annotated[str | None, typer.Option(help="Comma-separated source names or rss:<url>.")] = None,
     timezone: Annotated[str | None, typer.Option(help="IANA timezone of the schedule (default TIMEZONE).")] = None,
-    quiet: Annotated[bool, typer.Option(help="Send nothing when a run finds nothing new.")] = False,
+    quiet: Annotated[
+        bool, typer.Option(help="A run that finds nothing new sends nothing (--no-quiet: a short note instead).")
+    ] = True,
 ) -> None:
     """Create a monitor whose digests `lookout run` delivers to the chat."""
 

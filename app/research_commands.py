@@ -97,8 +97,8 @@ def collect_command(
         f"in {_count(report.attempts, 'attempt')}, {report.duration_seconds:.1f} s."
     )
     out.line(f"Stopped: {report.stop_detail}")
-    for error in report.source_errors:
-        out.line(f"{error.source} failed ({error.kind}): {error.message}", tone="warn")
+    for failure in report.failed_sources:  # each failed source once: it was not asked again
+        out.line(f"Failed: {failure.line}", tone="warn")
     for name, reason in report.skipped_sources.items():
         out.line(f"{name} is off: {reason}", tone="dim")
     out.line(f"CSV:  {result.paths.csv}")

@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Final, Protocol
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 from pydantic_ai.models import Model
 
 from monitors.delivery import NOTICE_KIND
 from monitors.error_ids import new_error_id
-from monitors.schedule import Schedule
+from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
     Digest,
@@ -28,11 +28,12 @@ from research import (
     chat_folder,
     escape_markdown,
     export_stem,
+    failure_lines,
     load_plan,
     record_usage,
     sum_usage,
 )
-from sources import Engagement, Item, Source
+from sources import Engagement, Item, Source, source_spec, spec_label
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -47,6 +48,9 @@ from storage import (
     RunRecord,
     RunRepository,
     RunStatus,
+    SourceFailureRecord,
+    SourceFailureRepository,
+    SubscriptionRepository,
 )
 
 logger = logging.getLogger(__name__)
@@ -144,6 +148,8 @@ class MonitorRunner:
         self._runs = RunRepository(database)
         self._items = ItemRepository(database)
         self._deliveries = DeliveryRepository(database)
+        self._source_failures = SourceFailureRepository(database)
+        self._subscriptions = SubscriptionRepository(database)
 
     async def execute(
         self,
@@ -158,8 +164,13 @@ class MonitorRunner:
         """Run the pipeline for an opened run and store everything. `schedule` is given for scheduled runs (the
         monitor's next run moves on); `asking_chat` for `/digest`; `use_models=False` runs the model-free path (a
         chat whose daily token budget is spent). Never raises except on cancellation."""
+        counted = run.monitor_id is not None and monitor.id != TRANSIENT_MONITOR_ID
         try:
-            result = await self._run_pipeline(monitor, run, asking_chat, progress, use_models=use_models)
+            sources = self._resolve(list(monitor.sources))
+            sources, left_out = await self._without_backed_off(monitor, run, sources, scheduled=schedule is not None)
+            result = await self._run_pipeline(
+                monitor, run, asking_chat, progress, sources=sources, use_models=use_models
+            )
         except asyncio.CancelledError:
             await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
             raise
@@ -168,12 +179,26 @@ class MonitorRunner:
             logger.exception("monitor %d run %d failed [error id %s]", monitor.id, run.id, error_id)
             failure = _Failure(error=f"{type(error).__name__}: {error}", error_id=error_id)
             return await self._failed(monitor, run, schedule, failure)
+        if counted:
+            await self._note_sources(monitor, run, sources, result)
         if result.all_sources_failed:
-            errors = tuple(dict.fromkeys(f"{o.source}: {o.message or o.error_kind}" for o in result.source_errors))
-            failure = _Failure(error="all sources failed (" + "; ".join(errors[:5]) + ")", source_errors=errors)
+            off = result.report.skipped_sources if result.report else {}
+            lines = (
+                *failure_lines(result.failed_sources),
+                *left_out,
+                *(f"{name}: off ({why})" for name, why in off.items()),
+            )
+            failure = _Failure(error="every source failed: " + "; ".join(lines), source_errors=lines)
             return await self._failed(monitor, run, schedule, failure)
+        if left_out:
+            digest = result.digest
+            result = replace(
+                result, digest=digest.model_copy(update={"failed_sources": [*digest.failed_sources, *left_out]})
+            )
         try:
-            return await self._store(monitor, run, result, schedule=schedule, asking_chat=asking_chat)
+            return await self._store(
+                monitor, run, result, schedule=schedule, asking_chat=asking_chat, left_out=tuple(left_out)
+            )
         except Exception as error:
             error_id = new_error_id()
             logger.exception("monitor %d run %d could not be stored [error id %s]", monitor.id, run.id, error_id)
@@ -188,6 +213,7 @@ class MonitorRunner:
         asking_chat: ChatRecord | None,
         progress: ProgressCallback | None,
         *,
+        sources: Sequence[Source],
         use_models: bool,
     ) -> PipelineResult:
         reader = asking_chat or await self._chats.get(monitor.owner_chat_id)
@@ -203,7 +229,7 @@ class MonitorRunner:
         )
         request = PipelineRequest(
             topic=monitor.topic,
-            sources=self._resolve(list(monitor.sources)),
+            sources=sources,
             since=until - timedelta(hours=monitor.lookback_hours),
             until=until,
             extra_queries=monitor.extra_queries,
@@ -238,6 +264,7 @@ class MonitorRunner:
                 and candidate.status is RunStatus.SUCCEEDED
                 and candidate.digest is not None
                 and candidate.stats.get("delivered", True)
+                and not candidate.stats.get("nothing_new", False)
             ):
                 return candidate
         return None
@@ -250,32 +277,41 @@ class MonitorRunner:
         *,
         schedule: Schedule | None,
         asking_chat: ChatRecord | None,
+        left_out: tuple[str, ...] = (),
     ) -> RunSummary:
         now = self._clock()
         linked = run.monitor_id is not None
         transient = monitor.id == TRANSIENT_MONITOR_ID
-        # A quiet monitor says nothing on an empty day; someone who asked with /digest always gets an answer.
-        deliver = asking_chat is not None or not (monitor.quiet and result.nothing_new)
+        # Nothing new sends nothing, unless the monitor asks for a short note (`/quiet <id> off`); whoever asked
+        # with /digest or /search reads "nothing new" in the command's own reply.
+        note = result.nothing_new and not monitor.quiet and asking_chat is None and not transient
+        deliver = note or not result.nothing_new
         delivered = set(result.new_item_ids) if deliver and linked else set()
         status: RunStatusText = "empty" if result.nothing_new else "ok"
         exports = result.exports
         files = (("csv", exports.csv), ("json", exports.json), ("chart", exports.chart)) if exports else ()
         artifacts = {name: path for name, path in files}
-        source_errors = tuple(dict.fromkeys(f"{o.source}: {o.message or o.error_kind}" for o in result.source_errors))
+        source_errors = (*failure_lines(result.failed_sources), *left_out)
+        stats: dict[str, object] = {
+            "kind": "search" if transient else "digest",
+            "monitor_id": None if transient else monitor.id,
+            "topic": monitor.topic,
+            "items": len(result.items),
+            "new_items": len(result.new_item_ids),
+            "nothing_new": result.nothing_new,
+            "delivered": deliver,
+            "plan_refreshed": result.plan_refreshed,
+            "source_errors": list(source_errors),
+            "file_stem": run_file_stem(monitor, run),
+        }
+        if note:
+            collected = result.report.counts.unique if result.report is not None else len(result.items)
+            text = nothing_new_note(monitor, items=collected, failed=source_errors)
+            stats.update(kind=NOTICE_KIND, text=text)
+            artifacts = {}
         outcome = RunOutcome(
             finished_at=now,
-            stats={
-                "kind": "search" if transient else "digest",
-                "monitor_id": None if transient else monitor.id,
-                "topic": monitor.topic,
-                "items": len(result.items),
-                "new_items": len(result.new_item_ids),
-                "nothing_new": result.nothing_new,
-                "delivered": deliver,
-                "plan_refreshed": result.plan_refreshed,
-                "source_errors": list(source_errors),
-                "file_stem": run_file_stem(monitor, run),
-            },
+            stats=stats,
             digest=result.digest.model_dump(mode="json"),
             artifacts={name: str(path) for name, path in artifacts.items()},
             input_tokens=result.usage.input_tokens,
@@ -339,7 +375,7 @@ class MonitorRunner:
     ) -> RunSummary:
         now = self._clock()
         shown = failure.error + (f" (error id {failure.error_id})" if failure.error_id else "")
-        await self._runs.fail_run(run.id, error=shown[:2000], finished_at=now)
+        await self._runs.fail_run(run.id, error=shown[:MAX_ERROR_CHARS], finished_at=now)
         summary = RunSummary(
             run_id=run.id,
             monitor_id=monitor.id,
@@ -354,44 +390,184 @@ class MonitorRunner:
         failures = monitor.consecutive_failures + 1
         next_run = self._retry_time(schedule, run.scheduled_for, now, failures) if schedule is not None else None
         updated = await self._monitors.record_result(
-            monitor.id, status="failed", finished_at=now, error=failure.error[:1000], next_run_at=next_run
+            monitor.id, status="failed", finished_at=now, error=failure.error[:MAX_ERROR_CHARS], next_run_at=next_run
         )
         threshold = self._settings.failure_notice_after
-        if updated is not None and updated.consecutive_failures >= threshold and updated.failure_notified_at is None:
+        # Scheduled runs only: whoever ran it with /digest reads the failure in the command's reply.
+        if (
+            schedule is not None
+            and updated is not None
+            and updated.consecutive_failures >= threshold
+            and updated.failure_notified_at is None
+        ):
             await self._send_failure_notice(updated, failure, next_run)
         return summary
 
     def _retry_time(self, schedule: Schedule, scheduled_for: datetime, now: datetime, failures: int) -> datetime:
-        """The next scheduled time; once the failure notice is due, later ones are skipped, doubling each time."""
+        """The next scheduled time; after `failure_backoff_after` failures in a row, later ones are skipped,
+        doubling each time."""
         start = max(scheduled_for, now)
-        over = failures - self._settings.failure_notice_after
+        over = failures - self._settings.failure_backoff_after
         if over >= 0:
             cap = self._settings.max_failure_backoff_hours * 3600
             start += timedelta(seconds=min(schedule.min_gap_seconds() * (2 ** min(over + 1, 20) - 1), cap))
         return schedule.next_run(start)
 
     async def _send_failure_notice(self, monitor: MonitorRecord, failure: _Failure, next_run: datetime | None) -> None:
-        """Tell the owner chat once (through the outbox) that the monitor keeps failing, with the errors."""
-        now = self._clock()
-        chat = await self._chats.get(monitor.owner_chat_id)
-        zone = ZoneInfo(chat.timezone if chat else "UTC")
-        errors = "\n".join(f"- {escape_markdown(error)}" for error in failure.source_errors[:8])
-        errors = errors or f"- {escape_markdown(failure.error)}"
-        when = f"; next try {next_run.astimezone(zone):%Y-%m-%d %H:%M %Z}" if next_run else ""
+        """Tell the monitor's chats once per failure streak (through the outbox) that its run failed, and why."""
+        zone = _zone(monitor.timezone)
+        reference = f" (error id {failure.error_id})" if failure.error_id else ""
+        reasons = failure.source_errors or (failure.error + reference,)
+        errors = "\n".join(f"- {escape_markdown(line)}" for line in reasons)
+        runs = "" if monitor.consecutive_failures == 1 else f" {monitor.consecutive_failures} runs in a row"
+        what = "every source failed" if failure.source_errors else "the run stopped with an error"
+        backing_off = monitor.consecutive_failures >= self._settings.failure_backoff_after
+        when = f"{next_run.astimezone(zone):%Y-%m-%d %H:%M %Z}" if next_run else "the next run"
+        retry = f"I'll keep trying, less often; next try {when}." if backing_off else f"I'll try again at {when}."
         text = (
-            f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}” failed "
-            f"{monitor.consecutive_failures} runs in a row:\n"
-            f"{errors}\nI'll keep trying, less often{when}. Send /pause {monitor.id} to stop it."
+            f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}” failed{runs}: {what}.\n{errors}\n"
+            f"{retry} Send /pause {monitor.id} to stop it."
         )
-        notice = await self._runs.open_search_run(chat_id=monitor.owner_chat_id, query=f"notice: monitor #{monitor.id}")
+        chats = [monitor.owner_chat_id, *(chat.id for chat in await self._subscriptions.subscribers(monitor.id))]
+        await self._queue_notice(monitor, text, chats)
+        await self._monitors.update(monitor.id, failure_notified_at=self._clock())
+        logger.warning("monitor %d failed %d run(s) in a row; its chats told", monitor.id, monitor.consecutive_failures)
+
+    async def _queue_notice(self, monitor: MonitorRecord, text: str, chat_ids: Sequence[int]) -> None:
+        """Queue one text notice for these chats (the first is the run's own chat) through the outbox."""
+        recipients = list(dict.fromkeys(chat_ids))
+        notice = await self._runs.open_search_run(chat_id=recipients[0], query=f"notice: monitor #{monitor.id}")
         await self._deliveries.complete_run(
             notice.id,
-            outcome=RunOutcome(finished_at=now, stats={"kind": NOTICE_KIND, "monitor_id": monitor.id, "text": text}),
+            outcome=RunOutcome(
+                finished_at=self._clock(), stats={"kind": NOTICE_KIND, "monitor_id": monitor.id, "text": text}
+            ),
+            extra_chat_ids=recipients[1:],
         )
-        await self._monitors.update(monitor.id, failure_notified_at=now)
-        logger.warning("monitor %d failed %d runs in a row; owner told", monitor.id, monitor.consecutive_failures)
         if self._on_queued is not None:
             self._on_queued()
+
+    # ---- sources that fail run after run ------------------------------------------------------------------
+
+    async def _without_backed_off(
+        self, monitor: MonitorRecord, run: RunRecord, sources: list[Source], *, scheduled: bool
+    ) -> tuple[list[Source], list[str]]:
+        """The sources to ask in a scheduled run, leaving out those backed off after failing run after run, and
+        a line for each one left out. Every source is asked when all would be left out (or when a person asked)."""
+        if not scheduled or run.monitor_id is None or monitor.id == TRANSIENT_MONITOR_ID:
+            return sources, []
+        failing = {record.spec: record for record in await self._source_failures.for_monitor(monitor.id)}
+        kept: list[Source] = []
+        left_out: list[str] = []
+        zone = _zone(monitor.timezone)
+        for source in sources:
+            record = failing.get(source_spec(source))
+            if record is not None and record.retry_at is not None and record.retry_at > run.scheduled_for:
+                left_out.append(
+                    f"{spec_label(record.spec)}: left out this run after failing {record.failures} runs in a row "
+                    f"({record.last_reason}); next try {record.retry_at.astimezone(zone):%Y-%m-%d %H:%M %Z}"
+                )
+            else:
+                kept.append(source)
+        if not kept:
+            return sources, []
+        return kept, left_out
+
+    async def _note_sources(
+        self, monitor: MonitorRecord, run: RunRecord, sources: Sequence[Source], result: PipelineResult
+    ) -> None:
+        """Count each source's failed runs in a row; back off one that keeps failing and tell the owner once.
+        A source that answered starts afresh. Never raises: this bookkeeping must not fail the run."""
+        try:
+            await self._count_source_failures(monitor, run, sources, result)
+        except Exception:
+            logger.exception("monitor %d: could not note which sources failed", monitor.id)
+
+    async def _count_source_failures(
+        self, monitor: MonitorRecord, run: RunRecord, sources: Sequence[Source], result: PipelineResult
+    ) -> None:
+        now = self._clock()
+        failed = {failure.spec: failure for failure in result.failed_sources}
+        answered = [spec for source in sources if (spec := source_spec(source)) not in failed and _is_on(source)]
+        if await self._source_failures.recovered(monitor.id, answered):
+            logger.info("monitor %d: sources answering again: %s", monitor.id, ", ".join(answered))
+        after = self._settings.source_backoff_after
+        to_tell: list[tuple[SourceFailureRecord, datetime]] = []
+        for spec, failure in failed.items():
+            record = await self._source_failures.failed(monitor.id, spec, reason=failure.reason, now=now)
+            if record.failures < after:
+                continue
+            retry_at = self._source_retry_at(monitor, max(run.scheduled_for, now), record.failures)
+            await self._source_failures.back_off(monitor.id, spec, retry_at=retry_at)
+            # When every source failed, the monitor's own failure notice already told the chats.
+            if record.notified_at is None and not result.all_sources_failed:
+                to_tell.append((record, retry_at))
+        if to_tell:
+            await self._queue_notice(monitor, _sources_notice(monitor, to_tell), [monitor.owner_chat_id])
+            await self._source_failures.notified(monitor.id, [record.spec for record, _ in to_tell], now=now)
+            logger.warning("monitor %d: %d source(s) keep failing; owner told", monitor.id, len(to_tell))
+
+    def _source_retry_at(self, monitor: MonitorRecord, start: datetime, failures: int) -> datetime:
+        """When a source failing `failures` runs in a row is asked again: it skips one run, then two, four…, up to
+        `max_failure_backoff_hours` worth of runs (at least one run is always skipped)."""
+        try:
+            schedule: Schedule | None = parse_schedule(
+                monitor.schedule, timezone=monitor.timezone, min_interval_seconds=60
+            )
+        except ScheduleError:
+            schedule = None
+        gap = max(float(schedule.min_gap_seconds()), 60.0) if schedule is not None else 86_400.0
+        cap_runs = max(1, int(self._settings.max_failure_backoff_hours * 3600 // gap))
+        skipped = min(2 ** min(failures - self._settings.source_backoff_after, 20), cap_runs)
+        past_skipped = start + timedelta(seconds=gap * skipped)
+        # The first scheduled run after the skipped ones asks the source again.
+        return schedule.next_run(past_skipped) if schedule is not None else past_skipped
+
+
+MAX_ERROR_CHARS: Final = 4000
+"""A run's or monitor's stored error is cut here (it names every failed source, so it can be long)."""
+
+
+def nothing_new_note(monitor: MonitorRecord, *, items: int, failed: Sequence[str] = ()) -> str:
+    """The short note a monitor that is not quiet sends when a run found nothing new (no digest, no files)."""
+    collected = f"{items:,} item{'' if items == 1 else 's'} collected, all seen before"
+    topic = escape_markdown(monitor.topic)
+    lines = [f"Nothing new about “{topic}” (monitor #{monitor.id}) since the last digest: {collected}."]
+    if failed:
+        lines.append("Sources that failed:\n" + "\n".join(f"- {escape_markdown(line)}" for line in failed))
+    lines.append(f"`/quiet {monitor.id} on` stops these notes.")
+    return "\n".join(lines)
+
+
+def _sources_notice(monitor: MonitorRecord, backed_off: Sequence[tuple[SourceFailureRecord, datetime]]) -> str:
+    zone = _zone(monitor.timezone)
+    lines = [
+        f"- {escape_markdown(spec_label(record.spec))}: {escape_markdown(record.last_reason)}; failed "
+        f"{record.failures} runs in a row, next try "
+        f"{retry_at.astimezone(zone):%Y-%m-%d %H:%M %Z}"
+        for record, retry_at in backed_off
+    ]
+    which = "this source keeps" if len(lines) == 1 else "these sources keep"
+    return (
+        f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}”: {which} failing, so I'll ask less often "
+        "(the other sources are searched as usual):\n"
+        + "\n".join(lines)
+        + "\nIf a source is gone for good, ask me to change the monitor's sources."
+    )
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def _is_on(source: Source) -> bool:
+    try:
+        return source.unavailable_reason() is None
+    except Exception:  # a source bug: count it as off, not as answering
+        return False
 
 
 def run_file_stem(monitor: MonitorRecord, run: RunRecord) -> str:

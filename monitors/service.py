@@ -17,7 +17,7 @@ from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, tra
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
 from research import ProgressCallback, run_pipeline
-from sources import DEFAULT_SOURCES
+from sources import DEFAULT_SOURCES, refused_feeds
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -125,14 +125,14 @@ class MonitorService:
         exclude_keywords: Sequence[str] = (),
         lookback_hours: int | None = None,
         language: str | None = None,
-        quiet: bool = False,
+        quiet: bool = True,
     ) -> MonitorView:
         """Create a monitor owned by (and delivering to) the chat. Raises `ScheduleError` or `ValueError` with a
         message for the person when the topic, schedule, sources or window are not acceptable."""
         chat = await self._chat(chat_id)
         clean_topic = self._clean_topic(topic)
         schedule = self._parse(schedule_text, timezone or self._chat_timezone(chat))
-        specs = self._check_sources(sources)
+        specs = await self.check_sources(sources)
         now = self._clock()
         record = await self._monitors.create(
             owner_chat_id=chat.id,
@@ -253,7 +253,7 @@ class MonitorService:
         if topic is not None:
             changes["topic"] = topic
         if sources is not None:
-            changes["sources"] = self._check_sources(sources)
+            changes["sources"] = await self.check_sources(sources)
         if extra_queries is not None:
             changes["extra_queries"] = _clean_list(extra_queries, "extra queries")
         if include_keywords is not None:
@@ -352,7 +352,7 @@ class MonitorService:
         bad window or unknown sources; a failing run is reported in the summary (nothing is queued then)."""
         chat = await self._chat(chat_id)
         topic = self._clean_topic(query)
-        specs = self._check_sources(sources)
+        specs = await self.check_sources(sources)
         _check_lookback(lookback_hours)
         now = self._clock()
         monitor = transient_monitor(
@@ -437,9 +437,15 @@ class MonitorService:
             raise ValueError(f"That topic is too long; keep it under {self.settings.max_topic_chars} characters.")
         return clean
 
-    def _check_sources(self, sources: str | Sequence[str] | None) -> list[str]:
+    async def check_sources(self, sources: str | Sequence[str] | None) -> list[str]:
+        """The source specs (the default mix when none), checked now: a `ValueError` for the person names unknown
+        or switched-off sources, and feeds the fetcher would refuse (private or loopback addresses, with the
+        setting that allows them), so a monitor is never created only to fail at its first run."""
         specs = split_source_specs(sources)
-        self._resolve(specs)  # raises ValueError naming unknown or switched-off sources
+        resolved = self._resolve(specs)  # raises ValueError naming unknown or switched-off sources
+        refused = await refused_feeds(resolved)
+        if refused:
+            raise ValueError("Lookout will not fetch " + "; ".join(refused) + ".")
         return specs
 
     def _lookback(self, hours: int | None, schedule: Schedule) -> int:
@@ -479,11 +485,17 @@ class MonitorService:
         if monitor.last_status == "failed":
             streak = f" ({monitor.consecutive_failures} runs in a row)" if monitor.consecutive_failures > 1 else ""
             return f"failed{streak}: {monitor.last_error or 'unknown error'}"
-        if monitor.last_status == "empty":
-            return "nothing new"
         latest = await self._runs.list_for_monitor(monitor.id, limit=1)
-        new_items = latest[0].stats.get("new_items") if latest else None
-        return f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
+        stats = latest[0].stats if latest else {}
+        new_items = stats.get("new_items")
+        if monitor.last_status == "empty":
+            result = "nothing new"
+        else:
+            result = f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
+        failed = [line for line in stats.get("source_errors") or [] if isinstance(line, str)]
+        if failed:
+            result += f"; {len(failed)} source{'s' if len(failed) != 1 else ''} failed: " + "; ".join(failed)
+        return result
 
 
 def _check_lookback(hours: int) -> int:

@@ -30,10 +30,15 @@ class MonitorSettings:
     """No monitor may run more often (MIN_MONITOR_INTERVAL)."""
     default_timezone: str = "UTC"
     """For chats without their own timezone."""
-    failure_notice_after: int = 3
-    """Runs in a row whose sources all failed before the owner chat is told (once)."""
+    failure_notice_after: int = 1
+    """Failed runs in a row before the monitor's chats are told (once per streak): the first, by default."""
+    failure_backoff_after: int = 3
+    """Failed runs in a row after which a failing monitor skips scheduled runs, doubling the wait each time."""
     max_failure_backoff_hours: int = 24
-    """A failing monitor skips scheduled runs, doubling the wait each time, up to this."""
+    """The longest a failing monitor, or a failing source of a monitor, is left alone."""
+    source_backoff_after: int = 3
+    """Runs in a row in which one source failed (while others answered) before it is asked less often and the
+    owner is told (once)."""
     novelty_memory_days: int = 30
     """How far back "already delivered" items are remembered."""
     max_topic_chars: int = 200
@@ -69,7 +74,8 @@ class MonitorView:
         """One markdown paragraph for `/monitors` and for the reply to `/track`; `owner` names the owner chat
         (`telegram:123`) where listings span chats."""
         state = "paused" if self.paused else (f"next {self.next_run:%Y-%m-%d %H:%M %Z}" if self.next_run else "")
-        quiet = " · quiet" if self.quiet else ""
+        # quiet is the default: only a monitor that sends "nothing new" notes says so
+        quiet = "" if self.quiet else " · notes when nothing is new"
         quiet += f" · owner {escape_markdown(owner)}" if owner else ""
         last_run = f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else ""
         return (

@@ -15,7 +15,17 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFlo
 
 from research.language import with_languages
 from research.terms import normalise
-from sources import Item, SearchQuery, Source, SourceError, SourceErrorKind, utc_now
+from sources import (
+    Item,
+    SearchQuery,
+    Source,
+    SourceError,
+    SourceErrorKind,
+    failure_reason,
+    source_spec,
+    spec_label,
+    utc_now,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +61,8 @@ class SearchStatus(StrEnum):
     ERROR = "error"
     SKIPPED = "skipped"
     """The source was off (`unavailable_reason()` was set) and was not asked."""
+    DROPPED = "dropped"
+    """The source failed earlier in the same run and was not asked again."""
 
 
 class SearchOutcome(BaseModel):
@@ -59,6 +71,8 @@ class SearchOutcome(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     source: str
+    spec: str = ""
+    """How commands name the source (`hn`, `rss:<url>`): tells two feeds apart; the name when empty."""
     query: str
     """The query text."""
     query_index: NonNegativeInt = 0
@@ -73,8 +87,84 @@ class SearchOutcome(BaseModel):
     """Why it failed (`SourceErrorKind`, or `unexpected` for a bug in the source); `None` when it did not."""
     message: str | None = None
     """The error message, or why the source was skipped."""
+    http_status: int | None = None
+    """The HTTP status of a failed search, when the source got that far."""
     seconds: NonNegativeFloat = 0.0
     """How long the search took."""
+
+    @property
+    def source_spec(self) -> str:
+        return self.spec or self.source
+
+    def failure(self) -> SourceFailure:
+        """This failed search as the failure of its source."""
+        kind = str(self.error_kind or "unexpected")
+        return SourceFailure(
+            spec=self.source_spec,
+            kind=kind,
+            reason=failure_reason(kind, self.message or "", status=self.http_status),
+            message=self.message or "",
+        )
+
+
+class SourceFailure(BaseModel):
+    """Why one source failed in a run, once per source (the first failure; it is not asked again)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: str
+    """`hn`, `rss:<url>`, …"""
+    kind: str
+    """A `SourceErrorKind` value, or `unexpected`."""
+    reason: str
+    """A few words: `HTTP 500`, `timed out`, `not a feed`."""
+    message: str = ""
+    """The full error message, for the log and the JSON."""
+
+    @property
+    def line(self) -> str:
+        """`rss example.com/feed.xml: HTTP 500`: the source (its URL shortened) and why, for a person."""
+        return f"{spec_label(self.spec)}: {self.reason}"
+
+
+def failure_lines(failures: Sequence[SourceFailure]) -> list[str]:
+    """One line per failed source, every one of them (a reader is never left to guess what "and 2 more" were)."""
+    return [failure.line for failure in failures]
+
+
+class FailedSources:
+    """The sources that failed during one run, by spec: each is asked once, never again in the same run.
+
+    Shared by every `collect` call of a run (the first round, the related-terms round, each attempt of a
+    collection job), so a broken feed or an unreachable API costs one request, not one per query and round.
+    """
+
+    def __init__(self) -> None:
+        self._first: dict[str, SourceFailure] = {}
+
+    def get(self, spec: str) -> SourceFailure | None:
+        return self._first.get(spec)
+
+    def record(self, outcome: SearchOutcome) -> None:
+        """Note a failed search; only failures of the source itself count (not a query it rejected)."""
+        if outcome.status is SearchStatus.ERROR and _source_wide(outcome):
+            self._first.setdefault(outcome.source_spec, outcome.failure())
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    @property
+    def failures(self) -> list[SourceFailure]:
+        """The first failure of each failed source, in the order they failed."""
+        return list(self._first.values())
+
+
+_QUERY_REJECTED_STATUSES = frozenset({400, 413, 414, 422})
+"""HTTP statuses that say the query was wrong, not the source: other queries may still work there."""
+
+
+def _source_wide(outcome: SearchOutcome) -> bool:
+    return not (outcome.error_kind == SourceErrorKind.CLIENT and outcome.http_status in _QUERY_REJECTED_STATUSES)
 
 
 class SourceTally(BaseModel):
@@ -116,6 +206,13 @@ class Collection(BaseModel):
         """Sources that were off, with the reason each gave."""
         return {o.source: o.message or "" for o in self.outcomes if o.status is SearchStatus.SKIPPED}
 
+    def failed_sources(self) -> list[SourceFailure]:
+        """Each source that failed, once, with its first failure (a query it rejected counts too)."""
+        first: dict[str, SourceFailure] = {}
+        for outcome in self.errors:
+            first.setdefault(outcome.source_spec, outcome.failure())
+        return list(first.values())
+
     def per_source(self) -> dict[str, SourceTally]:
         """Totals per source name."""
         tallies: dict[str, SourceTally] = {}
@@ -123,6 +220,8 @@ class Collection(BaseModel):
             tally = tallies.setdefault(outcome.source, SourceTally(source=outcome.source))
             if outcome.status is SearchStatus.SKIPPED:
                 tally.skipped_reason = outcome.message
+                continue
+            if outcome.status is SearchStatus.DROPPED:
                 continue
             tally.searches += 1
             tally.items += outcome.count
@@ -149,20 +248,59 @@ def _unavailable_reason(source: Source) -> str | None:
         return f"could not tell whether the source is available: {exc!r}"
 
 
+def _dropped(source: Source, spec: str, query: SearchQuery, earlier: SourceFailure) -> SearchOutcome:
+    return SearchOutcome(
+        source=source.name,
+        spec=spec,
+        query=query.text,
+        language=query.language,
+        status=SearchStatus.DROPPED,
+        message=f"not asked again in this run: it failed earlier ({earlier.reason})",
+    )
+
+
 async def _search_one(
-    source: Source, query: SearchQuery, *, semaphore: asyncio.Semaphore, search_timeout: float
+    source: Source,
+    query: SearchQuery,
+    *,
+    semaphore: asyncio.Semaphore,
+    search_timeout: float,
+    failed: FailedSources,
+    after: asyncio.Future[None] | None,
+    opens: asyncio.Future[None] | None,
+) -> tuple[list[Item], SearchOutcome]:
+    """One search. `after` (the source's first search) must finish first: if the source failed there, this one is
+    dropped without asking it. `opens` is set when this search is that first one."""
+    spec = source_spec(source)
+    try:
+        if after is not None:
+            await after
+            earlier = failed.get(spec)
+            if earlier is not None:
+                return [], _dropped(source, spec, query, earlier)
+        items, outcome = await _ask(source, spec, query, semaphore=semaphore, search_timeout=search_timeout)
+        failed.record(outcome)
+        return items, outcome
+    finally:
+        if opens is not None and not opens.done():
+            opens.set_result(None)
+
+
+async def _ask(
+    source: Source, spec: str, query: SearchQuery, *, semaphore: asyncio.Semaphore, search_timeout: float
 ) -> tuple[list[Item], SearchOutcome]:
     async with semaphore:
         started = time.monotonic()
         kind: ErrorKind
+        status: int | None = None
         try:
             batch = await asyncio.wait_for(source.search(query), timeout=search_timeout)
         except SourceError as exc:
-            kind, message = exc.kind, str(exc)
+            kind, message, status = exc.kind, str(exc), exc.status
         except TimeoutError:
             kind, message = SourceErrorKind.TIMEOUT, f"no answer within {search_timeout:g} s"
         except Exception as exc:
-            logger.exception("source %r failed unexpectedly on %r", source.name, query.text)
+            logger.exception("source %r failed unexpectedly on %r", spec, query.text)
             kind, message = UNEXPECTED, f"{type(exc).__name__}: {exc}"
         else:
             items = [
@@ -174,6 +312,7 @@ async def _search_one(
             items = await asyncio.to_thread(with_languages, items)
             outcome = SearchOutcome(
                 source=source.name,
+                spec=spec,
                 query=query.text,
                 language=query.language,
                 status=SearchStatus.OK,
@@ -182,14 +321,16 @@ async def _search_one(
                 seconds=time.monotonic() - started,
             )
             return items, outcome
-        logger.warning("source %r on %r: %s: %s", source.name, query.text, kind, message)
+        logger.warning("source %r on %r: %s: %s", spec, query.text, kind, message)
         outcome = SearchOutcome(
             source=source.name,
+            spec=spec,
             query=query.text,
             language=query.language,
             status=SearchStatus.ERROR,
             error_kind=kind,
             message=message,
+            http_status=status,
             seconds=time.monotonic() - started,
         )
         return [], outcome
@@ -204,48 +345,69 @@ async def collect(
     # `asyncio.timeout` around the call, which is what ASYNC109 suggests).
     timeout: float = 60.0,  # noqa: ASYNC109
     progress: ProgressCallback | None = None,
+    failed: FailedSources | None = None,
 ) -> Collection:
     """Ask every available source every query, at most `concurrency` searches at a time.
 
     A source that raises `SourceError`, takes longer than `timeout` seconds, or raises anything else is
     recorded in its outcome and the others go on. A source whose `unavailable_reason()` is set is not asked;
-    its outcomes say `skipped` with the reason. Never raises for a source's failure.
+    its outcomes say `skipped` with the reason. Each source's first query goes alone; if the source itself
+    failed there (not merely rejected the query), its other queries are `dropped` unasked, and so are its
+    queries in later calls given the same `failed` (one per run). Never raises for a source's failure.
     """
     started_at = utc_now()
+    failed = failed if failed is not None else FailedSources()
     semaphore = asyncio.Semaphore(max(concurrency, 1))
     slots: list[asyncio.Task[tuple[list[Item], SearchOutcome]] | SearchOutcome] = []
     query_indices: list[int] = []
+    loop = asyncio.get_running_loop()
     for source in sources:
+        spec = source_spec(source)
         reason = _unavailable_reason(source)
+        earlier = failed.get(spec)
+        first_done: asyncio.Future[None] = loop.create_future()
         for query_index, query in enumerate(queries):
             query_indices.append(query_index)
             if reason is not None:
                 slots.append(
                     SearchOutcome(
                         source=source.name,
+                        spec=spec,
                         query=query.text,
                         language=query.language,
                         status=SearchStatus.SKIPPED,
                         message=reason,
                     )
                 )
+            elif earlier is not None:
+                slots.append(_dropped(source, spec, query, earlier))
             else:
-                slots.append(
-                    asyncio.ensure_future(_search_one(source, query, semaphore=semaphore, search_timeout=timeout))
+                first = query_index == 0
+                search = _search_one(
+                    source,
+                    query,
+                    semaphore=semaphore,
+                    search_timeout=timeout,
+                    failed=failed,
+                    after=None if first else first_done,
+                    opens=first_done if first else None,
                 )
+                slots.append(asyncio.ensure_future(search))
 
     tasks = [slot for slot in slots if isinstance(slot, asyncio.Task)]
     done = 0
     try:
         for finished in asyncio.as_completed(tasks):
             _, outcome = await finished
+            if outcome.status is SearchStatus.DROPPED:
+                continue  # its source's failure was reported once, when it happened
             done += 1
-            text = f"{outcome.count} items" if outcome.status is SearchStatus.OK else f"{outcome.error_kind}"
+            text = f"{outcome.count} items" if outcome.status is SearchStatus.OK else outcome.failure().reason
             emit(
                 progress,
                 ProgressEvent(
                     kind="search_done",
-                    message=f'{outcome.source} · "{outcome.query}": {text}',
+                    message=f'{spec_label(outcome.source_spec)} · "{outcome.query}": {text}',
                     done=done,
                     total=len(tasks),
                 ),
@@ -324,17 +486,24 @@ async def collect_per_source(
     concurrency: int = 8,
     timeout: float = 60.0,  # noqa: ASYNC109  # a per-search bound passed to `collect`, not a whole-call one
     progress: ProgressCallback | None = None,
+    failed: FailedSources | None = None,
 ) -> Collection:
     """Run each source's own query texts (with `window`'s dates, language and limit) as one collection.
 
-    Sources given the same queries share one `collect` call.
+    Sources given the same queries share one `collect` call; `failed` is the run's record of failed sources
+    (see `collect`).
     """
+    failed = failed if failed is not None else FailedSources()
     started_at = utc_now()
     groups: dict[tuple[str, ...], list[Source]] = {}
     for source, queries in queries_by_source:
         groups.setdefault(tuple(_unique_texts(queries)), []).append(source)
     groups.pop((), None)
-    available = {id(s): _unavailable_reason(s) is None for group in groups.values() for s in group}
+    available = {
+        id(s): _unavailable_reason(s) is None and failed.get(source_spec(s)) is None
+        for group in groups.values()
+        for s in group
+    }
     total = sum(len(queries) * sum(available[id(s)] for s in sources) for queries, sources in groups.items())
     forward = _renumbered(progress, total)
     parts = await asyncio.gather(
@@ -345,6 +514,7 @@ async def collect_per_source(
                 concurrency=concurrency,
                 timeout=timeout,
                 progress=forward,
+                failed=failed,
             )
             for queries, sources in groups.items()
         )

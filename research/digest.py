@@ -37,7 +37,7 @@ from research.critique import (
     outlet_of,
 )
 from research.dedupe import Cluster
-from research.llm import one_line
+from research.llm import failure_in_words, one_line
 from research.rank import RankedItem
 from research.sentiment import Sentiment
 from research.terms import tokens
@@ -136,6 +136,13 @@ class Digest(BaseModel):
     """Every item cited anywhere in the digest, in number order."""
     tone: Sentiment | None = None
     """The mean tone of the stories it covers, when known."""
+    without_model: str | None = None
+    """Set when no language model wrote this digest (it was put together from the top items): one sentence
+    saying so, and why when the model failed ("Summarised without the language model, which failed (connection
+    error).")."""
+    failed_sources: list[str] = Field(default_factory=list)
+    """One line per source that failed in the run (`rss example.com/feed.xml: HTTP 500`), so the reader knows
+    what the digest could not see."""
 
 
 class PreviousDigest(BaseModel):
@@ -388,10 +395,11 @@ async def llm_digest(
     numbered = number_items(ranked, clusters)
     critique = _matching(critique, numbered)
 
-    def extractive(reason: str, usage: LlmUsage) -> DigestResult:
+    def extractive(reason: str, usage: LlmUsage, *, note: str | None = None) -> DigestResult:
         digest = extractive_digest(
             ranked, topic=topic, clusters=clusters, critique=critique, previous=previous, now=now
         )
+        digest = digest.model_copy(update={"without_model": note})
         return DigestResult(digest=digest, path="extractive", fallback_reason=reason, usage=usage)
 
     if not numbered:
@@ -419,7 +427,8 @@ async def llm_digest(
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)
         logger.warning("digest: the model failed (%s); using the extractive digest", reason)
-        return extractive(reason, LlmUsage.from_run(run_usage, model=model))
+        note = f"Summarised without the language model, which failed ({failure_in_words(error)})."
+        return extractive(reason, LlmUsage.from_run(run_usage, model=model), note=note)
     return DigestResult(
         digest=digest_from_draft(result.output, numbered),
         path="model",
@@ -470,6 +479,8 @@ def render_digest_markdown(digest: Digest) -> str:
     """
     esc = escape_markdown
     parts = [f"**{esc(digest.headline)}**"]
+    if digest.without_model:
+        parts.append(f"_{esc(digest.without_model)}_")
     if digest.developments:
         parts.append(
             "\n".join(f"{i}. {_with_citations(esc(d.text), d.citations)}" for i, d in enumerate(digest.developments, 1))
@@ -482,10 +493,15 @@ def render_digest_markdown(digest: Digest) -> str:
         claims = [f"- {_with_citations(esc(c.claim), c.citations)} ({c.status})" for c in digest.disputed]
         parts.append("**Disputed or unverified:**\n" + "\n".join(claims))
     quality = digest.quality
-    line = f"_Self-check: completeness {quality.completeness:.0%}, quality {quality.quality:.0%}"
-    if quality.missing_angles:
-        line += "; missing: " + "; ".join(esc(angle) for angle in quality.missing_angles)
-    parts.append(line + "_")
+    if digest.developments:  # a digest with nothing in it has nothing to score
+        line = f"_Self-check: completeness {quality.completeness:.0%}, quality {quality.quality:.0%}"
+        if quality.missing_angles:
+            line += "; missing: " + "; ".join(esc(angle) for angle in quality.missing_angles)
+        parts.append(line + "_")
+    elif quality.notes:
+        parts.append(f"_{esc(quality.notes)}_")
+    if digest.failed_sources:
+        parts.append("**Sources that failed:**\n" + "\n".join(f"- {esc(line)}" for line in digest.failed_sources))
     if digest.cited:
         sources = [
             f"[{c.number}] [{_link_text(c.title)}]({_link_target(c.url)}) — {esc(c.source)}" for c in digest.cited

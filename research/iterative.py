@@ -22,11 +22,19 @@ from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegat
 from pydantic_ai import Agent, RunContext, RunUsage, Tool, UsageLimits
 from pydantic_ai.models import Model
 
-from research.collect import ProgressCallback, ProgressEvent, SearchStatus, collect, emit
+from research.collect import (
+    FailedSources,
+    ProgressCallback,
+    ProgressEvent,
+    SearchStatus,
+    SourceFailure,
+    collect,
+    emit,
+)
 from research.dedupe import Deduper
 from research.query_variants import QuerySpec, planned_attempts
 from research.usage import LlmUsage
-from sources import Item, SearchQuery, Source, utc_now
+from sources import Item, SearchQuery, Source, source_spec, utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +54,8 @@ class StopReason(StrEnum):
     ATTEMPT_LIMIT = "attempt_limit"
     PLANNER_EXHAUSTED = "planner_exhausted"
     """The deterministic planner ran out of query variants before any other rule fired."""
+    ALL_SOURCES_FAILED = "all_sources_failed"
+    """Every source that could be asked failed; asking again in this job would only fail again."""
 
 
 class QueryTally(BaseModel):
@@ -120,6 +130,8 @@ class CollectionReport(BaseModel):
     """Every query tried, in order, with its new/duplicate counts."""
     per_source: dict[str, SourceYield]
     source_errors: list[SourceErrorRecord]
+    failed_sources: list[SourceFailure] = Field(default_factory=list)
+    """Each source that failed, once (it was not asked again in the job), with why."""
     skipped_sources: dict[str, str]
     """Sources that were off, with the reason."""
     planner: str
@@ -155,6 +167,8 @@ class AttemptLoop:
     skipped_sources: dict[str, str] = field(default_factory=dict)
     new_per_attempt: list[int] = field(default_factory=list)
     total_duplicates: int = 0
+    failed: FailedSources = field(default_factory=FailedSources)
+    """Sources that failed in this job: each is asked once, never again (see `research.collect.collect`)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
@@ -173,6 +187,7 @@ class AttemptLoop:
             return self._summary(0, advice=f"Stopped already ({self.stop_detail()}). Do not call collect again.")
         unknown = [n for n in source_names or () if n not in self.source_names]
         chosen = [s for s in self.sources if not source_names or s.name in source_names] or list(self.sources)
+        chosen = [s for s in chosen if self.failed.get(source_spec(s)) is None] or chosen
         specs = list({(s.text.strip(), s.language, s.since, s.until): s for s in specs}.values())
         if not specs:
             return self._summary(0, advice="Give at least one query.")
@@ -192,7 +207,12 @@ class AttemptLoop:
             for s in specs
         ]
         collection = await collect(
-            searches, chosen, concurrency=self.concurrency, timeout=self.search_timeout, progress=self.progress
+            searches,
+            chosen,
+            concurrency=self.concurrency,
+            timeout=self.search_timeout,
+            progress=self.progress,
+            failed=self.failed,
         )
         result = self.deduper.add(collection.items)
         self.total_duplicates += len(result.duplicates)
@@ -276,9 +296,19 @@ class AttemptLoop:
         )
         return summary
 
+    def _askable(self) -> list[Source]:
+        """The sources that are on and have not failed in this job."""
+        return [
+            source
+            for source in self.sources
+            if source.name not in self.skipped_sources and self.failed.get(source_spec(source)) is None
+        ]
+
     def _check_stop_rules(self) -> StopReason | None:
         if len(self.deduper) >= self.target:
             self.stop_reason = StopReason.TARGET_REACHED
+        elif not self._askable():
+            self.stop_reason = StopReason.ALL_SOURCES_FAILED
         elif len(self.new_per_attempt) >= LOW_YIELD_STREAK and all(
             n < LOW_YIELD_NEW_ITEMS for n in self.new_per_attempt[-LOW_YIELD_STREAK:]
         ):
@@ -296,6 +326,7 @@ class AttemptLoop:
             f"{LOW_YIELD_NEW_ITEMS} new items",
             StopReason.ATTEMPT_LIMIT: f"hit the limit of {self.max_attempts} attempts",
             StopReason.PLANNER_EXHAUSTED: "ran out of query variants to try",
+            StopReason.ALL_SOURCES_FAILED: "every source failed, so there was nothing left to ask",
         }[self.stop_reason]
 
     def _summary(self, attempt: int, *, advice: str, **counts: object) -> AttemptSummary:
@@ -329,6 +360,7 @@ class AttemptLoop:
             queries=list(self.queries),
             per_source=dict(self.per_source),
             source_errors=list(self.errors),
+            failed_sources=self.failed.failures,
             skipped_sources=dict(self.skipped_sources),
             planner=planner,
             notes=list(notes),
@@ -347,14 +379,21 @@ def _describe(specs: Sequence[QuerySpec], sources: Sequence[Source]) -> str:
 # --- the deterministic planner -------------------------------------------------------------------------
 
 
+def _repeat_key(spec: QuerySpec | QueryTally) -> tuple[str, datetime | None, datetime | None]:
+    # The language is left out: without a model nothing translates the words, and the same English words tagged
+    # [zh] or [de] are the same query again.
+    return " ".join(spec.text.casefold().split()), spec.since, spec.until
+
+
 async def run_planner(loop: AttemptLoop) -> None:
-    """Drive the loop with `planned_attempts` until a stop rule fires or the variants run out."""
-    tried = {(q.text, q.language, q.since, q.until) for q in loop.queries}
+    """Drive the loop with `planned_attempts` until a stop rule fires or the variants run out; a query (same
+    words, same time range) is never sent twice."""
+    tried = {_repeat_key(q) for q in loop.queries}
     for specs in planned_attempts(loop.request, now=loop.started_at):
-        fresh = [s for s in specs if (s.text, s.language, s.since, s.until) not in tried]
+        fresh = list({_repeat_key(s): s for s in specs if _repeat_key(s) not in tried}.values())
         if not fresh:
             continue
-        tried.update((s.text, s.language, s.since, s.until) for s in fresh)
+        tried.update(_repeat_key(s) for s in fresh)
         await loop.run_attempt(fresh, None)
         if loop.stop_reason is not None:
             return

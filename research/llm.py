@@ -11,12 +11,17 @@ from typing import Any, Literal
 
 from pydantic_ai.exceptions import (
     ModelAPIError,
+    ModelAuthenticationError,
     ModelConnectionError,
     ModelHTTPError,
+    ModelNotFoundError,
     ModelQuotaExceededError,
     ModelRateLimitError,
     ModelServerError,
+    ModelTimeoutError,
     ModelUnavailableError,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
 )
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
@@ -38,6 +43,7 @@ __all__ = [
     "answering_model",
     "configured_model",
     "describe_failure",
+    "failure_in_words",
     "failure_kind",
     "failure_leaves",
     "model_chain",
@@ -92,6 +98,38 @@ def failure_leaves(error: BaseException) -> Iterator[BaseException]:
             yield from failure_leaves(inner)
     else:
         yield error
+
+
+def _in_words(error: BaseException) -> str:
+    status = getattr(error, "status_code", None)
+    code = f", HTTP {status}" if isinstance(status, int) else ""
+    if failure_kind(error) == "quota":
+        return "daily quota used up"
+    if isinstance(error, ModelTimeoutError):
+        return "no answer in time"
+    if isinstance(error, ModelConnectionError):
+        return "connection error"
+    if isinstance(error, ModelRateLimitError) or status == 429:
+        return f"rate limit{code}"
+    if isinstance(error, ModelUnavailableError | ModelServerError) or (isinstance(status, int) and status >= 500):
+        return f"server error{code}"
+    if isinstance(error, ModelAuthenticationError) or status in (401, 403):
+        return f"API key refused{code}"
+    if isinstance(error, ModelNotFoundError) or status == 404:
+        return f"unknown model name{code}"
+    if isinstance(error, ModelAPIError):
+        return f"request rejected{code}"
+    if isinstance(error, UsageLimitExceeded):
+        return "request limit of the step reached"
+    if isinstance(error, UnexpectedModelBehavior):
+        return "unusable answer"
+    return "error"
+
+
+def failure_in_words(error: BaseException) -> str:
+    """Why a model call failed, in a few words for a person: "connection error", "rate limit, HTTP 429",
+    "daily quota used up"… (each distinct reason once, for a fallback chain)."""
+    return "; ".join(dict.fromkeys(_in_words(leaf) for leaf in failure_leaves(error))) or "error"
 
 
 def one_line(text: str, limit: int = REASON_CHARS) -> str:

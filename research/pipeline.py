@@ -20,12 +20,14 @@ from pydantic_ai.models import Model
 
 from research.collect import (
     Collection,
+    FailedSources,
     ProgressCallback,
     ProgressEvent,
-    SearchOutcome,
     SearchStatus,
+    SourceFailure,
     collect_per_source,
     emit,
+    failure_lines,
     merge_collections,
 )
 from research.critique import Critique, heuristic_critique, llm_critique
@@ -124,19 +126,18 @@ def keyword_filter(items: Sequence[Item], *, include: Sequence[str], exclude: Se
 # ---- digests without items -------------------------------------------------------------------------------
 
 
-def failure_digest(topic: str, errors: Sequence[SearchOutcome], skipped: dict[str, str]) -> Digest:
-    """The digest of a run in which no source answered: which failed and why."""
-    reasons = {f"{o.source}: {o.error_kind}: {o.message or ''}".strip(": ") for o in errors}
-    reasons |= {f"{name}: off ({why})" for name, why in skipped.items()}
+def failure_digest(topic: str, failures: Sequence[SourceFailure], skipped: dict[str, str]) -> Digest:
+    """The digest of a run in which no source answered: every source that failed and why, and those that were off."""
+    lines = [*failure_lines(failures), *(f"{name}: off ({why})" for name, why in skipped.items())]
     return Digest(
         headline=f"No update on {topic}: every source failed",
         developments=[],
         quality=QualityCheck(
             completeness=0.0,
             quality=0.0,
-            missing_angles=sorted(reasons),
             notes="No items could be collected; the sources are tried again on the next run.",
         ),
+        failed_sources=lines,
     )
 
 
@@ -338,6 +339,8 @@ async def run_pipeline(
         text="", since=request.since, until=request.until, language=request.language, limit=options.per_query_limit
     )
 
+    # One record for the whole run: a source that failed in the first round is not asked in the second.
+    failed = FailedSources()
     with stages.stage("collect", f"searching {len(request.sources)} sources"):
         first = await collect_per_source(
             [(source, [*plan.queries_for(source.name), *extra]) for source in request.sources],
@@ -345,6 +348,7 @@ async def run_pipeline(
             concurrency=options.concurrency,
             timeout=options.search_timeout,
             progress=progress,
+            failed=failed,
         )
     collections = [first]
 
@@ -359,6 +363,7 @@ async def run_pipeline(
                 concurrency=options.concurrency,
                 timeout=options.search_timeout,
                 progress=progress,
+                failed=failed,
             )
             collections.append(second)
     collection = merge_collections(collections, started_at=first.started_at)
@@ -409,6 +414,7 @@ async def run_pipeline(
             for entry in select_top(reportable, top_k=options.top_k, per_story=options.per_story)
         ]
     all_failed = not any(o.status is SearchStatus.OK for o in collection.outcomes)
+    failed_sources = collection.failed_sources()
     nothing_new = not reportable and not all_failed
     clusters = novelty.deduper.clusters
     previous = PreviousDigest.of(request.previous_digest) if request.previous_digest else None
@@ -428,7 +434,7 @@ async def run_pipeline(
     digest_fallback: str | None = None
     with stages.stage("digest", "writing the digest"):
         if all_failed:
-            digest = failure_digest(request.topic, collection.errors, collection.skipped_sources)
+            digest = failure_digest(request.topic, failed_sources, collection.skipped_sources)
         elif nothing_new:
             digest = quiet_digest(request.topic, counts)
         elif heavy_model is not None:
@@ -448,7 +454,9 @@ async def run_pipeline(
             digest_path = "extractive"
             digest = extractive_digest(
                 top, topic=request.topic, clusters=clusters, critique=critique, previous=previous, now=started_at
-            )
+            ).model_copy(update={"without_model": "Summarised without a language model."})
+        if not all_failed and failed_sources:
+            digest = digest.model_copy(update={"failed_sources": failure_lines(failed_sources)})
 
     scored = scored_items(ranked, status=novelty.status, critique=critique)
     if digest.developments:
@@ -487,6 +495,7 @@ async def run_pipeline(
         searches=sum(o.status is not SearchStatus.SKIPPED for o in collection.outcomes),
         counts=counts,
         source_errors=collection.errors,
+        failed_sources=failed_sources,
         skipped_sources=collection.skipped_sources,
         all_sources_failed=all_failed,
         nothing_new=nothing_new,
@@ -515,6 +524,7 @@ async def run_pipeline(
         exports=exports,
         usage=total_usage,
         source_errors=collection.errors,
+        failed_sources=failed_sources,
         all_sources_failed=all_failed,
         nothing_new=nothing_new,
         report=report,

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegativeInt
 
-from research.collect import SearchOutcome
+from research.collect import SearchOutcome, SourceFailure
 from research.digest import Digest
 from research.novelty import ItemStatus
 from research.plan import QueryPlan
@@ -132,6 +132,8 @@ class PipelineResult:
     usage: LlmUsage
     """Planning + critique + digest, summed."""
     source_errors: list[SearchOutcome]
+    failed_sources: list[SourceFailure]
+    """Each source that failed in the run, once, with why (`.line` names it with its URL shortened)."""
     all_sources_failed: bool
     """No search answered (every source failed or was off); the digest says which and why."""
     nothing_new: bool
@@ -185,6 +187,9 @@ class PipelineReport(BaseModel):
     """(source, query) searches sent, both rounds."""
     counts: PipelineCounts
     source_errors: list[SearchOutcome]
+    """Every failed search (source, query, error)."""
+    failed_sources: list[SourceFailure] = Field(default_factory=list)
+    """Every source that failed, once each, with its spec (feeds by URL), the reason and the full message."""
     skipped_sources: dict[str, str]
     all_sources_failed: bool
     nothing_new: bool

@@ -1,6 +1,7 @@
 """Public sources, one module each, behind one polite HTTP client; the `Item` every source returns."""
 
 from sources.base import (
+    PRIVATE_URLS_SETTING,
     Engagement,
     Item,
     SearchQuery,
@@ -8,6 +9,7 @@ from sources.base import (
     SourceBatch,
     SourceError,
     SourceErrorKind,
+    failure_reason,
     item_id,
     utc_now,
 )
@@ -21,16 +23,20 @@ from sources.registry import (
     SourcesUnavailableError,
     build_sources,
     feed_factory,
+    refused_feeds,
     resolve_source_specs,
     rsshub_factory,
+    source_spec,
     source_status,
+    spec_label,
 )
 from sources.retry import Backoff, Sleep, parse_retry_after
 from sources.rsshub import parse_platforms
-from sources.urls import canonical_url, host_of
+from sources.urls import canonical_url, host_of, short_url
 
 __all__ = [
     "DEFAULT_SOURCES",
+    "PRIVATE_URLS_SETTING",
     "SOURCE_NAMES",
     "SPEC_HELP",
     "Backoff",
@@ -53,14 +59,19 @@ __all__ = [
     "ValidatorStore",
     "build_sources",
     "canonical_url",
+    "failure_reason",
     "feed_factory",
     "host_of",
     "item_id",
     "parse_platforms",
     "parse_retry_after",
     "read_page",
+    "refused_feeds",
     "resolve_source_specs",
     "rsshub_factory",
+    "short_url",
+    "source_spec",
     "source_status",
+    "spec_label",
     "utc_now",
 ]

@@ -120,6 +120,42 @@ class SourceError(Exception):
         self.retry_after = retry_after
 
 
+PRIVATE_URLS_SETTING = "ALLOW_PRIVATE_URLS"
+"""The setting (`SourcesConfig.allow_private_urls`) that lifts the SSRF guard's address check; every refusal
+names it, so whoever runs Lookout knows what to change for a feed on their own network."""
+
+
+_UNRESOLVED = ("resolve", "Name or service not known", "nodename nor servname", "getaddrinfo", "DNS")
+"""Signs in a network error's message that the host name did not resolve (offline, or a typo in a feed URL)."""
+
+
+def failure_reason(kind: str, message: str, *, status: int | None = None) -> str:
+    """A source's failure in a few words for a person (`HTTP 500`, `timed out`, `not a feed`): the full message
+    names the URL and the server's words, which the line showing this already names or does not need."""
+    flat = " ".join(message.split())
+    match kind:
+        case SourceErrorKind.TIMEOUT:
+            return "timed out" if "within" not in flat else flat
+        case SourceErrorKind.RATE_LIMITED:
+            return f"rate-limited (HTTP {status})" if status else "rate-limited"
+        case SourceErrorKind.SERVER | SourceErrorKind.CLIENT if status:
+            return f"HTTP {status}"
+        case SourceErrorKind.NETWORK:
+            unresolved = any(sign in flat for sign in _UNRESOLVED)
+            return "cannot resolve the host name" if unresolved else "cannot connect"
+        case SourceErrorKind.TOO_LARGE:
+            return "too large"
+        case SourceErrorKind.BAD_RESPONSE if flat.startswith("not a feed"):
+            return "not a feed"
+        case SourceErrorKind.BAD_RESPONSE if "undecodable body" in flat:
+            return "unreadable body (broken compression)"
+        case SourceErrorKind.BLOCKED if PRIVATE_URLS_SETTING in flat:
+            return f"private address refused (allow with {PRIVATE_URLS_SETTING}=true)"
+        case "unexpected":
+            return "unexpected error, see the log"
+    return flat[:120] + ("…" if len(flat) > 120 else "") or str(kind)
+
+
 @runtime_checkable
 class Source(Protocol):
     """A public source of items."""

@@ -17,6 +17,7 @@ import feedparser
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sources.base import Item, SourceBatch, SourceError, SourceErrorKind, item_id
+from sources.charsets import choose_charset
 from sources.urls import canonical_url
 
 # Elements after which a reader would see a break; their text must not run into the next word.
@@ -295,11 +296,16 @@ def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) 
     )
 
 
-def _read_xml_feed(content: bytes, *, feed_url: str) -> ParsedFeed:
+def _read_xml_feed(content: bytes, *, feed_url: str, content_type: str | None) -> ParsedFeed:
+    # The charset is chosen here (HTTP charset, declaration, detection: see sources.charsets) and handed to
+    # feedparser as the response's: alone it would read an undeclared KOI8-R or Shift_JIS feed as windows-1252.
+    charset = choose_charset(content, content_type=content_type)
     # BytesIO, never bare bytes/str: feedparser treats a string as a URL or path and would fetch it.
     # No Content-Location either: relative links then resolve against the site's own link below (an
     # RSS feed is often served from a feed host), and xml:base still wins where a feed declares one.
-    parsed = feedparser.parse(io.BytesIO(content))
+    parsed = feedparser.parse(
+        io.BytesIO(content), response_headers={"content-type": f"application/xml; charset={charset.codec}"}
+    )
     if not parsed.get("entries") and not parsed.get("version"):
         # An HTML page, an error page or plain garbage: say so instead of returning "no items".
         reason = parsed.get("bozo_exception") or "no RSS/Atom structure"
@@ -378,15 +384,16 @@ def _as_json_feed(content: bytes) -> dict[str, Any] | None:
     return document
 
 
-def read_feed(content: bytes, *, feed_url: str) -> ParsedFeed:
+def read_feed(content: bytes, *, feed_url: str, content_type: str | None = None) -> ParsedFeed:
     """Parse RSS 2.0 / RSS 1.0 / Atom / JSON Feed bytes into entries; malformed entries are counted.
 
+    `content_type` is the response's `Content-Type`: its charset is the first choice for decoding.
     Raises `SourceError(BAD_RESPONSE)` when the document is not a feed at all.
     """
     document = _as_json_feed(content)
     if document is not None:
         return _read_json_feed(document, feed_url=feed_url)
-    return _read_xml_feed(content, feed_url=feed_url)
+    return _read_xml_feed(content, feed_url=feed_url, content_type=content_type)
 
 
 def entry_to_item(entry: FeedEntry, *, source: str, query: str) -> Item:
@@ -405,13 +412,15 @@ def entry_to_item(entry: FeedEntry, *, source: str, query: str) -> Item:
     )
 
 
-def parse_feed(content: bytes, *, source: str, query: str, feed_url: str) -> SourceBatch:
+def parse_feed(
+    content: bytes, *, source: str, query: str, feed_url: str, content_type: str | None = None
+) -> SourceBatch:
     """Items from RSS 2.0 / Atom / JSON Feed bytes; malformed entries are skipped and counted.
 
-    No keyword filtering happens here (see `matches_keywords`). Raises `SourceError(BAD_RESPONSE)`
-    when the bytes are not a feed at all.
+    No keyword filtering happens here (see `matches_keywords`). `content_type` is the response's header (its
+    charset decides the decoding first). Raises `SourceError(BAD_RESPONSE)` when the bytes are not a feed at all.
     """
-    parsed = read_feed(content, feed_url=feed_url)
+    parsed = read_feed(content, feed_url=feed_url, content_type=content_type)
     items: list[Item] = []
     skipped = parsed.skipped
     for entry in parsed.entries:

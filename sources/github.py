@@ -184,7 +184,13 @@ class GitHubSource:
         feed_url = f"{self._web_url}/{quote(repo.full_name, safe='/')}/releases.atom"
         try:
             response = await self._client.get(feed_url, conditional=True)
-            batch = parse_feed(response.content, source=self.name, query=query.text, feed_url=feed_url)
+            batch = parse_feed(
+                response.content,
+                source=self.name,
+                query=query.text,
+                feed_url=feed_url,
+                content_type=response.headers.get("content-type"),
+            )
         except SourceError as exc:
             logger.info("no releases for %s: %s", repo.full_name, exc)
             return SourceBatch()

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json as jsonlib
-import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -18,12 +17,14 @@ import httpcore
 import httpx
 
 from sources.base import SourceError, SourceErrorKind
+from sources.charsets import decode_document
 from sources.retry import Backoff, parse_retry_after
 from sources.ssrf import (
     AddressPolicy,
     GuardedTransport,
     Resolver,
     check_scheme,
+    resolve,
     shared_ssl_context,
     system_resolver,
 )
@@ -41,7 +42,6 @@ __all__ = [
 
 MAX_REDIRECTS = 5
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,14 +78,9 @@ class HttpResponse:
     """A 304 came back; `content` is the body stored from the last 200 (empty if none was stored)."""
 
     def text(self) -> str:
-        """The body decoded with the declared charset, else UTF-8; undecodable bytes are replaced."""
-        match = _CHARSET.search(self.headers.get("content-type", ""))
-        if match:
-            try:
-                return self.content.decode(match.group(1), errors="replace")
-            except LookupError:
-                pass
-        return self.content.decode("utf-8", errors="replace")
+        """The body decoded as `sources.charsets.choose_charset` decides (the declared charset when it fits the
+        bytes, else UTF-8, else detection); undecodable bytes are replaced."""
+        return decode_document(self.content, content_type=self.headers.get("content-type"))
 
     def json(self) -> Any:
         """The body parsed as JSON; `SourceError(BAD_RESPONSE)` when it is not JSON."""
@@ -246,8 +241,9 @@ class HttpClient:
         trusted_transport = GuardedTransport(resolver=resolver, policy=None) if resolver else None
         self._trusted = httpx.AsyncClient(transport=trusted_transport, **common)
         guard = AddressPolicy.build(allow_private=allow_private, exempt=exempt_addresses)
+        self._guard, self._untrusted_resolver = guard, resolver or system_resolver
         self._untrusted = httpx.AsyncClient(
-            transport=GuardedTransport(resolver=resolver or system_resolver, policy=guard),
+            transport=GuardedTransport(resolver=self._untrusted_resolver, policy=guard),
             trust_env=False,
             **common,
         )
@@ -292,8 +288,10 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         conditional: bool = False,
         untrusted: bool = False,
+        retries: int | None = None,
     ) -> HttpResponse:
-        """GET `url` (+ `params`). `conditional` sends stored validators; `untrusted` applies the SSRF guard."""
+        """GET `url` (+ `params`). `conditional` sends stored validators; `untrusted` applies the SSRF guard;
+        `retries` overrides the client's `max_retries` for this call (0: one request, whatever happens)."""
         target = self._build_url(url, params, untrusted=untrusted)
         request_headers = self._headers(headers)
         stored: StoredResponse | None = None
@@ -305,7 +303,7 @@ class HttpClient:
                     request_headers["If-None-Match"] = stored.etag
                 if stored.last_modified:
                     request_headers["If-Modified-Since"] = stored.last_modified
-        answer = await self._follow("GET", target, request_headers, None, untrusted=untrusted)
+        answer = await self._follow("GET", target, request_headers, None, untrusted=untrusted, retries=retries)
         if answer.status == 304:
             self._bump(not_modified=1)
             merged = httpx.Headers(answer.headers)
@@ -327,6 +325,21 @@ class HttpClient:
                     ),
                 )
         return HttpResponse(str(answer.url), answer.status, answer.headers, answer.content)
+
+    async def check_untrusted(self, url: str) -> None:
+        """Raise `SourceError(BLOCKED)` (or `CLIENT` for a URL that is not one) when an untrusted fetch of `url`
+        would be refused: the scheme, then every address the host resolves to, checked by the same guard the
+        fetch goes through. For refusing a feed when a person adds it, not only when it is first fetched. A host
+        that does not resolve right now is not refused (it may resolve when the fetch happens)."""
+        target = self._build_url(url, None, untrusted=True)
+        port = target.port or (443 if target.scheme == "https" else 80)
+        try:
+            addresses = await resolve(target.host, port, self._untrusted_resolver)
+        except SourceError as error:
+            if error.kind is SourceErrorKind.NETWORK:
+                return
+            raise
+        self._guard.check(target.host, addresses)
 
     async def post(
         self,
@@ -390,10 +403,11 @@ class HttpClient:
         body: dict[str, Any] | None,
         *,
         untrusted: bool,
+        retries: int | None = None,
     ) -> _Answer:
         """Send, following up to `MAX_REDIRECTS` redirects ourselves so each hop is checked again."""
         for hop in range(MAX_REDIRECTS + 1):
-            answer = await self._send_with_retries(method, target, headers, body, untrusted=untrusted)
+            answer = await self._send_with_retries(method, target, headers, body, untrusted=untrusted, retries=retries)
             if answer.status not in _REDIRECT_STATUSES:
                 return self._accept(answer)
             location = answer.headers.get("location")
@@ -446,10 +460,13 @@ class HttpClient:
         body: dict[str, Any] | None,
         *,
         untrusted: bool,
+        retries: int | None = None,
     ) -> _Answer:
         """One hop, retried per the shared `Backoff` on 429, 5xx, timeouts and connection failures (a request the
-        server may have acted on only when it is idempotent); a Retry-After over `max_retry_wait` fails at once."""
+        server may have acted on only when it is idempotent); a Retry-After over `max_retry_wait` fails at once.
+        `retries` overrides how many retries this call may make."""
         idempotent = method in ("GET", "HEAD")
+        backoff = self._backoff if retries is None else replace(self._backoff, attempts=max(retries, 0) + 1)
         tries = 0
 
         async def attempt() -> _Answer:
@@ -473,7 +490,7 @@ class HttpClient:
             snippet = answer.content[:200].decode("utf-8", errors="replace").strip()
             raise _Retryable(kind, f"HTTP {status} from {target}: {snippet}", status=status, retry_after=retry_after)
 
-        return await self._backoff.call(
+        return await backoff.call(
             attempt,
             retry_on=lambda error: isinstance(error, _Retryable),
             retry_after=lambda error: getattr(error, "retry_after", None),

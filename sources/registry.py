@@ -7,7 +7,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from sources.arxiv import ArxivSource
-from sources.base import Source
+from sources.base import Source, SourceError, failure_reason
 from sources.config import SourcesConfig
 from sources.github import GitHubSource
 from sources.hn import HackerNewsSource
@@ -18,6 +18,7 @@ from sources.reddit import RedditSource
 from sources.rss import FeedSource
 from sources.rsshub import RssHubSource, parse_platforms
 from sources.semanticscholar import SemanticScholarSource
+from sources.urls import short_url
 from sources.web import WebSearchSource
 from sources.wikipedia import WikipediaSource
 from sources.x import XSource
@@ -150,6 +151,37 @@ def resolve_source_specs(
     if off and on_unavailable == "raise":
         raise SourcesUnavailableError(off)
     return resolved
+
+
+def source_spec(source: Source) -> str:
+    """How commands and reports name a source: its `spec` where it has one (`rss:<url>`, `rsshub:weibo+zhihu`,
+    which tell two feeds apart), else its name (`hn`)."""
+    spec = getattr(source, "spec", None)
+    return spec if isinstance(spec, str) and spec else source.name
+
+
+def spec_label(spec: str) -> str:
+    """A source spec as a person reads it in a line: `hn`, `rss example.com/feed.xml` (the URL shortened)."""
+    prefix, colon, argument = spec.partition(":")
+    if colon and prefix.lower() == "rss":
+        return f"rss {short_url(argument)}"
+    return spec
+
+
+async def refused_feeds(sources: Iterable[Source]) -> list[str]:
+    """Why fetching each of these sources' URLs would be refused, one line per refused source (`rss <url>: why`):
+    the fetcher's own SSRF check, run now. Sources without a URL of their own are never refused here."""
+    refusals: list[str] = []
+    for source in sources:
+        check = getattr(source, "check_address", None)
+        if check is None:
+            continue
+        try:
+            await check()
+        except SourceError as error:
+            reason = failure_reason(error.kind, str(error), status=error.status)
+            refusals.append(f"{spec_label(source_spec(source))}: {reason}")
+    return refusals
 
 
 def source_status(sources: Mapping[str, Source] | Iterable[Source]) -> list[tuple[str, str | None]]:

@@ -80,6 +80,11 @@ class RssHubSource:
         self._config = config
         self.platforms = parse_platforms(platforms)
 
+    @property
+    def spec(self) -> str:
+        """How commands and reports name this source: `rsshub:weibo+zhihu`."""
+        return "rsshub:" + "+".join(self.platforms)
+
     def unavailable_reason(self) -> str | None:
         if not self._config.rsshub_url:
             return "RSSHub needs a self-hosted instance: set RSSHUB_URL"
@@ -130,7 +135,13 @@ class RssHubSource:
         url = self.route_url(platform, query.text)
         # `limit` is one of RSSHub's common parameters, understood by every route.
         response = await self._client.get(url, params={"limit": max(1, query.limit)}, conditional=True)
-        batch = parse_feed(response.content, source=self.name, query=query.text, feed_url=url)
+        batch = parse_feed(
+            response.content,
+            source=self.name,
+            query=query.text,
+            feed_url=url,
+            content_type=response.headers.get("content-type"),
+        )
         route = RSSHUB_ROUTES[platform]
         kept = [
             item

@@ -15,7 +15,7 @@ import httpcore
 import httpx
 from httpcore import AsyncNetworkBackend, AsyncNetworkStream
 
-from sources.base import SourceError, SourceErrorKind
+from sources.base import PRIVATE_URLS_SETTING, SourceError, SourceErrorKind
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -126,7 +126,11 @@ class AddressPolicy:
                 continue
             reason = blocked_reason(ip)
             if reason is not None:
-                raise SourceError(SourceErrorKind.BLOCKED, f"refusing to connect to {host}: {reason}")
+                raise SourceError(
+                    SourceErrorKind.BLOCKED,
+                    f"refusing to connect to {host}: {reason} (private and loopback addresses need "
+                    f"{PRIVATE_URLS_SETTING}=true)",
+                )
 
 
 def check_scheme(scheme: str, url: str) -> None:

@@ -139,3 +139,25 @@ def host_of(url: str, *, strip_www: bool = False) -> str:
     if strip_www and host.startswith("www."):
         host = host[4:]
     return host
+
+
+SHORT_URL_CHARS = 60
+"""How long a URL may be where a person reads it in a line of text (a failure, a source list)."""
+
+
+def short_url(url: str, limit: int = SHORT_URL_CHARS) -> str:
+    """A URL as a person reads it in a sentence: no scheme, no `www.`, no trailing slash, and, past `limit`
+    characters, the middle cut out (`example.com/feeds/…/rss.xml`) so both the host and the file stay visible."""
+    text = url.strip()
+    for prefix in ("https://", "http://"):
+        if text.lower().startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    if text.lower().startswith("www."):
+        text = text[4:]
+    text = text.rstrip("/") or text
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 1, 2)
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head) :]

@@ -118,7 +118,8 @@ class Monitor(Base):
     timezone: Mapped[str] = mapped_column(String(64), default="UTC")
     lookback_hours: Mapped[int] = mapped_column(Integer, default=24)
     language: Mapped[str | None] = mapped_column(String(16))
-    quiet: Mapped[bool] = mapped_column(Boolean, default=False)
+    quiet: Mapped[bool] = mapped_column(Boolean, default=True)
+    """Send nothing when a run finds nothing new (the default); False: a one-line "nothing new" note."""
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
     plan: Mapped[dict[str, Any] | None] = mapped_column()
     plan_updated_at: Mapped[datetime | None] = mapped_column()
@@ -268,3 +269,26 @@ class ItemEmbedding(Base):
     vector: Mapped[bytes] = mapped_column(LargeBinary)
     """Little-endian float32 values."""
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class SourceFailure(Base):
+    """A source of a monitor that failed in its latest runs; the row goes when the source works again."""
+
+    __tablename__ = "source_failures"
+    __table_args__ = (UniqueConstraint("monitor_id", "spec_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), index=True)
+    spec_key: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of the spec: a feed's spec holds its URL, which can outgrow what an index accepts."""
+    spec: Mapped[str] = mapped_column(Text)
+    """`hn`, `rss:<url>`, …"""
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    """Runs in a row in which the source failed."""
+    last_reason: Mapped[str] = mapped_column(Text, default="")
+    first_failed_at: Mapped[datetime] = mapped_column(default=utc_now)
+    last_failed_at: Mapped[datetime] = mapped_column(default=utc_now)
+    retry_at: Mapped[datetime | None] = mapped_column()
+    """Runs before this leave the source out (backed off); None while it is still asked every run."""
+    notified_at: Mapped[datetime | None] = mapped_column()
+    """When the monitor's owner was told the source keeps failing (once per streak)."""

@@ -292,3 +292,19 @@ class HttpValidatorRecord:
     body: bytes | None
     content_type: str | None
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceFailureRecord:
+    """A monitor's source that failed in its latest runs (see `SourceFailureRepository`)."""
+
+    monitor_id: int
+    spec: str
+    failures: int
+    """Runs in a row in which it failed."""
+    last_reason: str
+    first_failed_at: datetime
+    last_failed_at: datetime
+    retry_at: datetime | None
+    """Runs before this leave the source out."""
+    notified_at: datetime | None

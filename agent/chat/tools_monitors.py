@@ -55,6 +55,8 @@ class MonitorInfo(BaseModel):
     paused: bool
     sources: list[str]
     last_result: str
+    quiet: bool
+    """True: a run with nothing new sends nothing; False: a short "nothing new" note."""
     owned_here: bool
     """False for a monitor this chat only receives (another chat owns it and may change it)."""
 
@@ -72,6 +74,7 @@ def _info(view: MonitorView, chat_id: int) -> MonitorInfo:
         paused=view.paused,
         sources=list(view.sources),
         last_result=view.last_result,
+        quiet=view.quiet,
         owned_here=view.owner_chat_id == chat_id,
     )
 
@@ -85,11 +88,12 @@ def _schedule(deps: ChatDeps, text: str) -> Schedule:
         raise ModelRetry(f"{error} {SCHEDULE_HELP}") from None
 
 
-def _sources(deps: ChatDeps, sources: list[str] | None) -> tuple[str, ...]:
+async def _sources(deps: ChatDeps, sources: list[str] | None) -> tuple[str, ...]:
     specs = tuple(dict.fromkeys(spec.strip() for spec in sources or () if spec.strip()))
     if specs:
         try:
-            deps.services.resolve_sources(list(specs))
+            # the same check /track makes: unknown or switched-off sources, and feeds the fetcher would refuse
+            await deps.services.monitors.check_sources(list(specs))
         except ValueError as error:
             raise ModelRetry(f"{error} Leave `sources` empty for the default mix.") from None
     return specs
@@ -141,7 +145,7 @@ async def create_monitor(
     deps = ctx.deps
     clean = _topic(topic)
     parsed = _schedule(deps, schedule)
-    specs = _sources(deps, sources)
+    specs = await _sources(deps, sources)
     next_run = _when(parsed.next_run(deps.now).astimezone(ZoneInfo(parsed.timezone)))
     description = (
         f"create monitor “{clean}” — {parsed.describe()}, first run {next_run}, "
@@ -161,6 +165,7 @@ async def update_monitor(
     sources: list[str] | None = None,
     include_keywords: list[str] | None = None,
     exclude_keywords: list[str] | None = None,
+    quiet: bool | None = None,
 ) -> str:
     """Propose changes to one of this chat's monitors (only what is given changes). The person must confirm.
 
@@ -171,6 +176,8 @@ async def update_monitor(
         sources: The new full list of sources.
         include_keywords: Items must mention one of these.
         exclude_keywords: Items mentioning any of these are dropped.
+        quiet: True: a run that finds nothing new sends nothing (the default); False: it sends a short
+            "nothing new" note. What /quiet <id> on|off sets.
     """
     deps = ctx.deps
     view = await _owned(deps, monitor_id)
@@ -183,7 +190,7 @@ async def update_monitor(
         parsed = _schedule(deps, schedule)
         schedule_text = parsed.to_text()
         changes.append(f"schedule → {parsed.describe()}")
-    specs = _sources(deps, sources) if sources is not None else None
+    specs = await _sources(deps, sources) if sources is not None else None
     if specs is not None:
         changes.append(f"sources → {', '.join(specs) or 'the default mix'}")
     include = tuple(include_keywords) if include_keywords is not None else None
@@ -192,8 +199,12 @@ async def update_monitor(
         changes.append(f"must mention → {', '.join(include) or 'anything'}")
     if exclude is not None:
         changes.append(f"skip items mentioning → {', '.join(exclude) or 'nothing'}")
+    if quiet is not None:
+        changes.append("nothing new → " + ("send nothing" if quiet else "send a short note"))
     if not changes:
-        raise ModelRetry("Give at least one change: topic, schedule, sources, include_keywords or exclude_keywords.")
+        raise ModelRetry(
+            "Give at least one change: topic, schedule, sources, include_keywords, exclude_keywords or quiet."
+        )
     action = UpdateMonitorAction(
         description=f"change monitor #{view.id} “{view.topic}”: {'; '.join(changes)}",
         monitor_id=view.id,
@@ -202,6 +213,7 @@ async def update_monitor(
         sources=specs,
         include_keywords=include,
         exclude_keywords=exclude,
+        quiet=quiet,
     )
     return _propose(deps, action)
 

@@ -13,7 +13,7 @@ from agent.chat.instructions import untrusted_block
 from agent.commands.progress import ProgressRelay, prefixed
 from agent.messages import Attachment
 from monitors import store_collection
-from research import RankedItem, research_once, run_collection_job
+from research import RankedItem, failure_lines, research_once, run_collection_job
 from sources import DEFAULT_SOURCES, Source, SourceError, read_page
 
 __all__ = ["collect", "read_web_page", "resolve", "search_sources"]
@@ -86,13 +86,13 @@ async def search_sources(
         )
         relay.final_text = f"Found {len(result.items)} items."
     deps.read_untrusted = True
-    failures = [f"{o.source}: {o.message or o.status}" for o in result.collection.errors]
+    failures = failure_lines(result.collection.failed_sources())
     skipped = [f"{name}: {reason}" for name, reason in result.collection.skipped_sources.items()]
     header = f"{len(result.items)} results for “{text}” from {names} (last {min(max(days, 1), 365)} days)."
-    if failures:
-        header += " Failed: " + "; ".join(failures[:5]) + "."
+    if failures:  # every one, with its URL: the model passes on what failed, never "and others"
+        header += " Failed: " + "; ".join(failures) + "."
     if skipped:
-        header += " Off: " + "; ".join(skipped[:5]) + "."
+        header += " Off: " + "; ".join(skipped) + "."
     if not result.items:
         return header + " Nothing matched; try fewer or other keywords, or more days."
     return header + "\n" + untrusted_block(f"search results for {text}", _result_lines(result.items))
@@ -168,8 +168,10 @@ async def collect(ctx: RunContext[ChatDeps], request: str, target: int = 500, so
     )
     per_source = ", ".join(f"{name} {tally.new}" for name, tally in report.per_source.items() if tally.new)
     outcome = "reached the target" if report.reached_target else f"stopped: {report.stop_detail}"
+    failed = failure_lines(report.failed_sources)
+    failures = f" Sources that failed (name each): {'; '.join(failed)}." if failed else ""
     return (
         f"Collected {report.total_unique} unique items for “{text}” (target {goal}; {outcome}) in "
-        f"{report.attempts} rounds. Per source: {per_source or 'none'}. The CSV ({job.paths.csv.name}) is attached "
-        "to your reply automatically; tell the person it is there."
+        f"{report.attempts} rounds. Per source: {per_source or 'none'}.{failures} The CSV ({job.paths.csv.name}) is "
+        "attached to your reply automatically; tell the person it is there."
     )

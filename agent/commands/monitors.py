@@ -8,6 +8,7 @@ from agent.commands.specs import (
     DigestCommand,
     MonitorsCommand,
     PauseCommand,
+    QuietCommand,
     ResumeCommand,
     TrackCommand,
     UntrackCommand,
@@ -17,7 +18,7 @@ from agent.messages import Reply
 from monitors import MonitorAccessError, MonitorNotFoundError, MonitorView, RunSummary, ScheduleError
 from research import escape_markdown
 
-__all__ = ["digest", "list_monitors", "pause", "resume", "track", "untrack"]
+__all__ = ["digest", "list_monitors", "pause", "quiet", "resume", "run_status", "track", "untrack"]
 
 TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
 
@@ -111,6 +112,34 @@ async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list
     return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
 
 
+async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[Reply]:
+    """Show or set whether a run with nothing new sends nothing (quiet, the default) or a short note."""
+    try:
+        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    if command.quiet is None:
+        topic = escape_markdown(before.topic)
+        return [Reply(text=f"Monitor #{before.id} “{topic}”: {quiet_state(before.id, before.quiet)}.")]
+    try:
+        view = await services.monitors.update_monitor(
+            command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin, quiet=command.quiet
+        )
+    except MonitorAccessError:
+        return refuse(_subscriber_only(before, "change"))
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}”: {quiet_state(view.id, view.quiet)}.")]
+
+
+def quiet_state(monitor_id: int, quiet: bool) -> str:
+    """What `/quiet` on or off means for this monitor, in words."""
+    if quiet:
+        return f"a run that finds nothing new sends nothing (`/quiet {monitor_id} off` asks for a short note instead)"
+    return f"a run that finds nothing new sends a short “nothing new” note (`/quiet {monitor_id} on` stops them)"
+
+
 def _subscriber_only(view: MonitorView, action: str) -> str:
     """This chat sees the monitor (it receives the digests) but another chat owns it."""
     return (
@@ -145,6 +174,9 @@ def run_status(what: str, summary: RunSummary) -> str:
     """One line on how a run ended, for /digest and /search."""
     if summary.status == "failed":
         reference = f" (error id {summary.error_id})" if summary.error_id else ""
+        if summary.source_errors:  # every source failed: one line each, with its URL
+            lines = "\n".join(f"- {escape_markdown(line)}" for line in summary.source_errors)
+            return f"{what} failed: every source failed. Nothing was sent.\n{lines}"
         return f"{what} failed: {escape_markdown(summary.error or 'unknown error')}{reference}. Nothing was sent."
     collected = count(summary.items, "item")
     if summary.status == "empty":
@@ -154,9 +186,8 @@ def run_status(what: str, summary: RunSummary) -> str:
     follows = " — the digest follows." if summary.deliveries else "."
     problems = ""
     if summary.source_errors:
-        shown = escape_markdown("; ".join(summary.source_errors[:3]))
-        more = f" and {len(summary.source_errors) - 3} more" if len(summary.source_errors) > 3 else ""
-        problems = f"\nSome sources failed: {shown}{more}."
+        lines = "\n".join(f"- {escape_markdown(line)}" for line in summary.source_errors)
+        problems = "\nSources that failed:\n" + lines
     return body + follows + problems
 
 
@@ -173,7 +204,8 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
     state = "⏸ paused" if view.paused else f"next {_next_run(view, turn, services)}"
     last = escape_markdown(view.last_result) + (f" ({local_time(view.last_run, zone)})" if view.last_run else "")
     owner = f" · chat {view.owner_chat_id}" if show_owner else ""
-    quiet = " · quiet" if view.quiet else ""
+    # quiet is the default: only a monitor that sends "nothing new" notes says so
+    quiet = "" if view.quiet else " · notes when nothing is new"
     return (
         f"**#{view.id} {escape_markdown(view.topic)}** — {view.schedule}{quiet}{owner}\n"
         f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from babel import Locale, UnknownLocaleError
+
 from agent.commands.specs import (
     COMMAND_SPECS,
     CollectCommand,
@@ -21,6 +23,7 @@ from agent.commands.specs import (
     MonitorsCommand,
     PauseCommand,
     ProfileCommand,
+    QuietCommand,
     ResumeCommand,
     SearchCommand,
     StartCommand,
@@ -32,7 +35,15 @@ from agent.commands.specs import (
 from monitors import ScheduleError, parse_schedule
 from sources import SOURCE_NAMES, SPEC_HELP, parse_platforms
 
-__all__ = ["SLACK_PREFIX", "ParseOptions", "is_command", "parse_command", "parse_command_words", "parse_prefixed"]
+__all__ = [
+    "SLACK_PREFIX",
+    "ParseOptions",
+    "is_command",
+    "language_name",
+    "parse_command",
+    "parse_command_words",
+    "parse_prefixed",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -191,18 +202,30 @@ def _parse_search(args: str, _options: ParseOptions) -> Command:
     return SearchCommand(query=args)
 
 
-def _parse_collect(args: str, _options: ParseOptions) -> Command:
-    target: int | None = None
+_TARGET = re.compile(r"(?P<request>.*?) ?\btarget ?[=:]? ?(?P<count>[0-9][0-9,_]*)", re.IGNORECASE)
+
+
+def _split_target(args: str) -> tuple[str, int | None]:
     # only "target <number>" at the very end is the option: "ads that target teens" is a request
-    if match := re.fullmatch(r"(?P<request>.*?) ?\btarget ?[=:]? ?(?P<count>[0-9][0-9,_]*)", args, re.IGNORECASE):
-        count = match["count"].replace(",", "").replace("_", "")
-        target = _positive("collect", count, upper=MAX_TARGET, what="The target")
-        args = match["request"].strip()
+    match = _TARGET.fullmatch(args)
+    if match is None:
+        return args, None
+    count = match["count"].replace(",", "").replace("_", "")
+    return match["request"].strip(), _positive("collect", count, upper=MAX_TARGET, what="The target")
+
+
+def _parse_collect(args: str, _options: ParseOptions) -> Command:
+    # `target N` and `from <sources>` may come in either order at the end
+    args, target = _split_target(args)
+    tokens, sources = _split_sources(_tokens(args), command="collect")
+    args = _phrase(tokens)
+    if target is None:
+        args, target = _split_target(args)
     if not args:
         raise CommandError("collect", "Say what to collect.")
     if len(args) > MAX_QUERY_CHARS:
         raise CommandError("collect", f"Keep the request under {MAX_QUERY_CHARS} characters.")
-    return CollectCommand(request=args, target=target)
+    return CollectCommand(request=args, target=target, sources=sources)
 
 
 def _parse_export(args: str, _options: ParseOptions) -> Command:
@@ -235,7 +258,38 @@ def _parse_language(args: str, _options: ParseOptions) -> Command:
         raise CommandError("language", f"Give a language code like en, de, zh or pt-BR, not {_shown(args)}.")
     primary, *rest = args.replace("_", "-").split("-")
     subtags = [tag.upper() if len(tag) == 2 else tag.title() if len(tag) == 4 else tag.lower() for tag in rest]
-    return LanguageCommand(language="-".join([primary.lower(), *subtags]))
+    code = "-".join([primary.lower(), *subtags])
+    if language_name(code) is None:
+        raise CommandError("language", f"{_shown(args)} is not a language code I know; try en, de, zh or pt-BR.")
+    return LanguageCommand(language=code)
+
+
+def language_name(code: str) -> str | None:
+    """The English name of a language tag (`de` → German, `pt-BR` → Portuguese (Brazil)), or None when it is not
+    a real language. Checked against the Unicode CLDR locale data that Babel ships, so only languages people
+    write in pass (`xx`, `tlh` and made-up regions do not)."""
+    try:
+        locale = Locale.parse(code, sep="-")
+    except (UnknownLocaleError, ValueError, TypeError):
+        return None
+    name = locale.get_display_name("en")
+    return name if isinstance(name, str) and name else None
+
+
+def _parse_quiet(args: str, _options: ParseOptions) -> Command:
+    words = args.split()
+    if not 1 <= len(words) <= 2:
+        raise CommandError("quiet", "/quiet needs a monitor number and on or off, like /quiet 3 off.")
+    monitor_id = _monitor_id("quiet", words[0])
+    if len(words) == 1:
+        return QuietCommand(monitor_id=monitor_id, quiet=None)
+    setting = words[1].lower()
+    if setting not in _SWITCH:
+        raise CommandError("quiet", f"Say on or off after the monitor number, not {_shown(words[1])}.")
+    return QuietCommand(monitor_id=monitor_id, quiet=_SWITCH[setting])
+
+
+_SWITCH = {"on": True, "yes": True, "true": True, "off": False, "no": False, "false": False}
 
 
 def _parse_profile(args: str, _options: ParseOptions) -> Command:
@@ -328,9 +382,16 @@ def _platforms_ok(argument: str) -> bool:
     return True
 
 
-def _split_sources(tokens: list[_Token]) -> tuple[list[_Token], tuple[str, ...]]:
+def _split_sources(tokens: list[_Token], *, command: str = "track") -> tuple[list[_Token], tuple[str, ...]]:
     """Cut `from <sources>` off the end. A `from` whose tail names no source at all belongs to the topic
-    ("news from Ukraine"); a tail that names some sources but not others is an error."""
+    ("news from Ukraine"); a tail that names some sources but not others is an error, and so is a `from` with
+    nothing after it."""
+    if tokens and not tokens[-1].quoted and tokens[-1].text.lower() == "from":
+        raise CommandError(
+            command,
+            "Name the sources after “from”, like from hn,news or from rss:<feed url>; or leave “from” out for the "
+            "default mix.",
+        )
     for index in range(len(tokens) - 2, -1, -1):
         token = tokens[index]
         if token.quoted or token.text.lower() != "from":
@@ -339,11 +400,12 @@ def _split_sources(tokens: list[_Token]) -> tuple[list[_Token], tuple[str, ...]]
         specs, rejected = _source_specs(tail)
         if specs and not rejected:
             if index == 0:
-                raise CommandError("track", "Say what to track before the sources, like /track DeepSeek from hn.")
+                example = f"/{command} DeepSeek from hn"
+                raise CommandError(command, f"Say what to {command} before the sources, like {example}.")
             return tokens[:index], tuple(specs)
         if specs or any("," in word or ":" in word for word in tail):
             names = ", ".join(_shown(part) for part in rejected)
-            raise CommandError("track", f"Unknown source(s) {names}. Use {SPEC_HELP}.")
+            raise CommandError(command, f"Unknown source(s) {names}. Use {SPEC_HELP}.")
     return tokens, ()
 
 
@@ -414,6 +476,7 @@ _PARSERS: dict[str, Callable[[str, ParseOptions], Command]] = {
     "export": _parse_export,
     "timezone": _parse_timezone,
     "language": _parse_language,
+    "quiet": _parse_quiet,
     "profile": _parse_profile,
     "forget": _no_arguments("forget", ForgetCommand()),
     "usage": _no_arguments("usage", UsageCommand()),

@@ -13,6 +13,7 @@ from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from monitors import MonitorNotFoundError, split_source_specs, store_collection
 from research import escape_markdown, export_stem, run_collection_job, write_stored_items_csv
+from sources import refused_feeds
 from storage import ItemRepository
 
 __all__ = ["collect", "export", "search"]
@@ -43,9 +44,12 @@ async def search(services: Services, turn: Turn, command: SearchCommand) -> list
 async def collect(services: Services, turn: Turn, command: CollectCommand) -> list[Reply]:
     """The iterative collection job over the default sources; the CSV and its JSON metadata as attachments."""
     try:
-        sources = services.resolve_sources(split_source_specs(None))
+        sources = services.resolve_sources(split_source_specs(list(command.sources) or None))
+        refused = await refused_feeds(sources)
     except ValueError as error:
-        return refuse(f"I cannot collect right now: {escape_markdown(str(error))}")
+        return refuse(f"I cannot collect from those sources: {escape_markdown(str(error))}", usage="collect")
+    if refused:
+        return refuse("I cannot collect from " + escape_markdown("; ".join(refused)) + ".", usage="collect")
     target = command.target or DEFAULT_COLLECT_TARGET
     async with ProgressRelay(turn.progress, CollectionProgress()) as relay:
         await relay.announce(f"collecting up to {target:,} items about “{command.request}”…")
@@ -67,9 +71,10 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
         f"({count(report.total_duplicates, 'duplicate')} dropped) in {count(report.attempts, 'attempt')}; "
         f"stopped: {escape_markdown(report.stop_detail)}"
     )
-    if report.source_errors:
-        failed = sorted({error.source for error in report.source_errors})
-        line += f"\nSources that failed at least once: {', '.join(failed)}."
+    if report.failed_sources:
+        # each failed source once, with why: it was not asked again after failing
+        failed = (f"- {escape_markdown(failure.line)}" for failure in report.failed_sources)
+        line += "\nSources that failed:\n" + "\n".join(failed)
     caption = f"{report.total_unique:,} items about {command.request}"[:1024]
     attachments = (
         Attachment(path=result.paths.csv, filename=result.paths.csv.name, caption=caption),

@@ -18,6 +18,7 @@ from agent.commands.specs import (
     MonitorsCommand,
     PauseCommand,
     ProfileCommand,
+    QuietCommand,
     ResumeCommand,
     SearchCommand,
     StartCommand,
@@ -80,6 +81,8 @@ class CommandRouter:
                 return await command_monitors.resume(services, turn, command)
             case DigestCommand():
                 return await command_monitors.digest(services, turn, command)
+            case QuietCommand():
+                return await command_monitors.quiet(services, turn, command)
             case SearchCommand():
                 return await command_research.search(services, turn, command)
             case CollectCommand():

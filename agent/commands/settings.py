@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 from agent.budget import ChatBudget
 from agent.commands.common import chat_timezone, chat_zone, local_time
+from agent.commands.parser import language_name
 from agent.commands.specs import LanguageCommand, ProfileCommand, TimezoneCommand
 from agent.context import Services, Turn
 from agent.messages import Reply
@@ -45,7 +46,8 @@ async def language(services: Services, turn: Turn, command: LanguageCommand) -> 
             return [Reply(text="No language is set for this chat; set one with `/language de` (any language code).")]
         return [Reply(text=f"This chat's language is {current}; change it with `/language <code>`.")]
     await _update(services, turn, language=command.language)
-    return [Reply(text=f"Language set to {command.language}: digests and answers for this chat will use it.")]
+    name = language_name(command.language) or command.language
+    return [Reply(text=f"Language set to {command.language}, {name}: digests and answers for this chat will use it.")]
 
 
 async def profile(services: Services, turn: Turn, command: ProfileCommand) -> list[Reply]:

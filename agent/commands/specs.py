@@ -21,6 +21,7 @@ __all__ = [
     "MonitorsCommand",
     "PauseCommand",
     "ProfileCommand",
+    "QuietCommand",
     "ResumeCommand",
     "SearchCommand",
     "StartCommand",
@@ -70,6 +71,12 @@ _SPECS = (
         name="digest", arguments="<id>", description="Run a monitor now and send its digest here", example="/digest 3"
     ),
     CommandSpec(
+        name="quiet",
+        arguments="<id> [on|off]",
+        description="On (the default): a run that finds nothing new sends nothing; off: a short note",
+        example="/quiet 3 off",
+    ),
+    CommandSpec(
         name="search",
         arguments="<query>",
         description="One-off: collect, critique and summarise a topic now (digest + CSV)",
@@ -77,9 +84,9 @@ _SPECS = (
     ),
     CommandSpec(
         name="collect",
-        arguments="<request> [target N]",
+        arguments="<request> [from <sources>] [target N]",
         description="Collect many items for a request; CSV and metadata when done",
-        example="/collect posts about Rust in embedded systems target 500",
+        example="/collect posts about Rust in embedded systems from hn,news target 500",
     ),
     CommandSpec(
         name="export",
@@ -245,6 +252,18 @@ class CollectCommand:
     request: str
     target: int | None = None
     """Unique items wanted; None for the job's default."""
+    sources: tuple[str, ...] = ()
+    """Source specs from `from <sources>`; empty for the default mix."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuietCommand:
+    """`/quiet <id> [on|off]`: whether a run with nothing new sends nothing (on) or a short note (off)."""
+
+    name: ClassVar[str] = "quiet"
+    monitor_id: int
+    quiet: bool | None
+    """None: show the current setting."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -307,6 +326,7 @@ Command = (
     | PauseCommand
     | ResumeCommand
     | DigestCommand
+    | QuietCommand
     | SearchCommand
     | CollectCommand
     | ExportCommand

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from pydantic import ValidationError
-from telegram import CallbackQuery, Chat, Message, MessageEntity, Update
+from telegram import CallbackQuery, Chat, Message, MessageEntity, Update, User
 from telegram.constants import ChatType
 
 from agent import Incoming
@@ -46,14 +46,20 @@ class Received:
 
 
 def received_from_update(update: Update, bot: BotIdentity) -> Received | None:
-    """The neutral message for an update, or None when the update is not for the bot (or not a kind we read)."""
+    """The neutral message for an update, or None when the update is not for the bot (or not a kind we read).
+
+    Never raises: an update however malformed (forged, or from a Bot API version we do not know) is dropped
+    with one log line, and the next one is read as usual.
+    """
     try:
         if update.callback_query is not None:
             return _from_callback(update.update_id, update.callback_query)
         if update.message is not None:
             return _from_message(update.update_id, update.message, bot)
     except ValidationError as error:  # e.g. a field beyond our limits: skip the update, keep serving
-        logger.warning("update %d could not be read (%s); ignored", update.update_id, error.errors()[0]["msg"])
+        logger.warning("update %d could not be read (%s); dropped", update.update_id, error.errors()[0]["msg"])
+    except Exception as error:  # a malformed update must never reach the dispatcher's caller as a traceback
+        logger.warning("update %d is malformed (%s: %s); dropped", update.update_id, type(error).__name__, error)
     return None
 
 
@@ -96,7 +102,7 @@ def _from_message(update_id: int, message: Message, bot: BotIdentity) -> Receive
         is_private=is_private,
         mentions_bot=mentions_bot,
         reply_to_bot=reply_to_bot,
-        user_display_name=user.full_name[:256] or None,
+        user_display_name=_display_name(user),
         chat_title=_title(message.chat),
     )
     return Received(incoming=incoming, thread_id=thread_id, message_id=message.message_id)
@@ -105,6 +111,11 @@ def _from_message(update_id: int, message: Message, bot: BotIdentity) -> Receive
 def _from_callback(update_id: int, query: CallbackQuery) -> Received | None:
     message = query.message
     if message is None or query.data is None:  # inline-mode buttons and games are not ours
+        return None
+    # Typed as always there (Telegram always names who pressed), but a forged update can leave it out.
+    presser: User | None = getattr(query, "from_user", None)
+    if presser is None:
+        logger.warning("update %d: a button press with no sender; dropped", update_id)
         return None
     chat = message.chat
     label = query.data
@@ -118,14 +129,14 @@ def _from_callback(update_id: int, query: CallbackQuery) -> Received | None:
     incoming = Incoming(
         platform="telegram",
         chat_external_id=str(chat.id),
-        user_external_id=str(query.from_user.id),
+        user_external_id=str(presser.id),
         thread_key=str(thread_id) if thread_id is not None else "",
         text=label,
         message_id=str(message.message_id),
         event_id=str(update_id),
         callback_data=query.data,
         is_private=chat.type == ChatType.PRIVATE,
-        user_display_name=query.from_user.full_name[:256] or None,
+        user_display_name=_display_name(presser),
         chat_title=_title(chat),
     )
     return Received(incoming=incoming, thread_id=thread_id, callback_query_id=query.id, message_id=message.message_id)
@@ -159,6 +170,13 @@ def _strip_mention(text: str, bot: BotIdentity) -> str:
     pattern = re.compile(rf"(?<![\w@])@{re.escape(bot.username)}\b[,:]?", re.IGNORECASE)
     stripped = pattern.sub("", text)
     return re.sub(r"[ \t]{2,}", " ", stripped).strip()
+
+
+def _display_name(user: User) -> str | None:
+    """The person's name as Telegram shows it; None when there is none (a forged or odd update can have an empty
+    first name, which python-telegram-bot turns into no full name at all)."""
+    name = user.full_name or user.username or ""
+    return name[:256] if isinstance(name, str) and name else None
 
 
 def _title(chat: Chat) -> str | None:

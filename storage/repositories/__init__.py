@@ -9,6 +9,7 @@ from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
 from storage.repositories.runs import RunRepository
+from storage.repositories.source_failures import SourceFailureRepository
 from storage.repositories.subscriptions import SubscriptionRepository
 from storage.repositories.turns import TurnRepository
 from storage.repositories.usage import UsageRepository
@@ -27,6 +28,7 @@ __all__ = [
     "MonitorRepository",
     "RunNotOpenError",
     "RunRepository",
+    "SourceFailureRepository",
     "SubscriptionRepository",
     "TurnRepository",
     "UsageRepository",

@@ -80,7 +80,7 @@ class MonitorRepository(Repository):
         exclude_keywords: Sequence[str] = (),
         lookback_hours: int = 24,
         language: str | None = None,
-        quiet: bool = False,
+        quiet: bool = True,
         next_run_at: datetime | None = None,
         now: datetime | None = None,
     ) -> MonitorRecord:

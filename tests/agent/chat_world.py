@@ -214,11 +214,14 @@ async def make_world(
     server: FakeHTTPServer,
     chat: ChatRecord,
     tmp_path: Path,
+    *,
+    allow_private_urls: bool = True,
     **settings: Any,
 ) -> ChatWorld:
-    """A world for one test; `settings` override `ConversationSettings` fields."""
+    """A world for one test; `settings` override `ConversationSettings` fields. `allow_private_urls=False` is
+    ALLOW_PRIVATE_URLS unset: feeds on the fake server (127.0.0.1) are refused."""
     user = await UserRepository(database).get_or_create("telegram", "501", display_name="Alice")
-    http = HttpClient(user_agent="lookout-tests", allow_private=True, max_retries=0)
+    http = HttpClient(user_agent="lookout-tests", allow_private=allow_private_urls, max_retries=0)
     exports = tmp_path / "exports"
     base = ConversationSettings(exports_dir=exports, llm_unavailable_reason="GEMINI_API_KEY is not set")
     return ChatWorld(

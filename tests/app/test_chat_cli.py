@@ -17,6 +17,7 @@ import termios
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,29 @@ def test_a_digest_queued_while_the_chat_was_closed_is_printed_when_it_runs(envir
     assert "DeepSeek · " in delivered
     [csv] = saved_files(delivered, "CSV")
     assert csv.is_file()
+
+
+def test_a_scheduled_run_that_fails_is_told_in_the_terminal(
+    environment: dict[str, str], fake_server: FakeHTTPServer
+) -> None:
+    for path in ("/hn/search", "/hn/search_by_date"):
+        fake_server.route("GET", path, FakeResponse(status=503, body="maintenance"))
+    first = runner.invoke(cli, ["chat"], input="/track DeepSeek daily at 08:30 from hn\n")
+    assert first.exit_code == 0 and "monitor #1" in first.output
+
+    async def scheduled_run() -> None:  # as the scheduler fires it
+        settings = load_settings()
+        async with open_database(settings) as database, monitor_stack(settings, database) as stack:
+            summary = await stack.service.run_monitor(1, datetime(2026, 11, 21, 8, 30, tzinfo=UTC))
+            assert summary is not None and summary.status == "failed"
+
+    asyncio.run(scheduled_run())
+    second = runner.invoke(cli, ["chat"], input="/monitors\n")
+    assert second.exit_code == 0, second.output
+    delivered = second.output.split("── delivered", 1)[1]
+    assert "Monitor #1 “DeepSeek” failed: every source failed." in delivered
+    assert "hn: HTTP 503" in delivered and "/pause 1" in delivered
+    assert "failed: every source failed: hn: HTTP 503" in second.output  # /monitors says it too
 
 
 # ---- the real process on a pseudo-terminal -------------------------------------------------------------------

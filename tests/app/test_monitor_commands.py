@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.telegram import FakeTelegram, running_fake_telegram
-from tests.fresh_payloads import fresh_hn_payload
+from tests.fresh_payloads import fresh_hn_payload, fresh_news_payload
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "sources" / "payloads"
 CHAT = "4242"
@@ -37,7 +37,7 @@ def environment(
     hn = fresh_hn_payload()
     for path in ("/hn/search", "/hn/search_by_date"):
         fake_server.route("GET", path, FakeResponse(body=hn, content_type="application/json"))
-    news = (PAYLOADS / "news_search.xml").read_bytes()
+    news = fresh_news_payload()
     fake_server.route("GET", "/news/search", FakeResponse(body=news, content_type="application/rss+xml"))
     env = {
         "DATA_DIR": str(tmp_path / "data"),

@@ -72,7 +72,8 @@ class ThreadedFakeServer:
     async def _start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        # A response still sleeping at the end of a test (a feed that "hangs") must not hold up its teardown.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -83,6 +84,11 @@ class ThreadedFakeServer:
     async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+        # Handlers still sleeping (a feed that "hangs") end here, not as "Task was destroyed" at exit.
+        pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     def start(self) -> None:
         self._thread.start()

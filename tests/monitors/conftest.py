@@ -79,7 +79,7 @@ class World:
     chats: list[ChatRecord] = field(default_factory=list)
     sender: RecordingSender = field(default_factory=RecordingSender)
 
-    def service(self, *, pipeline: PipelineFunction | None = None, failure_notice_after: int = 3) -> MonitorService:
+    def service(self, *, pipeline: PipelineFunction | None = None, failure_notice_after: int = 1) -> MonitorService:
         return MonitorService(
             self.database,
             resolve_sources=resolver(self.sources),

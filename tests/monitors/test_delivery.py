@@ -21,7 +21,8 @@ from tests.monitors.fakes import RecordingSender
 async def queue_digest(world: World, *, chats: int = 1) -> tuple[MonitorService, int, int]:
     """A monitor of chat 0 (plus subscribers) that ran once: returns the service, monitor id and run id."""
     service = world.service()
-    view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
+    # not quiet: a later run with nothing new still sends its short note to every chat
+    view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn", quiet=False)
     for chat in world.chats[1:chats]:
         await service.subscribe(chat.id, view.id)
     summary = await service.run_monitor(view.id, T0)

@@ -84,7 +84,9 @@ async def test_a_search_where_every_source_fails_queues_nothing(world: World) ->
 
     summary = await service.search_now(world.chats[0].id, "DeepSeek")
 
-    assert summary.status == "failed" and summary.error is not None and "all sources failed" in summary.error
+    assert summary.status == "failed" and summary.error is not None
+    assert summary.error.startswith("every source failed: hn: unexpected error, see the log; news: ")
+    assert len(summary.source_errors) == len(DEFAULT_SOURCES), "every failing source is named"
     assert summary.deliveries == 0
     assert (await world.worker().run_once()).claimed == 0
     run = await RunRepository(world.database).get(summary.run_id or 0)

@@ -26,7 +26,7 @@ from storage import (
     SubscriptionRepository,
     UsageRepository,
 )
-from tests.monitors.conftest import T0, World
+from tests.monitors.conftest import T0, World, story_source
 from tests.monitors.fakes import resolver
 from tests.research.fake_sources import FailingSource
 
@@ -210,9 +210,10 @@ async def test_one_monitor_with_three_chats_collects_once_and_delivers_three_tim
     assert first.message.attachments[0].filename.endswith(".csv")
 
 
-async def test_a_quiet_monitor_sends_nothing_on_an_empty_day(world: World) -> None:
+async def test_by_default_a_monitor_sends_nothing_on_an_empty_day(world: World) -> None:
     service = world.service()
-    view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn", quiet=True)
+    view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
+    assert view.quiet
     worker = world.worker()
 
     first = await service.run_monitor(view.id, T0)
@@ -230,9 +231,10 @@ async def test_a_quiet_monitor_sends_nothing_on_an_empty_day(world: World) -> No
     assert (await service.list_monitors(world.chats[0].id))[0].last_result == "nothing new"
 
 
-async def test_a_loud_monitor_says_so_when_nothing_is_new(world: World) -> None:
+async def test_a_monitor_that_asks_for_notes_gets_a_short_one_when_nothing_is_new(world: World) -> None:
     service = world.service()
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
+    await service.update_monitor(view.id, chat_id=world.chats[0].id, quiet=False)
     worker = world.worker()
     await service.run_monitor(view.id, T0)
     await worker.run_once()
@@ -243,10 +245,17 @@ async def test_a_loud_monitor_says_so_when_nothing_is_new(world: World) -> None:
     await worker.run_once()
 
     assert second is not None and second.status == "empty" and second.deliveries == 1
-    assert world.sender.pop_message().message.run_id == second.run_id
+    note = world.sender.pop_message()
+    assert note.message.run_id == second.run_id
+    assert note.text.startswith("Nothing new about “DeepSeek” (monitor #1) since the last digest: 3 items collected")
+    assert "`/quiet 1 on` stops these notes." in note.text
+    # a note, not a digest: no self-check score, no files
+    assert "Self-check" not in note.text and "%" not in note.text
+    assert note.message.attachments == ()
+    assert (await service.list_monitors(world.chats[0].id))[0].last_result == "nothing new"
 
 
-async def test_three_failed_runs_tell_the_owner_once_and_back_off(world: World) -> None:
+async def test_a_failing_monitor_tells_its_chats_once_per_streak_and_backs_off(world: World) -> None:
     world.sources["hn"] = FailingSource("hn", SourceError(SourceErrorKind.TIMEOUT, "timed out after 30 s"))
     world.sources["news"] = FailingSource("news", SourceError(SourceErrorKind.RATE_LIMITED, "429", status=429))
     service = world.service()
@@ -266,17 +275,37 @@ async def test_three_failed_runs_tell_the_owner_once_and_back_off(world: World) 
         next_runs.append(monitor.next_run_at)
         await worker.run_once()
 
-    notice = world.sender.pop_message()
-    assert notice.chat.id == owner.id
-    assert "failed 3 runs in a row" in notice.text
-    assert "hn: timed out after 30 s" in notice.text and "news: 429" in notice.text
-    assert world.sender.is_quiet()  # once, and never to the other subscriber
-    # normal hourly runs before the notice, then skipped slots growing: 1, 3 then 7 hours skipped
+    # told at the first failure, every chat of the monitor, once for the whole streak
+    notices = [world.sender.pop_message(), world.sender.pop_message()]
+    assert world.sender.is_quiet()
+    assert {notice.chat.id for notice in notices} == {owner.id, other.id}
+    assert (
+        notices[0].text
+        == notices[1].text
+        == (
+            "⚠️ Monitor #1 “DeepSeek” failed: every source failed.\n- hn: timed out\n- news: rate-limited (HTTP 429)\n"
+            "I'll try again at 2026-11-20 14:00 UTC. Send /pause 1 to stop it."
+        )
+    )
+    # hourly runs for the first failures, then skipped slots growing: 1, 3 then 7 hours skipped
     assert [(run - T0).total_seconds() / 3600 for run in next_runs if run] == [1, 2, 4, 7, 12]
     runs = await RunRepository(world.database).list_for_monitor(view.id)
     assert {run.status for run in runs} == {RunStatus.FAILED}
     listed = (await service.list_monitors(owner.id))[0]
-    assert listed.last_result.startswith("failed (5 runs in a row): all sources failed")
+    assert listed.last_result == (
+        "failed (5 runs in a row): every source failed: hn: timed out; news: rate-limited (HTTP 429)"
+    )
+
+    # a run that works ends the streak; the next failure is told again
+    failing = world.sources["hn"], world.sources["news"]
+    world.sources["hn"], world.sources["news"] = story_source("hn"), story_source("news")
+    await service.run_monitor(view.id, T0 + timedelta(hours=12))
+    world.sources["hn"], world.sources["news"] = failing
+    await service.run_monitor(view.id, T0 + timedelta(hours=13))
+    await worker.run_once()
+    texts = [world.sender.pop_message().text for _ in range(4)]
+    assert world.sender.is_quiet()
+    assert sum(text.startswith("⚠️ Monitor #1 “DeepSeek” failed: every source failed.") for text in texts) == 2
 
 
 async def test_success_after_failures_resets_the_notice(world: World) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from research.collect import UNEXPECTED, ProgressEvent, SearchStatus, collect
-from sources.base import SearchQuery, SourceBatch, SourceErrorKind
+from research.collect import UNEXPECTED, FailedSources, ProgressEvent, SearchStatus, collect
+from sources.base import SearchQuery, SourceBatch, SourceError, SourceErrorKind
 from tests.research.fake_sources import (
     FailingSource,
     RecordingSource,
@@ -32,7 +32,10 @@ async def test_every_query_goes_to_every_source_and_failures_are_recorded() -> N
     assert [q.text for q in good.queries] == ["deepseek", "deepseek r2"]
     assert [q.text for q in other.queries] == ["deepseek", "deepseek r2"]
     assert off.queries == [], "an unavailable source must not be asked"
-    assert slow.cancelled == 2, "a search past the timeout is cancelled"
+    assert slow.cancelled == 1, "a search past the timeout is cancelled"
+    # A source that failed on its first query is not asked the second one.
+    assert [q.text for q in limited.queries] == [q.text for q in slow.queries] == ["deepseek"]
+    assert [q.text for q in broken.queries] == ["deepseek"]
     assert len(result.items) == 12  # 3 items × 2 queries × 2 working sources
     assert {i.query for i in result.items} == {"deepseek", "deepseek r2"}
 
@@ -47,16 +50,24 @@ async def test_every_query_goes_to_every_source_and_failures_are_recorded() -> N
     assert "ValueError: boom" in (by_pair[("web", "deepseek")].message or "")
     assert by_pair[("x", "deepseek")].status is SearchStatus.SKIPPED
     assert result.skipped_sources == {"x": "X_BEARER_TOKEN is not set"}
-    assert len(result.errors) == 6
+    assert len(result.errors) == 3
+    dropped = by_pair[("github", "deepseek r2")]
+    assert dropped.status is SearchStatus.DROPPED and "rate-limited" in (dropped.message or "")
+    assert [f.line for f in result.failed_sources()] == [
+        "github: rate-limited (HTTP 429)",
+        "arxiv: no answer within 0.2 s",
+        "web: unexpected error, see the log",
+    ]
 
     tallies = result.per_source()
     assert (tallies["hn"].items, tallies["hn"].skipped_malformed, tallies["hn"].errors) == (6, 4, 0)
-    assert (tallies["arxiv"].searches, tallies["arxiv"].errors) == (2, 2)
+    assert (tallies["arxiv"].searches, tallies["arxiv"].errors) == (1, 1)
     assert tallies["x"].skipped_reason == "X_BEARER_TOKEN is not set"
     found_by = {(item.id, outcome.source, outcome.query_index) for item, outcome in result.items_with_outcomes()}
     assert len(found_by) == 12 and {(s, i) for _, s, i in found_by} == {("hn", 0), ("hn", 1), ("news", 0), ("news", 1)}
-    assert [e.done for e in events] == list(range(1, 11))
-    assert {e.total for e in events} == {10}
+    # One event per search asked: a failing source's failure is reported once, not once per query.
+    assert [e.done for e in events] == list(range(1, 8))
+    assert sum("rate-limited" in e.message for e in events) == 1
 
 
 async def test_concurrency_is_bounded() -> None:
@@ -105,3 +116,35 @@ async def test_an_item_without_a_stated_language_gets_the_one_its_text_is_in() -
     result = await collect([SearchQuery(text="ai")], [RecordingSource("news", lambda q: found)])
     languages = {item.id: item.language for item in result.items}
     assert languages == {"news:zh": "zh", "news:ja": "ja", "news:de": "de", "news:stated": "en", "news:short": None}
+
+
+async def test_a_failed_source_is_not_asked_again_in_the_same_run() -> None:
+    down = FailingSource("hn", SourceError(SourceErrorKind.NETWORK, "cannot connect to hn.example: refused"))
+    picky = FailingSource("github", SourceError(SourceErrorKind.CLIENT, "HTTP 422: bad query", status=422))
+    fine = RecordingSource("news")
+    failed = FailedSources()
+
+    first = await collect(QUERIES, [down, picky, fine], failed=failed)
+    second = await collect([SearchQuery(text="related terms")], [down, picky, fine], failed=failed)
+
+    assert len(down.queries) == 1, "a source that is down is asked once per run"
+    assert len(picky.queries) == 3, "a query the source rejected says nothing about the next one"
+    assert len(fine.queries) == 3
+    assert [f.line for f in failed.failures] == ["hn: cannot connect"]
+    assert [o.status for o in second.outcomes if o.source == "hn"] == [SearchStatus.DROPPED]
+    assert {f.spec for f in first.failed_sources()} == {"hn", "github"}
+
+
+async def test_two_feeds_are_told_apart() -> None:
+    class Feed(FailingSource):
+        def __init__(self, url: str) -> None:
+            super().__init__("rss", SourceError(SourceErrorKind.SERVER, f"HTTP 500 from {url}: oops", status=500))
+            self.spec = f"rss:{url}"
+
+    broken = Feed("https://www.example.org/broken/feed.xml")
+    working = RecordingSource("rss")
+
+    result = await collect(QUERIES, [broken, working])
+
+    assert len(working.queries) == 2, "one failing feed must not silence the other"
+    assert [f.line for f in result.failed_sources()] == ["rss example.org/broken/feed.xml: HTTP 500"]

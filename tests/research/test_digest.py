@@ -142,7 +142,10 @@ async def test_persistent_bad_citations_fall_back_to_the_extractive_digest(top5:
     assert result.path == "extractive"
     assert result.fallback_reason is not None and result.fallback_reason.startswith("UnexpectedModelBehavior")
     assert result.usage.requests == len(script.calls) >= 2
-    assert result.digest == extractive_digest(top5.ranked, topic=top5.topic, clusters=top5.clusters, now=top5.now)
+    expected = extractive_digest(top5.ranked, topic=top5.topic, clusters=top5.clusters, now=top5.now)
+    assert result.digest == expected.model_copy(
+        update={"without_model": "Summarised without the language model, which failed (unusable answer)."}
+    )
 
 
 async def test_an_api_error_falls_back_to_the_extractive_digest(top5: Collection) -> None:
@@ -156,7 +159,26 @@ async def test_an_api_error_falls_back_to_the_extractive_digest(top5: Collection
     assert result.path == "extractive"
     assert result.fallback_reason is not None and "429" in result.fallback_reason
     expected = extractive_digest(top5.ranked, topic=top5.topic, clusters=top5.clusters, critique=critique, now=top5.now)
-    assert result.digest == expected
+    assert result.digest.model_copy(update={"without_model": None}) == expected
+    # The reader is told, in the digest itself, that no model wrote it and why.
+    rendered = render_digest_markdown(result.digest)
+    assert "_Summarised without the language model, which failed (rate limit, HTTP 429)._" in rendered
+    assert rendered.index("Summarised without") < rendered.index("1. ")
+
+
+def test_an_empty_digest_has_no_quality_score_and_names_failed_sources() -> None:
+    empty = Digest(
+        headline="Nothing new about DeepSeek",
+        developments=[],
+        quality=QualityCheck(completeness=1.0, quality=0.0, notes="12 items collected; all were delivered before."),
+        failed_sources=["rss example.org/feed.xml: HTTP 500", "hn: cannot connect"],
+    )
+
+    rendered = render_digest_markdown(empty)
+
+    assert "Self-check" not in rendered and "quality" not in rendered and "%" not in rendered
+    assert "_12 items collected; all were delivered before._" in rendered
+    assert "**Sources that failed:**\n- rss example.org/feed.xml: HTTP 500\n- hn: cannot connect" in rendered
 
 
 async def test_no_items_means_no_model_call() -> None:
@@ -328,3 +350,24 @@ def test_a_cluster_without_known_members_still_counts_its_item(collection: Colle
     orphan = Cluster(id="other", members=[collection.ranked[0].item])
     digest = extractive_digest(collection.ranked[:1], topic=collection.topic, clusters=[orphan], now=collection.now)
     assert len(digest.developments) == 1 and digest.developments[0].citations == [1]
+
+
+async def test_a_failing_gemini_gives_a_digest_that_says_it_was_written_without_it(
+    fake_server: FakeHTTPServer, top5: Collection
+) -> None:
+    gemini = FakeGemini(fake_server)
+    gemini.reply_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+    model = GoogleModel(gemini.model, provider=GoogleProvider(api_key=gemini.api_key, base_url=gemini.url))
+    unreachable = GoogleModel("gemini-test", provider=GoogleProvider(api_key="k", base_url="http://127.0.0.1:9"))
+
+    with models.override_allow_model_requests(True):
+        overloaded = await llm_digest(top5.ranked, topic=top5.topic, model=model, clusters=top5.clusters, now=top5.now)
+        offline = await llm_digest(
+            top5.ranked, topic=top5.topic, model=unreachable, clusters=top5.clusters, now=top5.now
+        )
+
+    assert overloaded.path == offline.path == "extractive"
+    assert overloaded.digest.without_model == (
+        "Summarised without the language model, which failed (server error, HTTP 503)."
+    )
+    assert offline.digest.without_model == "Summarised without the language model, which failed (connection error)."

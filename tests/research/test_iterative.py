@@ -12,8 +12,15 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from research.collect import ProgressEvent
 from research.iterative import AttemptSummary, StopReason, run_iterative_collection
 from research.query_variants import key_terms, planned_attempts, topic_of
-from sources.base import Item, SearchQuery
-from tests.research.fake_sources import BASE_TIME, RecordingSource, UnavailableSource, make_item, rate_limited
+from sources.base import Item, SearchQuery, SourceError, SourceErrorKind
+from tests.research.fake_sources import (
+    BASE_TIME,
+    FailingSource,
+    RecordingSource,
+    UnavailableSource,
+    make_item,
+    rate_limited,
+)
 
 
 def per_query_items(count: int) -> Callable[[SearchQuery], list[Item]]:
@@ -134,13 +141,12 @@ async def test_attempt_limit_ends_the_run_with_a_report() -> None:
     report = result.report
     assert (report.stop_reason, report.attempts, report.total_unique) == (StopReason.ATTEMPT_LIMIT, 3, 60)
     assert "limit of 3 attempts" in report.stop_detail
-    assert [(e.source, e.query, e.kind) for e in report.source_errors] == [
-        ("github", "q0", "rate_limited"),
-        ("github", "q1", "rate_limited"),
-        ("github", "q2", "rate_limited"),
-    ]
+    # The rate-limited source is asked once in the whole job, and its failure reported once.
+    assert [(e.source, e.query, e.kind) for e in report.source_errors] == [("github", "q0", "rate_limited")]
+    assert len(failing.queries) == 1
+    assert [f.line for f in report.failed_sources] == ["github: rate-limited (HTTP 429)"]
     assert report.skipped_sources == {"x": "X_BEARER_TOKEN is not set"}
-    assert report.per_source["github"].errors == 3
+    assert report.per_source["github"].errors == 1
     assert report.finished_at >= report.started_at
     assert report.duration_seconds >= 0
 
@@ -189,7 +195,7 @@ async def test_a_failing_model_degrades_to_the_planner() -> None:
     assert result.report.planner.endswith("+deterministic")
 
 
-async def test_no_model_planner_tries_request_terms_languages_and_wider_ranges() -> None:
+async def test_no_model_planner_tries_request_terms_and_wider_ranges_never_a_query_twice() -> None:
     source = RecordingSource("hn", per_query_items(2))
     result = await run_iterative_collection(
         "collect 2000 posts about DeepSeek R2 model", sources=[source], model=None, target=2000, max_attempts=10
@@ -200,7 +206,10 @@ async def test_no_model_planner_tries_request_terms_languages_and_wider_ranges()
     texts = [(q.text, q.language) for q in source.queries]
     assert texts[0] == ("DeepSeek R2 model", None)
     assert ("DeepSeek", None) in texts and ("R2", None) in texts
-    assert ("DeepSeek R2 model", "zh") in texts
+    # Without a model nothing translates the words: the same English query tagged [zh] would be a repeat.
+    assert {q.language for q in source.queries} == {None}
+    sent = [(q.text.casefold(), q.since, q.until) for q in source.queries]
+    assert len(set(sent)) == len(sent), "no query is sent twice"
     started = report.started_at
     first = source.queries[0]
     assert first.since is not None and started - first.since == timedelta(days=30)
@@ -212,6 +221,26 @@ async def test_no_model_planner_reports_when_it_runs_out_of_variants() -> None:
     assert result.report.stop_reason is StopReason.PLANNER_EXHAUSTED
     assert not result.report.reached_target
     assert len({(q.text, q.language, q.since) for q in source.queries}) == len(source.queries), "no repeats"
+
+
+async def test_when_every_source_fails_the_job_stops_and_names_each_once() -> None:
+    down = FailingSource("hn", SourceError(SourceErrorKind.NETWORK, "cannot connect to hn.example: refused"))
+    broken = FailingSource("news", SourceError(SourceErrorKind.SERVER, "HTTP 503 from news.example", status=503))
+    off = UnavailableSource("x")
+    events: list[ProgressEvent] = []
+
+    result = await run_iterative_collection(
+        "DeepSeek R2", sources=[down, broken, off], model=None, target=500, progress=events.append
+    )
+
+    report = result.report
+    assert (report.stop_reason, report.attempts) == (StopReason.ALL_SOURCES_FAILED, 1)
+    assert report.stop_detail == "every source failed, so there was nothing left to ask"
+    assert len(down.queries) == len(broken.queries) == 1
+    assert [f.line for f in report.failed_sources] == ["hn: cannot connect", "news: HTTP 503"]
+    # Each failure is told once as it happens.
+    failures = sorted(e.message for e in events if e.kind == "search_done")
+    assert failures == ['hn · "DeepSeek R2": cannot connect', 'news · "DeepSeek R2": HTTP 503']
 
 
 def test_topic_and_key_terms() -> None:

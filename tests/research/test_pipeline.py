@@ -425,15 +425,22 @@ async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -
         ("news", SourceErrorKind.SERVER),
     }
     assert "every source failed" in result.digest.headline
-    reasons = result.digest.quality.missing_angles
-    assert any(line.startswith("hn: rate_limited") and "429" in line for line in reasons)
-    assert "x: off (X_BEARER_TOKEN is not set)" in reasons
+    assert result.digest.failed_sources == [
+        "hn: rate-limited (HTTP 429)",
+        "news: HTTP 502",
+        "x: off (X_BEARER_TOKEN is not set)",
+    ]
     assert heavy.critique_prompts == [] and heavy.digest_calls == 0, "no model call for nothing"
     assert result.items == []
     # Nothing is delivered from a failed run, so it writes no files (#9.22): no header-only CSV, no empty chart.
     assert result.exports is None and list(tmp_path.iterdir()) == []
     assert result.report is not None and result.report.all_sources_failed
     assert len(result.report.source_errors) == 2 and result.report.skipped_sources == {"x": "X_BEARER_TOKEN is not set"}
+    # the run's JSON (the report) lists every failed source once, with why
+    assert [(f.spec, f.kind, f.reason) for f in result.report.failed_sources] == [
+        ("hn", "rate_limited", "rate-limited (HTTP 429)"),
+        ("news", "server_error", "HTTP 502"),
+    ]
 
 
 def test_keyword_filter_matches_words_and_scripts() -> None:

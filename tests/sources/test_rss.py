@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -91,10 +92,10 @@ async def test_second_fetch_is_a_304_with_the_same_items(
         )
 
     fake_server.route("GET", "/feed.xml", answer)
-    source = _feed(fake_server, http_client)
 
-    first = await source.search(SearchQuery(text="deepseek"))
-    second = await source.search(SearchQuery(text="deepseek"))
+    # Each run builds its own feed source on the shared client (which keeps the validators).
+    first = await _feed(fake_server, http_client).search(SearchQuery(text="deepseek"))
+    second = await _feed(fake_server, http_client).search(SearchQuery(text="deepseek"))
 
     initial, conditional = fake_server.received("/feed.xml")
     assert "if-none-match" not in initial.headers
@@ -153,7 +154,8 @@ async def test_dead_and_broken_feeds_are_reported(
         kinds.append(raised.value.kind)
 
     assert kinds == [SourceErrorKind.SERVER, SourceErrorKind.RATE_LIMITED, SourceErrorKind.BAD_RESPONSE]
-    assert len(fake_server.received("/down.xml")) == 2  # retried once
+    # Asked once even though the client would retry: for a feed the next run is the retry.
+    assert len(fake_server.received("/down.xml")) == 1
 
 
 async def test_empty_feed(
@@ -174,3 +176,44 @@ def test_unavailable_reason_for_non_http_urls(http_client: HttpClient) -> None:
     )
     reason = FeedSource(client=http_client, config=config, feed_url="file:///etc/passwd").unavailable_reason()
     assert reason is not None and "http" in reason
+
+
+async def test_one_fetch_answers_every_query_of_a_run(
+    fake_server: FakeHTTPServer, http_client: HttpClient, payload: Callable[[str], bytes]
+) -> None:
+    fake_server.route("GET", "/feed.xml", FakeResponse(body=payload("rss_tech.xml"), delay=0.2))
+    fake_server.route("GET", "/down.xml", FakeResponse(status=500, body="oops", delay=0.2))
+    source = _feed(fake_server, http_client)
+    broken = _feed(fake_server, http_client, "/down.xml")
+
+    together = await asyncio.gather(*(source.search(SearchQuery(text=word)) for word in ("deepseek", "rust", "")))
+    later = await source.search(SearchQuery(text="深度求索"))
+    failures = await asyncio.gather(
+        *(broken.search(SearchQuery(text=word)) for word in ("deepseek", "rust")), return_exceptions=True
+    )
+    with pytest.raises(SourceError):
+        await broken.search(SearchQuery(text="again"))
+
+    assert len(fake_server.received("/feed.xml")) == 1
+    assert len(fake_server.received("/down.xml")) == 1
+    assert [len(batch.items) for batch in together] == [4, 1, 5]
+    assert [item.query for item in together[1].items] == ["rust"]
+    assert [item.url for item in later.items] == ["https://example.cn/news/2026/11/deepseek.html"]
+    assert all(isinstance(f, SourceError) and f.kind is SourceErrorKind.SERVER for f in failures)
+
+
+async def test_a_private_feed_is_refused_before_any_fetch_naming_the_setting(
+    fake_server: FakeHTTPServer, make_http_client: HttpClientFactory
+) -> None:
+    guarded = make_http_client(allow_private=False)
+    feed = _feed(fake_server, guarded)
+
+    with pytest.raises(SourceError) as raised:
+        await feed.check_address()
+
+    assert raised.value.kind is SourceErrorKind.BLOCKED
+    assert "127.0.0.1" in str(raised.value) and "ALLOW_PRIVATE_URLS=true" in str(raised.value)
+    assert fake_server.requests == []
+    # Allowed when the setting is on; a name that does not resolve now is not refused either.
+    await _feed(fake_server, make_http_client(allow_private=True)).check_address()
+    await FeedSource(client=guarded, config=SourcesConfig(), feed_url="https://feeds.invalid/rss.xml").check_address()

@@ -10,6 +10,7 @@ from storage import (
     Database,
     MonitorRepository,
     RunRepository,
+    SourceFailureRepository,
     SubscriptionRepository,
 )
 from tests.storage.conftest import T0
@@ -178,3 +179,34 @@ async def test_subscribers_pause_resume_and_unsubscribe(database: Database, chat
     assert await subscriptions.unsubscribe(monitor.id, second.id) is True
     assert await subscriptions.unsubscribe(monitor.id, second.id) is False
     assert await subscriptions.for_chat(second.id) == []
+
+
+async def test_source_failures_count_a_streak_back_off_and_are_forgotten_on_recovery(
+    database: Database, chat: ChatRecord
+) -> None:
+    monitors, failures = MonitorRepository(database), SourceFailureRepository(database)
+    monitor = await monitors.create(owner_chat_id=chat.id, topic="x", schedule="hourly", timezone="UTC", sources=[])
+    other = await monitors.create(owner_chat_id=chat.id, topic="y", schedule="hourly", timezone="UTC", sources=[])
+    feed = "rss:https://example.org/" + "long/" * 400 + "feed.xml"  # longer than an index would take as is
+
+    first = await failures.failed(monitor.id, feed, reason="HTTP 500", now=T0)
+    second = await failures.failed(monitor.id, feed, reason="timed out", now=T0 + timedelta(hours=1))
+    await failures.failed(monitor.id, "hn", reason="cannot connect", now=T0 + timedelta(hours=1))
+    await failures.failed(other.id, feed, reason="HTTP 500", now=T0)
+    await failures.back_off(monitor.id, feed, retry_at=T0 + timedelta(hours=3))
+    await failures.notified(monitor.id, [feed], now=T0 + timedelta(hours=1))
+
+    assert (first.failures, second.failures) == (1, 2)
+    listed = await failures.for_monitor(monitor.id)
+    assert [(r.spec, r.failures, r.last_reason) for r in listed] == [
+        (feed, 2, "timed out"),
+        ("hn", 1, "cannot connect"),
+    ]
+    assert listed[0].first_failed_at == T0 and listed[0].retry_at == T0 + timedelta(hours=3)
+    assert listed[0].notified_at == T0 + timedelta(hours=1) and listed[1].notified_at is None
+
+    assert await failures.recovered(monitor.id, [feed, "news"]) == 1
+    assert [r.spec for r in await failures.for_monitor(monitor.id)] == ["hn"]
+    assert [r.spec for r in await failures.for_monitor(other.id)] == [feed], "another monitor's streak stays"
+    await monitors.delete(monitor.id)
+    assert await failures.for_monitor(monitor.id) == []

@@ -2,7 +2,7 @@
 background folds) and usage kept per kind of model call (chat, memory, monitor, collect, embedding).
 
 Revision ID: 0007
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-23
 
 """
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 
 revision: str = '0007'
-down_revision: Union[str, Sequence[str], None] = '0004'
+down_revision: Union[str, Sequence[str], None] = '0005'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

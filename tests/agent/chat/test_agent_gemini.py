@@ -120,3 +120,22 @@ async def test_a_memory_fold_goes_to_gemini_after_the_reply_and_is_counted_as_me
     assert (kinds["chat"].requests, kinds["memory"].requests) == (4, 1)
     assert (kinds["memory"].input_tokens, kinds["memory"].output_tokens) == (100, 20)  # what the API reported
     assert kinds["memory"].cost > 0 and kinds["chat"].cost > kinds["memory"].cost  # priced by the model that answered
+
+
+async def test_the_reason_is_the_real_one_connection_error_or_rate_limit(
+    world: ChatWorld, fake_server: FakeHTTPServer
+) -> None:
+    # Nothing listens on port 9 of this machine: the real client gets a refused connection.
+    unreachable = GoogleModel("gemini-test", provider=GoogleProvider(api_key="test-key", base_url="http://127.0.0.1:9"))
+    gemini = FakeGemini(fake_server)
+    for _ in range(3):
+        gemini.reply_error(429, "RESOURCE_EXHAUSTED", "Too many requests, slow down")
+
+    with models.override_allow_model_requests(True):
+        offline = await world.agent(unreachable).reply(world.turn("hello"))
+        limited = await world.agent(gemini_model(gemini)).reply(world.turn("hello again"))
+
+    assert "(connection error)" in offline[0].text
+    assert "rate" not in offline[0].text
+    assert "(rate limit, HTTP 429)" in limited[0].text
+    assert "connection" not in limited[0].text

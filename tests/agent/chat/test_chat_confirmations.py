@@ -280,3 +280,37 @@ async def test_the_model_later_knows_what_was_confirmed(world: ChatWorld) -> Non
     await agent.reply(world.turn("what do I track?"))
     history = "\n".join(str(getattr(p, "content", "")) for m in model.requests[-1] for p in m.parts)
     assert "Created monitor **#1 DeepSeek**" in history
+
+
+async def test_asking_for_nothing_new_notes_in_words_waits_for_confirmation(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "Rust", schedule_text="daily at 09:00", sources=["hn"])
+    model = ScriptedModel(
+        [call("update_monitor", monitor_id=view.id, quiet=False), say("Shall I send a note on empty days?")]
+    )
+    agent = world.agent(model.model)
+
+    proposal = (await agent.reply(world.turn("tell me when there is nothing new about Rust")))[0]
+
+    assert "nothing new → send a short note" in proposal.text
+    assert (await MonitorRepository(world.database).get(view.id)).quiet  # type: ignore[union-attr]
+    done = await agent.settle_confirmation(world.turn("yes"))
+    assert done is not None
+    assert not (await MonitorRepository(world.database).get(view.id)).quiet  # type: ignore[union-attr]
+
+
+async def test_a_private_feed_goes_back_to_the_model_naming_the_setting(
+    database: Database, clock: FakeClock, fake_server: FakeHTTPServer, chat: ChatRecord, tmp_path: Path
+) -> None:
+    built = await make_world(database, clock, fake_server, chat, tmp_path, allow_private_urls=False)
+    feed = f"{fake_server.url}/feed.xml"
+    model = ScriptedModel(
+        [call("create_monitor", topic="Rust", sources=[f"rss:{feed}"]), say("That feed cannot be used.")]
+    )
+    try:
+        await built.agent(model.model).reply(built.turn("track Rust from my local feed"))
+    finally:
+        await built.http.aclose()
+
+    [refused] = retried(model.requests[1])
+    assert "ALLOW_PRIVATE_URLS=true" in str(refused.content) and "127.0.0.1" in str(refused.content)
+    assert await built.monitor_topics() == []

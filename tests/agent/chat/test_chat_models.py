@@ -38,7 +38,10 @@ def test_failure_messages_for_groups() -> None:
     quota = ModelHTTPError.for_category(ModelQuotaExceededError, status_code=429, model_name="m")
     down = ModelHTTPError(status_code=503, model_name="m")
     assert failure_message(ExceptionGroup("all failed", [quota, quota])) == DAILY_QUOTA_MESSAGE
-    assert failure_message(ExceptionGroup("all failed", [quota, down])) == MODEL_DOWN_MESSAGE
+    both = failure_message(ExceptionGroup("all failed", [quota, down]))
+    assert both == MODEL_DOWN_MESSAGE.format(reason="daily quota used up; server error, HTTP 503")
+    rejected = failure_message(ModelHTTPError(status_code=401, model_name="m"))
+    assert "(API key refused, HTTP 401)" in rejected and "rate" not in rejected
 
 
 class Script:

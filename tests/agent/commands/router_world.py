@@ -96,9 +96,17 @@ class RouterWorld:
         return await ChatRepository(self.database).get_or_create("telegram", external_id)
 
     async def say(
-        self, text: str, *, chat: str = CHAT, user: str = "7", is_admin: bool = False, thread: str = ""
+        self,
+        text: str,
+        *,
+        chat: str = CHAT,
+        user: str = "7",
+        is_admin: bool = False,
+        thread: str = "",
+        callback_data: str | None = None,
     ) -> Said:
-        """Send one message through `Conversation.respond`, as the dispatcher would."""
+        """Send one message (or, with `callback_data`, a button press) through `Conversation.respond`, as the
+        dispatcher would."""
         chat_record = await self.chat(chat)
         user_record = await UserRepository(self.database).get_or_create("telegram", user)
         progress: list[ProgressUpdate] = []
@@ -112,6 +120,7 @@ class RouterWorld:
             user_external_id=user,
             thread_key=thread,
             text=text,
+            callback_data=callback_data,
             is_private=True,
         )
         turn = Turn(incoming=incoming, chat=chat_record, user=user_record, is_admin=is_admin, progress=sink)
@@ -168,14 +177,16 @@ async def open_world(
     chat_daily_tokens: int = 200_000,
     default_timezone: str = "UTC",
     real_chat_agent: bool = False,
+    allow_private_urls: bool = True,
 ) -> AsyncIterator[RouterWorld]:
     """Everything wired as `app` wires it; free text goes to `RecordingFreeText`, or with `real_chat_agent` to the
-    real `agent.chat.agent.ChatAgent`."""
+    real `agent.chat.agent.ChatAgent`. `allow_private_urls=False` is ALLOW_PRIVATE_URLS unset: feeds on the fake
+    server (127.0.0.1) are refused, while the configured APIs on it still answer."""
     route_sources(server)
     clock = FakeClock(NOW)
     client = HttpClient(
         user_agent="LookoutTest/0.1 (+https://example.org/lookout-tests)",
-        allow_private=True,
+        allow_private=allow_private_urls,
         timeout=5.0,
         max_retries=0,
         backoff_base=0.001,

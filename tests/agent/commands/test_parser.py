@@ -22,6 +22,7 @@ from agent.commands.specs import (
     MonitorsCommand,
     PauseCommand,
     ProfileCommand,
+    QuietCommand,
     ResumeCommand,
     SearchCommand,
     StartCommand,
@@ -68,6 +69,18 @@ def track(text: str) -> TrackCommand:
         ("/collect Rust embedded target=50", CollectCommand(request="Rust embedded", target=50)),
         ("/collect Rust embedded target 2,000", CollectCommand(request="Rust embedded", target=2000)),
         ("/collect ads that target teens", CollectCommand(request="ads that target teens")),
+        (
+            "/collect Rust embedded from hn,rss:https://example.org/feed.xml target 50",
+            CollectCommand(request="Rust embedded", target=50, sources=("hn", "rss:https://example.org/feed.xml")),
+        ),
+        (
+            "/collect Rust embedded target 50 from news",
+            CollectCommand(request="Rust embedded", target=50, sources=("news",)),
+        ),
+        ("/collect news from Ukraine", CollectCommand(request="news from Ukraine")),
+        ("/quiet 3 off", QuietCommand(monitor_id=3, quiet=False)),
+        ("/quiet #3 ON", QuietCommand(monitor_id=3, quiet=True)),
+        ("/quiet 3", QuietCommand(monitor_id=3, quiet=None)),
         ("/export 3", ExportCommand(monitor_id=3)),
         ("/export 3 7", ExportCommand(monitor_id=3, days=7)),
         ("/export 3 30d", ExportCommand(monitor_id=3, days=30)),
@@ -94,7 +107,7 @@ def test_every_command_parses(text: str, expected: Command) -> None:
 
 def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> None:
     assert set(COMMAND_SPECS) == {
-        "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest",
+        "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest", "quiet",
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
     }  # fmt: skip
     for name, description in bot_commands():
@@ -131,6 +144,13 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         ("/timezone Mars/Olympus", "timezone"),
         ("/timezone Europe Berlin", "timezone"),
         ("/language 42", "language"),
+        ("/language xx", "language"),
+        ("/language en-QQ", "language"),
+        ("/quiet", "quiet"),
+        ("/quiet 3 loud", "quiet"),
+        ("/quiet three off", "quiet"),
+        ("/collect rust from hn,foo", "collect"),
+        ("/collect rust from", "collect"),
         ("/language english please", "language"),
         ("/profile " + "y" * 2100, "profile"),
         ("/forget everything", "forget"),
@@ -220,6 +240,14 @@ def test_track_topic_and_schedule_split(text: str, topic: str, kind: ScheduleKin
 def test_track_schedule_may_name_its_timezone() -> None:
     command = track("/track x hourly in Asia/Tokyo")
     assert command.schedule.timezone == "Asia/Tokyo"
+
+
+def test_from_with_no_sources_after_it_says_so() -> None:
+    # not the time of day: the empty source list is what is wrong
+    result = parse("/track DeepSeek daily at 08:30 from")
+    assert isinstance(result, CommandError) and result.command == "track"
+    assert result.reason.startswith("Name the sources after “from”")
+    assert "from hn,news" in result.reason and "rss:<feed url>" in result.reason
 
 
 def test_track_sources_by_name_feed_and_rsshub() -> None:

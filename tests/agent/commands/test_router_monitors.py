@@ -196,8 +196,7 @@ async def test_a_digest_whose_sources_all_fail_says_so(world: RouterWorld) -> No
 
     said = await world.say("/digest 1")
 
-    assert said.text.startswith("Monitor #1 failed: all sources failed (hn: ")
-    assert said.text.endswith("Nothing was sent.")
+    assert said.text == "Monitor #1 failed: every source failed. Nothing was sent.\n- hn: HTTP 500"
     assert said.progress[-1].done and said.progress[-1].text == "failed"
     assert await world.deliver() == []
 
@@ -223,6 +222,42 @@ async def test_a_subscribed_chat_sees_the_monitor_but_only_the_owner_changes_it(
     [monitor] = await MonitorRepository(world.database).list_all()
     assert not monitor.paused  # the owner's monitor is untouched
     assert "**#1 DeepSeek**" in (await world.say("/monitors")).text
+
+
+async def test_quiet_shows_and_sets_what_an_empty_run_sends(world: RouterWorld) -> None:
+    await world.say("/track DeepSeek from hn")
+    subscriber = await world.chat(OTHER_CHAT)
+    await world.services.monitors.subscribe(subscriber.id, 1)
+
+    shown = await world.say("/quiet 1")
+    loud = await world.say("/quiet 1 off")
+    refused = await world.say("/quiet 1 on", chat=OTHER_CHAT)
+    listed = await world.say("/monitors")
+
+    assert shown.text.startswith("Monitor #1 “DeepSeek”: a run that finds nothing new sends nothing")
+    assert loud.text.startswith("Monitor #1 “DeepSeek”: a run that finds nothing new sends a short “nothing new” note")
+    assert not (await MonitorRepository(world.database).get(1)).quiet  # type: ignore[union-attr]
+    assert "belongs to another chat" in refused.text
+    assert "**#1 DeepSeek** — every day at 09:00 (UTC) · notes when nothing is new" in listed.text
+
+
+async def test_a_private_feed_is_refused_at_track_naming_the_setting(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    from bots.terminal.render import markdown_to_plain
+
+    async with open_world(database, fake_server, tmp_path, allow_private_urls=False) as world:
+        feed = f"{fake_server.url}/feeds/tech.xml"
+
+        said = await world.say(f"/track DeepSeek daily from rss:{feed}")
+
+        shown = markdown_to_plain(said.text)  # what a person reads
+        assert shown.startswith(
+            f"Lookout will not fetch rss {feed.removeprefix('http://')}: private address refused "
+            "(allow with ALLOW_PRIVATE_URLS=true). No monitor was created."
+        )
+        assert await MonitorRepository(world.database).list_all() == []
+        assert fake_server.received("/feeds/tech.xml") == [], "refused before any fetch"
 
 
 async def test_a_topic_is_shown_as_typed_on_every_platform(world: RouterWorld) -> None:

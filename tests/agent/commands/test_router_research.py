@@ -83,8 +83,12 @@ async def test_a_search_whose_sources_all_fail_says_so_and_sends_nothing(world: 
 
     said = await world.say("/search DeepSeek")
 
-    assert said.text.startswith("The search for “DeepSeek” failed: all sources failed (")
-    assert said.text.endswith("Nothing was sent.")
+    # every source named, once, with why (none of them dropped as "and N more")
+    assert said.text == (
+        "The search for “DeepSeek” failed: every source failed. Nothing was sent.\n"
+        "- hn: HTTP 503\n- news: HTTP 503\n- arxiv: HTTP 503\n- github: HTTP 503\n- wikipedia: HTTP 503\n"
+        "- web: unexpected error, see the log"
+    )
     assert await world.deliver() == []
     # ... and nothing was written either (#9.22): no header-only CSV, no JSON, no "No items" chart.
     assert not world.exports_dir.exists() or list(world.exports_dir.rglob("*.*")) == []
@@ -126,7 +130,7 @@ async def test_collect_refusals(world: RouterWorld) -> None:
     empty = await world.say("/collect target 50")
     zero = await world.say("/collect DeepSeek target 0")
 
-    assert empty.text == "Say what to collect.\nUsage: /collect <request> [target N]"
+    assert empty.text == "Say what to collect.\nUsage: /collect <request> [from <sources>] [target N]"
     assert zero.text.startswith("The target must be a whole number from 1 to 100000")
     assert world.server.requests == []
 
@@ -279,3 +283,34 @@ async def test_collects_planner_is_retried_then_answered_by_the_heavy_model(
     assert said.text.startswith("Collected ")
     assert asked[:4] == ["light", "light", "light", "heavy"]  # the process's resilient model, not the bare one
     assert "By kind today: collections " in usage.text
+
+
+async def test_collect_from_named_sources_asks_only_those(world: RouterWorld) -> None:
+    feed = f"{world.server.url}/feeds/tech.xml"
+
+    said = await world.say(f"/collect DeepSeek from rss:{feed} target 3")
+
+    [reply] = said.replies
+    report = json.loads(reply.attachments[1].path.read_text(encoding="utf-8"))
+    assert {row["source"] for row in read_csv(reply.attachments[0].path)} == {"rss"}
+    assert report["request"] == "DeepSeek", "the sources are not part of the request"
+    # only the feed was asked, and only once however many queries the job tried
+    assert {request.path for request in world.server.requests} == {"/feeds/tech.xml"}
+    assert len(world.server.received("/feeds/tech.xml")) == 1
+
+
+async def test_collect_stops_when_every_source_fails_and_names_each_once(world: RouterWorld) -> None:
+    world.server.route("GET", "/hn/search", FakeResponse(status=503, body="maintenance"))
+    world.server.route("GET", "/hn/search_by_date", FakeResponse(status=503, body="maintenance"))
+    world.server.route("GET", "/feeds/broken.xml", FakeResponse(body="<html><body>Not a feed</body></html>"))
+    feed = f"{world.server.url}/feeds/broken.xml"
+
+    said = await world.say(f"/collect DeepSeek R2 from hn,rss:{feed}")
+
+    [reply] = said.replies
+    assert "stopped: every source failed, so there was nothing left to ask" in reply.text
+    assert reply.text.endswith(
+        f"Sources that failed:\n- hn: HTTP 503\n- rss {feed.removeprefix('http://')}: not a feed"
+    )
+    hn_asked = len(world.server.received("/hn/search")) + len(world.server.received("/hn/search_by_date"))
+    assert hn_asked == 1 and len(world.server.received("/feeds/broken.xml")) == 1

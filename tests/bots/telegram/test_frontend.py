@@ -335,3 +335,30 @@ async def test_a_wrong_token_fails_start_and_leaves_nothing_running(db_url: str)
         await frontend.stop()  # harmless after a failed start
     await database.dispose()
     assert fake.calls_to("getUpdates") == []
+
+
+async def test_forged_updates_are_dropped_with_one_line_and_the_next_message_is_answered(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        world.fake.push_text(ALICE, "/help")
+        [helped] = await world.replies(ALICE, 1)
+        # a person whose first name is empty, and a button press that names no sender
+        nameless = world.fake.text_update(ALICE, "/usage")
+        nameless["message"]["from"]["first_name"] = ""
+        world.fake.push_update(nameless)
+        pressed = world.fake.callback_update(helped.message_id, "confirm:abc")
+        del pressed["callback_query"]["from"]
+        forged_press = world.fake.push_update(pressed)
+        world.fake.push_text(ALICE, "/timezone")
+        _, usage, timezone = await world.replies(ALICE, 3)
+
+    # the nameless person is still a person: answered like anyone; the senderless press is dropped
+    assert "Model usage of this chat" in strip_tags(usage.text or "")
+    assert "This chat's timezone is" in strip_tags(timezone.text or "")
+    dropped = [record for record in caplog.records if "dropped" in record.getMessage()]
+    assert [record.getMessage() for record in dropped] == [
+        f"update {forged_press}: a button press with no sender; dropped"
+    ]
+    assert not [record for record in caplog.records if record.exc_info], "no traceback anywhere"

@@ -96,3 +96,16 @@ def test_a_group_upgrade_is_a_migration() -> None:
              "migrate_to_chat_id": -100555}  # fmt: skip
     assert migration(Update.de_json({"update_id": 3, "message": moved}, None)) == ("-555", "-100555")
     assert migration(update("hi")) is None
+
+
+def test_forged_updates_are_read_or_dropped_never_raised(caplog: Any) -> None:
+    nameless = {"id": 42, "is_bot": False, "first_name": ""}
+    message = {"message_id": 5, "date": 1_763_640_000, "chat": PRIVATE, "from": nameless, "text": "hi"}
+    press = {"id": "cb1", "chat_instance": "ci", "data": "confirm:abc", "message": {**message, "from": ALICE}}
+
+    read = received_from_update(Update.de_json({"update_id": 1, "message": message}, None), BOT)
+    dropped = received_from_update(Update.de_json({"update_id": 2, "callback_query": press}, None), BOT)
+
+    assert read is not None and read.incoming.text == "hi" and read.incoming.user_display_name is None
+    assert dropped is None
+    assert [r.getMessage() for r in caplog.records] == ["update 2: a button press with no sender; dropped"]
