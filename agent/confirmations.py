@@ -1,27 +1,27 @@
-"""Monitor changes proposed in free text wait for the person's "yes": the proposals, where they wait, how long,
-and what confirming them does."""
+"""Monitor changes proposed in free text wait for the person's "yes": the proposals, where they wait (stored with
+the conversation, so they survive a restart and work across processes), how long, and what confirming them does."""
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from agent.messages import Button
 from monitors import MonitorNotFoundError, MonitorService, MonitorView, ScheduleError
+from storage import ConversationRecord, JSONObject
 
 __all__ = [
     "CANCEL_PREFIX",
     "CONFIRM_PREFIX",
     "DEFAULT_CONFIRMATION_TTL",
-    "ConfirmationBook",
     "CreateMonitorAction",
     "DeleteMonitorAction",
     "MonitorAction",
@@ -32,6 +32,8 @@ __all__ = [
     "answer_of",
     "execute_actions",
 ]
+
+logger = logging.getLogger(__name__)
 
 CONFIRM_PREFIX = "confirm:"
 CANCEL_PREFIX = "cancel:"
@@ -88,19 +90,67 @@ MonitorAction = Annotated[
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
-class PendingConfirmation:
-    """Changes one agent reply proposed, waiting for a "yes" from the person who asked."""
+class PendingConfirmation(BaseModel):
+    """Changes one agent reply proposed, waiting for a "yes" from the person who asked.
+
+    Stored with the conversation (`storage.ConversationRecord.confirmation`), so a "yes" typed after a restart, or
+    answered by another process, still confirms; at most one per conversation (a newer proposal replaces it)."""
+
+    model_config = ConfigDict(frozen=True)
 
     token: str
+    """Carried by its buttons; claimed atomically when answered, so it is carried out once."""
     chat_id: int
     thread_key: str
     user_id: int
     is_admin: bool
     actions: tuple[MonitorAction, ...]
-    expires_at: datetime
+    expires_at: AwareDatetime
     after_untrusted_text: bool = False
     """The proposal came after the agent read fetched text: the person is told to check it is what they asked."""
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        chat_id: int,
+        thread_key: str,
+        user_id: int,
+        is_admin: bool,
+        actions: Sequence[MonitorAction],
+        now: datetime,
+        ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
+        after_untrusted_text: bool = False,
+    ) -> PendingConfirmation:
+        """A new confirmation with a fresh token, open for `ttl`."""
+        return cls(
+            token=secrets.token_urlsafe(12),
+            chat_id=chat_id,
+            thread_key=thread_key,
+            user_id=user_id,
+            is_admin=is_admin,
+            actions=tuple(actions),
+            expires_at=now + ttl,
+            after_untrusted_text=after_untrusted_text,
+        )
+
+    @classmethod
+    def stored(cls, record: ConversationRecord | None, *, now: datetime) -> PendingConfirmation | None:
+        """The confirmation open in a stored conversation, or None (none, expired, or unreadable)."""
+        if record is None or record.confirmation is None or record.confirmation_token is None:
+            return None
+        try:
+            pending = cls.model_validate(record.confirmation)
+        except ValidationError:  # written by an incompatible version: as if it had expired
+            logger.warning("conversation %d: unreadable open confirmation ignored", record.id)
+            return None
+        if pending.token != record.confirmation_token or pending.expires_at <= now:
+            return None
+        return pending
+
+    def stored_form(self) -> tuple[str, JSONObject]:
+        """What `storage.ConversationChanges.confirmation` takes."""
+        return self.token, self.model_dump(mode="json")
 
     @property
     def buttons(self) -> tuple[Button, Button]:
@@ -116,62 +166,6 @@ class PendingConfirmation:
             lines.append("⚠️ I proposed this after reading fetched content; make sure it is what *you* asked for.")
         lines.append(f"Press a button, or reply **yes** to confirm or **no** to cancel (open for {minutes} minutes).")
         return "\n".join(lines)
-
-
-@dataclass
-class ConfirmationBook:
-    """The open confirmations of this process, one per conversation at most (a newer proposal replaces the older).
-
-    Kept in memory: a restart drops open confirmations (the person is told it expired and can ask again).
-    """
-
-    clock: Callable[[], datetime]
-    ttl: timedelta = DEFAULT_CONFIRMATION_TTL
-    _open: dict[str, PendingConfirmation] = field(default_factory=dict)
-
-    def open(
-        self,
-        *,
-        chat_id: int,
-        thread_key: str,
-        user_id: int,
-        is_admin: bool,
-        actions: Sequence[MonitorAction],
-        after_untrusted_text: bool = False,
-    ) -> PendingConfirmation:
-        self._drop_expired()
-        for token in [t for t, p in self._open.items() if (p.chat_id, p.thread_key) == (chat_id, thread_key)]:
-            del self._open[token]
-        pending = PendingConfirmation(
-            token=secrets.token_urlsafe(12),
-            chat_id=chat_id,
-            thread_key=thread_key,
-            user_id=user_id,
-            is_admin=is_admin,
-            actions=tuple(actions),
-            expires_at=self.clock() + self.ttl,
-            after_untrusted_text=after_untrusted_text,
-        )
-        self._open[pending.token] = pending
-        return pending
-
-    def get(self, token: str) -> PendingConfirmation | None:
-        self._drop_expired()
-        return self._open.get(token)
-
-    def for_conversation(self, chat_id: int, thread_key: str) -> PendingConfirmation | None:
-        self._drop_expired()
-        return next((p for p in self._open.values() if (p.chat_id, p.thread_key) == (chat_id, thread_key)), None)
-
-    def close(self, token: str) -> PendingConfirmation | None:
-        """Take the confirmation out (it is being answered); None if it is gone or expired."""
-        self._drop_expired()
-        return self._open.pop(token, None)
-
-    def _drop_expired(self) -> None:
-        now = self.clock()
-        for token in [t for t, p in self._open.items() if p.expires_at <= now]:
-            del self._open[token]
 
 
 _YES = {

@@ -9,12 +9,10 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from pydantic_ai.models import Model
-
 from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
 from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
-from app.wiring import heavy_model, light_model, open_database
+from app.wiring import open_database
 from bots import Dispatcher, Dispatches, SessionFactory, SharedLocks
 from monitors import ChatSender
 from sources import HttpClient
@@ -55,24 +53,20 @@ def build_services(
     stack: MonitorStack,
     http: HttpClient | None = None,
     bot_username: str | None = None,
-    chat_models: tuple[Model | None, Model | None] | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> Services:
     """The services every chat shares, on top of the monitor stack (its monitor service, sources and HTTP client).
 
     `http` replaces the stack's client (the one the sources share) for the chat's own fetches;
     `bot_username` is the bot's @name on platforms that have one, so commands for other bots are ignored.
-    `chat_models` replaces the (light, heavy) models from settings and `clock` the wall clock (tests script them).
+    The language models are the stack's (one set per process); `clock` replaces the wall clock (tests pin it).
     """
-    light, heavy = chat_models if chat_models is not None else (light_model(settings), heavy_model(settings))
     return Services(
         database=database,
         monitors=stack.service,
         resolve_sources=stack.catalog.resolve,
         http=http if http is not None else stack.catalog.client,
-        # Plain models: the chat agent adds its own fallback and retries (the monitors may wrap theirs).
-        light_model=light,
-        heavy_model=heavy,
+        models=stack.models,  # the one set of the process, shared with the monitor pipeline
         settings=conversation_settings(settings, bot_username=bot_username),
         **({"clock": clock} if clock is not None else {}),
     )
@@ -123,6 +117,7 @@ def terminal_session(settings: Settings) -> SessionFactory:
             try:
                 yield dispatcher
             finally:
+                await dispatcher.finish_background()  # memory folds of the last answers
                 stop.set()
                 stack.scheduler.shutdown()
                 await delivering  # the pass under way finishes

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from pydantic_ai.models import Model
-
 from agent import Services
 from app.assembly import build_dispatcher, build_services
 from app.frontends import Frontends, build_frontends, describe_frontends
@@ -26,6 +24,7 @@ from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
 from app.wiring import open_database
 from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
+from research import ModelSet
 from storage import AdvisoryLocks, Database
 
 logger = logging.getLogger(__name__)
@@ -103,13 +102,14 @@ async def assemble(
     database: Database,
     *,
     clock: Callable[[], datetime] | None = None,
-    chat_models: tuple[Model | None, Model | None] | None = None,
+    models: ModelSet | None = None,
     telegram_limits: TelegramLimits | None = None,
     shared_locks: SharedLocks | None = None,
     on_deliveries_queued: Callable[[], None] | None = None,
 ) -> AsyncIterator[Process]:
     """The composition root of `lookout run`: the objects of one process, wired as users run them (nothing
-    started yet). Tests build their worlds with it, pinning `clock` and scripting `chat_models`.
+    started yet). Tests build their worlds with it, pinning `clock` and scripting `models` (the process's one
+    model set, shared by the chat and the monitors).
 
     One of several processes on PostgreSQL (JOB_QUEUE=procrastinate) passes `shared_locks` (one conversation
     answered one message at a time across processes) and `on_deliveries_queued` (the deferrer of delivery jobs);
@@ -118,12 +118,13 @@ async def assemble(
     async with monitor_stack(
         settings,
         database,
+        models=models,
         telegram_limits=telegram_limits,
         on_deliveries_queued=on_deliveries_queued,
         shared_limits=scaled,
         **_clock(clock),
     ) as stack:
-        services = build_services(settings, database=database, stack=stack, chat_models=chat_models, clock=clock)
+        services = build_services(settings, database=database, stack=stack, clock=clock)
         dispatcher = build_dispatcher(settings, services, shared_locks=shared_locks)
         frontends = build_frontends(settings, dispatcher, stack.senders, telegram_polls=not scaled)
         yield Process(stack=stack, services=services, dispatcher=dispatcher, frontends=frontends)
@@ -186,6 +187,7 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
             stack.scheduler.shutdown()
             await delivering  # the pass under way finishes; what is left stays pending in the outbox
             await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
+            await process.dispatcher.finish_background()  # then the memory folds their answers left
 
 
 async def _run_scaled(settings: Settings, database: Database, role: Role, stop: asyncio.Event) -> None:
@@ -244,6 +246,7 @@ async def _run_scaled(settings: Settings, database: Database, role: Role, stop: 
             stop.set()
             if serves:
                 await frontends.stop_all()  # messages being answered finish first
+                await process.dispatcher.finish_background()  # then the memory folds their answers left
             # The worker finishes its jobs (or hands them back after SHUTDOWN_GRACE_SECONDS); leadership lets go.
             results = await asyncio.gather(*background, return_exceptions=True)
             for task, result in zip(background, results, strict=True):

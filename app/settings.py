@@ -118,7 +118,8 @@ class Settings(BaseSettings):
     chat_daily_tokens: int = Field(default=200_000, ge=0)
     """Model tokens one chat may use per day in conversation (0: no limit); monitors' runs count too."""
     memory_turns: int = Field(default=10, ge=1, le=100)
-    """Turns of conversation the agent sees; older ones are folded into a rolling summary."""
+    """Turns of conversation the agent sees word for word (at least); older ones are folded into a rolling summary
+    in batches of half as many (`agent.memory.fold_batch`), after a reply."""
     memory_idle_hours: float = Field(default=24.0, gt=0)
     """After this much silence the next message starts a fresh conversation (the summary carries over)."""
     agent_request_limit: int = Field(default=12, ge=1, le=100)

@@ -20,14 +20,18 @@ from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
     Digest,
+    LlmUsage,
     PipelineRequest,
     PipelineResult,
     ProgressCallback,
+    UsageKind,
     chat_folder,
     escape_markdown,
     export_stem,
     failure_lines,
     load_plan,
+    record_usage,
+    sum_usage,
 )
 from sources import Engagement, Item, Source, source_spec, spec_label
 from storage import (
@@ -47,7 +51,6 @@ from storage import (
     SourceFailureRecord,
     SourceFailureRepository,
     SubscriptionRepository,
-    UsageRepository,
 )
 
 logger = logging.getLogger(__name__)
@@ -132,6 +135,7 @@ class MonitorRunner:
         pipeline: PipelineFunction,
         on_deliveries_queued: Callable[[], None] | None,
     ) -> None:
+        self._database = database
         self._resolve = resolve_sources
         self._light, self._heavy = light_model, heavy_model
         self._out_dir = out_dir
@@ -144,7 +148,6 @@ class MonitorRunner:
         self._runs = RunRepository(database)
         self._items = ItemRepository(database)
         self._deliveries = DeliveryRepository(database)
-        self._usage = UsageRepository(database)
         self._source_failures = SourceFailureRepository(database)
         self._subscriptions = SubscriptionRepository(database)
 
@@ -341,14 +344,13 @@ class MonitorRunner:
         if linked:
             next_run = schedule.next_run(max(run.scheduled_for, now)) if schedule is not None else None
             await self._monitors.record_result(monitor.id, status=status, finished_at=now, next_run_at=next_run)
-        if result.usage.requests:
-            await self._usage.add(
-                asking_chat.id if asking_chat else monitor.owner_chat_id,
-                now.date(),
-                requests=result.usage.requests,
-                input_tokens=result.usage.input_tokens,
-                output_tokens=result.usage.output_tokens,
-                cost=result.usage.cost_usd or 0.0,
+        for kind, usage in usage_by_kind(result):
+            await record_usage(
+                self._database,
+                chat_id=asking_chat.id if asking_chat else monitor.owner_chat_id,
+                now=now,
+                usage=usage,
+                kind=kind,
             )
         if rows and self._on_queued is not None:
             self._on_queued()
@@ -629,3 +631,12 @@ def _item_of(record: ItemRecord) -> Item:
         query=record.query,
         collected_at=record.collected_at,
     )
+
+
+def usage_by_kind(result: PipelineResult) -> list[tuple[UsageKind, LlmUsage]]:
+    """A run's usage as `/usage` shows it: the embeddings of its items apart from its language-model steps."""
+    steps = result.report.usage if result.report is not None else {}
+    if "embeddings" not in steps:
+        return [("monitor", result.usage)]
+    language = sum_usage([usage for step, usage in steps.items() if step not in ("total", "embeddings")])
+    return [("monitor", language), ("embedding", steps["embeddings"])]

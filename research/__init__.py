@@ -16,9 +16,7 @@ from research.critique import (
     Contradiction,
     Critique,
     ItemCritique,
-    LlmUsage,
     NumberedItem,
-    estimate_cost_usd,
     heuristic_critique,
     llm_critique,
     number_items,
@@ -57,18 +55,24 @@ from research.jobs import CollectionJobResult, ResearchResult, research_once, ru
 from research.language import detect_language, with_languages
 from research.llm import (
     FailureKind,
+    ModelSet,
+    QuotaMemory,
     RetryingModel,
     RetryPolicy,
     Sleep,
+    describe_failure,
     failure_in_words,
     failure_kind,
     failure_leaves,
+    model_chain,
+    model_label,
     resilient_model,
 )
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
 from research.rank import RankedItem, RankWeights, rank
 from research.reputation import SourceKind, outlet_of, source_kind
+from research.usage import USAGE_KIND_LABELS, LlmUsage, UsageKind, estimate_cost_usd, record_usage, sum_usage
 
 __all__ = [
     "CLI_FOLDER",
@@ -76,6 +80,7 @@ __all__ = [
     "RUN_CSV_COLUMNS",
     "STAGES",
     "STORED_ITEMS_CSV_COLUMNS",
+    "USAGE_KIND_LABELS",
     "CitedItem",
     "Cluster",
     "Collection",
@@ -96,6 +101,7 @@ __all__ = [
     "ItemCritique",
     "ItemEmbedder",
     "LlmUsage",
+    "ModelSet",
     "NumberedItem",
     "PipelineRequest",
     "PipelineResult",
@@ -103,6 +109,7 @@ __all__ = [
     "ProgressCallback",
     "ProgressEvent",
     "QualityCheck",
+    "QuotaMemory",
     "RankWeights",
     "RankedItem",
     "ResearchResult",
@@ -114,10 +121,12 @@ __all__ = [
     "SourceFailure",
     "SourceKind",
     "StopReason",
+    "UsageKind",
     "VectorCache",
     "chat_folder",
     "cluster_items",
     "collect",
+    "describe_failure",
     "detect_language",
     "escape_markdown",
     "estimate_cost_usd",
@@ -132,9 +141,12 @@ __all__ = [
     "llm_critique",
     "llm_digest",
     "load_plan",
+    "model_chain",
+    "model_label",
     "number_items",
     "outlet_of",
     "rank",
+    "record_usage",
     "render_digest_markdown",
     "research_once",
     "resilient_model",
@@ -143,6 +155,7 @@ __all__ = [
     "run_pipeline",
     "safe_stem",
     "source_kind",
+    "sum_usage",
     "with_languages",
     "write_csv_rows",
     "write_exports",

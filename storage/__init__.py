@@ -5,6 +5,7 @@ from storage.locks import KEEPALIVE_SECONDS, AdvisoryLocks, HeldLock, LockUnsupp
 from storage.migrate import upgrade_database
 from storage.records import (
     ChatRecord,
+    ConversationChanges,
     ConversationRecord,
     DailyUsage,
     DeliveryRecord,
@@ -21,6 +22,9 @@ from storage.records import (
     RunStatus,
     SourceFailureRecord,
     SubscriptionRecord,
+    TurnStart,
+    TurnState,
+    UsageEntry,
     UsageTotals,
     UserRecord,
 )
@@ -40,6 +44,7 @@ from storage.repositories import (
     RunRepository,
     SourceFailureRepository,
     SubscriptionRepository,
+    TurnRepository,
     UsageRepository,
     UserRepository,
 )
@@ -50,6 +55,7 @@ __all__ = [
     "ChatChanges",
     "ChatRecord",
     "ChatRepository",
+    "ConversationChanges",
     "ConversationRecord",
     "ConversationRepository",
     "DailyUsage",
@@ -82,6 +88,10 @@ __all__ = [
     "SourceFailureRepository",
     "SubscriptionRecord",
     "SubscriptionRepository",
+    "TurnRepository",
+    "TurnStart",
+    "TurnState",
+    "UsageEntry",
     "UsageRepository",
     "UsageTotals",
     "UserRecord",

@@ -12,6 +12,7 @@ from storage.repositories.rate_slots import RateSlotRepository
 from storage.repositories.runs import RunRepository
 from storage.repositories.source_failures import SourceFailureRepository
 from storage.repositories.subscriptions import SubscriptionRepository
+from storage.repositories.turns import TurnRepository
 from storage.repositories.usage import UsageRepository
 from storage.repositories.users import UserRepository
 
@@ -31,6 +32,7 @@ __all__ = [
     "RunRepository",
     "SourceFailureRepository",
     "SubscriptionRepository",
+    "TurnRepository",
     "UsageRepository",
     "UserRepository",
 ]

@@ -23,7 +23,7 @@ import httpx
 from sqlalchemy import text
 
 from storage import Database
-from tests.storage.conftest import throwaway_postgres
+from tests.backends import throwaway_postgres
 
 _T = TypeVar("_T")
 LOOKOUT = Path(sys.executable).parent / "lookout"
