@@ -5,7 +5,7 @@ from agent.chat.agent import ChatAgent
 from agent.commands.parser import ParseOptions, parse_command, parse_command_words, parse_prefixed
 from agent.commands.router import CommandRouter
 from agent.commands.specs import COMMAND_SPECS, Command, CommandError, bot_commands, help_text
-from agent.context import ConversationSettings, Services, Turn, ignore_progress
+from agent.context import AfterReply, ConversationSettings, Services, Turn, ignore_progress
 from agent.conversation import Conversation
 from agent.memory import ConversationMemory, MemoryWindow
 from agent.messages import (
@@ -26,6 +26,7 @@ __all__ = [
     "COMMAND_SPECS",
     "MAX_INCOMING_FILE_BYTES",
     "AccessPolicy",
+    "AfterReply",
     "Attachment",
     "Button",
     "ChatAgent",

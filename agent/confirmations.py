@@ -1,18 +1,18 @@
-"""Monitor changes proposed in free text wait for the person's "yes": the proposals, where they wait, how long,
-and what confirming them does."""
+"""Monitor changes proposed in free text wait for the person's "yes": the proposals, where they wait (stored with
+the conversation, so they survive a restart and work across processes), how long, and what confirming them does."""
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from agent import subscribing
 from agent.messages import Button
@@ -25,14 +25,13 @@ from monitors import (
     create_imported,
     parse_schedule,
 )
-from storage import DeliveryMode
+from storage import ConversationRecord, ConversationRepository, Database, DeliveryMode, JSONObject
 
 __all__ = [
     "CANCEL_PREFIX",
     "CONFIRM_PREFIX",
     "DEFAULT_CONFIRMATION_TTL",
     "BriefingAction",
-    "ConfirmationBook",
     "CreateMonitorAction",
     "DeleteMonitorAction",
     "DeliveryAction",
@@ -49,6 +48,8 @@ __all__ = [
     "answer_of",
     "execute_actions",
 ]
+
+logger = logging.getLogger(__name__)
 
 CONFIRM_PREFIX = "confirm:"
 CANCEL_PREFIX = "cancel:"
@@ -159,23 +160,87 @@ MonitorAction = Annotated[
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
-class PendingConfirmation:
-    """Changes one agent reply proposed, waiting for a "yes" from the person who asked."""
+class PendingConfirmation(BaseModel):
+    """Changes one agent reply proposed, waiting for a "yes" from the person who asked.
+
+    Stored with the conversation (`storage.ConversationRecord.confirmation`), so a "yes" typed after a restart, or
+    answered by another process, still confirms; at most one per conversation (a newer proposal replaces it)."""
+
+    model_config = ConfigDict(frozen=True)
 
     token: str
+    """Carried by its buttons; claimed atomically when answered, so it is carried out once."""
     chat_id: int
     thread_key: str
     user_id: int
     is_admin: bool
     actions: tuple[MonitorAction, ...]
-    expires_at: datetime
+    expires_at: AwareDatetime
     after_untrusted_text: bool = False
     """The proposal came after the agent read fetched text: the person is told to check it is what they asked."""
     declined: tuple[MonitorAction, ...] = ()
     """What "no" does instead of nothing (e.g. create your own monitor rather than subscribe to a shared one)."""
     labels: tuple[str, str] = ("Yes, do it", "Cancel")
     """The two buttons' labels: confirm, then decline."""
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        chat_id: int,
+        thread_key: str,
+        user_id: int,
+        is_admin: bool,
+        actions: Sequence[MonitorAction],
+        now: datetime,
+        ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
+        after_untrusted_text: bool = False,
+        declined: Sequence[MonitorAction] = (),
+        labels: tuple[str, str] = ("Yes, do it", "Cancel"),
+    ) -> PendingConfirmation:
+        """A new confirmation with a fresh token, open for `ttl`."""
+        return cls(
+            token=secrets.token_urlsafe(12),
+            chat_id=chat_id,
+            thread_key=thread_key,
+            user_id=user_id,
+            is_admin=is_admin,
+            actions=tuple(actions),
+            expires_at=now + ttl,
+            after_untrusted_text=after_untrusted_text,
+            declined=tuple(declined),
+            labels=labels,
+        )
+
+    @classmethod
+    def stored(cls, record: ConversationRecord | None, *, now: datetime) -> PendingConfirmation | None:
+        """The confirmation open in a stored conversation, or None (none, expired, or unreadable)."""
+        if record is None or record.confirmation is None or record.confirmation_token is None:
+            return None
+        try:
+            pending = cls.model_validate(record.confirmation)
+        except ValidationError:  # written by an incompatible version: as if it had expired
+            logger.warning("conversation %d: unreadable open confirmation ignored", record.id)
+            return None
+        if pending.token != record.confirmation_token or pending.expires_at <= now:
+            return None
+        return pending
+
+    def stored_form(self) -> tuple[str, JSONObject]:
+        """What `storage.ConversationChanges.confirmation` takes."""
+        return self.token, self.model_dump(mode="json")
+
+    async def store(self, database: Database, *, now: datetime) -> None:
+        """Open it in its conversation, replacing any other (what a command's offer does; the chat agent stores its
+        proposals with the turn's one write instead)."""
+        await ConversationRepository(database).write(
+            self.chat_id, self.thread_key, {"confirmation": self.stored_form()}, now=now
+        )
+
+    @staticmethod
+    def minutes_open(ttl: timedelta) -> int:
+        """The ttl in whole minutes, as the prompt states it."""
+        return max(1, int(ttl.total_seconds() // 60))
 
     @property
     def buttons(self) -> tuple[Button, Button]:
@@ -198,66 +263,6 @@ class PendingConfirmation:
             no = "; ".join(action.description for action in self.declined)
             return f"Press a button, or reply **yes** for the first or **no** to {no} (open for {minutes} minutes)."
         return f"Press a button, or reply **yes** to confirm or **no** to cancel (open for {minutes} minutes)."
-
-
-@dataclass
-class ConfirmationBook:
-    """The open confirmations of this process, one per conversation at most (a newer proposal replaces the older).
-
-    Kept in memory: a restart drops open confirmations (the person is told it expired and can ask again).
-    """
-
-    clock: Callable[[], datetime]
-    ttl: timedelta = DEFAULT_CONFIRMATION_TTL
-    _open: dict[str, PendingConfirmation] = field(default_factory=dict)
-
-    def open(
-        self,
-        *,
-        chat_id: int,
-        thread_key: str,
-        user_id: int,
-        is_admin: bool,
-        actions: Sequence[MonitorAction],
-        after_untrusted_text: bool = False,
-        declined: Sequence[MonitorAction] = (),
-        labels: tuple[str, str] = ("Yes, do it", "Cancel"),
-    ) -> PendingConfirmation:
-        self._drop_expired()
-        for token in [t for t, p in self._open.items() if (p.chat_id, p.thread_key) == (chat_id, thread_key)]:
-            del self._open[token]
-        pending = PendingConfirmation(
-            token=secrets.token_urlsafe(12),
-            chat_id=chat_id,
-            thread_key=thread_key,
-            user_id=user_id,
-            is_admin=is_admin,
-            actions=tuple(actions),
-            expires_at=self.clock() + self.ttl,
-            after_untrusted_text=after_untrusted_text,
-            declined=tuple(declined),
-            labels=labels,
-        )
-        self._open[pending.token] = pending
-        return pending
-
-    def get(self, token: str) -> PendingConfirmation | None:
-        self._drop_expired()
-        return self._open.get(token)
-
-    def for_conversation(self, chat_id: int, thread_key: str) -> PendingConfirmation | None:
-        self._drop_expired()
-        return next((p for p in self._open.values() if (p.chat_id, p.thread_key) == (chat_id, thread_key)), None)
-
-    def close(self, token: str) -> PendingConfirmation | None:
-        """Take the confirmation out (it is being answered); None if it is gone or expired."""
-        self._drop_expired()
-        return self._open.pop(token, None)
-
-    def _drop_expired(self) -> None:
-        now = self.clock()
-        for token in [t for t, p in self._open.items() if p.expires_at <= now]:
-            del self._open[token]
 
 
 _YES = {

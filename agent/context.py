@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic_ai.models import Model
-
 from agent.access import AccessPolicy
 from agent.messages import Incoming, ProgressSink, ProgressUpdate
 from monitors import MonitorService, SourceResolver, effective_timezone
+from research import ModelSet
 from sources import HttpClient
-from storage import ChatRecord, Database, UserRecord
+from storage import ChatRecord, Database, TurnState, UserRecord
 
-__all__ = ["ConversationSettings", "Services", "Turn", "chat_timezone", "ignore_progress"]
+__all__ = ["AfterReply", "ConversationSettings", "Services", "Turn", "chat_timezone", "ignore_progress"]
+
+AfterReply = Callable[[], Awaitable[None]]
+"""Work a turn leaves for after its reply is delivered (a memory fold)."""
 
 
 async def ignore_progress(_update: ProgressUpdate) -> None:
@@ -58,10 +60,9 @@ class Services:
     """`hn,news,rss:<url>` specs to sources; raises ValueError naming unknown or switched-off ones."""
     http: HttpClient
     """The one polite HTTP client (read_page goes through it, SSRF guard included)."""
-    light_model: Model | None
-    """LLM_MODEL: chat, planning, memory summaries. None when no model is configured."""
-    heavy_model: Model | None
-    """LLM_HEAVY_MODEL: critique and synthesis; the chat's fallback model."""
+    models: ModelSet
+    """The process's language models (the same set the monitor pipeline uses): `models.light` answers the chat,
+    writes memory summaries and plans collections, falling back to the heavy model."""
     settings: ConversationSettings = field(default_factory=ConversationSettings)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     access: AccessPolicy = field(default_factory=AccessPolicy)
@@ -84,6 +85,12 @@ class Turn:
     """The person is in ADMIN_USERS: may see and manage every chat's monitors."""
     progress: ProgressSink = ignore_progress
     """Where status lines for long work go; the adapter shows them as one edited message."""
+    state: TurnState | None = None
+    """The conversation's stored state and the chat's tokens today, read by the dispatcher in the turn's one read;
+    None when the turn was built elsewhere (the conversation layer then reads it itself)."""
+    after_reply: list[AfterReply] = field(default_factory=list)
+    """Work for after the reply is delivered (memory folds): the dispatcher runs it in the background, and the
+    conversation's next turn waits for it if it is still running. Whoever builds a turn runs what is left here."""
 
 
 def chat_timezone(turn: Turn, services: Services) -> str:

@@ -1,28 +1,38 @@
-"""Conversation memory per (chat, thread): the last N turns plus a rolling summary, with idle expiry."""
+"""Conversation memory per (chat, thread): the recent turns verbatim plus a rolling summary, folded in batches.
+
+The agent sees every unsummarised turn: at least `max_turns` once there are that many, and fewer than
+`max_turns + fold_batch(max_turns)`. When a turn brings the history to that bound, the oldest turns beyond
+`max_turns` are folded into the summary at once, after the reply (the dispatcher runs the fold in the background
+and the conversation's next turn waits for it only if it is still running). So a summary call happens about once
+per `fold_batch` turns, and the summary is rewritten once per batch, never turn by turn.
+
+After `idle_hours` of silence the stored history is set aside: the next run sees only the summary, and the fold
+after that turn summarises what was set aside (it is not stored again, so a failed fold drops it).
+
+This module does no I/O of its own: the turn's state is read in the dispatcher's one read and written in the
+turn's one write (`storage.TurnRepository`).
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from datetime import datetime, timedelta
 
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, UserPromptPart
 
-from storage import ConversationRepository
-
-if TYPE_CHECKING:
-    from agent.context import Services, Turn
+from storage import ConversationRecord
 
 __all__ = [
     "DEFAULT_IDLE_HOURS",
     "DEFAULT_MAX_TURNS",
     "ConversationMemory",
+    "Fold",
     "MemoryWindow",
-    "conversation_memory",
-    "memory_for",
+    "encode_messages",
+    "fold_batch",
     "turn_starts",
 ]
 
@@ -30,6 +40,14 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_TURNS = 10
 DEFAULT_IDLE_HOURS = 24.0
+MAX_FOLD_BATCH = 10
+"""At most this many turns are folded at once, so one summary prompt stays well inside its token limit."""
+
+
+def fold_batch(max_turns: int) -> int:
+    """How many turns beyond `max_turns` the history may hold before the oldest are folded: half the window
+    (2 to `MAX_FOLD_BATCH`), so a summary is written about once per that many turns."""
+    return max(2, min(MAX_FOLD_BATCH, max_turns // 2))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +55,7 @@ class MemoryWindow:
     """What one agent run should see of the conversation."""
 
     messages: list[ModelMessage]
-    """The last N turns, whole (pass as `message_history`)."""
+    """The unsummarised turns, whole (pass as `message_history`)."""
     summary: str | None
     """The rolling summary of everything older, if any."""
     expired: bool
@@ -52,6 +70,20 @@ class MemoryWindow:
             "Summary of the earlier conversation with this chat (older messages are not shown; "
             f"use it as background, it may be out of date):\n<summary>\n{self.summary}\n</summary>"
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fold:
+    """Turns to fold into the summary after a reply, and what the memory is afterwards."""
+
+    previous_summary: str | None
+    """The summary the new one must cover."""
+    messages: list[ModelMessage]
+    """What the summariser reads: whole turns leaving the memory, or everything an idle expiry set aside."""
+    keep: list[ModelMessage]
+    """The history after the fold."""
+    revision: int
+    """The stored revision the fold was planned on: it is written only over that (never over newer turns)."""
 
 
 def _tool_call_ids(message: ModelMessage) -> set[str]:
@@ -76,156 +108,86 @@ def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
     return starts
 
 
-class ConversationMemory:
-    """The memory of one conversation. Use under the dispatcher's per-conversation lock:
+def encode_messages(messages: Sequence[ModelMessage]) -> bytes:
+    """The stored form: pydantic-ai's own JSON serialisation."""
+    return ModelMessagesTypeAdapter.dump_json(list(messages))
 
-    `load()` → run the agent with `window.messages` (and `window.summary_instructions`) → `append(new)` →
-    if `needs_summary()`: summarise `turns_to_summarise()` (with the old `summary`) → `apply_summary(text)`.
-    """
+
+class ConversationMemory:
+    """The memory of one conversation as the turn read it: the window for the run, the history to store after it,
+    and the fold that history calls for."""
 
     def __init__(
         self,
-        repository: ConversationRepository,
+        record: ConversationRecord | None,
         *,
-        chat_id: int,
-        thread_key: str = "",
+        now: datetime,
         max_turns: int = DEFAULT_MAX_TURNS,
         idle_hours: float = DEFAULT_IDLE_HOURS,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
-        self._repository = repository
-        self.chat_id = chat_id
-        """The chat's database id."""
-        self.thread_key = thread_key
-        """The thread inside the chat ("" for none)."""
         self.max_turns = max_turns
-        self.idle = timedelta(hours=idle_hours)
-        self._clock = clock
-        self._history: list[ModelMessage] = []
-        self._summary: str | None = None
-        self._expired: list[ModelMessage] = []
-        self._loaded = False
-
-    @property
-    def summary(self) -> str | None:
-        """The stored rolling summary (after `load()`)."""
-        return self._summary
-
-    @property
-    def history(self) -> list[ModelMessage]:
-        """Every unsummarised message of the live conversation (after `load()`)."""
-        return list(self._history)
-
-    async def load(self) -> MemoryWindow:
-        """Read the conversation. After `idle_hours` of silence the stored history is set aside: the run sees
-        only the summary, and `turns_to_summarise()` offers the set-aside messages to this object's caller
-        (they are no longer saved, so unless summarised now they are gone)."""
-        record = await self._repository.load(self.chat_id, self.thread_key)
-        self._loaded = True
-        self._history, self._expired, self._summary = [], [], None
-        if record is None:
-            return self.window()
-        self._summary = record.summary
-        messages = self._decode(record.messages)
-        if self._clock() - record.updated_at >= self.idle:
-            self._expired = messages
-        else:
-            self._history = messages
-        return self.window()
+        self.summary = record.summary if record is not None else None
+        """The stored rolling summary."""
+        self.revision = record.revision if record is not None else 0
+        messages = self._decode(record) if record is not None else []
+        idle = record is not None and now - record.updated_at >= timedelta(hours=idle_hours)
+        self._expired = messages if idle else []
+        self.history = [] if idle else messages
+        """Every unsummarised message of the live conversation."""
+        self._stored = record.messages.strip() if record is not None and messages and not idle else b""
+        """The stored JSON of `history` (empty when there is none to extend)."""
 
     def window(self) -> MemoryWindow:
-        """The last `max_turns` turns of the live history, and the summary."""
-        return MemoryWindow(
-            messages=self._history[self._window_start() :],
-            summary=self._summary,
-            expired=bool(self._expired),
+        """What the run sees: the live history and the summary."""
+        return MemoryWindow(messages=list(self.history), summary=self.summary, expired=bool(self._expired))
+
+    def after(self, new_messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+        """The history to store after a run with `new_messages` (`result.new_messages()`); what an idle expiry
+        set aside is not stored again."""
+        return [*self.history, *new_messages]
+
+    def encode_after(self, new_messages: Sequence[ModelMessage]) -> bytes:
+        """The stored form of `after(new_messages)`: the new messages' JSON appended to the stored JSON array,
+        so a turn encodes only what it added."""
+        added = encode_messages(new_messages)
+        stored = self._stored
+        if not (stored.startswith(b"[") and stored.endswith(b"]")):  # nothing stored to extend
+            return encode_messages(self.after(new_messages))
+        if added == b"[]":
+            return stored
+        if stored == b"[]":
+            return added
+        return stored[:-1] + b"," + added[1:]
+
+    def fold(self, history: Sequence[ModelMessage], *, revision: int) -> Fold | None:
+        """The fold the stored `history` (at `revision`) calls for, or None: everything an idle expiry set aside,
+        or, once the history holds `max_turns + fold_batch` turns, the oldest turns beyond `max_turns`."""
+        if self._expired:
+            return Fold(
+                previous_summary=self.summary, messages=list(self._expired), keep=list(history), revision=revision
+            )
+        starts = turn_starts(history)
+        if len(starts) < self.max_turns + fold_batch(self.max_turns):
+            return None
+        cut = starts[-self.max_turns]
+        return Fold(
+            previous_summary=self.summary, messages=list(history[:cut]), keep=list(history[cut:]), revision=revision
         )
 
-    async def append(self, new_messages: Sequence[ModelMessage]) -> None:
-        """Add a run's new messages (`result.new_messages()`) and save (without anything idle expiry set aside)."""
-        await self._ensure_loaded()
-        self._history = [*self._history, *new_messages]
-        await self._save()
-
-    def needs_summary(self) -> bool:
-        """Whether older turns should be folded into the summary: the history outgrew `max_turns`, or an
-        idle conversation left messages behind."""
-        return bool(self._expired) or self._window_start() > 0
-
-    def turns_to_summarise(self) -> list[ModelMessage]:
-        """The messages the summariser should read (together with `summary`): whole turns older than the
-        window, or everything an idle expiry set aside."""
-        if self._expired:
-            return list(self._expired)
-        return self._history[: self._window_start()]
-
-    async def apply_summary(self, summary: str) -> None:
-        """Store the new rolling summary (it replaces the old one, so it must cover it) and drop the turns
-        it summarised."""
-        await self._ensure_loaded()
-        if self._expired:
-            self._expired = []
-        else:
-            self._history = self._history[self._window_start() :]
-        self._summary = summary.strip() or None
-        await self._save()
-
-    async def forget(self) -> bool:
-        """Clear the conversation, summary included (`/forget`). True if there was anything to clear."""
-        self._history, self._expired, self._summary = [], [], None
-        self._loaded = True
-        return await self._repository.clear(self.chat_id, self.thread_key)
-
-    def _window_start(self) -> int:
-        starts = turn_starts(self._history)
-        if len(starts) <= self.max_turns:
-            return 0
-        return starts[-self.max_turns]
-
-    async def _ensure_loaded(self) -> None:
-        if not self._loaded:
-            await self.load()
-
-    async def _save(self) -> None:
-        await self._repository.save(
-            self.chat_id,
-            self.thread_key,
-            messages=ModelMessagesTypeAdapter.dump_json(self._history),
-            summary=self._summary,
-            now=self._clock(),
-        )
-
-    def _decode(self, stored: bytes) -> list[ModelMessage]:
-        if not stored:
+    @staticmethod
+    def _decode(record: ConversationRecord) -> list[ModelMessage]:
+        if not record.messages:
             return []
         try:
-            return ModelMessagesTypeAdapter.validate_json(stored)
+            return ModelMessagesTypeAdapter.validate_json(record.messages)
         except ValidationError as problem:
             # a history written by an incompatible pydantic-ai must not break the chat: start over, keep the summary
             logger.warning(
                 "conversation %s/%r: stored messages unreadable, starting fresh (%d errors)",
-                self.chat_id,
-                self.thread_key,
+                record.chat_id,
+                record.thread_key,
                 problem.error_count(),
             )
             return []
-
-
-def memory_for(services: Services, turn: Turn) -> ConversationMemory:
-    """The memory of the conversation `turn` belongs to (its chat and thread), with the configured window and
-    idle expiry: what the chat agent reads and writes, and what `/forget` clears."""
-    return conversation_memory(services, chat_id=turn.chat.id, thread_key=turn.incoming.thread_key)
-
-
-def conversation_memory(services: Services, *, chat_id: int, thread_key: str) -> ConversationMemory:
-    """The memory of one (chat, thread) with the configured window and idle expiry."""
-    return ConversationMemory(
-        ConversationRepository(services.database),
-        chat_id=chat_id,
-        thread_key=thread_key,
-        max_turns=services.settings.memory_turns,
-        idle_hours=services.settings.memory_idle_hours,
-        clock=services.clock,
-    )

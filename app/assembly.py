@@ -9,13 +9,11 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from pydantic_ai.models import Model
-
 from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
 from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
-from app.wiring import heavy_model, light_model, open_database
-from bots import Dispatcher, Dispatches, SessionFactory
+from app.wiring import open_database
+from bots import Dispatcher, Dispatches, SessionFactory, SharedLocks
 from monitors import ChatSender
 from sources import HttpClient
 from storage import Database
@@ -55,24 +53,20 @@ def build_services(
     stack: MonitorStack,
     http: HttpClient | None = None,
     bot_username: str | None = None,
-    chat_models: tuple[Model | None, Model | None] | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> Services:
     """The services every chat shares, on top of the monitor stack (its monitor service, sources and HTTP client).
 
     `http` replaces the stack's client (the one the sources share) for the chat's own fetches;
     `bot_username` is the bot's @name on platforms that have one, so commands for other bots are ignored.
-    `chat_models` replaces the (light, heavy) models from settings and `clock` the wall clock (tests script them).
+    The language models are the stack's (one set per process); `clock` replaces the wall clock (tests pin it).
     """
-    light, heavy = chat_models if chat_models is not None else (light_model(settings), heavy_model(settings))
     return Services(
         database=database,
         monitors=stack.service,
         resolve_sources=stack.catalog.resolve,
         http=http if http is not None else stack.catalog.client,
-        # Plain models: the chat agent adds its own fallback and retries (the monitors may wrap theirs).
-        light_model=light,
-        heavy_model=heavy,
+        models=stack.models,  # the one set of the process, shared with the monitor pipeline
         settings=conversation_settings(settings, bot_username=bot_username),
         access=access_policy(settings),
         **({"clock": clock} if clock is not None else {}),
@@ -80,11 +74,9 @@ def build_services(
 
 
 def build_conversation(services: Services) -> Conversation:
-    """Commands to the command router, free text and confirmations to the chat agent (the two share the open
-    confirmations: /track's offer and /import's list are answered like the agent's proposals)."""
-    chat_agent = ChatAgent(services)
-    router = CommandRouter(services, confirmations=chat_agent.confirmations)
-    return Conversation(commands=router, free_text=chat_agent, settings=services.settings)
+    """Commands to the command router, free text and confirmations to the chat agent (/track's offer and
+    /import's list are stored with the conversation like the agent's proposals, so the agent settles them too)."""
+    return Conversation(commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings)
 
 
 def access_policy(settings: Settings) -> AccessPolicy:
@@ -96,9 +88,16 @@ def access_policy(settings: Settings) -> AccessPolicy:
     )
 
 
-def build_dispatcher(settings: Settings, services: Services) -> Dispatcher:
-    """The one dispatcher every frontend of the process hands its messages to."""
-    return Dispatcher(services.database, build_conversation(services), access_policy(settings), clock=services.clock)
+def build_dispatcher(settings: Settings, services: Services, *, shared_locks: SharedLocks | None = None) -> Dispatcher:
+    """The one dispatcher every frontend of the process hands its messages to; `shared_locks` make its
+    per-conversation lock hold across processes (several web processes on PostgreSQL)."""
+    return Dispatcher(
+        services.database,
+        build_conversation(services),
+        access_policy(settings),
+        clock=services.clock,
+        shared_locks=shared_locks,
+    )
 
 
 def terminal_session(settings: Settings) -> SessionFactory:
@@ -110,13 +109,17 @@ def terminal_session(settings: Settings) -> SessionFactory:
         async with open_database(settings) as database, monitor_stack(settings, database) as stack:
             dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
             stack.worker.register("terminal", sender)
-            jobs = await stack.scheduler.start()
-            logger.info("terminal chat: %d monitor(s) scheduled", jobs)
+            if settings.scaled_out:  # the job queue's workers run the monitors; this process delivers here
+                logger.info("terminal chat: monitors are run by the job queue's workers (JOB_QUEUE=procrastinate)")
+            else:
+                jobs = await stack.scheduler.start()
+                logger.info("terminal chat: %d monitor(s) scheduled", jobs)
             stop = asyncio.Event()
             delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
             try:
                 yield dispatcher
             finally:
+                await dispatcher.finish_background()  # memory folds of the last answers
                 stop.set()
                 stack.scheduler.shutdown()
                 await delivering  # the pass under way finishes

@@ -6,6 +6,7 @@ import asyncio
 import importlib.metadata
 import logging
 import platform
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -77,16 +78,59 @@ def db_upgrade() -> None:
     typer.echo("Database is up to date.")
 
 
+class Role(StrEnum):
+    all = "all"
+    web = "web"
+    worker = "worker"
+
+
 @cli.command()
-def run() -> None:
+def run(
+    role: Annotated[
+        Role,
+        typer.Option(
+            "--role",
+            help="all: everything in one process; web: HTTP and the chat frontends; worker: monitor runs and "
+            "deliveries. web and worker need JOB_QUEUE=procrastinate (PostgreSQL).",
+        ),
+    ] = Role.all,
+) -> None:
     """Start every configured frontend, the scheduler and the HTTP server; stop with Ctrl-C or SIGTERM."""
     settings = startup(log_to_console=True)
-    from app.service import run_service
+    from app.service import RoleError, run_service
+
+    if role is not Role.all and not settings.scaled_out:
+        typer.echo(
+            f"--role {role.value} needs JOB_QUEUE=procrastinate and a PostgreSQL DATABASE_URL; "
+            "without them `lookout run` is one process that does everything.",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+    try:
+        asyncio.run(run_service(settings, role=role.value))
+    except (OSError, RoleError) as exc:
+        typer.echo(f"Lookout could not start: {exc}", err=True)
+        raise typer.Exit(code=1) from None
+
+
+@cli.command()
+def jobs(
+    failed: Annotated[int, typer.Option(min=0, max=500, help="How many recent failed jobs to list.")] = 10,
+) -> None:
+    """Show the job queue (JOB_QUEUE=procrastinate): waiting, running and failed jobs, and the workers."""
+    settings = startup()
+    if not settings.scaled_out:
+        typer.echo(
+            "There is no job queue: JOB_QUEUE is embedded, so `lookout run` runs monitors itself. "
+            "Set JOB_QUEUE=procrastinate with a PostgreSQL DATABASE_URL to share the work between processes."
+        )
+        return
+    from app.jobqueue import print_queue
 
     try:
-        asyncio.run(run_service(settings))
-    except OSError as exc:
-        typer.echo(f"Lookout could not start: {exc}", err=True)
+        asyncio.run(print_queue(settings, failed_limit=failed, echo=typer.echo))
+    except Exception as exc:  # the database is unreachable or not migrated
+        typer.echo(f"Could not read the job queue: {exc} (is the database up, and `lookout db upgrade` run?)", err=True)
         raise typer.Exit(code=1) from None
 
 

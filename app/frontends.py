@@ -15,8 +15,11 @@ from app.settings import Settings
 from bots import (
     CredentialsRefusedError,
     Dispatcher,
+    FloodLimits,
+    SharedRateLimiter,
     SlackFrontend,
     SlackSender,
+    SlotReserver,
     TelegramFrontend,
     TelegramLimits,
     TelegramOptions,
@@ -66,17 +69,52 @@ class PlatformSenders:
         # Slack's web client opens a session per request: nothing stays open.
 
 
-def platform_senders(settings: Settings, *, telegram_limits: TelegramLimits | None = None) -> PlatformSenders:
-    """One sender per platform whose token is set; `telegram_limits` defaults to Telegram's flood limits."""
+def flood_limits(settings: Settings) -> TelegramLimits:
+    """Telegram's flood limits as TELEGRAM_MAX_MESSAGES, TELEGRAM_GROUP_MAX_MESSAGES and their periods say."""
+    return TelegramLimits(
+        messages_per_second=settings.telegram_max_messages / settings.telegram_rate_period,
+        group_messages=settings.telegram_group_max_messages,
+        group_period=settings.telegram_group_rate_period,
+    )
+
+
+def shared_telegram_limiter(settings: Settings, slots: SlotReserver) -> SharedRateLimiter | None:
+    """The flood limits kept through the database for every process that sends with the token."""
+    if settings.telegram_bot_token is None:
+        return None
+    bot_id = settings.telegram_bot_token.get_secret_value().split(":", 1)[0]  # the public part of the token
+    limits = FloodLimits(
+        overall=settings.telegram_max_messages,
+        period=settings.telegram_rate_period,
+        group=settings.telegram_group_max_messages,
+        group_period=settings.telegram_group_rate_period,
+    )
+    return SharedRateLimiter(slots, token_key=bot_id, limits=limits)
+
+
+def platform_senders(
+    settings: Settings, *, telegram_limits: TelegramLimits | None = None, shared_slots: SlotReserver | None = None
+) -> PlatformSenders:
+    """One sender per platform whose token is set; `telegram_limits` defaults to the TELEGRAM_* flood limits.
+    With `shared_slots` (several processes on one database) the limits are kept through the database instead:
+    every Telegram call and every Slack post to a channel reserves its slot there."""
     senders = PlatformSenders()
     if settings.telegram_bot_token is not None:
         bot = build_bot(
-            settings.telegram_bot_token.get_secret_value(), api_url=settings.telegram_api_url, limits=telegram_limits
+            settings.telegram_bot_token.get_secret_value(),
+            api_url=settings.telegram_api_url,
+            limits=telegram_limits or flood_limits(settings),
+            rate_limiter=shared_telegram_limiter(settings, shared_slots) if shared_slots is not None else None,
         )
         senders.telegram = TelegramSender(bot)
     if settings.slack_bot_token is not None:
         senders.slack = SlackSender(
-            build_web_client(settings.slack_bot_token.get_secret_value(), api_url=settings.slack_api_url)
+            build_web_client(
+                settings.slack_bot_token.get_secret_value(),
+                api_url=settings.slack_api_url,
+                channel_slots=shared_slots,
+                channel_interval=settings.slack_channel_interval,
+            )
         )
     return senders
 
@@ -127,9 +165,12 @@ async def _keep_starting(name: str, frontend: Frontend, sleep: Sleep) -> None:
         logger.error("%s: off — the platform refused the token (%s); fix it and restart", name, error)
 
 
-def build_frontends(settings: Settings, dispatcher: Dispatcher, senders: PlatformSenders) -> Frontends:
+def build_frontends(
+    settings: Settings, dispatcher: Dispatcher, senders: PlatformSenders, *, telegram_polls: bool = True
+) -> Frontends:
     """A frontend per platform whose token is set, answering through the process's one sender of its platform
-    (nothing is started yet)."""
+    (nothing is started yet). `telegram_polls=False`: Telegram connects without long-polling (the process that
+    leads the polling starts it; see `app.leadership`)."""
     frontends = Frontends()
     if settings.telegram_bot_token is not None and senders.telegram is not None:
         telegram = TelegramFrontend(
@@ -140,6 +181,7 @@ def build_frontends(settings: Settings, dispatcher: Dispatcher, senders: Platfor
                 webhook_secret=(
                     settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
                 ),
+                poll_on_start=telegram_polls,
             ),
             dispatcher,
             senders.telegram,

@@ -14,6 +14,9 @@ TELEGRAM_TOKEN_IN_URL = re.compile(r"bot\d{5,}:[A-Za-z0-9_-]{20,}")
 REDACTED = "[redacted]"
 # Libraries that log whole request URLs (and so tokens) at INFO.
 NOISY_LOGGERS = ("httpx", "httpcore", "hpack", "urllib3", "aiosqlite", "asyncio")
+# The job queue logs two lines per job at INFO (several a second in a busy minute); Lookout's own lines say
+# what each run and delivery did, and procrastinate's warnings and errors still show.
+CHATTY_LOGGERS = ("procrastinate",)
 
 
 class SecretScrubber(logging.Filter):
@@ -72,3 +75,5 @@ def configure_logging(
     root.setLevel(level)
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)

@@ -10,11 +10,11 @@ from typing import Any
 
 from app.frontends import PlatformSenders, platform_senders
 from app.settings import Settings
-from app.wiring import SourceCatalog, item_embedder, open_http_client, pipeline_models
+from app.wiring import Providers, SourceCatalog, item_embedder, language_models, open_http_client
 from bots import TelegramLimits
 from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
-from research import PipelineRequest, PipelineResult, run_pipeline
-from storage import Database
+from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
+from storage import Database, RateSlotRepository
 
 Clock = Callable[[], datetime]
 
@@ -35,6 +35,8 @@ class MonitorStack:
     """The sources built from settings; `catalog.client` is the one HTTP client they share."""
     senders: PlatformSenders
     """The one sender per platform (one Telegram Bot): the worker delivers with them, the frontends answer."""
+    models: ModelSet
+    """The process's one set of language models (the chat uses it too)."""
 
 
 @asynccontextmanager
@@ -42,14 +44,25 @@ async def monitor_stack(
     settings: Settings,
     database: Database,
     *,
+    models: ModelSet | None = None,
     telegram_limits: TelegramLimits | None = None,
     clock: Clock = _now,
+    on_deliveries_queued: Callable[[], None] | None = None,
+    shared_limits: bool = False,
 ) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `clock` is the
-    process's clock (tests pin it); `telegram_limits` default to Telegram's flood limits."""
+    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `models` are the
+    process's language models, built from settings unless given (tests and benchmarks script them); `clock` is the
+    process's clock (tests pin it); `telegram_limits` default to the TELEGRAM_* flood limits. A run that queued
+    outbox rows calls `on_deliveries_queued` (default: wake this process's delivery worker; with a job queue,
+    the deferrer of delivery jobs). `shared_limits`: the platforms' rate limits are kept through the database,
+    for every process that sends with the same tokens."""
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
-    senders = platform_senders(settings, telegram_limits=telegram_limits)
+    senders = platform_senders(
+        settings,
+        telegram_limits=telegram_limits,
+        shared_slots=RateSlotRepository(database) if shared_limits else None,
+    )
     try:
         worker = DeliveryWorker(
             database,
@@ -58,8 +71,9 @@ async def monitor_stack(
             lease=timedelta(seconds=settings.delivery_lease_seconds),
             poll_seconds=settings.delivery_poll_seconds,
         )
-        pipeline_light, pipeline_heavy = pipeline_models(settings)
-        embedder = item_embedder(settings, database)
+        providers: Providers = {}  # one Gemini client for the language models and the embedder
+        models = models if models is not None else language_models(settings, providers=providers)
+        embedder = item_embedder(settings, database, providers=providers)
 
         async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
             # Every monitor run groups its stories with the embedding model when one is configured.
@@ -68,14 +82,13 @@ async def monitor_stack(
         service = MonitorService(
             database,
             resolve_sources=catalog.resolve,
-            # Wrapped: retries, then the other model; the chat agent wraps the plain models itself.
-            light_model=pipeline_light,
-            heavy_model=pipeline_heavy,
+            light_model=models.light,
+            heavy_model=models.heavy,
             out_dir=settings.exports_dir,
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
-            on_deliveries_queued=worker.wake,
+            on_deliveries_queued=on_deliveries_queued or worker.wake,
             clock=clock,
             pipeline=pipeline,
         )
@@ -87,6 +100,7 @@ async def monitor_stack(
             scheduler=scheduler,
             catalog=catalog,
             senders=senders,
+            models=models,
         )
     finally:
         await senders.close()

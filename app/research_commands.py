@@ -14,7 +14,7 @@ import typer
 
 from app.cli_output import CliOutput
 from app.settings import Settings
-from app.wiring import SourceCatalog, light_model, open_database, open_http_client
+from app.wiring import SourceCatalog, language_models, open_database, open_http_client
 from research import (
     CLI_FOLDER,
     CollectionJobResult,
@@ -73,7 +73,7 @@ def collect_command(
     sources_spec: str | None,
 ) -> None:
     err, out = CliOutput(err=True), CliOutput()
-    model = light_model(settings)
+    model = language_models(settings).light  # retried, then the heavy model, like every model step
     if model is None:
         err.line(f"No language model: {settings.llm_unavailable_reason()}. Planning queries without one.", tone="warn")
     out_dir = settings.exports_dir / CLI_FOLDER

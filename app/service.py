@@ -1,4 +1,9 @@
-"""The long-running process behind `lookout run`: one event loop for the HTTP server and every frontend."""
+"""The long-running process behind `lookout run`: one event loop for the HTTP server, the frontends and the jobs.
+
+Embedded (the default): one process does everything, with APScheduler and its own delivery worker. With
+JOB_QUEUE=procrastinate, processes share one PostgreSQL in roles: `web` serves HTTP and the frontends (one of
+them leads Telegram long polling), `worker` runs monitor runs and deliveries as jobs, `all` does both.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +11,31 @@ import asyncio
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-
-from pydantic_ai.models import Model
+from typing import Literal
 
 from agent import Services
 from app.assembly import build_dispatcher, build_services
 from app.frontends import Frontends, build_frontends, describe_frontends
-from app.http_server import build_http_app, serve_http
+from app.http_server import HealthCheck, build_http_app, serve_http
 from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
 from app.wiring import open_database
-from bots import Dispatcher, TelegramLimits
-from storage import Database
+from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
+from research import ModelSet
+from storage import AdvisoryLocks, Database
 
 logger = logging.getLogger(__name__)
+
+Role = Literal["all", "web", "worker"]
+"""all: everything in one process; web: HTTP (/healthz, webhooks, Slack events) and the chat frontends (one web
+process leads Telegram long polling); worker: monitor runs and deliveries as jobs (JOB_QUEUE=procrastinate)."""
+
+
+class RoleError(Exception):
+    """The role cannot run with these settings; the message is one sentence."""
 
 
 @dataclass(frozen=True)
@@ -34,16 +47,36 @@ class Component:
     reason: str
 
 
-def plan_components(settings: Settings) -> list[Component]:
+def plan_components(settings: Settings, *, role: Role = "all") -> list[Component]:
     """Say which parts will run and why the others will not; nothing here pretends to run."""
     llm_reason = settings.llm_unavailable_reason()
     frontends = describe_frontends(settings)
-    return [
-        Component("http", True, f"serving /healthz on {settings.http_host}:{settings.http_port}"),
-        *(Component(name, on, reason) for name, (on, reason) in frontends.items()),
-        Component("scheduler", True, "running standing monitors; the delivery worker sends their digests"),
-        Component("llm", llm_reason is None, llm_reason or f"{settings.llm_model} / {settings.llm_heavy_model}"),
-    ]
+    serves, works = role in ("all", "web"), role in ("all", "worker")
+    components = [Component("http", True, f"serving /healthz on {settings.http_host}:{settings.http_port}")]
+    if serves:
+        components += [Component(name, on, reason) for name, (on, reason) in frontends.items()]
+    else:
+        components += [Component(name, False, "the web processes receive messages") for name in frontends]
+    if not settings.scaled_out:
+        components.append(
+            Component("scheduler", True, "running standing monitors; the delivery worker sends their digests")
+        )
+    else:
+        components.append(
+            Component(
+                "jobs",
+                True,
+                (
+                    f"procrastinate worker ({settings.worker_concurrency} at a time): monitor runs and deliveries"
+                    if works
+                    else "deferring monitor runs and deliveries to the workers (procrastinate)"
+                ),
+            )
+        )
+    components.append(
+        Component("llm", llm_reason is None, llm_reason or f"{settings.llm_model} / {settings.llm_heavy_model}")
+    )
+    return components
 
 
 def _install_stop_signals(stop: asyncio.Event) -> None:
@@ -69,15 +102,31 @@ async def assemble(
     database: Database,
     *,
     clock: Callable[[], datetime] | None = None,
-    chat_models: tuple[Model | None, Model | None] | None = None,
+    models: ModelSet | None = None,
     telegram_limits: TelegramLimits | None = None,
+    shared_locks: SharedLocks | None = None,
+    on_deliveries_queued: Callable[[], None] | None = None,
 ) -> AsyncIterator[Process]:
     """The composition root of `lookout run`: the objects of one process, wired as users run them (nothing
-    started yet). Tests build their worlds with it, pinning `clock` and scripting `chat_models`."""
-    async with monitor_stack(settings, database, telegram_limits=telegram_limits, **_clock(clock)) as stack:
-        services = build_services(settings, database=database, stack=stack, chat_models=chat_models, clock=clock)
-        dispatcher = build_dispatcher(settings, services)
-        frontends = build_frontends(settings, dispatcher, stack.senders)
+    started yet). Tests build their worlds with it, pinning `clock` and scripting `models` (the process's one
+    model set, shared by the chat and the monitors).
+
+    One of several processes on PostgreSQL (JOB_QUEUE=procrastinate) passes `shared_locks` (one conversation
+    answered one message at a time across processes) and `on_deliveries_queued` (the deferrer of delivery jobs);
+    its platform rate limits are then kept through the database, and Telegram polls only where it leads."""
+    scaled = shared_locks is not None
+    async with monitor_stack(
+        settings,
+        database,
+        models=models,
+        telegram_limits=telegram_limits,
+        on_deliveries_queued=on_deliveries_queued,
+        shared_limits=scaled,
+        **_clock(clock),
+    ) as stack:
+        services = build_services(settings, database=database, stack=stack, clock=clock)
+        dispatcher = build_dispatcher(settings, services, shared_locks=shared_locks)
+        frontends = build_frontends(settings, dispatcher, stack.senders, telegram_polls=not scaled)
         yield Process(stack=stack, services=services, dispatcher=dispatcher, frontends=frontends)
 
 
@@ -85,43 +134,121 @@ def _clock(clock: Callable[[], datetime] | None) -> dict[str, Callable[[], datet
     return {"clock": clock} if clock is not None else {}
 
 
-async def run_service(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
-    """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set)."""
+async def run_service(settings: Settings, *, role: Role = "all", stop: asyncio.Event | None = None) -> None:
+    """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set).
+
+    With the embedded job queue one process does everything (`role` must be `all`); with JOB_QUEUE=procrastinate
+    any number of processes share one PostgreSQL database, each in a role (see `Role`)."""
     stop = stop or asyncio.Event()
     _install_stop_signals(stop)
+    if not settings.scaled_out and role != "all":
+        raise RoleError(f"--role {role} needs JOB_QUEUE=procrastinate; with the embedded queue one process does all")
     async with open_database(settings) as database:
-        for component in plan_components(settings):
+        for component in plan_components(settings, role=role):
             logger.info("%s: %s — %s", component.name, "on" if component.on else "off", component.reason)
-        if not (settings.allowed_users or settings.allowed_chats):
+        if role != "worker" and not (settings.allowed_users or settings.allowed_chats):
             logger.warning("ALLOWED_USERS and ALLOWED_CHATS are empty: anyone who finds the bot can use it")
-        async with assemble(settings, database) as process:
-            stack, frontends = process.stack, process.frontends
-            jobs = await stack.scheduler.start()
-            logger.info("scheduler: %d monitor(s) scheduled", jobs)
-            delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
-
-            async def scheduler_running() -> bool:
-                return stack.scheduler.running
-
-            async def delivery_running() -> bool:
-                return not delivering.done()
-
-            app = build_http_app(
-                checks={
-                    "database": database.ping,
-                    "scheduler": scheduler_running,
-                    "delivery": delivery_running,
-                    **frontends.checks,
-                },
-                off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
-                routes=frontends.routes,
-            )
-            frontends.start_all()
-            try:
-                await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
-            finally:
-                stop.set()
-                stack.scheduler.shutdown()
-                await delivering  # the pass under way finishes; what is left stays pending in the outbox
-                await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
+        if settings.scaled_out:
+            await _run_scaled(settings, database, role, stop)
+        else:
+            await _run_embedded(settings, database, stop)
     logger.info("stopped")
+
+
+async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Event) -> None:
+    """One process: frontends, APScheduler, the delivery worker and the HTTP server on one loop."""
+    async with assemble(settings, database) as process:
+        stack, frontends = process.stack, process.frontends
+        jobs = await stack.scheduler.start()
+        logger.info("scheduler: %d monitor(s) scheduled", jobs)
+        delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
+
+        async def scheduler_running() -> bool:
+            return stack.scheduler.running
+
+        async def delivery_running() -> bool:
+            return not delivering.done()
+
+        app = build_http_app(
+            checks={
+                "database": database.ping,
+                "scheduler": scheduler_running,
+                "delivery": delivery_running,
+                **frontends.checks,
+            },
+            off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
+            routes=frontends.routes,
+        )
+        frontends.start_all()
+        try:
+            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+        finally:
+            stop.set()
+            stack.scheduler.shutdown()
+            await delivering  # the pass under way finishes; what is left stays pending in the outbox
+            await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
+            await process.dispatcher.finish_background()  # then the memory folds their answers left
+
+
+async def _run_scaled(settings: Settings, database: Database, role: Role, stop: asyncio.Event) -> None:
+    """One process of many on PostgreSQL: web (HTTP, frontends) and/or worker (jobs), sharing one job queue."""
+    # Imported here: the job queue's libraries (procrastinate, psycopg) are not loaded by the one-process mode.
+    from app.jobqueue import DeliveryJobs, JobQueue, WorkerDuties, process_name
+    from app.leadership import Leadership
+
+    serves, works = role in ("all", "web"), role in ("all", "worker")
+    background: list[asyncio.Task[None]] = []
+    locks = AdvisoryLocks(settings.database_url)
+    async with AsyncExitStack() as resources:
+        resources.push_async_callback(locks.dispose)
+        queue = await resources.enter_async_context(JobQueue(settings, name=process_name(role)))
+        deliveries: list[DeliveryJobs] = []
+
+        def deliveries_queued() -> None:
+            for deferrer in deliveries:
+                deferrer.wake()
+
+        process = await resources.enter_async_context(
+            assemble(settings, database, shared_locks=locks, on_deliveries_queued=deliveries_queued)
+        )
+        stack, frontends = process.stack, process.frontends
+        delivery_jobs = DeliveryJobs(database, queue, worker=stack.worker)
+        deliveries.append(delivery_jobs)
+        checks: dict[str, HealthCheck] = {"database": database.ping, "jobs": queue.healthy}
+        if works:
+            queue.register(WorkerDuties(database=database, service=stack.service, delivery=stack.worker))
+            background.append(asyncio.create_task(queue.work(stop), name="job worker"))
+            background.append(asyncio.create_task(stack.worker.keep_claims(stop), name="delivery claims"))
+        background.append(asyncio.create_task(delivery_jobs.run_forever(stop), name="delivery jobs"))
+        if serves:
+            checks.update(frontends.checks)
+            telegram = frontends.running.get("telegram")
+            if isinstance(telegram, TelegramFrontend) and not settings.telegram_webhook_url:
+                leadership = Leadership(
+                    locks,
+                    "telegram:polling",
+                    start=telegram.start_polling,
+                    stop=telegram.stop_polling,
+                    check_seconds=settings.leader_check_seconds,
+                )
+                background.append(asyncio.create_task(leadership.run(stop), name="telegram polling leadership"))
+            frontends.start_all()
+
+        async def background_running() -> bool:
+            return all(not task.done() for task in background)
+
+        checks["background"] = background_running
+        off = {name: why for name, (on, why) in describe_frontends(settings).items() if not on} if serves else {}
+        app = build_http_app(checks=checks, off=off, routes=frontends.routes if serves else ())
+        try:
+            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+        finally:
+            stop.set()
+            if serves:
+                await frontends.stop_all()  # messages being answered finish first
+                await process.dispatcher.finish_background()  # then the memory folds their answers left
+            # The worker finishes its jobs (or hands them back after SHUTDOWN_GRACE_SECONDS); leadership lets go.
+            results = await asyncio.gather(*background, return_exceptions=True)
+            for task, result in zip(background, results, strict=True):
+                if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                    logger.error("%s failed", task.get_name(), exc_info=result)

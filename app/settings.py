@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -49,6 +49,20 @@ class Settings(BaseSettings):
     timezone: str = "UTC"
     """Default IANA timezone for new chats and schedules."""
 
+    # Scale-out (several processes on one PostgreSQL; see docs/architecture.md)
+    job_queue: Literal["embedded", "procrastinate"] = "embedded"
+    """`embedded`: one process schedules with APScheduler and delivers itself (SQLite or PostgreSQL);
+    `procrastinate`: monitor runs and deliveries are jobs on PostgreSQL that any `lookout run` process takes."""
+    worker_concurrency: int = Field(default=16, ge=1, le=500)
+    """Jobs (monitor runs, deliveries) one worker process runs at the same time."""
+    worker_heartbeat_seconds: float = Field(default=10.0, gt=0, le=300)
+    """How often a worker says it is alive; a worker silent for three times this is presumed dead and its
+    jobs are retried by another."""
+    shutdown_grace_seconds: float = Field(default=30.0, ge=0, le=3600)
+    """On SIGTERM, how long jobs under way may take to finish before they are handed back to the queue."""
+    leader_check_seconds: float = Field(default=5.0, gt=0, le=60)
+    """How often a process that does not hold a one-per-cluster duty (Telegram long polling) tries to take it."""
+
     # Models
     llm_model: str = DEFAULT_LIGHT_MODEL
     """Light model for chat and planning: any pydantic-ai model string; empty turns the LLM off."""
@@ -65,12 +79,22 @@ class Settings(BaseSettings):
     telegram_api_url: str = "https://api.telegram.org"
     telegram_webhook_url: str | None = None
     telegram_webhook_secret: SecretStr | None = None
+    telegram_max_messages: float = Field(default=30.0, gt=0)
+    """Messages the bot may send per TELEGRAM_RATE_PERIOD over all chats (Telegram allows about 30 per second)."""
+    telegram_rate_period: float = Field(default=1.0, gt=0)
+    """Seconds over which TELEGRAM_MAX_MESSAGES is counted."""
+    telegram_group_max_messages: float = Field(default=20.0, gt=0)
+    """Messages the bot may send to one group per TELEGRAM_GROUP_RATE_PERIOD (Telegram allows 20 a minute)."""
+    telegram_group_rate_period: float = Field(default=60.0, gt=0)
+    """Seconds over which TELEGRAM_GROUP_MAX_MESSAGES is counted."""
 
     # Slack
     slack_bot_token: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
+    slack_channel_interval: float = Field(default=1.0, ge=0)
+    """Seconds between two messages to one Slack channel (Slack allows about one a second)."""
 
     # HTTP server
     http_host: str = "127.0.0.1"
@@ -94,7 +118,8 @@ class Settings(BaseSettings):
     chat_daily_tokens: int = Field(default=200_000, ge=0)
     """Model tokens one chat may use per day in conversation (0: no limit); monitors' runs count too."""
     memory_turns: int = Field(default=10, ge=1, le=100)
-    """Turns of conversation the agent sees; older ones are folded into a rolling summary."""
+    """Turns of conversation the agent sees word for word (at least); older ones are folded into a rolling summary
+    in batches of half as many (`agent.memory.fold_batch`), after a reply."""
     memory_idle_hours: float = Field(default=24.0, gt=0)
     """After this much silence the next message starts a fresh conversation (the summary carries over)."""
     agent_request_limit: int = Field(default=12, ge=1, le=100)
@@ -233,9 +258,19 @@ class Settings(BaseSettings):
                 raise ValueError("TELEGRAM_WEBHOOK_URL must be an https:// URL (Telegram refuses others)")
             if not self.telegram_webhook_secret:
                 raise ValueError("TELEGRAM_WEBHOOK_URL is set but TELEGRAM_WEBHOOK_SECRET is missing")
+        if self.job_queue == "procrastinate" and not self.database_url.startswith("postgresql"):
+            raise ValueError(
+                "JOB_QUEUE=procrastinate needs a PostgreSQL DATABASE_URL (postgresql+asyncpg://…); "
+                "with SQLite, leave JOB_QUEUE unset and Lookout runs as one process"
+            )
         if bool(self.reddit_client_id) != bool(self.reddit_client_secret):
             raise ValueError("REDDIT_CLIENT_ID and REDDIT_CLIENT_SECRET must be set together")
         return self
+
+    @property
+    def scaled_out(self) -> bool:
+        """Whether monitor runs and deliveries are jobs shared by several processes (JOB_QUEUE=procrastinate)."""
+        return self.job_queue == "procrastinate"
 
     def secret_values(self) -> list[str]:
         """Every configured secret's value, for the log scrubber."""

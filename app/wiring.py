@@ -1,16 +1,17 @@
-"""Composition: turn settings into the objects the lower layers take (sources, HTTP client, models)."""
+"""Composition: turn settings into the objects the lower layers take (sources, HTTP client, the language models)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
+from typing import Any
 
 from pydantic_ai.models import Model, infer_model
 
 from app.http_cache import DatabaseValidatorStore
 from app.settings import Settings
-from research import ItemEmbedder, RetryPolicy, resilient_model
+from research import ItemEmbedder, ModelSet, RetryPolicy
 from sources import (
     DEFAULT_SOURCES,
     HttpClient,
@@ -81,31 +82,37 @@ class SourceCatalog:
         )
 
 
-def light_model(settings: Settings) -> Model | None:
-    """The chat/planning model, or None when no model can be used (see `Settings.llm_unavailable_reason`)."""
+Providers = dict[str, Any]
+"""Model providers built so far, by name: pass the same one to `language_models` and `item_embedder`, so the
+process has one client per provider (one HTTP client for every Gemini model and the embedder)."""
+
+
+def language_models(
+    settings: Settings, *, policy: RetryPolicy | None = None, providers: Providers | None = None
+) -> ModelSet:
+    """The process's one set of language models (build it once per process and share it): LLM_MODEL and
+    LLM_HEAVY_MODEL, each retried and falling back to the other, one memory of spent quotas. Each model name is
+    built once, and every Gemini model shares one provider (one HTTP client for the process). Empty when no model
+    can be used (see `Settings.llm_unavailable_reason`)."""
     if settings.llm_unavailable_reason() is not None:
-        return None
-    return _model(settings, settings.llm_model)
+        return ModelSet.none()
+    built: dict[str, Model] = {}
+    providers = providers if providers is not None else {}
+
+    def model(name: str) -> Model:
+        if name not in built:
+            built[name] = _model(settings, name, providers)
+        return built[name]
+
+    heavy_name = settings.llm_heavy_model.strip()
+    return ModelSet.of(model(settings.llm_model.strip()), model(heavy_name) if heavy_name else None, policy=policy)
 
 
-def heavy_model(settings: Settings) -> Model | None:
-    """The critique/synthesis model, or None when no model can be used."""
-    if settings.llm_unavailable_reason() is not None or not settings.llm_heavy_model.strip():
-        return None
-    return _model(settings, settings.llm_heavy_model)
-
-
-def pipeline_models(settings: Settings, *, policy: RetryPolicy | None = None) -> tuple[Model | None, Model | None]:
-    """The monitor pipeline's (light, heavy) models, each retried on rate limits and server errors and then
-    falling back to the other one; a step whose own model is missing keeps its no-model path."""
-    light, heavy = light_model(settings), heavy_model(settings)
-    policy = policy or RetryPolicy()  # one policy: both chains share its memory of spent quotas
-    return resilient_model(light, heavy, policy=policy), resilient_model(heavy, light, policy=policy)
-
-
-def item_embedder(settings: Settings, database: Database | None) -> ItemEmbedder | None:
+def item_embedder(
+    settings: Settings, database: Database | None, *, providers: Providers | None = None
+) -> ItemEmbedder | None:
     """The embedding model for story clustering with its cache in the database, or None when it is off (see
-    `Settings.embedding_unavailable_reason`)."""
+    `Settings.embedding_unavailable_reason`). A Gemini embedder uses the Gemini provider in `providers`."""
     if settings.embedding_unavailable_reason() is not None:
         return None
     from pydantic_ai.embeddings import Embedder
@@ -113,10 +120,8 @@ def item_embedder(settings: Settings, database: Database | None) -> ItemEmbedder
     name = settings.embedding_model.strip()
     if name.startswith("google:"):
         from pydantic_ai.embeddings.google import GoogleEmbeddingModel
-        from pydantic_ai.providers.google import GoogleProvider
 
-        assert settings.gemini_api_key is not None  # checked by embedding_unavailable_reason
-        provider = GoogleProvider(api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url)
+        provider = _google_provider(settings, providers if providers is not None else {})
         embedder = Embedder(GoogleEmbeddingModel(name.removeprefix("google:"), provider=provider))
     else:
         embedder = Embedder(name)
@@ -124,13 +129,23 @@ def item_embedder(settings: Settings, database: Database | None) -> ItemEmbedder
     return ItemEmbedder(embedder=embedder, model_name=name, cache=cache)
 
 
-def _model(settings: Settings, name: str) -> Model:
+def _model(settings: Settings, name: str, providers: Providers) -> Model:
     if name.startswith("google:"):
         # Imported here: the Google client is only needed when a Gemini model is configured.
         from pydantic_ai.models.google import GoogleModel
+
+        return GoogleModel(name.removeprefix("google:"), provider=_google_provider(settings, providers))
+    return infer_model(name)
+
+
+def _google_provider(settings: Settings, providers: Providers) -> Any:
+    """The Gemini provider in `providers`, built there on first use."""
+    if "google" not in providers:
+        # Imported here: the Google client is only needed when a Gemini model is configured.
         from pydantic_ai.providers.google import GoogleProvider
 
-        assert settings.gemini_api_key is not None  # checked by llm_unavailable_reason
-        provider = GoogleProvider(api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url)
-        return GoogleModel(name.removeprefix("google:"), provider=provider)
-    return infer_model(name)
+        assert settings.gemini_api_key is not None  # checked by llm_/embedding_unavailable_reason
+        providers["google"] = GoogleProvider(
+            api_key=settings.gemini_api_key.get_secret_value(), base_url=settings.gemini_base_url
+        )
+    return providers["google"]

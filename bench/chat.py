@@ -1,229 +1,440 @@
-"""Benchmark chat throughput: C concurrent chats × M messages through the real Telegram frontend.
+"""Benchmark chat throughput: C concurrent chats × M messages through the real Telegram frontend, Lookout alone.
 
-Everything between the Bot API and the model is the real code: `TelegramFrontend` (python-telegram-bot's
-Application, long polling) against `tests.fakes.telegram.FakeTelegram` (no rate ceiling: this measures our
-side), the `Dispatcher` (access, de-duplication in SQLite, per-conversation locks), the `Conversation` with the
-real `CommandRouter` and `ChatAgent` (memory stored and loaded each turn, rolling summaries, usage recorded),
-and the `TelegramSender` (markdown → HTML, typing indicator). The model is a pydantic-ai `FunctionModel` that
-answers at once, so the times are Lookout's own plus the HTTP round trips to the fake.
+Two processes, so the fake's CPU and GIL are not Lookout's:
+- the fake's process: `tests.fakes.telegram.FakeTelegram` (the Bot API, no rate ceiling) and the people who
+  write to the bot. Latency is measured there, on one clock: from the moment getUpdates handed an update to
+  the bot to the moment the answer's sendMessage arrived;
+- Lookout's process (this one): the real `TelegramFrontend` (python-telegram-bot, long polling), `Dispatcher`,
+  `Conversation` (`CommandRouter` + `ChatAgent`: memory, budget, usage) and `ReplySender`, built through the
+  app's composition root. The model is a pydantic-ai `FunctionModel` that answers at once (and counts its
+  calls, summaries apart). Lookout's CPU time and peak RSS are this process's own.
 
-Two runs:
-- closed loop: each chat sends its next message when the answer to the previous one arrived (people waiting
-  for answers), all chats at once;
-- burst: every chat's messages are queued at once (a backlog after downtime, or a flood).
+Runs, each on SQLite and (with `--postgres-url`, or TEST_DATABASE_URL set) on a throwaway PostgreSQL database:
+- closed loop, free text: each chat sends its next message when the answer to the previous one arrived;
+- closed loop, commands: the same with `/help` and `/monitors` (no model);
+- burst (optional, `--burst`): every chat's messages queued at once.
 
-Latency is measured by the fake: from the moment getUpdates handed an update to the bot to the moment the
-answer's sendMessage arrived. Peak RSS is the whole process (the fake server runs in it too).
+Every run checks that each chat got exactly one answer per message, in order (none lost, none duplicated).
 
-Run: uv run python bench/chat.py [--chats 50] [--messages 20] [--memory-turns 10]
+Run: uv run python bench/chat.py [--chats 50] [--messages 30] [--memory-turns 10] [--commands 10]
+                                  [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
+                                  [--profile FILE] [--profile-commands FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import logging
+import multiprocessing
+import os
 import platform
 import resource
-import statistics
+import sys
 import tempfile
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-from agent.access import AccessPolicy
-from agent.chat.agent import ChatAgent
-from agent.commands.router import CommandRouter
-from agent.context import ConversationSettings, Services
-from agent.conversation import Conversation
-from bots.dispatcher import Dispatcher
-from bots.telegram import TelegramSender, build_bot
-from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-from monitors.service import MonitorService
-from sources.base import Source
-from sources.http import HttpClient
-from storage import Database, upgrade_database
-from tests.fakes.telegram import FakeTelegram, SentMessage
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 FIRST_CHAT = 10_000
+SUMMARY_MARK = "You keep the memory of a chat"
+"""Words of the summariser's instructions: how the scripted model tells a summary call from a chat call."""
 
 
-def echo(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
-    """The instant model: repeats the newest thing the person said (also writes the memory summaries)."""
-    for message in reversed(messages):
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    return ModelResponse(parts=[TextPart(f"echo: {part.content}")])
-    return ModelResponse(parts=[TextPart("summary: nothing to keep")])
-
-
-def no_sources(specs: Sequence[str]) -> list[Source]:
-    raise ValueError("no sources in this benchmark")
+# ---- the fake's process ---------------------------------------------------------------------------------------
 
 
 @dataclass
-class Run:
-    """What one run measured."""
+class Outcome:
+    """What the people saw in one run (sent back to Lookout's process)."""
 
-    name: str
     latencies: list[float] = field(default_factory=list)
     seconds: float = 0.0
-    in_order: bool = True
+    sent: int = 0
+    answered: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    out_of_order: int = 0
+    unexpected: list[str] = field(default_factory=list)
+    """Answers that are not the expected echo (an error reply, for one)."""
 
 
-class Replies:
-    """Answers as they arrive at the fake, per chat, woken on the bot's loop."""
+def fake_process(conn: Connection, long_poll_cap: float) -> None:
+    """Run the fake Bot API and the people until told to stop."""
+    from tests.fakes.telegram import FakeTelegram
 
-    def __init__(self, fake: FakeTelegram, loop: asyncio.AbstractEventLoop) -> None:
-        self.by_chat: dict[str, list[SentMessage]] = {}
-        self._events: dict[str, asyncio.Event] = {}
-        self._loop = loop
-        fake.on_message(self._arrived)
-
-    def _arrived(self, sent: SentMessage) -> None:  # on the fake's thread
-        if sent.kind == "text" and (sent.text or "").startswith("echo: "):
-            self._loop.call_soon_threadsafe(self._store, sent)
-
-    def _store(self, sent: SentMessage) -> None:
-        self.by_chat.setdefault(sent.chat_id, []).append(sent)
-        self.event(sent.chat_id).set()
-
-    def event(self, chat_id: str) -> asyncio.Event:
-        return self._events.setdefault(chat_id, asyncio.Event())
-
-    async def wait_for(self, chat_id: str, count: int) -> None:
-        while len(self.by_chat.get(chat_id, [])) < count:
-            event = self.event(chat_id)
-            event.clear()
-            await event.wait()
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
+    fake = FakeTelegram(long_poll_cap=long_poll_cap)
+    fake.start()
+    conn.send({"token": fake.token, "url": fake.url})
+    while True:
+        request = conn.recv()
+        if request["op"] == "stop":
+            break
+        conn.send(asyncio.run(_people(fake, **request)))
+    conn.send({"api_calls": len(fake.calls), "typing": len(fake.calls_to("sendChatAction"))})
+    fake.stop()
 
 
-async def closed_loop(fake: FakeTelegram, replies: Replies, *, chats: int, messages: int, tag: str) -> Run:
-    run = Run(f"closed loop: {chats} chats × {messages} messages, next after each answer")
-    sent: dict[str, int] = {}
+async def _people(
+    fake: Any, *, op: str, chats: int, messages: int, texts: Sequence[str], tag: str, timeout: float
+) -> Outcome:
+    """Each chat writes `messages` messages (cycling through `texts`, numbered); closed loop or all at once."""
+    loop = asyncio.get_running_loop()
+    arrived: dict[str, list[Any]] = {}
+    wake: dict[str, asyncio.Event] = {}
+    chat_ids = [str(FIRST_CHAT + chat) for chat in range(chats)]
+    before = {chat_id: len(fake.texts(chat_id)) for chat_id in chat_ids}
 
-    async def person(chat: int) -> None:
-        chat_id = str(chat)
-        before = len(replies.by_chat.get(chat_id, []))
+    def store(sent: Any) -> None:
+        if sent.chat_id in wake:
+            arrived.setdefault(sent.chat_id, []).append(sent)
+            wake[sent.chat_id].set()
+
+    def on_message(sent: Any) -> None:  # on the fake's thread
+        if sent.kind == "text":
+            loop.call_soon_threadsafe(store, sent)
+
+    for chat_id in chat_ids:
+        wake[chat_id] = asyncio.Event()
+    fake.on_message(on_message)
+    sent_ids: dict[str, list[int]] = {chat_id: [] for chat_id in chat_ids}
+
+    def text_for(n: int) -> str:
+        base = texts[n % len(texts)]
+        return f"{base}" if base.startswith("/") else f"{base} {tag} {n}"
+
+    async def wait_for(chat_id: str, count: int, deadline: float) -> bool:
+        while len(arrived.get(chat_id, [])) < count:
+            wake[chat_id].clear()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(wake[chat_id].wait(), left)
+            except TimeoutError:
+                return False
+        return True
+
+    async def person(chat_id: str) -> None:
+        deadline = time.monotonic() + timeout
         for n in range(messages):
-            text = f"{tag} {chat} {n}"
-            sent[text] = fake.push_text(chat, text)
-            await replies.wait_for(chat_id, before + n + 1)
+            sent_ids[chat_id].append(fake.push_text(int(chat_id), text_for(n)))
+            if not await wait_for(chat_id, n + 1, deadline):
+                return
 
-    start = time.perf_counter()
-    await asyncio.gather(*(person(FIRST_CHAT + chat) for chat in range(chats)))
-    run.seconds = time.perf_counter() - start
-    _measure(run, fake, replies, sent, tag)
-    return run
+    start = time.monotonic()
+    if op == "closed":
+        await asyncio.gather(*(person(chat_id) for chat_id in chat_ids))
+    else:
+        for n in range(messages):
+            for chat_id in chat_ids:
+                sent_ids[chat_id].append(fake.push_text(int(chat_id), text_for(n)))
+        deadline = start + timeout
+        await asyncio.gather(*(wait_for(chat_id, messages, deadline) for chat_id in chat_ids))
+    outcome = Outcome(seconds=time.monotonic() - start)
+    await asyncio.sleep(0.5)  # a duplicate answer would arrive in this time
+    fake._listeners.remove(on_message)
+    for chat_id in chat_ids:
+        answers = arrived.get(chat_id, [])
+        ids = sent_ids[chat_id]
+        outcome.sent += len(ids)
+        outcome.answered += min(len(answers), len(ids))
+        outcome.lost += max(0, len(ids) - len(answers))
+        outcome.duplicated += max(0, len(answers) - len(ids))
+        free_text = [a for a in answers if (a.text or "").startswith("echo: ")]
+        if not texts[0].startswith("/"):
+            outcome.unexpected += [a.text or "" for a in answers if not (a.text or "").startswith("echo: ")]
+        numbers = [int((a.text or "").rsplit(" ", 1)[1]) for a in free_text]
+        outcome.out_of_order += sum(1 for i, number in enumerate(numbers) if number != i)
+        for update_id, answer in zip(ids, answers, strict=False):
+            outcome.latencies.append(answer.at - fake.served_at[update_id])
+    assert all(len(fake.texts(c)) - before[c] == len(arrived.get(c, [])) for c in chat_ids)
+    return outcome
 
 
-async def burst(fake: FakeTelegram, replies: Replies, *, chats: int, messages: int, tag: str) -> Run:
-    run = Run(f"burst: {chats * messages} messages queued at once ({chats} chats)")
-    sent: dict[str, int] = {}
-    before = {str(FIRST_CHAT + chat): len(replies.by_chat.get(str(FIRST_CHAT + chat), [])) for chat in range(chats)}
-    start = time.perf_counter()
-    for n in range(messages):
-        for chat in range(chats):
-            text = f"{tag} {FIRST_CHAT + chat} {n}"
-            sent[text] = fake.push_text(FIRST_CHAT + chat, text)
-    await asyncio.gather(*(replies.wait_for(chat_id, count + messages) for chat_id, count in before.items()))
-    run.seconds = time.perf_counter() - start
-    _measure(run, fake, replies, sent, tag)
-    return run
+# ---- Lookout's process ----------------------------------------------------------------------------------------
 
 
-def _measure(run: Run, fake: FakeTelegram, replies: Replies, sent: dict[str, int], tag: str) -> None:
-    for chat_messages in replies.by_chat.values():
-        ours = [m for m in chat_messages if (m.text or "").startswith(f"echo: {tag} ")]
-        numbers = [int((m.text or "").rsplit(" ", 1)[1]) for m in ours]
-        run.in_order = run.in_order and numbers == sorted(numbers)
-        for message in ours:
-            update_id = sent[(message.text or "").removeprefix("echo: ")]
-            run.latencies.append(message.at - fake.served_at[update_id])
+class InstantModel:
+    """A FunctionModel that echoes the newest thing the person said, counting chat and summary calls."""
+
+    def __init__(self) -> None:
+        self.chat_calls = 0
+        self.summary_calls = 0
+        self.model = FunctionModel(self._answer, model_name="instant")
+
+    def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if SUMMARY_MARK in (info.instructions or ""):
+            self.summary_calls += 1
+            return ModelResponse(parts=[TextPart("The person tested the bot with numbered messages.")])
+        self.chat_calls += 1
+        for message in reversed(messages):
+            if isinstance(message, ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                        return ModelResponse(parts=[TextPart(f"echo: {part.content}")])
+        return ModelResponse(parts=[TextPart("echo: ?")])
+
+    @property
+    def calls(self) -> int:
+        return self.chat_calls + self.summary_calls
+
+
+@asynccontextmanager
+async def throwaway_postgres(admin_url: str) -> AsyncIterator[str]:
+    """An empty PostgreSQL database for one bench run, dropped afterwards."""
+    from storage import Database
+
+    name = f"lookout_bench_{uuid.uuid4().hex[:10]}"
+
+    async def admin(statement: str) -> None:
+        database = Database(admin_url)
+        try:
+            async with database.engine.connect() as connection:
+                connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+                await connection.execute(text(statement))
+        finally:
+            await database.dispose()
+
+    await admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@asynccontextmanager
+async def lookout(
+    url: str, fake: dict[str, str], model: InstantModel, memory_turns: int, tmp: Path
+) -> AsyncIterator[Any]:
+    """Lookout's Telegram side on `url`, built through the composition root as `lookout run` builds it
+    (`app.service.assemble`: monitor stack, services, dispatcher, frontends), with the instant model as the
+    process's model set."""
+    from app.service import assemble
+    from app.settings import load_settings
+    from app.wiring import open_database
+    from research import ModelSet
+
+    settings = load_settings(
+        database_url=url,
+        data_dir=tmp / "data",
+        telegram_bot_token=fake["token"],
+        telegram_api_url=fake["url"],
+        memory_turns=memory_turns,
+    )
+    async with (
+        open_database(settings) as database,
+        assemble(settings, database, models=ModelSet.of(model.model, None)) as process,
+    ):
+        telegram = process.frontends.running["telegram"]
+        await telegram.start()
+        try:
+            yield process.dispatcher
+        finally:
+            await telegram.stop()
+            await process.dispatcher.finish_background()
+
+
+@dataclass
+class Row:
+    """One line of the results table."""
+
+    database: str
+    run: str
+    outcome: Outcome
+    cpu_seconds: float
+    model_calls: int
+    summary_calls: int
 
 
 def percentile(values: list[float], share: float) -> float:
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-async def bench(args: argparse.Namespace) -> None:
-    fake = FakeTelegram(long_poll_cap=1.0)
-    fake.start()
+async def drive(conn: Connection, **request: Any) -> Outcome:
+    conn.send(request)
+    return await asyncio.to_thread(conn.recv)
+
+
+async def bench_database(
+    name: str, url: str, fake: dict[str, str], conn: Connection, args: argparse.Namespace
+) -> list[Row]:
+    rows: list[Row] = []
+    model = InstantModel()
     with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite+aiosqlite:///{Path(tmp) / 'lookout.db'}"
-        await upgrade_database(url)
-        database = Database(url)
-        client = HttpClient(user_agent="LookoutBench/0.1")
-        model = FunctionModel(echo, model_name="instant")
-        service = MonitorService(
-            database, resolve_sources=no_sources, light_model=None, heavy_model=None, out_dir=Path(tmp) / "exports"
-        )
-        services = Services(
-            database=database,
-            monitors=service,
-            resolve_sources=no_sources,
-            http=client,
-            light_model=model,
-            heavy_model=None,
-            settings=ConversationSettings(exports_dir=Path(tmp) / "exports", memory_turns=args.memory_turns),
-        )
-        conversation = Conversation(
-            commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings
-        )
-        dispatcher = Dispatcher(database, conversation, AccessPolicy())
-        options = TelegramOptions(token=fake.token, api_url=fake.url, poll_timeout=10.0)
-        sender = TelegramSender(build_bot(fake.token, api_url=fake.url, poll_timeout=10.0))
-        frontend = TelegramFrontend(options, dispatcher, sender)
-        replies = Replies(fake, asyncio.get_running_loop())
-        await frontend.start()
-        try:
-            runs = [
-                await closed_loop(fake, replies, chats=args.chats, messages=args.messages, tag="closed"),
-                await burst(fake, replies, chats=args.chats, messages=args.messages, tag="burst"),
-            ]
-        finally:
-            await frontend.stop()
-            await client.aclose()
-            await database.dispose()
-            fake.stop()
+        async with lookout(url, fake, model, args.memory_turns, Path(tmp)):
+            timeout = 600.0
+
+            async def run(
+                label: str, op: str, texts: Sequence[str], messages: int, tag: str, profile: str | None = None
+            ) -> None:
+                profiler = None
+                if profile and name == "sqlite":
+                    from pyinstrument import Profiler
+
+                    profiler = Profiler(async_mode="disabled")
+                    profiler.start()
+                functions = cProfile.Profile() if profile and args.cprofile and name == "sqlite" else None
+                if functions is not None:
+                    functions.enable()
+                calls, summaries = model.calls, model.summary_calls
+                cpu = time.process_time()
+                outcome = await drive(
+                    conn, op=op, chats=args.chats, messages=messages, texts=list(texts), tag=tag, timeout=timeout
+                )
+                await asyncio.sleep(0.2)  # folds started by the last answers finish (their calls count)
+                if functions is not None and profile:
+                    functions.disable()
+                    functions.dump_stats(f"{profile}.cprofile")
+                if profiler is not None and profile:
+                    profiler.stop()
+                    Path(profile).write_text(profiler.output_text(unicode=True, show_all=False))
+                rows.append(
+                    Row(
+                        database=name,
+                        run=label,
+                        outcome=outcome,
+                        cpu_seconds=time.process_time() - cpu,
+                        model_calls=model.calls - calls,
+                        summary_calls=model.summary_calls - summaries,
+                    )
+                )
+
+            # warm-up: imports, connection pools, the first statements of each kind
+            await drive(
+                conn, op="closed", chats=args.chats, messages=2, texts=["warm up", "/help"], tag="w", timeout=60
+            )
+            await run(
+                f"closed loop, free text: {args.chats} chats × {args.messages}",
+                "closed",
+                ["hello"],
+                args.messages,
+                "closed",
+                profile=args.profile,
+            )
+            if args.commands:
+                await run(
+                    f"closed loop, /help and /monitors: {args.chats} chats × {args.commands}",
+                    "closed",
+                    ["/help", "/monitors"],
+                    args.commands,
+                    "commands",
+                    profile=args.profile_commands,
+                )
+            if args.burst:
+                await run(
+                    f"burst, free text: {args.chats * args.messages} queued at once",
+                    "burst",
+                    ["hello"],
+                    args.messages,
+                    "burst",
+                )
+    return rows
+
+
+async def bench(args: argparse.Namespace) -> None:
+    context = multiprocessing.get_context("spawn")
+    conn, child_conn = context.Pipe()
+    fake_proc = context.Process(target=fake_process, args=(child_conn, 1.0), name="fake-telegram", daemon=True)
+    fake_proc.start()
+    fake = conn.recv()
+    rows: list[Row] = []
+    databases: list[tuple[str, str | None]] = []
+    if "sqlite" in args.databases:
+        databases.append(("sqlite", None))
+    if "postgresql" in args.databases:
+        if not args.postgres_url:
+            raise SystemExit("PostgreSQL needs --postgres-url or TEST_DATABASE_URL")
+        databases.append(("postgresql", args.postgres_url))
+    try:
+        for name, admin_url in databases:
+            if admin_url is None:
+                with tempfile.TemporaryDirectory() as tmp:
+                    url = f"sqlite+aiosqlite:///{Path(tmp) / 'lookout.db'}"
+                    rows += await bench_database(name, url, fake, conn, args)
+            else:
+                async with throwaway_postgres(admin_url) as url:
+                    rows += await bench_database(name, url, fake, conn, args)
+    finally:
+        conn.send({"op": "stop"})
+        totals = conn.recv()
+        fake_proc.join(timeout=10)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    load = os.getloadavg()
     print(
-        f"\nchat — Python {platform.python_version()} on {platform.machine()}, SQLite, instant scripted model, "
-        f"MEMORY_TURNS={args.memory_turns}\n"
+        f"\nchat — Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"instant scripted model, MEMORY_TURNS={args.memory_turns}; load average before/after: "
+        f"{args.load_before[0]:.2f} / {load[0]:.2f}\n"
     )
-    print("| run | messages | wall time | messages/s | p50 latency | p99 latency | max | replies in order |")
-    print("|---|---|---|---|---|---|---|---|")
-    for run in runs:
-        count = len(run.latencies)
+    print(
+        "| database | run | messages | wall | msg/s | p50 | p99 | max | Lookout CPU/msg | model calls/msg "
+        "(summaries) | lost / dup / out of order |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        outcome = row.outcome
+        count = outcome.sent or 1
         print(
-            f"| {run.name} | {count:,} | {run.seconds:.1f} s | {count / run.seconds:.0f} "
-            f"| {percentile(run.latencies, 0.5) * 1000:.0f} ms | {percentile(run.latencies, 0.99) * 1000:.0f} ms "
-            f"| {max(run.latencies) * 1000:.0f} ms | {'yes' if run.in_order else 'NO'} |"
+            f"| {row.database} | {row.run} | {outcome.sent:,} | {outcome.seconds:.1f} s "
+            f"| {outcome.answered / outcome.seconds:.0f} "
+            f"| {percentile(outcome.latencies, 0.5) * 1000:.0f} ms "
+            f"| {percentile(outcome.latencies, 0.99) * 1000:.0f} ms "
+            f"| {max(outcome.latencies, default=float('nan')) * 1000:.0f} ms "
+            f"| {row.cpu_seconds * 1000 / count:.1f} ms | {row.model_calls / count:.2f} ({row.summary_calls}) "
+            f"| {outcome.lost} / {outcome.duplicated} / {outcome.out_of_order} |"
         )
-    mean = statistics.fmean(latency for run in runs for latency in run.latencies)
-    print(f"\npeak RSS (whole process, fake included): {rss_mib:.0f} MiB")
-    print(f"mean latency over both runs: {mean * 1000:.0f} ms")
-    print(f"Bot API calls answered by the fake: {len(fake.calls):,} ({len(fake.calls_to('sendChatAction')):,} typing)")
+    for row in rows:
+        if row.outcome.unexpected:
+            print(f"\n{row.database}, {row.run}: {len(row.outcome.unexpected)} unexpected answers, e.g.")
+            for text in sorted(set(row.outcome.unexpected))[:5]:
+                print(f"  {text[:160]!r}")
+    print(f"\npeak RSS of Lookout's process: {rss_mib:.0f} MiB")
+    print(f"Bot API calls answered by the fake: {totals['api_calls']:,} ({totals['typing']:,} typing)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chats", type=int, default=50)
-    parser.add_argument("--messages", type=int, default=20)
+    parser.add_argument("--messages", type=int, default=30, help="free-text messages per chat")
+    parser.add_argument("--commands", type=int, default=10, help="command messages per chat (0: skip that run)")
+    parser.add_argument("--memory-turns", type=int, default=10, help="MEMORY_TURNS (summaries fold older turns)")
+    parser.add_argument("--burst", action="store_true", help="also queue every message at once")
     parser.add_argument(
-        "--memory-turns", type=int, default=10, help="MEMORY_TURNS: beyond it each turn folds old ones into a summary"
+        "--postgres-url",
+        default=os.environ.get("TEST_DATABASE_URL"),
+        help="an admin URL of a PostgreSQL server; a throwaway database is made there (default: TEST_DATABASE_URL)",
     )
+    parser.add_argument(
+        "--databases",
+        default="sqlite,postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite",
+        help="comma-separated: sqlite, postgresql (default: both when TEST_DATABASE_URL is set)",
+    )
+    parser.add_argument("--profile", help="write a pyinstrument profile of the SQLite free-text run to this file")
+    parser.add_argument("--profile-commands", help="write a pyinstrument profile of the SQLite commands run here")
+    parser.add_argument("--cprofile", action="store_true", help="with a profile, also write cProfile stats next to it")
+    parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:
         parser.error("need at least one chat and one message")
+    args.load_before = os.getloadavg()
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     logging.basicConfig(level=logging.WARNING)
-    # The fake's long polls are cut off when the bot disconnects at the end; aiohttp reports each one.
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     asyncio.run(bench(args))
 

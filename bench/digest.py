@@ -31,7 +31,7 @@ from xml.sax.saxutils import escape
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from research.critique import LlmUsage
+from research import LlmUsage
 from research.digest import DigestDeps, digest_agent
 from research.pipeline import STAGES, PipelineOptions, PipelineRequest, PipelineResult, run_pipeline
 from sources.base import Source

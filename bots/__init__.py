@@ -1,8 +1,17 @@
 """Platform adapters (Telegram, Slack, terminal) that turn platform updates into neutral messages and render replies."""
 
-from bots.dispatcher import Deliver, Dispatcher, Dispatches
+from bots.dispatcher import Deliver, Dispatcher, Dispatches, SharedLocks
+from bots.shared_limits import SlotReserver
 from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender, build_web_client
-from bots.telegram import TelegramFrontend, TelegramLimits, TelegramOptions, TelegramSender, build_bot
+from bots.telegram import (
+    FloodLimits,
+    SharedRateLimiter,
+    TelegramFrontend,
+    TelegramLimits,
+    TelegramOptions,
+    TelegramSender,
+    build_bot,
+)
 from bots.terminal import (
     TERMINAL_CHAT_ID,
     ConsoleSender,
@@ -21,9 +30,13 @@ __all__ = [
     "Deliver",
     "Dispatcher",
     "Dispatches",
+    "FloodLimits",
     "SessionFactory",
+    "SharedLocks",
+    "SharedRateLimiter",
     "SlackFrontend",
     "SlackSender",
+    "SlotReserver",
     "TelegramFrontend",
     "TelegramLimits",
     "TelegramOptions",

@@ -9,14 +9,23 @@ Every adapter (Telegram, Slack, terminal) turns a platform update into an `Incom
 2. waits for the conversation's lock, so the messages of one conversation (platform, chat, thread) are
    answered one at a time and in the order they arrived, while other conversations run concurrently. The
    lock is the first thing `dispatch` waits for, so calls started in order are served in order; locks are
-   dropped as soon as no message of the conversation is in flight;
-3. drops an update it has handled before (`InboundRepository.seen_before`: stored, so a restart or a platform
-   retry does not answer twice);
-4. stores the chat and the person (reactivating a chat the bot had been blocked or kicked from: someone
-   writes there again, so its subscriptions resume);
-5. hands a `Turn` to the conversation layer, inside the one error boundary: any exception is logged with a
+   dropped as soon as no message of the conversation is in flight. With `shared_locks` (several processes on
+   PostgreSQL) a lock every process sees is taken next, so messages reaching different processes are answered
+   one at a time too, in the order they reach the database. Under the lock it first waits for the
+   conversation's background work in this process (a memory fold left by the previous turn) if still running;
+3. reads the turn in one transaction (`TurnRepository.begin`): marks the update handled (stored before any work
+   starts, so a restart or a platform retry does not answer twice; a duplicate ends here), stores the chat and
+   the person when new or renamed, and reads the conversation's state and the chat's tokens today. A chat the
+   bot had been blocked or kicked from is reactivated: someone writes there again, so its subscriptions resume;
+4. hands a `Turn` to the conversation layer, inside the one error boundary: any exception is logged with a
    short error id and the person reads "Something went wrong on my side (error id …)", never internal text;
-6. still holding the lock, calls the adapter's `deliver` with the replies, so they reach the chat in order.
+5. still holding the lock, calls the adapter's `deliver` with the replies, so they reach the chat in order;
+6. starts the turn's `after_reply` work in the background (the next turn of the conversation waits for it).
+
+A free-text turn thus costs two transactions: this read (one INSERT, one SELECT) and the conversation layer's one
+write (memory and usage together, committed before the reply is delivered). A crash after that write and before
+the delivery loses the reply but not its memory or usage; a crash before it loses the turn, and the stored
+de-duplication mark keeps a redelivered update from being answered twice (at most once, never twice).
 """
 
 from __future__ import annotations
@@ -25,11 +34,12 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from agent import AccessPolicy, Incoming, ProgressSink, ProgressUpdate, Reply, Turn, ignore_progress
+from agent import AccessPolicy, AfterReply, Incoming, ProgressSink, ProgressUpdate, Reply, Turn, ignore_progress
 from monitors import mark_chat_gone, move_chat, new_error_id
 from storage import (
     ChatRecord,
@@ -37,10 +47,10 @@ from storage import (
     Database,
     InboundRepository,
     SubscriptionRepository,
-    UserRepository,
+    TurnRepository,
 )
 
-__all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Dispatches", "Responder", "error_reply"]
+__all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Dispatches", "Responder", "SharedLocks", "error_reply"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +73,13 @@ class Dispatches(Protocol):
     async def dispatch(
         self, incoming: Incoming, *, progress: ProgressSink = ..., deliver: Deliver | None = None
     ) -> list[Reply]: ...
+
+
+class SharedLocks(Protocol):
+    """Locks every process on one database sees (`storage.AdvisoryLocks` on PostgreSQL): with several web
+    processes, one conversation's messages are answered one at a time wherever they arrive."""
+
+    def hold(self, name: str) -> AbstractAsyncContextManager[None]: ...
 
 
 class Responder(Protocol):
@@ -96,17 +113,20 @@ class Dispatcher:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         inbound_retention: timedelta = INBOUND_RETENTION,
+        shared_locks: SharedLocks | None = None,
     ) -> None:
         self._conversation = conversation
         self._access = access
         self._clock = clock
         self._inbound_retention = inbound_retention
         self._chats = ChatRepository(database)
-        self._users = UserRepository(database)
+        self._turns = TurnRepository(database)
         self._inbound = InboundRepository(database)
         self._subscriptions = SubscriptionRepository(database)
         self._database = database
         self._slots: dict[tuple[str, str, str], _Slot] = {}
+        self._shared_locks = shared_locks
+        self._background: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._denied: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._last_prune: datetime | None = None
 
@@ -137,10 +157,18 @@ class Dispatcher:
             slot = self._slots[key] = _Slot()
         slot.users += 1
         try:
-            async with slot.lock:  # the first await: callers started in order are served in order
-                replies = await self._answer(incoming, progress)
+            # The process's own lock is the first await, so callers started in order are served in order; the
+            # shared lock then waits for the conversation's messages being answered by other processes.
+            async with slot.lock, self._shared_lock(key):
+                earlier = self._background.get(key)
+                if earlier is not None:
+                    await asyncio.wait([earlier])  # the previous turn's fold: its outcome is its own business
+                after_reply: list[AfterReply] = []
+                replies = await self._answer(incoming, progress, after_reply)
                 if replies and deliver is not None:
                     await self._deliver(deliver, replies)
+                if after_reply:
+                    self._start_background(key, after_reply)
         finally:
             slot.users -= 1
             if slot.users == 0 and self._slots.get(key) is slot:
@@ -148,25 +176,38 @@ class Dispatcher:
         await self._prune_inbound()
         return replies
 
-    async def _answer(self, incoming: Incoming, progress: ProgressSink) -> list[Reply]:
+    def _shared_lock(self, key: tuple[str, str, str]) -> AbstractAsyncContextManager[None]:
+        if self._shared_locks is None:
+            return nullcontext()
+        return self._shared_locks.hold("conversation:" + ":".join(key))
+
+    async def _answer(self, incoming: Incoming, progress: ProgressSink, after_reply: list[AfterReply]) -> list[Reply]:
         """The error boundary around everything that touches storage or the conversation layer."""
         try:
-            if incoming.event_id is not None and await self._inbound.seen_before(
-                incoming.platform, incoming.event_id, now=self._clock()
-            ):
+            now = self._clock()
+            start = await self._turns.begin(
+                platform=incoming.platform,
+                chat_external_id=incoming.chat_external_id,
+                user_external_id=incoming.user_external_id,
+                thread_key=incoming.thread_key,
+                day=now.astimezone(UTC).date(),
+                now=now,
+                event_id=incoming.event_id,
+                chat_title=incoming.chat_title or (incoming.user_display_name if incoming.is_private else None),
+                user_name=incoming.user_display_name,
+            )
+            if start is None:
                 logger.info("%s event %s was handled before; ignored", incoming.platform, incoming.event_id)
                 return []
-            chat = await self._chat(incoming)
-            user = await self._users.find(incoming.platform, incoming.user_external_id)
-            name = incoming.user_display_name
-            if user is None or (name and user.display_name != name):  # a write only when something is new
-                user = await self._users.get_or_create(incoming.platform, incoming.user_external_id, display_name=name)
+            chat = start.chat if start.chat.active else await self._reactivate(start.chat)
             turn = Turn(
                 incoming=incoming,
                 chat=chat,
-                user=user,
+                user=start.user,
                 is_admin=self._access.is_admin(incoming),
                 progress=_guarded(progress),
+                state=start.state,
+                after_reply=after_reply,
             )
             return await self._conversation.respond(turn)
         except Exception:
@@ -190,15 +231,29 @@ class Dispatcher:
             except Exception:  # the platform is unreachable: the log has it all
                 logger.warning("could not tell the person about error %s either", error_id)
 
-    async def _chat(self, incoming: Incoming) -> ChatRecord:
-        title = incoming.chat_title or (incoming.user_display_name if incoming.is_private else None)
-        chat = await self._chats.find(incoming.platform, incoming.chat_external_id)
-        if chat is None:
-            chat = await self._chats.get_or_create(incoming.platform, incoming.chat_external_id, title=title)
-        elif title and chat.title != title:  # renamed group: keep the stored name current
-            chat = await self._chats.update(chat.id, title=title) or chat
-        if chat.active:
-            return chat
+    def _start_background(self, key: tuple[str, str, str], work: list[AfterReply]) -> None:
+        async def run() -> None:
+            for job in work:
+                try:
+                    await job()
+                except Exception:  # background work (a memory fold) is best effort: log, never lose the turn
+                    logger.exception("background work after a reply failed")
+
+        task = asyncio.create_task(run(), name=f"after reply {key[0]}:{key[1]}")
+        self._background[key] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._background.get(key) is done:
+                del self._background[key]
+
+        task.add_done_callback(forget)
+
+    async def finish_background(self) -> None:
+        """Wait for the background work of every conversation (at shutdown, after the frontends stopped)."""
+        while self._background:
+            await asyncio.wait(list(self._background.values()))
+
+    async def _reactivate(self, chat: ChatRecord) -> ChatRecord:
         # The bot had been blocked or removed here; someone writing again means it is back.
         logger.info("chat %d on %s is reachable again: resuming its subscriptions", chat.id, chat.platform)
         await self._subscriptions.set_active_for_chat(chat.id, active=True)

@@ -7,8 +7,8 @@ import logging
 from datetime import datetime
 
 from monitors.runner import item_record
-from research import CollectionJobResult
-from storage import Database, DeliveryRepository, ItemScore, RunOutcome, RunRepository, UsageRepository
+from research import CollectionJobResult, record_usage
+from storage import Database, DeliveryRepository, ItemScore, RunOutcome, RunRepository
 
 __all__ = ["store_collection"]
 
@@ -29,15 +29,8 @@ async def store_collection(
 
 async def _store(database: Database, *, chat_id: int, request: str, job: CollectionJobResult, now: datetime) -> int:
     items, usage = job.items, job.report.usage
-    if usage is not None and usage.requests:
-        await UsageRepository(database).add(
-            chat_id,
-            now.date(),
-            requests=usage.requests,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost=usage.cost_usd or 0.0,
-        )
+    if usage is not None:
+        await record_usage(database, chat_id=chat_id, now=now, usage=usage, kind="collect")
     run = await RunRepository(database).open_search_run(chat_id=chat_id, query=request, now=now)
     await DeliveryRepository(database).complete_run(
         run.id,

@@ -295,6 +295,40 @@ class DeliveryWorker:
         await asyncio.gather(*(self._send_chat_rows(chat_rows, runs, report) for chat_rows in by_chat.values()))
         return report
 
+    async def run_chat(self, chat_id: int) -> DeliveryReport:
+        """Claim and send the rows of one chat that are due now, in order, batch after batch until none is left
+        (what a delivery job does; its lock keeps every other worker off this chat meanwhile). The claims are
+        renewed by `keep_claims`, which a process delivering through jobs runs beside them."""
+        report = DeliveryReport()
+        runs: _RunCache = {}
+        while True:
+            rows = await self._deliveries.claim_due(
+                self._clock(),
+                worker=self.identity,
+                limit=self._batch_size,
+                lease=self._lease,
+                platforms=set(self._senders),
+                chat_id=chat_id,
+            )
+            report.claimed += len(rows)
+            if rows:
+                await self._send_chat_rows(rows, runs, report)
+            if len(rows) < self._batch_size or report.dead:
+                return report
+
+    async def keep_claims(self, stop: asyncio.Event) -> None:
+        """Renew the claims on rows being sent until `stop` is set (`run_forever` does this by itself)."""
+        await self._renew_claims(stop)
+
+    async def release_dead_claims(self) -> None:
+        """Take back the claims of workers known to be dead (on this host), so their rows are due again now."""
+        await self._release_dead_claims()
+
+    @property
+    def platforms(self) -> frozenset[str]:
+        """The platforms this worker has a sender for."""
+        return frozenset(self._senders)
+
     async def _release_dead_claims(self) -> None:
         now = self._clock()
         dead = {claimer for claimer in await self._deliveries.claimants(now) if claimer_is_dead(claimer)}

@@ -20,14 +20,18 @@ from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
     Digest,
+    LlmUsage,
     PipelineRequest,
     PipelineResult,
     ProgressCallback,
+    UsageKind,
     chat_folder,
     escape_markdown,
     export_stem,
     failure_lines,
     load_plan,
+    record_usage,
+    sum_usage,
 )
 from sources import Engagement, Item, Source, source_spec, spec_label
 from storage import (
@@ -47,7 +51,6 @@ from storage import (
     SourceFailureRecord,
     SourceFailureRepository,
     SubscriptionRepository,
-    UsageRepository,
 )
 
 logger = logging.getLogger(__name__)
@@ -145,7 +148,6 @@ class MonitorRunner:
         self._runs = RunRepository(database)
         self._items = ItemRepository(database)
         self._deliveries = DeliveryRepository(database)
-        self._usage = UsageRepository(database)
         self._source_failures = SourceFailureRepository(database)
         self._subscriptions = SubscriptionRepository(database)
 
@@ -158,10 +160,12 @@ class MonitorRunner:
         asking_chat: ChatRecord | None = None,
         progress: ProgressCallback | None = None,
         use_models: bool = True,
+        cancel_leaves_running: bool = False,
     ) -> RunSummary:
         """Run the pipeline for an opened run and store everything. `schedule` is given for scheduled runs (the
         monitor's next run moves on); `asking_chat` for `/digest`; `use_models=False` runs the model-free path (a
-        chat whose daily token budget is spent). Never raises except on cancellation."""
+        chat whose daily token budget is spent). Never raises except on cancellation, which marks the run failed
+        unless `cancel_leaves_running` (a job queue hands the job to another worker, which takes the run over)."""
         counted = run.monitor_id is not None and monitor.id != TRANSIENT_MONITOR_ID
         try:
             sources = self._resolve(list(monitor.sources))
@@ -170,7 +174,8 @@ class MonitorRunner:
                 monitor, run, asking_chat, progress, sources=sources, use_models=use_models
             )
         except asyncio.CancelledError:
-            await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
+            if not cancel_leaves_running:
+                await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
             raise
         except Exception as error:  # one monitor's failure must never take the process down
             error_id = new_error_id()
@@ -347,14 +352,13 @@ class MonitorRunner:
         if linked:
             next_run = schedule.next_run(max(run.scheduled_for, now)) if schedule is not None else None
             await self._monitors.record_result(monitor.id, status=status, finished_at=now, next_run_at=next_run)
-        if result.usage.requests:
-            await self._usage.add(
-                asking_chat.id if asking_chat else monitor.owner_chat_id,
-                now.date(),
-                requests=result.usage.requests,
-                input_tokens=result.usage.input_tokens,
-                output_tokens=result.usage.output_tokens,
-                cost=result.usage.cost_usd or 0.0,
+        for kind, usage in usage_by_kind(result):
+            await record_usage(
+                self._database,
+                chat_id=asking_chat.id if asking_chat else monitor.owner_chat_id,
+                now=now,
+                usage=usage,
+                kind=kind,
             )
         if rows and self._on_queued is not None:
             self._on_queued()
@@ -376,6 +380,10 @@ class MonitorRunner:
             input_tokens=result.usage.input_tokens,
             output_tokens=result.usage.output_tokens,
         )
+
+    async def fail(self, monitor: MonitorRecord, run: RunRecord, schedule: Schedule | None, error: str) -> RunSummary:
+        """Mark an opened run failed without running it (counted like any failed run)."""
+        return await self._failed(monitor, run, schedule, _Failure(error=error))
 
     async def _failed(
         self, monitor: MonitorRecord, run: RunRecord, schedule: Schedule | None, failure: _Failure
@@ -637,3 +645,12 @@ def _item_of(record: ItemRecord) -> Item:
         query=record.query,
         collected_at=record.collected_at,
     )
+
+
+def usage_by_kind(result: PipelineResult) -> list[tuple[UsageKind, LlmUsage]]:
+    """A run's usage as `/usage` shows it: the embeddings of its items apart from its language-model steps."""
+    steps = result.report.usage if result.report is not None else {}
+    if "embeddings" not in steps:
+        return [("monitor", result.usage)]
+    language = sum_usage([usage for step, usage in steps.items() if step not in ("total", "embeddings")])
+    return [("monitor", language), ("embedding", steps["embeddings"])]

@@ -18,7 +18,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from monitors.schedule import Schedule, ScheduleError, latest_due_time
+from monitors.schedule import Schedule, ScheduleError
 from monitors.service import MonitorService, schedule_of
 from monitors.views import RunSummary
 from storage import Database, MonitorRecord, MonitorRepository, RunRepository
@@ -152,15 +152,7 @@ class MonitorScheduler:
             if monitor is None or monitor.paused:
                 self._remove(monitor_id)
                 return None
-            now = self._clock()
-            schedule = schedule_of(monitor)
-            if monitor.next_run_at is None:
-                await self._monitors.set_next_run(monitor_id, schedule.next_run(now))
-                return None
-            if monitor.next_run_at > now:
-                logger.debug("monitor %d not due until %s", monitor_id, monitor.next_run_at.isoformat())
-                return None
-            return await self._service.run_monitor(monitor_id, latest_due_time(schedule, monitor.next_run_at, now))
+            return await self._service.run_due(monitor_id)
         except Exception:  # the scheduler must keep going whatever one monitor does
             logger.exception("monitor %d: the scheduled job failed", monitor_id)
             return None

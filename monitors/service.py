@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic_ai.models import Model
 
 from monitors.briefings import BriefingService
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
-from monitors.schedule import Schedule, ScheduleError, parse_schedule
+from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
 from monitors.sharing import MonitorSharing
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
 from research import ProgressCallback, run_pipeline
@@ -36,6 +36,9 @@ from storage import (
 )
 
 logger = logging.getLogger(__name__)
+
+LeftRunning = Literal["skip", "take_over", "fail"]
+"""What `run_monitor` does with a run for the same time that is still "running" (see there)."""
 
 MonitorListener = Callable[[int], Awaitable[None]]
 """Told the id of a monitor that was created, changed, paused, resumed or deleted (the scheduler listens)."""
@@ -358,11 +361,37 @@ class MonitorService:
 
     # ---- running ----------------------------------------------------------------------------------------
 
-    async def run_monitor(self, monitor_id: int, scheduled_for: datetime) -> RunSummary | None:
+    async def run_due(self, monitor_id: int, *, left_running: LeftRunning = "skip") -> RunSummary | None:
+        """Run the monitor if it is due now, for the latest scheduled time that has passed (a monitor that missed
+        runs while nothing ran runs once, never a backlog); None when it is not due (or gone, or paused)."""
+        monitor = await self._monitors.get(monitor_id)
+        if monitor is None or monitor.paused:
+            return None
+        now = self._clock()
+        try:
+            schedule = schedule_of(monitor)
+        except ScheduleError as error:
+            logger.error("monitor %d has an unreadable schedule %r: %s", monitor_id, monitor.schedule, error)
+            return None
+        if monitor.next_run_at is None:
+            await self._monitors.set_next_run(monitor_id, schedule.next_run(now))
+            return None
+        if monitor.next_run_at > now:
+            logger.debug("monitor %d not due until %s", monitor_id, monitor.next_run_at.isoformat())
+            return None
+        scheduled_for = latest_due_time(schedule, monitor.next_run_at, now)
+        return await self.run_monitor(monitor_id, scheduled_for, left_running=left_running)
+
+    async def run_monitor(
+        self, monitor_id: int, scheduled_for: datetime, *, left_running: LeftRunning = "skip"
+    ) -> RunSummary | None:
         """Run the monitor for its scheduled time and queue the digest for every subscribed chat.
 
         None when there is nothing to do: no such monitor, paused, nobody subscribed, or this scheduled time
         already has a run (a second firing). Never raises for a failing run: it is logged and marked failed.
+        `left_running` says what to do with a run for this time that is still "running": leave it to whoever runs
+        it (`skip`, the embedded scheduler's second firing), run it again (`take_over`: a job queue's worker died
+        during it and its job came back) or mark it failed and move on (`fail`: it killed its workers too often).
         """
         monitor = await self._monitors.get(monitor_id)
         if monitor is None or monitor.paused:
@@ -378,10 +407,21 @@ class MonitorService:
             await self._monitors.update(monitor_id, next_run_at=schedule.next_run(max(scheduled_for, now)))
             return None
         run = await self._runs.open_run(monitor_id, scheduled_for, now=now)
+        if run is None and left_running == "take_over":
+            run = await self._runs.take_over(monitor_id, scheduled_for, now=now)
+            if run is not None:
+                logger.warning(
+                    "monitor %d: running again the run for %s that a stopped worker left", monitor_id, run.id
+                )
+        if run is None and left_running == "fail":
+            left = await self._runs.take_over(monitor_id, scheduled_for, now=now)
+            if left is not None:
+                reason = "abandoned: the workers running it stopped during the run, several times"
+                return await self._runner.fail(monitor, left, schedule, reason)
         if run is None:
             await self._skip_taken(monitor, schedule, scheduled_for)
             return None
-        return await self._runner.execute(monitor, run, schedule=schedule)
+        return await self._runner.execute(monitor, run, schedule=schedule, cancel_leaves_running=left_running != "skip")
 
     async def run_now(
         self,

@@ -17,9 +17,7 @@ from research.critique import (
     Contradiction,
     Critique,
     ItemCritique,
-    LlmUsage,
     NumberedItem,
-    estimate_cost_usd,
     heuristic_critique,
     llm_critique,
     number_items,
@@ -58,18 +56,24 @@ from research.jobs import CollectionJobResult, ResearchResult, research_once, ru
 from research.language import detect_language, with_languages
 from research.llm import (
     FailureKind,
+    ModelSet,
+    QuotaMemory,
     RetryingModel,
     RetryPolicy,
     Sleep,
+    describe_failure,
     failure_in_words,
     failure_kind,
     failure_leaves,
+    model_chain,
+    model_label,
     resilient_model,
 )
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
 from research.rank import RankedItem, RankWeights, rank
 from research.reputation import SourceKind, outlet_of, source_kind
+from research.usage import USAGE_KIND_LABELS, LlmUsage, UsageKind, estimate_cost_usd, record_usage, sum_usage
 
 __all__ = [
     "CLI_FOLDER",
@@ -77,6 +81,7 @@ __all__ = [
     "RUN_CSV_COLUMNS",
     "STAGES",
     "STORED_ITEMS_CSV_COLUMNS",
+    "USAGE_KIND_LABELS",
     "Briefing",
     "BriefingSection",
     "CitedItem",
@@ -99,6 +104,7 @@ __all__ = [
     "ItemCritique",
     "ItemEmbedder",
     "LlmUsage",
+    "ModelSet",
     "NumberedItem",
     "PipelineRequest",
     "PipelineResult",
@@ -106,6 +112,7 @@ __all__ = [
     "ProgressCallback",
     "ProgressEvent",
     "QualityCheck",
+    "QuotaMemory",
     "RankWeights",
     "RankedItem",
     "ResearchResult",
@@ -118,11 +125,13 @@ __all__ = [
     "SourceKind",
     "StopReason",
     "TopicDigests",
+    "UsageKind",
     "VectorCache",
     "assemble_briefing",
     "chat_folder",
     "cluster_items",
     "collect",
+    "describe_failure",
     "detect_language",
     "escape_markdown",
     "estimate_cost_usd",
@@ -137,9 +146,12 @@ __all__ = [
     "llm_critique",
     "llm_digest",
     "load_plan",
+    "model_chain",
+    "model_label",
     "number_items",
     "outlet_of",
     "rank",
+    "record_usage",
     "render_briefing_markdown",
     "render_digest_markdown",
     "research_once",
@@ -149,6 +161,7 @@ __all__ = [
     "run_pipeline",
     "safe_stem",
     "source_kind",
+    "sum_usage",
     "with_languages",
     "write_csv_rows",
     "write_exports",

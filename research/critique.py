@@ -16,23 +16,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup
 from pydantic_ai.framing import register_tag, wrap
-from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.dedupe import Cluster, fingerprint
-from research.llm import REASON_CHARS, answering_model, describe_failure, one_line
+from research.llm import REASON_CHARS, describe_failure, one_line
 from research.rank import RankedItem
 from research.reputation import SourceKind as SourceKind  # re-exported: part of the critique's vocabulary
 from research.reputation import outlet_of as outlet_of
 from research.reputation import source_kind as source_kind
 from research.sentiment import Sentiment, SentimentLabel, label_of, lexicon_sentiment
+from research.usage import LlmUsage
 from sources import Item, utc_now
 
 logger = logging.getLogger(__name__)
@@ -144,56 +142,6 @@ def compact_items_block(numbered: Sequence[NumberedItem], *, now: datetime, crit
 
 
 # ---- the critique's shape --------------------------------------------------------------------------------
-
-
-class LlmUsage(BaseModel):
-    """Tokens and requests one model step spent, for the run's cost record."""
-
-    model: str | None = None
-    """The model's name; `None` when no model ran."""
-    requests: NonNegativeInt = 0
-    input_tokens: NonNegativeInt = 0
-    output_tokens: NonNegativeInt = 0
-    cost_usd: NonNegativeFloat | None = None
-    """Estimated price in US dollars from the providers' published prices; `None` when the model is unpriced."""
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    @classmethod
-    def from_run(cls, usage: RunUsage, *, model: Model | str, messages: Sequence[ModelMessage] = ()) -> LlmUsage:
-        """The usage named and priced by the model that answered: for a fallback chain, the one whose name is on
-        the last of `messages` (the chain's first without them)."""
-        model = answering_model(model, messages)
-        if isinstance(model, str):
-            name = model
-        else:
-            prefix = f"{model.system}:"
-            name = model.model_name if model.model_name.startswith(prefix) else prefix + model.model_name
-        return cls(
-            model=name,
-            requests=usage.requests,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=estimate_cost_usd(name, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
-        )
-
-
-def estimate_cost_usd(model: str, *, input_tokens: int, output_tokens: int) -> float | None:
-    """The price of the tokens for `provider:model` from genai-prices' bundled table; None when it is not listed."""
-    provider, _, name = model.partition(":")
-    if not name:
-        provider, name = "", model
-    try:
-        price = calc_price(
-            PriceUsage(input_tokens=input_tokens, output_tokens=output_tokens),
-            name,
-            provider_id=provider or None,
-        )
-    except LookupError:  # an unknown model or provider (test models, local models): no price, not an error
-        return None
-    return float(price.total_price)
 
 
 class ItemCritique(BaseModel):

@@ -27,7 +27,6 @@ from pydantic_ai.settings import ModelSettings
 from research.critique import (
     UNTRUSTED_NOTE,
     Critique,
-    LlmUsage,
     NumberedItem,
     SourceKind,
     compact_items_block,
@@ -42,6 +41,7 @@ from research.llm import failure_in_words, one_line
 from research.rank import RankedItem
 from research.sentiment import Sentiment
 from research.terms import tokens
+from research.usage import LlmUsage
 from sources import utc_now
 
 logger = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup, ModelAPIError, UserError
 
-from research.critique import LlmUsage, estimate_cost_usd
 from research.llm import describe_failure
+from research.usage import LlmUsage, estimate_cost_usd
 from sources import Item
 
 if TYPE_CHECKING:

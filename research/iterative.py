@@ -31,9 +31,9 @@ from research.collect import (
     collect,
     emit,
 )
-from research.critique import LlmUsage
 from research.dedupe import Deduper
 from research.query_variants import QuerySpec, planned_attempts
+from research.usage import LlmUsage
 from sources import Item, SearchQuery, Source, source_spec, utc_now
 
 logger = logging.getLogger(__name__)

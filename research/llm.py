@@ -35,15 +35,19 @@ __all__ = [
     "DAILY_QUOTA_REASON",
     "REASON_CHARS",
     "FailureKind",
+    "ModelSet",
     "QuotaMemory",
     "RetryPolicy",
     "RetryingModel",
     "Sleep",
     "answering_model",
+    "configured_model",
     "describe_failure",
     "failure_in_words",
     "failure_kind",
     "failure_leaves",
+    "model_chain",
+    "model_label",
     "one_line",
     "resilient_model",
 ]
@@ -157,10 +161,12 @@ def describe_failure(error: BaseException) -> str:
 
 
 class QuotaMemory:
-    """Models whose quota ran out lately, with the error they gave: they are left alone for `cooldown` seconds.
+    """Models whose quota ran out lately, by name, with the error they gave: they are left alone for `cooldown`
+    seconds.
 
-    One memory serves every wrapper of a `RetryPolicy`, so a model that appears in two fallback chains (light →
-    heavy and heavy → light) is asked once, not once per chain and step.
+    One memory serves every wrapper of a `RetryPolicy` (and a process has one, in its `ModelSet`), so a model that
+    appears in two fallback chains (light → heavy and heavy → light) is asked once, not once per chain and step;
+    keyed by `provider:name`, so two objects for one model share what was learned.
     """
 
     def __init__(
@@ -168,20 +174,21 @@ class QuotaMemory:
     ) -> None:
         self.cooldown = cooldown
         self._clock = clock
-        self._spent: dict[int, tuple[float, ModelAPIError]] = {}
+        self._spent: dict[str, tuple[float, ModelAPIError]] = {}
 
     def remember(self, model: Model, error: ModelAPIError) -> None:
         logger.warning("model %s: quota used up; not asked again for %.0f s", model.model_name, self.cooldown)
-        self._spent[id(model)] = (self._clock() + self.cooldown, error)
+        self._spent[model_label(model)] = (self._clock() + self.cooldown, error)
 
     def spent(self, model: Model) -> ModelAPIError | None:
         """The quota error the model gave within the cooldown, or None when it may be asked."""
-        entry = self._spent.get(id(model))
+        key = model_label(model)
+        entry = self._spent.get(key)
         if entry is None:
             return None
         until, error = entry
         if self._clock() >= until:
-            del self._spent[id(model)]
+            del self._spent[key]
             return None
         return error
 
@@ -288,14 +295,70 @@ def resilient_model(
     return FallbackModel(policy.wrap(primary), policy.wrap(secondary), fallback_on=_fall_back_on)
 
 
-def _chain(model: Model) -> Iterator[Model]:
+@dataclass(frozen=True, kw_only=True)
+class ModelSet:
+    """The language models of one process, built once (`app.wiring.language_models`) and shared by the chat, the
+    monitor pipeline, `/collect`, the collect tool and the CLI: each model retried on rate limits and server
+    errors, then the other one, with one memory of spent quotas for all of them."""
+
+    light: Model | None
+    """LLM_MODEL, then LLM_HEAVY_MODEL: chat answers, memory summaries, query planning, collection jobs. None when
+    no model is configured."""
+    heavy: Model | None
+    """LLM_HEAVY_MODEL, then LLM_MODEL: critique and synthesis. None without a heavy model (those steps keep their
+    no-model path)."""
+    quota: QuotaMemory = field(default_factory=QuotaMemory)
+    """Which models ran out of quota lately, shared by every chain above."""
+
+    @classmethod
+    def of(cls, light: Model | None, heavy: Model | None, *, policy: RetryPolicy | None = None) -> ModelSet:
+        """The set over two plain models (one policy, so both chains share its quota memory)."""
+        policy = policy or RetryPolicy()
+        return cls(
+            light=resilient_model(light, heavy, policy=policy),
+            heavy=resilient_model(heavy, light, policy=policy),
+            quota=policy.quota,
+        )
+
+    @classmethod
+    def none(cls) -> ModelSet:
+        """No language model: every step takes its no-model path."""
+        return cls(light=None, heavy=None)
+
+    def plain_models(self) -> list[Model]:
+        """Every distinct plain model in the set (for checks that the process built each once)."""
+        found: dict[int, Model] = {}
+        for chain in (self.light, self.heavy):
+            if chain is not None:
+                found.update((id(model), model) for model in model_chain(chain))
+        return list(found.values())
+
+
+def model_chain(model: Model) -> Iterator[Model]:
+    """The plain models behind `model`, in the order a fallback chain tries them (wrappers unwrapped)."""
     if isinstance(model, FallbackModel):
         for inner in model.models:
-            yield from _chain(inner)
+            yield from model_chain(inner)
     elif isinstance(model, WrapperModel):
-        yield from _chain(model.wrapped)
+        yield from model_chain(model.wrapped)
     else:
         yield model
+
+
+def model_label(model: Model) -> str:
+    """`provider:name`, the way settings name a model (and prices are looked up)."""
+    prefix = f"{model.system}:"
+    return model.model_name if model.model_name.startswith(prefix) else prefix + model.model_name
+
+
+def configured_model(answered: str, candidates: Sequence[Model]) -> Model | None:
+    """Which of `candidates` a response's model name belongs to. Providers may answer with a versioned name
+    ("gemini-2.5-flash-001" for "gemini-2.5-flash"): then the longest configured name it starts with."""
+    exact = [candidate for candidate in candidates if candidate.model_name == answered]
+    if exact:
+        return exact[0]
+    versioned = [candidate for candidate in candidates if answered.startswith(candidate.model_name)]
+    return max(versioned, key=lambda candidate: len(candidate.model_name)) if versioned else None
 
 
 def answering_model(model: Model | str, messages: Sequence[ModelMessage] = ()) -> Model | str:
@@ -303,15 +366,7 @@ def answering_model(model: Model | str, messages: Sequence[ModelMessage] = ()) -
     that answered), so usage is named and priced by it; the first of the chain when no response says."""
     if isinstance(model, str):
         return model
-    candidates = list(_chain(model))
+    candidates = list(model_chain(model))
     answered = next((m.model_name for m in reversed(messages) if isinstance(m, ModelResponse)), None)
-    if answered:
-        exact = [candidate for candidate in candidates if candidate.model_name == answered]
-        # Providers may answer with a versioned name ("gemini-2.5-flash-001" for "gemini-2.5-flash"): the longest
-        # configured name it starts with.
-        versioned = [candidate for candidate in candidates if answered.startswith(candidate.model_name)]
-        if exact:
-            return exact[0]
-        if versioned:
-            return max(versioned, key=lambda candidate: len(candidate.model_name))
-    return candidates[0]
+    found = configured_model(answered, candidates) if answered else None
+    return found if found is not None else candidates[0]

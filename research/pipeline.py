@@ -30,7 +30,7 @@ from research.collect import (
     failure_lines,
     merge_collections,
 )
-from research.critique import Critique, LlmUsage, heuristic_critique, llm_critique
+from research.critique import Critique, heuristic_critique, llm_critique
 from research.digest import (
     Digest,
     PreviousDigest,
@@ -54,6 +54,7 @@ from research.plan import PlanResult, QueryPlan, expansion_queries, plan_is_stal
 from research.rank import RankedItem, rank, select_top
 from research.sentiment import Sentiment, lexicon_sentiment, mean_sentiment, tone_shift
 from research.terms import normalise
+from research.usage import LlmUsage, sum_usage
 from sources import Item, SearchQuery, canonical_url, utc_now
 
 __all__ = [
@@ -73,7 +74,6 @@ __all__ = [
     "quiet_digest",
     "run_pipeline",
     "scored_items",
-    "sum_usage",
 ]
 
 logger = logging.getLogger(__name__)
@@ -99,19 +99,6 @@ class _StageClock:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
-
-
-def sum_usage(parts: Sequence[LlmUsage]) -> LlmUsage:
-    """Several steps' usage as one; the model names joined."""
-    names = list(dict.fromkeys(p.model for p in parts if p.model))
-    costs = [p.cost_usd for p in parts if p.cost_usd is not None]
-    return LlmUsage(
-        model=", ".join(names) or None,
-        requests=sum(p.requests for p in parts),
-        input_tokens=sum(p.input_tokens for p in parts),
-        output_tokens=sum(p.output_tokens for p in parts),
-        cost_usd=sum(costs) if costs else None,
-    )
 
 
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:

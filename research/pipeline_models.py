@@ -11,11 +11,11 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegativeInt
 
 from research.collect import SearchOutcome, SourceFailure
-from research.critique import LlmUsage
 from research.digest import Digest
 from research.novelty import ItemStatus
 from research.plan import QueryPlan
 from research.sentiment import Sentiment
+from research.usage import LlmUsage
 from sources import Item, Source
 
 __all__ = [

@@ -26,9 +26,10 @@ from pydantic_ai.framing import register_tag, wrap
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from research.critique import LlmUsage, model_failure_reason
+from research.critique import model_failure_reason
 from research.query_variants import key_terms
 from research.terms import is_stop_word, normalise
+from research.usage import LlmUsage
 from sources import Item
 
 logger = logging.getLogger(__name__)

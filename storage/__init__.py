@@ -1,9 +1,11 @@
 """Storage: SQLAlchemy models, engine and sessions, repositories returning domain records, Alembic migrations."""
 
 from storage.engine import Database, create_engine
+from storage.locks import KEEPALIVE_SECONDS, AdvisoryLocks, HeldLock, LockUnsupportedError
 from storage.migrate import upgrade_database
 from storage.records import (
     ChatRecord,
+    ConversationChanges,
     ConversationRecord,
     DailyUsage,
     DeliveryMode,
@@ -21,6 +23,9 @@ from storage.records import (
     RunStatus,
     SourceFailureRecord,
     SubscriptionRecord,
+    TurnStart,
+    TurnState,
+    UsageEntry,
     UsageTotals,
     UserRecord,
 )
@@ -36,20 +41,25 @@ from storage.repositories import (
     ItemRepository,
     MonitorChanges,
     MonitorRepository,
+    RateSlotRepository,
     RunNotOpenError,
     RunRepository,
     SourceFailureRepository,
     SubscriptionChanges,
     SubscriptionRepository,
+    TurnRepository,
     UsageRepository,
     UserRepository,
 )
 
 __all__ = [
+    "KEEPALIVE_SECONDS",
+    "AdvisoryLocks",
     "BriefingRepository",
     "ChatChanges",
     "ChatRecord",
     "ChatRepository",
+    "ConversationChanges",
     "ConversationRecord",
     "ConversationRepository",
     "DailyUsage",
@@ -59,6 +69,7 @@ __all__ = [
     "DeliveryRepository",
     "DeliveryStatus",
     "EmbeddingRepository",
+    "HeldLock",
     "HttpValidatorRecord",
     "HttpValidatorRepository",
     "InboundRepository",
@@ -67,9 +78,11 @@ __all__ = [
     "ItemScore",
     "ItemWithScores",
     "JSONObject",
+    "LockUnsupportedError",
     "MonitorChanges",
     "MonitorRecord",
     "MonitorRepository",
+    "RateSlotRepository",
     "RunItemRecord",
     "RunNotOpenError",
     "RunOutcome",
@@ -81,6 +94,10 @@ __all__ = [
     "SubscriptionChanges",
     "SubscriptionRecord",
     "SubscriptionRepository",
+    "TurnRepository",
+    "TurnStart",
+    "TurnState",
+    "UsageEntry",
     "UsageRepository",
     "UsageTotals",
     "UserRecord",

@@ -1,16 +1,23 @@
-"""Async engines for SQLite and PostgreSQL, and `Database`, which holds an engine and its sessions."""
+"""Async engines for SQLite and PostgreSQL, and `Database`, which holds an engine, its sessions and the way to run a
+whole transaction of Core statements at once (`Database.write`)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import weakref
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import sqlalchemy
 from sqlalchemy import event, text
-from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -39,12 +46,12 @@ def _create_engine(url: str, *, foreign_keys: bool) -> AsyncEngine:
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_async_engine(url)
-    _configure_sqlite(engine, foreign_keys=foreign_keys)
+    _configure_sqlite(engine.sync_engine, foreign_keys=foreign_keys)
     return engine
 
 
-def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
+def _configure_sqlite(engine: Engine, *, foreign_keys: bool) -> None:
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin (see _on_begin).
         dbapi_connection.isolation_level = None
@@ -57,7 +64,7 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         finally:
             cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         # A deferred transaction that reads and then writes cannot wait for the lock: SQLite fails it
         # at once with "database is locked". Taking the write lock up front makes writers queue on
@@ -67,16 +74,75 @@ def _configure_sqlite(engine: AsyncEngine, *, foreign_keys: bool) -> None:
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
+class _WriterQueue:
+    """One writing transaction at a time, in the order they asked (an `asyncio.Lock` per running loop)."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:  # a Database may outlive one event loop (tests, CLI commands): a lock per loop
+            lock = self._locks[loop] = asyncio.Lock()
+        async with lock:
+            yield
+
+
+class _SqliteWriterThread:
+    """Runs whole write transactions on one thread with the plain `sqlite3` driver.
+
+    The async driver hands every cursor operation to its own thread and back (about four hand-offs per statement,
+    each a trip through the GIL); a transaction run here costs one hand-off however many statements it has.
+    """
+
+    def __init__(self, url: URL) -> None:
+        self.engine = sqlalchemy.create_engine(
+            url.set(drivername="sqlite+pysqlite"), connect_args={"check_same_thread": False}
+        )
+        _configure_sqlite(self.engine, foreign_keys=True)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+
+    @classmethod
+    def for_engine(cls, engine: AsyncEngine) -> _SqliteWriterThread | None:
+        """The writer for a SQLite file; None for PostgreSQL and in-memory databases (one connection each)."""
+        url = engine.url
+        if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+            return None
+        if url.database.startswith("file:"):
+            return None  # URI databases (shared caches) stay on the async driver
+        return cls(url)
+
+    async def run(self, work: Callable[[Connection], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._transaction, work)
+
+    def _transaction(self, work: Callable[[Connection], T]) -> T:
+        with self.engine.begin() as connection:
+            return work(connection)
+
+    def dispose(self) -> None:
+        """Close the connection; the thread is replaced, so the writer still works afterwards (like an engine)."""
+        self._thread.shutdown(wait=True)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+        self.engine.dispose()
+
+
 class Database:
     """An engine and its session factory, shared by the repositories of one process."""
 
     def __init__(self, url_or_engine: str | AsyncEngine) -> None:
         self.engine = create_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
-        self.sessions = async_sessionmaker(
-            self.engine.execution_options(**{READ_ONLY_OPTION: True}), expire_on_commit=False
-        )
+        self._read_engine = self.engine.execution_options(**{READ_ONLY_OPTION: True})
+        self.sessions = async_sessionmaker(self._read_engine, expire_on_commit=False)
         """Sessions for reading only; writes go through `transaction()`."""
         self._write_sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # SQLite has one writer at a time. Writers of this process queue here, first come first served, instead of
+        # polling for the file lock in SQLite's busy handler (which sleeps up to 100 ms between tries and is
+        # unfair: under load a writer could wait out the whole busy timeout). Other processes' writers still
+        # meet the busy timeout. PostgreSQL locks rows, not the database: no queue.
+        self._writers = _WriterQueue() if self.engine.dialect.name == "sqlite" else None
+        self._sqlite_writer = _SqliteWriterThread.for_engine(self.engine)
 
     @property
     def dialect(self) -> str:
@@ -86,8 +152,46 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed on exit, rolled back on an exception."""
-        async with self._write_sessions.begin() as session:
+        async with self._writer(), self._write_sessions.begin() as session:
             yield session
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        """A connection inside one writing transaction, without an ORM session: for the statements of the hot
+        path (a chat turn), where the session's bookkeeping would cost more than the statement."""
+        async with self._writer(), self.engine.begin() as connection:
+            yield connection
+
+    def _writer(self) -> AbstractAsyncContextManager[None]:
+        return self._writers.turn() if self._writers is not None else nullcontext()
+
+    async def write(self, work: Callable[[Connection], T]) -> T:
+        """`work(connection)` inside one writing transaction, committed when it returns (rolled back when it raises):
+        for the hot path's Core statements. On a SQLite file the whole transaction runs in one call on the writer
+        thread, after the `write`s before it; on PostgreSQL through the async driver (`run_sync`)."""
+        if self._sqlite_writer is not None:
+            # The thread runs one transaction at a time, in order. It does not take the queue the async writers
+            # share: that queue is held until the awaiting task runs again, a whole loop iteration on a busy
+            # loop, and would make every turn's write wait for that; SQLite's own lock (and busy timeout)
+            # orders the thread against the async writers, which are rare (commands, monitor runs).
+            return await self._sqlite_writer.run(work)
+        async with self._writer(), self.engine.begin() as connection:
+            return await connection.run_sync(work)
+
+    @property
+    def sync_engines(self) -> list[Engine]:
+        """Every engine statements go through (for instrumentation: SQLAlchemy events listen on these)."""
+        engines = [self.engine.sync_engine]
+        if self._sqlite_writer is not None:
+            engines.append(self._sqlite_writer.engine)
+        return engines
+
+    @asynccontextmanager
+    async def begin_read(self) -> AsyncIterator[AsyncConnection]:
+        """A connection inside one reading transaction (on SQLite a deferred one, which never waits for the
+        writer), without an ORM session."""
+        async with self._read_engine.begin() as connection:
+            yield connection
 
     async def ping(self) -> bool:
         """Whether the database answers a trivial query (for /healthz); never raises."""
@@ -101,4 +205,6 @@ class Database:
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
+        if self._sqlite_writer is not None:
+            await asyncio.to_thread(self._sqlite_writer.dispose)
         await self.engine.dispose()

@@ -6,11 +6,23 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from storage.engine import _create_engine
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+MIGRATION_LOCK_KEY = 0x4C4F4F4B_0001
+"""The PostgreSQL advisory lock that makes processes starting together migrate one after another."""
+
+FOREIGN_PREFIXES = ("procrastinate_",)
+"""Database objects that belong to a library (the job queue's tables), not to Lookout's models."""
+
+
+def owned_by_lookout(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic's `include_name` filter: compare only Lookout's own tables with the models."""
+    return not (type_ == "table" and name is not None and name.startswith(FOREIGN_PREFIXES))
 
 
 def migration_config(url: str | None = None) -> Config:
@@ -37,5 +49,9 @@ async def upgrade_database(url: str, *, revision: str = "head") -> None:
 
 
 def _upgrade(connection: Connection, config: Config, revision: str) -> None:
+    if connection.dialect.name == "postgresql":
+        # Several processes (two web, two workers) start at once on one database: the first migrates, the
+        # others wait here and then find nothing left to do. Released when the transaction ends.
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
     config.attributes["connection"] = connection
     command.upgrade(config, revision)

@@ -99,6 +99,14 @@ class Conversation(Base):
     """Rolling summary of turns older than the ones kept in `messages`."""
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now)
+    confirmation_token: Mapped[str | None] = mapped_column(String(64))
+    """The open confirmation's token (its buttons carry it); claimed atomically when answered."""
+    confirmation: Mapped[dict[str, Any] | None] = mapped_column()
+    """The open confirmation of proposed monitor changes (the conversation layer's JSON)."""
+    told_no_model: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    """The person was told that free text needs a language model (the full explanation is said once)."""
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Grows with every write, so a background fold never overwrites newer turns."""
 
 
 class Monitor(Base):
@@ -228,11 +236,13 @@ class Delivery(Base):
 
 class Usage(Base):
     __tablename__ = "usage"
-    __table_args__ = (UniqueConstraint("chat_id", "day"),)
+    __table_args__ = (UniqueConstraint("chat_id", "day", "kind"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
     day: Mapped[date] = mapped_column(Date)
+    kind: Mapped[str] = mapped_column(String(32), default="chat", server_default="earlier")
+    """What the calls were for (`research.UsageKind`); rows from before kinds were kept say "earlier"."""
     requests: Mapped[int] = mapped_column(Integer, default=0)
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -262,6 +272,17 @@ class HttpValidator(Base):
     content_type: Mapped[str | None] = mapped_column(String(255))
     """The body's Content-Type (its charset decodes the body served on a 304)."""
     updated_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class RateSlot(Base):
+    """The next free send slot of one rate limit (a platform token overall, one group, one channel), shared by
+    every process: the generic cell rate algorithm keeps one "theoretical arrival time" per limit."""
+
+    __tablename__ = "rate_slots"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tat: Mapped[float] = mapped_column(Float)
+    """The theoretical arrival time of the next message, in seconds since the epoch on the database's clock."""
 
 
 class ItemEmbedding(Base):

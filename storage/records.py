@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 JSONObject = dict[str, Any]
 """A JSON object whose shape belongs to the caller (plans, digests, stats): dump pydantic models with
@@ -68,6 +69,8 @@ class UserRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConversationRecord:
+    """The stored state of one conversation (chat, thread): its memory and what must outlive the process."""
+
     id: int
     chat_id: int
     thread_key: str
@@ -76,6 +79,47 @@ class ConversationRecord:
     summary: str | None
     created_at: datetime
     updated_at: datetime
+    """When the memory last changed (idle expiry counts from here)."""
+    confirmation_token: str | None = None
+    """The token of the open confirmation (its buttons carry it), if one is open."""
+    confirmation: JSONObject | None = None
+    """The open confirmation of proposed monitor changes, if any (the conversation layer's own JSON)."""
+    told_no_model: bool = False
+    """The person was told once that free text needs a language model."""
+    revision: int = 0
+    """Grows with every write; a background fold writes only over the revision it read."""
+
+
+class ConversationChanges(TypedDict, total=False):
+    """Fields one conversation write may set; absent keys stay as they are (a new row takes the defaults)."""
+
+    messages: bytes
+    summary: str | None
+    confirmation: tuple[str, JSONObject] | None
+    """A new open confirmation (its token and its JSON), replacing any other; None closes it."""
+    told_no_model: bool
+    touch: bool
+    """Set `updated_at` to now (any change of the memory does; a flag alone does not)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnState:
+    """What a turn reads before the conversation layer starts: the conversation's stored state and the chat's
+    model tokens today (for the daily budget)."""
+
+    conversation: ConversationRecord | None
+    """None when the conversation has no stored state yet."""
+    tokens_today: int
+    """Input + output tokens of every model call counted against the chat today (UTC)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStart:
+    """The one read of a turn: the chat and the person (stored or created), the conversation state."""
+
+    chat: ChatRecord
+    user: UserRecord
+    state: TurnState
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,6 +271,33 @@ class DeliveryRecord:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageTotals:
     requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @classmethod
+    def total(cls, parts: Iterable[UsageTotals]) -> UsageTotals:
+        """Several totals added up."""
+        items = list(parts)
+        return cls(
+            requests=sum(p.requests for p in items),
+            input_tokens=sum(p.input_tokens for p in items),
+            output_tokens=sum(p.output_tokens for p in items),
+            cost=sum(p.cost for p in items),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageEntry:
+    """Model usage to add to a chat's day, under what the calls were for (`research.UsageKind`)."""
+
+    kind: str
+    requests: int = 1
+    """Model calls (one unless said)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0

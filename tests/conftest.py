@@ -11,6 +11,8 @@ from hypothesis import settings
 
 from tests.fakes.http_server import FakeHTTPServer, running_fake_server
 
+pytest_plugins = ["tests.backends"]  # `database` on SQLite and PostgreSQL, for the tests that ask for it
+
 # CI explores the same examples on every run, so a submission's result does not depend on luck; local runs
 # keep searching new ones (and hypothesis's database replays what failed before).
 settings.register_profile("ci", derandomize=True)

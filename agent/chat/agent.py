@@ -4,33 +4,33 @@ and settles the confirmations its monitor proposals open."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
+from functools import partial
 
-from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits
+from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits, capture_run_messages
 from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models import Model
 
-from agent.budget import ChatBudget, run_cost_usd
+from agent.budget import ChatBudget
 from agent.chat.deps import ChatDeps
 from agent.chat.instructions import RULES, chat_context
-from agent.chat.llm import RetryPolicy, chat_model, failure_message, is_model_failure
+from agent.chat.llm import failure_message, is_model_failure
 from agent.chat.summary import summarise
 from agent.chat.tools import CHAT_TOOLS
 from agent.confirmations import (
     CANCEL_PREFIX,
     CONFIRM_PREFIX,
     DEFAULT_CONFIRMATION_TTL,
-    ConfirmationBook,
     PendingConfirmation,
     answer_of,
     execute_actions,
 )
 from agent.context import Services, Turn, chat_timezone
-from agent.memory import ConversationMemory, conversation_memory, memory_for
-from agent.messages import Button, Reply
+from agent.memory import ConversationMemory, Fold, encode_messages
+from agent.messages import Reply
 from monitors import new_error_id
-from research import estimate_cost_usd
+from research import LlmUsage
+from storage import ConversationChanges, ConversationRecord, ConversationRepository, TurnRepository, TurnState
 
 __all__ = ["ChatAgent", "build_chat_agent"]
 
@@ -78,11 +78,6 @@ def build_chat_agent() -> Agent[ChatDeps, str]:
     )
 
 
-def _model_label(model: Model) -> str:
-    prefix = f"{model.system}:"
-    return model.model_name if model.model_name.startswith(prefix) else prefix + model.model_name
-
-
 def _error_reply(what: str) -> list[Reply]:
     error_id = new_error_id()
     logger.exception("chat agent: %s failed (error id %s)", what, error_id)
@@ -92,29 +87,31 @@ def _error_reply(what: str) -> list[Reply]:
 class ChatAgent:
     """Answers free text addressed to the bot and settles pending confirmations (`FreeTextHandler`).
 
-    Built once per process: it holds the agent, the chat model (light, retried, then heavy) and the open
-    confirmations. Use it under the dispatcher's per-conversation lock (memory is read, then written).
+    Built once per process: it holds the agent and the process's chat model (`services.models.light`: light,
+    retried, then heavy). Use it under the dispatcher's per-conversation lock. Per free-text turn it reads nothing
+    itself when the dispatcher read the turn's state, and writes once (memory, an opened confirmation and the
+    turn's usage together); a memory fold is left in `turn.after_reply`.
     """
 
-    def __init__(
-        self,
-        services: Services,
-        *,
-        retry_policy: RetryPolicy | None = None,
-        confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
-        confirmations: ConfirmationBook | None = None,
-    ) -> None:
+    def __init__(self, services: Services, *, confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL) -> None:
         self._services = services
         self._agent = build_chat_agent()
-        self._model = chat_model(services.light_model, services.heavy_model, policy=retry_policy)
+        self._model = services.models.light
         self._budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
-        self._confirmations = confirmations or ConfirmationBook(clock=services.clock, ttl=confirmation_ttl)
-        self._told_no_model: set[tuple[int, str]] = set()
+        self._turns = TurnRepository(services.database)
+        self._conversations = ConversationRepository(services.database)
+        self._confirmation_ttl = confirmation_ttl
 
-    @property
-    def confirmations(self) -> ConfirmationBook:
-        """The open confirmations (one per conversation at most)."""
-        return self._confirmations
+    async def _state(self, turn: Turn) -> TurnState:
+        if turn.state is not None:
+            return turn.state
+        return await self._turns.state(turn.chat.id, turn.incoming.thread_key, _day(self._services.clock()))
+
+    def _memory(self, record: ConversationRecord | None, now: datetime) -> ConversationMemory:
+        settings = self._services.settings
+        return ConversationMemory(
+            record, now=now, max_turns=settings.memory_turns, idle_hours=settings.memory_idle_hours
+        )
 
     # ---- confirmations ------------------------------------------------------------------------------------
 
@@ -126,6 +123,7 @@ class ChatAgent:
             return _error_reply("settling a confirmation")
 
     async def _settle(self, turn: Turn) -> list[Reply] | None:
+        now = self._services.clock()
         data = turn.incoming.callback_data
         if data is not None:
             if data.startswith(CONFIRM_PREFIX):
@@ -134,8 +132,12 @@ class ChatAgent:
                 token, confirm = data.removeprefix(CANCEL_PREFIX), False
             else:
                 return None  # another component's button
-            pending = self._confirmations.get(token)
-            if pending is None or pending.chat_id != turn.chat.id:
+            record = (await self._state(turn)).conversation
+            if record is None or record.confirmation_token != token:
+                # pressed in another thread of this chat than the one it was proposed in
+                record = await self._conversations.find_confirmation(turn.chat.id, token)
+            pending = PendingConfirmation.stored(record, now=now)
+            if record is None or pending is None or pending.chat_id != turn.chat.id:
                 return [Reply(text=EXPIRED_MESSAGE)]
             if pending.user_id != turn.user.id and not turn.is_admin:
                 return [Reply(text=NOT_YOURS_MESSAGE)]
@@ -143,32 +145,34 @@ class ChatAgent:
             answer = answer_of(turn.incoming.text)
             if answer is None:
                 return None
-            pending = self._confirmations.for_conversation(turn.chat.id, turn.incoming.thread_key)
-            if pending is None or pending.user_id != turn.user.id:
+            record = (await self._state(turn)).conversation
+            pending = PendingConfirmation.stored(record, now=now)
+            if record is None or pending is None or pending.user_id != turn.user.id:
                 return None  # a plain "yes" with nothing open (or from someone else) is ordinary text
             confirm = answer == "yes"
-        if self._confirmations.close(pending.token) is None:
-            return [Reply(text=EXPIRED_MESSAGE)]
+        if not await self._conversations.claim_confirmation(pending.chat_id, pending.thread_key, pending.token):
+            return [Reply(text=EXPIRED_MESSAGE)]  # answered a moment ago (a second press, another process)
         if confirm or pending.declined:
             text = await execute_actions(pending, self._services.monitors, declined=not confirm)
         else:
             text = CANCELLED_MESSAGE
         said = turn.incoming.text.strip() or ("yes" if confirm else "no")
-        await self._remember_exchange(pending, said, text)
+        await self._remember_exchange(record, said, text, now=now)
         return [Reply(text=text)]
 
-    async def _remember_exchange(self, pending: PendingConfirmation, said: str, answered: str) -> None:
+    async def _remember_exchange(self, record: ConversationRecord, said: str, answered: str, *, now: datetime) -> None:
         """Put the confirmation into the conversation's memory, so the model knows later what was done."""
         exchange: list[ModelMessage] = [
             ModelRequest(parts=[UserPromptPart(content=said)]),
             ModelResponse(parts=[TextPart(content=answered)]),
         ]
-        memory = conversation_memory(self._services, chat_id=pending.chat_id, thread_key=pending.thread_key)
+        stored = self._memory(record, now).encode_after(exchange)
         try:
-            await memory.load()
-            await memory.append(exchange)
+            await self._conversations.write(
+                record.chat_id, record.thread_key, {"messages": stored, "touch": True}, now=now
+            )
         except Exception:
-            logger.exception("could not store the confirmation exchange for chat %d", pending.chat_id)
+            logger.exception("could not store the confirmation exchange for chat %d", record.chat_id)
 
     # ---- free text ----------------------------------------------------------------------------------------
 
@@ -179,11 +183,14 @@ class ChatAgent:
         except Exception:
             return _error_reply("answering free text")
 
-    def _no_model(self, turn: Turn) -> list[Reply]:
-        key = (turn.chat.id, turn.incoming.thread_key)
-        if key in self._told_no_model:
+    async def _no_model(self, turn: Turn) -> list[Reply]:
+        record = (await self._state(turn)).conversation
+        if record is not None and record.told_no_model:
             return [Reply(text=NO_MODEL_REMINDER)]
-        self._told_no_model.add(key)
+        now = self._services.clock()
+        await self._turns.finish(
+            turn.chat.id, turn.incoming.thread_key, now=now, day=_day(now), changes={"told_no_model": True}
+        )
         reason = self._services.settings.llm_unavailable_reason or "no language model is configured"
         return [
             Reply(
@@ -198,14 +205,15 @@ class ChatAgent:
     async def _reply(self, turn: Turn) -> list[Reply]:
         model = self._model
         if model is None:
-            return self._no_model(turn)
+            return await self._no_model(turn)
         services = self._services
         now = services.clock()
-        remaining = await self._budget.remaining(turn.chat.id, now)
+        state = await self._state(turn)
+        remaining = self._budget.left(state.tokens_today)
         if remaining is not None and remaining <= 0:
             return [Reply(text=self._budget.spent_message())]
-        memory = memory_for(services, turn)
-        window = await memory.load()
+        memory = self._memory(state.conversation, now)
+        window = memory.window()
         deps = ChatDeps(services=services, turn=turn, timezone=chat_timezone(turn, services), summary=window.summary)
         token_limit = services.settings.token_limit
         limits = UsageLimits(
@@ -216,70 +224,101 @@ class ChatAgent:
         if len(prompt) > MAX_PROMPT_CHARS:
             prompt = prompt[:MAX_PROMPT_CHARS] + "\n[message cut: too long]"
         usage = RunUsage()
-        try:
-            result = await self._agent.run(
-                prompt, model=model, deps=deps, message_history=window.messages, usage_limits=limits, usage=usage
-            )
-        except UsageLimitExceeded:
-            await self._record(turn, usage, cost=self._estimated_cost(usage))
-            budget_bound = remaining is not None and remaining < token_limit
-            text = self._budget.spent_message() if budget_bound else TOO_LONG_MESSAGE
-            return [Reply(text=text, attachments=tuple(deps.attachments))]
-        except Exception as error:
-            await self._record(turn, usage, cost=self._estimated_cost(usage))
-            if is_model_failure(error):
-                logger.warning("chat model failed for chat %d: %s", turn.chat.id, error)
-                return [Reply(text=failure_message(error), attachments=tuple(deps.attachments))]
-            if isinstance(error, UnexpectedModelBehavior):
-                logger.warning("chat model misbehaved for chat %d: %s", turn.chat.id, error)
-                return [Reply(text=BAD_MODEL_ANSWER, attachments=tuple(deps.attachments))]
-            raise
+        with capture_run_messages() as captured:
+            try:
+                result = await self._agent.run(
+                    prompt, model=model, deps=deps, message_history=window.messages, usage_limits=limits, usage=usage
+                )
+            except Exception as error:
+                # what the failed run spent still counts, priced by the models that answered
+                spent = LlmUsage.from_run(usage, model=model, messages=captured[len(window.messages) :])
+                await self._finish(turn, now, usage=spent)
+                return self._failure(turn, deps, error, budget_bound=remaining is not None and remaining < token_limit)
         new_messages = result.new_messages()
-        await self._record(turn, usage, cost=run_cost_usd(new_messages))
-        await memory.append(new_messages)
-        reply = self._compose(turn, deps, result.output)
-        await self._fold_old_turns(turn, memory, model)
+        reply, opened = self._compose(turn, deps, result.output, now)
+        history = memory.after(new_messages)
+        changes: ConversationChanges = {"messages": memory.encode_after(new_messages), "touch": True}
+        if opened is not None:
+            changes["confirmation"] = opened.stored_form()
+        spent = LlmUsage.from_run(usage, model=model, messages=new_messages)
+        revision = await self._finish(turn, now, usage=spent, changes=changes)
+        fold = memory.fold(history, revision=revision or 0)
+        if fold is not None:
+            chat_id, thread_key = turn.chat.id, turn.incoming.thread_key
+            turn.after_reply.append(partial(self._fold, fold, chat_id=chat_id, thread_key=thread_key))
         return [reply]
 
-    def _compose(self, turn: Turn, deps: ChatDeps, output: str) -> Reply:
-        text = output.strip() or "Done."
-        buttons: tuple[Button, ...] = ()
-        if deps.proposals:
-            pending: PendingConfirmation = self._confirmations.open(
-                chat_id=turn.chat.id,
-                thread_key=turn.incoming.thread_key,
-                user_id=turn.user.id,
-                is_admin=turn.is_admin,
-                actions=deps.proposals,
-                after_untrusted_text=deps.read_untrusted,
-            )
-            minutes = max(1, int(self._confirmations.ttl.total_seconds() // 60))
-            text = f"{text}\n\n{pending.prompt(minutes=minutes)}"
-            buttons = pending.buttons
-        return Reply(text=text, attachments=tuple(deps.attachments), buttons=buttons)
+    def _failure(self, turn: Turn, deps: ChatDeps, error: Exception, *, budget_bound: bool) -> list[Reply]:
+        attachments = tuple(deps.attachments)
+        if isinstance(error, UsageLimitExceeded):
+            text = self._budget.spent_message() if budget_bound else TOO_LONG_MESSAGE
+            return [Reply(text=text, attachments=attachments)]
+        if is_model_failure(error):
+            logger.warning("chat model failed for chat %d: %s", turn.chat.id, error)
+            return [Reply(text=failure_message(error), attachments=attachments)]
+        if isinstance(error, UnexpectedModelBehavior):
+            logger.warning("chat model misbehaved for chat %d: %s", turn.chat.id, error)
+            return [Reply(text=BAD_MODEL_ANSWER, attachments=attachments)]
+        raise error
 
-    async def _fold_old_turns(self, turn: Turn, memory: ConversationMemory, model: Model) -> None:
-        """Summarise the turns leaving the window; on failure the conversation goes on (they stay until next time,
-        or, for an idle conversation, are dropped)."""
-        if not memory.needs_summary():
-            return
-        try:
-            summary = await summarise(memory.summary, memory.turns_to_summarise(), model=model)
-        except Exception as error:
-            logger.warning("conversation summary for chat %d failed: %s", turn.chat.id, error)
-            return
-        await self._record(turn, summary.usage, cost=run_cost_usd(summary.messages))
-        if summary.text:
-            await memory.apply_summary(summary.text)
-
-    def _estimated_cost(self, usage: RunUsage) -> float:
-        light = self._services.light_model
-        if light is None:
-            return 0.0
-        cost = estimate_cost_usd(
-            _model_label(light), input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
+    async def _finish(
+        self, turn: Turn, now: datetime, *, usage: LlmUsage, changes: ConversationChanges | None = None
+    ) -> int | None:
+        """The turn's one write: the memory (and an opened confirmation) with the usage of the run."""
+        return await self._turns.finish(
+            turn.chat.id,
+            turn.incoming.thread_key,
+            now=now,
+            day=_day(now),
+            changes=changes,
+            usage=[usage.entry("chat")],
         )
-        return cost or 0.0
 
-    async def _record(self, turn: Turn, usage: RunUsage, *, cost: float) -> None:
-        await self._budget.record(turn.chat.id, self._services.clock(), usage, cost=cost)
+    def _compose(
+        self, turn: Turn, deps: ChatDeps, output: str, now: datetime
+    ) -> tuple[Reply, PendingConfirmation | None]:
+        text = output.strip() or "Done."
+        if not deps.proposals:
+            return Reply(text=text, attachments=tuple(deps.attachments)), None
+        pending = PendingConfirmation.open(
+            chat_id=turn.chat.id,
+            thread_key=turn.incoming.thread_key,
+            user_id=turn.user.id,
+            is_admin=turn.is_admin,
+            actions=deps.proposals,
+            now=now,
+            ttl=self._confirmation_ttl,
+            after_untrusted_text=deps.read_untrusted,
+        )
+        minutes = max(1, int(self._confirmation_ttl.total_seconds() // 60))
+        text = f"{text}\n\n{pending.prompt(minutes=minutes)}"
+        return Reply(text=text, attachments=tuple(deps.attachments), buttons=pending.buttons), pending
+
+    async def _fold(self, fold: Fold, *, chat_id: int, thread_key: str) -> None:
+        """Fold old turns into the summary (after the reply went out). A failed summary leaves the memory as it was
+        (the turns are folded after a later reply; what an idle expiry set aside is dropped); the call's usage
+        counts either way, in the same write."""
+        model = self._model
+        if model is None:
+            return
+        summary = await summarise(fold.previous_summary, fold.messages, model=model)
+        changes: ConversationChanges | None = None
+        if summary.text:
+            changes = {"messages": encode_messages(fold.keep), "summary": summary.text}
+        now = self._services.clock()
+        written = await self._turns.finish(
+            chat_id,
+            thread_key,
+            now=now,
+            day=_day(now),
+            changes=changes,
+            usage=[summary.usage.entry("memory")],
+            if_revision=fold.revision,
+        )
+        if changes is not None and written is None:
+            logger.info("conversation %d/%r moved on during its fold; folded again later", chat_id, thread_key)
+
+
+def _day(now: datetime) -> date:
+    """The (UTC) day usage is counted on."""
+    return now.astimezone(UTC).date()

@@ -1,22 +1,13 @@
-"""The chat's model: the light model with a short retry on rate limits and server errors, then the heavy model;
-and what a failed model call means for the person (a daily quota is said as such, never retried in a loop)."""
+"""What a failed model call means for the person in the chat (a daily quota is said as such, never retried in a
+loop). The chat's model itself is the process's `research.ModelSet.light`: the light model with a short retry on
+rate limits and server errors, then the heavy model."""
 
 from __future__ import annotations
 
 from pydantic_ai.exceptions import FallbackExceptionGroup, ModelAPIError
-from pydantic_ai.models import Model
 
 # The machinery is platform-neutral and shared with the monitor pipeline; re-exported here for the chat.
-from research import (
-    FailureKind,
-    RetryingModel,
-    RetryPolicy,
-    Sleep,
-    failure_in_words,
-    failure_kind,
-    failure_leaves,
-    resilient_model,
-)
+from research import FailureKind, RetryingModel, RetryPolicy, Sleep, failure_in_words, failure_kind, failure_leaves
 
 __all__ = [
     "DAILY_QUOTA_MESSAGE",
@@ -26,7 +17,6 @@ __all__ = [
     "RetryPolicy",
     "RetryingModel",
     "Sleep",
-    "chat_model",
     "failure_kind",
     "failure_message",
     "is_model_failure",
@@ -54,11 +44,6 @@ def failure_message(error: BaseException) -> str:
         return DAILY_QUOTA_MESSAGE
     template = MODEL_DOWN_MESSAGE if "transient" in kinds or "quota" in kinds else MODEL_REJECTED_MESSAGE
     return template.format(reason=failure_in_words(error))
-
-
-def chat_model(light: Model | None, heavy: Model | None, *, policy: RetryPolicy | None = None) -> Model | None:
-    """The model the chat runs on: the light one with retries, then the heavy one; None without a light model."""
-    return resilient_model(light, heavy, policy=policy)
 
 
 def is_model_failure(error: BaseException) -> bool:

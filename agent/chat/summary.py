@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from pydantic_ai import Agent, RunUsage, UsageLimits
+from pydantic_ai import Agent, RunUsage, UsageLimits, capture_run_messages
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -18,7 +19,11 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model
 
+from research import LlmUsage, describe_failure
+
 __all__ = ["SUMMARY_LIMITS", "SummaryResult", "summarise", "transcript"]
+
+logger = logging.getLogger(__name__)
 
 SUMMARY_INSTRUCTIONS: Final = """\
 You keep the memory of a chat between people and Lookout, a news-monitoring assistant. Write the new rolling \
@@ -38,10 +43,10 @@ TURN_CHARS: Final = 1500
 
 @dataclass(frozen=True, kw_only=True)
 class SummaryResult:
-    text: str
-    usage: RunUsage
-    messages: list[ModelMessage]
-    """The summariser's own request and response (to price them)."""
+    text: str | None
+    """The new summary; None when the model failed (or wrote nothing)."""
+    usage: LlmUsage
+    """What the summary call spent, priced by the model that answered (also when it failed)."""
 
 
 @functools.cache
@@ -84,10 +89,18 @@ def transcript(messages: Sequence[ModelMessage]) -> str:
 
 
 async def summarise(previous: str | None, messages: Sequence[ModelMessage], *, model: Model) -> SummaryResult:
-    """The new rolling summary covering `previous` and `messages`; raises the model's errors (callers carry on)."""
+    """The new rolling summary covering `previous` and `messages`. A failing model is logged, not raised (the
+    conversation goes on; the turns stay until the next fold), and what it spent is still reported."""
     prompt = (
         f"Previous summary:\n{previous.strip() if previous else '(none)'}\n\n"
         f"Turns to fold in:\n{transcript(messages) or '(nothing said)'}\n\nWrite the new summary."
     )
-    result = await summary_agent().run(prompt, model=model, usage_limits=SUMMARY_LIMITS)
-    return SummaryResult(text=result.output.strip(), usage=result.usage, messages=result.new_messages())
+    usage = RunUsage()
+    with capture_run_messages() as captured:
+        try:
+            result = await summary_agent().run(prompt, model=model, usage_limits=SUMMARY_LIMITS, usage=usage)
+        except Exception as error:  # best effort: any failure leaves the memory as it is
+            logger.warning("conversation summary failed: %s", describe_failure(error))
+            return SummaryResult(text=None, usage=LlmUsage.from_run(usage, model=model, messages=captured))
+    spent = LlmUsage.from_run(usage, model=model, messages=result.new_messages())
+    return SummaryResult(text=result.output.strip() or None, usage=spent)

@@ -146,7 +146,7 @@ async def collect(ctx: RunContext[ChatDeps], request: str, target: int = 500, so
             job = await run_collection_job(
                 text,
                 sources=chosen,
-                model=deps.services.light_model,
+                model=deps.services.models.light,
                 target=goal,
                 out_dir=deps.exports_dir,
                 progress=relay,

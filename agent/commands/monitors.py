@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from agent import subscribing
 from agent.commands.common import BUDGET_SPENT_NOTE, chat_zone, count, local_time, models_allowed, refuse
 from agent.commands.progress import PipelineProgress, ProgressRelay
@@ -14,7 +16,7 @@ from agent.commands.specs import (
     TrackCommand,
     UntrackCommand,
 )
-from agent.confirmations import ConfirmationBook, CreateMonitorAction, SubscribeAction
+from agent.confirmations import DEFAULT_CONFIRMATION_TTL, CreateMonitorAction, PendingConfirmation, SubscribeAction
 from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import (
@@ -34,16 +36,16 @@ TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
 
 
 async def track(
-    services: Services, turn: Turn, command: TrackCommand, confirmations: ConfirmationBook | None = None
+    services: Services, turn: Turn, command: TrackCommand, *, confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL
 ) -> list[Reply]:
     """Create the monitor for this chat; the reply says exactly what was created. When a shared monitor already
     follows the same topic with compatible sources, offer to subscribe to it instead (the person chooses)."""
-    if confirmations is not None and services.access.chat_of_allowed(turn.incoming):
+    if services.access.chat_of_allowed(turn.incoming):
         offer = await services.monitors.sharing.offer_for(
             turn.chat.id, command.topic, sources=command.sources, schedule_words=command.schedule.describe()
         )
         if offer is not None:
-            return _offer(turn, command, offer, confirmations)
+            return await _offer(services, turn, command, offer, confirmation_ttl)
     try:
         view = await services.monitors.create_monitor(
             turn.chat.id,
@@ -65,7 +67,9 @@ async def track(
     return [Reply(text="\n".join(lines))]
 
 
-def _offer(turn: Turn, command: TrackCommand, offer: SubscribeOffer, confirmations: ConfirmationBook) -> list[Reply]:
+async def _offer(
+    services: Services, turn: Turn, command: TrackCommand, offer: SubscribeOffer, ttl: timedelta
+) -> list[Reply]:
     """Subscribe to the shared monitor ("yes", the first button) or create this chat's own ("no", the second)."""
     view = offer.view
     topic = escape_markdown(view.topic)
@@ -76,22 +80,26 @@ def _offer(turn: Turn, command: TrackCommand, offer: SubscribeOffer, confirmatio
         sources=command.sources,
         timezone=command.schedule.timezone,
     )
-    pending = confirmations.open(
+    now = services.clock()
+    pending = PendingConfirmation.open(
         chat_id=turn.chat.id,
         thread_key=turn.incoming.thread_key,
         user_id=turn.user.id,
         is_admin=turn.is_admin,
         actions=[SubscribeAction(description=f"subscribe to monitor #{view.id} “{topic}”", monitor_id=view.id)],
+        now=now,
+        ttl=ttl,
         declined=[create],
         labels=(f"Subscribe to #{view.id}", "Create my own"),
     )
+    await pending.store(services.database, now=now)
     count = view.receivers
     differences = (
         "It differs from what you asked: " + "; ".join(offer.differences) + "."
         if offer.differences
         else "It does exactly what you asked."
     )
-    minutes = max(1, int(confirmations.ttl.total_seconds() // 60))
+    minutes = PendingConfirmation.minutes_open(ttl)
     text = (
         f"A shared monitor already follows this: **#{view.id} {topic}** — {view.schedule}, sources: "
         f"{escape_markdown(', '.join(view.sources))}; by {escape_markdown(offer.owner)}, {count} "

@@ -3,11 +3,12 @@ the terminal), which creates monitors only after the person confirms the list.""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from agent.commands.common import chat_exports_dir, chat_zone, refuse
 from agent.commands.specs import ExportMonitorsCommand, ImportCommand
-from agent.confirmations import ConfirmationBook, ImportAction
+from agent.confirmations import DEFAULT_CONFIRMATION_TTL, ImportAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from monitors import (
@@ -84,7 +85,11 @@ def read_import_source(turn: Turn, command: ImportCommand) -> tuple[bytes, str, 
 
 
 async def import_monitors(
-    services: Services, turn: Turn, command: ImportCommand, confirmations: ConfirmationBook
+    services: Services,
+    turn: Turn,
+    command: ImportCommand,
+    *,
+    confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
 ) -> list[Reply]:
     """Read the file, check every entry, and ask to confirm the list (refused entries listed with their reason)."""
     source = read_import_source(turn, command)
@@ -98,14 +103,18 @@ async def import_monitors(
         return [Reply(text=f"Nothing to import from {name}.\n\n{plan.describe()}")]
     count = len(plan.entries)
     action = ImportAction(description=f"create {count} monitor{'s' * (count != 1)} from {name}", entries=plan.entries)
-    pending = confirmations.open(
+    now = services.clock()
+    pending = PendingConfirmation.open(
         chat_id=turn.chat.id,
         thread_key=turn.incoming.thread_key,
         user_id=turn.user.id,
         is_admin=turn.is_admin,
         actions=[action],
+        now=now,
+        ttl=confirmation_ttl,
         labels=(f"Create {count}", "Cancel"),
     )
-    minutes = max(1, int(confirmations.ttl.total_seconds() // 60))
+    await pending.store(services.database, now=now)
+    minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]

@@ -56,7 +56,7 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
         result = await run_collection_job(
             command.request,
             sources=sources,
-            model=services.light_model if await models_allowed(services, turn) else None,
+            model=services.models.light if await models_allowed(services, turn) else None,
             target=target,
             out_dir=chat_exports_dir(services, turn),
             progress=relay,

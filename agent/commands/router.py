@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from agent.commands import monitors as command_monitors
 from agent.commands import portability as command_portability
@@ -40,7 +41,7 @@ from agent.commands.specs import (
     UsageCommand,
     help_text,
 )
-from agent.confirmations import ConfirmationBook
+from agent.confirmations import DEFAULT_CONFIRMATION_TTL
 from agent.context import Services, Turn
 from agent.messages import Reply
 
@@ -70,11 +71,11 @@ class CommandRouter:
     reply; anything unexpected propagates to the dispatcher's error boundary.
     """
 
-    def __init__(self, services: Services, *, confirmations: ConfirmationBook | None = None) -> None:
+    def __init__(self, services: Services, *, confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL) -> None:
         self._services = services
-        self._confirmations = confirmations or ConfirmationBook(clock=services.clock)
-        """Where /track's offer and /import's list wait for an answer: the chat agent's book, so "yes" and the
-        buttons are settled in one place."""
+        self._confirmation_ttl = confirmation_ttl
+        """How long /track's offer and /import's list stay open; they are stored with the conversation like the
+        agent's proposals, so "yes" and the buttons are settled in one place (the chat agent)."""
 
     async def execute(self, command: Command, turn: Turn) -> list[Reply]:
         """The replies to one parsed command, acting only on `turn.chat` (admins on any monitor)."""
@@ -86,7 +87,7 @@ class CommandRouter:
             case HelpCommand(command=name):
                 return [Reply(text=help_text(name))]
             case TrackCommand():
-                return await command_monitors.track(services, turn, command, self._confirmations)
+                return await command_monitors.track(services, turn, command, confirmation_ttl=self._confirmation_ttl)
             case MonitorsCommand():
                 return await command_monitors.list_monitors(services, turn, command)
             case UntrackCommand():
@@ -108,7 +109,9 @@ class CommandRouter:
             case ExportMonitorsCommand():
                 return await command_portability.export_chat_monitors(services, turn, command)
             case ImportCommand():
-                return await command_portability.import_monitors(services, turn, command, self._confirmations)
+                return await command_portability.import_monitors(
+                    services, turn, command, confirmation_ttl=self._confirmation_ttl
+                )
             case ShareCommand():
                 return await command_subscriptions.share(services, turn, command)
             case UnshareCommand():

@@ -11,9 +11,9 @@ from agent.commands.common import chat_timezone, chat_zone, local_time
 from agent.commands.parser import language_name
 from agent.commands.specs import LanguageCommand, ProfileCommand, TimezoneCommand
 from agent.context import Services, Turn
-from agent.memory import memory_for
 from agent.messages import Reply
-from storage import ChatChanges, ChatRecord, ChatRepository, UsageRepository, UsageTotals
+from research import USAGE_KIND_LABELS
+from storage import ChatChanges, ChatRecord, ChatRepository, ConversationRepository, UsageRepository, UsageTotals
 
 __all__ = ["forget", "language", "profile", "timezone", "usage"]
 
@@ -68,29 +68,37 @@ async def profile(services: Services, turn: Turn, command: ProfileCommand) -> li
 
 
 async def forget(services: Services, turn: Turn) -> list[Reply]:
-    """Clear this conversation's memory (this chat and thread), summary included."""
-    if await memory_for(services, turn).forget():
+    """Clear this conversation's memory (this chat and thread), summary and open confirmation included."""
+    if await ConversationRepository(services.database).clear(turn.chat.id, turn.incoming.thread_key):
         return [Reply(text="Done: I forgot this conversation. Monitors and settings are unchanged.")]
     return [Reply(text="There was nothing to forget: this conversation has no memory yet.")]
 
 
 async def usage(services: Services, turn: Turn) -> list[Reply]:
-    """Tokens and cost today and this month, and what is left of today's budget.
+    """Tokens and cost today (by kind of call) and this month, and what is left of today's budget.
 
-    Usage is recorded per UTC day (by the chat agent and the monitor runs) and the daily budget counts UTC days,
-    so "today" here is the UTC day too: a day in the chat's own timezone would mix two recorded days."""
+    Usage is recorded per UTC day (chat answers, memory summaries, monitor runs, collections) and the daily budget
+    counts UTC days, so "today" here is the UTC day too: a day in the chat's own timezone would mix two recorded
+    days."""
     now = services.clock()
     today = now.astimezone(UTC).date()
     repository = UsageRepository(services.database)
-    day = await repository.for_day(turn.chat.id, today)
+    day_by_kind = await repository.by_kind(turn.chat.id, today, today)
+    day = UsageTotals.total(day_by_kind.values())
     month = await repository.for_month(turn.chat.id, today.year, today.month)
     lines = [
         "**Model usage of this chat**",
         f"Today ({today.isoformat()}, UTC): {_totals(day)}",
-        f"This month ({today:%B %Y}): {_totals(month)}",
     ]
+    if day.tokens:
+        kinds = sorted(day_by_kind.items(), key=lambda entry: -entry[1].tokens)
+        lines.append(
+            "By kind today: "
+            + ", ".join(f"{USAGE_KIND_LABELS.get(kind, kind)} {totals.tokens:,}" for kind, totals in kinds)
+        )
+    lines.append(f"This month ({today:%B %Y}): {_totals(month)}")
     budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
-    left = await budget.remaining(turn.chat.id, now)
+    left = budget.left(day.tokens)
     if left is None:
         lines.append("There is no daily token limit.")
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -21,6 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from agent import Attachment
+from bots.shared_limits import SlotReserver
 from bots.slack.render import SlackMessage, blocks_payload
 from sources import Backoff, parse_retry_after
 
@@ -67,17 +69,50 @@ def retry_handlers(*, max_rate_limit_wait: float = 30.0) -> list[AsyncRetryHandl
     ]
 
 
+POSTING_METHODS = frozenset({"chat.postMessage", "files.completeUploadExternal"})
+"""The calls that put a message in a channel, which Slack limits to about one a second per channel."""
+
+
+class ChannelPacedWebClient(AsyncWebClient):
+    """An `AsyncWebClient` that waits for the channel's slot before each post: slots every process shares
+    (`bots.SlotReserver`), so several workers posting to one channel stay near one message a second."""
+
+    def __init__(self, *, slots: SlotReserver, interval: float, **options: Any) -> None:
+        super().__init__(**options)
+        self._slots, self._interval = slots, interval
+
+    async def api_call(self, api_method: str, **options: Any) -> Any:
+        if api_method in POSTING_METHODS and self._interval > 0:
+            payload = {**(options.get("params") or {}), **(options.get("data") or {}), **(options.get("json") or {})}
+            channel = payload.get("channel") or payload.get("channel_id")
+            if isinstance(channel, str) and channel:
+                wait = await self._slots.reserve(f"slack:channel:{channel}", interval=self._interval)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+        return await super().api_call(api_method, **options)
+
+
 def build_web_client(
-    token: str, *, api_url: str = DEFAULT_API_URL, max_rate_limit_wait: float = 30.0, timeout: int = 30
+    token: str,
+    *,
+    api_url: str = DEFAULT_API_URL,
+    max_rate_limit_wait: float = 30.0,
+    timeout: int = 30,
+    channel_slots: SlotReserver | None = None,
+    channel_interval: float = 1.0,
 ) -> AsyncWebClient:
-    """An `AsyncWebClient` for the bot token at `api_url` (SLACK_API_URL) with the retry handlers above."""
-    return AsyncWebClient(
-        token=token,
-        base_url=api_url,
-        timeout=timeout,
-        retry_handlers=retry_handlers(max_rate_limit_wait=max_rate_limit_wait),
-        logger=logging.getLogger("slack_sdk.web.async_client"),
-    )
+    """An `AsyncWebClient` for the bot token at `api_url` (SLACK_API_URL) with the retry handlers above; with
+    `channel_slots`, posts to one channel are paced by slots every process shares."""
+    options: dict[str, Any] = {
+        "token": token,
+        "base_url": api_url,
+        "timeout": timeout,
+        "retry_handlers": retry_handlers(max_rate_limit_wait=max_rate_limit_wait),
+        "logger": logging.getLogger("slack_sdk.web.async_client"),
+    }
+    if channel_slots is not None:
+        return ChannelPacedWebClient(slots=channel_slots, interval=channel_interval, **options)
+    return AsyncWebClient(**options)
 
 
 def error_code(error: SlackApiError) -> str:

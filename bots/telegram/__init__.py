@@ -2,5 +2,14 @@
 
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
 from bots.telegram.sender import TelegramLimits, TelegramSender, build_bot
+from bots.telegram.shared_limiter import FloodLimits, SharedRateLimiter
 
-__all__ = ["TelegramFrontend", "TelegramLimits", "TelegramOptions", "TelegramSender", "build_bot"]
+__all__ = [
+    "FloodLimits",
+    "SharedRateLimiter",
+    "TelegramFrontend",
+    "TelegramLimits",
+    "TelegramOptions",
+    "TelegramSender",
+    "build_bot",
+]

@@ -68,6 +68,9 @@ class TelegramOptions:
     """At most one edit of a status message per this many seconds."""
     stop_timeout: float = 30.0
     """On stop, how long messages being handled may take to finish before they are cancelled."""
+    poll_on_start: bool = True
+    """Long-poll as soon as started; False when several processes share the token and the one that leads polls
+    (`start_polling`/`stop_polling`), since Telegram allows one getUpdates consumer per token."""
 
 
 class TelegramFrontend:
@@ -131,12 +134,36 @@ class TelegramFrontend:
             await application.start()
         else:
             await application.start()
-            assert application.updater is not None
-            await application.updater.start_polling(
-                timeout=int(options.poll_timeout),
-                allowed_updates=list(ALLOWED_UPDATES),
-                error_callback=self._polling_failed,
-            )
+            if options.poll_on_start:
+                await self.start_polling()
+
+    async def start_polling(self) -> None:
+        """Start reading updates with getUpdates (raises when not started, or in webhook mode)."""
+        application = self._application
+        if application is None or not application.running or application.updater is None:
+            raise RuntimeError("telegram is not connected yet")
+        if self._options.webhook_url:
+            raise RuntimeError("telegram runs in webhook mode")
+        if application.updater.running:
+            return
+        await application.updater.start_polling(
+            timeout=int(self._options.poll_timeout),
+            allowed_updates=list(ALLOWED_UPDATES),
+            error_callback=self._polling_failed,
+        )
+        logger.info("telegram: polling for updates")
+
+    async def stop_polling(self) -> None:
+        """Stop reading updates (the last ones read are confirmed to Telegram); messages being handled go on."""
+        application = self._application
+        if application is not None and application.updater is not None and application.updater.running:
+            await application.updater.stop()
+            logger.info("telegram: stopped polling")
+
+    @property
+    def polling(self) -> bool:
+        application = self._application
+        return application is not None and application.updater is not None and application.updater.running
 
     async def stop(self) -> None:
         """Stop reading updates, let messages being handled finish (up to `stop_timeout`), disconnect."""
@@ -158,11 +185,11 @@ class TelegramFrontend:
         await application.shutdown()
 
     async def healthy(self) -> bool:
-        """For /healthz: started and (in polling mode) the poller is running."""
+        """For /healthz: started and (in polling mode, unless another process leads the polling) polling."""
         application = self._application
         if not self._running or application is None or not application.running:
             return False
-        return bool(self._options.webhook_url) or (application.updater is not None and application.updater.running)
+        return bool(self._options.webhook_url) or not self._options.poll_on_start or self.polling
 
     def webhook_route(self) -> Route:
         """The Starlette route for `/telegram/webhook` (mount it on the shared HTTP server)."""

@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, TelegramError
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import AIORateLimiter, BaseRateLimiter, ExtBot
 from telegram.request import HTTPXRequest
 
 from agent import Attachment, Button, Reply
@@ -84,9 +84,11 @@ def build_bot(
     connection_pool_size: int = 128,
     read_timeout: float = 10.0,
     poll_timeout: float = 30.0,
+    rate_limiter: BaseRateLimiter[int] | None = None,
 ) -> ExtBot[None]:
     """The process's one `Bot` for TELEGRAM_BOT_TOKEN at TELEGRAM_API_URL, with its rate limiter: every call
-    (answers, status edits, typing, digests) is paced by it."""
+    (answers, status edits, typing, digests) is paced by it. `rate_limiter` replaces the in-process one built
+    from `limits` (several processes sharing the token share a limiter through the database)."""
     api = api_url.rstrip("/")
     return ExtBot(
         token,
@@ -94,7 +96,7 @@ def build_bot(
         base_file_url=f"{api}/file/bot",
         request=HTTPXRequest(connection_pool_size=connection_pool_size, read_timeout=read_timeout, pool_timeout=30.0),
         get_updates_request=HTTPXRequest(connection_pool_size=1, read_timeout=poll_timeout + 10),
-        rate_limiter=(limits or TelegramLimits()).rate_limiter(),  # type: ignore[arg-type]
+        rate_limiter=rate_limiter or (limits or TelegramLimits()).rate_limiter(),  # type: ignore[arg-type]
     )
 
 

@@ -22,12 +22,15 @@ class TypingIndicators:
     """Keeps "typing…" showing in a chat while any of its messages is being handled or waits its turn.
 
     One loop per chat (and forum topic), however many of its messages are in flight: Telegram clears the
-    indicator after 5 s, so it is repeated every `every` seconds until the chat's last message is done.
+    indicator after 5 s, so it is repeated every `every` seconds until the chat's last message is done. It first
+    shows `after` seconds in: an answer that comes sooner (a command, a quick reply) needs no indicator, and
+    saves the API call.
     """
 
-    def __init__(self, bot: Bot, *, every: float = 4.5) -> None:
+    def __init__(self, bot: Bot, *, every: float = 4.5, after: float = 0.5) -> None:
         self._bot = bot
         self._every = every
+        self._after = after
         self._active: dict[tuple[str, int | None], tuple[int, asyncio.Task[None]]] = {}
 
     @contextlib.asynccontextmanager
@@ -50,6 +53,7 @@ class TypingIndicators:
                     await task
 
     async def _keep_typing(self, chat_id: str, thread_id: int | None) -> None:
+        await asyncio.sleep(self._after)
         while True:
             try:
                 await self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread_id)

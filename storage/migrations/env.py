@@ -11,6 +11,7 @@ from alembic.autogenerate.api import AutogenContext
 from sqlalchemy.engine import Connection
 
 from storage.engine import _create_engine
+from storage.migrate import owned_by_lookout
 from storage.models import Base
 from storage.types import UTCDateTime
 
@@ -32,6 +33,7 @@ def configure_context(connection: Connection) -> None:
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
         render_item=render_item,
+        include_name=owned_by_lookout,
     )
 
 

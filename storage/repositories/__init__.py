@@ -9,9 +9,11 @@ from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
+from storage.repositories.rate_slots import RateSlotRepository
 from storage.repositories.runs import RunRepository
 from storage.repositories.source_failures import SourceFailureRepository
 from storage.repositories.subscriptions import SubscriptionChanges, SubscriptionRepository
+from storage.repositories.turns import TurnRepository
 from storage.repositories.usage import UsageRepository
 from storage.repositories.users import UserRepository
 
@@ -27,11 +29,13 @@ __all__ = [
     "ItemRepository",
     "MonitorChanges",
     "MonitorRepository",
+    "RateSlotRepository",
     "RunNotOpenError",
     "RunRepository",
     "SourceFailureRepository",
     "SubscriptionChanges",
     "SubscriptionRepository",
+    "TurnRepository",
     "UsageRepository",
     "UserRepository",
 ]

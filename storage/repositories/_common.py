@@ -5,17 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.engine import Database
 
+AnyConnection = AsyncSession | AsyncConnection | Connection
+"""Whatever a statement can be run through: an ORM session, an async connection, a sync one (`Database.write`)."""
 
-def upsert_insert(session: AsyncSession, table: Any) -> Any:
-    """An INSERT with `on_conflict_do_nothing`/`on_conflict_do_update` for the session's dialect.
+
+def dialect_name(session: AnyConnection) -> str:
+    """`sqlite` or `postgresql`."""
+    if isinstance(session, AsyncSession):
+        return session.get_bind().dialect.name
+    return session.dialect.name
+
+
+def upsert_insert(session: AnyConnection, table: Any) -> Any:
+    """An INSERT with `on_conflict_do_nothing`/`on_conflict_do_update` for the session's (or connection's) dialect.
 
     Both SQLite and PostgreSQL speak `INSERT ... ON CONFLICT`; SQLAlchemy exposes it per dialect.
     """
-    name = session.get_bind().dialect.name
+    return dialect_insert(dialect_name(session), table)
+
+
+def dialect_insert(name: str, table: Any) -> Any:
+    """`upsert_insert` for a dialect by name (statements built once per dialect and reused)."""
     if name == "postgresql":
         return postgresql.insert(table)
     if name == "sqlite":

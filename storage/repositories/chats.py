@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import delete, select, update
 
 from storage.models import Chat
 from storage.records import ChatRecord
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import AnyConnection, Repository, upsert_insert
 
 
 class ChatChanges(TypedDict, total=False):
@@ -44,16 +44,29 @@ def to_chat_record(row: Chat) -> ChatRecord:
     )
 
 
+def chat_upsert(
+    connection: AnyConnection,
+    platform: str,
+    external_id: str,
+    *,
+    title: str | None,
+    rename: bool,
+) -> Any:
+    """The INSERT that creates the chat on first sight; with `rename` and a title, it also replaces the stored
+    title of an existing chat."""
+    statement = upsert_insert(connection, Chat).values(
+        platform=platform, external_id=external_id, title=title, timezone="UTC", active=True
+    )
+    if rename and title:
+        return statement.on_conflict_do_update(index_elements=["platform", "external_id"], set_={"title": title})
+    return statement.on_conflict_do_nothing(index_elements=["platform", "external_id"])
+
+
 class ChatRepository(Repository):
     async def get_or_create(self, platform: str, external_id: str, *, title: str | None = None) -> ChatRecord:
         """The chat, created on first sight; safe when two messages of a new chat arrive together."""
         async with self._db.transaction() as session:
-            statement = (
-                upsert_insert(session, Chat)
-                .values(platform=platform, external_id=external_id, title=title, timezone="UTC", active=True)
-                .on_conflict_do_nothing(index_elements=["platform", "external_id"])
-            )
-            await session.execute(statement)
+            await session.execute(chat_upsert(session, platform, external_id, title=title, rename=False))
             row = await session.scalar(select(Chat).where(Chat.platform == platform, Chat.external_id == external_id))
             if row is None:  # pragma: no cover - the insert above guarantees it
                 raise LookupError(f"chat {platform}:{external_id} vanished")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat, Delivery, Run, RunItem
@@ -134,6 +134,7 @@ class DeliveryRepository(Repository):
         limit: int = 20,
         lease: timedelta = timedelta(seconds=30),
         platforms: Collection[str] | None = None,
+        chat_id: int | None = None,
     ) -> list[DeliveryRecord]:
         """Claim up to `limit` pending or failed rows due at `now`, oldest due first, for `worker`.
 
@@ -141,7 +142,8 @@ class DeliveryRepository(Repository):
         `now + lease`, so no other worker takes the row meanwhile; the claimer renews the lease while it sends
         (`renew`, `record_parts_sent`). If the claimer dies, the row comes due again when the lease ends, or at
         once when another worker knows the claimer is dead (`release_claims`). With `platforms`, only rows for
-        chats on those platforms are claimed, so rows no sender can take keep their attempts.
+        chats on those platforms are claimed, so rows no sender can take keep their attempts; with `chat_id`, only
+        that chat's rows (a delivery job delivers one chat's rows, in order).
         """
         async with self._db.transaction() as session:
             due = (
@@ -152,6 +154,8 @@ class DeliveryRepository(Repository):
             )
             if platforms is not None:
                 due = due.join(Chat, Chat.id == Delivery.chat_id).where(Chat.platform.in_(sorted(platforms)))
+            if chat_id is not None:
+                due = due.where(Delivery.chat_id == chat_id)
             if session.get_bind().dialect.name == "postgresql":
                 due = due.with_for_update(skip_locked=True)
             # The conditions are repeated so a row another worker claimed first is left alone.
@@ -164,6 +168,22 @@ class DeliveryRepository(Repository):
             )
             rows = (await session.scalars(statement)).all()
             return sorted((to_delivery_record(row) for row in rows), key=lambda r: r.id)
+
+    async def chats_due(
+        self, now: datetime, *, platforms: Collection[str] | None = None, limit: int = 1000
+    ) -> list[int]:
+        """The chats that have outbox rows due at `now` (those a delivery job should be started for)."""
+        async with self._db.sessions() as session:
+            query = (
+                select(Delivery.chat_id)
+                .where(Delivery.status.in_(_OPEN), Delivery.next_attempt_at <= now)
+                .group_by(Delivery.chat_id)
+                .order_by(func.min(Delivery.next_attempt_at))
+                .limit(limit)
+            )
+            if platforms is not None:
+                query = query.join(Chat, Chat.id == Delivery.chat_id).where(Chat.platform.in_(sorted(platforms)))
+            return list(await session.scalars(query))
 
     async def renew(self, delivery_ids: Collection[int], *, worker: str, until: datetime) -> int:
         """Extend `worker`'s claims on these open rows to `until`; returns how many it still holds."""

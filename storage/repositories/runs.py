@@ -80,6 +80,25 @@ class RunRepository(Repository):
             row = await session.get(Run, run_id)
             return to_run_record(row) if row else None
 
+    async def take_over(
+        self, monitor_id: int, scheduled_for: datetime, *, now: datetime | None = None
+    ) -> RunRecord | None:
+        """Restart the monitor's run for `scheduled_for` if it is still "running" (its worker died during it and
+        the job came back to another worker); None when there is no such run or it has finished."""
+        async with self._db.transaction() as session:
+            row = await session.scalar(
+                select(Run)
+                .where(
+                    Run.monitor_id == monitor_id, Run.scheduled_for == scheduled_for, Run.status == RunStatus.RUNNING
+                )
+                .with_for_update()
+            )
+            if row is None:
+                return None
+            row.started_at = now or utc_now()
+            await session.flush()
+            return to_run_record(row)
+
     async def open_search_run(self, *, chat_id: int, query: str, now: datetime | None = None) -> RunRecord:
         """Start a one-off search run (no monitor) asked for by `chat_id`."""
         when = now or utc_now()

@@ -1,68 +1,95 @@
-"""LLM usage per chat per day: requests, tokens and cost, added atomically."""
+"""LLM usage per chat, day and kind of call: requests, tokens and cost, added atomically."""
 
 from __future__ import annotations
 
+import functools
 from datetime import date
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import BindParameter, ColumnElement, ScalarSelect, func, select
+from sqlalchemy.engine import Connection
 
 from storage.models import Usage
-from storage.records import UsageTotals
-from storage.repositories._common import Repository, upsert_insert
+from storage.records import UsageEntry, UsageTotals
+from storage.repositories._common import Repository, dialect_insert, dialect_name
+
+
+@functools.cache
+def _add_statement(dialect: str) -> Any:
+    insert = dialect_insert(dialect, Usage)
+    return insert.on_conflict_do_update(
+        index_elements=["chat_id", "day", "kind"],
+        set_={
+            "requests": Usage.requests + insert.excluded.requests,
+            "input_tokens": Usage.input_tokens + insert.excluded.input_tokens,
+            "output_tokens": Usage.output_tokens + insert.excluded.output_tokens,
+            "cost": Usage.cost + insert.excluded.cost,
+        },
+    )
+
+
+def add_usage(connection: Connection, chat_id: int, day: date, entry: UsageEntry) -> None:
+    """Add `entry` to the chat's (day, kind) row inside the caller's transaction: one upsert, no read, so
+    concurrent adds all count."""
+    connection.execute(
+        _add_statement(dialect_name(connection)),
+        {
+            "chat_id": chat_id,
+            "day": day,
+            "kind": entry.kind,
+            "requests": entry.requests,
+            "input_tokens": entry.input_tokens,
+            "output_tokens": entry.output_tokens,
+            "cost": entry.cost,
+        },
+    )
+
+
+def tokens_on(chat_id: ColumnElement[int], day: date | BindParameter[date]) -> ScalarSelect[int]:
+    """A scalar subquery: the chat's input + output tokens on `day`, every kind together (0 when none)."""
+    return (
+        select(func.coalesce(func.sum(Usage.input_tokens + Usage.output_tokens), 0))
+        .where(Usage.chat_id == chat_id, Usage.day == day)
+        .scalar_subquery()
+    )
 
 
 class UsageRepository(Repository):
-    async def add(
-        self,
-        chat_id: int,
-        day: date,
-        *,
-        requests: int = 1,
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        cost: float = 0.0,
-    ) -> None:
-        """Add to the chat's totals for `day`; concurrent adds all count (one upsert, no read)."""
-        async with self._db.transaction() as session:
-            statement = upsert_insert(session, Usage).values(
-                chat_id=chat_id,
-                day=day,
-                requests=requests,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                cost=cost,
-            )
-            statement = statement.on_conflict_do_update(
-                index_elements=["chat_id", "day"],
-                set_={
-                    "requests": Usage.requests + statement.excluded.requests,
-                    "input_tokens": Usage.input_tokens + statement.excluded.input_tokens,
-                    "output_tokens": Usage.output_tokens + statement.excluded.output_tokens,
-                    "cost": Usage.cost + statement.excluded.cost,
-                },
-            )
-            await session.execute(statement)
+    async def add(self, chat_id: int, day: date, entry: UsageEntry) -> None:
+        """Add to the chat's totals for `day` under the entry's kind, in a transaction of its own."""
+        await self._db.write(lambda connection: add_usage(connection, chat_id, day, entry))
 
     async def for_day(self, chat_id: int, day: date) -> UsageTotals:
-        return await self._totals(chat_id, day, day)
+        return UsageTotals.total((await self.by_kind(chat_id, day, day)).values())
 
     async def for_month(self, chat_id: int, year: int, month: int) -> UsageTotals:
-        first = date(year, month, 1)
-        last = date(year + month // 12, month % 12 + 1, 1).toordinal() - 1
-        return await self._totals(chat_id, first, date.fromordinal(last))
+        first, last = month_bounds(year, month)
+        return UsageTotals.total((await self.by_kind(chat_id, first, last)).values())
 
-    async def _totals(self, chat_id: int, first: date, last: date) -> UsageTotals:
-        async with self._db.sessions() as session:
-            row = (
-                await session.execute(
-                    select(
-                        func.coalesce(func.sum(Usage.requests), 0),
-                        func.coalesce(func.sum(Usage.input_tokens), 0),
-                        func.coalesce(func.sum(Usage.output_tokens), 0),
-                        func.coalesce(func.sum(Usage.cost), 0.0),
-                    ).where(Usage.chat_id == chat_id, Usage.day >= first, Usage.day <= last)
+    async def by_kind(self, chat_id: int, first: date, last: date) -> dict[str, UsageTotals]:
+        """The chat's totals from `first` to `last` (both included) per kind of call."""
+        async with self._db.begin_read() as connection:
+            rows = await connection.execute(
+                select(
+                    Usage.kind,
+                    func.sum(Usage.requests),
+                    func.sum(Usage.input_tokens),
+                    func.sum(Usage.output_tokens),
+                    func.sum(Usage.cost),
                 )
-            ).one()
-            return UsageTotals(
-                requests=int(row[0]), input_tokens=int(row[1]), output_tokens=int(row[2]), cost=float(row[3])
+                .where(Usage.chat_id == chat_id, Usage.day >= first, Usage.day <= last)
+                .group_by(Usage.kind)
             )
+            return {
+                str(kind): UsageTotals(
+                    requests=int(requests), input_tokens=int(tokens_in), output_tokens=int(tokens_out), cost=float(cost)
+                )
+                for kind, requests, tokens_in, tokens_out, cost in rows
+            }
+
+
+def month_bounds(year: int, month: int) -> tuple[date, date]:
+    """The first and the last day of a month."""
+    first = date(year, month, 1)
+    following = date(year + month // 12, month % 12 + 1, 1)
+    return first, date.fromordinal(following.toordinal() - 1)

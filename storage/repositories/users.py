@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import delete, select
 
 from storage.models import User
 from storage.records import UserRecord
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import AnyConnection, Repository, upsert_insert
 
 
 def to_user_record(row: User) -> UserRecord:
@@ -19,20 +21,29 @@ def to_user_record(row: User) -> UserRecord:
     )
 
 
+def user_upsert(
+    connection: AnyConnection,
+    platform: str,
+    external_id: str,
+    *,
+    display_name: str | None,
+) -> Any:
+    """The INSERT that creates the person on first sight; a non-empty display name replaces the stored one."""
+    statement = upsert_insert(connection, User).values(
+        platform=platform, external_id=external_id, display_name=display_name
+    )
+    if display_name:
+        return statement.on_conflict_do_update(
+            index_elements=["platform", "external_id"], set_={"display_name": display_name}
+        )
+    return statement.on_conflict_do_nothing(index_elements=["platform", "external_id"])
+
+
 class UserRepository(Repository):
     async def get_or_create(self, platform: str, external_id: str, *, display_name: str | None = None) -> UserRecord:
         """The user, created on first sight; a new non-empty display name replaces the stored one."""
         async with self._db.transaction() as session:
-            statement = upsert_insert(session, User).values(
-                platform=platform, external_id=external_id, display_name=display_name
-            )
-            if display_name:
-                statement = statement.on_conflict_do_update(
-                    index_elements=["platform", "external_id"], set_={"display_name": display_name}
-                )
-            else:
-                statement = statement.on_conflict_do_nothing(index_elements=["platform", "external_id"])
-            await session.execute(statement)
+            await session.execute(user_upsert(session, platform, external_id, display_name=display_name))
             row = await session.scalar(select(User).where(User.platform == platform, User.external_id == external_id))
             if row is None:  # pragma: no cover - the insert above guarantees it
                 raise LookupError(f"user {platform}:{external_id} vanished")

@@ -23,8 +23,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from agent.chat.agent import ChatAgent
 from agent.chat.llm import RetryPolicy
 from agent.context import ConversationSettings, Services, Turn
-from agent.messages import Incoming, ProgressUpdate
+from agent.messages import Incoming, ProgressUpdate, Reply
 from monitors import MonitorService, MonitorSettings
+from research import ModelSet
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
 from storage import ChatRecord, Database, MonitorRepository, UserRecord, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
@@ -147,20 +148,27 @@ class ChatWorld:
 
     def services(self, light: Any = None, heavy: Any = None, **settings: Any) -> Services:
         base = replace(self.settings, **settings)
+        no_wait = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, sleep=_no_sleep)
         return Services(
             database=self.database,
             monitors=self.monitors,
             resolve_sources=self.resolve,
             http=self.http,
-            light_model=light,
-            heavy_model=heavy,
+            models=ModelSet.of(light, heavy, policy=no_wait),
             settings=base,
             clock=self.clock,
         )
 
     def agent(self, light: Any = None, heavy: Any = None, **settings: Any) -> ChatAgent:
-        no_wait = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, sleep=_no_sleep)
-        return ChatAgent(self.services(light, heavy, **settings), retry_policy=no_wait)
+        return ChatAgent(self.services(light, heavy, **settings))
+
+    async def reply(self, agent: ChatAgent, turn: Turn) -> list[Reply]:
+        """The agent's answer, then what the turn left for after the reply (a memory fold), as the dispatcher
+        runs it."""
+        replies = await agent.reply(turn)
+        for job in turn.after_reply:
+            await job()
+        return replies
 
     async def person(self, external_id: str, name: str) -> UserRecord:
         return await UserRepository(self.database).get_or_create("telegram", external_id, display_name=name)

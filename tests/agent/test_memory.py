@@ -18,8 +18,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent.memory import ConversationMemory, MemoryWindow, turn_starts
-from storage import ChatRecord, ConversationRepository, Database
+from agent.memory import ConversationMemory, Fold, MemoryWindow, encode_messages, fold_batch, turn_starts
+from storage import ChatRecord, ConversationChanges, ConversationRepository, Database
 from tests.agent.conftest import FakeClock
 
 
@@ -55,12 +55,47 @@ def make_agent(model: ScriptedModel) -> Agent[None, str]:
     return agent
 
 
-async def chat_turn(memory: ConversationMemory, agent: Agent[None, str], text: str) -> MemoryWindow:
-    """What the conversation layer will do per message: load, run with the window, append."""
-    window = await memory.load()
-    result = await agent.run(text, message_history=window.messages, instructions=window.summary_instructions)
-    await memory.append(result.new_messages())
-    return window
+@dataclass
+class Stored:
+    """One conversation as the chat agent keeps it: read at the start of a turn, written once after it."""
+
+    database: Database
+    chat: ChatRecord
+    clock: FakeClock
+    thread_key: str = "t1"
+    max_turns: int = 10
+    idle_hours: float = 24
+    last_fold: Fold | None = None
+
+    @property
+    def repository(self) -> ConversationRepository:
+        return ConversationRepository(self.database)
+
+    async def memory(self) -> ConversationMemory:
+        record = await self.repository.load(self.chat.id, self.thread_key)
+        return ConversationMemory(record, now=self.clock(), max_turns=self.max_turns, idle_hours=self.idle_hours)
+
+    async def turn(self, agent: Agent[None, str], text: str) -> MemoryWindow:
+        """What the chat agent does per message: read, run with the window, store the history, plan a fold."""
+        memory = await self.memory()
+        window = memory.window()
+        result = await agent.run(text, message_history=window.messages, instructions=window.summary_instructions)
+        history = memory.after(result.new_messages())
+        stored = memory.encode_after(result.new_messages())
+        assert ModelMessagesTypeAdapter.validate_json(stored) == history  # appended, not re-encoded, and the same
+        revision = await self.repository.write(
+            self.chat.id, self.thread_key, {"messages": stored, "touch": True}, now=self.clock()
+        )
+        assert revision is not None
+        self.last_fold = memory.fold(history, revision=revision)
+        return window
+
+    async def apply(self, fold: Fold, summary: str) -> int | None:
+        """What the fold after a reply writes (only over the revision it was planned on)."""
+        changes: ConversationChanges = {"messages": encode_messages(fold.keep), "summary": summary}
+        return await self.repository.write(
+            self.chat.id, self.thread_key, changes, now=self.clock(), if_revision=fold.revision
+        )
 
 
 def prompts(messages: list[ModelMessage]) -> list[str]:
@@ -87,30 +122,17 @@ def assert_pairs_whole(messages: list[ModelMessage]) -> None:
     assert calls == returns
 
 
-def memory_of(
-    database: Database, chat: ChatRecord, clock: FakeClock, *, max_turns: int = 10, idle_hours: float = 24
-) -> ConversationMemory:
-    return ConversationMemory(
-        ConversationRepository(database),
-        chat_id=chat.id,
-        thread_key="t1",
-        max_turns=max_turns,
-        idle_hours=idle_hours,
-        clock=clock,
-    )
-
-
 async def test_history_round_trips_through_storage_and_a_restart(
     database: Database, db_url: str, chat: ChatRecord, clock: FakeClock
 ) -> None:
     model = ScriptedModel()
     agent = make_agent(model)
-    memory = memory_of(database, chat, clock)
-    await chat_turn(memory, agent, "hello")
+    stored = Stored(database, chat, clock)
+    await stored.turn(agent, "hello")
     clock.advance(minutes=1)
-    await chat_turn(memory, agent, "weather in Paris")
+    await stored.turn(agent, "weather in Paris")
     clock.advance(minutes=1)
-    await chat_turn(memory, agent, "thanks")
+    await stored.turn(agent, "thanks")
 
     # the third request the model saw carried both earlier exchanges, tool call and return included
     assert prompts(model.requests[-1]) == ["hello", "weather in Paris", "thanks"]
@@ -118,52 +140,58 @@ async def test_history_round_trips_through_storage_and_a_restart(
 
     restarted = Database(db_url)
     try:
-        reloaded = ConversationMemory(ConversationRepository(restarted), chat_id=chat.id, thread_key="t1", clock=clock)
-        window = await reloaded.load()
+        window = (await Stored(restarted, chat, clock).memory()).window()
     finally:
         await restarted.dispose()
-    assert window.messages == memory.history
+    assert window.messages == (await stored.memory()).history
     assert len(window.messages) == 8  # 3 turns: 2 + 4 (request, tool call, tool return, answer) + 2
     assert_pairs_whole(window.messages)
     assert (window.summary, window.expired) == (None, False)
     # and the stored bytes are pydantic-ai's own serialisation
-    stored = await ConversationRepository(database).load(chat.id, "t1")
-    assert stored is not None
-    assert ModelMessagesTypeAdapter.validate_json(stored.messages) == window.messages
+    record = await ConversationRepository(database).load(chat.id, "t1")
+    assert record is not None
+    assert ModelMessagesTypeAdapter.validate_json(record.messages) == window.messages
 
 
 async def test_threads_and_chats_are_separate(database: Database, chat: ChatRecord, clock: FakeClock) -> None:
     agent = make_agent(ScriptedModel())
-    await chat_turn(memory_of(database, chat, clock), agent, "in thread one")
-    other = ConversationMemory(ConversationRepository(database), chat_id=chat.id, thread_key="t2", clock=clock)
-    assert (await other.load()).messages == []
+    await Stored(database, chat, clock).turn(agent, "in thread one")
+    assert (await Stored(database, chat, clock, thread_key="t2").memory()).window().messages == []
 
 
-async def test_window_keeps_the_last_turns_and_never_splits_a_tool_call(
+def test_the_fold_batch_is_half_the_window_within_bounds() -> None:
+    assert [fold_batch(turns) for turns in (1, 2, 3, 4, 10, 11, 40, 100)] == [2, 2, 2, 2, 5, 5, 10, 10]
+
+
+async def test_turns_are_folded_in_batches_and_never_split_a_tool_call(
     database: Database, chat: ChatRecord, clock: FakeClock
 ) -> None:
     model = ScriptedModel()
     agent = make_agent(model)
-    memory = memory_of(database, chat, clock, max_turns=3)
-    texts = [f"weather in city{n}" if n % 2 else f"note {n}" for n in range(8)]
+    stored = Stored(database, chat, clock, max_turns=3)  # folds once 3 + 2 turns are stored
+    texts = [f"weather in city{n}" if n % 2 else f"note {n}" for n in range(5)]
+    folds = []
     for text in texts:
-        await chat_turn(memory, agent, text)
+        window = await stored.turn(agent, text)
+        folds.append(stored.last_fold)
         clock.advance(minutes=1)
 
-    window = await memory.load()
-    assert prompts(window.messages) == texts[-3:]
-    assert isinstance(window.messages[0], ModelRequest) and prompts(window.messages[:1]) == [texts[-3]]
-    assert_pairs_whole(window.messages)
-    assert memory.needs_summary()
-    old = memory.turns_to_summarise()
-    assert prompts(old) == texts[:-3]
-    assert_pairs_whole(old)
-    assert old + window.messages == memory.history
+    assert folds[:4] == [None] * 4  # no summary call for the first four turns
+    assert prompts(window.messages) == texts[:4]  # the agent saw every unsummarised turn
+    fold = folds[4]
+    assert fold is not None
+    assert prompts(fold.messages) == texts[:2] and prompts(fold.keep) == texts[2:]
+    assert_pairs_whole(fold.messages)
+    assert_pairs_whole(fold.keep)
+    assert fold.messages + fold.keep == (await stored.memory()).history
 
-    # the next run's model sees exactly the window plus the new prompt
-    await chat_turn(memory, agent, "and now?")
-    assert prompts(model.requests[-1]) == [*texts[-3:], "and now?"]
+    assert await stored.apply(fold, "Notes 0 and the weather in city1.") is not None
+    window = await stored.turn(agent, "and now?")
+    # the next run's model sees the kept turns plus the new prompt, and the summary in its instructions
+    assert prompts(model.requests[-1]) == [*texts[2:], "and now?"]
     assert_pairs_whole(model.requests[-1])
+    assert "Notes 0 and the weather in city1." in (model.instructions[-1] or "")
+    assert stored.last_fold is None  # 4 turns: the next fold comes two turns later
 
 
 def test_a_prompt_that_answers_an_earlier_tool_call_is_not_a_cut_point() -> None:
@@ -185,33 +213,21 @@ def test_a_prompt_that_answers_an_earlier_tool_call_is_not_a_cut_point() -> None
     assert turn_starts(messages) == [0, 4]
 
 
-async def test_summary_replaces_old_turns_and_reaches_the_model(
+async def test_a_fold_never_overwrites_turns_stored_after_it_was_planned(
     database: Database, chat: ChatRecord, clock: FakeClock
 ) -> None:
-    model = ScriptedModel()
-    agent = make_agent(model)
-    memory = memory_of(database, chat, clock, max_turns=2)
-    for text in ["one", "weather in Rome", "three"]:
-        await chat_turn(memory, agent, text)
-    await memory.load()
-    assert memory.needs_summary()
-    assert prompts(memory.turns_to_summarise()) == ["one"]
+    agent = make_agent(ScriptedModel())
+    stored = Stored(database, chat, clock, max_turns=1)
+    for text in ["one", "two", "three"]:
+        await stored.turn(agent, text)
+    fold = stored.last_fold
+    assert fold is not None
+    await stored.turn(agent, "four")  # another turn was stored before the fold's write (another process)
 
-    await memory.apply_summary("The person said one.")
-    assert not memory.needs_summary()
-    assert memory.turns_to_summarise() == []
-
-    fresh = memory_of(database, chat, clock, max_turns=2)
-    window = await fresh.load()
-    assert window.summary == "The person said one."
-    assert prompts(window.messages) == ["weather in Rome", "three"]
-    assert_pairs_whole(window.messages)
-
-    await chat_turn(fresh, agent, "four")
-    instructions = model.instructions[-1] or ""
-    assert "You are Lookout." in instructions
-    assert "<summary>\nThe person said one.\n</summary>" in instructions
-    assert prompts(model.requests[-1]) == ["weather in Rome", "three", "four"]
+    assert await stored.apply(fold, "one and two") is None
+    record = await stored.repository.load(chat.id, "t1")
+    assert record is not None and record.summary is None
+    assert prompts((await stored.memory()).history) == ["one", "two", "three", "four"]
 
 
 async def test_idle_expiry_starts_fresh_carrying_only_the_summary(
@@ -219,56 +235,41 @@ async def test_idle_expiry_starts_fresh_carrying_only_the_summary(
 ) -> None:
     model = ScriptedModel()
     agent = make_agent(model)
-    memory = memory_of(database, chat, clock, idle_hours=24)
-    await chat_turn(memory, agent, "old news")
-    await memory.apply_summary("Earlier: the person follows DeepSeek.")  # nothing old yet: history stays
-    await chat_turn(memory, agent, "weather in Lima")
+    stored = Stored(database, chat, clock, idle_hours=24)
+    await stored.turn(agent, "old news")
+    await stored.repository.write(chat.id, "t1", {"summary": "Earlier: the person follows DeepSeek."}, now=clock())
+    await stored.turn(agent, "weather in Lima")
 
     clock.advance(hours=23, minutes=59)
-    assert not (await memory.load()).expired  # a minute short of a day: still the same conversation
+    assert not (await stored.memory()).window().expired  # a minute short of a day: still the same conversation
 
     clock.advance(hours=24)
-    window = await memory.load()
+    window = await stored.turn(agent, "hello again")
     assert window.expired
     assert window.messages == []
-    assert window.summary == "Earlier: the person follows DeepSeek."
-    assert memory.needs_summary()
-    assert prompts(memory.turns_to_summarise()) == ["old news", "weather in Lima"]
-
-    result = await agent.run("hello again", message_history=window.messages, instructions=window.summary_instructions)
     assert prompts(model.requests[-1]) == ["hello again"]
     assert "follows DeepSeek" in (model.instructions[-1] or "")
-    await memory.append(result.new_messages())
-    await memory.apply_summary("Earlier: DeepSeek; the weather in Lima was sunny.")
+    fold = stored.last_fold
+    assert fold is not None and fold.previous_summary == "Earlier: the person follows DeepSeek."
+    assert prompts(fold.messages) == ["old news", "weather in Lima"]  # what the expiry set aside
+    assert prompts(fold.keep) == ["hello again"]
 
-    window = await memory_of(database, chat, clock).load()
+    await stored.apply(fold, "Earlier: DeepSeek; the weather in Lima was sunny.")
+    window = (await stored.memory()).window()
     assert prompts(window.messages) == ["hello again"]
     assert window.summary == "Earlier: DeepSeek; the weather in Lima was sunny."
     assert not window.expired
 
 
-async def test_idle_expiry_without_a_summariser_drops_the_old_messages(
+async def test_idle_expiry_without_a_summary_drops_the_old_messages(
     database: Database, chat: ChatRecord, clock: FakeClock
 ) -> None:
     agent = make_agent(ScriptedModel())
-    memory = memory_of(database, chat, clock)
-    await chat_turn(memory, agent, "old")
+    stored = Stored(database, chat, clock)
+    await stored.turn(agent, "old")
     clock.advance(hours=30)
-    await chat_turn(memory, agent, "new")
-    window = await memory_of(database, chat, clock).load()
-    assert prompts(window.messages) == ["new"]
-
-
-async def test_forget_clears_messages_and_summary(database: Database, chat: ChatRecord, clock: FakeClock) -> None:
-    agent = make_agent(ScriptedModel())
-    memory = memory_of(database, chat, clock)
-    await chat_turn(memory, agent, "remember me")
-    await memory.apply_summary("Something to forget.")
-    assert await memory.forget()
-    assert not await memory.forget()  # nothing left the second time
-    window = await memory_of(database, chat, clock).load()
-    assert (window.messages, window.summary, window.expired) == ([], None, False)
-    assert await ConversationRepository(database).load(chat.id, "t1") is None
+    await stored.turn(agent, "new")  # its fold is never applied (the summary call failed)
+    assert prompts((await stored.memory()).window().messages) == ["new"]
 
 
 async def test_unreadable_stored_messages_start_fresh_and_keep_the_summary(
@@ -276,6 +277,6 @@ async def test_unreadable_stored_messages_start_fresh_and_keep_the_summary(
 ) -> None:
     repository = ConversationRepository(database)
     await repository.save(chat.id, "t1", messages=b'[{"kind": "telegram?"}]', summary="kept", now=clock())
-    window = await memory_of(database, chat, clock).load()
+    window = (await Stored(database, chat, clock).memory()).window()
     assert (window.messages, window.summary) == ([], "kept")
     assert "unreadable" in caplog.text

@@ -45,7 +45,8 @@ async def test_build_services_maps_every_conversation_setting(tmp_path: Path) ->
         assert "GEMINI_API_KEY" in services.settings.llm_unavailable_reason
         assert services.database is database and services.monitors is stack.service
         assert services.http is stack.catalog.client  # one polite client for sources and the chat's reads
-        assert services.light_model is None and services.heavy_model is None
+        assert services.models is stack.models
+        assert services.models.light is None and services.models.heavy is None
         assert [source.name for source in services.resolve_sources("hn,news")] == ["hn", "news"]
         with pytest.raises(ValueError, match="myspace"):
             services.resolve_sources("myspace")
@@ -67,9 +68,10 @@ async def test_with_a_key_the_conversation_has_both_models(tmp_path: Path) -> No
     async with open_database(settings) as database, monitor_stack(settings, database) as stack:
         services = build_services(settings, database=database, stack=stack)
         assert services.settings.llm_unavailable_reason is None
-        assert services.light_model is not None and services.heavy_model is not None
-        assert services.light_model.model_name == settings.llm_model.removeprefix("google:")
-        assert services.heavy_model.model_name == settings.llm_heavy_model.removeprefix("google:")
+        assert services.models.light is not None and services.models.heavy is not None
+        light, heavy = services.models.plain_models()
+        assert light.model_name == settings.llm_model.removeprefix("google:")
+        assert heavy.model_name == settings.llm_heavy_model.removeprefix("google:")
 
 
 async def test_the_dispatcher_applies_the_access_lists_from_settings(tmp_path: Path) -> None:

@@ -35,7 +35,6 @@ from storage import (
 )
 from storage.models import Delivery
 from tests.fakes.telegram import FakeTelegram, SentMessage
-from tests.storage.conftest import fresh_postgres_url  # noqa: F401  (the fixture, for the PostgreSQL run)
 
 TRIALS = 10
 ANSWER_DELAY = 0.25

@@ -31,9 +31,34 @@ def test_compose_has_the_app_and_an_optional_postgres_profile() -> None:
     assert "lookout-data:/data" in app["volumes"]
     assert app["environment"]["HTTP_HOST"] == "0.0.0.0"
     assert "profiles" not in app
-    assert postgres["profiles"] == ["postgres"]
+    assert postgres["profiles"] == ["postgres", "scale"]
     assert postgres["environment"]["POSTGRES_DB"] == "lookout"
     assert set(compose["volumes"]) == {"lookout-data", "postgres-data"}
+
+
+def test_compose_scale_profile_runs_two_web_and_two_worker_processes_on_postgres() -> None:
+    """Parsed only: docker is not run by the tests (the YAML, its merge keys and what they wire are checked)."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    scaled = {name: service for name, service in services.items() if "scale" in service.get("profiles", [])}
+    assert set(scaled) == {"web-1", "web-2", "worker-1", "worker-2", "postgres"}
+    roles = {name: service["command"][-1] for name, service in scaled.items() if name != "postgres"}
+    assert roles == {"web-1": "web", "web-2": "web", "worker-1": "worker", "worker-2": "worker"}
+    postgres_env = services["postgres"]["environment"]
+    expected_url = (
+        f"postgresql+asyncpg://{postgres_env['POSTGRES_USER']}:{postgres_env['POSTGRES_PASSWORD']}"
+        f"@postgres:5432/{postgres_env['POSTGRES_DB']}"
+    )
+    for name in roles:
+        service = scaled[name]
+        assert service["command"][:3] == ["lookout", "run", "--role"]
+        assert service["environment"]["JOB_QUEUE"] == "procrastinate"
+        assert service["environment"]["DATABASE_URL"] == expected_url
+        assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
+        assert "lookout-data:/data" in service["volumes"]  # one DATA_DIR: a worker sends files another wrote
+    host_ports = [port.split(":")[0] for name in ("web-1", "web-2") for port in scaled[name]["ports"]]
+    assert len(set(host_ports)) == 2 and "8080" not in host_ports
+    assert "profiles" not in services["lookout"]  # `docker compose up` still runs the one embedded process
 
 
 def test_every_package_is_in_the_wheel_and_says_its_job() -> None:

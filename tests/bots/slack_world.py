@@ -15,6 +15,7 @@ from app.service import Process, assemble
 from app.settings import load_settings
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
+from research import ModelSet
 from sources.base import Source
 from sources.config import SourcesConfig
 from sources.hn import HackerNewsSource
@@ -121,7 +122,7 @@ async def slack_process(
         allow_private_urls=True,
         **fake_source_urls(sources),
     )
-    async with assemble(settings, database, clock=lambda: T0, chat_models=(model, None)) as process:
+    async with assemble(settings, database, clock=lambda: T0, models=ModelSet.of(model, None)) as process:
         yield process
 
 

@@ -27,6 +27,7 @@ from app.settings import load_settings
 from bots.dispatcher import Dispatcher
 from bots.telegram.frontend import TelegramFrontend
 from monitors.delivery import DeliveryWorker
+from research import ModelSet
 from storage import Database
 from tests.bots.slack_world import T0, fake_source_urls, serve_hacker_news
 from tests.fakes.http_server import FakeHTTPServer
@@ -98,17 +99,20 @@ class ScriptedModel:
 
     answer: Callable[[str], str]
     requests: list[list[ModelMessage]] = field(default_factory=list)
+    seconds: float = 0.0
+    """How long each answer takes."""
 
     def model(self) -> FunctionModel:
-        def respond(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        async def respond(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
             self.requests.append(list(messages))
+            await asyncio.sleep(self.seconds)
             return ModelResponse(parts=[TextPart(self.answer(last_user_text(messages)))])
 
         return FunctionModel(respond, model_name="scripted")
 
 
-def scripted_model(answer: Callable[[str], str]) -> ScriptedModel:
-    return ScriptedModel(answer)
+def scripted_model(answer: Callable[[str], str], *, seconds: float = 0.0) -> ScriptedModel:
+    return ScriptedModel(answer, seconds=seconds)
 
 
 @asynccontextmanager
@@ -137,7 +141,7 @@ async def telegram_world(
             delivery_poll_seconds=0.2,
             **fake_source_urls(sources),
         )
-        async with assemble(settings, database, clock=lambda: T0, chat_models=(model, None)) as process:
+        async with assemble(settings, database, clock=lambda: T0, models=ModelSet.of(model, None)) as process:
             frontend = process.frontends.running["telegram"]
             assert isinstance(frontend, TelegramFrontend)
             worker = process.stack.worker

@@ -21,7 +21,8 @@ Reading what arrived:
 - `fake.commands`, `fake.webhook`, `fake.chat_actions`, `fake.answered_callbacks`, `fake.edits`.
 - `fake.on_message(listener)` — called with each `SentMessage` as it arrives (on the fake's thread);
   `fake.served_at[update_id]` — when getUpdates first handed an update out (latency measurements).
-- `fake.rejected` — how many calls were answered with an error (`fake.throttled`: 429s from the ceiling).
+- `fake.rejected` — how many calls were answered with an error (`fake.throttled`: 429s from the ceiling;
+  `fake.conflicts`: getUpdates cut short with 409 by a newer one — two pollers on one token — as Telegram does).
 
 Scripting:
 - `fake.fail("sendMessage", ApiError.retry_after(5), chat_id=42, times=1)` — the next matching call(s)
@@ -208,6 +209,9 @@ class FakeTelegram(ThreadedFakeServer):
         self.webhook: dict[str, str] = {}
         self.rejected = 0
         self.throttled = 0
+        self.conflicts = 0
+        """getUpdates calls cut short with 409 by a newer one (two pollers on one token), as Telegram does."""
+        self._poll_in_flight: asyncio.Event | None = None
         self.served_at: dict[int, float] = {}
         """update_id → when getUpdates first handed the update out (`time.monotonic()`), for latency measurements."""
         self.files: dict[str, tuple[str, bytes]] = {}
@@ -419,9 +423,28 @@ class FakeTelegram(ThreadedFakeServer):
         if handler is None:
             self.rejected += 1
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
+        if method == "getUpdates":
+            return await self._poll(call)
         result = await handler(call)
         if self.answer_delay and call.method in SEND_METHODS:
             await asyncio.sleep(self.answer_delay)  # delivered already; the answer is what is slow
+        return web.json_response({"ok": True, "result": result})
+
+    async def _poll(self, call: ApiCall) -> web.Response:
+        """One getUpdates consumer per token: a new call ends the one still waiting with 409, as Telegram does."""
+        if self._poll_in_flight is not None:
+            self._poll_in_flight.set()
+        cut_short = self._poll_in_flight = asyncio.Event()
+        try:
+            result = await self._api_getUpdates(call, cut_short)
+        except _CutShort:
+            self.conflicts += 1
+            self.rejected += 1
+            conflict = ApiError(409, "Conflict: terminated by other getUpdates request")
+            return web.json_response(conflict.payload(), status=409)
+        finally:
+            if self._poll_in_flight is cut_short:
+                self._poll_in_flight = None
         return web.json_response({"ok": True, "result": result})
 
     def _scripted_error(self, call: ApiCall) -> ApiError | None:
@@ -504,7 +527,7 @@ class FakeTelegram(ThreadedFakeServer):
             "supports_inline_queries": False,
         }
 
-    async def _api_getUpdates(self, call: ApiCall) -> list[dict[str, Any]]:
+    async def _api_getUpdates(self, call: ApiCall, cut_short: asyncio.Event | None = None) -> list[dict[str, Any]]:
         offset = int(call.params.get("offset") or 0)
         limit = int(call.params.get("limit") or 100)
         wait = min(float(call.params.get("timeout") or 0), self.long_poll_cap)
@@ -512,6 +535,8 @@ class FakeTelegram(ThreadedFakeServer):
             self._updates = [update for update in self._updates if update["update_id"] >= offset]
         deadline = time.monotonic() + wait
         while not self._updates and time.monotonic() < deadline:
+            if cut_short is not None and cut_short.is_set():
+                raise _CutShort
             await asyncio.sleep(0.01)
         served = self._updates[:limit]
         now = time.monotonic()
@@ -627,6 +652,10 @@ async def _read_body(request: web.Request) -> tuple[dict[str, str], dict[str, Up
         else:
             params[key] = bytes(value).decode()
     return params, files
+
+
+class _CutShort(Exception):
+    """A waiting getUpdates was ended by a newer one."""
 
 
 def _utf16(text: str) -> int:

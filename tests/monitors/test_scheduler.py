@@ -12,7 +12,7 @@ from monitors.scheduler import (
     jitter_seconds,
     misfire_grace_seconds,
 )
-from storage import MonitorRepository, RunRepository, RunStatus
+from storage import MonitorRepository, RunRecord, RunRepository, RunStatus
 from tests.monitors.conftest import World
 
 
@@ -85,18 +85,26 @@ async def test_start_rebuilds_jobs_and_a_real_scheduler_fires_the_catch_up(world
         assert job is not None and job.max_instances == 1 and job.coalesce
         assert job.misfire_grace_time == 3600
         assert job.next_run_time > datetime.now(UTC)
-        runs = []
-        for _ in range(1000):  # the overdue monitor fires once, right away, and finishes
-            runs = await RunRepository(world.database).list_for_monitor(overdue.id)
-            if runs and runs[0].status is not RunStatus.RUNNING:
-                break
-            await asyncio.sleep(0.01)
+        runs = await _runs_when_finished(world, overdue.id)  # the overdue monitor fires once, right away
         assert len(runs) == 1 and runs[0].status is RunStatus.SUCCEEDED
         assert await RunRepository(world.database).list_for_monitor(upcoming.id) == []
         catch_up = scheduler.job(overdue.id)
         assert catch_up is not None and catch_up.next_run_time > datetime.now(UTC)  # back on its hourly trigger
     finally:
         scheduler.shutdown()
+        # a run still going when an assertion failed must end before the database is closed under it
+        await _runs_when_finished(world, overdue.id)
+
+
+async def _runs_when_finished(world: World, monitor_id: int, *, within: float = 120.0) -> list[RunRecord]:
+    """The monitor's runs once none is running (a loaded machine can take many seconds), or as they are."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        runs = await RunRepository(world.database).list_for_monitor(monitor_id)
+        finished = bool(runs) and all(run.status is not RunStatus.RUNNING for run in runs)
+        if finished or asyncio.get_running_loop().time() > deadline:
+            return runs
+        await asyncio.sleep(0.05)
 
 
 async def test_jobs_follow_create_pause_resume_and_delete(world: World) -> None:

@@ -7,10 +7,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from pydantic_ai.embeddings import Embedder, TestEmbeddingModel
 
 from monitors.schedule import ScheduleError
 from monitors.service import MonitorService, split_source_specs
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings
+from research import ItemEmbedder
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
 from sources.base import SourceError, SourceErrorKind
 from sources.registry import DEFAULT_SOURCES
@@ -22,6 +24,7 @@ from storage import (
     RunRepository,
     RunStatus,
     SubscriptionRepository,
+    UsageRepository,
 )
 from tests.monitors.conftest import T0, World, story_source
 from tests.monitors.fakes import resolver
@@ -149,6 +152,26 @@ async def test_a_run_stores_items_and_queues_the_digest_for_the_owner(world: Wor
     assert monitor.next_run_at is not None and monitor.next_run_at > T0
     listed = await service.list_monitors(world.chats[0].id)
     assert listed[0].last_result == "ok: 6 new items"
+
+
+async def test_a_runs_embeddings_are_counted_apart_from_its_language_model(world: World) -> None:
+    embedder = ItemEmbedder(
+        embedder=Embedder(TestEmbeddingModel("embed", provider_name="test")), model_name="test:embed"
+    )
+
+    async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
+        return await run_pipeline(request, embedder=embedder, **options)
+
+    service = world.service(pipeline=pipeline)
+    view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn,news")
+
+    summary = await service.run_monitor(view.id, T0)
+
+    assert summary is not None and summary.status == "ok"
+    kinds = await UsageRepository(world.database).by_kind(world.chats[0].id, T0.date(), T0.date())
+    # No language model ran (none configured): the day shows the embeddings, as embeddings.
+    assert set(kinds) == {"embedding"}
+    assert kinds["embedding"].requests >= 1 and kinds["embedding"].input_tokens > 0
 
 
 async def test_double_firing_gives_one_run(world: World) -> None:

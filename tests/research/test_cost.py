@@ -1,15 +1,18 @@
-"""Token usage is priced from the providers' published prices, and unpriced models stay unpriced."""
+"""Token usage is priced from the providers' published prices (one pricing function, per response by the model that
+wrote it), and unpriced models stay unpriced."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic_ai import RunUsage
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.providers.google import GoogleProvider
+from pydantic_ai.usage import RequestUsage
 
-from research.critique import LlmUsage, estimate_cost_usd
-from research.pipeline import sum_usage
+from research import ModelSet, RetryPolicy
+from research.usage import LlmUsage, estimate_cost_usd, sum_usage
 
 
 def test_a_listed_gemini_model_is_priced_per_token() -> None:
@@ -40,3 +43,53 @@ def test_usage_from_a_run_carries_the_price_and_sums_keep_it() -> None:
     assert total.cost_usd == pytest.approx(priced.cost_usd)
     assert (total.requests, total.input_tokens) == (2, 10_005)
     assert sum_usage([unpriced]).cost_usd is None
+
+
+def _response(model_name: str, input_tokens: int, *, provider: str | None = "google") -> ModelResponse:
+    return ModelResponse(
+        parts=[TextPart(content="x")],
+        model_name=model_name,
+        provider_name=provider,
+        usage=RequestUsage(input_tokens=input_tokens, output_tokens=0),
+    )
+
+
+def test_a_run_is_priced_per_response_by_the_model_that_answered() -> None:
+    light = GoogleModel("gemini-3.5-flash-lite", provider=GoogleProvider(api_key="test-key"))
+    heavy = GoogleModel("gemini-3.8-flash", provider=GoogleProvider(api_key="test-key"))
+    chain = ModelSet.of(light, heavy, policy=RetryPolicy(attempts=1)).light
+    assert chain is not None
+    light_price = estimate_cost_usd("google:gemini-3.5-flash-lite", input_tokens=1_000_000, output_tokens=0)
+    heavy_price = estimate_cost_usd("google:gemini-3.8-flash", input_tokens=1_000_000, output_tokens=0)
+    assert light_price is not None and heavy_price is not None and light_price != heavy_price
+    prompt = ModelRequest(parts=[UserPromptPart(content="hi")])
+    # the light model failed; the heavy one (its fallback) answered: priced at the heavy model's price
+    by_heavy = LlmUsage.from_run(
+        RunUsage(requests=1, input_tokens=1_000_000),
+        model=chain,
+        messages=[prompt, _response("gemini-3.8-flash-001", 1_000_000)],  # a versioned name
+    )
+    assert by_heavy.model == "google:gemini-3.8-flash"
+    assert by_heavy.cost_usd == pytest.approx(heavy_price)
+    # a run that mixed both models is priced per response
+    mixed = LlmUsage.from_run(
+        RunUsage(requests=2, input_tokens=2_000_000),
+        model=chain,
+        messages=[prompt, _response("gemini-3.5-flash-lite", 1_000_000), _response("gemini-3.8-flash", 1_000_000)],
+    )
+    assert mixed.cost_usd == pytest.approx(light_price + heavy_price)
+    # without any response (failed before an answer) the chain's first model names and prices it
+    failed = LlmUsage.from_run(RunUsage(requests=1, input_tokens=1_000_000), model=chain)
+    assert failed.model == "google:gemini-3.5-flash-lite" and failed.cost_usd == pytest.approx(light_price)
+
+
+def test_responses_of_unknown_models_count_as_unpriced() -> None:
+    def scripted(messages: object, info: AgentInfo) -> object:
+        raise AssertionError("not called")
+
+    usage = LlmUsage.from_run(
+        RunUsage(requests=1, input_tokens=5),
+        model=FunctionModel(scripted, model_name="scripted"),
+        messages=[_response("scripted", 5, provider=None)],
+    )
+    assert usage.cost_usd is None and usage.model == "function:scripted"

@@ -1,7 +1,7 @@
 """A monitor run whose models fail: rate limits and server errors are retried, then the other model writes the
 critique and the digest; a used-up daily quota is not retried, the other model is tried once, and when it is out
 too the run ends with the extractive digest and a reason naming the quota. Scripted models, and once the real
-Gemini client against the fake generateContent server, built by `app.wiring.pipeline_models`."""
+Gemini client against the fake generateContent server, built by `app.wiring.language_models`."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from app.settings import Settings
-from app.wiring import pipeline_models
-from research.llm import DAILY_QUOTA_REASON, RetryPolicy, resilient_model
+from app.wiring import language_models
+from research.llm import DAILY_QUOTA_REASON, ModelSet, RetryPolicy
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
 from tests.fakes.gemini import FakeGemini, GeminiRequest, daily_quota_body, function_call_response
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
@@ -92,7 +92,7 @@ class ScriptedModel:
 
     @functools.cached_property
     def model(self) -> FunctionModel:
-        """One model object, as `pipeline_models` puts the same model in both fallback chains."""
+        """One model object, as `language_models` puts the same model in both fallback chains."""
         return FunctionModel(self, model_name=self.name)
 
 
@@ -117,12 +117,10 @@ async def run(light: Model | None, heavy: Model | None, tmp_path: Path) -> Pipel
 
 
 def chains(light: ScriptedModel, heavy: ScriptedModel, waits: Waits) -> tuple[Model | None, Model | None]:
-    """What `pipeline_models` builds: light then heavy for planning, heavy then light for critique and digest."""
+    """What `language_models` builds: light then heavy for planning, heavy then light for critique and digest."""
     policy = RetryPolicy(attempts=3, base_delay=1.0, max_delay=8.0, sleep=waits)
-    return (
-        resilient_model(light.model, heavy.model, policy=policy),
-        resilient_model(heavy.model, light.model, policy=policy),
-    )
+    models = ModelSet.of(light.model, heavy.model, policy=policy)
+    return models.light, models.heavy
 
 
 @pytest.mark.parametrize(
@@ -217,7 +215,7 @@ def answer_gemini(request: GeminiRequest) -> dict[str, Any]:
 
 
 @pytest.mark.usefixtures("settings_env")
-async def test_pipeline_models_from_settings_fall_back_on_a_gemini_daily_quota(
+async def test_language_models_from_settings_fall_back_on_a_gemini_daily_quota(
     fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
     heavy = FakeGemini(fake_server, model="gemini-heavy")
@@ -234,7 +232,8 @@ async def test_pipeline_models_from_settings_fall_back_on_a_gemini_daily_quota(
     waits = Waits()
 
     with models.override_allow_model_requests(True):
-        result = await run(*pipeline_models(settings, policy=RetryPolicy(sleep=waits)), tmp_path)
+        built = language_models(settings, policy=RetryPolicy(sleep=waits))
+        result = await run(built.light, built.heavy, tmp_path)
 
     report = result.report
     assert report is not None
@@ -246,6 +245,7 @@ async def test_pipeline_models_from_settings_fall_back_on_a_gemini_daily_quota(
 
 
 @pytest.mark.usefixtures("settings_env")
-def test_pipeline_models_without_a_model_configured_are_none(tmp_path: Path) -> None:
+def test_language_models_without_a_model_configured_are_none(tmp_path: Path) -> None:
     settings = Settings(llm_model="", data_dir=tmp_path / "data")
-    assert pipeline_models(settings) == (None, None)
+    models = language_models(settings)
+    assert (models.light, models.heavy) == (None, None)

@@ -17,6 +17,7 @@ from storage import (
     ItemRepository,
     MonitorRepository,
     RunRepository,
+    UsageEntry,
     UsageRepository,
 )
 from storage.models import Run
@@ -40,7 +41,9 @@ async def test_concurrent_writers_lose_nothing(database_url: str, database: Data
 
     async def write(db: Database, writer: int) -> None:
         for n in range(rounds):
-            await UsageRepository(db).add(chat.id, date(2026, 3, 1), input_tokens=10, output_tokens=1)
+            await UsageRepository(db).add(
+                chat.id, date(2026, 3, 1), UsageEntry(kind="chat", input_tokens=10, output_tokens=1)
+            )
             await ItemRepository(db).upsert_many([make_item(f"w{writer}:{n}"), make_item("shared")])
             assert await InboundRepository(db).seen_before("telegram", f"{writer}-{n}") is False
             await ChatRepository(db).get_or_create("telegram", f"chat-{n}")

@@ -97,3 +97,35 @@ async def test_sqlite_reads_do_not_queue_behind_an_open_write_transaction(tmp_pa
         assert len(await chats.list_chats()) == 2
     finally:
         await database.dispose()
+
+
+async def test_sqlite_writers_of_one_process_take_turns_in_the_order_they_asked(tmp_path: Path) -> None:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'queue.db'}")
+    try:
+        async with database.engine.begin() as connection:
+            await connection.run_sync(Base.metadata.create_all)
+        order: list[int] = []
+        inside = 0
+
+        async def writer(number: int) -> None:
+            nonlocal inside
+            async with database.begin() as connection:
+                inside += 1
+                assert inside == 1  # one writing transaction at a time, none failing on SQLite's lock
+                await connection.execute(
+                    text(
+                        "INSERT INTO chats (platform, external_id, timezone, active, created_at)"
+                        " VALUES ('telegram', :id, 'UTC', 1, '2026-03-01 09:00:00')"
+                    ),
+                    {"id": str(number)},
+                )
+                await asyncio.sleep(0.01)  # the lock is held across awaits, as in a real turn
+                order.append(number)
+                inside -= 1
+
+        await asyncio.gather(*(writer(number) for number in range(30)))
+
+        assert order == list(range(30))
+        assert len(await ChatRepository(database).list_chats()) == 30
+    finally:
+        await database.dispose()

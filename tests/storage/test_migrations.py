@@ -13,12 +13,12 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from storage import create_engine, upgrade_database
-from storage.migrate import migration_config
+from storage.migrate import migration_config, owned_by_lookout
 from storage.models import Base
 
 
 def _schema_diff(connection: Connection) -> list[object]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    context = MigrationContext.configure(connection, opts={"compare_type": True, "include_name": owned_by_lookout})
     return list(compare_metadata(context, Base.metadata))
 
 

@@ -11,6 +11,7 @@ from storage import (
     EmbeddingRepository,
     HttpValidatorRepository,
     InboundRepository,
+    UsageEntry,
     UsageRepository,
     UsageTotals,
 )
@@ -22,12 +23,14 @@ async def test_usage_adds_up_per_day_and_month(database: Database, chat: ChatRec
     other = await ChatRepository(database).get_or_create("slack", "C1")
     assert await usage.for_day(chat.id, date(2026, 3, 1)) == UsageTotals()
 
-    await usage.add(chat.id, date(2026, 3, 1), input_tokens=1000, output_tokens=200, cost=0.01)
-    await usage.add(chat.id, date(2026, 3, 1), requests=2, input_tokens=500, output_tokens=50, cost=0.005)
-    await usage.add(chat.id, date(2026, 3, 31), input_tokens=10)
-    await usage.add(chat.id, date(2026, 4, 1), input_tokens=99_999)
-    await usage.add(chat.id, date(2026, 2, 28), input_tokens=99_999)
-    await usage.add(other.id, date(2026, 3, 1), input_tokens=7)
+    await usage.add(chat.id, date(2026, 3, 1), UsageEntry(kind="chat", input_tokens=1000, output_tokens=200, cost=0.01))
+    await usage.add(
+        chat.id, date(2026, 3, 1), UsageEntry(kind="chat", requests=2, input_tokens=500, output_tokens=50, cost=0.005)
+    )
+    await usage.add(chat.id, date(2026, 3, 31), UsageEntry(kind="chat", input_tokens=10))
+    await usage.add(chat.id, date(2026, 4, 1), UsageEntry(kind="chat", input_tokens=99_999))
+    await usage.add(chat.id, date(2026, 2, 28), UsageEntry(kind="chat", input_tokens=99_999))
+    await usage.add(other.id, date(2026, 3, 1), UsageEntry(kind="chat", input_tokens=7))
 
     day = await usage.for_day(chat.id, date(2026, 3, 1))
     assert (day.requests, day.input_tokens, day.output_tokens) == (3, 1500, 250)
@@ -37,10 +40,27 @@ async def test_usage_adds_up_per_day_and_month(database: Database, chat: ChatRec
     assert (await usage.for_day(other.id, date(2026, 3, 1))).input_tokens == 7
 
 
+async def test_usage_is_kept_per_kind_and_added_up_across_kinds(database: Database, chat: ChatRecord) -> None:
+    usage = UsageRepository(database)
+    day = date(2026, 3, 1)
+    await usage.add(chat.id, day, UsageEntry(kind="chat", requests=1, input_tokens=100, output_tokens=10, cost=0.5))
+    await usage.add(chat.id, day, UsageEntry(kind="memory", requests=1, input_tokens=40, output_tokens=4))
+    await usage.add(chat.id, day, UsageEntry(kind="chat", requests=1, input_tokens=100, output_tokens=10))
+    await usage.add(chat.id, day, UsageEntry(kind="embedding", requests=1, input_tokens=7))
+
+    kinds = await usage.by_kind(chat.id, day, day)
+    assert kinds == {
+        "chat": UsageTotals(requests=2, input_tokens=200, output_tokens=20, cost=0.5),
+        "memory": UsageTotals(requests=1, input_tokens=40, output_tokens=4, cost=0.0),
+        "embedding": UsageTotals(requests=1, input_tokens=7, output_tokens=0, cost=0.0),
+    }
+    assert await usage.for_day(chat.id, day) == UsageTotals(requests=4, input_tokens=247, output_tokens=24, cost=0.5)
+
+
 async def test_usage_month_boundaries_in_december(database: Database, chat: ChatRecord) -> None:
     usage = UsageRepository(database)
-    await usage.add(chat.id, date(2026, 12, 31), input_tokens=5)
-    await usage.add(chat.id, date(2027, 1, 1), input_tokens=50)
+    await usage.add(chat.id, date(2026, 12, 31), UsageEntry(kind="chat", input_tokens=5))
+    await usage.add(chat.id, date(2027, 1, 1), UsageEntry(kind="chat", input_tokens=50))
     assert (await usage.for_month(chat.id, 2026, 12)).input_tokens == 5
     assert (await usage.for_month(chat.id, 2027, 1)).input_tokens == 50
 

@@ -2,7 +2,7 @@
 morning briefing, and digests written again in the other languages of a monitor's subscribers.
 
 Revision ID: 0008
-Revises: 0005
+Revises: 0007
 Create Date: 2026-11-23
 
 """
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 
 revision: str = '0008'
-down_revision: Union[str, Sequence[str], None] = '0005'
+down_revision: Union[str, Sequence[str], None] = '0007'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

@@ -96,6 +96,34 @@ async def test_a_per_minute_rate_limit_is_retried(world: ChatWorld, fake_server:
     assert len(gemini.requests) == 2
 
 
+async def test_a_memory_fold_goes_to_gemini_after_the_reply_and_is_counted_as_memory(
+    world: ChatWorld, fake_server: FakeHTTPServer
+) -> None:
+    gemini = FakeGemini(fake_server, model="gemini-3.5-flash-lite")  # a listed model: its calls are priced
+    for answer in ("one noted", "two noted", "three noted"):
+        gemini.reply_text(answer)
+    gemini.reply_text("The person counted to three.")  # the summary, asked after the third reply
+    gemini.reply_text("four noted")
+    agent = world.agent(gemini_model(gemini), memory_turns=1)  # folds once three turns are stored
+
+    with models.override_allow_model_requests(True):
+        for said in ("one", "two", "three"):
+            await world.reply(agent, world.turn(said))
+        await world.reply(agent, world.turn("four"))
+
+    assert len(gemini.requests) == 5
+    summary_request = gemini.requests[3]
+    assert "You keep the memory of a chat" in summary_request.system_text
+    assert "Person: one" in summary_request.user_text and "Person: two" in summary_request.user_text
+    assert "Person: three" not in summary_request.user_text  # the window keeps the last turn
+    assert "The person counted to three." in gemini.requests[4].system_text  # the next answer sees the summary
+    day = world.clock().date()
+    kinds = await UsageRepository(world.database).by_kind(world.chat.id, day, day)
+    assert (kinds["chat"].requests, kinds["memory"].requests) == (4, 1)
+    assert (kinds["memory"].input_tokens, kinds["memory"].output_tokens) == (100, 20)  # what the API reported
+    assert kinds["memory"].cost > 0 and kinds["chat"].cost > kinds["memory"].cost  # priced by the model that answered
+
+
 async def test_the_reason_is_the_real_one_connection_error_or_rate_limit(
     world: ChatWorld, fake_server: FakeHTTPServer
 ) -> None:

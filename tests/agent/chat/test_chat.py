@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic_ai import ModelHTTPError, ModelRateLimitError
@@ -12,8 +13,8 @@ from pydantic_ai.exceptions import ModelQuotaExceededError
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo
 
-from agent.memory import memory_for
-from storage import ChatRecord, ConversationRepository, Database, UsageRepository
+from agent.commands.settings import forget
+from storage import ChatRecord, ConversationRepository, Database, UsageEntry, UsageRepository
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns, user_prompts
 from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer
@@ -88,32 +89,37 @@ async def test_memory_is_per_thread(world: ChatWorld) -> None:
     assert user_prompts(model.requests[1]) == ["in thread B"]
 
 
-async def test_old_turns_are_summarised_and_the_context_stays_bounded(world: ChatWorld) -> None:
+async def test_old_turns_are_folded_in_batches_and_the_context_stays_bounded(world: ChatWorld) -> None:
     summaries: list[str] = []
 
     def summariser(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         summaries.append(texts(messages))
-        return say("SUMMARY: the person counts numbers.")
+        return say(f"SUMMARY {len(summaries)}: the person counts numbers.")
 
-    steps = [say("answer 0"), say("answer 1"), say("answer 2"), summariser, say("answer 3"), summariser]
-    steps += [say("answer 4"), summariser]
+    # MEMORY_TURNS=2 folds in batches of 2: after the 4th turn, then after the 6th
+    steps = [say("answer 0"), say("answer 1"), say("answer 2"), say("answer 3"), summariser]
+    steps += [say("answer 4"), say("answer 5"), summariser, say("answer 6")]
     model = ScriptedModel(steps)
     agent = world.agent(model.model, memory_turns=2)
 
-    for n in range(5):
-        await agent.reply(world.turn(f"message {n}"))
+    for n in range(7):
+        await world.reply(agent, world.turn(f"message {n}"))
 
-    # the third message outgrew two turns: the oldest went to the summariser (old summary + transcript)
-    assert "Person: message 0" in summaries[0] and "Assistant: answer 0" in summaries[0]
-    assert "Person: message 1" not in summaries[0]
+    assert not model.steps and len(summaries) == 2  # 7 answers, 2 summaries
+    # the first fold read the two oldest turns (and no summary yet), the second the next two and the first summary
+    assert "Person: message 0" in summaries[0] and "Person: message 1" in summaries[0]
+    assert "Assistant: answer 0" in summaries[0] and "Person: message 2" not in summaries[0]
     assert "Previous summary:\n(none)" in summaries[0]
-    assert "SUMMARY: the person counts numbers." in summaries[1] and "Person: message 1" in summaries[1]
-    # the last run saw two earlier turns and the new message, the rest only as the summary
-    last = model.requests[-2]
-    assert user_prompts(last) == ["message 2", "message 3", "message 4"]
-    assert "SUMMARY: the person counts numbers." in (model.infos[-2].instructions or "")
+    assert "SUMMARY 1: the person counts numbers." in summaries[1]
+    assert "Person: message 2" in summaries[1] and "Person: message 3" in summaries[1]
+    assert "Person: message 4" not in summaries[1]
+    # before a fold the agent saw every unsummarised turn; after it, the last two and the summary
+    assert user_prompts(model.requests[3]) == ["message 0", "message 1", "message 2", "message 3"]
+    last = model.requests[-1]
+    assert user_prompts(last) == ["message 4", "message 5", "message 6"]
+    assert "SUMMARY 2: the person counts numbers." in (model.infos[-1].instructions or "")
     stored = await ConversationRepository(world.database).load(world.chat.id, "")
-    assert stored is not None and stored.summary == "SUMMARY: the person counts numbers."
+    assert stored is not None and stored.summary == "SUMMARY 2: the person counts numbers."
 
 
 async def test_a_failing_summary_does_not_break_the_answer_and_is_tried_again(world: ChatWorld) -> None:
@@ -123,16 +129,20 @@ async def test_a_failing_summary_does_not_break_the_answer_and_is_tried_again(wo
     def summariser(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return say("S: " + " | ".join(line for line in texts(messages).splitlines() if line.startswith("Person:")))
 
-    model = ScriptedModel([say("a"), say("b"), broken, say("c"), summariser])
+    model = ScriptedModel([say("a"), say("b"), say("c"), broken, say("d"), summariser])
     agent = world.agent(model.model, memory_turns=1)
-    await agent.reply(world.turn("one"))
-    replies = await agent.reply(world.turn("two"))
-    assert replies[0].text == "b"  # the summary failed after the answer was ready
-    replies = await agent.reply(world.turn("three"))
-    assert replies[0].text == "c"
-    assert user_prompts(model.requests[3]) == ["two", "three"]  # the window still holds one earlier turn
+    await world.reply(agent, world.turn("one"))
+    await world.reply(agent, world.turn("two"))
+    replies = await world.reply(agent, world.turn("three"))
+    assert replies[0].text == "c"  # the fold after it failed; the answer was out before
+    replies = await world.reply(agent, world.turn("four"))
+    assert replies[0].text == "d"
+    assert user_prompts(model.requests[4]) == ["one", "two", "three", "four"]  # nothing was dropped
     stored = await ConversationRepository(world.database).load(world.chat.id, "")
-    assert stored is not None and stored.summary == "S: Person: one | Person: two"  # nothing was lost
+    assert stored is not None and stored.summary == "S: Person: one | Person: two | Person: three"
+    totals = await UsageRepository(world.database).by_kind(world.chat.id, world.clock().date(), world.clock().date())
+    # each answered call counted once (the refused summary got no answer, so it spent nothing)
+    assert totals["chat"].requests == 4 and totals["memory"].requests == 1
 
 
 async def test_forget_clears_what_the_agent_remembers(world: ChatWorld) -> None:
@@ -141,13 +151,14 @@ async def test_forget_clears_what_the_agent_remembers(world: ChatWorld) -> None:
     turn = world.turn("my name is Alice")
     await agent.reply(turn)
 
-    assert await memory_for(agent_services(agent), turn).forget() is True  # what /forget does
+    said = await forget(agent_services(agent), turn)  # what /forget does
+    assert said[0].text.startswith("Done")
     await agent.reply(world.turn("what is my name?"))
 
     assert user_prompts(model.requests[-1]) == ["what is my name?"]
 
 
-def agent_services(agent: object) -> object:
+def agent_services(agent: object) -> Any:
     return agent._services  # type: ignore[attr-defined]
 
 
@@ -160,10 +171,10 @@ async def test_after_idle_hours_the_next_message_starts_fresh_with_only_the_summ
 
     model = ScriptedModel([say("Noted."), say("Welcome back."), summariser])
     agent = world.agent(model.model, memory_idle_hours=24)
-    await agent.reply(world.turn("I follow DeepSeek"))
+    await world.reply(agent, world.turn("I follow DeepSeek"))
     clock.advance(hours=25)
 
-    await agent.reply(world.turn("hi again"))
+    await world.reply(agent, world.turn("hi again"))
 
     assert user_prompts(model.requests[1]) == ["hi again"]
     stored = await ConversationRepository(world.database).load(world.chat.id, "")
@@ -177,7 +188,9 @@ async def test_usage_is_recorded_and_a_spent_budget_stops_model_calls(world: Cha
     totals = await UsageRepository(world.database).for_day(world.chat.id, clock.now.date())
     assert totals.requests == 1 and totals.input_tokens > 0 and totals.output_tokens > 0
 
-    await UsageRepository(world.database).add(world.chat.id, clock.now.date(), input_tokens=1000)
+    await UsageRepository(world.database).add(
+        world.chat.id, clock.now.date(), UsageEntry(kind="chat", input_tokens=1000)
+    )
     replies = await agent.reply(world.turn("another question"))
 
     assert "budget" in replies[0].text and "1,000 tokens" in replies[0].text
@@ -190,7 +203,9 @@ async def test_usage_is_recorded_and_a_spent_budget_stops_model_calls(world: Cha
 
 
 async def test_the_rest_of_the_daily_budget_caps_the_run(world: ChatWorld, clock: FakeClock) -> None:
-    await UsageRepository(world.database).add(world.chat.id, clock.now.date(), input_tokens=995)
+    await UsageRepository(world.database).add(
+        world.chat.id, clock.now.date(), UsageEntry(kind="chat", input_tokens=995)
+    )
     model = ScriptedModel([call("list_monitors"), say("never reached")])
 
     replies = await world.agent(model.model, chat_daily_tokens=1000).reply(world.turn("a long question " * 20))
@@ -263,7 +278,11 @@ async def test_without_a_model_free_text_explains_once_then_reminds(world: ChatW
     assert "GEMINI_API_KEY is not set" in first[0].text and "/track" in first[0].text
     assert "GEMINI_API_KEY" not in second[0].text and "/help" in second[0].text
     assert "GEMINI_API_KEY is not set" in other_thread[0].text
-    assert await ConversationRepository(world.database).load(world.chat.id, "") is None
+    # told once is stored: after a restart (a new agent object) the person gets the reminder, not the speech
+    after_restart = await world.agent(None).reply(world.turn("anyone there?"))
+    assert "GEMINI_API_KEY" not in after_restart[0].text and "/help" in after_restart[0].text
+    stored = await ConversationRepository(world.database).load(world.chat.id, "")
+    assert stored is not None and stored.told_no_model and stored.messages == b""
 
 
 async def test_an_unexpected_error_is_a_short_message_with_an_error_id(world: ChatWorld) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -77,6 +78,42 @@ async def test_the_confirm_button_creates_and_a_second_press_finds_it_closed(wor
 
     assert done is not None and "Created monitor" in done[0].text
     assert again is not None and "no longer open" in again[0].text
+    assert await world.monitor_topics() == ["DeepSeek"]
+
+
+async def test_a_yes_typed_after_a_restart_still_confirms(world: ChatWorld) -> None:
+    before_restart = world.agent(track_deepseek().model)
+    await before_restart.reply(world.turn("Track DeepSeek every morning"))
+
+    after_restart = world.agent(ScriptedModel([]).model)  # a new process: nothing in memory but the database
+    done = await after_restart.settle_confirmation(world.turn("yes"))
+
+    assert done is not None and "Created monitor" in done[0].text
+    assert await world.monitor_topics() == ["DeepSeek"]
+
+
+async def test_two_processes_answering_one_confirmation_carry_it_out_once(world: ChatWorld) -> None:
+    proposal = (await world.agent(track_deepseek().model).reply(world.turn("Track DeepSeek")))[0]
+    confirm = proposal.buttons[0].callback_data
+    first, second = world.agent(ScriptedModel([]).model), world.agent(ScriptedModel([]).model)
+
+    answers = await asyncio.gather(
+        first.settle_confirmation(world.turn("Yes, do it", callback_data=confirm)),
+        second.settle_confirmation(world.turn("yes")),
+    )
+
+    texts = sorted(answer[0].text for answer in answers if answer is not None)
+    assert len(texts) == 2 and "Created monitor" in texts[0] and "no longer open" in texts[1]
+    assert await world.monitor_topics() == ["DeepSeek"]
+
+
+async def test_a_button_pressed_in_another_thread_of_the_chat_still_confirms(world: ChatWorld) -> None:
+    agent = world.agent(track_deepseek().model)
+    proposal = (await agent.reply(world.turn("Track DeepSeek", thread_key="topic-7")))[0]
+
+    done = await agent.settle_confirmation(world.turn("Yes", callback_data=proposal.buttons[0].callback_data))
+
+    assert done is not None and "Created monitor" in done[0].text
     assert await world.monitor_topics() == ["DeepSeek"]
 
 

@@ -14,11 +14,11 @@ from agent.chat.llm import (
     MODEL_DOWN_MESSAGE,
     RetryingModel,
     RetryPolicy,
-    chat_model,
     failure_kind,
     failure_message,
 )
 from agent.confirmations import answer_of
+from research import ModelSet, QuotaMemory
 
 
 def test_failure_kinds() -> None:
@@ -85,7 +85,7 @@ async def test_a_long_retry_after_moves_to_the_other_model_at_once() -> None:
     async def sleep(seconds: float) -> None:
         raise AssertionError("no waiting expected")
 
-    model = chat_model(FunctionModel(light), FunctionModel(heavy), policy=RetryPolicy(sleep=sleep))
+    model = ModelSet.of(FunctionModel(light), FunctionModel(heavy), policy=RetryPolicy(sleep=sleep)).light
     assert model is not None
     result = await Agent(model).run("hi")
     assert result.output == "heavy ok" and light.calls == 1
@@ -93,7 +93,7 @@ async def test_a_long_retry_after_moves_to_the_other_model_at_once() -> None:
 
 async def test_a_rejected_request_does_not_fall_back() -> None:
     light, heavy = Script(ModelHTTPError(status_code=401, model_name="light")), Script("never")
-    model = chat_model(FunctionModel(light), FunctionModel(heavy))
+    model = ModelSet.of(FunctionModel(light), FunctionModel(heavy)).light
     assert model is not None
     with pytest.raises(ModelHTTPError):
         await Agent(model).run("hi")
@@ -101,7 +101,25 @@ async def test_a_rejected_request_does_not_fall_back() -> None:
 
 
 def test_no_light_model_means_no_chat_model() -> None:
-    assert chat_model(None, FunctionModel(Script("x"))) is None
+    assert ModelSet.of(None, FunctionModel(Script("x"))).light is None
+
+
+async def test_spent_quotas_are_remembered_by_model_name_across_objects_and_chains() -> None:
+    daily = ModelHTTPError.for_category(ModelQuotaExceededError, status_code=429, model_name="flash")
+    spent = Script(daily)
+    quota = QuotaMemory(cooldown=600)
+    first = RetryPolicy(attempts=1, quota=quota).wrap(FunctionModel(spent, model_name="flash"))
+    # another object for the same model (another chain of the process): not asked while the quota is spent
+    twin = Script("should not be asked")
+    second = RetryPolicy(attempts=1, quota=quota).wrap(FunctionModel(twin, model_name="flash"))
+    other = Script("answered")
+    unrelated = RetryPolicy(attempts=1, quota=quota).wrap(FunctionModel(other, model_name="pro"))
+    with pytest.raises(ModelHTTPError):
+        await Agent(first).run("hi")
+    with pytest.raises(ModelHTTPError):
+        await Agent(second).run("hi")
+    assert (spent.calls, twin.calls) == (1, 0)
+    assert (await Agent(unrelated).run("hi")).output == "answered"
 
 
 @pytest.mark.parametrize("text", ["yes", "Yes!", " ok ", "oui", "ja.", "да", "好的", "是", "はい", "sí"])
@@ -124,20 +142,3 @@ def test_untrusted_blocks_cannot_be_closed_from_inside() -> None:
     assert block.count(f"</{UNTRUSTED_TAG}>") == 1 and block.endswith(f"</{UNTRUSTED_TAG}>")
     assert block.count(f"<{UNTRUSTED_TAG}") == 1
     assert block.splitlines()[0] == f'<{UNTRUSTED_TAG} source="evil  label ">'
-
-
-def test_run_cost_prices_each_response_by_the_model_that_answered() -> None:
-    from pydantic_ai.usage import RequestUsage
-
-    from agent.budget import run_cost_usd
-
-    priced = ModelResponse(
-        parts=[TextPart(content="x")],
-        model_name="gemini-2.5-flash",
-        provider_name="google",
-        usage=RequestUsage(input_tokens=1_000_000, output_tokens=0),
-    )
-    unpriced = ModelResponse(parts=[TextPart(content="y")], model_name="scripted", usage=RequestUsage(input_tokens=5))
-    cost = run_cost_usd([priced, unpriced])
-    assert 0.01 < cost < 10  # a million input tokens of a Flash model cost cents to a few dollars, never nothing
-    assert run_cost_usd([unpriced]) == 0.0

@@ -18,6 +18,7 @@ from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
 from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
 from monitors import DeliveryWorker, MonitorService, MonitorSettings
+from research import ModelSet, RetryPolicy
 from sources.base import Source
 from sources.config import SourcesConfig
 from sources.http import HostPolicy, HttpClient
@@ -167,6 +168,10 @@ def sources_config(server: FakeHTTPServer) -> SourcesConfig:
     )
 
 
+async def _no_sleep(_seconds: float) -> None:
+    return None
+
+
 @asynccontextmanager
 async def open_world(
     database: Database,
@@ -209,11 +214,12 @@ async def open_world(
         )
 
     exports_dir = tmp_path / "exports"
+    models = ModelSet.of(light_model, heavy_model, policy=RetryPolicy(base_delay=0.0, max_delay=0.0, sleep=_no_sleep))
     monitors = MonitorService(
         database,
         resolve_sources=resolve,
-        light_model=light_model,
-        heavy_model=heavy_model,
+        light_model=models.light,
+        heavy_model=models.heavy,
         out_dir=exports_dir,
         settings=MonitorSettings(min_interval_seconds=900, default_timezone=default_timezone),
         clock=clock,
@@ -229,8 +235,7 @@ async def open_world(
         monitors=monitors,
         resolve_sources=resolve,
         http=client,
-        light_model=light_model,
-        heavy_model=heavy_model,
+        models=models,
         settings=settings,
         clock=clock,
         access=access or AccessPolicy(),
@@ -239,7 +244,7 @@ async def open_world(
     chat_agent = ChatAgent(services)
     conversation = Conversation(
         # as app/assembly.py wires them: the router's offers and import lists are settled by the chat agent
-        commands=CommandRouter(services, confirmations=chat_agent.confirmations),
+        commands=CommandRouter(services),
         free_text=chat_agent if real_chat_agent else free_text,
         settings=settings,
     )

@@ -18,9 +18,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from agent.commands.parser import parse_command
 from agent.commands.router import START_TEXT
 from agent.commands.specs import COMMAND_SPECS, CollectCommand, CommandError, SearchCommand, help_text
-from agent.memory import ConversationMemory
+from agent.memory import encode_messages
 from sources import SearchQuery
-from storage import ConversationRepository, Database, UsageRepository
+from storage import ConversationRepository, Database, UsageEntry, UsageRepository
 from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
 
@@ -119,8 +119,7 @@ async def test_forget_clears_only_this_conversation(world: RouterWorld) -> None:
         ModelResponse(parts=[TextPart(content="Noted.")]),
     ]
     for thread in ("", "thread-9"):
-        memory = ConversationMemory(repository, chat_id=chat.id, thread_key=thread, clock=world.clock)
-        await memory.append(exchange)
+        await repository.save(chat.id, thread, messages=encode_messages(exchange), summary=None, now=world.clock())
 
     forgotten = await world.say("/forget")
     again = await world.say("/forget")
@@ -139,11 +138,24 @@ async def test_usage_reports_today_and_this_month(world: RouterWorld) -> None:
     chat = await world.chat()
     other = await world.chat(OTHER_CHAT)
     usage = UsageRepository(world.database)
-    await usage.add(chat.id, date(2026, 11, 20), requests=3, input_tokens=10_000, output_tokens=2_500, cost=0.0125)
-    await usage.add(chat.id, date(2026, 11, 21), requests=1, input_tokens=1_000, output_tokens=500, cost=0.001)
-    await usage.add(chat.id, date(2026, 11, 2), requests=2, input_tokens=4_000, output_tokens=1_000, cost=0.5)
-    await usage.add(chat.id, date(2026, 10, 31), requests=9, input_tokens=99_000, output_tokens=9_000, cost=9.0)
-    await usage.add(other.id, date(2026, 11, 20), requests=5, input_tokens=50_000, output_tokens=5_000, cost=1.0)
+    spent = [
+        (chat, date(2026, 11, 20), UsageEntry(kind="chat", requests=2, input_tokens=9_000, output_tokens=2_000)),
+        (chat, date(2026, 11, 20), UsageEntry(kind="memory", input_tokens=1_000, output_tokens=500, cost=0.0125)),
+        (chat, date(2026, 11, 21), UsageEntry(kind="chat", input_tokens=1_000, output_tokens=500, cost=0.001)),
+        (
+            chat,
+            date(2026, 11, 2),
+            UsageEntry(kind="monitor", requests=2, input_tokens=4_000, output_tokens=1_000, cost=0.5),
+        ),
+        (
+            chat,
+            date(2026, 10, 31),
+            UsageEntry(kind="chat", requests=9, input_tokens=99_000, output_tokens=9_000, cost=9),
+        ),
+        (other, date(2026, 11, 20), UsageEntry(kind="chat", requests=5, input_tokens=50_000, output_tokens=5_000)),
+    ]
+    for where, day, entry in spent:
+        await usage.add(where.id, day, entry)
 
     first = await world.say("/usage")
     await world.say("/timezone Pacific/Auckland")
@@ -154,6 +166,7 @@ async def test_usage_reports_today_and_this_month(world: RouterWorld) -> None:
     assert first.text.splitlines() == [
         "**Model usage of this chat**",
         "Today (2026-11-20, UTC): 12,500 tokens (10,000 in, 2,500 out) in 3 requests, $0.0125",
+        "By kind today: chat answers 11,000, memory summaries 1,500",
         "This month (November 2026): 19,000 tokens (15,000 in, 4,000 out) in 6 requests, $0.5135",
         "Left today: 187,500 of 200,000 tokens (the budget renews 2026-11-21 00:00 UTC).",
     ]
@@ -177,7 +190,9 @@ async def test_usage_without_a_budget_and_without_use(
 
 async def test_a_spent_budget_shows_zero_left(world: RouterWorld) -> None:
     chat = await world.chat()
-    await UsageRepository(world.database).add(chat.id, date(2026, 11, 20), input_tokens=250_000, output_tokens=1)
+    await UsageRepository(world.database).add(
+        chat.id, date(2026, 11, 20), UsageEntry(kind="chat", input_tokens=250_000, output_tokens=1)
+    )
 
     said = await world.say("/usage")
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic_ai import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -259,6 +260,29 @@ async def test_collect_counts_the_planning_models_tokens_against_the_chat(
     assert said.text.startswith("Collected ")
     today = next(line for line in usage.text.splitlines() if line.startswith("Today (2026-11-20, UTC): "))
     assert "nothing yet" not in today and " in 1 request" in today
+
+
+async def test_collects_planner_is_retried_then_answered_by_the_heavy_model(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    asked: list[str] = []
+
+    def light(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked.append("light")
+        raise ModelHTTPError(status_code=503, model_name="light", body={"error": {"status": "UNAVAILABLE"}})
+
+    def heavy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked.append("heavy")
+        return ModelResponse(parts=[TextPart(content="I leave the searching to you.")])
+
+    light_model, heavy_model = FunctionModel(light, model_name="light"), FunctionModel(heavy, model_name="heavy")
+    async with open_world(database, fake_server, tmp_path, light_model=light_model, heavy_model=heavy_model) as world:
+        said = await world.say("/collect DeepSeek V4 reactions target 12")
+        usage = await world.say("/usage")
+
+    assert said.text.startswith("Collected ")
+    assert asked[:4] == ["light", "light", "light", "heavy"]  # the process's resilient model, not the bare one
+    assert "By kind today: collections " in usage.text
 
 
 async def test_collect_from_named_sources_asks_only_those(world: RouterWorld) -> None:

@@ -58,7 +58,7 @@ def strip_tags(markup: str) -> str:
 
 
 async def test_a_conversation_in_a_private_chat(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:
-    script = scripted_model(lambda said: f"You said **{said}**.")
+    script = scripted_model(lambda said: f"You said **{said}**.", seconds=0.8)  # long enough to show "typing…"
     async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
         assert "track" in {command["command"] for command in world.fake.commands}
         world.fake.push_text(ALICE, "hello there")
@@ -68,6 +68,7 @@ async def test_a_conversation_in_a_private_chat(db_url: str, fake_server: FakeHT
     assert (first.text, first.parse_mode) == ("You said <b>hello there</b>.", "HTML")
     assert second.text == "You said <b>and again</b>."
     assert (str(ALICE), "typing") in world.fake.chat_actions
+    assert len(world.fake.chat_actions) <= 2  # one loop per chat, not one per message
     # Memory: the second request to the model carries the first exchange.
     seen = " ".join(str(message) for message in script.requests[-1])
     assert "hello there" in seen and "You said **hello there**." in seen
@@ -256,6 +257,7 @@ async def test_in_groups_only_messages_for_the_bot_are_answered(
     assert texts[:2] == ["echo: what is new?", "echo: and in Rust?"]
     assert "/track" in texts[2]  # the help text
     assert len(texts) == 3 and len(script.requests) == 2
+    assert world.fake.chat_actions == []  # answers that come at once need no "typing…"
 
 
 async def test_a_button_press_round_trip(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:

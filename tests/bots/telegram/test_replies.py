@@ -176,7 +176,7 @@ async def test_a_group_keeps_its_20_calls_a_minute_for_answers(fake: FakeTelegra
     assert fake.sent(-100555)[0].text == "⏳ two"
 
     # …and "typing…" is said once in a group, repeated in a private chat.
-    typing = TypingIndicators(bot, every=0.02)
+    typing = TypingIndicators(bot, every=0.02, after=0.0)
     async with typing.in_chat("-100555"), typing.in_chat("42"):
         await asyncio.sleep(0.3)
     assert fake.chat_actions.count(("-100555", "typing")) == 1

@@ -1,0 +1,136 @@
+"""PostgreSQL advisory locks shared by every process on one database: held ones and tried ones.
+
+A lock is named by a string (hashed to PostgreSQL's 64-bit key with `hashtextextended`) and held on a connection
+of its own, from a pool kept apart from the repositories' (a lock held through a long turn must not starve the
+queries the turn makes). It is released when the holder lets go, or by PostgreSQL itself when the holder's
+session ends: a killed process's connection closes at once, and the server's TCP keepalives (set on every lock
+connection) end the session of a machine that vanished within about `KEEPALIVE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+logger = logging.getLogger(__name__)
+
+KEEPALIVE_SECONDS: Final = 20
+"""Idle + interval × count of the server-side TCP keepalives on lock connections (10 + 5 × 2)."""
+_KEEPALIVES = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "2"}
+
+
+class LockUnsupportedError(Exception):
+    """Advisory locks exist only on PostgreSQL."""
+
+
+def _lock_engine(url: str, *, pool_size: int) -> AsyncEngine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        raise LockUnsupportedError(f"advisory locks need PostgreSQL, not {parsed.get_backend_name()}")
+    connect_args: dict[str, object] = {}
+    if parsed.get_driver_name() == "asyncpg":
+        connect_args["server_settings"] = dict(_KEEPALIVES)
+    else:  # psycopg takes libpq options
+        connect_args["options"] = " ".join(f"-c {name}={value}" for name, value in _KEEPALIVES.items())
+    return create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=1000,
+        pool_pre_ping=True,
+        # No transaction stays open on a lock's connection (an idle transaction would hold back VACUUM).
+        isolation_level="AUTOCOMMIT",
+        connect_args=connect_args,
+    )
+
+
+class HeldLock:
+    """A lock this process holds until `release()` (or until its connection is lost: see `still_held`)."""
+
+    def __init__(self, name: str, connection: AsyncConnection) -> None:
+        self.name = name
+        self._connection: AsyncConnection | None = connection
+
+    async def still_held(self) -> bool:
+        """Whether the session holding the lock is alive (a lost connection means the lock is gone too)."""
+        connection = self._connection
+        if connection is None:
+            return False
+        try:
+            await asyncio.wait_for(connection.execute(text("SELECT 1")), timeout=5)
+        except Exception as error:  # whatever went wrong, the lock can no longer be counted on
+            logger.warning("lock %s: its connection was lost (%s)", self.name, error)
+            await self._close(invalidate=True)
+            return False
+        return True
+
+    async def release(self) -> None:
+        connection = self._connection
+        if connection is None:
+            return
+        try:
+            await connection.execute(text("SELECT pg_advisory_unlock(hashtextextended(:name, 0))"), {"name": self.name})
+        except Exception:  # the session is gone, and the lock with it
+            await self._close(invalidate=True)
+            return
+        await self._close(invalidate=False)
+
+    async def _close(self, *, invalidate: bool) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        try:
+            if invalidate:
+                await connection.invalidate()
+            await connection.close()
+        except Exception:  # closing a dead connection may fail; nothing is left to release
+            logger.debug("closing lock connection failed", exc_info=True)
+
+
+class AdvisoryLocks:
+    """Named locks across every process on one PostgreSQL database (see the module docstring)."""
+
+    def __init__(self, url: str, *, pool_size: int = 4) -> None:
+        self._engine = _lock_engine(url, pool_size=pool_size)
+
+    @asynccontextmanager
+    async def hold(self, name: str) -> AsyncIterator[None]:
+        """Wait for the lock (PostgreSQL queues waiters first come, first served), hold it inside the block."""
+        connection = await self._engine.connect()
+        held = HeldLock(name, connection)
+        try:
+            await connection.execute(text("SELECT pg_advisory_lock(hashtextextended(:name, 0))"), {"name": name})
+        except BaseException:
+            await held._close(invalidate=True)  # cancelled while waiting: the session (and its wait) ends
+            raise
+        try:
+            yield
+        finally:
+            await asyncio.shield(held.release())
+
+    async def try_hold(self, name: str) -> HeldLock | None:
+        """Take the lock if nobody holds it; the caller releases it (or loses it with its connection)."""
+        connection = await self._engine.connect()
+        try:
+            taken = (
+                await connection.execute(
+                    text("SELECT pg_try_advisory_lock(hashtextextended(:name, 0))"), {"name": name}
+                )
+            ).scalar()
+        except BaseException:
+            await connection.invalidate()
+            await connection.close()
+            raise
+        if not taken:
+            await connection.close()
+            return None
+        return HeldLock(name, connection)
+
+    async def dispose(self) -> None:
+        await self._engine.dispose()

@@ -1,0 +1,182 @@
+"""A chat turn's storage in two transactions: one in (the de-duplication mark, the chat and the person, the
+conversation's state, today's tokens) and one out (the conversation's changes and the usage of the turn).
+
+Guarantees: the de-duplication mark is committed before the turn's work starts (of two deliveries of one update
+exactly one gets a `TurnStart`); the common turn (known chat and person, no rename) costs one INSERT and one
+SELECT in, one upsert per written row out. The statements are SQLAlchemy Core, built once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any, cast
+
+from sqlalchemy import Date, Row, Table, and_, bindparam, select
+from sqlalchemy.engine import Connection
+
+from storage.models import Chat, ProcessedInbound, User
+from storage.records import ConversationChanges, TurnStart, TurnState, UsageEntry
+from storage.repositories._common import Repository, dialect_insert, dialect_name
+from storage.repositories.chats import chat_upsert, to_chat_record
+from storage.repositories.conversations import CONVERSATION_COLUMNS, conversation_record, write_conversation
+from storage.repositories.conversations import TABLE as CONVERSATION_TABLE
+from storage.repositories.usage import add_usage, tokens_on
+from storage.repositories.users import to_user_record, user_upsert
+
+_chats, _users = cast(Table, Chat.__table__), cast(Table, User.__table__)
+_conversations = CONVERSATION_TABLE
+
+
+def _start_query() -> Any:
+    platform: Any = bindparam("platform")
+    day: Any = bindparam("day", type_=Date())
+    people = _chats.outerjoin(
+        _users, and_(_users.c.platform == platform, _users.c.external_id == bindparam("user"))
+    ).outerjoin(
+        _conversations,
+        and_(_conversations.c.chat_id == _chats.c.id, _conversations.c.thread_key == bindparam("thread")),
+    )
+    return (
+        select(
+            *(column.label(f"chat_{column.name}") for column in _chats.c),
+            *(column.label(f"user_{column.name}") for column in _users.c),
+            *(column.label(f"conv_{column.name}") for column in CONVERSATION_COLUMNS),
+            tokens_on(_chats.c.id, day).label("tokens_today"),
+        )
+        .select_from(people)
+        .where(_chats.c.platform == platform, _chats.c.external_id == bindparam("chat"))
+    )
+
+
+_START = _start_query()
+
+
+@functools.cache
+def _mark(dialect: str) -> Any:
+    """The de-duplication mark: returns the new row's id, nothing when the update was handled before."""
+    insert = dialect_insert(dialect, ProcessedInbound)
+    return insert.on_conflict_do_nothing(index_elements=["platform", "external_id"]).returning(ProcessedInbound.id)
+
+
+"""The turn's one read: chat ⟕ person ⟕ conversation, with the chat's tokens today."""
+
+
+def _state_query() -> Any:
+    return select(*CONVERSATION_COLUMNS).where(
+        _conversations.c.chat_id == bindparam("chat_id"), _conversations.c.thread_key == bindparam("thread")
+    )
+
+
+_STATE = _state_query()
+_TOKENS = select(tokens_on(bindparam("chat_id"), bindparam("day", type_=Date())))
+
+
+class _Prefixed:
+    """The columns of one table in a joined row, read as attributes (what the record builders take)."""
+
+    def __init__(self, values: Any, prefix: str) -> None:
+        self._values, self._prefix = values, prefix
+
+    def __getattr__(self, name: str) -> Any:
+        return self._values[self._prefix + name]
+
+
+def _turn_start(row: Row[Any]) -> TurnStart:
+    values = row._mapping
+    chat = to_chat_record(cast(Chat, _Prefixed(values, "chat_")))
+    user = to_user_record(cast(User, _Prefixed(values, "user_")))
+    conversation = conversation_record(values, "conv_") if values["conv_id"] is not None else None
+    return TurnStart(
+        chat=chat, user=user, state=TurnState(conversation=conversation, tokens_today=int(values["tokens_today"]))
+    )
+
+
+class TurnRepository(Repository):
+    async def begin(
+        self,
+        *,
+        platform: str,
+        chat_external_id: str,
+        user_external_id: str,
+        thread_key: str,
+        day: date,
+        now: datetime,
+        event_id: str | None = None,
+        chat_title: str | None = None,
+        user_name: str | None = None,
+    ) -> TurnStart | None:
+        """One transaction: mark `event_id` handled (None when it already was: a duplicate), then read the chat,
+        the person, the conversation state and the chat's tokens on `day`. A chat or person seen for the first
+        time is created, and a new non-empty title or display name replaces the stored one."""
+        params: dict[str, Any] = {
+            "platform": platform,
+            "chat": chat_external_id,
+            "user": user_external_id,
+            "thread": thread_key,
+            "day": day,
+        }
+
+        def work(connection: Connection) -> TurnStart | None:
+            if event_id is not None:
+                mark = {"platform": platform, "external_id": event_id, "received_at": now}
+                if connection.execute(_mark(dialect_name(connection)), mark).scalar_one_or_none() is None:
+                    return None
+            row = connection.execute(_START, params).first()
+            if row is None or _stale(row, chat_title=chat_title, user_name=user_name):
+                connection.execute(chat_upsert(connection, platform, chat_external_id, title=chat_title, rename=True))
+                connection.execute(user_upsert(connection, platform, user_external_id, display_name=user_name))
+                row = connection.execute(_START, params).first()
+                if row is None:  # pragma: no cover - the upserts above guarantee it
+                    raise LookupError(f"chat {platform}:{chat_external_id} vanished")
+            return _turn_start(row)
+
+        return await self._db.write(work)
+
+    async def state(self, chat_id: int, thread_key: str, day: date) -> TurnState:
+        """The conversation state and the chat's tokens on `day`, for a caller that did not `begin` the turn."""
+        async with self._db.begin_read() as connection:
+            row = (await connection.execute(_STATE, {"chat_id": chat_id, "thread": thread_key})).first()
+            tokens = (await connection.execute(_TOKENS, {"chat_id": chat_id, "day": day})).scalar_one()
+        return TurnState(conversation=conversation_record(row) if row else None, tokens_today=int(tokens))
+
+    async def finish(
+        self,
+        chat_id: int,
+        thread_key: str,
+        *,
+        now: datetime,
+        day: date,
+        changes: ConversationChanges | None = None,
+        usage: Sequence[UsageEntry] = (),
+        if_revision: int | None = None,
+    ) -> int | None:
+        """One transaction: the conversation's changes (see `write_conversation`) and the turn's usage, which
+        counts even when `if_revision` kept the changes out. Returns the new revision (None: nothing written to
+        the conversation)."""
+        spent = [entry for entry in usage if entry.requests or entry.input_tokens or entry.output_tokens]
+        if not changes and not spent:
+            return None
+
+        def work(connection: Connection) -> int | None:
+            revision = None
+            if changes:
+                revision = write_conversation(
+                    connection, chat_id, thread_key, changes, now=now, if_revision=if_revision
+                )
+            for entry in spent:
+                add_usage(connection, chat_id, day, entry)
+            return revision
+
+        return await self._db.write(work)
+
+
+def _stale(row: Row[Any], *, chat_title: str | None, user_name: str | None) -> bool:
+    """The person is new, or the chat or the person has a new name to store."""
+    values = row._mapping
+    return (
+        values["user_id"] is None
+        or bool(chat_title and values["chat_title"] != chat_title)
+        or bool(user_name and values["user_display_name"] != user_name)
+    )

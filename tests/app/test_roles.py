@@ -1,0 +1,85 @@
+"""JOB_QUEUE and the roles: refused with one sentence where they cannot work; `lookout jobs` shows the queue."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from procrastinate.jobs import Status
+from typer.testing import CliRunner
+
+from app.cli import cli
+from app.jobqueue import JobQueue, process_name
+from app.settings import SettingsError, load_settings
+from tests.app.cluster import throwaway_database
+
+runner = CliRunner()
+
+
+def test_the_embedded_queue_is_the_default() -> None:
+    settings = load_settings()
+    assert settings.job_queue == "embedded" and not settings.scaled_out
+
+
+def test_procrastinate_on_sqlite_is_refused_with_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOB_QUEUE", "procrastinate")
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert "JOB_QUEUE=procrastinate needs a PostgreSQL DATABASE_URL" in message
+    assert message.count(".") == 1 and message.endswith(".")
+
+
+def test_an_unknown_job_queue_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOB_QUEUE", "celery")
+    with pytest.raises(SettingsError, match="JOB_QUEUE"):
+        load_settings()
+
+
+@pytest.mark.parametrize("role", ["web", "worker"])
+def test_a_role_without_the_job_queue_is_refused(role: str) -> None:
+    result = runner.invoke(cli, ["run", "--role", role])
+    assert result.exit_code == 2
+    assert f"--role {role} needs JOB_QUEUE=procrastinate" in result.output
+
+
+def test_jobs_without_a_job_queue_says_why() -> None:
+    result = runner.invoke(cli, ["jobs"])
+    assert result.exit_code == 0
+    assert "There is no job queue" in result.output and "JOB_QUEUE=procrastinate" in result.output
+
+
+@pytest.mark.postgres
+def test_jobs_shows_waiting_running_and_failed_jobs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    admin_url = os.environ.get("TEST_DATABASE_URL")
+    if not admin_url:
+        pytest.skip("TEST_DATABASE_URL is not set")
+    with throwaway_database(admin_url) as url:
+        monkeypatch.setenv("DATABASE_URL", url)
+        monkeypatch.setenv("JOB_QUEUE", "procrastinate")
+        monkeypatch.setenv("DATA_DIR", str(tmp_path))
+        settings = load_settings()
+
+        async def seed() -> None:
+            async with JobQueue(settings, name=process_name("test")) as queue:
+                assert await queue.defer_run(1) and await queue.defer_run(2)
+                assert not await queue.defer_run(1)  # its queueing lock: one waiting run per monitor
+                assert await queue.defer_delivery(7)
+                failed = await queue.app.configure_task(name="lookout.deliver", queue="deliveries").defer_async(
+                    chat_id=8
+                )
+                await queue.app.job_manager.finish_job_by_id_async(failed, status=Status.FAILED, delete_job=False)
+
+        asyncio.run(seed())
+        result = runner.invoke(cli, ["jobs"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    run_line = next(line for line in lines if line.startswith("lookout.run_monitor"))
+    deliver_line = next(line for line in lines if line.startswith("lookout.deliver"))
+    assert run_line.split()[1:4] == ["2", "0", "0"]
+    assert deliver_line.split()[1:4] == ["1", "0", "1"]
+    assert "Queue depth: 3 waiting, 0 running, 1 failed." in result.output
+    assert "lookout.deliver(chat_id=8) after 1 attempt(s)" in result.output
+    assert "Workers: none running" in result.output
