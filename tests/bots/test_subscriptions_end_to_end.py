@@ -29,6 +29,7 @@ from bots.slack.frontend import EVENTS_PATH, SlackFrontend
 from bots.status import DONE_MARK, WORKING_MARK
 from bots.telegram.frontend import TelegramFrontend
 from monitors import MonitorService
+from research import ModelSet
 from storage import Database, MonitorRepository, RunRepository
 from tests.bots.slack_world import (
     SIGNING_SECRET,
@@ -132,7 +133,7 @@ async def world(fake_server: FakeHTTPServer, tmp_path: Path, template: Path) -> 
             delivery_poll_seconds=0.2,
             **fake_source_urls(fake_server),
         )
-        async with assemble(settings, database, clock=lambda: T0, chat_models=(None, None)) as process:
+        async with assemble(settings, database, clock=lambda: T0, models=ModelSet.none()) as process:
             frontend = process.frontends.running["telegram"]
             slack_frontend = process.frontends.running["slack"]
             assert isinstance(frontend, TelegramFrontend) and isinstance(slack_frontend, SlackFrontend)
