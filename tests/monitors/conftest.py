@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -17,7 +16,8 @@ from monitors.service import MonitorService
 from monitors.views import MonitorSettings
 from research.pipeline import run_pipeline
 from sources.base import SearchQuery
-from storage import ChatRecord, ChatRepository, Database, upgrade_database
+from storage import ChatRecord, ChatRepository, Database
+from tests.backends import sqlite_url
 from tests.monitors.fakes import FakeClock, RecordingSender, resolver
 from tests.research.fake_sources import RecordingSource, make_item
 
@@ -25,22 +25,11 @@ T0 = datetime(2026, 11, 20, 13, 0, tzinfo=UTC)
 """The tests' "now": an hour after the fake sources' BASE_TIME, so their items fall in the window."""
 
 
-def sqlite_url(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
-
-
-@pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite file migrated to head once; each test copies it."""
-    path = tmp_path_factory.mktemp("monitors-template") / "lookout.db"
-    asyncio.run(upgrade_database(sqlite_url(path)))
-    return path
-
-
 @pytest.fixture
-def db_path(tmp_path: Path, migrated_template: Path) -> Path:
+def db_path(tmp_path: Path, sqlite_template: Path) -> Path:
+    """A copy of the suite's migrated SQLite template (`tests.backends`)."""
     path = tmp_path / "lookout.db"
-    shutil.copy(migrated_template, path)
+    shutil.copy(sqlite_template, path)
     return path
 
 

@@ -14,7 +14,8 @@ from storage import (
     DeliveryStatus,
     SubscriptionRepository,
 )
-from tests.monitors.conftest import T0, World, sqlite_url
+from tests.backends import sqlite_url
+from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import RecordingSender
 
 
