@@ -102,8 +102,11 @@ async def test_two_processes_answering_one_confirmation_carry_it_out_once(world:
         second.settle_confirmation(world.turn("yes")),
     )
 
-    texts = sorted(answer[0].text for answer in answers if answer is not None)
-    assert len(texts) == 2 and "Created monitor" in texts[0] and "no longer open" in texts[1]
+    # One answer claims it and acts; the other meets the claimed confirmation ("no longer open") or, when the
+    # first has already finished, finds nothing open and is ordinary text (None). The monitor is made once.
+    texts = [answer[0].text for answer in answers if answer is not None]
+    assert sum("Created monitor" in text for text in texts) == 1
+    assert all("Created monitor" in text or "no longer open" in text for text in texts)
     assert await world.monitor_topics() == ["DeepSeek"]
 
 
