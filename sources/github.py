@@ -189,7 +189,7 @@ class GitHubSource:
                 source=self.name,
                 query=query.text,
                 feed_url=feed_url,
-                content_type=response.headers.get("content-type"),
+                content_type=response.content_type,
             )
         except SourceError as exc:
             logger.info("no releases for %s: %s", repo.full_name, exc)

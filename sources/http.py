@@ -77,10 +77,15 @@ class HttpResponse:
     not_modified: bool = False
     """A 304 came back; `content` is the body stored from the last 200 (empty if none was stored)."""
 
+    @property
+    def content_type(self) -> str | None:
+        """The Content-Type header (its charset is the first word on how the body decodes), if sent."""
+        return self.headers.get("content-type")
+
     def text(self) -> str:
         """The body decoded as `sources.charsets.choose_charset` decides (the declared charset when it fits the
         bytes, else UTF-8, else detection); undecodable bytes are replaced."""
-        return decode_document(self.content, content_type=self.headers.get("content-type"))
+        return decode_document(self.content, content_type=self.content_type)
 
     def json(self) -> Any:
         """The body parsed as JSON; `SourceError(BAD_RESPONSE)` when it is not JSON."""

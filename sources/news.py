@@ -169,7 +169,7 @@ class GoogleNewsSource:
         hl, gl, ceid = edition(query.language, query.region)
         q = " ".join([text, *time_operators(query, now=utc_now())])
         response = await self._client.get(self._search_url, params={"q": q, "hl": hl, "gl": gl, "ceid": ceid})
-        parsed = read_feed(response.content, feed_url=response.url, content_type=response.headers.get("content-type"))
+        parsed = read_feed(response.content, feed_url=response.url, content_type=response.content_type)
         items: list[Item] = []
         skipped = parsed.skipped
         for entry in parsed.entries:

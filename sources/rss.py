@@ -83,7 +83,7 @@ class FeedSource:
             source=self.name,
             query="",
             feed_url=response.url,
-            content_type=response.headers.get("content-type"),
+            content_type=response.content_type,
         )
 
 

@@ -140,7 +140,7 @@ class RssHubSource:
             source=self.name,
             query=query.text,
             feed_url=url,
-            content_type=response.headers.get("content-type"),
+            content_type=response.content_type,
         )
         route = RSSHUB_ROUTES[platform]
         kept = [
