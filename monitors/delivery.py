@@ -280,13 +280,7 @@ class DeliveryWorker:
         """Take back what dead workers held, claim the rows due now and send them; returns what happened."""
         report = DeliveryReport()
         await self._release_dead_claims()
-        rows = await self._deliveries.claim_due(
-            self._clock(),
-            worker=self.identity,
-            limit=self._batch_size,
-            lease=self._lease,
-            platforms=set(self._senders),
-        )
+        rows = await self._claim_batch()
         report.claimed = len(rows)
         by_chat: dict[int, list[DeliveryRecord]] = {}
         for row in rows:
@@ -302,19 +296,23 @@ class DeliveryWorker:
         report = DeliveryReport()
         runs: _RunCache = {}
         while True:
-            rows = await self._deliveries.claim_due(
-                self._clock(),
-                worker=self.identity,
-                limit=self._batch_size,
-                lease=self._lease,
-                platforms=set(self._senders),
-                chat_id=chat_id,
-            )
+            rows = await self._claim_batch(chat_id)
             report.claimed += len(rows)
             if rows:
                 await self._send_chat_rows(rows, runs, report)
             if len(rows) < self._batch_size or report.dead:
                 return report
+
+    async def _claim_batch(self, chat_id: int | None = None) -> list[DeliveryRecord]:
+        """Claim up to a batch of rows due now on this worker's platforms (of one chat, if given) for its lease."""
+        return await self._deliveries.claim_due(
+            self._clock(),
+            worker=self.identity,
+            limit=self._batch_size,
+            lease=self._lease,
+            platforms=set(self._senders),
+            chat_id=chat_id,
+        )
 
     async def keep_claims(self, stop: asyncio.Event) -> None:
         """Renew the claims on rows being sent until `stop` is set (`run_forever` does this by itself)."""
