@@ -372,6 +372,53 @@ def test_sigterm_during_a_run_hands_the_job_back_after_the_grace_period(
     assert digests_per_chat(telegram) == Counter({"1001": 1})
 
 
+QUIET_INTERVALS = {
+    "DELIVERY_LEASE_SECONDS": "3600",
+    "WORKER_HEARTBEAT_SECONDS": "300",
+    "LEADER_CHECK_SECONDS": "60",
+}
+"""Every periodic wait of a process as long as the settings allow (claims renewed every 20 minutes, heartbeats
+every 5, leadership checked every minute): a shutdown that waited for any of them would take minutes."""
+
+
+def test_sigterm_stops_every_role_without_waiting_for_its_periodic_chores(
+    admin_url: str, tmp_path: Path, telegram: FakeTelegram
+) -> None:
+    with running_cluster(admin_url, tmp_path, **telegram_env(telegram), **QUIET_INTERVALS) as cluster:
+        processes = [cluster.start_healthy(role) for role in ("web", "worker", "all")]
+        wait_for(lambda: any("leads now" in p.log() for p in processes), what="a polling leader", seconds=60)
+        for process in processes:
+            # Far less than the shortest of the waits above; a healthy stop takes well under a second.
+            assert process.terminate(timeout=45) == 0, process.log()
+            assert "app.service: stopped" in process.log(), process.log()[-2000:]
+
+
+def test_sigterm_during_a_run_lets_it_finish_within_the_grace_period_and_nothing_is_lost(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
+) -> None:
+    fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml", delay=3))
+    env = {**telegram_env(telegram), **QUIET_INTERVALS, "SHUTDOWN_GRACE_SECONDS": "300"}
+    with running_cluster(admin_url, tmp_path, **env) as cluster:
+        first = start_one_run(cluster, fake_server)
+        assert first.terminate(timeout=240) == 0, first.log()  # the run under way finishes first
+        run_status = cluster.scalar("SELECT status FROM runs")
+        job_status = cluster.scalar("SELECT status FROM procrastinate_jobs WHERE task_name = 'lookout.run_monitor'")
+        queued = cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'pending'")
+        second = cluster.start_healthy("worker")  # the digest the stopped worker left in the outbox goes out
+        wait_for(
+            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 1,
+            what="the digest of the finished run",
+            seconds=180,
+            every=0.5,
+        )
+        runs = cluster.scalar("SELECT count(*) FROM runs")
+        assert second.terminate() == 0, second.log()
+    assert run_status == "succeeded" and job_status == "succeeded" and runs == 1
+    assert runs_logged(first.log()) == 1 and "running again the run" not in second.log()
+    assert queued == 1  # the stopped worker took no new job: its digest waited in the outbox
+    assert digests_per_chat(telegram) == Counter({"1001": 1})
+
+
 def test_a_worker_killed_during_a_delivery_leaves_the_rest_to_another_without_resending_confirmed_parts(
     admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer
 ) -> None:
