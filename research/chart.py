@@ -182,6 +182,7 @@ def write_volume_chart(
     # package does not pay for matplotlib.
     from matplotlib import dates as mdates
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.collections import PolyCollection
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
@@ -205,10 +206,22 @@ def write_volume_chart(
     centres = [position + offset for position in positions]
     bottoms = [0] * len(positions)
     palette = [f"C{n}" for n in range(10)]
+    half = step * 0.4
     for number, (source, values) in enumerate(counts.per_source.items()):
         colour = SENTIMENT_COLOURS.get(source, "C0") if by_tone else palette[number % len(palette)]
-        axes.bar(centres, values, width=step * 0.8, bottom=bottoms, label=source, color=colour)
+        # One polygon collection per series rather than `axes.bar`'s one patch per bar: the same picture, at a
+        # fraction of the CPU (each patch is an artist of its own, laid out and drawn one by one).
+        boxes = [
+            [(centre - half, bottom), (centre - half, bottom + value), (centre + half, bottom + value),
+             (centre + half, bottom)]
+            for centre, bottom, value in zip(centres, bottoms, values, strict=True)
+            if value
+        ]  # fmt: skip
+        bars = PolyCollection(boxes, facecolors=colour, edgecolors="none", linewidths=0, label=source)
+        bars.sticky_edges.y.append(0)  # as bars: the value axis starts at zero, with no margin below
+        axes.add_collection(bars)
         bottoms = [b + c for b, c in zip(bottoms, values, strict=True)]
+    axes.autoscale_view()
 
     _axis_format(axes, counts.unit, len(positions))
     axes.set_xlim(centres[0] - step * 0.6, centres[-1] + step * 0.6)
@@ -240,6 +253,12 @@ def write_volume_chart(
     path.parent.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # The layout is worked out once, then switched off: savefig with a layout engine set draws the whole
+        # figure twice (once without rendering, for the layout), which was a third of a chart's CPU.
+        engine = figure.get_layout_engine()
+        assert engine is not None
+        engine.execute(figure)
+        figure.set_layout_engine(None)
         figure.savefig(path, format="png")
     missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
     if missing:  # the fonts above lack a script used in the title: say so (once per chart), never silently
