@@ -309,6 +309,16 @@ def test_when_the_polling_process_dies_another_polls_and_nothing_is_answered_twi
     assert telegram.conflicts <= 1
 
 
+def wait_until_sent(cluster: Cluster, count: int, *, what: str, seconds: float = 180) -> None:
+    """Wait until `count` outbox rows are marked sent."""
+    wait_for(
+        lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == count,
+        what=what,
+        seconds=seconds,
+        every=0.5,
+    )
+
+
 def start_one_run(cluster: Cluster, feed: FakeHTTPServer) -> LookoutProcess:
     """One monitor on the (slow) feed, one worker, the monitor due: returns once its run asked for the feed."""
     seed_monitors(cluster, f"{feed.url}{FEED_PATH}", 1)
@@ -329,12 +339,7 @@ def test_a_worker_killed_during_a_run_leaves_it_to_another_which_finishes_it(
         first.kill()
         assert cluster.scalar("SELECT status FROM runs") == "running"
         second = cluster.start_healthy("worker")
-        wait_for(
-            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 1,
-            what="the digest of the run taken over",
-            seconds=180,
-            every=0.5,
-        )
+        wait_until_sent(cluster, 1, what="the digest of the run taken over")
         runs = cluster.scalar("SELECT count(*) FROM runs")
         status = cluster.scalar("SELECT status FROM runs")
         assert second.terminate() == 0, second.log()
@@ -360,12 +365,7 @@ def test_sigterm_during_a_run_hands_the_job_back_after_the_grace_period(
         still_running = cluster.scalar("SELECT status FROM runs")
         fake_server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml"))
         second = cluster.start_healthy("worker")
-        wait_for(
-            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 1,
-            what="the digest of the run handed back",
-            seconds=180,
-            every=0.5,
-        )
+        wait_until_sent(cluster, 1, what="the digest of the run handed back")
         status = cluster.scalar("SELECT status FROM runs")
         runs = cluster.scalar("SELECT count(*) FROM runs")
         assert second.terminate() == 0, second.log()
@@ -408,12 +408,7 @@ def test_sigterm_during_a_run_lets_it_finish_within_the_grace_period_and_nothing
         job_status = cluster.scalar("SELECT status FROM procrastinate_jobs WHERE task_name = 'lookout.run_monitor'")
         queued = cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'pending'")
         second = cluster.start_healthy("worker")  # the digest the stopped worker left in the outbox goes out
-        wait_for(
-            lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 1,
-            what="the digest of the finished run",
-            seconds=180,
-            every=0.5,
-        )
+        wait_until_sent(cluster, 1, what="the digest of the finished run")
         runs = cluster.scalar("SELECT count(*) FROM runs")
         assert second.terminate() == 0, second.log()
     assert run_status == "succeeded" and job_status == "succeeded" and runs == 1
@@ -437,12 +432,7 @@ def test_a_worker_killed_during_a_delivery_leaves_the_rest_to_another_without_re
             first.kill()  # the second part is in flight: recorded, its answer not yet heard
             before_kill = [_part(message) for message in telegram.sent(1001)]
             second = cluster.start_healthy("worker")
-            wait_for(
-                lambda: cluster.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'") == 1,
-                what="the rest of the digest",
-                seconds=180,
-                every=0.5,
-            )
+            wait_until_sent(cluster, 1, what="the rest of the digest")
             assert second.terminate() == 0, second.log()
         received = [_part(message) for message in telegram.sent(1001)]
     counts = Counter(received)
