@@ -31,6 +31,7 @@ from research import (
     TopicDigests,
     assemble_briefing,
     render_briefing_markdown,
+    volume_counts,
     write_stored_items_csv,
     write_volume_chart,
 )
@@ -75,9 +76,17 @@ class QueuedBriefing:
 
 
 @dataclass(frozen=True, kw_only=True)
+class _BriefingFiles:
+    artifacts: dict[str, str]
+    chart_topics: dict[str, int]
+    """Items the chart drew per topic (its bars' split), most first."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class _Assembled:
     text: str
     artifacts: dict[str, str]
+    chart_topics: dict[str, int]
     topics: int
     with_news: int
     run_ids: list[int]
@@ -106,7 +115,7 @@ class BriefingService:
         self._items = ItemRepository(database)
         self._briefings = BriefingRepository(database)
         self._subscriptions = SubscriptionRepository(database)
-        self._files_of_pass: dict[tuple[object, ...], dict[str, str]] = {}
+        self._files_of_pass: dict[tuple[object, ...], _BriefingFiles] = {}
         """The CSV and chart written in this pass, by the runs they cover (chats reading the same runs share them)."""
 
     async def set_briefing(self, chat_id: int, schedule: Schedule | None) -> ChatRecord:
@@ -248,7 +257,7 @@ class BriefingService:
         runs: Sequence[RunRecord],
         *,
         due: datetime,
-        files: dict[tuple[object, ...], dict[str, str]],
+        files: dict[tuple[object, ...], _BriefingFiles],
     ) -> _Assembled | None:
         by_monitor: dict[int, list[RunRecord]] = defaultdict(list)
         for run in runs:
@@ -293,15 +302,16 @@ class BriefingService:
         briefing = assemble_briefing(topics)
         zone = ZoneInfo(chat.timezone)
         text = render_briefing_markdown(briefing, title=f"Your briefing · {due.astimezone(zone):%Y-%m-%d %H:%M %Z}")
-        artifacts: dict[str, str] = {}
+        written = _BriefingFiles(artifacts={}, chart_topics={})
         if briefing.has_news and rows:
             key = (tuple(run.id for run in runs), chat.timezone, due)
             if key not in files:  # the files do not depend on the reader's language: written once for all
                 files[key] = await asyncio.to_thread(self._write_files, runs, rows, due=due, zone=zone)
-            artifacts = files[key]
+            written = files[key]
         return _Assembled(
             text=text,
-            artifacts=artifacts,
+            artifacts=written.artifacts,
+            chart_topics=written.chart_topics,
             topics=len(topics),
             with_news=len(briefing.sections),
             run_ids=[run.id for run in runs],
@@ -309,7 +319,7 @@ class BriefingService:
 
     def _write_files(
         self, runs: Sequence[RunRecord], rows: Sequence[tuple[str, ItemWithScores]], *, due: datetime, zone: ZoneInfo
-    ) -> dict[str, str]:
+    ) -> _BriefingFiles:
         """One CSV of every topic's items (a `topic` column) and one chart of all topics, named after the runs they
         cover, so chats sharing a briefing share the files."""
         digest = hashlib.sha256(",".join(str(run.id) for run in runs).encode()).hexdigest()[:10]
@@ -324,17 +334,21 @@ class BriefingService:
             if scored.item.id not in topic_of and (item := item_of_record(scored.item)) is not None:
                 topic_of[item.id] = topic
                 items.append(item)
+        since = due - timedelta(days=CHART_DAYS)
         write_volume_chart(
             items,
             path=chart_path,
             title="Your briefing: items per topic",
-            since=due - timedelta(days=CHART_DAYS),
+            since=since,
             until=due,
             timezone=zone,
             series=topic_of,
             series_title="topic",
         )
-        return {"csv": str(csv_path), "chart": str(chart_path)}
+        # What the chart drew, per topic (the same items, window and split), kept with the briefing's run.
+        drawn = volume_counts(items, since=since, until=due, timezone=zone, series=topic_of)
+        chart_topics = {topic: sum(counts) for topic, counts in drawn.per_source.items()}
+        return _BriefingFiles(artifacts={"csv": str(csv_path), "chart": str(chart_path)}, chart_topics=chart_topics)
 
 
 def _outcome(assembled: _Assembled | None, chat: ChatRecord, *, due: datetime, now: datetime) -> RunOutcome | None:
@@ -349,6 +363,7 @@ def _outcome(assembled: _Assembled | None, chat: ChatRecord, *, due: datetime, n
             "covers_runs": assembled.run_ids,
             "topics": assembled.topics,
             "with_news": assembled.with_news,
+            "chart_topics": assembled.chart_topics,
             "file_stem": f"briefing-{due.astimezone(ZoneInfo(chat.timezone)):%Y-%m-%d-%H%M}",
         },
         artifacts=assembled.artifacts,
