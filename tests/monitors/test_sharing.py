@@ -262,9 +262,9 @@ class DigestWriter:
         return ModelResponse(parts=[ToolCallPart(tool.name, draft)])
 
 
-async def test_two_languages_among_subscribers_make_two_digests_from_one_collection(world: World) -> None:
-    writer = DigestWriter()
-    service = MonitorService(
+def _written_by(world: World, writer: DigestWriter) -> MonitorService:
+    """The world's service with `writer` as its model (synthesis in each reader's language)."""
+    return MonitorService(
         world.database,
         resolve_sources=resolver(world.sources),
         light_model=None,
@@ -274,6 +274,11 @@ async def test_two_languages_among_subscribers_make_two_digests_from_one_collect
         clock=world.clock,
         pipeline=run_pipeline,
     )
+
+
+async def test_two_languages_among_subscribers_make_two_digests_from_one_collection(world: World) -> None:
+    writer = DigestWriter()
+    service = _written_by(world, writer)
     chats = ChatRepository(world.database)
     _owner, german, english = world.chats
     await chats.update(german.id, language="de")
@@ -303,16 +308,7 @@ async def test_a_language_change_mid_delivery_finishes_that_digest_as_begun_and_
     world: World,
 ) -> None:
     writer = DigestWriter()
-    service = MonitorService(
-        world.database,
-        resolve_sources=resolver(world.sources),
-        light_model=None,
-        heavy_model=FunctionModel(writer),
-        out_dir=world.out_dir,
-        settings=MonitorSettings(min_interval_seconds=900),
-        clock=world.clock,
-        pipeline=run_pipeline,
-    )
+    service = _written_by(world, writer)
     chats = ChatRepository(world.database)
     _owner, reader, _ = world.chats
     await chats.update(reader.id, language="de")
