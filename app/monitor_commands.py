@@ -47,7 +47,7 @@ def _with_stack(settings: Settings, work: Callable[[MonitorStack], Awaitable[T]]
     try:
         return asyncio.run(main())
     except (ScheduleError, MonitorNotFoundError, ValueError) as exc:
-        typer.echo(str(exc).strip("'\""), err=True)
+        CliOutput(err=True).line(str(exc).strip("'\""))
         raise typer.Exit(code=2) from None
 
 
@@ -208,7 +208,7 @@ def subscribe(
             f"{chat} {state} monitor #{view.id} “{view.topic}” ({view.schedule}); {view.receivers} chat(s) receive it."
         )
 
-    typer.echo(_with_stack(settings, work))
+    CliOutput().markdown(_with_stack(settings, work))
 
 
 @monitors_cli.command("unsubscribe")
@@ -224,7 +224,7 @@ def unsubscribe(
         view = await stack.service.sharing.unsubscribe(chat_id, monitor_id, is_admin=True)
         return f"{chat} no longer receives monitor #{view.id} “{view.topic}”."
 
-    typer.echo(_with_stack(settings, work))
+    CliOutput().markdown(_with_stack(settings, work))
 
 
 @monitors_cli.command("export")
@@ -258,7 +258,9 @@ def export(
             written[1].write_bytes(exported.opml)
         return [f"{exported.count} monitor(s) of {chat}:", *(str(path) for path in written)]
 
-    typer.echo("\n".join(_with_stack(settings, work)))
+    output = CliOutput()
+    for line in _with_stack(settings, work):
+        output.line(line)  # plain: people copy these paths
 
 
 @monitors_cli.command("import")
@@ -285,7 +287,7 @@ def import_file(
         plan = await plan_import(stack.service, record, read_monitor_file(file.read_bytes(), topic=topic))
         if plan.problem:
             raise ValueError(f"Nothing imported from {file.name}: {plan.problem}")
-        typer.echo(plan.describe(limit=1000))
+        output.markdown(plan.describe(limit=1000))
         if not plan.entries:
             return "Nothing to create."
         if not yes and not typer.confirm(f"Create these {len(plan.entries)} monitor(s) for {chat}?"):
@@ -295,4 +297,5 @@ def import_file(
         lines += [f"Not created: {failed.label}: {failed.reason}" for failed in result.failed]
         return "\n".join(lines)
 
-    typer.echo(_with_stack(settings, work))
+    output = CliOutput()
+    output.markdown(_with_stack(settings, work))

@@ -31,11 +31,13 @@ from research import (
     TopicDigests,
     assemble_briefing,
     render_briefing_markdown,
+    volume_counts,
     write_stored_items_csv,
     write_volume_chart,
 )
 from sources import Item
 from storage import (
+    BriefingClaim,
     BriefingRepository,
     ChatRecord,
     ChatRepository,
@@ -74,9 +76,17 @@ class QueuedBriefing:
 
 
 @dataclass(frozen=True, kw_only=True)
+class _BriefingFiles:
+    artifacts: dict[str, str]
+    chart_topics: dict[str, int]
+    """Items the chart drew per topic (its bars' split), most first."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class _Assembled:
     text: str
     artifacts: dict[str, str]
+    chart_topics: dict[str, int]
     topics: int
     with_news: int
     run_ids: list[int]
@@ -105,7 +115,7 @@ class BriefingService:
         self._items = ItemRepository(database)
         self._briefings = BriefingRepository(database)
         self._subscriptions = SubscriptionRepository(database)
-        self._files_of_pass: dict[tuple[object, ...], dict[str, str]] = {}
+        self._files_of_pass: dict[tuple[object, ...], _BriefingFiles] = {}
         """The CSV and chart written in this pass, by the runs they cover (chats reading the same runs share them)."""
 
     async def set_briefing(self, chat_id: int, schedule: Schedule | None) -> ChatRecord:
@@ -147,62 +157,93 @@ class BriefingService:
         last_id = 0
         while page := await self._chats.briefings_due(now, after_id=last_id, limit=BRIEFING_PAGE):
             last_id = page[-1].id
-            before = len(queued)
-            for chat in page:
-                try:
-                    done = await self._brief_if_ready(chat, now, shared)
-                except Exception:  # one chat's briefing must not stop the others'
-                    logger.exception("chat %d: the briefing failed", chat.id)
-                    continue
-                if done is not None:
-                    queued.append(done)
-            if len(queued) > before and self._on_queued is not None:
+            try:
+                made = await self._brief_page(page, now, shared)
+            except Exception:  # one page's failure must not stop the others'; its chats stay due for the next pass
+                logger.exception("the briefings of chats %d to %d failed", page[0].id, page[-1].id)
+                continue
+            queued += made
+            if made and self._on_queued is not None:
                 self._on_queued()  # the delivery worker starts on this page while the next is assembled
         return queued
 
-    async def _brief_if_ready(
-        self, chat: ChatRecord, now: datetime, shared: dict[tuple[object, ...], _Assembled | None]
-    ) -> QueuedBriefing | None:
-        schedule = self.schedule_of(chat)
-        if schedule is None or chat.briefing_next_at is None:
-            logger.error("chat %d has an unreadable briefing schedule %r", chat.id, chat.briefing_schedule)
-            await self._chats.update(chat.id, briefing_next_at=None)
-            return None
-        due = latest_due_time(schedule, chat.briefing_next_at, now)
-        monitor_ids = await self._subscriptions.in_briefing(chat.id)
-        if now - due < WAIT_FOR_RUNS and await self._runs_pending(monitor_ids, due):
-            return None  # the next pass looks again
-        since = chat.briefing_since or due - timedelta(days=1)
-        runs = await self._runs.finished_for_monitors(monitor_ids, after=since, until=now, not_sent_to=chat.id)
-        assembled: _Assembled | None = None
-        if runs:
-            key = (tuple(run.id for run in runs), chat.language, chat.timezone, due)
-            if key not in shared:
-                shared[key] = await self._assemble(chat, runs, due=due, files=self._files_of_pass)
-            assembled = shared[key]
-        outcome = None
-        if assembled is not None:
-            outcome = RunOutcome(
-                finished_at=now,
-                stats={
-                    "kind": BRIEFING_KIND,
-                    "text": assembled.text,
-                    "covers_runs": assembled.run_ids,
-                    "topics": assembled.topics,
-                    "with_news": assembled.with_news,
-                    "file_stem": f"briefing-{due.astimezone(ZoneInfo(chat.timezone)):%Y-%m-%d-%H%M}",
-                },
-                artifacts=assembled.artifacts,
-            )
-        run_id = await self._briefings.claim(
-            chat.id, due=chat.briefing_next_at, next_at=schedule.next_run(max(due, now)), now=now, outcome=outcome
-        )
-        if run_id is None or assembled is None:
-            if not runs:
+    async def _brief_page(
+        self, page: Sequence[ChatRecord], now: datetime, shared: dict[tuple[object, ...], _Assembled | None]
+    ) -> list[QueuedBriefing]:
+        """A page of due chats in a few queries, not a few per chat: their monitors in one query, pending and
+        finished runs once per set of monitors, what was already sent on its own in one query, one assembly per
+        set of runs, language and timezone, and every claim in one transaction."""
+        monitor_sets = await self._subscriptions.in_briefings([chat.id for chat in page])
+        pending: dict[tuple[tuple[int, ...], datetime], bool] = {}
+        ready: list[tuple[ChatRecord, Schedule, datetime, tuple[int, ...], datetime]] = []
+        for chat in page:
+            schedule = self.schedule_of(chat)
+            if schedule is None or chat.briefing_next_at is None:
+                logger.error("chat %d has an unreadable briefing schedule %r", chat.id, chat.briefing_schedule)
+                await self._chats.update(chat.id, briefing_next_at=None)
+                continue
+            due = latest_due_time(schedule, chat.briefing_next_at, now)
+            monitor_ids = tuple(monitor_sets.get(chat.id, ()))
+            if now - due < WAIT_FOR_RUNS:
+                if (monitor_ids, due) not in pending:
+                    pending[(monitor_ids, due)] = await self._runs_pending(monitor_ids, due)
+                if pending[(monitor_ids, due)]:
+                    continue  # the next pass looks again
+            ready.append((chat, schedule, due, monitor_ids, chat.briefing_since or due - timedelta(days=1)))
+        # Each set of monitors' finished runs read once, from the earliest start among its chats.
+        earliest: dict[tuple[int, ...], datetime] = {}
+        for _, _, _, monitor_ids, since in ready:
+            earliest[monitor_ids] = min(since, earliest.get(monitor_ids, since))
+        finished = {
+            monitor_ids: await self._runs.finished_for_monitors(monitor_ids, after=after, until=now)
+            for monitor_ids, after in earliest.items()
+        }
+        run_ids = {run.id for runs in finished.values() for run in runs}
+        sent_alone = await self._runs.queued_for_chats(run_ids, [chat.id for chat, *_ in ready])
+        claims: list[BriefingClaim] = []
+        briefs: dict[int, _Assembled] = {}
+        for chat, schedule, due, monitor_ids, since in ready:
+            runs = [
+                run
+                for run in finished[monitor_ids]
+                if run.finished_at is not None and run.finished_at > since and (run.id, chat.id) not in sent_alone
+            ]
+            assembled: _Assembled | None = None
+            if runs:
+                key = (tuple(run.id for run in runs), chat.language, chat.timezone, due)
+                if key not in shared:
+                    try:
+                        shared[key] = await self._assemble(chat, runs, due=due, files=self._files_of_pass)
+                    except Exception:  # one briefing's failure must not stop the others'; it is tried next pass
+                        logger.exception("chat %d: the briefing failed", chat.id)
+                        continue
+                assembled = shared[key]
+            else:
                 logger.info("chat %d: no monitor ran since its last briefing; nothing sent", chat.id)
-            return None
-        logger.info("chat %d: briefing for %s queued (%d topics)", chat.id, due.isoformat(), assembled.topics)
-        return QueuedBriefing(chat_id=chat.id, run_id=run_id, topics=assembled.topics, with_news=assembled.with_news)
+            if assembled is not None:
+                briefs[chat.id] = assembled
+            claims.append(
+                BriefingClaim(
+                    chat_id=chat.id,
+                    due=chat.briefing_next_at or due,
+                    next_at=schedule.next_run(max(due, now)),
+                    outcome=_outcome(assembled, chat, due=due, now=now),
+                )
+            )
+        made = await self._briefings.claim_many(claims, now=now)
+        queued = []
+        for claim in claims:
+            run_id, assembled = made.get(claim.chat_id), briefs.get(claim.chat_id)
+            if run_id is None or assembled is None:
+                continue
+            logger.info("chat %d: briefing for %s queued (%d topics)", claim.chat_id, claim.due.isoformat(),
+                        assembled.topics)  # fmt: skip
+            queued.append(
+                QueuedBriefing(
+                    chat_id=claim.chat_id, run_id=run_id, topics=assembled.topics, with_news=assembled.with_news
+                )
+            )
+        return queued
 
     async def _runs_pending(self, monitor_ids: Sequence[int], due: datetime) -> bool:
         """Whether a monitor of the briefing is still running for a time up to `due`, or is due and not started."""
@@ -216,7 +257,7 @@ class BriefingService:
         runs: Sequence[RunRecord],
         *,
         due: datetime,
-        files: dict[tuple[object, ...], dict[str, str]],
+        files: dict[tuple[object, ...], _BriefingFiles],
     ) -> _Assembled | None:
         by_monitor: dict[int, list[RunRecord]] = defaultdict(list)
         for run in runs:
@@ -261,15 +302,16 @@ class BriefingService:
         briefing = assemble_briefing(topics)
         zone = ZoneInfo(chat.timezone)
         text = render_briefing_markdown(briefing, title=f"Your briefing · {due.astimezone(zone):%Y-%m-%d %H:%M %Z}")
-        artifacts: dict[str, str] = {}
+        written = _BriefingFiles(artifacts={}, chart_topics={})
         if briefing.has_news and rows:
             key = (tuple(run.id for run in runs), chat.timezone, due)
             if key not in files:  # the files do not depend on the reader's language: written once for all
                 files[key] = await asyncio.to_thread(self._write_files, runs, rows, due=due, zone=zone)
-            artifacts = files[key]
+            written = files[key]
         return _Assembled(
             text=text,
-            artifacts=artifacts,
+            artifacts=written.artifacts,
+            chart_topics=written.chart_topics,
             topics=len(topics),
             with_news=len(briefing.sections),
             run_ids=[run.id for run in runs],
@@ -277,7 +319,7 @@ class BriefingService:
 
     def _write_files(
         self, runs: Sequence[RunRecord], rows: Sequence[tuple[str, ItemWithScores]], *, due: datetime, zone: ZoneInfo
-    ) -> dict[str, str]:
+    ) -> _BriefingFiles:
         """One CSV of every topic's items (a `topic` column) and one chart of all topics, named after the runs they
         cover, so chats sharing a briefing share the files."""
         digest = hashlib.sha256(",".join(str(run.id) for run in runs).encode()).hexdigest()[:10]
@@ -292,17 +334,40 @@ class BriefingService:
             if scored.item.id not in topic_of and (item := item_of_record(scored.item)) is not None:
                 topic_of[item.id] = topic
                 items.append(item)
+        since = due - timedelta(days=CHART_DAYS)
         write_volume_chart(
             items,
             path=chart_path,
             title="Your briefing: items per topic",
-            since=due - timedelta(days=CHART_DAYS),
+            since=since,
             until=due,
             timezone=zone,
             series=topic_of,
             series_title="topic",
         )
-        return {"csv": str(csv_path), "chart": str(chart_path)}
+        # What the chart drew, per topic (the same items, window and split), kept with the briefing's run.
+        drawn = volume_counts(items, since=since, until=due, timezone=zone, series=topic_of)
+        chart_topics = {topic: sum(counts) for topic, counts in drawn.per_source.items()}
+        return _BriefingFiles(artifacts={"csv": str(csv_path), "chart": str(chart_path)}, chart_topics=chart_topics)
+
+
+def _outcome(assembled: _Assembled | None, chat: ChatRecord, *, due: datetime, now: datetime) -> RunOutcome | None:
+    """The briefing as the finished run stored for the chat (None: nothing to send)."""
+    if assembled is None:
+        return None
+    return RunOutcome(
+        finished_at=now,
+        stats={
+            "kind": BRIEFING_KIND,
+            "text": assembled.text,
+            "covers_runs": assembled.run_ids,
+            "topics": assembled.topics,
+            "with_news": assembled.with_news,
+            "chart_topics": assembled.chart_topics,
+            "file_stem": f"briefing-{due.astimezone(ZoneInfo(chat.timezone)):%Y-%m-%d-%H%M}",
+        },
+        artifacts=assembled.artifacts,
+    )
 
 
 def _digest(run: RunRecord, language: str | None) -> Digest | None:

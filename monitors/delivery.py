@@ -386,7 +386,12 @@ class DeliveryWorker:
             report.dead += 1
             return False
         run, topic, monitor_language = loaded
-        message = build_message(run, topic=topic, timezone=chat.timezone, language=chat.language or monitor_language)
+        language, timezone = chat.language or monitor_language, chat.timezone
+        if row.parts_sent and row.rendered_language is not None:
+            # Parts already went out: go on in their language and timezone, even after a /language change, so the
+            # chat never gets half a digest in one language and half in another (the next digest uses the new one).
+            language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
+        message = build_message(run, topic=topic, timezone=timezone, language=language)
         parts = sender.parts(message)
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
@@ -411,7 +416,12 @@ class DeliveryWorker:
                     continue  # the same part again, to the new id
                 done += 1
                 if not await self._deliveries.record_parts_sent(
-                    row.id, done, worker=self.identity, until=self._clock() + self._lease
+                    row.id,
+                    done,
+                    worker=self.identity,
+                    until=self._clock() + self._lease,
+                    language=language or "",
+                    timezone=timezone,
                 ):
                     logger.warning(
                         "delivery %d to %s: claim lost after %d of %d parts; another worker goes on",

@@ -1,7 +1,7 @@
 """Research steps: plan queries, collect, de-duplicate and cluster, rank, critique, synthesize, export."""
 
 from research.briefing import Briefing, BriefingSection, TopicDigests, assemble_briefing, render_briefing_markdown
-from research.chart import write_volume_chart
+from research.chart import volume_counts, write_volume_chart
 from research.collect import (
     Collection,
     FailedSources,
@@ -162,6 +162,7 @@ __all__ = [
     "safe_stem",
     "source_kind",
     "sum_usage",
+    "volume_counts",
     "with_languages",
     "write_csv_rows",
     "write_exports",

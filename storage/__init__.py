@@ -30,6 +30,7 @@ from storage.records import (
     UserRecord,
 )
 from storage.repositories import (
+    BriefingClaim,
     BriefingRepository,
     ChatChanges,
     ChatRepository,
@@ -55,6 +56,7 @@ from storage.repositories import (
 __all__ = [
     "KEEPALIVE_SECONDS",
     "AdvisoryLocks",
+    "BriefingClaim",
     "BriefingRepository",
     "ChatChanges",
     "ChatRecord",

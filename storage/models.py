@@ -232,6 +232,10 @@ class Delivery(Base):
     """Parts of the message confirmed sent; a resend starts after them."""
     claimed_by: Mapped[str | None] = mapped_column(String(128))
     """The process (worker identity) whose claim is on the row while `next_attempt_at` is in the future."""
+    rendered_language: Mapped[str | None] = mapped_column(String(35))
+    rendered_timezone: Mapped[str | None] = mapped_column(String(64))
+    """The reader's language ("" for the monitor's own) and timezone the message was rendered in when its first part
+    was confirmed sent: a resend goes on in that rendering even if the chat changed /language or /timezone since."""
 
 
 class Usage(Base):

@@ -266,6 +266,9 @@ class DeliveryRecord:
     """Parts of the message confirmed sent (a resend starts after them)."""
     claimed_by: str | None = None
     """The worker whose claim is on the row until `next_attempt_at`."""
+    rendered_language: str | None = None
+    rendered_timezone: str | None = None
+    """Language ("" for the monitor's own) and timezone of the parts already sent; None before the first part."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,6 +1,6 @@
 """Repositories: one small class per aggregate, each method one transaction, returning records."""
 
-from storage.repositories.briefings import BriefingRepository
+from storage.repositories.briefings import BriefingClaim, BriefingRepository
 from storage.repositories.chats import ChatChanges, ChatRepository
 from storage.repositories.conversations import ConversationRepository
 from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
@@ -18,6 +18,7 @@ from storage.repositories.usage import UsageRepository
 from storage.repositories.users import UserRepository
 
 __all__ = [
+    "BriefingClaim",
     "BriefingRepository",
     "ChatChanges",
     "ChatRepository",

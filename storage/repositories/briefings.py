@@ -1,10 +1,13 @@
-"""Briefings: claiming a chat's due briefing and queueing it, in one transaction."""
+"""Briefings: claiming chats' due briefings and queueing them, a page of chats in one transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat, Run
 from storage.records import RunOutcome, RunStatus
@@ -12,42 +15,67 @@ from storage.repositories._common import Repository
 from storage.repositories.deliveries import queue_rows
 
 
+@dataclass(frozen=True, kw_only=True)
+class BriefingClaim:
+    """One chat's due briefing to claim: move its next briefing from `due` to `next_at`; store and queue `outcome`
+    (None when there is nothing to send)."""
+
+    chat_id: int
+    due: datetime
+    next_at: datetime
+    outcome: RunOutcome | None
+
+
 class BriefingRepository(Repository):
     async def claim(
         self, chat_id: int, *, due: datetime, next_at: datetime, now: datetime, outcome: RunOutcome | None
     ) -> int | None:
-        """In ONE transaction: move the chat's next briefing from `due` to `next_at` and what the following one
-        covers to runs finishing after `now`, store the briefing (`outcome`, None when there is nothing to send)
-        as a finished run of the chat and queue its outbox row. Only the caller that finds the briefing still due at
-        `due` does any of it (a briefing is made once however many workers look); returns the run's id, or None
-        when another caller had it or there was nothing to send.
+        """`claim_many` for one chat: the briefing run's id, or None."""
+        claim = BriefingClaim(chat_id=chat_id, due=due, next_at=next_at, outcome=outcome)
+        return (await self.claim_many([claim], now=now))[chat_id]
+
+    async def claim_many(self, claims: Sequence[BriefingClaim], *, now: datetime) -> dict[int, int | None]:
+        """In ONE transaction, for each claim: move the chat's next briefing from `due` to `next_at` and what the
+        following one covers to runs finishing after `now`, store the briefing (`outcome`) as a finished run of the
+        chat and queue its outbox row. Only a caller that finds a chat's briefing still due at `due` does any of it
+        for that chat (a briefing is made once however many workers look). Returns, per chat, the briefing run's id,
+        or None when another caller had it or there was nothing to send. One commit for a page of chats instead of
+        one per chat: the commit is most of a claim's cost.
         """
+        made: dict[int, int | None] = {}
         async with self._db.transaction() as session:
-            result = await session.execute(
-                update(Chat)
-                .where(Chat.id == chat_id, Chat.briefing_next_at == due)
-                .values(briefing_next_at=next_at, briefing_since=now)
-                .execution_options(synchronize_session=False)
-            )
-            if not result.rowcount or outcome is None:  # type: ignore[attr-defined]
-                return None
-            run = Run(
-                monitor_id=None,
-                chat_id=chat_id,
-                query="briefing",
-                scheduled_for=due,
-                status=RunStatus.SUCCEEDED,
-                started_at=outcome.finished_at,
-                finished_at=outcome.finished_at,
-                stats=dict(outcome.stats),
-                digest=None,
-                language_digests={},
-                artifacts=dict(outcome.artifacts),
-                input_tokens=0,
-                output_tokens=0,
-                cost=0.0,
-            )
-            session.add(run)
-            await session.flush()
-            await queue_rows(session, run.id, [chat_id], at=outcome.finished_at)
-            return run.id
+            for claim in claims:
+                made[claim.chat_id] = await self._claim(session, claim, now=now)
+        return made
+
+    @staticmethod
+    async def _claim(session: AsyncSession, claim: BriefingClaim, *, now: datetime) -> int | None:
+        chat_id, due, next_at, outcome = claim.chat_id, claim.due, claim.next_at, claim.outcome
+        result = await session.execute(
+            update(Chat)
+            .where(Chat.id == chat_id, Chat.briefing_next_at == due)
+            .values(briefing_next_at=next_at, briefing_since=now)
+            .execution_options(synchronize_session=False)
+        )
+        if not result.rowcount or outcome is None:  # type: ignore[attr-defined]
+            return None
+        run = Run(
+            monitor_id=None,
+            chat_id=chat_id,
+            query="briefing",
+            scheduled_for=due,
+            status=RunStatus.SUCCEEDED,
+            started_at=outcome.finished_at,
+            finished_at=outcome.finished_at,
+            stats=dict(outcome.stats),
+            digest=None,
+            language_digests={},
+            artifacts=dict(outcome.artifacts),
+            input_tokens=0,
+            output_tokens=0,
+            cost=0.0,
+        )
+        session.add(run)
+        await session.flush()
+        await queue_rows(session, run.id, [chat_id], at=outcome.finished_at)
+        return run.id

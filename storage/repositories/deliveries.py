@@ -32,6 +32,8 @@ def to_delivery_record(row: Delivery) -> DeliveryRecord:
         sent_at=row.sent_at,
         parts_sent=row.parts_sent,
         claimed_by=row.claimed_by,
+        rendered_language=row.rendered_language,
+        rendered_timezone=row.rendered_timezone,
     )
 
 
@@ -197,14 +199,29 @@ class DeliveryRepository(Repository):
             )
             return int(result.rowcount)  # type: ignore[attr-defined]
 
-    async def record_parts_sent(self, delivery_id: int, parts_sent: int, *, worker: str, until: datetime) -> bool:
-        """Store that the first `parts_sent` parts were confirmed sent, renewing `worker`'s claim to `until`.
-        False when the worker no longer holds the claim (its lease ran out and another worker took the row)."""
+    async def record_parts_sent(
+        self,
+        delivery_id: int,
+        parts_sent: int,
+        *,
+        worker: str,
+        until: datetime,
+        language: str | None = None,
+        timezone: str | None = None,
+    ) -> bool:
+        """Store that the first `parts_sent` parts were confirmed sent, renewing `worker`'s claim to `until`, and
+        the `language` ("" for the monitor's own) and `timezone` they were rendered in. False when the worker no
+        longer holds the claim (its lease ran out and another worker took the row)."""
         async with self._db.transaction() as session:
             result = await session.execute(
                 update(Delivery)
                 .where(Delivery.id == delivery_id, Delivery.status.in_(_OPEN), Delivery.claimed_by == worker)
-                .values(parts_sent=parts_sent, next_attempt_at=until)
+                .values(
+                    parts_sent=parts_sent,
+                    next_attempt_at=until,
+                    rendered_language=language if language is not None else Delivery.rendered_language,
+                    rendered_timezone=timezone if timezone is not None else Delivery.rendered_timezone,
+                )
             )
             return int(result.rowcount) == 1  # type: ignore[attr-defined]
 

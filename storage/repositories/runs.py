@@ -161,6 +161,19 @@ class RunRepository(Repository):
         async with self._db.sessions() as session:
             return [to_run_record(row) for row in await session.scalars(query)]
 
+    async def queued_for_chats(self, run_ids: Collection[int], chat_ids: Collection[int]) -> set[tuple[int, int]]:
+        """The (run id, chat id) pairs among these runs and chats that have an outbox row: runs already sent to
+        the chat on their own (`finished_for_monitors`' `not_sent_to`, for many chats in one query)."""
+        if not run_ids or not chat_ids:
+            return set()
+        async with self._db.sessions() as session:
+            rows = await session.execute(
+                select(Delivery.run_id, Delivery.chat_id).where(
+                    Delivery.run_id.in_(sorted(run_ids)), Delivery.chat_id.in_(sorted(chat_ids))
+                )
+            )
+            return {(int(run_id), int(chat_id)) for run_id, chat_id in rows}
+
     async def running_for_monitors(self, monitor_ids: Collection[int], *, scheduled_until: datetime) -> int:
         """How many of the monitors' runs for times up to `scheduled_until` are still running."""
         if not monitor_ids:

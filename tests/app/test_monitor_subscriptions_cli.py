@@ -83,7 +83,9 @@ def test_export_then_import_into_another_chat_round_trips(environment: Path) -> 
 
     assert exported[0] == 0 and exported[1].startswith("2 monitor(s) of telegram:4242:")
     assert json_path.suffix == ".json" and opml_path.suffix == ".opml"
-    assert "**2 monitors to create:**" in declined[1] and declined[1].endswith("Nothing was created.\n")
+    # drawn by the CLI's one renderer (CliOutput): no raw markdown in a pipe
+    assert "2 monitors to create:\n• “DeepSeek” — weekdays at 07:30" in declined[1] and "**" not in declined[1]
+    assert declined[1].endswith("Nothing was created.\n")
     assert imported[0] == 0 and "Created 2 monitor(s): #3, #4" in imported[1]
     assert "this chat already has that monitor" in twice[1] and twice[1].endswith("Nothing to create.\n")
     assert exported_again[0] == 0

@@ -84,6 +84,12 @@ async def test_a_briefing_over_three_monitors_arrives_once_with_one_csv_and_one_
         rows = list(csv.DictReader(handle))
     assert {row["topic"] for row in rows} == {"DeepSeek", "Mistral", "Open models"}
     assert message.attachments[1].path.read_bytes().startswith(b"\x89PNG")
+    # The chart's bars are split by topic, each item once: the story shared by DeepSeek and Open models is drawn
+    # under DeepSeek only (a split by source would show one "hn" bar; a lost topic would be missing here).
+    stored_briefing = await RunRepository(world.database).get(queued[0].run_id)
+    assert stored_briefing is not None
+    assert stored_briefing.stats["chart_topics"] == {"DeepSeek": 2, "Mistral": 1, "Open models": 1}
+    assert sum(stored_briefing.stats["chart_topics"].values()) == len({row["url"] for row in rows})
     # assembled from stored runs: nothing was collected for it
     assert world.searches() == sum(len(s.queries) for s in world.sources.values())
     stored = await RunRepository(world.database).get(queued[0].run_id)

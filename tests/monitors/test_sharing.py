@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import timedelta
 
@@ -10,14 +11,24 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from monitors.delivery import mark_chat_gone
+from monitors.delivery import DeliveryWorker, RetryLater, mark_chat_gone
 from monitors.service import MonitorService
 from monitors.sharing import normalise_topic
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings
 from research.pipeline import run_pipeline
-from storage import ChatRepository, DeliveryMode, MonitorRepository, RunRepository, SubscriptionRepository
+from sources.base import Item, SearchQuery
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    DeliveryMode,
+    DeliveryRepository,
+    MonitorRepository,
+    RunRepository,
+    SubscriptionRepository,
+)
 from tests.monitors.conftest import T0, World
-from tests.monitors.fakes import resolver
+from tests.monitors.fakes import Part, RecordingSender, resolver
+from tests.research.fake_sources import RecordingSource, make_item
 
 
 async def _shared(world: World, service: MonitorService, topic: str = "DeepSeek", *, quiet: bool = False) -> int:
@@ -251,9 +262,9 @@ class DigestWriter:
         return ModelResponse(parts=[ToolCallPart(tool.name, draft)])
 
 
-async def test_two_languages_among_subscribers_make_two_digests_from_one_collection(world: World) -> None:
-    writer = DigestWriter()
-    service = MonitorService(
+def _written_by(world: World, writer: DigestWriter) -> MonitorService:
+    """The world's service with `writer` as its model (synthesis in each reader's language)."""
+    return MonitorService(
         world.database,
         resolve_sources=resolver(world.sources),
         light_model=None,
@@ -263,6 +274,11 @@ async def test_two_languages_among_subscribers_make_two_digests_from_one_collect
         clock=world.clock,
         pipeline=run_pipeline,
     )
+
+
+async def test_two_languages_among_subscribers_make_two_digests_from_one_collection(world: World) -> None:
+    writer = DigestWriter()
+    service = _written_by(world, writer)
     chats = ChatRepository(world.database)
     _owner, german, english = world.chats
     await chats.update(german.id, language="de")
@@ -279,3 +295,51 @@ async def test_two_languages_among_subscribers_make_two_digests_from_one_collect
     received = {sent.chat.external_id: sent.text for sent in world.sender.sent}
     assert "[de] DeepSeek news" in received["101"]
     assert "[none] DeepSeek news" in received["100"] and "[none] DeepSeek news" in received["102"]
+
+
+def next_days_stories(query: SearchQuery) -> list[Item]:
+    """What the source finds a day later: a story the monitor has not seen (one, as `DigestWriter` writes one
+    development)."""
+    title = "DeepSeek publishes V4 weights"
+    return [make_item("hn", "day2", title=title, text=f"DeepSeek {title}", points=20, hours_ago=1 - 24)]
+
+
+async def test_a_language_change_mid_delivery_finishes_that_digest_as_begun_and_the_next_uses_the_new_one(
+    world: World,
+) -> None:
+    writer = DigestWriter()
+    service = _written_by(world, writer)
+    chats = ChatRepository(world.database)
+    _owner, reader, _ = world.chats
+    await chats.update(reader.id, language="de")
+    shared = await _shared(world, service)
+    await service.sharing.subscribe(reader.id, shared)
+    sender = RecordingSender(split=True)  # the text, the CSV, the chart: three parts
+    worker = DeliveryWorker(world.database, {"telegram": sender}, clock=world.clock)
+
+    async def refuse_the_readers_csv(chat: ChatRecord, part: Part) -> None:
+        if chat.id == reader.id and part.index == 1:
+            raise RetryLater("429", retry_after=5)
+        await RecordingSender.send_part(sender, chat, part)
+
+    sender.send_part = refuse_the_readers_csv  # type: ignore[method-assign]
+    first = await service.run_monitor(shared, T0)
+    assert first is not None and first.run_id is not None
+    await worker.run_once()
+    await chats.update(reader.id, language="en")  # /language en while the German digest is half sent
+    sender.send_part = functools.partial(RecordingSender.send_part, sender)  # type: ignore[method-assign]
+    world.clock.advance(seconds=5)
+    await worker.run_once()
+    world.sources["hn"] = RecordingSource("hn", next_days_stories)
+    world.clock.advance(days=1)
+    second = await service.run_monitor(shared, T0 + timedelta(days=1))
+    await worker.run_once()
+
+    to_reader = [(sent.index, sent.message.text) for sent in sender.sent if sent.chat.id == reader.id]
+    first_digest, next_digest = to_reader[:3], to_reader[3:]
+    assert [index for index, _ in first_digest] == [0, 1, 2]  # nothing sent twice, nothing lost
+    assert all("[de] DeepSeek news" in text for _, text in first_digest)  # the resend went on in German
+    [row] = [r for r in await DeliveryRepository(world.database).list_for_run(first.run_id) if r.chat_id == reader.id]
+    assert (row.parts_sent, row.rendered_language) == (3, "de")
+    assert second is not None and "en" in writer.digests
+    assert next_digest and all("[en] DeepSeek news" in text for _, text in next_digest)
