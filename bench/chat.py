@@ -217,7 +217,7 @@ async def throwaway_postgres(admin_url: str) -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def lookout(
-    url: str, fake: dict[str, str], model: InstantModel, memory_turns: int, tmp: Path
+    url: str, fake: dict[str, str], model: InstantModel, memory_turns: int, tmp: Path, flood_ceiling: float
 ) -> AsyncIterator[Any]:
     """Lookout's Telegram side on `url`, built through the composition root as `lookout run` builds it
     (`app.service.assemble`: monitor stack, services, dispatcher, frontends), with the instant model as the
@@ -233,6 +233,7 @@ async def lookout(
         telegram_bot_token=fake["token"],
         telegram_api_url=fake["url"],
         memory_turns=memory_turns,
+        telegram_max_messages=flood_ceiling,
     )
     async with (
         open_database(settings) as database,
@@ -277,7 +278,7 @@ async def bench_database(
     rows: list[Row] = []
     model = InstantModel()
     with tempfile.TemporaryDirectory() as tmp:
-        async with lookout(url, fake, model, args.memory_turns, Path(tmp)):
+        async with lookout(url, fake, model, args.memory_turns, Path(tmp), args.telegram_max_messages):
             timeout = 600.0
 
             async def run(
@@ -413,6 +414,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=30, help="free-text messages per chat")
     parser.add_argument("--commands", type=int, default=10, help="command messages per chat (0: skip that run)")
     parser.add_argument("--memory-turns", type=int, default=10, help="MEMORY_TURNS (summaries fold older turns)")
+    parser.add_argument(
+        "--telegram-max-messages",
+        type=float,
+        default=100_000.0,
+        help="TELEGRAM_MAX_MESSAGES for Lookout's rate limiter (default: high, since the fake has no ceiling and "
+        "this measures Lookout's side; Telegram itself allows about 30/s, the setting's default)",
+    )
     parser.add_argument("--burst", action="store_true", help="also queue every message at once")
     parser.add_argument(
         "--postgres-url",
