@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import logging
 import multiprocessing
 import os
@@ -42,6 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import yappi
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from sqlalchemy import text
@@ -175,7 +175,8 @@ class InstantModel:
         self.summary_calls = 0
         self.model = FunctionModel(self._answer, model_name="instant")
 
-    def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    async def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        # async, as a real model client is: pydantic-ai runs a plain function in a worker thread
         if SUMMARY_MARK in (info.instructions or ""):
             self.summary_calls += 1
             return ModelResponse(parts=[TextPart("The person tested the bot with numbered messages.")])
@@ -260,6 +261,63 @@ class Row:
     summary_calls: int
 
 
+PROFILE_ENTRIES = (
+    # where a turn's CPU goes, by the entry points of each stage (inclusive CPU time; they nest: see the rows)
+    ("receive: getUpdates and Update.de_json", "Updater._start_polling"),
+    ("receive: Application hands the update on", "Application.process_update"),
+    ("dispatch: whole turn (lock, turn, deliver)", "Dispatcher.dispatch"),
+    ("dispatch: TurnRepository.begin (the read)", "TurnRepository.begin"),
+    ("conversation: Conversation.respond", "Conversation.respond"),
+    ("agent: ChatAgent._reply", "ChatAgent._reply"),
+    ("agent: pydantic-ai Agent.run", "AbstractAgent.run"),
+    ("agent: memory decode", "ConversationMemory.__init__"),
+    ("agent: memory encode", "ConversationMemory.encode_after"),
+    ("agent: TurnRepository.finish (the write)", "TurnRepository.finish"),
+    ("agent: memory fold (background)", "ChatAgent._fold"),
+    ("commands: CommandRouter", "CommandRouter.respond"),
+    ("send: TelegramSender.send_replies", "TelegramSender.send_replies"),
+    ("send: markdown to Telegram HTML", "markdown_to_telegram_html"),
+    ("typing: TypingIndicators._keep_typing", "TypingIndicators._keep_typing"),
+    ("Bot API: every call (ExtBot._do_post)", "ExtBot._do_post"),
+    ("Bot API: aiohttp request", "AiohttpRequest.do_request"),
+    ("Bot API: rate limiter", "AIORateLimiter.process_request"),
+    ("storage: Database.write (SQLite writer thread)", "Database.write"),
+)
+
+
+def write_profile(path: Path, label: str, *, messages: int) -> None:
+    """The yappi profile of one run: CPU per message by stage, then the functions with the most own CPU time."""
+    stats = yappi.get_func_stats()
+    by_name: dict[str, float] = {}
+    for stat in stats:
+        by_name[stat.name] = max(by_name.get(stat.name, 0.0), stat.ttot)
+    threads = sorted(yappi.get_thread_stats(), key=lambda t: -t.ttot)
+    total = sum(t.ttot for t in threads)
+    lines = [
+        f"# {label}: yappi, CPU clock, all threads; {messages:,} messages; {total:.1f} s of CPU",
+        "",
+        "## CPU per message by stage (inclusive; stages nest)",
+        "",
+        "| stage | entry point | CPU ms per message |",
+        "|---|---|---|",
+    ]
+    for stage, name in PROFILE_ENTRIES:
+        if name in by_name:
+            lines.append(f"| {stage} | `{name}` | {by_name[name] * 1000 / messages:.2f} |")
+    lines += ["", "## threads", "", "| thread | CPU s |", "|---|---|"]
+    lines += [f"| {t.name} | {t.ttot:.2f} |" for t in threads[:8]]
+    lines += ["", "## own CPU time (top 60)", "", "| function | calls | own ms/msg | incl. ms/msg | module |"]
+    lines += ["|---|---|---|---|---|"]
+    stats.sort("tsub", "desc")
+    for stat in list(stats)[:60]:
+        module = stat.module.split("site-packages/")[-1].split("python3.11/")[-1]
+        lines.append(
+            f"| `{stat.name}` | {stat.ncall:,} | {stat.tsub * 1000 / messages:.3f} "
+            f"| {stat.ttot * 1000 / messages:.3f} | {module}:{stat.lineno} |"
+        )
+    path.write_text("\n".join(lines) + "\n")
+
+
 def percentile(values: list[float], share: float) -> float:
     if not values:
         return float("nan")
@@ -284,27 +342,20 @@ async def bench_database(
             async def run(
                 label: str, op: str, texts: Sequence[str], messages: int, tag: str, profile: str | None = None
             ) -> None:
-                profiler = None
-                if profile and name == "sqlite":
-                    from pyinstrument import Profiler
-
-                    profiler = Profiler(async_mode="disabled")
-                    profiler.start()
-                functions = cProfile.Profile() if profile and args.cprofile and name == "sqlite" else None
-                if functions is not None:
-                    functions.enable()
+                profiling = bool(profile) and name == "sqlite"
+                if profiling:
+                    yappi.clear_stats()
+                    yappi.set_clock_type("cpu")
+                    yappi.start(builtins=True, profile_threads=True)
                 calls, summaries = model.calls, model.summary_calls
                 cpu = time.process_time()
                 outcome = await drive(
                     conn, op=op, chats=args.chats, messages=messages, texts=list(texts), tag=tag, timeout=timeout
                 )
                 await asyncio.sleep(0.2)  # folds started by the last answers finish (their calls count)
-                if functions is not None and profile:
-                    functions.disable()
-                    functions.dump_stats(f"{profile}.cprofile")
-                if profiler is not None and profile:
-                    profiler.stop()
-                    Path(profile).write_text(profiler.output_text(unicode=True, show_all=False))
+                if profiling and profile:
+                    yappi.stop()
+                    write_profile(Path(profile), label, messages=args.chats * messages)
                 rows.append(
                     Row(
                         database=name,
@@ -432,9 +483,10 @@ def main() -> None:
         default="sqlite,postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite",
         help="comma-separated: sqlite, postgresql (default: both when TEST_DATABASE_URL is set)",
     )
-    parser.add_argument("--profile", help="write a pyinstrument profile of the SQLite free-text run to this file")
-    parser.add_argument("--profile-commands", help="write a pyinstrument profile of the SQLite commands run here")
-    parser.add_argument("--cprofile", action="store_true", help="with a profile, also write cProfile stats next to it")
+    parser.add_argument(
+        "--profile", help="profile Lookout's process (yappi, CPU time, every thread) in the SQLite free-text run"
+    )
+    parser.add_argument("--profile-commands", help="the same for the SQLite commands run")
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:
