@@ -42,6 +42,7 @@ class AiohttpRequest(BaseRequest):
         self._pool_timeout = pool_timeout
         self._media_write_timeout = media_write_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._shut_down = False
 
     @property
     def read_timeout(self) -> float | None:
@@ -53,8 +54,10 @@ class AiohttpRequest(BaseRequest):
                 connector=aiohttp.TCPConnector(limit=self._pool_size),
                 headers={"User-Agent": self.USER_AGENT},
             )
+        self._shut_down = False
 
     async def shutdown(self) -> None:
+        self._shut_down = True
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
@@ -69,8 +72,13 @@ class AiohttpRequest(BaseRequest):
         connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
         pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
     ) -> tuple[int, bytes]:
+        if self._shut_down:
+            raise RuntimeError("This AiohttpRequest is shut down!")
         if self._session is None or self._session.closed:
-            raise RuntimeError("This AiohttpRequest is not initialized!")
+            # Used before `initialize` (a sender whose bot was never started): open the session now, as
+            # PTB's `HTTPXRequest` has its client from the start.
+            await self.initialize()
+            assert self._session is not None
         files = request_data is not None and request_data.contains_files
         read = self._read_timeout if isinstance(read_timeout, DefaultValue) else read_timeout
         connect = self._connect_timeout if isinstance(connect_timeout, DefaultValue) else connect_timeout
