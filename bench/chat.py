@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import logging
 import multiprocessing
 import os
@@ -42,6 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import yappi
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from sqlalchemy import text
@@ -68,6 +68,9 @@ class Outcome:
     out_of_order: int = 0
     unexpected: list[str] = field(default_factory=list)
     """Answers that are not the expected echo (an error reply, for one)."""
+    fake_cpu_seconds: float = 0.0
+    """CPU time of the fake's process (Bot API and people) during the run: when it nears the wall time, the fake
+    (not Lookout) bounds the throughput."""
 
 
 def fake_process(conn: Connection, long_poll_cap: float) -> None:
@@ -135,6 +138,7 @@ async def _people(
                 return
 
     start = time.monotonic()
+    fake_cpu = time.process_time()
     if op == "closed":
         await asyncio.gather(*(person(chat_id) for chat_id in chat_ids))
     else:
@@ -143,7 +147,7 @@ async def _people(
                 sent_ids[chat_id].append(fake.push_text(int(chat_id), text_for(n)))
         deadline = start + timeout
         await asyncio.gather(*(wait_for(chat_id, messages, deadline) for chat_id in chat_ids))
-    outcome = Outcome(seconds=time.monotonic() - start)
+    outcome = Outcome(seconds=time.monotonic() - start, fake_cpu_seconds=time.process_time() - fake_cpu)
     await asyncio.sleep(0.5)  # a duplicate answer would arrive in this time
     fake._listeners.remove(on_message)
     for chat_id in chat_ids:
@@ -175,7 +179,8 @@ class InstantModel:
         self.summary_calls = 0
         self.model = FunctionModel(self._answer, model_name="instant")
 
-    def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    async def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        # async, as a real model client is: pydantic-ai runs a plain function in a worker thread
         if SUMMARY_MARK in (info.instructions or ""):
             self.summary_calls += 1
             return ModelResponse(parts=[TextPart("The person tested the bot with numbered messages.")])
@@ -217,7 +222,7 @@ async def throwaway_postgres(admin_url: str) -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def lookout(
-    url: str, fake: dict[str, str], model: InstantModel, memory_turns: int, tmp: Path
+    url: str, fake: dict[str, str], model: InstantModel, memory_turns: int, tmp: Path, flood_ceiling: float
 ) -> AsyncIterator[Any]:
     """Lookout's Telegram side on `url`, built through the composition root as `lookout run` builds it
     (`app.service.assemble`: monitor stack, services, dispatcher, frontends), with the instant model as the
@@ -233,6 +238,7 @@ async def lookout(
         telegram_bot_token=fake["token"],
         telegram_api_url=fake["url"],
         memory_turns=memory_turns,
+        telegram_max_messages=flood_ceiling,
     )
     async with (
         open_database(settings) as database,
@@ -259,6 +265,63 @@ class Row:
     summary_calls: int
 
 
+PROFILE_ENTRIES = (
+    # where a turn's CPU goes, by the entry points of each stage (inclusive CPU time; they nest: see the rows)
+    ("receive: getUpdates and Update.de_json", "Updater._start_polling"),
+    ("receive: Application hands the update on", "Application.process_update"),
+    ("dispatch: whole turn (lock, turn, deliver)", "Dispatcher.dispatch"),
+    ("dispatch: TurnRepository.begin (the read)", "TurnRepository.begin"),
+    ("conversation: Conversation.respond", "Conversation.respond"),
+    ("agent: ChatAgent._reply", "ChatAgent._reply"),
+    ("agent: pydantic-ai Agent.run", "AbstractAgent.run"),
+    ("agent: memory decode", "ConversationMemory.__init__"),
+    ("agent: memory encode", "ConversationMemory.encode_after"),
+    ("agent: TurnRepository.finish (the write)", "TurnRepository.finish"),
+    ("agent: memory fold (background)", "ChatAgent._fold"),
+    ("commands: CommandRouter", "CommandRouter.respond"),
+    ("send: TelegramSender.send_replies", "TelegramSender.send_replies"),
+    ("send: markdown to Telegram HTML", "markdown_to_telegram_html"),
+    ("typing: TypingIndicators._keep_typing", "TypingIndicators._keep_typing"),
+    ("Bot API: every call (ExtBot._do_post)", "ExtBot._do_post"),
+    ("Bot API: aiohttp request", "AiohttpRequest.do_request"),
+    ("Bot API: rate limiter", "AIORateLimiter.process_request"),
+    ("storage: Database.write (SQLite writer thread)", "Database.write"),
+)
+
+
+def write_profile(path: Path, label: str, *, messages: int) -> None:
+    """The yappi profile of one run: CPU per message by stage, then the functions with the most own CPU time."""
+    stats = yappi.get_func_stats()
+    by_name: dict[str, float] = {}
+    for stat in stats:
+        by_name[stat.name] = max(by_name.get(stat.name, 0.0), stat.ttot)
+    threads = sorted(yappi.get_thread_stats(), key=lambda t: -t.ttot)
+    total = sum(t.ttot for t in threads)
+    lines = [
+        f"# {label}: yappi, CPU clock, all threads; {messages:,} messages; {total:.1f} s of CPU",
+        "",
+        "## CPU per message by stage (inclusive; stages nest)",
+        "",
+        "| stage | entry point | CPU ms per message |",
+        "|---|---|---|",
+    ]
+    for stage, name in PROFILE_ENTRIES:
+        if name in by_name:
+            lines.append(f"| {stage} | `{name}` | {by_name[name] * 1000 / messages:.2f} |")
+    lines += ["", "## threads", "", "| thread | CPU s |", "|---|---|"]
+    lines += [f"| {t.name} | {t.ttot:.2f} |" for t in threads[:8]]
+    lines += ["", "## own CPU time (top 60)", "", "| function | calls | own ms/msg | incl. ms/msg | module |"]
+    lines += ["|---|---|---|---|---|"]
+    stats.sort("tsub", "desc")
+    for stat in list(stats)[:60]:
+        module = stat.module.split("site-packages/")[-1].split("python3.11/")[-1]
+        lines.append(
+            f"| `{stat.name}` | {stat.ncall:,} | {stat.tsub * 1000 / messages:.3f} "
+            f"| {stat.ttot * 1000 / messages:.3f} | {module}:{stat.lineno} |"
+        )
+    path.write_text("\n".join(lines) + "\n")
+
+
 def percentile(values: list[float], share: float) -> float:
     if not values:
         return float("nan")
@@ -277,33 +340,26 @@ async def bench_database(
     rows: list[Row] = []
     model = InstantModel()
     with tempfile.TemporaryDirectory() as tmp:
-        async with lookout(url, fake, model, args.memory_turns, Path(tmp)):
+        async with lookout(url, fake, model, args.memory_turns, Path(tmp), args.telegram_max_messages):
             timeout = 600.0
 
             async def run(
                 label: str, op: str, texts: Sequence[str], messages: int, tag: str, profile: str | None = None
             ) -> None:
-                profiler = None
-                if profile and name == "sqlite":
-                    from pyinstrument import Profiler
-
-                    profiler = Profiler(async_mode="disabled")
-                    profiler.start()
-                functions = cProfile.Profile() if profile and args.cprofile and name == "sqlite" else None
-                if functions is not None:
-                    functions.enable()
+                profiling = bool(profile) and name == "sqlite"
+                if profiling:
+                    yappi.clear_stats()
+                    yappi.set_clock_type("cpu")
+                    yappi.start(builtins=True, profile_threads=True)
                 calls, summaries = model.calls, model.summary_calls
                 cpu = time.process_time()
                 outcome = await drive(
                     conn, op=op, chats=args.chats, messages=messages, texts=list(texts), tag=tag, timeout=timeout
                 )
                 await asyncio.sleep(0.2)  # folds started by the last answers finish (their calls count)
-                if functions is not None and profile:
-                    functions.disable()
-                    functions.dump_stats(f"{profile}.cprofile")
-                if profiler is not None and profile:
-                    profiler.stop()
-                    Path(profile).write_text(profiler.output_text(unicode=True, show_all=False))
+                if profiling and profile:
+                    yappi.stop()
+                    write_profile(Path(profile), label, messages=args.chats * messages)
                 rows.append(
                     Row(
                         database=name,
@@ -382,10 +438,10 @@ async def bench(args: argparse.Namespace) -> None:
         f"{args.load_before[0]:.2f} / {load[0]:.2f}\n"
     )
     print(
-        "| database | run | messages | wall | msg/s | p50 | p99 | max | Lookout CPU/msg | model calls/msg "
-        "(summaries) | lost / dup / out of order |"
+        "| database | run | messages | wall | msg/s | p50 | p99 | max | Lookout CPU/msg | fake's CPU/msg "
+        "| model calls/msg (summaries) | lost / dup / out of order |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         outcome = row.outcome
         count = outcome.sent or 1
@@ -395,7 +451,8 @@ async def bench(args: argparse.Namespace) -> None:
             f"| {percentile(outcome.latencies, 0.5) * 1000:.0f} ms "
             f"| {percentile(outcome.latencies, 0.99) * 1000:.0f} ms "
             f"| {max(outcome.latencies, default=float('nan')) * 1000:.0f} ms "
-            f"| {row.cpu_seconds * 1000 / count:.1f} ms | {row.model_calls / count:.2f} ({row.summary_calls}) "
+            f"| {row.cpu_seconds * 1000 / count:.1f} ms | {outcome.fake_cpu_seconds * 1000 / count:.1f} ms "
+            f"| {row.model_calls / count:.2f} ({row.summary_calls}) "
             f"| {outcome.lost} / {outcome.duplicated} / {outcome.out_of_order} |"
         )
     for row in rows:
@@ -413,6 +470,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=30, help="free-text messages per chat")
     parser.add_argument("--commands", type=int, default=10, help="command messages per chat (0: skip that run)")
     parser.add_argument("--memory-turns", type=int, default=10, help="MEMORY_TURNS (summaries fold older turns)")
+    parser.add_argument(
+        "--telegram-max-messages",
+        type=float,
+        default=100_000.0,
+        help="TELEGRAM_MAX_MESSAGES for Lookout's rate limiter (default: high, since the fake has no ceiling and "
+        "this measures Lookout's side; Telegram itself allows about 30/s, the setting's default)",
+    )
     parser.add_argument("--burst", action="store_true", help="also queue every message at once")
     parser.add_argument(
         "--postgres-url",
@@ -424,9 +488,10 @@ def main() -> None:
         default="sqlite,postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite",
         help="comma-separated: sqlite, postgresql (default: both when TEST_DATABASE_URL is set)",
     )
-    parser.add_argument("--profile", help="write a pyinstrument profile of the SQLite free-text run to this file")
-    parser.add_argument("--profile-commands", help="write a pyinstrument profile of the SQLite commands run here")
-    parser.add_argument("--cprofile", action="store_true", help="with a profile, also write cProfile stats next to it")
+    parser.add_argument(
+        "--profile", help="profile Lookout's process (yappi, CPU time, every thread) in the SQLite free-text run"
+    )
+    parser.add_argument("--profile-commands", help="the same for the SQLite commands run")
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:

@@ -52,7 +52,8 @@ BAD_MODEL_ANSWER = "The language model gave an answer I couldn't use. Please rep
 NO_MODEL_REMINDER = "(Free text needs a language model, which is not configured; commands work — see /help.)"
 
 
-def _chat_context(ctx: RunContext[ChatDeps]) -> str:
+async def _chat_context(ctx: RunContext[ChatDeps]) -> str:
+    # async on purpose: pydantic-ai runs a plain function's instructions in a worker thread, a hop per turn
     deps = ctx.deps
     return chat_context(
         now=deps.now,

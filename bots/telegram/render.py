@@ -159,6 +159,10 @@ def _balance(pieces: list[_Piece], hrefs: list[str | None]) -> tuple[list[_Piece
     kept_hrefs: list[str | None] = []
     stack: list[str] = []
     for piece, href in zip(pieces, hrefs, strict=True):
+        if type(piece) is str:  # most pieces are characters: one cheap test before the tag cases
+            balanced.append(piece)
+            kept_hrefs.append(href)
+            continue
         if isinstance(piece, _Close):
             if piece.name not in stack:
                 continue
@@ -234,7 +238,7 @@ def _emit_all(pieces: list[_Piece]) -> str:
     out: list[str] = []
     run: list[str] = []
     for piece in pieces:
-        if isinstance(piece, str):
+        if type(piece) is str:
             run.append(piece)
             continue
         if run:

@@ -20,12 +20,12 @@ from typing import Literal, Protocol
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import AIORateLimiter, BaseRateLimiter, ExtBot
-from telegram.request import HTTPXRequest
 
 from agent import Attachment, Button, Reply
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine
 from bots.telegram.api import delivery_error, is_group, send_file, send_html
 from bots.telegram.render import caption, markdown_to_telegram_html, split_telegram_html
+from bots.telegram.request import AiohttpRequest
 from monitors import ChatGone, ChatMoved, DeliveryError, RetryLater
 from sources import Backoff, Sleep
 from storage import ChatRecord
@@ -87,15 +87,16 @@ def build_bot(
     rate_limiter: BaseRateLimiter[int] | None = None,
 ) -> ExtBot[None]:
     """The process's one `Bot` for TELEGRAM_BOT_TOKEN at TELEGRAM_API_URL, with its rate limiter: every call
-    (answers, status edits, typing, digests) is paced by it. `rate_limiter` replaces the in-process one built
-    from `limits` (several processes sharing the token share a limiter through the database)."""
+    (answers, status edits, typing, digests) is paced by it and sent through aiohttp (`AiohttpRequest`).
+    `rate_limiter` replaces the in-process one built from `limits` (several processes sharing the token share a
+    limiter through the database)."""
     api = api_url.rstrip("/")
     return ExtBot(
         token,
         base_url=f"{api}/bot",
         base_file_url=f"{api}/file/bot",
-        request=HTTPXRequest(connection_pool_size=connection_pool_size, read_timeout=read_timeout, pool_timeout=30.0),
-        get_updates_request=HTTPXRequest(connection_pool_size=1, read_timeout=poll_timeout + 10),
+        request=AiohttpRequest(connection_pool_size=connection_pool_size, read_timeout=read_timeout, pool_timeout=30.0),
+        get_updates_request=AiohttpRequest(connection_pool_size=1, read_timeout=poll_timeout + 10),
         rate_limiter=rate_limiter or (limits or TelegramLimits()).rate_limiter(),  # type: ignore[arg-type]
     )
 

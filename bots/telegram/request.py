@@ -1,0 +1,118 @@
+"""python-telegram-bot's network seam (`BaseRequest`) on aiohttp: every Bot API call of the process goes through it.
+
+Why not PTB's default `HTTPXRequest`: measured on this machine against the fake Bot API, one call through httpx
+costs 1.7 ms of CPU alone and 3 ms with 50 calls in flight (httpcore's pool re-checks every pooled connection,
+with a system call each, whenever a request starts or ends), aiohttp 0.45 ms at either concurrency (see
+bench/README.md, `chat.py`). PTB keeps the Bot API itself (parameters, JSON answers, errors); this class
+only moves bytes, and maps aiohttp's failures onto PTB's `TimedOut` and `NetworkError` as `HTTPXRequest` does.
+
+Timeouts: `connect_timeout` bounds opening a connection, `pool_timeout` waiting for a free one (both within
+aiohttp's `connect`), `read_timeout` each wait for the server's bytes; a call may pass its own (getUpdates does).
+Uploads (files) get `media_write_timeout` as PTB's default class gives them.
+"""
+
+from __future__ import annotations
+
+import aiohttp
+from telegram._utils.defaultvalue import DefaultValue
+from telegram._utils.types import ODVInput
+from telegram.error import NetworkError, TimedOut
+from telegram.request import BaseRequest, RequestData
+
+__all__ = ["AiohttpRequest"]
+
+
+class AiohttpRequest(BaseRequest):
+    """A `telegram.request.BaseRequest` on one `aiohttp.ClientSession` (HTTP/1.1, keep-alive pool)."""
+
+    def __init__(
+        self,
+        *,
+        connection_pool_size: int = 32,
+        read_timeout: float | None = 5.0,
+        write_timeout: float | None = 5.0,
+        connect_timeout: float | None = 5.0,
+        pool_timeout: float | None = 1.0,
+        media_write_timeout: float | None = 20.0,
+    ) -> None:
+        self._pool_size = connection_pool_size
+        self._read_timeout = read_timeout
+        self._write_timeout = write_timeout
+        self._connect_timeout = connect_timeout
+        self._pool_timeout = pool_timeout
+        self._media_write_timeout = media_write_timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._shut_down = False
+
+    @property
+    def read_timeout(self) -> float | None:
+        return self._read_timeout
+
+    async def initialize(self) -> None:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._pool_size),
+                headers={"User-Agent": self.USER_AGENT},
+            )
+        self._shut_down = False
+
+    async def shutdown(self) -> None:
+        self._shut_down = True
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            await session.close()
+
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        write_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+    ) -> tuple[int, bytes]:
+        if self._shut_down:
+            raise RuntimeError("This AiohttpRequest is shut down!")
+        if self._session is None or self._session.closed:
+            # Used before `initialize` (a sender whose bot was never started): open the session now, as
+            # PTB's `HTTPXRequest` has its client from the start.
+            await self.initialize()
+            assert self._session is not None
+        files = request_data is not None and request_data.contains_files
+        read = self._read_timeout if isinstance(read_timeout, DefaultValue) else read_timeout
+        connect = self._connect_timeout if isinstance(connect_timeout, DefaultValue) else connect_timeout
+        pool = self._pool_timeout if isinstance(pool_timeout, DefaultValue) else pool_timeout
+        if isinstance(write_timeout, DefaultValue):
+            write = self._media_write_timeout if files else self._write_timeout
+        else:
+            write = write_timeout
+        timeout = aiohttp.ClientTimeout(
+            # aiohttp's `connect` covers waiting for a pooled connection and opening one
+            connect=None if pool is None or connect is None else pool + connect,
+            sock_connect=connect,
+            # sending happens before the first read; an upload's whole exchange is bounded by write + read
+            sock_read=read if not files or read is None or write is None else read + write,
+        )
+        body = _body(request_data)
+        try:
+            async with self._session.request(method, url, data=body, timeout=timeout) as response:
+                return response.status, await response.read()
+        except TimeoutError as error:  # aiohttp's timeouts are TimeoutErrors
+            raise TimedOut from error
+        except aiohttp.ClientError as error:
+            raise NetworkError(f"aiohttp.{type(error).__name__}: {error}") from error
+
+
+def _body(request_data: RequestData | None) -> aiohttp.FormData | dict[str, str] | None:
+    """Form-encoded parameters, or multipart when there are files (as python-telegram-bot's own request sends)."""
+    if request_data is None:
+        return None
+    if not request_data.contains_files:
+        return request_data.json_parameters
+    form = aiohttp.FormData()
+    for name, value in request_data.json_parameters.items():
+        form.add_field(name, value)
+    for name, (filename, content, mime_type) in request_data.multipart_data.items():
+        form.add_field(name, content, filename=filename, content_type=mime_type)
+    return form
