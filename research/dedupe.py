@@ -182,7 +182,9 @@ class Deduper:
         self.threshold = threshold
         self.embedding_threshold = embedding_threshold
         self._vectors = vectors or {}
-        self._topic_terms = frozenset(story_terms(topic, None).terms) if topic else frozenset()
+        self._topic = topic
+        self._topic_terms: dict[str | None, frozenset[str]] = {}
+        """The topic's terms as read in each item language seen (stems differ between languages)."""
 
         self._items: list[Item] = []
         self._fingerprints: list[Fingerprint] = []
@@ -255,11 +257,20 @@ class Deduper:
         """Each term's weight: how much rarer than a common word it is in the language at large (nothing for common
         words and for the topic's own words). It does not depend on the batch: a big story's key words are as
         telling in a batch it fills as in one where it is alone (real news says damping shared words loses it)."""
+        topic_terms = self._topic_terms_in(fingerprint_.language)
         return {
             term: rarity - COMMON_WORD_RARITY
             for term, rarity in fingerprint_.terms.items()
-            if rarity > COMMON_WORD_RARITY and term not in self._topic_terms
+            if rarity > COMMON_WORD_RARITY and term not in topic_terms
         }
+
+    def _topic_terms_in(self, language: str | None) -> frozenset[str]:
+        if not self._topic:
+            return frozenset()
+        found = self._topic_terms.get(language)
+        if found is None:
+            found = self._topic_terms[language] = frozenset(story_terms(self._topic, language).terms)
+        return found
 
     def similarity(self, a: Fingerprint, b: Fingerprint) -> float:
         """Weighted cosine of two fingerprints' terms (with the weights of everything seen so far), lowered when

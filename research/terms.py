@@ -236,13 +236,46 @@ _WORD_TERMS: dict[tuple[str, str | None], tuple[str, float] | None] = {}
 across items far more than they differ, so each is read once (bounded like the rarity cache)."""
 
 
+SNOWBALL_LANGUAGES = {
+    "ar": "arabic", "ca": "catalan", "cs": "czech", "da": "danish", "de": "german", "el": "greek",
+    "en": "english", "es": "spanish", "eu": "basque", "fa": "persian", "fi": "finnish", "fr": "french",
+    "ga": "irish", "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian",
+    "lt": "lithuanian", "nb": "norwegian", "ne": "nepali", "nl": "dutch", "no": "norwegian", "pl": "polish",
+    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "sv": "swedish", "ta": "tamil",
+    "tr": "turkish", "yi": "yiddish",
+}  # fmt: skip
+"""Languages with a Snowball stemmer (PyStemmer), by ISO 639-1 code; others keep the light plural strip."""
+
+
+@cache
+def _stemmer(language: str | None) -> Callable[[str], str] | None:
+    name = SNOWBALL_LANGUAGES.get(language or "")
+    if name is None:
+        return None
+    with _load_lock:
+        import Stemmer
+
+        stemmer: Any = Stemmer.Stemmer(name)
+    return stemmer.stemWord  # type: ignore[no-any-return]
+
+
+def _story_stem(word: str, language: str | None) -> str:
+    """The word's stem in its language ("fired", "fires" -> "fire"; "recalls" -> "recal"), so outlets that inflect
+    a story's words differently still share them; figures and words with digits are kept whole."""
+    stem = _stem(word)
+    # The language the word is weighed in (a language without a frequency list is read as its script's commonest):
+    # a headline misread as Nigerian Pidgin is still stemmed as the English its words are listed in.
+    stemmer = _stemmer(_frequency_language(language))
+    return stemmer(stem) if stemmer is not None and stem.isalpha() else stem
+
+
 def _word_term(word: str, language: str | None) -> tuple[str, float] | None:
     key = (word, language)
     if key in _WORD_TERMS:
         return _WORD_TERMS[key]
     unit = _UNITS.get(word, word)
     # The unstemmed word's frequency: "recalls" is as telling as the list says it is.
-    term = None if len(unit) < 2 and not unit.isdigit() else (_stem(unit), rarity(unit, language))
+    term = None if len(unit) < 2 and not unit.isdigit() else (_story_stem(unit, language), rarity(unit, language))
     if len(_WORD_TERMS) >= _RARITY_CACHE_SIZE:
         _WORD_TERMS.clear()
     _WORD_TERMS[key] = term
