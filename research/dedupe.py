@@ -292,10 +292,18 @@ class Deduper:
     def _scope(self, fresh: Sequence[int]) -> list[int]:
         """The fresh items and every earlier item sharing a weighted term with one of them, in index order."""
         scope = set(fresh)
-        for index in fresh:
-            for term, rarity in self._fingerprints[index].terms.items():
-                if rarity > COMMON_WORD_RARITY:
-                    scope.update(self._postings[term])
+        if fresh and fresh[0] > 0:  # only earlier items can widen the scope; each shared term is looked up once
+            first_fresh = fresh[0]
+            terms = {
+                term
+                for index in fresh
+                for term, rarity in self._fingerprints[index].terms.items()
+                if rarity > COMMON_WORD_RARITY
+            }
+            for term in terms:
+                postings = self._postings[term]
+                if postings[0] < first_fresh:
+                    scope.update(postings)
         if self._vectors and any(self._items[i].id in self._vectors for i in fresh):
             scope.update(i for i in range(len(self._items)) if self._items[i].id in self._vectors)
         return sorted(scope)
