@@ -35,10 +35,12 @@ from sources import Item, canonical_url
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+    from scipy import sparse
 
 __all__ = [
     "DEFAULT_EMBEDDING_THRESHOLD",
     "DEFAULT_THRESHOLD",
+    "LEAD_CHARS",
     "Cluster",
     "DedupeResult",
     "Deduper",
@@ -60,6 +62,10 @@ DEFAULT_EMBEDDING_THRESHOLD = 0.82
 LEAD_TERMS = 40
 """How many terms of the text count as the lead; later text is about details, not the story's identity."""
 
+LEAD_CHARS = 2000
+"""Text past this is not read for the lead at all (a full article would cost its length to normalise and scan,
+and the lead's terms are found well within it)."""
+
 COMMON_WORD_RARITY = 6.0
 """Rarity (-ln frequency) below which a word carries no weight: "the", "says", "after" tell no story apart."""
 
@@ -75,6 +81,7 @@ NUMBER_CONFLICT_FACTOR = 0.6
 cars" and "recalls 850,000 cars" are different stories even when the rest of the wording is alike."""
 
 _YEAR = re.compile(r"(19|20)\d\d")
+_DIGIT = re.compile(r"\d")
 
 
 @dataclass(frozen=True)
@@ -96,12 +103,12 @@ def fingerprint(title: str, text: str = "", *, language: str | None = None) -> F
     """Build the fingerprint of a title and its text (the language is detected when not given)."""
     language = language or detect_language(f"{title}\n{text[:300]}")
     title_terms = story_terms(title, language)
-    lead_terms = story_terms(text, language, limit=LEAD_TERMS) if text else None
+    lead_terms = story_terms(text[:LEAD_CHARS], language, limit=LEAD_TERMS) if text else None
     terms = dict(title_terms.rarity)
     if lead_terms is not None:
         for term, weight in lead_terms.rarity.items():
             terms.setdefault(term, weight)
-    figures = frozenset(t for t in terms if any(c.isdigit() for c in t) and not _YEAR.fullmatch(t))
+    figures = frozenset(t for t in terms if _DIGIT.search(t) and not _YEAR.fullmatch(t))
     return Fingerprint(terms=terms, figures=figures, language=language)
 
 
@@ -175,7 +182,9 @@ class Deduper:
         self.threshold = threshold
         self.embedding_threshold = embedding_threshold
         self._vectors = vectors or {}
-        self._topic_terms = frozenset(story_terms(topic, None).terms) if topic else frozenset()
+        self._topic = topic
+        self._topic_terms: dict[str | None, frozenset[str]] = {}
+        """The topic's terms as read in each item language seen (stems differ between languages)."""
 
         self._items: list[Item] = []
         self._fingerprints: list[Fingerprint] = []
@@ -248,11 +257,20 @@ class Deduper:
         """Each term's weight: how much rarer than a common word it is in the language at large (nothing for common
         words and for the topic's own words). It does not depend on the batch: a big story's key words are as
         telling in a batch it fills as in one where it is alone (real news says damping shared words loses it)."""
+        topic_terms = self._topic_terms_in(fingerprint_.language)
         return {
             term: rarity - COMMON_WORD_RARITY
             for term, rarity in fingerprint_.terms.items()
-            if rarity > COMMON_WORD_RARITY and term not in self._topic_terms
+            if rarity > COMMON_WORD_RARITY and term not in topic_terms
         }
+
+    def _topic_terms_in(self, language: str | None) -> frozenset[str]:
+        if not self._topic:
+            return frozenset()
+        found = self._topic_terms.get(language)
+        if found is None:
+            found = self._topic_terms[language] = frozenset(story_terms(self._topic, language).terms)
+        return found
 
     def similarity(self, a: Fingerprint, b: Fingerprint) -> float:
         """Weighted cosine of two fingerprints' terms (with the weights of everything seen so far), lowered when
@@ -274,135 +292,177 @@ class Deduper:
     def _scope(self, fresh: Sequence[int]) -> list[int]:
         """The fresh items and every earlier item sharing a weighted term with one of them, in index order."""
         scope = set(fresh)
-        for index in fresh:
-            for term, rarity in self._fingerprints[index].terms.items():
-                if rarity > COMMON_WORD_RARITY:
-                    scope.update(self._postings[term])
+        if fresh and fresh[0] > 0:  # only earlier items can widen the scope; each shared term is looked up once
+            first_fresh = fresh[0]
+            terms = {
+                term
+                for index in fresh
+                for term, rarity in self._fingerprints[index].terms.items()
+                if rarity > COMMON_WORD_RARITY
+            }
+            for term in terms:
+                postings = self._postings[term]
+                if postings[0] < first_fresh:
+                    scope.update(postings)
         if self._vectors and any(self._items[i].id in self._vectors for i in fresh):
             scope.update(i for i in range(len(self._items)) if self._items[i].id in self._vectors)
         return sorted(scope)
 
-    def _lexical_matrix(self, scope: Sequence[int]) -> NDArray[np.float64]:
-        """Weighted cosine similarity of every pair in `scope` (figure conflicts and one-term pairs lowered)."""
-        import numpy as np  # loaded on first use: importing the package stays quick
+    def _weight_rows(self, scope: Sequence[int]) -> sparse.csr_matrix:
+        """One row per item of `scope`: its terms' weights, in columns shared by the whole scope."""
+        import numpy as np
+        from scipy import sparse
 
-        size = len(scope)
         columns: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        values: list[float] = []
-        squares = np.zeros(size)
-        for row, index in enumerate(scope):
-            total = 0.0
+        indices: list[int] = []
+        weights: list[float] = []
+        indptr = [0]
+        for index in scope:
             for term, weight in self._weights(self._fingerprints[index]).items():
-                total += weight * weight
-                rows.append(row)
-                cols.append(columns.setdefault(term, len(columns)))
-                values.append(weight)
-            squares[row] = total
-        # Only terms two items share can link them: the matrix keeps those columns.
-        counts = np.bincount(np.asarray(cols, dtype=np.int64), minlength=len(columns))
-        keep = counts[cols] > 1 if cols else np.zeros(0, dtype=bool)
-        shared_columns = np.cumsum(counts > 1) - 1
-        matrix = np.zeros((size, int((counts > 1).sum())), dtype=np.float32)
-        if keep.any():
-            at_rows = np.asarray(rows)[keep]
-            at_cols = shared_columns[np.asarray(cols)[keep]]
-            matrix[at_rows, at_cols] = np.asarray(values, dtype=np.float32)[keep]
-        dots = (matrix @ matrix.T).astype(np.float64)
-        present = (matrix > 0).astype(np.float32)
-        shared = present @ present.T
-        norms = np.sqrt(squares)
-        norms[norms == 0] = 1.0
-        similarity: NDArray[np.float64] = dots / np.outer(norms, norms) * self._conflicts(scope)
-        similarity[shared == 1.0] *= ONE_TERM_FACTOR
-        return similarity
+                indices.append(columns.setdefault(term, len(columns)))
+                weights.append(weight)
+            indptr.append(len(indices))
+        return sparse.csr_matrix(
+            (np.asarray(weights, dtype=np.float64), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
+            shape=(len(scope), len(columns)),
+        )
 
-    def _conflicts(self, scope: Sequence[int]) -> NDArray[np.float64]:
+    def _lexical_pairs(self, scope: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+        """Every pair (a < b, rows of `scope`) sharing a weighted term, with its weighted cosine similarity,
+        lowered for figure conflicts and for pairs sharing one term only. Sparse: pairs sharing nothing cost
+        nothing, so a batch of thousands costs about what its overlapping pairs do."""
+        import numpy as np
+        from scipy import sparse
+
+        weights = self._weight_rows(scope)
+        lengths = np.sqrt(np.asarray(weights.multiply(weights).sum(axis=1)).ravel())
+        lengths[lengths == 0] = 1.0
+        unit = sparse.csr_matrix(sparse.diags(1.0 / lengths) @ weights)
+        present = unit.copy()
+        present.data[:] = 1.0
+        similarity = sparse.triu(unit @ unit.T, k=1).tocsr()
+        shared = sparse.triu(present @ present.T, k=1).tocsr()
+        similarity.sort_indices()
+        shared.sort_indices()
+        first = np.repeat(np.arange(len(scope)), np.diff(similarity.indptr))
+        second = similarity.indices.astype(np.int64)
+        values = similarity.data * self._conflicts(scope, first, second)
+        # Same rows, same pattern: `shared` holds the count of shared terms of each of those pairs.
+        values[shared.data == 1.0] *= ONE_TERM_FACTOR
+        return first.astype(np.int64), second, values
+
+    def _conflicts(
+        self, scope: Sequence[int], first: NDArray[np.int64], second: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
         """1 for each pair, `NUMBER_CONFLICT_FACTOR` where both quote figures and share none."""
-        import numpy as np  # loaded on first use: importing the package stays quick
+        import numpy as np
+        from scipy import sparse
 
-        factors = np.ones((len(scope), len(scope)))
-        figures = sorted({f for index in scope for f in self._fingerprints[index].figures})
-        if figures:
-            column = {figure: n for n, figure in enumerate(figures)}
-            has = np.zeros((len(scope), len(figures)))
-            for row, index in enumerate(scope):
-                for figure in self._fingerprints[index].figures:
-                    has[row, column[figure]] = 1.0
-            quoting = has.any(axis=1)
-            factors[np.outer(quoting, quoting) & ((has @ has.T) == 0)] = NUMBER_CONFLICT_FACTOR
+        factors = np.ones(len(first))
+        column: dict[str, int] = {}
+        indices: list[int] = []
+        indptr = [0]
+        for index in scope:
+            indices.extend(column.setdefault(f, len(column)) for f in self._fingerprints[index].figures)
+            indptr.append(len(indices))
+        if not column or not len(first):
+            return factors
+        has = sparse.csr_matrix(
+            (np.ones(len(indices)), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
+            shape=(len(scope), len(column)),
+        )
+        quoting = np.diff(has.indptr) > 0
+        common = sparse.triu(has @ has.T, k=1).tocoo()
+        size = len(scope)
+        sharing = np.isin(first * size + second, common.row.astype(np.int64) * size + common.col)
+        factors[quoting[first] & quoting[second] & ~sharing] = NUMBER_CONFLICT_FACTOR
         return factors
 
-    def _embedding_matrix(self, scope: Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-        """Cosine similarity of the vectors of every pair in `scope`, and where both items have a vector."""
-        import numpy as np  # loaded on first use: importing the package stays quick
+    def _embedding_pairs(
+        self, scope: Sequence[int]
+    ) -> tuple[NDArray[np.bool_], tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]]:
+        """Which rows of `scope` have a vector, and every pair (a < b) of them with its cosine similarity."""
+        import numpy as np
 
         has = np.asarray([self._items[i].id in self._vectors for i in scope], dtype=bool)
-        similarity = np.zeros((len(scope), len(scope)))
-        if has.any():
-            rows = [row for row, present in enumerate(has) if present]
-            matrix = np.asarray([self._vectors[self._items[scope[row]].id] for row in rows], dtype=np.float64)
-            lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
-            matrix = matrix / np.where(lengths > 0, lengths, 1.0)
-            similarity[np.ix_(rows, rows)] = matrix @ matrix.T
+        rows = np.flatnonzero(has)
+        if len(rows) < 2:
+            empty = np.zeros(0, dtype=np.int64)
+            return has, (empty, empty, np.zeros(0))
+        matrix = np.asarray([self._vectors[self._items[scope[int(row)]].id] for row in rows], dtype=np.float64)
+        lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = matrix / np.where(lengths > 0, lengths, 1.0)
+        cosine = matrix @ matrix.T
         # No figure-conflict penalty here: "1 million" and "100万" are one figure the words cannot match.
-        return similarity, np.outer(has, has)
+        a, b = np.triu_indices(len(rows), k=1)
+        return has, (rows[a].astype(np.int64), rows[b].astype(np.int64), cosine[a, b])
 
     # ---- clustering ------------------------------------------------------------------------------------
 
+    def _scored_pairs(self, scope: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+        """Candidate pairs of `scope` rows with their similarity as a share of the threshold of its kind (1.0 is
+        just enough to be one story); pairs under `CANDIDATE_FLOOR` are left out."""
+        import numpy as np
+
+        first, second, values = self._lexical_pairs(scope)
+        values = values / self.threshold
+        if self._vectors:
+            has, (e_first, e_second, e_values) = self._embedding_pairs(scope)
+            lexical = ~(has[first] & has[second])  # where both have vectors, the vectors decide
+            first = np.concatenate([first[lexical], e_first])
+            second = np.concatenate([second[lexical], e_second])
+            values = np.concatenate([values[lexical], e_values / self.embedding_threshold])
+        keep = values >= CANDIDATE_FLOOR
+        return first[keep], second[keep], values[keep]
+
     def _agglomerate(self, fresh: Sequence[int]) -> None:
-        import numpy as np  # loaded on first use: importing the package stays quick
+        import numpy as np
 
         if not fresh:
             return
         scope = self._scope(fresh)
-        # Similarity as a share of the threshold of its kind: 1.0 is just enough to be one story.
-        score = self._lexical_matrix(scope) / self.threshold
-        if self._vectors:
-            embedded, both = self._embedding_matrix(scope)
-            score = np.where(both, embedded / self.embedding_threshold, score)
-        score[score < CANDIDATE_FLOOR] = 0.0
+        first, second, values = self._scored_pairs(scope)
 
         # Nodes: each fresh item, and each earlier story with a member in scope (frozen: earlier stories never
-        # merge with each other). Link sums between nodes; a node's mean link to another is sum / (size * size).
+        # merge with each other). Links are sums of pair scores between nodes; a mean link is sum / (size * size).
         fresh_set = set(fresh)
         node_of_story: dict[int, int] = {}
-        node_rows: list[list[int]] = []
+        node_of_row: list[int] = []
         sizes: list[int] = []
         members: list[list[int]] = []
         frozen: list[bool] = []
-        for row, index in enumerate(scope):
+        for index in scope:
             if index in fresh_set:
-                node_rows.append([row])
+                node_of_row.append(len(sizes))
                 sizes.append(1)
                 members.append([index])
                 frozen.append(False)
                 continue
             story = self._cluster_index[index]
             if story not in node_of_story:
-                node_of_story[story] = len(node_rows)
-                node_rows.append([])
+                node_of_story[story] = len(sizes)
                 sizes.append(len(self._clusters[story]))
                 members.append(list(self._clusters[story]))
                 frozen.append(True)
-            node_rows[node_of_story[story]].append(row)
-        count = len(node_rows)
-        if count == len(scope):
-            links = score.copy()  # every node is one item: no earlier story to sum over
-        else:
-            assignment = np.zeros((count, len(scope)))
-            for node, rows in enumerate(node_rows):
-                assignment[node, rows] = 1.0
-            links = assignment @ score @ assignment.T
+            node_of_row.append(node_of_story[story])
+        rows = np.asarray(node_of_row, dtype=np.int64)
         frozen_mask = np.asarray(frozen, dtype=bool)
-        links[np.outer(frozen_mask, frozen_mask)] = 0.0
-        np.fill_diagonal(links, 0.0)
+        a, b = rows[first], rows[second]
+        keep = (a != b) & ~(frozen_mask[a] & frozen_mask[b])
+        low, high = np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])
+        count = len(sizes)
+        pair_keys, inverse = np.unique(low * count + high, return_inverse=True)
+        sums = np.bincount(inverse, weights=values[keep], minlength=len(pair_keys))
+        links: list[dict[int, float]] = [{} for _ in range(count)]
+        for key, total in zip(pair_keys.tolist(), sums.tolist(), strict=True):
+            x, y = divmod(key, count)
+            links[x][y] = total
+            links[y][x] = total
         groups = _average_link(
             links,
-            np.asarray(sizes, dtype=np.float64),
+            [float(size) for size in sizes],
             keys=[min(self._items[i].id for i in group) for group in members],
-            frozen=frozen_mask,
+            frozen=frozen,
         )
 
         # Number new stories in the order their first member was given, so ids read in input order.
@@ -423,42 +483,45 @@ class Deduper:
 
 
 def _average_link(
-    links: NDArray[np.float64], sizes: NDArray[np.float64], *, keys: Sequence[str], frozen: NDArray[np.bool_]
+    links: list[dict[int, float]], sizes: list[float], *, keys: Sequence[str], frozen: list[bool]
 ) -> list[list[int]]:
     """Average-link agglomeration of nodes by a nearest-neighbour chain, merging while the mean link reaches 1.
 
-    `links[a, b]` is the sum of pairwise scores between the members of nodes a and b; `sizes` their member
-    counts. Two frozen nodes never merge. Ties go to the node with the smallest key, so the result does not
-    depend on the order the nodes were given in.
+    `links[a][b]` is the sum of pairwise scores between the members of nodes a and b (absent: 0); `sizes` their
+    member counts. Two frozen nodes never merge. Ties go to the node with the smallest key, so the result does
+    not depend on the order the nodes were given in. The links are sparse (only pairs that share something), so
+    the work grows with the pairs, not with the square of the batch.
     """
-    import numpy as np
-
     count = len(sizes)
-    links = links.copy()
-    sizes = sizes.copy()
-    frozen = frozen.copy()
-    alive = np.ones(count, dtype=bool)
-    rank = np.empty(count, dtype=np.float64)
-    rank[np.argsort(np.asarray(keys, dtype=object), kind="stable")] = np.arange(count)
+    sizes = list(sizes)
+    frozen = list(frozen)
+    alive = [True] * count
+    rank = [0] * count
+    for position, node in enumerate(sorted(range(count), key=lambda n: keys[n])):
+        rank[node] = position
     groups: list[list[int]] = [[n] for n in range(count)]
-    done = np.zeros(count, dtype=bool)
+    done = [False] * count
     """Nodes whose best mean link is under 1: with average linkage it can only fall, so they are finished."""
 
     def nearest(node: int, previous: int) -> int:
-        # Dead nodes have all-zero links and finished ones never reach 1 again, so neither needs masking.
-        means = links[node] / (sizes[node] * sizes)
-        if frozen[node]:
-            means[frozen] = 0.0
-        means[node] = 0.0
-        best = means.max()
-        if best < 1.0:
-            return -1
-        if previous >= 0 and means[previous] == best:
+        best, best_node = 1.0, -1
+        size, node_frozen = sizes[node], frozen[node]
+        for other, total in links[node].items():
+            if node_frozen and frozen[other]:
+                continue
+            mean = total / (size * sizes[other])
+            if mean > best or (mean == best and (best_node < 0 or rank[other] < rank[best_node])):
+                best, best_node = mean, other
+        if (
+            best_node >= 0
+            and previous >= 0
+            and not (node_frozen and frozen[previous])
+            and links[node].get(previous, 0.0) / (size * sizes[previous]) == best
+        ):
             return previous  # keeps the chain from cycling between equally near nodes
-        ties = np.flatnonzero(means == best)
-        return int(ties[np.argmin(rank[ties])])
+        return best_node
 
-    order = [int(n) for n in np.argsort(rank, kind="stable")]
+    order = sorted(range(count), key=lambda n: rank[n])
     cursor = 0
     revisit: list[int] = []
     """Merged nodes: they may now reach nodes they did not before, so they are looked at again."""
@@ -484,14 +547,19 @@ def _average_link(
         elif neighbour == previous:
             chain.pop()
             chain.pop()
-            keep, gone = (neighbour, top) if rank[neighbour] < rank[top] else (top, neighbour)
-            if frozen[gone]:
-                keep, gone = gone, keep
-            links[keep] += links[gone]
-            links[:, keep] += links[:, gone]
-            links[gone] = 0.0
-            links[:, gone] = 0.0
-            links[keep, keep] = 0.0
+            # Which of the two ids lives on does not change the result (rank and frozen are merged alike): keep
+            # the one with more links, so only the smaller adjacency is walked.
+            keep, gone = (neighbour, top) if len(links[neighbour]) >= len(links[top]) else (top, neighbour)
+            kept_links = links[keep]
+            for other, total in links[gone].items():
+                if other == keep:
+                    continue
+                kept_links[other] = kept_links.get(other, 0.0) + total
+                other_links = links[other]
+                other_links[keep] = other_links.get(keep, 0.0) + total
+                del other_links[gone]
+            kept_links.pop(gone, None)
+            links[gone] = {}
             sizes[keep] += sizes[gone]
             frozen[keep] = frozen[keep] or frozen[gone]
             rank[keep] = min(rank[keep], rank[gone])

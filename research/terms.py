@@ -231,12 +231,74 @@ def _segment(chunk: str, language: str | None) -> list[str]:
     return _chinese_segmenter()(chunk)
 
 
+_WORD_TERMS: dict[tuple[str, str | None], tuple[str, float] | None] = {}
+"""A space-separated word (with its language) -> its term and rarity, or None when it is no term. Words repeat
+across items far more than they differ, so each is read once (bounded like the rarity cache)."""
+
+
+SNOWBALL_LANGUAGES = {
+    "ar": "arabic", "ca": "catalan", "cs": "czech", "da": "danish", "de": "german", "el": "greek",
+    "en": "english", "es": "spanish", "eu": "basque", "fa": "persian", "fi": "finnish", "fr": "french",
+    "ga": "irish", "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian",
+    "lt": "lithuanian", "nb": "norwegian", "ne": "nepali", "nl": "dutch", "no": "norwegian", "pl": "polish",
+    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "sv": "swedish", "ta": "tamil",
+    "tr": "turkish", "yi": "yiddish",
+}  # fmt: skip
+"""Languages with a Snowball stemmer (PyStemmer), by ISO 639-1 code; others keep the light plural strip."""
+
+
+@cache
+def _stemmer(language: str | None) -> Callable[[str], str] | None:
+    name = SNOWBALL_LANGUAGES.get(language or "")
+    if name is None:
+        return None
+    with _load_lock:
+        import Stemmer
+
+        stemmer: Any = Stemmer.Stemmer(name)
+    return stemmer.stemWord  # type: ignore[no-any-return]
+
+
+def _story_stem(word: str, language: str | None) -> str:
+    """The word's stem in its language ("fired", "fires" -> "fire"; "recalls" -> "recal"), so outlets that inflect
+    a story's words differently still share them; figures and words with digits are kept whole."""
+    stem = _stem(word)
+    # The language the word is weighed in (a language without a frequency list is read as its script's commonest):
+    # a headline misread as Nigerian Pidgin is still stemmed as the English its words are listed in.
+    stemmer = _stemmer(_frequency_language(language))
+    return stemmer(stem) if stemmer is not None and stem.isalpha() else stem
+
+
+def _word_term(word: str, language: str | None) -> tuple[str, float] | None:
+    key = (word, language)
+    if key in _WORD_TERMS:
+        return _WORD_TERMS[key]
+    unit = _UNITS.get(word, word)
+    # The unstemmed word's frequency: "recalls" is as telling as the list says it is.
+    term = None if len(unit) < 2 and not unit.isdigit() else (_story_stem(unit, language), rarity(unit, language))
+    if len(_WORD_TERMS) >= _RARITY_CACHE_SIZE:
+        _WORD_TERMS.clear()
+    _WORD_TERMS[key] = term
+    return term
+
+
 def story_terms(text: str, language: str | None, *, limit: int | None = None) -> StoryTerms:
     """The distinct terms of `text` read as `language` (the script decides where the language is unknown),
     at most `limit` of them, each with its rarity."""
     seen: dict[str, float] = {}
-    for match in _WORD.finditer(_AMOUNT_UNIT.sub(r"\1 \2", normalise(text))):
-        for part in _NO_SPACE.split(match.group()):
+    normalised = _AMOUNT_UNIT.sub(r"\1 \2", normalise(text))
+    words = _WORD.findall(normalised)
+    if not _NO_SPACE.search(normalised):
+        # Only space-separated words (most text): no segmenter to consult.
+        for word in words:
+            term = _word_term(word, language)
+            if term is not None and term[0] not in seen:
+                seen[term[0]] = term[1]
+                if limit is not None and len(seen) >= limit:
+                    break
+        return StoryTerms(terms=tuple(seen), rarity=seen)
+    for match in words:
+        for part in _NO_SPACE.split(match):
             if not part:
                 continue
             if _NO_SPACE.fullmatch(part):
@@ -244,20 +306,15 @@ def story_terms(text: str, language: str | None, *, limit: int | None = None) ->
                 chunk_language = ("ja" if _KANA.search(part) else language) if is_kana_or_han else language
                 if is_kana_or_han and chunk_language not in ("ja", *CHINESE_VARIANTS):
                     chunk_language = "zh"
-                words = _segment(part, chunk_language)
-                for word in words:
+                for word in _segment(part, chunk_language):
                     if len(word) == 1 and not is_kana_or_han:
                         continue
                     if word not in seen:
                         seen[word] = rarity(word, chunk_language)
             else:
-                word = _UNITS.get(part, part)
-                if len(word) < 2 and not word.isdigit():
-                    continue
-                stem = _stem(word)
-                if stem not in seen:
-                    # The unstemmed word's frequency: "recalls" is as telling as the list says it is.
-                    seen[stem] = rarity(word, language)
+                term = _word_term(part, language)
+                if term is not None and term[0] not in seen:
+                    seen[term[0]] = term[1]
             if limit is not None and len(seen) >= limit:
                 return StoryTerms(terms=tuple(seen), rarity=seen)
     return StoryTerms(terms=tuple(seen), rarity=seen)

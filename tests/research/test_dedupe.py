@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from research.dedupe import Deduper, cluster_items, fingerprint, pair_scores
+from research.dedupe import LEAD_CHARS, Deduper, cluster_items, fingerprint, pair_scores
 from research.terms import tokens
 from sources.base import Engagement, Item
 from tests.research.fake_sources import make_item
@@ -181,3 +181,25 @@ def test_tokens_and_fingerprint() -> None:
     assert fingerprint("Tesla recalls 239,000 cars in 2026", language="en").figures == frozenset({"239.000"})
     assert fingerprint("Tesla recalls two million cars over a steering fault").language == "en", "detected"
     assert fingerprint("Apple stellt neues iPhone in Berlin vor").language == "de"
+
+
+def test_only_the_lead_of_a_long_text_is_read() -> None:
+    # A whole article as the text: its first LEAD_CHARS characters are the lead, the rest is never scanned (a
+    # fingerprint costs the lead, not the article). One repeated word keeps the term limit from cutting first.
+    lead = ("filler " * LEAD_CHARS)[:LEAD_CHARS]
+    assert "zanzibar" not in fingerprint("Ferry news", f"{lead} Zanzibar", language="en").tokens
+    assert "zanzibar" in fingerprint("Ferry news", f"{lead[:-20]} Zanzibar", language="en").tokens
+
+
+def test_words_are_stemmed_in_their_language_and_topic_words_stay_weightless() -> None:
+    # Outlets inflect one story's words differently ("fired" / "fires"; "Wahlen" / "Wahl"): Snowball stems meet.
+    assert {"coach", "fire"} <= fingerprint("Coach fired", language="en").tokens
+    assert "fire" in fingerprint("Team fires its coach", language="en").tokens
+    assert fingerprint("Wahlen in Berlin", language="de").tokens & fingerprint("Wahl in Berlin", language="de").tokens
+    # The topic is stemmed the way each item's language is, so its words carry no weight in any of them.
+    deduper = Deduper(topic="elections Wahlen")
+    for title, language, stem in (("Elections called early", "en", "elect"), ("Wahlen vorgezogen", "de", "wahl")):
+        terms = fingerprint(title, language=language)
+        assert stem in terms.tokens
+        weighted = deduper._weights(terms)
+        assert weighted and stem not in weighted
