@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 
 import pytest
 from procrastinate.jobs import Status
@@ -12,8 +10,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from app.jobqueue import JobQueue, process_name
-from app.settings import SettingsError, load_settings
-from tests.app.cluster import throwaway_database
+from app.settings import Settings, SettingsError, load_settings
 
 runner = CliRunner()
 
@@ -52,28 +49,19 @@ def test_jobs_without_a_job_queue_says_why() -> None:
 
 
 @pytest.mark.postgres
-def test_jobs_shows_waiting_running_and_failed_jobs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    admin_url = os.environ.get("TEST_DATABASE_URL")
-    if not admin_url:
-        pytest.skip("TEST_DATABASE_URL is not set")
-    with throwaway_database(admin_url) as url:
-        monkeypatch.setenv("DATABASE_URL", url)
-        monkeypatch.setenv("JOB_QUEUE", "procrastinate")
-        monkeypatch.setenv("DATA_DIR", str(tmp_path))
-        settings = load_settings()
+def test_jobs_shows_waiting_running_and_failed_jobs(job_queue_settings: Settings) -> None:
+    settings = job_queue_settings
 
-        async def seed() -> None:
-            async with JobQueue(settings, name=process_name("test")) as queue:
-                assert await queue.defer_run(1) and await queue.defer_run(2)
-                assert not await queue.defer_run(1)  # its queueing lock: one waiting run per monitor
-                assert await queue.defer_delivery(7)
-                failed = await queue.app.configure_task(name="lookout.deliver", queue="deliveries").defer_async(
-                    chat_id=8
-                )
-                await queue.app.job_manager.finish_job_by_id_async(failed, status=Status.FAILED, delete_job=False)
+    async def seed() -> None:
+        async with JobQueue(settings, name=process_name("test")) as queue:
+            assert await queue.defer_run(1) and await queue.defer_run(2)
+            assert not await queue.defer_run(1)  # its queueing lock: one waiting run per monitor
+            assert await queue.defer_delivery(7)
+            failed = await queue.app.configure_task(name="lookout.deliver", queue="deliveries").defer_async(chat_id=8)
+            await queue.app.job_manager.finish_job_by_id_async(failed, status=Status.FAILED, delete_job=False)
 
-        asyncio.run(seed())
-        result = runner.invoke(cli, ["jobs"])
+    asyncio.run(seed())
+    result = runner.invoke(cli, ["jobs"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     run_line = next(line for line in lines if line.startswith("lookout.run_monitor"))
