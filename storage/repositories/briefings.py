@@ -27,13 +27,6 @@ class BriefingClaim:
 
 
 class BriefingRepository(Repository):
-    async def claim(
-        self, chat_id: int, *, due: datetime, next_at: datetime, now: datetime, outcome: RunOutcome | None
-    ) -> int | None:
-        """`claim_many` for one chat: the briefing run's id, or None."""
-        claim = BriefingClaim(chat_id=chat_id, due=due, next_at=next_at, outcome=outcome)
-        return (await self.claim_many([claim], now=now))[chat_id]
-
     async def claim_many(self, claims: Sequence[BriefingClaim], *, now: datetime) -> dict[int, int | None]:
         """In ONE transaction, for each claim: move the chat's next briefing from `due` to `next_at` and what the
         following one covers to runs finishing after `now`, store the briefing (`outcome`) as a finished run of the

@@ -138,11 +138,10 @@ class RunRepository(Repository):
             return [to_run_record(row) for row in rows]
 
     async def finished_for_monitors(
-        self, monitor_ids: Collection[int], *, after: datetime, until: datetime, not_sent_to: int | None = None
+        self, monitor_ids: Collection[int], *, after: datetime, until: datetime
     ) -> list[RunRecord]:
         """The monitors' finished runs (succeeded or failed) that ended in (`after`, `until`], oldest first: what a
-        briefing covers. With `not_sent_to`, runs already queued for that chat on their own (its /digest) are left
-        out."""
+        briefing covers (less what `queued_for_chats` finds already sent to each chat)."""
         if not monitor_ids:
             return []
         query = (
@@ -155,15 +154,12 @@ class RunRepository(Repository):
             )
             .order_by(Run.finished_at, Run.id)
         )
-        if not_sent_to is not None:
-            sent = select(Delivery.id).where(Delivery.run_id == Run.id, Delivery.chat_id == not_sent_to)
-            query = query.where(~sent.exists())
         async with self._db.sessions() as session:
             return [to_run_record(row) for row in await session.scalars(query)]
 
     async def queued_for_chats(self, run_ids: Collection[int], chat_ids: Collection[int]) -> set[tuple[int, int]]:
         """The (run id, chat id) pairs among these runs and chats that have an outbox row: runs already sent to
-        the chat on their own (`finished_for_monitors`' `not_sent_to`, for many chats in one query)."""
+        the chat on their own (its /digest), which its briefing leaves out."""
         if not run_ids or not chat_ids:
             return set()
         async with self._db.sessions() as session:

@@ -153,13 +153,9 @@ class SubscriptionRepository(Repository):
             )
             return {int(monitor_id): int(count) for monitor_id, count in rows}
 
-    async def in_briefing(self, chat_id: int) -> list[int]:
-        """The monitors whose digests go into this chat's briefing (the chat has a briefing or asked for one)."""
-        return (await self.in_briefings([chat_id])).get(chat_id, [])
-
     async def in_briefings(self, chat_ids: Collection[int]) -> dict[int, list[int]]:
-        """`in_briefing` for many chats in one query: chat id → its briefing's monitor ids in id order (chats
-        without any are left out)."""
+        """The monitors whose digests go into each chat's briefing (the chat has a briefing or asked for one), in
+        one query: chat id → monitor ids in id order (chats without any are left out)."""
         if not chat_ids:
             return {}
         async with self._db.sessions() as session:
