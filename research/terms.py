@@ -287,21 +287,13 @@ def story_terms(text: str, language: str | None, *, limit: int | None = None) ->
     at most `limit` of them, each with its rarity."""
     seen: dict[str, float] = {}
     normalised = _AMOUNT_UNIT.sub(r"\1 \2", normalise(text))
-    words = _WORD.findall(normalised)
-    if not _NO_SPACE.search(normalised):
-        # Only space-separated words (most text): no segmenter to consult.
-        for word in words:
-            term = _word_term(word, language)
-            if term is not None and term[0] not in seen:
-                seen[term[0]] = term[1]
-                if limit is not None and len(seen) >= limit:
-                    break
-        return StoryTerms(terms=tuple(seen), rarity=seen)
-    for match in words:
-        for part in _NO_SPACE.split(match):
+    # Most text has only space-separated words: then no word is split or tested for the segmenter.
+    segmented = _NO_SPACE.search(normalised) is not None
+    for match in _WORD.findall(normalised):
+        for part in _NO_SPACE.split(match) if segmented else (match,):
             if not part:
                 continue
-            if _NO_SPACE.fullmatch(part):
+            if segmented and _NO_SPACE.fullmatch(part):
                 is_kana_or_han = bool(_HAN_OR_KANA.fullmatch(part))
                 chunk_language = ("ja" if _KANA.search(part) else language) if is_kana_or_han else language
                 if is_kana_or_han and chunk_language not in ("ja", *CHINESE_VARIANTS):
