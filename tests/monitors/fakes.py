@@ -64,11 +64,16 @@ class RecordingSender:
         self.sent: list[Sent] = []
         self.attempts: list[tuple[ChatRecord, Reply]] = []
         self._script: deque[DeliveryError] = deque()
+        self._part_script: dict[tuple[int, int], DeliveryError] = {}
         self._unread: deque[Sent] = deque()
 
     def fail_next(self, *errors: DeliveryError) -> None:
         """The next sends raise these errors, one each, in order."""
         self._script.extend(errors)
+
+    def fail_part(self, chat_id: int, index: int, error: DeliveryError) -> None:
+        """The next send of part `index` to chat `chat_id` raises `error` (once); other sends go through."""
+        self._part_script[(chat_id, index)] = error
 
     def parts(self, message: Reply) -> list[Part]:
         total = 1 + len(message.attachments) if self.split else 1
@@ -78,6 +83,8 @@ class RecordingSender:
         self.attempts.append((chat, part.message))
         if self._script:
             raise self._script.popleft()
+        if (error := self._part_script.pop((chat.id, part.index), None)) is not None:
+            raise error
         sent = Sent(chat, part.message, part.index)
         self.sent.append(sent)
         self._unread.append(sent)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from datetime import timedelta
 
@@ -18,7 +17,6 @@ from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSett
 from research.pipeline import run_pipeline
 from sources.base import Item, SearchQuery
 from storage import (
-    ChatRecord,
     ChatRepository,
     DeliveryMode,
     DeliveryRepository,
@@ -27,7 +25,7 @@ from storage import (
     SubscriptionRepository,
 )
 from tests.monitors.conftest import T0, World
-from tests.monitors.fakes import Part, RecordingSender, resolver
+from tests.monitors.fakes import RecordingSender, resolver
 from tests.research.fake_sources import RecordingSource, make_item
 
 
@@ -317,17 +315,11 @@ async def test_a_language_change_mid_delivery_finishes_that_digest_as_begun_and_
     sender = RecordingSender(split=True)  # the text, the CSV, the chart: three parts
     worker = DeliveryWorker(world.database, {"telegram": sender}, clock=world.clock)
 
-    async def refuse_the_readers_csv(chat: ChatRecord, part: Part) -> None:
-        if chat.id == reader.id and part.index == 1:
-            raise RetryLater("429", retry_after=5)
-        await RecordingSender.send_part(sender, chat, part)
-
-    sender.send_part = refuse_the_readers_csv  # type: ignore[method-assign]
+    sender.fail_part(reader.id, 1, RetryLater("429", retry_after=5))  # the reader's CSV is refused once
     first = await service.run_monitor(shared, T0)
     assert first is not None and first.run_id is not None
     await worker.run_once()
     await chats.update(reader.id, language="en")  # /language en while the German digest is half sent
-    sender.send_part = functools.partial(RecordingSender.send_part, sender)  # type: ignore[method-assign]
     world.clock.advance(seconds=5)
     await worker.run_once()
     world.sources["hn"] = RecordingSource("hn", next_days_stories)
