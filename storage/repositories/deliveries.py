@@ -206,8 +206,8 @@ class DeliveryRepository(Repository):
         *,
         worker: str,
         until: datetime,
-        language: str | None = None,
-        timezone: str | None = None,
+        language: str,
+        timezone: str,
     ) -> bool:
         """Store that the first `parts_sent` parts were confirmed sent, renewing `worker`'s claim to `until`, and
         the `language` ("" for the monitor's own) and `timezone` they were rendered in. False when the worker no
@@ -219,8 +219,8 @@ class DeliveryRepository(Repository):
                 .values(
                     parts_sent=parts_sent,
                     next_attempt_at=until,
-                    rendered_language=language if language is not None else Delivery.rendered_language,
-                    rendered_timezone=timezone if timezone is not None else Delivery.rendered_timezone,
+                    rendered_language=language,
+                    rendered_timezone=timezone,
                 )
             )
             return int(result.rowcount) == 1  # type: ignore[attr-defined]

@@ -211,8 +211,11 @@ async def test_parts_sent_are_stored_under_a_renewed_claim_and_dead_claimers_are
     [claimed] = await deliveries.claim_due(T0, worker="host:1:a", lease=lease)
     assert (claimed.claimed_by, claimed.parts_sent) == ("host:1:a", 0)
 
-    assert await deliveries.record_parts_sent(row.id, 2, worker="host:1:a", until=T0 + timedelta(seconds=50))
-    assert not await deliveries.record_parts_sent(row.id, 3, worker="someone-else", until=T0 + timedelta(hours=1))
+    pinned = {"language": "de", "timezone": "Europe/Berlin"}  # what the parts were rendered in
+    assert await deliveries.record_parts_sent(row.id, 2, worker="host:1:a", until=T0 + timedelta(seconds=50), **pinned)
+    assert not await deliveries.record_parts_sent(
+        row.id, 3, worker="someone-else", until=T0 + timedelta(hours=1), **pinned
+    )
     assert await deliveries.renew([row.id], worker="host:1:a", until=T0 + timedelta(seconds=70)) == 1
     assert await deliveries.renew([row.id], worker="someone-else", until=T0) == 0
     assert await deliveries.claim_due(T0 + timedelta(seconds=60)) == []  # the renewed claim holds
