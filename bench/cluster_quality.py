@@ -29,7 +29,7 @@ def main() -> None:
     print(f"pairwise scores; shuffled = mean (min) over {SHUFFLES} random input orders\n")
     print(f"{'threshold':>9} | {'file P':>6} {'file R':>6} | {'shuffled P':>14} {'shuffled R':>14}")
     print("-" * 60)
-    for threshold in (0.12, 0.14, 0.16, 0.18, 0.20, 0.22, 0.26):
+    for threshold in sorted({0.12, 0.14, 0.16, 0.18, 0.20, 0.22, 0.26, DEFAULT_THRESHOLD}):
         file_order = score(items, labels, list(range(len(items))), threshold)
         runs = []
         for seed in range(SHUFFLES):

@@ -53,6 +53,9 @@ BATCH_SIZE = 70
 DEV_PRECISION_FLOOR = 0.89
 """The threshold is chosen among those keeping whole-half pair precision this high on every English dev half (the
 issue asks for 0.90 on held-out data; a point of slack for the dev/test difference)."""
+HANDWRITTEN_FLOORS = (0.80, 0.88)
+"""The regression test's floors on the hand-written headlines (precision, recall; tests/research/test_dedupe.py): a
+threshold that breaks them is not chosen."""
 
 
 # ---- data ------------------------------------------------------------------------------------------------
@@ -367,12 +370,14 @@ def print_rows(labelled: LabelledSet, indices: Sequence[int], rows: Sequence[Row
 
 def sweep(sets: Sequence[LabelledSet], thresholds: Sequence[float]) -> float:
     """The threshold with the best mean, over the English sets' dev halves, of run-sized and whole-set pair F1
-    (a monitor's run and a long look-back both count)."""
+    (a monitor's run and a long look-back both count), among those keeping the precision floor on every dev half
+    and the regression floors on the hand-written headlines."""
     print("\n### threshold sweep on the dev halves (pair F1 at run size and on the whole half; whole-half precision)\n")
     english = [s for s in sets if s.language == "en"]
     header = " | ".join(f"{s.name} runs F1 | {s.name} whole F1 | {s.name} whole P" for s in english)
-    print(f"| threshold | {header} | mean F1 |")
-    print("|---|" + "---|" * (3 * len(english) + 1))
+    print(f"| threshold | {header} | mean F1 | hand-written P / R |")
+    print("|---|" + "---|" * (3 * len(english) + 2))
+    handwritten_items, handwritten_labels = labelled_items()
     scored: list[tuple[bool, float, float]] = []
     for threshold in thresholds:
         cells, f1s, precisions = [], [], []
@@ -383,11 +388,22 @@ def sweep(sets: Sequence[LabelledSet], thresholds: Sequence[float]) -> float:
             f1s.extend((runs.pair_f1, whole.pair_f1))
             precisions.append(whole.pair_precision)
         mean = statistics.mean(f1s)
-        print(f"| {threshold:.3f} | {' | '.join(cells)} | {mean:.3f} |")
-        scored.append((min(precisions) >= DEV_PRECISION_FLOOR, mean, threshold))
+        handwritten = Counts()
+        handwritten.add(deduper_clusterer(threshold)(handwritten_items), handwritten_labels)
+        hand_p, hand_r = handwritten.pair_precision, handwritten.pair_recall
+        print(f"| {threshold:.3f} | {' | '.join(cells)} | {mean:.3f} | {hand_p:.3f} / {hand_r:.3f} |")
+        floors_kept = (
+            min(precisions) >= DEV_PRECISION_FLOOR
+            and hand_p >= HANDWRITTEN_FLOORS[0]
+            and hand_r >= HANDWRITTEN_FLOORS[1]
+        )
+        scored.append((floors_kept, mean, threshold))
     # The best mean F1 among thresholds that keep whole-half precision at the floor on every set.
     _, best_mean, best = max(scored)
-    print(f"\nchosen on dev: {best:.3f} (mean F1 {best_mean:.3f}, whole-half precision >= {DEV_PRECISION_FLOOR})")
+    print(
+        f"\nchosen on dev: {best:.3f} (mean F1 {best_mean:.3f}, whole-half precision >= {DEV_PRECISION_FLOOR}, "
+        f"hand-written P / R >= {HANDWRITTEN_FLOORS[0]} / {HANDWRITTEN_FLOORS[1]})"
+    )
     return best
 
 

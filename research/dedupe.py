@@ -8,7 +8,10 @@ vectors are given (`research.embeddings`), pairs of items that both have one are
 also joins reports in different languages.
 
 Items become stories by average-link agglomeration: pairs are merged best first, and two groups merge only while
-their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Ties
+their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Two
+groups of several items each are never merged when each has a rare name most of its items carry and none of the
+other's do: one boxer's two title fights, one against Rahman and one against Thompson, are two stories however
+alike the rest of their wording is. Ties
 are broken by item id, never by input order, so a batch gives the same stories in any order. Stories from earlier
 `add` calls keep their members and ids; new items may join them, but two earlier stories never merge.
 
@@ -21,9 +24,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
@@ -75,6 +79,16 @@ CANDIDATE_FLOOR = 0.5
 ONE_TERM_FACTOR = 0.6
 """Similarity is multiplied by this when two items share one weighted term only: one name in common ("DeepSeek")
 is a subject, not yet a story."""
+
+DISTINCT_NAME_WEIGHT = 6.0
+"""A term this far above a common word (rarity 12 and up: rarer than about six in a million words, such as a
+person's or a place's name) can tell two look-alike events apart."""
+
+DISTINCT_NAME_SHARE = 0.7
+"""Share of a group's items that must carry such a term for it to be the group's own name."""
+
+DISTINCT_MIN_ITEMS = 4
+"""Groups smaller than this are never held apart by their names: a name in two or three items is chance."""
 
 NUMBER_CONFLICT_FACTOR = 0.6
 """Similarity is multiplied by this when both items quote figures and share none of them: "recalls 239,000
@@ -264,6 +278,10 @@ class Deduper:
             if rarity > COMMON_WORD_RARITY and term not in topic_terms
         }
 
+    def _names(self, fingerprint_: Fingerprint) -> list[str]:
+        """The item's terms rare enough to tell look-alike events apart (`DISTINCT_NAME_WEIGHT`)."""
+        return [term for term, weight in self._weights(fingerprint_).items() if weight >= DISTINCT_NAME_WEIGHT]
+
     def _topic_terms_in(self, language: str | None) -> frozenset[str]:
         if not self._topic:
             return frozenset()
@@ -417,6 +435,7 @@ class Deduper:
 
     def _agglomerate(self, fresh: Sequence[int]) -> None:
         import numpy as np
+        from scipy import sparse
 
         if not fresh:
             return
@@ -449,20 +468,27 @@ class Deduper:
         frozen_mask = np.asarray(frozen, dtype=bool)
         a, b = rows[first], rows[second]
         keep = (a != b) & ~(frozen_mask[a] & frozen_mask[b])
-        low, high = np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])
         count = len(sizes)
-        pair_keys, inverse = np.unique(low * count + high, return_inverse=True)
-        sums = np.bincount(inverse, weights=values[keep], minlength=len(pair_keys))
-        links: list[dict[int, float]] = [{} for _ in range(count)]
-        for key, total in zip(pair_keys.tolist(), sums.tolist(), strict=True):
-            x, y = divmod(key, count)
-            links[x][y] = total
-            links[y][x] = total
+        # Symmetric sums of pair scores between nodes (duplicates, e.g. two members of one earlier story, add up),
+        # read out row by row: each node's links as one dict.
+        both = sparse.coo_matrix(
+            (
+                np.concatenate([values[keep], values[keep]]),
+                (np.concatenate([a[keep], b[keep]]), np.concatenate([b[keep], a[keep]])),
+            ),
+            shape=(count, count),
+        ).tocsr()
+        both.sum_duplicates()
+        neighbours, totals, bounds = both.indices.tolist(), both.data.tolist(), both.indptr.tolist()
+        links = [dict(zip(neighbours[start:end], totals[start:end], strict=True)) for start, end in pairwise(bounds)]
         groups = _average_link(
             links,
             [float(size) for size in sizes],
             keys=[min(self._items[i].id for i in group) for group in members],
             frozen=frozen,
+            count_names=lambda nodes: Counter(
+                name for node in nodes for i in members[node] for name in self._names(self._fingerprints[i])
+            ),
         )
 
         # Number new stories in the order their first member was given, so ids read in input order.
@@ -483,14 +509,20 @@ class Deduper:
 
 
 def _average_link(
-    links: list[dict[int, float]], sizes: list[float], *, keys: Sequence[str], frozen: list[bool]
+    links: list[dict[int, float]],
+    sizes: list[float],
+    *,
+    keys: Sequence[str],
+    frozen: list[bool],
+    count_names: Callable[[list[int]], Counter[str]],
 ) -> list[list[int]]:
     """Average-link agglomeration of nodes by a nearest-neighbour chain, merging while the mean link reaches 1.
 
     `links[a][b]` is the sum of pairwise scores between the members of nodes a and b (absent: 0); `sizes` their
-    member counts. Two frozen nodes never merge. Ties go to the node with the smallest key, so the result does
-    not depend on the order the nodes were given in. The links are sparse (only pairs that share something), so
-    the work grows with the pairs, not with the square of the batch.
+    member counts; `count_names` how many members of the given nodes carry each rare name. Two frozen nodes never
+    merge, nor two nodes that `_distinct_events` tells apart (their link is cut instead). Ties go to the node with
+    the smallest key, so the result does not depend on the order the nodes were given in. The links are sparse (only
+    pairs that share something), so the work grows with the pairs, not with the square of the batch.
     """
     count = len(sizes)
     sizes = list(sizes)
@@ -503,20 +535,39 @@ def _average_link(
     done = [False] * count
     """Nodes whose best mean link is under 1: with average linkage it can only fall, so they are finished."""
 
+    any_frozen = any(frozen)
+    names: list[Counter[str] | None] = [None] * count
+    """Rare names counted over each node's members, counted when first asked for (most nodes never are)."""
+
+    def names_of(node: int) -> Counter[str]:
+        found = names[node]
+        if found is None:
+            found = names[node] = count_names(groups[node])
+        return found
+
+    def distinct(a: int, b: int) -> bool:
+        if sizes[a] < DISTINCT_MIN_ITEMS or sizes[b] < DISTINCT_MIN_ITEMS:
+            return False
+        return _distinct_events(names_of(a), sizes[a], names_of(b), sizes[b])
+
     def nearest(node: int, previous: int) -> int:
-        best, best_node = 1.0, -1
-        size, node_frozen = sizes[node], frozen[node]
-        for other, total in links[node].items():
-            if node_frozen and frozen[other]:
+        # A mean link total / (size * sizes[other]) reaches 1 when total / sizes[other] reaches size: one division
+        # per link in this hot loop, and the frozen test only where frozen nodes exist at all.
+        size = sizes[node]
+        best, best_node = size, -1
+        skip_frozen = any_frozen and frozen[node]
+        node_links = links[node]
+        for other, total in node_links.items():
+            if skip_frozen and frozen[other]:
                 continue
-            mean = total / (size * sizes[other])
-            if mean > best or (mean == best and (best_node < 0 or rank[other] < rank[best_node])):
-                best, best_node = mean, other
+            score = total / sizes[other]
+            if score > best or (score == best and (best_node < 0 or rank[other] < rank[best_node])):
+                best, best_node = score, other
         if (
             best_node >= 0
             and previous >= 0
-            and not (node_frozen and frozen[previous])
-            and links[node].get(previous, 0.0) / (size * sizes[previous]) == best
+            and not (skip_frozen and frozen[previous])
+            and node_links.get(previous, 0.0) / sizes[previous] == best
         ):
             return previous  # keeps the chain from cycling between equally near nodes
         return best_node
@@ -544,6 +595,13 @@ def _average_link(
         if neighbour < 0:
             done[top] = True
             chain.pop()
+        elif neighbour == previous and distinct(top, neighbour):
+            # Look-alike events: cut their link and look at both again (they may still join other groups).
+            chain.pop()
+            chain.pop()
+            del links[top][neighbour]
+            del links[neighbour][top]
+            revisit.extend((top, neighbour))
         elif neighbour == previous:
             chain.pop()
             chain.pop()
@@ -565,11 +623,33 @@ def _average_link(
             rank[keep] = min(rank[keep], rank[gone])
             alive[gone] = False
             groups[keep].extend(groups[gone])
+            kept_names, gone_names = names[keep], names[gone]
+            if kept_names is None or gone_names is None:
+                names[keep] = None  # counted afresh if ever asked for
+            else:
+                if len(kept_names) < len(gone_names):  # count into the bigger counter
+                    kept_names, gone_names = gone_names, kept_names
+                kept_names.update(gone_names)
+                names[keep] = kept_names
+            names[gone] = None
             groups[gone] = []
             revisit.append(keep)
         else:
             chain.append(neighbour)
     return [group for node, group in enumerate(groups) if alive[node]]
+
+
+def _distinct_events(a: Counter[str], size_a: float, b: Counter[str], size_b: float) -> bool:
+    """Whether two groups of several items each tell look-alike events apart: each has a rare name that most of its
+    items carry and no item of the other does (one boxer, two opponents; one team, two coaches fired)."""
+    if size_a < DISTINCT_MIN_ITEMS or size_b < DISTINCT_MIN_ITEMS:
+        return False
+    return _own_name(a, size_a, b) and _own_name(b, size_b, a)
+
+
+def _own_name(names: Counter[str], size: float, other: Counter[str]) -> bool:
+    floor = DISTINCT_NAME_SHARE * size
+    return any(count >= floor and name not in other for name, count in names.items())
 
 
 def cluster_items(items: Sequence[Item], *, threshold: float = DEFAULT_THRESHOLD) -> list[Cluster]:

@@ -203,3 +203,39 @@ def test_words_are_stemmed_in_their_language_and_topic_words_stay_weightless() -
         assert stem in terms.tokens
         weighted = deduper._weights(terms)
         assert weighted and stem not in weighted
+
+
+def _fight(opponent: str, place: str, number: int, *, also: str = "") -> Item:
+    wordings = [
+        f"Klitschko stops {opponent} to retain heavyweight titles",
+        f"Wladimir Klitschko beats {opponent} and keeps his heavyweight belts",
+        f"Klitschko retains world heavyweight titles against {opponent}",
+        f"Heavyweight champion Klitschko too strong for {opponent}",
+    ]
+    return make_item(
+        "news",
+        f"{opponent}-{number}",
+        title=wordings[number],
+        text=f"Wladimir Klitschko stopped {opponent}{also} in {place} to keep his IBF and WBO heavyweight titles.",
+    )
+
+
+def test_look_alike_events_with_their_own_names_stay_two_stories() -> None:
+    # One boxer's two title defences: alike in every word but the opponent and the place, and each fight's items
+    # all name its own opponent, which no item of the other names. Average link alone would merge them.
+    rahman = [_fight("Rahman", "Mannheim", n) for n in range(4)]
+    thompson = [_fight("Thompson", "Bern", n) for n in range(4)]
+    deduper = Deduper()
+    deduper.add(rahman + thompson)
+    fingerprints = [fingerprint(i.title, i.text, language="en") for i in (*rahman, *thompson)]
+    cross = [deduper.similarity(a, b) for a in fingerprints[:4] for b in fingerprints[4:]]
+    assert sum(cross) / len(cross) >= deduper.threshold, "the two fights are alike enough to merge on words alone"
+    stories = {deduper.cluster_id(i.id) for i in rahman}, {deduper.cluster_id(i.id) for i in thompson}
+    assert len(stories[0]) == len(stories[1]) == 1
+    assert stories[0] != stories[1]
+
+    # When one side's items also name the other's opponent, nothing tells them apart: one story.
+    recap = [_fight("Thompson", "Bern", n, also=" after beating Rahman in Mannheim") for n in range(4)]
+    together = Deduper()
+    together.add(rahman + recap)
+    assert len({together.cluster_id(i.id) for i in rahman + recap}) == 1
