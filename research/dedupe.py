@@ -76,13 +76,9 @@ COMMON_WORD_RARITY = 6.0
 CANDIDATE_FLOOR = 0.5
 """Pairs less similar than this share of the threshold are not linked at all (they only ever lower a mean)."""
 
-ONE_TERM_FACTOR = 0.6
-"""Similarity is multiplied by this when two items share one weighted term only: one name in common ("DeepSeek")
-is a subject, not yet a story."""
-
 DISTINCT_NAME_WEIGHT = 6.0
 """A term this far above a common word (rarity 12 and up: rarer than about six in a million words, such as a
-person's or a place's name) can tell two look-alike events apart."""
+person's or a place's name, or a figure) can tell two look-alike events apart."""
 
 DISTINCT_NAME_SHARE = 0.7
 """Share of a group's items that must carry such a term for it to be the group's own name."""
@@ -347,8 +343,8 @@ class Deduper:
 
     def _lexical_pairs(self, scope: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
         """Every pair (a < b, rows of `scope`) sharing a weighted term, with its weighted cosine similarity,
-        lowered for figure conflicts and for pairs sharing one term only. Sparse: pairs sharing nothing cost
-        nothing, so a batch of thousands costs about what its overlapping pairs do."""
+        lowered for figure conflicts. Sparse: pairs sharing nothing cost nothing, so a batch of thousands costs
+        about what its overlapping pairs do."""
         import numpy as np
         from scipy import sparse
 
@@ -356,17 +352,11 @@ class Deduper:
         lengths = np.sqrt(np.asarray(weights.multiply(weights).sum(axis=1)).ravel())
         lengths[lengths == 0] = 1.0
         unit = sparse.csr_matrix(sparse.diags(1.0 / lengths) @ weights)
-        present = unit.copy()
-        present.data[:] = 1.0
         similarity = sparse.triu(unit @ unit.T, k=1).tocsr()
-        shared = sparse.triu(present @ present.T, k=1).tocsr()
         similarity.sort_indices()
-        shared.sort_indices()
         first = np.repeat(np.arange(len(scope)), np.diff(similarity.indptr))
         second = similarity.indices.astype(np.int64)
         values = similarity.data * self._conflicts(scope, first, second)
-        # Same rows, same pattern: `shared` holds the count of shared terms of each of those pairs.
-        values[shared.data == 1.0] *= ONE_TERM_FACTOR
         return first.astype(np.int64), second, values
 
     def _conflicts(
