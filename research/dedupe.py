@@ -276,7 +276,9 @@ class Deduper:
 
     def _names(self, fingerprint_: Fingerprint) -> list[str]:
         """The item's terms rare enough to tell look-alike events apart (`DISTINCT_NAME_WEIGHT`)."""
-        return [term for term, weight in self._weights(fingerprint_).items() if weight >= DISTINCT_NAME_WEIGHT]
+        floor = COMMON_WORD_RARITY + DISTINCT_NAME_WEIGHT
+        topic_terms = self._topic_terms_in(fingerprint_.language)
+        return [term for term, rarity in fingerprint_.terms.items() if rarity >= floor and term not in topic_terms]
 
     def _topic_terms_in(self, language: str | None) -> frozenset[str]:
         if not self._topic:
@@ -583,8 +585,13 @@ def _average_link(
         previous = chain[-2] if len(chain) > 1 else -1
         neighbour = nearest(top, previous)
         if neighbour < 0:
+            # Its every mean link is under 1 and merges elsewhere only average such links: it never merges again,
+            # so its links are dropped (later scans and merges no longer walk them).
             done[top] = True
             chain.pop()
+            for other in links[top]:
+                del links[other][top]
+            links[top] = {}
         elif neighbour == previous and distinct(top, neighbour):
             # Look-alike events: cut their link and look at both again (they may still join other groups).
             chain.pop()
@@ -612,16 +619,15 @@ def _average_link(
             frozen[keep] = frozen[keep] or frozen[gone]
             rank[keep] = min(rank[keep], rank[gone])
             alive[gone] = False
-            groups[keep].extend(groups[gone])
-            kept_names, gone_names = names[keep], names[gone]
-            if kept_names is None or gone_names is None:
-                names[keep] = None  # counted afresh if ever asked for
-            else:
+            if names[keep] is not None or names[gone] is not None:
+                # Once a node's names are counted they stay counted: a big story is never counted twice.
+                kept_names, gone_names = names_of(keep), names_of(gone)
                 if len(kept_names) < len(gone_names):  # count into the bigger counter
                     kept_names, gone_names = gone_names, kept_names
                 kept_names.update(gone_names)
                 names[keep] = kept_names
             names[gone] = None
+            groups[keep].extend(groups[gone])
             groups[gone] = []
             revisit.append(keep)
         else:
