@@ -11,8 +11,10 @@ from tests.research.fake_sources import make_item
 from tests.research.labelled_headlines import labelled_items
 
 # The hand-written headlines are a regression test only (the method is tuned and measured on real labelled news in
-# bench/cluster_real.py). Set a little under what the clustering gives (precision 0.84, recall 0.92 at the default
-# threshold), so a regression fails and an unlucky-but-fine change does not.
+# bench/cluster_real.py). Recall is set a little under what the clustering gives (0.92 at the default threshold).
+# Precision (0.804) sits on its floor since the one-shared-term penalty went: real news gained recall without it,
+# and the merges it lets through here are one-subject pairs (a GPT-5 headline joining a Cloudflare outage through
+# "ChatGPT"); a change that lets more through fails.
 PRECISION_FLOOR = 0.8
 RECALL_FLOOR = 0.88
 
