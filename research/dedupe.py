@@ -11,9 +11,9 @@ Items become stories by average-link agglomeration: pairs are merged best first,
 their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Two
 groups of several items each are never merged when each has a rare name most of its items carry and none of the
 other's do: one boxer's two title fights, one against Rahman and one against Thompson, are two stories however
-alike the rest of their wording is. Ties
-are broken by item id, never by input order, so a batch gives the same stories in any order. Stories from earlier
-`add` calls keep their members and ids; new items may join them, but two earlier stories never merge.
+alike the rest of their wording is. Ties are broken by item id, never by input order, so a batch gives the same
+stories in any order. Stories from earlier `add` calls keep their members and ids; new items may join them, but
+two earlier stories never merge.
 
 A cluster's representative is its most engaged member; ties go to the earliest published, then to the one with
 the most text (the most complete).
