@@ -200,8 +200,9 @@ def build_jawikinews(mirror: Path) -> None:
     headlines (読売, 朝日, 共同, NHK, CNN ...) and the Wikinews article itself (headline + lead).
 
     Kept out: headlines with no Japanese script (the corpus' tokeniser destroyed the spaces of Latin-script
-    titles), publishers that are not news outlets (`_NEWS_PUBLISHER`), sources dated more than `JA_SOURCE_WINDOW` from the article's median source
-    date, headlines cited by more than one article (their story is ambiguous), and articles left with no source.
+    titles), publishers that are not news outlets (`_NEWS_PUBLISHER`), sources dated more than `JA_SOURCE_WINDOW`
+    from the article's median source date, headlines cited by more than one article (their story is ambiguous),
+    and articles left with no source.
     """
     raw = subprocess.run(
         ["git", "-C", str(mirror / "tm4roon+jawikinews-headline-dataset" / "repo"), "show",
