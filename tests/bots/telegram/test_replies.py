@@ -186,9 +186,12 @@ async def test_a_group_keeps_its_20_calls_a_minute_for_answers(fake: FakeTelegra
 
 async def test_an_answer_before_the_indicator_is_due_sends_no_typing(fake: FakeTelegram, bot: ExtBot[None]) -> None:
     typing = TypingIndicators(bot, after=3600.0)
-    tasks_before = len(asyncio.all_tasks())
+
+    def typing_tasks() -> list[asyncio.Task[object]]:
+        return [task for task in asyncio.all_tasks() if task.get_name() == "telegram typing"]
+
     async with typing.in_chat("42"), typing.in_chat("42"):  # two messages of one chat share one indicator
-        assert len(asyncio.all_tasks()) == tasks_before  # waiting costs a timer, not a task
+        assert typing_tasks() == []  # waiting costs a timer, not a task
     await asyncio.sleep(0.05)
     assert fake.chat_actions == []
     # and once the last message is done the chat starts afresh: a later slow message still shows "typing…"
