@@ -16,6 +16,7 @@ turn's one write (`storage.TurnRepository`).
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_MAX_TURNS",
     "ConversationMemory",
     "Fold",
+    "HistoryCache",
     "MemoryWindow",
     "encode_messages",
     "fold_batch",
@@ -42,6 +44,8 @@ DEFAULT_MAX_TURNS = 10
 DEFAULT_IDLE_HOURS = 24.0
 MAX_FOLD_BATCH = 10
 """At most this many turns are folded at once, so one summary prompt stays well inside its token limit."""
+HISTORIES_KEPT = 512
+"""Conversations whose decoded history a `HistoryCache` keeps (the ones answered last)."""
 
 
 def fold_batch(max_turns: int) -> int:
@@ -113,6 +117,38 @@ def encode_messages(messages: Sequence[ModelMessage]) -> bytes:
     return ModelMessagesTypeAdapter.dump_json(list(messages))
 
 
+class HistoryCache:
+    """The decoded histories of the conversations this process answered last, each with the stored JSON it is.
+
+    A conversation's next turn usually reads back exactly the JSON this process wrote after its previous turn:
+    then the messages kept with it are used instead of decoding that JSON again (pydantic-ai's `validate_json` of
+    a ten-turn history was about 6 % of a free-text turn's CPU). An entry is used only when the stored bytes are
+    the very bytes it was kept with, so whatever else wrote the conversation since (a fold, a confirmation,
+    /forget, another process) is simply a miss. Bounded: the least recently used conversations go first.
+    """
+
+    def __init__(self, size: int = HISTORIES_KEPT) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple[int, str], tuple[bytes, tuple[ModelMessage, ...]]] = OrderedDict()
+
+    def get(self, record: ConversationRecord) -> list[ModelMessage] | None:
+        """The messages of `record.messages` when kept for exactly those bytes, else None."""
+        key = (record.chat_id, record.thread_key)
+        entry = self._entries.get(key)
+        if entry is None or entry[0] != record.messages:
+            return None
+        self._entries.move_to_end(key)
+        return list(entry[1])
+
+    def keep(self, chat_id: int, thread_key: str, stored: bytes, messages: Sequence[ModelMessage]) -> None:
+        """Remember that `stored` (just written) decodes to `messages`."""
+        key = (chat_id, thread_key)
+        self._entries[key] = (stored, tuple(messages))
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+
 class ConversationMemory:
     """The memory of one conversation as the turn read it: the window for the run, the history to store after it,
     and the fold that history calls for."""
@@ -124,6 +160,7 @@ class ConversationMemory:
         now: datetime,
         max_turns: int = DEFAULT_MAX_TURNS,
         idle_hours: float = DEFAULT_IDLE_HOURS,
+        decoded: HistoryCache | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
@@ -131,7 +168,10 @@ class ConversationMemory:
         self.summary = record.summary if record is not None else None
         """The stored rolling summary."""
         self.revision = record.revision if record is not None else 0
-        messages = self._decode(record) if record is not None else []
+        messages: list[ModelMessage] = []
+        if record is not None:
+            kept = decoded.get(record) if decoded is not None else None
+            messages = kept if kept is not None else self._decode(record)
         idle = record is not None and now - record.updated_at >= timedelta(hours=idle_hours)
         self._expired = messages if idle else []
         self.history = [] if idle else messages

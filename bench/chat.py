@@ -12,12 +12,14 @@ Two processes, so the fake's CPU and GIL are not Lookout's:
 Runs, each on SQLite and (with `--postgres-url`, or TEST_DATABASE_URL set) on a throwaway PostgreSQL database:
 - closed loop, free text: each chat sends its next message when the answer to the previous one arrived;
 - closed loop, commands: the same with `/help` and `/monitors` (no model);
+- paced (optional, `--paced 50,100`): open loop at each offered rate, each chat writing on a clock whether
+  answered or not: latency at a load below capacity (a closed loop's latency is chats ÷ throughput);
 - burst (optional, `--burst`): every chat's messages queued at once.
 
 Every run checks that each chat got exactly one answer per message, in order (none lost, none duplicated).
 
 Run: uv run python bench/chat.py [--chats 50] [--messages 30] [--memory-turns 10] [--commands 10]
-                                  [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
+                                  [--paced RATES] [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
                                   [--profile FILE] [--profile-commands FILE]
 """
 
@@ -91,9 +93,18 @@ def fake_process(conn: Connection, long_poll_cap: float) -> None:
 
 
 async def _people(
-    fake: Any, *, op: str, chats: int, messages: int, texts: Sequence[str], tag: str, timeout: float
+    fake: Any,
+    *,
+    op: str,
+    chats: int,
+    messages: int,
+    texts: Sequence[str],
+    tag: str,
+    timeout: float,
+    rate: float = 0.0,
 ) -> Outcome:
-    """Each chat writes `messages` messages (cycling through `texts`, numbered); closed loop or all at once."""
+    """Each chat writes `messages` messages (cycling through `texts`, numbered): closed loop, all at once, or
+    paced (open loop: `rate` messages per second over all chats, each chat at an even interval, answered or not)."""
     loop = asyncio.get_running_loop()
     arrived: dict[str, list[Any]] = {}
     wake: dict[str, asyncio.Event] = {}
@@ -139,8 +150,18 @@ async def _people(
 
     start = time.monotonic()
     fake_cpu = time.process_time()
+
+    async def paced(index: int, chat_id: str) -> None:
+        interval = chats / rate  # each chat writes every `interval` s; chats start staggered by 1/rate
+        for n in range(messages):
+            await asyncio.sleep(max(0.0, start + index / rate + n * interval - time.monotonic()))
+            sent_ids[chat_id].append(fake.push_text(int(chat_id), text_for(n)))
+        await wait_for(chat_id, messages, start + timeout)
+
     if op == "closed":
         await asyncio.gather(*(person(chat_id) for chat_id in chat_ids))
+    elif op == "paced":
+        await asyncio.gather(*(paced(index, chat_id) for index, chat_id in enumerate(chat_ids)))
     else:
         for n in range(messages):
             for chat_id in chat_ids:
@@ -344,7 +365,13 @@ async def bench_database(
             timeout = 600.0
 
             async def run(
-                label: str, op: str, texts: Sequence[str], messages: int, tag: str, profile: str | None = None
+                label: str,
+                op: str,
+                texts: Sequence[str],
+                messages: int,
+                tag: str,
+                profile: str | None = None,
+                rate: float = 0.0,
             ) -> None:
                 profiling = bool(profile) and name == "sqlite"
                 if profiling:
@@ -354,7 +381,14 @@ async def bench_database(
                 calls, summaries = model.calls, model.summary_calls
                 cpu = time.process_time()
                 outcome = await drive(
-                    conn, op=op, chats=args.chats, messages=messages, texts=list(texts), tag=tag, timeout=timeout
+                    conn,
+                    op=op,
+                    chats=args.chats,
+                    messages=messages,
+                    texts=list(texts),
+                    tag=tag,
+                    timeout=timeout,
+                    rate=rate,
                 )
                 await asyncio.sleep(0.2)  # folds started by the last answers finish (their calls count)
                 if profiling and profile:
@@ -392,6 +426,25 @@ async def bench_database(
                     "commands",
                     profile=args.profile_commands,
                 )
+            for rate in args.paced:
+                await run(
+                    f"paced (open loop), free text: {rate:g} msg/s over {args.chats} chats × {args.messages}",
+                    "paced",
+                    ["hello"],
+                    args.messages,
+                    f"paced{rate:g}",
+                    rate=rate,
+                )
+                if args.commands:
+                    await run(
+                        f"paced (open loop), /help and /monitors: {rate:g} msg/s over {args.chats} chats × "
+                        f"{args.commands}",
+                        "paced",
+                        ["/help", "/monitors"],
+                        args.commands,
+                        f"pacedc{rate:g}",
+                        rate=rate,
+                    )
             if args.burst:
                 await run(
                     f"burst, free text: {args.chats * args.messages} queued at once",
@@ -478,6 +531,14 @@ def main() -> None:
         "this measures Lookout's side; Telegram itself allows about 30/s, the setting's default)",
     )
     parser.add_argument("--burst", action="store_true", help="also queue every message at once")
+    parser.add_argument(
+        "--paced",
+        type=lambda value: [float(rate) for rate in value.split(",") if rate],
+        default=[],
+        help="comma-separated rates (msg/s over all chats): also run open loop at each offered rate, people "
+        "writing on a clock whether answered or not (latency at a load below capacity, where the closed loop "
+        "only shows Little's law)",
+    )
     parser.add_argument(
         "--postgres-url",
         default=os.environ.get("TEST_DATABASE_URL"),

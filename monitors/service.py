@@ -226,9 +226,13 @@ class MonitorService:
             lookback_hours=self._lookback(lookback_hours, schedule),
         )
 
-    async def list_monitors(self, chat_id: int, *, all_chats: bool = False) -> list[MonitorView]:
-        """The chat's monitors (owned or subscribed), or every monitor for an admin with `all_chats`."""
-        chat = await self.chat(chat_id)
+    async def list_monitors(
+        self, chat_id: int, *, all_chats: bool = False, chat: ChatRecord | None = None
+    ) -> list[MonitorView]:
+        """The chat's monitors (owned or subscribed), or every monitor for an admin with `all_chats`. `chat` is the
+        chat's record when the caller has it already (a command's turn): it is not read again."""
+        if chat is None or chat.id != chat_id:
+            chat = await self.chat(chat_id)
         records = await (self._monitors.list_all() if all_chats else self._monitors.list_for_chat(chat.id))
         return [await self.view_of(record, chat) for record in records]
 

@@ -90,29 +90,34 @@ class _WriterQueue:
             yield
 
 
-class _SqliteWriterThread:
-    """Runs whole write transactions on one thread with the plain `sqlite3` driver.
+class _SqliteThread:
+    """Runs whole transactions on one thread with the plain `sqlite3` driver: the writer's, or the reader's.
 
     The async driver hands every cursor operation to its own thread and back (about four hand-offs per statement,
-    each a trip through the GIL); a transaction run here costs one hand-off however many statements it has.
+    each a trip through the GIL, plus the pool's rollback on return); a transaction run here costs one hand-off
+    however many statements it has. The reader's transactions begin deferred (a WAL snapshot: they never wait for
+    the writer).
     """
 
-    def __init__(self, url: URL) -> None:
-        self.engine = sqlalchemy.create_engine(
+    def __init__(self, url: URL, *, read_only: bool = False) -> None:
+        engine = sqlalchemy.create_engine(
             url.set(drivername="sqlite+pysqlite"), connect_args={"check_same_thread": False}
         )
-        _configure_sqlite(self.engine, foreign_keys=True)
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+        _configure_sqlite(engine, foreign_keys=True)
+        self._root = engine
+        self.engine = engine.execution_options(**{READ_ONLY_OPTION: True}) if read_only else engine
+        self._name = "sqlite-reader" if read_only else "sqlite-writer"
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
 
     @classmethod
-    def for_engine(cls, engine: AsyncEngine) -> _SqliteWriterThread | None:
-        """The writer for a SQLite file; None for PostgreSQL and in-memory databases (one connection each)."""
+    def for_engine(cls, engine: AsyncEngine, *, read_only: bool = False) -> _SqliteThread | None:
+        """The thread for a SQLite file; None for PostgreSQL and in-memory databases (one connection each)."""
         url = engine.url
         if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
             return None
         if url.database.startswith("file:"):
             return None  # URI databases (shared caches) stay on the async driver
-        return cls(url)
+        return cls(url, read_only=read_only)
 
     async def run(self, work: Callable[[Connection], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._transaction, work)
@@ -122,10 +127,10 @@ class _SqliteWriterThread:
             return work(connection)
 
     def dispose(self) -> None:
-        """Close the connection; the thread is replaced, so the writer still works afterwards (like an engine)."""
+        """Close the connection; the thread is replaced, so it still works afterwards (like an engine)."""
         self._thread.shutdown(wait=True)
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
-        self.engine.dispose()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
+        self._root.dispose()
 
 
 class Database:
@@ -142,7 +147,8 @@ class Database:
         # unfair: under load a writer could wait out the whole busy timeout). Other processes' writers still
         # meet the busy timeout. PostgreSQL locks rows, not the database: no queue.
         self._writers = _WriterQueue() if self.engine.dialect.name == "sqlite" else None
-        self._sqlite_writer = _SqliteWriterThread.for_engine(self.engine)
+        self._sqlite_writer = _SqliteThread.for_engine(self.engine)
+        self._sqlite_reader = _SqliteThread.for_engine(self.engine, read_only=True)
 
     @property
     def dialect(self) -> str:
@@ -178,12 +184,21 @@ class Database:
         async with self._writer(), self.engine.begin() as connection:
             return await connection.run_sync(work)
 
+    async def read(self, work: Callable[[Connection], T]) -> T:
+        """`work(connection)` inside one reading transaction: for the reads of the hot path (a command's listing).
+        On a SQLite file the whole transaction runs in one call on the reader thread (deferred: a snapshot that
+        never waits for the writer); on PostgreSQL through the async driver (`run_sync`). `work` may open a plain
+        ORM `Session` on the connection."""
+        if self._sqlite_reader is not None:
+            return await self._sqlite_reader.run(work)
+        async with self.begin_read() as connection:
+            return await connection.run_sync(work)
+
     @property
     def sync_engines(self) -> list[Engine]:
         """Every engine statements go through (for instrumentation: SQLAlchemy events listen on these)."""
         engines = [self.engine.sync_engine]
-        if self._sqlite_writer is not None:
-            engines.append(self._sqlite_writer.engine)
+        engines += [thread._root for thread in (self._sqlite_writer, self._sqlite_reader) if thread is not None]
         return engines
 
     @asynccontextmanager
@@ -205,6 +220,7 @@ class Database:
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
-        if self._sqlite_writer is not None:
-            await asyncio.to_thread(self._sqlite_writer.dispose)
+        for thread in (self._sqlite_writer, self._sqlite_reader):
+            if thread is not None:
+                await asyncio.to_thread(thread.dispose)
         await self.engine.dispose()

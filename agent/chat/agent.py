@@ -26,7 +26,7 @@ from agent.confirmations import (
     execute_actions,
 )
 from agent.context import Services, Turn, chat_timezone
-from agent.memory import ConversationMemory, Fold, encode_messages
+from agent.memory import ConversationMemory, Fold, HistoryCache, encode_messages
 from agent.messages import Reply
 from monitors import new_error_id
 from research import LlmUsage
@@ -102,6 +102,8 @@ class ChatAgent:
         self._turns = TurnRepository(services.database)
         self._conversations = ConversationRepository(services.database)
         self._confirmation_ttl = confirmation_ttl
+        self._histories = HistoryCache()
+        """What this process wrote last per conversation, decoded: the next turn reuses it instead of decoding."""
 
     async def _state(self, turn: Turn) -> TurnState:
         if turn.state is not None:
@@ -111,7 +113,11 @@ class ChatAgent:
     def _memory(self, record: ConversationRecord | None, now: datetime) -> ConversationMemory:
         settings = self._services.settings
         return ConversationMemory(
-            record, now=now, max_turns=settings.memory_turns, idle_hours=settings.memory_idle_hours
+            record,
+            now=now,
+            max_turns=settings.memory_turns,
+            idle_hours=settings.memory_idle_hours,
+            decoded=self._histories,
         )
 
     # ---- confirmations ------------------------------------------------------------------------------------
@@ -238,11 +244,13 @@ class ChatAgent:
         new_messages = result.new_messages()
         reply, opened = self._compose(turn, deps, result.output, now)
         history = memory.after(new_messages)
-        changes: ConversationChanges = {"messages": memory.encode_after(new_messages), "touch": True}
+        stored = memory.encode_after(new_messages)
+        changes: ConversationChanges = {"messages": stored, "touch": True}
         if opened is not None:
             changes["confirmation"] = opened.stored_form()
         spent = LlmUsage.from_run(usage, model=model, messages=new_messages)
         revision = await self._finish(turn, now, usage=spent, changes=changes)
+        self._histories.keep(turn.chat.id, turn.incoming.thread_key, stored, history)
         fold = memory.fold(history, revision=revision or 0)
         if fold is not None:
             chat_id, thread_key = turn.chat.id, turn.incoming.thread_key
@@ -318,6 +326,8 @@ class ChatAgent:
         )
         if changes is not None and written is None:
             logger.info("conversation %d/%r moved on during its fold; folded again later", chat_id, thread_key)
+        elif changes is not None:
+            self._histories.keep(chat_id, thread_key, changes["messages"], fold.keep)
 
 
 def _day(now: datetime) -> date:

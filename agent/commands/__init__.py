@@ -3,7 +3,15 @@
 from agent.commands.parser import ParseOptions, parse_command, parse_command_words, parse_prefixed
 from agent.commands.progress import ProgressRelay
 from agent.commands.router import CommandRouter
-from agent.commands.specs import COMMAND_SPECS, Command, CommandError, bot_commands, help_text, usage_of
+from agent.commands.specs import (
+    COMMAND_SPECS,
+    Command,
+    CommandError,
+    bot_commands,
+    help_text,
+    is_instant_command,
+    usage_of,
+)
 
 __all__ = [
     "COMMAND_SPECS",
@@ -14,6 +22,7 @@ __all__ = [
     "ProgressRelay",
     "bot_commands",
     "help_text",
+    "is_instant_command",
     "parse_command",
     "parse_command_words",
     "parse_prefixed",

@@ -115,7 +115,7 @@ async def list_monitors(services: Services, turn: Turn, command: MonitorsCommand
     asking for `all`)."""
     if command.all_chats and not turn.is_admin:
         return refuse("Only admins can list every chat's monitors; `/monitors` lists this chat's.")
-    views = await services.monitors.list_monitors(turn.chat.id, all_chats=command.all_chats)
+    views = await services.monitors.list_monitors(turn.chat.id, all_chats=command.all_chats, chat=turn.chat)
     if not views:
         where = "in any chat" if command.all_chats else "in this chat"
         return [Reply(text=f"No monitors {where} yet — try `{TRACK_EXAMPLE}`, or `/browse` the shared ones.")]

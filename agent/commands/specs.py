@@ -41,6 +41,7 @@ __all__ = [
     "UsageCommand",
     "bot_commands",
     "help_text",
+    "is_instant_command",
     "usage_of",
 ]
 
@@ -57,6 +58,9 @@ class CommandSpec:
     """One line, under 256 characters (Telegram's setMyCommands limit)."""
     example: str | None = None
     """A full example, slash included."""
+    instant: bool = False
+    """Answered at once from what is stored (no collection, no model, no file): the chat shows no "typing…" for
+    it, since the answer comes before the indicator would (and the call would only add to the bot's flood limit)."""
 
     @property
     def usage(self) -> str:
@@ -65,18 +69,34 @@ class CommandSpec:
 
 
 _SPECS = (
-    CommandSpec(name="start", arguments="", description="What Lookout does, with examples"),
-    CommandSpec(name="help", arguments="[command]", description="Commands and how to use them", example="/help track"),
+    CommandSpec(name="start", arguments="", description="What Lookout does, with examples", instant=True),
+    CommandSpec(
+        name="help",
+        arguments="[command]",
+        description="Commands and how to use them",
+        example="/help track",
+        instant=True,
+    ),
     CommandSpec(
         name="track",
         arguments="<topic> [schedule] [from <sources>]",
         description="Watch a topic and get a cited digest on a schedule",
         example="/track DeepSeek daily at 08:30 from hn,news,arxiv",
     ),
-    CommandSpec(name="monitors", arguments="", description="This chat's monitors: schedule, next run, last result"),
-    CommandSpec(name="untrack", arguments="<id>", description="Delete a monitor of this chat", example="/untrack 3"),
-    CommandSpec(name="pause", arguments="<id>", description="Pause a monitor", example="/pause 3"),
-    CommandSpec(name="resume", arguments="<id>", description="Resume a paused monitor", example="/resume 3"),
+    CommandSpec(
+        name="monitors", arguments="", description="This chat's monitors: schedule, next run, last result", instant=True
+    ),
+    CommandSpec(
+        name="untrack",
+        arguments="<id>",
+        description="Delete a monitor of this chat",
+        example="/untrack 3",
+        instant=True,
+    ),
+    CommandSpec(name="pause", arguments="<id>", description="Pause a monitor", example="/pause 3", instant=True),
+    CommandSpec(
+        name="resume", arguments="<id>", description="Resume a paused monitor", example="/resume 3", instant=True
+    ),
     CommandSpec(
         name="digest", arguments="<id>", description="Run a monitor now and send its digest here", example="/digest 3"
     ),
@@ -85,6 +105,7 @@ _SPECS = (
         arguments="<id> [on|off]",
         description="On (the default): a run that finds nothing new sends nothing; off: a short note",
         example="/quiet 3 off",
+        instant=True,
     ),
     CommandSpec(
         name="search",
@@ -109,8 +130,15 @@ _SPECS = (
         arguments="<id>",
         description="List one of this chat's monitors in /browse so other chats can subscribe",
         example="/share 3",
+        instant=True,
     ),
-    CommandSpec(name="unshare", arguments="<id>", description="Take a monitor out of /browse", example="/unshare 3"),
+    CommandSpec(
+        name="unshare",
+        arguments="<id>",
+        description="Take a monitor out of /browse",
+        example="/unshare 3",
+        instant=True,
+    ),
     CommandSpec(
         name="browse",
         arguments="[words]",
@@ -128,6 +156,7 @@ _SPECS = (
         arguments="<id>",
         description="Stop receiving a monitor you subscribed to",
         example="/unsubscribe 3",
+        instant=True,
     ),
     CommandSpec(
         name="transfer",
@@ -140,12 +169,14 @@ _SPECS = (
         arguments="<schedule>|off",
         description="One morning briefing of all your monitors instead of a message per run",
         example="/briefing daily at 08:00",
+        instant=True,
     ),
     CommandSpec(
         name="deliver",
         arguments="<id> now|briefing",
         description="Get one monitor per run (now) or in your briefing",
         example="/deliver 3 now",
+        instant=True,
     ),
     CommandSpec(
         name="import",
@@ -158,21 +189,24 @@ _SPECS = (
         arguments="<IANA name>",
         description="Set this chat's timezone for schedules",
         example="/timezone Europe/Berlin",
+        instant=True,
     ),
     CommandSpec(
         name="language",
         arguments="<code>",
         description="Set the language of digests and answers",
         example="/language de",
+        instant=True,
     ),
     CommandSpec(
         name="profile",
         arguments="<text>",
         description="Tell Lookout who you are and what you care about",
         example="/profile We are a robotics startup; we care about open models and hardware",
+        instant=True,
     ),
-    CommandSpec(name="forget", arguments="", description="Clear this conversation's memory"),
-    CommandSpec(name="usage", arguments="", description="Tokens and cost today and this month"),
+    CommandSpec(name="forget", arguments="", description="Clear this conversation's memory", instant=True),
+    CommandSpec(name="usage", arguments="", description="Tokens and cost today and this month", instant=True),
 )
 
 COMMAND_SPECS: dict[str, CommandSpec] = {spec.name: spec for spec in _SPECS}
@@ -182,6 +216,15 @@ COMMAND_SPECS: dict[str, CommandSpec] = {spec.name: spec for spec in _SPECS}
 def usage_of(name: str) -> str:
     """The usage line of a command (`/help`'s for an unknown name)."""
     return (COMMAND_SPECS.get(name) or COMMAND_SPECS["help"]).usage
+
+
+def is_instant_command(text: str) -> bool:
+    """Whether `text` starts with a command answered at once (`CommandSpec.instant`): `/help`, `/monitors@bot`."""
+    if not text.startswith("/"):
+        return False
+    words = text[1:].split(maxsplit=1)
+    spec = COMMAND_SPECS.get(words[0].partition("@")[0].lower()) if words else None
+    return spec is not None and spec.instant
 
 
 def bot_commands() -> list[tuple[str, str]]:

@@ -9,9 +9,10 @@ that calls `Dispatcher.dispatch` at once, so the dispatcher's per-conversation l
 while different chats are answered concurrently. At most `max_in_flight` messages are handled at a time;
 beyond that, reading updates waits (back-pressure instead of an unbounded pile of tasks).
 
-While a message is handled the chat shows "typing…"; progress goes to one status line edited in place; replies
-go out under the conversation's lock through the process's one `TelegramSender`, whose `Bot` (with the rate
-limiter) is also the Application's: answers, status edits and digests share one Bot and one limiter.
+While a message is handled the chat shows "typing…" (not for an instant command such as /help); progress goes to
+one status line edited in place; replies go out under the conversation's lock through the process's one
+`TelegramSender`, whose `Bot` (with the rate limiter) is also the Application's: answers, status edits and digests
+share one Bot and one limiter.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from telegram.constants import ChatMemberStatus
 from telegram.error import Conflict, TelegramError
 from telegram.ext import Application, ContextTypes, TypeHandler
 
-from agent import MAX_INCOMING_FILE_BYTES, IncomingFile, Reply, bot_commands
+from agent import MAX_INCOMING_FILE_BYTES, IncomingFile, Reply, bot_commands, is_instant_command
 from bots.dispatcher import Dispatcher
 from bots.telegram.sender import TelegramSender
 from bots.telegram.typing_indicators import TypingIndicators
@@ -257,7 +258,13 @@ class TelegramFrontend:
                     await bot.edit_message_reply_markup(chat_id, received.message_id, reply_markup=None)
             await sender.send_replies(chat_id, answer, events=self._dispatcher, thread_id=received.thread_id)
 
-        async with self._typing.in_chat(chat_id, thread_id=received.thread_id):
+        # An instant command (/help, /monitors) is answered before "typing…" would show: no timer, no call.
+        typing = (
+            contextlib.nullcontext()
+            if is_instant_command(incoming.text)
+            else self._typing.in_chat(chat_id, thread_id=received.thread_id)
+        )
+        async with typing:
             if received.document is not None:
                 incoming = incoming.model_copy(update={"file": await self._download(received.document)})
             await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import unicodedata
 from dataclasses import dataclass
@@ -42,6 +43,20 @@ TELEGRAM_LINK_SCHEMES = frozenset({"http", "https", "mailto", "tg"})
 def markdown_to_telegram_html(text: str) -> str:
     """The markdown as Telegram HTML (parse_mode="HTML"), using only tags Telegram accepts."""
     return _render_blocks(parse_markdown(text), in_quote=False).strip()
+
+
+RENDERED_TEXTS_KEPT = 256
+"""How many texts `telegram_html_parts` keeps rendered: the static ones (/help, /start, usage lines) and the digest
+sent to every subscriber of a monitor stay, while one-off answers pass through."""
+
+
+@functools.lru_cache(maxsize=RENDERED_TEXTS_KEPT)
+def telegram_html_parts(text: str) -> tuple[str, ...]:
+    """The markdown as Telegram HTML messages (`markdown_to_telegram_html`, then `split_telegram_html`).
+
+    Rendered once per distinct text and kept (bounded, least recently used out): rendering and splitting a
+    2,000-character help text costs about 2 ms of CPU, more than the rest of answering the command."""
+    return tuple(split_telegram_html(markdown_to_telegram_html(text)))
 
 
 def _render_blocks(blocks: list[Block], *, in_quote: bool) -> str:

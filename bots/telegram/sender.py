@@ -24,7 +24,7 @@ from telegram.ext import AIORateLimiter, BaseRateLimiter, ExtBot
 from agent import Attachment, Button, Reply
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine
 from bots.telegram.api import delivery_error, is_group, send_file, send_html
-from bots.telegram.render import caption, markdown_to_telegram_html, split_telegram_html
+from bots.telegram.render import caption, telegram_html_parts
 from bots.telegram.request import AiohttpRequest
 from monitors import ChatGone, ChatMoved, DeliveryError, RetryLater
 from sources import Backoff, Sleep
@@ -158,8 +158,7 @@ class TelegramSender:
         """Text parts, then files; the buttons go under the last text part (or the last file)."""
         parts: list[TelegramPart] = []
         if message.text.strip():
-            html = markdown_to_telegram_html(message.text)
-            parts = [TelegramPart(kind="html", html=part) for part in split_telegram_html(html)]
+            parts = [TelegramPart(kind="html", html=part) for part in telegram_html_parts(message.text)]
         for attachment in message.attachments:
             parts.append(
                 TelegramPart(kind="photo" if attachment.kind == "image" else "document", attachment=attachment)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from telegram import Bot
 from telegram.constants import ChatAction
@@ -31,29 +32,36 @@ class TypingIndicators:
         self._bot = bot
         self._every = every
         self._after = after
-        self._active: dict[tuple[str, int | None], tuple[int, asyncio.Task[None]]] = {}
+        self._active: dict[tuple[str, int | None], _Indicator] = {}
 
     @contextlib.asynccontextmanager
     async def in_chat(self, chat_id: str, *, thread_id: int | None = None) -> AsyncIterator[None]:
         key = (chat_id, thread_id)
-        count, task = self._active.get(key, (0, None))
-        if task is None:
-            task = asyncio.create_task(self._keep_typing(chat_id, thread_id), name="telegram typing")
-        self._active[key] = (count + 1, task)
+        indicator = self._active.get(key)
+        if indicator is None:
+            indicator = self._active[key] = _Indicator()
+            # A timer, not a task that sleeps: most answers come before it fires, and cancelling a timer handle
+            # costs next to nothing where a task costs a creation, two steps and a cancellation per message.
+            indicator.timer = asyncio.get_running_loop().call_later(self._after, self._start, key, indicator)
+        indicator.messages += 1
         try:
             yield
         finally:
-            count, task = self._active[key]
-            if count > 1:
-                self._active[key] = (count - 1, task)
-            else:
+            indicator.messages -= 1
+            if indicator.messages == 0:
                 del self._active[key]
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                if indicator.timer is not None:
+                    indicator.timer.cancel()
+                if indicator.task is not None:
+                    indicator.task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await indicator.task
+
+    def _start(self, key: tuple[str, int | None], indicator: _Indicator) -> None:
+        indicator.timer = None
+        indicator.task = asyncio.create_task(self._keep_typing(*key), name="telegram typing")
 
     async def _keep_typing(self, chat_id: str, thread_id: int | None) -> None:
-        await asyncio.sleep(self._after)
         while True:
             try:
                 await self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread_id)
@@ -62,3 +70,12 @@ class TypingIndicators:
             if is_group(chat_id):
                 return  # a group has 20 calls a minute for everything: "typing…" is said once, not repeated
             await asyncio.sleep(self._every)
+
+
+@dataclass(slots=True)
+class _Indicator:
+    """One chat's indicator: its messages in flight, the timer before the first "typing…", then the loop."""
+
+    messages: int = 0
+    timer: asyncio.TimerHandle | None = None
+    task: asyncio.Task[None] | None = None

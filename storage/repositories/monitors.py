@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack, cast
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import Row, Table, bindparam, delete, func, or_, select
+from sqlalchemy.engine import Connection
 
 from storage.models import Chat, Monitor, Subscription
 from storage.records import JSONObject, MonitorRecord
@@ -41,7 +42,24 @@ class MonitorChanges(TypedDict, total=False):
 _LIST_FIELDS = frozenset({"extra_queries", "include_keywords", "exclude_keywords", "sources"})
 
 
-def to_monitor_record(row: Monitor) -> MonitorRecord:
+_monitors, _subscriptions = cast(Table, Monitor.__table__), cast(Table, Subscription.__table__)
+_FOR_CHAT = (
+    select(_monitors)
+    .where(
+        or_(
+            _monitors.c.owner_chat_id == bindparam("chat"),
+            _monitors.c.id.in_(
+                select(_subscriptions.c.monitor_id).where(_subscriptions.c.chat_id == bindparam("chat"))
+            ),
+        )
+    )
+    .order_by(_monitors.c.id)
+)
+"""A chat's monitors, owned or subscribed to (built once)."""
+
+
+def to_monitor_record(row: Monitor | Row[Any]) -> MonitorRecord:
+    """The record of an ORM row, or of a Core row of the whole table (same names)."""
     return MonitorRecord(
         id=row.id,
         owner_chat_id=row.owner_chat_id,
@@ -124,15 +142,13 @@ class MonitorRepository(Repository):
             return to_monitor_record(row) if row else None
 
     async def list_for_chat(self, chat_id: int) -> list[MonitorRecord]:
-        """Monitors the chat owns or is subscribed to, oldest first."""
-        async with self._db.sessions() as session:
-            subscribed = select(Subscription.monitor_id).where(Subscription.chat_id == chat_id)
-            rows = await session.scalars(
-                select(Monitor)
-                .where(or_(Monitor.owner_chat_id == chat_id, Monitor.id.in_(subscribed)))
-                .order_by(Monitor.id)
-            )
-            return [to_monitor_record(row) for row in rows]
+        """Monitors the chat owns or is subscribed to, oldest first: one Core statement in one `Database.read`
+        (`/monitors` asks; through an async ORM session it cost about four times the CPU on SQLite)."""
+
+        def work(connection: Connection) -> list[MonitorRecord]:
+            return [to_monitor_record(row) for row in connection.execute(_FOR_CHAT, {"chat": chat_id})]
+
+        return await self._db.read(work)
 
     async def list_owned(self, chat_id: int) -> list[MonitorRecord]:
         """Monitors the chat owns, oldest first."""

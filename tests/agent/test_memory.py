@@ -18,9 +18,17 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent.memory import ConversationMemory, Fold, MemoryWindow, encode_messages, fold_batch, turn_starts
-from storage import ChatRecord, ConversationChanges, ConversationRepository, Database
-from tests.agent.conftest import FakeClock
+from agent.memory import (
+    ConversationMemory,
+    Fold,
+    HistoryCache,
+    MemoryWindow,
+    encode_messages,
+    fold_batch,
+    turn_starts,
+)
+from storage import ChatRecord, ConversationChanges, ConversationRecord, ConversationRepository, Database
+from tests.agent.conftest import T0, FakeClock
 
 
 @dataclass
@@ -66,6 +74,8 @@ class Stored:
     max_turns: int = 10
     idle_hours: float = 24
     last_fold: Fold | None = None
+    kept: HistoryCache | None = None
+    """The chat agent's cache of what it wrote, decoded (None: decode every turn)."""
 
     @property
     def repository(self) -> ConversationRepository:
@@ -73,7 +83,9 @@ class Stored:
 
     async def memory(self) -> ConversationMemory:
         record = await self.repository.load(self.chat.id, self.thread_key)
-        return ConversationMemory(record, now=self.clock(), max_turns=self.max_turns, idle_hours=self.idle_hours)
+        return ConversationMemory(
+            record, now=self.clock(), max_turns=self.max_turns, idle_hours=self.idle_hours, decoded=self.kept
+        )
 
     async def turn(self, agent: Agent[None, str], text: str) -> MemoryWindow:
         """What the chat agent does per message: read, run with the window, store the history, plan a fold."""
@@ -87,6 +99,8 @@ class Stored:
             self.chat.id, self.thread_key, {"messages": stored, "touch": True}, now=self.clock()
         )
         assert revision is not None
+        if self.kept is not None:
+            self.kept.keep(self.chat.id, self.thread_key, stored, history)
         self.last_fold = memory.fold(history, revision=revision)
         return window
 
@@ -151,6 +165,44 @@ async def test_history_round_trips_through_storage_and_a_restart(
     record = await ConversationRepository(database).load(chat.id, "t1")
     assert record is not None
     assert ModelMessagesTypeAdapter.validate_json(record.messages) == window.messages
+
+
+async def test_a_kept_history_stands_in_for_exactly_the_bytes_it_was_kept_with(
+    database: Database, chat: ChatRecord, clock: FakeClock
+) -> None:
+    kept = HistoryCache()
+    agent = make_agent(ScriptedModel())
+    stored = Stored(database, chat, clock, kept=kept)
+    for text in ("hello", "weather in Paris", "thanks", "weather in Oslo", "bye"):
+        await stored.turn(agent, text)
+        record = await stored.repository.load(chat.id, "t1")
+        assert record is not None
+        reused = kept.get(record)
+        # used (no decode) and the same as decoding the stored JSON: the runs since did not alter the kept messages
+        assert reused is not None and reused == ModelMessagesTypeAdapter.validate_json(record.messages)
+        assert (await stored.memory()).history == reused
+    assert len(reused) == 14
+
+    # anything else that wrote the conversation (a fold, /forget, another process) makes it a miss: decoded again
+    await stored.repository.write(chat.id, "t1", {"messages": encode_messages(reused[:2]), "touch": True}, now=clock())
+    record = await stored.repository.load(chat.id, "t1")
+    assert record is not None and kept.get(record) is None
+    assert (await stored.memory()).history == reused[:2]
+
+
+def test_the_history_cache_keeps_the_conversations_used_last() -> None:
+    kept = HistoryCache(size=2)
+    said = [ModelRequest(parts=[UserPromptPart(content="hi")])]
+    for chat_id in (1, 2):
+        kept.keep(chat_id, "", encode_messages(said), said)
+
+    def record(chat_id: int) -> ConversationRecord:
+        return ConversationRecord(id=chat_id, chat_id=chat_id, thread_key="", messages=encode_messages(said),
+                                  summary=None, created_at=T0, updated_at=T0)  # fmt: skip
+
+    assert kept.get(record(1)) == said  # 1 is now the one used last…
+    kept.keep(3, "", encode_messages(said), said)  # …so 2 makes room for 3
+    assert [kept.get(record(n)) is not None for n in (1, 2, 3)] == [True, False, True]
 
 
 async def test_threads_and_chats_are_separate(database: Database, chat: ChatRecord, clock: FakeClock) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import Connection
 
 from storage import ChatRepository, Database, create_engine
 from storage.models import Base, Chat
@@ -97,6 +98,20 @@ async def test_sqlite_reads_do_not_queue_behind_an_open_write_transaction(tmp_pa
         assert len(await chats.list_chats()) == 2
     finally:
         await database.dispose()
+
+
+async def test_a_read_runs_whole_and_never_waits_for_an_open_write(database: Database) -> None:
+    await ChatRepository(database).get_or_create("telegram", "1")
+
+    def external_ids(connection: Connection) -> list[str]:
+        return list(connection.execute(text("SELECT external_id FROM chats ORDER BY id")).scalars())
+
+    async with database.transaction() as session:
+        session.add(Chat(platform="telegram", external_id="2"))
+        await session.flush()  # on SQLite the write lock is held until this block ends
+        seen = await asyncio.wait_for(database.read(external_ids), timeout=10)
+    assert seen == ["1"]  # a snapshot from before the uncommitted write
+    assert await database.read(external_ids) == ["1", "2"]  # and what was committed since
 
 
 async def test_sqlite_writers_of_one_process_take_turns_in_the_order_they_asked(tmp_path: Path) -> None:

@@ -135,7 +135,10 @@ async def test_list_for_chat_includes_owned_and_subscribed(database: Database, c
     await monitors.create(owner_chat_id=other.id, topic="not shared", schedule="daily")
     await SubscriptionRepository(database).subscribe(theirs.id, chat.id)
 
-    assert [m.topic for m in await monitors.list_for_chat(chat.id)] == [own.topic, theirs.topic]
+    listed = await monitors.list_for_chat(chat.id)
+    assert [m.topic for m in listed] == [own.topic, theirs.topic]
+    # read through one Core statement, every field comes back as the ORM's `get` reads it (lists, aware times)
+    assert listed == [await monitors.get(own.id), await monitors.get(theirs.id)]
 
 
 async def test_delete_removes_subscriptions_and_runs(database: Database, chat: ChatRecord) -> None:

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 from pydantic_ai import ModelHTTPError, ModelRateLimitError
 from pydantic_ai.exceptions import ModelQuotaExceededError
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models.function import AgentInfo
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
 
+from agent.chat.summary import summarise
 from agent.commands.settings import forget
 from storage import ChatRecord, ConversationRepository, Database, UsageEntry, UsageRepository
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns, user_prompts
@@ -143,6 +145,21 @@ async def test_a_failing_summary_does_not_break_the_answer_and_is_tried_again(wo
     totals = await UsageRepository(world.database).by_kind(world.chat.id, world.clock().date(), world.clock().date())
     # each answered call counted once (the refused summary got no answer, so it spent nothing)
     assert totals["chat"].requests == 4 and totals["memory"].requests == 1
+
+
+async def test_a_summary_over_its_token_limit_is_not_used_but_counts() -> None:
+    def wordy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        assert "You keep the memory of a chat" in (info.instructions or "")  # the summariser's instructions went
+        return ModelResponse(parts=[TextPart("a very long summary")], usage=RequestUsage(input_tokens=25_000))
+
+    def brief(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(" The person counts. ")], usage=RequestUsage(input_tokens=900))
+
+    turns = [ModelRequest(parts=[UserPromptPart("one")]), ModelResponse(parts=[TextPart("1")])]
+    over = await summarise(None, turns, model=FunctionModel(wordy, model_name="scripted"))
+    fine = await summarise(None, turns, model=FunctionModel(brief, model_name="scripted"))
+    assert (over.text, over.usage.requests, over.usage.input_tokens) == (None, 1, 25_000)
+    assert (fine.text, fine.usage.requests, fine.usage.input_tokens) == ("The person counts.", 1, 900)
 
 
 async def test_forget_clears_what_the_agent_remembers(world: ChatWorld) -> None:

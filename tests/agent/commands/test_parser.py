@@ -32,6 +32,7 @@ from agent.commands.specs import (
     UsageCommand,
     bot_commands,
     help_text,
+    is_instant_command,
 )
 from monitors import ScheduleKind
 
@@ -120,6 +121,26 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         if spec.example:  # every example in the table is itself a valid command
             assert not isinstance(parse(spec.example), CommandError | None), spec.example
     assert "/track DeepSeek daily at 08:30" in help_text("track")
+
+
+@pytest.mark.parametrize(
+    ("text", "instant"),
+    [
+        ("/help", True),
+        ("/HELP track", True),
+        ("/monitors@lookout_bot", True),
+        ("/usage", True),
+        ("/search open models", False),  # collects and asks the model: "typing…" is worth showing
+        ("/collect rust target 500", False),
+        ("/digest 3", False),
+        ("/nosuchcommand", False),
+        ("/", False),
+        ("help", False),
+        ("", False),
+    ],
+)
+def test_instant_commands_are_the_ones_answered_from_what_is_stored(text: str, instant: bool) -> None:
+    assert is_instant_command(text) is instant
 
 
 @pytest.mark.parametrize(

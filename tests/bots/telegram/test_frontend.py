@@ -20,7 +20,7 @@ from app.http_server import build_http_app
 from bots.dispatcher import Dispatcher
 from bots.telegram import TelegramSender, build_bot
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-from storage import ChatRepository, Database, MonitorRepository, SubscriptionRepository
+from storage import ChatRepository, Database, InboundRepository, MonitorRepository, SubscriptionRepository
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
 from tests.bots.telegram_world import (
@@ -245,19 +245,24 @@ async def test_in_groups_only_messages_for_the_bot_are_answered(
 ) -> None:
     script = scripted_model(lambda said: f"echo: {said}")
     async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
-        world.fake.push_text(GROUP, "just chatting among ourselves", user_id=ALICE)
-        world.fake.push_text(GROUP, "/help@some_other_bot", user_id=ALICE)
-        world.fake.push_text(GROUP, "@lookout_test_bot what is new?", user_id=ALICE)
+        chatter = world.fake.push_text(GROUP, "just chatting among ourselves", user_id=ALICE)
+        other_bots = world.fake.push_text(GROUP, "/help@some_other_bot", user_id=ALICE)
+        asked = world.fake.push_text(GROUP, "@lookout_test_bot what is new?", user_id=ALICE)
         [mentioned] = await world.replies(GROUP, 1)
         world.fake.push_text(GROUP, "and in Rust?", user_id=ALICE, reply_to_message_id=mentioned.message_id)
-        world.fake.push_text(GROUP, "/help@lookout_test_bot", user_id=ALICE)
+        helped = world.fake.push_text(GROUP, "/help@lookout_test_bot", user_id=ALICE)
         await world.replies(GROUP, 3)
+        # What was not for the bot never reached the dispatcher: no turn (so no "typing…", no answer, no model
+        # call) and no de-duplication mark, while the messages for the bot were marked as handled.
+        inbound = InboundRepository(world.database)
+        handled = {update: await inbound.seen_before("telegram", str(update)) for update in (chatter, other_bots)}
+        handled |= {update: await inbound.seen_before("telegram", str(update)) for update in (asked, helped)}
 
     texts = [m.text or "" for m in world.fake.texts(GROUP)]
     assert texts[:2] == ["echo: what is new?", "echo: and in Rust?"]
     assert "/track" in texts[2]  # the help text
     assert len(texts) == 3 and len(script.requests) == 2
-    assert world.fake.chat_actions == []  # answers that come at once need no "typing…"
+    assert handled == {chatter: False, other_bots: False, asked: True, helped: True}
 
 
 async def test_a_button_press_round_trip(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:

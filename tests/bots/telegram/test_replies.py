@@ -17,6 +17,7 @@ from bots.telegram.typing_indicators import TypingIndicators
 from sources import Backoff
 from storage import ChatRepository, Database
 from tests.bots.slack_world import copy_database, migrated_template
+from tests.bots.telegram_world import eventually
 from tests.fakes.telegram import ApiError, FakeTelegram, running_fake_telegram
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
@@ -181,3 +182,20 @@ async def test_a_group_keeps_its_20_calls_a_minute_for_answers(fake: FakeTelegra
         await asyncio.sleep(0.3)
     assert fake.chat_actions.count(("-100555", "typing")) == 1
     assert fake.chat_actions.count(("42", "typing")) >= 2
+
+
+async def test_an_answer_before_the_indicator_is_due_sends_no_typing(fake: FakeTelegram, bot: ExtBot[None]) -> None:
+    typing = TypingIndicators(bot, after=3600.0)
+
+    def typing_tasks() -> list[asyncio.Task[object]]:
+        return [task for task in asyncio.all_tasks() if task.get_name() == "telegram typing"]
+
+    async with typing.in_chat("42"), typing.in_chat("42"):  # two messages of one chat share one indicator
+        assert typing_tasks() == []  # waiting costs a timer, not a task
+    await asyncio.sleep(0.05)
+    assert fake.chat_actions == []
+    # and once the last message is done the chat starts afresh: a later slow message still shows "typing…"
+    slow = TypingIndicators(bot, after=0.0)
+    async with slow.in_chat("42"):
+        await eventually(lambda: bool(fake.chat_actions), what="typing in a slow answer")
+    assert fake.chat_actions == [("42", "typing")]
