@@ -1,11 +1,11 @@
 """Drop exact duplicates (same id or URL) and cluster near-duplicates into stories (one story, many outlets).
 
 Lexical path (no model): each item's title and lead become terms in its language (`research.terms`: jieba for
-Chinese, TinySegmenter for Japanese, words elsewhere), each weighted by how rare the word is in the language at
-large (wordfreq) and a little less when most items seen share it (the topic's own name). Two items are compared
-by the weighted cosine of their terms, lowered when both quote figures and share none. Semantic path: when item
-vectors are given (`research.embeddings`), pairs of items that both have one are compared by cosine instead, which
-also joins reports in different languages.
+Chinese, MeCab (fugashi, IPA dictionary) for Japanese, words elsewhere), each weighted by how rare the word is in
+the language at large (wordfreq) and a little less when most items seen share it (the topic's own name). Two items
+are compared by the weighted cosine of their terms, lowered when both quote figures and share none. Semantic path:
+when item vectors are given (`research.embeddings`), pairs of items that both have one are compared by cosine
+instead, which also joins reports in different languages.
 
 Items become stories by average-link agglomeration: pairs are merged best first, and two groups merge only while
 their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Two

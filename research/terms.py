@@ -3,10 +3,10 @@
 Two tokenisers, for two jobs:
 - `tokens` is quick and language-blind (words for space-separated scripts, character bigrams for CJK and Thai):
   ranking, keyword matching and query planning use it;
-- `story_terms` reads the language: Chinese is segmented into words by jieba, Japanese by TinySegmenter, other
-  space-separated languages are split on words; Korean and Thai keep character bigrams. Each term comes with a
-  weight from how rare the word is in the language at large (wordfreq's frequency lists), so a story's key words
-  keep their weight however many items of one batch repeat them.
+- `story_terms` reads the language: Chinese is segmented into words by jieba, Japanese by MeCab (fugashi with the
+  IPA dictionary), other space-separated languages are split on words; Korean and Thai keep character bigrams. Each
+  term comes with a weight from how rare the word is in the language at large (wordfreq's frequency lists), so a
+  story's key words keep their weight however many items of one batch repeat them.
 
 Guarantees: the segmenters and frequency lists load lazily, once per process, under a lock; a language without a
 frequency list falls back to the list of its script's most common language (English for Latin script), and a word
@@ -213,12 +213,18 @@ def _chinese_segmenter() -> Callable[[str], list[str]]:
 @cache
 def _japanese_segmenter() -> Callable[[str], list[str]]:
     with _load_lock:
-        import tinysegmenter
+        import fugashi
+        import ipadic
 
-        segmenter: Any = tinysegmenter.TinySegmenter()
+    # MeCab with the IPA dictionary: the tokenisation wordfreq's Japanese list was counted in, so a segmented
+    # word is looked up as the list knows it. One tagger per thread: a MeCab tagger is not safe to share.
+    local = threading.local()
 
     def segment(text: str) -> list[str]:
-        return [word for word in segmenter.tokenize(text) if word.strip()]
+        tagger = getattr(local, "tagger", None)
+        if tagger is None:
+            tagger = local.tagger = fugashi.GenericTagger(ipadic.MECAB_ARGS)
+        return [word.surface for word in tagger(text) if word.surface.strip()]
 
     return segment
 

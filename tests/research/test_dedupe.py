@@ -122,6 +122,9 @@ def test_chinese_and_japanese_headlines_are_segmented_into_words_and_cluster() -
     assert sorted(len(cl.members) for cl in clusters) == [1, 2]
     assert {"华为", "麒麟", "发布"} <= fingerprint(a.title, language="zh").tokens, "jieba words, not bigrams"
     assert "トヨタ" in fingerprint("トヨタ、リコール200万台　ブレーキ不具合で", language="ja").tokens
+    # Dictionary words (MeCab): a character-statistics segmenter cut these into "前社" + "長" and "法違" + "反".
+    livedoor = fingerprint("ライブドア前社長の堀江貴文被告、証券取引法違反で初公判", language="ja")
+    assert {"社長", "違反", "堀江"} <= livedoor.tokens
     japanese = [
         make_item("news", "j1", title="日銀、政策金利を据え置き　物価の先行きを慎重に見極め"),
         make_item("news", "j2", title="日銀が金利据え置きを決定、植田総裁「物価見極め」"),
