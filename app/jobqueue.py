@@ -152,6 +152,10 @@ class JobQueue:
         """Queue the monitor's due run; False when one is already waiting (its queueing lock)."""
         return await _defer_run(self.app, monitor_id)
 
+    async def defer_due_runs(self, monitor_ids: Iterable[int]) -> int:
+        """Queue a run for each due monitor that has none waiting or under way (what the minute tick does)."""
+        return await _defer_due_runs(self.app, monitor_ids)
+
     async def defer_delivery(self, chat_id: int) -> bool:
         """Have a worker deliver the chat's due rows; False when a job for that chat is already waiting."""
         deferrer = self.app.configure_task(
@@ -228,11 +232,26 @@ class JobQueue:
             await deferrer.defer_async(timestamp=int(datetime.now(UTC).timestamp()))
 
 
-async def _waiting(app: App, task: str) -> set[str]:
-    """The queueing locks of the task's jobs waiting in the queue: deferring those again would only be refused
-    (one query, instead of one refused insert per job when thousands wait)."""
-    jobs = await app.job_manager.list_jobs_async(task=task, status="todo")
-    return {job.queueing_lock for job in jobs if job.queueing_lock}
+async def _job_locks(app: App, task: str, *statuses: str) -> set[str]:
+    """The queueing locks of the task's jobs in these statuses (one query per status, instead of one refused
+    insert per job when thousands wait)."""
+    locks: set[str] = set()
+    for status in statuses:
+        jobs = await app.job_manager.list_jobs_async(task=task, status=status)
+        locks.update(job.queueing_lock for job in jobs if job.queueing_lock)
+    return locks
+
+
+async def _defer_due_runs(app: App, monitor_ids: Iterable[int]) -> int:
+    """Defer a run job for each of the monitors that has none waiting or under way; returns how many."""
+    # Waiting: deferring again would be refused. Under way: procrastinate's queueing lock no longer covers it, and
+    # a second job would only find nothing due (the run moves the monitor's next run on when it finishes).
+    busy = await _job_locks(app, RUN_MONITOR, "todo", "doing")
+    deferred = 0
+    for monitor_id in monitor_ids:
+        if f"monitor:{monitor_id}" not in busy:
+            deferred += await _defer_run(app, monitor_id)
+    return deferred
 
 
 async def _defer_run(app: App, monitor_id: int) -> bool:
@@ -254,11 +273,7 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
         """Defer a run job for every monitor that is due; returns how many were deferred."""
         now = duties.clock()
         due = await monitors.due(now, limit=100_000)
-        waiting = await _waiting(app, RUN_MONITOR)
-        deferred = 0
-        for monitor in due:
-            if f"monitor:{monitor.id}" not in waiting:
-                deferred += await _defer_run(app, monitor.id)
+        deferred = await _defer_due_runs(app, [monitor.id for monitor in due])
         if due:
             logger.info("tick: %d monitor(s) due, %d run job(s) deferred", len(due), deferred)
         if datetime.fromtimestamp(timestamp, UTC).minute == 0:  # hourly housekeeping
@@ -346,7 +361,8 @@ class DeliveryJobs:
         due = await self._deliveries.chats_due(self._clock(), platforms=self._platforms, limit=10_000)
         if not due:
             return 0
-        waiting = await _waiting(self._queue.app, DELIVER)
+        # Only waiting jobs: one under way may have read the chat's rows before these were queued.
+        waiting = await _job_locks(self._queue.app, DELIVER, "todo")
         deferred = 0
         for chat_id in due:
             if f"deliver:{chat_id}" not in waiting:

@@ -71,3 +71,24 @@ def test_jobs_shows_waiting_running_and_failed_jobs(job_queue_settings: Settings
     assert "Queue depth: 3 waiting, 0 running, 1 failed." in result.output
     assert "lookout.deliver(chat_id=8) after 1 attempt(s)" in result.output
     assert "Workers: none running" in result.output
+
+
+def test_the_tick_defers_no_second_run_for_a_monitor_whose_run_is_under_way(job_queue_settings: Settings) -> None:
+    """A run under way holds no queueing lock (procrastinate's lock covers waiting jobs only): the minute tick must
+    not queue a second job for that monitor, which would only wait behind the first and find nothing due."""
+
+    async def scenario() -> tuple[int, int, list[str]]:
+        async with JobQueue(job_queue_settings, name=process_name("test")) as queue:
+            manager = queue.app.job_manager
+            assert await queue.defer_due_runs([1, 2]) == 2
+            worker_id = await manager.register_worker()
+            taken = await manager.fetch_job(queues=None, worker_id=worker_id)  # one run is now under way
+            assert taken is not None and taken.status == "doing"
+            again = await queue.defer_due_runs([1, 2, 3])  # the next tick: both still due, and a third
+            jobs = await manager.list_jobs_async(task="lookout.run_monitor")
+            return taken.task_kwargs["monitor_id"], again, sorted(f"{j.queueing_lock}:{j.status}" for j in jobs)
+
+    running, again, jobs = asyncio.run(scenario())
+    assert again == 1, "only monitor 3 gets a job: 1 and 2 have one waiting or under way"
+    waiting = 3 - running
+    assert jobs == sorted([f"monitor:{running}:doing", f"monitor:{waiting}:todo", "monitor:3:todo"])
