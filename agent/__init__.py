@@ -2,9 +2,9 @@
 
 from agent.access import AccessPolicy
 from agent.chat.agent import ChatAgent
-from agent.commands.parser import ParseOptions, parse_command, parse_command_words, parse_prefixed
+from agent.commands.parser import ParseOptions, is_instant_command, parse_command, parse_command_words, parse_prefixed
 from agent.commands.router import CommandRouter
-from agent.commands.specs import COMMAND_SPECS, Command, CommandError, bot_commands, help_text, is_instant_command
+from agent.commands.specs import COMMAND_SPECS, Command, CommandError, bot_commands, help_text
 from agent.context import AfterReply, ConversationSettings, Services, Turn, ignore_progress
 from agent.conversation import Conversation
 from agent.memory import ConversationMemory, MemoryWindow

@@ -1,6 +1,6 @@
 """The `/commands`: their table and typed forms, the parser, the router and one module per command family."""
 
-from agent.commands.parser import ParseOptions, parse_command, parse_command_words, parse_prefixed
+from agent.commands.parser import ParseOptions, is_instant_command, parse_command, parse_command_words, parse_prefixed
 from agent.commands.progress import ProgressRelay
 from agent.commands.router import CommandRouter
 from agent.commands.specs import (
@@ -9,7 +9,6 @@ from agent.commands.specs import (
     CommandError,
     bot_commands,
     help_text,
-    is_instant_command,
     usage_of,
 )
 

@@ -49,6 +49,7 @@ __all__ = [
     "SLACK_PREFIX",
     "ParseOptions",
     "is_command",
+    "is_instant_command",
     "language_name",
     "parse_command",
     "parse_command_words",
@@ -93,19 +94,34 @@ def is_command(text: str) -> bool:
     return text.lstrip().startswith("/")
 
 
-def parse_command(text: str, *, options: ParseOptions | None = None) -> Command | CommandError | None:
-    """Parse `/name args` (also `/name@Bot args`). None when the text is not a command for this bot (free
-    text, or a command addressed to another bot); a `CommandError` with the usage line when it is wrong."""
-    opts = options or ParseOptions()
+def _slash_head(text: str) -> tuple[str, str] | None:
+    """`/name@Bot args` as ("name@Bot", "args"); None when the text is no slash command."""
     stripped = text.strip()
     if not stripped.startswith("/"):
         return None
     # "/ track" is not /track: a command name follows the slash directly
-    head, rest = _split_head(stripped[1:]) if stripped[1:2].strip() else ("", stripped[1:])
+    return _split_head(stripped[1:]) if stripped[1:2].strip() else ("", stripped[1:])
+
+
+def parse_command(text: str, *, options: ParseOptions | None = None) -> Command | CommandError | None:
+    """Parse `/name args` (also `/name@Bot args`). None when the text is not a command for this bot (free
+    text, or a command addressed to another bot); a `CommandError` with the usage line when it is wrong."""
+    opts = options or ParseOptions()
+    split = _slash_head(text)
+    if split is None:
+        return None
+    head, rest = split
     name, _, addressee = head.partition("@")
     if addressee and opts.bot_username and addressee.lower() != opts.bot_username.lstrip("@").lower():
         return None
     return _dispatch(name.lower(), rest, opts)
+
+
+def is_instant_command(text: str) -> bool:
+    """Whether `text` is a command answered at once (`CommandSpec.instant`): `/help`, `/monitors@bot`."""
+    split = _slash_head(text)
+    spec = COMMAND_SPECS.get(split[0].partition("@")[0].lower()) if split is not None else None
+    return spec is not None and spec.instant
 
 
 def parse_command_words(text: str, *, options: ParseOptions | None = None) -> Command | CommandError:

@@ -41,7 +41,6 @@ __all__ = [
     "UsageCommand",
     "bot_commands",
     "help_text",
-    "is_instant_command",
     "usage_of",
 ]
 
@@ -216,15 +215,6 @@ COMMAND_SPECS: dict[str, CommandSpec] = {spec.name: spec for spec in _SPECS}
 def usage_of(name: str) -> str:
     """The usage line of a command (`/help`'s for an unknown name)."""
     return (COMMAND_SPECS.get(name) or COMMAND_SPECS["help"]).usage
-
-
-def is_instant_command(text: str) -> bool:
-    """Whether `text` starts with a command answered at once (`CommandSpec.instant`): `/help`, `/monitors@bot`."""
-    if not text.startswith("/"):
-        return False
-    words = text[1:].split(maxsplit=1)
-    spec = COMMAND_SPECS.get(words[0].partition("@")[0].lower()) if words else None
-    return spec is not None and spec.instant
 
 
 def bot_commands() -> list[tuple[str, str]]:

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.commands.parser import ParseOptions, is_command, parse_command, parse_command_words, parse_prefixed
+from agent.commands.parser import (
+    ParseOptions,
+    is_command,
+    is_instant_command,
+    parse_command,
+    parse_command_words,
+    parse_prefixed,
+)
 from agent.commands.specs import (
     COMMAND_SPECS,
     CollectCommand,
@@ -32,7 +39,6 @@ from agent.commands.specs import (
     UsageCommand,
     bot_commands,
     help_text,
-    is_instant_command,
 )
 from monitors import ScheduleKind
 
