@@ -636,10 +636,9 @@ def _average_link(
 
 
 def _distinct_events(a: Counter[str], size_a: float, b: Counter[str], size_b: float) -> bool:
-    """Whether two groups of several items each tell look-alike events apart: each has a rare name that most of its
-    items carry and no item of the other does (one boxer, two opponents; one team, two coaches fired)."""
-    if size_a < DISTINCT_MIN_ITEMS or size_b < DISTINCT_MIN_ITEMS:
-        return False
+    """Whether two groups of several items each (`DISTINCT_MIN_ITEMS`, checked by the caller before it counts their
+    names) tell look-alike events apart: each has a rare name that most of its items carry and no item of the other
+    does (one boxer, two opponents; one team, two coaches fired)."""
     return _own_name(a, size_a, b) and _own_name(b, size_b, a)
 
 
