@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import platform
 import select
@@ -29,7 +30,8 @@ def wait_until_in_select(native_id: int) -> None:
 
 
 @pytest.mark.skipif(not SELECT_SYSCALLS or not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-def test_a_signal_that_did_not_wake_the_main_thread_is_sent_to_it_again() -> None:
+def test_a_signal_that_did_not_wake_the_main_thread_is_sent_to_it_again(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="bots.terminal.signals")
     signals = MainThreadSignals()
     loops: list[asyncio.AbstractEventLoop] = []
     started = threading.Event()
@@ -67,7 +69,11 @@ def test_a_signal_that_did_not_wake_the_main_thread_is_sent_to_it_again() -> Non
         os.close(read_end)
         os.close(write_end)
     assert exited.value.code == 128 + signal.SIGTERM
-    assert signals._resent[signal.SIGTERM] == 1  # the wait ended because the watch sent the signal again
+    # The wait ended because the watch sent the signal again. (Its `_resent` count is no witness: the watch may or
+    # may not read back the wakeup byte of its own re-send before it is cancelled; on a loaded machine the main
+    # thread may also take longer than one recheck to run the handler, so a second re-send is allowed.)
+    resends = {r.getMessage() for r in caplog.records if r.name == "bots.terminal.signals"}
+    assert resends == {f"signal {signal.SIGTERM} is not handled yet: sending it to the main thread again"}
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are restored
 
 
