@@ -8,6 +8,8 @@ where <mirror root> holds bare clones named `<owner>+<name>/repo` (the search to
   pratikaher88/IPythonNotebooks   (the first 6,365 rows of the UCI News Aggregator file)
   cltl/ECB-parser                 (ECB+ corpus XML, 982 documents)
   tm4roon/jawikinews-headline-dataset  (Japanese Wikinews articles with the sources each one cites)
+  wmt-conference/wmt21-news-systems, wmt22-news-systems, wmt24-news-systems  (WMT news test documents with their
+                                  human translations, en / ja / zh)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import re
 import statistics
 import subprocess
@@ -22,6 +25,7 @@ import sys
 from collections import Counter, OrderedDict
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
+from xml.etree import ElementTree
 
 HERE = Path(__file__).parent
 COLUMNS = ("id", "story", "outlet", "title", "text", "url", "published", "language")
@@ -256,11 +260,111 @@ def build_jawikinews(mirror: Path) -> None:
     _write("jawikinews.csv", rows)
 
 
+# ---- WMT news test sets: one news article and its human translations, one story per article -------------------
+
+WMT_XML = (
+    ("wmt-conference+wmt21-news-systems", "xml/newstest2021.ja-en.all.xml"),
+    ("wmt-conference+wmt21-news-systems", "xml/newstest2021.en-ja.all.xml"),
+    ("wmt-conference+wmt22-news-systems", "xml/wmttest2022.en-zh.all.xml"),
+    ("wmt-conference+wmt22-news-systems", "xml/wmttest2022.ja-en.all.xml"),
+)
+"""Document-level WMT test files with a document id per article (the other CJK pairs' XML is not stored in the
+repositories, and their plain-text files carry no document boundaries)."""
+WMT_TXT = (("wmt-conference+wmt24-news-systems", ("en-ja", "en-zh", "ja-zh")),)
+"""WMT24 keeps one line per paragraph with a metadata line (domain, docid) each; en-ja and en-zh share one English
+source, so those articles come in three languages."""
+
+
+_WMT_SENTENCE_END = re.compile(r"(?<=[。！？▼])|(?<=[.!?])\s+")
+
+
+def _wmt_outlet(docid: str) -> str:
+    """'guardian.306602' -> 'guardian'; 'test-en-news_brisbanetimes.com.au.228963' -> 'brisbanetimes.com.au'."""
+    return re.sub(r"^test-[a-z]{2}-news_", "", docid).rsplit(".", 1)[0]
+
+
+def _wmt_item(
+    story: str, number: int, outlet: str, language: str, segments: list[str], *, paragraphs: bool = False
+) -> dict[str, str]:
+    segments = [" ".join(s.split()) for s in segments if s.strip()]
+    if paragraphs:
+        # WMT24 keeps paragraphs, and its Japanese articles have no headline line: sentences are what the title
+        # (the first) and the lead (the next ones) are made of, as for the sentence-segmented years.
+        segments = [s.strip() for line in segments for s in _WMT_SENTENCE_END.split(line) if s.strip()]
+    return {
+        "id": f"{story}-{number}",
+        "story": story,
+        "outlet": outlet,
+        "title": segments[0] if segments else "",
+        "text": " ".join(segments[1 : 1 + LEAD_SENTENCES]),
+        "url": f"https://wmt.example/{story}/{language}",
+        "published": "",
+        "language": language,
+    }
+
+
+def build_wmt_news(mirror: Path) -> None:
+    """WMT news test documents (2021, 2022, 2024): each article as its outlet published it (English, Japanese) and
+    its professional human translations made for the shared task (Japanese, English, Chinese). The story is the
+    article: the source and its translations are one story in two or three languages. Only the news domain; the
+    first segment is the headline, the next `LEAD_SENTENCES` its lead (as for the other sets); of two references
+    the first (translator A) is kept.
+
+    Translations are an easier proxy than independent reports in two languages (the same facts, names and figures
+    in the same order), see README.md.
+    """
+    rows: list[dict[str, str]] = []
+    for repo_name, path in WMT_XML:
+        year = re.search(r"20\d\d", path)
+        root = ElementTree.fromstring(_git_show(mirror / repo_name / "repo", path))
+        for doc in root.iter("doc"):
+            if doc.get("domain", "news") != "news":
+                continue
+            story = f"wmt{year[0] if year else ''}-{doc.get('id')}"
+            outlet = _wmt_outlet(doc.get("id", ""))
+            source = doc.find("src")
+            reference = doc.find("ref")
+            if source is None or reference is None:
+                continue
+            src_lang, ref_lang = source.get("lang", ""), reference.get("lang", "")
+            rows.append(_wmt_item(story, 0, outlet, src_lang, [s.text or "" for s in source.iter("seg")]))
+            rows.append(
+                _wmt_item(story, 1, f"{outlet} ({ref_lang} translation)", ref_lang,
+                          [s.text or "" for s in reference.iter("seg")])
+            )  # fmt: skip
+    for repo_name, pairs in WMT_TXT:
+        repo = mirror / repo_name / "repo"
+        by_doc: OrderedDict[str, dict[str, list[str]]] = OrderedDict()
+        for pair in pairs:
+            source_lang, target_lang = pair.split("-")
+            metadata = [json.loads(line) for line in _git_show(repo, f"txt/metadata/{pair}.jsonl").splitlines()]
+            sources = _git_show(repo, f"txt/sources/{pair}.txt").split("\n")
+            references = _git_show(repo, f"txt/references/{pair}.refA.txt").split("\n")
+            source_segments: OrderedDict[str, list[str]] = OrderedDict()
+            for meta, source_line, reference_line in zip(metadata, sources, references, strict=False):
+                if meta.get("domain") == "news":
+                    by_doc.setdefault(meta["docid"], {}).setdefault(target_lang, []).append(reference_line)
+                    source_segments.setdefault(meta["docid"], []).append(source_line)
+            for docid, segments in source_segments.items():
+                by_doc[docid].setdefault(source_lang, segments)  # en-ja and en-zh: one English source
+        for docid, languages in by_doc.items():
+            story = f"wmt2024-{docid}"
+            outlet = _wmt_outlet(docid)
+            source_lang = docid.split("-")[1]
+            ordered = sorted(languages.items(), key=lambda kv: kv[0] != source_lang)  # the original first
+            for number, (language, segments) in enumerate(ordered):
+                name = outlet if language == source_lang else f"{outlet} ({language} translation)"
+                rows.append(_wmt_item(story, number, name, language, segments, paragraphs=True))
+    rows = [row for row in rows if row["title"]]
+    _write("wmt_news.csv", rows)
+
+
 def main() -> None:
     mirror = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/.mirror")
     build_uci(mirror)
     build_ecbplus(mirror)
     build_jawikinews(mirror)
+    build_wmt_news(mirror)
 
 
 if __name__ == "__main__":
