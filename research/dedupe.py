@@ -202,7 +202,8 @@ class Deduper:
         topic: str | None = None,
     ) -> None:
         """`threshold`: mean lexical similarity that makes items one story. `vectors`: embedding vectors by item
-        id; pairs where both items have one are compared by cosine against `embedding_threshold` instead.
+        id; pairs where both items have one are also compared by cosine against `embedding_threshold`, and the
+        stronger of the two scores counts.
         `topic`: what the items were collected for (a monitor's topic); its words tell none of them apart, so they
         carry no weight."""
         self.threshold = threshold
@@ -406,18 +407,19 @@ class Deduper:
 
     def _embedding_pairs(
         self, scope: Sequence[int]
-    ) -> tuple[NDArray[np.bool_], tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]]:
-        """Which rows of `scope` have a vector, and the pairs (a < b) of them whose embedding score (the cosine's
-        share of the threshold, `EMBEDDING_SCALE_WIDTH`) reaches `CANDIDATE_FLOOR`, published at most
-        `EMBEDDING_MAX_GAP_DAYS` apart. Cosines are taken a block of rows at a time and only pairs near the
-        threshold are kept, so a long look-back costs its near pairs, not the square of its items in memory."""
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+        """The pairs (a < b, rows of `scope`) of items that both have a vector, published at most
+        `EMBEDDING_MAX_GAP_DAYS` apart, whose embedding score reaches `CANDIDATE_FLOOR`: the score is 0 at a
+        cosine of `embedding_threshold - EMBEDDING_SCALE_WIDTH` and 1 at the threshold. Cosines are taken a block
+        of rows at a time and only the pairs near the threshold are kept, so a long look-back costs its near
+        pairs, not the square of its items."""
         import numpy as np
 
         has = np.asarray([self._items[i].id in self._vectors for i in scope], dtype=bool)
         rows = np.flatnonzero(has)
-        empty = np.zeros(0, dtype=np.int64)
         if len(rows) < 2:
-            return has, (empty, empty, np.zeros(0))
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0)
         matrix = np.asarray([self._vectors[self._items[scope[int(row)]].id] for row in rows], dtype=np.float64)
         lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix = matrix / np.where(lengths > 0, lengths, 1.0)
@@ -437,11 +439,9 @@ class Deduper:
             seconds.append(start + b)
             scores.append((cosine[a, b] - bottom) / EMBEDDING_SCALE_WIDTH)
         # No figure-conflict penalty here: "1 million" and "100万" are one figure the words cannot match.
-        return has, (
-            rows[np.concatenate(firsts)].astype(np.int64),
-            rows[np.concatenate(seconds)].astype(np.int64),
-            np.concatenate(scores),
-        )
+        first = rows[np.concatenate(firsts)].astype(np.int64)
+        second = rows[np.concatenate(seconds)].astype(np.int64)
+        return first, second, np.concatenate(scores)
 
     # ---- clustering ------------------------------------------------------------------------------------
 
@@ -456,7 +456,7 @@ class Deduper:
         first, second, values = self._lexical_pairs(scope)
         values = values / self.threshold
         if self._vectors:
-            _, (e_first, e_second, e_values) = self._embedding_pairs(scope)
+            e_first, e_second, e_values = self._embedding_pairs(scope)
             size = len(scope)
             # Both kinds of pair as one sparse set, keyed by (first, second): the maximum of the two per pair.
             keys = np.concatenate([first * size + second, e_first * size + e_second])
