@@ -4,8 +4,10 @@ Lexical path (no model): each item's title and lead become terms in its language
 Chinese, MeCab (fugashi, IPA dictionary) for Japanese, words elsewhere), each weighted by how rare the word is in
 the language at large (wordfreq) and a little less when most items seen share it (the topic's own name). Two items
 are compared by the weighted cosine of their terms, lowered when both quote figures and share none. Semantic path:
-when item vectors are given (`research.embeddings`), pairs of items that both have one are compared by cosine
-instead, which also joins reports in different languages.
+when item vectors are given (`research.embeddings`), a pair of items that both have one counts as alike as the
+stronger of its two scores, each taken as a share of its own threshold: the words' or the vectors' cosine (which
+also joins reports in different languages). Vectors tell a subject, not a development, so they are no evidence
+between items published more than a week apart (the words still are).
 
 Items become stories by average-link agglomeration: pairs are merged best first, and two groups merge only while
 their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Two
@@ -61,7 +63,21 @@ DEFAULT_THRESHOLD = 0.18
 of real labelled English news by bench/cluster_real.py --sweep; see bench/README.md)."""
 
 DEFAULT_EMBEDDING_THRESHOLD = 0.82
-"""Mean cosine similarity of embedding vectors at which items count as one story on the semantic path."""
+"""Cosine similarity of embedding vectors at which two items count as one story on the semantic path (for Gemini's
+embedding model, the app's default; not measured on real vectors here: no key. multilingual-e5-small's is 0.88, see
+bench/README.md). Each model has its own cosine scale, so another `EMBEDDING_MODEL` wants its own."""
+
+EMBEDDING_SCALE_WIDTH = 0.1
+"""How far under the embedding threshold a cosine still counts for something: a pair's embedding score rises from 0
+at `threshold - width` to 1 (one story) at the threshold, on the same scale as a lexical score's share of its
+threshold. Unrelated texts of one model share a large cosine (~0.75-0.8 for e5), which is no evidence at all; this
+keeps them out (and out of the candidate pairs), so embeddings and words can be compared and a long look-back
+scores only the pairs near the threshold. Measured flat between 0.06 and 0.18 (bench/README.md)."""
+
+EMBEDDING_MAX_GAP_DAYS = 7.0
+"""Items published further apart than this get no embedding score: vectors see an affair's subject, not its
+development, so a bankruptcy petition and the bankruptcy decision weeks later look alike to them (the words, with
+their names and figures, still count)."""
 
 LEAD_TERMS = 40
 """How many terms of the text count as the lead; later text is about details, not the story's identity."""
@@ -186,7 +202,8 @@ class Deduper:
         topic: str | None = None,
     ) -> None:
         """`threshold`: mean lexical similarity that makes items one story. `vectors`: embedding vectors by item
-        id; pairs where both items have one are compared by cosine against `embedding_threshold` instead.
+        id; pairs where both items have one are also compared by cosine against `embedding_threshold`, and the
+        stronger of the two scores counts.
         `topic`: what the items were collected for (a monitor's topic); its words tell none of them apart, so they
         carry no weight."""
         self.threshold = threshold
@@ -390,38 +407,66 @@ class Deduper:
 
     def _embedding_pairs(
         self, scope: Sequence[int]
-    ) -> tuple[NDArray[np.bool_], tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]]:
-        """Which rows of `scope` have a vector, and every pair (a < b) of them with its cosine similarity."""
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+        """The pairs (a < b, rows of `scope`) of items that both have a vector, published at most
+        `EMBEDDING_MAX_GAP_DAYS` apart, whose embedding score reaches `CANDIDATE_FLOOR`: the score is 0 at a
+        cosine of `embedding_threshold - EMBEDDING_SCALE_WIDTH` and 1 at the threshold. Cosines are taken a block
+        of rows at a time and only the pairs near the threshold are kept, so a long look-back costs its near
+        pairs, not the square of its items."""
         import numpy as np
 
         has = np.asarray([self._items[i].id in self._vectors for i in scope], dtype=bool)
         rows = np.flatnonzero(has)
         if len(rows) < 2:
             empty = np.zeros(0, dtype=np.int64)
-            return has, (empty, empty, np.zeros(0))
+            return empty, empty, np.zeros(0)
         matrix = np.asarray([self._vectors[self._items[scope[int(row)]].id] for row in rows], dtype=np.float64)
         lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix = matrix / np.where(lengths > 0, lengths, 1.0)
-        cosine = matrix @ matrix.T
+        published = [self._items[scope[int(row)]].published for row in rows]
+        days = np.asarray([p.timestamp() / 86400 if p is not None else np.nan for p in published], dtype=np.float64)
+        bottom = self.embedding_threshold - EMBEDDING_SCALE_WIDTH
+        floor = bottom + CANDIDATE_FLOOR * EMBEDDING_SCALE_WIDTH
+        firsts, seconds, scores = [], [], []
+        block = 512
+        for start in range(0, len(rows) - 1, block):
+            cosine = matrix[start : start + block] @ matrix[start:].T
+            a, b = np.nonzero(np.triu(cosine >= floor, k=1))  # b counts from `start`: pairs a < b only
+            gap = np.abs(days[start + a] - days[start + b])
+            near = ~(gap > EMBEDDING_MAX_GAP_DAYS)  # an unknown date (NaN) is no reason to keep items apart
+            a, b = a[near], b[near]
+            firsts.append(start + a)
+            seconds.append(start + b)
+            scores.append((cosine[a, b] - bottom) / EMBEDDING_SCALE_WIDTH)
         # No figure-conflict penalty here: "1 million" and "100万" are one figure the words cannot match.
-        a, b = np.triu_indices(len(rows), k=1)
-        return has, (rows[a].astype(np.int64), rows[b].astype(np.int64), cosine[a, b])
+        first = rows[np.concatenate(firsts)].astype(np.int64)
+        second = rows[np.concatenate(seconds)].astype(np.int64)
+        return first, second, np.concatenate(scores)
 
     # ---- clustering ------------------------------------------------------------------------------------
 
     def _scored_pairs(self, scope: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
         """Candidate pairs of `scope` rows with their similarity as a share of the threshold of its kind (1.0 is
-        just enough to be one story); pairs under `CANDIDATE_FLOOR` are left out."""
+        just enough to be one story); pairs under `CANDIDATE_FLOOR` are left out. Where both items have vectors,
+        the stronger of the lexical and the embedding score counts: either is evidence of one story (words catch
+        what one model misses, vectors what outlets word differently or in another language), and the look-alike
+        names rule still holds look-alike events apart."""
         import numpy as np
 
         first, second, values = self._lexical_pairs(scope)
         values = values / self.threshold
         if self._vectors:
-            has, (e_first, e_second, e_values) = self._embedding_pairs(scope)
-            lexical = ~(has[first] & has[second])  # where both have vectors, the vectors decide
-            first = np.concatenate([first[lexical], e_first])
-            second = np.concatenate([second[lexical], e_second])
-            values = np.concatenate([values[lexical], e_values / self.embedding_threshold])
+            e_first, e_second, e_values = self._embedding_pairs(scope)
+            size = len(scope)
+            # Both kinds of pair as one sparse set, keyed by (first, second): the maximum of the two per pair.
+            keys = np.concatenate([first * size + second, e_first * size + e_second])
+            scores = np.concatenate([values, e_values])
+            order = np.lexsort((-scores, keys))
+            keys, scores = keys[order], scores[order]
+            best = np.ones(len(keys), dtype=bool)
+            best[1:] = keys[1:] != keys[:-1]
+            keys, values = keys[best], scores[best]
+            first, second = keys // size, keys % size
         keep = values >= CANDIDATE_FLOOR
         return first[keep], second[keep], values[keep]
 

@@ -197,3 +197,26 @@ def test_vectors_are_unit_length_or_made_so() -> None:
     stories = cluster([ENGLISH, CHINESE], vectors)
     assert stories["news:en"] == stories["rsshub:zh"]
     assert math.isclose(sum(x * x for x in story_vector("toyota")), 0.82, rel_tol=0.01)
+
+
+def test_vectors_are_no_evidence_between_items_published_more_than_a_week_apart() -> None:
+    # A follow-up weeks later (the bankruptcy decision after the petition) looks like the same subject to a model.
+    vectors = {"news:en": STORY_VECTORS["toyota"], "rsshub:zh": STORY_VECTORS["丰田"]}
+    assert ENGLISH.published is not None
+    days_apart = {}
+    for days in (2, 10):
+        earlier = CHINESE.model_copy(update={"published": ENGLISH.published - timedelta(days=days)})
+        days_apart[days] = cluster([ENGLISH, earlier], vectors)
+    assert days_apart[2]["news:en"] == days_apart[2]["rsshub:zh"], "within a week the vectors join them"
+    assert days_apart[10]["news:en"] != days_apart[10]["rsshub:zh"], "ten days apart they are two stories"
+    undated = cluster([ENGLISH, CHINESE.model_copy(update={"published": None})], vectors)
+    assert undated["news:en"] == undated["rsshub:zh"], "an unknown date keeps nothing apart"
+
+
+def test_words_still_join_a_pair_whose_vectors_miss_it() -> None:
+    # The stronger of the two scores counts: a model that misses a plain match of wording does not split it.
+    reuters = make_item("news", "r", title="Volkswagen recalls 239,000 Tiguan SUVs over seat belt fault")
+    ap = make_item("wire", "a", title="Volkswagen recalls 239,000 Tiguan SUVs to fix seat belt fault")
+    vectors = {reuters.id: [1.0, 0.0, 0.0], ap.id: [0.0, 1.0, 0.0]}
+    stories = cluster([reuters, ap, OTHER], {**vectors, OTHER.id: [0.0, 0.0, 1.0]})
+    assert stories[reuters.id] == stories[ap.id] != stories[OTHER.id]
