@@ -220,3 +220,15 @@ def test_words_still_join_a_pair_whose_vectors_miss_it() -> None:
     vectors = {reuters.id: [1.0, 0.0, 0.0], ap.id: [0.0, 1.0, 0.0]}
     stories = cluster([reuters, ap, OTHER], {**vectors, OTHER.id: [0.0, 0.0, 1.0]})
     assert stories[reuters.id] == stories[ap.id] != stories[OTHER.id]
+
+
+def test_a_pair_in_two_languages_needs_a_little_less_cosine_than_a_pair_in_one() -> None:
+    # A multilingual model scores a report and its translation lower than two texts in one language: the same
+    # cosine, just under the threshold (0.80 against 0.82), joins an English and a Chinese report and keeps two
+    # differently worded English reports apart.
+    under_threshold = ([1.0, 0.0], [0.8, 0.6])
+    reworded = make_item("wire", "en2", title="Japanese carmaker calls back a million vehicles after inflator flaw")
+    across = cluster([ENGLISH, CHINESE], dict(zip([ENGLISH.id, CHINESE.id], under_threshold, strict=True)))
+    within = cluster([ENGLISH, reworded], dict(zip([ENGLISH.id, reworded.id], under_threshold, strict=True)))
+    assert across[ENGLISH.id] == across[CHINESE.id]
+    assert within[ENGLISH.id] != within[reworded.id]
