@@ -13,9 +13,10 @@ Items become stories by average-link agglomeration: pairs are merged best first,
 their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Two
 groups of several items each are never merged when each has a rare name most of its items carry and none of the
 other's do: one boxer's two title fights, one against Rahman and one against Thompson, are two stories however
-alike the rest of their wording is. Ties are broken by item id, never by input order, so a batch gives the same
-stories in any order. Stories from earlier `add` calls keep their members and ids; new items may join them, but
-two earlier stories never merge.
+alike the rest of their wording is. An item left alone then joins the group whose few nearest members are well
+within the threshold of it (a broad story's mean is diluted by its other sub-stories). Ties are broken by item id,
+never by input order, so a batch gives the same stories in any order. Stories from earlier `add` calls keep their
+members and ids; new items may join them, but two earlier stories never merge.
 
 A cluster's representative is its most engaged member; ties go to the earliest published, then to the one with
 the most text (the most complete).
@@ -87,6 +88,14 @@ DISTINCT_NAME_SHARE = 0.7
 
 DISTINCT_MIN_ITEMS = 4
 """Groups smaller than this are never held apart by their names: a name in two or three items is chance."""
+
+SINGLE_ITEM_LINKS = 3
+"""An item left alone is compared with a group's this many members nearest to it (see `SINGLE_ITEM_SHARE`)."""
+
+SINGLE_ITEM_SHARE = 1.2
+"""An item left alone joins a group of 2+ items when its `SINGLE_ITEM_LINKS` nearest members there are on average
+this share of the threshold from it: a broad story's mean link to a newcomer is diluted by its other sub-stories,
+its closest members are not (chosen on the dev halves; 1.0 let in look-alike events' single reports)."""
 
 NUMBER_CONFLICT_FACTOR = 0.6
 """Similarity is multiplied by this when both items quote figures and share none of them: "recalls 239,000
@@ -532,6 +541,14 @@ class Deduper:
             ),
         )
 
+        groups = _attach_single_items(
+            groups,
+            node_sizes=sizes,
+            single=[len(group) == 1 and not frozen[node] for node, group in enumerate(members)],
+            keys=[min(self._items[i].id for i in group) for group in members],
+            pairs=(a, b, values),
+        )
+
         # Number new stories in the order their first member was given, so ids read in input order.
         for group in sorted(groups, key=lambda nodes: min(min(members[n]) for n in nodes)):
             indices = [i for node in group for i in members[node]]
@@ -682,6 +699,68 @@ def _average_link(
         else:
             chain.append(neighbour)
     return [group for node, group in enumerate(groups) if alive[node]]
+
+
+def _attach_single_items(
+    groups: list[list[int]],
+    *,
+    node_sizes: Sequence[int],
+    single: Sequence[bool],
+    keys: Sequence[str],
+    pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
+) -> list[list[int]]:
+    """Groups after each item left alone joins the group of 2+ items whose `SINGLE_ITEM_LINKS` nearest members
+    are on average at least `SINGLE_ITEM_SHARE` of the threshold from it (the best such group; ties to the smallest
+    key). A broad story's mean link to a newcomer is diluted by its other sub-stories; its closest members are not.
+
+    `pairs` are (node, node, score as a share of the threshold) for every candidate pair of items. Items left alone
+    never join each other here, and a group's members are those of the average-link result, so the outcome still
+    does not depend on input order."""
+    import numpy as np
+
+    count = len(node_sizes)
+    group_of = np.full(count, -1, dtype=np.int64)
+    group_size = np.zeros(len(groups), dtype=np.int64)
+    for number, nodes in enumerate(groups):
+        group_of[nodes] = number
+        group_size[number] = sum(node_sizes[node] for node in nodes)
+    alone = np.zeros(count, dtype=bool)
+    for nodes in groups:
+        if len(nodes) == 1 and single[nodes[0]]:
+            alone[nodes[0]] = True
+    first, second, values = pairs
+    if not alone.any() or not len(values):
+        return groups
+    forward, backward = alone[first] & ~alone[second], alone[second] & ~alone[first]
+    item = np.concatenate([first[forward], second[backward]])
+    target = np.concatenate([group_of[second[forward]], group_of[first[backward]]])
+    score = np.concatenate([values[forward], values[backward]])
+    wanted = group_size[target] >= 2
+    item, target, score = item[wanted], target[wanted], score[wanted]
+    if not len(score):
+        return groups
+    # The nearest members first within each (item, group): keep the first SINGLE_ITEM_LINKS of each run.
+    order = np.lexsort((-score, target, item))
+    item, target, score = item[order], target[order], score[order]
+    starts = np.flatnonzero(np.r_[True, (item[1:] != item[:-1]) | (target[1:] != target[:-1])])
+    run = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(score)]))
+    nearest = (np.arange(len(score)) - starts[run]) < SINGLE_ITEM_LINKS
+    mean = np.bincount(run[nearest], weights=score[nearest], minlength=len(starts)) / SINGLE_ITEM_LINKS
+    # Each item's best group as (-mean, the group's smallest key, group number): the least is best.
+    best: dict[int, tuple[float, str, int]] = {}
+    for position in np.flatnonzero(mean >= SINGLE_ITEM_SHARE).tolist():
+        node, number = int(item[starts[position]]), int(target[starts[position]])
+        candidate = (-float(mean[position]), min(keys[member] for member in groups[number]), number)
+        found = best.get(node)
+        if found is None or candidate < found:
+            best[node] = candidate
+    if not best:
+        return groups
+    joined = [list(nodes) for nodes in groups]
+    for node, (_, _, number) in best.items():
+        joined[number].append(node)
+        joined[int(group_of[node])] = []
+    return [nodes for nodes in joined if nodes]
 
 
 def _distinct_events(a: Counter[str], size_a: float, b: Counter[str], size_b: float) -> bool:

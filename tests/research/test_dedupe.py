@@ -270,3 +270,29 @@ def test_items_published_days_apart_are_two_stories_unless_worded_alike() -> Non
     again = Deduper()
     again.add([first, reprinted])
     assert again.cluster_id("news:1") == again.cluster_id("news:5")  # identical wording still meets
+
+
+def test_an_item_close_to_one_sub_story_of_a_broad_story_joins_it() -> None:
+    """A broad story (the search for a missing jet, and its passengers' stolen passports) has sub-stories; a report
+    close to several members of one sub-story joins it although its mean over the whole story is diluted by the
+    other. Close to one member only, it stays alone: one shared phrase is not enough."""
+    search = [
+        "Malaysia Airlines flight MH370 missing over South China Sea",
+        "Missing Malaysia Airlines MH370: search widens in South China Sea",
+        "Malaysia Airlines MH370 search in South China Sea finds no debris",
+    ]
+    passports = [
+        "Malaysia Airlines MH370 passengers used stolen passports",
+        "Stolen passports on Malaysia Airlines MH370 raise terror fears",
+        "Interpol: two MH370 passengers travelled on stolen passports",
+    ]
+    story = [make_item("news", f"s{n}", title=title) for n, title in enumerate(search + passports)]
+    close = make_item("news", "close", title="Vietnam navy joins South China Sea search for missing jet debris")
+    loose = make_item("news", "loose", title="Vietnam navy scours South China Sea for debris of missing jet")
+    for order in (1, -1):
+        joined, alone = Deduper(), Deduper()
+        joined.add([*story, close][::order])
+        alone.add([*story, loose][::order])
+        assert {joined.cluster_id(item.id) for item in story} == {joined.cluster_id("news:close")}
+        assert {alone.cluster_id(item.id) for item in story} == {"c1" if order == 1 else "c2"}
+        assert alone.cluster_id("news:loose") not in {alone.cluster_id(item.id) for item in story}
