@@ -735,7 +735,9 @@ def _attach_single_items(
     item = np.concatenate([first[forward], second[backward]])
     target = np.concatenate([group_of[second[forward]], group_of[first[backward]]])
     score = np.concatenate([values[forward], values[backward]])
-    wanted = group_size[target] >= 2
+    # A mean of the nearest links reaches the share only if the nearest does: items with no such link are left out
+    # before sorting (on the embedding path nearly every pair is a candidate).
+    wanted = (group_size[target] >= 2) & np.isin(item, item[score >= SINGLE_ITEM_SHARE])
     item, target, score = item[wanted], target[wanted], score[wanted]
     if not len(score):
         return groups
