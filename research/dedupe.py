@@ -531,10 +531,11 @@ class Deduper:
         both.sum_duplicates()
         neighbours, totals, bounds = both.indices.tolist(), both.data.tolist(), both.indptr.tolist()
         links = [dict(zip(neighbours[start:end], totals[start:end], strict=True)) for start, end in pairwise(bounds)]
+        keys = [min(self._items[i].id for i in group) for group in members]
         groups = _average_link(
             links,
             [float(size) for size in sizes],
-            keys=[min(self._items[i].id for i in group) for group in members],
+            keys=keys,
             frozen=frozen,
             count_names=lambda nodes: Counter(
                 name for node in nodes for i in members[node] for name in self._names(self._fingerprints[i])
@@ -545,7 +546,7 @@ class Deduper:
             groups,
             node_sizes=sizes,
             single=[len(group) == 1 and not frozen[node] for node, group in enumerate(members)],
-            keys=[min(self._items[i].id for i in group) for group in members],
+            keys=keys,
             pairs=(a, b, values),
         )
 
