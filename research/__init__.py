@@ -53,7 +53,7 @@ from research.export import (
 )
 from research.iterative import CollectionReport, StopReason, run_iterative_collection
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
-from research.language import detect_language, with_languages
+from research.language import detect_language, detect_languages, with_languages
 from research.llm import (
     FailureKind,
     ModelSet,
@@ -133,6 +133,7 @@ __all__ = [
     "collect",
     "describe_failure",
     "detect_language",
+    "detect_languages",
     "escape_markdown",
     "estimate_cost_usd",
     "export_stem",

@@ -3,19 +3,22 @@
 Lexical path (no model): each item's title and lead become terms in its language (`research.terms`: jieba for
 Chinese, MeCab (fugashi, IPA dictionary) for Japanese, words elsewhere), each weighted by how rare the word is in
 the language at large (wordfreq) and a little less when most items seen share it (the topic's own name). Two items
-are compared by the weighted cosine of their terms, lowered when both quote figures and share none. Semantic path:
-when item vectors are given (`research.embeddings`), a pair of items that both have one counts as alike as the
-stronger of its two scores, each taken as a share of its own threshold: the words' or the vectors' cosine (which
-also joins reports in different languages). Vectors tell a subject, not a development, so they are no evidence
-between items published more than a week apart (the words still are).
+are compared by the weighted cosine of their terms, lowered when both quote figures and share none, and when both
+are dated and were published days apart (a later development or a look-alike event). Languages the sources left
+out are told for a whole batch at once (`research.language.detect_languages`). Semantic path: when item vectors are
+given (`research.embeddings`), a pair of items that both have one counts as alike as the stronger of its two scores,
+each taken as a share of its own threshold: the words' or the vectors' cosine (which also joins reports in different
+languages). Vectors tell a subject, not a development, so they are no evidence between items published more than a
+week apart (the words still are, lowered as above).
 
 Items become stories by average-link agglomeration: pairs are merged best first, and two groups merge only while
 their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Two
 groups of several items each are never merged when each has a rare name most of its items carry and none of the
 other's do: one boxer's two title fights, one against Rahman and one against Thompson, are two stories however
-alike the rest of their wording is. Ties are broken by item id, never by input order, so a batch gives the same
-stories in any order. Stories from earlier `add` calls keep their members and ids; new items may join them, but
-two earlier stories never merge.
+alike the rest of their wording is. An item left alone then joins the group whose few nearest members are well
+within the threshold of it (a broad story's mean is diluted by its other sub-stories). Ties are broken by item id,
+never by input order, so a batch gives the same stories in any order. Stories from earlier `add` calls keep their
+members and ids; new items may join them, but two earlier stories never merge.
 
 A cluster's representative is its most engaged member; ties go to the earliest published, then to the one with
 the most text (the most complete).
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from research.language import detect_language
+from research.language import detect_language, detect_languages
 from research.terms import story_terms
 from sources import Item, canonical_url
 
@@ -110,9 +113,25 @@ DISTINCT_NAME_SHARE = 0.7
 DISTINCT_MIN_ITEMS = 4
 """Groups smaller than this are never held apart by their names: a name in two or three items is chance."""
 
+SINGLE_ITEM_LINKS = 3
+"""An item left alone is compared with a group's this many members nearest to it (see `SINGLE_ITEM_SHARE`)."""
+
+SINGLE_ITEM_SHARE = 1.2
+"""An item left alone joins a group of 2+ items when its `SINGLE_ITEM_LINKS` nearest members there are on average
+this share of the threshold from it: a broad story's mean link to a newcomer is diluted by its other sub-stories,
+its closest members are not (chosen on the dev halves; 1.0 let in look-alike events' single reports)."""
+
 NUMBER_CONFLICT_FACTOR = 0.6
 """Similarity is multiplied by this when both items quote figures and share none of them: "recalls 239,000
 cars" and "recalls 850,000 cars" are different stories even when the rest of the wording is alike."""
+
+DATE_GAP_DAYS = 3.0
+"""Items published further apart than this are rarely one story's coverage: a look-alike event (a second crash on
+one mountain, the next game of one team) or a later development of one affair, which readers follow as news."""
+
+DATE_GAP_FACTOR = 0.3
+"""Similarity is multiplied by this for items published more than `DATE_GAP_DAYS` apart: only near-identical
+wording still makes them one story (chosen on the dev half of the Japanese Wikinews set, a year of dated news)."""
 
 _YEAR = re.compile(r"(19|20)\d\d")
 _DIGIT = re.compile(r"\d")
@@ -133,9 +152,17 @@ class Fingerprint:
         return frozenset(self.terms)
 
 
+def _language_text(title: str, text: str) -> str:
+    """What an item's language is told from: its title and the start of its text."""
+    return f"{title}\n{text[:300]}"
+
+
 def fingerprint(title: str, text: str = "", *, language: str | None = None) -> Fingerprint:
-    """Build the fingerprint of a title and its text (the language is detected when not given)."""
-    language = language or detect_language(f"{title}\n{text[:300]}")
+    """Build the fingerprint of a title and its text (the language is detected when not given; an empty string
+    means it was looked for and could not be told)."""
+    if language is None:
+        language = detect_language(_language_text(title, text))
+    language = language or None
     title_terms = story_terms(title, language)
     lead_terms = story_terms(text[:LEAD_CHARS], language, limit=LEAD_TERMS) if text else None
     terms = dict(title_terms.rarity)
@@ -260,6 +287,7 @@ class Deduper:
         start = len(self._items)
         batch_ids: set[str] = set()
         batch_urls: set[str] = set()
+        unique: list[tuple[Item, str]] = []
         for item in items:
             key = canonical_url(item.url)
             if item.id in self._index_of_id or key in self._urls or item.id in batch_ids or key in batch_urls:
@@ -267,8 +295,19 @@ class Deduper:
                 continue
             batch_ids.add(item.id)
             batch_urls.add(key)
+            unique.append((item, key))
+        # Languages the sources left out are told for the whole batch at once (one pass, not one per item).
+        unknown = [item for item, _ in unique if not item.language]
+        told = dict(
+            zip(
+                (item.id for item in unknown),
+                detect_languages([_language_text(item.title, item.text) for item in unknown]),
+                strict=True,
+            )
+        )
+        for item, key in unique:
             index = len(self._items)
-            fingerprint_ = fingerprint(item.title, item.text, language=item.language)
+            fingerprint_ = fingerprint(item.title, item.text, language=item.language or told[item.id] or "")
             self._items.append(item)
             self._fingerprints.append(fingerprint_)
             self._cluster_index.append(-1)
@@ -383,8 +422,31 @@ class Deduper:
         similarity.sort_indices()
         first = np.repeat(np.arange(len(scope)), np.diff(similarity.indptr))
         second = similarity.indices.astype(np.int64)
-        values = similarity.data * self._conflicts(scope, first, second)
+        values = similarity.data * self._conflicts(scope, first, second) * self._date_gaps(scope, first, second)
         return first.astype(np.int64), second, values
+
+    def _date_gaps(
+        self, scope: Sequence[int], first: NDArray[np.int64], second: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
+        """1 for each pair, `DATE_GAP_FACTOR` where both items are dated and published more than `DATE_GAP_DAYS`
+        apart (items without a date are never lowered)."""
+        import numpy as np
+
+        factors = np.ones(len(first))
+        if not len(first):
+            return factors
+        days = self._published_days(scope)
+        with np.errstate(invalid="ignore"):  # undated items give NaN gaps, which compare false
+            apart = np.abs(days[first] - days[second]) > DATE_GAP_DAYS
+        factors[apart] = DATE_GAP_FACTOR
+        return factors
+
+    def _published_days(self, scope: Sequence[int]) -> NDArray[np.float64]:
+        """Each `scope` item's publication time in days since the epoch; NaN where it has none."""
+        import numpy as np
+
+        published = [self._items[index].published for index in scope]
+        return np.asarray([moment.timestamp() / 86_400 if moment else np.nan for moment in published], dtype=np.float64)
 
     def _conflicts(
         self, scope: Sequence[int], first: NDArray[np.int64], second: NDArray[np.int64]
@@ -432,8 +494,7 @@ class Deduper:
         matrix = np.asarray([self._vectors[self._items[scope[int(row)]].id] for row in rows], dtype=np.float64)
         lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix = matrix / np.where(lengths > 0, lengths, 1.0)
-        published = [self._items[scope[int(row)]].published for row in rows]
-        days = np.asarray([p.timestamp() / 86400 if p is not None else np.nan for p in published], dtype=np.float64)
+        days = self._published_days(scope)[rows]
         languages = np.asarray([self._fingerprints[scope[int(row)]].language or "" for row in rows])
         margin = EMBEDDING_CROSS_LANGUAGE_MARGIN
         bottom = self.embedding_threshold - EMBEDDING_SCALE_WIDTH
@@ -533,14 +594,23 @@ class Deduper:
         both.sum_duplicates()
         neighbours, totals, bounds = both.indices.tolist(), both.data.tolist(), both.indptr.tolist()
         links = [dict(zip(neighbours[start:end], totals[start:end], strict=True)) for start, end in pairwise(bounds)]
+        keys = [min(self._items[i].id for i in group) for group in members]
         groups = _average_link(
             links,
             [float(size) for size in sizes],
-            keys=[min(self._items[i].id for i in group) for group in members],
+            keys=keys,
             frozen=frozen,
             count_names=lambda nodes: Counter(
                 name for node in nodes for i in members[node] for name in self._names(self._fingerprints[i])
             ),
+        )
+
+        groups = _attach_single_items(
+            groups,
+            node_sizes=sizes,
+            single=[len(group) == 1 and not frozen[node] for node, group in enumerate(members)],
+            keys=keys,
+            pairs=(a, b, values),
         )
 
         # Number new stories in the order their first member was given, so ids read in input order.
@@ -693,6 +763,70 @@ def _average_link(
         else:
             chain.append(neighbour)
     return [group for node, group in enumerate(groups) if alive[node]]
+
+
+def _attach_single_items(
+    groups: list[list[int]],
+    *,
+    node_sizes: Sequence[int],
+    single: Sequence[bool],
+    keys: Sequence[str],
+    pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
+) -> list[list[int]]:
+    """Groups after each item left alone joins the group of 2+ items whose `SINGLE_ITEM_LINKS` nearest members
+    are on average at least `SINGLE_ITEM_SHARE` of the threshold from it (the best such group; ties to the smallest
+    key). A broad story's mean link to a newcomer is diluted by its other sub-stories; its closest members are not.
+
+    `pairs` are (node, node, score as a share of the threshold) for every candidate pair of items. Items left alone
+    never join each other here, and a group's members are those of the average-link result, so the outcome still
+    does not depend on input order."""
+    import numpy as np
+
+    count = len(node_sizes)
+    group_of = np.full(count, -1, dtype=np.int64)
+    group_size = np.zeros(len(groups), dtype=np.int64)
+    for number, nodes in enumerate(groups):
+        group_of[nodes] = number
+        group_size[number] = sum(node_sizes[node] for node in nodes)
+    alone = np.zeros(count, dtype=bool)
+    for nodes in groups:
+        if len(nodes) == 1 and single[nodes[0]]:
+            alone[nodes[0]] = True
+    first, second, values = pairs
+    if not alone.any() or not len(values):
+        return groups
+    forward, backward = alone[first] & ~alone[second], alone[second] & ~alone[first]
+    item = np.concatenate([first[forward], second[backward]])
+    target = np.concatenate([group_of[second[forward]], group_of[first[backward]]])
+    score = np.concatenate([values[forward], values[backward]])
+    # A mean of the nearest links reaches the share only if the nearest does: items with no such link are left out
+    # before sorting (on the embedding path nearly every pair is a candidate).
+    wanted = (group_size[target] >= 2) & np.isin(item, item[score >= SINGLE_ITEM_SHARE])
+    item, target, score = item[wanted], target[wanted], score[wanted]
+    if not len(score):
+        return groups
+    # The nearest members first within each (item, group): keep the first SINGLE_ITEM_LINKS of each run.
+    order = np.lexsort((-score, target, item))
+    item, target, score = item[order], target[order], score[order]
+    starts = np.flatnonzero(np.r_[True, (item[1:] != item[:-1]) | (target[1:] != target[:-1])])
+    run = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(score)]))
+    nearest = (np.arange(len(score)) - starts[run]) < SINGLE_ITEM_LINKS
+    mean = np.bincount(run[nearest], weights=score[nearest], minlength=len(starts)) / SINGLE_ITEM_LINKS
+    # Each item's best group as (-mean, the group's smallest key, group number): the least is best.
+    best: dict[int, tuple[float, str, int]] = {}
+    for position in np.flatnonzero(mean >= SINGLE_ITEM_SHARE).tolist():
+        node, number = int(item[starts[position]]), int(target[starts[position]])
+        candidate = (-float(mean[position]), min(keys[member] for member in groups[number]), number)
+        found = best.get(node)
+        if found is None or candidate < found:
+            best[node] = candidate
+    if not best:
+        return groups
+    joined = [list(nodes) for nodes in groups]
+    for node, (_, _, number) in best.items():
+        joined[number].append(node)
+        joined[int(group_of[node])] = []
+    return [nodes for nodes in joined if nodes]
 
 
 def _distinct_events(a: Counter[str], size_a: float, b: Counter[str], size_b: float) -> bool:

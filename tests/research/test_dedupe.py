@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
 from research.dedupe import LEAD_CHARS, Deduper, cluster_items, fingerprint, pair_scores
 from research.terms import tokens
 from sources.base import Engagement, Item
-from tests.research.fake_sources import make_item
+from tests.research.fake_sources import BASE_TIME, make_item
 from tests.research.labelled_headlines import labelled_items
 
 # The hand-written headlines are a regression test only (the method is tuned and measured on real labelled news in
@@ -244,3 +245,54 @@ def test_look_alike_events_with_their_own_names_stay_two_stories() -> None:
     together = Deduper()
     together.add(rahman + recap)
     assert len({together.cluster_id(i.id) for i in rahman + recap}) == 1
+
+
+def test_items_published_days_apart_are_two_stories_unless_worded_alike() -> None:
+    """A second fall on one mountain a week later is another story; the same report re-published is not."""
+    first = make_item("news", "1", title="Perth climber Mark Vinar presumed dead after fall on Mount Cook ridge")
+    first = first.model_copy(update={"published": BASE_TIME - timedelta(days=8)})
+    later_title = "British climber Robert Buckley dies in fall in Mount Cook national park"
+    later = make_item("news", "2", title=later_title)
+    same_week = later.model_copy(
+        update={"id": "news:3", "url": "https://example.com/news/3", "published": BASE_TIME - timedelta(days=7)}
+    )
+    undated = later.model_copy(update={"id": "news:4", "url": "https://example.com/news/4", "published": None})
+    apart = Deduper()
+    apart.add([first, later])
+    assert apart.cluster_id("news:1") != apart.cluster_id("news:2")
+    together = Deduper()
+    together.add([first, same_week])  # a day apart: the words decide, as without dates
+    assert together.cluster_id("news:1") == together.cluster_id("news:3")
+    no_date = Deduper()
+    no_date.add([first, undated])
+    assert no_date.cluster_id("news:1") == no_date.cluster_id("news:4")
+    reprinted = make_item("news", "5", title=first.title)
+    again = Deduper()
+    again.add([first, reprinted])
+    assert again.cluster_id("news:1") == again.cluster_id("news:5")  # identical wording still meets
+
+
+def test_an_item_close_to_one_sub_story_of_a_broad_story_joins_it() -> None:
+    """A broad story (the search for a missing jet, and its passengers' stolen passports) has sub-stories; a report
+    close to several members of one sub-story joins it although its mean over the whole story is diluted by the
+    other. Close to one member only, it stays alone: one shared phrase is not enough."""
+    search = [
+        "Malaysia Airlines flight MH370 missing over South China Sea",
+        "Missing Malaysia Airlines MH370: search widens in South China Sea",
+        "Malaysia Airlines MH370 search in South China Sea finds no debris",
+    ]
+    passports = [
+        "Malaysia Airlines MH370 passengers used stolen passports",
+        "Stolen passports on Malaysia Airlines MH370 raise terror fears",
+        "Interpol: two MH370 passengers travelled on stolen passports",
+    ]
+    story = [make_item("news", f"s{n}", title=title) for n, title in enumerate(search + passports)]
+    close = make_item("news", "close", title="Vietnam navy joins South China Sea search for missing jet debris")
+    loose = make_item("news", "loose", title="Vietnam navy scours South China Sea for debris of missing jet")
+    for order in (1, -1):
+        joined, alone = Deduper(), Deduper()
+        joined.add([*story, close][::order])
+        alone.add([*story, loose][::order])
+        assert {joined.cluster_id(item.id) for item in story} == {joined.cluster_id("news:close")}
+        assert {alone.cluster_id(item.id) for item in story} == {"c1" if order == 1 else "c2"}
+        assert alone.cluster_id("news:loose") not in {alone.cluster_id(item.id) for item in story}
