@@ -1,16 +1,17 @@
 """Tunes Python's cyclic garbage collector for a long-running Lookout process, once, after start-up.
 
-Guarantees: nothing stays uncollectable — cyclic garbage is still found, only after more allocations; what is
-alive after start-up (modules, classes, pydantic schemas) is never freed before exit anyway, so the collector
-stops scanning it.
+Guarantees: nothing becomes uncollectable by it — cyclic garbage is still found, only after more allocations;
+what is alive once the process is assembled (modules, classes, pydantic schemas, the app's objects) lives until
+exit anyway, so the collector stops scanning it.
 
 Why (bench/README.md, `chat.py`, fourth session): with CPython's default thresholds (700, 10, 10) the collector
-took about a quarter of the `lookout run` process's CPU under 50 concurrent chats — every chat turn (a
-pydantic-ai run, PTB objects, aiohttp requests) allocates thousands of container objects, so a young-generation
-collection ran every few turns and a full one every couple of seconds, each full one walking the ~250,000 objects
-that the imports made. Freezing the start-up heap (`gc.freeze`, Instagram's practice) and a young threshold of
-50,000 allocations took free-text turns from ~16 to ~11 ms of CPU. This is the standard, library-free setting for
-servers; a one-shot command (`lookout research`, the terminal chat) does not need it.
+took 1.8–2.5 s of CPU per 1,000 free-text turns under 50 concurrent chats (~2 ms a turn, 12–15 % of the
+process): every turn (a pydantic-ai run, PTB objects, aiohttp requests) allocates thousands of container objects,
+so a young collection ran every turn or two, and each of the ~6 full collections walked the ~250,000 objects of
+the start-up heap (about 0.2 s each, a pause every chat waited through). With the start-up heap frozen
+(`gc.freeze`, the practice Instagram described for its servers) and a young threshold of 10,000, collections take
+~0.3 s per 1,000 turns and none is a full one. A one-shot command (`lookout research`, the terminal chat) does
+not need it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from __future__ import annotations
 import gc
 import logging
 
-YOUNG_THRESHOLD = 50_000
-"""Allocations (net of frees) between young-generation collections: the default 700 collected every few chat
-turns; 50,000 is one collection every several hundred turns, holding at most a few MiB of cyclic garbage."""
+YOUNG_THRESHOLD = 10_000
+"""Allocations (net of frees) between young collections. The default 700 collected every turn or two; 50,000
+saved little more CPU (~0.2 s per 1,000 turns) but made each young collection a ~70 ms pause; 10,000 pauses
+~12 ms about every fifty turns and holds at most a few MiB of cyclic garbage."""
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +30,7 @@ logger = logging.getLogger(__name__)
 def tune_garbage_collector() -> None:
     """Move everything alive now into the permanent generation and collect the young generation less often.
 
-    Call once in the process's entry point, after the imports and before serving (calling it again only
-    freezes what was added since)."""
+    Call once the process is assembled, before it serves (calling it again only freezes what was added since)."""
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()

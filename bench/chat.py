@@ -16,11 +16,13 @@ Runs, each on SQLite and (with `--postgres-url`, or TEST_DATABASE_URL set) on a 
   answered or not: latency at a load below capacity (a closed loop's latency is chats ÷ throughput);
 - burst (optional, `--burst`): every chat's messages queued at once.
 
-Every run checks that each chat got exactly one answer per message, in order (none lost, none duplicated).
+Every run checks that each chat got exactly one answer per message, in order (none lost, none duplicated), and
+counts the garbage collector's collections and their CPU time in Lookout's process. Lookout's process tunes the
+collector as `lookout run` does once assembled (`app.heap`); `--default-gc` keeps CPython's defaults (the A/B).
 
 Run: uv run python bench/chat.py [--chats 50] [--messages 30] [--memory-turns 10] [--commands 10]
                                   [--paced RATES] [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
-                                  [--profile FILE] [--profile-commands FILE]
+                                  [--profile FILE] [--profile-commands FILE] [--default-gc]
 """
 
 from __future__ import annotations
@@ -607,7 +609,7 @@ def main() -> None:
         "--default-gc",
         action="store_true",
         help="keep CPython's default garbage collector thresholds (`lookout run` freezes its start-up heap and "
-        "collects the young generation every 50,000 allocations: app/heap.py)",
+        "collects the young generation every 10,000 allocations: app/heap.py)",
     )
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
     args = parser.parse_args()
