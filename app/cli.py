@@ -107,7 +107,7 @@ def run(
         )
         raise typer.Exit(code=2)
     try:
-        asyncio.run(run_service(settings, role=role.value))
+        asyncio.run(run_service(settings, role=role.value, tune_gc=True))
     except (OSError, RoleError) as exc:
         typer.echo(f"Lookout could not start: {exc}", err=True)
         raise typer.Exit(code=1) from None

@@ -19,6 +19,7 @@ from typing import Literal
 from agent import Services
 from app.assembly import build_dispatcher, build_services
 from app.frontends import Frontends, build_frontends, describe_frontends
+from app.heap import tune_garbage_collector
 from app.http_server import HealthCheck, build_http_app, serve_http
 from app.monitoring import MonitorStack, monitor_stack
 from app.settings import Settings
@@ -134,8 +135,12 @@ def _clock(clock: Callable[[], datetime] | None) -> dict[str, Callable[[], datet
     return {"clock": clock} if clock is not None else {}
 
 
-async def run_service(settings: Settings, *, role: Role = "all", stop: asyncio.Event | None = None) -> None:
-    """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set).
+async def run_service(
+    settings: Settings, *, role: Role = "all", stop: asyncio.Event | None = None, tune_gc: bool = False
+) -> None:
+    """Migrate the database, then serve and run monitors until SIGINT/SIGTERM (or `stop` is set). `tune_gc`
+    (the `lookout run` process, not tests that run the service in theirs): once assembled, the start-up heap is
+    frozen and the garbage collector's young threshold raised (`app.heap`).
 
     With the embedded job queue one process does everything (`role` must be `all`); with JOB_QUEUE=procrastinate
     any number of processes share one PostgreSQL database, each in a role (see `Role`)."""
@@ -149,15 +154,17 @@ async def run_service(settings: Settings, *, role: Role = "all", stop: asyncio.E
         if role != "worker" and not (settings.allowed_users or settings.allowed_chats):
             logger.warning("ALLOWED_USERS and ALLOWED_CHATS are empty: anyone who finds the bot can use it")
         if settings.scaled_out:
-            await _run_scaled(settings, database, role, stop)
+            await _run_scaled(settings, database, role, stop, tune_gc=tune_gc)
         else:
-            await _run_embedded(settings, database, stop)
+            await _run_embedded(settings, database, stop, tune_gc=tune_gc)
     logger.info("stopped")
 
 
-async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Event) -> None:
+async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Event, *, tune_gc: bool) -> None:
     """One process: frontends, APScheduler, the delivery worker and the HTTP server on one loop."""
     async with assemble(settings, database) as process:
+        if tune_gc:
+            tune_garbage_collector()
         stack, frontends = process.stack, process.frontends
         jobs = await stack.scheduler.start()
         logger.info("scheduler: %d monitor(s) scheduled", jobs)
@@ -190,7 +197,9 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
             await process.dispatcher.finish_background()  # then the memory folds their answers left
 
 
-async def _run_scaled(settings: Settings, database: Database, role: Role, stop: asyncio.Event) -> None:
+async def _run_scaled(
+    settings: Settings, database: Database, role: Role, stop: asyncio.Event, *, tune_gc: bool
+) -> None:
     """One process of many on PostgreSQL: web (HTTP, frontends) and/or worker (jobs), sharing one job queue."""
     # Imported here: the job queue's libraries (procrastinate, psycopg) are not loaded by the one-process mode.
     from app.jobqueue import DeliveryJobs, JobQueue, WorkerDuties, process_name
@@ -211,6 +220,8 @@ async def _run_scaled(settings: Settings, database: Database, role: Role, stop: 
         process = await resources.enter_async_context(
             assemble(settings, database, shared_locks=locks, on_deliveries_queued=deliveries_queued)
         )
+        if tune_gc:
+            tune_garbage_collector()
         stack, frontends = process.stack, process.frontends
         delivery_jobs = DeliveryJobs(database, queue, worker=stack.worker)
         deliveries.append(delivery_jobs)

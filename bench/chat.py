@@ -16,17 +16,20 @@ Runs, each on SQLite and (with `--postgres-url`, or TEST_DATABASE_URL set) on a 
   answered or not: latency at a load below capacity (a closed loop's latency is chats ÷ throughput);
 - burst (optional, `--burst`): every chat's messages queued at once.
 
-Every run checks that each chat got exactly one answer per message, in order (none lost, none duplicated).
+Every run checks that each chat got exactly one answer per message, in order (none lost, none duplicated), and
+counts the garbage collector's collections and their CPU time in Lookout's process. Lookout's process tunes the
+collector as `lookout run` does once assembled (`app.heap`); `--default-gc` keeps CPython's defaults (the A/B).
 
 Run: uv run python bench/chat.py [--chats 50] [--messages 30] [--memory-turns 10] [--commands 10]
                                   [--paced RATES] [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
-                                  [--profile FILE] [--profile-commands FILE]
+                                  [--profile FILE] [--profile-commands FILE] [--default-gc]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import multiprocessing
 import os
@@ -243,11 +246,19 @@ async def throwaway_postgres(admin_url: str) -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def lookout(
-    url: str, fake: dict[str, str], model: InstantModel, memory_turns: int, tmp: Path, flood_ceiling: float
+    url: str,
+    fake: dict[str, str],
+    model: InstantModel,
+    memory_turns: int,
+    tmp: Path,
+    flood_ceiling: float,
+    *,
+    tune_gc: bool = True,
 ) -> AsyncIterator[Any]:
     """Lookout's Telegram side on `url`, built through the composition root as `lookout run` builds it
     (`app.service.assemble`: monitor stack, services, dispatcher, frontends), with the instant model as the
     process's model set."""
+    from app.heap import tune_garbage_collector
     from app.service import assemble
     from app.settings import load_settings
     from app.wiring import open_database
@@ -265,6 +276,8 @@ async def lookout(
         open_database(settings) as database,
         assemble(settings, database, models=ModelSet.of(model.model, None)) as process,
     ):
+        if tune_gc:  # as `lookout run` does once assembled
+            tune_garbage_collector()
         telegram = process.frontends.running["telegram"]
         await telegram.start()
         try:
@@ -272,6 +285,37 @@ async def lookout(
         finally:
             await telegram.stop()
             await process.dispatcher.finish_background()
+
+
+@dataclass
+class CollectorClock:
+    """Collections of CPython's cyclic garbage collector in Lookout's process, and the CPU time they took, by
+    generation (through `gc.callbacks`; CPU time of the collecting thread, which holds the GIL meanwhile)."""
+
+    counts: list[int] = field(default_factory=lambda: [0, 0, 0])
+    seconds: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    _started: float = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            generation = info["generation"]
+            self.counts[generation] += 1
+            self.seconds[generation] += time.thread_time() - self._started
+
+    def reset(self) -> None:
+        self.counts, self.seconds = [0, 0, 0], [0.0, 0.0, 0.0]
+
+    def line(self) -> str:
+        """Collections by generation, and their time, since the last reset."""
+        return ", ".join(
+            f"{count:,} ({seconds * 1000:,.0f} ms CPU)"
+            for count, seconds in zip(self.counts, self.seconds, strict=True)
+        )
+
+
+COLLECTOR = CollectorClock()
 
 
 @dataclass
@@ -284,6 +328,7 @@ class Row:
     cpu_seconds: float
     model_calls: int
     summary_calls: int
+    collections: str
 
 
 PROFILE_ENTRIES = (
@@ -361,7 +406,9 @@ async def bench_database(
     rows: list[Row] = []
     model = InstantModel()
     with tempfile.TemporaryDirectory() as tmp:
-        async with lookout(url, fake, model, args.memory_turns, Path(tmp), args.telegram_max_messages):
+        async with lookout(
+            url, fake, model, args.memory_turns, Path(tmp), args.telegram_max_messages, tune_gc=not args.default_gc
+        ):
             timeout = 600.0
 
             async def run(
@@ -379,6 +426,7 @@ async def bench_database(
                     yappi.set_clock_type("cpu")
                     yappi.start(builtins=True, profile_threads=True)
                 calls, summaries = model.calls, model.summary_calls
+                COLLECTOR.reset()
                 cpu = time.process_time()
                 outcome = await drive(
                     conn,
@@ -402,6 +450,7 @@ async def bench_database(
                         cpu_seconds=time.process_time() - cpu,
                         model_calls=model.calls - calls,
                         summary_calls=model.summary_calls - summaries,
+                        collections=COLLECTOR.line(),
                     )
                 )
 
@@ -514,6 +563,9 @@ async def bench(args: argparse.Namespace) -> None:
             for text in sorted(set(row.outcome.unexpected))[:5]:
                 print(f"  {text[:160]!r}")
     print(f"\npeak RSS of Lookout's process: {rss_mib:.0f} MiB")
+    print(f"\ngarbage collections in Lookout's process (thresholds {gc.get_threshold()}), generations 0 / 1 / 2:")
+    for row in rows:
+        print(f"- {row.database}, {row.run}: {row.collections}")
     print(f"Bot API calls answered by the fake: {totals['api_calls']:,} ({totals['typing']:,} typing)")
 
 
@@ -553,6 +605,12 @@ def main() -> None:
         "--profile", help="profile Lookout's process (yappi, CPU time, every thread) in the SQLite free-text run"
     )
     parser.add_argument("--profile-commands", help="the same for the SQLite commands run")
+    parser.add_argument(
+        "--default-gc",
+        action="store_true",
+        help="keep CPython's default garbage collector thresholds (`lookout run` freezes its start-up heap and "
+        "collects the young generation every 10,000 allocations: app/heap.py)",
+    )
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:
@@ -561,6 +619,7 @@ def main() -> None:
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     logging.basicConfig(level=logging.WARNING)
+    gc.callbacks.append(COLLECTOR)
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     asyncio.run(bench(args))
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic_ai.models import Model
@@ -27,6 +27,7 @@ from storage import (
     Database,
     DeliveryMode,
     MonitorChanges,
+    MonitorListing,
     MonitorRecord,
     MonitorRepository,
     RunRepository,
@@ -233,8 +234,8 @@ class MonitorService:
         chat's record when the caller has it already (a command's turn): it is not read again."""
         if chat is None or chat.id != chat_id:
             chat = await self.chat(chat_id)
-        records = await (self._monitors.list_all() if all_chats else self._monitors.list_for_chat(chat.id))
-        return [await self.view_of(record, chat) for record in records]
+        listing = await self._monitors.listing(chat.id, all_chats=all_chats)
+        return [self._view(entry, chat) for entry in listing]  # one statement, whatever the number of monitors
 
     async def get_monitor(self, monitor_id: int, *, chat_id: int, is_admin: bool = False) -> MonitorView:
         record = await self.visible(monitor_id, chat_id, is_admin)
@@ -573,9 +574,20 @@ class MonitorService:
 
     async def view_of(self, monitor: MonitorRecord, chat: ChatRecord) -> MonitorView:
         """The monitor as `chat` sees it: times in its timezone, its own subscription's state."""
+        needs_stats = monitor.last_status is not None and monitor.last_status != "failed"
+        latest = await self._runs.list_for_monitor(monitor.id, limit=1) if needs_stats else []
+        listing = MonitorListing(
+            monitor=monitor,
+            subscription=await self._subscriptions.get(monitor.id, chat.id),
+            receivers=(await self._subscriptions.counts([monitor.id])).get(monitor.id, 0),
+            latest_run_stats=latest[0].stats if latest else None,
+        )
+        return self._view(listing, chat)
+
+    def _view(self, listing: MonitorListing, chat: ChatRecord) -> MonitorView:
+        """`view_of` from what was read already (a listing reads every monitor's in one statement)."""
+        monitor, subscription = listing.monitor, listing.subscription
         zone = ZoneInfo(self.chat_timezone(chat))
-        subscription = await self._subscriptions.get(monitor.id, chat.id)
-        receivers = (await self._subscriptions.counts([monitor.id])).get(monitor.id, 0)
         try:
             schedule_words, schedule_text = schedule_of(monitor).describe(), schedule_of(monitor).to_text()
         except ScheduleError:
@@ -589,7 +601,7 @@ class MonitorService:
             paused=monitor.paused,
             sources=monitor.sources,
             last_run=monitor.last_run_at.astimezone(zone) if monitor.last_run_at else None,
-            last_result=await self._last_result(monitor),
+            last_result=_last_result(monitor, listing.latest_run_stats or {}),
             owner_chat_id=monitor.owner_chat_id,
             quiet=monitor.quiet,
             lookback_hours=monitor.lookback_hours,
@@ -599,30 +611,30 @@ class MonitorService:
             language=monitor.language,
             owned_here=monitor.owner_chat_id == chat.id,
             shared=monitor.shared,
-            receivers=receivers,
+            receivers=listing.receivers,
             subscribed=subscription is not None,
             delivery_paused=subscription is not None and subscription.paused,
             delivery=subscription.delivery if subscription is not None else DeliveryMode.AUTO,
             in_briefing=subscription is not None and in_briefing(subscription, chat),
         )
 
-    async def _last_result(self, monitor: MonitorRecord) -> str:
-        if monitor.last_status is None:
-            return "never run yet"
-        if monitor.last_status == "failed":
-            streak = f" ({monitor.consecutive_failures} runs in a row)" if monitor.consecutive_failures > 1 else ""
-            return f"failed{streak}: {monitor.last_error or 'unknown error'}"
-        latest = await self._runs.list_for_monitor(monitor.id, limit=1)
-        stats = latest[0].stats if latest else {}
-        new_items = stats.get("new_items")
-        if monitor.last_status == "empty":
-            result = "nothing new"
-        else:
-            result = f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
-        failed = [line for line in stats.get("source_errors") or [] if isinstance(line, str)]
-        if failed:
-            result += f"; {len(failed)} source{'s' if len(failed) != 1 else ''} failed: " + "; ".join(failed)
-        return result
+
+def _last_result(monitor: MonitorRecord, stats: Mapping[str, Any]) -> str:
+    """The last run's outcome in words: its status, new items and failed sources (`stats` of its latest run)."""
+    if monitor.last_status is None:
+        return "never run yet"
+    if monitor.last_status == "failed":
+        streak = f" ({monitor.consecutive_failures} runs in a row)" if monitor.consecutive_failures > 1 else ""
+        return f"failed{streak}: {monitor.last_error or 'unknown error'}"
+    new_items = stats.get("new_items")
+    if monitor.last_status == "empty":
+        result = "nothing new"
+    else:
+        result = f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
+    failed = [line for line in stats.get("source_errors") or [] if isinstance(line, str)]
+    if failed:
+        result += f"; {len(failed)} source{'s' if len(failed) != 1 else ''} failed: " + "; ".join(failed)
+    return result
 
 
 def _check_lookback(hours: int) -> int:

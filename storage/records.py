@@ -167,6 +167,19 @@ class SubscriptionRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MonitorListing:
+    """One monitor as a chat's listing shows it, read in the listing's one statement."""
+
+    monitor: MonitorRecord
+    subscription: SubscriptionRecord | None
+    """The listing chat's own subscription to it, if any."""
+    receivers: int
+    """Chats that receive its digests (active, delivery not paused)."""
+    latest_run_stats: JSONObject | None
+    """The stats of its most recent run (None before the first)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunRecord:
     id: int
     monitor_id: int | None

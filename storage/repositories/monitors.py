@@ -6,12 +6,13 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, TypedDict, Unpack, cast
 
-from sqlalchemy import Row, Table, bindparam, delete, func, or_, select
+from sqlalchemy import Row, Table, and_, bindparam, delete, func, or_, select
 from sqlalchemy.engine import Connection
 
-from storage.models import Chat, Monitor, Subscription
-from storage.records import JSONObject, MonitorRecord
+from storage.models import Chat, Monitor, Run, Subscription
+from storage.records import DeliveryMode, JSONObject, MonitorListing, MonitorRecord, SubscriptionRecord
 from storage.repositories._common import Repository
+from storage.repositories.subscriptions import receiving
 from storage.types import utc_now
 
 FAILED = "failed"
@@ -56,6 +57,58 @@ _FOR_CHAT = (
     .order_by(_monitors.c.id)
 )
 """A chat's monitors, owned or subscribed to (built once)."""
+
+_own = _subscriptions.alias("own")
+_LISTING_ALL = (
+    select(
+        _monitors,
+        _own.c.id.label("own_id"),
+        _own.c.active.label("own_active"),
+        _own.c.created_at.label("own_created_at"),
+        _own.c.paused.label("own_paused"),
+        _own.c.delivery.label("own_delivery"),
+        select(func.count())
+        .select_from(Subscription)
+        .join(Chat, Chat.id == Subscription.chat_id)
+        .where(Subscription.monitor_id == _monitors.c.id, receiving())
+        .scalar_subquery()
+        .label("receivers"),
+        select(Run.stats)
+        .where(Run.monitor_id == _monitors.c.id)
+        .order_by(Run.scheduled_for.desc(), Run.id.desc())
+        .limit(1)
+        .scalar_subquery()
+        .label("latest_run_stats"),
+    )
+    .select_from(
+        _monitors.outerjoin(_own, and_(_own.c.monitor_id == _monitors.c.id, _own.c.chat_id == bindparam("chat")))
+    )
+    .order_by(_monitors.c.id)
+)
+"""Every monitor with what a chat's listing shows of it, in one statement: the chat's own subscription, how many
+chats receive it, its latest run's stats (built once)."""
+_LISTING_FOR_CHAT = _LISTING_ALL.where(or_(_monitors.c.owner_chat_id == bindparam("chat"), _own.c.id.is_not(None)))
+"""The same for the chat's monitors, owned or subscribed to."""
+
+
+def _to_listing(row: Row[Any], chat_id: int) -> MonitorListing:
+    subscription = None
+    if row.own_id is not None:
+        subscription = SubscriptionRecord(
+            id=row.own_id,
+            monitor_id=row.id,
+            chat_id=chat_id,
+            active=row.own_active,
+            created_at=row.own_created_at,
+            paused=row.own_paused,
+            delivery=DeliveryMode(row.own_delivery),
+        )
+    return MonitorListing(
+        monitor=to_monitor_record(row),
+        subscription=subscription,
+        receivers=row.receivers,
+        latest_run_stats=row.latest_run_stats,
+    )
 
 
 def to_monitor_record(row: Monitor | Row[Any]) -> MonitorRecord:
@@ -147,6 +200,17 @@ class MonitorRepository(Repository):
 
         def work(connection: Connection) -> list[MonitorRecord]:
             return [to_monitor_record(row) for row in connection.execute(_FOR_CHAT, {"chat": chat_id})]
+
+        return await self._db.read(work)
+
+    async def listing(self, chat_id: int, *, all_chats: bool = False) -> list[MonitorListing]:
+        """What `/monitors` shows the chat, oldest first: its monitors (owned or subscribed to; every monitor with
+        `all_chats`), each with the chat's own subscription, its receivers and its latest run's stats. One
+        statement in one `Database.read`, however many monitors there are."""
+        statement = _LISTING_ALL if all_chats else _LISTING_FOR_CHAT
+
+        def work(connection: Connection) -> list[MonitorListing]:
+            return [_to_listing(row, chat_id) for row in connection.execute(statement, {"chat": chat_id})]
 
         return await self._db.read(work)
 

@@ -34,7 +34,7 @@ def to_subscription_record(row: Subscription) -> SubscriptionRecord:
     )
 
 
-def _receiving() -> ColumnElement[bool]:
+def receiving() -> ColumnElement[bool]:
     """The subscription gets the monitor's digests at all: the chat is there and did not pause its delivery."""
     return and_(Subscription.active.is_(True), Subscription.paused.is_(False), Chat.active.is_(True))
 
@@ -53,7 +53,7 @@ async def immediate_recipients(session: AsyncSession, monitor_id: int) -> list[i
     rows = await session.scalars(
         select(Chat.id)
         .join(Subscription, Subscription.chat_id == Chat.id)
-        .where(Subscription.monitor_id == monitor_id, _receiving(), ~_in_briefing())
+        .where(Subscription.monitor_id == monitor_id, receiving(), ~_in_briefing())
         .order_by(Chat.id)
     )
     return list(rows)
@@ -124,7 +124,7 @@ class SubscriptionRepository(Repository):
             rows = await session.scalars(
                 select(Chat)
                 .join(Subscription, Subscription.chat_id == Chat.id)
-                .where(Subscription.monitor_id == monitor_id, _receiving())
+                .where(Subscription.monitor_id == monitor_id, receiving())
                 .order_by(Chat.id)
             )
             return [to_chat_record(row) for row in rows]
@@ -148,7 +148,7 @@ class SubscriptionRepository(Repository):
             rows = await session.execute(
                 select(Subscription.monitor_id, func.count())
                 .join(Chat, Chat.id == Subscription.chat_id)
-                .where(Subscription.monitor_id.in_(sorted(monitor_ids)), _receiving())
+                .where(Subscription.monitor_id.in_(sorted(monitor_ids)), receiving())
                 .group_by(Subscription.monitor_id)
             )
             return {int(monitor_id): int(count) for monitor_id, count in rows}
@@ -164,7 +164,7 @@ class SubscriptionRepository(Repository):
                 .join(Chat, Chat.id == Subscription.chat_id)
                 .where(
                     Subscription.chat_id.in_(sorted(chat_ids)),
-                    _receiving(),
+                    receiving(),
                     _in_briefing(),
                     Chat.briefing_schedule.is_not(None),
                 )

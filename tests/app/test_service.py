@@ -77,6 +77,7 @@ def test_run_serves_health_talks_on_telegram_and_stops_cleanly_on_sigterm(tmp_pa
     assert "scheduler: 0 monitor(s) scheduled" in output
     assert "slack: off — SLACK_BOT_TOKEN is not set" in output
     assert "anyone who finds the bot can use it" in output
+    assert "garbage collector: " in output and "start-up objects frozen" in output  # app.heap, once assembled
     assert telegram.token.split(":", 1)[1] not in output
     assert output.rstrip().endswith("stopped")
     assert (tmp_path / "data" / "lookout.db").exists()
