@@ -5,7 +5,7 @@ Chinese, MeCab (fugashi, IPA dictionary) for Japanese, words elsewhere), each we
 the language at large (wordfreq) and a little less when most items seen share it (the topic's own name). Two items
 are compared by the weighted cosine of their terms, lowered when both quote figures and share none, and when both
 are dated and were published days apart (a later development or a look-alike event). Languages the sources left
-out are told for a whole batch at once (`research.language.detect_languages`). Semantic path: when item vectors are
+out are told for a whole batch at once (`research.language.item_languages`). Semantic path: when item vectors are
 given (`research.embeddings`), a pair of items that both have one counts as alike as the stronger of its two scores,
 each taken as a share of its own threshold: the words' or the vectors' cosine (which also joins reports in different
 languages). Vectors tell a subject, not a development, so they are no evidence between items published more than a
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from research.language import detect_language, detect_languages
+from research.language import detect_language, item_languages, language_text
 from research.terms import story_terms
 from sources import Item, canonical_url
 
@@ -152,16 +152,11 @@ class Fingerprint:
         return frozenset(self.terms)
 
 
-def _language_text(title: str, text: str) -> str:
-    """What an item's language is told from: its title and the start of its text."""
-    return f"{title}\n{text[:300]}"
-
-
 def fingerprint(title: str, text: str = "", *, language: str | None = None) -> Fingerprint:
     """Build the fingerprint of a title and its text (the language is detected when not given; an empty string
     means it was looked for and could not be told)."""
     if language is None:
-        language = detect_language(_language_text(title, text))
+        language = detect_language(language_text(title, text))
     language = language or None
     title_terms = story_terms(title, language)
     lead_terms = story_terms(text[:LEAD_CHARS], language, limit=LEAD_TERMS) if text else None
@@ -297,17 +292,10 @@ class Deduper:
             batch_urls.add(key)
             unique.append((item, key))
         # Languages the sources left out are told for the whole batch at once (one pass, not one per item).
-        unknown = [item for item, _ in unique if not item.language]
-        told = dict(
-            zip(
-                (item.id for item in unknown),
-                detect_languages([_language_text(item.title, item.text) for item in unknown]),
-                strict=True,
-            )
-        )
-        for item, key in unique:
+        languages = item_languages([item for item, _ in unique])
+        for (item, key), language in zip(unique, languages, strict=True):
             index = len(self._items)
-            fingerprint_ = fingerprint(item.title, item.text, language=item.language or told[item.id] or "")
+            fingerprint_ = fingerprint(item.title, item.text, language=language or "")
             self._items.append(item)
             self._fingerprints.append(fingerprint_)
             self._cluster_index.append(-1)

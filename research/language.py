@@ -16,10 +16,13 @@ from typing import Any
 
 from sources import Item
 
-__all__ = ["detect_language", "detect_languages", "with_languages"]
+__all__ = ["detect_language", "detect_languages", "item_languages", "language_text", "with_languages"]
 
 MIN_LETTERS = 4
 """Shorter texts (`OK`, `AI`, a lone name) carry too little to tell a language by."""
+
+LEAD_CHARS = 300
+"""How much of an item's text, after its title, its language is told from."""
 
 JUDGED_CHARS = 1000
 """Only this much of a text is read: a language shows in its first sentences."""
@@ -184,12 +187,26 @@ def _automaton(model: Any) -> tuple[Any, Any, Any]:
     return _AUTOMATON
 
 
-def with_languages(items: Iterable[Item], *, lead_chars: int = 300) -> list[Item]:
+def language_text(title: str, text: str) -> str:
+    """What an item's language is told from: its title and the start of its text (`LEAD_CHARS`)."""
+    return f"{title}\n{text[:LEAD_CHARS]}"
+
+
+def item_languages(items: Sequence[Item]) -> list[str | None]:
+    """Each item's language: the one its source gave, or else told from its `language_text` (the items without one
+    in one `detect_languages` pass); None where it cannot be told."""
+    languages: list[str | None] = [item.language or None for item in items]
+    unknown = [index for index, language in enumerate(languages) if language is None]
+    told = detect_languages([language_text(items[index].title, items[index].text) for index in unknown])
+    for index, language in zip(unknown, told, strict=True):
+        languages[index] = language
+    return languages
+
+
+def with_languages(items: Iterable[Item]) -> list[Item]:
     """The items with `language` filled in from their title and lead where the source left it empty."""
     listed = list(items)
-    unknown = [index for index, item in enumerate(listed) if not item.language]
-    detected = detect_languages([f"{listed[i].title}\n{listed[i].text[:lead_chars]}" for i in unknown])
-    for index, language in zip(unknown, detected, strict=True):
-        if language:
-            listed[index] = listed[index].model_copy(update={"language": language})
-    return listed
+    return [
+        item if item.language or not language else item.model_copy(update={"language": language})
+        for item, language in zip(listed, item_languages(listed), strict=True)
+    ]
