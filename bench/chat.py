@@ -536,7 +536,8 @@ async def bench(args: argparse.Namespace) -> None:
     load = os.getloadavg()
     print(
         f"\nchat — Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"instant scripted model, MEMORY_TURNS={args.memory_turns}; load average before/after: "
+        f"instant scripted model, MEMORY_TURNS={args.memory_turns}, event loop "
+        f"{type(asyncio.get_running_loop()).__module__}; load average before/after: "
         f"{args.load_before[0]:.2f} / {load[0]:.2f}\n"
     )
     print(
@@ -611,6 +612,12 @@ def main() -> None:
         help="keep CPython's default garbage collector thresholds (`lookout run` freezes its start-up heap and "
         "collects the young generation every 10,000 allocations: app/heap.py)",
     )
+    parser.add_argument(
+        "--uvloop",
+        action="store_true",
+        help="run Lookout's process on uvloop instead of asyncio's loop (not a dependency: `uv run --with uvloop "
+        "python bench/chat.py --uvloop`; measured in bench/README.md, fifth session, and not kept)",
+    )
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:
@@ -621,7 +628,12 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     gc.callbacks.append(COLLECTOR)
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
-    asyncio.run(bench(args))
+    if args.uvloop:
+        import uvloop  # type: ignore[import-not-found,unused-ignore]
+
+        uvloop.run(bench(args))
+    else:
+        asyncio.run(bench(args))
 
 
 if __name__ == "__main__":
