@@ -629,8 +629,10 @@ def main() -> None:
     gc.callbacks.append(COLLECTOR)
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     if args.uvloop:
-        import uvloop  # type: ignore[import-not-found,unused-ignore]
-
+        try:
+            import uvloop  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            parser.error("--uvloop needs uvloop, not a dependency: uv run --with uvloop python bench/chat.py …")
         uvloop.run(bench(args))
     else:
         asyncio.run(bench(args))
