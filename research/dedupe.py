@@ -553,15 +553,7 @@ class Deduper:
         a, b = position[first], position[second]
         both = (a >= 0) & (b >= 0)
         a, b = a[both], b[both]
-        # Pair by pair, a block at a time: a long look-back has many word pairs, and each needs two vectors.
-        block = 16_384
-        cosine = np.concatenate(
-            [np.zeros(0)]
-            + [
-                np.einsum("ij,ij->i", matrix[a[start : start + block]], matrix[b[start : start + block]])
-                for start in range(0, len(a), block)
-            ]
-        )
+        cosine = np.einsum("ij,ij->i", matrix[a], matrix[b])
         across = (languages[a] != languages[b]) & (languages[a] != "") & (languages[b] != "")
         bottom = self.embedding_threshold - EMBEDDING_SCALE_WIDTH
         score = (cosine + EMBEDDING_CROSS_LANGUAGE_MARGIN * across - bottom) / EMBEDDING_SCALE_WIDTH
@@ -586,8 +578,6 @@ class Deduper:
         if self._vectors:
             # Words the vectors contradict (shared names, another event) count for less; see the constant.
             vectors = self._vector_rows(scope)
-            keep = values >= CANDIDATE_FLOOR  # the rest are left out below whatever the vectors say
-            first, second, values = first[keep], second[keep], values[keep]
             disagree = self._vector_disagreements(vectors, len(scope), first, second)
             values = np.where(disagree, values * EMBEDDING_DISAGREEMENT_FACTOR, values)
             e_first, e_second, e_values = self._embedding_pairs(vectors)
