@@ -9,8 +9,7 @@ out are told for a whole batch at once (`research.language.item_languages`). Sem
 given (`research.embeddings`), a pair of items that both have one counts as alike as the stronger of its two scores,
 each taken as a share of its own threshold: the words' or the vectors' cosine (which also joins reports in different
 languages). Vectors tell a subject, not a development, so they are no evidence between items published more than a
-week apart (the words still are, lowered as above). Where the vectors put a pair near the model's level for unrelated
-texts, its words count half: shared names without a shared event.
+week apart (the words still are, lowered as above).
 
 Items become stories by average-link agglomeration: pairs are merged best first, and two groups merge only while
 their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Two
