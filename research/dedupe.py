@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
@@ -89,18 +89,6 @@ EMBEDDING_MAX_GAP_DAYS = 7.0
 """Items published further apart than this get no embedding score: vectors see an affair's subject, not its
 development, so a bankruptcy petition and the bankruptcy decision weeks later look alike to them (the words, with
 their names and figures, still count)."""
-
-EMBEDDING_DISAGREEMENT_SCORE = 0.6
-"""An embedding score under this (with e5 at 0.88: a cosine under 0.84, near the level of unrelated texts) means the
-vectors say a pair tells two different things; its lexical score then counts `EMBEDDING_DISAGREEMENT_FACTOR` of itself.
-Shared names and subject words are how two reports of one affair's different events look alike to the words; on the
-dev halves of all four real sets (bench/README.md, fifth session) pairs the words join while e5 scores them under a
-cosine of 0.86 were one story 0-47 % of the time (ECB+, Japanese Wikinews, WMT) outside UCI's dense run batches.
-It is a share of the model's own threshold scale, so it applies to any model the threshold is set for."""
-
-EMBEDDING_DISAGREEMENT_FACTOR = 0.5
-"""What a lexical score counts where the vectors disagree (see `EMBEDDING_DISAGREEMENT_SCORE`): half, so nearly
-identical wording (a lexical score twice its threshold and more) still makes one story whatever the model says."""
 
 LEAD_TERMS = 40
 """How many terms of the text count as the lead; later text is about details, not the story's identity."""
@@ -230,17 +218,6 @@ class DedupeResult(BaseModel):
 
 VectorLookup = Mapping[str, Sequence[float]]
 """Unit-length embedding vectors by item id (see `research.embeddings`)."""
-
-
-class _VectorRows(NamedTuple):
-    """The items of a scope that have a vector: their rows in the scope, unit vectors, days and languages."""
-
-    rows: NDArray[np.int64]
-    matrix: NDArray[np.float64]
-    days: NDArray[np.float64]
-    """Publication time in days since the epoch; NaN where undated."""
-    languages: NDArray[np.str_]
-    """"" where unknown."""
 
 
 class Deduper:
@@ -487,7 +464,7 @@ class Deduper:
         return factors
 
     def _embedding_pairs(
-        self, vectors: _VectorRows
+        self, scope: Sequence[int]
     ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
         """The pairs (a < b, rows of `scope`) of items that both have a vector, published at most
         `EMBEDDING_MAX_GAP_DAYS` apart, whose embedding score reaches `CANDIDATE_FLOOR`: the score is 0 at a
@@ -497,10 +474,16 @@ class Deduper:
         pairs, not the square of its items."""
         import numpy as np
 
-        rows, matrix, days, languages = vectors
+        has = np.asarray([self._items[i].id in self._vectors for i in scope], dtype=bool)
+        rows = np.flatnonzero(has)
         if len(rows) < 2:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, np.zeros(0)
+        matrix = np.asarray([self._vectors[self._items[scope[int(row)]].id] for row in rows], dtype=np.float64)
+        lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = matrix / np.where(lengths > 0, lengths, 1.0)
+        days = self._published_days(scope)[rows]
+        languages = np.asarray([self._fingerprints[scope[int(row)]].language or "" for row in rows])
         margin = EMBEDDING_CROSS_LANGUAGE_MARGIN
         bottom = self.embedding_threshold - EMBEDDING_SCALE_WIDTH
         floor = bottom + CANDIDATE_FLOOR * EMBEDDING_SCALE_WIDTH - margin
@@ -524,43 +507,6 @@ class Deduper:
         second = rows[np.concatenate(seconds)].astype(np.int64)
         return first, second, np.concatenate(scores)
 
-    def _vector_rows(self, scope: Sequence[int]) -> _VectorRows:
-        """The rows of `scope` whose items have a vector, with those vectors made unit length, their publication
-        days (NaN where undated) and their languages ("" where unknown)."""
-        import numpy as np
-
-        rows = np.flatnonzero(np.asarray([self._items[i].id in self._vectors for i in scope], dtype=bool))
-        listed = [self._vectors[self._items[scope[int(row)]].id] for row in rows]
-        matrix = np.asarray(listed, dtype=np.float64) if listed else np.zeros((0, 1))
-        lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = matrix / np.where(lengths > 0, lengths, 1.0)
-        days = self._published_days(scope)[rows]
-        languages = np.asarray([self._fingerprints[scope[int(row)]].language or "" for row in rows])
-        return _VectorRows(rows.astype(np.int64), matrix, days, languages)
-
-    def _vector_disagreements(
-        self, vectors: _VectorRows, size: int, first: NDArray[np.int64], second: NDArray[np.int64]
-    ) -> NDArray[np.bool_]:
-        """For each pair (rows of `scope`), whether its vectors say it tells two different things: both items have
-        a vector, they were published at most `EMBEDDING_MAX_GAP_DAYS` apart (past that the vectors are no
-        evidence either way) and the pair's embedding score is under `EMBEDDING_DISAGREEMENT_SCORE`."""
-        import numpy as np
-
-        rows, matrix, days, languages = vectors
-        position = np.full(size, -1, dtype=np.int64)
-        position[rows] = np.arange(len(rows))
-        a, b = position[first], position[second]
-        both = (a >= 0) & (b >= 0)
-        a, b = a[both], b[both]
-        cosine = np.einsum("ij,ij->i", matrix[a], matrix[b])
-        across = (languages[a] != languages[b]) & (languages[a] != "") & (languages[b] != "")
-        bottom = self.embedding_threshold - EMBEDDING_SCALE_WIDTH
-        score = (cosine + EMBEDDING_CROSS_LANGUAGE_MARGIN * across - bottom) / EMBEDDING_SCALE_WIDTH
-        near = ~(np.abs(days[a] - days[b]) > EMBEDDING_MAX_GAP_DAYS)  # an unknown date (NaN) is near
-        disagree = np.zeros(len(first), dtype=bool)
-        disagree[np.flatnonzero(both)] = near & (score < EMBEDDING_DISAGREEMENT_SCORE)
-        return disagree
-
     # ---- clustering ------------------------------------------------------------------------------------
 
     def _scored_pairs(self, scope: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
@@ -568,18 +514,13 @@ class Deduper:
         just enough to be one story); pairs under `CANDIDATE_FLOOR` are left out. Where both items have vectors,
         the stronger of the lexical and the embedding score counts: either is evidence of one story (words catch
         what one model misses, vectors what outlets word differently or in another language), and the look-alike
-        names rule still holds look-alike events apart. Where the vectors disagree with the words (an embedding
-        score under `EMBEDDING_DISAGREEMENT_SCORE`), the lexical score counts `EMBEDDING_DISAGREEMENT_FACTOR`."""
+        names rule still holds look-alike events apart."""
         import numpy as np
 
         first, second, values = self._lexical_pairs(scope)
         values = values / self.threshold
         if self._vectors:
-            # Words the vectors contradict (shared names, another event) count for less; see the constant.
-            vectors = self._vector_rows(scope)
-            disagree = self._vector_disagreements(vectors, len(scope), first, second)
-            values = np.where(disagree, values * EMBEDDING_DISAGREEMENT_FACTOR, values)
-            e_first, e_second, e_values = self._embedding_pairs(vectors)
+            e_first, e_second, e_values = self._embedding_pairs(scope)
             size = len(scope)
             # Both kinds of pair as one sparse set, keyed by (first, second): the maximum of the two per pair.
             keys = np.concatenate([first * size + second, e_first * size + e_second])

@@ -232,22 +232,3 @@ def test_a_pair_in_two_languages_needs_a_little_less_cosine_than_a_pair_in_one()
     within = cluster([ENGLISH, reworded], dict(zip([ENGLISH.id, reworded.id], under_threshold, strict=True)))
     assert across[ENGLISH.id] == across[CHINESE.id]
     assert within[ENGLISH.id] != within[reworded.id]
-
-
-def test_words_count_half_where_the_vectors_say_the_pair_tells_two_things() -> None:
-    # One team's two coaching events share the team and the old coach's name: the words alone join them (1.6x the
-    # lexical threshold). Vectors under the embedding threshold either way (0.82 for the default model) then
-    # decide: near it (cosine 0.80) they do not contradict the words; near the unrelated level (0.76, an
-    # embedding score of 0.4 < 0.6) they do, and the words count half (0.8x: two stories).
-    firing = make_item("news", "fire", title="Sixers fire coach Maurice Cheeks after a poor start to the season")
-    hiring = make_item("wire", "hire", title="Philadelphia names Jim O'Brien as its new head coach, replacing Cheeks")
-
-    def at_cosine(cosine: float) -> dict[str, list[float]]:
-        return {firing.id: [1.0, 0.0], hiring.id: [cosine, math.sqrt(1 - cosine * cosine)]}
-
-    words_only = cluster([firing, hiring], None)
-    near = cluster([firing, hiring], at_cosine(0.80))
-    contradicted = cluster([firing, hiring], at_cosine(0.76))
-    assert words_only[firing.id] == words_only[hiring.id]
-    assert near[firing.id] == near[hiring.id]
-    assert contradicted[firing.id] != contradicted[hiring.id]
