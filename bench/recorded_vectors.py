@@ -257,3 +257,43 @@ def embedding_summary(
             "cross-language merge rate: not measured, no labelled set here has one story told in two languages"
         )
     return "\n".join(lines)
+
+
+Batches = Callable[[Any, Sequence[int]], list[list[int]]]
+"""A set and indices of it -> run-sized batches of those indices (`bench.cluster_real.batches`)."""
+
+
+def cosine_levels(sets: Sequence[LabelledSet], *, batches: Batches) -> str:
+    """Where each recorded model puts unrelated and same-story pairs on each set's dev half, as a table: the
+    cosine of unrelated pairs (median, 99th percentile), of same-story pairs (25th percentile, median), and for
+    run-sized batches the range of the batch's own median cosine. This is what a threshold rule has to fit: if
+    unrelated pairs sit at one level on every set while the same-story median moves, no rule built on the texts'
+    length or the batch's own cosines can serve every set with one threshold (bench/README.md, fifth session)."""
+    lines = [
+        "| model | set | pairs of | pairs | same-story share | unrelated median | unrelated p99 | same-story p25 |"
+        " same-story median | batch median cosine, min-max |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for labelled in sets:
+        found, _ = recordings(labelled.name, labelled.items)
+        for recording in found:
+            vector_of = [recording.by_text[_digest(embedding_text(item))] for item in labelled.items]
+            for kind, groups in (("run batches", batches(labelled, labelled.dev)), ("whole dev half", [labelled.dev])):
+                cosines, same, medians = [], [], []
+                for group in groups:
+                    matrix = np.asarray([vector_of[i] for i in group], dtype=np.float64)
+                    first, second = np.triu_indices(len(group), 1)
+                    cosine = (matrix @ matrix.T)[first, second]
+                    labels = np.asarray([labelled.labels[i] for i in group])
+                    cosines.append(cosine)
+                    same.append(labels[first] == labels[second])
+                    medians.append(float(np.median(cosine)))
+                cosine, is_same = np.concatenate(cosines), np.concatenate(same)
+                unrelated, related = cosine[~is_same], cosine[is_same]
+                spread = f"{min(medians):.3f}-{max(medians):.3f}" if len(groups) > 1 else "-"
+                lines.append(
+                    f"| {recording.model} | {labelled.name} | {kind} | {len(cosine):,} | {is_same.mean():.2f} |"
+                    f" {np.median(unrelated):.3f} | {np.quantile(unrelated, 0.99):.3f} |"
+                    f" {np.quantile(related, 0.25):.3f} | {np.median(related):.3f} | {spread} |"
+                )
+    return "\n".join(lines)
