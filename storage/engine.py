@@ -229,6 +229,14 @@ class Database:
         async with self._autocommit_engine.connect() as connection:
             return (await connection.execute(statement, parameters)).first()
 
+    async def read_alone(self, statement: Any, parameters: dict[str, Any]) -> list[Row[Any]]:
+        """One reading statement and all its rows. On PostgreSQL it runs in autocommit (a single statement reads
+        one snapshot anyway): one round trip, with no BEGIN or COMMIT around it. On SQLite as `read`."""
+        if self.dialect != "postgresql":
+            return await self.read(lambda connection: list(connection.execute(statement, parameters)))
+        async with self._autocommit_engine.connect() as connection:
+            return list(await connection.execute(statement, parameters))
+
     async def read(self, work: Callable[[Connection], T]) -> T:
         """`work(connection)` inside one reading transaction: for the reads of the hot path (a command's listing).
         On a SQLite file the whole transaction runs in one call on the reader thread (deferred: a snapshot that

@@ -246,6 +246,10 @@ async def test_a_command_on_postgresql_is_two_round_trips_and_the_first_after_a_
             help_text = await chat.dispatch(said("/help", 3))
             assert proxy.round_trips == 2 and proxy.queries == []  # prepared once: no statement parsed again
             assert "/monitors" in help_text[0].text
+            await chat.dispatch(said("/monitors", 30))  # prepares the listing's statement
+            proxy.reset()
+            await chat.dispatch(said("/monitors", 31))
+            assert proxy.round_trips == 4  # the turn's two, then the listing's check and its one statement
 
             await proxy.drop_connections()
             assert await chat.dispatch(said("/help", 4)) == help_text
