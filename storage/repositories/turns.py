@@ -15,7 +15,6 @@ from datetime import date, datetime
 from typing import Any, cast
 
 from sqlalchemy import Date, Row, Table, and_, bindparam, select
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from storage.models import Chat, ProcessedInbound, User
@@ -58,16 +57,21 @@ _START = select(*_start_columns()).select_from(_people()).where(_chat_is_the_tur
 """The turn's one read: chat ⟕ person ⟕ conversation, with the chat's tokens today."""
 
 
+@functools.cache
+def _mark(dialect: str) -> Any:
+    """The de-duplication mark: returns the new row's id, nothing when the update was handled before."""
+    insert = dialect_insert(dialect, ProcessedInbound)
+    return insert.on_conflict_do_nothing(index_elements=["platform", "external_id"]).returning(ProcessedInbound.id)
+
+
 def _marked_start_query() -> Any:
     """PostgreSQL: the de-duplication mark and the turn's read in one statement. The mark is a data-modifying CTE;
     the read hangs off its row, so a duplicate (no row inserted) reads nothing at all, and a new update whose chat
     is not stored yet reads one row of NULL chat columns. The read sees the database as it was before the mark
     (PostgreSQL's snapshot rule for such CTEs), which is all it needs: it does not read the mark's table."""
     mark = (
-        postgresql.insert(ProcessedInbound)
+        _mark("postgresql")
         .values(platform=bindparam("platform"), external_id=bindparam("event"), received_at=bindparam("now"))
-        .on_conflict_do_nothing(index_elements=["platform", "external_id"])
-        .returning(ProcessedInbound.id)
         .cte("mark")
     )
     return select(mark.c.id.label("mark_id"), *_start_columns()).select_from(
@@ -76,13 +80,6 @@ def _marked_start_query() -> Any:
 
 
 _MARKED_START = _marked_start_query()
-
-
-@functools.cache
-def _mark(dialect: str) -> Any:
-    """The de-duplication mark: returns the new row's id, nothing when the update was handled before."""
-    insert = dialect_insert(dialect, ProcessedInbound)
-    return insert.on_conflict_do_nothing(index_elements=["platform", "external_id"]).returning(ProcessedInbound.id)
 
 
 def _state_query() -> Any:
