@@ -352,6 +352,8 @@ PROFILE_ENTRIES = (
     ("Bot API: aiohttp request", "AiohttpRequest.do_request"),
     ("Bot API: rate limiter", "AIORateLimiter.process_request"),
     ("storage: Database.write (SQLite writer thread)", "Database.write"),
+    ("storage: asyncpg, every statement (PostgreSQL)", "AsyncAdapt_asyncpg_cursor._prepare_and_execute"),
+    ("storage: pool pre-ping (PostgreSQL)", "PGDialect_asyncpg.do_ping"),
 )
 
 
@@ -420,7 +422,7 @@ async def bench_database(
                 profile: str | None = None,
                 rate: float = 0.0,
             ) -> None:
-                profiling = bool(profile) and name == "sqlite"
+                profiling = bool(profile) and name == args.profile_database
                 if profiling:
                     yappi.clear_stats()
                     yappi.set_clock_type("cpu")
@@ -606,6 +608,12 @@ def main() -> None:
         "--profile", help="profile Lookout's process (yappi, CPU time, every thread) in the SQLite free-text run"
     )
     parser.add_argument("--profile-commands", help="the same for the SQLite commands run")
+    parser.add_argument(
+        "--profile-database",
+        default="sqlite",
+        choices=("sqlite", "postgresql"),
+        help="which database's runs --profile and --profile-commands profile (default: sqlite)",
+    )
     parser.add_argument(
         "--default-gc",
         action="store_true",

@@ -22,10 +22,11 @@ Every adapter (Telegram, Slack, terminal) turns a platform update into an `Incom
 5. still holding the lock, calls the adapter's `deliver` with the replies, so they reach the chat in order;
 6. starts the turn's `after_reply` work in the background (the next turn of the conversation waits for it).
 
-A free-text turn thus costs two transactions: this read (one INSERT, one SELECT) and the conversation layer's one
-write (memory and usage together, committed before the reply is delivered). A crash after that write and before
-the delivery loses the reply but not its memory or usage; a crash before it loses the turn, and the stored
-de-duplication mark keeps a redelivered update from being answered twice (at most once, never twice).
+A free-text turn thus costs two transactions: this read (one INSERT, one SELECT; on PostgreSQL one statement doing
+both, committed as it runs) and the conversation layer's one write (memory and usage together, committed before
+the reply is delivered). A crash after that write and before the delivery loses the reply but not its memory or
+usage; a crash before it loses the turn, and the stored de-duplication mark keeps a redelivered update from being
+answered twice (at most once, never twice).
 """
 
 from __future__ import annotations

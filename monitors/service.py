@@ -573,14 +573,15 @@ class MonitorService:
         return _check_lookback(hours)
 
     async def view_of(self, monitor: MonitorRecord, chat: ChatRecord) -> MonitorView:
-        """The monitor as `chat` sees it: times in its timezone, its own subscription's state."""
-        needs_stats = monitor.last_status is not None and monitor.last_status != "failed"
-        latest = await self._runs.list_for_monitor(monitor.id, limit=1) if needs_stats else []
+        """The monitor as `chat` sees it: times in its timezone, its own subscription's state. Its subscription,
+        receivers and latest run are read in one statement (`/monitors`'s listing, for one monitor); the record
+        itself is the one given (a caller may show what a monitor was just before deleting it)."""
+        read = await self._monitors.listing_of(monitor.id, chat.id)
         listing = MonitorListing(
             monitor=monitor,
-            subscription=await self._subscriptions.get(monitor.id, chat.id),
-            receivers=(await self._subscriptions.counts([monitor.id])).get(monitor.id, 0),
-            latest_run_stats=latest[0].stats if latest else None,
+            subscription=read.subscription if read else None,
+            receivers=read.receivers if read else 0,
+            latest_run_stats=read.latest_run_stats if read else None,
         )
         return self._view(listing, chat)
 

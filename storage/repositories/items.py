@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.models import Item, Monitor, Run, RunItem, Subscription
 from storage.records import ItemRecord, ItemWithScores
 from storage.repositories._common import Repository, like_pattern, upsert_insert
-from storage.repositories.runs import to_run_item_record
+from storage.repositories.runs import NEWEST_RUN_FIRST, to_run_item_record
 from storage.types import utc_now
 
 _CHUNK = 500
@@ -198,7 +198,7 @@ class ItemRepository(Repository):
             .join(RunItem, RunItem.item_id == Item.id)
             .join(Run, Run.id == RunItem.run_id)
             .where(Run.monitor_id == monitor_id)
-            .order_by(Run.scheduled_for.desc(), Run.id.desc())
+            .order_by(*NEWEST_RUN_FIRST)
         )
         if since is not None:
             query = query.where(when >= since)

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from storage.models import Chat, Monitor, Run, Subscription
 from storage.records import DeliveryMode, JSONObject, MonitorListing, MonitorRecord, SubscriptionRecord
 from storage.repositories._common import Repository
+from storage.repositories.runs import NEWEST_RUN_FIRST
 from storage.repositories.subscriptions import receiving
 from storage.types import utc_now
 
@@ -75,7 +76,7 @@ _LISTING_ALL = (
         .label("receivers"),
         select(Run.stats)
         .where(Run.monitor_id == _monitors.c.id)
-        .order_by(Run.scheduled_for.desc(), Run.id.desc())
+        .order_by(*NEWEST_RUN_FIRST)
         .limit(1)
         .scalar_subquery()
         .label("latest_run_stats"),
@@ -89,6 +90,8 @@ _LISTING_ALL = (
 chats receive it, its latest run's stats (built once)."""
 _LISTING_FOR_CHAT = _LISTING_ALL.where(or_(_monitors.c.owner_chat_id == bindparam("chat"), _own.c.id.is_not(None)))
 """The same for the chat's monitors, owned or subscribed to."""
+_LISTING_ONE = _LISTING_ALL.where(_monitors.c.id == bindparam("monitor"))
+"""The same for one monitor, whoever owns it."""
 
 
 def _to_listing(row: Row[Any], chat_id: int) -> MonitorListing:
@@ -206,13 +209,15 @@ class MonitorRepository(Repository):
     async def listing(self, chat_id: int, *, all_chats: bool = False) -> list[MonitorListing]:
         """What `/monitors` shows the chat, oldest first: its monitors (owned or subscribed to; every monitor with
         `all_chats`), each with the chat's own subscription, its receivers and its latest run's stats. One
-        statement in one `Database.read`, however many monitors there are."""
+        statement (`Database.read_alone`), however many monitors there are."""
         statement = _LISTING_ALL if all_chats else _LISTING_FOR_CHAT
+        return [_to_listing(row, chat_id) for row in await self._db.read_alone(statement, {"chat": chat_id})]
 
-        def work(connection: Connection) -> list[MonitorListing]:
-            return [_to_listing(row, chat_id) for row in connection.execute(statement, {"chat": chat_id})]
-
-        return await self._db.read(work)
+    async def listing_of(self, monitor_id: int, chat_id: int) -> MonitorListing | None:
+        """One monitor as `listing` shows it to the chat, whether or not the chat owns it or subscribes (None: no
+        such monitor). The same statement as `listing`, narrowed to the monitor: one read."""
+        rows = await self._db.read_alone(_LISTING_ONE, {"chat": chat_id, "monitor": monitor_id})
+        return _to_listing(rows[0], chat_id) if rows else None
 
     async def list_owned(self, chat_id: int) -> list[MonitorRecord]:
         """Monitors the chat owns, oldest first."""

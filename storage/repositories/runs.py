@@ -12,6 +12,9 @@ from storage.records import RunItemRecord, RunRecord, RunStatus
 from storage.repositories._common import Repository, upsert_insert
 from storage.types import utc_now
 
+NEWEST_RUN_FIRST = (Run.scheduled_for.desc(), Run.id.desc())
+"""What "a monitor's latest run" means everywhere: the run scheduled last (the later-opened of two for one slot)."""
+
 
 def to_run_record(row: Run) -> RunRecord:
     return RunRecord(
@@ -130,10 +133,7 @@ class RunRepository(Repository):
         """The monitor's most recent runs, newest first."""
         async with self._db.sessions() as session:
             rows = await session.scalars(
-                select(Run)
-                .where(Run.monitor_id == monitor_id)
-                .order_by(Run.scheduled_for.desc(), Run.id.desc())
-                .limit(limit)
+                select(Run).where(Run.monitor_id == monitor_id).order_by(*NEWEST_RUN_FIRST).limit(limit)
             )
             return [to_run_record(row) for row in rows]
 

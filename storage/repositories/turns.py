@@ -3,7 +3,8 @@ conversation's state, today's tokens) and one out (the conversation's changes an
 
 Guarantees: the de-duplication mark is committed before the turn's work starts (of two deliveries of one update
 exactly one gets a `TurnStart`); the common turn (known chat and person, no rename) costs one INSERT and one
-SELECT in, one upsert per written row out. The statements are SQLAlchemy Core, built once.
+SELECT in (on PostgreSQL one statement doing both, committed as it runs: one round trip), one upsert per written
+row out. The statements are SQLAlchemy Core, built once.
 """
 
 from __future__ import annotations
@@ -29,28 +30,31 @@ _chats, _users = cast(Table, Chat.__table__), cast(Table, User.__table__)
 _conversations = CONVERSATION_TABLE
 
 
-def _start_query() -> Any:
-    platform: Any = bindparam("platform")
-    day: Any = bindparam("day", type_=Date())
-    people = _chats.outerjoin(
-        _users, and_(_users.c.platform == platform, _users.c.external_id == bindparam("user"))
+def _people() -> Any:
+    """chat ⟕ person ⟕ conversation (the chat itself is picked by `_chat_is_the_turns`)."""
+    return _chats.outerjoin(
+        _users, and_(_users.c.platform == bindparam("platform"), _users.c.external_id == bindparam("user"))
     ).outerjoin(
         _conversations,
         and_(_conversations.c.chat_id == _chats.c.id, _conversations.c.thread_key == bindparam("thread")),
     )
-    return (
-        select(
-            *(column.label(f"chat_{column.name}") for column in _chats.c),
-            *(column.label(f"user_{column.name}") for column in _users.c),
-            *(column.label(f"conv_{column.name}") for column in CONVERSATION_COLUMNS),
-            tokens_on(_chats.c.id, day).label("tokens_today"),
-        )
-        .select_from(people)
-        .where(_chats.c.platform == platform, _chats.c.external_id == bindparam("chat"))
-    )
 
 
-_START = _start_query()
+def _start_columns() -> list[Any]:
+    return [
+        *(column.label(f"chat_{column.name}") for column in _chats.c),
+        *(column.label(f"user_{column.name}") for column in _users.c),
+        *(column.label(f"conv_{column.name}") for column in CONVERSATION_COLUMNS),
+        tokens_on(_chats.c.id, bindparam("day", type_=Date())).label("tokens_today"),
+    ]
+
+
+def _chat_is_the_turns() -> Any:
+    return and_(_chats.c.platform == bindparam("platform"), _chats.c.external_id == bindparam("chat"))
+
+
+_START = select(*_start_columns()).select_from(_people()).where(_chat_is_the_turns())
+"""The turn's one read: chat ⟕ person ⟕ conversation, with the chat's tokens today."""
 
 
 @functools.cache
@@ -60,7 +64,22 @@ def _mark(dialect: str) -> Any:
     return insert.on_conflict_do_nothing(index_elements=["platform", "external_id"]).returning(ProcessedInbound.id)
 
 
-"""The turn's one read: chat ⟕ person ⟕ conversation, with the chat's tokens today."""
+def _marked_start_query() -> Any:
+    """PostgreSQL: the de-duplication mark and the turn's read in one statement. The mark is a data-modifying CTE;
+    the read hangs off its row, so a duplicate (no row inserted) reads nothing at all, and a new update whose chat
+    is not stored yet reads one row of NULL chat columns. The read sees the database as it was before the mark
+    (PostgreSQL's snapshot rule for such CTEs), which is all it needs: it does not read the mark's table."""
+    mark = (
+        _mark("postgresql")
+        .values(platform=bindparam("platform"), external_id=bindparam("event"), received_at=bindparam("now"))
+        .cte("mark")
+    )
+    return select(mark.c.id.label("mark_id"), *_start_columns()).select_from(
+        mark.outerjoin(_people(), _chat_is_the_turns())
+    )
+
+
+_MARKED_START = _marked_start_query()
 
 
 def _state_query() -> Any:
@@ -118,12 +137,25 @@ class TurnRepository(Repository):
             "day": day,
         }
 
+        marked: Row[Any] | None = None
+        if event_id is not None and self._db.dialect == "postgresql":
+            # One round trip, committed as it runs: the mark is stored before the turn's work starts. When the
+            # chat or the person still has to be stored, that follows in a transaction of its own (a crash
+            # between the two loses the turn but never answers it twice, as a crash after one transaction would).
+            marked = await self._db.write_alone(_MARKED_START, params | {"event": event_id, "now": now})
+            if marked is None:
+                return None
+            if marked._mapping["chat_id"] is not None and not _stale(
+                marked, chat_title=chat_title, user_name=user_name
+            ):
+                return _turn_start(marked)
+
         def work(connection: Connection) -> TurnStart | None:
-            if event_id is not None:
+            if event_id is not None and marked is None:
                 mark = {"platform": platform, "external_id": event_id, "received_at": now}
                 if connection.execute(_mark(dialect_name(connection)), mark).scalar_one_or_none() is None:
                     return None
-            row = connection.execute(_START, params).first()
+            row = connection.execute(_START, params).first() if marked is None else None  # marked: stale
             if row is None or _stale(row, chat_title=chat_title, user_name=user_name):
                 connection.execute(chat_upsert(connection, platform, chat_external_id, title=chat_title, rename=True))
                 connection.execute(user_upsert(connection, platform, user_external_id, display_name=user_name))

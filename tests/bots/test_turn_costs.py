@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from agent.access import AccessPolicy
 from agent.chat.agent import ChatAgent
@@ -26,6 +27,7 @@ from bots.dispatcher import Dispatcher
 from research import ModelSet
 from storage import ChatRepository, Database, TurnRepository, UsageRepository
 from tests.bots.slack_world import T0, monitor_service
+from tests.fakes.postgres_proxy import postgres_proxy
 
 SUMMARY_MARK = "You keep the memory of a chat"
 
@@ -134,11 +136,12 @@ async def test_a_turn_is_one_transaction_in_and_one_out(database: Database, tmp_
         duplicate = (counter.transactions, list(counter.statements))
 
     assert replies == [Reply(text="echo: how are you?")]
-    # in: the de-duplication mark and one read (chat ⟕ person ⟕ conversation, today's tokens);
-    # out: the memory and the usage of the run, together
-    assert free_text == (2, ["INSERT", "SELECT", "INSERT", "INSERT"])
-    assert command == (1, ["INSERT", "SELECT"])  # a command that stores nothing reads once and writes nothing
-    assert duplicate == (1, ["INSERT"])  # known: nothing else is read or done
+    # in: the de-duplication mark and one read (chat ⟕ person ⟕ conversation, today's tokens), on PostgreSQL
+    # one statement (the mark a data-modifying CTE); out: the memory and the usage of the run, together
+    mark_and_read = ["WITH"] if database.dialect == "postgresql" else ["INSERT", "SELECT"]
+    assert free_text == (2, [*mark_and_read, "INSERT", "INSERT"])
+    assert command == (1, mark_and_read)  # a command that stores nothing reads once and writes nothing
+    assert duplicate == (1, mark_and_read[:1])  # known: nothing else is read or done
     assert log == ["chat hello", "chat how are you?"]
 
 
@@ -149,14 +152,18 @@ async def test_a_new_chat_and_a_renamed_person_cost_their_writes_in_the_same_tra
     await chat.dispatch(said("/help", 1).model_copy(update={"chat_external_id": "8"}))  # the hourly prune ran here
     with counting(database) as counter:
         await chat.dispatch(said("/help", 2))
-    assert counter.transactions == 1  # created inside the turn's one transaction in
+    # created inside the turn's one transaction in (on PostgreSQL after the mark and read, committed as it ran)
+    assert counter.transactions == (2 if database.dialect == "postgresql" else 1)
     stored = await ChatRepository(database).find("telegram", "7")
     assert stored is not None and stored.title == "Ada"
 
     renamed = said("/help", 3).model_copy(update={"user_display_name": "Ada L."})
     with counting(database) as counter:
         await chat.dispatch(renamed)
-    assert counter.transactions == 1 and counter.statements.count("INSERT") == 3  # mark, chat title, person
+    if database.dialect == "postgresql":  # the mark and read first, committed as it runs; then the two names
+        assert counter.transactions == 2 and counter.statements == ["WITH", "INSERT", "INSERT", "SELECT"]
+    else:
+        assert counter.transactions == 1 and counter.statements.count("INSERT") == 3  # mark, chat title, person
 
 
 async def test_thirty_turns_fold_in_batches_after_their_replies_and_count_every_call_once(
@@ -218,3 +225,45 @@ async def test_the_next_turn_waits_for_a_fold_still_running(database: Database, 
     release.set()
     await following
     assert log[-2:] == ["summary", "chat message 3"]
+
+
+async def test_a_command_on_postgresql_is_two_round_trips_and_the_first_after_a_restart_is_answered(
+    database: Database, tmp_path: Path
+) -> None:
+    """Counted on the wire (a recording proxy in front of the server): the pooled connection's liveness check and
+    the one statement that marks and reads the turn. Every connection dropped (a restart), or ended by the server
+    (`pg_terminate_backend`, what a restart's shutdown sends), the next message is still answered: the liveness
+    check replaces the dead connection before the turn uses it."""
+    if database.dialect != "postgresql":
+        pytest.skip("round trips and restarts of a PostgreSQL server")
+    async with postgres_proxy(database.engine.url.render_as_string(hide_password=False)) as proxy:
+        proxied = Database(proxy.url)
+        try:
+            chat = dispatcher(proxied, EchoModel([]), tmp_path)
+            await chat.dispatch(said("/help", 1))  # stores the chat and the person; prepares the statements
+            await chat.dispatch(said("/help", 2))
+            proxy.reset()
+            help_text = await chat.dispatch(said("/help", 3))
+            assert proxy.round_trips == 2 and proxy.queries == []  # prepared once: no statement parsed again
+            assert "/monitors" in help_text[0].text
+            await chat.dispatch(said("/monitors", 30))  # prepares the listing's statement
+            proxy.reset()
+            await chat.dispatch(said("/monitors", 31))
+            assert proxy.round_trips == 4  # the turn's two, then the listing's check and its one statement
+
+            await proxy.drop_connections()
+            assert await chat.dispatch(said("/help", 4)) == help_text
+
+            async with database.engine.connect() as admin:
+                ended = await admin.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    )
+                )
+                assert ended.all()  # the proxied session was among them
+            await asyncio.sleep(0.1)  # the server's goodbye reaches the idle pooled connection
+            assert await chat.dispatch(said("/help", 5)) == help_text
+            assert await chat.dispatch(said("/help", 5)) == []  # still marked once: a redelivery is ignored
+        finally:
+            await proxied.dispose()

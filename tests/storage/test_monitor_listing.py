@@ -106,3 +106,36 @@ async def test_monitors_lists_what_each_monitor_shows_alone_in_one_read(
         (True, True, 1),
         (True, False, 1),
     ]
+
+
+async def test_one_monitor_is_read_in_one_statement_and_matches_the_reads_one_by_one(
+    database: Database, chat: ChatRecord, tmp_path: Path
+) -> None:
+    """`view_of` (every command that shows one monitor) reads the listing's statement narrowed to the monitor."""
+    _bob, (ran, bobs, unseen, failed) = await _world(database, chat)
+    monitors = MonitorRepository(database)
+    for monitor_id in (ran, bobs, unseen, failed):
+        with counting(database) as counter:
+            alone = await monitors.listing_of(monitor_id, chat.id)
+        assert len(counter.statements) == 1, counter.statements
+        assert alone == await _one_by_one(database, monitor_id, chat.id)
+    seen_by_bob = await monitors.listing_of(bobs, _bob.id)
+    assert seen_by_bob is not None and seen_by_bob.subscription is not None  # the chat's own subscription:
+    assert not seen_by_bob.subscription.paused and seen_by_bob.subscription.chat_id == _bob.id  # Alice paused hers
+    assert await monitors.listing_of(failed + 100, chat.id) is None
+
+    service: MonitorService = monitor_service(database, resolver({}), tmp_path)
+    record = await monitors.get(ran)
+    assert record is not None
+    with counting(database) as counter:
+        view = await service.view_of(record, chat)
+    assert len(counter.statements) == 1, counter.statements
+    assert (view.subscribed, view.delivery_paused, view.receivers, view.last_result) == (
+        True,
+        False,
+        2,
+        "ok: 3 new items; 1 source failed: hn: timed out",
+    )
+    await monitors.delete(ran)  # `/untrack` shows what the monitor was: the record given, nothing left to read
+    gone = await service.view_of(record, chat)
+    assert (gone.id, gone.topic, gone.subscribed, gone.receivers) == (ran, "open source LLM", False, 0)

@@ -1,0 +1,115 @@
+"""A recording TCP proxy in front of a real PostgreSQL server: it passes every byte through unchanged and counts
+the client's round trips, read from the frontend wire protocol (each simple `Query` message and each `Sync` that
+ends an extended-protocol exchange is one wait for the server). `drop_connections` closes every proxied
+connection at once, as a server restart does to its clients.
+
+The client must not ask for TLS (`?ssl=disable` on an asyncpg URL): the proxy reads the plain protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+from sqlalchemy.engine import make_url
+
+_SSL_REQUEST = 80877103
+_GSS_REQUEST = 80877104
+
+
+@dataclass
+class PostgresProxy:
+    """Counts what clients send through it; `url` is the database URL to connect through it."""
+
+    url: str = ""
+    round_trips: int = 0
+    queries: list[str] = field(default_factory=list)
+    """The text of each simple-protocol `Query` and `Parse` message, in order."""
+    _writers: set[asyncio.StreamWriter] = field(default_factory=set)
+
+    def reset(self) -> None:
+        self.round_trips, self.queries = 0, []
+
+    async def drop_connections(self) -> None:
+        """Close every proxied connection, both ways (what a PostgreSQL restart does to its clients)."""
+        writers, self._writers = list(self._writers), set()
+        for writer in writers:
+            writer.close()
+        for writer in writers:
+            with suppress(OSError):
+                await writer.wait_closed()
+
+    async def _client_to_server(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        started = False
+        while True:
+            if not started:  # untyped: SSLRequest/GSSENCRequest (answered by the server) or the startup message
+                header = await reader.readexactly(4)
+                (length,) = struct.unpack("!i", header)
+                body = await reader.readexactly(length - 4)
+                code = struct.unpack("!i", body[:4])[0]
+                started = code not in (_SSL_REQUEST, _GSS_REQUEST)
+                writer.write(header + body)
+                continue
+            kind = await reader.readexactly(1)
+            header = await reader.readexactly(4)
+            (length,) = struct.unpack("!i", header)
+            body = await reader.readexactly(length - 4)
+            if kind in (b"Q", b"S"):
+                self.round_trips += 1
+            if kind == b"Q":
+                self.queries.append(body.rstrip(b"\0").decode())
+            elif kind == b"P":  # Parse: statement name, then the query text
+                self.queries.append(body.split(b"\0")[1].decode())
+            writer.write(kind + header + body)
+
+    @staticmethod
+    async def _server_to_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+
+    async def _serve(
+        self, target: tuple[str, int], client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter
+    ) -> None:
+        server_r, server_w = await asyncio.open_connection(*target)
+        self._writers |= {client_w, server_w}
+        pumps = [
+            asyncio.ensure_future(_until_closed(self._client_to_server(client_r, server_w))),
+            asyncio.ensure_future(_until_closed(self._server_to_client(server_r, client_w))),
+        ]
+        try:
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pump in pumps:
+                pump.cancel()
+            for writer in (client_w, server_w):
+                self._writers.discard(writer)
+                writer.close()
+
+
+async def _until_closed(pump: Coroutine[None, None, None]) -> None:
+    with suppress(asyncio.IncompleteReadError, ConnectionError, OSError):  # either side hung up: the pair ends
+        await pump
+
+
+@asynccontextmanager
+async def postgres_proxy(database_url: str) -> AsyncIterator[PostgresProxy]:
+    """A proxy on 127.0.0.1 in front of `database_url`'s server; `proxy.url` reaches the same database through it."""
+    url = make_url(database_url)
+    target = (url.host or "127.0.0.1", url.port or 5432)
+    proxy = PostgresProxy()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await proxy._serve(target, reader, writer)
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    proxy.url = url.set(host="127.0.0.1", port=port, query={"ssl": "disable"}).render_as_string(hide_password=False)
+    try:
+        yield proxy
+    finally:
+        await proxy.drop_connections()
+        server.close()
+        await server.wait_closed()
