@@ -4,7 +4,8 @@ Lexical path (no model): each item's title and lead become terms in its language
 Chinese, MeCab (fugashi, IPA dictionary) for Japanese, words elsewhere), each weighted by how rare the word is in
 the language at large (wordfreq) and a little less when most items seen share it (the topic's own name). Two items
 are compared by the weighted cosine of their terms, lowered when both quote figures and share none, and when both
-are dated and were published days apart (a later development or a look-alike event). Languages the sources left
+are dated and were published days apart (a later development or a look-alike event). A name a headline spells
+out ("Bank of England") also counts as its acronym once another item writes it ("BoE"). Languages the sources left
 out are told for a whole batch at once (`research.language.item_languages`). Semantic path: when item vectors are
 given (`research.embeddings`), a pair of items that both have one counts as alike as the stronger of its two scores,
 each taken as a share of its own threshold: the words' or the vectors' cosine (which also joins reports in different
@@ -30,7 +31,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from research.language import detect_language, item_languages, language_text
-from research.terms import story_terms
+from research.terms import acronyms, story_terms
 from sources import Item, canonical_url
 
 if TYPE_CHECKING:
@@ -146,6 +147,11 @@ class Fingerprint:
     figures: frozenset[str]
     """The terms that are figures (amounts, counts, model numbers), years excepted."""
     language: str | None
+    written_acronyms: frozenset[str] = frozenset()
+    """Terms of the acronyms the title writes out ("BoE", "AEO")."""
+    spelled_acronyms: dict[str, float] = field(default_factory=dict)
+    """Terms the title's capitalised names could be shortened to ("Bank of England" -> "boe"), with their rarity:
+    they count only once some item writes that acronym out (see `Deduper._weights`)."""
 
     @property
     def tokens(self) -> frozenset[str]:
@@ -165,7 +171,14 @@ def fingerprint(title: str, text: str = "", *, language: str | None = None) -> F
         for term, weight in lead_terms.rarity.items():
             terms.setdefault(term, weight)
     figures = frozenset(t for t in terms if _DIGIT.search(t) and not _YEAR.fullmatch(t))
-    return Fingerprint(terms=terms, figures=figures, language=language)
+    title_acronyms = acronyms(title, language)
+    return Fingerprint(
+        terms=terms,
+        figures=figures,
+        language=language,
+        written_acronyms=title_acronyms.written,
+        spelled_acronyms=title_acronyms.spelled,
+    )
 
 
 _OLDEST = datetime.min.replace(tzinfo=UTC)
@@ -250,6 +263,8 @@ class Deduper:
         self._index_of_id: dict[str, int] = {}
         self._urls: set[str] = set()
         self._postings: defaultdict[str, list[int]] = defaultdict(list)
+        self._written_acronyms: set[str] = set()
+        """Every acronym some item so far wrote out: only these count when another item spells one out."""
 
     @property
     def items(self) -> list[Item]:
@@ -301,8 +316,9 @@ class Deduper:
             self._cluster_index.append(-1)
             self._index_of_id[item.id] = index
             self._urls.add(key)
-            for term in fingerprint_.terms:
+            for term in fingerprint_.terms.keys() | fingerprint_.spelled_acronyms.keys():
                 self._postings[term].append(index)
+            self._written_acronyms.update(fingerprint_.written_acronyms)
         fresh = list(range(start, len(self._items)))
         before = len(self._clusters)
         self._agglomerate(fresh)
@@ -320,11 +336,22 @@ class Deduper:
         words and for the topic's own words). It does not depend on the batch: a big story's key words are as
         telling in a batch it fills as in one where it is alone (real news says damping shared words loses it)."""
         topic_terms = self._topic_terms_in(fingerprint_.language)
-        return {
+        weights = {
             term: rarity - COMMON_WORD_RARITY
             for term, rarity in fingerprint_.terms.items()
             if rarity > COMMON_WORD_RARITY and term not in topic_terms
         }
+        # A name the title spells out counts as its acronym once some item writes that acronym ("Bank of England"
+        # meets "BoE"): outlets shorten a story's names differently, and headlines are too short to lose one.
+        for term, rarity in fingerprint_.spelled_acronyms.items():
+            if (
+                rarity > COMMON_WORD_RARITY
+                and term in self._written_acronyms
+                and term not in fingerprint_.terms
+                and term not in topic_terms
+            ):
+                weights[term] = rarity - COMMON_WORD_RARITY
+        return weights
 
     def _names(self, fingerprint_: Fingerprint) -> list[str]:
         """The item's terms rare enough to tell look-alike events apart (`DISTINCT_NAME_WEIGHT`)."""
@@ -365,7 +392,8 @@ class Deduper:
             terms = {
                 term
                 for index in fresh
-                for term, rarity in self._fingerprints[index].terms.items()
+                for found in (self._fingerprints[index].terms, self._fingerprints[index].spelled_acronyms)
+                for term, rarity in found.items()
                 if rarity > COMMON_WORD_RARITY
             }
             for term in terms:

@@ -26,7 +26,9 @@ from functools import cache
 from typing import Any
 
 __all__ = [
+    "Acronyms",
     "StoryTerms",
+    "acronyms",
     "is_stop_word",
     "normalise",
     "rarity",
@@ -316,3 +318,76 @@ def story_terms(text: str, language: str | None, *, limit: int | None = None) ->
             if limit is not None and len(seen) >= limit:
                 return StoryTerms(terms=tuple(seen), rarity=seen)
     return StoryTerms(terms=tuple(seen), rarity=seen)
+
+
+# ---- acronyms ----------------------------------------------------------------------------------------------
+
+_CASED_WORD = re.compile(r"([^\W\d_]+)(?:['’]s\b)?")
+"""A word of letters as written (case kept), without a possessive "'s"."""
+_ACRONYM_LENGTH = (2, 5)
+_NOT_ACRONYMS = frozenset({"am", "pm"})
+"""Written in capitals but times of day, not names."""
+_SPELLED_WORDS = 4
+"""The longest run of capitalised words read as a name an acronym could stand for ("Bank of England",
+"American Eagle Outfitters", "Time Warner Cable")."""
+
+
+@dataclass(frozen=True)
+class Acronyms:
+    """The acronyms of a headline: those written out in it, and those its capitalised names could be shortened to,
+    both as the terms `story_terms` makes of them, so a written "BoE" and a spelled "Bank of England" meet."""
+
+    written: frozenset[str]
+    """Terms of the acronyms written in the text: "BoE", "AEO", "GM" (2-5 letters, two or more capitals)."""
+    spelled: dict[str, float]
+    """Terms of the initials of each run of 2-4 capitalised words (function words between them may count or not:
+    "Bank of England" -> "be" and "boe"), each with its rarity as a word of the language."""
+
+
+def acronyms(text: str, language: str | None) -> Acronyms:
+    """Acronyms written in `text` and those its runs of capitalised words spell. A headline set all in capitals
+    has no written acronyms (every short word would look like one)."""
+    words = _CASED_WORD.findall(text)
+    long_words = [word for word in words if len(word) > 1]
+    shouting = len(long_words) >= 3 and sum(word.isupper() for word in long_words) > 0.6 * len(long_words)
+    written: set[str] = set()
+    spelled_out: set[str] = set()
+    low, high = _ACRONYM_LENGTH
+    # A name word: capitalised, not an acronym, not a function word ("England", "McDonald"; not "UK" or "Of").
+    name = [False] * len(words)
+    for position, word in enumerate(words):
+        if len(word) < 2 or not word[0].isupper():
+            continue
+        folded = word.casefold()
+        if folded in _STOP_WORDS:
+            continue
+        if len(word) <= high and not word[1:].islower():  # two capitals or more: "BoE", "AEO", "MPs"
+            if not shouting and len(word) >= low and folded not in _NOT_ACRONYMS:
+                written.add(folded)
+        elif not word.isupper():
+            name[position] = True
+    for start, word in enumerate(words):
+        if not name[start]:
+            continue
+        initials = with_function_words = word[0]
+        count = 1
+        for position in range(start + 1, len(words)):
+            if name[position]:
+                initials += words[position][0]
+                with_function_words += words[position][0]
+                count += 1
+                spelled_out.add(initials)
+                spelled_out.add(with_function_words)
+                if count == _SPELLED_WORDS:
+                    break
+            elif words[position].casefold() in _STOP_WORDS and position + 1 < len(words) and name[position + 1]:
+                with_function_words += words[position][0]
+            else:
+                break
+    spelled: dict[str, float] = {}
+    for letters_ in spelled_out:
+        term = _word_term(letters_.casefold(), language)
+        if term is not None:
+            spelled[term[0]] = term[1]
+    written_terms = {term[0] for word in written if (term := _word_term(word, language)) is not None}
+    return Acronyms(written=frozenset(written_terms), spelled=spelled)
