@@ -31,7 +31,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from research.language import detect_language, item_languages, language_text
-from research.terms import acronyms, story_terms
+from research.terms import acronym_term, acronyms, story_terms
 from sources import Item, canonical_url
 
 if TYPE_CHECKING:
@@ -148,10 +148,10 @@ class Fingerprint:
     """The terms that are figures (amounts, counts, model numbers), years excepted."""
     language: str | None
     written_acronyms: frozenset[str] = frozenset()
-    """Terms of the acronyms the title writes out ("BoE", "AEO")."""
-    spelled_acronyms: dict[str, float] = field(default_factory=dict)
-    """Terms the title's capitalised names could be shortened to ("Bank of England" -> "boe"), with their rarity:
-    they count only once some item writes that acronym out (see `Deduper._weights`)."""
+    """The acronyms the title writes out, case-folded ("BoE" -> "boe")."""
+    spelled_acronyms: frozenset[str] = frozenset()
+    """What the title's capitalised names could be shortened to ("Bank of England" -> "boe"): each counts as that
+    acronym's term only once some item writes it out (see `Deduper._weights`)."""
 
     @property
     def tokens(self) -> frozenset[str]:
@@ -171,7 +171,7 @@ def fingerprint(title: str, text: str = "", *, language: str | None = None) -> F
         for term, weight in lead_terms.rarity.items():
             terms.setdefault(term, weight)
     figures = frozenset(t for t in terms if _DIGIT.search(t) and not _YEAR.fullmatch(t))
-    title_acronyms = acronyms(title, language)
+    title_acronyms = acronyms(title)
     return Fingerprint(
         terms=terms,
         figures=figures,
@@ -265,6 +265,8 @@ class Deduper:
         self._postings: defaultdict[str, list[int]] = defaultdict(list)
         self._written_acronyms: set[str] = set()
         """Every acronym some item so far wrote out: only these count when another item spells one out."""
+        self._acronym_postings: defaultdict[str, list[int]] = defaultdict(list)
+        """Items by the acronyms they write or spell, so an earlier story is found by either."""
 
     @property
     def items(self) -> list[Item]:
@@ -316,8 +318,10 @@ class Deduper:
             self._cluster_index.append(-1)
             self._index_of_id[item.id] = index
             self._urls.add(key)
-            for term in fingerprint_.terms.keys() | fingerprint_.spelled_acronyms.keys():
+            for term in fingerprint_.terms:
                 self._postings[term].append(index)
+            for acronym in fingerprint_.written_acronyms | fingerprint_.spelled_acronyms:
+                self._acronym_postings[acronym].append(index)
             self._written_acronyms.update(fingerprint_.written_acronyms)
         fresh = list(range(start, len(self._items)))
         before = len(self._clusters)
@@ -343,14 +347,12 @@ class Deduper:
         }
         # A name the title spells out counts as its acronym once some item writes that acronym ("Bank of England"
         # meets "BoE"): outlets shorten a story's names differently, and headlines are too short to lose one.
-        for term, rarity in fingerprint_.spelled_acronyms.items():
-            if (
-                rarity > COMMON_WORD_RARITY
-                and term in self._written_acronyms
-                and term not in fingerprint_.terms
-                and term not in topic_terms
-            ):
-                weights[term] = rarity - COMMON_WORD_RARITY
+        for acronym in fingerprint_.spelled_acronyms & self._written_acronyms:
+            found = acronym_term(acronym, fingerprint_.language)
+            if found is not None:
+                term, rarity = found
+                if rarity > COMMON_WORD_RARITY and term not in fingerprint_.terms and term not in topic_terms:
+                    weights[term] = rarity - COMMON_WORD_RARITY
         return weights
 
     def _names(self, fingerprint_: Fingerprint) -> list[str]:
@@ -392,12 +394,19 @@ class Deduper:
             terms = {
                 term
                 for index in fresh
-                for found in (self._fingerprints[index].terms, self._fingerprints[index].spelled_acronyms)
-                for term, rarity in found.items()
+                for term, rarity in self._fingerprints[index].terms.items()
                 if rarity > COMMON_WORD_RARITY
             }
             for term in terms:
                 postings = self._postings[term]
+                if postings[0] < first_fresh:
+                    scope.update(postings)
+            # An earlier item may meet a fresh one only through an acronym one writes and the other spells.
+            fresh_acronyms = set[str]().union(
+                *(self._fingerprints[i].written_acronyms | self._fingerprints[i].spelled_acronyms for i in fresh)
+            )
+            for acronym in fresh_acronyms & self._written_acronyms:
+                postings = self._acronym_postings[acronym]
                 if postings[0] < first_fresh:
                     scope.update(postings)
         if self._vectors and any(self._items[i].id in self._vectors for i in fresh):

@@ -28,6 +28,7 @@ from typing import Any
 __all__ = [
     "Acronyms",
     "StoryTerms",
+    "acronym_term",
     "acronyms",
     "is_stop_word",
     "normalise",
@@ -334,19 +335,22 @@ _SPELLED_WORDS = 4
 
 @dataclass(frozen=True)
 class Acronyms:
-    """The acronyms of a headline: those written out in it, and those its capitalised names could be shortened to,
-    both as the terms `story_terms` makes of them, so a written "BoE" and a spelled "Bank of England" meet."""
+    """The acronyms of a headline, case-folded letters: those written out in it, and those its capitalised names
+    could be shortened to, so a written "BoE" and a spelled "Bank of England" meet (`acronym_term` makes either a
+    term, only when they do: most spelled initials never meet one)."""
 
     written: frozenset[str]
-    """Terms of the acronyms written in the text: "BoE", "AEO", "GM" (2-5 letters, two or more capitals)."""
-    spelled: dict[str, float]
-    """Terms of the initials of each run of 2-4 capitalised words (function words between them may count or not:
-    "Bank of England" -> "be" and "boe"), each with its rarity as a word of the language."""
+    """Acronyms written in the text: "BoE", "AEO", "MPs" (2-5 letters, two or more capitals) -> "boe", "aeo", "mps"."""
+    spelled: frozenset[str]
+    """The initials of each run of 2-4 capitalised words, function words between them counted or not:
+    "Bank of England" -> "be" and "boe"."""
 
 
-def acronyms(text: str, language: str | None) -> Acronyms:
+def acronyms(text: str) -> Acronyms:
     """Acronyms written in `text` and those its runs of capitalised words spell. A headline set all in capitals
     has no written acronyms (every short word would look like one)."""
+    if text == text.lower():  # no capitals at all (or a script without case): nothing to read
+        return _NO_ACRONYMS
     words = _CASED_WORD.findall(text)
     long_words = [word for word in words if len(word) > 1]
     shouting = len(long_words) >= 3 and sum(word.isupper() for word in long_words) > 0.6 * len(long_words)
@@ -384,10 +388,13 @@ def acronyms(text: str, language: str | None) -> Acronyms:
                 with_function_words += words[position][0]
             else:
                 break
-    spelled: dict[str, float] = {}
-    for letters_ in spelled_out:
-        term = _word_term(letters_.casefold(), language)
-        if term is not None:
-            spelled[term[0]] = term[1]
-    written_terms = {term[0] for word in written if (term := _word_term(word, language)) is not None}
-    return Acronyms(written=frozenset(written_terms), spelled=spelled)
+    return Acronyms(written=frozenset(written), spelled=frozenset(letters.casefold() for letters in spelled_out))
+
+
+_NO_ACRONYMS = Acronyms(written=frozenset(), spelled=frozenset())
+
+
+def acronym_term(acronym: str, language: str | None) -> tuple[str, float] | None:
+    """The term and rarity `story_terms` gives an acronym's letters as a word of `language` (None if it is no term),
+    so a spelled acronym weighs what the written one does."""
+    return _word_term(acronym, language)
