@@ -308,6 +308,11 @@ def test_a_name_spelled_out_meets_the_acronym_another_outlet_writes() -> None:
         together = Deduper()
         together.add([written, spelled][::order])
         assert together.cluster_id("news:boe") == together.cluster_id("news:bank")
+    # The written acronym arriving in a later run finds the earlier story through it.
+    later = Deduper()
+    later.add([spelled])
+    later.add([written])
+    assert later.cluster_id("news:boe") == later.cluster_id("news:bank")
     # Without the written acronym the spelled-out name is only its words: nothing in common, two stories.
     apart = Deduper()
     apart.add([unrelated, spelled])
