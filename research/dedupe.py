@@ -4,7 +4,8 @@ Lexical path (no model): each item's title and lead become terms in its language
 Chinese, MeCab (fugashi, IPA dictionary) for Japanese, words elsewhere), each weighted by how rare the word is in
 the language at large (wordfreq) and a little less when most items seen share it (the topic's own name). Two items
 are compared by the weighted cosine of their terms, lowered when both quote figures and share none, and when both
-are dated and were published days apart (a later development or a look-alike event). Languages the sources left
+are dated and were published days apart (a later development or a look-alike event). A name a headline spells
+out ("Bank of England") also counts as its acronym once another item writes it ("BoE"). Languages the sources left
 out are told for a whole batch at once (`research.language.item_languages`). Semantic path: when item vectors are
 given (`research.embeddings`), a pair of items that both have one counts as alike as the stronger of its two scores,
 each taken as a share of its own threshold: the words' or the vectors' cosine (which also joins reports in different
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from research.language import detect_language, item_languages, language_text
-from research.terms import story_terms
+from research.terms import acronym_term, acronyms, story_terms
 from sources import Item, canonical_url
 
 if TYPE_CHECKING:
@@ -146,6 +147,11 @@ class Fingerprint:
     figures: frozenset[str]
     """The terms that are figures (amounts, counts, model numbers), years excepted."""
     language: str | None
+    written_acronyms: frozenset[str] = frozenset()
+    """The acronyms the title writes out, case-folded ("BoE" -> "boe")."""
+    spelled_acronyms: frozenset[str] = frozenset()
+    """What the title's capitalised names could be shortened to ("Bank of England" -> "boe"): each counts as that
+    acronym's term only once some item writes it out (see `Deduper._weights`)."""
 
     @property
     def tokens(self) -> frozenset[str]:
@@ -165,7 +171,14 @@ def fingerprint(title: str, text: str = "", *, language: str | None = None) -> F
         for term, weight in lead_terms.rarity.items():
             terms.setdefault(term, weight)
     figures = frozenset(t for t in terms if _DIGIT.search(t) and not _YEAR.fullmatch(t))
-    return Fingerprint(terms=terms, figures=figures, language=language)
+    title_acronyms = acronyms(title)
+    return Fingerprint(
+        terms=terms,
+        figures=figures,
+        language=language,
+        written_acronyms=title_acronyms.written,
+        spelled_acronyms=title_acronyms.spelled,
+    )
 
 
 _OLDEST = datetime.min.replace(tzinfo=UTC)
@@ -250,6 +263,10 @@ class Deduper:
         self._index_of_id: dict[str, int] = {}
         self._urls: set[str] = set()
         self._postings: defaultdict[str, list[int]] = defaultdict(list)
+        self._written_acronyms: set[str] = set()
+        """Every acronym some item so far wrote out: only these count when another item spells one out."""
+        self._acronym_postings: defaultdict[str, list[int]] = defaultdict(list)
+        """Items by the acronyms they write or spell, so an earlier story is found by either."""
 
     @property
     def items(self) -> list[Item]:
@@ -303,6 +320,9 @@ class Deduper:
             self._urls.add(key)
             for term in fingerprint_.terms:
                 self._postings[term].append(index)
+            for acronym in fingerprint_.written_acronyms | fingerprint_.spelled_acronyms:
+                self._acronym_postings[acronym].append(index)
+            self._written_acronyms.update(fingerprint_.written_acronyms)
         fresh = list(range(start, len(self._items)))
         before = len(self._clusters)
         self._agglomerate(fresh)
@@ -320,11 +340,20 @@ class Deduper:
         words and for the topic's own words). It does not depend on the batch: a big story's key words are as
         telling in a batch it fills as in one where it is alone (real news says damping shared words loses it)."""
         topic_terms = self._topic_terms_in(fingerprint_.language)
-        return {
+        weights = {
             term: rarity - COMMON_WORD_RARITY
             for term, rarity in fingerprint_.terms.items()
             if rarity > COMMON_WORD_RARITY and term not in topic_terms
         }
+        # A name the title spells out counts as its acronym once some item writes that acronym ("Bank of England"
+        # meets "BoE"): outlets shorten a story's names differently, and headlines are too short to lose one.
+        for acronym in fingerprint_.spelled_acronyms & self._written_acronyms:
+            found = acronym_term(acronym, fingerprint_.language)
+            if found is not None:
+                term, rarity = found
+                if rarity > COMMON_WORD_RARITY and term not in fingerprint_.terms and term not in topic_terms:
+                    weights[term] = rarity - COMMON_WORD_RARITY
+        return weights
 
     def _names(self, fingerprint_: Fingerprint) -> list[str]:
         """The item's terms rare enough to tell look-alike events apart (`DISTINCT_NAME_WEIGHT`)."""
@@ -370,6 +399,14 @@ class Deduper:
             }
             for term in terms:
                 postings = self._postings[term]
+                if postings[0] < first_fresh:
+                    scope.update(postings)
+            # An earlier item may meet a fresh one only through an acronym one writes and the other spells.
+            fresh_acronyms = set[str]().union(
+                *(self._fingerprints[i].written_acronyms | self._fingerprints[i].spelled_acronyms for i in fresh)
+            )
+            for acronym in fresh_acronyms & self._written_acronyms:
+                postings = self._acronym_postings[acronym]
                 if postings[0] < first_fresh:
                     scope.update(postings)
         if self._vectors and any(self._items[i].id in self._vectors for i in fresh):

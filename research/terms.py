@@ -26,7 +26,10 @@ from functools import cache
 from typing import Any
 
 __all__ = [
+    "Acronyms",
     "StoryTerms",
+    "acronym_term",
+    "acronyms",
     "is_stop_word",
     "normalise",
     "rarity",
@@ -316,3 +319,82 @@ def story_terms(text: str, language: str | None, *, limit: int | None = None) ->
             if limit is not None and len(seen) >= limit:
                 return StoryTerms(terms=tuple(seen), rarity=seen)
     return StoryTerms(terms=tuple(seen), rarity=seen)
+
+
+# ---- acronyms ----------------------------------------------------------------------------------------------
+
+_CASED_WORD = re.compile(r"([^\W\d_]+)(?:['’]s\b)?")
+"""A word of letters as written (case kept), without a possessive "'s"."""
+_ACRONYM_LENGTH = (2, 5)
+_NOT_ACRONYMS = frozenset({"am", "pm"})
+"""Written in capitals but times of day, not names."""
+_SPELLED_WORDS = 4
+"""The longest run of capitalised words read as a name an acronym could stand for ("Bank of England",
+"American Eagle Outfitters", "Time Warner Cable")."""
+
+
+@dataclass(frozen=True)
+class Acronyms:
+    """The acronyms of a headline, case-folded letters: those written out in it, and those its capitalised names
+    could be shortened to, so a written "BoE" and a spelled "Bank of England" meet (`acronym_term` makes either a
+    term, only when they do: most spelled initials never meet one)."""
+
+    written: frozenset[str]
+    """Acronyms written in the text: "BoE", "AEO", "MPs" (2-5 letters, two or more capitals) -> "boe", "aeo", "mps"."""
+    spelled: frozenset[str]
+    """The initials of each run of 2-4 capitalised words, function words between them counted or not:
+    "Bank of England" -> "be" and "boe"."""
+
+
+def acronyms(text: str) -> Acronyms:
+    """Acronyms written in `text` and those its runs of capitalised words spell. A headline set all in capitals
+    has no written acronyms (every short word would look like one)."""
+    if text == text.lower():  # no capitals at all (or a script without case): nothing to read
+        return _NO_ACRONYMS
+    words = _CASED_WORD.findall(text)
+    long_words = [word for word in words if len(word) > 1]
+    shouting = len(long_words) >= 3 and sum(word.isupper() for word in long_words) > 0.6 * len(long_words)
+    written: set[str] = set()
+    spelled_out: set[str] = set()
+    low, high = _ACRONYM_LENGTH
+    # A name word: capitalised, not an acronym, not a function word ("England", "McDonald"; not "UK" or "Of").
+    name = [False] * len(words)
+    for position, word in enumerate(words):
+        if len(word) < 2 or not word[0].isupper():
+            continue
+        folded = word.casefold()
+        if folded in _STOP_WORDS:
+            continue
+        if len(word) <= high and not word[1:].islower():  # two capitals or more: "BoE", "AEO", "MPs"
+            if not shouting and len(word) >= low and folded not in _NOT_ACRONYMS:
+                written.add(folded)
+        elif not word.isupper():
+            name[position] = True
+    for start, word in enumerate(words):
+        if not name[start]:
+            continue
+        initials = with_function_words = word[0]
+        count = 1
+        for position in range(start + 1, len(words)):
+            if name[position]:
+                initials += words[position][0]
+                with_function_words += words[position][0]
+                count += 1
+                spelled_out.add(initials)
+                spelled_out.add(with_function_words)
+                if count == _SPELLED_WORDS:
+                    break
+            elif words[position].casefold() in _STOP_WORDS and position + 1 < len(words) and name[position + 1]:
+                with_function_words += words[position][0]
+            else:
+                break
+    return Acronyms(written=frozenset(written), spelled=frozenset(letters.casefold() for letters in spelled_out))
+
+
+_NO_ACRONYMS = Acronyms(written=frozenset(), spelled=frozenset())
+
+
+def acronym_term(acronym: str, language: str | None) -> tuple[str, float] | None:
+    """The term and rarity `story_terms` gives an acronym's letters as a word of `language` (None if it is no term),
+    so a spelled acronym weighs what the written one does."""
+    return _word_term(acronym, language)

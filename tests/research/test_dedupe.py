@@ -296,3 +296,33 @@ def test_an_item_close_to_one_sub_story_of_a_broad_story_joins_it() -> None:
         assert {joined.cluster_id(item.id) for item in story} == {joined.cluster_id("news:close")}
         assert {alone.cluster_id(item.id) for item in story} == {"c1" if order == 1 else "c2"}
         assert alone.cluster_id("news:loose") not in {alone.cluster_id(item.id) for item in story}
+
+
+def test_a_name_spelled_out_meets_the_acronym_another_outlet_writes() -> None:
+    """One outlet writes "BoE", another "Bank of England": the same story, though the two headlines share no other
+    word. A name spelled out counts as its acronym only once some item of the batch writes that acronym."""
+    written = make_item("news", "boe", title="BoE Officials Divided on Economy as Industrial Output Stalls")
+    spelled = make_item("news", "bank", title="Bank of England policymakers split over slack in the recovery")
+    unrelated = make_item("news", "cb", title="Central bank officials divided on economy as industrial output stalls")
+    for order in (1, -1):
+        together = Deduper()
+        together.add([written, spelled][::order])
+        assert together.cluster_id("news:boe") == together.cluster_id("news:bank")
+    # The written acronym arriving in a later run finds the earlier story through it.
+    later = Deduper()
+    later.add([spelled])
+    later.add([written])
+    assert later.cluster_id("news:boe") == later.cluster_id("news:bank")
+    # Without the written acronym the spelled-out name is only its words: nothing in common, two stories.
+    apart = Deduper()
+    apart.add([unrelated, spelled])
+    assert apart.cluster_id("news:cb") != apart.cluster_id("news:bank")
+    # Two names with the same initials do not meet when no item writes them as an acronym.
+    motors = make_item("news", "gm", title="General Motors recalls small cars over faulty ignition switches")
+    mountain = make_item("news", "gmc", title="Green Mountain profit jumps on single-serve coffee pods")
+    none_written = Deduper()
+    none_written.add([motors, mountain])
+    assert (
+        none_written.similarity(fingerprint(motors.title, language="en"), fingerprint(mountain.title, language="en"))
+        == 0.0
+    )
