@@ -60,7 +60,9 @@ def _model() -> LangDetector:
 
                 # "lite" is the model inside the package; the default ("auto") would download a 126 MB one.
                 # No length cut: its default keeps 80 characters and logs each cut; `JUDGED_CHARS` bounds the text.
-                _detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+                detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+                detector.detect("language", model="lite")  # it reads the model file on its first call: do it here
+                _detector = detector
     return _detector
 
 
