@@ -1,52 +1,97 @@
-"""Language detection: one text at a time and a whole batch at once give the same answers."""
+"""Language detection: texts in many languages told right, too little text told nothing, no download ever."""
 
 from __future__ import annotations
 
-from research.language import FEW_TEXTS, detect_language, detect_languages, with_languages
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from research.language import detect_language, detect_languages, language_text, with_languages
 from tests.research.fake_sources import make_item
 from tests.research.labelled_headlines import labelled_items
 
+ROOT = Path(__file__).resolve().parents[2]
+
 SAMPLES = [
-    "Tesla recalls 239,000 vehicles over rearview camera failure",
-    "Bundesregierung beschließt neues Klimaschutzgesetz nach langer Debatte",
-    "Le gouvernement annonce une réforme des retraites très contestée",
-    "El Banco Central sube los tipos de interés por tercera vez este año",
-    "深度求索发布新一代开源大模型，性能比肩国际顶尖水平",
-    "東京五輪、開幕式は無観客で実施へ　組織委が発表",
-    "Центробанк повысил ключевую ставку до 16 процентов",
-    "삼성전자, 3분기 영업이익 10조원 돌파",
-    "การเลือกตั้งทั่วไปจะจัดขึ้นในเดือนพฤษภาคม",
-    "BREAKING: MARKETS TUMBLE AS OIL PRICES SOAR",
-    "OK",
-    "",
-    "2024 - 25 : 3",
-    "AI",
-    "中国",
-    "   spaces   and\nnew lines   between   words of English text  ",
+    ("Tesla recalls 239,000 vehicles over rearview camera failure", "en"),
+    ("Bundesregierung beschließt neues Klimaschutzgesetz nach langer Debatte", "de"),
+    ("Le gouvernement annonce une réforme des retraites très contestée", "fr"),
+    ("El Banco Central sube los tipos de interés por tercera vez este año", "es"),
+    ("深度求索发布新一代开源大模型，性能比肩国际顶尖水平", "zh"),
+    ("東京五輪、開幕式は無観客で実施へ　組織委が発表", "ja"),
+    ("Центробанк повысил ключевую ставку до 16 процентов", "ru"),
+    ("삼성전자, 3분기 영업이익 10조원 돌파", "ko"),
+    ("การเลือกตั้งทั่วไปจะจัดขึ้นในเดือนพฤษภาคม", "th"),
+    ("BREAKING: MARKETS TUMBLE AS OIL PRICES SOAR", "en"),
+    ("   spaces   and\nnew lines   between   words of English text  ", "en"),
+    # Short kanji-heavy Japanese headlines with a little kana: fastText's small model alone tells these Chinese,
+    # Dutch and Russian; the kana rule tells them Japanese.
+    ("鎌倉の長谷寺、無許可で歩道拡幅の疑い…神奈川県調査", "ja"),
+    ("教育基本法改正案衆院で可決", "ja"),
+    ("1100 gの新生児、人工心肺つけた心臓手術に成功", "ja"),
+    # English with one Japanese word stays English: kana decides only where Han and kana are most of the letters.
+    ("Fans queued for hours to buy the new ポケモン cards in stores across Europe and America this weekend", "en"),
 ]
+TOO_LITTLE = ["OK", "", "2024 - 25 : 3", "AI", "   \n  "]
 
 
-def test_a_batch_gets_exactly_the_answers_of_one_text_at_a_time() -> None:
+def test_texts_in_many_languages_are_told_right() -> None:
+    for text, language in SAMPLES:
+        assert detect_language(text) == language, text
+
+
+def test_too_little_text_gives_no_guess_but_two_han_characters_are_a_headline() -> None:
+    for text in TOO_LITTLE:
+        assert detect_language(text) is None, text
+    assert detect_language("中国") == "zh"
+
+
+def test_malformed_text_gives_an_answer_not_an_exception() -> None:
+    assert detect_language("Markets rally as the central bank holds rates \ud800 steady for now") == "en"
+    assert detect_language("Markets rally as the central bank\x00 holds rates steady for now") == "en"
+    assert detect_language("Markets rally " * 2000) == "en"  # only the first JUDGED_CHARS are read
+
+
+def test_a_batch_gets_the_answers_of_one_text_at_a_time_in_order() -> None:
     items, _ = labelled_items()
-    texts = [*SAMPLES, *(f"{item.title}\n{item.text[:300]}" for item in items)]
-    # Long texts among short ones, so the batch reads its last texts byte by byte after stepping the rest together.
-    texts.append(" ".join(SAMPLES[:3]) * 20)
-    one_by_one = [detect_language(text) for text in texts]
-    assert detect_languages(texts) == one_by_one
-    assert detect_languages(texts[: FEW_TEXTS - 2]) == one_by_one[: FEW_TEXTS - 2]
+    texts = [*(text for text, _ in SAMPLES), *TOO_LITTLE, *(language_text(item.title, item.text) for item in items)]
+    told = detect_languages(texts)
+    assert told == [detect_language(text) for text in texts]
+    assert told[: len(SAMPLES)] == [language for _, language in SAMPLES]
+    assert told[len(SAMPLES) : len(SAMPLES) + len(TOO_LITTLE)] == [None] * len(TOO_LITTLE)
+    # Every hand-written headline (en, zh, de, ja, es, fr, ru, ko) is told the language it is written in.
+    assert told[len(SAMPLES) + len(TOO_LITTLE) :] == [item.language for item in items]
     assert detect_languages([]) == []
-    assert one_by_one[:10] == ["en", "de", "fr", "es", "zh", "ja", "ru", "ko", "th", "en"]
-    assert one_by_one[10:12] == [None, None]  # too short or empty: no guess
-    assert one_by_one[12] is None and one_by_one[13] is None  # no letters, or two Latin letters: not enough
-    assert one_by_one[14] is not None  # two Han characters are a headline
+
+
+def test_the_model_loads_and_answers_with_the_network_refused_and_writes_no_cache(tmp_path: Path) -> None:
+    # A fresh process, so the model is loaded here and not already in memory; every socket connection fails.
+    script = (
+        "import socket\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('the network was used')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
+        "from research.language import detect_languages\n"
+        "print(detect_languages(['Tesla recalls 239,000 vehicles over rearview camera failure',"
+        " '深度求索发布新一代开源大模型', '東京五輪、開幕式は無観客で実施へ']))\n"
+    )
+    environment = {**os.environ, "FTLANG_CACHE": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['en', 'zh', 'ja']"
+    assert list(tmp_path.iterdir()) == []  # nothing downloaded or cached
 
 
 def test_items_without_a_language_get_it_in_one_batch_and_keep_their_order() -> None:
     items = [
-        make_item("news", "de", title=SAMPLES[1], language=None),
-        make_item("news", "known", title=SAMPLES[0], language="fr"),  # a stated language is kept as it is
+        make_item("news", "de", title=SAMPLES[1][0], language=None),
+        make_item("news", "known", title=SAMPLES[0][0], language="fr"),  # a stated language is kept as it is
         make_item("news", "short", title="OK", language=None),
-        make_item("news", "ja", title=SAMPLES[5], language=None),
+        make_item("news", "ja", title=SAMPLES[5][0], language=None),
     ]
     languages = [item.language for item in with_languages(items)]
     assert languages == ["de", "fr", None, "ja"]

