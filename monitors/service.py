@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -577,12 +577,10 @@ class MonitorService:
         receivers and latest run are read in one statement (`/monitors`'s listing, for one monitor); the record
         itself is the one given (a caller may show what a monitor was just before deleting it)."""
         read = await self._monitors.listing_of(monitor.id, chat.id)
-        listing = MonitorListing(
-            monitor=monitor,
-            subscription=read.subscription if read else None,
-            receivers=read.receivers if read else 0,
-            latest_run_stats=read.latest_run_stats if read else None,
-        )
+        if read is None:  # gone since (a view of a monitor just deleted): nobody receives it, it has no runs
+            listing = MonitorListing(monitor=monitor, subscription=None, receivers=0, latest_run_stats=None)
+        else:
+            listing = replace(read, monitor=monitor)
         return self._view(listing, chat)
 
     def _view(self, listing: MonitorListing, chat: ChatRecord) -> MonitorView:
