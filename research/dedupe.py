@@ -17,8 +17,8 @@ their mean pairwise similarity reaches the threshold (one loose link cannot chai
 groups of several items each are never merged when each has a rare name most of its items carry and none of the
 other's do: one boxer's two title fights, one against Rahman and one against Thompson, are two stories however
 alike the rest of their wording is. Two groups left apart still merge when their mean link comes near the threshold
-and some pair between them is a near-copy (one headline reworded by another outlet): a broad story's sub-stories
-dilute each other's mean. An item left alone then joins the group whose few nearest members are well
+and some pair between them shares most of its telling words: a broad story's sub-stories dilute each other's
+mean. An item left alone then joins the group whose few nearest members are well
 within the threshold of it (a broad story's mean is diluted by its other sub-stories). Ties are broken by item id,
 never by input order, so a batch gives the same stories in any order. Stories from earlier `add` calls keep their
 members and ids; new items may join them, but two earlier stories never merge.
@@ -126,12 +126,13 @@ its closest members are not (chosen on the dev halves; 1.0 let in look-alike eve
 
 GROUP_BRIDGE_MEAN = 0.8
 """Two groups of 2+ items whose mean link falls short of the threshold still merge when it reaches this share of it
-and some pair between them is a near-copy (`GROUP_BRIDGE_LINK`): see `_bridge_groups`."""
+and some pair between them is close (`GROUP_BRIDGE_LINK`): see `_bridge_groups` (chosen on the dev halves: 0.6-0.7
+cost whole-set precision, 0.9 bridged less)."""
 
 GROUP_BRIDGE_LINK = 3.0
-"""A pair this many times the threshold apart (a weighted cosine of 0.54 at 0.18: one headline reworded by another
-outlet) bridges the sub-stories of one broad story, whose mean link is diluted by their other members (chosen on
-the dev halves: 2.75 let in look-alike events' long reports, 3.25 and up bridged less)."""
+"""A pair this many times the threshold (a weighted cosine of 0.54 at 0.18: two headlines sharing most of their
+telling words) bridges the sub-stories of one broad story, whose mean link is diluted by their other members
+(chosen on the dev halves: 2.75 let in look-alike events' reports, 3.25 and up bridged less)."""
 
 NUMBER_CONFLICT_FACTOR = 0.6
 """Similarity is multiplied by this when both items quote figures and share none of them: "recalls 239,000
@@ -823,9 +824,9 @@ def _bridge_groups(
     distinct: Callable[[list[int], list[int]], bool],
 ) -> list[list[int]]:
     """Groups after those of 2+ items are joined whose mean link reaches `GROUP_BRIDGE_MEAN` of the threshold while
-    some pair between them reaches `GROUP_BRIDGE_LINK`: a near-copy of one headline in both is one story's
-    coverage, and a broad story's sub-stories (a premier ousted, the oil tanker that set it off) are diluted by each
-    other's members, so average linkage alone leaves them apart.
+    some pair between them reaches `GROUP_BRIDGE_LINK`: two headlines sharing most of their telling words are one
+    story's coverage, and a broad story's sub-stories (a premier ousted, the oil tanker that set it off) are diluted
+    by each other's members, so average linkage alone leaves them apart.
 
     `pairs` are (node, node, score as a share of the threshold) for every candidate pair of items. Bridges are
     taken strongest mean first (ties to the smallest keys), so the result does not depend on input order; a bridge
