@@ -814,6 +814,18 @@ def _average_link(
     return [group for node, group in enumerate(groups) if alive[node]]
 
 
+def _group_numbers(groups: list[list[int]], node_sizes: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Each node's group number (-1: none) and each group's item count."""
+    import numpy as np
+
+    group_of = np.full(len(node_sizes), -1, dtype=np.int64)
+    group_size = np.zeros(len(groups), dtype=np.int64)
+    for number, nodes in enumerate(groups):
+        group_of[nodes] = number
+        group_size[number] = sum(node_sizes[node] for node in nodes)
+    return group_of, group_size
+
+
 def _bridge_groups(
     groups: list[list[int]],
     *,
@@ -837,12 +849,7 @@ def _bridge_groups(
     first, second, values = pairs
     if len(groups) < 2 or not len(values):
         return groups
-    count = len(node_sizes)
-    group_of = np.full(count, -1, dtype=np.int64)
-    group_size = np.zeros(len(groups), dtype=np.float64)
-    for number, nodes in enumerate(groups):
-        group_of[nodes] = number
-        group_size[number] = sum(node_sizes[node] for node in nodes)
+    group_of, group_size = _group_numbers(groups, node_sizes)
     one, other = group_of[first], group_of[second]
     wanted = (one != other) & (group_size[one] >= 2) & (group_size[other] >= 2)
     low, high = np.minimum(one, other)[wanted], np.maximum(one, other)[wanted]
@@ -908,11 +915,7 @@ def _attach_single_items(
     import numpy as np
 
     count = len(node_sizes)
-    group_of = np.full(count, -1, dtype=np.int64)
-    group_size = np.zeros(len(groups), dtype=np.int64)
-    for number, nodes in enumerate(groups):
-        group_of[nodes] = number
-        group_size[number] = sum(node_sizes[node] for node in nodes)
+    group_of, group_size = _group_numbers(groups, node_sizes)
     alone = np.zeros(count, dtype=bool)
     for nodes in groups:
         if len(nodes) == 1 and single[nodes[0]]:

@@ -367,3 +367,16 @@ def test_two_sub_stories_of_a_broad_story_bridged_by_a_close_pair_are_one_story(
     assert len({apart.cluster_id(i.id) for i in without_bridge}) == 1
     assert len({apart.cluster_id(i.id) for i in sides[1]}) == 1
     assert apart.cluster_id(without_bridge[0].id) != apart.cluster_id(sides[1][0].id)
+
+    # Across runs: the regulator's reports arriving a run later join the earlier story the same way. Two earlier
+    # stories are never bridged: the close pair arriving last joins one of them, and they stay two.
+    later = Deduper()
+    later.add(sides[0])
+    later.add(sides[1])
+    assert len({later.cluster_id(i.id) for i in [*sides[0], *sides[1]]}) == 1
+    stories = Deduper()
+    stories.add(without_bridge)
+    stories.add(sides[1])
+    stories.add([sides[0][-1]])
+    assert stories.cluster_id(sides[0][-1].id) == stories.cluster_id(without_bridge[0].id) == "c1"
+    assert {stories.cluster_id(i.id) for i in sides[1]} == {"c2"}
