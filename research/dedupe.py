@@ -640,18 +640,19 @@ class Deduper:
             links, [float(size) for size in sizes], keys=keys, frozen=frozen, count_names=count_names
         )
 
+        def distinct_groups(one: list[int], other: list[int]) -> bool:
+            size_one, size_other = sum(sizes[node] for node in one), sum(sizes[node] for node in other)
+            if size_one < DISTINCT_MIN_ITEMS or size_other < DISTINCT_MIN_ITEMS:
+                return False  # names are counted only where they can tell groups apart
+            return _distinct_events(count_names(one), size_one, count_names(other), size_other)
+
         groups = _bridge_groups(
             groups,
             node_sizes=sizes,
             frozen=frozen,
             keys=keys,
             pairs=(a, b, values),
-            distinct=lambda one, other: _group_distinct(
-                count_names(one),
-                sum(sizes[node] for node in one),
-                count_names(other),
-                sum(sizes[node] for node in other),
-            ),
+            distinct=distinct_groups,
         )
 
         groups = _attach_single_items(
@@ -955,13 +956,6 @@ def _attach_single_items(
         joined[number].append(node)
         joined[int(group_of[node])] = []
     return [nodes for nodes in joined if nodes]
-
-
-def _group_distinct(a: Counter[str], size_a: float, b: Counter[str], size_b: float) -> bool:
-    """`_distinct_events` for two groups of any size: groups under `DISTINCT_MIN_ITEMS` are never told apart."""
-    if size_a < DISTINCT_MIN_ITEMS or size_b < DISTINCT_MIN_ITEMS:
-        return False
-    return _distinct_events(a, size_a, b, size_b)
 
 
 def _distinct_events(a: Counter[str], size_a: float, b: Counter[str], size_b: float) -> bool:
