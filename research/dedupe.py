@@ -16,7 +16,9 @@ Items become stories by average-link agglomeration: pairs are merged best first,
 their mean pairwise similarity reaches the threshold (one loose link cannot chain two look-alike stories). Two
 groups of several items each are never merged when each has a rare name most of its items carry and none of the
 other's do: one boxer's two title fights, one against Rahman and one against Thompson, are two stories however
-alike the rest of their wording is. An item left alone then joins the group whose few nearest members are well
+alike the rest of their wording is. Two groups left apart still merge when their mean link comes near the threshold
+and some pair between them shares most of its telling words: a broad story's sub-stories dilute each other's
+mean. An item left alone then joins the group whose few nearest members are well
 within the threshold of it (a broad story's mean is diluted by its other sub-stories). Ties are broken by item id,
 never by input order, so a batch gives the same stories in any order. Stories from earlier `add` calls keep their
 members and ids; new items may join them, but two earlier stories never merge.
@@ -121,6 +123,16 @@ SINGLE_ITEM_SHARE = 1.2
 """An item left alone joins a group of 2+ items when its `SINGLE_ITEM_LINKS` nearest members there are on average
 this share of the threshold from it: a broad story's mean link to a newcomer is diluted by its other sub-stories,
 its closest members are not (chosen on the dev halves; 1.0 let in look-alike events' single reports)."""
+
+GROUP_BRIDGE_MEAN = 0.8
+"""Two groups of 2+ items whose mean link falls short of the threshold still merge when it reaches this share of it
+and some pair between them is close (`GROUP_BRIDGE_LINK`): see `_bridge_groups` (chosen on the dev halves: 0.6-0.7
+cost whole-set precision, 0.9 bridged less)."""
+
+GROUP_BRIDGE_LINK = 3.0
+"""A pair this many times the threshold (a weighted cosine of 0.54 at 0.18: two headlines sharing most of their
+telling words) bridges the sub-stories of one broad story, whose mean link is diluted by their other members
+(chosen on the dev halves: 2.75 let in look-alike events' reports, 3.25 and up bridged less)."""
 
 NUMBER_CONFLICT_FACTOR = 0.6
 """Similarity is multiplied by this when both items quote figures and share none of them: "recalls 239,000
@@ -620,14 +632,27 @@ class Deduper:
         neighbours, totals, bounds = both.indices.tolist(), both.data.tolist(), both.indptr.tolist()
         links = [dict(zip(neighbours[start:end], totals[start:end], strict=True)) for start, end in pairwise(bounds)]
         keys = [min(self._items[i].id for i in group) for group in members]
+
+        def count_names(nodes: list[int]) -> Counter[str]:
+            return Counter(name for node in nodes for i in members[node] for name in self._names(self._fingerprints[i]))
+
         groups = _average_link(
-            links,
-            [float(size) for size in sizes],
-            keys=keys,
+            links, [float(size) for size in sizes], keys=keys, frozen=frozen, count_names=count_names
+        )
+
+        def distinct_groups(one: list[int], other: list[int]) -> bool:
+            size_one, size_other = sum(sizes[node] for node in one), sum(sizes[node] for node in other)
+            if size_one < DISTINCT_MIN_ITEMS or size_other < DISTINCT_MIN_ITEMS:
+                return False  # names are counted only where they can tell groups apart
+            return _distinct_events(count_names(one), size_one, count_names(other), size_other)
+
+        groups = _bridge_groups(
+            groups,
+            node_sizes=sizes,
             frozen=frozen,
-            count_names=lambda nodes: Counter(
-                name for node in nodes for i in members[node] for name in self._names(self._fingerprints[i])
-            ),
+            keys=keys,
+            pairs=(a, b, values),
+            distinct=distinct_groups,
         )
 
         groups = _attach_single_items(
@@ -790,6 +815,89 @@ def _average_link(
     return [group for node, group in enumerate(groups) if alive[node]]
 
 
+def _group_numbers(groups: list[list[int]], node_sizes: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Each node's group number (-1: none) and each group's item count."""
+    import numpy as np
+
+    group_of = np.full(len(node_sizes), -1, dtype=np.int64)
+    group_size = np.zeros(len(groups), dtype=np.int64)
+    for number, nodes in enumerate(groups):
+        group_of[nodes] = number
+        group_size[number] = sum(node_sizes[node] for node in nodes)
+    return group_of, group_size
+
+
+def _bridge_groups(
+    groups: list[list[int]],
+    *,
+    node_sizes: Sequence[int],
+    frozen: Sequence[bool],
+    keys: Sequence[str],
+    pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
+    distinct: Callable[[list[int], list[int]], bool],
+) -> list[list[int]]:
+    """Groups after those of 2+ items are joined whose mean link reaches `GROUP_BRIDGE_MEAN` of the threshold while
+    some pair between them reaches `GROUP_BRIDGE_LINK`: two headlines sharing most of their telling words are one
+    story's coverage, and a broad story's sub-stories (a premier ousted, the oil tanker that set it off) are diluted
+    by each other's members, so average linkage alone leaves them apart.
+
+    `pairs` are (node, node, score as a share of the threshold) for every candidate pair of items. Bridges are
+    taken strongest mean first (ties to the smallest keys), so the result does not depend on input order; a bridge
+    is skipped where both sides already hold an earlier story (they never merge) or `distinct` tells the two sides
+    apart (look-alike events, `_distinct_events`)."""
+    import numpy as np
+
+    first, second, values = pairs
+    if len(groups) < 2 or not len(values):
+        return groups
+    group_of, group_size = _group_numbers(groups, node_sizes)
+    one, other = group_of[first], group_of[second]
+    wanted = (one != other) & (group_size[one] >= 2) & (group_size[other] >= 2)
+    low, high = np.minimum(one, other)[wanted], np.maximum(one, other)[wanted]
+    scores = values[wanted]
+    if not len(scores):
+        return groups
+    span = len(groups)
+    key, inverse = np.unique(low * span + high, return_inverse=True)
+    total = np.bincount(inverse, weights=scores, minlength=len(key))
+    strongest = np.zeros(len(key))
+    np.maximum.at(strongest, inverse, scores)
+    low, high = key // span, key % span
+    mean = total / (group_size[low] * group_size[high])
+    bridged = (mean >= GROUP_BRIDGE_MEAN) & (strongest >= GROUP_BRIDGE_LINK)
+    if not bridged.any():
+        return groups
+    smallest = [min(keys[node] for node in nodes) for nodes in groups]
+    bridges = sorted(
+        zip((-mean[bridged]).tolist(), low[bridged].tolist(), high[bridged].tolist(), strict=True),
+        key=lambda bridge: (
+            bridge[0],
+            min(smallest[bridge[1]], smallest[bridge[2]]),
+            max(smallest[bridge[1]], smallest[bridge[2]]),
+        ),
+    )
+    root = list(range(len(groups)))
+
+    def find(number: int) -> int:
+        while root[number] != number:
+            root[number] = root[root[number]]
+            number = root[number]
+        return number
+
+    joined = [list(nodes) for nodes in groups]
+    holds_earlier = [any(frozen[node] for node in nodes) for nodes in groups]
+    for _, left, right in bridges:
+        left, right = find(left), find(right)
+        if left == right or (holds_earlier[left] and holds_earlier[right]) or distinct(joined[left], joined[right]):
+            continue
+        keep, gone = min(left, right), max(left, right)
+        root[gone] = keep
+        joined[keep].extend(joined[gone])
+        joined[gone] = []
+        holds_earlier[keep] = holds_earlier[keep] or holds_earlier[gone]
+    return [nodes for nodes in joined if nodes]
+
+
 def _attach_single_items(
     groups: list[list[int]],
     *,
@@ -808,11 +916,7 @@ def _attach_single_items(
     import numpy as np
 
     count = len(node_sizes)
-    group_of = np.full(count, -1, dtype=np.int64)
-    group_size = np.zeros(len(groups), dtype=np.int64)
-    for number, nodes in enumerate(groups):
-        group_of[nodes] = number
-        group_size[number] = sum(node_sizes[node] for node in nodes)
+    group_of, group_size = _group_numbers(groups, node_sizes)
     alone = np.zeros(count, dtype=bool)
     for nodes in groups:
         if len(nodes) == 1 and single[nodes[0]]:

@@ -326,3 +326,57 @@ def test_a_name_spelled_out_meets_the_acronym_another_outlet_writes() -> None:
         none_written.similarity(fingerprint(motors.title, language="en"), fingerprint(mountain.title, language="en"))
         == 0.0
     )
+
+
+def test_two_sub_stories_of_a_broad_story_bridged_by_a_close_pair_are_one_story() -> None:
+    """Real UCI headlines of one Google News story (GM's ignition-switch recall): GM's own probe team, and the
+    regulator under fire. Their mean link is diluted under the threshold, so average linkage alone keeps them apart;
+    one pair sharing most of its telling words ("GM", "recall") bridges them. Without that pair the two sides stay
+    two stories: a mean near the threshold is not enough on its own."""
+    probe = [
+        "GM recall probe team led by Lehman investigator",
+        "GM forms recall probe team",
+        "GM Names Lead Investigator in Probe of 13 Deaths",
+    ]
+    bridge = "GM must address recall soon"
+    regulator = [
+        "NHTSA Drops the Ball",
+        "GM and NHTSA Fail To Protect Public on Ignition Switch Fiasco",
+        "Did the NHTSA Also Drop the Ball in GM's Recent Major Recall?",
+        "NHTSA Announces New Initiatives to Raise Recall Awareness",
+    ]
+    sides = (
+        [make_item("news", f"p{n}", title=title) for n, title in enumerate([*probe, bridge])],
+        [make_item("news", f"r{n}", title=title) for n, title in enumerate(regulator)],
+    )
+    deduper = Deduper()
+    prints = [[fingerprint(i.title, language="en") for i in side] for side in sides]
+    cross = [deduper.similarity(a, b) / deduper.threshold for a in prints[0] for b in prints[1]]
+    assert 0.8 <= sum(cross) / len(cross) < 1.0, "the two sides' mean link falls short of the threshold"
+    assert max(cross) >= 3.0, "one pair between them is close"
+    for order in (1, -1):
+        together = Deduper()
+        together.add([*sides[0], *sides[1]][::order])
+        assert len({together.cluster_id(i.id) for i in [*sides[0], *sides[1]]}) == 1
+
+    without_bridge = [i for i in sides[0] if i.title != bridge]
+    rest = [deduper.similarity(a, b) / deduper.threshold for a in prints[0][:-1] for b in prints[1]]
+    assert sum(rest) / len(rest) >= 0.8 and max(rest) < 3.0
+    apart = Deduper()
+    apart.add([*without_bridge, *sides[1]])
+    assert len({apart.cluster_id(i.id) for i in without_bridge}) == 1
+    assert len({apart.cluster_id(i.id) for i in sides[1]}) == 1
+    assert apart.cluster_id(without_bridge[0].id) != apart.cluster_id(sides[1][0].id)
+
+    # Across runs: the regulator's reports arriving a run later join the earlier story the same way. Two earlier
+    # stories are never bridged: the close pair arriving last joins one of them, and they stay two.
+    later = Deduper()
+    later.add(sides[0])
+    later.add(sides[1])
+    assert len({later.cluster_id(i.id) for i in [*sides[0], *sides[1]]}) == 1
+    stories = Deduper()
+    stories.add(without_bridge)
+    stories.add(sides[1])
+    stories.add([sides[0][-1]])
+    assert stories.cluster_id(sides[0][-1].id) == stories.cluster_id(without_bridge[0].id) == "c1"
+    assert {stories.cluster_id(i.id) for i in sides[1]} == {"c2"}
