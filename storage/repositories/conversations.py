@@ -122,6 +122,63 @@ def write_conversation(
     return created
 
 
+def conversation_write_cte(
+    chat_id: int,
+    thread_key: str,
+    changes: ConversationChanges,
+    *,
+    now: datetime,
+    if_revision: int | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """PostgreSQL: `write_conversation` as a data-modifying CTE named `conversation` (one column, `revision`) and
+    its parameters, for a caller that runs it inside a larger statement. The same write: an upsert, or without
+    a row changed when `if_revision` is no longer the stored revision."""
+    values = _values(changes, now)
+    changed = tuple(sorted(values))
+    if if_revision is not None:
+        keys = {"key_chat_id": chat_id, "key_thread_key": thread_key, "key_revision": if_revision}
+        return _conditional_update(changed).cte("conversation"), {**values, **keys}
+    row = {
+        "chat_id": chat_id,
+        "thread_key": thread_key,
+        "messages": b"",
+        "summary": None,
+        "confirmation_token": None,
+        "confirmation": None,
+        "told_no_model": False,
+        "revision": 1,
+        "created_at": now,
+        "updated_at": now,
+        **values,
+    }
+    return _upsert_values(changed).cte("conversation"), row
+
+
+@functools.cache
+def _upsert_values(changed: tuple[str, ...]) -> Any:
+    """`_upsert` on PostgreSQL with every column bound by name (a CTE takes its VALUES from the statement)."""
+    insert = dialect_insert("postgresql", TABLE).values(**{name: bindparam(name) for name in _ROW_COLUMNS})
+    excluded = insert.excluded
+    return insert.on_conflict_do_update(
+        index_elements=["chat_id", "thread_key"],
+        set_={**{name: excluded[name] for name in changed}, "revision": TABLE.c.revision + 1},
+    ).returning(TABLE.c.revision)
+
+
+_ROW_COLUMNS = (
+    "chat_id",
+    "thread_key",
+    "messages",
+    "summary",
+    "confirmation_token",
+    "confirmation",
+    "told_no_model",
+    "revision",
+    "created_at",
+    "updated_at",
+)
+
+
 class ConversationRepository(Repository):
     async def load(self, chat_id: int, thread_key: str = "") -> ConversationRecord | None:
         """The stored state of a conversation; `thread_key` is "" for chats without threads."""
