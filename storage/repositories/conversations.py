@@ -59,6 +59,23 @@ def _values(changes: ConversationChanges, now: datetime) -> dict[str, Any]:
     return values
 
 
+def _new_row(chat_id: int, thread_key: str, values: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A new conversation's row: the defaults, then `values`."""
+    return {
+        "chat_id": chat_id,
+        "thread_key": thread_key,
+        "messages": b"",
+        "summary": None,
+        "confirmation_token": None,
+        "confirmation": None,
+        "told_no_model": False,
+        "revision": 1,
+        "created_at": now,
+        "updated_at": now,
+        **values,
+    }
+
+
 @functools.cache
 def _upsert(dialect: str, changed: tuple[str, ...]) -> Any:
     """INSERT the conversation, or on conflict set the `changed` columns from the inserted values."""
@@ -105,19 +122,7 @@ def write_conversation(
         result = connection.execute(_conditional_update(changed), {**values, **keys})
         revision: int | None = result.scalar_one_or_none()
         return revision
-    row = {
-        "chat_id": chat_id,
-        "thread_key": thread_key,
-        "messages": b"",
-        "summary": None,
-        "confirmation_token": None,
-        "confirmation": None,
-        "told_no_model": False,
-        "revision": 1,
-        "created_at": now,
-        "updated_at": now,
-        **values,
-    }
+    row = _new_row(chat_id, thread_key, values, now)
     created: int = connection.execute(_upsert(dialect_name(connection), changed), row).scalar_one()
     return created
 
@@ -138,19 +143,7 @@ def conversation_write_cte(
     if if_revision is not None:
         keys = {"key_chat_id": chat_id, "key_thread_key": thread_key, "key_revision": if_revision}
         return _conditional_update(changed).cte("conversation"), {**values, **keys}
-    row = {
-        "chat_id": chat_id,
-        "thread_key": thread_key,
-        "messages": b"",
-        "summary": None,
-        "confirmation_token": None,
-        "confirmation": None,
-        "told_no_model": False,
-        "revision": 1,
-        "created_at": now,
-        "updated_at": now,
-        **values,
-    }
+    row = _new_row(chat_id, thread_key, values, now)
     return _upsert_values(changed).cte("conversation"), row
 
 
@@ -165,18 +158,8 @@ def _upsert_values(changed: tuple[str, ...]) -> Any:
     ).returning(TABLE.c.revision)
 
 
-_ROW_COLUMNS = (
-    "chat_id",
-    "thread_key",
-    "messages",
-    "summary",
-    "confirmation_token",
-    "confirmation",
-    "told_no_model",
-    "revision",
-    "created_at",
-    "updated_at",
-)
+_ROW_COLUMNS = tuple(column.name for column in TABLE.c if column.name != "id")
+"""The columns a new row sets (`_new_row`'s keys)."""
 
 
 class ConversationRepository(Repository):

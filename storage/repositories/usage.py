@@ -17,7 +17,11 @@ from storage.repositories._common import Repository, dialect_insert, dialect_nam
 
 @functools.cache
 def _add_statement(dialect: str) -> Any:
-    insert = dialect_insert(dialect, Usage)
+    return _adding(dialect_insert(dialect, Usage))
+
+
+def _adding(insert: Any) -> Any:
+    """`insert`, adding its values to the (chat, day, kind) row already stored."""
     return insert.on_conflict_do_update(
         index_elements=["chat_id", "day", "kind"],
         set_={
@@ -84,16 +88,7 @@ def _add_rows(count: int) -> Any:
         }
         for index in range(count)
     ]
-    insert = dialect_insert("postgresql", Usage).values(rows)
-    return insert.on_conflict_do_update(
-        index_elements=["chat_id", "day", "kind"],
-        set_={
-            "requests": Usage.requests + insert.excluded.requests,
-            "input_tokens": Usage.input_tokens + insert.excluded.input_tokens,
-            "output_tokens": Usage.output_tokens + insert.excluded.output_tokens,
-            "cost": Usage.cost + insert.excluded.cost,
-        },
-    )
+    return _adding(dialect_insert("postgresql", Usage).values(rows))
 
 
 def tokens_on(chat_id: ColumnElement[int], day: date | BindParameter[date]) -> ScalarSelect[int]:
