@@ -142,9 +142,15 @@ def conversation_write_cte(
     changed = tuple(sorted(values))
     if if_revision is not None:
         keys = {"key_chat_id": chat_id, "key_thread_key": thread_key, "key_revision": if_revision}
-        return _conditional_update(changed).cte("conversation"), {**values, **keys}
+        return _write_cte(changed, conditional=True), {**values, **keys}
     row = _new_row(chat_id, thread_key, values, now)
-    return _upsert_values(changed).cte("conversation"), row
+    return _write_cte(changed, conditional=False), row
+
+
+@functools.cache
+def _write_cte(changed: tuple[str, ...], *, conditional: bool) -> Any:
+    """Built once per shape: a statement object used again is not compiled, nor its cache key computed, again."""
+    return (_conditional_update(changed) if conditional else _upsert_values(changed)).cte("conversation")
 
 
 @functools.cache

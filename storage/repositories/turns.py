@@ -241,14 +241,18 @@ def _finish_statement(
     """PostgreSQL: `finish` as one statement returning the new revision (NULL: nothing written to the
     conversation). Its CTEs all run, referenced or not, in the statement's one transaction."""
     parameters: dict[str, Any] = {}
-    revision: Any = null()
-    ctes = []
+    conversation = usage = None
     if changes:
         conversation, written = conversation_write_cte(chat_id, thread_key, changes, now=now, if_revision=if_revision)
-        revision, parameters = select(conversation.c.revision).scalar_subquery(), parameters | written
-        ctes.append(conversation)
+        parameters |= written
     if spent:
         usage, added = usage_upsert_cte(chat_id, day, spent)
-        ctes.append(usage)
         parameters |= added
-    return select(revision.label("revision")).add_cte(*ctes), parameters
+    return _finish_query(conversation, usage), parameters
+
+
+@functools.cache
+def _finish_query(conversation: Any, usage: Any) -> Any:
+    """Built once per pair of (cached) CTEs, so the turn reuses one statement object."""
+    revision = null() if conversation is None else select(conversation.c.revision).scalar_subquery()
+    return select(revision.label("revision")).add_cte(*(cte for cte in (conversation, usage) if cte is not None))

@@ -71,7 +71,7 @@ def usage_upsert_cte(chat_id: int, day: date, entries: Sequence[UsageEntry]) -> 
     parameters: dict[str, Any] = {"usage_chat_id": chat_id, "usage_day": day}
     for index, entry in enumerate(by_kind.values()):
         parameters |= {f"usage_{index}_{name}": getattr(entry, name) for name in _ENTRY_COLUMNS}
-    return _add_rows(len(by_kind)).cte("usage"), parameters
+    return _add_rows(len(by_kind)), parameters
 
 
 _ENTRY_COLUMNS = ("kind", "requests", "input_tokens", "output_tokens", "cost")
@@ -79,7 +79,8 @@ _ENTRY_COLUMNS = ("kind", "requests", "input_tokens", "output_tokens", "cost")
 
 @functools.cache
 def _add_rows(count: int) -> Any:
-    """`_add_statement` on PostgreSQL for `count` rows (of distinct kinds), every value bound by name."""
+    """`_add_statement` on PostgreSQL for `count` rows (of distinct kinds), every value bound by name, as a CTE
+    built once per count."""
     rows: list[dict[str, Any]] = [
         {
             "chat_id": bindparam("usage_chat_id"),
@@ -88,7 +89,7 @@ def _add_rows(count: int) -> Any:
         }
         for index in range(count)
     ]
-    return _adding(dialect_insert("postgresql", Usage).values(rows))
+    return _adding(dialect_insert("postgresql", Usage).values(rows)).cte("usage")
 
 
 def tokens_on(chat_id: ColumnElement[int], day: date | BindParameter[date]) -> ScalarSelect[int]:
