@@ -28,7 +28,7 @@ from storage.repositories.conversations import (
     write_conversation,
 )
 from storage.repositories.conversations import TABLE as CONVERSATION_TABLE
-from storage.repositories.usage import add_usage, tokens_on, usage_upsert_cte
+from storage.repositories.usage import add_usage, tokens_on, usage_upsert_ctes
 from storage.repositories.users import to_user_record, user_upsert
 
 _chats, _users = cast(Table, Chat.__table__), cast(Table, User.__table__)
@@ -241,18 +241,18 @@ def _finish_statement(
     """PostgreSQL: `finish` as one statement returning the new revision (NULL: nothing written to the
     conversation). Its CTEs all run, referenced or not, in the statement's one transaction."""
     parameters: dict[str, Any] = {}
-    conversation = usage = None
+    conversation, usage = None, ()
     if changes:
         conversation, written = conversation_write_cte(chat_id, thread_key, changes, now=now, if_revision=if_revision)
         parameters |= written
     if spent:
-        usage, added = usage_upsert_cte(chat_id, day, spent)
+        usage, added = usage_upsert_ctes(chat_id, day, spent)
         parameters |= added
     return _finish_query(conversation, usage), parameters
 
 
 @functools.cache
-def _finish_query(conversation: Any, usage: Any) -> Any:
+def _finish_query(conversation: Any, usage: tuple[Any, ...]) -> Any:
     """Built once per pair of (cached) CTEs, so the turn reuses one statement object."""
     revision = null() if conversation is None else select(conversation.c.revision).scalar_subquery()
-    return select(revision.label("revision")).add_cte(*(cte for cte in (conversation, usage) if cte is not None))
+    return select(revision.label("revision")).add_cte(*(cte for cte in (conversation, *usage) if cte is not None))

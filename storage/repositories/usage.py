@@ -50,8 +50,8 @@ def add_usage(connection: Connection, chat_id: int, day: date, entry: UsageEntry
     )
 
 
-def usage_upsert_cte(chat_id: int, day: date, entries: Sequence[UsageEntry]) -> tuple[Any, dict[str, Any]]:
-    """PostgreSQL: `add_usage` of every entry as one data-modifying CTE named `usage` and its parameters, for a
+def usage_upsert_ctes(chat_id: int, day: date, entries: Sequence[UsageEntry]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """PostgreSQL: `add_usage` of every entry as data-modifying CTEs (`usage_0`, …) and their parameters, for a
     caller that runs it inside a larger statement. Entries of one kind are summed first: one statement may not
     update a row twice."""
     by_kind: dict[str, UsageEntry] = {}
@@ -78,18 +78,20 @@ _ENTRY_COLUMNS = ("kind", "requests", "input_tokens", "output_tokens", "cost")
 
 
 @functools.cache
-def _add_rows(count: int) -> Any:
-    """`_add_statement` on PostgreSQL for `count` rows (of distinct kinds), every value bound by name, as a CTE
-    built once per count."""
-    rows: list[dict[str, Any]] = [
-        {
-            "chat_id": bindparam("usage_chat_id"),
-            "day": bindparam("usage_day"),
-            **{name: bindparam(f"usage_{index}_{name}") for name in _ENTRY_COLUMNS},
-        }
+def _add_rows(count: int) -> tuple[Any, ...]:
+    """`_add_statement` on PostgreSQL for `count` rows (of distinct kinds), every value bound by name: one CTE per
+    row, built once per count. (One INSERT of several VALUES rows would do, but SQLAlchemy gives such a statement
+    no cache key and would compile it on every turn.)"""
+    return tuple(
+        _adding(
+            dialect_insert("postgresql", Usage).values(
+                chat_id=bindparam("usage_chat_id"),
+                day=bindparam("usage_day"),
+                **{name: bindparam(f"usage_{index}_{name}") for name in _ENTRY_COLUMNS},
+            )
+        ).cte(f"usage_{index}")
         for index in range(count)
-    ]
-    return _adding(dialect_insert("postgresql", Usage).values(rows)).cte("usage")
+    )
 
 
 def tokens_on(chat_id: ColumnElement[int], day: date | BindParameter[date]) -> ScalarSelect[int]:
