@@ -4,7 +4,8 @@ conversation's state, today's tokens) and one out (the conversation's changes an
 Guarantees: the de-duplication mark is committed before the turn's work starts (of two deliveries of one update
 exactly one gets a `TurnStart`); the common turn (known chat and person, no rename) costs one INSERT and one
 SELECT in (on PostgreSQL one statement doing both, committed as it runs: one round trip), one upsert per written
-row out. The statements are SQLAlchemy Core, built once.
+row out (on PostgreSQL one statement, its upserts data-modifying CTEs: one round trip, all or nothing).
+The statements are SQLAlchemy Core, built once.
 """
 
 from __future__ import annotations
