@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
