@@ -100,13 +100,15 @@ def fake_process(conn: Connection, long_poll_cap: float) -> None:
 
 
 def delayed_postgres_process(conn: Connection, admin_url: str, delay: float) -> None:
-    """Run a PostgreSQL proxy holding back every answer by `delay` seconds until told to stop; sends its URL."""
+    """Run a PostgreSQL proxy holding back every answer by `delay` seconds until told to stop; sends its URL, and
+    at the stop the round trips it carried."""
     from tests.fakes.postgres_proxy import postgres_proxy
 
     async def serve() -> None:
         async with postgres_proxy(admin_url, delay=delay) as proxy:
             conn.send(proxy.url)
             await asyncio.to_thread(conn.recv)
+            conn.send(proxy.round_trips)
 
     asyncio.run(serve())
 
@@ -587,7 +589,14 @@ async def bench(args: argparse.Namespace) -> None:
         fake_proc.join(timeout=10)
         if delayed is not None:
             delayed_conn.send("stop")
+            round_trips = delayed_conn.recv()
             delayed.join(timeout=10)
+            messages = sum(row.outcome.sent for row in rows if row.database == "postgresql")
+            messages += 2 * args.chats  # the warm-up
+            print(
+                f"round trips through the proxy: {round_trips:,} for {messages:,} messages "
+                "(creating and migrating the database included: take the difference of two runs)"
+            )
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     load = os.getloadavg()
     print(
