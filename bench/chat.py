@@ -23,6 +23,10 @@ collector as `lookout run` does once assembled (`app.heap`); `--default-gc` keep
 Run: uv run python bench/chat.py [--chats 50] [--messages 30] [--memory-turns 10] [--commands 10]
                                   [--paced RATES] [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
                                   [--profile FILE] [--profile-commands FILE] [--default-gc]
+                                  [--postgres-delay-ms MS]
+
+`--postgres-delay-ms` puts PostgreSQL across a network: Lookout reaches it through `tests.fakes.postgres_proxy` in
+a process of its own, every answer held back that long (the round trip time it adds is measured and printed).
 """
 
 from __future__ import annotations
@@ -93,6 +97,38 @@ def fake_process(conn: Connection, long_poll_cap: float) -> None:
         conn.send(asyncio.run(_people(fake, **request)))
     conn.send({"api_calls": len(fake.calls), "typing": len(fake.calls_to("sendChatAction"))})
     fake.stop()
+
+
+def delayed_postgres_process(conn: Connection, admin_url: str, delay: float) -> None:
+    """Run a PostgreSQL proxy holding back every answer by `delay` seconds until told to stop; sends its URL, and
+    at the stop the round trips it carried."""
+    from tests.fakes.postgres_proxy import postgres_proxy
+
+    async def serve() -> None:
+        async with postgres_proxy(admin_url, delay=delay) as proxy:
+            conn.send(proxy.url)
+            await asyncio.to_thread(conn.recv)
+            conn.send(proxy.round_trips)
+
+    asyncio.run(serve())
+
+
+async def round_trip_ms(url: str, count: int = 200) -> tuple[float, float]:
+    """The median round trip of an empty query on one connection to `url`, and its 99th percentile (ms)."""
+    import asyncpg
+
+    parsed = make_url(url)
+    raw = parsed.set(drivername="postgresql", query={})  # the proxy's `ssl=disable` is SQLAlchemy's spelling
+    connection = await asyncpg.connect(raw.render_as_string(hide_password=False), ssl=False)
+    try:
+        times = []
+        for _ in range(count):
+            started = time.perf_counter()
+            await connection.fetchrow(";")
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        await connection.close()
+    return percentile(times, 0.5), percentile(times, 0.99)
 
 
 async def _people(
@@ -521,6 +557,23 @@ async def bench(args: argparse.Namespace) -> None:
         if not args.postgres_url:
             raise SystemExit("PostgreSQL needs --postgres-url or TEST_DATABASE_URL")
         databases.append(("postgresql", args.postgres_url))
+    delayed: Any = None
+    if args.postgres_delay_ms and "postgresql" in args.databases:
+        delayed_conn, delayed_child = context.Pipe()
+        delayed = context.Process(
+            target=delayed_postgres_process,
+            args=(delayed_child, args.postgres_url, args.postgres_delay_ms / 1000),
+            name="postgres-delay",
+            daemon=True,
+        )
+        delayed.start()
+        proxied = delayed_conn.recv()
+        direct_rtt, proxied_rtt = await round_trip_ms(args.postgres_url), await round_trip_ms(proxied)
+        databases = [(name, proxied if name == "postgresql" else url) for name, url in databases]
+        print(
+            f"PostgreSQL through a proxy holding answers {args.postgres_delay_ms:g} ms: round trip p50 / p99 "
+            f"{proxied_rtt[0]:.2f} / {proxied_rtt[1]:.2f} ms (direct {direct_rtt[0]:.2f} / {direct_rtt[1]:.2f} ms)"
+        )
     try:
         for name, admin_url in databases:
             if admin_url is None:
@@ -534,6 +587,16 @@ async def bench(args: argparse.Namespace) -> None:
         conn.send({"op": "stop"})
         totals = conn.recv()
         fake_proc.join(timeout=10)
+        if delayed is not None:
+            delayed_conn.send("stop")
+            round_trips = delayed_conn.recv()
+            delayed.join(timeout=10)
+            messages = sum(row.outcome.sent for row in rows if row.database == "postgresql")
+            messages += 2 * args.chats  # the warm-up
+            print(
+                f"round trips through the proxy: {round_trips:,} for {messages:,} messages "
+                "(creating and migrating the database included: take the difference of two runs)"
+            )
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     load = os.getloadavg()
     print(
@@ -627,6 +690,13 @@ def main() -> None:
         "python bench/chat.py --uvloop`; measured in bench/README.md, fifth session, and not kept)",
     )
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
+    parser.add_argument(
+        "--postgres-delay-ms",
+        type=float,
+        default=0.0,
+        help="reach PostgreSQL through a proxy in its own process that holds back every answer this long (a "
+        "database across a network; the round trip it adds is measured and printed)",
+    )
     args = parser.parse_args()
     if args.chats < 1 or args.messages < 1:
         parser.error("need at least one chat and one message")

@@ -59,6 +59,23 @@ def _values(changes: ConversationChanges, now: datetime) -> dict[str, Any]:
     return values
 
 
+def _new_row(chat_id: int, thread_key: str, values: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A new conversation's row: the defaults, then `values`."""
+    return {
+        "chat_id": chat_id,
+        "thread_key": thread_key,
+        "messages": b"",
+        "summary": None,
+        "confirmation_token": None,
+        "confirmation": None,
+        "told_no_model": False,
+        "revision": 1,
+        "created_at": now,
+        "updated_at": now,
+        **values,
+    }
+
+
 @functools.cache
 def _upsert(dialect: str, changed: tuple[str, ...]) -> Any:
     """INSERT the conversation, or on conflict set the `changed` columns from the inserted values."""
@@ -105,21 +122,50 @@ def write_conversation(
         result = connection.execute(_conditional_update(changed), {**values, **keys})
         revision: int | None = result.scalar_one_or_none()
         return revision
-    row = {
-        "chat_id": chat_id,
-        "thread_key": thread_key,
-        "messages": b"",
-        "summary": None,
-        "confirmation_token": None,
-        "confirmation": None,
-        "told_no_model": False,
-        "revision": 1,
-        "created_at": now,
-        "updated_at": now,
-        **values,
-    }
+    row = _new_row(chat_id, thread_key, values, now)
     created: int = connection.execute(_upsert(dialect_name(connection), changed), row).scalar_one()
     return created
+
+
+def conversation_write_cte(
+    chat_id: int,
+    thread_key: str,
+    changes: ConversationChanges,
+    *,
+    now: datetime,
+    if_revision: int | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """PostgreSQL: `write_conversation` as a data-modifying CTE named `conversation` (one column, `revision`) and
+    its parameters, for a caller that runs it inside a larger statement. The same write: an upsert, or without
+    a row changed when `if_revision` is no longer the stored revision."""
+    values = _values(changes, now)
+    changed = tuple(sorted(values))
+    if if_revision is not None:
+        keys = {"key_chat_id": chat_id, "key_thread_key": thread_key, "key_revision": if_revision}
+        return _write_cte(changed, conditional=True), {**values, **keys}
+    row = _new_row(chat_id, thread_key, values, now)
+    return _write_cte(changed, conditional=False), row
+
+
+@functools.cache
+def _write_cte(changed: tuple[str, ...], *, conditional: bool) -> Any:
+    """Built once per shape: a statement object used again is not compiled, nor its cache key computed, again."""
+    return (_conditional_update(changed) if conditional else _upsert_values(changed)).cte("conversation")
+
+
+@functools.cache
+def _upsert_values(changed: tuple[str, ...]) -> Any:
+    """`_upsert` on PostgreSQL with every column bound by name (a CTE takes its VALUES from the statement)."""
+    insert = dialect_insert("postgresql", TABLE).values(**{name: bindparam(name) for name in _ROW_COLUMNS})
+    excluded = insert.excluded
+    return insert.on_conflict_do_update(
+        index_elements=["chat_id", "thread_key"],
+        set_={**{name: excluded[name] for name in changed}, "revision": TABLE.c.revision + 1},
+    ).returning(TABLE.c.revision)
+
+
+_ROW_COLUMNS = tuple(column.name for column in TABLE.c if column.name != "id")
+"""The columns a new row sets (`_new_row`'s keys)."""
 
 
 class ConversationRepository(Repository):

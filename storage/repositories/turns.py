@@ -4,7 +4,8 @@ conversation's state, today's tokens) and one out (the conversation's changes an
 Guarantees: the de-duplication mark is committed before the turn's work starts (of two deliveries of one update
 exactly one gets a `TurnStart`); the common turn (known chat and person, no rename) costs one INSERT and one
 SELECT in (on PostgreSQL one statement doing both, committed as it runs: one round trip), one upsert per written
-row out. The statements are SQLAlchemy Core, built once.
+row out (on PostgreSQL one statement, its upserts data-modifying CTEs: one round trip, all or nothing).
+The statements are SQLAlchemy Core, built once.
 """
 
 from __future__ import annotations
@@ -14,16 +15,21 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any, cast
 
-from sqlalchemy import Date, Row, Table, and_, bindparam, select
+from sqlalchemy import Date, Row, Table, and_, bindparam, null, select
 from sqlalchemy.engine import Connection
 
 from storage.models import Chat, ProcessedInbound, User
 from storage.records import ConversationChanges, TurnStart, TurnState, UsageEntry
 from storage.repositories._common import Repository, dialect_insert, dialect_name
 from storage.repositories.chats import chat_upsert, to_chat_record
-from storage.repositories.conversations import CONVERSATION_COLUMNS, conversation_record, write_conversation
+from storage.repositories.conversations import (
+    CONVERSATION_COLUMNS,
+    conversation_record,
+    conversation_write_cte,
+    write_conversation,
+)
 from storage.repositories.conversations import TABLE as CONVERSATION_TABLE
-from storage.repositories.usage import add_usage, tokens_on
+from storage.repositories.usage import add_usage, tokens_on, usage_upsert_ctes
 from storage.repositories.users import to_user_record, user_upsert
 
 _chats, _users = cast(Table, Chat.__table__), cast(Table, User.__table__)
@@ -191,6 +197,15 @@ class TurnRepository(Repository):
         if not changes and not spent:
             return None
 
+        if self._db.dialect == "postgresql":
+            # One statement, committed as it runs (one round trip): the conversation's write and the usage are
+            # data-modifying CTEs of it, so both commit together or neither does, as in one transaction.
+            statement, parameters = _finish_statement(
+                chat_id, thread_key, now=now, day=day, changes=changes, spent=spent, if_revision=if_revision
+            )
+            row = await self._db.write_alone(statement, parameters)
+            return None if row is None else cast(int | None, row[0])
+
         def work(connection: Connection) -> int | None:
             revision = None
             if changes:
@@ -212,3 +227,33 @@ def _stale(row: Row[Any], *, chat_title: str | None, user_name: str | None) -> b
         or bool(chat_title and values["chat_title"] != chat_title)
         or bool(user_name and values["user_display_name"] != user_name)
     )
+
+
+def _finish_statement(
+    chat_id: int,
+    thread_key: str,
+    *,
+    now: datetime,
+    day: date,
+    changes: ConversationChanges | None,
+    spent: Sequence[UsageEntry],
+    if_revision: int | None,
+) -> tuple[Any, dict[str, Any]]:
+    """PostgreSQL: `finish` as one statement returning the new revision (NULL: nothing written to the
+    conversation). Its CTEs all run, referenced or not, in the statement's one transaction."""
+    parameters: dict[str, Any] = {}
+    conversation, usage = None, ()
+    if changes:
+        conversation, written = conversation_write_cte(chat_id, thread_key, changes, now=now, if_revision=if_revision)
+        parameters |= written
+    if spent:
+        usage, added = usage_upsert_ctes(chat_id, day, spent)
+        parameters |= added
+    return _finish_query(conversation, usage), parameters
+
+
+@functools.cache
+def _finish_query(conversation: Any, usage: tuple[Any, ...]) -> Any:
+    """Built once per pair of (cached) CTEs, so the turn reuses one statement object."""
+    revision = null() if conversation is None else select(conversation.c.revision).scalar_subquery()
+    return select(revision.label("revision")).add_cte(*(cte for cte in (conversation, *usage) if cte is not None))

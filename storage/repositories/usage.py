@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, ScalarSelect, func, select
+from sqlalchemy import BindParameter, ColumnElement, ScalarSelect, bindparam, func, select
 from sqlalchemy.engine import Connection
 
 from storage.models import Usage
@@ -16,7 +17,11 @@ from storage.repositories._common import Repository, dialect_insert, dialect_nam
 
 @functools.cache
 def _add_statement(dialect: str) -> Any:
-    insert = dialect_insert(dialect, Usage)
+    return _adding(dialect_insert(dialect, Usage))
+
+
+def _adding(insert: Any) -> Any:
+    """`insert`, adding its values to the (chat, day, kind) row already stored."""
     return insert.on_conflict_do_update(
         index_elements=["chat_id", "day", "kind"],
         set_={
@@ -42,6 +47,50 @@ def add_usage(connection: Connection, chat_id: int, day: date, entry: UsageEntry
             "output_tokens": entry.output_tokens,
             "cost": entry.cost,
         },
+    )
+
+
+def usage_upsert_ctes(chat_id: int, day: date, entries: Sequence[UsageEntry]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """PostgreSQL: `add_usage` of every entry as data-modifying CTEs (`usage_0`, …) and their parameters, for a
+    caller that runs it inside a larger statement. Entries of one kind are summed first: one statement may not
+    update a row twice."""
+    by_kind: dict[str, UsageEntry] = {}
+    for entry in entries:
+        seen = by_kind.get(entry.kind)
+        by_kind[entry.kind] = (
+            entry
+            if seen is None
+            else UsageEntry(
+                kind=entry.kind,
+                requests=seen.requests + entry.requests,
+                input_tokens=seen.input_tokens + entry.input_tokens,
+                output_tokens=seen.output_tokens + entry.output_tokens,
+                cost=seen.cost + entry.cost,
+            )
+        )
+    parameters: dict[str, Any] = {"usage_chat_id": chat_id, "usage_day": day}
+    for index, entry in enumerate(by_kind.values()):
+        parameters |= {f"usage_{index}_{name}": getattr(entry, name) for name in _ENTRY_COLUMNS}
+    return _add_rows(len(by_kind)), parameters
+
+
+_ENTRY_COLUMNS = ("kind", "requests", "input_tokens", "output_tokens", "cost")
+
+
+@functools.cache
+def _add_rows(count: int) -> tuple[Any, ...]:
+    """`_add_statement` on PostgreSQL for `count` rows (of distinct kinds), every value bound by name: one CTE per
+    row, built once per count. (One INSERT of several VALUES rows would do, but SQLAlchemy gives such a statement
+    no cache key and would compile it on every turn.)"""
+    return tuple(
+        _adding(
+            dialect_insert("postgresql", Usage).values(
+                chat_id=bindparam("usage_chat_id"),
+                day=bindparam("usage_day"),
+                **{name: bindparam(f"usage_{index}_{name}") for name in _ENTRY_COLUMNS},
+            )
+        ).cte(f"usage_{index}")
+        for index in range(count)
     )
 
 

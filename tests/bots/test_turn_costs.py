@@ -138,8 +138,10 @@ async def test_a_turn_is_one_transaction_in_and_one_out(database: Database, tmp_
     assert replies == [Reply(text="echo: how are you?")]
     # in: the de-duplication mark and one read (chat ⟕ person ⟕ conversation, today's tokens), on PostgreSQL
     # one statement (the mark a data-modifying CTE); out: the memory and the usage of the run, together
+    # (on PostgreSQL one statement too: the memory's upsert and the usage's, data-modifying CTEs of it)
     mark_and_read = ["WITH"] if database.dialect == "postgresql" else ["INSERT", "SELECT"]
-    assert free_text == (2, [*mark_and_read, "INSERT", "INSERT"])
+    write = ["WITH"] if database.dialect == "postgresql" else ["INSERT", "INSERT"]
+    assert free_text == (2, [*mark_and_read, *write])
     assert command == (1, mark_and_read)  # a command that stores nothing reads once and writes nothing
     assert duplicate == (1, mark_and_read[:1])  # known: nothing else is read or done
     assert log == ["chat hello", "chat how are you?"]
@@ -250,6 +252,13 @@ async def test_a_command_on_postgresql_is_two_round_trips_and_the_first_after_a_
             proxy.reset()
             await chat.dispatch(said("/monitors", 31))
             assert proxy.round_trips == 4  # the turn's two, then the listing's check and its one statement
+
+            await chat.dispatch(said("hello", 40))  # prepares the free-text turn's write
+            proxy.reset()
+            assert await chat.dispatch(said("hello again", 41)) == [Reply(text="echo: hello again")]
+            # in: the check and the mark-and-read; out: the check and the one statement writing the memory and
+            # the usage together (no BEGIN, no COMMIT: committed as it runs)
+            assert proxy.round_trips == 4 and proxy.queries == []
 
             await proxy.drop_connections()
             assert await chat.dispatch(said("/help", 4)) == help_text

@@ -1,7 +1,8 @@
 """A recording TCP proxy in front of a real PostgreSQL server: it passes every byte through unchanged and counts
 the client's round trips, read from the frontend wire protocol (each simple `Query` message and each `Sync` that
 ends an extended-protocol exchange is one wait for the server). `drop_connections` closes every proxied
-connection at once, as a server restart does to its clients.
+connection at once, as a server restart does to its clients. `delay` holds back every chunk the server sends by
+that many seconds (pipelined, in order): a database across a network, for the benchmarks.
 
 The client must not ask for TLS (`?ssl=disable` on an asyncpg URL): the proxy reads the plain protocol.
 """
@@ -10,11 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 from collections.abc import AsyncIterator, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
 from sqlalchemy.engine import make_url
+
+_SLEEPERS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="postgres-proxy-delay")
+"""Threads that hold answers back (`time.sleep` keeps to a tenth of a millisecond); started only when used."""
 
 _SSL_REQUEST = 80877103
 _GSS_REQUEST = 80877104
@@ -28,6 +34,8 @@ class PostgresProxy:
     round_trips: int = 0
     queries: list[str] = field(default_factory=list)
     """The text of each simple-protocol `Query` and `Parse` message, in order."""
+    delay: float = 0.0
+    """Seconds each chunk from the server is held back before the client gets it (0: passed on at once)."""
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
 
     def reset(self) -> None:
@@ -65,10 +73,35 @@ class PostgresProxy:
                 self.queries.append(body.split(b"\0")[1].decode())
             writer.write(kind + header + body)
 
-    @staticmethod
-    async def _server_to_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while chunk := await reader.read(65536):
-            writer.write(chunk)
+    async def _server_to_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.delay <= 0:
+            while chunk := await reader.read(65536):
+                writer.write(chunk)
+            return
+        # Held back in a queue, not by sleeping in the pump: chunks in flight overlap, as on a wire.
+        loop = asyncio.get_running_loop()
+        held: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def release() -> None:
+            while True:
+                due, chunk = await held.get()
+                if (wait := due - loop.time()) > 0:
+                    # not asyncio.sleep: the event loop's timers wake up on whole milliseconds (epoll)
+                    await loop.run_in_executor(_SLEEPERS, time.sleep, wait)
+                if not chunk:
+                    return
+                writer.write(chunk)
+
+        releasing = asyncio.ensure_future(release())
+        try:
+            while True:
+                chunk = await reader.read(65536)
+                held.put_nowait((loop.time() + self.delay, chunk))
+                if not chunk:
+                    break
+            await releasing
+        finally:
+            releasing.cancel()
 
     async def _serve(
         self, target: tuple[str, int], client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter
@@ -95,11 +128,12 @@ async def _until_closed(pump: Coroutine[None, None, None]) -> None:
 
 
 @asynccontextmanager
-async def postgres_proxy(database_url: str) -> AsyncIterator[PostgresProxy]:
-    """A proxy on 127.0.0.1 in front of `database_url`'s server; `proxy.url` reaches the same database through it."""
+async def postgres_proxy(database_url: str, *, delay: float = 0.0) -> AsyncIterator[PostgresProxy]:
+    """A proxy on 127.0.0.1 in front of `database_url`'s server; `proxy.url` reaches the same database through it
+    (every answer `delay` seconds late)."""
     url = make_url(database_url)
     target = (url.host or "127.0.0.1", url.port or 5432)
-    proxy = PostgresProxy()
+    proxy = PostgresProxy(delay=delay)
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await proxy._serve(target, reader, writer)

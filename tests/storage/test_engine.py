@@ -1,4 +1,5 @@
-"""The engine's SQLite settings, `Database.ping`, and the UTC datetime column type."""
+"""The engine's SQLite settings, `Database.ping`, the UTC datetime column type, and what a pooled connection is
+left in."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from storage import ChatRepository, Database, create_engine
+from storage import ChatRecord, ChatRepository, Database, TurnRepository, UsageEntry, UsageRepository, create_engine
 from storage.models import Base, Chat
 from storage.types import UTCDateTime
+from tests.storage.conftest import T0
 
 
 async def test_sqlite_file_gets_wal_foreign_keys_busy_timeout_and_its_directory(tmp_path: Path) -> None:
@@ -144,3 +147,45 @@ async def test_sqlite_writers_of_one_process_take_turns_in_the_order_they_asked(
         assert len(await ChatRepository(database).list_chats()) == 30
     finally:
         await database.dispose()
+
+
+async def test_a_turns_write_alone_leaves_its_pooled_connection_idle_unlocked_and_transactional(
+    database: Database, chat: ChatRecord
+) -> None:
+    """On PostgreSQL a turn's write runs in autocommit (`Database.write_alone`). The connection it used goes back to
+    the pool with no transaction open and no lock held, and not in autocommit: the next `begin()` on that very
+    connection (a pool of one) still rolls back."""
+    postgres = database.dialect == "postgresql"
+    single = Database(create_async_engine(database.engine.url, pool_size=1, max_overflow=0)) if postgres else database
+    try:
+        spent = [UsageEntry(kind="chat", input_tokens=5)]
+        for n in range(3):
+            assert (
+                await TurnRepository(single).finish(
+                    chat.id, "", now=T0, day=T0.date(), changes={"messages": b"m%d" % n}, usage=spent
+                )
+                == n + 1
+            )
+        if postgres:
+            async with database.engine.connect() as observer:
+                others = (
+                    await observer.execute(
+                        text(
+                            "SELECT a.state, a.backend_xid IS NULL,"
+                            " (SELECT count(*) FROM pg_locks l WHERE l.pid = a.pid) FROM pg_stat_activity a"
+                            " WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()"
+                            " AND a.backend_type = 'client backend'"
+                        )
+                    )
+                ).all()
+            assert [tuple(row) for row in others] == [("idle", True, 0)]  # the pool's one connection, at rest
+
+        with pytest.raises(RuntimeError, match="undone"):
+            async with single.begin() as connection:
+                await connection.execute(text("DELETE FROM usage"))
+                raise RuntimeError("undone")
+        totals = await UsageRepository(database).by_kind(chat.id, T0.date(), T0.date())
+        assert totals["chat"].input_tokens == 15  # the DELETE was rolled back, not committed as it ran
+    finally:
+        if postgres:
+            await single.dispose()

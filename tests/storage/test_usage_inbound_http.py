@@ -7,10 +7,12 @@ from datetime import date, timedelta
 from storage import (
     ChatRecord,
     ChatRepository,
+    ConversationRepository,
     Database,
     EmbeddingRepository,
     HttpValidatorRepository,
     InboundRepository,
+    TurnRepository,
     UsageEntry,
     UsageRepository,
     UsageTotals,
@@ -124,3 +126,36 @@ async def test_embeddings_are_stored_once_by_key_and_read_back(database: Databas
     many = {f"k{n}": [float(n)] for n in range(1200)}
     await embeddings.put_many(many, model="m")
     assert len(await embeddings.get_many(list(many))) == 1200, "reads and writes go in chunks"
+
+
+async def test_a_turns_finish_writes_the_memory_and_adds_every_entry_once(database: Database, chat: ChatRecord) -> None:
+    """On PostgreSQL one statement (the memory and the usage data-modifying CTEs of it), on SQLite one transaction:
+    entries of one kind all count, and a stale revision keeps the memory out but never the usage."""
+    turns, usage, conversations = TurnRepository(database), UsageRepository(database), ConversationRepository(database)
+    day = date(2026, 3, 1)
+    spent = [
+        UsageEntry(kind="chat", input_tokens=100, output_tokens=10, cost=0.001),
+        UsageEntry(kind="chat", requests=2, input_tokens=50, output_tokens=5, cost=0.002),
+        UsageEntry(kind="summary", input_tokens=7),
+        UsageEntry(kind="tool", requests=0),  # nothing spent: not written
+    ]
+    revision = await turns.finish(
+        chat.id, "", now=T0, day=day, changes={"messages": b"m1", "summary": "s", "touch": True}, usage=spent
+    )
+    assert revision == 1
+    stored = await conversations.load(chat.id)
+    assert stored is not None and (stored.messages, stored.summary, stored.revision) == (b"m1", "s", 1)
+    kinds = await usage.by_kind(chat.id, day, day)
+    assert set(kinds) == {"chat", "summary"}
+    assert (kinds["chat"].requests, kinds["chat"].input_tokens, kinds["chat"].output_tokens) == (3, 150, 15)
+    assert abs(kinds["chat"].cost - 0.003) < 1e-9 and kinds["summary"].input_tokens == 7
+
+    stale = await turns.finish(
+        chat.id, "", now=T0, day=day, changes={"messages": b"m2"}, usage=spent[:1], if_revision=0
+    )
+    assert stale is None and (await conversations.load(chat.id)).messages == b"m1"  # type: ignore[union-attr]
+    assert (await usage.by_kind(chat.id, day, day))["chat"].input_tokens == 250  # counted all the same
+    assert await turns.finish(chat.id, "", now=T0, day=day, changes={"told_no_model": True}, if_revision=1) == 2
+    assert await turns.finish(chat.id, "", now=T0, day=day, usage=spent[2:3]) is None
+    assert (await usage.by_kind(chat.id, day, day))["summary"].input_tokens == 14
+    assert await turns.finish(chat.id, "", now=T0, day=day) is None  # nothing to write
