@@ -235,14 +235,6 @@ def _japanese_segmenter() -> Callable[[str], list[str]]:
     return segment
 
 
-def _segment(chunk: str, language: str | None) -> list[str]:
-    if _HANGUL_OR_THAI.fullmatch(chunk):
-        return _bigrams(chunk)
-    if language == "ja" or _KANA.search(chunk):
-        return _japanese_segmenter()(chunk)
-    return _chinese_segmenter()(chunk)
-
-
 _WORD_TERMS: dict[tuple[str, str | None], tuple[str, float] | None] = {}
 """A space-separated word (with its language) -> its term and rarity, or None when it is no term. Words repeat
 across items far more than they differ, so each is read once (bounded like the rarity cache)."""
@@ -294,27 +286,37 @@ def _word_term(word: str, language: str | None) -> tuple[str, float] | None:
     return term
 
 
+_UNREAD = ("", 0.0)
+"""What `_WORD_TERMS` answers for a word not read yet (None is a word read and found no term)."""
+_HAN_LANGUAGES = CHINESE_VARIANTS | {"ja"}
+"""Languages a run of Han characters without kana is read in as they are; in any other it is read as Chinese."""
+
+
 def story_terms(text: str, language: str | None, *, limit: int | None = None) -> StoryTerms:
     """The distinct terms of `text` read as `language` (the script decides where the language is unknown),
     at most `limit` of them, each with its rarity."""
     seen: dict[str, float] = {}
     normalised = _AMOUNT_UNIT.sub(r"\1 \2", normalise(text))
-    # Most text has only space-separated words: then no word is split or tested for the segmenter.
-    segmented = _NO_SPACE.search(normalised) is not None
-    for match in _WORD.findall(normalised):
-        for part in _NO_SPACE.split(match) if segmented else (match,):
+    words = _WORD.findall(normalised)
+    if _NO_SPACE.search(normalised) is None:
+        # Most text has only space-separated words: then no word is split or tested for the segmenter, and each
+        # is looked up where `_word_term` keeps it (the call only for a word not read before).
+        for word in words:
+            term = _WORD_TERMS.get((word, language), _UNREAD)
+            if term is _UNREAD:
+                term = _word_term(word, language)
+            if term is not None and term[0] not in seen:
+                seen[term[0]] = term[1]
+                if limit is not None and len(seen) >= limit:
+                    break
+        return StoryTerms(terms=tuple(seen), rarity=seen)
+    for match in words:
+        # re.split with one group: the runs of a script written without spaces at odd positions, words between.
+        for position, part in enumerate(_NO_SPACE.split(match)):
             if not part:
                 continue
-            if segmented and _NO_SPACE.fullmatch(part):
-                is_kana_or_han = bool(_HAN_OR_KANA.fullmatch(part))
-                chunk_language = ("ja" if _KANA.search(part) else language) if is_kana_or_han else language
-                if is_kana_or_han and chunk_language not in ("ja", *CHINESE_VARIANTS):
-                    chunk_language = "zh"
-                for word in _segment(part, chunk_language):
-                    if len(word) == 1 and not is_kana_or_han:
-                        continue
-                    if word not in seen:
-                        seen[word] = rarity(word, chunk_language)
+            if position % 2:
+                _add_segmented(part, language, seen)
             else:
                 term = _word_term(part, language)
                 if term is not None and term[0] not in seen:
@@ -322,6 +324,24 @@ def story_terms(text: str, language: str | None, *, limit: int | None = None) ->
             if limit is not None and len(seen) >= limit:
                 return StoryTerms(terms=tuple(seen), rarity=seen)
     return StoryTerms(terms=tuple(seen), rarity=seen)
+
+
+def _add_segmented(run: str, language: str | None, seen: dict[str, float]) -> None:
+    """Add the words of one run of Han, kana, Hangul or Thai to `seen`, each with its rarity."""
+    if _HAN_OR_KANA.fullmatch(run) is None:  # Hangul or Thai: character bigrams (a lone letter is no term)
+        run_language, words, single_letters = language, _bigrams(run), False
+    elif _KANA.search(run):  # kana is Japanese whatever the language was said to be
+        run_language, words, single_letters = "ja", _japanese_segmenter()(run), True
+    else:
+        run_language = language if language in _HAN_LANGUAGES else "zh"
+        segmenter = _japanese_segmenter() if run_language == "ja" else _chinese_segmenter()
+        words, single_letters = segmenter(run), True
+    cached = _RARITY_CACHE
+    for word in words:
+        if word in seen or (not single_letters and len(word) == 1):
+            continue
+        found = cached.get((word, run_language))
+        seen[word] = found if found is not None else rarity(word, run_language)
 
 
 # ---- acronyms ----------------------------------------------------------------------------------------------
