@@ -3,10 +3,11 @@
 Two tokenisers, for two jobs:
 - `tokens` is quick and language-blind (words for space-separated scripts, character bigrams for CJK and Thai):
   ranking, keyword matching and query planning use it;
-- `story_terms` reads the language: Chinese is segmented into words by jieba, Japanese by MeCab (fugashi with the
-  IPA dictionary), other space-separated languages are split on words; Korean and Thai keep character bigrams. Each
-  term comes with a weight from how rare the word is in the language at large (wordfreq's frequency lists), so a
-  story's key words keep their weight however many items of one batch repeat them.
+- `story_terms` reads the language: Chinese is segmented into words by jieba's dictionary and algorithm (rjieba,
+  its Rust port), Japanese by MeCab (fugashi with the IPA dictionary), other space-separated languages are split on
+  words; Korean and Thai keep character bigrams. Each term comes with a weight from how rare the word is in the
+  language at large (wordfreq's frequency lists), so a story's key words keep their weight however many items of
+  one batch repeat them.
 
 Guarantees: the segmenters and frequency lists load lazily, once per process, under a lock; a language without a
 frequency list falls back to the list of its script's most common language (English for Latin script), and a word
@@ -15,7 +16,6 @@ missing from the list counts as rare.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 import threading
@@ -76,6 +76,12 @@ def normalise(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
+def _split_units(text: str) -> str:
+    """`text` with amounts' units split off their figures ("57bn" -> "57 bn"); most text has none, and a search
+    that finds nothing is cheaper than a substitution that changes nothing."""
+    return _AMOUNT_UNIT.sub(r"\1 \2", text) if _AMOUNT_UNIT.search(text) else text
+
+
 def is_stop_word(word: str) -> bool:
     """Whether a word is a function word ("the", "der", "и", ...) in one of the languages we know."""
     return normalise(word) in _STOP_WORDS
@@ -106,7 +112,7 @@ def _bigrams(piece: str) -> list[str]:
 def tokens(text: str, *, limit: int | None = None) -> list[str]:
     """Tokens of `text`: words for space-separated scripts, character bigrams for CJK and Thai."""
     out: list[str] = []
-    for match in _WORD.finditer(_AMOUNT_UNIT.sub(r"\1 \2", normalise(text))):
+    for match in _WORD.finditer(_split_units(normalise(text))):
         run = match.group()
         position = 0
         for chunk in _NO_SPACE_SCRIPTS.finditer(run):
@@ -200,15 +206,16 @@ def rarity(word: str, language: str | None) -> float:
 @cache
 def _chinese_segmenter() -> Callable[[str], list[str]]:
     with _load_lock:
-        import jieba
+        import rjieba
         from wordfreq.chinese import simplify_chinese
 
-        jieba.setLogLevel(logging.WARNING)  # it prints its dictionary loading to stderr otherwise
-        tokenizer: Any = jieba.Tokenizer()
+    # jieba's dictionary and algorithm (DAG + HMM for unknown words) in Rust (jieba-rs through rjieba): the same
+    # words as the Python jieba on every Chinese clause of the bench sets, ~10x cheaper, no dictionary build at start.
+    # Its `cut` only reads the dictionary, so one instance serves every thread.
+    cut = rjieba.cut
 
     def segment(text: str) -> list[str]:
-        simplified = simplify_chinese(text)
-        return [word for word in tokenizer.lcut(simplified, HMM=True) if word.strip()]
+        return [word for word in cut(simplify_chinese(text), True) if word.strip()]
 
     return segment
 
@@ -220,24 +227,19 @@ def _japanese_segmenter() -> Callable[[str], list[str]]:
         import ipadic
 
     # MeCab with the IPA dictionary: the tokenisation wordfreq's Japanese list was counted in, so a segmented
-    # word is looked up as the list knows it. One tagger per thread: a MeCab tagger is not safe to share.
+    # word is looked up as the list knows it. One tagger per thread: a MeCab tagger is not safe to share. Words
+    # come back as one space-separated line ("-Owakati"): the same words as reading each node's surface, without
+    # a Python object per word. A chunk has no spaces of its own (it is one run of kana and Han), so the split is
+    # exact.
     local = threading.local()
 
     def segment(text: str) -> list[str]:
         tagger = getattr(local, "tagger", None)
         if tagger is None:
-            tagger = local.tagger = fugashi.GenericTagger(ipadic.MECAB_ARGS)
-        return [word.surface for word in tagger(text) if word.surface.strip()]
+            tagger = local.tagger = fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati")
+        return tagger.parse(text).split()  # type: ignore[no-any-return]
 
     return segment
-
-
-def _segment(chunk: str, language: str | None) -> list[str]:
-    if _HANGUL_OR_THAI.fullmatch(chunk):
-        return _bigrams(chunk)
-    if language == "ja" or _KANA.search(chunk):
-        return _japanese_segmenter()(chunk)
-    return _chinese_segmenter()(chunk)
 
 
 _WORD_TERMS: dict[tuple[str, str | None], tuple[str, float] | None] = {}
@@ -291,27 +293,37 @@ def _word_term(word: str, language: str | None) -> tuple[str, float] | None:
     return term
 
 
+_UNREAD = ("", 0.0)
+"""What `_WORD_TERMS` answers for a word not read yet (None is a word read and found no term)."""
+_HAN_LANGUAGES = CHINESE_VARIANTS | {"ja"}
+"""Languages a run of Han characters without kana is read in as they are; in any other it is read as Chinese."""
+
+
 def story_terms(text: str, language: str | None, *, limit: int | None = None) -> StoryTerms:
     """The distinct terms of `text` read as `language` (the script decides where the language is unknown),
     at most `limit` of them, each with its rarity."""
     seen: dict[str, float] = {}
-    normalised = _AMOUNT_UNIT.sub(r"\1 \2", normalise(text))
-    # Most text has only space-separated words: then no word is split or tested for the segmenter.
-    segmented = _NO_SPACE.search(normalised) is not None
-    for match in _WORD.findall(normalised):
-        for part in _NO_SPACE.split(match) if segmented else (match,):
+    normalised = _split_units(normalise(text))
+    words = _WORD.findall(normalised)
+    if _NO_SPACE.search(normalised) is None:
+        # Most text has only space-separated words: then no word is split or tested for the segmenter, and each
+        # is looked up where `_word_term` keeps it (the call only for a word not read before).
+        for word in words:
+            term = _WORD_TERMS.get((word, language), _UNREAD)
+            if term is _UNREAD:
+                term = _word_term(word, language)
+            if term is not None and term[0] not in seen:
+                seen[term[0]] = term[1]
+                if limit is not None and len(seen) >= limit:
+                    break
+        return StoryTerms(terms=tuple(seen), rarity=seen)
+    for match in words:
+        # re.split with one group: the runs of a script written without spaces at odd positions, words between.
+        for position, part in enumerate(_NO_SPACE.split(match)):
             if not part:
                 continue
-            if segmented and _NO_SPACE.fullmatch(part):
-                is_kana_or_han = bool(_HAN_OR_KANA.fullmatch(part))
-                chunk_language = ("ja" if _KANA.search(part) else language) if is_kana_or_han else language
-                if is_kana_or_han and chunk_language not in ("ja", *CHINESE_VARIANTS):
-                    chunk_language = "zh"
-                for word in _segment(part, chunk_language):
-                    if len(word) == 1 and not is_kana_or_han:
-                        continue
-                    if word not in seen:
-                        seen[word] = rarity(word, chunk_language)
+            if position % 2:
+                _add_segmented(part, language, seen)
             else:
                 term = _word_term(part, language)
                 if term is not None and term[0] not in seen:
@@ -319,6 +331,24 @@ def story_terms(text: str, language: str | None, *, limit: int | None = None) ->
             if limit is not None and len(seen) >= limit:
                 return StoryTerms(terms=tuple(seen), rarity=seen)
     return StoryTerms(terms=tuple(seen), rarity=seen)
+
+
+def _add_segmented(run: str, language: str | None, seen: dict[str, float]) -> None:
+    """Add the words of one run of Han, kana, Hangul or Thai to `seen`, each with its rarity."""
+    if _HAN_OR_KANA.fullmatch(run) is None:  # Hangul or Thai: character bigrams (a lone letter is no term)
+        run_language, words, single_letters = language, _bigrams(run), False
+    elif _KANA.search(run):  # kana is Japanese whatever the language was said to be
+        run_language, words, single_letters = "ja", _japanese_segmenter()(run), True
+    else:
+        run_language = language if language in _HAN_LANGUAGES else "zh"
+        segmenter = _japanese_segmenter() if run_language == "ja" else _chinese_segmenter()
+        words, single_letters = segmenter(run), True
+    cached = _RARITY_CACHE
+    for word in words:
+        if word in seen or (not single_letters and len(word) == 1):
+            continue
+        found = cached.get((word, run_language))
+        seen[word] = found if found is not None else rarity(word, run_language)
 
 
 # ---- acronyms ----------------------------------------------------------------------------------------------

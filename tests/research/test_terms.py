@@ -28,3 +28,33 @@ def test_what_is_not_an_acronym() -> None:
     # A possessive does not break a name: "McDonald's Corp" is one run of names.
     assert "mc" in acronyms("McDonald's Corp shares fall").spelled
     assert acronyms("トヨタ、リコール200万台") == acronyms("all lower case, no names")
+
+
+def test_terms_of_every_script_read_by_its_segmenter() -> None:
+    # Chinese by jieba's dictionary (rjieba), traditional characters read as simplified: words, not bigrams.
+    assert story_terms("華為發布麒麟芯片", "zh").terms == ("华为", "发布", "麒麟", "芯片")
+    assert story_terms("华为发布麒麟芯片，苹果股价下跌", "zh").terms[-3:] == ("苹果", "股价", "下跌")
+    # Japanese by MeCab: dictionary words, and Han without kana is Japanese when the item says so...
+    assert story_terms("東京都知事選挙、2020年7月に投開票", "ja").terms == (
+        "東京", "都知事", "選挙", "2020", "年", "7", "月", "に", "投開票",
+    )  # fmt: skip
+    # ...and Chinese (jieba's words, simplified) when it says nothing of Japanese.
+    assert story_terms("東京都知事選挙", "en").terms == ("东京都", "知事", "选", "挙")
+    # Hangul keeps character bigrams, a lone letter is no term; each script of a mixed text by its own reader.
+    assert story_terms("한 서울시 발표", "ko").terms == ("서울", "울시", "발표")
+    mixed = story_terms("Apple 与华为 2024年 발표 서울시 the iPhone's sales", None)
+    assert mixed.terms == ("appl", "与", "华为", "2024", "年", "발표", "서울", "울시", "the", "iphon", "sale")
+    assert all(weight > 0 for weight in mixed.rarity.values())
+    # A limit stops after the run that reaches it.
+    limited = story_terms("東京都知事選挙、2020年7月に投開票、大阪府知事選挙", "ja", limit=3)
+    assert limited.terms == ("東京", "都知事", "選挙")
+
+
+def test_words_read_once_give_the_same_terms_again() -> None:
+    # The second reading looks each word up where the first kept it, including words that are no term ("a").
+    text = "A recall: Toyota recalls 2m cars in a recall of 2 million"
+    first = story_terms(text, "en")
+    assert first.terms == ("recal", "toyota", "2", "million", "car", "in", "of")
+    second = story_terms(text, "en")
+    assert second == first
+    assert story_terms(text, "en", limit=2).terms == ("recal", "toyota")
