@@ -9,6 +9,17 @@ Two processes, so the fake's CPU and GIL are not Lookout's:
   app's composition root. The model is a pydantic-ai `FunctionModel` that answers at once (and counts its
   calls, summaries apart). Lookout's CPU time and peak RSS are this process's own.
 
+Several web processes (`--web-processes 1,2`): Lookout instead runs as N processes of its own, each built as
+`lookout run --role web` builds itself with JOB_QUEUE=procrastinate (the composition root with PostgreSQL advisory
+locks per conversation and Telegram's limits kept in the database) serving the webhook route, with the instant model.
+The fake delivers updates to the webhook as Telegram's Bot API server does (`FakeTelegram.deliver_to_webhook`: one
+update of a chat at a time, the next after a 2xx answer; chats in parallel up to setWebhook's max_connections) and
+posts each one to the next process in turn, standing for the round-robin balancer (nginx, HAProxy) a deployment puts
+in front of them: a balancer process of the bench's own would take CPU from the two cores Lookout is measured on, and
+per-request round robin is what makes a chat's consecutive messages land on different processes. Latency then starts
+when an update's POST began. Each process reports its own CPU time and peak RSS; PostgreSQL's server CPU is read
+from /proc.
+
 Runs, each on SQLite and (with `--postgres-url`, or TEST_DATABASE_URL set) on a throwaway PostgreSQL database:
 - closed loop, free text: each chat sends its next message when the answer to the previous one arrived;
 - closed loop, commands: the same with `/help` and `/monitors` (no model);
@@ -23,6 +34,7 @@ collector as `lookout run` does once assembled (`app.heap`); `--default-gc` keep
 Run: uv run python bench/chat.py [--chats 50] [--messages 30] [--memory-turns 10] [--commands 10]
                                   [--paced RATES] [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
                                   [--profile FILE] [--profile-commands FILE] [--default-gc]
+                                  [--web-processes COUNTS]
 """
 
 from __future__ import annotations
@@ -386,6 +398,11 @@ PROFILE_ENTRIES = (
     ("storage: Database.write (SQLite writer thread)", "Database.write"),
     ("storage: asyncpg, every statement (PostgreSQL)", "AsyncAdapt_asyncpg_cursor._prepare_and_execute"),
     ("storage: pool pre-ping (PostgreSQL)", "PGDialect_asyncpg.do_ping"),
+    ("web: the webhook request (Starlette, PTB's Update.de_json)", "TelegramFrontend._webhook"),
+    ("web: uvicorn, each HTTP request", "RequestResponseCycle.run_asgi"),
+    ("web: the conversation's advisory lock (connect, lock, unlock)", "AdvisoryLocks.hold"),
+    ("web: Bot API limits kept in the database (every call)", "SharedRateLimiter.process_request"),
+    ("web: one rate slot reserved (a statement)", "RateSlotRepository.reserve"),
 )
 
 
@@ -483,12 +500,18 @@ async def run_suite(name: str, side: Any, conn: Connection, args: argparse.Names
         tag: str,
         profile: str | None = None,
         rate: float = 0.0,
+        *,
+        free_text_run: bool = False,
     ) -> None:
         profiling = bool(profile) and name == args.profile_database and side.in_process
         if profiling:
             yappi.clear_stats()
             yappi.set_clock_type("cpu")
             yappi.start(builtins=True, profile_threads=True)
+        web_profile = args.profile_web if not side.in_process and free_text_run else None
+        if web_profile:  # the first web process profiles itself; messages spread over all of them
+            side.pipes[0].send("profile")
+            await asyncio.to_thread(side.pipes[0].recv)
         load = os.getloadavg()[0]
         before = await side.counters()
         postgres_before = postgres_cpu_seconds() if name == "postgresql" else None
@@ -507,6 +530,10 @@ async def run_suite(name: str, side: Any, conn: Connection, args: argparse.Names
         if profiling and profile:
             yappi.stop()
             write_profile(Path(profile), label, messages=args.chats * messages)
+        if web_profile:
+            share = args.chats * messages // len(side.pipes)
+            side.pipes[0].send(("profiled", web_profile, f"{label}, web process 1 of {len(side.pipes)}", share))
+            await asyncio.to_thread(side.pipes[0].recv)
         after = await side.counters()
         postgres_after = postgres_cpu_seconds() if name == "postgresql" else None
         process_cpu = [b - a for a, b in zip(before.cpu, after.cpu, strict=True)]
@@ -540,6 +567,7 @@ async def run_suite(name: str, side: Any, conn: Connection, args: argparse.Names
         args.messages,
         "closed",
         profile=args.profile,
+        free_text_run=True,
     )
     if args.commands:
         await run(
@@ -650,9 +678,19 @@ async def _serve_web(conn: Connection, url: str, fake: dict[str, str], port: int
                 break
             conn.send({"ready": os.getpid()})
             while (request := await asyncio.to_thread(conn.recv)) != "stop":
-                assert request == "counters"
-                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                conn.send(Counters([time.process_time()], [rss], model.calls, model.summary_calls))
+                if request == "counters":
+                    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                    conn.send(Counters([time.process_time()], [rss], model.calls, model.summary_calls))
+                elif request == "profile":
+                    yappi.clear_stats()
+                    yappi.set_clock_type("cpu")
+                    yappi.start(builtins=True, profile_threads=True)
+                    conn.send("profiling")
+                else:  # ("profiled", path, label, messages)
+                    _, path, label, messages = request
+                    yappi.stop()
+                    write_profile(Path(path), label, messages=messages)
+                    conn.send("written")
             stop.set()
             await serving
             await telegram.stop()
@@ -907,6 +945,11 @@ def main() -> None:
         "--profile", help="profile Lookout's process (yappi, CPU time, every thread) in the SQLite free-text run"
     )
     parser.add_argument("--profile-commands", help="the same for the SQLite commands run")
+    parser.add_argument(
+        "--profile-web",
+        help="profile the first web process (yappi, CPU time) in the --web-processes free-text run (per message: "
+        "the messages divided by the number of processes)",
+    )
     parser.add_argument(
         "--profile-database",
         default="sqlite",
