@@ -52,6 +52,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -111,7 +112,9 @@ def fake_process(conn: Connection, long_poll_cap: float) -> None:
             conn.send({"delivering": True})
             continue
         conn.send(asyncio.run(_people(fake, **request)))
-    refused = sum(1 for post in fake.webhook_posts if post.status is None or not 200 <= post.status <= 299)
+    refused = Counter(
+        str(post.status or post.error) for post in fake.webhook_posts if not 200 <= (post.status or 0) <= 299
+    )
     conn.send(
         {
             "api_calls": len(fake.calls),
@@ -895,7 +898,7 @@ async def bench(args: argparse.Namespace) -> None:
     if totals["webhook_posts"]:
         print(
             f"Updates POSTed to the webhooks: {totals['webhook_posts']:,}, of which refused or failed (sent again): "
-            f"{totals['webhook_refused']:,}"
+            f"{sum(totals['webhook_refused'].values()):,} {dict(totals['webhook_refused'])}"
         )
 
 
