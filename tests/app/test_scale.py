@@ -238,19 +238,24 @@ def gemini_that_counts_turns(server: FakeHTTPServer, *, delay: float) -> None:
         server.route("POST", f"/{version}/models/gemini-test:generateContent", answer)
 
 
-def test_one_chats_messages_reaching_two_web_processes_are_answered_once_each_in_order(
-    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
-) -> None:
-    gemini_that_counts_turns(fake_server, delay=1.0)
-    env = {
+def webhook_env(telegram: FakeTelegram, gemini: FakeHTTPServer) -> dict[str, str]:
+    """Web processes in webhook mode, with the fake Gemini as their model."""
+    return {
         **telegram_env(telegram),
         "TELEGRAM_WEBHOOK_URL": "https://lookout.example/telegram/webhook",
         "TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "LLM_MODEL": "google:gemini-test",
         "LLM_HEAVY_MODEL": "google:gemini-test",
         "GEMINI_API_KEY": "test-key",
-        "GEMINI_BASE_URL": fake_server.url,
+        "GEMINI_BASE_URL": gemini.url,
     }
+
+
+def test_one_chats_messages_reaching_two_web_processes_are_answered_once_each_in_order(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
+) -> None:
+    gemini_that_counts_turns(fake_server, delay=1.0)
+    env = webhook_env(telegram, fake_server)
     chat = 7001
     with running_cluster(admin_url, tmp_path, **env) as cluster:
         webs = [cluster.start_healthy("web"), cluster.start_healthy("web")]
@@ -280,15 +285,7 @@ def test_a_chats_messages_posted_by_telegram_through_a_balancer_are_answered_in_
     # message 2 waited inside process A behind message 1 while message 3, at B, took the conversation's shared
     # lock first: the answers came 1, 3, 2, …. Now a request is answered once its message holds its place.
     gemini_that_counts_turns(fake_server, delay=1.0)
-    env = {
-        **telegram_env(telegram),
-        "TELEGRAM_WEBHOOK_URL": "https://lookout.example/telegram/webhook",
-        "TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET,
-        "LLM_MODEL": "google:gemini-test",
-        "LLM_HEAVY_MODEL": "google:gemini-test",
-        "GEMINI_API_KEY": "test-key",
-        "GEMINI_BASE_URL": fake_server.url,
-    }
+    env = webhook_env(telegram, fake_server)
     chat, count = 7002, 6
     with running_cluster(admin_url, tmp_path, **env) as cluster:
         a, b = cluster.start_healthy("web"), cluster.start_healthy("web")
