@@ -282,8 +282,8 @@ def test_a_chats_messages_posted_by_telegram_through_a_balancer_are_answered_in_
     admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
 ) -> None:
     # Telegram posts a chat's next update as soon as the previous one was acknowledged. Acknowledged on arrival,
-    # message 2 waited inside process A behind message 1 while message 3, at B, took the conversation's shared
-    # lock first: the answers came 1, 3, 2, …. Now a request is answered once its message holds its place.
+    # message 2 waited inside process A behind message 1 while message 3, at B, could take the conversation's
+    # shared lock first and overtake it. Now a request is answered once its message holds its place.
     gemini_that_counts_turns(fake_server, delay=1.0)
     env = webhook_env(telegram, fake_server)
     chat, count = 7002, 6
