@@ -9,6 +9,17 @@ Two processes, so the fake's CPU and GIL are not Lookout's:
   app's composition root. The model is a pydantic-ai `FunctionModel` that answers at once (and counts its
   calls, summaries apart). Lookout's CPU time and peak RSS are this process's own.
 
+Several web processes (`--web-processes 1,2`): Lookout instead runs as N processes of its own, each built as
+`lookout run --role web` builds itself with JOB_QUEUE=procrastinate (the composition root with PostgreSQL advisory
+locks per conversation and Telegram's limits kept in the database) serving the webhook route, with the instant model.
+The fake delivers updates to the webhook as Telegram's Bot API server does (`FakeTelegram.deliver_to_webhook`: one
+update of a chat at a time, the next after a 2xx answer; chats in parallel up to setWebhook's max_connections) and
+posts each one to the next process in turn, standing for the round-robin balancer (nginx, HAProxy) a deployment puts
+in front of them: a balancer process of the bench's own would take CPU from the two cores Lookout is measured on, and
+per-request round robin is what makes a chat's consecutive messages land on different processes. Latency then starts
+when an update's POST began. Each process reports its own CPU time and peak RSS; PostgreSQL's server CPU is read
+from /proc.
+
 Runs, each on SQLite and (with `--postgres-url`, or TEST_DATABASE_URL set) on a throwaway PostgreSQL database:
 - closed loop, free text: each chat sends its next message when the answer to the previous one arrived;
 - closed loop, commands: the same with `/help` and `/monitors` (no model);
@@ -23,7 +34,7 @@ collector as `lookout run` does once assembled (`app.heap`); `--default-gc` keep
 Run: uv run python bench/chat.py [--chats 50] [--messages 30] [--memory-turns 10] [--commands 10]
                                   [--paced RATES] [--burst] [--databases sqlite,postgresql] [--postgres-url URL]
                                   [--profile FILE] [--profile-commands FILE] [--default-gc]
-                                  [--postgres-delay-ms MS]
+                                  [--postgres-delay-ms MS] [--web-processes COUNTS]
 
 `--postgres-delay-ms` puts PostgreSQL across a network: Lookout reaches it through `tests.fakes.postgres_proxy` in
 a process of its own, every answer held back that long (the round trip time it adds is measured and printed).
@@ -39,10 +50,12 @@ import multiprocessing
 import os
 import platform
 import resource
+import socket
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -69,6 +82,9 @@ class Outcome:
     """What the people saw in one run (sent back to Lookout's process)."""
 
     latencies: list[float] = field(default_factory=list)
+    from_sent: list[float] = field(default_factory=list)
+    """Latencies from the moment the person wrote (in a burst through a webhook, an update waits at Telegram until
+    the chat's previous one was accepted: `latencies` start when its POST began)."""
     seconds: float = 0.0
     sent: int = 0
     answered: int = 0
@@ -94,8 +110,22 @@ def fake_process(conn: Connection, long_poll_cap: float) -> None:
         request = conn.recv()
         if request["op"] == "stop":
             break
+        if request["op"] == "webhook":  # from now on updates are POSTed to the web processes, in turn
+            fake.deliver_to_webhook(request["upstreams"])
+            conn.send({"delivering": True})
+            continue
         conn.send(asyncio.run(_people(fake, **request)))
-    conn.send({"api_calls": len(fake.calls), "typing": len(fake.calls_to("sendChatAction"))})
+    refused = Counter(
+        str(post.status or post.error) for post in fake.webhook_posts if not 200 <= (post.status or 0) <= 299
+    )
+    conn.send(
+        {
+            "api_calls": len(fake.calls),
+            "typing": len(fake.calls_to("sendChatAction")),
+            "webhook_posts": len(fake.webhook_posts),
+            "webhook_refused": refused,
+        }
+    )
     fake.stop()
 
 
@@ -163,6 +193,13 @@ async def _people(
         wake[chat_id] = asyncio.Event()
     fake.on_message(on_message)
     sent_ids: dict[str, list[int]] = {chat_id: [] for chat_id in chat_ids}
+    pushed_at: dict[int, float] = {}
+
+    def push(chat_id: str, text: str) -> int:
+        at = time.monotonic()
+        update_id: int = fake.push_text(int(chat_id), text)
+        pushed_at[update_id] = at
+        return update_id
 
     def text_for(n: int) -> str:
         base = texts[n % len(texts)]
@@ -183,7 +220,7 @@ async def _people(
     async def person(chat_id: str) -> None:
         deadline = time.monotonic() + timeout
         for n in range(messages):
-            sent_ids[chat_id].append(fake.push_text(int(chat_id), text_for(n)))
+            sent_ids[chat_id].append(push(chat_id, text_for(n)))
             if not await wait_for(chat_id, n + 1, deadline):
                 return
 
@@ -194,7 +231,7 @@ async def _people(
         interval = chats / rate  # each chat writes every `interval` s; chats start staggered by 1/rate
         for n in range(messages):
             await asyncio.sleep(max(0.0, start + index / rate + n * interval - time.monotonic()))
-            sent_ids[chat_id].append(fake.push_text(int(chat_id), text_for(n)))
+            sent_ids[chat_id].append(push(chat_id, text_for(n)))
         await wait_for(chat_id, messages, start + timeout)
 
     if op == "closed":
@@ -204,7 +241,7 @@ async def _people(
     else:
         for n in range(messages):
             for chat_id in chat_ids:
-                sent_ids[chat_id].append(fake.push_text(int(chat_id), text_for(n)))
+                sent_ids[chat_id].append(push(chat_id, text_for(n)))
         deadline = start + timeout
         await asyncio.gather(*(wait_for(chat_id, messages, deadline) for chat_id in chat_ids))
     outcome = Outcome(seconds=time.monotonic() - start, fake_cpu_seconds=time.process_time() - fake_cpu)
@@ -224,6 +261,7 @@ async def _people(
         outcome.out_of_order += sum(1 for i, number in enumerate(numbers) if number != i)
         for update_id, answer in zip(ids, answers, strict=False):
             outcome.latencies.append(answer.at - fake.served_at[update_id])
+            outcome.from_sent.append(answer.at - pushed_at[update_id])
     assert all(len(fake.texts(c)) - before[c] == len(arrived.get(c, [])) for c in chat_ids)
     return outcome
 
@@ -365,6 +403,14 @@ class Row:
     model_calls: int
     summary_calls: int
     collections: str
+    mode: str = "1 process, long polling"
+    process_cpu: list[float] = field(default_factory=list)
+    """CPU seconds of each Lookout process during the run."""
+    rss_mib: list[float] = field(default_factory=list)
+    """Peak RSS of each Lookout process so far."""
+    load_before: float = 0.0
+    postgres_cpu: float | None = None
+    """CPU seconds of PostgreSQL's server processes during the run (PostgreSQL runs only)."""
 
 
 PROFILE_ENTRIES = (
@@ -390,6 +436,11 @@ PROFILE_ENTRIES = (
     ("storage: Database.write (SQLite writer thread)", "Database.write"),
     ("storage: asyncpg, every statement (PostgreSQL)", "AsyncAdapt_asyncpg_cursor._prepare_and_execute"),
     ("storage: pool pre-ping (PostgreSQL)", "PGDialect_asyncpg.do_ping"),
+    ("web: the webhook request (Starlette, PTB's Update.de_json)", "TelegramFrontend._webhook"),
+    ("web: uvicorn, each HTTP request", "RequestResponseCycle.run_asgi"),
+    ("web: the conversation's advisory lock (connect, lock, unlock)", "AdvisoryLocks.hold"),
+    ("web: Bot API limits kept in the database (every call)", "SharedRateLimiter.process_request"),
+    ("web: one rate slot reserved (a statement)", "RateSlotRepository.reserve"),
 )
 
 
@@ -438,109 +489,351 @@ async def drive(conn: Connection, **request: Any) -> Outcome:
     return await asyncio.to_thread(conn.recv)
 
 
+@dataclass
+class Counters:
+    """Lookout's side so far: CPU seconds and peak RSS (MiB) of each of its processes, and the model's calls."""
+
+    cpu: list[float]
+    rss_mib: list[float]
+    model_calls: int
+    summary_calls: int
+
+
+class LookoutSide:
+    """Lookout in this process (long polling, as the bench always ran it)."""
+
+    label = "1 process, long polling"
+    in_process = True
+
+    def __init__(self, model: InstantModel) -> None:
+        self.model = model
+
+    async def counters(self) -> Counters:
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return Counters([time.process_time()], [rss], self.model.calls, self.model.summary_calls)
+
+
 async def bench_database(
     name: str, url: str, fake: dict[str, str], conn: Connection, args: argparse.Namespace
 ) -> list[Row]:
-    rows: list[Row] = []
     model = InstantModel()
     with tempfile.TemporaryDirectory() as tmp:
         async with lookout(
             url, fake, model, args.memory_turns, Path(tmp), args.telegram_max_messages, tune_gc=not args.default_gc
         ):
-            timeout = 600.0
+            return await run_suite(name, LookoutSide(model), conn, args)
 
-            async def run(
-                label: str,
-                op: str,
-                texts: Sequence[str],
-                messages: int,
-                tag: str,
-                profile: str | None = None,
-                rate: float = 0.0,
-            ) -> None:
-                profiling = bool(profile) and name == args.profile_database
-                if profiling:
+
+async def run_suite(name: str, side: Any, conn: Connection, args: argparse.Namespace) -> list[Row]:
+    """The runs (warm-up, free text, commands, paced, burst) against one Lookout side (`LookoutSide` or
+    `WebProcesses`)."""
+    rows: list[Row] = []
+    timeout = 600.0
+
+    async def run(
+        label: str,
+        op: str,
+        texts: Sequence[str],
+        messages: int,
+        tag: str,
+        profile: str | None = None,
+        rate: float = 0.0,
+        *,
+        free_text_run: bool = False,
+    ) -> None:
+        profiling = bool(profile) and name == args.profile_database and side.in_process
+        if profiling:
+            yappi.clear_stats()
+            yappi.set_clock_type("cpu")
+            yappi.start(builtins=True, profile_threads=True)
+        web_profile = args.profile_web if not side.in_process and free_text_run else None
+        if web_profile:  # the first web process profiles itself; messages spread over all of them
+            side.pipes[0].send("profile")
+            await asyncio.to_thread(side.pipes[0].recv)
+        load = os.getloadavg()[0]
+        before = await side.counters()
+        postgres_before = postgres_cpu_seconds() if name == "postgresql" else None
+        COLLECTOR.reset()
+        outcome = await drive(
+            conn,
+            op=op,
+            chats=args.chats,
+            messages=messages,
+            texts=list(texts),
+            tag=tag,
+            timeout=timeout,
+            rate=rate,
+        )
+        await asyncio.sleep(0.2)  # folds started by the last answers finish (their calls count)
+        if profiling and profile:
+            yappi.stop()
+            write_profile(Path(profile), label, messages=args.chats * messages)
+        if web_profile:
+            share = args.chats * messages // len(side.pipes)
+            side.pipes[0].send(("profiled", web_profile, f"{label}, web process 1 of {len(side.pipes)}", share))
+            await asyncio.to_thread(side.pipes[0].recv)
+        after = await side.counters()
+        postgres_after = postgres_cpu_seconds() if name == "postgresql" else None
+        process_cpu = [b - a for a, b in zip(before.cpu, after.cpu, strict=True)]
+        rows.append(
+            Row(
+                database=name,
+                run=label,
+                outcome=outcome,
+                cpu_seconds=sum(process_cpu),
+                model_calls=after.model_calls - before.model_calls,
+                summary_calls=after.summary_calls - before.summary_calls,
+                collections=COLLECTOR.line() if side.in_process else "(in the web processes: not counted)",
+                mode=side.label,
+                process_cpu=process_cpu,
+                rss_mib=after.rss_mib,
+                load_before=load,
+                postgres_cpu=(
+                    postgres_after - postgres_before
+                    if postgres_after is not None and postgres_before is not None
+                    else None
+                ),
+            )
+        )
+
+    # warm-up: imports, connection pools, the first statements of each kind
+    await drive(conn, op="closed", chats=args.chats, messages=2, texts=["warm up", "/help"], tag="w", timeout=60)
+    await run(
+        f"closed loop, free text: {args.chats} chats × {args.messages}",
+        "closed",
+        ["hello"],
+        args.messages,
+        "closed",
+        profile=args.profile,
+        free_text_run=True,
+    )
+    if args.commands:
+        await run(
+            f"closed loop, /help and /monitors: {args.chats} chats × {args.commands}",
+            "closed",
+            ["/help", "/monitors"],
+            args.commands,
+            "commands",
+            profile=args.profile_commands,
+        )
+    for rate in args.paced:
+        await run(
+            f"paced (open loop), free text: {rate:g} msg/s over {args.chats} chats × {args.messages}",
+            "paced",
+            ["hello"],
+            args.messages,
+            f"paced{rate:g}",
+            rate=rate,
+        )
+        if args.commands:
+            await run(
+                f"paced (open loop), /help and /monitors: {rate:g} msg/s over {args.chats} chats × {args.commands}",
+                "paced",
+                ["/help", "/monitors"],
+                args.commands,
+                f"pacedc{rate:g}",
+                rate=rate,
+            )
+    if args.burst:
+        await run(
+            f"burst, free text: {args.chats * args.messages} queued at once",
+            "burst",
+            ["hello"],
+            args.messages,
+            "burst",
+        )
+    return rows
+
+
+# ---- Lookout as several web processes behind a balancer (Telegram webhook, PostgreSQL) -------------------------
+
+WEBHOOK_URL = "https://lookout.example/telegram/webhook"
+"""TELEGRAM_WEBHOOK_URL of the web processes: the balancer's public address (the fake posts to the upstreams)."""
+WEBHOOK_SECRET = "bench-webhook-secret"
+RATE_PERIOD = 0.001
+"""TELEGRAM_RATE_PERIOD of the web processes (see `_serve_web`)."""
+
+
+def web_process(conn: Connection, url: str, fake: dict[str, str], port: int, options: dict[str, Any]) -> None:
+    """One Lookout web process (spawned): serves the webhook on `port` until told to stop."""
+    logging.basicConfig(level=logging.WARNING)
+    gc.callbacks.append(COLLECTOR)
+    asyncio.run(_serve_web(conn, url, fake, port, options))
+
+
+async def _serve_web(conn: Connection, url: str, fake: dict[str, str], port: int, options: dict[str, Any]) -> None:
+    """Built as `lookout run --role web` builds itself on PostgreSQL (`app.service._run_scaled`: the composition
+    root with advisory locks shared by every process, the Telegram limits kept in the database, the webhook route
+    on the HTTP server), with the instant model as the process's model set. No job queue: the bench sends no
+    digests."""
+    from app.heap import tune_garbage_collector
+    from app.http_server import build_http_app, serve_http
+    from app.service import assemble
+    from app.settings import load_settings
+    from app.wiring import open_database
+    from research import ModelSet
+    from storage import AdvisoryLocks
+
+    settings = load_settings(
+        database_url=url,
+        data_dir=Path(options["data_dir"]),
+        telegram_bot_token=fake["token"],
+        telegram_api_url=fake["url"],
+        telegram_webhook_url=WEBHOOK_URL,
+        telegram_webhook_secret=WEBHOOK_SECRET,
+        job_queue="procrastinate",
+        memory_turns=options["memory_turns"],
+        # The limits kept in the database (`SharedRateLimiter`) also pace each private chat to one message per
+        # TELEGRAM_RATE_PERIOD (a burst of three), as Telegram asks; people here write again the instant they are
+        # answered, so that pace, not Lookout, would bound the closed loop. A 1 ms period lifts it (the overall
+        # ceiling stays the one asked for); every call still reserves its slots in the database.
+        telegram_rate_period=RATE_PERIOD,
+        telegram_max_messages=options["flood_ceiling"] * RATE_PERIOD,
+        http_host="127.0.0.1",
+        http_port=port,
+    )
+    model = InstantModel()
+    locks = AdvisoryLocks(settings.database_url)
+    stop = asyncio.Event()
+    try:
+        async with (
+            open_database(settings) as database,
+            assemble(settings, database, models=ModelSet.of(model.model, None), shared_locks=locks) as process,
+        ):
+            if options["tune_gc"]:
+                tune_garbage_collector()
+            telegram = process.frontends.running["telegram"]
+            await telegram.start()
+            app = build_http_app(checks={}, routes=process.frontends.routes)
+            serving = asyncio.create_task(serve_http(app, host="127.0.0.1", port=port, stop=stop))
+            while True:  # listening once a connection is accepted
+                try:
+                    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                except OSError:
+                    await asyncio.sleep(0.05)
+                    continue
+                writer.close()
+                break
+            conn.send({"ready": os.getpid()})
+            while (request := await asyncio.to_thread(conn.recv)) != "stop":
+                if request == "counters":
+                    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                    conn.send(Counters([time.process_time()], [rss], model.calls, model.summary_calls))
+                elif request == "profile":
                     yappi.clear_stats()
                     yappi.set_clock_type("cpu")
                     yappi.start(builtins=True, profile_threads=True)
-                calls, summaries = model.calls, model.summary_calls
-                COLLECTOR.reset()
-                cpu = time.process_time()
-                outcome = await drive(
-                    conn,
-                    op=op,
-                    chats=args.chats,
-                    messages=messages,
-                    texts=list(texts),
-                    tag=tag,
-                    timeout=timeout,
-                    rate=rate,
-                )
-                await asyncio.sleep(0.2)  # folds started by the last answers finish (their calls count)
-                if profiling and profile:
+                    conn.send("profiling")
+                else:  # ("profiled", path, label, messages)
+                    _, path, label, messages = request
                     yappi.stop()
-                    write_profile(Path(profile), label, messages=args.chats * messages)
-                rows.append(
-                    Row(
-                        database=name,
-                        run=label,
-                        outcome=outcome,
-                        cpu_seconds=time.process_time() - cpu,
-                        model_calls=model.calls - calls,
-                        summary_calls=model.summary_calls - summaries,
-                        collections=COLLECTOR.line(),
-                    )
-                )
+                    write_profile(Path(path), label, messages=messages)
+                    conn.send("written")
+            stop.set()
+            await serving
+            await telegram.stop()
+            await process.dispatcher.finish_background()
+    finally:
+        await locks.dispose()
+    conn.send("stopped")
 
-            # warm-up: imports, connection pools, the first statements of each kind
-            await drive(
-                conn, op="closed", chats=args.chats, messages=2, texts=["warm up", "/help"], tag="w", timeout=60
-            )
-            await run(
-                f"closed loop, free text: {args.chats} chats × {args.messages}",
-                "closed",
-                ["hello"],
-                args.messages,
-                "closed",
-                profile=args.profile,
-            )
-            if args.commands:
-                await run(
-                    f"closed loop, /help and /monitors: {args.chats} chats × {args.commands}",
-                    "closed",
-                    ["/help", "/monitors"],
-                    args.commands,
-                    "commands",
-                    profile=args.profile_commands,
+
+class WebProcesses:
+    """N web processes (`web_process`), asked for their counters through a pipe each."""
+
+    in_process = False
+
+    def __init__(self, pipes: list[Connection]) -> None:
+        self.pipes = pipes
+        self.label = f"{len(pipes)} web process{'es' if len(pipes) > 1 else ''}, webhook"
+
+    async def counters(self) -> Counters:
+        total = Counters([], [], 0, 0)
+        for pipe in self.pipes:
+            pipe.send("counters")
+            one: Counters = await asyncio.to_thread(pipe.recv)
+            total.cpu += one.cpu
+            total.rss_mib += one.rss_mib
+            total.model_calls += one.model_calls
+            total.summary_calls += one.summary_calls
+        return total
+
+
+async def bench_web_processes(
+    url: str, fake: dict[str, str], conn: Connection, args: argparse.Namespace, count: int
+) -> list[Row]:
+    """Lookout as `count` web processes on PostgreSQL; the fake posts each update to them in turn."""
+    context = multiprocessing.get_context("spawn")
+    processes: list[Any] = []
+    pipes: list[Connection] = []
+    ports: list[int] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        options = {
+            "data_dir": str(Path(tmp) / "data"),
+            "memory_turns": args.memory_turns,
+            "flood_ceiling": args.telegram_max_messages,
+            "tune_gc": not args.default_gc,
+        }
+        try:
+            for index in range(count):
+                ours, theirs = context.Pipe()
+                port = free_port()
+                process = context.Process(
+                    target=web_process, args=(theirs, url, fake, port, options), name=f"lookout-web-{index + 1}"
                 )
-            for rate in args.paced:
-                await run(
-                    f"paced (open loop), free text: {rate:g} msg/s over {args.chats} chats × {args.messages}",
-                    "paced",
-                    ["hello"],
-                    args.messages,
-                    f"paced{rate:g}",
-                    rate=rate,
-                )
-                if args.commands:
-                    await run(
-                        f"paced (open loop), /help and /monitors: {rate:g} msg/s over {args.chats} chats × "
-                        f"{args.commands}",
-                        "paced",
-                        ["/help", "/monitors"],
-                        args.commands,
-                        f"pacedc{rate:g}",
-                        rate=rate,
-                    )
-            if args.burst:
-                await run(
-                    f"burst, free text: {args.chats * args.messages} queued at once",
-                    "burst",
-                    ["hello"],
-                    args.messages,
-                    "burst",
-                )
-    return rows
+                process.start()
+                processes.append(process)
+                pipes.append(ours)
+                ports.append(port)
+            for pipe in pipes:
+                if not await asyncio.to_thread(pipe.poll, 180):
+                    raise SystemExit("a web process did not start within 3 minutes")
+                await asyncio.to_thread(pipe.recv)
+            conn.send({"op": "webhook", "upstreams": [f"http://127.0.0.1:{port}/telegram/webhook" for port in ports]})
+            await asyncio.to_thread(conn.recv)
+            return await run_suite("postgresql", WebProcesses(pipes), conn, args)
+        finally:
+            for pipe, process in zip(pipes, processes, strict=False):
+                if process.is_alive():
+                    pipe.send("stop")
+            for pipe, process in zip(pipes, processes, strict=False):
+                if await asyncio.to_thread(pipe.poll, 60):
+                    pipe.recv()
+                process.join(timeout=30)
+                if process.is_alive():
+                    process.kill()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def postgres_cpu_seconds() -> float | None:
+    """CPU seconds PostgreSQL's server processes used so far, on this machine (/proc): every live `postgres`
+    process, plus what the postmaster's ended children (backends of closed connections) used. Other sessions'
+    databases on the same server count too. None when /proc cannot tell."""
+    processes: dict[str, tuple[str, list[str]]] = {}  # pid → (name, the fields after the name)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            processes[entry.name] = (stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split())
+    ticks = 0
+    found = False
+    for name, fields in processes.values():
+        if not name.startswith("postgres"):
+            continue
+        found = True
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        parent = processes.get(fields[1])
+        if parent is None or not parent[0].startswith("postgres"):  # the postmaster: its ended children too
+            ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK") if found else None
 
 
 async def bench(args: argparse.Namespace) -> None:
@@ -553,9 +846,9 @@ async def bench(args: argparse.Namespace) -> None:
     databases: list[tuple[str, str | None]] = []
     if "sqlite" in args.databases:
         databases.append(("sqlite", None))
+    if ("postgresql" in args.databases or args.web_processes) and not args.postgres_url:
+        raise SystemExit("PostgreSQL needs --postgres-url or TEST_DATABASE_URL")
     if "postgresql" in args.databases:
-        if not args.postgres_url:
-            raise SystemExit("PostgreSQL needs --postgres-url or TEST_DATABASE_URL")
         databases.append(("postgresql", args.postgres_url))
     delayed: Any = None
     if args.postgres_delay_ms and "postgresql" in args.databases:
@@ -583,6 +876,9 @@ async def bench(args: argparse.Namespace) -> None:
             else:
                 async with throwaway_postgres(admin_url) as url:
                     rows += await bench_database(name, url, fake, conn, args)
+        for count in args.web_processes:  # after the long-polling runs: from here on the fake posts to webhooks
+            async with throwaway_postgres(args.postgres_url) as url:
+                rows += await bench_web_processes(url, fake, conn, args, count)
     finally:
         conn.send({"op": "stop"})
         totals = conn.recv()
@@ -613,8 +909,9 @@ async def bench(args: argparse.Namespace) -> None:
     for row in rows:
         outcome = row.outcome
         count = outcome.sent or 1
+        database = row.database if row.mode == LookoutSide.label else f"{row.database}, {row.mode}"
         print(
-            f"| {row.database} | {row.run} | {outcome.sent:,} | {outcome.seconds:.1f} s "
+            f"| {database} | {row.run} | {outcome.sent:,} | {outcome.seconds:.1f} s "
             f"| {outcome.answered / outcome.seconds:.0f} "
             f"| {percentile(outcome.latencies, 0.5) * 1000:.0f} ms "
             f"| {percentile(outcome.latencies, 0.99) * 1000:.0f} ms "
@@ -628,11 +925,43 @@ async def bench(args: argparse.Namespace) -> None:
             print(f"\n{row.database}, {row.run}: {len(row.outcome.unexpected)} unexpected answers, e.g.")
             for text in sorted(set(row.outcome.unexpected))[:5]:
                 print(f"  {text[:160]!r}")
-    print(f"\npeak RSS of Lookout's process: {rss_mib:.0f} MiB")
+    print(
+        "\nWhere the CPU went, per run: each Lookout process's CPU per message and its share of one core (CPU s ÷ "
+        "wall s), the fake's (Bot API and people, one process) and PostgreSQL's server processes' (every database "
+        "on the server: other sessions' work counts too); latency also from the moment the person wrote.\n"
+    )
+    print(
+        "| Lookout | run | load before | Lookout CPU/msg, all processes | per process: CPU/msg (share of a core) "
+        "| fake: CPU/msg (share) | PostgreSQL: CPU/msg (share) | peak RSS per process | p50 / p99 from the person's "
+        "message |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        outcome = row.outcome
+        count, wall = outcome.sent or 1, outcome.seconds or 1.0
+        each = ", ".join(f"{cpu * 1000 / count:.1f} ms ({cpu / wall:.0%})" for cpu in row.process_cpu)
+        postgres = (
+            "–"
+            if row.postgres_cpu is None
+            else f"{row.postgres_cpu * 1000 / count:.1f} ms ({row.postgres_cpu / wall:.0%})"
+        )
+        print(
+            f"| {row.database}, {row.mode} | {row.run} | {row.load_before:.2f} "
+            f"| {row.cpu_seconds * 1000 / count:.1f} ms "
+            f"| {each} | {outcome.fake_cpu_seconds * 1000 / count:.1f} ms ({outcome.fake_cpu_seconds / wall:.0%}) "
+            f"| {postgres} | {', '.join(f'{rss:.0f} MiB' for rss in row.rss_mib)} "
+            f"| {percentile(outcome.from_sent, 0.5) * 1000:.0f} / {percentile(outcome.from_sent, 0.99) * 1000:.0f} ms |"
+        )
+    print(f"\npeak RSS of this process (Lookout's, in long-polling runs): {rss_mib:.0f} MiB")
     print(f"\ngarbage collections in Lookout's process (thresholds {gc.get_threshold()}), generations 0 / 1 / 2:")
     for row in rows:
         print(f"- {row.database}, {row.run}: {row.collections}")
     print(f"Bot API calls answered by the fake: {totals['api_calls']:,} ({totals['typing']:,} typing)")
+    if totals["webhook_posts"]:
+        print(
+            f"Updates POSTed to the webhooks: {totals['webhook_posts']:,}, of which refused or failed (sent again): "
+            f"{sum(totals['webhook_refused'].values()):,} {dict(totals['webhook_refused'])}"
+        )
 
 
 def main() -> None:
@@ -665,12 +994,27 @@ def main() -> None:
     parser.add_argument(
         "--databases",
         default="sqlite,postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite",
-        help="comma-separated: sqlite, postgresql (default: both when TEST_DATABASE_URL is set)",
+        help="comma-separated: sqlite, postgresql (default: both when TEST_DATABASE_URL is set); `none`: only the "
+        "--web-processes runs",
+    )
+    parser.add_argument(
+        "--web-processes",
+        type=lambda value: [int(count) for count in value.split(",") if count],
+        default=[],
+        help="comma-separated process counts, e.g. 1,2: after the --databases runs, run Lookout as that many web "
+        "processes in Telegram webhook mode on a throwaway PostgreSQL database (shared advisory locks and rate "
+        "limits, as `lookout run --role web` with JOB_QUEUE=procrastinate); the fake posts each update to the "
+        "next process in turn, as a round-robin balancer would",
     )
     parser.add_argument(
         "--profile", help="profile Lookout's process (yappi, CPU time, every thread) in the SQLite free-text run"
     )
     parser.add_argument("--profile-commands", help="the same for the SQLite commands run")
+    parser.add_argument(
+        "--profile-web",
+        help="profile the first web process (yappi, CPU time) in the --web-processes free-text run (per message: "
+        "the messages divided by the number of processes)",
+    )
     parser.add_argument(
         "--profile-database",
         default="sqlite",

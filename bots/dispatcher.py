@@ -89,6 +89,10 @@ class Responder(Protocol):
     async def respond(self, turn: Turn) -> list[Reply]: ...
 
 
+def _nothing() -> None:
+    """No one waits for the message's admission."""
+
+
 def error_reply() -> tuple[str, Reply]:
     """A fresh error id and the reply that names it."""
     error_id = new_error_id()
@@ -141,13 +145,25 @@ class Dispatcher:
         return len(self._slots)
 
     async def dispatch(
-        self, incoming: Incoming, *, progress: ProgressSink = ignore_progress, deliver: Deliver | None = None
+        self,
+        incoming: Incoming,
+        *,
+        progress: ProgressSink = ignore_progress,
+        deliver: Deliver | None = None,
+        admitted: Callable[[], None] | None = None,
     ) -> list[Reply]:
         """The replies to one message (also passed to `deliver`, under the conversation's lock).
 
         Empty when the message is a duplicate, not for the bot, or from a stranger already told once.
+        `admitted` is called once the message's place in its conversation's order is fixed: at once in one
+        process (the process's lock is the first await), and with `shared_locks` only when the shared lock is
+        held, since the order across processes is the order the lock is granted in. A webhook acknowledges the
+        update then, so the platform sends the conversation's next message (maybe to another process) only
+        after this one took its place.
         """
+        admit = admitted or _nothing
         if not self._access.allows(incoming):
+            admit()
             replies = self._denied_replies(incoming)
             if replies and deliver is not None:
                 await self._deliver(deliver, replies)
@@ -157,10 +173,14 @@ class Dispatcher:
         if slot is None:
             slot = self._slots[key] = _Slot()
         slot.users += 1
+        if self._shared_locks is None:
+            admit()
         try:
             # The process's own lock is the first await, so callers started in order are served in order; the
             # shared lock then waits for the conversation's messages being answered by other processes.
             async with slot.lock, self._shared_lock(key):
+                if self._shared_locks is not None:
+                    admit()
                 earlier = self._background.get(key)
                 if earlier is not None:
                     await asyncio.wait([earlier])  # the previous turn's fold: its outcome is its own business

@@ -2,9 +2,13 @@
 
 A lock is named by a string (hashed to PostgreSQL's 64-bit key with `hashtextextended`) and held on a connection
 of its own, from a pool kept apart from the repositories' (a lock held through a long turn must not starve the
-queries the turn makes). It is released when the holder lets go, or by PostgreSQL itself when the holder's
-session ends: a killed process's connection closes at once, and the server's TCP keepalives (set on every lock
-connection) end the session of a machine that vanished within about `KEEPALIVE_SECONDS`.
+queries the turn makes). That pool is bounded (`max_connections`): a lock held or waited for takes one connection,
+and with one lock per conversation in flight an unbounded pool opened as many connections as conversations (two
+web processes with 50 chats writing at once ran PostgreSQL out of its 100). Beyond the bound, `hold` waits for a
+connection first; a holder never needs a second one, so the wait always ends. A lock is released when the holder
+lets go, or by PostgreSQL itself when the holder's session ends: a killed process's connection closes at once, and
+the server's TCP keepalives (set on every lock connection) end the session of a machine that vanished within about
+`KEEPALIVE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -30,7 +34,12 @@ class LockUnsupportedError(Exception):
     """Advisory locks exist only on PostgreSQL."""
 
 
-def _lock_engine(url: str, *, pool_size: int) -> AsyncEngine:
+MAX_CONNECTIONS: Final = 20
+"""Connections one process holds locks on, at most (so locks held or waited for at once); PostgreSQL allows 100
+connections by default, shared by every process with the repositories' pools (5 + 10 each)."""
+
+
+def _lock_engine(url: str, *, pool_size: int, max_connections: int) -> AsyncEngine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "postgresql":
         raise LockUnsupportedError(f"advisory locks need PostgreSQL, not {parsed.get_backend_name()}")
@@ -41,8 +50,9 @@ def _lock_engine(url: str, *, pool_size: int) -> AsyncEngine:
         connect_args["options"] = " ".join(f"-c {name}={value}" for name, value in _KEEPALIVES.items())
     return create_async_engine(
         url,
-        pool_size=pool_size,
-        max_overflow=1000,
+        pool_size=min(pool_size, max_connections),
+        max_overflow=max(0, max_connections - pool_size),
+        pool_timeout=24 * 3600,  # waiting for a connection is waiting for the lock: as long as it takes
         pool_pre_ping=True,
         # No transaction stays open on a lock's connection (an idle transaction would hold back VACUUM).
         isolation_level="AUTOCOMMIT",
@@ -96,8 +106,8 @@ class HeldLock:
 class AdvisoryLocks:
     """Named locks across every process on one PostgreSQL database (see the module docstring)."""
 
-    def __init__(self, url: str, *, pool_size: int = 4) -> None:
-        self._engine = _lock_engine(url, pool_size=pool_size)
+    def __init__(self, url: str, *, pool_size: int = 4, max_connections: int = MAX_CONNECTIONS) -> None:
+        self._engine = _lock_engine(url, pool_size=pool_size, max_connections=max_connections)
 
     @asynccontextmanager
     async def hold(self, name: str) -> AsyncIterator[None]:

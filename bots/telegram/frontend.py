@@ -9,6 +9,12 @@ that calls `Dispatcher.dispatch` at once, so the dispatcher's per-conversation l
 while different chats are answered concurrently. At most `max_in_flight` messages are handled at a time;
 beyond that, reading updates waits (back-pressure instead of an unbounded pile of tasks).
 
+A webhook request is answered (200) only once its message has taken its place in the conversation's order
+(`Dispatcher.dispatch`'s `admitted`: with several web processes, once it holds the conversation's shared lock).
+Telegram sends a chat's next update only after the previous one was answered, so a chat's consecutive messages
+reaching different processes behind a load balancer are still answered in the order they were written. A request
+whose message could not take its place (the process is stopping) gets 503, and Telegram sends the update again.
+
 While a message is handled the chat shows "typing…" (not for an instant command such as /help); progress goes to
 one status line edited in place; replies go out under the conversation's lock through the process's one
 `TelegramSender`, whose `Bot` (with the rate limiter) is also the Application's: answers, status edits and digests
@@ -21,7 +27,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -45,6 +51,9 @@ logger = logging.getLogger(__name__)
 WEBHOOK_PATH = "/telegram/webhook"
 WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header name, not a secret
 ALLOWED_UPDATES = ("message", "callback_query", "my_chat_member")
+WEBHOOK_MAX_CONNECTIONS = 100
+"""setWebhook's `max_connections` (Telegram's most; its default is 40): a request waits for its message's place in
+line, i.e. for the chat's previous message to be answered, and holds one of these connections meanwhile."""
 _GONE_STATUSES = frozenset({ChatMemberStatus.BANNED, ChatMemberStatus.LEFT})
 """The bot's own membership after being blocked (private chats) or removed (groups)."""
 
@@ -94,6 +103,8 @@ class TelegramFrontend:
         self._typing: TypingIndicators | None = None
         self._in_flight = asyncio.Semaphore(options.max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._admissions: dict[int, asyncio.Future[None]] = {}
+        """id(update) → what its webhook request waits for before answering (see the module docstring)."""
         self._running = False
 
     @property
@@ -130,7 +141,10 @@ class TelegramFrontend:
         await self._register_commands()
         if options.webhook_url:
             await bot.set_webhook(
-                options.webhook_url, secret_token=options.webhook_secret, allowed_updates=list(ALLOWED_UPDATES)
+                options.webhook_url,
+                secret_token=options.webhook_secret,
+                allowed_updates=list(ALLOWED_UPDATES),
+                max_connections=WEBHOOK_MAX_CONNECTIONS,
             )
             await application.start()
         else:
@@ -183,6 +197,9 @@ class TelegramFrontend:
             if pending:
                 logger.warning("telegram: %d message(s) were still being handled at stop; cancelled", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
+        for admission in self._admissions.values():  # updates never handed over: Telegram sends them again
+            _refuse(admission)
+        self._admissions.clear()
         await application.shutdown()
 
     async def healthy(self) -> bool:
@@ -212,37 +229,60 @@ class TelegramFrontend:
         except Exception as error:  # malformed JSON or not an update: nothing Telegram should resend
             logger.warning("telegram webhook: unreadable update (%s)", type(error).__name__)
             return Response(status_code=400)
-        await application.update_queue.put(update)
+        admitted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._admissions[id(update)] = admitted
+        try:
+            await application.update_queue.put(update)
+            await admitted  # the message took its place in its conversation's order (see the module docstring)
+        except _NotAdmittedError:
+            return Response(status_code=503)  # Telegram sends it again, maybe to another process
+        finally:
+            self._admissions.pop(id(update), None)
+            if not admitted.done():  # this request was given up (the connection closed): nobody waits any more
+                admitted.cancel()
         return Response(status_code=200)
 
     async def _on_update(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         """Called by the Application for each update, one at a time and in order."""
         assert self._identity is not None
-        moved = migration(update)
-        if moved is not None:
-            await self._dispatcher.chat_moved("telegram", *moved)
-            return
-        membership = update.my_chat_member
-        if membership is not None:
-            if membership.new_chat_member.status in _GONE_STATUSES:
-                chat_id = str(membership.chat.id)
-                await self._dispatcher.chat_gone("telegram", chat_id, reason="the bot was blocked or removed")
-            return
-        received = received_from_update(update, self._identity)
-        if received is None:
-            return
-        await self._in_flight.acquire()
-        task = asyncio.create_task(self._handle(received), name=f"telegram update {update.update_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
+        admitted = self._admissions.pop(id(update), None)  # None: read by long polling
+        handed_over = False
+        try:
+            moved = migration(update)
+            if moved is not None:
+                await self._dispatcher.chat_moved("telegram", *moved)
+                return
+            membership = update.my_chat_member
+            if membership is not None:
+                if membership.new_chat_member.status in _GONE_STATUSES:
+                    chat_id = str(membership.chat.id)
+                    await self._dispatcher.chat_gone("telegram", chat_id, reason="the bot was blocked or removed")
+                return
+            received = received_from_update(update, self._identity)
+            if received is None:
+                return
+            await self._in_flight.acquire()
+            task = asyncio.create_task(
+                self._handle(received, lambda: _admit(admitted)), name=f"telegram update {update.update_id}"
+            )
+            self._tasks.add(task)
+            task.add_done_callback(lambda done: self._finished(done, admitted))
+            handed_over = True
+        finally:
+            if not handed_over:  # handled here (or failed here): nothing to wait for
+                _admit(admitted)
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
+    def _finished(self, task: asyncio.Task[None], admitted: asyncio.Future[None] | None) -> None:
         self._tasks.discard(task)
         self._in_flight.release()
+        if task.cancelled() or task.exception() is not None:
+            _refuse(admitted)  # stopped or failed before its turn (no lock, no database): Telegram sends it again
+        else:
+            _admit(admitted)
         if not task.cancelled() and task.exception() is not None:
             logger.error("telegram: handling an update failed", exc_info=task.exception())
 
-    async def _handle(self, received: Received) -> None:
+    async def _handle(self, received: Received, admitted: Callable[[], None]) -> None:
         assert self._application is not None and self._typing is not None
         bot, sender = self._application.bot, self._sender
         incoming = received.incoming
@@ -267,7 +307,7 @@ class TelegramFrontend:
         async with typing:
             if received.document is not None:
                 incoming = incoming.model_copy(update={"file": await self._download(received.document)})
-            await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)
+            await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver, admitted=admitted)
         await status.close()
 
     async def _download(self, document: Document) -> IncomingFile:
@@ -323,3 +363,17 @@ class TelegramFrontend:
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         logger.error("telegram: error while reading an update", exc_info=context.error)
+
+
+class _NotAdmittedError(Exception):
+    """The update's message never took its place (the process stopped first)."""
+
+
+def _admit(admitted: asyncio.Future[None] | None) -> None:
+    if admitted is not None and not admitted.done():
+        admitted.set_result(None)
+
+
+def _refuse(admitted: asyncio.Future[None] | None) -> None:
+    if admitted is not None and not admitted.done():
+        admitted.set_exception(_NotAdmittedError())

@@ -238,19 +238,24 @@ def gemini_that_counts_turns(server: FakeHTTPServer, *, delay: float) -> None:
         server.route("POST", f"/{version}/models/gemini-test:generateContent", answer)
 
 
-def test_one_chats_messages_reaching_two_web_processes_are_answered_once_each_in_order(
-    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
-) -> None:
-    gemini_that_counts_turns(fake_server, delay=1.0)
-    env = {
+def webhook_env(telegram: FakeTelegram, gemini: FakeHTTPServer) -> dict[str, str]:
+    """Web processes in webhook mode, with the fake Gemini as their model."""
+    return {
         **telegram_env(telegram),
         "TELEGRAM_WEBHOOK_URL": "https://lookout.example/telegram/webhook",
         "TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "LLM_MODEL": "google:gemini-test",
         "LLM_HEAVY_MODEL": "google:gemini-test",
         "GEMINI_API_KEY": "test-key",
-        "GEMINI_BASE_URL": fake_server.url,
+        "GEMINI_BASE_URL": gemini.url,
     }
+
+
+def test_one_chats_messages_reaching_two_web_processes_are_answered_once_each_in_order(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
+) -> None:
+    gemini_that_counts_turns(fake_server, delay=1.0)
+    env = webhook_env(telegram, fake_server)
     chat = 7001
     with running_cluster(admin_url, tmp_path, **env) as cluster:
         webs = [cluster.start_healthy("web"), cluster.start_healthy("web")]
@@ -271,6 +276,35 @@ def test_one_chats_messages_reaching_two_web_processes_are_answered_once_each_in
             assert web.terminate() == 0, web.log()
     answers = [message.text for message in telegram.texts(chat)]
     assert answers == [f"turn {n}: question {n}" for n in range(1, 7)]
+
+
+def test_a_chats_messages_posted_by_telegram_through_a_balancer_are_answered_in_order(
+    admin_url: str, tmp_path: Path, fake_server: FakeHTTPServer, telegram: FakeTelegram
+) -> None:
+    # Telegram posts a chat's next update as soon as the previous one was acknowledged. Acknowledged on arrival,
+    # message 2 waited inside process A behind message 1 while message 3, at B, could take the conversation's
+    # shared lock first and overtake it. Now a request is answered once its message holds its place.
+    gemini_that_counts_turns(fake_server, delay=1.0)
+    env = webhook_env(telegram, fake_server)
+    chat, count = 7002, 6
+    with running_cluster(admin_url, tmp_path, **env) as cluster:
+        a, b = cluster.start_healthy("web"), cluster.start_healthy("web")
+        wait_for(lambda: telegram.webhook.get("secret_token") == WEBHOOK_SECRET, what="the webhook to be set")
+        # The balancer sends two requests to A, then one to B, and again: consecutive messages of the chat land
+        # on the same process and on the other one.
+        telegram.deliver_to_webhook([f"http://127.0.0.1:{web.port}/telegram/webhook" for web in (a, a, b)])
+        for n in range(1, count + 1):
+            telegram.push_text(chat, f"question {n}")
+        wait_for(lambda: len(telegram.texts(chat)) >= count, what=f"{count} answers", seconds=120)
+        time.sleep(2)  # anything answered twice would have arrived by now
+        for web in (a, b):
+            assert web.terminate() == 0, web.log()
+    answers = [message.text for message in telegram.texts(chat)]
+    assert answers == [f"turn {n}: question {n}" for n in range(1, count + 1)]
+    posts = [post for post in telegram.webhook_posts if post.status is not None]
+    assert len(posts) == count and all(post.status == 200 for post in posts)  # each update posted and taken once
+    assert {post.upstream for post in posts} == {f"http://127.0.0.1:{web.port}/telegram/webhook" for web in (a, b)}
+    assert telegram.webhook_max_connections == 100
 
 
 def test_when_the_polling_process_dies_another_polls_and_nothing_is_answered_twice(

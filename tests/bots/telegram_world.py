@@ -24,7 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from agent.context import Services
 from app.service import assemble
 from app.settings import load_settings
-from bots.dispatcher import Dispatcher
+from bots.dispatcher import Dispatcher, SharedLocks
 from bots.telegram.frontend import TelegramFrontend
 from monitors.delivery import DeliveryWorker
 from research import ModelSet
@@ -124,6 +124,7 @@ async def telegram_world(
     model: Model | None = None,
     webhook: bool = False,
     fake: FakeTelegram | None = None,
+    shared_locks: SharedLocks | None = None,
 ) -> AsyncIterator[TelegramWorld]:
     serve_hacker_news(sources)
     database = Database(db_url)
@@ -141,7 +142,9 @@ async def telegram_world(
             delivery_poll_seconds=0.2,
             **fake_source_urls(sources),
         )
-        async with assemble(settings, database, clock=lambda: T0, models=ModelSet.of(model, None)) as process:
+        async with assemble(
+            settings, database, clock=lambda: T0, models=ModelSet.of(model, None), shared_locks=shared_locks
+        ) as process:
             frontend = process.frontends.running["telegram"]
             assert isinstance(frontend, TelegramFrontend)
             worker = process.stack.worker

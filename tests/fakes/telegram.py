@@ -38,6 +38,17 @@ Scripting:
   short in tests, so pacing shows in seconds, not minutes.
 - `answer_delay=0.3`: every send is recorded at once but answered that much later, like a slow Bot API; a
   client killed meanwhile never hears that its message arrived.
+
+Webhook delivery (`fake.deliver_to_webhook(upstreams)`): from then on, while a webhook is set (setWebhook), pushed
+updates are POSTed to it instead of waiting for getUpdates, the way Telegram's Bot API server delivers them
+(tdlib/telegram-bot-api, `WebhookActor`): one update of a chat at a time, the chat's next one only after the
+previous got a 2xx answer; different chats at once, up to setWebhook's `max_connections` (default 40); a non-2xx
+answer or a failed connection sends the same update again later (at once the first time, then after 2, 4, … s, or
+the answer's `Retry-After`), the chat's later updates waiting behind it; the secret in
+`X-Telegram-Bot-Api-Secret-Token`. `upstreams` stands for the load balancer in front of several web processes:
+each POST goes to the next upstream URL in turn (round robin per request, as nginx does); without upstreams, to
+the webhook URL itself. `fake.webhook_posts` records every POST (update id, upstream, status or error);
+`served_at` is when an update's first POST began.
 """
 
 from __future__ import annotations
@@ -47,11 +58,13 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from tests.fakes.http_server import ThreadedFakeServer
@@ -141,6 +154,23 @@ class SentMessage:
     """When it arrived (`time.monotonic()`), for throughput measurements."""
 
 
+@dataclass(frozen=True)
+class WebhookPost:
+    """One POST of an update to the webhook (`deliver_to_webhook`) and how it ended."""
+
+    update_id: int
+    upstream: str
+    status: int | None
+    """The HTTP status of the answer; None when the connection failed (`error` says how)."""
+    error: str | None = None
+    at: float = field(default_factory=time.monotonic)
+    """When the POST began (`time.monotonic()`)."""
+
+
+DEFAULT_MAX_CONNECTIONS = 40
+"""setWebhook's `max_connections` when not given (Telegram's default)."""
+
+
 @dataclass
 class RateLimit:
     """The ceiling the fake enforces on sends: token buckets overall, per chat and per group (bursts allowed)."""
@@ -221,6 +251,16 @@ class FakeTelegram(ThreadedFakeServer):
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
+        self.webhook_posts: list[WebhookPost] = []
+        """Every POST of an update to the webhook, in order of starting (see `deliver_to_webhook`)."""
+        self.webhook_max_connections = DEFAULT_MAX_CONNECTIONS
+        self._upstreams: list[str] | None = None
+        """None: updates wait for getUpdates; a list: they are POSTed to the webhook (see `deliver_to_webhook`)."""
+        self._next_upstream = 0
+        self._chat_queues: dict[str, deque[dict[str, Any]]] = {}
+        self._chat_senders: set[asyncio.Task[None]] = set()
+        self._connections: asyncio.Semaphore | None = None
+        self._session: aiohttp.ClientSession | None = None
         self._overall: _Bucket | None = None
         self._per_chat: dict[str, _Bucket] = {}
         self._per_group: dict[str, _Bucket] = {}
@@ -249,7 +289,10 @@ class FakeTelegram(ThreadedFakeServer):
         """Queue an update for getUpdates; an `update_id` is assigned when missing. Returns the id."""
         if "update_id" not in update:
             update = {"update_id": next(self._update_ids), **update}
-        self._updates.append(update)
+        if self._upstreams is not None:
+            self._loop.call_soon_threadsafe(self._queue_for_webhook, update)
+        else:
+            self._updates.append(update)
         return int(update["update_id"])
 
     def text_update(
@@ -377,6 +420,85 @@ class FakeTelegram(ThreadedFakeServer):
             "new_chat_member": new_member,
         }
         return self.push_update({"my_chat_member": change})
+
+    # ---- webhook delivery ---------------------------------------------------------------------------------
+
+    def deliver_to_webhook(self, upstreams: Sequence[str] = ()) -> None:
+        """POST updates to the webhook from now on, as Telegram does (see the module docstring); updates already
+        queued for getUpdates go first. `upstreams`: the load balancer's servers, used in turn."""
+        self._upstreams = list(upstreams)
+        asyncio.run_coroutine_threadsafe(self._start_delivery(), self._loop).result(timeout=10)
+
+    async def _start_delivery(self) -> None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        queued, self._updates = self._updates, []
+        for update in queued:
+            self._queue_for_webhook(update)
+
+    def _queue_for_webhook(self, update: dict[str, Any]) -> None:
+        """On the fake's loop: the update joins its chat's queue; the chat's sender starts if idle."""
+        chat = _queue_key(update)
+        queue = self._chat_queues.get(chat)
+        if queue is not None:
+            queue.append(update)
+            return
+        self._chat_queues[chat] = deque([update])
+        task = asyncio.get_running_loop().create_task(self._send_chat_queue(chat), name=f"webhook chat {chat}")
+        self._chat_senders.add(task)
+        task.add_done_callback(self._chat_senders.discard)
+
+    async def _send_chat_queue(self, chat: str) -> None:
+        queue = self._chat_queues[chat]
+        try:
+            while queue:
+                await self._post_until_accepted(queue[0])
+                queue.popleft()
+        finally:
+            del self._chat_queues[chat]
+
+    async def _post_until_accepted(self, update: dict[str, Any]) -> None:
+        """POST one update until a 2xx answer (Telegram gives up after a day; the fake tries for ever)."""
+        update_id = int(update["update_id"])
+        failures = 0
+        while True:
+            while not self.webhook.get("url"):  # no webhook (yet, or deleted): wait, as Telegram keeps updates
+                await asyncio.sleep(0.05)
+            if self._connections is None:
+                self._connections = asyncio.Semaphore(self.webhook_max_connections)
+            async with self._connections:
+                target = self._upstream()
+                headers = {"Content-Type": "application/json"}
+                if secret := self.webhook.get("secret_token"):
+                    headers["X-Telegram-Bot-Api-Secret-Token"] = secret
+                self.served_at.setdefault(update_id, time.monotonic())
+                retry_after: float | None = None
+                assert self._session is not None
+                try:
+                    async with self._session.post(target, data=json.dumps(update), headers=headers) as answer:
+                        await answer.read()
+                        self.webhook_posts.append(WebhookPost(update_id, target, answer.status))
+                        if 200 <= answer.status <= 299:
+                            return
+                        header = answer.headers.get("Retry-After", "")
+                        retry_after = float(header) if header.isdigit() else None
+                except (aiohttp.ClientError, OSError) as error:
+                    self.webhook_posts.append(WebhookPost(update_id, target, None, type(error).__name__))
+            delay = retry_after if retry_after is not None else (0.0 if failures == 0 else min(60.0, 2.0**failures))
+            failures += 1
+            await asyncio.sleep(delay)
+
+    def _upstream(self) -> str:
+        if not self._upstreams:
+            return self.webhook["url"]
+        target = self._upstreams[self._next_upstream % len(self._upstreams)]
+        self._next_upstream += 1
+        return target
+
+    async def _stop(self) -> None:
+        await super()._stop()  # ends the chats' senders too
+        if self._session is not None:
+            await self._session.close()
 
     # ---- reading ------------------------------------------------------------------------------------------
 
@@ -622,6 +744,9 @@ class FakeTelegram(ThreadedFakeServer):
 
     async def _api_setWebhook(self, call: ApiCall) -> bool:
         self.webhook = {key: value for key, value in call.params.items() if key in {"url", "secret_token"}}
+        connections = int(call.params.get("max_connections") or DEFAULT_MAX_CONNECTIONS)
+        if connections != self.webhook_max_connections:
+            self.webhook_max_connections, self._connections = connections, None
         return True
 
     async def _api_deleteWebhook(self, call: ApiCall) -> bool:
@@ -652,6 +777,18 @@ async def _read_body(request: web.Request) -> tuple[dict[str, str], dict[str, Up
         else:
             params[key] = bytes(value).decode()
     return params, files
+
+
+def _queue_key(update: dict[str, Any]) -> str:
+    """Which queue an update waits in for webhook delivery: its chat's (one update of a chat at a time), else its
+    own."""
+    for kind in ("message", "edited_message", "channel_post", "my_chat_member", "chat_member"):
+        if kind in update:
+            return f"chat {update[kind]['chat']['id']}"
+    query = update.get("callback_query")
+    if query is not None and "message" in query:
+        return f"chat {query['message']['chat']['id']}"
+    return f"update {update['update_id']}"
 
 
 class _CutShort(Exception):

@@ -91,6 +91,32 @@ async def _hold_and_note(locks: AdvisoryLocks, name: str, order: list[str], note
         order.append(note)
 
 
+async def test_locks_held_at_once_never_take_more_connections_than_the_bound(postgres_session_url: str) -> None:
+    # One lock per conversation in flight: unbounded, 50 chats on two processes opened a connection each and ran
+    # PostgreSQL out of connections. Beyond the bound a holder waits for a connection, and every one gets its turn.
+    locks = AdvisoryLocks(postgres_session_url, pool_size=1, max_connections=3)
+    inside, most_inside = 0, 0
+    release = asyncio.Event()
+
+    async def hold(name: str) -> None:
+        nonlocal inside, most_inside
+        async with locks.hold(name):
+            inside += 1
+            most_inside = max(most_inside, inside)
+            await release.wait()
+            inside -= 1
+
+    try:
+        holders = [asyncio.create_task(hold(f"conversation:{n}")) for n in range(7)]
+        await asyncio.sleep(1.0)  # every holder that can get a connection is inside by now
+        assert inside == 3
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*holders), timeout=30)
+    finally:
+        await locks.dispose()
+    assert most_inside == 3
+
+
 def test_advisory_locks_refuse_sqlite() -> None:
     with pytest.raises(LockUnsupportedError):
         AdvisoryLocks("sqlite+aiosqlite:///lookout.db")

@@ -7,6 +7,7 @@ import html
 import itertools
 import logging
 import re
+import socket
 from pathlib import Path
 
 import httpx
@@ -20,7 +21,14 @@ from app.http_server import build_http_app
 from bots.dispatcher import Dispatcher
 from bots.telegram import TelegramSender, build_bot
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-from storage import ChatRepository, Database, InboundRepository, MonitorRepository, SubscriptionRepository
+from storage import (
+    AdvisoryLocks,
+    ChatRepository,
+    Database,
+    InboundRepository,
+    MonitorRepository,
+    SubscriptionRepository,
+)
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
 from tests.bots.telegram_world import (
@@ -238,6 +246,37 @@ async def test_webhook_needs_the_secret_and_a_repeated_update_is_answered_once(
     assert reply.text == "echo: via webhook"
     assert [m.text for m in world.fake.texts(ALICE)] == ["echo: via webhook", "echo: second"]
     assert len(script.requests) == 2
+
+
+async def test_a_webhook_update_that_cannot_take_its_place_is_refused_so_telegram_sends_it_again(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # The conversations' shared locks live in a PostgreSQL nobody can reach: the message cannot take its place in
+    # its conversation's order, so the request gets 503 and Telegram sends the update again later (acknowledged
+    # with 200 first, as before, it was dropped).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    unreachable = AdvisoryLocks(f"postgresql+asyncpg://lookout:lookout@127.0.0.1:{closed_port}/lookout")
+    script = scripted_model(lambda said: f"echo: {said}")
+    try:
+        async with telegram_world(
+            db_url=db_url,
+            sources=fake_server,
+            out_dir=tmp_path,
+            model=script.model(),
+            webhook=True,
+            shared_locks=unreachable,
+        ) as world:
+            app = build_http_app(checks={}, routes=[world.frontend.webhook_route()])
+            update = world.fake.text_update(ALICE, "while the database is away")
+            headers = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://lookout") as client:
+                refused = await client.post("/telegram/webhook", json=update, headers=headers)
+    finally:
+        await unreachable.dispose()
+    assert refused.status_code == 503
+    assert world.fake.texts(ALICE) == [] and script.requests == []  # nothing answered, nothing asked
 
 
 async def test_in_groups_only_messages_for_the_bot_are_answered(
