@@ -204,13 +204,17 @@ def scattered(answers: Sequence[str | None]) -> float:
 
 
 def asked_share(texts: Sequence[str]) -> float:
-    """The share of `texts` on which fastText is unsure, so that Lookout asks py3langid too."""
+    """The share of `texts` Lookout asks py3langid about: fastText unsure, and not nearly all words in its answer's list
+    (Japanese by the kana rule is never asked)."""
     model = research.language._model()
-    judged = [kept for kept in map(_judged, texts) if kept is not None]
-    unsure = sum(
-        float(model.detect(kept, model="lite", k=1)[0]["score"]) < research.language.FASTTEXT_SURE for kept in judged
-    )
-    return unsure / len(texts)
+    asked = 0
+    for kept in map(_judged, texts):
+        if kept is None or research.language._japanese_by_script(kept):
+            continue
+        found = model.detect(kept, model="lite", k=1)[0]
+        if float(found["score"]) < research.language.FASTTEXT_SURE:
+            asked += not research.language._words_listed(kept, str(found["lang"]))
+    return asked / len(texts)
 
 
 def by_language() -> None:
