@@ -21,6 +21,7 @@ measure them; the next `uv sync` removes them again).
 
 Run: uv run python bench/language_detectors.py [--sets uci,ecbplus,jawikinews,wmt_news,african] [--batch 70]
      uv run python bench/language_detectors.py --by-language   (the per-language table only)
+     uv run python bench/language_detectors.py --reading       (story terms and sentiment per language, before/now)
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def scattered(answers: Sequence[str | None]) -> float:
 
 
 def asked_share(texts: Sequence[str]) -> float:
-    """The share of `texts` Lookout asks py3langid about: fastText unsure, and not nearly all words in its answer's list
+    """The share of `texts` Lookout asks py3langid about: fastText unsure, and not English nearly all in English words
     (Japanese by the kana rule is never asked)."""
     model = research.language._model()
     asked = 0
@@ -213,7 +214,7 @@ def asked_share(texts: Sequence[str]) -> float:
             continue
         found = model.detect(kept, model="lite", k=1)[0]
         if float(found["score"]) < research.language.FASTTEXT_SURE:
-            asked += not research.language._words_listed(kept, str(found["lang"]))
+            asked += not (found["lang"] == "en" and research.language._english_words(kept))
     return asked / len(texts)
 
 
@@ -260,18 +261,57 @@ def by_language() -> None:
     print(f"\npy3langid asked about {asked_share(english):.1%} of UCI's English headlines")
 
 
+def reading() -> None:
+    """What the told language changes downstream, per language of african_news.csv (test rows, title + lead), before
+    and now: the share of items whose story terms (`research.terms.story_terms`: stems and word weights, what lexical
+    clustering compares) differ from the ones read with the language the item is written in, and the share given a
+    tone by the English sentiment lexicon (`research.sentiment.lexicon_sentiment`), which knows no African language."""
+    from research.sentiment import lexicon_sentiment
+    from research.terms import story_terms
+
+    groups: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in rows_of("african"):
+        if row["split"] == "test":
+            groups[row["set"]].append(row)
+    before_detect, now_detect = lookout_before(), lookout()
+    print(f"\nload average {os.getloadavg()[0]:.1f}; test rows, title + lead; before → now\n")
+    print("| set | n | terms not as read in its own language | toned by the English lexicon |")
+    print("|---|---|---|---|")
+    for name, rows in sorted(groups.items()):
+        truth = rows[0]["language"]
+        leads = [language_text(row["title"], row["text"]) for row in rows]
+        cells = []
+        for detect in (before_detect, now_detect):
+            told = detect(leads)
+            differ = sum(
+                story_terms(text, language) != story_terms(text, truth)
+                for text, language in zip(leads, told, strict=True)
+            )
+            toned = sum(
+                lexicon_sentiment(text, language) is not None for text, language in zip(leads, told, strict=True)
+            )
+            cells.append((differ / len(rows), toned / len(rows)))
+        (terms_before, tone_before), (terms_now, tone_now) = cells
+        terms, tone = f"{terms_before:.2f} → {terms_now:.2f}", f"{tone_before:.2f} → {tone_now:.2f}"
+        print(f"| {name} ({truth}) | {len(rows)} | {terms} | {tone} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--batch", type=int, default=70)
     parser.add_argument("--load-cost", help=argparse.SUPPRESS)
     parser.add_argument("--by-language", action="store_true", help="only the per-language table of african_news.csv")
+    parser.add_argument("--reading", action="store_true", help="only what the told language changes downstream")
     args = parser.parse_args()
     if args.load_cost:
         load_cost(args.load_cost)
         return
     if args.by_language:
         by_language()
+        return
+    if args.reading:
+        reading()
         return
     names = args.sets.split(",")
     data = {name: rows_of(name) for name in names}
