@@ -90,26 +90,39 @@ def test_english_headlines_py3langid_would_call_african_stay_english() -> None:
 def test_py3langid_is_loaded_only_once_a_text_fasttext_is_unsure_of_appears_and_never_downloads(tmp_path: Path) -> None:
     # A fresh process with every socket connection refused: py3langid's model ships inside its package too. (The
     # py3langid module itself may be imported earlier, by trafilatura, which reads no model until it is asked.)
-    script = (
-        "import socket\n"
-        "def refuse(*args, **kwargs):\n"
-        "    raise OSError('the network was used')\n"
-        "socket.socket.connect = refuse\n"
-        "socket.create_connection = refuse\n"
+    lines = run_offline(
+        tmp_path,
         "import research.language\n"
         "from research.language import detect_languages\n"
         "print(detect_languages(['Tesla recalls 239,000 vehicles over rearview camera failure',"
         " '深度求索发布新一代开源大模型', '東京五輪、開幕式は無観客で実施へ']),"
         " research.language._fallback is not None)\n"
-        f"print(detect_languages([{AFRICAN[0][0]!r}]), research.language._fallback is not None)\n"
+        f"print(detect_languages([{AFRICAN[0][0]!r}]), research.language._fallback is not None)\n",
+    )
+    assert lines == ["['en', 'zh', 'ja'] False", "['ha'] True"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def run_offline(tmp_path: Path, script: str) -> list[str]:
+    """`script`'s printed lines, run in a fresh Python process in which every socket connection fails."""
+    refuse_network = (
+        "import socket\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('the network was used')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
     )
     environment = {**os.environ, "FTLANG_CACHE": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True, check=False
+        [sys.executable, "-c", refuse_network + script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines() == ["['en', 'zh', 'ja'] False", "['ha'] True"]
-    assert list(tmp_path.iterdir()) == []
+    return done.stdout.strip().splitlines()
 
 
 def test_too_little_text_gives_no_guess_but_two_han_characters_are_a_headline() -> None:
@@ -138,22 +151,13 @@ def test_a_batch_gets_the_answers_of_one_text_at_a_time_in_order() -> None:
 
 def test_the_model_loads_and_answers_with_the_network_refused_and_writes_no_cache(tmp_path: Path) -> None:
     # A fresh process, so the model is loaded here and not already in memory; every socket connection fails.
-    script = (
-        "import socket\n"
-        "def refuse(*args, **kwargs):\n"
-        "    raise OSError('the network was used')\n"
-        "socket.socket.connect = refuse\n"
-        "socket.create_connection = refuse\n"
+    lines = run_offline(
+        tmp_path,
         "from research.language import detect_languages\n"
         "print(detect_languages(['Tesla recalls 239,000 vehicles over rearview camera failure',"
-        " '深度求索发布新一代开源大模型', '東京五輪、開幕式は無観客で実施へ']))\n"
+        " '深度求索发布新一代开源大模型', '東京五輪、開幕式は無観客で実施へ']))\n",
     )
-    environment = {**os.environ, "FTLANG_CACHE": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['en', 'zh', 'ja']"
+    assert lines == ["['en', 'zh', 'ja']"]
     assert list(tmp_path.iterdir()) == []  # nothing downloaded or cached
 
 
