@@ -56,12 +56,12 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yappi
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
@@ -964,6 +964,14 @@ async def bench(args: argparse.Namespace) -> None:
         )
 
 
+T = TypeVar("T")
+
+
+def _comma_separated(convert: Callable[[str], T]) -> Callable[[str], list[T]]:
+    """An argparse type: "1,2" → [convert("1"), convert("2")] (empty parts skipped)."""
+    return lambda value: [convert(part) for part in value.split(",") if part]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chats", type=int, default=50)
@@ -980,7 +988,7 @@ def main() -> None:
     parser.add_argument("--burst", action="store_true", help="also queue every message at once")
     parser.add_argument(
         "--paced",
-        type=lambda value: [float(rate) for rate in value.split(",") if rate],
+        type=_comma_separated(float),
         default=[],
         help="comma-separated rates (msg/s over all chats): also run open loop at each offered rate, people "
         "writing on a clock whether answered or not (latency at a load below capacity, where the closed loop "
@@ -999,7 +1007,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--web-processes",
-        type=lambda value: [int(count) for count in value.split(",") if count],
+        type=_comma_separated(int),
         default=[],
         help="comma-separated process counts, e.g. 1,2: after the --databases runs, run Lookout as that many web "
         "processes in Telegram webhook mode on a throwaway PostgreSQL database (shared advisory locks and rate "
