@@ -641,10 +641,12 @@ class Deduper:
         )
 
         def distinct_groups(one: list[int], other: list[int]) -> bool:
-            size_one, size_other = sum(sizes[node] for node in one), sum(sizes[node] for node in other)
-            if size_one < DISTINCT_MIN_ITEMS or size_other < DISTINCT_MIN_ITEMS:
-                return False  # names are counted only where they can tell groups apart
-            return _distinct_events(count_names(one), size_one, count_names(other), size_other)
+            return _distinct_events(
+                sum(sizes[node] for node in one),
+                lambda: count_names(one),
+                sum(sizes[node] for node in other),
+                lambda: count_names(other),
+            )
 
         groups = _bridge_groups(
             groups,
@@ -718,9 +720,7 @@ def _average_link(
         return found
 
     def distinct(a: int, b: int) -> bool:
-        if sizes[a] < DISTINCT_MIN_ITEMS or sizes[b] < DISTINCT_MIN_ITEMS:
-            return False
-        return _distinct_events(names_of(a), sizes[a], names_of(b), sizes[b])
+        return _distinct_events(sizes[a], lambda: names_of(a), sizes[b], lambda: names_of(b))
 
     def nearest(node: int, previous: int) -> int:
         # A mean link total / (size * sizes[other]) reaches 1 when total / sizes[other] reaches size: one division
@@ -958,10 +958,16 @@ def _attach_single_items(
     return [nodes for nodes in joined if nodes]
 
 
-def _distinct_events(a: Counter[str], size_a: float, b: Counter[str], size_b: float) -> bool:
-    """Whether two groups of several items each (`DISTINCT_MIN_ITEMS`, checked by the caller before it counts their
-    names) tell look-alike events apart: each has a rare name that most of its items carry and no item of the other
-    does (one boxer, two opponents; one team, two coaches fired)."""
+def _distinct_events(
+    size_a: float, names_a: Callable[[], Counter[str]], size_b: float, names_b: Callable[[], Counter[str]]
+) -> bool:
+    """Whether two groups of several items each (`DISTINCT_MIN_ITEMS`) tell look-alike events apart: each has a
+    rare name that most of its items carry and no item of the other does (one boxer, two opponents; one team, two
+    coaches fired). Their names are counted (`names_a`, `names_b`) only when both groups are big enough for the rule:
+    most pairs never need them."""
+    if size_a < DISTINCT_MIN_ITEMS or size_b < DISTINCT_MIN_ITEMS:
+        return False
+    a, b = names_a(), names_b()
     return _own_name(a, size_a, b) and _own_name(b, size_b, a)
 
 
