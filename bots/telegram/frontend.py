@@ -275,12 +275,13 @@ class TelegramFrontend:
     def _finished(self, task: asyncio.Task[None], admitted: asyncio.Future[None] | None) -> None:
         self._tasks.discard(task)
         self._in_flight.release()
-        if task.cancelled() or task.exception() is not None:
+        error = None if task.cancelled() else task.exception()
+        if task.cancelled() or error is not None:
             _refuse(admitted)  # stopped or failed before its turn (no lock, no database): Telegram sends it again
         else:
             _admit(admitted)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("telegram: handling an update failed", exc_info=task.exception())
+        if error is not None:
+            logger.error("telegram: handling an update failed", exc_info=error)
 
     async def _handle(self, received: Received, admitted: Callable[[], None]) -> None:
         assert self._application is not None and self._typing is not None
