@@ -308,15 +308,13 @@ class UsageTotals:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UsageEntry:
-    """Model usage to add to a chat's day, under what the calls were for (`research.UsageKind`)."""
+class UsageEntry(UsageTotals):
+    """Model usage to add to a chat's day, under what the calls were for (`research.UsageKind`): totals with a
+    kind, so `UsageTotals.total` adds entries up too."""
 
     kind: str
     requests: int = 1
     """Model calls (one unless said)."""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,9 @@ from storage.models import Usage
 from storage.records import UsageEntry, UsageTotals
 from storage.repositories._common import Repository, dialect_insert, dialect_name
 
+_COUNT_COLUMNS = ("requests", "input_tokens", "output_tokens", "cost")
+"""What a usage row counts (`UsageTotals`' fields), each added to the stored row on conflict."""
+
 
 @functools.cache
 def _add_statement(dialect: str) -> Any:
@@ -24,12 +27,7 @@ def _adding(insert: Any) -> Any:
     """`insert`, adding its values to the (chat, day, kind) row already stored."""
     return insert.on_conflict_do_update(
         index_elements=["chat_id", "day", "kind"],
-        set_={
-            "requests": Usage.requests + insert.excluded.requests,
-            "input_tokens": Usage.input_tokens + insert.excluded.input_tokens,
-            "output_tokens": Usage.output_tokens + insert.excluded.output_tokens,
-            "cost": Usage.cost + insert.excluded.cost,
-        },
+        set_={name: getattr(Usage, name) + getattr(insert.excluded, name) for name in _COUNT_COLUMNS},
     )
 
 
@@ -38,15 +36,7 @@ def add_usage(connection: Connection, chat_id: int, day: date, entry: UsageEntry
     concurrent adds all count."""
     connection.execute(
         _add_statement(dialect_name(connection)),
-        {
-            "chat_id": chat_id,
-            "day": day,
-            "kind": entry.kind,
-            "requests": entry.requests,
-            "input_tokens": entry.input_tokens,
-            "output_tokens": entry.output_tokens,
-            "cost": entry.cost,
-        },
+        {"chat_id": chat_id, "day": day, "kind": entry.kind, **{name: getattr(entry, name) for name in _COUNT_COLUMNS}},
     )
 
 
@@ -54,27 +44,13 @@ def usage_upsert_ctes(chat_id: int, day: date, entries: Sequence[UsageEntry]) ->
     """PostgreSQL: `add_usage` of every entry as data-modifying CTEs (`usage_0`, …) and their parameters, for a
     caller that runs it inside a larger statement. Entries of one kind are summed first: one statement may not
     update a row twice."""
-    by_kind: dict[str, UsageEntry] = {}
-    for entry in entries:
-        seen = by_kind.get(entry.kind)
-        by_kind[entry.kind] = (
-            entry
-            if seen is None
-            else UsageEntry(
-                kind=entry.kind,
-                requests=seen.requests + entry.requests,
-                input_tokens=seen.input_tokens + entry.input_tokens,
-                output_tokens=seen.output_tokens + entry.output_tokens,
-                cost=seen.cost + entry.cost,
-            )
-        )
+    kinds = list(dict.fromkeys(entry.kind for entry in entries))
     parameters: dict[str, Any] = {"usage_chat_id": chat_id, "usage_day": day}
-    for index, entry in enumerate(by_kind.values()):
-        parameters |= {f"usage_{index}_{name}": getattr(entry, name) for name in _ENTRY_COLUMNS}
-    return _add_rows(len(by_kind)), parameters
-
-
-_ENTRY_COLUMNS = ("kind", "requests", "input_tokens", "output_tokens", "cost")
+    for index, kind in enumerate(kinds):
+        totals = UsageTotals.total(entry for entry in entries if entry.kind == kind)
+        parameters[f"usage_{index}_kind"] = kind
+        parameters |= {f"usage_{index}_{name}": getattr(totals, name) for name in _COUNT_COLUMNS}
+    return _add_rows(len(kinds)), parameters
 
 
 @functools.cache
@@ -87,7 +63,7 @@ def _add_rows(count: int) -> tuple[Any, ...]:
             dialect_insert("postgresql", Usage).values(
                 chat_id=bindparam("usage_chat_id"),
                 day=bindparam("usage_day"),
-                **{name: bindparam(f"usage_{index}_{name}") for name in _ENTRY_COLUMNS},
+                **{name: bindparam(f"usage_{index}_{name}") for name in ("kind", *_COUNT_COLUMNS)},
             )
         ).cte(f"usage_{index}")
         for index in range(count)
