@@ -182,7 +182,9 @@ def fingerprint(title: str, text: str = "", *, language: str | None = None) -> F
     if lead_terms is not None:
         for term, weight in lead_terms.rarity.items():
             terms.setdefault(term, weight)
-    figures = frozenset(t for t in terms if _DIGIT.search(t) and not _YEAR.fullmatch(t))
+    # Most texts quote no figure at all: one search over every term tells, before any term is looked at alone.
+    has_digits = _DIGIT.search("\n".join(terms)) is not None
+    figures = frozenset(t for t in terms if _DIGIT.search(t) and not _YEAR.fullmatch(t)) if has_digits else frozenset()
     title_acronyms = acronyms(title)
     return Fingerprint(
         terms=terms,
@@ -274,11 +276,15 @@ class Deduper:
         self._clusters: list[list[int]] = []
         self._index_of_id: dict[str, int] = {}
         self._urls: set[str] = set()
-        self._postings: defaultdict[str, list[int]] = defaultdict(list)
         self._written_acronyms: set[str] = set()
         """Every acronym some item so far wrote out: only these count when another item spells one out."""
+        self._postings: defaultdict[str, list[int]] = defaultdict(list)
+        """Items by their terms, so a later batch finds the earlier stories it shares a term with."""
         self._acronym_postings: defaultdict[str, list[int]] = defaultdict(list)
         """Items by the acronyms they write or spell, so an earlier story is found by either."""
+        self._posted = 0
+        """Items before this index are in the postings: they are filled when a later batch needs them
+        (`_post_earlier`), so a batch is never posted when no batch follows it (most Dedupers get one)."""
 
     @property
     def items(self) -> list[Item]:
@@ -330,10 +336,6 @@ class Deduper:
             self._cluster_index.append(-1)
             self._index_of_id[item.id] = index
             self._urls.add(key)
-            for term in fingerprint_.terms:
-                self._postings[term].append(index)
-            for acronym in fingerprint_.written_acronyms | fingerprint_.spelled_acronyms:
-                self._acronym_postings[acronym].append(index)
             self._written_acronyms.update(fingerprint_.written_acronyms)
         fresh = list(range(start, len(self._items)))
         before = len(self._clusters)
@@ -402,7 +404,7 @@ class Deduper:
         """The fresh items and every earlier item sharing a weighted term with one of them, in index order."""
         scope = set(fresh)
         if fresh and fresh[0] > 0:  # only earlier items can widen the scope; each shared term is looked up once
-            first_fresh = fresh[0]
+            self._post_earlier(fresh[0])
             terms = {
                 term
                 for index in fresh
@@ -410,20 +412,27 @@ class Deduper:
                 if rarity > COMMON_WORD_RARITY
             }
             for term in terms:
-                postings = self._postings[term]
-                if postings[0] < first_fresh:
-                    scope.update(postings)
+                scope.update(self._postings.get(term, ()))
             # An earlier item may meet a fresh one only through an acronym one writes and the other spells.
             fresh_acronyms = set[str]().union(
                 *(self._fingerprints[i].written_acronyms | self._fingerprints[i].spelled_acronyms for i in fresh)
             )
             for acronym in fresh_acronyms & self._written_acronyms:
-                postings = self._acronym_postings[acronym]
-                if postings[0] < first_fresh:
-                    scope.update(postings)
+                scope.update(self._acronym_postings.get(acronym, ()))
         if self._vectors and any(self._items[i].id in self._vectors for i in fresh):
             scope.update(i for i in range(len(self._items)) if self._items[i].id in self._vectors)
         return sorted(scope)
+
+    def _post_earlier(self, end: int) -> None:
+        """Put the items before `end` (the first item of the batch being added) in the postings: by their terms
+        and by the acronyms they write or spell."""
+        for index in range(self._posted, end):
+            fingerprint_ = self._fingerprints[index]
+            for term in fingerprint_.terms:
+                self._postings[term].append(index)
+            for acronym in fingerprint_.written_acronyms | fingerprint_.spelled_acronyms:
+                self._acronym_postings[acronym].append(index)
+        self._posted = max(self._posted, end)
 
     def _weight_rows(self, scope: Sequence[int]) -> sparse.csr_matrix:
         """One row per item of `scope`: its terms' weights, in columns shared by the whole scope."""
@@ -435,9 +444,9 @@ class Deduper:
         weights: list[float] = []
         indptr = [0]
         for index in scope:
-            for term, weight in self._weights(self._fingerprints[index]).items():
-                indices.append(columns.setdefault(term, len(columns)))
-                weights.append(weight)
+            row = self._weights(self._fingerprints[index])
+            indices.extend([columns.setdefault(term, len(columns)) for term in row])
+            weights.extend(row.values())
             indptr.append(len(indices))
         return sparse.csr_matrix(
             (np.asarray(weights, dtype=np.float64), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
@@ -493,23 +502,25 @@ class Deduper:
         from scipy import sparse
 
         factors = np.ones(len(first))
+        quoting = np.asarray([bool(self._fingerprints[index].figures) for index in scope])
+        # Only pairs where both quote figures can conflict: most pairs are out before any figure is compared.
+        both = np.flatnonzero(quoting[first] & quoting[second])
+        if not len(both):
+            return factors
         column: dict[str, int] = {}
         indices: list[int] = []
         indptr = [0]
         for index in scope:
             indices.extend(column.setdefault(f, len(column)) for f in self._fingerprints[index].figures)
             indptr.append(len(indices))
-        if not column or not len(first):
-            return factors
         has = sparse.csr_matrix(
             (np.ones(len(indices)), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
             shape=(len(scope), len(column)),
         )
-        quoting = np.diff(has.indptr) > 0
         common = sparse.triu(has @ has.T, k=1).tocoo()
         size = len(scope)
-        sharing = np.isin(first * size + second, common.row.astype(np.int64) * size + common.col)
-        factors[quoting[first] & quoting[second] & ~sharing] = NUMBER_CONFLICT_FACTOR
+        sharing = np.isin(first[both] * size + second[both], common.row.astype(np.int64) * size + common.col)
+        factors[both[~sharing]] = NUMBER_CONFLICT_FACTOR
         return factors
 
     def _embedding_pairs(

@@ -63,8 +63,10 @@ def _canonical(url: str) -> str:
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != DEFAULT_PORTS[scheme]:
         netloc = f"{netloc}:{port}"
-    if parts.username is not None:
-        userinfo = parts.username + (f":{parts.password}" if parts.password is not None else "")
+    # The user part as written ("user:password"): what urllib's username and password properties split it into,
+    # without parsing the netloc once more for each (most URLs have none).
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if at:
         netloc = f"{userinfo}@{netloc}"
     path = _normalise_escapes(quote(_remove_dot_segments(parts.path or "/"), safe=_PATH_SAFE))
     if len(path) > 1 and path.endswith("/"):
@@ -84,6 +86,8 @@ def _canonical_host(hostname: str) -> str:
 
 
 def _canonical_query(query: str) -> str:
+    if not query:
+        return ""
     kept: list[tuple[str, str]] = []
     for pair in quote(query, safe=_QUERY_SAFE).split("&"):
         if not pair:
@@ -105,7 +109,7 @@ def _normalise_escapes(text: str) -> str:
         char = chr(int(match.group(1), 16))
         return char if char in _UNRESERVED else "%" + match.group(1).upper()
 
-    return _PERCENT.sub(fix, text)
+    return _PERCENT.sub(fix, text) if "%" in text else text
 
 
 def _remove_dot_segments(path: str) -> str:

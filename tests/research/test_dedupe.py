@@ -181,6 +181,25 @@ def test_earlier_stories_keep_their_ids_and_never_merge() -> None:
     assert second.cluster_of["news:3"] in {first.cluster_of["news:1"], first.cluster_of["news:2"], "c3"}
 
 
+def test_every_earlier_batch_is_found_by_a_later_one() -> None:
+    """Earlier batches are put in the postings only when a later batch comes: an item of the second batch is still
+    found by the third (by a shared term and by an acronym), and the first batch's story keeps its id."""
+    deduper = Deduper()
+    deduper.add([make_item("news", "1", title="Volcano erupts on Iceland's Reykjanes peninsula, lava reaches town")])
+    deduper.add([make_item("news", "2", title="Zanzibar ferry capsizes with 300 passengers aboard off Pemba")])
+    deduper.add([make_item("news", "3", title="Bank of England holds rates as inflation eases")])
+    third = deduper.add(
+        [
+            make_item("news", "4", title="Ferry capsizes off Pemba near Zanzibar, 300 passengers aboard"),
+            make_item("news", "5", title="BoE holds rates as inflation eases"),
+        ]
+    )
+    assert third.cluster_of["news:4"] == deduper.cluster_id("news:2") == "c2"
+    assert third.cluster_of["news:5"] == deduper.cluster_id("news:3") == "c3"
+    assert deduper.cluster_id("news:1") == "c1"
+    assert third.new_clusters == 0
+
+
 def test_tokens_and_fingerprint() -> None:
     assert tokens("Nvidia's revenue: $57bn, 9,000 jobs") == ["nvidia", "revenue", "57", "billion", "9.000", "jobs"]
     assert fingerprint("The Chips", "Chip maker", language="en").tokens == frozenset({"the", "chip", "maker"})
