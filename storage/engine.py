@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy
 from sqlalchemy import Row, event, text
-from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, CursorResult, Engine, make_url
 from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -168,6 +168,11 @@ class _SqliteThread:
         self._root.dispose()
 
 
+def _first_row(result: CursorResult[Any]) -> Row[Any] | None:
+    """A statement's first row; None when it returns no rows (no RETURNING) or none came back."""
+    return result.first() if result.returns_rows else None
+
+
 class Database:
     """An engine and its session factory, shared by the repositories of one process."""
 
@@ -225,9 +230,9 @@ class Database:
         PostgreSQL it runs in autocommit, so the server commits it as it runs it: one round trip, with no BEGIN
         or COMMIT around it. On SQLite as `write`."""
         if self.dialect != "postgresql":
-            return await self.write(lambda connection: connection.execute(statement, parameters).first())
+            return await self.write(lambda connection: _first_row(connection.execute(statement, parameters)))
         async with self._autocommit_engine.connect() as connection:
-            return (await connection.execute(statement, parameters)).first()
+            return _first_row(await connection.execute(statement, parameters))
 
     async def read_alone(self, statement: Any, parameters: dict[str, Any]) -> list[Row[Any]]:
         """One reading statement and all its rows. On PostgreSQL it runs in autocommit (a single statement reads

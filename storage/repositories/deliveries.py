@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.models import Chat, Delivery, Run, RunItem
 from storage.records import DeliveryRecord, DeliveryStatus, ItemRecord, ItemScore, RunOutcome, RunStatus
 from storage.repositories._common import Repository, upsert_insert
-from storage.repositories.items import upsert_items
+from storage.repositories.items import store_items
 from storage.repositories.subscriptions import immediate_recipients
 from storage.types import utc_now
 
@@ -75,14 +75,20 @@ class DeliveryRepository(Repository):
         deliver: bool = True,
         extra_chat_ids: Sequence[int] = (),
     ) -> list[DeliveryRecord]:
-        """In ONE transaction: mark the run succeeded with its outcome, store its items and their
-        scores, and queue one outbox row per recipient. Any failure leaves none of it written.
+        """In ONE transaction: mark the run succeeded with its outcome, store its items' scores, and queue one
+        outbox row per recipient. Any failure leaves none of it written.
+
+        The items themselves are stored just before, outside that transaction (`store_items`): they are shared by
+        every monitor, and holding their rows for the run's transaction made other workers' runs on the same
+        sources wait. An item stored for a run whose transaction then fails is harmless: items are a cache of what
+        the sources said, linked to a run only by the scores written here.
 
         Recipients (when `deliver`): the chats that get the run's monitor as messages of their own (see
         `immediate_recipients`; chats that take it in their briefing read the stored run later), the
         chat that asked for a one-off search, and `extra_chat_ids` (e.g. the chat that said /digest).
         Pass `deliver=False` for a quiet monitor with nothing new. Returns the queued rows.
         """
+        await store_items(self._db, items)
         async with self._db.transaction() as session:
             run = await session.get(Run, run_id, with_for_update=True)
             if run is None or run.status != RunStatus.RUNNING:
@@ -97,7 +103,6 @@ class DeliveryRepository(Repository):
             run.output_tokens = outcome.output_tokens
             run.cost = outcome.cost
 
-            await upsert_items(session, items)
             session.add_all(
                 RunItem(
                     run_id=run_id,

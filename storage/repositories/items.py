@@ -8,11 +8,11 @@ from datetime import UTC, date, datetime, tzinfo
 from typing import TypeVar
 
 from sqlalchemy import ColumnElement, Select, delete, func, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.engine import Database
 from storage.models import Item, Monitor, Run, RunItem, Subscription
 from storage.records import ItemRecord, ItemWithScores
-from storage.repositories._common import Repository, like_pattern, upsert_insert
+from storage.repositories._common import Repository, dialect_insert, like_pattern
 from storage.repositories.runs import NEWEST_RUN_FIRST, to_run_item_record
 from storage.types import utc_now
 
@@ -46,18 +46,30 @@ def _chunks(values: Sequence[T]) -> Iterable[Sequence[T]]:
         yield values[start : start + _CHUNK]
 
 
-async def upsert_items(session: AsyncSession, items: Sequence[ItemRecord]) -> int:
+_REFRESHED = ("url", "title", "text", "author", "published_at", "engagement", "language", "collected_at")
+"""What a known item takes from a newer collection of it (`source`, `query` and `first_seen_at` stay the first)."""
+
+
+async def store_items(database: Database, items: Sequence[ItemRecord]) -> int:
     """Insert new items and refresh known ones (title, text, engagement...) keeping `first_seen_at`;
-    returns how many were new. Used inside a caller's transaction."""
-    unique = list({item.id: item for item in items}.values())
+    returns how many were new (as far as this process saw: one stored by another process meanwhile counts here too).
+
+    Items are shared by every monitor, so two runs on a shared source write the same rows. On PostgreSQL each
+    chunk is one statement in autocommit (`Database.write_alone`): its row locks last while the server runs it,
+    never for the run's own transaction (a worker's transaction that held them while its event loop was busy made
+    the other workers' runs queue behind it, seconds at a time). Rows are written in the order of their key, so
+    two statements that share rows lock them in the same order: the later one queues, they never deadlock.
+    Not atomic across chunks (over 500 items): a chunk stored before a failure is simply stored again next time.
+    """
+    unique = sorted({item.id: item for item in items}.values(), key=lambda item: item.id)
     if not unique:
         return 0
     known: set[str] = set()
     for ids in _chunks([item.id for item in unique]):
-        known.update(await session.scalars(select(Item.id).where(Item.id.in_(ids))))
+        known.update(row[0] for row in await database.read_alone(select(Item.id).where(Item.id.in_(ids)), {}))
     now = utc_now()
     for chunk in _chunks(unique):
-        statement = upsert_insert(session, Item).values(
+        statement = dialect_insert(database.dialect, Item).values(
             [
                 {
                     "id": item.id,
@@ -76,11 +88,10 @@ async def upsert_items(session: AsyncSession, items: Sequence[ItemRecord]) -> in
                 for item in chunk
             ]
         )
-        refreshed = ("url", "title", "text", "author", "published_at", "engagement", "language", "collected_at")
         statement = statement.on_conflict_do_update(
-            index_elements=["id"], set_={name: statement.excluded[name] for name in refreshed}
+            index_elements=["id"], set_={name: statement.excluded[name] for name in _REFRESHED}
         )
-        await session.execute(statement)
+        await database.write_alone(statement, {})
     return len(unique) - len(known)
 
 
@@ -132,9 +143,8 @@ def _matching(
 
 class ItemRepository(Repository):
     async def upsert_many(self, items: Sequence[ItemRecord]) -> int:
-        """Store items (new ones inserted, known ones refreshed); returns how many were new."""
-        async with self._db.transaction() as session:
-            return await upsert_items(session, items)
+        """Store items (new ones inserted, known ones refreshed); returns how many were new (see `store_items`)."""
+        return await store_items(self._db, items)
 
     async def get(self, item_id: str) -> ItemRecord | None:
         async with self._db.sessions() as session:

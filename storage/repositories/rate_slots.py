@@ -3,7 +3,9 @@
 The generic cell rate algorithm keeps one number per limit, its "theoretical arrival time" (TAT): a request may
 go at `TAT - tolerance`, and moves the TAT on by one interval. One `INSERT … ON CONFLICT DO UPDATE` reserves a
 slot and says how long to wait for it, so any number of processes share a limit without talking to each other,
-and the database's clock is the one clock they all read.
+and the database's clock is the one clock they all read. On PostgreSQL it runs in autocommit: the limit's row is
+locked only while the server runs it (in a transaction of its own it stayed locked until the sending process got
+round to its COMMIT, and every other send of every process queued behind that).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ class RateSlotRepository(Repository):
             f"ON CONFLICT (key) DO UPDATE SET tat = {greatest}(rate_slots.tat, {now}) + :interval "
             f"RETURNING tat - :interval - :tolerance - {now}"
         )
-        async with self._db.transaction() as session:
-            wait = (
-                await session.execute(statement, {"key": key, "interval": interval, "tolerance": tolerance})
-            ).scalar_one()
-        return max(float(wait), 0.0)
+        # Alone (on PostgreSQL in autocommit): a limit's row is shared by every send of every process, so it is locked
+        # only while the server runs the statement, not until a COMMIT the sending process gets round to.
+        row = await self._db.write_alone(statement, {"key": key, "interval": interval, "tolerance": tolerance})
+        assert row is not None  # RETURNING always gives the one row
+        return max(float(row[0]), 0.0)

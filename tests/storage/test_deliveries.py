@@ -130,7 +130,11 @@ async def test_a_failure_inside_complete_run_writes_nothing(
         )
     stored = await runs.get(run.id)
     assert stored is not None and (stored.status, stored.digest, stored.finished_at) == (RunStatus.RUNNING, None, None)
-    assert await ItemRepository(database).get("hn:1") is None
+    # The item itself was stored before the run's transaction (items are shared by every monitor: their rows are
+    # not held for a run's transaction), but nothing links it to the run, so no chat sees it.
+    items = ItemRepository(database)
+    assert await items.get("hn:1") is not None
+    assert await items.search("Story", chat_id=chat.id) == []
     assert await _count(database, RunItem) == 0
     assert await _count(database, Delivery) == 0
 

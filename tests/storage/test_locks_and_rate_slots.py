@@ -6,7 +6,8 @@ import asyncio
 import itertools
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.exc import OperationalError
 
 from storage import AdvisoryLocks, Database, LockUnsupportedError, RateSlotRepository
 
@@ -120,3 +121,36 @@ async def test_locks_held_at_once_never_take_more_connections_than_the_bound(pos
 def test_advisory_locks_refuse_sqlite() -> None:
     with pytest.raises(LockUnsupportedError):
         AdvisoryLocks("sqlite+aiosqlite:///lookout.db")
+
+
+async def test_a_reservation_leaves_its_limits_row_unlocked_as_soon_as_its_statement_has_run(
+    database: Database,
+) -> None:
+    """A limit's row is shared by every send of every process: it is locked while the server runs the reservation,
+    not until a COMMIT its process sends later. Checked from another connection the moment the statement returns,
+    before the reserving code takes its next step."""
+    if database.dialect != "postgresql":
+        pytest.skip("row locks: PostgreSQL only")
+    slots, key = RateSlotRepository(database), "telegram:overall"
+    await slots.reserve(key, interval=0.01)  # the row exists: the next reservation updates it
+    probe = create_engine(database.engine.url.set(drivername="postgresql+psycopg"))
+    free: list[bool] = []
+
+    def look(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if statement.startswith("INSERT INTO rate_slots"):
+            with probe.connect() as connection:
+                try:
+                    connection.execute(
+                        text("SELECT key FROM rate_slots WHERE key = 'telegram:overall' FOR UPDATE NOWAIT")
+                    )
+                    free.append(True)
+                except OperationalError:  # lock not available
+                    free.append(False)
+
+    event.listen(database.engine.sync_engine, "after_cursor_execute", look)
+    try:
+        await slots.reserve(key, interval=0.01)
+    finally:
+        event.remove(database.engine.sync_engine, "after_cursor_execute", look)
+        probe.dispose()
+    assert free == [True]
