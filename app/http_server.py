@@ -78,7 +78,9 @@ def _listen(host: str, port: int) -> socket.socket:
 async def serve_http(app: Starlette, *, host: str, port: int, stop: asyncio.Event) -> None:
     """Serve `app` until `stop` is set; in-flight requests finish before this returns."""
     listener = _listen(host, port)
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off")
+    # httptools (a dependency) parses each request for about half the CPU of uvicorn's pure-Python h11: every
+    # Telegram update is one POST in webhook mode (bench/README.md, seventh session, webcmd).
+    config = uvicorn.Config(app, http="httptools", log_config=None, access_log=False, lifespan="off")
     server = _EmbeddedServer(config)
     serving = asyncio.create_task(server.serve(sockets=[listener]))
     stopping = asyncio.create_task(stop.wait())

@@ -130,15 +130,19 @@ def fake_process(conn: Connection, long_poll_cap: float) -> None:
 
 
 def delayed_postgres_process(conn: Connection, admin_url: str, delay: float) -> None:
-    """Run a PostgreSQL proxy holding back every answer by `delay` seconds until told to stop; sends its URL, and
-    at the stop the round trips it carried."""
+    """Run a PostgreSQL proxy holding back every answer by `delay` seconds until told to stop; sends its URL, then
+    for each "count" asked (and at the stop) the round trips it carried so far and how often each statement's text
+    was sent."""
     from tests.fakes.postgres_proxy import postgres_proxy
 
     async def serve() -> None:
         async with postgres_proxy(admin_url, delay=delay) as proxy:
             conn.send(proxy.url)
-            await asyncio.to_thread(conn.recv)
-            conn.send(proxy.round_trips)
+            while True:
+                request = await asyncio.to_thread(conn.recv)
+                conn.send((proxy.round_trips, Counter(" ".join(query.split()) for query in proxy.executed)))
+                if request == "stop":
+                    break
 
     asyncio.run(serve())
 
@@ -411,6 +415,10 @@ class Row:
     load_before: float = 0.0
     postgres_cpu: float | None = None
     """CPU seconds of PostgreSQL's server processes during the run (PostgreSQL runs only)."""
+    round_trips: int | None = None
+    """Round trips to PostgreSQL during the run, counted by the --postgres-delay-ms proxy (None without it)."""
+    statements: Counter[str] = field(default_factory=Counter)
+    """How often each statement's text went through that proxy during the run."""
 
 
 PROFILE_ENTRIES = (
@@ -524,6 +532,16 @@ async def bench_database(
             return await run_suite(name, LookoutSide(model), conn, args)
 
 
+async def proxy_counts(args: argparse.Namespace) -> tuple[int, Counter[str]] | None:
+    """The delaying proxy's round trips and statements so far (None when PostgreSQL is reached directly)."""
+    proxy: Connection | None = getattr(args, "proxy_conn", None)
+    if proxy is None:
+        return None
+    proxy.send("count")
+    counts: tuple[int, Counter[str]] = await asyncio.to_thread(proxy.recv)
+    return counts
+
+
 async def run_suite(name: str, side: Any, conn: Connection, args: argparse.Namespace) -> list[Row]:
     """The runs (warm-up, free text, commands, paced, burst) against one Lookout side (`LookoutSide` or
     `WebProcesses`)."""
@@ -553,6 +571,7 @@ async def run_suite(name: str, side: Any, conn: Connection, args: argparse.Names
         load = os.getloadavg()[0]
         before = await side.counters()
         postgres_before = postgres_cpu_seconds() if name == "postgresql" else None
+        proxy_before = await proxy_counts(args)
         COLLECTOR.reset()
         outcome = await drive(
             conn,
@@ -574,6 +593,7 @@ async def run_suite(name: str, side: Any, conn: Connection, args: argparse.Names
             await asyncio.to_thread(side.pipes[0].recv)
         after = await side.counters()
         postgres_after = postgres_cpu_seconds() if name == "postgresql" else None
+        proxy_after = await proxy_counts(args)
         process_cpu = [b - a for a, b in zip(before.cpu, after.cpu, strict=True)]
         rows.append(
             Row(
@@ -593,6 +613,8 @@ async def run_suite(name: str, side: Any, conn: Connection, args: argparse.Names
                     if postgres_after is not None and postgres_before is not None
                     else None
                 ),
+                round_trips=proxy_after[0] - proxy_before[0] if proxy_after and proxy_before else None,
+                statements=proxy_after[1] - proxy_before[1] if proxy_after and proxy_before else Counter(),
             )
         )
 
@@ -851,7 +873,7 @@ async def bench(args: argparse.Namespace) -> None:
     if "postgresql" in args.databases:
         databases.append(("postgresql", args.postgres_url))
     delayed: Any = None
-    if args.postgres_delay_ms and "postgresql" in args.databases:
+    if args.postgres_delay_ms and ("postgresql" in args.databases or args.web_processes):
         delayed_conn, delayed_child = context.Pipe()
         delayed = context.Process(
             target=delayed_postgres_process,
@@ -863,6 +885,7 @@ async def bench(args: argparse.Namespace) -> None:
         proxied = delayed_conn.recv()
         direct_rtt, proxied_rtt = await round_trip_ms(args.postgres_url), await round_trip_ms(proxied)
         databases = [(name, proxied if name == "postgresql" else url) for name, url in databases]
+        args.postgres_url, args.proxy_conn = proxied, delayed_conn  # the web processes' database too
         print(
             f"PostgreSQL through a proxy holding answers {args.postgres_delay_ms:g} ms: round trip p50 / p99 "
             f"{proxied_rtt[0]:.2f} / {proxied_rtt[1]:.2f} ms (direct {direct_rtt[0]:.2f} / {direct_rtt[1]:.2f} ms)"
@@ -885,7 +908,7 @@ async def bench(args: argparse.Namespace) -> None:
         fake_proc.join(timeout=10)
         if delayed is not None:
             delayed_conn.send("stop")
-            round_trips = delayed_conn.recv()
+            round_trips, _ = delayed_conn.recv()
             delayed.join(timeout=10)
             messages = sum(row.outcome.sent for row in rows if row.database == "postgresql")
             messages += 2 * args.chats  # the warm-up
@@ -952,6 +975,16 @@ async def bench(args: argparse.Namespace) -> None:
             f"| {postgres} | {', '.join(f'{rss:.0f} MiB' for rss in row.rss_mib)} "
             f"| {percentile(outcome.from_sent, 0.5) * 1000:.0f} / {percentile(outcome.from_sent, 0.99) * 1000:.0f} ms |"
         )
+    for row in rows:
+        if row.round_trips is None:
+            continue
+        count = row.outcome.sent or 1
+        print(
+            f"\nround trips to PostgreSQL, {row.database}, {row.mode}, {row.run}: {row.round_trips / count:.2f} per "
+            f"message ({row.round_trips:,}); statements run per message:"
+        )
+        for statement, times in row.statements.most_common(12):
+            print(f"  {times / count:6.2f}  {statement[:150]}")
     print(f"\npeak RSS of this process (Lookout's, in long-polling runs): {rss_mib:.0f} MiB")
     print(f"\ngarbage collections in Lookout's process (thresholds {gc.get_threshold()}), generations 0 / 1 / 2:")
     for row in rows:

@@ -9,13 +9,14 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy
 from sqlalchemy import Row, event, text
 from sqlalchemy.engine import URL, Connection, CursorResult, Engine, make_url
-from sqlalchemy.exc import InvalidatePoolError
+from sqlalchemy.exc import DBAPIError, InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.util import await_only
@@ -64,7 +65,9 @@ def _ping_on_checkout(engine: Engine) -> None:
 
     This is `pool_pre_ping`'s guarantee at a third of its cost: SQLAlchemy's asyncpg ping wraps its empty query
     in BEGIN … ROLLBACK (three round trips, for pgbouncer's transaction mode, which Lookout does not use); an
-    empty query outside a transaction is one. A connection just opened is not pinged (it has just answered)."""
+    empty query outside a transaction is one. A connection just opened is not pinged (it has just answered), nor
+    one taken for a statement that may run twice (`Database.write_alone_rows(repeatable=True)`), which is its own
+    check."""
 
     @event.listens_for(engine, "connect")
     def _on_connect(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
@@ -72,7 +75,7 @@ def _ping_on_checkout(engine: Engine) -> None:
 
     @event.listens_for(engine, "checkout")
     def _on_checkout(_dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: Any) -> None:
-        if record.info.pop(_FRESH, False):
+        if record.info.pop(_FRESH, False) or _UNCHECKED.get():
             return
         asyncpg_connection: Any = record.driver_connection
         try:
@@ -83,6 +86,9 @@ def _ping_on_checkout(engine: Engine) -> None:
 
 _FRESH = "lookout_fresh"
 """`ConnectionPoolEntry.info` key marking a connection opened and not yet handed out."""
+
+_UNCHECKED: ContextVar[bool] = ContextVar("lookout_unchecked_checkout", default=False)
+"""Set while checking out a connection for a repeatable statement: no liveness check (see `_ping_on_checkout`)."""
 
 
 def _configure_sqlite(engine: Engine, *, foreign_keys: bool) -> None:
@@ -168,9 +174,9 @@ class _SqliteThread:
         self._root.dispose()
 
 
-def _first_row(result: CursorResult[Any]) -> Row[Any] | None:
-    """A statement's first row; None when it returns no rows (no RETURNING) or none came back."""
-    return result.first() if result.returns_rows else None
+def _rows(result: CursorResult[Any]) -> list[Row[Any]]:
+    """A statement's rows; none when it returns no rows (no RETURNING)."""
+    return list(result) if result.returns_rows else []
 
 
 class Database:
@@ -229,10 +235,36 @@ class Database:
         """One writing statement in a transaction of its own, and its first row (None: it returned none). On
         PostgreSQL it runs in autocommit, so the server commits it as it runs it: one round trip, with no BEGIN
         or COMMIT around it. On SQLite as `write`."""
+        rows = await self.write_alone_rows(statement, parameters)
+        return rows[0] if rows else None
+
+    async def write_alone_rows(
+        self, statement: Any, parameters: dict[str, Any], *, repeatable: bool = False
+    ) -> list[Row[Any]]:
+        """`write_alone`, with every row the statement returned (a multi-row `INSERT … RETURNING`).
+
+        `repeatable`: running the statement twice does no harm (a rate slot: one taken too many only spends a
+        slot). Then, on PostgreSQL, the pooled connection is not checked before it (one round trip less): a
+        connection found dead by the statement is dropped (and every connection pooled before it, as after a
+        check that failed) and the statement runs once more on a new one. A statement that must not run twice
+        (a turn's mark) keeps the check: its connection may die after the server committed it."""
         if self.dialect != "postgresql":
-            return await self.write(lambda connection: _first_row(connection.execute(statement, parameters)))
-        async with self._autocommit_engine.connect() as connection:
-            return _first_row(await connection.execute(statement, parameters))
+            return await self.write(lambda connection: _rows(connection.execute(statement, parameters)))
+        for attempt in (1, 2) if repeatable else (2,):
+            unchecked = _UNCHECKED.set(repeatable)
+            try:
+                connection = await self._autocommit_engine.connect()
+            finally:
+                _UNCHECKED.reset(unchecked)
+            try:
+                return _rows(await connection.execute(statement, parameters))
+            except DBAPIError as error:
+                if attempt == 2 or not error.connection_invalidated:
+                    raise
+                logger.info("a pooled connection was dead (%s); running the statement on a new one", error.orig)
+            finally:
+                await connection.close()
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def read_alone(self, statement: Any, parameters: dict[str, Any]) -> list[Row[Any]]:
         """One reading statement and all its rows. On PostgreSQL it runs in autocommit (a single statement reads

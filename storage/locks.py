@@ -9,6 +9,11 @@ connection first; a holder never needs a second one, so the wait always ends. A 
 lets go, or by PostgreSQL itself when the holder's session ends: a killed process's connection closes at once, and
 the server's TCP keepalives (set on every lock connection) end the session of a machine that vanished within about
 `KEEPALIVE_SECONDS`.
+
+A pooled connection is not checked before use (no `pool_pre_ping`): the lock statement is the check. When it
+fails because the connection turned out dead (the server restarted, or ended an idle session), that connection
+is dropped and the statement runs once more on a new one. That is safe for a lock statement: a session that died
+holds no lock, and one that died just after the lock was granted released it as it ended.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Final
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 logger = logging.getLogger(__name__)
@@ -53,7 +59,7 @@ def _lock_engine(url: str, *, pool_size: int, max_connections: int) -> AsyncEngi
         pool_size=min(pool_size, max_connections),
         max_overflow=max(0, max_connections - pool_size),
         pool_timeout=24 * 3600,  # waiting for a connection is waiting for the lock: as long as it takes
-        pool_pre_ping=True,
+        # No check on checkout: the lock statement is the check (`AdvisoryLocks._run`).
         # No transaction stays open on a lock's connection (an idle transaction would hold back VACUUM).
         isolation_level="AUTOCOMMIT",
         connect_args=connect_args,
@@ -93,14 +99,22 @@ class HeldLock:
 
     async def _close(self, *, invalidate: bool) -> None:
         connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        try:
-            if invalidate:
-                await connection.invalidate()
-            await connection.close()
-        except Exception:  # closing a dead connection may fail; nothing is left to release
-            logger.debug("closing lock connection failed", exc_info=True)
+        if connection is not None:
+            await _close(connection, invalidate=invalidate)
+
+
+async def _close(connection: AsyncConnection, *, invalidate: bool) -> None:
+    """Give a lock connection back to the pool, or (`invalidate`) end its session and drop it."""
+    try:
+        if invalidate:
+            await connection.invalidate()
+        await connection.close()
+    except Exception:  # closing a dead connection may fail; nothing is left to release
+        logger.debug("closing lock connection failed", exc_info=True)
+
+
+_LOCK = text("SELECT pg_advisory_lock(hashtextextended(:name, 0))")
+_TRY_LOCK = text("SELECT pg_try_advisory_lock(hashtextextended(:name, 0))")
 
 
 class AdvisoryLocks:
@@ -112,13 +126,8 @@ class AdvisoryLocks:
     @asynccontextmanager
     async def hold(self, name: str) -> AsyncIterator[None]:
         """Wait for the lock (PostgreSQL queues waiters first come, first served), hold it inside the block."""
-        connection = await self._engine.connect()
+        connection, _ = await self._run(_LOCK, name)
         held = HeldLock(name, connection)
-        try:
-            await connection.execute(text("SELECT pg_advisory_lock(hashtextextended(:name, 0))"), {"name": name})
-        except BaseException:
-            await held._close(invalidate=True)  # cancelled while waiting: the session (and its wait) ends
-            raise
         try:
             yield
         finally:
@@ -126,21 +135,29 @@ class AdvisoryLocks:
 
     async def try_hold(self, name: str) -> HeldLock | None:
         """Take the lock if nobody holds it; the caller releases it (or loses it with its connection)."""
-        connection = await self._engine.connect()
-        try:
-            taken = (
-                await connection.execute(
-                    text("SELECT pg_try_advisory_lock(hashtextextended(:name, 0))"), {"name": name}
-                )
-            ).scalar()
-        except BaseException:
-            await connection.invalidate()
-            await connection.close()
-            raise
+        connection, taken = await self._run(_TRY_LOCK, name)
         if not taken:
             await connection.close()
             return None
         return HeldLock(name, connection)
+
+    async def _run(self, statement: TextClause, name: str) -> tuple[AsyncConnection, object]:
+        """`statement` on a pooled connection, and its value; a connection found dead by it is dropped and the
+        statement runs once more on a new one (see the module docstring). On any failure, and when cancelled
+        while waiting, the connection's session is ended, and its wait or lock with it."""
+        for attempt in (1, 2):
+            connection = await self._engine.connect()
+            try:
+                return connection, (await connection.execute(statement, {"name": name})).scalar()
+            except DBAPIError as error:
+                await _close(connection, invalidate=True)
+                if attempt == 2 or not error.connection_invalidated:
+                    raise
+                logger.info("lock %s: a pooled connection was dead (%s); trying a new one", name, error.orig)
+            except BaseException:
+                await _close(connection, invalidate=True)
+                raise
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     async def dispose(self) -> None:
         await self._engine.dispose()

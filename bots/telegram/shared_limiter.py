@@ -2,8 +2,9 @@
 
 python-telegram-bot paces each call through its bot's `BaseRateLimiter`; its `AIORateLimiter` counts in process
 memory, so two workers would each send 30 messages a second. `SharedRateLimiter` reserves every call's slot in
-the database instead (`storage.RateSlotRepository`: one atomic statement per limit, on the database's clock):
-one key for the whole token, one per group or channel, one per private chat. However many processes send,
+the database instead (`storage.RateSlotRepository`, on the database's clock): one key for the whole token, one
+per group or channel, one per private chat, a call's chat slot and overall slot taken in one statement when its
+chat's slot is free (`reserve_pair`). However many processes send,
 the token stays under the limits, and the processes need not know of one another.
 
 Which calls count is AIORateLimiter's rule: every call naming a `chat_id` counts against the overall limit;
@@ -24,7 +25,7 @@ from typing import Any
 from telegram.error import RetryAfter
 from telegram.ext import BaseRateLimiter
 
-from bots.shared_limits import SlotReserver
+from bots.shared_limits import SlotLimit, SlotReserver
 
 __all__ = ["FloodLimits", "SharedRateLimiter"]
 
@@ -99,15 +100,20 @@ class SharedRateLimiter(BaseRateLimiter[int]):
         with contextlib.suppress(TypeError, ValueError):
             numeric = int(str(chat_id))
         if numeric is None or numeric < 0:  # a group, supergroup or channel (@name)
-            chat_wait = await self._slots.reserve(f"{self._key}:chat:{chat_id}", interval=limits.group_interval)
+            chat = SlotLimit(f"{self._key}:chat:{chat_id}", interval=limits.group_interval)
         else:
-            chat_wait = await self._slots.reserve(
-                f"{self._key}:chat:{chat_id}", interval=limits.period, burst=limits.private_burst
-            )
+            chat = SlotLimit(f"{self._key}:chat:{chat_id}", interval=limits.period, burst=limits.private_burst)
+        overall = SlotLimit(f"{self._key}:overall", interval=limits.overall_interval)
+        # The overall slot is taken only once the chat's slot has come: a group waiting its turn must not hold
+        # a slot every other chat could use meanwhile. When the chat's slot is free now (nearly always for a
+        # private chat), one statement takes both.
+        chat_wait, overall_wait = await self._slots.reserve_pair(chat, overall)
         if chat_wait > 0:
             await asyncio.sleep(chat_wait)
-        # The overall slot is taken only once the chat's slot has come: a group waiting its turn must not hold
-        # a slot every other chat could use meanwhile.
-        overall_wait = await self._slots.reserve(f"{self._key}:overall", interval=limits.overall_interval)
+            # An overall slot taken with a chat slot still to come (another process took the chat's slot in the
+            # same instant) is left unused: the slot for the send is the one taken now.
+            overall_wait = await self._slots.reserve(overall.key, interval=overall.interval)
+        elif overall_wait is None:  # the chat's slot came between the statement's reading and its writing
+            overall_wait = await self._slots.reserve(overall.key, interval=overall.interval)
         if overall_wait > 0:
             await asyncio.sleep(overall_wait)

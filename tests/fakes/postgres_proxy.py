@@ -34,12 +34,15 @@ class PostgresProxy:
     round_trips: int = 0
     queries: list[str] = field(default_factory=list)
     """The text of each simple-protocol `Query` and `Parse` message, in order."""
+    executed: list[str] = field(default_factory=list)
+    """The text of each statement run: each simple `Query`, and each `Bind` of a statement parsed on that
+    connection (a prepared statement run again counts again, unlike in `queries`)."""
     delay: float = 0.0
     """Seconds each chunk from the server is held back before the client gets it (0: passed on at once)."""
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
 
     def reset(self) -> None:
-        self.round_trips, self.queries = 0, []
+        self.round_trips, self.queries, self.executed = 0, [], []
 
     async def drop_connections(self) -> None:
         """Close every proxied connection, both ways (what a PostgreSQL restart does to its clients)."""
@@ -52,6 +55,7 @@ class PostgresProxy:
 
     async def _client_to_server(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         started = False
+        prepared: dict[bytes, str] = {}  # this connection's statements by name ("" for the unnamed one)
         while True:
             if not started:  # untyped: SSLRequest/GSSENCRequest (answered by the server) or the startup message
                 header = await reader.readexactly(4)
@@ -69,8 +73,13 @@ class PostgresProxy:
                 self.round_trips += 1
             if kind == b"Q":
                 self.queries.append(body.rstrip(b"\0").decode())
+                self.executed.append(self.queries[-1])
             elif kind == b"P":  # Parse: statement name, then the query text
-                self.queries.append(body.split(b"\0")[1].decode())
+                name, query = body.split(b"\0")[:2]
+                self.queries.append(query.decode())
+                prepared[name] = self.queries[-1]
+            elif kind == b"B":  # Bind: portal name, then the statement's name
+                self.executed.append(prepared.get(body.split(b"\0")[1], "?"))
             writer.write(kind + header + body)
 
     async def _server_to_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import OperationalError
 
-from storage import AdvisoryLocks, Database, LockUnsupportedError, RateSlotRepository
+from storage import AdvisoryLocks, Database, LockUnsupportedError, RateSlotRepository, SlotLimit
+from tests.fakes.postgres_proxy import postgres_proxy
 
 
 async def test_rate_slots_space_requests_by_the_interval_after_the_burst(database: Database) -> None:
@@ -31,6 +32,66 @@ async def test_concurrent_reservations_never_share_a_slot(database: Database, ba
     assert ordered[0] == 0.0
     gaps = [later - earlier for earlier, later in itertools.pairwise(ordered)]
     assert all(0.5 < gap < 1.5 for gap in gaps), gaps
+
+
+async def test_a_pair_of_slots_advances_both_keys_in_one_call_and_a_throttled_chat_takes_only_its_own(
+    database: Database,
+) -> None:
+    slots = RateSlotRepository(database)
+    chat = SlotLimit("telegram:t:chat:7", interval=10.0, burst=2)
+    overall = SlotLimit("telegram:t:overall", interval=5.0)
+    assert await slots.reserve_pair(chat, overall) == (0.0, 0.0)
+    chat_wait, overall_wait = await slots.reserve_pair(chat, overall)
+    assert chat_wait == 0.0  # the chat's burst of two
+    assert overall_wait is not None and 4.0 < overall_wait <= 5.0  # the first call moved the overall slot on
+    chat_wait, overall_wait = await slots.reserve_pair(chat, overall)
+    assert 9.0 < chat_wait <= 10.0  # the chat waits its turn ...
+    assert overall_wait is None  # ... and takes no overall slot meanwhile
+    # The overall limit was advanced twice, not three times: its next slot is two intervals on.
+    assert 9.0 < await slots.reserve(overall.key, interval=overall.interval) <= 10.0
+    # A chat without a burst (a group) that is free now: both slots at once, read before the statement took any.
+    group = SlotLimit("telegram:t:chat:-100", interval=3.0)
+    assert await slots.reserve_pair(group, SlotLimit("telegram:u:overall", interval=1.0)) == (0.0, 0.0)
+    assert 2.0 < await slots.reserve(group.key, interval=group.interval) <= 3.0
+
+
+async def test_pairs_reserved_at_once_never_share_a_slot_of_either_key(database: Database) -> None:
+    slots = RateSlotRepository(database)
+    overall = SlotLimit("overall", interval=1.0)
+    pairs = await asyncio.gather(
+        *(slots.reserve_pair(SlotLimit(f"chat:{n}", interval=60.0), overall) for n in range(12))
+    )
+    assert all(chat_wait == 0.0 for chat_wait, _ in pairs)  # twelve chats, each free
+    waits = sorted(wait for _, wait in pairs if wait is not None)
+    assert len(waits) == 12 and waits[0] == 0.0  # each took an overall slot in the same statement ...
+    gaps = [later - earlier for earlier, later in itertools.pairwise(waits)]
+    assert all(0.5 < gap < 1.5 for gap in gaps), gaps  # ... a different one, one interval apart
+
+
+async def test_a_pair_of_slots_on_postgresql_is_one_round_trip_and_survives_a_dead_pooled_connection(
+    database: Database,
+) -> None:
+    if database.dialect != "postgresql":
+        pytest.skip("round trips to a PostgreSQL server")
+    async with postgres_proxy(database.engine.url.render_as_string(hide_password=False)) as proxy:
+        proxied = Database(proxy.url)
+        try:
+            slots = RateSlotRepository(proxied)
+            await slots.reserve_pair(
+                SlotLimit("chat:1", interval=0.001), SlotLimit("overall", interval=0.001)
+            )  # prepares
+            proxy.reset()
+            await slots.reserve_pair(SlotLimit("chat:2", interval=0.001), SlotLimit("overall", interval=0.001))
+            # the one statement: no liveness check before it, and autocommit (no BEGIN, no COMMIT)
+            assert proxy.round_trips == 1 and proxy.executed[0].startswith("INSERT INTO rate_slots")
+            await proxy.drop_connections()  # the pooled connection dies (a server restart)
+            proxy.reset()
+            chat = SlotLimit("chat:3", interval=60.0)
+            assert await slots.reserve_pair(chat, SlotLimit("overall", interval=0.001)) == (0.0, 0.0)
+            assert proxy.executed.count(proxy.executed[-1]) == 1  # run once, on the new connection
+            assert 59.0 < await slots.reserve(chat.key, interval=chat.interval) <= 60.0  # and it took the slot
+        finally:
+            await proxied.dispose()
 
 
 @pytest.mark.postgres
@@ -85,6 +146,54 @@ async def test_a_held_lock_is_freed_when_its_session_dies(postgres_session_url: 
     finally:
         await first.dispose()
         await second.dispose()
+
+
+@pytest.mark.postgres
+async def test_a_lock_is_taken_in_one_round_trip_and_still_taken_when_its_pooled_connection_died(
+    postgres_session_url: str,
+) -> None:
+    """No check of a pooled connection before the lock statement: the statement is the check. A connection that
+    died while pooled (dropped here, as a server restart drops it) is replaced, and the lock really is held."""
+    async with postgres_proxy(postgres_session_url) as proxy:
+        locks = AdvisoryLocks(proxy.url, pool_size=1, max_connections=1)
+        observer = Database(postgres_session_url)  # another session, straight to the server
+
+        async def free(name: str) -> bool:
+            async with observer.engine.connect() as connection:
+                taken = (await connection.execute(_TRY_LOCK, {"name": name})).scalar()
+                if taken:
+                    await connection.execute(
+                        text("SELECT pg_advisory_unlock(hashtextextended(:name, 0))"), {"name": name}
+                    )
+                return bool(taken)
+
+        try:
+            async with locks.hold("conversation:1"):  # opens the pooled connection, prepares the statements
+                pass
+            proxy.reset()
+            async with locks.hold("conversation:1"):
+                assert not await free("conversation:1")
+            assert proxy.round_trips == 2  # the lock and the unlock: no liveness check before them
+            assert [query.split("(")[0] for query in proxy.executed] == [
+                "SELECT pg_advisory_lock",
+                "SELECT pg_advisory_unlock",
+            ]
+            assert await free("conversation:1")
+
+            await proxy.drop_connections()  # the pooled connection is dead now
+            async with locks.hold("conversation:1"):
+                assert not await free("conversation:1")  # held, on the new connection
+            assert await free("conversation:1")
+            await proxy.drop_connections()
+            leader = await locks.try_hold("telegram:polling")
+            assert leader is not None and not await free("telegram:polling")
+            await leader.release()
+        finally:
+            await locks.dispose()
+            await observer.dispose()
+
+
+_TRY_LOCK = text("SELECT pg_try_advisory_lock(hashtextextended(:name, 0))")
 
 
 async def _hold_and_note(locks: AdvisoryLocks, name: str, order: list[str], note: str) -> None:
