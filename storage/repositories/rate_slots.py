@@ -14,9 +14,10 @@ liveness check of its pooled connection before it, since running it twice only s
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 
 from storage.repositories._common import Repository
 
@@ -40,16 +41,19 @@ class SlotLimit:
         return max(self.burst - 1, 0) * self.interval
 
 
-def _single(dialect: str) -> str:
+@functools.cache
+def _single(dialect: str) -> TextClause:
+    """Built once per dialect: every Bot API call naming a chat runs one of these two statements."""
     now, greatest = _NOW[dialect], _GREATEST[dialect]
-    return (
+    return text(
         f"INSERT INTO rate_slots (key, tat) VALUES (:key, {now} + :interval) "  # noqa: S608 - no user text
         f"ON CONFLICT (key) DO UPDATE SET tat = {greatest}(rate_slots.tat, {now}) + :interval "
         f"RETURNING tat - :interval - :tolerance - {now}"
     )
 
 
-def _pair(dialect: str) -> str:
+@functools.cache
+def _pair(dialect: str) -> TextClause:
     """Both limits' slots in one multi-row upsert; the second row is left out when the first limit's slot is not
     free now (read from the first's TAT before the statement changes it: PostgreSQL's statement snapshot, and
     SQLite materialises an `INSERT … SELECT` that reads its own table before inserting). Rows go in a fixed order
@@ -59,7 +63,7 @@ def _pair(dialect: str) -> str:
     def number(name: str) -> str:  # typed, or PostgreSQL reads a parameter in a CASE or a union as text
         return f"CAST(:{name} AS double precision)"
 
-    return (
+    return text(
         "INSERT INTO rate_slots (key, tat) "  # noqa: S608 - no user text
         f"SELECT slot.key, {now} + slot.step FROM ("
         f"SELECT 1 AS n, :first_key AS key, {number('first_interval')} AS step "
@@ -82,7 +86,7 @@ class RateSlotRepository(Repository):
         to wait before using it (0 when it is free now). The slot is taken whether or not the caller uses it."""
         limit = SlotLimit(key, interval, burst)
         rows = await self._db.write_alone_rows(
-            text(_single(self._db.dialect)),
+            _single(self._db.dialect),
             {"key": key, "interval": interval, "tolerance": limit.tolerance},
             repeatable=True,  # a slot taken twice only spends one: no liveness check before it
         )
@@ -97,7 +101,7 @@ class RateSlotRepository(Repository):
         if first.key == second.key:
             raise ValueError("a pair of slots needs two keys")
         rows = await self._db.write_alone_rows(
-            text(_pair(self._db.dialect)),
+            _pair(self._db.dialect),
             {
                 "first_key": first.key,
                 "first_interval": first.interval,
