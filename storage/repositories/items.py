@@ -52,7 +52,7 @@ _REFRESHED = ("url", "title", "text", "author", "published_at", "engagement", "l
 
 async def store_items(database: Database, items: Sequence[ItemRecord]) -> int:
     """Insert new items and refresh known ones (title, text, engagement...) keeping `first_seen_at`;
-    returns how many were new (as far as this process saw: one stored by another process meanwhile counts here too).
+    returns how many were new.
 
     Items are shared by every monitor, so two runs on a shared source write the same rows. On PostgreSQL each
     chunk is one statement in autocommit (`Database.write_alone`): its row locks last while the server runs it,
@@ -62,12 +62,8 @@ async def store_items(database: Database, items: Sequence[ItemRecord]) -> int:
     Not atomic across chunks (over 500 items): a chunk stored before a failure is simply stored again next time.
     """
     unique = sorted({item.id: item for item in items}.values(), key=lambda item: item.id)
-    if not unique:
-        return 0
-    known: set[str] = set()
-    for ids in _chunks([item.id for item in unique]):
-        known.update(row[0] for row in await database.read_alone(select(Item.id).where(Item.id.in_(ids)), {}))
     now = utc_now()
+    new = 0
     for chunk in _chunks(unique):
         statement = dialect_insert(database.dialect, Item).values(
             [
@@ -90,9 +86,11 @@ async def store_items(database: Database, items: Sequence[ItemRecord]) -> int:
         )
         statement = statement.on_conflict_do_update(
             index_elements=["id"], set_={name: statement.excluded[name] for name in _REFRESHED}
-        )
-        await database.write_alone(statement, {})
-    return len(unique) - len(known)
+        ).returning(Item.first_seen_at)
+        # A known row keeps its `first_seen_at`, so the rows that come back with this call's are the new ones:
+        # counted by the upsert itself, with no read of the known ids before it.
+        new += sum(row[0] == now for row in await database.write_alone_rows(statement, {}))
+    return new
 
 
 def _dated() -> ColumnElement[datetime]:
