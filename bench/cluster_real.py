@@ -94,8 +94,17 @@ def _split(labels: Sequence[str], keys: Sequence[str]) -> tuple[list[int], list[
     return dev, test
 
 
-def _read_csv(name: str) -> list[dict[str, str]]:
-    with (DATA / name).open(encoding="utf-8", newline="") as handle:
+def read_set(name: str) -> list[dict[str, str]]:
+    """The rows of one labelled set in bench/data. The sets are not in the repository: they are rebuilt, byte for
+    byte, from the public repositories they come from (bench/data/README.md), and a missing one says how."""
+    path = DATA / name
+    if not path.exists():
+        builder = "build_languages.py" if name == "african_news.csv" else "build_sets.py"
+        raise SystemExit(
+            f"{path} is not built: the labelled sets are not in the repository. Clone their public repositories "
+            f"(bench/data/README.md names them) and run: uv run python bench/data/{builder} <folder of the clones>"
+        )
+    with path.open(encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
 
 
@@ -116,26 +125,26 @@ def load_sets(names: Iterable[str]) -> list[LabelledSet]:
     sets = []
     for name in names:
         if name == "uci":
-            rows = _read_csv("uci_news_aggregator.csv")
+            rows = read_set("uci_news_aggregator.csv")
             description = "UCI News Aggregator (first 6,366 rows): headlines, Google News story ids"
             batching, group_of = "time", [row["story"] for row in rows]
         elif name == "ecbplus":
-            rows = _read_csv("ecbplus.csv")
+            rows = read_set("ecbplus.csv")
             description = "ECB+: headline + lead, 43 topics x 2 look-alike events, annotator labels"
             batching, group_of = "topic", [row["story"].split("-")[0] for row in rows]
         elif name == "jawikinews":  # realdata: see bench/data/README.md
-            rows = _read_csv("jawikinews.csv")
+            rows = read_set("jawikinews.csv")
             description = "Japanese Wikinews 2006: outlets' headlines cited by each article, and its headline + lead"
             batching, group_of = "time", [row["story"] for row in rows]
         elif name == "wmt_news":  # crosslang: see bench/data/README.md
-            rows = _read_csv("wmt_news.csv")
+            rows = read_set("wmt_news.csv")
             description = "WMT news test articles (2021-2024) and their human translations: one story in en/ja/zh"
             batching, group_of = "topic", [row["story"] for row in rows]
         else:
             path = DATA / f"{name}.csv"
             if not path.exists():
                 raise SystemExit(f"unknown set {name!r}: no {path}")
-            rows = _read_csv(path.name)
+            rows = read_set(path.name)
             description = f"{name}.csv"
             batching, group_of = "topic", [row["story"] for row in rows]
         items = [_item(row) for row in rows]

@@ -27,7 +27,6 @@ Run: uv run python bench/language_detectors.py [--sets uci,ecbplus,jawikinews,wm
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -42,9 +41,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import research.language
+from bench.cluster_real import read_set
 from research.language import _judged, detect_languages, language_text
 
-DATA = Path(__file__).parent / "data"
 SETS = {
     "uci": "uci_news_aggregator.csv",
     "ecbplus": "ecbplus.csv",
@@ -152,8 +151,7 @@ DETECTORS: dict[str, Callable[[], Detect]] = {
 
 
 def rows_of(name: str) -> list[dict[str, str]]:
-    with (DATA / SETS[name]).open(encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+    return read_set(SETS[name])
 
 
 def cpu_ms_per_1000(detect: Detect, texts: Sequence[str], batch: int | None) -> float:

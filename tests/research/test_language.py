@@ -130,19 +130,24 @@ def test_py3langid_is_loaded_only_once_a_text_fasttext_is_unsure_of_appears_and_
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_restricted_py3langid_decides_as_the_whole_model_on_the_recorded_bench_news() -> None:
-    # Every text of the African news set (title + lead, and title alone) and of UCI's English headlines that py3langid
-    # is asked about: the restricted identifier hands over the same language, or none, as py3langid's whole model,
-    # loaded here through its public call as it was before the restriction.
+def test_the_restricted_py3langid_decides_as_the_whole_model_on_real_headlines() -> None:
+    # Every text py3langid is asked about, among the real headlines here (title + lead, and title alone) and, where
+    # a developer has built them, every text of the bench's African news and UCI sets (bench/data/README.md: they are
+    # rebuilt from their public sources, not kept in the repository; over them this held for 28,926 texts): the
+    # restricted identifier hands over the same language, or none, as py3langid's whole model, loaded here through
+    # its public call as it was before the restriction.
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     whole = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
     restricted = research.language._second_opinion()
-    texts: list[str] = []
+    headlines, _ = labelled_items()
+    pairs = [(text, "") for text, _ in [*SAMPLES, *AFRICAN, *NOT_LATIN_UNSURE]] + [(text, "") for text in STILL_ENGLISH]
+    pairs += [(item.title, item.text) for item in headlines]
     for name in ("african_news.csv", "uci_news_aggregator.csv"):
-        with (BENCH_DATA / name).open(encoding="utf-8") as handle:
-            for row in csv.DictReader(handle):
-                texts += [language_text(row["title"], row["text"]), row["title"]]
+        if (BENCH_DATA / name).exists():
+            with (BENCH_DATA / name).open(encoding="utf-8") as handle:
+                pairs += [(row["title"], row["text"]) for row in csv.DictReader(handle)]
+    texts = [text for title, lead in pairs for text in (language_text(title, lead), title)]
     asked = [judged for judged in map(research.language._judged, texts) if judged and asked_about(judged)]
 
     def handed_over(identifier: LanguageIdentifier, judged: str) -> str | None:
@@ -151,8 +156,8 @@ def test_the_restricted_py3langid_decides_as_the_whole_model_on_the_recorded_ben
 
     before = [handed_over(whole, judged) for judged in asked]
     assert [handed_over(restricted, judged) for judged in asked] == before
-    assert sum(language is not None for language in before) > 3000  # most African texts are handed over
-    assert len(set(before) - {None}) >= 12
+    assert {language for _, language in AFRICAN} <= set(before)  # every African language here is handed over
+    assert None in before  # and some texts asked about are not (the English ones fastText is unsure of)
 
 
 def asked_about(judged: str) -> bool:
