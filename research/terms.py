@@ -7,11 +7,14 @@ Two tokenisers, for two jobs:
   its Rust port), Japanese by MeCab (fugashi with the IPA dictionary), other space-separated languages are split on
   words; Korean and Thai keep character bigrams. Each term comes with a weight from how rare the word is in the
   language at large (wordfreq's frequency lists), so a story's key words keep their weight however many items of
-  one batch repeat them.
+  one batch repeat them. Chinese and Japanese words are read so that outlets' wordings meet: a katakana word's
+  long-vowel mark is left out of its term, a figure's thousands commas are dropped, a word the list lacks counts as
+  `CJK_UNKNOWN_FREQUENCY`, and a hiragana-only word (a particle, an ending) as no rarer than a particle.
 
 Guarantees: the segmenters and frequency lists load lazily, once per process, under a lock; a language without a
 frequency list falls back to the list of its script's most common language (English for Latin script), and a word
-missing from the list counts as rare.
+missing from the list counts as rare (`RARE_FREQUENCY`; a Chinese or Japanese one, `CJK_UNKNOWN_FREQUENCY`). Text
+with no Chinese, Japanese, Korean or Thai in it is read as it was before any of the CJK rules.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from functools import cache
 from typing import Any
 
 __all__ = [
+    "CJK_UNKNOWN_FREQUENCY",
+    "HIRAGANA_WORD_FREQUENCY",
     "Acronyms",
     "StoryTerms",
     "acronym_term",
@@ -135,6 +140,11 @@ def tokens(text: str, *, limit: int | None = None) -> list[str]:
 
 _HAN_OR_KANA = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _KANA = re.compile(r"[\u3040-\u30ff]")
+_HIRAGANA_WORD = re.compile(r"[\u3041-\u309f]+")
+_LONG_VOWEL = re.compile(r"(?<=[\u30a1-\u30fa])\u30fc")
+"""The katakana long-vowel mark after a katakana letter: outlets write one loanword or name with it or without it
+("アルカーイダ" / "アルカイダ", "ハマース" / "ハマス")."""
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _HANGUL_OR_THAI = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u0e00-\u0e7f]+")
 _NO_SPACE = re.compile(
     r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[\uac00-\ud7af\u1100-\u11ff\u0e00-\u0e7f]+)"
@@ -147,6 +157,19 @@ RARE_FREQUENCY = 1e-7
 """What a word missing from the frequency list counts as: rarer than nearly every listed word."""
 FIGURE_FREQUENCY = 3e-6
 """What a figure ("239,000", "1.8") counts as; the lists fold digits together, so they say little of one number."""
+CJK_UNKNOWN_FREQUENCY = 2e-6
+"""What a Chinese or Japanese word missing from the frequency list (or rarer there than `RARE_FREQUENCY`) counts as:
+rare, about as telling as a figure, not rarer than every listed word. The segmenters' own dictionaries hold many
+compound names the lists lack (MeCab's IPA dictionary: "三井信託銀行", "秋田空港"; and runs of unknown katakana glued
+into one word, "アルカーイダメンバー"), which other outlets write in parts or another way: at `RARE_FREQUENCY` one
+such word outweighed the rest of a headline. Chosen on the dev half of the Japanese Wikinews set (bench/README.md,
+"eighth session, cjkrecall")."""
+HIRAGANA_WORD_FREQUENCY = 0.01
+"""What a Japanese word written in hiragana alone counts as at most: as common as a particle, so it carries no weight
+in a story's comparison. Those are the particles, endings and auxiliaries MeCab splits off ("に", "よる", "なっ",
+"ば"), several of which the list counts as rare as a content word; Japanese news writes its names and subjects in
+kanji and katakana. They stay terms, so a lead's term limit still stops where it did (dropping them let leads run
+further and cost the embedding path on the dev halves; bench/README.md, "eighth session, cjkrecall")."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +351,8 @@ def story_terms(text: str, language: str | None, *, limit: int | None = None) ->
             if position % 2:
                 _add_segmented(part, language, seen)
             else:
+                if "," in part:  # beside CJK, Hangul or Thai a figure's comma groups thousands: "1,000人" = "1000人"
+                    part = _THOUSANDS.sub("", part)
                 term = _word_term(part, language)
                 if term is not None and term[0] not in seen:
                     seen[term[0]] = term[1]
@@ -337,21 +362,39 @@ def story_terms(text: str, language: str | None, *, limit: int | None = None) ->
 
 
 def _add_segmented(run: str, language: str | None, seen: dict[str, float]) -> None:
-    """Add the words of one run of Han, kana, Hangul or Thai to `seen`, each with its rarity."""
+    """Add the words of one run of Han, kana, Hangul or Thai to `seen`, each with its rarity.
+
+    Chinese and Japanese words are read the way outlets' wordings meet: the katakana long-vowel mark is left out of
+    the term (its rarity is the word's as written); a word the frequency list does not know counts as
+    `CJK_UNKNOWN_FREQUENCY`; a word of hiragana alone is no rarer than `HIRAGANA_WORD_FREQUENCY`."""
+    cached = _RARITY_CACHE
     if _HAN_OR_KANA.fullmatch(run) is None:  # Hangul or Thai: character bigrams (a lone letter is no term)
-        run_language, words, single_letters = language, _bigrams(run), False
-    elif _KANA.search(run):  # kana is Japanese whatever the language was said to be
-        run_language, words, single_letters = "ja", _japanese_segmenter()(run), True
+        for word in _bigrams(run):
+            if word in seen or len(word) == 1:
+                continue
+            found = cached.get((word, language))
+            seen[word] = found if found is not None else rarity(word, language)
+        return
+    if _KANA.search(run):  # kana is Japanese whatever the language was said to be
+        run_language, words = "ja", _japanese_segmenter()(run)
     else:
         run_language = language if language in _HAN_LANGUAGES else "zh"
         segmenter = _japanese_segmenter() if run_language == "ja" else _chinese_segmenter()
-        words, single_letters = segmenter(run), True
-    cached = _RARITY_CACHE
+        words = segmenter(run)
     for word in words:
-        if word in seen or (not single_letters and len(word) == 1):
+        term = _LONG_VOWEL.sub("", word) if "\u30fc" in word else word
+        if term in seen:
             continue
         found = cached.get((word, run_language))
-        seen[word] = found if found is not None else rarity(word, run_language)
+        value = found if found is not None else rarity(word, run_language)
+        if value >= _UNKNOWN_RARITY:
+            value = _CJK_UNKNOWN_RARITY
+        seen[term] = min(value, _HIRAGANA_RARITY) if _HIRAGANA_WORD.fullmatch(word) is not None else value
+
+
+_UNKNOWN_RARITY = -math.log(RARE_FREQUENCY)
+_CJK_UNKNOWN_RARITY = -math.log(CJK_UNKNOWN_FREQUENCY)
+_HIRAGANA_RARITY = -math.log(HIRAGANA_WORD_FREQUENCY)
 
 
 # ---- acronyms ----------------------------------------------------------------------------------------------

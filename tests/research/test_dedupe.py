@@ -134,6 +134,26 @@ def test_chinese_and_japanese_headlines_are_segmented_into_words_and_cluster() -
     assert sorted(len(cl.members) for cl in cluster_items(japanese)) == [1, 2]
 
 
+def test_japanese_outlets_wording_one_event_differently_still_meet() -> None:
+    """One event in two outlets' Japanese: a loanword written with and without its long-vowel mark ("ハマース" /
+    "ハマス"), a figure with and without its thousands comma ("1,000人" / "1000人"). Each pair is one story; a
+    look-alike disaster with another death toll and another story about the same country stay apart."""
+    titles = {
+        "hamas-1": "ハマースが圧勝、自治政府の与党ファタハ敗北",
+        "hamas-2": "パレスチナ選挙でハマス勝利",
+        "flood-1": "フィリピンの泥流、死者1,000人超か",
+        "flood-2": "比の台風被害、死者は1000人を超える見通し",
+        "quake": "ジャワ島の地震、死者5,000人超に",
+        "decree": "フィリピン大統領、非常事態を宣言",
+    }
+    deduper = Deduper()
+    deduper.add([make_item("news", key, title=title, language="ja") for key, title in titles.items()])
+    story = {key: deduper.cluster_id(f"news:{key}") for key in titles}
+    assert story["hamas-1"] == story["hamas-2"]
+    assert story["flood-1"] == story["flood-2"]
+    assert len({story["hamas-1"], story["flood-1"], story["quake"], story["decree"]}) == 4
+
+
 def test_weights_come_from_the_language_not_the_batch() -> None:
     """A story's key word weighs the same whether the batch holds 2 items or 40 that repeat it: the same pair is
     as similar either way (batch-only weights made a big story's words "common" and lost it)."""

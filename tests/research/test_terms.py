@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from research.terms import acronym_term, acronyms, story_terms
+import math
+
+from research.terms import (
+    CJK_UNKNOWN_FREQUENCY,
+    HIRAGANA_WORD_FREQUENCY,
+    RARE_FREQUENCY,
+    acronym_term,
+    acronyms,
+    rarity,
+    story_terms,
+)
 
 
 def test_written_acronyms_and_the_names_that_spell_them() -> None:
@@ -48,6 +58,27 @@ def test_terms_of_every_script_read_by_its_segmenter() -> None:
     # A limit stops after the run that reaches it.
     limited = story_terms("東京都知事選挙、2020年7月に投開票、大阪府知事選挙", "ja", limit=3)
     assert limited.terms == ("東京", "都知事", "選挙")
+
+
+def test_chinese_and_japanese_words_are_read_the_way_outlets_wordings_meet() -> None:
+    # A loanword with or without its long-vowel mark is one term, weighed as written.
+    assert story_terms("ハマース", "ja").terms == story_terms("ハマス", "ja").terms == ("ハマス",)
+    assert story_terms("ハマース", "ja").rarity["ハマス"] == rarity("ハマース", "ja") != rarity("ハマス", "ja")
+    # A figure with or without its thousands comma is one figure in CJK text (English keeps its reading).
+    assert story_terms("死者1,000人", "ja").terms == story_terms("死者1000人", "ja").terms == ("死者", "1000", "人")
+    assert story_terms("1,000 dead", "en").terms == ("1.000", "dead")
+    # A word the frequency list does not know is rare, not rarer than every word it lists ("秋田放送": a
+    # broadcaster's name in MeCab's dictionary, not in wordfreq's); Hangul bigrams keep the general rule.
+    assert rarity("秋田放送", "ja") == -math.log(RARE_FREQUENCY)
+    assert story_terms("秋田放送によると", "ja").rarity["秋田放送"] == -math.log(CJK_UNKNOWN_FREQUENCY)
+    assert story_terms("룰룰", "ko").rarity["룰룰"] == -math.log(RARE_FREQUENCY)
+    # A word of hiragana alone (a particle, an ending) is as common as a particle, whatever the list says of it;
+    # kanji and katakana words keep their rarity.
+    according = story_terms("共同通信によると", "ja").rarity
+    assert rarity("よる", "ja") > -math.log(HIRAGANA_WORD_FREQUENCY)
+    assert according["よる"] == -math.log(HIRAGANA_WORD_FREQUENCY)
+    assert according["に"] == rarity("に", "ja") < -math.log(HIRAGANA_WORD_FREQUENCY)
+    assert according["共同通信"] == rarity("共同通信", "ja")
 
 
 def test_words_read_once_give_the_same_terms_again() -> None:
