@@ -5,7 +5,9 @@ A monitor is simulated over a labelled set's days, one run at the end of each da
 it in a real run:
 - the items published in the run's look-back window (one day, or seven with `--lookback 7`), after the pipeline's
   `exact_unique`;
-- `delivered_items` / `delivered_urls`: the items the previous run delivered (text and URL);
+- `delivered_items` / `delivered_urls`: the items the runs of the last `MonitorSettings.story_memory_days` (or of
+  the look-back, if longer) and the previous run delivered (text and URL); `--delivered-days 0`: the previous run's
+  only, what the runner gave before the eighth session;
 - `already_delivered`: the ids every run of the last `MonitorSettings.novelty_memory_days` delivered;
 - `previous_digest`: none (its citations are the previous run's top delivered items, already given as
   `delivered_items`, title only: they add nothing a lexical run can tell from the items themselves).
@@ -22,7 +24,8 @@ one event (jawikinews: one Wikinews article; uci: one Google News story):
 - for each day, the agreement of that day's stories between the one-day and the seven-day look-back (pair F1 of
   one clustering against the other over the day's items) — with `--lookback both`;
 - CPU time per run of `assess_novelty`.
-`--sweep` scores `research.novelty.DEVELOPMENT_SHARE` values on the dev halves only.
+`--sweep` scores the development rule's parameters (`research.novelty.DEVELOPMENT_SHARE`,
+`NEW_FIGURE_IS_DEVELOPMENT`) on the dev halves only.
 
 Run: uv run python bench/novelty_real.py [--sets jawikinews,uci] [--lookback 1|7|both] [--sweep]
 """
@@ -52,7 +55,9 @@ from research.pipeline import exact_unique
 from sources.base import Item
 
 MEMORY_DAYS = MonitorSettings.novelty_memory_days
-SWEEP_SHARES = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.01)
+STORY_MEMORY_DAYS: int = getattr(MonitorSettings, "story_memory_days", 0)
+"""What the runner hands novelty whole: the delivered items of the last days (0 in a tree before the setting)."""
+SWEEP_SHARES = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
 """`DEVELOPMENT_SHARE` values tried on dev: 0.0 reports every item of a delivered story, 1.01 none."""
 
 
@@ -100,8 +105,9 @@ def simulate(
     period: timedelta = timedelta(days=1),
     delivered_days: int = 0,
 ) -> Simulation:
-    """One run every `period`, each looking back `lookback`. `delivered_days`: the runs whose delivered items the
-    next run is given (0: only the previous run's, what `monitors.runner` gives)."""
+    """One run every `period`, each looking back `lookback`. The next run is given, whole, the items delivered by
+    the runs of the last `delivered_days` (or of the look-back, if longer) and by the previous run, as
+    `monitors.runner` does; `delivered_days=0`: the previous run's only (the runner before the eighth session)."""
     dated = [i for i in indices if labelled.items[i].published is not None]
     items = [_with_outlet_url(labelled.items[i]) for i in dated]
     label_of = {labelled.items[i].id: labelled.labels[i] for i in dated}
@@ -120,7 +126,7 @@ def simulate(
         if not window:
             end += period
             continue
-        already = {item_id for item_id, on in delivered_on.items() if on > end - timedelta(days=MEMORY_DAYS)}
+        already = {item_id for item_id, on in delivered_on.items() if on >= end - timedelta(days=MEMORY_DAYS)}
         unique = exact_unique(window)
         started = time.process_time()
         result = assess_novelty(
@@ -161,10 +167,11 @@ def simulate(
             if item.published is not None and item.published >= end - period
         }
         if delivered_days:
-            recent = end - timedelta(days=delivered_days)
-            previous = [delivered_item[i] for i, on in delivered_on.items() if on > recent]
+            recent = end + period - max(timedelta(days=delivered_days), lookback)  # as the next run asks
+            given = {item.id for item in reported} | {i for i, on in delivered_on.items() if on >= recent}
+            previous = sorted((delivered_item[i] for i in given), key=lambda it: (it.published, it.id))
         else:
-            previous = reported  # the runner hands the next run what this one delivered
+            previous = reported
         end += period
     return sim
 
@@ -236,19 +243,23 @@ def report(sets: Sequence[LabelledSet], setup: Setup, lookbacks: Sequence[str], 
 
 
 def sweep(sets: Sequence[LabelledSet], setup: Setup, lookbacks: Sequence[str]) -> None:
-    print("\nDEVELOPMENT_SHARE on the dev halves (re-sent items / developments reaching the user / events missed):")
-    for share in SWEEP_SHARES:
-        novelty.DEVELOPMENT_SHARE = share  # type: ignore[attr-defined]
-        cells = []
-        for labelled in sets:
-            for lookback in lookbacks:
-                sim = setup.run(labelled, labelled.dev, lookback)
-                developments = sim.developments
-                cells.append(
-                    f"{labelled.name} {setup.name(lookback)}: {sum(sim.resent.values())} / "
-                    f"{len(developments & sim.reported_labels)} of {len(developments)} / {len(sim.missed)}"
-                )
-        print(f"  {share:.2f}: " + "; ".join(cells), flush=True)
+    """The rule's two parameters over the dev halves only: re-sent items / developments reaching the user / events
+    missed, per set and look-back."""
+    print("\nDev halves: re-sent items / developments reaching the user / events missed")
+    for figures in (False, True):
+        for share in SWEEP_SHARES:
+            novelty.DEVELOPMENT_SHARE = share  # type: ignore[attr-defined]
+            novelty.NEW_FIGURE_IS_DEVELOPMENT = figures  # type: ignore[attr-defined]
+            cells = []
+            for labelled in sets:
+                for lookback in lookbacks:
+                    sim = setup.run(labelled, labelled.dev, lookback)
+                    developments = sim.developments
+                    cells.append(
+                        f"{labelled.name} {setup.name(lookback)}: {sum(sim.resent.values())} / "
+                        f"{len(developments & sim.reported_labels)} of {len(developments)} / {len(sim.missed)}"
+                    )
+            print(f"  new figure {'on ' if figures else 'off'}, share {share:.2f}: " + "; ".join(cells), flush=True)
 
 
 def main() -> None:
@@ -258,7 +269,10 @@ def main() -> None:
     parser.add_argument("--period-hours", type=float, default=24.0, help="time between runs (the short look-back)")
     parser.add_argument("--halves", default="dev,test")
     parser.add_argument(
-        "--delivered-days", type=int, default=0, help="runs whose delivered items the next run gets (0: the last)"
+        "--delivered-days",
+        type=int,
+        default=STORY_MEMORY_DAYS,
+        help="days of delivered items the next run gets whole (0: the previous run's only); default: the runner's",
     )
     parser.add_argument("--sweep", action="store_true")
     args = parser.parse_args()
@@ -267,7 +281,7 @@ def main() -> None:
     setup = Setup(period=timedelta(hours=args.period_hours), delivered_days=args.delivered_days)
     if args.sweep:
         if not hasattr(novelty, "DEVELOPMENT_SHARE"):
-            raise SystemExit("this tree's research.novelty has no DEVELOPMENT_SHARE to sweep")
+            raise SystemExit("this tree's research.novelty has no development rule to sweep")
         sweep(sets, setup, lookbacks)
         return
     report(sets, setup, lookbacks, args.halves.split(","))
