@@ -112,16 +112,16 @@ def simulate(
     items = [_with_outlet_url(labelled.items[i]) for i in dated]
     label_of = {labelled.items[i].id: labelled.labels[i] for i in dated}
     items.sort(key=lambda it: (it.published, it.id))
-    published = [it.published for it in items]
-    first = items[0].published
-    assert first is not None
+    published = [it.published for it in items if it.published is not None]
+    first, last = published[0], published[-1]
     end = first.replace(hour=0, minute=0, second=0, microsecond=0) + period
     sim = Simulation()
     delivered_on: dict[str, datetime] = {}
     delivered_item: dict[str, Item] = {}
     delivered_labels: set[str] = set()
     previous: list[Item] = []
-    while end - period <= items[-1].published:
+    last_digest: list[Item] = []
+    while end - period <= last:
         window = items[bisect_left(published, end - lookback) : bisect_left(published, end)]
         if not window:
             end += period
@@ -166,12 +166,14 @@ def simulate(
             for item in result.items
             if item.published is not None and item.published >= end - period
         }
+        if reported:  # a run that reports nothing sends no digest: the runner's previous run stays the one before
+            last_digest = reported
         if delivered_days:
             recent = end + period - max(timedelta(days=delivered_days), lookback)  # as the next run asks
-            given = {item.id for item in reported} | {i for i, on in delivered_on.items() if on >= recent}
+            given = {item.id for item in last_digest} | {i for i, on in delivered_on.items() if on >= recent}
             previous = sorted((delivered_item[i] for i in given), key=lambda it: (it.published, it.id))
         else:
-            previous = reported
+            previous = last_digest
         end += period
     return sim
 
@@ -248,8 +250,8 @@ def sweep(sets: Sequence[LabelledSet], setup: Setup, lookbacks: Sequence[str]) -
     print("\nDev halves: re-sent items / developments reaching the user / events missed")
     for figures in (False, True):
         for share in SWEEP_SHARES:
-            novelty.DEVELOPMENT_SHARE = share  # type: ignore[attr-defined]
-            novelty.NEW_FIGURE_IS_DEVELOPMENT = figures  # type: ignore[attr-defined]
+            novelty.DEVELOPMENT_SHARE = share
+            novelty.NEW_FIGURE_IS_DEVELOPMENT = figures
             cells = []
             for labelled in sets:
                 for lookback in lookbacks:
