@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -54,6 +54,8 @@ from storage import (
 )
 
 logger = logging.getLogger(__name__)
+_OLDEST = datetime.min.replace(tzinfo=UTC)
+"""Where an undated item sorts."""
 
 SourceResolver = Callable[[Sequence[str]], list[Source]]
 """Turns source specs (`hn`, `rss:<url>`) into sources; raises ValueError for unknown or switched-off ones."""
@@ -223,11 +225,16 @@ class MonitorRunner:
         readers = [asking_chat] if asking_chat is not None else await self._subscriptions.subscribers(monitor.id)
         until = run.scheduled_for
         previous = await self._previous_run(monitor.id, exclude=run.id)
-        delivered_items: list[Item] = []
+        delivered_ids: set[str] = set()
         if previous is not None:
-            delivered_ids = [entry.item_id for entry in await self._runs.items_of_run(previous.id) if entry.delivered]
-            records = await self._items.get_many(delivered_ids)
-            delivered_items = [item for item in map(item_of_record, records) if item is not None]
+            delivered_ids = {entry.item_id for entry in await self._runs.items_of_run(previous.id) if entry.delivered}
+        story_memory = max(timedelta(days=self._settings.story_memory_days), timedelta(hours=monitor.lookback_hours))
+        delivered_ids |= await self._items.delivered_ids(monitor.id, since=until - story_memory)
+        records = await self._items.get_many(sorted(delivered_ids))
+        delivered_items = sorted(
+            (item for item in map(item_of_record, records) if item is not None),
+            key=lambda item: (item.published or _OLDEST, item.id),
+        )  # a stable order: the stories formed do not depend on the database's
         already = await self._items.delivered_ids(
             monitor.id, since=until - timedelta(days=self._settings.novelty_memory_days)
         )

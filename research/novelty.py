@@ -1,4 +1,10 @@
-"""Novelty: which collected items are new for a monitor, which update a story it delivered, which repeat one."""
+"""Novelty: which collected items are new for a monitor, which update a story it delivered, which repeat one.
+
+A story is what `research.dedupe.Deduper` makes of the collected items together with what was delivered before, so
+novelty uses the clustering's story identity: another outlet's (or another language's) copy of a delivered story
+is a repeat, and only an item that says something the story's delivered items did not (a development) reaches the
+user again, as an update. What "says something new" means is weighed with the Deduper's own term weights.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +12,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from research.dedupe import Deduper, VectorLookup
+from research.dedupe import Deduper, Fingerprint, VectorLookup, fingerprint
 from research.digest import Digest
-from research.reputation import outlet_of
 from sources import Item, canonical_url, item_id
 
 ItemStatus = Literal["new", "update", "repeat", "delivered"]
-"""`new`: a story not delivered before. `update`: a new item of a delivered story from an outlet that had not
-carried it. `repeat`: a new item of a delivered story adding no outlet (not reported). `delivered`: delivered
-before (by id or URL)."""
+"""`new`: an item of a story not delivered before (reported). `update`: a new item of a delivered story that brings
+a development, something none of the story's delivered items in its language said: a figure they did not quote, or
+at least `DEVELOPMENT_SHARE` of its term weight in words they did not use (reported, titled "Update: ").
+`repeat`: a new item of a delivered story that brings none, whatever its outlet, or that is in a language none of
+the story's delivered items is in (not reported). `delivered`: delivered before (by id or URL; not reported)."""
+
+DEVELOPMENT_SHARE = 0.7
+"""The share of an item's term weight (the Deduper's weights: rare words weigh most) that must be in words no
+delivered item of its story used for the item to be an update. Chosen on the dev halves of real dated news
+(bench/novelty_real.py, bench/README.md), with `NEW_FIGURE_IS_DEVELOPMENT`: lower, other outlets' rewordings of
+a delivered story come back the next day as updates."""
+NEW_FIGURE_IS_DEVELOPMENT = True
+"""A figure (count, amount; years excepted) that no delivered item of the story quoted makes an item an update: a
+new death toll or price is news even in a headline that otherwise repeats the story (on the dev halves it kept every
+development a share alone silenced, with fewer re-sends)."""
 
 
 @dataclass
@@ -82,14 +99,35 @@ def assess_novelty(
         delivered = item.id in delivered_ids or key in delivered_urls or item.id not in new_ids
         status[item.id] = "delivered" if delivered else "new"
 
-    # A story delivered before stays quiet unless an outlet that had not carried it now does.
-    outlets_before: dict[str, set[str]] = {}
+    # A story delivered before stays quiet unless an item says what none of its delivered items said.
+    told_before: dict[str, dict[str | None, set[str]]] = {}
+    """Per delivered story, the terms its delivered items used, by language."""
     for story in deduper.clusters:
         for member in story.members:
             if member.id in delivered_ids or canonical_url(member.url) in delivered_urls:
-                outlets_before.setdefault(story.id, set()).add(outlet_of(member))
+                found, weights = _terms(deduper, member)
+                told_before.setdefault(story.id, {}).setdefault(found.language, set()).update(weights)
     for item in kept:
-        known = outlets_before.get(cluster_of[item.id])
-        if status[item.id] == "new" and known is not None:
-            status[item.id] = "repeat" if outlet_of(item) in known else "update"
+        told = told_before.get(cluster_of[item.id])
+        if status[item.id] == "new" and told is not None:
+            status[item.id] = "update" if _development(deduper, item, told) else "repeat"
     return Novelty(items=kept, status=status, cluster_of=cluster_of, deduper=deduper)
+
+
+def _terms(deduper: Deduper, item: Item) -> tuple[Fingerprint, dict[str, float]]:
+    """The item's fingerprint and its terms weighed as the Deduper weighs them when it compares items."""
+    found = fingerprint(item.title, item.text, language=item.language)
+    return found, deduper._weights(found)  # the one weighting; dedupe.py has no public name for it yet
+
+
+def _development(deduper: Deduper, item: Item, told: dict[str | None, set[str]]) -> bool:
+    """Whether the item says something the story's delivered items (`told`: their terms by language) did not."""
+    found, weights = _terms(deduper, item)
+    before = told.get(found.language)
+    total = sum(weights.values())
+    if before is None or not total:
+        return False  # another language's copy (words cannot be compared across languages), or nothing telling
+    untold = {term: weight for term, weight in weights.items() if term not in before}
+    if NEW_FIGURE_IS_DEVELOPMENT and not found.figures.isdisjoint(untold):
+        return True
+    return sum(untold.values()) >= DEVELOPMENT_SHARE * total

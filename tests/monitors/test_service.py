@@ -14,7 +14,7 @@ from monitors.service import MonitorService, split_source_specs
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings
 from research import ItemEmbedder
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
-from sources.base import SourceError, SourceErrorKind
+from sources.base import Item, SourceError, SourceErrorKind
 from sources.registry import DEFAULT_SOURCES
 from storage import (
     ChatRepository,
@@ -28,7 +28,7 @@ from storage import (
 )
 from tests.monitors.conftest import T0, World, story_source
 from tests.monitors.fakes import resolver
-from tests.research.fake_sources import FailingSource
+from tests.research.fake_sources import FailingSource, RecordingSource, make_item
 
 # ---- managing monitors -------------------------------------------------------------------------------------
 
@@ -367,6 +367,35 @@ async def test_the_pipeline_request_carries_the_monitor_and_what_it_delivered(wo
     assert second.already_delivered == {f"hn:hn-{n}" for n in range(3)}
     assert second.previous_digest is not None and second.plan is not None
     assert {item.id for item in second.delivered_items} == second.already_delivered
+
+
+async def test_novelty_is_handed_the_items_delivered_in_the_last_week_not_only_by_the_last_run(world: World) -> None:
+    # A story delivered two digests ago must still be known by its words, or a copy of it by another outlet is a
+    # story of its own and is sent again; past `story_memory_days` only the ids are remembered.
+    requests: list[PipelineRequest] = []
+
+    async def recording_pipeline(request: PipelineRequest, **kwargs: Any) -> PipelineResult:
+        requests.append(request)
+        return await run_pipeline(request, **kwargs)
+
+    found: list[Item] = [
+        make_item("hn", f"hn-{n}", title=f"HN story {n} about DeepSeek", text="DeepSeek") for n in range(3)
+    ]
+    world.sources["hn"] = RecordingSource("hn", lambda query: list(found))
+    service = world.service(pipeline=recording_pipeline)
+    view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
+    await service.run_monitor(view.id, T0)
+    found[:] = [make_item("hn", "qwen", title="Qwen 3 weights released, says DeepSeek rival", hours_ago=-23)]
+    await service.run_monitor(view.id, T0 + timedelta(days=1))
+    for days in (2, MonitorSettings.story_memory_days + 2):
+        await service.run_monitor(view.id, T0 + timedelta(days=days))
+
+    _, second, third, much_later = requests
+    first_delivered = {f"hn:hn-{n}" for n in range(3)}
+    assert {item.id for item in second.delivered_items} == first_delivered
+    assert {item.id for item in third.delivered_items} == {*first_delivered, "hn:qwen"}, "not only the last digest's"
+    assert {item.id for item in much_later.delivered_items} == {"hn:qwen"}, "the last digest's, and no older"
+    assert much_later.already_delivered == {*first_delivered, "hn:qwen"}
 
 
 async def test_run_now_delivers_to_the_asking_chat_only(world: World) -> None:

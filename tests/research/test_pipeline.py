@@ -327,14 +327,17 @@ async def test_novelty_across_two_runs(tmp_path: Path) -> None:
     assert "hn:r1" in delivered and "news:api" in delivered
 
     # The next day: the leaderboard story's old items are gone from the sources, but a new outlet (AP) now
-    # carries it; the API story comes back from an outlet that already carried it (a new URL: a repeat);
-    # the Huawei items come back unchanged; one new story appears.
+    # carries it (a copy: a repeat) and another reports what happened since (a development: an update); the API
+    # story comes back from an outlet that already carried it (a new URL, nothing new: a repeat); the Huawei items
+    # come back unchanged; one new story appears.
     later = BASE_TIME + timedelta(days=1)
     second_round = {
         "hn": [FIRST_ROUND["hn"][2]],
         "news": [
             item("news", "r1-ap", "DeepSeek R1 tops open model leaderboard, AP confirms",
                  "https://apnews.com/deepseek-r1-leaderboard", hours_ago=-10),
+            item("news", "r1-qwen", "DeepSeek R1 loses leaderboard top spot to Qwen 3 after a week",
+                 "https://www.reuters.com/tech/qwen-leaderboard", hours_ago=-11),
             item("news", "api-2", "DeepSeek halves API token prices for developers worldwide",
                  "https://techcrunch.com/deepseek-api-update", hours_ago=-12),
             FIRST_ROUND["news"][4],
@@ -360,16 +363,19 @@ async def test_novelty_across_two_runs(tmp_path: Path) -> None:
     assert status == {
         "hn:hw": "delivered",
         "news:hw": "delivered",
-        "news:r1-ap": "update",
+        "news:r1-ap": "repeat",
+        "news:r1-qwen": "update",
         "news:api-2": "repeat",
         "news:kimi": "new",
     }
-    assert sorted(second.new_item_ids) == ["news:kimi", "news:r1-ap"]
-    assert second.update_item_ids == ["news:r1-ap"]
+    story = {s.item.id: s.cluster_id for s in second.items}
+    assert story["news:r1-ap"] == story["news:r1-qwen"], "one story, told again and moved on"
+    assert sorted(second.new_item_ids) == ["news:kimi", "news:r1-qwen"]
+    assert second.update_item_ids == ["news:r1-qwen"]
     assert not second.nothing_new
     cited_urls = {c.url for c in second.digest.cited}
-    assert cited_urls == {"https://apnews.com/deepseek-r1-leaderboard", "https://www.scmp.com/kimi-k2"}
-    assert any(d.text.startswith("Update: DeepSeek R1 tops") for d in second.digest.developments)
+    assert cited_urls == {"https://www.reuters.com/tech/qwen-leaderboard", "https://www.scmp.com/kimi-k2"}
+    assert any(d.text.startswith("Update: DeepSeek R1 loses") for d in second.digest.developments)
     assert second.digest.changes_since_last is not None
 
     # A third run that finds only what was delivered (and the repeat): nothing new, a quiet digest.
@@ -388,18 +394,26 @@ async def test_novelty_across_two_runs(tmp_path: Path) -> None:
     assert third.exports is None and not list(tmp_path.glob("run3.*"))  # nothing to send, so no files (#9.22)
 
 
-async def test_a_story_whose_delivered_item_comes_back_with_a_new_outlet_is_an_update(tmp_path: Path) -> None:
+async def test_a_delivered_story_told_again_by_a_new_outlet_is_a_repeat_and_its_development_an_update(
+    tmp_path: Path,
+) -> None:
     # Only ids are known (no delivered items, no previous digest): the story is recognised through the
-    # delivered item the sources return again.
-    huawei = {"hn": [FIRST_ROUND["hn"][2]], "news": [FIRST_ROUND["news"][4], FIRST_ROUND["news"][3]]}
+    # delivered item the sources return again. Another outlet's copy of it says nothing new and is not sent
+    # (before the eighth session, a new outlet was enough to send it again as an "Update").
+    development = item(
+        "news", "hw-price", "Huawei Ascend DeepSeek inference now costs half of Nvidia H100 rental, SemiAnalysis finds",
+        "https://www.semianalysis.com/ascend-cost",
+    )  # fmt: skip
+    huawei = {"hn": [FIRST_ROUND["hn"][2]], "news": [FIRST_ROUND["news"][4], development, FIRST_ROUND["news"][3]]}
     result = await run_pipeline(
         request_for(world_sources({TOPIC: huawei}), already_delivered=frozenset({"hn:hw"})),
         light_model=None, heavy_model=None, out_dir=tmp_path, stem="update", now=lambda: BASE_TIME,
         options=PipelineOptions(max_expansion_queries=0),
     )  # fmt: skip
 
-    assert {s.item.id: s.status for s in result.items} == {"hn:hw": "delivered", "news:hw": "update", "news:nv": "new"}
-    assert sorted(result.new_item_ids) == ["news:hw", "news:nv"] and result.update_item_ids == ["news:hw"]
+    status = {s.item.id: s.status for s in result.items}
+    assert status == {"hn:hw": "delivered", "news:hw": "repeat", "news:hw-price": "update", "news:nv": "new"}
+    assert sorted(result.new_item_ids) == ["news:hw-price", "news:nv"] and result.update_item_ids == ["news:hw-price"]
 
 
 async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -> None:
