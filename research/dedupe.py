@@ -163,7 +163,7 @@ class Fingerprint:
     """The acronyms the title writes out, case-folded ("BoE" -> "boe")."""
     spelled_acronyms: frozenset[str] = frozenset()
     """What the title's capitalised names could be shortened to ("Bank of England" -> "boe"): each counts as that
-    acronym's term only once some item writes it out (see `Deduper._weights`)."""
+    acronym's term only once some item writes it out (see `Deduper.term_weights`)."""
 
     @property
     def tokens(self) -> frozenset[str]:
@@ -349,7 +349,7 @@ class Deduper:
 
     # ---- similarity ------------------------------------------------------------------------------------
 
-    def _weights(self, fingerprint_: Fingerprint) -> dict[str, float]:
+    def term_weights(self, fingerprint_: Fingerprint) -> dict[str, float]:
         """Each term's weight: how much rarer than a common word it is in the language at large (nothing for common
         words and for the topic's own words). It does not depend on the batch: a big story's key words are as
         telling in a batch it fills as in one where it is alone (real news says damping shared words loses it)."""
@@ -386,7 +386,7 @@ class Deduper:
     def similarity(self, a: Fingerprint, b: Fingerprint) -> float:
         """Weighted cosine of two fingerprints' terms (with the weights of everything seen so far), lowered when
         both quote figures and share none."""
-        wa, wb = self._weights(a), self._weights(b)
+        wa, wb = self.term_weights(a), self.term_weights(b)
         na = math.sqrt(sum(w * w for w in wa.values()))
         nb = math.sqrt(sum(w * w for w in wb.values()))
         if not na or not nb:
@@ -444,7 +444,7 @@ class Deduper:
         weights: list[float] = []
         indptr = [0]
         for index in scope:
-            row = self._weights(self._fingerprints[index])
+            row = self.term_weights(self._fingerprints[index])
             indices.extend([columns.setdefault(term, len(columns)) for term in row])
             weights.extend(row.values())
             indptr.append(len(indices))

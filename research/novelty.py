@@ -117,7 +117,7 @@ def assess_novelty(
 def _terms(deduper: Deduper, item: Item) -> tuple[Fingerprint, dict[str, float]]:
     """The item's fingerprint and its terms weighed as the Deduper weighs them when it compares items."""
     found = fingerprint(item.title, item.text, language=item.language)
-    return found, deduper._weights(found)  # the one weighting; dedupe.py has no public name for it yet
+    return found, deduper.term_weights(found)
 
 
 def _development(deduper: Deduper, item: Item, told: dict[str | None, set[str]]) -> bool:

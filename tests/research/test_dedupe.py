@@ -246,7 +246,7 @@ def test_words_are_stemmed_in_their_language_and_topic_words_stay_weightless() -
     for title, language, stem in (("Elections called early", "en", "elect"), ("Wahlen vorgezogen", "de", "wahl")):
         terms = fingerprint(title, language=language)
         assert stem in terms.tokens
-        weighted = deduper._weights(terms)
+        weighted = deduper.term_weights(terms)
         assert weighted and stem not in weighted
 
 
