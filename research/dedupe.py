@@ -303,6 +303,11 @@ class Deduper:
         index = self._index_of_id.get(item_id)
         return None if index is None else f"c{self._cluster_index[index] + 1}"
 
+    def fingerprint_of(self, item_id: str) -> Fingerprint:
+        """The fingerprint made of a seen item when it was added (in the language told for its batch): what the
+        Deduper compared it by. Raises KeyError for an item it never took."""
+        return self._fingerprints[self._index_of_id[item_id]]
+
     @property
     def clusters(self) -> list[Cluster]:
         """Every story so far, in the order first seen."""

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from research.dedupe import Deduper, Fingerprint, VectorLookup, fingerprint
+from research.dedupe import Deduper, Fingerprint, VectorLookup
 from research.digest import Digest
 from sources import Item, canonical_url, item_id
 
@@ -115,8 +115,9 @@ def assess_novelty(
 
 
 def _terms(deduper: Deduper, item: Item) -> tuple[Fingerprint, dict[str, float]]:
-    """The item's fingerprint and its terms weighed as the Deduper weighs them when it compares items."""
-    found = fingerprint(item.title, item.text, language=item.language)
+    """The item's fingerprint and its terms weighed as the Deduper weighs them when it compares items (every item
+    here was added to it: the delivered members of a story and the new items filed under one)."""
+    found = deduper.fingerprint_of(item.id)
     return found, deduper.term_weights(found)
 
 
