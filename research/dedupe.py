@@ -66,27 +66,22 @@ __all__ = [
 
 DEFAULT_THRESHOLD = 0.18
 """Mean weighted-cosine similarity at which items count as one story on the lexical path (chosen on the dev halves
-of real labelled English news by bench/cluster_real.py --sweep; see bench/README.md)."""
+of real labelled news, `bench/cluster_real.py --sweep`)."""
 
 DEFAULT_EMBEDDING_THRESHOLD = 0.82
-"""Cosine similarity of embedding vectors at which two items count as one story on the semantic path (for Gemini's
-embedding model, the app's default; not measured on real vectors here: no key. multilingual-e5-small's is 0.88, see
-bench/README.md). Each model has its own cosine scale, so another `EMBEDDING_MODEL` wants its own."""
+"""Cosine similarity of embedding vectors at which two items count as one story on the semantic path, for Gemini's
+embedding model (the default; not measured on its real vectors). Each model has its own cosine scale, so another
+`EMBEDDING_MODEL` wants its own (multilingual-e5-small's is 0.88)."""
 
 EMBEDDING_SCALE_WIDTH = 0.1
 """How far under the embedding threshold a cosine still counts for something: a pair's embedding score rises from 0
-at `threshold - width` to 1 (one story) at the threshold, on the same scale as a lexical score's share of its
-threshold. Unrelated texts of one model share a large cosine (~0.75-0.8 for e5), which is no evidence at all; this
-keeps them out (and out of the candidate pairs), so embeddings and words can be compared and a long look-back
-scores only the pairs near the threshold. Measured flat between 0.06 and 0.18 (bench/README.md)."""
+at `threshold - width` to 1 at the threshold, on the scale of a lexical score's share of its threshold, because
+unrelated texts of one model already share a large cosine, which is no evidence at all."""
 
 EMBEDDING_CROSS_LANGUAGE_MARGIN = 0.03
-"""How much an embedding cosine is raised for a pair of items in two different (known) languages. A multilingual
-model puts texts of one language closer together than a text and its translation: with multilingual-e5-small, a
-story and its human translation have a median cosine of 0.885 while unrelated Chinese pairs reach 0.876 at the 99th
-percentile. On the wmt_news dev half (bench/README.md) 0.03 took cross-language pairs merged at run size from 56 % to
-91 % and pair F1 0.62 -> 0.82 (0.02: 86 %, F1 0.81; 0.04: 94 %, F1 0.81); one-language sets are unchanged. Measured
-for e5 only; like the threshold, another model may want another margin."""
+"""How much an embedding cosine is raised for a pair of items in two different (known) languages, because a
+multilingual model puts texts of one language closer together than a text and its translation (set for
+multilingual-e5-small; another model may want another margin)."""
 
 EMBEDDING_MAX_GAP_DAYS = 7.0
 """Items published further apart than this get no embedding score: vectors see an affair's subject, not its

