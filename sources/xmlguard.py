@@ -42,6 +42,7 @@ _ITEM_TAGS: Final = frozenset({"item", "entry", "outline"})
 _PREDEFINED: Final = frozenset({"amp", "lt", "gt", "quot", "apos"})
 _HTML_ENTITIES: Final = html.entities.name2codepoint
 _ENTITY_REFERENCE = re.compile(r"&([A-Za-z_:][\w.:-]*);")
+_DOCTYPE = re.compile(r"<!DOCTYPE", re.IGNORECASE)
 _DECLARES = re.compile(r"<!ENTITY|<!DOCTYPE[^>\[]*\[", re.IGNORECASE)
 _ITEM_START = re.compile(r"<(?:[\w.-]+:)?(?:item|entry|outline)[\s>/]", re.IGNORECASE)
 
@@ -143,14 +144,19 @@ def guard_xml(
     codec = choose_charset(content, content_type=content_type).codec
     text = content.decode(codec, errors="replace").removeprefix("\ufeff")
     problem = _strict_problem(text, noun=noun)
+    # Expat lets a document with an external DTD use entities it never declares (in attributes, silently): with
+    # a DOCTYPE, or when the parse failed, every reference must be one XML or HTML defines.
+    if problem is not None and _DECLARES.search(text):
+        raise UnsafeXml(f"this {noun} is not well-formed XML and declares a DTD or entities, which Lookout refuses")
+    if problem is not None or _DOCTYPE.search(text):
+        unknown = _unknown_entities(text)
+        if unknown:
+            shown = ", ".join(f"&{name};" for name in unknown[:3])
+            raise UnsafeXml(
+                f"this {noun} uses XML entities it does not define ({shown}), which Lookout does not expand"
+            )
     if problem is None:
         return CheckedXml(content=content, codec=codec, well_formed=True)
-    unknown = _unknown_entities(text)
-    if unknown:
-        shown = ", ".join(f"&{name};" for name in unknown[:3])
-        raise UnsafeXml(f"this {noun} uses XML entities it does not define ({shown}), which Lookout does not expand")
-    if _DECLARES.search(text):
-        raise UnsafeXml(f"this {noun} is not well-formed XML and declares a DTD or entities, which Lookout refuses")
     fixed = _html_entities_as_references(text)
     if fixed != text:
         # Only HTML's named entities (`&nbsp;`) broke it: as character references the XML parser reads them.
