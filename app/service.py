@@ -93,11 +93,11 @@ leaving the interpreter), so the process as a whole exits within SHUTDOWN_GRACE_
 
 class _Grace:
     """The shutdown's deadline: SHUTDOWN_GRACE_SECONDS after `stop` is set, less `_CLOSING_SECONDS` (at most a
-    quarter of the grace). Each step of the shutdown runs `within` it and is cut short (cancelled) at the deadline;
+    third of the grace). Each step of the shutdown runs `within` it and is cut short (cancelled) at the deadline;
     the delivery worker stops after its part in flight by itself, so only a platform slower than the grace is cut."""
 
     def __init__(self, stop: asyncio.Event, seconds: float) -> None:
-        self._seconds = max(0.0, seconds - min(_CLOSING_SECONDS, seconds / 4))
+        self._seconds = max(0.0, seconds - min(_CLOSING_SECONDS, seconds / 3))
         self._deadline: float | None = None
         self._watch = asyncio.create_task(self._started(stop), name="shutdown grace")
 
