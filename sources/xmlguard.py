@@ -9,8 +9,10 @@ as character references and the document is checked again. A document that is st
 a lenient parser (feedparser's loose mode) only when it declares no DTD subset and no entity: that is where such
 parsers expand entities.
 
-Guarantee: `guard_xml` returns only documents that declare no entity, use none they do not define, stay within
-the limits, and have at most `max_bytes` bytes; otherwise it raises `UnsafeXml` with one sentence for a person.
+Guarantee: `guard_xml` returns only documents of at most `max_bytes` bytes that declare no entity, use none that
+neither they nor HTML define, and hold at most `MAX_XML_ITEMS` items; a well-formed one also nests at most
+`MAX_XML_DEPTH` deep (a lenient parser's nesting is its own, bounded by the bytes). Otherwise it raises
+`UnsafeXml` with one sentence for a person.
 """
 
 from __future__ import annotations
