@@ -276,15 +276,14 @@ def import_file(
     settings = _settings()
 
     async def work(stack: MonitorStack) -> str:
-        from monitors import MAX_IMPORT_BYTES, create_imported, plan_import, read_monitor_file
+        from monitors import create_imported, plan_import, read_import_file, read_monitor_file
         from storage import ChatRepository
 
-        if file.stat().st_size > MAX_IMPORT_BYTES:
-            raise ValueError(f"{file.name} is over the {MAX_IMPORT_BYTES // 1_000_000} MB import limit.")
+        content = read_import_file(file)  # bounded by the bytes read: a pipe reports no size
         chat_id = await _chat_id(stack, chat)
         record = await ChatRepository(stack.database).get(chat_id)
         assert record is not None
-        plan = await plan_import(stack.service, record, read_monitor_file(file.read_bytes(), topic=topic))
+        plan = await plan_import(stack.service, record, read_monitor_file(content, topic=topic))
         if plan.problem:
             raise ValueError(f"Nothing imported from {file.name}: {plan.problem}")
         output.markdown(plan.describe(limit=1000))

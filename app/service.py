@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -84,6 +84,34 @@ def _install_stop_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+
+
+_CLOSING_SECONDS = 3.0
+"""Kept out of the grace for what follows the shutdown steps (closing the Bot's connections and the database,
+leaving the interpreter), so the process as a whole exits within SHUTDOWN_GRACE_SECONDS."""
+
+
+class _Grace:
+    """The shutdown's deadline: SHUTDOWN_GRACE_SECONDS after `stop` is set, less `_CLOSING_SECONDS` (at most a
+    third of the grace). Each step of the shutdown runs `within` it and is cut short (cancelled) at the deadline;
+    the delivery worker stops after its part in flight by itself, so only a platform slower than the grace is cut."""
+
+    def __init__(self, stop: asyncio.Event, seconds: float) -> None:
+        self._seconds = max(0.0, seconds - min(_CLOSING_SECONDS, seconds / 3))
+        self._deadline: float | None = None
+        self._watch = asyncio.create_task(self._started(stop), name="shutdown grace")
+
+    async def _started(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self._deadline = asyncio.get_running_loop().time() + self._seconds
+
+    async def within(self, step: Awaitable[object], what: str) -> None:
+        now = asyncio.get_running_loop().time()
+        deadline = self._deadline if self._deadline is not None else now + self._seconds
+        try:
+            await asyncio.wait_for(step, timeout=max(0.0, deadline - now))
+        except TimeoutError:
+            logger.warning("stopping: %s did not finish within the shutdown grace; cut short", what)
 
 
 @dataclass(frozen=True)
@@ -187,14 +215,16 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
             routes=frontends.routes,
         )
         frontends.start_all()
+        grace = _Grace(stop, settings.shutdown_grace_seconds)
         try:
             await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
         finally:
             stop.set()
             stack.scheduler.shutdown()
-            await delivering  # the pass under way finishes; what is left stays pending in the outbox
-            await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
-            await process.dispatcher.finish_background()  # then the memory folds their answers left
+            # Deliveries end after the part in flight; what is left stays due in the outbox for the next process.
+            await grace.within(delivering, "delivery")
+            await grace.within(frontends.stop_all(), "the frontends")  # messages being answered finish
+            await grace.within(process.dispatcher.finish_background(), "the memory")  # folds their answers left
 
 
 async def _run_scaled(
@@ -251,13 +281,14 @@ async def _run_scaled(
         checks["background"] = background_running
         off = {name: why for name, (on, why) in describe_frontends(settings).items() if not on} if serves else {}
         app = build_http_app(checks=checks, off=off, routes=frontends.routes if serves else ())
+        grace = _Grace(stop, settings.shutdown_grace_seconds)
         try:
             await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
         finally:
             stop.set()
             if serves:
-                await frontends.stop_all()  # messages being answered finish first
-                await process.dispatcher.finish_background()  # then the memory folds their answers left
+                await grace.within(frontends.stop_all(), "the frontends")  # messages being answered finish first
+                await grace.within(process.dispatcher.finish_background(), "the memory")  # folds their answers
             # The worker finishes its jobs (or hands them back after SHUTDOWN_GRACE_SECONDS); leadership lets go.
             results = await asyncio.gather(*background, return_exceptions=True)
             for task, result in zip(background, results, strict=True):

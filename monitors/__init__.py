@@ -32,6 +32,7 @@ from monitors.portability import (
     create_imported,
     export_monitors,
     plan_import,
+    read_import_file,
     read_monitor_file,
 )
 from monitors.runner import SourceResolver
@@ -114,6 +115,7 @@ __all__ = [
     "normalise_topic",
     "parse_schedule",
     "plan_import",
+    "read_import_file",
     "read_monitor_file",
     "seconds_in_words",
     "split_source_specs",

@@ -6,6 +6,10 @@ worker (host, process id, a token per worker) and is a short lease renewed while
 process takes back at once what a dead process on the same host held, any other worker when the lease ends.
 Retries follow the shared `sources.Backoff` (the platform's Retry-After, else jittered doubling). One log line
 per delivery attempt (row, chat, parts sent, result) and one per resend say afterwards what went out.
+
+Stopping: once the `stop` event given to `run_forever` or `keep_claims` is set, a delivery ends after the part
+in flight, and its row (like every row claimed and not started) is made due at once for the next process, with
+the parts confirmed so far; nothing waits for the rest of a long digest on a slow platform.
 """
 
 from __future__ import annotations
@@ -217,6 +221,8 @@ class DeliveryWorker:
         self.identity = identity or worker_identity()
         _LIVE_WORKERS.add(self.identity)
         self._in_flight: set[int] = set()
+        self._stop: asyncio.Event | None = None
+        """The process's stop signal, once `run_forever` or `keep_claims` was given it."""
         self._wake = asyncio.Event()
         self._warned_platforms: set[str] = set()
 
@@ -235,7 +241,9 @@ class DeliveryWorker:
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         """Poll until `stop` is set; rows already due (e.g. left pending before a restart) go first. While it
-        runs, the claims on rows being sent are renewed every third of the lease."""
+        runs, the claims on rows being sent are renewed every third of the lease. Once `stop` is set, the pass
+        under way ends after the parts in flight and leaves the rest for the next process (see the module)."""
+        self._stop = stop
         renewing = asyncio.create_task(self._renew_claims(stop), name="delivery claim renewal")
         try:
             while not stop.is_set():
@@ -301,7 +309,7 @@ class DeliveryWorker:
             report.claimed += len(rows)
             if rows:
                 await self._send_chat_rows(rows, runs, report)
-            if len(rows) < self._batch_size or report.dead:
+            if len(rows) < self._batch_size or report.dead or self._stopping():
                 return report
 
     async def _claim_batch(self, chat_id: int | None = None) -> list[DeliveryRecord]:
@@ -316,8 +324,13 @@ class DeliveryWorker:
         )
 
     async def keep_claims(self, stop: asyncio.Event) -> None:
-        """Renew the claims on rows being sent until `stop` is set (`run_forever` does this by itself)."""
+        """Renew the claims on rows being sent until `stop` is set (`run_forever` does this by itself); from then on
+        deliveries under way end after their part in flight, as under `run_forever`."""
+        self._stop = stop
         await self._renew_claims(stop)
+
+    def _stopping(self) -> bool:
+        return self._stop is not None and self._stop.is_set()
 
     async def release_dead_claims(self) -> None:
         """Take back the claims of workers known to be dead (on this host), so their rows are due again now."""
@@ -403,6 +416,9 @@ class DeliveryWorker:
         sent_before, moves = done, 0
         try:
             while done < len(parts):
+                if self._stopping():
+                    await self._leave(row, where, sent_before, done, len(parts))
+                    return False
                 try:
                     await sender.send_part(chat, parts[done])
                 except ChatMoved as moved:
@@ -445,6 +461,12 @@ class DeliveryWorker:
         self._log_attempt(row, where, sent_before, done, len(parts), "sent")
         report.sent += 1
         return False
+
+    async def _leave(self, row: DeliveryRecord, where: str, before: int, done: int, total: int) -> None:
+        """The process is stopping: the row stays open with the parts confirmed so far, due at once for the next
+        process (its claim's lease would otherwise hold it for up to `lease`)."""
+        self._log_attempt(row, where, before, done, total, "stopping: the rest is left for the next process")
+        await self._deliveries.renew({row.id}, worker=self.identity, until=self._clock())
 
     @staticmethod
     def _log_attempt(row: DeliveryRecord, where: str, before: int, done: int, total: int, result: str) -> None:

@@ -3,8 +3,9 @@ file of their `rss:` feeds, and the reading of such files (or a feed reader's OP
 
 Guarantees: exporting, importing into a chat and exporting again gives the same monitors (`monitors` of the JSON);
 a bad entry is listed with its reason and never stops the good ones; files are read within stated limits
-(`MAX_IMPORT_BYTES`, `MAX_IMPORT_MONITORS`), and OPML is read by `listparser` (html.parser: no entity expansion,
-no network).
+(`MAX_IMPORT_BYTES` counted on the bytes actually read, so a pipe or a lying size cannot exceed it;
+`MAX_IMPORT_MONITORS`), and OPML is checked by `sources.guard_xml` (defusedxml: a file that declares or uses XML
+entities, nests too deep or lists too many outlines is refused with the reason) before `listparser` reads it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
@@ -25,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
+from sources import SourceError, guard_xml
 from storage import ChatRecord, DeliveryMode, MonitorRecord, MonitorRepository, SubscriptionRepository
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
     "create_imported",
     "export_monitors",
     "plan_import",
+    "read_import_file",
     "read_monitor_file",
 ]
 
@@ -241,6 +245,17 @@ def read_monitor_file(content: bytes, *, topic: str | None = None) -> ImportPlan
     return ImportPlan(kind="json", problem="That is neither a Lookout JSON export nor an OPML file.")
 
 
+def read_import_file(path: Path) -> bytes:
+    """The bytes of a file to import, reading at most one byte past `MAX_IMPORT_BYTES` whatever the file system
+    says its size is (a named pipe or a device reports 0). Raises `ValueError` (a sentence for the person) when the
+    file is bigger, `OSError` when it cannot be read."""
+    with path.open("rb") as stream:
+        content = stream.read(MAX_IMPORT_BYTES + 1)
+    if len(content) > MAX_IMPORT_BYTES:
+        raise ValueError(f"{path.name} is over the {MAX_IMPORT_BYTES // 1_000_000} MB import limit.")
+    return content
+
+
 def _read_json(content: bytes) -> ImportPlan:
     try:
         document = _ExportFile.model_validate_json(content)
@@ -289,6 +304,10 @@ def _as_utf8(content: bytes) -> bytes:
 
 
 def _read_opml(content: bytes, *, topic: str | None) -> ImportPlan:
+    try:
+        guard_xml(content, noun="file", max_bytes=MAX_IMPORT_BYTES)
+    except SourceError as refusal:
+        return ImportPlan(kind="opml", problem=f"That OPML file was refused: {refusal}.")
     try:
         parsed = listparser.parse(_as_utf8(content))
     except (UnicodeError, LookupError, ValueError) as error:

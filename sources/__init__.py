@@ -33,13 +33,17 @@ from sources.registry import (
 from sources.retry import Backoff, Sleep, parse_retry_after
 from sources.rsshub import parse_platforms
 from sources.urls import canonical_url, host_of, short_url
+from sources.xmlguard import MAX_XML_DEPTH, MAX_XML_ITEMS, CheckedXml, UnsafeXml, guard_xml
 
 __all__ = [
     "DEFAULT_SOURCES",
+    "MAX_XML_DEPTH",
+    "MAX_XML_ITEMS",
     "PRIVATE_URLS_SETTING",
     "SOURCE_NAMES",
     "SPEC_HELP",
     "Backoff",
+    "CheckedXml",
     "Engagement",
     "HostPolicy",
     "HttpClient",
@@ -56,11 +60,13 @@ __all__ = [
     "SourcesConfig",
     "SourcesUnavailableError",
     "StoredResponse",
+    "UnsafeXml",
     "ValidatorStore",
     "build_sources",
     "canonical_url",
     "failure_reason",
     "feed_factory",
+    "guard_xml",
     "host_of",
     "item_id",
     "parse_platforms",

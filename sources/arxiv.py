@@ -15,6 +15,7 @@ from sources.config import SourcesConfig
 from sources.feeds import as_utc, entry_published, html_to_text, in_window, query_terms
 from sources.http import HostPolicy, HttpClient
 from sources.urls import canonical_url
+from sources.xmlguard import guard_xml
 
 ARXIV_POLICY = HostPolicy(concurrency=1, min_interval=3.0)
 """arXiv's terms: one request every three seconds, over a single connection."""
@@ -102,7 +103,10 @@ class ArxivSource:
         }
         response = await self._client.get(self._api_url, params=params)
         # BytesIO: feedparser would treat bytes that look like a URL or path as something to open.
-        parsed = feedparser.parse(io.BytesIO(response.content))
+        checked = guard_xml(response.content, noun="arXiv answer", content_type=response.content_type)
+        parsed = feedparser.parse(
+            io.BytesIO(checked.content), response_headers={"content-type": f"application/xml; charset={checked.codec}"}
+        )
         entries = parsed.get("entries") or []
         if not entries and not parsed.get("version"):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "arXiv did not answer with an Atom feed")

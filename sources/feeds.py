@@ -17,8 +17,8 @@ import feedparser
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sources.base import Item, SourceBatch, SourceError, SourceErrorKind, item_id
-from sources.charsets import choose_charset
 from sources.urls import canonical_url
+from sources.xmlguard import guard_xml
 
 # Elements after which a reader would see a break; their text must not run into the next word.
 _BLOCK_TAGS = frozenset({
@@ -297,14 +297,16 @@ def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) 
 
 
 def _read_xml_feed(content: bytes, *, feed_url: str, content_type: str | None) -> ParsedFeed:
-    # The charset is chosen here (HTTP charset, declaration, detection: see sources.charsets) and handed to
-    # feedparser as the response's: alone it would read an undeclared KOI8-R or Shift_JIS feed as windows-1252.
-    charset = choose_charset(content, content_type=content_type)
+    # Checked first (sources.xmlguard): feedparser falls back to a loose parser that expands entities, so no
+    # document that declares or uses one may reach it. The guard also chooses the charset (sources.charsets),
+    # handed to feedparser as the response's: alone it would read an undeclared KOI8-R feed as windows-1252.
+    checked = guard_xml(content, noun="feed", content_type=content_type)
     # BytesIO, never bare bytes/str: feedparser treats a string as a URL or path and would fetch it.
     # No Content-Location either: relative links then resolve against the site's own link below (an
     # RSS feed is often served from a feed host), and xml:base still wins where a feed declares one.
     parsed = feedparser.parse(
-        io.BytesIO(content), response_headers={"content-type": f"application/xml; charset={charset.codec}"}
+        io.BytesIO(checked.content),
+        response_headers={"content-type": f"application/xml; charset={checked.codec}"},
     )
     if not parsed.get("entries") and not parsed.get("version"):
         # An HTML page, an error page or plain garbage: say so instead of returning "no items".
@@ -388,7 +390,8 @@ def read_feed(content: bytes, *, feed_url: str, content_type: str | None = None)
     """Parse RSS 2.0 / RSS 1.0 / Atom / JSON Feed bytes into entries; malformed entries are counted.
 
     `content_type` is the response's `Content-Type`: its charset is the first choice for decoding.
-    Raises `SourceError(BAD_RESPONSE)` when the document is not a feed at all.
+    Raises `SourceError(BAD_RESPONSE)` when the document is not a feed at all, `UnsafeXml` (a `SourceError` whose
+    message says why) when `sources.xmlguard` refuses it.
     """
     document = _as_json_feed(content)
     if document is not None:

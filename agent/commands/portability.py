@@ -3,6 +3,7 @@ the terminal), which creates monitors only after the person confirms the list.""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from monitors import (
     MAX_IMPORT_MONITORS,
     export_monitors,
     plan_import,
+    read_import_file,
     read_monitor_file,
 )
 
@@ -56,11 +58,12 @@ async def export_chat_monitors(services: Services, turn: Turn, _command: ExportM
     return [Reply(text=text, attachments=tuple(attachments))]
 
 
-def read_import_source(turn: Turn, command: ImportCommand) -> tuple[bytes, str, str | None] | str:
+async def read_import_source(turn: Turn, command: ImportCommand) -> tuple[bytes, str, str | None] | str:
     """(content, file name, topic) to import, or why there is nothing to read (a sentence for the person).
 
     A document sent with the command wins; its argument (`as <topic>` or just a topic) is the OPML topic. In the
-    terminal the argument is a path, optionally followed by `as <topic>`."""
+    terminal the argument is a path, optionally followed by `as <topic>`; it is read off the event loop (a named
+    pipe waits for its writer) and only up to the limit, whatever size the file system reports."""
     argument = command.path or ""
     sent = turn.incoming.file
     if sent is not None:
@@ -70,16 +73,19 @@ def read_import_source(turn: Turn, command: ImportCommand) -> tuple[bytes, str, 
         return sent.content, sent.filename, topic
     if turn.incoming.platform != "terminal" or not argument:
         return IMPORT_HELP
+    return await asyncio.to_thread(_read_path, argument)
+
+
+def _read_path(argument: str) -> tuple[bytes, str, str | None] | str:
     path_text, topic = argument, None
-    if not Path(path_text).expanduser().is_file() and " as " in argument:
+    if not Path(path_text).expanduser().exists() and " as " in argument:
         path_text, _, rest = argument.rpartition(" as ")
         topic = rest.strip() or None
     path = Path(path_text.strip()).expanduser()
     try:
-        size = path.stat().st_size
-        if size > MAX_IMPORT_BYTES:
-            return f"{path.name} is over the {MAX_IMPORT_BYTES // 1_000_000} MB import limit."
-        return path.read_bytes(), path.name, topic
+        return read_import_file(path), path.name, topic
+    except ValueError as error:
+        return str(error)
     except OSError as error:
         return f"I cannot read {path}: {error.strerror or error}."
 
@@ -92,7 +98,7 @@ async def import_monitors(
     confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
 ) -> list[Reply]:
     """Read the file, check every entry, and ask to confirm the list (refused entries listed with their reason)."""
-    source = read_import_source(turn, command)
+    source = await read_import_source(turn, command)
     if isinstance(source, str):
         return refuse(source)
     content, name, topic = source

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
+from tests.fakes.hostile_xml import MARKER, hostile_document
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "monitors" / "payloads"
 runner = CliRunner()
@@ -103,3 +104,14 @@ def test_import_a_feed_reader_opml_with_a_topic_and_bad_files(environment: Path)
     assert feedly[0] == 0 and "Created 13 monitor(s)" in feedly[1]
     assert flat[0] == 0 and "Created 1 monitor(s): #14" in flat[1]
     assert garbage[0] == 2 and "Nothing imported from garbage.json: That JSON is not a Lookout" in garbage[1]
+
+
+def test_import_refuses_hostile_opml_by_name(environment: Path) -> None:
+    path = environment / "quadratic.opml"
+    path.write_bytes(hostile_document("quadratic", "opml"))
+
+    code, output = lookout("import", str(path), "--chat", "terminal", "--yes")
+
+    assert code == 2
+    assert "Nothing imported from quadratic.opml: That OPML file was refused: this file defines XML entities" in output
+    assert MARKER not in output

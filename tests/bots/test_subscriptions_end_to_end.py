@@ -40,6 +40,7 @@ from tests.bots.slack_world import (
     serve_hacker_news,
 )
 from tests.bots.telegram_world import eventually
+from tests.fakes.hostile_xml import HOSTILE_NAMES, MARKER, hostile_document
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.slack import (
     BOT_TOKEN,
@@ -288,3 +289,20 @@ async def test_import_a_telegram_document_and_a_file_shared_on_slack(world: Worl
     assert sorted(design.sources) == [
         "rss:http://blog.guyskk.com/feed.xml", "rss:http://cdc.tencent.com/feed/", "rss:http://www.rologo.com/feed",
     ]  # fmt: skip
+
+
+async def test_hostile_opml_documents_are_refused_by_name_on_telegram(world: World) -> None:
+    answers = []
+    for name in HOSTILE_NAMES:
+        if name == "50mb":
+            continue  # Telegram reports its size with the document: refused before download (tested elsewhere)
+        before = len(world.answers(OWNER))
+        world.telegram.push_document(OWNER, f"{name}.opml", hostile_document(name, "opml"), caption="/import")
+        answers.append((await world.next_text(OWNER, before)).text or "")
+
+    assert all(text.startswith(f"Nothing was imported from {name}.opml: That OPML file was refused: this file ")
+               for name, text in zip([n for n in HOSTILE_NAMES if n != "50mb"], answers, strict=True))  # fmt: skip
+    assert "defines XML entities, which Lookout does not expand" in answers[0]
+    assert not any(MARKER in text for text in answers)
+    assert not any(MARKER in (m.text or "") for m in world.telegram.sent(OWNER))
+    assert await MonitorRepository(world.database).list_all() == []

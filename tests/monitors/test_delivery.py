@@ -259,3 +259,26 @@ async def test_a_claim_of_a_dead_process_on_this_host_is_taken_back_at_once(worl
 
     assert report.sent == 1
     assert await statuses(world.database, run_id) == [DeliveryStatus.SENT]
+
+
+async def test_a_stop_ends_the_delivery_after_the_part_in_flight_and_leaves_the_row_due(world: World) -> None:
+    _, _, run_id = await queue_digest(world)
+    sender = RecordingSender(split=True)  # three parts: the text, the CSV, the chart
+    worker = DeliveryWorker(world.database, {"telegram": sender}, clock=world.clock)
+    stop = asyncio.Event()
+
+    async def stop_during_the_first_part(chat, part):  # type: ignore[no-untyped-def]
+        stop.set()  # SIGTERM arrives while this part is on its way
+        await RecordingSender.send_part(sender, chat, part)
+
+    sender.send_part = stop_during_the_first_part  # type: ignore[method-assign]
+    await worker.run_forever(stop)
+
+    [row] = await DeliveryRepository(world.database).list_for_run(run_id)
+    assert [sent.index for sent in sender.sent] == [0]
+    assert (row.status, row.parts_sent, row.next_attempt_at) == (DeliveryStatus.PENDING, 1, world.clock())
+
+    # The next process (no clock advance: the row is due at once, not when the lease ends) sends the rest.
+    again = RecordingSender(split=True)
+    assert (await DeliveryWorker(world.database, {"telegram": again}, clock=world.clock).run_once()).sent == 1
+    assert [sent.index for sent in again.sent] == [1, 2]

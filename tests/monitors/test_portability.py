@@ -4,6 +4,8 @@ bad files or entries are refused with reasons while good entries still go in."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import listparser
@@ -15,6 +17,7 @@ from monitors.portability import (
     create_imported,
     export_monitors,
     plan_import,
+    read_import_file,
     read_monitor_file,
 )
 from monitors.schedule import parse_schedule
@@ -22,6 +25,7 @@ from monitors.service import MonitorService
 from monitors.views import MonitorSettings
 from sources.base import Source
 from storage import ChatRecord, ChatRepository, DeliveryMode, MonitorRepository, SubscriptionRepository
+from tests.fakes.hostile_xml import HOSTILE_NAMES, MARKER, hostile_document
 from tests.monitors.conftest import T0, World
 
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -263,3 +267,48 @@ def test_opml_in_another_declared_encoding_is_read(encoding: str) -> None:
     )
     plan = read_monitor_file(text.encode(encoding))
     assert [(e.topic, e.sources) for e in plan.entries] == [("Café", ["rss:https://www.lemonde.fr/rss/une.xml"])]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_opml_is_refused_by_name(name: str) -> None:
+    plan = read_monitor_file(hostile_document(name, "opml"))
+
+    assert plan.entries == () and plan.refused == ()
+    assert plan.problem is not None and MARKER not in plan.problem
+    expected = {
+        "quadratic": "defines XML entities, which Lookout does not expand",
+        "billion_laughs": "defines XML entities, which Lookout does not expand",
+        "xxe": "declares an external XML entity, which Lookout does not fetch",
+        "external_dtd": "uses XML entities it does not define (&send;)",
+        "parameter_entity": "declares an external XML entity, which Lookout does not fetch",
+        "deep_nesting": "nests elements over 200 deep",
+        "50mb": "The file is over the 1 MB limit.",
+    }[name]
+    assert expected in plan.problem
+    if name != "50mb":
+        assert plan.problem.startswith("That OPML file was refused: this file ")
+
+
+def test_a_named_pipe_is_read_only_up_to_the_limit(tmp_path: Path) -> None:
+    pipe = tmp_path / "feeds.opml"
+    os.mkfifo(pipe)
+    written = [0]
+
+    def write_50_mb() -> None:
+        chunk = b" " * 65_536
+        try:
+            with pipe.open("wb") as stream:
+                while written[0] < 50_000_000:
+                    stream.write(chunk)
+                    written[0] += len(chunk)
+        except BrokenPipeError:
+            pass  # the reader stopped: what this test wants
+
+    writer = threading.Thread(target=write_50_mb)
+    writer.start()
+    with pytest.raises(ValueError, match=r"^feeds.opml is over the 1 MB import limit.$"):
+        read_import_file(pipe)
+    writer.join(timeout=10)
+
+    assert pipe.stat().st_size == 0  # what the file system reports: the old check let it through
+    assert not writer.is_alive() and written[0] < 3 * MAX_IMPORT_BYTES

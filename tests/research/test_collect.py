@@ -6,6 +6,12 @@ import asyncio
 
 from research.collect import UNEXPECTED, FailedSources, ProgressEvent, SearchStatus, collect
 from sources.base import SearchQuery, SourceBatch, SourceError, SourceErrorKind
+from sources.config import SourcesConfig
+from sources.http import HttpClient
+from sources.rss import FeedSource
+from tests.fakes.feeds import many_items_feed
+from tests.fakes.hostile_xml import MARKER, hostile_document
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.research.fake_sources import (
     FailingSource,
     RecordingSource,
@@ -148,3 +154,23 @@ async def test_two_feeds_are_told_apart() -> None:
 
     assert len(working.queries) == 2, "one failing feed must not silence the other"
     assert [f.line for f in result.failed_sources()] == ["rss example.org/broken/feed.xml: HTTP 500"]
+
+
+async def test_a_hostile_feed_is_a_named_failure_and_gives_nothing(fake_server: FakeHTTPServer) -> None:
+    fake_server.route("GET", "/laughs.xml", FakeResponse(body=hostile_document("billion_laughs", "feed")))
+    fake_server.route("GET", "/good.xml", FakeResponse(body=many_items_feed(3)))
+    client = HttpClient(user_agent="LookoutTest/0.1", allow_private=True)
+    config = SourcesConfig(allow_private_urls=True)
+    try:
+        feeds = [
+            FeedSource(client=client, config=config, feed_url=f"{fake_server.url}/{n}.xml") for n in ("laughs", "good")
+        ]
+        result = await collect([SearchQuery(text="")], feeds)
+    finally:
+        await client.aclose()
+
+    host = fake_server.url.removeprefix("http://")
+    assert [f.line for f in result.failed_sources()] == [
+        f"rss {host}/laughs.xml: this feed defines XML entities, which Lookout does not expand"
+    ]
+    assert len(result.items) == 3 and not any(MARKER in f"{i.title} {i.text}" for i in result.items)

@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from agent.access import AccessPolicy
 from agent.messages import IncomingFile
 from storage import ChatRepository, Database, DeliveryMode, MonitorRepository, SubscriptionRepository
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
+from tests.fakes.hostile_xml import MARKER, hostile_document
 from tests.fakes.http_server import FakeHTTPServer
 
 PAYLOADS = Path(__file__).resolve().parents[2] / "monitors" / "payloads"
@@ -221,3 +224,32 @@ async def test_bad_documents_are_refused_with_the_reason(world: RouterWorld) -> 
     )
     assert too_big.text == "huge.opml is over the 1 MB limit."
     assert nothing.text.startswith("Nothing to import from empty.json.\n\n**Not imported (1):**\n- #1 “”: topic:")
+
+
+async def test_terminal_import_of_hostile_files_and_a_named_pipe(world: RouterWorld, tmp_path: Path) -> None:
+    laughs = tmp_path / "laughs.opml"
+    laughs.write_bytes(hostile_document("billion_laughs", "opml"))
+    pipe = tmp_path / "pipe.opml"
+    os.mkfifo(pipe)
+
+    def write_50_mb() -> None:
+        try:
+            with pipe.open("wb") as stream:
+                for _ in range(50_000_000 // 65_536):
+                    stream.write(b" " * 65_536)
+        except BrokenPipeError:
+            pass
+
+    writer = threading.Thread(target=write_50_mb)
+    writer.start()
+    refused = await world.say(f"/import {laughs}", platform="terminal", chat="terminal")
+    piped = await world.say(f"/import {pipe} as design", platform="terminal", chat="terminal")
+    writer.join(timeout=10)
+
+    assert refused.text == (
+        "Nothing was imported from laughs.opml: That OPML file was refused: this file defines XML entities, "
+        "which Lookout does not expand."
+    )
+    assert piped.text == "pipe.opml is over the 1 MB import limit."
+    assert MARKER not in refused.text and not writer.is_alive()
+    assert await MonitorRepository(world.database).list_all() == []
