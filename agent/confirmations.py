@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from agent import subscribing
+from agent.context import DEFAULT_CONFIRMATION_TTL
 from agent.messages import Button
 from monitors import (
     MonitorEntry,
@@ -53,7 +54,6 @@ logger = logging.getLogger(__name__)
 
 CONFIRM_PREFIX = "confirm:"
 CANCEL_PREFIX = "cancel:"
-DEFAULT_CONFIRMATION_TTL = timedelta(minutes=10)
 
 
 class _Action(BaseModel):

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import ClassVar
+
+from pydantic import Field
 
 from agent import subscribing
+from agent.commands.action import Action, Arguments, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
 from agent.commands.common import BUDGET_SPENT_NOTE, chat_zone, count, local_time, models_allowed, refuse
-from agent.commands.progress import PipelineProgress, ProgressRelay
-from agent.commands.specs import (
-    DigestCommand,
-    MonitorsCommand,
-    PauseCommand,
-    QuietCommand,
-    ResumeCommand,
-    TrackCommand,
-    UntrackCommand,
+from agent.commands.grammar import (
+    CommandError,
+    ParseOptions,
+    monitor_id,
+    phrase_of,
+    schedule_start,
+    shown,
+    split_sources,
+    tokenize,
 )
-from agent.confirmations import DEFAULT_CONFIRMATION_TTL, CreateMonitorAction, PendingConfirmation, SubscribeAction
+from agent.commands.progress import PipelineProgress, ProgressRelay
+from agent.confirmations import CreateMonitorAction, PendingConfirmation, SubscribeAction
 from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import (
@@ -24,20 +29,99 @@ from monitors import (
     MonitorNotFoundError,
     MonitorView,
     RunSummary,
+    Schedule,
     ScheduleError,
     SubscribeOffer,
+    parse_schedule,
 )
 from research import escape_markdown
 from storage import DeliveryMode
 
-__all__ = ["digest", "list_monitors", "pause", "quiet", "resume", "run_status", "track", "untrack"]
+__all__ = [
+    "ACTIONS",
+    "DigestCommand",
+    "MonitorsCommand",
+    "PauseCommand",
+    "QuietCommand",
+    "ResumeCommand",
+    "TrackCommand",
+    "UntrackCommand",
+    "digest",
+    "list_monitors",
+    "pause",
+    "quiet",
+    "resume",
+    "run_status",
+    "track",
+    "untrack",
+]
 
 TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
 
 
-async def track(
-    services: Services, turn: Turn, command: TrackCommand, *, confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL
-) -> list[Reply]:
+MONITOR_ID = "The monitor's id (see list_monitors)."
+"""The tools' one description of a monitor id."""
+
+
+class TrackCommand(Arguments):
+    """`/track <topic> [schedule] [from <sources>]`, checked for syntax only; the service creates the monitor."""
+
+    name: ClassVar[str] = "track"
+    topic: str
+    """Whitespace-normalised, quotes removed."""
+    schedule_text: str
+    """The schedule as written ("" for the default, `DEFAULT_SCHEDULE_TEXT`)."""
+    schedule: Schedule
+    """The parsed schedule (in the chat's timezone unless the text named one)."""
+    sources: tuple[str, ...]
+    """Source specs as given (`hn`, `rss:<url>`, `rsshub:<platforms>`); empty for the default mix."""
+
+
+class MonitorsCommand(Arguments):
+    """`/monitors [all]` (`all`: every chat's monitors, for admins)."""
+
+    name: ClassVar[str] = "monitors"
+    all_chats: bool = False
+
+
+class UntrackCommand(Arguments):
+    """`/untrack <id>`."""
+
+    name: ClassVar[str] = "untrack"
+    monitor_id: int = Field(description=MONITOR_ID)
+
+
+class PauseCommand(Arguments):
+    """`/pause <id>`."""
+
+    name: ClassVar[str] = "pause"
+    monitor_id: int = Field(description=MONITOR_ID)
+
+
+class ResumeCommand(Arguments):
+    """`/resume <id>`."""
+
+    name: ClassVar[str] = "resume"
+    monitor_id: int = Field(description=MONITOR_ID)
+
+
+class DigestCommand(Arguments):
+    """`/digest <id>`."""
+
+    name: ClassVar[str] = "digest"
+    monitor_id: int = Field(description=MONITOR_ID)
+
+
+class QuietCommand(Arguments):
+    """`/quiet <id> [on|off]`: whether a run with nothing new sends nothing (on) or a short note (off)."""
+
+    name: ClassVar[str] = "quiet"
+    monitor_id: int
+    quiet: bool | None
+    """None: show the current setting."""
+
+
+async def track(services: Services, turn: Turn, command: TrackCommand) -> list[Reply]:
     """Create the monitor for this chat; the reply says exactly what was created. When a shared monitor already
     follows the same topic with compatible sources, offer to subscribe to it instead (the person chooses)."""
     if services.access.chat_of_allowed(turn.incoming):
@@ -45,7 +129,7 @@ async def track(
             turn.chat.id, command.topic, sources=command.sources, schedule_words=command.schedule.describe()
         )
         if offer is not None:
-            return await _offer(services, turn, command, offer, confirmation_ttl)
+            return await _offer(services, turn, command, offer, services.settings.confirmation_ttl)
     try:
         view = await services.monitors.create_monitor(
             turn.chat.id,
@@ -161,10 +245,10 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
 async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
     """The owner pauses the monitor (for every chat); a subscriber pauses only its own delivery."""
     try:
-        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+        before, role = await monitor_role(services, turn, command.monitor_id)
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    if not before.owned_here and not turn.is_admin:
+    if role == "subscriber":
         return await _own_delivery(services, turn, command.monitor_id, paused=True)
     try:
         view = await services.monitors.pause(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
@@ -182,10 +266,10 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
 async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
     """The owner resumes the monitor; a subscriber resumes its own delivery."""
     try:
-        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+        before, role = await monitor_role(services, turn, command.monitor_id)
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    if not before.owned_here and not turn.is_admin:
+    if role == "subscriber":
         return await _own_delivery(services, turn, command.monitor_id, paused=False)
     try:
         view = await services.monitors.resume(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
@@ -315,3 +399,176 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
         f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"
         f"last run: {last}{delivery}"
     )
+
+
+# --- parsing ------------------------------------------------------------------------------------------------
+
+
+def _parse_track(args: str, options: ParseOptions) -> TrackCommand:
+    tokens, sources = split_sources(tokenize(args))
+    if not tokens:
+        raise CommandError("track", "Say what to track, like /track DeepSeek.")
+    split = schedule_start(tokens, options.timezone)
+    if tokens[0].quoted and split > 1:
+        raise CommandError("track", f"After the quoted topic I expected a schedule, not {shown(tokens[1].text)}.")
+    topic = " ".join(" ".join(token.text for token in tokens[:split]).split())
+    if not topic:
+        raise CommandError("track", "Say what to track, like /track DeepSeek.")
+    phrase = phrase_of(tokens[split:])
+    try:
+        # the minimum interval is checked only now, so "every 5 minutes" is reported as too frequent
+        # instead of silently becoming part of the topic
+        schedule = parse_schedule(phrase, timezone=options.timezone, min_interval_seconds=options.min_interval_seconds)
+    except ScheduleError as problem:
+        raise CommandError("track", str(problem)) from None
+    return TrackCommand(topic=topic, schedule_text=phrase, schedule=schedule, sources=sources)
+
+
+def _parse_monitors(args: str, _options: ParseOptions) -> MonitorsCommand:
+    if args.lower() not in ("", "all"):
+        raise CommandError("monitors", "/monitors takes no arguments (admins may add `all`).")
+    return MonitorsCommand(all_chats=args.lower() == "all")
+
+
+_SWITCH = {"on": True, "yes": True, "true": True, "off": False, "no": False, "false": False}
+
+
+def _parse_quiet(args: str, _options: ParseOptions) -> QuietCommand:
+    words = args.split()
+    if not 1 <= len(words) <= 2:
+        raise CommandError("quiet", "/quiet needs a monitor number and on or off, like /quiet 3 off.")
+    monitor = monitor_id("quiet", words[0])
+    if len(words) == 1:
+        return QuietCommand(monitor_id=monitor, quiet=None)
+    setting = words[1].lower()
+    if setting not in _SWITCH:
+        raise CommandError("quiet", f"Say on or off after the monitor number, not {shown(words[1])}.")
+    return QuietCommand(monitor_id=monitor, quiet=_SWITCH[setting])
+
+
+# --- proposals (the chat agent's tools) ---------------------------------------------------------------------
+
+
+async def _propose_pause(services: Services, turn: Turn, command: PauseCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        if view.delivery_paused:
+            return f"This chat's delivery of monitor #{view.id} is already paused."
+        return Proposal(
+            description=f"pause this chat's delivery of monitor #{view.id} “{view.topic}” (it goes on for the other "
+            "chats)"
+        )
+    if view.paused:
+        return f"Monitor #{view.id} is already paused."
+    return Proposal(description=f"pause monitor #{view.id} “{view.topic}”")
+
+
+async def _propose_resume(services: Services, turn: Turn, command: ResumeCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        if not view.delivery_paused:
+            return f"This chat's delivery of monitor #{view.id} is not paused."
+        return Proposal(description=f"resume this chat's delivery of monitor #{view.id} “{view.topic}”")
+    if not view.paused:
+        when = f"{view.next_run:%Y-%m-%d %H:%M %Z}" if view.next_run else None
+        return f"Monitor #{view.id} is not paused; next run {when}."
+    return Proposal(description=f"resume monitor #{view.id} “{view.topic}”")
+
+
+async def _propose_untrack(services: Services, turn: Turn, command: UntrackCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
+
+
+# --- the definitions ----------------------------------------------------------------------------------------
+
+ACTIONS = (
+    Action(
+        name="track",
+        arguments=TrackCommand,
+        pattern="<topic> [schedule] [from <sources>]",
+        description="Watch a topic and get a cited digest on a schedule",
+        example="/track DeepSeek daily at 08:30 from hn,news,arxiv",
+        parse=_parse_track,
+        run=track,
+        slack=SlackCommand(
+            description="Start a standing monitor that posts a cited digest here", usage_hint="DeepSeek daily at 9"
+        ),
+    ),
+    Action(
+        name="monitors",
+        arguments=MonitorsCommand,
+        pattern="",
+        description="This chat's monitors: schedule, next run, last result",
+        parse=_parse_monitors,
+        run=list_monitors,
+        instant=True,
+        slack=SlackCommand(description="List this channel's monitors"),
+    ),
+    Action(
+        name="untrack",
+        arguments=UntrackCommand,
+        pattern="<id>",
+        description="Delete a monitor of this chat",
+        example="/untrack 3",
+        run=untrack,
+        instant=True,
+        tool=ToolUse(
+            name="delete_monitor",
+            description="Propose deleting one of this chat's monitors with its history.",
+            propose=_propose_untrack,
+        ),
+    ),
+    Action(
+        name="pause",
+        arguments=PauseCommand,
+        pattern="<id>",
+        description="Pause a monitor",
+        example="/pause 3",
+        run=pause,
+        instant=True,
+        tool=ToolUse(
+            name="pause_monitor",
+            description="Propose pausing a monitor (for one another chat owns: only this chat's delivery).",
+            propose=_propose_pause,
+        ),
+    ),
+    Action(
+        name="resume",
+        arguments=ResumeCommand,
+        pattern="<id>",
+        description="Resume a paused monitor",
+        example="/resume 3",
+        run=resume,
+        instant=True,
+        tool=ToolUse(
+            name="resume_monitor",
+            description="Propose resuming a paused monitor (for one another chat owns: this chat's delivery).",
+            propose=_propose_resume,
+        ),
+    ),
+    Action(
+        name="digest",
+        arguments=DigestCommand,
+        pattern="<id>",
+        description="Run a monitor now and send its digest here",
+        example="/digest 3",
+        run=digest,
+        slack=SlackCommand(description="Run a monitor now and post its digest with the CSV", usage_hint="3"),
+    ),
+    Action(
+        name="quiet",
+        arguments=QuietCommand,
+        pattern="<id> [on|off]",
+        description="On (the default): a run that finds nothing new sends nothing; off: a short note",
+        example="/quiet 3 off",
+        parse=_parse_quiet,
+        run=quiet,
+        instant=True,
+    ),
+)
+"""The monitor family, in the order /help lists it."""

@@ -3,12 +3,13 @@ the terminal), which creates monitors only after the person confirms the list.""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
+from typing import ClassVar
 
+from agent.commands.action import Action, Arguments
 from agent.commands.common import chat_exports_dir, chat_zone, refuse
-from agent.commands.specs import ExportMonitorsCommand, ImportCommand
-from agent.confirmations import DEFAULT_CONFIRMATION_TTL, ImportAction, PendingConfirmation
+from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions
+from agent.confirmations import ImportAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from monitors import (
@@ -19,7 +20,15 @@ from monitors import (
     read_monitor_file,
 )
 
-__all__ = ["IMPORT_HELP", "export_chat_monitors", "import_monitors", "read_import_source"]
+__all__ = [
+    "ACTIONS",
+    "IMPORT_HELP",
+    "ExportMonitorsCommand",
+    "ImportCommand",
+    "export_chat_monitors",
+    "import_monitors",
+    "read_import_source",
+]
 
 IMPORT_HELP = (
     "Send the file as a document with the caption `/import` (in the terminal: `/import <path>`): a JSON file from "
@@ -27,6 +36,19 @@ IMPORT_HELP = (
     f"(`/import as <topic>` watches one topic across all its feeds). Up to {MAX_IMPORT_BYTES // 1_000_000} MB and "
     f"{MAX_IMPORT_MONITORS} monitors per file; you confirm the list before anything is created."
 )
+
+
+class ExportMonitorsCommand(Arguments):
+    """`/export monitors`: this chat's monitors as JSON and their feeds as OPML (the /export action's second form)."""
+
+    name: ClassVar[str] = "export"
+
+
+class ImportCommand(Arguments):
+    """`/import [path]`: the file is the document sent with the command, or (in the terminal) a path."""
+
+    name: ClassVar[str] = "import"
+    path: str | None = None
 
 
 async def export_chat_monitors(services: Services, turn: Turn, _command: ExportMonitorsCommand) -> list[Reply]:
@@ -84,14 +106,9 @@ def read_import_source(turn: Turn, command: ImportCommand) -> tuple[bytes, str, 
         return f"I cannot read {path}: {error.strerror or error}."
 
 
-async def import_monitors(
-    services: Services,
-    turn: Turn,
-    command: ImportCommand,
-    *,
-    confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
-) -> list[Reply]:
+async def import_monitors(services: Services, turn: Turn, command: ImportCommand) -> list[Reply]:
     """Read the file, check every entry, and ask to confirm the list (refused entries listed with their reason)."""
+    confirmation_ttl = services.settings.confirmation_ttl
     source = read_import_source(turn, command)
     if isinstance(source, str):
         return refuse(source)
@@ -118,3 +135,24 @@ async def import_monitors(
     minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]
+
+
+def _parse_import(args: str, _options: ParseOptions) -> ImportCommand:
+    path = args.strip().strip(OPEN_QUOTES + CLOSE_QUOTES).strip()
+    if len(path) > 4096:
+        raise CommandError("import", "That path is too long.")
+    return ImportCommand(path=path or None)
+
+
+ACTIONS = (
+    Action(
+        name="import",
+        arguments=ImportCommand,
+        pattern="[file path]",
+        description="Create monitors from a JSON or OPML file (send it as a document with the caption /import)",
+        example="/import monitors.json",
+        parse=_parse_import,
+        run=import_monitors,
+    ),
+)
+"""/import (/export monitors is a form of the research family's /export)."""

@@ -2,25 +2,37 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from pydantic import Field
+
 from agent import subscribing
+from agent.commands.action import Action, Arguments
 from agent.commands.common import refuse
-from agent.commands.specs import (
-    BriefingCommand,
-    BrowseCommand,
-    DeliverCommand,
-    ShareCommand,
-    SubscribeCommand,
-    TransferCommand,
-    UnshareCommand,
-    UnsubscribeCommand,
+from agent.commands.grammar import (
+    CLOSE_QUOTES,
+    MAX_QUERY_CHARS,
+    OPEN_QUOTES,
+    CommandError,
+    ParseOptions,
+    monitor_id,
 )
 from agent.context import Services, Turn
 from agent.messages import Button, Reply
-from monitors import BROWSE_LIMIT, MonitorNotFoundError, ScheduleError, chat_label
+from monitors import BROWSE_LIMIT, MonitorNotFoundError, Schedule, ScheduleError, chat_label, parse_schedule
 from storage import ChatRecord, DeliveryMode
 
 __all__ = [
+    "ACTIONS",
     "NOT_ALLOWED",
+    "BriefingCommand",
+    "BrowseCommand",
+    "DeliverCommand",
+    "ShareCommand",
+    "SubscribeCommand",
+    "TransferCommand",
+    "UnshareCommand",
+    "UnsubscribeCommand",
     "briefing",
     "browse",
     "chat_may_share",
@@ -36,6 +48,68 @@ NOT_ALLOWED = (
     "This chat is not on this Lookout's allowlist, so it can neither browse nor subscribe to shared monitors. "
     "Ask the operator to add its id ({chat_id}) to ALLOWED_CHATS."
 )
+
+
+class ShareCommand(Arguments):
+    """`/share <id>`."""
+
+    name: ClassVar[str] = "share"
+    monitor_id: int = Field(description="The monitor's id (see list_monitors).")
+
+
+class UnshareCommand(Arguments):
+    """`/unshare <id>`."""
+
+    name: ClassVar[str] = "unshare"
+    monitor_id: int = Field(description="The monitor's id (see list_monitors).")
+
+
+class BrowseCommand(Arguments):
+    """`/browse [words]`."""
+
+    name: ClassVar[str] = "browse"
+    words: str = ""
+
+
+class SubscribeCommand(Arguments):
+    """`/subscribe <id>`."""
+
+    name: ClassVar[str] = "subscribe"
+    monitor_id: int = Field(description="The monitor's id (see browse_shared_monitors).")
+
+
+class UnsubscribeCommand(Arguments):
+    """`/unsubscribe <id>`."""
+
+    name: ClassVar[str] = "unsubscribe"
+    monitor_id: int = Field(description="The monitor's id (see list_monitors).")
+
+
+class TransferCommand(Arguments):
+    """`/transfer <id> [chat]`: without a chat, list who may take it."""
+
+    name: ClassVar[str] = "transfer"
+    monitor_id: int
+    to_chat: str | None = None
+    """`platform:id`, a bare platform id or a subscriber chat's title, as written."""
+
+
+class BriefingCommand(Arguments):
+    """`/briefing [<schedule>|off]`; without arguments it shows the current one."""
+
+    name: ClassVar[str] = "briefing"
+    schedule: Schedule | None = None
+    """The new briefing time (in the chat's timezone unless the text named one); None to show or turn off."""
+    off: bool = False
+
+
+class DeliverCommand(Arguments):
+    """`/deliver <id> now|briefing`."""
+
+    name: ClassVar[str] = "deliver"
+    monitor_id: int
+    mode: str
+    """`now` or `briefing`."""
 
 
 def chat_may_share(services: Services, turn: Turn) -> bool:
@@ -194,3 +268,124 @@ async def deliver(services: Services, turn: Turn, command: DeliverCommand) -> li
     except (MonitorNotFoundError, ValueError) as error:
         return refuse(str(error))
     return [Reply(text=text)]
+
+
+# --- parsing ------------------------------------------------------------------------------------------------
+
+
+def _parse_browse(args: str, _options: ParseOptions) -> BrowseCommand:
+    if len(args) > MAX_QUERY_CHARS:
+        raise CommandError("browse", f"Keep the words under {MAX_QUERY_CHARS} characters.")
+    return BrowseCommand(words=args)
+
+
+def _parse_transfer(args: str, _options: ParseOptions) -> TransferCommand:
+    first, _, rest = args.partition(" ")
+    if not first:
+        raise CommandError("transfer", "Give the monitor's number, and the chat to hand it to.")
+    target = rest.strip().strip(OPEN_QUOTES + CLOSE_QUOTES).strip()
+    if len(target) > 256:
+        raise CommandError("transfer", "That chat name is too long.")
+    return TransferCommand(monitor_id=monitor_id("transfer", first), to_chat=target or None)
+
+
+def _parse_briefing(args: str, options: ParseOptions) -> BriefingCommand:
+    if not args:
+        return BriefingCommand()
+    if args.lower() in ("off", "stop", "none", "cancel"):
+        return BriefingCommand(off=True)
+    try:
+        schedule = parse_schedule(args, timezone=options.timezone, min_interval_seconds=options.min_interval_seconds)
+    except ScheduleError as problem:
+        raise CommandError("briefing", str(problem)) from None
+    return BriefingCommand(schedule=schedule)
+
+
+_DELIVERY_MODES = {"now": "now", "immediately": "now", "each": "now", "briefing": "briefing", "digest": "briefing"}
+
+
+def _parse_deliver(args: str, _options: ParseOptions) -> DeliverCommand:
+    words = args.split()
+    if len(words) != 2 or words[1].lower() not in _DELIVERY_MODES:
+        raise CommandError("deliver", "Give the monitor's number and `now` or `briefing`, like /deliver 3 now.")
+    return DeliverCommand(monitor_id=monitor_id("deliver", words[0]), mode=_DELIVERY_MODES[words[1].lower()])
+
+
+# --- the definitions ----------------------------------------------------------------------------------------
+
+ACTIONS = (
+    Action(
+        name="share",
+        arguments=ShareCommand,
+        pattern="<id>",
+        description="List one of this chat's monitors in /browse so other chats can subscribe",
+        example="/share 3",
+        run=share,
+        instant=True,
+    ),
+    Action(
+        name="unshare",
+        arguments=UnshareCommand,
+        pattern="<id>",
+        description="Take a monitor out of /browse",
+        example="/unshare 3",
+        run=unshare,
+        instant=True,
+    ),
+    Action(
+        name="browse",
+        arguments=BrowseCommand,
+        pattern="[words]",
+        description="Shared monitors you can subscribe to (optionally only topics with these words)",
+        example="/browse deepseek",
+        parse=_parse_browse,
+        run=browse,
+    ),
+    Action(
+        name="subscribe",
+        arguments=SubscribeCommand,
+        pattern="<id>",
+        description="Receive a shared monitor's digests in this chat too",
+        example="/subscribe 3",
+        run=subscribe,
+    ),
+    Action(
+        name="unsubscribe",
+        arguments=UnsubscribeCommand,
+        pattern="<id>",
+        description="Stop receiving a monitor you subscribed to",
+        example="/unsubscribe 3",
+        run=unsubscribe,
+        instant=True,
+    ),
+    Action(
+        name="transfer",
+        arguments=TransferCommand,
+        pattern="<id> [chat]",
+        description="Hand a monitor to one of its subscribers (without a chat: list them)",
+        example="/transfer 3 telegram:-1001234567890",
+        parse=_parse_transfer,
+        run=transfer,
+    ),
+    Action(
+        name="briefing",
+        arguments=BriefingCommand,
+        pattern="<schedule>|off",
+        description="One morning briefing of all your monitors instead of a message per run",
+        example="/briefing daily at 08:00",
+        parse=_parse_briefing,
+        run=briefing,
+        instant=True,
+    ),
+    Action(
+        name="deliver",
+        arguments=DeliverCommand,
+        pattern="<id> now|briefing",
+        description="Get one monitor per run (now) or in your briefing",
+        example="/deliver 3 now",
+        parse=_parse_deliver,
+        run=deliver,
+        instant=True,
+    ),
+)
+"""The sharing family, in the order /help lists it."""
