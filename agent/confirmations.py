@@ -7,12 +7,12 @@ import logging
 import re
 import secrets
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from agent import subscribing
 from agent.context import DEFAULT_CONFIRMATION_TTL
@@ -32,19 +32,16 @@ __all__ = [
     "CANCEL_PREFIX",
     "CONFIRM_PREFIX",
     "DEFAULT_CONFIRMATION_TTL",
+    "ActionRunner",
     "BriefingAction",
+    "CatalogueAction",
     "CreateMonitorAction",
-    "DeleteMonitorAction",
     "DeliveryAction",
     "ImportAction",
     "MonitorAction",
-    "PauseMonitorAction",
     "PendingConfirmation",
-    "ResumeMonitorAction",
     "ShareAction",
-    "SubscribeAction",
     "TransferAction",
-    "UnsubscribeAction",
     "UpdateMonitorAction",
     "answer_of",
     "execute_actions",
@@ -73,6 +70,34 @@ class CreateMonitorAction(_Action):
     timezone: str
 
 
+class CatalogueAction(_Action):
+    """A proposal of one action of the catalogue: its name and arguments, carried out on "yes" by the same `run` as
+    its command."""
+
+    kind: Literal["action"] = "action"
+    action: str
+    """The action's name (`pause`)."""
+    arguments: JSONObject
+    """Its arguments model, as JSON."""
+
+
+_LEGACY_KINDS = {"pause": "pause", "resume": "resume", "delete": "untrack", "subscribe": "subscribe",
+                 "unsubscribe": "unsubscribe"}  # fmt: skip
+"""Proposals stored by versions before the catalogue, by their `kind`, and the action that now carries them out."""
+
+
+def _legacy(stored: Any) -> Any:
+    """A proposal stored before the catalogue (`{"kind": "pause", "monitor_id": 3, …}`) as a `CatalogueAction`."""
+    if isinstance(stored, dict) and stored.get("kind") in _LEGACY_KINDS and "monitor_id" in stored:
+        return {
+            "kind": "action",
+            "description": stored.get("description", ""),
+            "action": _LEGACY_KINDS[stored["kind"]],
+            "arguments": {"monitor_id": stored["monitor_id"]},
+        }
+    return stored
+
+
 class UpdateMonitorAction(_Action):
     kind: Literal["update"] = "update"
     monitor_id: int
@@ -83,31 +108,6 @@ class UpdateMonitorAction(_Action):
     exclude_keywords: tuple[str, ...] | None = None
     quiet: bool | None = None
     """True: a run with nothing new sends nothing; False: a short "nothing new" note (what `/quiet` sets)."""
-
-
-class DeleteMonitorAction(_Action):
-    kind: Literal["delete"] = "delete"
-    monitor_id: int
-
-
-class PauseMonitorAction(_Action):
-    kind: Literal["pause"] = "pause"
-    monitor_id: int
-
-
-class ResumeMonitorAction(_Action):
-    kind: Literal["resume"] = "resume"
-    monitor_id: int
-
-
-class SubscribeAction(_Action):
-    kind: Literal["subscribe"] = "subscribe"
-    monitor_id: int
-
-
-class UnsubscribeAction(_Action):
-    kind: Literal["unsubscribe"] = "unsubscribe"
-    monitor_id: int
 
 
 class ShareAction(_Action):
@@ -144,19 +144,16 @@ class ImportAction(_Action):
 
 
 MonitorAction = Annotated[
-    CreateMonitorAction
+    CatalogueAction
+    | CreateMonitorAction
     | UpdateMonitorAction
-    | DeleteMonitorAction
-    | PauseMonitorAction
-    | ResumeMonitorAction
-    | SubscribeAction
-    | UnsubscribeAction
     | ShareAction
     | TransferAction
     | DeliveryAction
     | BriefingAction
     | ImportAction,
     Field(discriminator="kind"),
+    BeforeValidator(_legacy),
 ]
 
 
@@ -302,8 +299,16 @@ def _created(view: MonitorView, timezone: str) -> str:
     )
 
 
-async def _execute(action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool) -> str:
+ActionRunner = Callable[[CatalogueAction], Awaitable[str]]
+"""Runs a confirmed catalogue action for the chat that proposed it, and says what happened."""
+
+
+async def _execute(
+    action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool, run_action: ActionRunner
+) -> str:
     match action:
+        case CatalogueAction():
+            return await run_action(action)
         case CreateMonitorAction():
             view = await service.create_monitor(
                 chat_id,
@@ -326,16 +331,6 @@ async def _execute(action: MonitorAction, service: MonitorService, *, chat_id: i
                 quiet=action.quiet,
             )
             return f"Updated monitor:\n{view.summary()}"
-        case DeleteMonitorAction():
-            view = await service.delete(action.monitor_id, chat_id=chat_id, is_admin=is_admin)
-            return f"Deleted monitor **#{view.id} {view.topic}**."
-        case PauseMonitorAction():
-            view = await service.pause(action.monitor_id, chat_id=chat_id, is_admin=is_admin)
-            return f"Paused monitor **#{view.id} {view.topic}**; /resume {view.id} starts it again."
-        case ResumeMonitorAction():
-            view = await service.resume(action.monitor_id, chat_id=chat_id, is_admin=is_admin)
-            next_run = f"{view.next_run:%Y-%m-%d %H:%M %Z}" if view.next_run else "not scheduled"
-            return f"Resumed monitor **#{view.id} {view.topic}**; next run {next_run}."
         case _:
             return await execute_sharing(action, service, chat_id=chat_id, is_admin=is_admin)
 
@@ -343,10 +338,6 @@ async def _execute(action: MonitorAction, service: MonitorService, *, chat_id: i
 async def execute_sharing(action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool) -> str:
     """What a confirmed sharing, subscription, delivery, briefing or import proposal does, in a sentence."""
     match action:
-        case SubscribeAction():
-            return await subscribing.subscribe(service, chat_id, action.monitor_id, is_admin=is_admin)
-        case UnsubscribeAction():
-            return await subscribing.unsubscribe(service, chat_id, action.monitor_id, is_admin=is_admin)
         case ShareAction():
             return await subscribing.set_shared(
                 service, chat_id, action.monitor_id, shared=action.shared, is_admin=is_admin
@@ -376,13 +367,19 @@ async def execute_sharing(action: MonitorAction, service: MonitorService, *, cha
             raise ValueError(f"unknown action {action.kind}")
 
 
-async def execute_actions(pending: PendingConfirmation, service: MonitorService, *, declined: bool = False) -> str:
+async def execute_actions(
+    pending: PendingConfirmation, service: MonitorService, *, run_action: ActionRunner, declined: bool = False
+) -> str:
     """Carry out every confirmed action (or, with `declined`, what "no" does), in order; each line says what
     happened (a failure does not stop the rest)."""
     lines = []
     for action in pending.declined if declined else pending.actions:
         try:
-            lines.append(await _execute(action, service, chat_id=pending.chat_id, is_admin=pending.is_admin))
+            lines.append(
+                await _execute(
+                    action, service, chat_id=pending.chat_id, is_admin=pending.is_admin, run_action=run_action
+                )
+            )
         except (MonitorNotFoundError, ScheduleError, ValueError) as error:
             lines.append(f"Could not {action.description[0].lower()}{action.description[1:]}: {error}")
     return "\n\n".join(lines)

@@ -35,7 +35,7 @@ async def main() -> None:
             "parameters": definition.parameters_json_schema,
         }
         rows.append((definition.name, len(json.dumps(sent, ensure_ascii=False))))
-    print(f"| tool | characters | ~tokens |\n|---|---:|---:|")
+    print("| tool | characters | ~tokens |\n|---|---:|---:|")
     for name, chars in rows:
         print(f"| {name} | {chars:,} | {chars // CHARS_PER_TOKEN:,} |")
     total = sum(chars for _, chars in rows)

@@ -7,13 +7,11 @@ from typing import Final
 from pydantic_ai import Tool
 
 from agent.chat.deps import ChatDeps
+from agent.chat.tools_catalogue import catalogue_tools
 from agent.chat.tools_data import export_items, search_history, timeline
 from agent.chat.tools_monitors import (
     create_monitor,
-    delete_monitor,
     list_monitors,
-    pause_monitor,
-    resume_monitor,
     run_monitor_now,
     update_monitor,
 )
@@ -24,12 +22,13 @@ from agent.chat.tools_sharing import (
     set_briefing,
     set_delivery,
     share_monitor,
-    subscribe_to_monitor,
     transfer_monitor,
-    unsubscribe_from_monitor,
 )
+from agent.commands import ACTIONS
 
 __all__ = ["CHAT_TOOLS", "STATE_CHANGING_TOOLS"]
+
+_CATALOGUE = catalogue_tools()
 
 CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
     Tool(search_sources),
@@ -38,13 +37,13 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
     Tool(list_monitors),
     Tool(create_monitor),
     Tool(update_monitor),
-    Tool(pause_monitor),
-    Tool(resume_monitor),
-    Tool(delete_monitor),
+    _CATALOGUE["pause_monitor"],
+    _CATALOGUE["resume_monitor"],
+    _CATALOGUE["delete_monitor"],
     Tool(run_monitor_now),
     Tool(browse_shared_monitors),
-    Tool(subscribe_to_monitor),
-    Tool(unsubscribe_from_monitor),
+    _CATALOGUE["subscribe_to_monitor"],
+    _CATALOGUE["unsubscribe_from_monitor"],
     Tool(share_monitor),
     Tool(transfer_monitor),
     Tool(set_delivery),
@@ -57,10 +56,7 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
 """Every tool of the chat agent; the docstrings are what the model reads."""
 
 STATE_CHANGING_TOOLS: Final = frozenset(
-    {
-        "create_monitor", "update_monitor", "pause_monitor", "resume_monitor", "delete_monitor",
-        "subscribe_to_monitor", "unsubscribe_from_monitor", "share_monitor", "transfer_monitor", "set_delivery",
-        "set_briefing",
-    }
-)  # fmt: skip
+    {"create_monitor", "update_monitor", "share_monitor", "transfer_monitor", "set_delivery", "set_briefing"}
+    | {action.tool.name for action in ACTIONS if action.tool is not None and action.tool.propose is not None}
+)
 """Tools that only propose: their change waits for the person's confirmation."""

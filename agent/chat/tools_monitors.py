@@ -1,5 +1,5 @@
-"""Chat-agent tools for this chat's monitors: list and run them now; create, change, pause, resume and delete
-them only as proposals the person confirms."""
+"""Chat-agent tools for this chat's monitors: list and run them now; create and change them only as proposals the
+person confirms (pausing, resuming and deleting are the catalogue's actions, see `agent.chat.tools_catalogue`)."""
 
 from __future__ import annotations
 
@@ -10,28 +10,21 @@ from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 
 from agent.chat.deps import ChatDeps
+from agent.chat.tools_catalogue import PROPOSED
 from agent.commands.progress import ProgressRelay, prefixed
 from agent.confirmations import (
     CreateMonitorAction,
-    DeleteMonitorAction,
-    DeliveryAction,
     MonitorAction,
-    PauseMonitorAction,
-    ResumeMonitorAction,
     UpdateMonitorAction,
 )
 from monitors import MonitorNotFoundError, MonitorView, Schedule, ScheduleError, parse_schedule
 
 __all__ = [
-    "PROPOSED",
     "SCHEDULE_HELP",
     "MonitorInfo",
     "create_monitor",
-    "delete_monitor",
     "list_monitors",
     "owned_view",
-    "pause_monitor",
-    "resume_monitor",
     "run_monitor_now",
     "update_monitor",
     "visible_view",
@@ -41,10 +34,6 @@ MAX_TOPIC_CHARS = 200
 SCHEDULE_HELP = (
     'Schedules look like "daily at 08:00", "every 6 hours", "hourly", "weekdays at 09:00", '
     '"weekly on monday at 10:00", "every 2 days at 07:30" or \'cron "0 8 * * 1-5"\'.'
-)
-PROPOSED = (
-    "Proposed, NOT done yet. Lookout now shows the person this change with Confirm/Cancel buttons and accepts "
-    "a reply of yes; tell them briefly what will happen and that it needs their confirmation."
 )
 
 
@@ -240,58 +229,6 @@ async def update_monitor(
         quiet=quiet,
     )
     return _propose(deps, action)
-
-
-async def delete_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose deleting one of this chat's monitors, with its history. The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-    """
-    view = await owned_view(ctx.deps, monitor_id)
-    action = DeleteMonitorAction(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})",
-                                 monitor_id=view.id)  # fmt: skip
-    return _propose(ctx.deps, action)
-
-
-async def pause_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose pausing one of this chat's monitors (no runs until resumed); for a monitor another chat owns, pausing
-    only this chat's delivery. The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-    """
-    view = await visible_view(ctx.deps, monitor_id)
-    if not view.owned_here and not ctx.deps.turn.is_admin:
-        if view.delivery_paused:
-            return f"This chat's delivery of monitor #{view.id} is already paused."
-        action = DeliveryAction(description=f"pause this chat's delivery of monitor #{view.id} “{view.topic}” "
-                                "(it goes on for the other chats)", monitor_id=view.id, paused=True)  # fmt: skip
-        return _propose(ctx.deps, action)
-    if view.paused:
-        return f"Monitor #{view.id} is already paused."
-    return _propose(ctx.deps, PauseMonitorAction(description=f"pause monitor #{view.id} “{view.topic}”",
-                                                 monitor_id=view.id))  # fmt: skip
-
-
-async def resume_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose resuming a paused monitor of this chat (for one another chat owns: this chat's paused delivery).
-    The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-    """
-    view = await visible_view(ctx.deps, monitor_id)
-    if not view.owned_here and not ctx.deps.turn.is_admin:
-        if not view.delivery_paused:
-            return f"This chat's delivery of monitor #{view.id} is not paused."
-        action = DeliveryAction(description=f"resume this chat's delivery of monitor #{view.id} “{view.topic}”",
-                                monitor_id=view.id, paused=False)  # fmt: skip
-        return _propose(ctx.deps, action)
-    if not view.paused:
-        return f"Monitor #{view.id} is not paused; next run {_when(view.next_run)}."
-    return _propose(ctx.deps, ResumeMonitorAction(description=f"resume monitor #{view.id} “{view.topic}”",
-                                                  monitor_id=view.id))  # fmt: skip
 
 
 async def run_monitor_now(ctx: RunContext[ChatDeps], monitor_id: int) -> str:

@@ -11,15 +11,14 @@ from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 
 from agent.chat.deps import ChatDeps
-from agent.chat.tools_monitors import PROPOSED, SCHEDULE_HELP, owned_view, visible_view
+from agent.chat.tools_catalogue import PROPOSED
+from agent.chat.tools_monitors import SCHEDULE_HELP, owned_view, visible_view
 from agent.confirmations import (
     BriefingAction,
     DeliveryAction,
     MonitorAction,
     ShareAction,
-    SubscribeAction,
     TransferAction,
-    UnsubscribeAction,
 )
 from agent.messages import Attachment
 from monitors import BROWSE_LIMIT, ScheduleError, chat_label, export_monitors, parse_schedule
@@ -32,9 +31,7 @@ __all__ = [
     "set_briefing",
     "set_delivery",
     "share_monitor",
-    "subscribe_to_monitor",
     "transfer_monitor",
-    "unsubscribe_from_monitor",
 ]
 
 NOT_ALLOWED = (
@@ -89,39 +86,6 @@ async def browse_shared_monitors(ctx: RunContext[ChatDeps], words: str = "") -> 
         )
         for entry in entries[: BROWSE_LIMIT * 3]
     ]
-
-
-async def subscribe_to_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose that this chat receives a shared monitor's digests too. The person must confirm.
-
-    Args:
-        monitor_id: The shared monitor's id (see browse_shared_monitors).
-    """
-    deps = ctx.deps
-    _allowed(deps)
-    entries = {entry.view.id: entry for entry in await deps.services.monitors.sharing.browse(deps.chat_id)}
-    entry = entries.get(monitor_id)
-    if entry is None and not deps.turn.is_admin:
-        raise ModelRetry(f"There is no shared monitor #{monitor_id}; call browse_shared_monitors for the ids.")
-    if entry is not None and entry.view.subscribed:
-        return f"This chat already receives monitor #{monitor_id}; nothing to do."
-    topic = f" “{entry.view.topic}” ({entry.view.schedule}, by {entry.owner})" if entry else ""
-    return _propose(deps, SubscribeAction(description=f"subscribe to monitor #{monitor_id}{topic}",
-                                          monitor_id=monitor_id))  # fmt: skip
-
-
-async def unsubscribe_from_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose that this chat stops receiving a monitor another chat owns. The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors; owned_here is false).
-    """
-    deps = ctx.deps
-    view = await visible_view(deps, monitor_id)
-    if view.owned_here:
-        raise ModelRetry(f"This chat owns monitor #{monitor_id}: propose delete_monitor or transfer_monitor instead.")
-    return _propose(deps, UnsubscribeAction(description=f"stop receiving monitor #{view.id} “{view.topic}”",
-                                            monitor_id=view.id))  # fmt: skip
 
 
 async def share_monitor(ctx: RunContext[ChatDeps], monitor_id: int, shared: bool = True) -> str:

@@ -11,11 +11,14 @@ import logging
 import re
 from typing import ClassVar
 
+from pydantic import ValidationError
+
 from agent.commands import monitors, portability, research, settings, subscriptions
 from agent.commands.action import Action, Arguments
 from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
 from agent.context import Services, Turn
 from agent.messages import Reply
+from storage import JSONObject
 
 __all__ = [
     "ACTIONS",
@@ -31,6 +34,7 @@ __all__ = [
     "parse_command",
     "parse_command_words",
     "parse_prefixed",
+    "run_stored",
     "slack_commands",
     "usage_of",
 ]
@@ -219,3 +223,20 @@ def _dispatch(name: str, rest: str, options: ParseOptions) -> Command | CommandE
     except Exception:  # a parser bug must not take the chat down; the log shows it, the person gets the usage
         logger.exception("command parser failed on /%s", name)
         return CommandError(name, "I could not read those arguments.")
+
+
+async def run_stored(services: Services, turn: Turn, name: str, arguments: JSONObject) -> str:
+    """Run an action stored by a confirmation (its name and arguments as JSON), and say what happened.
+
+    A confirmation stored by another version may name an action this one lacks, or arguments it reads differently:
+    that is said in a sentence and nothing is done."""
+    action = CATALOGUE.get(name)
+    if action is None:
+        return f"This version of Lookout cannot do “{name}” any more; nothing was changed. Please ask again."
+    try:
+        parsed = action.arguments.model_validate(arguments)
+    except ValidationError:
+        logger.warning("stored arguments of /%s not readable: %s", name, arguments)
+        return f"I could not read that stored /{name} request any more; nothing was changed. Please ask again."
+    logger.info("chat %d: confirmed /%s", turn.chat.id, name)
+    return "\n\n".join(reply.text for reply in await action.run(services, turn, parsed))

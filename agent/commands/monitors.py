@@ -21,7 +21,7 @@ from agent.commands.grammar import (
     tokenize,
 )
 from agent.commands.progress import PipelineProgress, ProgressRelay
-from agent.confirmations import CreateMonitorAction, PendingConfirmation, SubscribeAction
+from agent.confirmations import CatalogueAction, CreateMonitorAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import (
@@ -170,7 +170,13 @@ async def _offer(
         thread_key=turn.incoming.thread_key,
         user_id=turn.user.id,
         is_admin=turn.is_admin,
-        actions=[SubscribeAction(description=f"subscribe to monitor #{view.id} “{topic}”", monitor_id=view.id)],
+        actions=[
+            CatalogueAction(
+                description=f"subscribe to monitor #{view.id} “{topic}”",
+                action="subscribe",
+                arguments={"monitor_id": view.id},
+            )
+        ],
         now=now,
         ttl=ttl,
         declined=[create],

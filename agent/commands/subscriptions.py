@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from agent import subscribing
-from agent.commands.action import Action, Arguments
+from agent.commands.action import Action, Arguments, Proposal, ToolRefusal, ToolUse, monitor_role
 from agent.commands.common import refuse
 from agent.commands.grammar import (
     CLOSE_QUOTES,
@@ -311,6 +311,29 @@ def _parse_deliver(args: str, _options: ParseOptions) -> DeliverCommand:
     return DeliverCommand(monitor_id=monitor_id("deliver", words[0]), mode=_DELIVERY_MODES[words[1].lower()])
 
 
+# --- proposals (the chat agent's tools) ---------------------------------------------------------------------
+
+
+async def _propose_subscribe(services: Services, turn: Turn, command: SubscribeCommand) -> Proposal | str:
+    if not chat_may_share(services, turn):
+        raise ToolRefusal(NOT_ALLOWED.format(chat_id=turn.incoming.chat_external_id))
+    entries = {entry.view.id: entry for entry in await services.monitors.sharing.browse(turn.chat.id)}
+    entry = entries.get(command.monitor_id)
+    if entry is None and not turn.is_admin:
+        raise ToolRefusal(f"There is no shared monitor #{command.monitor_id}; call browse_shared_monitors for the ids.")
+    if entry is not None and entry.view.subscribed:
+        return f"This chat already receives monitor #{command.monitor_id}; nothing to do."
+    topic = f" “{entry.view.topic}” ({entry.view.schedule}, by {entry.owner})" if entry else ""
+    return Proposal(description=f"subscribe to monitor #{command.monitor_id}{topic}")
+
+
+async def _propose_unsubscribe(services: Services, turn: Turn, command: UnsubscribeCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "owner":
+        raise ToolRefusal(f"This chat owns monitor #{view.id}: propose delete_monitor or transfer_monitor instead.")
+    return Proposal(description=f"stop receiving monitor #{view.id} “{view.topic}”")
+
+
 # --- the definitions ----------------------------------------------------------------------------------------
 
 ACTIONS = (
@@ -348,6 +371,11 @@ ACTIONS = (
         description="Receive a shared monitor's digests in this chat too",
         example="/subscribe 3",
         run=subscribe,
+        tool=ToolUse(
+            name="subscribe_to_monitor",
+            description="Propose that this chat also receives a shared monitor's digests.",
+            propose=_propose_subscribe,
+        ),
     ),
     Action(
         name="unsubscribe",
@@ -357,6 +385,11 @@ ACTIONS = (
         example="/unsubscribe 3",
         run=unsubscribe,
         instant=True,
+        tool=ToolUse(
+            name="unsubscribe_from_monitor",
+            description="Propose that this chat stops receiving a monitor another chat owns.",
+            propose=_propose_unsubscribe,
+        ),
     ),
     Action(
         name="transfer",

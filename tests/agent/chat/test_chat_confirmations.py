@@ -214,7 +214,7 @@ async def test_update_pause_and_delete_wait_for_confirmation(world: ChatWorld) -
     await agent.reply(world.turn("delete it"))
     assert await world.monitor_topics() == ["Rust"]
     deleted = await agent.settle_confirmation(world.turn("yes"))
-    assert deleted is not None and f"Deleted monitor **#{view.id} Rust**" in deleted[0].text
+    assert deleted is not None and f"Deleted monitor #{view.id} “Rust”" in deleted[0].text
     assert await world.monitor_topics() == []
 
 

@@ -1,0 +1,93 @@
+"""The chat tools that come from the catalogue of actions: the arguments model is the schema, a proposal stores the
+action's name and arguments, "yes" runs the command's own `run`, and proposals stored by older versions still work."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from agent.chat.tools import CHAT_TOOLS
+from agent.commands import CATALOGUE
+from agent.confirmations import CatalogueAction, PendingConfirmation
+from storage import ChatRecord, ConversationRepository, Database, MonitorRepository
+from tests.agent.chat_world import ChatWorld, ScriptedModel, call, make_world, say
+from tests.agent.conftest import FakeClock
+from tests.fakes.http_server import FakeHTTPServer
+
+
+@pytest.fixture
+async def world(
+    database: Database, clock: FakeClock, fake_server: FakeHTTPServer, chat: ChatRecord, tmp_path: Path
+) -> AsyncIterator[ChatWorld]:
+    built = await make_world(database, clock, fake_server, chat, tmp_path)
+    yield built
+    await built.http.aclose()
+
+
+def test_a_catalogue_tool_takes_its_schema_from_the_arguments_model() -> None:
+    tools = {tool.name: tool for tool in CHAT_TOOLS}
+    pause = tools["pause_monitor"].tool_def
+
+    assert pause.parameters_json_schema == {
+        "type": "object",
+        "properties": {"monitor_id": {"type": "integer", "description": "The monitor's id (see list_monitors)."}},
+        "required": ["monitor_id"],
+        "additionalProperties": False,
+    }
+    assert pause.description == CATALOGUE["pause"].tool.description  # type: ignore[union-attr]
+
+
+async def test_a_proposal_stores_the_action_and_yes_runs_the_command(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "Rust", schedule_text="daily at 09:00", sources=["hn"])
+    agent = world.agent(ScriptedModel([call("pause_monitor", monitor_id=view.id), say("Pause it?")]).model)
+
+    await agent.reply(world.turn("pause Rust"))
+    record = await ConversationRepository(world.database).load(world.chat.id)
+    stored = PendingConfirmation.stored(record, now=world.clock())
+    done = await agent.settle_confirmation(world.turn("yes"))
+
+    assert stored is not None and stored.actions == (
+        CatalogueAction(description=f"pause monitor #{view.id} “Rust”", action="pause",
+                        arguments={"monitor_id": view.id}),
+    )  # fmt: skip
+    # the same sentence /pause answers
+    assert done is not None and done[0].text.startswith(f"Monitor #{view.id} “Rust” is paused; `/resume {view.id}`")
+    assert (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
+
+
+async def _store(world: ChatWorld, action: dict[str, object]) -> None:
+    pending = PendingConfirmation.model_validate(
+        {
+            "token": "t0ken",
+            "chat_id": world.chat.id,
+            "thread_key": "",
+            "user_id": world.user.id,
+            "is_admin": False,
+            "actions": [action],
+            "expires_at": (world.clock() + timedelta(minutes=5)).isoformat(),
+        }
+    )
+    await pending.store(world.database, now=world.clock())
+
+
+async def test_a_pause_proposed_by_an_older_version_still_confirms(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "Rust", sources=["hn"])
+    await _store(world, {"kind": "pause", "description": f"pause monitor #{view.id}", "monitor_id": view.id})
+
+    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+
+    assert done is not None and f"Monitor #{view.id} “Rust” is paused" in done[0].text
+    assert (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
+
+
+async def test_a_stored_action_this_version_lacks_is_refused_in_a_sentence(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "Rust", sources=["hn"])
+    await _store(world, {"kind": "action", "description": "frobnicate", "action": "frobnicate", "arguments": {}})
+
+    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+
+    assert done is not None and done[0].text.startswith("This version of Lookout cannot do “frobnicate” any more")
+    assert not (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
