@@ -7,7 +7,7 @@ from typing import Final
 from pydantic_ai import Tool
 
 from agent.chat.deps import ChatDeps
-from agent.chat.tools_catalogue import catalogue_tools
+from agent.chat.tools_catalogue import CompactToolSchema, catalogue_tools
 from agent.chat.tools_data import export_items, search_history, timeline
 from agent.chat.tools_monitors import (
     create_monitor,
@@ -31,27 +31,27 @@ __all__ = ["CHAT_TOOLS", "STATE_CHANGING_TOOLS"]
 _CATALOGUE = catalogue_tools()
 
 CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
-    Tool(search_sources),
-    Tool(read_web_page, name="read_page"),
-    Tool(collect),
-    Tool(list_monitors),
-    Tool(create_monitor),
-    Tool(update_monitor),
+    Tool(search_sources, schema_generator=CompactToolSchema),
+    Tool(read_web_page, name="read_page", schema_generator=CompactToolSchema),
+    Tool(collect, schema_generator=CompactToolSchema),
+    Tool(list_monitors, schema_generator=CompactToolSchema),
+    Tool(create_monitor, schema_generator=CompactToolSchema),
+    Tool(update_monitor, schema_generator=CompactToolSchema),
     _CATALOGUE["pause_monitor"],
     _CATALOGUE["resume_monitor"],
     _CATALOGUE["delete_monitor"],
-    Tool(run_monitor_now),
-    Tool(browse_shared_monitors),
+    Tool(run_monitor_now, schema_generator=CompactToolSchema),
+    Tool(browse_shared_monitors, schema_generator=CompactToolSchema),
     _CATALOGUE["subscribe_to_monitor"],
     _CATALOGUE["unsubscribe_from_monitor"],
-    Tool(share_monitor),
-    Tool(transfer_monitor),
-    Tool(set_delivery),
-    Tool(set_briefing),
-    Tool(export_monitor_list, name="export_monitors"),
-    Tool(search_history),
-    Tool(timeline),
-    Tool(export_items),
+    Tool(share_monitor, schema_generator=CompactToolSchema),
+    Tool(transfer_monitor, schema_generator=CompactToolSchema),
+    Tool(set_delivery, schema_generator=CompactToolSchema),
+    Tool(set_briefing, schema_generator=CompactToolSchema),
+    Tool(export_monitor_list, name="export_monitors", schema_generator=CompactToolSchema),
+    Tool(search_history, schema_generator=CompactToolSchema),
+    Tool(timeline, schema_generator=CompactToolSchema),
+    Tool(export_items, schema_generator=CompactToolSchema),
 )
 """Every tool of the chat agent; the docstrings are what the model reads."""
 

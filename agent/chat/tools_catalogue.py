@@ -7,7 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic.json_schema import JsonSchemaMode, JsonSchemaValue
 from pydantic_ai import ModelRetry, RunContext, Tool
+from pydantic_ai.tools import GenerateToolJsonSchema
+from pydantic_core import CoreSchema
 
 from agent.chat.deps import ChatDeps
 from agent.commands import ACTIONS, Action
@@ -15,7 +18,7 @@ from agent.commands.action import Proposal, ToolRefusal
 from agent.confirmations import CatalogueAction
 from monitors import MonitorNotFoundError
 
-__all__ = ["PROPOSED", "action_tool", "catalogue_tools", "compact_schema"]
+__all__ = ["PROPOSED", "CompactToolSchema", "action_tool", "catalogue_tools", "compact", "compact_schema"]
 
 PROPOSED = (
     "Proposed, NOT done yet. Lookout now shows the person this change with Confirm/Cancel buttons and accepts "
@@ -23,20 +26,37 @@ PROPOSED = (
 )
 
 
-def compact_schema(action: Action) -> dict[str, Any]:
-    """The arguments model's JSON schema without what a model does not need (titles, the class docstring)."""
-
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {key: strip(value) for key, value in node.items() if key != "title"}
-        if isinstance(node, list):
-            return [strip(value) for value in node]
+def compact(node: Any) -> Any:
+    """A tool's parameter schema with what a model does not need left out: titles, and for an optional parameter
+    (`X | None = None`) the null branch and the null default — leaving it out means the same. Every tool's schema
+    is in every chat prompt, so this is paid on each request."""
+    if isinstance(node, list):
+        return [compact(value) for value in node]
+    if not isinstance(node, dict):
         return node
+    result = {key: compact(value) for key, value in node.items() if key != "title"}
+    branches = result.get("anyOf")
+    if "default" in result and result["default"] is None and isinstance(branches, list):
+        kept = [branch for branch in branches if branch != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(branches):
+            del result["anyOf"], result["default"]
+            result = {**kept[0], **result}
+    return result
 
-    schema = strip(action.arguments.model_json_schema())
+
+class CompactToolSchema(GenerateToolJsonSchema):
+    """pydantic-ai's tool schema generator, compacted (see `compact`)."""
+
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
+        return dict(compact(super().generate(schema, mode)))
+
+
+def compact_schema(action: Action) -> dict[str, Any]:
+    """The arguments model's JSON schema, compacted, without the class docstring (the tool has its description)."""
+    schema = dict(compact(action.arguments.model_json_schema()))
     schema.pop("description", None)
     schema.setdefault("properties", {})
-    return dict(schema)
+    return schema
 
 
 def action_tool(action: Action) -> Tool[ChatDeps]:

@@ -138,7 +138,7 @@ def _propose(deps: ChatDeps, action: MonitorAction) -> str:
 
 
 async def list_monitors(ctx: RunContext[ChatDeps]) -> list[MonitorInfo]:
-    """The monitors of this chat (owned or received): id, topic, schedule, next run, sources, last result."""
+    """This chat's monitors (owned or received): ids, schedules, state."""
     views = await ctx.deps.services.monitors.list_monitors(ctx.deps.chat_id)
     return [_info(view, ctx.deps.chat_id) for view in views]
 
@@ -146,14 +146,13 @@ async def list_monitors(ctx: RunContext[ChatDeps]) -> list[MonitorInfo]:
 async def create_monitor(
     ctx: RunContext[ChatDeps], topic: str, schedule: str = "daily at 09:00", sources: list[str] | None = None
 ) -> str:
-    """Propose a standing monitor for this chat: it searches the sources on a schedule and delivers a digest.
-    The person must confirm before it is created.
+    """Propose a monitor that searches on a schedule and sends this chat a digest; the person must confirm.
 
     Args:
-        topic: What to watch, e.g. "DeepSeek" or "open source LLM".
-        schedule: When to run, in the chat's timezone unless it ends with "in <IANA zone>". E.g. "daily at 08:00"
-            (every morning), "every 6 hours", "weekdays at 09:00", "weekly on monday at 10:00", "hourly".
-        sources: Source names like "hn", "news", "arxiv", "github" or "rss:<feed url>"; empty for the default mix.
+        topic: What to watch, e.g. "DeepSeek".
+        schedule: E.g. "daily at 08:00", "every 6 hours", "weekdays at 09:00", "weekly on monday at 10:00"; the
+            chat's timezone unless it ends "in <IANA zone>".
+        sources: As for search_sources; empty: the default mix.
     """
     deps = ctx.deps
     clean = _topic(topic)
@@ -180,17 +179,16 @@ async def update_monitor(
     exclude_keywords: list[str] | None = None,
     quiet: bool | None = None,
 ) -> str:
-    """Propose changes to one of this chat's monitors (only what is given changes). The person must confirm.
+    """Propose changing a monitor of this chat (only the given fields); the person must confirm.
 
     Args:
-        monitor_id: The monitor's id (see list_monitors).
-        topic: A new topic.
-        schedule: A new schedule, e.g. "daily at 07:00" or "every 12 hours".
-        sources: The new full list of sources.
+        monitor_id: See list_monitors.
+        topic: New topic.
+        schedule: New schedule, e.g. "every 12 hours".
+        sources: New full list of sources.
         include_keywords: Items must mention one of these.
-        exclude_keywords: Items mentioning any of these are dropped.
-        quiet: True: a run that finds nothing new sends nothing (the default); False: it sends a short
-            "nothing new" note. What /quiet <id> on|off sets.
+        exclude_keywords: Drop items mentioning any of these.
+        quiet: True: send nothing when nothing is new (the default); false: a short note (/quiet).
     """
     deps = ctx.deps
     view = await owned_view(deps, monitor_id)
@@ -232,10 +230,10 @@ async def update_monitor(
 
 
 async def run_monitor_now(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Run one of this chat's monitors now; its digest is delivered to this chat as a separate message.
+    """Run a monitor now; its digest reaches this chat as a separate message.
 
     Args:
-        monitor_id: The monitor's id (see list_monitors).
+        monitor_id: See list_monitors.
     """
     deps = ctx.deps
     try:

@@ -65,10 +65,10 @@ def _allowed(deps: ChatDeps) -> None:
 
 
 async def browse_shared_monitors(ctx: RunContext[ChatDeps], words: str = "") -> list[SharedMonitorInfo]:
-    """Shared monitors of other chats this chat could subscribe to (most followed first).
+    """Shared monitors of other chats this chat could subscribe to.
 
     Args:
-        words: Only topics containing all these words; empty for every shared monitor.
+        words: Only topics with all these words; empty: all.
     """
     deps = ctx.deps
     _allowed(deps)
@@ -89,12 +89,12 @@ async def browse_shared_monitors(ctx: RunContext[ChatDeps], words: str = "") -> 
 
 
 async def share_monitor(ctx: RunContext[ChatDeps], monitor_id: int, shared: bool = True) -> str:
-    """Propose listing one of this chat's monitors for other chats to subscribe to (or, with shared=false, taking it
-    out of the list; chats already subscribed keep it). The person must confirm.
+    """Propose listing a monitor of this chat for other chats to subscribe to (shared=false: unlist it); the
+    person must confirm.
 
     Args:
-        monitor_id: The monitor's id (see list_monitors).
-        shared: True to share it, false to stop sharing it.
+        monitor_id: See list_monitors.
+        shared: False to stop sharing.
     """
     deps = ctx.deps
     view = await owned_view(deps, monitor_id)
@@ -106,12 +106,11 @@ async def share_monitor(ctx: RunContext[ChatDeps], monitor_id: int, shared: bool
 
 
 async def transfer_monitor(ctx: RunContext[ChatDeps], monitor_id: int, to_chat: str) -> str:
-    """Propose handing one of this chat's monitors to a chat that subscribes to it (this chat stays a subscriber).
-    The person must confirm.
+    """Propose handing a monitor of this chat to one of its subscriber chats; the person must confirm.
 
     Args:
-        monitor_id: The monitor's id (see list_monitors).
-        to_chat: The subscriber chat's name or its `platform:id` address.
+        monitor_id: See list_monitors.
+        to_chat: The subscriber chat's name or platform:id.
     """
     deps = ctx.deps
     view = await owned_view(deps, monitor_id)
@@ -136,13 +135,11 @@ async def transfer_monitor(ctx: RunContext[ChatDeps], monitor_id: int, to_chat: 
 async def set_delivery(
     ctx: RunContext[ChatDeps], monitor_id: int, how: Literal["pause", "resume", "now", "briefing"]
 ) -> str:
-    """Propose changing how THIS chat receives one monitor, without changing the monitor for other chats: pause or
-    resume this chat's delivery, or receive it after each run ("now") or in this chat's briefing. The person must
-    confirm.
+    """Propose how THIS chat receives a monitor (other chats unaffected): pause, resume, now (after each run)
+    or in the briefing; the person must confirm.
 
     Args:
-        monitor_id: The monitor's id (see list_monitors).
-        how: "pause", "resume", "now" or "briefing".
+        monitor_id: See list_monitors.
     """
     deps = ctx.deps
     view = await visible_view(deps, monitor_id)
@@ -164,11 +161,11 @@ async def set_delivery(
 
 
 async def set_briefing(ctx: RunContext[ChatDeps], schedule: str | None) -> str:
-    """Propose this chat's briefing: one message at this time covering all its monitors (a section per topic, one
-    CSV, one chart) instead of a message per monitor run; schedule null turns it off. The person must confirm.
+    """Propose one briefing of all this chat's monitors at a set time instead of a message per run (schedule
+    null: off); the person must confirm.
 
     Args:
-        schedule: When, in the chat's timezone, e.g. "daily at 08:00" or "weekdays at 07:30"; null for off.
+        schedule: E.g. "daily at 08:00"; null turns it off.
     """
     deps = ctx.deps
     if schedule is None:
@@ -184,8 +181,7 @@ async def set_briefing(ctx: RunContext[ChatDeps], schedule: str | None) -> str:
 
 
 async def export_monitor_list(ctx: RunContext[ChatDeps]) -> str:
-    """Export the monitors this chat owns as a JSON file (every setting, for /import) and an OPML file of their RSS
-    feeds, attached to your reply."""
+    """Attach this chat's monitors as JSON (for /import) and their RSS feeds as OPML."""
     deps = ctx.deps
     exported = await export_monitors(deps.services.monitors, deps.turn.chat, now=deps.now)
     if not exported.count:

@@ -59,7 +59,7 @@ __all__ = [
 TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
 
 
-MONITOR_ID = "The monitor's id (see list_monitors)."
+MONITOR_ID = "See list_monitors."
 """The tools' one description of a monitor id."""
 
 

@@ -54,14 +54,14 @@ class ShareCommand(Arguments):
     """`/share <id>`."""
 
     name: ClassVar[str] = "share"
-    monitor_id: int = Field(description="The monitor's id (see list_monitors).")
+    monitor_id: int = Field(description="See list_monitors.")
 
 
 class UnshareCommand(Arguments):
     """`/unshare <id>`."""
 
     name: ClassVar[str] = "unshare"
-    monitor_id: int = Field(description="The monitor's id (see list_monitors).")
+    monitor_id: int = Field(description="See list_monitors.")
 
 
 class BrowseCommand(Arguments):
@@ -75,14 +75,14 @@ class SubscribeCommand(Arguments):
     """`/subscribe <id>`."""
 
     name: ClassVar[str] = "subscribe"
-    monitor_id: int = Field(description="The monitor's id (see browse_shared_monitors).")
+    monitor_id: int = Field(description="See browse_shared_monitors.")
 
 
 class UnsubscribeCommand(Arguments):
     """`/unsubscribe <id>`."""
 
     name: ClassVar[str] = "unsubscribe"
-    monitor_id: int = Field(description="The monitor's id (see list_monitors).")
+    monitor_id: int = Field(description="See list_monitors.")
 
 
 class TransferCommand(Arguments):

@@ -33,7 +33,7 @@ def test_a_catalogue_tool_takes_its_schema_from_the_arguments_model() -> None:
 
     assert pause.parameters_json_schema == {
         "type": "object",
-        "properties": {"monitor_id": {"type": "integer", "description": "The monitor's id (see list_monitors)."}},
+        "properties": {"monitor_id": {"type": "integer", "description": "See list_monitors."}},
         "required": ["monitor_id"],
         "additionalProperties": False,
     }
@@ -91,3 +91,18 @@ async def test_a_stored_action_this_version_lacks_is_refused_in_a_sentence(world
 
     assert done is not None and done[0].text.startswith("This version of Lookout cannot do “frobnicate” any more")
     assert not (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
+
+
+def test_optional_parameters_are_sent_without_their_null_branch() -> None:
+    tools = {tool.name: tool for tool in CHAT_TOOLS}
+    update = tools["update_monitor"].tool_def.parameters_json_schema["properties"]
+    briefing = tools["set_briefing"].tool_def.parameters_json_schema
+
+    assert update["topic"] == {"type": "string", "description": "New topic."}
+    assert update["sources"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "New full list of sources.",
+    }
+    # a required parameter whose null means something (briefing off) keeps it
+    assert {"type": "null"} in briefing["properties"]["schedule"]["anyOf"] and briefing["required"] == ["schedule"]
