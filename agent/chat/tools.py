@@ -22,7 +22,6 @@ from agent.chat.tools_sharing import (
     set_briefing,
     set_delivery,
     share_monitor,
-    transfer_monitor,
 )
 from agent.commands import ACTIONS
 
@@ -45,7 +44,7 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
     _CATALOGUE["subscribe_to_monitor"],
     _CATALOGUE["unsubscribe_from_monitor"],
     Tool(share_monitor, schema_generator=CompactToolSchema),
-    Tool(transfer_monitor, schema_generator=CompactToolSchema),
+    _CATALOGUE["transfer_monitor"],
     Tool(set_delivery, schema_generator=CompactToolSchema),
     Tool(set_briefing, schema_generator=CompactToolSchema),
     Tool(export_monitor_list, name="export_monitors", schema_generator=CompactToolSchema),
@@ -56,7 +55,7 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
 """Every tool of the chat agent; the docstrings are what the model reads."""
 
 STATE_CHANGING_TOOLS: Final = frozenset(
-    {"create_monitor", "update_monitor", "share_monitor", "transfer_monitor", "set_delivery", "set_briefing"}
+    {"create_monitor", "update_monitor", "share_monitor", "set_delivery", "set_briefing"}
     | {action.tool.name for action in ACTIONS if action.tool is not None and action.tool.propose is not None}
 )
 """Tools that only propose: their change waits for the person's confirmation."""

@@ -90,7 +90,7 @@ def action_tool(action: Action) -> Tool[ChatDeps]:
             CatalogueAction(
                 description=outcome.description,
                 action=action.name,
-                arguments=arguments.model_dump(mode="json"),
+                arguments=(outcome.arguments or arguments).model_dump(mode="json"),
             )
         )
         return f"{PROPOSED}\nProposed: {outcome.description}"

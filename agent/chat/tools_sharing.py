@@ -18,10 +18,9 @@ from agent.confirmations import (
     DeliveryAction,
     MonitorAction,
     ShareAction,
-    TransferAction,
 )
 from agent.messages import Attachment
-from monitors import BROWSE_LIMIT, ScheduleError, chat_label, export_monitors, parse_schedule
+from monitors import BROWSE_LIMIT, ScheduleError, export_monitors, parse_schedule
 from storage import DeliveryMode
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "set_briefing",
     "set_delivery",
     "share_monitor",
-    "transfer_monitor",
 ]
 
 NOT_ALLOWED = (
@@ -103,33 +101,6 @@ async def share_monitor(ctx: RunContext[ChatDeps], monitor_id: int, shared: bool
     what = "share" if shared else "stop sharing"
     return _propose(deps, ShareAction(description=f"{what} monitor #{view.id} “{view.topic}”", monitor_id=view.id,
                                       shared=shared))  # fmt: skip
-
-
-async def transfer_monitor(ctx: RunContext[ChatDeps], monitor_id: int, to_chat: str) -> str:
-    """Propose handing a monitor of this chat to one of its subscriber chats; the person must confirm.
-
-    Args:
-        monitor_id: See list_monitors.
-        to_chat: The subscriber chat's name or platform:id.
-    """
-    deps = ctx.deps
-    view = await owned_view(deps, monitor_id)
-    candidates = await deps.services.monitors.sharing.subscribers(
-        view.id, chat_id=deps.chat_id, is_admin=deps.turn.is_admin
-    )
-    wanted = to_chat.strip().lstrip("#").casefold()
-    matches = [
-        chat
-        for chat in candidates
-        if f"{chat.platform}:{chat.external_id}" == to_chat.strip()
-        or (chat.title or "").lstrip("#").casefold() == wanted
-    ]
-    if len(matches) != 1:
-        names = ", ".join(f"{chat_label(c)} ({c.platform}:{c.external_id})" for c in candidates) or "none"
-        raise ModelRetry(f"Name exactly one subscriber chat of monitor #{view.id}; its subscribers: {names}.")
-    target = matches[0]
-    description = f"hand monitor #{view.id} “{view.topic}” over to {chat_label(target)}"
-    return _propose(deps, TransferAction(description=description, monitor_id=view.id, to_chat_id=target.id))
 
 
 async def set_delivery(

@@ -70,6 +70,9 @@ class Proposal:
 
     description: str
     """What will happen, in words (a lowercase phrase: "pause monitor #3 “DeepSeek”")."""
+    arguments: Arguments | None = None
+    """What the confirmation stores when the check made the arguments exact (a chat's address for its name); None:
+    the arguments as given."""
 
 
 class ToolRefusal(Exception):

@@ -89,8 +89,8 @@ class TransferCommand(Arguments):
     """`/transfer <id> [chat]`: without a chat, list who may take it."""
 
     name: ClassVar[str] = "transfer"
-    monitor_id: int
-    to_chat: str | None = None
+    monitor_id: int = Field(description="See list_monitors.")
+    to_chat: str | None = Field(default=None, description="The subscriber chat's name or platform:id.")
     """`platform:id`, a bare platform id or a subscriber chat's title, as written."""
 
 
@@ -334,6 +334,24 @@ async def _propose_unsubscribe(services: Services, turn: Turn, command: Unsubscr
     return Proposal(description=f"stop receiving monitor #{view.id} “{view.topic}”")
 
 
+async def _propose_transfer(services: Services, turn: Turn, command: TransferCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    candidates = await services.monitors.sharing.subscribers(view.id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    matches = _matching(candidates, command.to_chat or "")
+    if len(matches) != 1:
+        names = ", ".join(f"{chat_label(chat)} ({_address(chat)})" for chat in candidates) or "none"
+        raise ToolRefusal(f"Name exactly one subscriber chat of monitor #{view.id}; its subscribers: {names}.")
+    target = matches[0]
+    return Proposal(
+        description=f"hand monitor #{view.id} “{view.topic}” over to {chat_label(target)}",
+        arguments=TransferCommand(monitor_id=view.id, to_chat=_address(target)),
+    )
+
+
 # --- the definitions ----------------------------------------------------------------------------------------
 
 ACTIONS = (
@@ -399,6 +417,12 @@ ACTIONS = (
         example="/transfer 3 telegram:-1001234567890",
         parse=_parse_transfer,
         run=transfer,
+        tool=ToolUse(
+            name="transfer_monitor",
+            description="Propose handing a monitor of this chat to one of its subscriber chats; the person must "
+            "confirm.",
+            propose=_propose_transfer,
+        ),
     ),
     Action(
         name="briefing",

@@ -12,7 +12,7 @@ import pytest
 from agent.chat.tools import CHAT_TOOLS
 from agent.commands import CATALOGUE
 from agent.confirmations import CatalogueAction, PendingConfirmation
-from storage import ChatRecord, ConversationRepository, Database, MonitorRepository
+from storage import ChatRecord, ChatRepository, ConversationRepository, Database, MonitorRepository
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, make_world, say
 from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer
@@ -106,3 +106,33 @@ def test_optional_parameters_are_sent_without_their_null_branch() -> None:
     }
     # a required parameter whose null means something (briefing off) keeps it
     assert {"type": "null"} in briefing["properties"]["schedule"]["anyOf"] and briefing["required"] == ["schedule"]
+
+
+async def test_a_transfer_proposal_stores_the_chat_it_resolved_and_yes_hands_it_over(world: ChatWorld) -> None:
+    other = await ChatRepository(world.database).get_or_create("slack", "C0OTHER", title="#research")
+    view = await world.monitors.create_monitor(world.chat.id, "DeepSeek", sources=["hn"])
+    await world.monitors.sharing.share(view.id, chat_id=world.chat.id)
+    await world.monitors.sharing.subscribe(other.id, view.id)
+    script = ScriptedModel(
+        [
+            call("transfer_monitor", monitor_id=view.id, to_chat="nobody"),
+            call("transfer_monitor", monitor_id=view.id, to_chat="Research"),
+            say("Hand it over?"),
+        ]
+    )
+    agent = world.agent(script.model)
+
+    proposal = (await agent.reply(world.turn("give DeepSeek to research")))[0]
+    record = await ConversationRepository(world.database).load(world.chat.id)
+    stored = PendingConfirmation.stored(record, now=world.clock())
+    done = await agent.settle_confirmation(world.turn("yes"))
+
+    retry = str(script.requests[1][-1].parts[0].content)  # type: ignore[union-attr]
+    assert "Name exactly one subscriber chat" in retry and "(slack:C0OTHER)" in retry
+    assert "hand monitor" in proposal.text and "over to #research" in proposal.text
+    assert stored is not None and stored.actions[0] == CatalogueAction(
+        description=f"hand monitor #{view.id} “DeepSeek” over to #research", action="transfer",
+        arguments={"monitor_id": view.id, "to_chat": "slack:C0OTHER"},
+    )  # fmt: skip
+    assert done is not None and "now belongs to #research" in done[0].text
+    assert (await MonitorRepository(world.database).get(view.id)).owner_chat_id == other.id  # type: ignore[union-attr]
