@@ -24,19 +24,16 @@ from monitors import (
     MonitorView,
     ScheduleError,
     create_imported,
-    parse_schedule,
 )
-from storage import ConversationRecord, ConversationRepository, Database, DeliveryMode, JSONObject
+from storage import ConversationRecord, ConversationRepository, Database, JSONObject
 
 __all__ = [
     "CANCEL_PREFIX",
     "CONFIRM_PREFIX",
     "DEFAULT_CONFIRMATION_TTL",
     "ActionRunner",
-    "BriefingAction",
     "CatalogueAction",
     "CreateMonitorAction",
-    "DeliveryAction",
     "ImportAction",
     "MonitorAction",
     "PendingConfirmation",
@@ -88,14 +85,21 @@ _LEGACY_KINDS = {"pause": "pause", "resume": "resume", "delete": "untrack", "sub
 
 def _legacy(stored: Any) -> Any:
     """A proposal stored before the catalogue (`{"kind": "pause", "monitor_id": 3, …}`) as a `CatalogueAction`."""
-    if isinstance(stored, dict) and stored.get("kind") in _LEGACY_KINDS and "monitor_id" in stored:
-        return {
-            "kind": "action",
-            "description": stored.get("description", ""),
-            "action": _LEGACY_KINDS[stored["kind"]],
-            "arguments": {"monitor_id": stored["monitor_id"]},
-        }
-    return stored
+    if not isinstance(stored, dict):
+        return stored
+    kind, description = stored.get("kind"), stored.get("description", "")
+    if kind in _LEGACY_KINDS and "monitor_id" in stored:
+        action, arguments = _LEGACY_KINDS[kind], {"monitor_id": stored["monitor_id"]}
+    elif kind == "delivery" and "monitor_id" in stored:
+        paused = stored.get("paused")
+        how = stored.get("mode") if paused is None else ("pause" if paused else "resume")
+        action, arguments = "deliver", {"monitor_id": stored["monitor_id"], "how": how}
+    elif kind == "briefing" and "schedule_text" in stored:
+        text = stored["schedule_text"]
+        action, arguments = "briefing", ({"off": True} if text is None else {"schedule": text})
+    else:
+        return stored
+    return {"kind": "action", "description": description, "action": action, "arguments": arguments}
 
 
 class UpdateMonitorAction(_Action):
@@ -123,35 +127,13 @@ class TransferAction(_Action):
     to_chat_id: int
 
 
-class DeliveryAction(_Action):
-    """A subscriber's own delivery of one monitor: paused or not, one message per run or in its briefing."""
-
-    kind: Literal["delivery"] = "delivery"
-    monitor_id: int
-    paused: bool | None = None
-    mode: DeliveryMode | None = None
-
-
-class BriefingAction(_Action):
-    kind: Literal["briefing"] = "briefing"
-    schedule_text: str | None
-    """The briefing's schedule (grammar text with its zone); None turns the briefing off."""
-
-
 class ImportAction(_Action):
     kind: Literal["import"] = "import"
     entries: tuple[MonitorEntry, ...]
 
 
 MonitorAction = Annotated[
-    CatalogueAction
-    | CreateMonitorAction
-    | UpdateMonitorAction
-    | ShareAction
-    | TransferAction
-    | DeliveryAction
-    | BriefingAction
-    | ImportAction,
+    CatalogueAction | CreateMonitorAction | UpdateMonitorAction | ShareAction | TransferAction | ImportAction,
     Field(discriminator="kind"),
     BeforeValidator(_legacy),
 ]
@@ -345,18 +327,6 @@ async def execute_sharing(action: MonitorAction, service: MonitorService, *, cha
         case TransferAction():
             to_chat = await service.chat(action.to_chat_id)
             return await subscribing.transfer(service, chat_id, action.monitor_id, to_chat, is_admin=is_admin)
-        case DeliveryAction():
-            return await subscribing.change_delivery(
-                service, chat_id, action.monitor_id, paused=action.paused, mode=action.mode
-            )
-        case BriefingAction():
-            chat = await service.chat(chat_id)
-            schedule = (
-                parse_schedule(action.schedule_text, timezone=chat.timezone, min_interval_seconds=0)
-                if action.schedule_text is not None
-                else None
-            )
-            return await subscribing.set_briefing(service, chat_id, schedule)
         case ImportAction():
             result = await create_imported(service, chat_id, action.entries)
             lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]

@@ -19,8 +19,6 @@ from agent.chat.tools_research import collect, read_web_page, search_sources
 from agent.chat.tools_sharing import (
     browse_shared_monitors,
     export_monitor_list,
-    set_briefing,
-    set_delivery,
     share_monitor,
 )
 from agent.commands import ACTIONS
@@ -45,8 +43,8 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
     _CATALOGUE["unsubscribe_from_monitor"],
     Tool(share_monitor, schema_generator=CompactToolSchema),
     _CATALOGUE["transfer_monitor"],
-    Tool(set_delivery, schema_generator=CompactToolSchema),
-    Tool(set_briefing, schema_generator=CompactToolSchema),
+    _CATALOGUE["set_delivery"],
+    _CATALOGUE["set_briefing"],
     Tool(export_monitor_list, name="export_monitors", schema_generator=CompactToolSchema),
     Tool(search_history, schema_generator=CompactToolSchema),
     Tool(timeline, schema_generator=CompactToolSchema),
@@ -55,7 +53,7 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
 """Every tool of the chat agent; the docstrings are what the model reads."""
 
 STATE_CHANGING_TOOLS: Final = frozenset(
-    {"create_monitor", "update_monitor", "share_monitor", "set_delivery", "set_briefing"}
+    {"create_monitor", "update_monitor", "share_monitor"}
     | {action.tool.name for action in ACTIONS if action.tool is not None and action.tool.propose is not None}
 )
 """Tools that only propose: their change waits for the person's confirmation."""

@@ -11,6 +11,7 @@ from pydantic_ai import ModelRetry, RunContext
 
 from agent.chat.deps import ChatDeps
 from agent.chat.tools_catalogue import PROPOSED
+from agent.commands.grammar import SCHEDULE_HELP
 from agent.commands.progress import ProgressRelay, prefixed
 from agent.confirmations import (
     CreateMonitorAction,
@@ -20,7 +21,6 @@ from agent.confirmations import (
 from monitors import MonitorNotFoundError, MonitorView, Schedule, ScheduleError, parse_schedule
 
 __all__ = [
-    "SCHEDULE_HELP",
     "MonitorInfo",
     "create_monitor",
     "list_monitors",
@@ -31,10 +31,6 @@ __all__ = [
 ]
 
 MAX_TOPIC_CHARS = 200
-SCHEDULE_HELP = (
-    'Schedules look like "daily at 08:00", "every 6 hours", "hourly", "weekdays at 09:00", '
-    '"weekly on monday at 10:00", "every 2 days at 07:30" or \'cron "0 8 * * 1-5"\'.'
-)
 
 
 class MonitorInfo(BaseModel):

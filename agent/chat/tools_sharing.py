@@ -5,30 +5,24 @@ as proposals the person confirms, like every other monitor change."""
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
 
 from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 
 from agent.chat.deps import ChatDeps
 from agent.chat.tools_catalogue import PROPOSED
-from agent.chat.tools_monitors import SCHEDULE_HELP, owned_view, visible_view
+from agent.chat.tools_monitors import owned_view
 from agent.confirmations import (
-    BriefingAction,
-    DeliveryAction,
     MonitorAction,
     ShareAction,
 )
 from agent.messages import Attachment
-from monitors import BROWSE_LIMIT, ScheduleError, export_monitors, parse_schedule
-from storage import DeliveryMode
+from monitors import BROWSE_LIMIT, export_monitors
 
 __all__ = [
     "SharedMonitorInfo",
     "browse_shared_monitors",
     "export_monitor_list",
-    "set_briefing",
-    "set_delivery",
     "share_monitor",
 ]
 
@@ -101,54 +95,6 @@ async def share_monitor(ctx: RunContext[ChatDeps], monitor_id: int, shared: bool
     what = "share" if shared else "stop sharing"
     return _propose(deps, ShareAction(description=f"{what} monitor #{view.id} “{view.topic}”", monitor_id=view.id,
                                       shared=shared))  # fmt: skip
-
-
-async def set_delivery(
-    ctx: RunContext[ChatDeps], monitor_id: int, how: Literal["pause", "resume", "now", "briefing"]
-) -> str:
-    """Propose how THIS chat receives a monitor (other chats unaffected): pause, resume, now (after each run)
-    or in the briefing; the person must confirm.
-
-    Args:
-        monitor_id: See list_monitors.
-    """
-    deps = ctx.deps
-    view = await visible_view(deps, monitor_id)
-    if how == "briefing" and deps.turn.chat.briefing_schedule is None:
-        raise ModelRetry("This chat has no briefing; propose set_briefing first.")
-    words = {
-        "pause": "pause this chat's delivery of",
-        "resume": "resume this chat's delivery of",
-        "now": "receive after each run",
-        "briefing": "receive in this chat's briefing",
-    }[how]
-    action = DeliveryAction(
-        description=f"{words} monitor #{view.id} “{view.topic}”",
-        monitor_id=view.id,
-        paused={"pause": True, "resume": False}.get(how),
-        mode=DeliveryMode(how) if how in ("now", "briefing") else None,
-    )
-    return _propose(deps, action)
-
-
-async def set_briefing(ctx: RunContext[ChatDeps], schedule: str | None) -> str:
-    """Propose one briefing of all this chat's monitors at a set time instead of a message per run (schedule
-    null: off); the person must confirm.
-
-    Args:
-        schedule: E.g. "daily at 08:00"; null turns it off.
-    """
-    deps = ctx.deps
-    if schedule is None:
-        return _propose(deps, BriefingAction(description="turn this chat's briefing off", schedule_text=None))
-    try:
-        parsed = parse_schedule(
-            schedule, timezone=deps.timezone, min_interval_seconds=deps.services.settings.min_interval_seconds
-        )
-    except ScheduleError as error:
-        raise ModelRetry(f"{error} {SCHEDULE_HELP}") from None
-    description = f"send this chat one briefing {parsed.describe()} instead of a message per run"
-    return _propose(deps, BriefingAction(description=description, schedule_text=parsed.to_text()))
 
 
 async def export_monitor_list(ctx: RunContext[ChatDeps]) -> str:

@@ -17,6 +17,7 @@ __all__ = [
     "CLOSE_QUOTES",
     "MAX_QUERY_CHARS",
     "OPEN_QUOTES",
+    "SCHEDULE_HELP",
     "SLACK_PREFIX",
     "CommandError",
     "ParseOptions",
@@ -74,6 +75,12 @@ SLACK_PREFIX = "lookout"
 MAX_QUERY_CHARS = 500
 MAX_SCHEDULE_WORDS = 12
 """Schedules are short; longer tails of a /track are never tried (keeps parsing linear in practice)."""
+
+SCHEDULE_HELP = (
+    'Schedules look like "daily at 08:00", "every 6 hours", "hourly", "weekdays at 09:00", '
+    '"weekly on monday at 10:00", "every 2 days at 07:30" or \'cron "0 8 * * 1-5"\'.'
+)
+"""The schedule grammar in one sentence, for a model that wrote a schedule the grammar does not read."""
 
 OPEN_QUOTES = '"\u201c\u201e\u00ab'
 CLOSE_QUOTES = '"\u201d\u201c\u00bb'

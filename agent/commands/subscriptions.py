@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from agent import subscribing
 from agent.commands.action import Action, Arguments, Proposal, ToolRefusal, ToolUse, monitor_role
-from agent.commands.common import refuse
+from agent.commands.common import chat_timezone, refuse
 from agent.commands.grammar import (
     CLOSE_QUOTES,
     MAX_QUERY_CHARS,
     OPEN_QUOTES,
+    SCHEDULE_HELP,
     CommandError,
     ParseOptions,
     monitor_id,
@@ -98,18 +99,19 @@ class BriefingCommand(Arguments):
     """`/briefing [<schedule>|off]`; without arguments it shows the current one."""
 
     name: ClassVar[str] = "briefing"
-    schedule: Schedule | None = None
-    """The new briefing time (in the chat's timezone unless the text named one); None to show or turn off."""
-    off: bool = False
+    schedule: str | None = Field(default=None, description='When, e.g. "daily at 08:00" (the chat\'s timezone).')
+    """The new briefing time in the schedule grammar (the parser's canonical text names its zone); None to show the
+    current one or, with `off`, to turn it off."""
+    off: bool = Field(default=False, description="True turns the briefing off.")
 
 
 class DeliverCommand(Arguments):
-    """`/deliver <id> now|briefing`."""
+    """`/deliver <id> now|briefing` (the chat tool may also pause or resume this chat's delivery)."""
 
     name: ClassVar[str] = "deliver"
-    monitor_id: int
-    mode: str
-    """`now` or `briefing`."""
+    monitor_id: int = Field(description="See list_monitors.")
+    how: Literal["now", "briefing", "pause", "resume"]
+    """After each run, in this chat's briefing, or this chat's delivery paused or resumed."""
 
 
 def chat_may_share(services: Services, turn: Turn) -> bool:
@@ -253,17 +255,32 @@ async def briefing(services: Services, turn: Turn, command: BriefingCommand) -> 
             ]
         return [Reply(text=f"This chat's briefing: {line}. `/briefing off` stops it.")]
     try:
-        text = await subscribing.set_briefing(services.monitors, turn.chat.id, command.schedule)
+        schedule = _briefing_schedule(command.schedule, turn, services, min_interval_seconds=0)
+        text = await subscribing.set_briefing(services.monitors, turn.chat.id, None if command.off else schedule)
     except ScheduleError as error:
         return refuse(str(error), usage="briefing")
     return [Reply(text=text)]
 
 
+def _briefing_schedule(
+    text: str | None, turn: Turn, services: Services, *, min_interval_seconds: int
+) -> Schedule | None:
+    """A briefing's schedule text read in the chat's timezone (unless it names one); raises `ScheduleError`."""
+    if text is None:
+        return None
+    return parse_schedule(text, timezone=chat_timezone(turn, services), min_interval_seconds=min_interval_seconds)
+
+
 async def deliver(services: Services, turn: Turn, command: DeliverCommand) -> list[Reply]:
     """One monitor's digests one by one (`now`) or in this chat's briefing."""
+    paused = {"pause": True, "resume": False}.get(command.how)
     try:
         text = await subscribing.change_delivery(
-            services.monitors, turn.chat.id, command.monitor_id, mode=DeliveryMode(command.mode)
+            services.monitors,
+            turn.chat.id,
+            command.monitor_id,
+            paused=paused,
+            mode=DeliveryMode(command.how) if paused is None else None,
         )
     except (MonitorNotFoundError, ValueError) as error:
         return refuse(str(error))
@@ -298,17 +315,19 @@ def _parse_briefing(args: str, options: ParseOptions) -> BriefingCommand:
         schedule = parse_schedule(args, timezone=options.timezone, min_interval_seconds=options.min_interval_seconds)
     except ScheduleError as problem:
         raise CommandError("briefing", str(problem)) from None
-    return BriefingCommand(schedule=schedule)
+    return BriefingCommand(schedule=schedule.to_text())
 
 
-_DELIVERY_MODES = {"now": "now", "immediately": "now", "each": "now", "briefing": "briefing", "digest": "briefing"}
+_DELIVERY_MODES: dict[str, Literal["now", "briefing"]] = {
+    "now": "now", "immediately": "now", "each": "now", "briefing": "briefing", "digest": "briefing",
+}  # fmt: skip
 
 
 def _parse_deliver(args: str, _options: ParseOptions) -> DeliverCommand:
     words = args.split()
     if len(words) != 2 or words[1].lower() not in _DELIVERY_MODES:
         raise CommandError("deliver", "Give the monitor's number and `now` or `briefing`, like /deliver 3 now.")
-    return DeliverCommand(monitor_id=monitor_id("deliver", words[0]), mode=_DELIVERY_MODES[words[1].lower()])
+    return DeliverCommand(monitor_id=monitor_id("deliver", words[0]), how=_DELIVERY_MODES[words[1].lower()])
 
 
 # --- proposals (the chat agent's tools) ---------------------------------------------------------------------
@@ -349,6 +368,39 @@ async def _propose_transfer(services: Services, turn: Turn, command: TransferCom
     return Proposal(
         description=f"hand monitor #{view.id} “{view.topic}” over to {chat_label(target)}",
         arguments=TransferCommand(monitor_id=view.id, to_chat=_address(target)),
+    )
+
+
+_DELIVERY_WORDS = {
+    "pause": "pause this chat's delivery of",
+    "resume": "resume this chat's delivery of",
+    "now": "receive after each run",
+    "briefing": "receive in this chat's briefing",
+}
+
+
+async def _propose_deliver(services: Services, turn: Turn, command: DeliverCommand) -> Proposal | str:
+    view, _role = await monitor_role(services, turn, command.monitor_id)
+    if command.how == "briefing" and turn.chat.briefing_schedule is None:
+        raise ToolRefusal("This chat has no briefing; propose set_briefing first.")
+    return Proposal(description=f"{_DELIVERY_WORDS[command.how]} monitor #{view.id} “{view.topic}”")
+
+
+async def _propose_briefing(services: Services, turn: Turn, command: BriefingCommand) -> Proposal | str:
+    if command.off:
+        return Proposal(description="turn this chat's briefing off", arguments=BriefingCommand(off=True))
+    if command.schedule is None:
+        return f"This chat's briefing: {subscribing.briefing_line(turn.chat)}."
+    try:
+        schedule = _briefing_schedule(
+            command.schedule, turn, services, min_interval_seconds=services.settings.min_interval_seconds
+        )
+    except ScheduleError as error:
+        raise ToolRefusal(f"{error} {SCHEDULE_HELP}") from None
+    assert schedule is not None  # a text was given
+    return Proposal(
+        description=f"send this chat one briefing {schedule.describe()} instead of a message per run",
+        arguments=BriefingCommand(schedule=schedule.to_text()),
     )
 
 
@@ -433,6 +485,12 @@ ACTIONS = (
         parse=_parse_briefing,
         run=briefing,
         instant=True,
+        tool=ToolUse(
+            name="set_briefing",
+            description="Propose one briefing of all this chat's monitors at a set time instead of a message per run "
+            "(or off); the person must confirm.",
+            propose=_propose_briefing,
+        ),
     ),
     Action(
         name="deliver",
@@ -443,6 +501,12 @@ ACTIONS = (
         parse=_parse_deliver,
         run=deliver,
         instant=True,
+        tool=ToolUse(
+            name="set_delivery",
+            description="Propose how THIS chat receives a monitor (other chats unaffected): after each run (now), in "
+            "the briefing, paused or resumed; the person must confirm.",
+            propose=_propose_deliver,
+        ),
     ),
 )
 """The sharing family, in the order /help lists it."""

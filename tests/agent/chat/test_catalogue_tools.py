@@ -10,9 +10,17 @@ from pathlib import Path
 import pytest
 
 from agent.chat.tools import CHAT_TOOLS
+from agent.chat.tools_catalogue import compact
 from agent.commands import CATALOGUE
 from agent.confirmations import CatalogueAction, PendingConfirmation
-from storage import ChatRecord, ChatRepository, ConversationRepository, Database, MonitorRepository
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    ConversationRepository,
+    Database,
+    MonitorRepository,
+    SubscriptionRepository,
+)
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, make_world, say
 from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer
@@ -96,7 +104,6 @@ async def test_a_stored_action_this_version_lacks_is_refused_in_a_sentence(world
 def test_optional_parameters_are_sent_without_their_null_branch() -> None:
     tools = {tool.name: tool for tool in CHAT_TOOLS}
     update = tools["update_monitor"].tool_def.parameters_json_schema["properties"]
-    briefing = tools["set_briefing"].tool_def.parameters_json_schema
 
     assert update["topic"] == {"type": "string", "description": "New topic."}
     assert update["sources"] == {
@@ -104,8 +111,9 @@ def test_optional_parameters_are_sent_without_their_null_branch() -> None:
         "items": {"type": "string"},
         "description": "New full list of sources.",
     }
-    # a required parameter whose null means something (briefing off) keeps it
-    assert {"type": "null"} in briefing["properties"]["schedule"]["anyOf"] and briefing["required"] == ["schedule"]
+    # a required parameter whose null means something keeps it
+    required = {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "When"}
+    assert compact({"properties": {"when": required}}) == {"properties": {"when": {"anyOf": required["anyOf"]}}}
 
 
 async def test_a_transfer_proposal_stores_the_chat_it_resolved_and_yes_hands_it_over(world: ChatWorld) -> None:
@@ -136,3 +144,23 @@ async def test_a_transfer_proposal_stores_the_chat_it_resolved_and_yes_hands_it_
     )  # fmt: skip
     assert done is not None and "now belongs to #research" in done[0].text
     assert (await MonitorRepository(world.database).get(view.id)).owner_chat_id == other.id  # type: ignore[union-attr]
+
+
+async def test_briefing_and_delivery_proposals_of_an_older_version_still_confirm(world: ChatWorld) -> None:
+    other = await ChatRepository(world.database).get_or_create("slack", "C0OTHER", title="#research")
+    theirs = await world.monitors.create_monitor(other.id, "DeepSeek", sources=["hn"])
+    await world.monitors.sharing.share(theirs.id, chat_id=other.id)
+    await world.monitors.sharing.subscribe(world.chat.id, theirs.id)
+    agent = world.agent(ScriptedModel([]).model)
+
+    await _store(world, {"kind": "briefing", "description": "brief me", "schedule_text": "weekdays at 07:30 in UTC"})
+    briefed = await agent.settle_confirmation(world.turn("yes"))
+    await _store(world, {"kind": "delivery", "description": "pause", "monitor_id": theirs.id, "paused": True})
+    paused = await agent.settle_confirmation(world.turn("yes"))
+
+    assert briefed is not None and briefed[0].text.startswith("Briefing set")
+    chat = await ChatRepository(world.database).get(world.chat.id)
+    assert chat is not None and chat.briefing_schedule == "weekdays at 07:30 in UTC"
+    assert paused is not None
+    subscription = await SubscriptionRepository(world.database).get(theirs.id, world.chat.id)
+    assert subscription is not None and subscription.paused
