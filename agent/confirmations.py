@@ -37,7 +37,6 @@ __all__ = [
     "ImportAction",
     "MonitorAction",
     "PendingConfirmation",
-    "ShareAction",
     "TransferAction",
     "UpdateMonitorAction",
     "answer_of",
@@ -90,6 +89,8 @@ def _legacy(stored: Any) -> Any:
     kind, description = stored.get("kind"), stored.get("description", "")
     if kind in _LEGACY_KINDS and "monitor_id" in stored:
         action, arguments = _LEGACY_KINDS[kind], {"monitor_id": stored["monitor_id"]}
+    elif kind == "share" and "monitor_id" in stored:
+        action, arguments = "share", {"monitor_id": stored["monitor_id"], "shared": stored.get("shared", True)}
     elif kind == "delivery" and "monitor_id" in stored:
         paused = stored.get("paused")
         how = stored.get("mode") if paused is None else ("pause" if paused else "resume")
@@ -114,13 +115,6 @@ class UpdateMonitorAction(_Action):
     """True: a run with nothing new sends nothing; False: a short "nothing new" note (what `/quiet` sets)."""
 
 
-class ShareAction(_Action):
-    kind: Literal["share"] = "share"
-    monitor_id: int
-    shared: bool
-    """True to list it in /browse, False to take it out."""
-
-
 class TransferAction(_Action):
     kind: Literal["transfer"] = "transfer"
     monitor_id: int
@@ -133,7 +127,7 @@ class ImportAction(_Action):
 
 
 MonitorAction = Annotated[
-    CatalogueAction | CreateMonitorAction | UpdateMonitorAction | ShareAction | TransferAction | ImportAction,
+    CatalogueAction | CreateMonitorAction | UpdateMonitorAction | TransferAction | ImportAction,
     Field(discriminator="kind"),
     BeforeValidator(_legacy),
 ]
@@ -320,10 +314,6 @@ async def _execute(
 async def execute_sharing(action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool) -> str:
     """What a confirmed sharing, subscription, delivery, briefing or import proposal does, in a sentence."""
     match action:
-        case ShareAction():
-            return await subscribing.set_shared(
-                service, chat_id, action.monitor_id, shared=action.shared, is_admin=is_admin
-            )
         case TransferAction():
             to_chat = await service.chat(action.to_chat_id)
             return await subscribing.transfer(service, chat_id, action.monitor_id, to_chat, is_admin=is_admin)

@@ -19,7 +19,6 @@ from agent.chat.tools_research import collect, read_web_page, search_sources
 from agent.chat.tools_sharing import (
     browse_shared_monitors,
     export_monitor_list,
-    share_monitor,
 )
 from agent.commands import ACTIONS
 
@@ -41,7 +40,7 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
     Tool(browse_shared_monitors, schema_generator=CompactToolSchema),
     _CATALOGUE["subscribe_to_monitor"],
     _CATALOGUE["unsubscribe_from_monitor"],
-    Tool(share_monitor, schema_generator=CompactToolSchema),
+    _CATALOGUE["share_monitor"],
     _CATALOGUE["transfer_monitor"],
     _CATALOGUE["set_delivery"],
     _CATALOGUE["set_briefing"],
@@ -53,7 +52,7 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
 """Every tool of the chat agent; the docstrings are what the model reads."""
 
 STATE_CHANGING_TOOLS: Final = frozenset(
-    {"create_monitor", "update_monitor", "share_monitor"}
+    {"create_monitor", "update_monitor"}
     | {action.tool.name for action in ACTIONS if action.tool is not None and action.tool.propose is not None}
 )
 """Tools that only propose: their change waits for the person's confirmation."""

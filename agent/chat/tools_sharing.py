@@ -1,6 +1,5 @@
-"""Chat-agent tools for sharing and subscriptions: browse shared monitors and export this chat's (read-only, done
-at once); share, unshare, subscribe, unsubscribe, hand over, choose how a monitor arrives and set the briefing only
-as proposals the person confirms, like every other monitor change."""
+"""Chat-agent tools for sharing, done at once (read-only): browse shared monitors and export this chat's. Sharing,
+subscribing, handing over, delivery and the briefing are the catalogue's actions (`agent.chat.tools_catalogue`)."""
 
 from __future__ import annotations
 
@@ -10,12 +9,6 @@ from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 
 from agent.chat.deps import ChatDeps
-from agent.chat.tools_catalogue import PROPOSED
-from agent.chat.tools_monitors import owned_view
-from agent.confirmations import (
-    MonitorAction,
-    ShareAction,
-)
 from agent.messages import Attachment
 from monitors import BROWSE_LIMIT, export_monitors
 
@@ -23,7 +16,6 @@ __all__ = [
     "SharedMonitorInfo",
     "browse_shared_monitors",
     "export_monitor_list",
-    "share_monitor",
 ]
 
 NOT_ALLOWED = (
@@ -44,11 +36,6 @@ class SharedMonitorInfo(BaseModel):
     subscribers: int
     last_result: str
     this_chat_receives_it: bool
-
-
-def _propose(deps: ChatDeps, action: MonitorAction) -> str:
-    deps.proposals.append(action)
-    return f"{PROPOSED}\nProposed: {action.description}"
 
 
 def _allowed(deps: ChatDeps) -> None:
@@ -78,23 +65,6 @@ async def browse_shared_monitors(ctx: RunContext[ChatDeps], words: str = "") -> 
         )
         for entry in entries[: BROWSE_LIMIT * 3]
     ]
-
-
-async def share_monitor(ctx: RunContext[ChatDeps], monitor_id: int, shared: bool = True) -> str:
-    """Propose listing a monitor of this chat for other chats to subscribe to (shared=false: unlist it); the
-    person must confirm.
-
-    Args:
-        monitor_id: See list_monitors.
-        shared: False to stop sharing.
-    """
-    deps = ctx.deps
-    view = await owned_view(deps, monitor_id)
-    if view.shared == shared:
-        return f"Monitor #{view.id} is already {'shared' if shared else 'not shared'}; nothing to do."
-    what = "share" if shared else "stop sharing"
-    return _propose(deps, ShareAction(description=f"{what} monitor #{view.id} “{view.topic}”", monitor_id=view.id,
-                                      shared=shared))  # fmt: skip
 
 
 async def export_monitor_list(ctx: RunContext[ChatDeps]) -> str:

@@ -52,10 +52,11 @@ NOT_ALLOWED = (
 
 
 class ShareCommand(Arguments):
-    """`/share <id>`."""
+    """`/share <id>` (the chat tool may also unshare: `shared=false`)."""
 
     name: ClassVar[str] = "share"
     monitor_id: int = Field(description="See list_monitors.")
+    shared: bool = Field(default=True, description="False to stop sharing.")
 
 
 class UnshareCommand(Arguments):
@@ -125,7 +126,7 @@ def _not_allowed(turn: Turn) -> list[Reply]:
 
 
 async def share(services: Services, turn: Turn, command: ShareCommand) -> list[Reply]:
-    return await _set_shared(services, turn, command.monitor_id, shared=True)
+    return await _set_shared(services, turn, command.monitor_id, shared=command.shared)
 
 
 async def unshare(services: Services, turn: Turn, command: UnshareCommand) -> list[Reply]:
@@ -290,6 +291,13 @@ async def deliver(services: Services, turn: Turn, command: DeliverCommand) -> li
 # --- parsing ------------------------------------------------------------------------------------------------
 
 
+def _parse_share(args: str, _options: ParseOptions) -> ShareCommand:
+    words = args.split()
+    if len(words) != 1:
+        raise CommandError("share", "/share needs exactly one monitor number (see /monitors).")
+    return ShareCommand(monitor_id=monitor_id("share", words[0]))
+
+
 def _parse_browse(args: str, _options: ParseOptions) -> BrowseCommand:
     if len(args) > MAX_QUERY_CHARS:
         raise CommandError("browse", f"Keep the words under {MAX_QUERY_CHARS} characters.")
@@ -404,6 +412,18 @@ async def _propose_briefing(services: Services, turn: Turn, command: BriefingCom
     )
 
 
+async def _propose_share(services: Services, turn: Turn, command: ShareCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    if view.shared == command.shared:
+        return f"Monitor #{view.id} is already {'shared' if command.shared else 'not shared'}; nothing to do."
+    what = "share" if command.shared else "stop sharing"
+    return Proposal(description=f"{what} monitor #{view.id} “{view.topic}”")
+
+
 # --- the definitions ----------------------------------------------------------------------------------------
 
 ACTIONS = (
@@ -413,8 +433,15 @@ ACTIONS = (
         pattern="<id>",
         description="List one of this chat's monitors in /browse so other chats can subscribe",
         example="/share 3",
+        parse=_parse_share,
         run=share,
         instant=True,
+        tool=ToolUse(
+            name="share_monitor",
+            description="Propose listing a monitor of this chat for other chats to subscribe to (shared=false: "
+            "unlist it); the person must confirm.",
+            propose=_propose_share,
+        ),
     ),
     Action(
         name="unshare",
