@@ -116,6 +116,9 @@ class UpdateMonitorAction(_Action):
 
 
 class TransferAction(_Action):
+    """A hand-over proposed before the catalogue (now `transfer_monitor` proposes the /transfer action); kept so
+    such a stored proposal still confirms."""
+
     kind: Literal["transfer"] = "transfer"
     monitor_id: int
     to_chat_id: int
@@ -312,7 +315,7 @@ async def _execute(
 
 
 async def execute_sharing(action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool) -> str:
-    """What a confirmed sharing, subscription, delivery, briefing or import proposal does, in a sentence."""
+    """What a confirmed import, or a hand-over stored before the catalogue, does, in a sentence."""
     match action:
         case TransferAction():
             to_chat = await service.chat(action.to_chat_id)

@@ -39,7 +39,6 @@ from tests.bots.slack_world import (
     migrated_template,
     serve_hacker_news,
 )
-from tests.bots.telegram_world import eventually
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.slack import (
     BOT_TOKEN,
@@ -51,6 +50,7 @@ from tests.fakes.slack import (
     running_fake_slack,
 )
 from tests.fakes.telegram import FakeTelegram, SentMessage, running_fake_telegram
+from tests.kit import eventually
 
 OWNER, SECOND = 1001, 2002
 CHANNEL, DM = "C0NEWSROOM", "D0ANN"

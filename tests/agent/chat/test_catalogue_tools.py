@@ -22,8 +22,8 @@ from storage import (
     SubscriptionRepository,
 )
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, make_world, say
-from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import FakeClock
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from agent.chat.summary import summarise
 from agent.commands.settings import ForgetCommand, forget
 from storage import ChatRecord, ConversationRepository, Database, UsageEntry, UsageRepository
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns, user_prompts
-from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import FakeClock
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from agent.conversation import Conversation
 from agent.messages import Reply
 from storage import ChatRecord, ChatRepository, Database, MonitorRepository
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns
-from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import FakeClock
 
 
 @pytest.fixture
