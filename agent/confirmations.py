@@ -10,7 +10,6 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -21,7 +20,6 @@ from monitors import (
     MonitorEntry,
     MonitorNotFoundError,
     MonitorService,
-    MonitorView,
     ScheduleError,
     create_imported,
 )
@@ -33,12 +31,10 @@ __all__ = [
     "DEFAULT_CONFIRMATION_TTL",
     "ActionRunner",
     "CatalogueAction",
-    "CreateMonitorAction",
     "ImportAction",
     "MonitorAction",
     "PendingConfirmation",
     "TransferAction",
-    "UpdateMonitorAction",
     "answer_of",
     "execute_actions",
 ]
@@ -54,16 +50,6 @@ class _Action(BaseModel):
 
     description: str
     """What will happen, in words, shown to the person before they confirm."""
-
-
-class CreateMonitorAction(_Action):
-    kind: Literal["create"] = "create"
-    topic: str
-    schedule_text: str
-    """In the /track grammar, already checked by `parse_schedule`."""
-    sources: tuple[str, ...] = ()
-    """Source specs; empty for the default mix."""
-    timezone: str
 
 
 class CatalogueAction(_Action):
@@ -89,6 +75,17 @@ def _legacy(stored: Any) -> Any:
     kind, description = stored.get("kind"), stored.get("description", "")
     if kind in _LEGACY_KINDS and "monitor_id" in stored:
         action, arguments = _LEGACY_KINDS[kind], {"monitor_id": stored["monitor_id"]}
+    elif kind == "create" and "topic" in stored:
+        arguments = {
+            "topic": stored["topic"],
+            "schedule": stored.get("schedule_text") or "daily at 09:00",
+            "sources": stored.get("sources") or None,
+        }
+        action = "create"
+    elif kind == "update" and "monitor_id" in stored:
+        fields = ("monitor_id", "topic", "sources", "include_keywords", "exclude_keywords", "quiet")
+        arguments = {field: stored.get(field) for field in fields} | {"schedule": stored.get("schedule_text")}
+        action = "update"
     elif kind == "share" and "monitor_id" in stored:
         action, arguments = "share", {"monitor_id": stored["monitor_id"], "shared": stored.get("shared", True)}
     elif kind == "delivery" and "monitor_id" in stored:
@@ -101,18 +98,6 @@ def _legacy(stored: Any) -> Any:
     else:
         return stored
     return {"kind": "action", "description": description, "action": action, "arguments": arguments}
-
-
-class UpdateMonitorAction(_Action):
-    kind: Literal["update"] = "update"
-    monitor_id: int
-    topic: str | None = None
-    schedule_text: str | None = None
-    sources: tuple[str, ...] | None = None
-    include_keywords: tuple[str, ...] | None = None
-    exclude_keywords: tuple[str, ...] | None = None
-    quiet: bool | None = None
-    """True: a run with nothing new sends nothing; False: a short "nothing new" note (what `/quiet` sets)."""
 
 
 class TransferAction(_Action):
@@ -130,7 +115,7 @@ class ImportAction(_Action):
 
 
 MonitorAction = Annotated[
-    CatalogueAction | CreateMonitorAction | UpdateMonitorAction | TransferAction | ImportAction,
+    CatalogueAction | TransferAction | ImportAction,
     Field(discriminator="kind"),
     BeforeValidator(_legacy),
 ]
@@ -264,20 +249,6 @@ def answer_of(text: str) -> Literal["yes", "no"] | None:
     return None
 
 
-def _local(moment: datetime, timezone: str) -> str:
-    # shown in the schedule's own zone: the monitor service's views use the chat's stored zone, which is still
-    # "UTC" for a chat that relies on the deployment's default timezone
-    return f"{moment.astimezone(ZoneInfo(timezone)):%Y-%m-%d %H:%M %Z}"
-
-
-def _created(view: MonitorView, timezone: str) -> str:
-    next_run = _local(view.next_run, timezone) if view.next_run else "paused"
-    return (
-        f"Created monitor **#{view.id} {view.topic}**: {view.schedule}; next run {next_run}; "
-        f"sources: {', '.join(view.sources)}."
-    )
-
-
 ActionRunner = Callable[[CatalogueAction], Awaitable[str]]
 """Runs a confirmed catalogue action for the chat that proposed it, and says what happened."""
 
@@ -288,28 +259,6 @@ async def _execute(
     match action:
         case CatalogueAction():
             return await run_action(action)
-        case CreateMonitorAction():
-            view = await service.create_monitor(
-                chat_id,
-                action.topic,
-                schedule_text=action.schedule_text,
-                sources=list(action.sources) or None,
-                timezone=action.timezone,
-            )
-            return _created(view, action.timezone)
-        case UpdateMonitorAction():
-            view = await service.update_monitor(
-                action.monitor_id,
-                chat_id=chat_id,
-                is_admin=is_admin,
-                topic=action.topic,
-                schedule_text=action.schedule_text,
-                sources=list(action.sources) if action.sources is not None else None,
-                include_keywords=action.include_keywords,
-                exclude_keywords=action.exclude_keywords,
-                quiet=action.quiet,
-            )
-            return f"Updated monitor:\n{view.summary()}"
         case _:
             return await execute_sharing(action, service, chat_id=chat_id, is_admin=is_admin)
 

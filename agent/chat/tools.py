@@ -10,10 +10,8 @@ from agent.chat.deps import ChatDeps
 from agent.chat.tools_catalogue import CompactToolSchema, catalogue_tools
 from agent.chat.tools_data import export_items, search_history, timeline
 from agent.chat.tools_monitors import (
-    create_monitor,
     list_monitors,
     run_monitor_now,
-    update_monitor,
 )
 from agent.chat.tools_research import collect, read_web_page, search_sources
 from agent.chat.tools_sharing import (
@@ -31,8 +29,8 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
     Tool(read_web_page, name="read_page", schema_generator=CompactToolSchema),
     Tool(collect, schema_generator=CompactToolSchema),
     Tool(list_monitors, schema_generator=CompactToolSchema),
-    Tool(create_monitor, schema_generator=CompactToolSchema),
-    Tool(update_monitor, schema_generator=CompactToolSchema),
+    _CATALOGUE["create_monitor"],
+    _CATALOGUE["update_monitor"],
     _CATALOGUE["pause_monitor"],
     _CATALOGUE["resume_monitor"],
     _CATALOGUE["delete_monitor"],
@@ -52,7 +50,6 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
 """Every tool of the chat agent; the docstrings are what the model reads."""
 
 STATE_CHANGING_TOOLS: Final = frozenset(
-    {"create_monitor", "update_monitor"}
-    | {action.tool.name for action in ACTIONS if action.tool is not None and action.tool.propose is not None}
+    action.tool.name for action in ACTIONS if action.tool is not None and action.tool.propose is not None
 )
 """Tools that only propose: their change waits for the person's confirmation."""

@@ -125,6 +125,9 @@ class Action:
     it, since the answer comes before the indicator would (and the call would only add to the bot's flood limit)."""
     tool: ToolUse | None = None
     slack: SlackCommand | None = None
+    command: bool = True
+    """False: no slash command (not parsed, not in /help or the menus); only the chat tool and its confirmation
+    reach it."""
 
     @property
     def usage(self) -> str:

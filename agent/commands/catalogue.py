@@ -124,14 +124,15 @@ ACTIONS: tuple[Action, ...] = (
 )
 """Every chat action, in the order /help lists them."""
 
-CATALOGUE: dict[str, Action] = {action.name: action for action in ACTIONS}
-"""Every action by name, in the order /help lists them."""
-_PARSERS = {action.name: action.parser() for action in ACTIONS}
+CATALOGUE: dict[str, Action] = {action.name: action for action in ACTIONS if action.command}
+"""Every slash command's action by name, in the order /help lists them."""
+_EVERY: dict[str, Action] = {action.name: action for action in ACTIONS}
+_PARSERS = {action.name: action.parser() for action in CATALOGUE.values()}
 
 
 def action_named(name: str) -> Action | None:
-    """The action called `name` (the router's and the confirmations' lookup)."""
-    return CATALOGUE.get(name)
+    """The action called `name` (the router's and the confirmations' lookup), commands or not."""
+    return _EVERY.get(name)
 
 
 def usage_of(name: str) -> str:
@@ -141,7 +142,7 @@ def usage_of(name: str) -> str:
 
 def bot_commands() -> list[tuple[str, str]]:
     """`(name, description)` pairs for Telegram's setMyCommands."""
-    return [(action.name, action.description) for action in ACTIONS]
+    return [(action.name, action.description) for action in CATALOGUE.values()]
 
 
 def slack_commands() -> list[tuple[str, str, str | None]]:
@@ -161,7 +162,7 @@ def help_text(command: str | None = None) -> str:
         if action.example:
             lines.append(f"Example: `{action.example}`")
         return "\n".join(lines)
-    return "\n".join(f"`{action.usage}` — {action.description}" for action in ACTIONS)
+    return "\n".join(f"`{action.usage}` — {action.description}" for action in CATALOGUE.values())
 
 
 # --- the parser's entry points --------------------------------------------------------------------------------
@@ -230,7 +231,7 @@ async def run_stored(services: Services, turn: Turn, name: str, arguments: JSONO
 
     A confirmation stored by another version may name an action this one lacks, or arguments it reads differently:
     that is said in a sentence and nothing is done."""
-    action = CATALOGUE.get(name)
+    action = _EVERY.get(name)
     if action is None:
         return f"This version of Lookout cannot do “{name}” any more; nothing was changed. Please ask again."
     try:

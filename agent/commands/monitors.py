@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import ClassVar
+from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
 from agent import subscribing
 from agent.commands.action import Action, Arguments, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
-from agent.commands.common import BUDGET_SPENT_NOTE, chat_zone, count, local_time, models_allowed, refuse
+from agent.commands.common import (
+    BUDGET_SPENT_NOTE,
+    chat_timezone,
+    chat_zone,
+    count,
+    local_time,
+    models_allowed,
+    refuse,
+)
 from agent.commands.grammar import (
+    SCHEDULE_HELP,
     CommandError,
     ParseOptions,
     monitor_id,
@@ -21,7 +31,7 @@ from agent.commands.grammar import (
     tokenize,
 )
 from agent.commands.progress import PipelineProgress, ProgressRelay
-from agent.confirmations import CatalogueAction, CreateMonitorAction, PendingConfirmation
+from agent.confirmations import CatalogueAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import (
@@ -112,6 +122,34 @@ class DigestCommand(Arguments):
     monitor_id: int = Field(description=MONITOR_ID)
 
 
+class CreateArguments(Arguments):
+    """A new monitor as the chat agent proposes it (`create`: no slash command of its own; /track is the command)."""
+
+    name: ClassVar[str] = "create"
+    topic: str = Field(description='What to watch, e.g. "DeepSeek".')
+    schedule: str = Field(
+        default="daily at 09:00",
+        description='E.g. "daily at 08:00", "every 6 hours", "weekdays at 09:00", "weekly on monday at 10:00"; the '
+        'chat\'s timezone unless it ends "in <IANA zone>".',
+    )
+    sources: tuple[str, ...] | None = Field(default=None, description="As for search_sources; empty: the default mix.")
+
+
+class UpdateArguments(Arguments):
+    """Changes to one monitor (`update`: no slash command of its own; /quiet sets one of them)."""
+
+    name: ClassVar[str] = "update"
+    monitor_id: int = Field(description=MONITOR_ID)
+    topic: str | None = Field(default=None, description="New topic.")
+    schedule: str | None = Field(default=None, description='New schedule, e.g. "every 12 hours".')
+    sources: tuple[str, ...] | None = Field(default=None, description="New full list of sources.")
+    include_keywords: tuple[str, ...] | None = Field(default=None, description="Items must mention one of these.")
+    exclude_keywords: tuple[str, ...] | None = Field(default=None, description="Drop items mentioning any of these.")
+    quiet: bool | None = Field(
+        default=None, description="True: send nothing when nothing is new (the default); false: a short note (/quiet)."
+    )
+
+
 class QuietCommand(Arguments):
     """`/quiet <id> [on|off]`: whether a run with nothing new sends nothing (on) or a short note (off)."""
 
@@ -157,12 +195,12 @@ async def _offer(
     """Subscribe to the shared monitor ("yes", the first button) or create this chat's own ("no", the second)."""
     view = offer.view
     topic = escape_markdown(view.topic)
-    create = CreateMonitorAction(
+    create = CatalogueAction(
         description=f"create your own monitor “{escape_markdown(command.topic)}” instead",
-        topic=command.topic,
-        schedule_text=command.schedule.to_text(),
-        sources=command.sources,
-        timezone=command.schedule.timezone,
+        action="create",
+        arguments=CreateArguments(
+            topic=command.topic, schedule=command.schedule.to_text(), sources=command.sources or None
+        ).model_dump(mode="json"),
     )
     now = services.clock()
     pending = PendingConfirmation.open(
@@ -314,6 +352,47 @@ async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[R
         return refuse(str(error))
     topic = escape_markdown(view.topic)
     return [Reply(text=f"Monitor #{view.id} “{topic}”: {quiet_state(view.id, view.quiet)}.")]
+
+
+async def create(services: Services, turn: Turn, command: CreateArguments) -> list[Reply]:
+    """Create the monitor a confirmed proposal describes (its schedule text names its timezone)."""
+    try:
+        zone = parse_schedule(command.schedule, timezone=chat_timezone(turn, services), min_interval_seconds=0).timezone
+        view = await services.monitors.create_monitor(
+            turn.chat.id,
+            command.topic,
+            schedule_text=command.schedule,
+            sources=list(command.sources or ()) or None,
+            timezone=zone,
+        )
+    except (ScheduleError, ValueError) as error:
+        return refuse(f"Could not create monitor “{escape_markdown(command.topic)}”: {escape_markdown(str(error))}")
+    next_run = local_time(view.next_run, ZoneInfo(zone)) if view.next_run else "paused"
+    return [
+        Reply(
+            text=f"Created monitor **#{view.id} {view.topic}**: {view.schedule}; next run {next_run}; "
+            f"sources: {', '.join(view.sources)}."
+        )
+    ]
+
+
+async def update(services: Services, turn: Turn, command: UpdateArguments) -> list[Reply]:
+    """Change what a confirmed proposal describes (only the fields given)."""
+    try:
+        view = await services.monitors.update_monitor(
+            command.monitor_id,
+            chat_id=turn.chat.id,
+            is_admin=turn.is_admin,
+            topic=command.topic,
+            schedule_text=command.schedule,
+            sources=list(command.sources) if command.sources is not None else None,
+            include_keywords=command.include_keywords,
+            exclude_keywords=command.exclude_keywords,
+            quiet=command.quiet,
+        )
+    except (MonitorNotFoundError, ScheduleError, ValueError) as error:
+        return refuse(f"Could not change monitor #{command.monitor_id}: {error}")
+    return [Reply(text=f"Updated monitor:\n{view.summary()}")]
 
 
 def quiet_state(monitor_id: int, quiet: bool) -> str:
@@ -490,9 +569,118 @@ async def _propose_untrack(services: Services, turn: Turn, command: UntrackComma
     return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
 
 
+MAX_TOPIC_CHARS = 200
+"""A topic is a few words; a longer one is a request better served by /collect."""
+
+
+def _checked_topic(topic: str) -> str:
+    clean = " ".join(topic.split())
+    if not clean:
+        raise ToolRefusal("Give the monitor a topic, e.g. DeepSeek.")
+    if len(clean) > MAX_TOPIC_CHARS:
+        raise ToolRefusal(f"Keep the topic under {MAX_TOPIC_CHARS} characters.")
+    return clean
+
+
+def _checked_schedule(services: Services, turn: Turn, text: str) -> Schedule:
+    try:
+        return parse_schedule(
+            text, timezone=chat_timezone(turn, services), min_interval_seconds=services.settings.min_interval_seconds
+        )
+    except ScheduleError as error:
+        raise ToolRefusal(f"{error} {SCHEDULE_HELP}") from None
+
+
+async def _checked_sources(services: Services, sources: tuple[str, ...] | None) -> tuple[str, ...]:
+    specs = tuple(dict.fromkeys(spec.strip() for spec in sources or () if spec.strip()))
+    if specs:
+        try:
+            # the same check /track makes: unknown or switched-off sources, and feeds the fetcher would refuse
+            await services.monitors.check_sources(list(specs))
+        except ValueError as error:
+            raise ToolRefusal(f"{error} Leave `sources` empty for the default mix.") from None
+    return specs
+
+
+async def _propose_create(services: Services, turn: Turn, command: CreateArguments) -> Proposal | str:
+    clean = _checked_topic(command.topic)
+    parsed = _checked_schedule(services, turn, command.schedule)
+    specs = await _checked_sources(services, command.sources)
+    next_run = f"{parsed.next_run(services.clock()).astimezone(ZoneInfo(parsed.timezone)):%Y-%m-%d %H:%M %Z}"
+    return Proposal(
+        description=f"create monitor “{clean}” — {parsed.describe()}, first run {next_run}, "
+        f"sources: {', '.join(specs) if specs else 'the default mix'}",
+        arguments=CreateArguments(topic=clean, schedule=parsed.to_text(), sources=specs or None),
+    )
+
+
+async def _propose_update(services: Services, turn: Turn, command: UpdateArguments) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    changes: list[str] = []
+    topic = _checked_topic(command.topic) if command.topic is not None else None
+    if topic is not None:
+        changes.append(f"topic → “{topic}”")
+    schedule = _checked_schedule(services, turn, command.schedule) if command.schedule is not None else None
+    if schedule is not None:
+        changes.append(f"schedule → {schedule.describe()}")
+    specs = await _checked_sources(services, command.sources) if command.sources is not None else None
+    if specs is not None:
+        changes.append(f"sources → {', '.join(specs) or 'the default mix'}")
+    if command.include_keywords is not None:
+        changes.append(f"must mention → {', '.join(command.include_keywords) or 'anything'}")
+    if command.exclude_keywords is not None:
+        changes.append(f"skip items mentioning → {', '.join(command.exclude_keywords) or 'nothing'}")
+    if command.quiet is not None:
+        changes.append("nothing new → " + ("send nothing" if command.quiet else "send a short note"))
+    if not changes:
+        raise ToolRefusal(
+            "Give at least one change: topic, schedule, sources, include_keywords, exclude_keywords or quiet."
+        )
+    exact = command.model_copy(
+        update={
+            "monitor_id": view.id,
+            "topic": topic,
+            "schedule": schedule.to_text() if schedule else None,
+            "sources": specs,
+        }
+    )
+    return Proposal(description=f"change monitor #{view.id} “{view.topic}”: {'; '.join(changes)}", arguments=exact)
+
+
 # --- the definitions ----------------------------------------------------------------------------------------
 
 ACTIONS = (
+    Action(
+        name="create",
+        arguments=CreateArguments,
+        pattern="",
+        description="Create a monitor the chat agent proposed",
+        run=create,
+        command=False,
+        tool=ToolUse(
+            name="create_monitor",
+            description="Propose a monitor that searches on a schedule and sends this chat a digest; the person "
+            "must confirm.",
+            propose=_propose_create,
+        ),
+    ),
+    Action(
+        name="update",
+        arguments=UpdateArguments,
+        pattern="",
+        description="Change a monitor as the chat agent proposed",
+        run=update,
+        command=False,
+        tool=ToolUse(
+            name="update_monitor",
+            description="Propose changing a monitor of this chat (only the given fields); the person must confirm.",
+            propose=_propose_update,
+        ),
+    ),
     Action(
         name="track",
         arguments=TrackCommand,

@@ -164,3 +164,19 @@ async def test_briefing_and_delivery_proposals_of_an_older_version_still_confirm
     assert paused is not None
     subscription = await SubscriptionRepository(world.database).get(theirs.id, world.chat.id)
     assert subscription is not None and subscription.paused
+
+
+async def test_create_and_update_proposals_of_an_older_version_still_confirm(world: ChatWorld) -> None:
+    agent = world.agent(ScriptedModel([]).model)
+    await _store(world, {"kind": "create", "description": "create", "topic": "Rust", "schedule_text":
+                         "daily at 08:00 in UTC", "sources": ["hn"], "timezone": "UTC"})  # fmt: skip
+    created = await agent.settle_confirmation(world.turn("yes"))
+    [record] = await MonitorRepository(world.database).list_for_chat(world.chat.id)
+    await _store(world, {"kind": "update", "description": "update", "monitor_id": record.id,
+                         "schedule_text": "every 6 hours in UTC", "quiet": False})  # fmt: skip
+    updated = await agent.settle_confirmation(world.turn("yes"))
+
+    assert created is not None and created[0].text.startswith(f"Created monitor **#{record.id} Rust**")
+    assert updated is not None and "every 6 hours" in updated[0].text
+    changed = await MonitorRepository(world.database).get(record.id)
+    assert changed is not None and changed.schedule == "every 6 hours in UTC" and changed.quiet is False
