@@ -17,11 +17,9 @@ from agent import subscribing
 from agent.context import DEFAULT_CONFIRMATION_TTL
 from agent.messages import Button
 from monitors import (
-    MonitorEntry,
     MonitorNotFoundError,
     MonitorService,
     ScheduleError,
-    create_imported,
 )
 from storage import ConversationRecord, ConversationRepository, Database, JSONObject
 
@@ -31,7 +29,6 @@ __all__ = [
     "DEFAULT_CONFIRMATION_TTL",
     "ActionRunner",
     "CatalogueAction",
-    "ImportAction",
     "MonitorAction",
     "PendingConfirmation",
     "TransferAction",
@@ -86,6 +83,8 @@ def _legacy(stored: Any) -> Any:
         fields = ("monitor_id", "topic", "sources", "include_keywords", "exclude_keywords", "quiet")
         arguments = {field: stored.get(field) for field in fields} | {"schedule": stored.get("schedule_text")}
         action = "update"
+    elif kind == "import" and "entries" in stored:
+        action, arguments = "import_entries", {"entries": stored["entries"]}
     elif kind == "share" and "monitor_id" in stored:
         action, arguments = "share", {"monitor_id": stored["monitor_id"], "shared": stored.get("shared", True)}
     elif kind == "delivery" and "monitor_id" in stored:
@@ -109,13 +108,8 @@ class TransferAction(_Action):
     to_chat_id: int
 
 
-class ImportAction(_Action):
-    kind: Literal["import"] = "import"
-    entries: tuple[MonitorEntry, ...]
-
-
 MonitorAction = Annotated[
-    CatalogueAction | TransferAction | ImportAction,
+    CatalogueAction | TransferAction,
     Field(discriminator="kind"),
     BeforeValidator(_legacy),
 ]
@@ -256,27 +250,10 @@ ActionRunner = Callable[[CatalogueAction], Awaitable[str]]
 async def _execute(
     action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool, run_action: ActionRunner
 ) -> str:
-    match action:
-        case CatalogueAction():
-            return await run_action(action)
-        case _:
-            return await execute_sharing(action, service, chat_id=chat_id, is_admin=is_admin)
-
-
-async def execute_sharing(action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool) -> str:
-    """What a confirmed import, or a hand-over stored before the catalogue, does, in a sentence."""
-    match action:
-        case TransferAction():
-            to_chat = await service.chat(action.to_chat_id)
-            return await subscribing.transfer(service, chat_id, action.monitor_id, to_chat, is_admin=is_admin)
-        case ImportAction():
-            result = await create_imported(service, chat_id, action.entries)
-            lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
-            lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
-            lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
-            return "\n".join(lines)
-        case _:
-            raise ValueError(f"unknown action {action.kind}")
+    if isinstance(action, TransferAction):  # stored before the catalogue
+        to_chat = await service.chat(action.to_chat_id)
+        return await subscribing.transfer(service, chat_id, action.monitor_id, to_chat, is_admin=is_admin)
+    return await run_action(action)
 
 
 async def execute_actions(

@@ -9,12 +9,14 @@ from typing import ClassVar
 from agent.commands.action import Action, Arguments
 from agent.commands.common import chat_exports_dir, chat_zone, refuse
 from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions
-from agent.confirmations import ImportAction, PendingConfirmation
+from agent.confirmations import CatalogueAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from monitors import (
     MAX_IMPORT_BYTES,
     MAX_IMPORT_MONITORS,
+    MonitorEntry,
+    create_imported,
     export_monitors,
     plan_import,
     read_monitor_file,
@@ -25,7 +27,9 @@ __all__ = [
     "IMPORT_HELP",
     "ExportMonitorsCommand",
     "ImportCommand",
+    "ImportEntries",
     "export_chat_monitors",
+    "import_entries",
     "import_monitors",
     "read_import_source",
 ]
@@ -42,6 +46,13 @@ class ExportMonitorsCommand(Arguments):
     """`/export monitors`: this chat's monitors as JSON and their feeds as OPML (the /export action's second form)."""
 
     name: ClassVar[str] = "export"
+
+
+class ImportEntries(Arguments):
+    """The monitors a confirmed /import creates (`import_entries`: no slash command; /import proposes it)."""
+
+    name: ClassVar[str] = "import_entries"
+    entries: tuple[MonitorEntry, ...]
 
 
 class ImportCommand(Arguments):
@@ -119,7 +130,11 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
     if not plan.entries:
         return [Reply(text=f"Nothing to import from {name}.\n\n{plan.describe()}")]
     count = len(plan.entries)
-    action = ImportAction(description=f"create {count} monitor{'s' * (count != 1)} from {name}", entries=plan.entries)
+    action = CatalogueAction(
+        description=f"create {count} monitor{'s' * (count != 1)} from {name}",
+        action="import_entries",
+        arguments=ImportEntries(entries=plan.entries).model_dump(mode="json"),
+    )
     now = services.clock()
     pending = PendingConfirmation.open(
         chat_id=turn.chat.id,
@@ -135,6 +150,15 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
     minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]
+
+
+async def import_entries(services: Services, turn: Turn, command: ImportEntries) -> list[Reply]:
+    """Create the monitors of a confirmed /import; one line each, the ones refused with why."""
+    result = await create_imported(services.monitors, turn.chat.id, command.entries)
+    lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
+    lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
+    lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
+    return [Reply(text="\n".join(lines))]
 
 
 def _parse_import(args: str, _options: ParseOptions) -> ImportCommand:
@@ -153,6 +177,14 @@ ACTIONS = (
         example="/import monitors.json",
         parse=_parse_import,
         run=import_monitors,
+    ),
+    Action(
+        name="import_entries",
+        arguments=ImportEntries,
+        pattern="",
+        description="Create the monitors of a confirmed /import",
+        run=import_entries,
+        command=False,
     ),
 )
 """/import (/export monitors is a form of the research family's /export)."""

@@ -180,3 +180,13 @@ async def test_create_and_update_proposals_of_an_older_version_still_confirm(wor
     assert updated is not None and "every 6 hours" in updated[0].text
     changed = await MonitorRepository(world.database).get(record.id)
     assert changed is not None and changed.schedule == "every 6 hours in UTC" and changed.quiet is False
+
+
+async def test_an_import_confirmed_from_an_older_version_still_creates_its_monitors(world: ChatWorld) -> None:
+    entries = [{"topic": "Rust", "sources": ["hn"]}, {"topic": "Zig", "sources": ["hn"]}]
+    await _store(world, {"kind": "import", "description": "create 2 monitors from a.json", "entries": entries})
+
+    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+
+    assert done is not None and done[0].text.startswith("Created 2 monitors:")
+    assert sorted(await world.monitor_topics()) == ["Rust", "Zig"]
