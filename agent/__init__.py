@@ -2,9 +2,20 @@
 
 from agent.access import AccessPolicy
 from agent.chat.agent import ChatAgent
-from agent.commands.parser import ParseOptions, is_instant_command, parse_command, parse_command_words, parse_prefixed
-from agent.commands.router import CommandRouter
-from agent.commands.specs import COMMAND_SPECS, Command, CommandError, bot_commands, help_text
+from agent.commands import (
+    CATALOGUE,
+    Command,
+    CommandError,
+    CommandRouter,
+    ParseOptions,
+    bot_commands,
+    help_text,
+    is_instant_command,
+    parse_command,
+    parse_command_words,
+    parse_prefixed,
+    slack_commands,
+)
 from agent.context import AfterReply, ConversationSettings, Services, Turn, ignore_progress
 from agent.conversation import Conversation
 from agent.memory import ConversationMemory, MemoryWindow
@@ -23,7 +34,7 @@ from agent.messages import (
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
-    "COMMAND_SPECS",
+    "CATALOGUE",
     "MAX_INCOMING_FILE_BYTES",
     "AccessPolicy",
     "AfterReply",
@@ -53,4 +64,5 @@ __all__ = [
     "parse_command",
     "parse_command_words",
     "parse_prefixed",
+    "slack_commands",
 ]

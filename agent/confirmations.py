@@ -7,44 +7,31 @@ import logging
 import re
 import secrets
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Annotated, Literal
-from zoneinfo import ZoneInfo
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from agent import subscribing
+from agent.context import DEFAULT_CONFIRMATION_TTL
 from agent.messages import Button
 from monitors import (
-    MonitorEntry,
     MonitorNotFoundError,
     MonitorService,
-    MonitorView,
     ScheduleError,
-    create_imported,
-    parse_schedule,
 )
-from storage import ConversationRecord, ConversationRepository, Database, DeliveryMode, JSONObject
+from storage import ConversationRecord, ConversationRepository, Database, JSONObject
 
 __all__ = [
     "CANCEL_PREFIX",
     "CONFIRM_PREFIX",
     "DEFAULT_CONFIRMATION_TTL",
-    "BriefingAction",
-    "CreateMonitorAction",
-    "DeleteMonitorAction",
-    "DeliveryAction",
-    "ImportAction",
+    "ActionRunner",
+    "CatalogueAction",
     "MonitorAction",
-    "PauseMonitorAction",
     "PendingConfirmation",
-    "ResumeMonitorAction",
-    "ShareAction",
-    "SubscribeAction",
     "TransferAction",
-    "UnsubscribeAction",
-    "UpdateMonitorAction",
     "answer_of",
     "execute_actions",
 ]
@@ -53,7 +40,6 @@ logger = logging.getLogger(__name__)
 
 CONFIRM_PREFIX = "confirm:"
 CANCEL_PREFIX = "cancel:"
-DEFAULT_CONFIRMATION_TTL = timedelta(minutes=10)
 
 
 class _Action(BaseModel):
@@ -63,100 +49,69 @@ class _Action(BaseModel):
     """What will happen, in words, shown to the person before they confirm."""
 
 
-class CreateMonitorAction(_Action):
-    kind: Literal["create"] = "create"
-    topic: str
-    schedule_text: str
-    """In the /track grammar, already checked by `parse_schedule`."""
-    sources: tuple[str, ...] = ()
-    """Source specs; empty for the default mix."""
-    timezone: str
+class CatalogueAction(_Action):
+    """A proposal of one action of the catalogue: its name and arguments, carried out on "yes" by the same `run` as
+    its command."""
+
+    kind: Literal["action"] = "action"
+    action: str
+    """The action's name (`pause`)."""
+    arguments: JSONObject
+    """Its arguments model, as JSON."""
 
 
-class UpdateMonitorAction(_Action):
-    kind: Literal["update"] = "update"
-    monitor_id: int
-    topic: str | None = None
-    schedule_text: str | None = None
-    sources: tuple[str, ...] | None = None
-    include_keywords: tuple[str, ...] | None = None
-    exclude_keywords: tuple[str, ...] | None = None
-    quiet: bool | None = None
-    """True: a run with nothing new sends nothing; False: a short "nothing new" note (what `/quiet` sets)."""
+_LEGACY_KINDS = {"pause": "pause", "resume": "resume", "delete": "untrack", "subscribe": "subscribe",
+                 "unsubscribe": "unsubscribe"}  # fmt: skip
+"""Proposals stored by versions before the catalogue, by their `kind`, and the action that now carries them out."""
 
 
-class DeleteMonitorAction(_Action):
-    kind: Literal["delete"] = "delete"
-    monitor_id: int
-
-
-class PauseMonitorAction(_Action):
-    kind: Literal["pause"] = "pause"
-    monitor_id: int
-
-
-class ResumeMonitorAction(_Action):
-    kind: Literal["resume"] = "resume"
-    monitor_id: int
-
-
-class SubscribeAction(_Action):
-    kind: Literal["subscribe"] = "subscribe"
-    monitor_id: int
-
-
-class UnsubscribeAction(_Action):
-    kind: Literal["unsubscribe"] = "unsubscribe"
-    monitor_id: int
-
-
-class ShareAction(_Action):
-    kind: Literal["share"] = "share"
-    monitor_id: int
-    shared: bool
-    """True to list it in /browse, False to take it out."""
+def _legacy(stored: Any) -> Any:
+    """A proposal stored before the catalogue (`{"kind": "pause", "monitor_id": 3, …}`) as a `CatalogueAction`."""
+    if not isinstance(stored, dict):
+        return stored
+    kind, description = stored.get("kind"), stored.get("description", "")
+    if kind in _LEGACY_KINDS and "monitor_id" in stored:
+        action, arguments = _LEGACY_KINDS[kind], {"monitor_id": stored["monitor_id"]}
+    elif kind == "create" and "topic" in stored:
+        arguments = {
+            "topic": stored["topic"],
+            "schedule": stored.get("schedule_text") or "daily at 09:00",
+            "sources": stored.get("sources") or None,
+        }
+        action = "create"
+    elif kind == "update" and "monitor_id" in stored:
+        fields = ("monitor_id", "topic", "sources", "include_keywords", "exclude_keywords", "quiet")
+        arguments = {field: stored.get(field) for field in fields} | {"schedule": stored.get("schedule_text")}
+        action = "update"
+    elif kind == "import" and "entries" in stored:
+        action, arguments = "import_entries", {"entries": stored["entries"]}
+    elif kind == "share" and "monitor_id" in stored:
+        action, arguments = "share", {"monitor_id": stored["monitor_id"], "shared": stored.get("shared", True)}
+    elif kind == "delivery" and "monitor_id" in stored:
+        paused = stored.get("paused")
+        how = stored.get("mode") if paused is None else ("pause" if paused else "resume")
+        action, arguments = "deliver", {"monitor_id": stored["monitor_id"], "how": how}
+    elif kind == "briefing" and "schedule_text" in stored:
+        text = stored["schedule_text"]
+        action, arguments = "briefing", ({"off": True} if text is None else {"schedule": text})
+    else:
+        return stored
+    return {"kind": "action", "description": description, "action": action, "arguments": arguments}
 
 
 class TransferAction(_Action):
+    """A hand-over proposed before the catalogue (now `transfer_monitor` proposes the /transfer action); kept so
+    such a stored proposal still confirms."""
+
     kind: Literal["transfer"] = "transfer"
     monitor_id: int
     to_chat_id: int
 
 
-class DeliveryAction(_Action):
-    """A subscriber's own delivery of one monitor: paused or not, one message per run or in its briefing."""
-
-    kind: Literal["delivery"] = "delivery"
-    monitor_id: int
-    paused: bool | None = None
-    mode: DeliveryMode | None = None
-
-
-class BriefingAction(_Action):
-    kind: Literal["briefing"] = "briefing"
-    schedule_text: str | None
-    """The briefing's schedule (grammar text with its zone); None turns the briefing off."""
-
-
-class ImportAction(_Action):
-    kind: Literal["import"] = "import"
-    entries: tuple[MonitorEntry, ...]
-
-
 MonitorAction = Annotated[
-    CreateMonitorAction
-    | UpdateMonitorAction
-    | DeleteMonitorAction
-    | PauseMonitorAction
-    | ResumeMonitorAction
-    | SubscribeAction
-    | UnsubscribeAction
-    | ShareAction
-    | TransferAction
-    | DeliveryAction
-    | BriefingAction
-    | ImportAction,
+    CatalogueAction | TransferAction,
     Field(discriminator="kind"),
+    BeforeValidator(_legacy),
 ]
 
 
@@ -288,101 +243,32 @@ def answer_of(text: str) -> Literal["yes", "no"] | None:
     return None
 
 
-def _local(moment: datetime, timezone: str) -> str:
-    # shown in the schedule's own zone: the monitor service's views use the chat's stored zone, which is still
-    # "UTC" for a chat that relies on the deployment's default timezone
-    return f"{moment.astimezone(ZoneInfo(timezone)):%Y-%m-%d %H:%M %Z}"
+ActionRunner = Callable[[CatalogueAction], Awaitable[str]]
+"""Runs a confirmed catalogue action for the chat that proposed it, and says what happened."""
 
 
-def _created(view: MonitorView, timezone: str) -> str:
-    next_run = _local(view.next_run, timezone) if view.next_run else "paused"
-    return (
-        f"Created monitor **#{view.id} {view.topic}**: {view.schedule}; next run {next_run}; "
-        f"sources: {', '.join(view.sources)}."
-    )
+async def _execute(
+    action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool, run_action: ActionRunner
+) -> str:
+    if isinstance(action, TransferAction):  # stored before the catalogue
+        to_chat = await service.chat(action.to_chat_id)
+        return await subscribing.transfer(service, chat_id, action.monitor_id, to_chat, is_admin=is_admin)
+    return await run_action(action)
 
 
-async def _execute(action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool) -> str:
-    match action:
-        case CreateMonitorAction():
-            view = await service.create_monitor(
-                chat_id,
-                action.topic,
-                schedule_text=action.schedule_text,
-                sources=list(action.sources) or None,
-                timezone=action.timezone,
-            )
-            return _created(view, action.timezone)
-        case UpdateMonitorAction():
-            view = await service.update_monitor(
-                action.monitor_id,
-                chat_id=chat_id,
-                is_admin=is_admin,
-                topic=action.topic,
-                schedule_text=action.schedule_text,
-                sources=list(action.sources) if action.sources is not None else None,
-                include_keywords=action.include_keywords,
-                exclude_keywords=action.exclude_keywords,
-                quiet=action.quiet,
-            )
-            return f"Updated monitor:\n{view.summary()}"
-        case DeleteMonitorAction():
-            view = await service.delete(action.monitor_id, chat_id=chat_id, is_admin=is_admin)
-            return f"Deleted monitor **#{view.id} {view.topic}**."
-        case PauseMonitorAction():
-            view = await service.pause(action.monitor_id, chat_id=chat_id, is_admin=is_admin)
-            return f"Paused monitor **#{view.id} {view.topic}**; /resume {view.id} starts it again."
-        case ResumeMonitorAction():
-            view = await service.resume(action.monitor_id, chat_id=chat_id, is_admin=is_admin)
-            next_run = f"{view.next_run:%Y-%m-%d %H:%M %Z}" if view.next_run else "not scheduled"
-            return f"Resumed monitor **#{view.id} {view.topic}**; next run {next_run}."
-        case _:
-            return await execute_sharing(action, service, chat_id=chat_id, is_admin=is_admin)
-
-
-async def execute_sharing(action: MonitorAction, service: MonitorService, *, chat_id: int, is_admin: bool) -> str:
-    """What a confirmed sharing, subscription, delivery, briefing or import proposal does, in a sentence."""
-    match action:
-        case SubscribeAction():
-            return await subscribing.subscribe(service, chat_id, action.monitor_id, is_admin=is_admin)
-        case UnsubscribeAction():
-            return await subscribing.unsubscribe(service, chat_id, action.monitor_id, is_admin=is_admin)
-        case ShareAction():
-            return await subscribing.set_shared(
-                service, chat_id, action.monitor_id, shared=action.shared, is_admin=is_admin
-            )
-        case TransferAction():
-            to_chat = await service.chat(action.to_chat_id)
-            return await subscribing.transfer(service, chat_id, action.monitor_id, to_chat, is_admin=is_admin)
-        case DeliveryAction():
-            return await subscribing.change_delivery(
-                service, chat_id, action.monitor_id, paused=action.paused, mode=action.mode
-            )
-        case BriefingAction():
-            chat = await service.chat(chat_id)
-            schedule = (
-                parse_schedule(action.schedule_text, timezone=chat.timezone, min_interval_seconds=0)
-                if action.schedule_text is not None
-                else None
-            )
-            return await subscribing.set_briefing(service, chat_id, schedule)
-        case ImportAction():
-            result = await create_imported(service, chat_id, action.entries)
-            lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
-            lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
-            lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
-            return "\n".join(lines)
-        case _:
-            raise ValueError(f"unknown action {action.kind}")
-
-
-async def execute_actions(pending: PendingConfirmation, service: MonitorService, *, declined: bool = False) -> str:
+async def execute_actions(
+    pending: PendingConfirmation, service: MonitorService, *, run_action: ActionRunner, declined: bool = False
+) -> str:
     """Carry out every confirmed action (or, with `declined`, what "no" does), in order; each line says what
     happened (a failure does not stop the rest)."""
     lines = []
     for action in pending.declined if declined else pending.actions:
         try:
-            lines.append(await _execute(action, service, chat_id=pending.chat_id, is_admin=pending.is_admin))
+            lines.append(
+                await _execute(
+                    action, service, chat_id=pending.chat_id, is_admin=pending.is_admin, run_action=run_action
+                )
+            )
         except (MonitorNotFoundError, ScheduleError, ValueError) as error:
             lines.append(f"Could not {action.description[0].lower()}{action.description[1:]}: {error}")
     return "\n\n".join(lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agent.access import AccessPolicy
@@ -14,7 +14,19 @@ from research import ModelSet
 from sources import HttpClient
 from storage import ChatRecord, Database, TurnState, UserRecord
 
-__all__ = ["AfterReply", "ConversationSettings", "Services", "Turn", "chat_timezone", "ignore_progress"]
+__all__ = [
+    "DEFAULT_CONFIRMATION_TTL",
+    "AfterReply",
+    "ConversationSettings",
+    "Services",
+    "Turn",
+    "chat_timezone",
+    "ignore_progress",
+]
+
+DEFAULT_CONFIRMATION_TTL = timedelta(minutes=10)
+"""How long a proposal waits for "yes": long enough to read it and think, short enough that a stray "yes" an hour
+later does not change anything."""
 
 AfterReply = Callable[[], Awaitable[None]]
 """Work a turn leaves for after its reply is delivered (a memory fold)."""
@@ -48,6 +60,8 @@ class ConversationSettings:
     """Why no model is configured (from `Settings.llm_unavailable_reason()`), said once per conversation."""
     bot_username: str | None = None
     """The bot's @username on platforms that have one (commands addressed to other bots are ignored)."""
+    confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL
+    """How long a proposal (the chat agent's, /track's offer, /import's list) stays open."""
 
 
 @dataclass(frozen=True, kw_only=True)

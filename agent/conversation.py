@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from agent.commands.parser import ParseOptions, parse_command
-from agent.commands.specs import Command, CommandError
+from agent.commands.catalogue import Command, parse_command
+from agent.commands.grammar import CommandError, ParseOptions
 from agent.context import ConversationSettings, Turn
 from agent.messages import Reply
 from monitors import effective_timezone

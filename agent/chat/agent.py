@@ -4,6 +4,7 @@ and settles the confirmations its monitor proposals open."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 
@@ -17,10 +18,12 @@ from agent.chat.instructions import RULES, chat_context
 from agent.chat.llm import failure_message, is_model_failure
 from agent.chat.summary import summarise
 from agent.chat.tools import CHAT_TOOLS
+from agent.commands.catalogue import run_stored
 from agent.confirmations import (
     CANCEL_PREFIX,
     CONFIRM_PREFIX,
     DEFAULT_CONFIRMATION_TTL,
+    CatalogueAction,
     PendingConfirmation,
     answer_of,
     execute_actions,
@@ -160,7 +163,13 @@ class ChatAgent:
         if not await self._conversations.claim_confirmation(pending.chat_id, pending.thread_key, pending.token):
             return [Reply(text=EXPIRED_MESSAGE)]  # answered a moment ago (a second press, another process)
         if confirm or pending.declined:
-            text = await execute_actions(pending, self._services.monitors, declined=not confirm)
+            # carried out for the person who proposed it (an admin's proposal keeps its reach)
+            proposer = replace(turn, is_admin=pending.is_admin)
+
+            async def run_action(action: CatalogueAction) -> str:
+                return await run_stored(self._services, proposer, action.action, action.arguments)
+
+            text = await execute_actions(pending, self._services.monitors, run_action=run_action, declined=not confirm)
         else:
             text = CANCELLED_MESSAGE
         said = turn.incoming.text.strip() or ("yes" if confirm else "no")

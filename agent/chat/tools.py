@@ -7,60 +7,49 @@ from typing import Final
 from pydantic_ai import Tool
 
 from agent.chat.deps import ChatDeps
+from agent.chat.tools_catalogue import CompactToolSchema, catalogue_tools
 from agent.chat.tools_data import export_items, search_history, timeline
 from agent.chat.tools_monitors import (
-    create_monitor,
-    delete_monitor,
     list_monitors,
-    pause_monitor,
-    resume_monitor,
     run_monitor_now,
-    update_monitor,
 )
 from agent.chat.tools_research import collect, read_web_page, search_sources
 from agent.chat.tools_sharing import (
     browse_shared_monitors,
     export_monitor_list,
-    set_briefing,
-    set_delivery,
-    share_monitor,
-    subscribe_to_monitor,
-    transfer_monitor,
-    unsubscribe_from_monitor,
 )
+from agent.commands import ACTIONS
 
 __all__ = ["CHAT_TOOLS", "STATE_CHANGING_TOOLS"]
 
+_CATALOGUE = catalogue_tools()
+
 CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
-    Tool(search_sources),
-    Tool(read_web_page, name="read_page"),
-    Tool(collect),
-    Tool(list_monitors),
-    Tool(create_monitor),
-    Tool(update_monitor),
-    Tool(pause_monitor),
-    Tool(resume_monitor),
-    Tool(delete_monitor),
-    Tool(run_monitor_now),
-    Tool(browse_shared_monitors),
-    Tool(subscribe_to_monitor),
-    Tool(unsubscribe_from_monitor),
-    Tool(share_monitor),
-    Tool(transfer_monitor),
-    Tool(set_delivery),
-    Tool(set_briefing),
-    Tool(export_monitor_list, name="export_monitors"),
-    Tool(search_history),
-    Tool(timeline),
-    Tool(export_items),
+    Tool(search_sources, schema_generator=CompactToolSchema),
+    Tool(read_web_page, name="read_page", schema_generator=CompactToolSchema),
+    Tool(collect, schema_generator=CompactToolSchema),
+    Tool(list_monitors, schema_generator=CompactToolSchema),
+    _CATALOGUE["create_monitor"],
+    _CATALOGUE["update_monitor"],
+    _CATALOGUE["pause_monitor"],
+    _CATALOGUE["resume_monitor"],
+    _CATALOGUE["delete_monitor"],
+    Tool(run_monitor_now, schema_generator=CompactToolSchema),
+    Tool(browse_shared_monitors, schema_generator=CompactToolSchema),
+    _CATALOGUE["subscribe_to_monitor"],
+    _CATALOGUE["unsubscribe_from_monitor"],
+    _CATALOGUE["share_monitor"],
+    _CATALOGUE["transfer_monitor"],
+    _CATALOGUE["set_delivery"],
+    _CATALOGUE["set_briefing"],
+    Tool(export_monitor_list, name="export_monitors", schema_generator=CompactToolSchema),
+    Tool(search_history, schema_generator=CompactToolSchema),
+    Tool(timeline, schema_generator=CompactToolSchema),
+    Tool(export_items, schema_generator=CompactToolSchema),
 )
 """Every tool of the chat agent; the docstrings are what the model reads."""
 
 STATE_CHANGING_TOOLS: Final = frozenset(
-    {
-        "create_monitor", "update_monitor", "pause_monitor", "resume_monitor", "delete_monitor",
-        "subscribe_to_monitor", "unsubscribe_from_monitor", "share_monitor", "transfer_monitor", "set_delivery",
-        "set_briefing",
-    }
-)  # fmt: skip
+    action.tool.name for action in ACTIONS if action.tool is not None and action.tool.propose is not None
+)
 """Tools that only propose: their change waits for the person's confirmation."""

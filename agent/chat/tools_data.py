@@ -32,13 +32,13 @@ def _local_midnight(day: date, timezone: str) -> datetime:
 async def search_history(
     ctx: RunContext[ChatDeps], text: str, since: date | None = None, until: date | None = None, limit: int = 10
 ) -> str:
-    """Search items Lookout collected earlier for this chat (its monitors and searches) by words and dates.
+    """Search items stored earlier for this chat by words and dates.
 
     Args:
-        text: Words that must all appear in the title or text.
-        since: First day to include (YYYY-MM-DD, the chat's timezone); empty for no start.
-        until: Last day to include (YYYY-MM-DD); empty for up to now.
-        limit: How many items, 1-20.
+        text: Words that must all appear.
+        since: First day, YYYY-MM-DD; empty: no start.
+        until: Last day, YYYY-MM-DD; empty: today.
+        limit: Items, 1-20.
     """
     deps = ctx.deps
     words = " ".join(text.split())
@@ -94,12 +94,11 @@ def _as_item(record: ItemRecord) -> Item:
 
 
 async def timeline(ctx: RunContext[ChatDeps], topic: str, days: int = 30) -> Timeline:
-    """Count the items stored for this chat about a topic per day over the last `days` days; attach a bar chart.
-    Use it for "how much was said about X lately", "trend of Y".
+    """Items per day about a topic stored for this chat, with a chart ("trend of X").
 
     Args:
-        topic: Words that must all appear in the title or text.
-        days: The window, 1-365 days back from now.
+        topic: Words that must all appear.
+        days: Window, 1-365.
     """
     deps = ctx.deps
     words = " ".join(topic.split())
@@ -142,12 +141,11 @@ def _draw(items: list[Item], path: Path, title: str, since: datetime, until: dat
 
 
 async def export_items(ctx: RunContext[ChatDeps], monitor_id: int, days: int = 30) -> str:
-    """Export everything one of this chat's monitors collected in the last `days` days as a CSV file attached
-    to your reply.
+    """Attach a CSV of what a monitor collected in the last `days` days.
 
     Args:
-        monitor_id: The monitor's id (see list_monitors).
-        days: The window, 1-365 days back from now.
+        monitor_id: See list_monitors.
+        days: Window, 1-365.
     """
     deps = ctx.deps
     try:

@@ -1,51 +1,22 @@
-"""Chat-agent tools for this chat's monitors: list and run them now; create, change, pause, resume and delete
-them only as proposals the person confirms."""
+"""Chat-agent tools for this chat's monitors: list and run them now; create and change them only as proposals the
+person confirms (pausing, resuming and deleting are the catalogue's actions, see `agent.chat.tools_catalogue`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 
 from agent.chat.deps import ChatDeps
 from agent.commands.progress import ProgressRelay, prefixed
-from agent.confirmations import (
-    CreateMonitorAction,
-    DeleteMonitorAction,
-    DeliveryAction,
-    MonitorAction,
-    PauseMonitorAction,
-    ResumeMonitorAction,
-    UpdateMonitorAction,
-)
-from monitors import MonitorNotFoundError, MonitorView, Schedule, ScheduleError, parse_schedule
+from monitors import MonitorNotFoundError, MonitorView
 
 __all__ = [
-    "PROPOSED",
-    "SCHEDULE_HELP",
     "MonitorInfo",
-    "create_monitor",
-    "delete_monitor",
     "list_monitors",
-    "owned_view",
-    "pause_monitor",
-    "resume_monitor",
     "run_monitor_now",
-    "update_monitor",
-    "visible_view",
 ]
-
-MAX_TOPIC_CHARS = 200
-SCHEDULE_HELP = (
-    'Schedules look like "daily at 08:00", "every 6 hours", "hourly", "weekdays at 09:00", '
-    '"weekly on monday at 10:00", "every 2 days at 07:30" or \'cron "0 8 * * 1-5"\'.'
-)
-PROPOSED = (
-    "Proposed, NOT done yet. Lookout now shows the person this change with Confirm/Cancel buttons and accepts "
-    "a reply of yes; tell them briefly what will happen and that it needs their confirmation."
-)
 
 
 class MonitorInfo(BaseModel):
@@ -96,209 +67,17 @@ def _info(view: MonitorView, chat_id: int) -> MonitorInfo:
     )
 
 
-def _schedule(deps: ChatDeps, text: str) -> Schedule:
-    try:
-        return parse_schedule(
-            text, timezone=deps.timezone, min_interval_seconds=deps.services.settings.min_interval_seconds
-        )
-    except ScheduleError as error:
-        raise ModelRetry(f"{error} {SCHEDULE_HELP}") from None
-
-
-async def _sources(deps: ChatDeps, sources: list[str] | None) -> tuple[str, ...]:
-    specs = tuple(dict.fromkeys(spec.strip() for spec in sources or () if spec.strip()))
-    if specs:
-        try:
-            # the same check /track makes: unknown or switched-off sources, and feeds the fetcher would refuse
-            await deps.services.monitors.check_sources(list(specs))
-        except ValueError as error:
-            raise ModelRetry(f"{error} Leave `sources` empty for the default mix.") from None
-    return specs
-
-
-def _topic(topic: str) -> str:
-    clean = " ".join(topic.split())
-    if not clean:
-        raise ModelRetry("Give the monitor a topic, e.g. DeepSeek.")
-    if len(clean) > MAX_TOPIC_CHARS:
-        raise ModelRetry(f"Keep the topic under {MAX_TOPIC_CHARS} characters.")
-    return clean
-
-
-async def visible_view(deps: ChatDeps, monitor_id: int) -> MonitorView:
-    """The monitor if this chat owns or receives it; otherwise the model is told to check the ids."""
-    try:
-        return await deps.services.monitors.get_monitor(monitor_id, chat_id=deps.chat_id, is_admin=deps.turn.is_admin)
-    except MonitorNotFoundError:
-        raise ModelRetry(f"This chat has no monitor #{monitor_id}; call list_monitors for the ids.") from None
-
-
-async def owned_view(deps: ChatDeps, monitor_id: int) -> MonitorView:
-    """The monitor, if this chat may change it; otherwise the model is told to check the ids."""
-    view = await visible_view(deps, monitor_id)
-    if view.owner_chat_id != deps.chat_id and not deps.turn.is_admin:
-        raise ModelRetry(
-            f"Monitor #{monitor_id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
-    return view
-
-
-def _propose(deps: ChatDeps, action: MonitorAction) -> str:
-    deps.proposals.append(action)
-    return f"{PROPOSED}\nProposed: {action.description}"
-
-
 async def list_monitors(ctx: RunContext[ChatDeps]) -> list[MonitorInfo]:
-    """The monitors of this chat (owned or received): id, topic, schedule, next run, sources, last result."""
+    """This chat's monitors (owned or received): ids, schedules, state."""
     views = await ctx.deps.services.monitors.list_monitors(ctx.deps.chat_id)
     return [_info(view, ctx.deps.chat_id) for view in views]
 
 
-async def create_monitor(
-    ctx: RunContext[ChatDeps], topic: str, schedule: str = "daily at 09:00", sources: list[str] | None = None
-) -> str:
-    """Propose a standing monitor for this chat: it searches the sources on a schedule and delivers a digest.
-    The person must confirm before it is created.
-
-    Args:
-        topic: What to watch, e.g. "DeepSeek" or "open source LLM".
-        schedule: When to run, in the chat's timezone unless it ends with "in <IANA zone>". E.g. "daily at 08:00"
-            (every morning), "every 6 hours", "weekdays at 09:00", "weekly on monday at 10:00", "hourly".
-        sources: Source names like "hn", "news", "arxiv", "github" or "rss:<feed url>"; empty for the default mix.
-    """
-    deps = ctx.deps
-    clean = _topic(topic)
-    parsed = _schedule(deps, schedule)
-    specs = await _sources(deps, sources)
-    next_run = _when(parsed.next_run(deps.now).astimezone(ZoneInfo(parsed.timezone)))
-    description = (
-        f"create monitor “{clean}” — {parsed.describe()}, first run {next_run}, "
-        f"sources: {', '.join(specs) if specs else 'the default mix'}"
-    )
-    action = CreateMonitorAction(
-        description=description, topic=clean, schedule_text=parsed.to_text(), sources=specs, timezone=parsed.timezone
-    )
-    return _propose(deps, action)
-
-
-async def update_monitor(
-    ctx: RunContext[ChatDeps],
-    monitor_id: int,
-    topic: str | None = None,
-    schedule: str | None = None,
-    sources: list[str] | None = None,
-    include_keywords: list[str] | None = None,
-    exclude_keywords: list[str] | None = None,
-    quiet: bool | None = None,
-) -> str:
-    """Propose changes to one of this chat's monitors (only what is given changes). The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-        topic: A new topic.
-        schedule: A new schedule, e.g. "daily at 07:00" or "every 12 hours".
-        sources: The new full list of sources.
-        include_keywords: Items must mention one of these.
-        exclude_keywords: Items mentioning any of these are dropped.
-        quiet: True: a run that finds nothing new sends nothing (the default); False: it sends a short
-            "nothing new" note. What /quiet <id> on|off sets.
-    """
-    deps = ctx.deps
-    view = await owned_view(deps, monitor_id)
-    changes: list[str] = []
-    clean = _topic(topic) if topic is not None else None
-    if clean is not None:
-        changes.append(f"topic → “{clean}”")
-    schedule_text = None
-    if schedule is not None:
-        parsed = _schedule(deps, schedule)
-        schedule_text = parsed.to_text()
-        changes.append(f"schedule → {parsed.describe()}")
-    specs = await _sources(deps, sources) if sources is not None else None
-    if specs is not None:
-        changes.append(f"sources → {', '.join(specs) or 'the default mix'}")
-    include = tuple(include_keywords) if include_keywords is not None else None
-    exclude = tuple(exclude_keywords) if exclude_keywords is not None else None
-    if include is not None:
-        changes.append(f"must mention → {', '.join(include) or 'anything'}")
-    if exclude is not None:
-        changes.append(f"skip items mentioning → {', '.join(exclude) or 'nothing'}")
-    if quiet is not None:
-        changes.append("nothing new → " + ("send nothing" if quiet else "send a short note"))
-    if not changes:
-        raise ModelRetry(
-            "Give at least one change: topic, schedule, sources, include_keywords, exclude_keywords or quiet."
-        )
-    action = UpdateMonitorAction(
-        description=f"change monitor #{view.id} “{view.topic}”: {'; '.join(changes)}",
-        monitor_id=view.id,
-        topic=clean,
-        schedule_text=schedule_text,
-        sources=specs,
-        include_keywords=include,
-        exclude_keywords=exclude,
-        quiet=quiet,
-    )
-    return _propose(deps, action)
-
-
-async def delete_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose deleting one of this chat's monitors, with its history. The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-    """
-    view = await owned_view(ctx.deps, monitor_id)
-    action = DeleteMonitorAction(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})",
-                                 monitor_id=view.id)  # fmt: skip
-    return _propose(ctx.deps, action)
-
-
-async def pause_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose pausing one of this chat's monitors (no runs until resumed); for a monitor another chat owns, pausing
-    only this chat's delivery. The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-    """
-    view = await visible_view(ctx.deps, monitor_id)
-    if not view.owned_here and not ctx.deps.turn.is_admin:
-        if view.delivery_paused:
-            return f"This chat's delivery of monitor #{view.id} is already paused."
-        action = DeliveryAction(description=f"pause this chat's delivery of monitor #{view.id} “{view.topic}” "
-                                "(it goes on for the other chats)", monitor_id=view.id, paused=True)  # fmt: skip
-        return _propose(ctx.deps, action)
-    if view.paused:
-        return f"Monitor #{view.id} is already paused."
-    return _propose(ctx.deps, PauseMonitorAction(description=f"pause monitor #{view.id} “{view.topic}”",
-                                                 monitor_id=view.id))  # fmt: skip
-
-
-async def resume_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose resuming a paused monitor of this chat (for one another chat owns: this chat's paused delivery).
-    The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-    """
-    view = await visible_view(ctx.deps, monitor_id)
-    if not view.owned_here and not ctx.deps.turn.is_admin:
-        if not view.delivery_paused:
-            return f"This chat's delivery of monitor #{view.id} is not paused."
-        action = DeliveryAction(description=f"resume this chat's delivery of monitor #{view.id} “{view.topic}”",
-                                monitor_id=view.id, paused=False)  # fmt: skip
-        return _propose(ctx.deps, action)
-    if not view.paused:
-        return f"Monitor #{view.id} is not paused; next run {_when(view.next_run)}."
-    return _propose(ctx.deps, ResumeMonitorAction(description=f"resume monitor #{view.id} “{view.topic}”",
-                                                  monitor_id=view.id))  # fmt: skip
-
-
 async def run_monitor_now(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Run one of this chat's monitors now; its digest is delivered to this chat as a separate message.
+    """Run a monitor now; its digest reaches this chat as a separate message.
 
     Args:
-        monitor_id: The monitor's id (see list_monitors).
+        monitor_id: See list_monitors.
     """
     deps = ctx.deps
     try:

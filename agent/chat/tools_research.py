@@ -55,17 +55,14 @@ async def search_sources(
     limit: int = 10,
     language: str | None = None,
 ) -> str:
-    """Search public sources once, right now, and get the best matching items (one per story), newest and most
-    relevant first. Use it for "what's new about X", "any news on Y".
+    """Search public sources now for the best recent items on a topic ("what's new about X").
 
     Args:
-        query: 2-4 keywords (every word must match on some sources), e.g. "DeepSeek R2".
-        sources: Source names like "hn", "news", "arxiv", "github", "wikipedia", "web", or "rss:<feed url>".
-            Leave empty for the default mix.
-        days: How far back to look, 1-365.
-        limit: How many items to return, 1-15.
-        language: A two-letter language code to search in (news, Wikipedia), e.g. "zh" for Chinese coverage;
-            empty for the sources' defaults.
+        query: 2-4 keywords, all must match, e.g. "DeepSeek R2".
+        sources: e.g. hn, news, arxiv, github, wikipedia, web, rss:<url>; empty: the default mix.
+        days: How far back, 1-365.
+        limit: Items, 1-15.
+        language: Two-letter code to search in (news, Wikipedia), e.g. "zh".
     """
     deps = ctx.deps
     text = " ".join(query.split())
@@ -99,10 +96,10 @@ async def search_sources(
 
 
 async def read_web_page(ctx: RunContext[ChatDeps], url: str) -> str:
-    """Fetch a web page (http or https) and return its main text, to read an article a search result links to.
+    """Fetch a web page's main text (to read an article a result links to).
 
     Args:
-        url: The page's full URL.
+        url: Full http(s) URL.
     """
     deps = ctx.deps
     if not url.strip().lower().startswith(("http://", "https://")):
@@ -125,14 +122,13 @@ async def read_web_page(ctx: RunContext[ChatDeps], url: str) -> str:
 
 
 async def collect(ctx: RunContext[ChatDeps], request: str, target: int = 500, sources: list[str] | None = None) -> str:
-    """Run a collection job: search repeatedly with varied queries until `target` unique items are gathered
-    (or sources run dry), then attach everything as a CSV file to your reply. For "collect / gather / export
-    lots of posts about X". It takes a while; progress is shown to the person.
+    """Gather many items for a request with varied searches and attach them as a CSV ("collect lots of posts
+    about X"); slow, shows progress.
 
     Args:
-        request: What to collect, in the person's words, e.g. "posts about Rust in embedded systems".
-        target: How many unique items to aim for, 10-5000.
-        sources: Source names or "rss:<url>"; empty for the default mix.
+        request: What to collect, in the person's words.
+        target: Unique items to aim for, 10-5000.
+        sources: As for search_sources; empty: the default mix.
     """
     deps = ctx.deps
     text = " ".join(request.split())

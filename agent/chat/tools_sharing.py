@@ -1,40 +1,21 @@
-"""Chat-agent tools for sharing and subscriptions: browse shared monitors and export this chat's (read-only, done
-at once); share, unshare, subscribe, unsubscribe, hand over, choose how a monitor arrives and set the briefing only
-as proposals the person confirms, like every other monitor change."""
+"""Chat-agent tools for sharing, done at once (read-only): browse shared monitors and export this chat's. Sharing,
+subscribing, handing over, delivery and the briefing are the catalogue's actions (`agent.chat.tools_catalogue`)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
 
 from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 
 from agent.chat.deps import ChatDeps
-from agent.chat.tools_monitors import PROPOSED, SCHEDULE_HELP, owned_view, visible_view
-from agent.confirmations import (
-    BriefingAction,
-    DeliveryAction,
-    MonitorAction,
-    ShareAction,
-    SubscribeAction,
-    TransferAction,
-    UnsubscribeAction,
-)
 from agent.messages import Attachment
-from monitors import BROWSE_LIMIT, ScheduleError, chat_label, export_monitors, parse_schedule
-from storage import DeliveryMode
+from monitors import BROWSE_LIMIT, export_monitors
 
 __all__ = [
     "SharedMonitorInfo",
     "browse_shared_monitors",
     "export_monitor_list",
-    "set_briefing",
-    "set_delivery",
-    "share_monitor",
-    "subscribe_to_monitor",
-    "transfer_monitor",
-    "unsubscribe_from_monitor",
 ]
 
 NOT_ALLOWED = (
@@ -57,21 +38,16 @@ class SharedMonitorInfo(BaseModel):
     this_chat_receives_it: bool
 
 
-def _propose(deps: ChatDeps, action: MonitorAction) -> str:
-    deps.proposals.append(action)
-    return f"{PROPOSED}\nProposed: {action.description}"
-
-
 def _allowed(deps: ChatDeps) -> None:
     if not deps.services.access.chat_of_allowed(deps.turn.incoming):
         raise ModelRetry(NOT_ALLOWED)
 
 
 async def browse_shared_monitors(ctx: RunContext[ChatDeps], words: str = "") -> list[SharedMonitorInfo]:
-    """Shared monitors of other chats this chat could subscribe to (most followed first).
+    """Shared monitors of other chats this chat could subscribe to.
 
     Args:
-        words: Only topics containing all these words; empty for every shared monitor.
+        words: Only topics with all these words; empty: all.
     """
     deps = ctx.deps
     _allowed(deps)
@@ -91,137 +67,8 @@ async def browse_shared_monitors(ctx: RunContext[ChatDeps], words: str = "") -> 
     ]
 
 
-async def subscribe_to_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose that this chat receives a shared monitor's digests too. The person must confirm.
-
-    Args:
-        monitor_id: The shared monitor's id (see browse_shared_monitors).
-    """
-    deps = ctx.deps
-    _allowed(deps)
-    entries = {entry.view.id: entry for entry in await deps.services.monitors.sharing.browse(deps.chat_id)}
-    entry = entries.get(monitor_id)
-    if entry is None and not deps.turn.is_admin:
-        raise ModelRetry(f"There is no shared monitor #{monitor_id}; call browse_shared_monitors for the ids.")
-    if entry is not None and entry.view.subscribed:
-        return f"This chat already receives monitor #{monitor_id}; nothing to do."
-    topic = f" “{entry.view.topic}” ({entry.view.schedule}, by {entry.owner})" if entry else ""
-    return _propose(deps, SubscribeAction(description=f"subscribe to monitor #{monitor_id}{topic}",
-                                          monitor_id=monitor_id))  # fmt: skip
-
-
-async def unsubscribe_from_monitor(ctx: RunContext[ChatDeps], monitor_id: int) -> str:
-    """Propose that this chat stops receiving a monitor another chat owns. The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors; owned_here is false).
-    """
-    deps = ctx.deps
-    view = await visible_view(deps, monitor_id)
-    if view.owned_here:
-        raise ModelRetry(f"This chat owns monitor #{monitor_id}: propose delete_monitor or transfer_monitor instead.")
-    return _propose(deps, UnsubscribeAction(description=f"stop receiving monitor #{view.id} “{view.topic}”",
-                                            monitor_id=view.id))  # fmt: skip
-
-
-async def share_monitor(ctx: RunContext[ChatDeps], monitor_id: int, shared: bool = True) -> str:
-    """Propose listing one of this chat's monitors for other chats to subscribe to (or, with shared=false, taking it
-    out of the list; chats already subscribed keep it). The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-        shared: True to share it, false to stop sharing it.
-    """
-    deps = ctx.deps
-    view = await owned_view(deps, monitor_id)
-    if view.shared == shared:
-        return f"Monitor #{view.id} is already {'shared' if shared else 'not shared'}; nothing to do."
-    what = "share" if shared else "stop sharing"
-    return _propose(deps, ShareAction(description=f"{what} monitor #{view.id} “{view.topic}”", monitor_id=view.id,
-                                      shared=shared))  # fmt: skip
-
-
-async def transfer_monitor(ctx: RunContext[ChatDeps], monitor_id: int, to_chat: str) -> str:
-    """Propose handing one of this chat's monitors to a chat that subscribes to it (this chat stays a subscriber).
-    The person must confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-        to_chat: The subscriber chat's name or its `platform:id` address.
-    """
-    deps = ctx.deps
-    view = await owned_view(deps, monitor_id)
-    candidates = await deps.services.monitors.sharing.subscribers(
-        view.id, chat_id=deps.chat_id, is_admin=deps.turn.is_admin
-    )
-    wanted = to_chat.strip().lstrip("#").casefold()
-    matches = [
-        chat
-        for chat in candidates
-        if f"{chat.platform}:{chat.external_id}" == to_chat.strip()
-        or (chat.title or "").lstrip("#").casefold() == wanted
-    ]
-    if len(matches) != 1:
-        names = ", ".join(f"{chat_label(c)} ({c.platform}:{c.external_id})" for c in candidates) or "none"
-        raise ModelRetry(f"Name exactly one subscriber chat of monitor #{view.id}; its subscribers: {names}.")
-    target = matches[0]
-    description = f"hand monitor #{view.id} “{view.topic}” over to {chat_label(target)}"
-    return _propose(deps, TransferAction(description=description, monitor_id=view.id, to_chat_id=target.id))
-
-
-async def set_delivery(
-    ctx: RunContext[ChatDeps], monitor_id: int, how: Literal["pause", "resume", "now", "briefing"]
-) -> str:
-    """Propose changing how THIS chat receives one monitor, without changing the monitor for other chats: pause or
-    resume this chat's delivery, or receive it after each run ("now") or in this chat's briefing. The person must
-    confirm.
-
-    Args:
-        monitor_id: The monitor's id (see list_monitors).
-        how: "pause", "resume", "now" or "briefing".
-    """
-    deps = ctx.deps
-    view = await visible_view(deps, monitor_id)
-    if how == "briefing" and deps.turn.chat.briefing_schedule is None:
-        raise ModelRetry("This chat has no briefing; propose set_briefing first.")
-    words = {
-        "pause": "pause this chat's delivery of",
-        "resume": "resume this chat's delivery of",
-        "now": "receive after each run",
-        "briefing": "receive in this chat's briefing",
-    }[how]
-    action = DeliveryAction(
-        description=f"{words} monitor #{view.id} “{view.topic}”",
-        monitor_id=view.id,
-        paused={"pause": True, "resume": False}.get(how),
-        mode=DeliveryMode(how) if how in ("now", "briefing") else None,
-    )
-    return _propose(deps, action)
-
-
-async def set_briefing(ctx: RunContext[ChatDeps], schedule: str | None) -> str:
-    """Propose this chat's briefing: one message at this time covering all its monitors (a section per topic, one
-    CSV, one chart) instead of a message per monitor run; schedule null turns it off. The person must confirm.
-
-    Args:
-        schedule: When, in the chat's timezone, e.g. "daily at 08:00" or "weekdays at 07:30"; null for off.
-    """
-    deps = ctx.deps
-    if schedule is None:
-        return _propose(deps, BriefingAction(description="turn this chat's briefing off", schedule_text=None))
-    try:
-        parsed = parse_schedule(
-            schedule, timezone=deps.timezone, min_interval_seconds=deps.services.settings.min_interval_seconds
-        )
-    except ScheduleError as error:
-        raise ModelRetry(f"{error} {SCHEDULE_HELP}") from None
-    description = f"send this chat one briefing {parsed.describe()} instead of a message per run"
-    return _propose(deps, BriefingAction(description=description, schedule_text=parsed.to_text()))
-
-
 async def export_monitor_list(ctx: RunContext[ChatDeps]) -> str:
-    """Export the monitors this chat owns as a JSON file (every setting, for /import) and an OPML file of their RSS
-    feeds, attached to your reply."""
+    """Attach this chat's monitors as JSON (for /import) and their RSS feeds as OPML."""
     deps = ctx.deps
     exported = await export_monitors(deps.services.monitors, deps.turn.chat, now=deps.now)
     if not exported.count:

@@ -1,29 +1,41 @@
-"""The `/commands`: their table and typed forms, the parser, the router and one module per command family."""
+"""The `/commands`: the catalogue of chat actions (one definition each, in its family's module), the parser and
+router derived from it, and the progress relay long commands report through."""
 
-from agent.commands.parser import ParseOptions, is_instant_command, parse_command, parse_command_words, parse_prefixed
-from agent.commands.progress import ProgressRelay
-from agent.commands.router import CommandRouter
-from agent.commands.specs import (
-    COMMAND_SPECS,
+from agent.commands.action import Action
+from agent.commands.catalogue import (
+    ACTIONS,
+    CATALOGUE,
     Command,
-    CommandError,
+    action_named,
     bot_commands,
     help_text,
+    is_instant_command,
+    parse_command,
+    parse_command_words,
+    parse_prefixed,
+    slack_commands,
     usage_of,
 )
+from agent.commands.grammar import CommandError, ParseOptions
+from agent.commands.progress import ProgressRelay
+from agent.commands.router import CommandRouter
 
 __all__ = [
-    "COMMAND_SPECS",
+    "ACTIONS",
+    "CATALOGUE",
+    "Action",
     "Command",
     "CommandError",
     "CommandRouter",
     "ParseOptions",
     "ProgressRelay",
+    "action_named",
     "bot_commands",
     "help_text",
     "is_instant_command",
     "parse_command",
     "parse_command_words",
     "parse_prefixed",
+    "slack_commands",
     "usage_of",
 ]

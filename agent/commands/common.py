@@ -7,7 +7,6 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.budget import ChatBudget
-from agent.commands.specs import usage_of
 from agent.context import Services, Turn, chat_timezone
 from agent.messages import Reply
 from research import chat_folder
@@ -47,6 +46,9 @@ def refuse(reason: str, *, usage: str | None = None) -> list[Reply]:
     if usage is not None:
         if not text.endswith((".", "!", "?", "…", ":")):
             text += "."  # the reason is a sentence, and the usage line starts a new one
+        # imported here: the catalogue is built from the family modules, which use this function
+        from agent.commands.catalogue import usage_of
+
         text += f"\nUsage: {usage_of(usage)}"
     return [Reply(text=text)]
 

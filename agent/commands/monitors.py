@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import ClassVar
+from zoneinfo import ZoneInfo
+
+from pydantic import Field
 
 from agent import subscribing
-from agent.commands.common import BUDGET_SPENT_NOTE, chat_zone, count, local_time, models_allowed, refuse
-from agent.commands.progress import PipelineProgress, ProgressRelay
-from agent.commands.specs import (
-    DigestCommand,
-    MonitorsCommand,
-    PauseCommand,
-    QuietCommand,
-    ResumeCommand,
-    TrackCommand,
-    UntrackCommand,
+from agent.commands.action import Action, Arguments, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
+from agent.commands.common import (
+    BUDGET_SPENT_NOTE,
+    chat_timezone,
+    chat_zone,
+    count,
+    local_time,
+    models_allowed,
+    refuse,
 )
-from agent.confirmations import DEFAULT_CONFIRMATION_TTL, CreateMonitorAction, PendingConfirmation, SubscribeAction
+from agent.commands.grammar import (
+    SCHEDULE_HELP,
+    CommandError,
+    ParseOptions,
+    monitor_id,
+    phrase_of,
+    schedule_start,
+    shown,
+    split_sources,
+    tokenize,
+)
+from agent.commands.progress import PipelineProgress, ProgressRelay
+from agent.confirmations import CatalogueAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import (
@@ -24,20 +39,127 @@ from monitors import (
     MonitorNotFoundError,
     MonitorView,
     RunSummary,
+    Schedule,
     ScheduleError,
     SubscribeOffer,
+    parse_schedule,
 )
 from research import escape_markdown
 from storage import DeliveryMode
 
-__all__ = ["digest", "list_monitors", "pause", "quiet", "resume", "run_status", "track", "untrack"]
+__all__ = [
+    "ACTIONS",
+    "DigestCommand",
+    "MonitorsCommand",
+    "PauseCommand",
+    "QuietCommand",
+    "ResumeCommand",
+    "TrackCommand",
+    "UntrackCommand",
+    "digest",
+    "list_monitors",
+    "pause",
+    "quiet",
+    "resume",
+    "run_status",
+    "track",
+    "untrack",
+]
 
 TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
 
 
-async def track(
-    services: Services, turn: Turn, command: TrackCommand, *, confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL
-) -> list[Reply]:
+MONITOR_ID = "See list_monitors."
+"""The tools' one description of a monitor id."""
+
+
+class TrackCommand(Arguments):
+    """`/track <topic> [schedule] [from <sources>]`, checked for syntax only; the service creates the monitor."""
+
+    name: ClassVar[str] = "track"
+    topic: str
+    """Whitespace-normalised, quotes removed."""
+    schedule_text: str
+    """The schedule as written ("" for the default, `DEFAULT_SCHEDULE_TEXT`)."""
+    schedule: Schedule
+    """The parsed schedule (in the chat's timezone unless the text named one)."""
+    sources: tuple[str, ...]
+    """Source specs as given (`hn`, `rss:<url>`, `rsshub:<platforms>`); empty for the default mix."""
+
+
+class MonitorsCommand(Arguments):
+    """`/monitors [all]` (`all`: every chat's monitors, for admins)."""
+
+    name: ClassVar[str] = "monitors"
+    all_chats: bool = False
+
+
+class UntrackCommand(Arguments):
+    """`/untrack <id>`."""
+
+    name: ClassVar[str] = "untrack"
+    monitor_id: int = Field(description=MONITOR_ID)
+
+
+class PauseCommand(Arguments):
+    """`/pause <id>`."""
+
+    name: ClassVar[str] = "pause"
+    monitor_id: int = Field(description=MONITOR_ID)
+
+
+class ResumeCommand(Arguments):
+    """`/resume <id>`."""
+
+    name: ClassVar[str] = "resume"
+    monitor_id: int = Field(description=MONITOR_ID)
+
+
+class DigestCommand(Arguments):
+    """`/digest <id>`."""
+
+    name: ClassVar[str] = "digest"
+    monitor_id: int = Field(description=MONITOR_ID)
+
+
+class CreateArguments(Arguments):
+    """A new monitor as the chat agent proposes it (`create`: no slash command of its own; /track is the command)."""
+
+    name: ClassVar[str] = "create"
+    topic: str = Field(description='What to watch, e.g. "DeepSeek".')
+    schedule: str = Field(
+        default="daily at 09:00",
+        description='E.g. "daily at 08:00", "every 6 hours", "weekdays at 09:00", "weekly on monday at 10:00"; the '
+        'chat\'s timezone unless it ends "in <IANA zone>".',
+    )
+    sources: tuple[str, ...] | None = Field(default=None, description="As for search_sources; empty: the default mix.")
+
+
+class UpdateArguments(Arguments):
+    """Changes to one monitor (`update`: no slash command of its own; /quiet sets one of them)."""
+
+    name: ClassVar[str] = "update"
+    monitor_id: int = Field(description=MONITOR_ID)
+    topic: str | None = Field(default=None, description="New topic.")
+    schedule: str | None = Field(default=None, description='New schedule, e.g. "every 12 hours".')
+    sources: tuple[str, ...] | None = Field(default=None, description="New full list of sources.")
+    include_keywords: tuple[str, ...] | None = Field(default=None, description="Items must mention one of these.")
+    exclude_keywords: tuple[str, ...] | None = Field(default=None, description="Drop items mentioning any of these.")
+    quiet: bool | None = Field(
+        default=None, description="True: send nothing when nothing is new (the default); false: a short note (/quiet)."
+    )
+
+
+class QuietCommand(Arguments):
+    """`/quiet <id> [on|off]`: whether a run with nothing new sends nothing (on) or a short note (off)."""
+
+    name: ClassVar[str] = "quiet"
+    monitor_id: int
+    quiet: bool | None
+    """None: show the current setting."""
+
+
+async def track(services: Services, turn: Turn, command: TrackCommand) -> list[Reply]:
     """Create the monitor for this chat; the reply says exactly what was created. When a shared monitor already
     follows the same topic with compatible sources, offer to subscribe to it instead (the person chooses)."""
     if services.access.chat_of_allowed(turn.incoming):
@@ -45,7 +167,7 @@ async def track(
             turn.chat.id, command.topic, sources=command.sources, schedule_words=command.schedule.describe()
         )
         if offer is not None:
-            return await _offer(services, turn, command, offer, confirmation_ttl)
+            return await _offer(services, turn, command, offer, services.settings.confirmation_ttl)
     try:
         view = await services.monitors.create_monitor(
             turn.chat.id,
@@ -73,12 +195,12 @@ async def _offer(
     """Subscribe to the shared monitor ("yes", the first button) or create this chat's own ("no", the second)."""
     view = offer.view
     topic = escape_markdown(view.topic)
-    create = CreateMonitorAction(
+    create = CatalogueAction(
         description=f"create your own monitor “{escape_markdown(command.topic)}” instead",
-        topic=command.topic,
-        schedule_text=command.schedule.to_text(),
-        sources=command.sources,
-        timezone=command.schedule.timezone,
+        action="create",
+        arguments=CreateArguments(
+            topic=command.topic, schedule=command.schedule.to_text(), sources=command.sources or None
+        ).model_dump(mode="json"),
     )
     now = services.clock()
     pending = PendingConfirmation.open(
@@ -86,7 +208,13 @@ async def _offer(
         thread_key=turn.incoming.thread_key,
         user_id=turn.user.id,
         is_admin=turn.is_admin,
-        actions=[SubscribeAction(description=f"subscribe to monitor #{view.id} “{topic}”", monitor_id=view.id)],
+        actions=[
+            CatalogueAction(
+                description=f"subscribe to monitor #{view.id} “{topic}”",
+                action="subscribe",
+                arguments={"monitor_id": view.id},
+            )
+        ],
         now=now,
         ttl=ttl,
         declined=[create],
@@ -161,10 +289,10 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
 async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
     """The owner pauses the monitor (for every chat); a subscriber pauses only its own delivery."""
     try:
-        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+        before, role = await monitor_role(services, turn, command.monitor_id)
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    if not before.owned_here and not turn.is_admin:
+    if role == "subscriber":
         return await _own_delivery(services, turn, command.monitor_id, paused=True)
     try:
         view = await services.monitors.pause(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
@@ -182,10 +310,10 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
 async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
     """The owner resumes the monitor; a subscriber resumes its own delivery."""
     try:
-        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+        before, role = await monitor_role(services, turn, command.monitor_id)
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    if not before.owned_here and not turn.is_admin:
+    if role == "subscriber":
         return await _own_delivery(services, turn, command.monitor_id, paused=False)
     try:
         view = await services.monitors.resume(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
@@ -224,6 +352,47 @@ async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[R
         return refuse(str(error))
     topic = escape_markdown(view.topic)
     return [Reply(text=f"Monitor #{view.id} “{topic}”: {quiet_state(view.id, view.quiet)}.")]
+
+
+async def create(services: Services, turn: Turn, command: CreateArguments) -> list[Reply]:
+    """Create the monitor a confirmed proposal describes (its schedule text names its timezone)."""
+    try:
+        zone = parse_schedule(command.schedule, timezone=chat_timezone(turn, services), min_interval_seconds=0).timezone
+        view = await services.monitors.create_monitor(
+            turn.chat.id,
+            command.topic,
+            schedule_text=command.schedule,
+            sources=list(command.sources or ()) or None,
+            timezone=zone,
+        )
+    except (ScheduleError, ValueError) as error:
+        return refuse(f"Could not create monitor “{escape_markdown(command.topic)}”: {escape_markdown(str(error))}")
+    next_run = local_time(view.next_run, ZoneInfo(zone)) if view.next_run else "paused"
+    return [
+        Reply(
+            text=f"Created monitor **#{view.id} {view.topic}**: {view.schedule}; next run {next_run}; "
+            f"sources: {', '.join(view.sources)}."
+        )
+    ]
+
+
+async def update(services: Services, turn: Turn, command: UpdateArguments) -> list[Reply]:
+    """Change what a confirmed proposal describes (only the fields given)."""
+    try:
+        view = await services.monitors.update_monitor(
+            command.monitor_id,
+            chat_id=turn.chat.id,
+            is_admin=turn.is_admin,
+            topic=command.topic,
+            schedule_text=command.schedule,
+            sources=list(command.sources) if command.sources is not None else None,
+            include_keywords=command.include_keywords,
+            exclude_keywords=command.exclude_keywords,
+            quiet=command.quiet,
+        )
+    except (MonitorNotFoundError, ScheduleError, ValueError) as error:
+        return refuse(f"Could not change monitor #{command.monitor_id}: {error}")
+    return [Reply(text=f"Updated monitor:\n{view.summary()}")]
 
 
 def quiet_state(monitor_id: int, quiet: bool) -> str:
@@ -315,3 +484,285 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
         f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"
         f"last run: {last}{delivery}"
     )
+
+
+# --- parsing ------------------------------------------------------------------------------------------------
+
+
+def _parse_track(args: str, options: ParseOptions) -> TrackCommand:
+    tokens, sources = split_sources(tokenize(args))
+    if not tokens:
+        raise CommandError("track", "Say what to track, like /track DeepSeek.")
+    split = schedule_start(tokens, options.timezone)
+    if tokens[0].quoted and split > 1:
+        raise CommandError("track", f"After the quoted topic I expected a schedule, not {shown(tokens[1].text)}.")
+    topic = " ".join(" ".join(token.text for token in tokens[:split]).split())
+    if not topic:
+        raise CommandError("track", "Say what to track, like /track DeepSeek.")
+    phrase = phrase_of(tokens[split:])
+    try:
+        # the minimum interval is checked only now, so "every 5 minutes" is reported as too frequent
+        # instead of silently becoming part of the topic
+        schedule = parse_schedule(phrase, timezone=options.timezone, min_interval_seconds=options.min_interval_seconds)
+    except ScheduleError as problem:
+        raise CommandError("track", str(problem)) from None
+    return TrackCommand(topic=topic, schedule_text=phrase, schedule=schedule, sources=sources)
+
+
+def _parse_monitors(args: str, _options: ParseOptions) -> MonitorsCommand:
+    if args.lower() not in ("", "all"):
+        raise CommandError("monitors", "/monitors takes no arguments (admins may add `all`).")
+    return MonitorsCommand(all_chats=args.lower() == "all")
+
+
+_SWITCH = {"on": True, "yes": True, "true": True, "off": False, "no": False, "false": False}
+
+
+def _parse_quiet(args: str, _options: ParseOptions) -> QuietCommand:
+    words = args.split()
+    if not 1 <= len(words) <= 2:
+        raise CommandError("quiet", "/quiet needs a monitor number and on or off, like /quiet 3 off.")
+    monitor = monitor_id("quiet", words[0])
+    if len(words) == 1:
+        return QuietCommand(monitor_id=monitor, quiet=None)
+    setting = words[1].lower()
+    if setting not in _SWITCH:
+        raise CommandError("quiet", f"Say on or off after the monitor number, not {shown(words[1])}.")
+    return QuietCommand(monitor_id=monitor, quiet=_SWITCH[setting])
+
+
+# --- proposals (the chat agent's tools) ---------------------------------------------------------------------
+
+
+async def _propose_pause(services: Services, turn: Turn, command: PauseCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        if view.delivery_paused:
+            return f"This chat's delivery of monitor #{view.id} is already paused."
+        return Proposal(
+            description=f"pause this chat's delivery of monitor #{view.id} “{view.topic}” (it goes on for the other "
+            "chats)"
+        )
+    if view.paused:
+        return f"Monitor #{view.id} is already paused."
+    return Proposal(description=f"pause monitor #{view.id} “{view.topic}”")
+
+
+async def _propose_resume(services: Services, turn: Turn, command: ResumeCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        if not view.delivery_paused:
+            return f"This chat's delivery of monitor #{view.id} is not paused."
+        return Proposal(description=f"resume this chat's delivery of monitor #{view.id} “{view.topic}”")
+    if not view.paused:
+        when = f"{view.next_run:%Y-%m-%d %H:%M %Z}" if view.next_run else None
+        return f"Monitor #{view.id} is not paused; next run {when}."
+    return Proposal(description=f"resume monitor #{view.id} “{view.topic}”")
+
+
+async def _propose_untrack(services: Services, turn: Turn, command: UntrackCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
+
+
+MAX_TOPIC_CHARS = 200
+"""A topic is a few words; a longer one is a request better served by /collect."""
+
+
+def _checked_topic(topic: str) -> str:
+    clean = " ".join(topic.split())
+    if not clean:
+        raise ToolRefusal("Give the monitor a topic, e.g. DeepSeek.")
+    if len(clean) > MAX_TOPIC_CHARS:
+        raise ToolRefusal(f"Keep the topic under {MAX_TOPIC_CHARS} characters.")
+    return clean
+
+
+def _checked_schedule(services: Services, turn: Turn, text: str) -> Schedule:
+    try:
+        return parse_schedule(
+            text, timezone=chat_timezone(turn, services), min_interval_seconds=services.settings.min_interval_seconds
+        )
+    except ScheduleError as error:
+        raise ToolRefusal(f"{error} {SCHEDULE_HELP}") from None
+
+
+async def _checked_sources(services: Services, sources: tuple[str, ...] | None) -> tuple[str, ...]:
+    specs = tuple(dict.fromkeys(spec.strip() for spec in sources or () if spec.strip()))
+    if specs:
+        try:
+            # the same check /track makes: unknown or switched-off sources, and feeds the fetcher would refuse
+            await services.monitors.check_sources(list(specs))
+        except ValueError as error:
+            raise ToolRefusal(f"{error} Leave `sources` empty for the default mix.") from None
+    return specs
+
+
+async def _propose_create(services: Services, turn: Turn, command: CreateArguments) -> Proposal | str:
+    clean = _checked_topic(command.topic)
+    parsed = _checked_schedule(services, turn, command.schedule)
+    specs = await _checked_sources(services, command.sources)
+    next_run = f"{parsed.next_run(services.clock()).astimezone(ZoneInfo(parsed.timezone)):%Y-%m-%d %H:%M %Z}"
+    return Proposal(
+        description=f"create monitor “{clean}” — {parsed.describe()}, first run {next_run}, "
+        f"sources: {', '.join(specs) if specs else 'the default mix'}",
+        arguments=CreateArguments(topic=clean, schedule=parsed.to_text(), sources=specs or None),
+    )
+
+
+async def _propose_update(services: Services, turn: Turn, command: UpdateArguments) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    changes: list[str] = []
+    topic = _checked_topic(command.topic) if command.topic is not None else None
+    if topic is not None:
+        changes.append(f"topic → “{topic}”")
+    schedule = _checked_schedule(services, turn, command.schedule) if command.schedule is not None else None
+    if schedule is not None:
+        changes.append(f"schedule → {schedule.describe()}")
+    specs = await _checked_sources(services, command.sources) if command.sources is not None else None
+    if specs is not None:
+        changes.append(f"sources → {', '.join(specs) or 'the default mix'}")
+    if command.include_keywords is not None:
+        changes.append(f"must mention → {', '.join(command.include_keywords) or 'anything'}")
+    if command.exclude_keywords is not None:
+        changes.append(f"skip items mentioning → {', '.join(command.exclude_keywords) or 'nothing'}")
+    if command.quiet is not None:
+        changes.append("nothing new → " + ("send nothing" if command.quiet else "send a short note"))
+    if not changes:
+        raise ToolRefusal(
+            "Give at least one change: topic, schedule, sources, include_keywords, exclude_keywords or quiet."
+        )
+    exact = command.model_copy(
+        update={
+            "monitor_id": view.id,
+            "topic": topic,
+            "schedule": schedule.to_text() if schedule else None,
+            "sources": specs,
+        }
+    )
+    return Proposal(description=f"change monitor #{view.id} “{view.topic}”: {'; '.join(changes)}", arguments=exact)
+
+
+# --- the definitions ----------------------------------------------------------------------------------------
+
+ACTIONS = (
+    Action(
+        name="create",
+        arguments=CreateArguments,
+        pattern="",
+        description="Create a monitor the chat agent proposed",
+        run=create,
+        command=False,
+        tool=ToolUse(
+            name="create_monitor",
+            description="Propose a monitor that searches on a schedule and sends this chat a digest; the person "
+            "must confirm.",
+            propose=_propose_create,
+        ),
+    ),
+    Action(
+        name="update",
+        arguments=UpdateArguments,
+        pattern="",
+        description="Change a monitor as the chat agent proposed",
+        run=update,
+        command=False,
+        tool=ToolUse(
+            name="update_monitor",
+            description="Propose changing a monitor of this chat (only the given fields); the person must confirm.",
+            propose=_propose_update,
+        ),
+    ),
+    Action(
+        name="track",
+        arguments=TrackCommand,
+        pattern="<topic> [schedule] [from <sources>]",
+        description="Watch a topic and get a cited digest on a schedule",
+        example="/track DeepSeek daily at 08:30 from hn,news,arxiv",
+        parse=_parse_track,
+        run=track,
+        slack=SlackCommand(
+            description="Start a standing monitor that posts a cited digest here", usage_hint="DeepSeek daily at 9"
+        ),
+    ),
+    Action(
+        name="monitors",
+        arguments=MonitorsCommand,
+        pattern="",
+        description="This chat's monitors: schedule, next run, last result",
+        parse=_parse_monitors,
+        run=list_monitors,
+        instant=True,
+        slack=SlackCommand(description="List this channel's monitors"),
+    ),
+    Action(
+        name="untrack",
+        arguments=UntrackCommand,
+        pattern="<id>",
+        description="Delete a monitor of this chat",
+        example="/untrack 3",
+        run=untrack,
+        instant=True,
+        tool=ToolUse(
+            name="delete_monitor",
+            description="Propose deleting one of this chat's monitors with its history.",
+            propose=_propose_untrack,
+        ),
+    ),
+    Action(
+        name="pause",
+        arguments=PauseCommand,
+        pattern="<id>",
+        description="Pause a monitor",
+        example="/pause 3",
+        run=pause,
+        instant=True,
+        tool=ToolUse(
+            name="pause_monitor",
+            description="Propose pausing a monitor (for one another chat owns: only this chat's delivery).",
+            propose=_propose_pause,
+        ),
+    ),
+    Action(
+        name="resume",
+        arguments=ResumeCommand,
+        pattern="<id>",
+        description="Resume a paused monitor",
+        example="/resume 3",
+        run=resume,
+        instant=True,
+        tool=ToolUse(
+            name="resume_monitor",
+            description="Propose resuming a paused monitor (for one another chat owns: this chat's delivery).",
+            propose=_propose_resume,
+        ),
+    ),
+    Action(
+        name="digest",
+        arguments=DigestCommand,
+        pattern="<id>",
+        description="Run a monitor now and send its digest here",
+        example="/digest 3",
+        run=digest,
+        slack=SlackCommand(description="Run a monitor now and post its digest with the CSV", usage_hint="3"),
+    ),
+    Action(
+        name="quiet",
+        arguments=QuietCommand,
+        pattern="<id> [on|off]",
+        description="On (the default): a run that finds nothing new sends nothing; off: a short note",
+        example="/quiet 3 off",
+        parse=_parse_quiet,
+        run=quiet,
+        instant=True,
+    ),
+)
+"""The monitor family, in the order /help lists it."""

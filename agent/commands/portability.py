@@ -4,24 +4,37 @@ the terminal), which creates monitors only after the person confirms the list.""
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from pathlib import Path
+from typing import ClassVar
 
+from agent.commands.action import Action, Arguments
 from agent.commands.common import chat_exports_dir, chat_zone, refuse
-from agent.commands.specs import ExportMonitorsCommand, ImportCommand
-from agent.confirmations import DEFAULT_CONFIRMATION_TTL, ImportAction, PendingConfirmation
+from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions
+from agent.confirmations import CatalogueAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from monitors import (
     MAX_IMPORT_BYTES,
     MAX_IMPORT_MONITORS,
+    MonitorEntry,
+    create_imported,
     export_monitors,
     plan_import,
     read_import_file,
     read_monitor_file,
 )
 
-__all__ = ["IMPORT_HELP", "export_chat_monitors", "import_monitors", "read_import_source"]
+__all__ = [
+    "ACTIONS",
+    "IMPORT_HELP",
+    "ExportMonitorsCommand",
+    "ImportCommand",
+    "ImportEntries",
+    "export_chat_monitors",
+    "import_entries",
+    "import_monitors",
+    "read_import_source",
+]
 
 IMPORT_HELP = (
     "Send the file as a document with the caption `/import` (in the terminal: `/import <path>`): a JSON file from "
@@ -29,6 +42,26 @@ IMPORT_HELP = (
     f"(`/import as <topic>` watches one topic across all its feeds). Up to {MAX_IMPORT_BYTES // 1_000_000} MB and "
     f"{MAX_IMPORT_MONITORS} monitors per file; you confirm the list before anything is created."
 )
+
+
+class ExportMonitorsCommand(Arguments):
+    """`/export monitors`: this chat's monitors as JSON and their feeds as OPML (the /export action's second form)."""
+
+    name: ClassVar[str] = "export"
+
+
+class ImportEntries(Arguments):
+    """The monitors a confirmed /import creates (`import_entries`: no slash command; /import proposes it)."""
+
+    name: ClassVar[str] = "import_entries"
+    entries: tuple[MonitorEntry, ...]
+
+
+class ImportCommand(Arguments):
+    """`/import [path]`: the file is the document sent with the command, or (in the terminal) a path."""
+
+    name: ClassVar[str] = "import"
+    path: str | None = None
 
 
 async def export_chat_monitors(services: Services, turn: Turn, _command: ExportMonitorsCommand) -> list[Reply]:
@@ -90,14 +123,9 @@ def _read_path(argument: str) -> tuple[bytes, str, str | None] | str:
         return f"I cannot read {path}: {error.strerror or error}."
 
 
-async def import_monitors(
-    services: Services,
-    turn: Turn,
-    command: ImportCommand,
-    *,
-    confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
-) -> list[Reply]:
+async def import_monitors(services: Services, turn: Turn, command: ImportCommand) -> list[Reply]:
     """Read the file, check every entry, and ask to confirm the list (refused entries listed with their reason)."""
+    confirmation_ttl = services.settings.confirmation_ttl
     source = await read_import_source(turn, command)
     if isinstance(source, str):
         return refuse(source)
@@ -108,7 +136,11 @@ async def import_monitors(
     if not plan.entries:
         return [Reply(text=f"Nothing to import from {name}.\n\n{plan.describe()}")]
     count = len(plan.entries)
-    action = ImportAction(description=f"create {count} monitor{'s' * (count != 1)} from {name}", entries=plan.entries)
+    action = CatalogueAction(
+        description=f"create {count} monitor{'s' * (count != 1)} from {name}",
+        action="import_entries",
+        arguments=ImportEntries(entries=plan.entries).model_dump(mode="json"),
+    )
     now = services.clock()
     pending = PendingConfirmation.open(
         chat_id=turn.chat.id,
@@ -124,3 +156,41 @@ async def import_monitors(
     minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]
+
+
+async def import_entries(services: Services, turn: Turn, command: ImportEntries) -> list[Reply]:
+    """Create the monitors of a confirmed /import; one line each, the ones refused with why."""
+    result = await create_imported(services.monitors, turn.chat.id, command.entries)
+    lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
+    lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
+    lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
+    return [Reply(text="\n".join(lines))]
+
+
+def _parse_import(args: str, _options: ParseOptions) -> ImportCommand:
+    path = args.strip().strip(OPEN_QUOTES + CLOSE_QUOTES).strip()
+    if len(path) > 4096:
+        raise CommandError("import", "That path is too long.")
+    return ImportCommand(path=path or None)
+
+
+ACTIONS = (
+    Action(
+        name="import",
+        arguments=ImportCommand,
+        pattern="[file path]",
+        description="Create monitors from a JSON or OPML file (send it as a document with the caption /import)",
+        example="/import monitors.json",
+        parse=_parse_import,
+        run=import_monitors,
+    ),
+    Action(
+        name="import_entries",
+        arguments=ImportEntries,
+        pattern="",
+        description="Create the monitors of a confirmed /import",
+        run=import_entries,
+        command=False,
+    ),
+)
+"""/import (/export monitors is a form of the research family's /export)."""

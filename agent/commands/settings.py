@@ -2,20 +2,74 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, time, timedelta
-from typing import Unpack
+from typing import ClassVar, Unpack
 from zoneinfo import ZoneInfo
 
 from agent.budget import ChatBudget
+from agent.commands.action import Action, Arguments
 from agent.commands.common import chat_timezone, chat_zone, local_time
-from agent.commands.parser import language_name
-from agent.commands.specs import LanguageCommand, ProfileCommand, TimezoneCommand
+from agent.commands.grammar import CommandError, ParseOptions, language_name, shown
 from agent.context import Services, Turn
 from agent.messages import Reply
+from monitors import ScheduleError, parse_schedule
 from research import USAGE_KIND_LABELS
 from storage import ChatChanges, ChatRecord, ChatRepository, ConversationRepository, UsageRepository, UsageTotals
 
-__all__ = ["forget", "language", "profile", "timezone", "usage"]
+__all__ = [
+    "ACTIONS",
+    "ForgetCommand",
+    "LanguageCommand",
+    "ProfileCommand",
+    "TimezoneCommand",
+    "UsageCommand",
+    "forget",
+    "language",
+    "profile",
+    "timezone",
+    "usage",
+]
+
+MAX_PROFILE_CHARS = 2000
+"""A profile is a few sentences; it goes into every prompt of the chat."""
+_LANGUAGE_RE = re.compile(r"[a-z]{2,3}(-[a-z0-9]{2,8})*", re.IGNORECASE)
+
+
+class TimezoneCommand(Arguments):
+    """`/timezone [IANA name]`; without a name it shows the current one."""
+
+    name: ClassVar[str] = "timezone"
+    timezone: str | None
+    """Canonical IANA name (`Europe/Berlin`), None to show the current setting."""
+
+
+class LanguageCommand(Arguments):
+    """`/language [code]`; without a code it shows the current one."""
+
+    name: ClassVar[str] = "language"
+    language: str | None
+    """A BCP 47 tag like `de` or `pt-BR`, None to show the current setting."""
+
+
+class ProfileCommand(Arguments):
+    """`/profile [text]`; without text it shows the current profile."""
+
+    name: ClassVar[str] = "profile"
+    profile: str | None
+    """The new profile, None to show the current one."""
+
+
+class ForgetCommand(Arguments):
+    """`/forget`."""
+
+    name: ClassVar[str] = "forget"
+
+
+class UsageCommand(Arguments):
+    """`/usage`."""
+
+    name: ClassVar[str] = "usage"
 
 
 async def timezone(services: Services, turn: Turn, command: TimezoneCommand) -> list[Reply]:
@@ -67,14 +121,14 @@ async def profile(services: Services, turn: Turn, command: ProfileCommand) -> li
     return [Reply(text="Profile saved: every digest and answer for this chat will take it into account.")]
 
 
-async def forget(services: Services, turn: Turn) -> list[Reply]:
+async def forget(services: Services, turn: Turn, _command: ForgetCommand) -> list[Reply]:
     """Clear this conversation's memory (this chat and thread), summary and open confirmation included."""
     if await ConversationRepository(services.database).clear(turn.chat.id, turn.incoming.thread_key):
         return [Reply(text="Done: I forgot this conversation. Monitors and settings are unchanged.")]
     return [Reply(text="There was nothing to forget: this conversation has no memory yet.")]
 
 
-async def usage(services: Services, turn: Turn) -> list[Reply]:
+async def usage(services: Services, turn: Turn, _command: UsageCommand) -> list[Reply]:
     """Tokens and cost today (by kind of call) and this month, and what is left of today's budget.
 
     Usage is recorded per UTC day (chat answers, memory summaries, monitor runs, collections) and the daily budget
@@ -123,3 +177,91 @@ async def _update(services: Services, turn: Turn, **changes: Unpack[ChatChanges]
     if updated is None:  # the dispatcher stored the chat before the turn; its absence is a real fault
         raise LookupError(f"chat {turn.chat.id} does not exist")
     return updated
+
+
+# --- parsing ------------------------------------------------------------------------------------------------
+
+
+def _parse_timezone(args: str, _options: ParseOptions) -> TimezoneCommand:
+    if not args:
+        return TimezoneCommand(timezone=None)
+    if len(args.split()) != 1:
+        raise CommandError("timezone", "Give one IANA timezone name, like Europe/Berlin or America/New_York.")
+    try:
+        # parse_schedule canonicalises and loads the zone; the default schedule is only a vehicle for that
+        schedule = parse_schedule("", timezone=args, min_interval_seconds=0)
+    except ScheduleError as problem:
+        raise CommandError("timezone", str(problem)) from None
+    return TimezoneCommand(timezone=schedule.timezone)
+
+
+def _parse_language(args: str, _options: ParseOptions) -> LanguageCommand:
+    if not args:
+        return LanguageCommand(language=None)
+    if len(args) > 35 or not _LANGUAGE_RE.fullmatch(args.replace("_", "-")):
+        raise CommandError("language", f"Give a language code like en, de, zh or pt-BR, not {shown(args)}.")
+    primary, *rest = args.replace("_", "-").split("-")
+    subtags = [tag.upper() if len(tag) == 2 else tag.title() if len(tag) == 4 else tag.lower() for tag in rest]
+    code = "-".join([primary.lower(), *subtags])
+    if language_name(code) is None:
+        raise CommandError("language", f"{shown(args)} is not a language code I know; try en, de, zh or pt-BR.")
+    return LanguageCommand(language=code)
+
+
+def _parse_profile(args: str, _options: ParseOptions) -> ProfileCommand:
+    if len(args) > MAX_PROFILE_CHARS:
+        raise CommandError("profile", f"Keep the profile under {MAX_PROFILE_CHARS} characters.")
+    return ProfileCommand(profile=args or None)
+
+
+# --- the definitions ----------------------------------------------------------------------------------------
+
+ACTIONS = (
+    Action(
+        name="timezone",
+        arguments=TimezoneCommand,
+        pattern="<IANA name>",
+        description="Set this chat's timezone for schedules",
+        example="/timezone Europe/Berlin",
+        parse=_parse_timezone,
+        run=timezone,
+        instant=True,
+    ),
+    Action(
+        name="language",
+        arguments=LanguageCommand,
+        pattern="<code>",
+        description="Set the language of digests and answers",
+        example="/language de",
+        parse=_parse_language,
+        run=language,
+        instant=True,
+    ),
+    Action(
+        name="profile",
+        arguments=ProfileCommand,
+        pattern="<text>",
+        description="Tell Lookout who you are and what you care about",
+        example="/profile We are a robotics startup; we care about open models and hardware",
+        parse=_parse_profile,
+        run=profile,
+        instant=True,
+    ),
+    Action(
+        name="forget",
+        arguments=ForgetCommand,
+        pattern="",
+        description="Clear this conversation's memory",
+        run=forget,
+        instant=True,
+    ),
+    Action(
+        name="usage",
+        arguments=UsageCommand,
+        pattern="",
+        description="Tokens and cost today and this month",
+        run=usage,
+        instant=True,
+    ),
+)
+"""The per-chat settings family, in the order /help lists it."""

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
 from agent import subscribing
-from agent.commands.common import refuse
-from agent.commands.specs import (
-    BriefingCommand,
-    BrowseCommand,
-    DeliverCommand,
-    ShareCommand,
-    SubscribeCommand,
-    TransferCommand,
-    UnshareCommand,
-    UnsubscribeCommand,
+from agent.commands.action import Action, Arguments, Proposal, ToolRefusal, ToolUse, monitor_role
+from agent.commands.common import chat_timezone, refuse
+from agent.commands.grammar import (
+    CLOSE_QUOTES,
+    MAX_QUERY_CHARS,
+    OPEN_QUOTES,
+    SCHEDULE_HELP,
+    CommandError,
+    ParseOptions,
+    monitor_id,
 )
 from agent.context import Services, Turn
 from agent.messages import Button, Reply
-from monitors import BROWSE_LIMIT, MonitorNotFoundError, ScheduleError, chat_label
+from monitors import BROWSE_LIMIT, MonitorNotFoundError, Schedule, ScheduleError, chat_label, parse_schedule
 from storage import ChatRecord, DeliveryMode
 
 __all__ = [
+    "ACTIONS",
     "NOT_ALLOWED",
+    "BriefingCommand",
+    "BrowseCommand",
+    "DeliverCommand",
+    "ShareCommand",
+    "SubscribeCommand",
+    "TransferCommand",
+    "UnshareCommand",
+    "UnsubscribeCommand",
     "briefing",
     "browse",
     "chat_may_share",
@@ -38,6 +51,70 @@ NOT_ALLOWED = (
 )
 
 
+class ShareCommand(Arguments):
+    """`/share <id>` (the chat tool may also unshare: `shared=false`)."""
+
+    name: ClassVar[str] = "share"
+    monitor_id: int = Field(description="See list_monitors.")
+    shared: bool = Field(default=True, description="False to stop sharing.")
+
+
+class UnshareCommand(Arguments):
+    """`/unshare <id>`."""
+
+    name: ClassVar[str] = "unshare"
+    monitor_id: int = Field(description="See list_monitors.")
+
+
+class BrowseCommand(Arguments):
+    """`/browse [words]`."""
+
+    name: ClassVar[str] = "browse"
+    words: str = ""
+
+
+class SubscribeCommand(Arguments):
+    """`/subscribe <id>`."""
+
+    name: ClassVar[str] = "subscribe"
+    monitor_id: int = Field(description="See browse_shared_monitors.")
+
+
+class UnsubscribeCommand(Arguments):
+    """`/unsubscribe <id>`."""
+
+    name: ClassVar[str] = "unsubscribe"
+    monitor_id: int = Field(description="See list_monitors.")
+
+
+class TransferCommand(Arguments):
+    """`/transfer <id> [chat]`: without a chat, list who may take it."""
+
+    name: ClassVar[str] = "transfer"
+    monitor_id: int = Field(description="See list_monitors.")
+    to_chat: str | None = Field(default=None, description="The subscriber chat's name or platform:id.")
+    """`platform:id`, a bare platform id or a subscriber chat's title, as written."""
+
+
+class BriefingCommand(Arguments):
+    """`/briefing [<schedule>|off]`; without arguments it shows the current one."""
+
+    name: ClassVar[str] = "briefing"
+    schedule: str | None = Field(default=None, description='When, e.g. "daily at 08:00" (the chat\'s timezone).')
+    """The new briefing time in the schedule grammar (the parser's canonical text names its zone); None to show the
+    current one or, with `off`, to turn it off."""
+    off: bool = Field(default=False, description="True turns the briefing off.")
+
+
+class DeliverCommand(Arguments):
+    """`/deliver <id> now|briefing` (the chat tool may also pause or resume this chat's delivery)."""
+
+    name: ClassVar[str] = "deliver"
+    monitor_id: int = Field(description="See list_monitors.")
+    how: Literal["now", "briefing", "pause", "resume"]
+    """After each run, in this chat's briefing, or this chat's delivery paused or resumed."""
+
+
 def chat_may_share(services: Services, turn: Turn) -> bool:
     """Whether this chat may browse and subscribe: the chat itself is inside ALLOWED_*/ADMIN_USERS (see
     `AccessPolicy.chat_allowed`), not merely the person writing."""
@@ -49,7 +126,7 @@ def _not_allowed(turn: Turn) -> list[Reply]:
 
 
 async def share(services: Services, turn: Turn, command: ShareCommand) -> list[Reply]:
-    return await _set_shared(services, turn, command.monitor_id, shared=True)
+    return await _set_shared(services, turn, command.monitor_id, shared=command.shared)
 
 
 async def unshare(services: Services, turn: Turn, command: UnshareCommand) -> list[Reply]:
@@ -179,18 +256,284 @@ async def briefing(services: Services, turn: Turn, command: BriefingCommand) -> 
             ]
         return [Reply(text=f"This chat's briefing: {line}. `/briefing off` stops it.")]
     try:
-        text = await subscribing.set_briefing(services.monitors, turn.chat.id, command.schedule)
+        schedule = _briefing_schedule(command.schedule, turn, services, min_interval_seconds=0)
+        text = await subscribing.set_briefing(services.monitors, turn.chat.id, None if command.off else schedule)
     except ScheduleError as error:
         return refuse(str(error), usage="briefing")
     return [Reply(text=text)]
 
 
+def _briefing_schedule(
+    text: str | None, turn: Turn, services: Services, *, min_interval_seconds: int
+) -> Schedule | None:
+    """A briefing's schedule text read in the chat's timezone (unless it names one); raises `ScheduleError`."""
+    if text is None:
+        return None
+    return parse_schedule(text, timezone=chat_timezone(turn, services), min_interval_seconds=min_interval_seconds)
+
+
 async def deliver(services: Services, turn: Turn, command: DeliverCommand) -> list[Reply]:
     """One monitor's digests one by one (`now`) or in this chat's briefing."""
+    paused = {"pause": True, "resume": False}.get(command.how)
     try:
         text = await subscribing.change_delivery(
-            services.monitors, turn.chat.id, command.monitor_id, mode=DeliveryMode(command.mode)
+            services.monitors,
+            turn.chat.id,
+            command.monitor_id,
+            paused=paused,
+            mode=DeliveryMode(command.how) if paused is None else None,
         )
     except (MonitorNotFoundError, ValueError) as error:
         return refuse(str(error))
     return [Reply(text=text)]
+
+
+# --- parsing ------------------------------------------------------------------------------------------------
+
+
+def _parse_share(args: str, _options: ParseOptions) -> ShareCommand:
+    words = args.split()
+    if len(words) != 1:
+        raise CommandError("share", "/share needs exactly one monitor number (see /monitors).")
+    return ShareCommand(monitor_id=monitor_id("share", words[0]))
+
+
+def _parse_browse(args: str, _options: ParseOptions) -> BrowseCommand:
+    if len(args) > MAX_QUERY_CHARS:
+        raise CommandError("browse", f"Keep the words under {MAX_QUERY_CHARS} characters.")
+    return BrowseCommand(words=args)
+
+
+def _parse_transfer(args: str, _options: ParseOptions) -> TransferCommand:
+    first, _, rest = args.partition(" ")
+    if not first:
+        raise CommandError("transfer", "Give the monitor's number, and the chat to hand it to.")
+    target = rest.strip().strip(OPEN_QUOTES + CLOSE_QUOTES).strip()
+    if len(target) > 256:
+        raise CommandError("transfer", "That chat name is too long.")
+    return TransferCommand(monitor_id=monitor_id("transfer", first), to_chat=target or None)
+
+
+def _parse_briefing(args: str, options: ParseOptions) -> BriefingCommand:
+    if not args:
+        return BriefingCommand()
+    if args.lower() in ("off", "stop", "none", "cancel"):
+        return BriefingCommand(off=True)
+    try:
+        schedule = parse_schedule(args, timezone=options.timezone, min_interval_seconds=options.min_interval_seconds)
+    except ScheduleError as problem:
+        raise CommandError("briefing", str(problem)) from None
+    return BriefingCommand(schedule=schedule.to_text())
+
+
+_DELIVERY_MODES: dict[str, Literal["now", "briefing"]] = {
+    "now": "now", "immediately": "now", "each": "now", "briefing": "briefing", "digest": "briefing",
+}  # fmt: skip
+
+
+def _parse_deliver(args: str, _options: ParseOptions) -> DeliverCommand:
+    words = args.split()
+    if len(words) != 2 or words[1].lower() not in _DELIVERY_MODES:
+        raise CommandError("deliver", "Give the monitor's number and `now` or `briefing`, like /deliver 3 now.")
+    return DeliverCommand(monitor_id=monitor_id("deliver", words[0]), how=_DELIVERY_MODES[words[1].lower()])
+
+
+# --- proposals (the chat agent's tools) ---------------------------------------------------------------------
+
+
+async def _propose_subscribe(services: Services, turn: Turn, command: SubscribeCommand) -> Proposal | str:
+    if not chat_may_share(services, turn):
+        raise ToolRefusal(NOT_ALLOWED.format(chat_id=turn.incoming.chat_external_id))
+    entries = {entry.view.id: entry for entry in await services.monitors.sharing.browse(turn.chat.id)}
+    entry = entries.get(command.monitor_id)
+    if entry is None and not turn.is_admin:
+        raise ToolRefusal(f"There is no shared monitor #{command.monitor_id}; call browse_shared_monitors for the ids.")
+    if entry is not None and entry.view.subscribed:
+        return f"This chat already receives monitor #{command.monitor_id}; nothing to do."
+    topic = f" “{entry.view.topic}” ({entry.view.schedule}, by {entry.owner})" if entry else ""
+    return Proposal(description=f"subscribe to monitor #{command.monitor_id}{topic}")
+
+
+async def _propose_unsubscribe(services: Services, turn: Turn, command: UnsubscribeCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "owner":
+        raise ToolRefusal(f"This chat owns monitor #{view.id}: propose delete_monitor or transfer_monitor instead.")
+    return Proposal(description=f"stop receiving monitor #{view.id} “{view.topic}”")
+
+
+async def _propose_transfer(services: Services, turn: Turn, command: TransferCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    candidates = await services.monitors.sharing.subscribers(view.id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    matches = _matching(candidates, command.to_chat or "")
+    if len(matches) != 1:
+        names = ", ".join(f"{chat_label(chat)} ({_address(chat)})" for chat in candidates) or "none"
+        raise ToolRefusal(f"Name exactly one subscriber chat of monitor #{view.id}; its subscribers: {names}.")
+    target = matches[0]
+    return Proposal(
+        description=f"hand monitor #{view.id} “{view.topic}” over to {chat_label(target)}",
+        arguments=TransferCommand(monitor_id=view.id, to_chat=_address(target)),
+    )
+
+
+_DELIVERY_WORDS = {
+    "pause": "pause this chat's delivery of",
+    "resume": "resume this chat's delivery of",
+    "now": "receive after each run",
+    "briefing": "receive in this chat's briefing",
+}
+
+
+async def _propose_deliver(services: Services, turn: Turn, command: DeliverCommand) -> Proposal | str:
+    view, _role = await monitor_role(services, turn, command.monitor_id)
+    if command.how == "briefing" and turn.chat.briefing_schedule is None:
+        raise ToolRefusal("This chat has no briefing; propose set_briefing first.")
+    return Proposal(description=f"{_DELIVERY_WORDS[command.how]} monitor #{view.id} “{view.topic}”")
+
+
+async def _propose_briefing(services: Services, turn: Turn, command: BriefingCommand) -> Proposal | str:
+    if command.off:
+        return Proposal(description="turn this chat's briefing off", arguments=BriefingCommand(off=True))
+    if command.schedule is None:
+        return f"This chat's briefing: {subscribing.briefing_line(turn.chat)}."
+    try:
+        schedule = _briefing_schedule(
+            command.schedule, turn, services, min_interval_seconds=services.settings.min_interval_seconds
+        )
+    except ScheduleError as error:
+        raise ToolRefusal(f"{error} {SCHEDULE_HELP}") from None
+    assert schedule is not None  # a text was given
+    return Proposal(
+        description=f"send this chat one briefing {schedule.describe()} instead of a message per run",
+        arguments=BriefingCommand(schedule=schedule.to_text()),
+    )
+
+
+async def _propose_share(services: Services, turn: Turn, command: ShareCommand) -> Proposal | str:
+    view, role = await monitor_role(services, turn, command.monitor_id)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    if view.shared == command.shared:
+        return f"Monitor #{view.id} is already {'shared' if command.shared else 'not shared'}; nothing to do."
+    what = "share" if command.shared else "stop sharing"
+    return Proposal(description=f"{what} monitor #{view.id} “{view.topic}”")
+
+
+# --- the definitions ----------------------------------------------------------------------------------------
+
+ACTIONS = (
+    Action(
+        name="share",
+        arguments=ShareCommand,
+        pattern="<id>",
+        description="List one of this chat's monitors in /browse so other chats can subscribe",
+        example="/share 3",
+        parse=_parse_share,
+        run=share,
+        instant=True,
+        tool=ToolUse(
+            name="share_monitor",
+            description="Propose listing a monitor of this chat for other chats to subscribe to (shared=false: "
+            "unlist it); the person must confirm.",
+            propose=_propose_share,
+        ),
+    ),
+    Action(
+        name="unshare",
+        arguments=UnshareCommand,
+        pattern="<id>",
+        description="Take a monitor out of /browse",
+        example="/unshare 3",
+        run=unshare,
+        instant=True,
+    ),
+    Action(
+        name="browse",
+        arguments=BrowseCommand,
+        pattern="[words]",
+        description="Shared monitors you can subscribe to (optionally only topics with these words)",
+        example="/browse deepseek",
+        parse=_parse_browse,
+        run=browse,
+    ),
+    Action(
+        name="subscribe",
+        arguments=SubscribeCommand,
+        pattern="<id>",
+        description="Receive a shared monitor's digests in this chat too",
+        example="/subscribe 3",
+        run=subscribe,
+        tool=ToolUse(
+            name="subscribe_to_monitor",
+            description="Propose that this chat also receives a shared monitor's digests.",
+            propose=_propose_subscribe,
+        ),
+    ),
+    Action(
+        name="unsubscribe",
+        arguments=UnsubscribeCommand,
+        pattern="<id>",
+        description="Stop receiving a monitor you subscribed to",
+        example="/unsubscribe 3",
+        run=unsubscribe,
+        instant=True,
+        tool=ToolUse(
+            name="unsubscribe_from_monitor",
+            description="Propose that this chat stops receiving a monitor another chat owns.",
+            propose=_propose_unsubscribe,
+        ),
+    ),
+    Action(
+        name="transfer",
+        arguments=TransferCommand,
+        pattern="<id> [chat]",
+        description="Hand a monitor to one of its subscribers (without a chat: list them)",
+        example="/transfer 3 telegram:-1001234567890",
+        parse=_parse_transfer,
+        run=transfer,
+        tool=ToolUse(
+            name="transfer_monitor",
+            description="Propose handing a monitor of this chat to one of its subscriber chats; the person must "
+            "confirm.",
+            propose=_propose_transfer,
+        ),
+    ),
+    Action(
+        name="briefing",
+        arguments=BriefingCommand,
+        pattern="<schedule>|off",
+        description="One morning briefing of all your monitors instead of a message per run",
+        example="/briefing daily at 08:00",
+        parse=_parse_briefing,
+        run=briefing,
+        instant=True,
+        tool=ToolUse(
+            name="set_briefing",
+            description="Propose one briefing of all this chat's monitors at a set time instead of a message per run "
+            "(or off); the person must confirm.",
+            propose=_propose_briefing,
+        ),
+    ),
+    Action(
+        name="deliver",
+        arguments=DeliverCommand,
+        pattern="<id> now|briefing",
+        description="Get one monitor per run (now) or in your briefing",
+        example="/deliver 3 now",
+        parse=_parse_deliver,
+        run=deliver,
+        instant=True,
+        tool=ToolUse(
+            name="set_delivery",
+            description="Propose how THIS chat receives a monitor (other chats unaffected): after each run (now), in "
+            "the briefing, paused or resumed; the person must confirm.",
+            propose=_propose_deliver,
+        ),
+    ),
+)
+"""The sharing family, in the order /help lists it."""

@@ -10,18 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent import CALLBACK_DATA_MAX_BYTES, Incoming
+from bots.slack.manifest import SLASH_COMMANDS, UMBRELLA_COMMAND
 from bots.slack.render import escape_mrkdwn
-
-SLASH_COMMANDS: dict[str, str] = {
-    "/lookout": "Talk to Lookout — any command (track, monitors, digest, search, help…)",
-    "/track": "Start a standing monitor that posts a cited digest here",
-    "/monitors": "List this channel's monitors",
-    "/digest": "Run a monitor now and post its digest with the CSV",
-    "/search": "Search the sources right now",
-}
-"""The slash commands the app registers (and slack_app_manifest.yaml declares), with their descriptions."""
-UMBRELLA_COMMAND = "/lookout"
-"""`/lookout <command…>` reaches every command; empty text means /help."""
 
 _ENTITY = re.compile(r"<([^<>\n]*)>")
 _DIRECT_CHANNEL = "directmessage"

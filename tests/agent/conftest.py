@@ -5,32 +5,17 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from storage import ChatRecord, ChatRepository, Database, upgrade_database
+from tests.backends import sqlite_url
+from tests.kit import FakeClock
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 """The tests' starting "now"."""
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
-
-
-class FakeClock:
-    """A clock that only moves when the test says so."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture(scope="session")

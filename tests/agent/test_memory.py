@@ -28,7 +28,8 @@ from agent.memory import (
     turn_starts,
 )
 from storage import ChatRecord, ConversationChanges, ConversationRecord, ConversationRepository, Database
-from tests.agent.conftest import T0, FakeClock
+from tests.agent.conftest import T0
+from tests.kit import FakeClock
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 from app.settings import Settings, load_settings
 from tests.app.cluster import throwaway_database
+from tests.backends import postgres_admin_url
 
 
 @pytest.fixture(autouse=True)
@@ -26,10 +26,7 @@ def isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Pat
 def job_queue_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Settings]:
     """Settings for JOB_QUEUE=procrastinate on a throwaway PostgreSQL database (skipped without TEST_DATABASE_URL);
     the environment holds them too, for the CLI."""
-    admin_url = os.environ.get("TEST_DATABASE_URL")
-    if not admin_url:
-        pytest.skip("TEST_DATABASE_URL is not set")
-    with throwaway_database(admin_url) as url:
+    with throwaway_database(postgres_admin_url()) as url:
         monkeypatch.setenv("DATABASE_URL", url)
         monkeypatch.setenv("JOB_QUEUE", "procrastinate")
         monkeypatch.setenv("DATA_DIR", str(tmp_path))

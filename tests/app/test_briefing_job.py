@@ -18,8 +18,9 @@ from monitors import DeliveryWorker, MonitorService, MonitorSettings, parse_sche
 from research.pipeline import run_pipeline
 from storage import ChatRepository, Database, DeliveryRepository, DeliveryStatus, RunRepository
 from storage.models import Run
+from tests.kit import FakeClock
 from tests.monitors.conftest import story_source
-from tests.monitors.fakes import FakeClock, RecordingSender, resolver
+from tests.monitors.fakes import RecordingSender, resolver
 
 pytestmark = pytest.mark.postgres
 

@@ -18,8 +18,8 @@ from app.settings import load_settings
 from bots.telegram import TelegramLimits
 from monitors.delivery import NOTICE_KIND
 from storage import ChatRepository, Database, DeliveryRepository, RunOutcome, RunRepository, upgrade_database
-from tests.bots.telegram_world import eventually
 from tests.fakes.telegram import RateLimit, running_fake_telegram
+from tests.kit import eventually
 
 GROUP = -100777
 

@@ -6,7 +6,6 @@ feeds; they are skipped without TEST_DATABASE_URL.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections import Counter
@@ -21,6 +20,7 @@ from procrastinate import App, PsycopgConnector
 from app.jobqueue import TICK, psycopg_conninfo
 from storage import ChatRepository, Database, MonitorRepository
 from tests.app.cluster import Cluster, LookoutProcess, running_cluster, wait_for
+from tests.backends import postgres_admin_url
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest
 from tests.fakes.telegram import FakeTelegram, RateLimit, SentMessage, running_fake_telegram
 
@@ -45,10 +45,7 @@ def feed_xml(count: int = 5) -> str:
 
 @pytest.fixture
 def admin_url() -> str:
-    url = os.environ.get("TEST_DATABASE_URL")
-    if not url:
-        pytest.skip("TEST_DATABASE_URL is not set")
-    return url
+    return postgres_admin_url()
 
 
 @pytest.fixture

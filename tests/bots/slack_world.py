@@ -21,6 +21,7 @@ from sources.config import SourcesConfig
 from sources.hn import HackerNewsSource
 from sources.http import HttpClient
 from storage import Database, upgrade_database
+from tests.backends import sqlite_url
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.slack import BOT_TOKEN
 
@@ -28,10 +29,6 @@ T0 = datetime(2026, 11, 20, 13, 0, tzinfo=UTC)
 """The tests' "now": a few hours after the recorded Hacker News stories, so they fall in the window."""
 PAYLOADS = Path(__file__).parent.parent / "sources" / "payloads"
 SIGNING_SECRET = "test-signing-secret-0123456789abcdef"
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
 
 
 def migrated_template(directory: Path) -> Path:

@@ -11,8 +11,7 @@ the worker on the test's event loop. The clock is pinned at `T0`; the chat model
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +31,11 @@ from storage import Database
 from tests.bots.slack_world import T0, fake_source_urls, serve_hacker_news
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import FakeTelegram, SentMessage, running_fake_telegram
+from tests.kit import eventually
 
 __all__ = [
     "T0",
     "TelegramWorld",
-    "eventually",
-    "eventually_async",
     "last_user_text",
     "scripted_model",
     "telegram_world",
@@ -63,24 +61,6 @@ class TelegramWorld:
 
         await eventually(lambda: len(arrived()) >= count, what=f"{count} message(s) in chat {chat_id}")
         return arrived()[:count]
-
-
-async def eventually(condition: Callable[[], bool], *, what: str, timeout: float = 30.0) -> None:
-    """Wait until `condition()` holds (polling); fail the test with `what` after a generous timeout."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-async def eventually_async(condition: Callable[[], Awaitable[bool]], *, what: str, timeout: float = 30.0) -> None:
-    """`eventually` for a condition that must be awaited (a database query)."""
-    deadline = time.monotonic() + timeout
-    while not await condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def last_user_text(messages: list[ModelMessage]) -> str:

@@ -39,7 +39,6 @@ from tests.bots.slack_world import (
     migrated_template,
     serve_hacker_news,
 )
-from tests.bots.telegram_world import eventually
 from tests.fakes.hostile_xml import HOSTILE_NAMES, MARKER, hostile_document
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.slack import (
@@ -52,6 +51,7 @@ from tests.fakes.slack import (
     running_fake_slack,
 )
 from tests.fakes.telegram import FakeTelegram, SentMessage, running_fake_telegram
+from tests.kit import eventually
 
 OWNER, SECOND = 1001, 2002
 CHANNEL, DM = "C0NEWSROOM", "D0ANN"

@@ -18,7 +18,8 @@ from research.pipeline import run_pipeline
 from sources.base import SearchQuery
 from storage import ChatRecord, ChatRepository, Database
 from tests.backends import sqlite_url
-from tests.monitors.fakes import FakeClock, RecordingSender, resolver
+from tests.kit import FakeClock
+from tests.monitors.fakes import RecordingSender, resolver
 from tests.research.fake_sources import RecordingSource, make_item
 
 T0 = datetime(2026, 11, 20, 13, 0, tzinfo=UTC)

@@ -1,32 +1,15 @@
-"""Test doubles for monitors: a recording chat sender, a settable clock and a source resolver over fake sources."""
+"""Test doubles for monitors: a recording chat sender and a source resolver over fake sources (the clock is
+`tests.kit.FakeClock`)."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
 from monitors import DeliveryError, Reply
 from sources.base import Source
 from storage import ChatRecord
-
-
-class FakeClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now += timedelta(**delta)
-        return self.now
-
-    def set(self, now: datetime) -> None:
-        self.now = now
 
 
 @dataclass(frozen=True)

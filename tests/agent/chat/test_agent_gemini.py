@@ -13,9 +13,9 @@ from pydantic_ai.providers.google import GoogleProvider
 
 from storage import ChatRecord, Database, UsageRepository
 from tests.agent.chat_world import ChatWorld, make_world
-from tests.agent.conftest import FakeClock
 from tests.fakes.gemini import FakeGemini, daily_quota_body
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.kit import FakeClock
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from agent.chat.summary import summarise
-from agent.commands.settings import forget
+from agent.commands.settings import ForgetCommand, forget
 from storage import ChatRecord, ConversationRepository, Database, UsageEntry, UsageRepository
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns, user_prompts
-from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import FakeClock
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ async def test_forget_clears_what_the_agent_remembers(world: ChatWorld) -> None:
     turn = world.turn("my name is Alice")
     await agent.reply(turn)
 
-    said = await forget(agent_services(agent), turn)  # what /forget does
+    said = await forget(agent_services(agent), turn, ForgetCommand())  # what /forget does
     assert said[0].text.startswith("Done")
     await agent.reply(world.turn("what is my name?"))
 

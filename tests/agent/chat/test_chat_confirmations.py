@@ -15,8 +15,8 @@ from agent.conversation import Conversation
 from agent.messages import Reply
 from storage import ChatRecord, ChatRepository, Database, MonitorRepository
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns
-from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import FakeClock
 
 
 @pytest.fixture
@@ -214,7 +214,7 @@ async def test_update_pause_and_delete_wait_for_confirmation(world: ChatWorld) -
     await agent.reply(world.turn("delete it"))
     assert await world.monitor_topics() == ["Rust"]
     deleted = await agent.settle_confirmation(world.turn("yes"))
-    assert deleted is not None and f"Deleted monitor **#{view.id} Rust**" in deleted[0].text
+    assert deleted is not None and f"Deleted monitor #{view.id} “Rust”" in deleted[0].text
     assert await world.monitor_topics() == []
 
 

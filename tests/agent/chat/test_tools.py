@@ -26,8 +26,8 @@ from storage import (
     RunRepository,
 )
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns
-from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.kit import FakeClock
 
 PAYLOADS = Path(__file__).parents[2] / "sources" / "payloads"
 

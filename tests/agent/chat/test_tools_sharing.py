@@ -14,9 +14,9 @@ from pydantic_ai.providers.google import GoogleProvider
 
 from storage import ChatRecord, ChatRepository, Database, DeliveryMode, MonitorRepository, SubscriptionRepository
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, make_world, say, tool_returns
-from tests.agent.conftest import FakeClock
 from tests.fakes.gemini import FakeGemini
 from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import FakeClock
 
 
 @pytest.fixture

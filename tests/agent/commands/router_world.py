@@ -25,8 +25,8 @@ from sources.http import HostPolicy, HttpClient
 from sources.registry import build_sources, feed_factory, resolve_source_specs, rsshub_factory
 from sources.web import WebResult, WebResults, WebSearchRequest, WebSearchSource
 from storage import ChatRecord, ChatRepository, Database, UserRepository
-from tests.agent.conftest import FakeClock
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.kit import FakeClock
 from tests.monitors.fakes import RecordingSender, Sent
 
 PAYLOADS = Path(__file__).resolve().parents[2] / "sources" / "payloads"

@@ -8,38 +8,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.commands.parser import (
-    ParseOptions,
-    is_command,
+from agent.commands.catalogue import (
+    CATALOGUE,
+    Command,
+    HelpCommand,
+    StartCommand,
+    bot_commands,
+    help_text,
     is_instant_command,
     parse_command,
     parse_command_words,
     parse_prefixed,
 )
-from agent.commands.specs import (
-    COMMAND_SPECS,
-    CollectCommand,
-    Command,
-    CommandError,
+from agent.commands.grammar import CommandError, ParseOptions, is_command
+from agent.commands.monitors import (
     DigestCommand,
-    ExportCommand,
-    ForgetCommand,
-    HelpCommand,
-    LanguageCommand,
     MonitorsCommand,
     PauseCommand,
-    ProfileCommand,
     QuietCommand,
     ResumeCommand,
-    SearchCommand,
-    StartCommand,
-    TimezoneCommand,
     TrackCommand,
     UntrackCommand,
-    UsageCommand,
-    bot_commands,
-    help_text,
 )
+from agent.commands.research import CollectCommand, ExportCommand, SearchCommand
+from agent.commands.settings import ForgetCommand, LanguageCommand, ProfileCommand, TimezoneCommand, UsageCommand
 from monitors import ScheduleKind
 
 OPTIONS = ParseOptions(timezone="Europe/Berlin", min_interval_seconds=900, bot_username="LookoutBot")
@@ -113,16 +105,16 @@ def test_every_command_parses(text: str, expected: Command) -> None:
 
 
 def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> None:
-    assert set(COMMAND_SPECS) == {
+    assert set(CATALOGUE) == {
         "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest", "quiet",
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
         "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
     }  # fmt: skip
     for name, description in bot_commands():
-        assert name in COMMAND_SPECS
+        assert name in CATALOGUE
         assert 1 <= len(description) <= 256
     overview = help_text()
-    for spec in COMMAND_SPECS.values():
+    for spec in CATALOGUE.values():
         assert spec.usage in overview
         if spec.example:  # every example in the table is itself a valid command
             assert not isinstance(parse(spec.example), CommandError | None), spec.example
@@ -194,8 +186,8 @@ def test_bad_arguments_answer_with_the_commands_usage_line(text: str, command: s
     result = parse(text)
     assert isinstance(result, CommandError), result
     assert result.command == command
-    assert result.usage == COMMAND_SPECS[command].usage
-    assert result.text.endswith(f"Usage: {COMMAND_SPECS[command].usage}")
+    assert result.usage == CATALOGUE[command].usage
+    assert result.text.endswith(f"Usage: {CATALOGUE[command].usage}")
     assert result.reason
 
 
@@ -204,7 +196,7 @@ def test_an_unknown_command_names_the_known_ones() -> None:
     assert isinstance(result, CommandError)
     assert result.command is None
     assert "/frobnicate" in result.reason and "/track" in result.reason
-    assert result.usage == COMMAND_SPECS["help"].usage
+    assert result.usage == CATALOGUE["help"].usage
 
 
 def test_free_text_is_not_a_command() -> None:
@@ -246,7 +238,7 @@ def test_track_too_frequent_says_why() -> None:
     assert isinstance(result, CommandError)
     assert result.command == "track"
     assert "too often" in result.reason and "15 minutes" in result.reason
-    assert result.usage == COMMAND_SPECS["track"].usage
+    assert result.usage == CATALOGUE["track"].usage
 
 
 @pytest.mark.parametrize(
@@ -344,7 +336,7 @@ def test_fuzz_any_text_parses_to_a_command_an_error_or_free_text(text: str) -> N
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.sampled_from(sorted(COMMAND_SPECS)),
+    st.sampled_from(sorted(CATALOGUE)),
     st.lists(
         st.one_of(
             st.text(max_size=12),
@@ -357,7 +349,7 @@ def test_fuzz_any_text_parses_to_a_command_an_error_or_free_text(text: str) -> N
 def test_fuzz_known_commands_with_arbitrary_arguments(name: str, words: list[str]) -> None:
     result = parse_command(f"/{name} {' '.join(words)}", options=OPTIONS)
     if isinstance(result, CommandError):
-        assert result.usage == COMMAND_SPECS[name].usage
+        assert result.usage == CATALOGUE[name].usage
         assert "could not read" not in result.reason
     else:
         assert result is not None and result.name == name

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent.commands.parser import parse_command
-from agent.commands.router import START_TEXT
-from agent.commands.specs import COMMAND_SPECS, CollectCommand, CommandError, SearchCommand, help_text
+from agent.commands.catalogue import CATALOGUE, START_TEXT, help_text, parse_command
+from agent.commands.grammar import CommandError
+from agent.commands.research import CollectCommand, SearchCommand
 from agent.memory import encode_messages
 from sources import SearchQuery
 from storage import ConversationRepository, Database, UsageEntry, UsageRepository
@@ -41,7 +41,7 @@ async def test_start_and_help(world: RouterWorld) -> None:
     assert start.text == START_TEXT == deep_link.text
     assert "`/track DeepSeek daily at 08:30 from hn,news,arxiv`" in start.text
     assert overview.text == help_text()
-    assert all(f"/{name}" in overview.text for name in COMMAND_SPECS)
+    assert all(f"/{name}" in overview.text for name in CATALOGUE)
     assert one.text == help_text("track") and "Example: `/track DeepSeek daily at 08:30" in one.text
     assert unknown.text == "There is no command /frobnicate.\nUsage: /help [command]"
     assert world.free_text.replied == []
@@ -202,7 +202,7 @@ async def test_a_spent_budget_shows_zero_left(world: RouterWorld) -> None:
 
 # ---- fuzz ------------------------------------------------------------------------------------------------
 
-_COMMAND_WORDS = st.sampled_from([f"/{name}" for name in COMMAND_SPECS] + ["/", "/x", "/TRACK", "/help@bot"])
+_COMMAND_WORDS = st.sampled_from([f"/{name}" for name in CATALOGUE] + ["/", "/x", "/TRACK", "/help@bot"])
 _ARGUMENT_TEXT = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80
 ) | st.lists(

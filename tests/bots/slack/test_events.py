@@ -17,6 +17,7 @@ from bots.slack.events import (
     incoming_from_event,
     slack_text_to_plain,
 )
+from bots.slack.manifest import manifest_text
 from bots.slack.render import BLOCKS_PER_MESSAGE, BUTTON_ACTION_PREFIX, reply_messages
 from tests.fakes.slack import BOT_USER_ID, action_body, command_body, event_body
 
@@ -153,6 +154,14 @@ def test_the_manifest_declares_exactly_the_commands_the_app_registers() -> None:
 
     assert set(declared) == set(SLASH_COMMANDS)
     assert all(declared[name]["description"] == description for name, description in SLASH_COMMANDS.items())
+
+
+def test_the_committed_manifest_is_what_the_catalogue_generates() -> None:
+    # regenerate with `uv run python -m bots.slack.manifest > slack_app_manifest.yaml`
+    assert MANIFEST.read_text() == manifest_text()
+    slash = yaml.safe_load(manifest_text())["features"]["slash_commands"]
+    assert [entry["command"] for entry in slash] == ["/lookout", "/track", "/monitors", "/digest", "/search"]
+    assert slash[0]["usage_hint"] == "track DeepSeek daily at 9 | monitors | digest 3 | search DeepSeek R2 | help"
 
 
 def test_the_manifest_subscribes_to_what_the_app_handles_with_the_scopes_it_needs() -> None:

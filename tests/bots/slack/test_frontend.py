@@ -8,7 +8,7 @@ import contextlib
 import json
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +48,7 @@ from tests.fakes.slack import (
     event_body,
     running_fake_slack,
 )
+from tests.kit import eventually
 
 MANIFEST = Path(__file__).parents[3] / "slack_app_manifest.yaml"
 CHANNEL = "C0RESEARCH"
@@ -116,14 +117,6 @@ class World:
             for m in self.slack.messages_in(channel, thread_ts=thread_ts)
             if not m.text.startswith((WORKING_MARK, DONE_MARK))
         ]
-
-
-async def eventually(condition: Callable[[], bool], *, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition never became true")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture(scope="session")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,20 +27,13 @@ from tests.fakes.slack import (
     event_payload,
     running_fake_slack,
 )
+from tests.kit import eventually
 
 CHANNEL = "C0SOCKET"
 
 
 def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart("Hello from Socket Mode.")])
-
-
-async def eventually(condition: Callable[[], bool], *, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition never became true")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture(scope="session")

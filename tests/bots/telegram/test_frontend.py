@@ -31,16 +31,10 @@ from storage import (
 )
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
-from tests.bots.telegram_world import (
-    WEBHOOK_SECRET,
-    TelegramWorld,
-    eventually,
-    eventually_async,
-    scripted_model,
-    telegram_world,
-)
+from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, scripted_model, telegram_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import ApiError, running_fake_telegram
+from tests.kit import eventually, eventually_async
 
 ALICE = 4201
 GROUP = -100777

@@ -17,8 +17,8 @@ from bots.telegram.typing_indicators import TypingIndicators
 from sources import Backoff
 from storage import ChatRepository, Database
 from tests.bots.slack_world import copy_database, migrated_template
-from tests.bots.telegram_world import eventually
 from tests.fakes.telegram import ApiError, FakeTelegram, running_fake_telegram
+from tests.kit import eventually
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 

@@ -28,7 +28,8 @@ from storage import (
 )
 from tests.bots.telegram_html import utf16_units
 from tests.fakes.telegram import ApiError, FakeTelegram, running_fake_telegram
-from tests.monitors.fakes import FakeClock, resolver
+from tests.kit import FakeClock
+from tests.monitors.fakes import resolver
 from tests.research.fake_sources import RecordingSource, make_item
 
 T0 = datetime(2026, 11, 20, 13, 0, tzinfo=UTC)

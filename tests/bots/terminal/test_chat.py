@@ -24,6 +24,7 @@ from bots.terminal.reader import LineReader
 from monitors import Attachment as DigestAttachment
 from monitors import ChatSender
 from storage import ChatRecord, Database, upgrade_database
+from tests.backends import sqlite_url
 
 CONFIRM = Reply(
     text="Create monitor **DeepSeek**, daily at 08:30?",
@@ -44,10 +45,6 @@ class ScriptedConversation:
     async def respond(self, turn: Turn) -> list[Reply]:
         self.turns.append(turn)
         return self.script.get(turn.incoming.text, [Reply(text=f"echo: {turn.incoming.text}")])
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
 
 
 @pytest.fixture

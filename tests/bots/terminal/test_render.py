@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from agent.commands.specs import help_text
+from agent.commands.catalogue import help_text
 from agent.messages import Reply
 from bots.terminal.output import ConsoleOutput
 from bots.terminal.render import markdown_to_plain, render_markdown

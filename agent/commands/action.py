@@ -1,0 +1,160 @@
+"""One chat action, defined once: its name, help line, pydantic arguments, how its text is parsed, who may do it,
+whether the chat agent must have it confirmed, and the one `run` every route ends in.
+
+The catalogue (`agent.commands.catalogue`) derives from these definitions the slash-command parser, the router,
+`/help`, Telegram's command menu, the Slack manifest and the chat agent's tools; a confirmed proposal stores the
+action's name and arguments and runs the same `run` on "yes".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.commands.grammar import CommandError, ParseOptions, monitor_id
+from agent.context import Services, Turn
+from agent.messages import Reply
+from monitors import MonitorView
+
+__all__ = [
+    "Action",
+    "Arguments",
+    "Parse",
+    "Proposal",
+    "Role",
+    "Run",
+    "SlackCommand",
+    "ToolRefusal",
+    "ToolUse",
+    "monitor_role",
+]
+
+
+class Arguments(BaseModel):
+    """An action's typed arguments: what the parser makes of a command's text, the chat tool's parameters, and what
+    a confirmation stores (as JSON) until "yes"."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
+
+    name: ClassVar[str]
+    """The action these arguments are for (the router's key)."""
+
+
+Parse = Callable[[str, ParseOptions], Arguments]
+"""A command's parser: the whitespace-normalised text after the name → arguments, or `CommandError`."""
+
+Run = Callable[[Services, Turn, Any], Awaitable[list[Reply]]]
+"""What an action does for `turn.chat`, with its arguments; the replies say what happened."""
+
+Role = Literal["owner", "subscriber", "admin"]
+"""How the chat asking stands to a monitor: it owns it, it only receives it, or the person is an admin."""
+
+
+async def monitor_role(services: Services, turn: Turn, monitor: int) -> tuple[MonitorView, Role]:
+    """The one permission check of the monitor actions: the monitor as this chat sees it and the chat's role.
+
+    Raises `monitors.MonitorNotFoundError` when this chat neither owns nor receives it (and the person is no admin).
+    """
+    view = await services.monitors.get_monitor(monitor, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    if view.owned_here:
+        return view, "owner"
+    return view, "admin" if turn.is_admin else "subscriber"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Proposal:
+    """A change a chat tool proposes: shown to the person, carried out by the action's `run` on "yes"."""
+
+    description: str
+    """What will happen, in words (a lowercase phrase: "pause monitor #3 “DeepSeek”")."""
+    arguments: Arguments | None = None
+    """What the confirmation stores when the check made the arguments exact (a chat's address for its name); None:
+    the arguments as given."""
+
+
+class ToolRefusal(Exception):
+    """A tool call that cannot be proposed as asked (the model is told why and may try again)."""
+
+
+Propose = Callable[[Services, Turn, Any], Awaitable[Proposal | str]]
+"""Checks a proposed change and says it in words (`Proposal`), or answers at once why nothing needs doing (str)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolUse:
+    """How the chat agent may use an action: as a tool named for the model, with a compact description."""
+
+    name: str
+    """The tool's name (`pause_monitor`)."""
+    description: str
+    """One or two short sentences: every tool's description is in every chat prompt."""
+    propose: Propose | None = None
+    """Set when the change needs the person's confirmation: the tool only proposes it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlackCommand:
+    """The action is also a Slack slash command of its own (besides `/lookout <action>`)."""
+
+    description: str
+    """Slack's description of the command (the manifest's)."""
+    usage_hint: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Action:
+    """One chat action; see the module's docstring for what is derived from it."""
+
+    name: str
+    """Lowercase, no slash (Telegram allows 1-32 of a-z, 0-9 and _)."""
+    arguments: type[Arguments]
+    pattern: str
+    """The arguments as the usage line shows them, "" when it takes none."""
+    description: str
+    """One line, under 256 characters (Telegram's setMyCommands limit)."""
+    run: Run
+    parse: Parse | None = None
+    """None: derived from `arguments` (no fields: no arguments; one `monitor_id`: one monitor number)."""
+    example: str | None = None
+    """A full example, slash included."""
+    instant: bool = False
+    """Answered at once from what is stored (no collection, no model, no file): the chat shows no "typing…" for
+    it, since the answer comes before the indicator would (and the call would only add to the bot's flood limit)."""
+    tool: ToolUse | None = None
+    slack: SlackCommand | None = None
+    command: bool = True
+    """False: no slash command (not parsed, not in /help or the menus); only the chat tool and its confirmation
+    reach it."""
+
+    @property
+    def usage(self) -> str:
+        """The usage line: `/track <topic> [schedule] [from <sources>]`."""
+        return f"/{self.name} {self.pattern}".rstrip()
+
+    def parser(self) -> Parse:
+        """The command's parser: its own, or the one its arguments imply."""
+        if self.parse is not None:
+            return self.parse
+        fields = set(self.arguments.model_fields)
+        name, model = self.name, self.arguments
+        if not fields:
+
+            def no_arguments(text: str, _options: ParseOptions) -> Arguments:
+                if text:
+                    raise CommandError(name, f"/{name} takes no arguments.")
+                return model()
+
+            return no_arguments
+        if fields == {"monitor_id"}:
+
+            def one_monitor(text: str, _options: ParseOptions) -> Arguments:
+                words = text.split()
+                if len(words) != 1:
+                    raise CommandError(name, f"/{name} needs exactly one monitor number (see /monitors).")
+                return model.model_validate({"monitor_id": monitor_id(name, words[0])})
+
+            return one_monitor
+        raise TypeError(f"/{name} needs its own parser for the arguments {sorted(fields)}")

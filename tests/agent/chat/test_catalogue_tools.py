@@ -1,0 +1,192 @@
+"""The chat tools that come from the catalogue of actions: the arguments model is the schema, a proposal stores the
+action's name and arguments, "yes" runs the command's own `run`, and proposals stored by older versions still work."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from agent.chat.tools import CHAT_TOOLS
+from agent.chat.tools_catalogue import compact
+from agent.commands import CATALOGUE
+from agent.confirmations import CatalogueAction, PendingConfirmation
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    ConversationRepository,
+    Database,
+    MonitorRepository,
+    SubscriptionRepository,
+)
+from tests.agent.chat_world import ChatWorld, ScriptedModel, call, make_world, say
+from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import FakeClock
+
+
+@pytest.fixture
+async def world(
+    database: Database, clock: FakeClock, fake_server: FakeHTTPServer, chat: ChatRecord, tmp_path: Path
+) -> AsyncIterator[ChatWorld]:
+    built = await make_world(database, clock, fake_server, chat, tmp_path)
+    yield built
+    await built.http.aclose()
+
+
+def test_a_catalogue_tool_takes_its_schema_from_the_arguments_model() -> None:
+    tools = {tool.name: tool for tool in CHAT_TOOLS}
+    pause = tools["pause_monitor"].tool_def
+
+    assert pause.parameters_json_schema == {
+        "type": "object",
+        "properties": {"monitor_id": {"type": "integer", "description": "See list_monitors."}},
+        "required": ["monitor_id"],
+        "additionalProperties": False,
+    }
+    assert pause.description == CATALOGUE["pause"].tool.description  # type: ignore[union-attr]
+
+
+async def test_a_proposal_stores_the_action_and_yes_runs_the_command(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "Rust", schedule_text="daily at 09:00", sources=["hn"])
+    agent = world.agent(ScriptedModel([call("pause_monitor", monitor_id=view.id), say("Pause it?")]).model)
+
+    await agent.reply(world.turn("pause Rust"))
+    record = await ConversationRepository(world.database).load(world.chat.id)
+    stored = PendingConfirmation.stored(record, now=world.clock())
+    done = await agent.settle_confirmation(world.turn("yes"))
+
+    assert stored is not None and stored.actions == (
+        CatalogueAction(description=f"pause monitor #{view.id} “Rust”", action="pause",
+                        arguments={"monitor_id": view.id}),
+    )  # fmt: skip
+    # the same sentence /pause answers
+    assert done is not None and done[0].text.startswith(f"Monitor #{view.id} “Rust” is paused; `/resume {view.id}`")
+    assert (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
+
+
+async def _store(world: ChatWorld, action: dict[str, object]) -> None:
+    pending = PendingConfirmation.model_validate(
+        {
+            "token": "t0ken",
+            "chat_id": world.chat.id,
+            "thread_key": "",
+            "user_id": world.user.id,
+            "is_admin": False,
+            "actions": [action],
+            "expires_at": (world.clock() + timedelta(minutes=5)).isoformat(),
+        }
+    )
+    await pending.store(world.database, now=world.clock())
+
+
+async def test_a_pause_proposed_by_an_older_version_still_confirms(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "Rust", sources=["hn"])
+    await _store(world, {"kind": "pause", "description": f"pause monitor #{view.id}", "monitor_id": view.id})
+
+    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+
+    assert done is not None and f"Monitor #{view.id} “Rust” is paused" in done[0].text
+    assert (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
+
+
+async def test_a_stored_action_this_version_lacks_is_refused_in_a_sentence(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "Rust", sources=["hn"])
+    await _store(world, {"kind": "action", "description": "frobnicate", "action": "frobnicate", "arguments": {}})
+
+    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+
+    assert done is not None and done[0].text.startswith("This version of Lookout cannot do “frobnicate” any more")
+    assert not (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
+
+
+def test_optional_parameters_are_sent_without_their_null_branch() -> None:
+    tools = {tool.name: tool for tool in CHAT_TOOLS}
+    update = tools["update_monitor"].tool_def.parameters_json_schema["properties"]
+
+    assert update["topic"] == {"type": "string", "description": "New topic."}
+    assert update["sources"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "New full list of sources.",
+    }
+    # a required parameter whose null means something keeps it
+    required = {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "When"}
+    assert compact({"properties": {"when": required}}) == {"properties": {"when": {"anyOf": required["anyOf"]}}}
+
+
+async def test_a_transfer_proposal_stores_the_chat_it_resolved_and_yes_hands_it_over(world: ChatWorld) -> None:
+    other = await ChatRepository(world.database).get_or_create("slack", "C0OTHER", title="#research")
+    view = await world.monitors.create_monitor(world.chat.id, "DeepSeek", sources=["hn"])
+    await world.monitors.sharing.share(view.id, chat_id=world.chat.id)
+    await world.monitors.sharing.subscribe(other.id, view.id)
+    script = ScriptedModel(
+        [
+            call("transfer_monitor", monitor_id=view.id, to_chat="nobody"),
+            call("transfer_monitor", monitor_id=view.id, to_chat="Research"),
+            say("Hand it over?"),
+        ]
+    )
+    agent = world.agent(script.model)
+
+    proposal = (await agent.reply(world.turn("give DeepSeek to research")))[0]
+    record = await ConversationRepository(world.database).load(world.chat.id)
+    stored = PendingConfirmation.stored(record, now=world.clock())
+    done = await agent.settle_confirmation(world.turn("yes"))
+
+    retry = str(script.requests[1][-1].parts[0].content)  # type: ignore[union-attr]
+    assert "Name exactly one subscriber chat" in retry and "(slack:C0OTHER)" in retry
+    assert "hand monitor" in proposal.text and "over to #research" in proposal.text
+    assert stored is not None and stored.actions[0] == CatalogueAction(
+        description=f"hand monitor #{view.id} “DeepSeek” over to #research", action="transfer",
+        arguments={"monitor_id": view.id, "to_chat": "slack:C0OTHER"},
+    )  # fmt: skip
+    assert done is not None and "now belongs to #research" in done[0].text
+    assert (await MonitorRepository(world.database).get(view.id)).owner_chat_id == other.id  # type: ignore[union-attr]
+
+
+async def test_briefing_and_delivery_proposals_of_an_older_version_still_confirm(world: ChatWorld) -> None:
+    other = await ChatRepository(world.database).get_or_create("slack", "C0OTHER", title="#research")
+    theirs = await world.monitors.create_monitor(other.id, "DeepSeek", sources=["hn"])
+    await world.monitors.sharing.share(theirs.id, chat_id=other.id)
+    await world.monitors.sharing.subscribe(world.chat.id, theirs.id)
+    agent = world.agent(ScriptedModel([]).model)
+
+    await _store(world, {"kind": "briefing", "description": "brief me", "schedule_text": "weekdays at 07:30 in UTC"})
+    briefed = await agent.settle_confirmation(world.turn("yes"))
+    await _store(world, {"kind": "delivery", "description": "pause", "monitor_id": theirs.id, "paused": True})
+    paused = await agent.settle_confirmation(world.turn("yes"))
+
+    assert briefed is not None and briefed[0].text.startswith("Briefing set")
+    chat = await ChatRepository(world.database).get(world.chat.id)
+    assert chat is not None and chat.briefing_schedule == "weekdays at 07:30 in UTC"
+    assert paused is not None
+    subscription = await SubscriptionRepository(world.database).get(theirs.id, world.chat.id)
+    assert subscription is not None and subscription.paused
+
+
+async def test_create_and_update_proposals_of_an_older_version_still_confirm(world: ChatWorld) -> None:
+    agent = world.agent(ScriptedModel([]).model)
+    await _store(world, {"kind": "create", "description": "create", "topic": "Rust", "schedule_text":
+                         "daily at 08:00 in UTC", "sources": ["hn"], "timezone": "UTC"})  # fmt: skip
+    created = await agent.settle_confirmation(world.turn("yes"))
+    [record] = await MonitorRepository(world.database).list_for_chat(world.chat.id)
+    await _store(world, {"kind": "update", "description": "update", "monitor_id": record.id,
+                         "schedule_text": "every 6 hours in UTC", "quiet": False})  # fmt: skip
+    updated = await agent.settle_confirmation(world.turn("yes"))
+
+    assert created is not None and created[0].text.startswith(f"Created monitor **#{record.id} Rust**")
+    assert updated is not None and "every 6 hours" in updated[0].text
+    changed = await MonitorRepository(world.database).get(record.id)
+    assert changed is not None and changed.schedule == "every 6 hours in UTC" and changed.quiet is False
+
+
+async def test_an_import_confirmed_from_an_older_version_still_creates_its_monitors(world: ChatWorld) -> None:
+    entries = [{"topic": "Rust", "sources": ["hn"]}, {"topic": "Zig", "sources": ["hn"]}]
+    await _store(world, {"kind": "import", "description": "create 2 monitors from a.json", "entries": entries})
+
+    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+
+    assert done is not None and done[0].text.startswith("Created 2 monitors:")
+    assert sorted(await world.monitor_topics()) == ["Rust", "Zig"]

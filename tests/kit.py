@@ -1,0 +1,52 @@
+"""The test kit every package's tests share: a clock that moves only when told, and waiting for something that
+happens in the background. Database URLs and throwaway databases: `tests/backends.py`; scripted models per
+package (their scripts differ); real model requests are blocked for every test in `tests/conftest.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+
+__all__ = ["FakeClock", "eventually", "eventually_async"]
+
+POLL_SECONDS = 0.02
+"""How often `eventually` looks again: short against what tests wait for, long enough not to busy the loop."""
+
+
+class FakeClock:
+    """A clock that moves only when told to (call it for "now")."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+    def set(self, now: datetime) -> None:
+        self.now = now
+
+
+async def eventually(condition: Callable[[], bool], *, what: str = "the condition", timeout: float = 30.0) -> None:
+    """Wait until `condition()` holds (polling); fail the test naming `what` after a generous timeout."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def eventually_async(
+    condition: Callable[[], Awaitable[bool]], *, what: str = "the condition", timeout: float = 30.0
+) -> None:
+    """`eventually` for a condition that must be awaited (a database query)."""
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(POLL_SECONDS)
