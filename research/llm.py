@@ -13,13 +13,17 @@ from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelAuthenticationError,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     ModelNotFoundError,
     ModelQuotaExceededError,
     ModelRateLimitError,
+    ModelRequestTimeout,
     ModelServerError,
     ModelTimeoutError,
     ModelUnavailableError,
+    OutputTokenLimitExceeded,
+    RunTimedOut,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
@@ -34,22 +38,33 @@ from sources import Backoff, Sleep
 __all__ = [
     "DAILY_QUOTA_REASON",
     "REASON_CHARS",
+    "BoundedModel",
     "FailureKind",
+    "ModelLimits",
     "ModelSet",
+    "OutputMode",
     "QuotaMemory",
     "RetryPolicy",
     "RetryingModel",
     "Sleep",
+    "Stage",
     "answering_model",
     "configured_model",
+    "context_too_long",
     "describe_failure",
+    "estimate_tokens",
     "failure_in_words",
     "failure_kind",
     "failure_leaves",
+    "limits_of",
     "model_chain",
     "model_label",
     "one_line",
+    "output_spec",
     "resilient_model",
+    "stage_settings",
+    "template_refused",
+    "timed_out",
 ]
 
 logger = logging.getLogger(__name__)
@@ -77,8 +92,47 @@ def _says_daily_quota(error: ModelAPIError) -> bool:
     return "PerDay" in body or "per day" in body.lower()
 
 
+_CONTEXT_WORDS = (
+    "context size",
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "exceed_context_size",
+    "context_length_exceeded",
+)
+"""How servers say a prompt is longer than the model's context (llama.cpp, vLLM, OpenAI, Anthropic, Ollama)."""
+
+_TEMPLATE_WORDS = ("chat template", "jinja", "roles must alternate", "template error", "chat_template")
+"""How servers say the model's chat template refused the conversation (llama.cpp with --jinja, vLLM)."""
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{error} {getattr(error, 'body', '') or ''}".lower()
+
+
+def context_too_long(error: BaseException) -> bool:
+    """Whether the server refused the prompt for being longer than the model's context."""
+    return isinstance(error, ModelContextWindowExceededError) or (
+        isinstance(error, ModelAPIError) and any(words in _error_text(error) for words in _CONTEXT_WORDS)
+    )
+
+
+def template_refused(error: BaseException) -> bool:
+    """Whether the server's chat template refused the conversation (an order of roles, a system message)."""
+    return isinstance(error, ModelAPIError) and any(words in _error_text(error) for words in _TEMPLATE_WORDS)
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether a request or a run ran out of time (the transport's timeout, a request or run deadline)."""
+    return isinstance(error, ModelTimeoutError | ModelRequestTimeout | RunTimedOut)
+
+
 def failure_kind(error: BaseException) -> FailureKind:
     """How a model error should be handled (see `FailureKind`)."""
+    if context_too_long(error) or template_refused(error):
+        return "other"  # the same prompt fails the same way again, on any attempt
     if isinstance(error, ModelQuotaExceededError):
         return "quota"
     if isinstance(error, ModelRateLimitError | ModelUnavailableError | ModelServerError | ModelConnectionError):
@@ -105,7 +159,11 @@ def _in_words(error: BaseException) -> str:
     code = f", HTTP {status}" if isinstance(status, int) else ""
     if failure_kind(error) == "quota":
         return "daily quota used up"
-    if isinstance(error, ModelTimeoutError):
+    if context_too_long(error):
+        return "the conversation is longer than the model's context; /forget starts afresh"
+    if template_refused(error):
+        return f"the server's chat template refused the conversation{code}"
+    if timed_out(error):
         return "no answer in time"
     if isinstance(error, ModelConnectionError):
         return "connection error"
@@ -121,6 +179,8 @@ def _in_words(error: BaseException) -> str:
         return f"request rejected{code}"
     if isinstance(error, UsageLimitExceeded):
         return "request limit of the step reached"
+    if isinstance(error, OutputTokenLimitExceeded):
+        return "answer cut at its length limit"
     if isinstance(error, UnexpectedModelBehavior):
         return "unusable answer"
     return "error"
@@ -239,7 +299,10 @@ class RetryingModel(WrapperModel):
 
         return await self._backoff.call(
             attempt,
-            retry_on=lambda error: isinstance(error, ModelAPIError) and failure_kind(error) == "transient",
+            # a timed-out request is not sent again: a busy (local) server would only get a second copy of it
+            retry_on=lambda error: (
+                isinstance(error, ModelAPIError) and failure_kind(error) == "transient" and not timed_out(error)
+            ),
             retry_after=lambda error: getattr(error, "retry_after", None),
             sleep=self._sleep,
             what=f"model {self.wrapped.model_name}",
@@ -270,6 +333,112 @@ class RetryPolicy:
             sleep=self.sleep,
             quota=self.quota,
         )
+
+
+OutputMode = Literal["tool", "native", "prompted"]
+"""How structured output is asked for (LLM_OUTPUT_MODE): `tool` a tool call (pydantic-ai's default), `native` the
+server's JSON-schema response format (grammar-constrained on llama.cpp and Ollama), `prompted` the schema in the
+prompt and JSON parsed from the text (servers whose tool calling and response formats are weak)."""
+
+Stage = Literal["chat", "plan", "critique", "synthesis", "summary", "collect"]
+"""A kind of model request, each with its own output limit."""
+
+CHARS_PER_TOKEN = 3.5
+"""Characters per token for estimates: about 4 in English, fewer in code, JSON and other scripts; erring low keeps
+a prompt estimated this way inside a real tokenizer's count."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free estimate of the tokens `text` costs (see `CHARS_PER_TOKEN`)."""
+    return int(len(text) / CHARS_PER_TOKEN) + 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelLimits:
+    """What every request to the process's models is held to (from settings): an output limit per stage, a
+    timeout, the context size prompts are budgeted to, tool calls per response and per turn, the output mode."""
+
+    chat_max_tokens: int = 1024
+    """LLM_CHAT_MAX_TOKENS: output limit of a chat reply (each response of the turn)."""
+    plan_max_tokens: int = 800
+    critique_max_tokens: int = 2048
+    synthesis_max_tokens: int = 2048
+    summary_max_tokens: int = 512
+    collect_max_tokens: int = 800
+    timeout_seconds: float = 120.0
+    """LLM_TIMEOUT_SECONDS: one request's deadline, every attempt included (the SDK's own retries are off)."""
+    run_seconds: float = 300.0
+    """LLM_RUN_SECONDS: a whole chat turn's or pipeline step's deadline, tool calls and retries included."""
+    context_tokens: int = 32_768
+    """LLM_CONTEXT_TOKENS: the context size prompts are budgeted to (output limit included)."""
+    output_mode: OutputMode = "tool"
+    max_tool_calls_per_response: int = 3
+    """LLM_MAX_TOOL_CALLS: calls of one response beyond this are refused with a message, not run."""
+    max_tool_calls_per_turn: int = 8
+    """Calls in one chat turn beyond this are refused the same way."""
+
+    def max_tokens(self, stage: Stage) -> int:
+        """The output limit of a request of `stage`."""
+        limit: int = getattr(self, f"{stage}_max_tokens")
+        return limit
+
+    def prompt_tokens(self, stage: Stage) -> int:
+        """The tokens a prompt of `stage` may take: the context less the stage's output limit (at least a quarter
+        of the context, so a misconfigured output limit cannot leave no room at all)."""
+        return max(self.context_tokens // 4, self.context_tokens - self.max_tokens(stage))
+
+    def settings(self, stage: Stage) -> ModelSettings:
+        """The model settings of a request of `stage`: its output limit, the timeout, the SDK's retries off (our
+        `RetryingModel` is the one retry rule)."""
+        return ModelSettings(
+            max_tokens=self.max_tokens(stage),
+            timeout=self.timeout_seconds,
+            request_timeout=self.timeout_seconds,
+            max_retries=0,
+        )
+
+
+class BoundedModel(WrapperModel):
+    """The outermost wrapper of every model a `ModelSet` hands out: it carries the `ModelLimits`, and its settings
+    (merged by pydantic-ai under each run's) give every request an output limit, a timeout and no SDK retries, so
+    no request goes out unbounded even from a step that names no stage."""
+
+    def __init__(self, wrapped: Model, limits: ModelLimits) -> None:
+        super().__init__(wrapped)
+        self.limits = limits
+        self._settings = limits.settings("chat")
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        merged = ModelSettings(**{**self.limits.settings("chat"), **(model_settings or {})})
+        return await self.wrapped.request(messages, merged, model_request_parameters)
+
+
+def limits_of(model: Model | str | None) -> ModelLimits:
+    """The limits a model of a `ModelSet` carries; the defaults for any other model."""
+    return model.limits if isinstance(model, BoundedModel) else ModelLimits()
+
+
+def stage_settings(model: Model | str | None, stage: Stage, extra: ModelSettings | None = None) -> ModelSettings:
+    """The settings a request of `stage` goes out with (see `ModelLimits.settings`), `extra` on top."""
+    return ModelSettings(**{**limits_of(model).settings(stage), **(extra or {})})
+
+
+def output_spec(model: Model | str | None, output_type: type[Any]) -> Any:
+    """`output_type` asked for in the model's output mode (LLM_OUTPUT_MODE): a tool call, the server's JSON-schema
+    response format, or the schema in the prompt."""
+    from pydantic_ai import NativeOutput, PromptedOutput, ToolOutput
+
+    mode = limits_of(model).output_mode
+    if mode == "native":
+        return NativeOutput(output_type)
+    if mode == "prompted":
+        return PromptedOutput(output_type)
+    return ToolOutput(output_type)
 
 
 def _fall_back_on(error: Any) -> bool:
@@ -309,15 +478,31 @@ class ModelSet:
     no-model path)."""
     quota: QuotaMemory = field(default_factory=QuotaMemory)
     """Which models ran out of quota lately, shared by every chain above."""
+    limits: ModelLimits = field(default_factory=ModelLimits)
+    """What every request of the set is held to (output limits, timeout, context budget, tool calls)."""
 
     @classmethod
-    def of(cls, light: Model | None, heavy: Model | None, *, policy: RetryPolicy | None = None) -> ModelSet:
-        """The set over two plain models (one policy, so both chains share its quota memory)."""
+    def of(
+        cls,
+        light: Model | None,
+        heavy: Model | None,
+        *,
+        policy: RetryPolicy | None = None,
+        limits: ModelLimits | None = None,
+    ) -> ModelSet:
+        """The set over two plain models (one policy, so both chains share its quota memory), each chain bounded
+        by `limits` (see `BoundedModel`)."""
         policy = policy or RetryPolicy()
+        limits = limits or ModelLimits()
+
+        def bounded(model: Model | None) -> Model | None:
+            return BoundedModel(model, limits) if model is not None else None
+
         return cls(
-            light=resilient_model(light, heavy, policy=policy),
-            heavy=resilient_model(heavy, light, policy=policy),
+            light=bounded(resilient_model(light, heavy, policy=policy)),
+            heavy=bounded(resilient_model(heavy, light, policy=policy)),
             quota=policy.quota,
+            limits=limits,
         )
 
     @classmethod
