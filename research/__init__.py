@@ -55,6 +55,7 @@ from research.iterative import CollectionReport, StopReason, run_iterative_colle
 from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
 from research.language import detect_language, detect_languages, with_languages
 from research.llm import (
+    CHARS_PER_TOKEN,
     BoundedModel,
     FailureKind,
     ModelLimits,
@@ -79,6 +80,7 @@ from research.llm import (
     stage_settings,
     template_refused,
     timed_out,
+    unusable_answer,
 )
 from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
 from research.plan import load_plan
@@ -87,6 +89,7 @@ from research.reputation import SourceKind, outlet_of, source_kind
 from research.usage import USAGE_KIND_LABELS, LlmUsage, UsageKind, estimate_cost_usd, record_usage, sum_usage
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "CLI_FOLDER",
     "COLLECTION_CSV_COLUMNS",
     "RUN_CSV_COLUMNS",
@@ -185,6 +188,7 @@ __all__ = [
     "sum_usage",
     "template_refused",
     "timed_out",
+    "unusable_answer",
     "volume_counts",
     "with_languages",
     "write_csv_rows",

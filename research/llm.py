@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from pydantic_ai.settings import ModelSettings
 from sources import Backoff, Sleep
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "DAILY_QUOTA_REASON",
     "REASON_CHARS",
     "BoundedModel",
@@ -65,6 +67,7 @@ __all__ = [
     "stage_settings",
     "template_refused",
     "timed_out",
+    "unusable_answer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -439,6 +442,48 @@ def output_spec(model: Model | str | None, output_type: type[Any]) -> Any:
     if mode == "prompted":
         return PromptedOutput(output_type)
     return ToolOutput(output_type)
+
+
+REPEAT_SHINGLE_WORDS = 6
+"""Word runs compared to find a looping answer: long enough that ordinary repeated phrases do not count."""
+REPEAT_MIN_WORDS = 40
+"""Shorter answers are never judged repetitive (a short list may repeat its phrasing)."""
+REPEAT_SHARE = 0.5
+"""An answer whose word runs are more than this share repeats of earlier ones is looping."""
+RECITE_WORDS = 12
+"""A run of this many words of the instructions, word for word in an answer, is the model reciting them."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _words(text: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+def _runs(words: list[str], size: int) -> list[tuple[str, ...]]:
+    return [tuple(words[index : index + size]) for index in range(len(words) - size + 1)]
+
+
+def unusable_answer(
+    text: str | None, *, finish_reason: str | None = None, instructions: Sequence[str] = ()
+) -> str | None:
+    """Why a model's answer must not be used or stored, in a few words, or None when it may: cut at the output
+    limit, empty, looping (most of it repeats itself), or reciting the instructions it was given."""
+    if finish_reason == "length":
+        return "cut at its length limit"
+    if text is None or not text.strip():
+        return "empty"
+    words = _words(text)
+    if len(words) >= REPEAT_MIN_WORDS:
+        runs = _runs(words, REPEAT_SHINGLE_WORDS)
+        if runs and 1 - len(set(runs)) / len(runs) > REPEAT_SHARE:
+            return "repeating itself"
+    if len(words) >= RECITE_WORDS:
+        said = set(_runs(words, RECITE_WORDS))
+        for instruction in instructions:
+            if said & set(_runs(_words(instruction), RECITE_WORDS)):
+                return "reciting its instructions"
+    return None
 
 
 def _fall_back_on(error: Any) -> bool:
