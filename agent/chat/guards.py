@@ -69,7 +69,10 @@ class ToolCallCap(AbstractCapability[Any]):
         position = current.index(call.tool_call_id) if call.tool_call_id in current else len(current) - 1
         if position >= self.per_response:
             raise SkipToolExecution(refused_call_message(self.per_response, per="response"))
-        earlier = sum(1 for r in responses[:-1] for part in r.parts if isinstance(part, ToolCallPart))
+        # calls that ran before: each earlier response's first `per_response` (the rest were refused)
+        earlier = sum(
+            min(self.per_response, sum(isinstance(part, ToolCallPart) for part in r.parts)) for r in responses[:-1]
+        )
         if earlier + position >= self.per_turn:
             raise SkipToolExecution(refused_call_message(self.per_turn, per="message"))
         return args
