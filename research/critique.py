@@ -388,6 +388,11 @@ def _topic_and_reader(ctx: RunContext[CritiqueDeps]) -> str:
     return f"Topic: {ctx.deps.topic}{profile}"
 
 
+async def _critique_instructions(ctx: RunContext[CritiqueDeps]) -> str:
+    # one instruction, so one system message per request (some chat templates refuse a second)
+    return f"{CRITIQUE_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
+
+
 @functools.cache
 def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
     """The critique agent, built once on first use; no model is bound (each run passes one)."""
@@ -395,7 +400,7 @@ def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
         None,
         output_type=ModelCritique,
         deps_type=CritiqueDeps,
-        instructions=[CRITIQUE_INSTRUCTIONS, _topic_and_reader],
+        instructions=_critique_instructions,
         retries={"output": 2},
         name="critique",
     )

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelAuthenticationError,
@@ -25,14 +27,16 @@ from pydantic_ai.exceptions import (
     ModelUnavailableError,
     OutputTokenLimitExceeded,
     RunTimedOut,
+    SkipToolExecution,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolDefinition
 
 from sources import Backoff, Sleep
 
@@ -50,6 +54,7 @@ __all__ = [
     "RetryingModel",
     "Sleep",
     "Stage",
+    "ToolCallCap",
     "answering_model",
     "configured_model",
     "context_too_long",
@@ -62,11 +67,14 @@ __all__ = [
     "model_chain",
     "model_label",
     "one_line",
+    "output_in_mode",
     "output_spec",
+    "refused_call_message",
     "resilient_model",
     "stage_settings",
     "template_refused",
     "timed_out",
+    "turn_start",
     "unusable_answer",
 ]
 
@@ -434,9 +442,13 @@ def stage_settings(model: Model | str | None, stage: Stage, extra: ModelSettings
 def output_spec(model: Model | str | None, output_type: type[Any]) -> Any:
     """`output_type` asked for in the model's output mode (LLM_OUTPUT_MODE): a tool call, the server's JSON-schema
     response format, or the schema in the prompt."""
+    return output_in_mode(limits_of(model).output_mode, output_type)
+
+
+def output_in_mode(mode: OutputMode, output_type: type[Any]) -> Any:
+    """`output_type` asked for as `mode` says (see `OutputMode`)."""
     from pydantic_ai import NativeOutput, PromptedOutput, ToolOutput
 
-    mode = limits_of(model).output_mode
     if mode == "native":
         return NativeOutput(output_type)
     if mode == "prompted":
@@ -484,6 +496,50 @@ def unusable_answer(
             if said & set(_runs(_words(instruction), RECITE_WORDS)):
                 return "reciting its instructions"
     return None
+
+
+def refused_call_message(limit: int, *, per: str) -> str:
+    """The tool return a refused call gets (the model reads it and can answer with what it has)."""
+    return (
+        f"Not run: at most {limit} tool calls per {per}. Answer with what you have, or call fewer tools, one at a time."
+    )
+
+
+def turn_start(messages: list[ModelMessage]) -> int:
+    """Index of the request that carries this turn's user prompt (0 when none does)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelRequest) and any(isinstance(part, UserPromptPart) for part in message.parts):
+            return index
+    return 0
+
+
+@dataclass
+class ToolCallCap(AbstractCapability[Any]):
+    """Runs at most `per_response` tool calls of one model response and `per_turn` of one turn; the others are not
+    run and return a message saying so (a small model once asked for 142 calls in one response)."""
+
+    per_response: int
+    per_turn: int
+
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
+    ) -> Any:
+        messages = list(ctx.messages)
+        responses = [m for m in messages[turn_start(messages) :] if isinstance(m, ModelResponse)]
+        if not responses:
+            return args
+        current = [part.tool_call_id for part in responses[-1].parts if isinstance(part, ToolCallPart)]
+        position = current.index(call.tool_call_id) if call.tool_call_id in current else len(current) - 1
+        if position >= self.per_response:
+            raise SkipToolExecution(refused_call_message(self.per_response, per="response"))
+        # calls that ran before: each earlier response's first `per_response` (the rest were refused)
+        earlier = sum(
+            min(self.per_response, sum(isinstance(part, ToolCallPart) for part in r.parts)) for r in responses[:-1]
+        )
+        if earlier + position >= self.per_turn:
+            raise SkipToolExecution(refused_call_message(self.per_turn, per="message"))
+        return args
 
 
 def _fall_back_on(error: Any) -> bool:

@@ -177,6 +177,11 @@ def _plan_context(ctx: RunContext[PlanDeps]) -> str:
     return "\n".join(lines)
 
 
+async def _plan_instructions(ctx: RunContext[PlanDeps]) -> str:
+    # one instruction, so one system message per request (some chat templates refuse a second)
+    return f"{PLAN_INSTRUCTIONS}\n\n{_plan_context(ctx)}"
+
+
 @functools.cache
 def plan_agent() -> Agent[PlanDeps, PlanDraft]:
     """The planning agent, built once on first use; no model is bound (each run passes one)."""
@@ -184,7 +189,7 @@ def plan_agent() -> Agent[PlanDeps, PlanDraft]:
         None,
         output_type=PlanDraft,
         deps_type=PlanDeps,
-        instructions=[PLAN_INSTRUCTIONS, _plan_context],
+        instructions=_plan_instructions,
         retries={"output": 2},
         name="query_plan",
     )

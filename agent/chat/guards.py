@@ -10,72 +10,24 @@ from typing import Any, cast
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import SkipToolExecution
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
-    ModelResponse,
-    ToolCallPart,
     ToolReturnPart,
-    UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
-from research import CHARS_PER_TOKEN, ModelLimits, estimate_tokens
+from research import CHARS_PER_TOKEN, ModelLimits, ToolCallCap, estimate_tokens, refused_call_message, turn_start
 
-__all__ = ["PromptBudget", "ToolCallCap", "refused_call_message", "request_tokens"]
+__all__ = ["PromptBudget", "ToolCallCap", "refused_call_message", "request_tokens"]  # the cap is research's
 
 CUT_NOTE = "\n[cut: the rest did not fit the model's context]"
 """Said where a tool result was cut, so the model knows it saw part of it."""
 
 MIN_RESULT_CHARS = 400
 """A tool result is never cut below this: a few lines still tell the model what came back."""
-
-
-def refused_call_message(limit: int, *, per: str) -> str:
-    """The tool return a refused call gets (the model reads it and can answer with what it has)."""
-    return (
-        f"Not run: at most {limit} tool calls per {per}. Answer with what you have, or call fewer tools, one at a time."
-    )
-
-
-def _turn_start(messages: list[ModelMessage]) -> int:
-    """Index of the request that carries this turn's user prompt (0 when none does)."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, ModelRequest) and any(isinstance(part, UserPromptPart) for part in message.parts):
-            return index
-    return 0
-
-
-@dataclass
-class ToolCallCap(AbstractCapability[Any]):
-    """Runs at most `per_response` tool calls of one model response and `per_turn` of one turn; the others are not
-    run and return a message saying so (a small model once asked for 142 calls in one response)."""
-
-    per_response: int
-    per_turn: int
-
-    async def before_tool_execute(
-        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
-    ) -> Any:
-        messages = list(ctx.messages)
-        responses = [m for m in messages[_turn_start(messages) :] if isinstance(m, ModelResponse)]
-        if not responses:
-            return args
-        current = [part.tool_call_id for part in responses[-1].parts if isinstance(part, ToolCallPart)]
-        position = current.index(call.tool_call_id) if call.tool_call_id in current else len(current) - 1
-        if position >= self.per_response:
-            raise SkipToolExecution(refused_call_message(self.per_response, per="response"))
-        # calls that ran before: each earlier response's first `per_response` (the rest were refused)
-        earlier = sum(
-            min(self.per_response, sum(isinstance(part, ToolCallPart) for part in r.parts)) for r in responses[:-1]
-        )
-        if earlier + position >= self.per_turn:
-            raise SkipToolExecution(refused_call_message(self.per_turn, per="message"))
-        return args
 
 
 def request_tokens(messages: list[ModelMessage], tools: list[ToolDefinition]) -> int:
@@ -106,7 +58,7 @@ class PromptBudget(AbstractCapability[Any]):
         over = request_tokens(messages, tools) - budget
         if over <= 0:
             return request_context
-        start = _turn_start(messages)
+        start = turn_start(messages)
         results = sorted(
             (
                 (len(_result_text(part)), index, number)
