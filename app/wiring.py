@@ -175,6 +175,17 @@ def item_embedder(
 
 def _model(settings: Settings, variable: str, name: str, providers: Providers) -> Model:
     try:
+        provider, _, model_name = name.partition(":")
+        if provider in ("openai-chat", "ollama"):
+            # every request's system text in one leading system message: llama.cpp's Gemma 3 template refuses a
+            # second one, which output-format instructions would otherwise add
+            from pydantic_ai.models.ollama import OllamaModel
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.profiles.openai import OpenAIModelProfile
+
+            chat_model = OllamaModel if provider == "ollama" else OpenAIChatModel
+            profile = OpenAIModelProfile(openai_chat_supports_multiple_system_messages=False)
+            return chat_model(model_name, provider=_provider(settings, provider, providers), profile=profile)
         return infer_model(name, provider_factory=lambda provider: _provider(settings, provider, providers))
     except Exception as error:  # an unknown provider or model name, a missing client library
         cause = " ".join(str(error).split()) or type(error).__name__

@@ -406,6 +406,8 @@ class ModelLimits:
             timeout=self.timeout_seconds,
             request_timeout=self.timeout_seconds,
             max_retries=0,
+            # our instructions explain the untrusted-data tags; pydantic-ai's announcement would add a system message
+            framing_announcement="never",
         )
 
 

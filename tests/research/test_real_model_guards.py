@@ -1,0 +1,97 @@
+"""The monitor steps with any model: each request carries its stage's output limit and one system message, the
+output mode setting reaches the server, and what a model says is checked before it is used (a plan must look like
+queries; a contradiction must quote both items; a cut, looping or reciting answer is refused)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic_ai import models
+from pydantic_ai.exceptions import ModelHTTPError
+
+from app.settings import Settings
+from app.wiring import language_models
+from research import ModelLimits, ModelSet, RetryPolicy, failure_in_words, failure_kind, unusable_answer
+from research.plan import PlanDraft, plan_problem, plan_queries
+from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.openai_compat import CONTEXT_EXCEEDED, TEMPLATE_ERROR, FakeOpenAI, completion
+
+
+async def _no_sleep(_seconds: float) -> None:
+    return None
+
+
+def light_model(fake: FakeOpenAI, limits: ModelLimits) -> ModelSet:
+    """The model as the process builds it from settings (its profile included), held to `limits`."""
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        llm_model=f"openai-chat:{fake.model}",
+        openai_base_url=fake.base_url,
+        openai_api_key=fake.api_key,
+    )
+    built = language_models(settings, policy=RetryPolicy(sleep=_no_sleep)).plain_models()
+    return ModelSet.of(built[0], None, policy=RetryPolicy(sleep=_no_sleep), limits=limits)
+
+
+def test_plan_problems() -> None:
+    topic = "DeepSeek releases"
+    good = PlanDraft(queries=["DeepSeek R2", "DeepSeek API pricing", "Liang Wenfeng"], keywords=["DeepSeek"])
+    assert plan_problem(good, topic=topic) is None
+    schema = PlanDraft(queries=["$ref: #/$defs/SourceQueryKey", "DeepSeek"])
+    assert plan_problem(schema, topic=topic) == "the plan held fragments of its schema, not queries"
+    rambling = PlanDraft(queries=["DeepSeek is a company that makes large language models in China today"])
+    assert plan_problem(rambling, topic=topic) is not None
+    off = PlanDraft(queries=["weather Paris", "football scores", "DeepSeek"])
+    assert plan_problem(off, topic=topic) == "the plan's queries were mostly not about the topic"
+    assert plan_problem(PlanDraft(queries=["深度求索 发布"]), topic="深度求索") is None
+    assert plan_problem(PlanDraft(queries=['"DeepSeek V4" launch']), topic=topic) is None, "phrase quotes are fine"
+
+
+@pytest.mark.parametrize("mode", ["native", "prompted"])
+async def test_a_plan_of_schema_fragments_is_not_used(fake_server: FakeHTTPServer, mode: str) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+    garbage = {"queries": ["$ref: #/$defs/SourceQueryKey", "#/$defs/QueryPlan"], "keywords": ["$defs"]}
+    fake.reply_json(completion(content=json.dumps(garbage), model=fake.model))
+    chosen = light_model(fake, ModelLimits(plan_max_tokens=222, output_mode=mode))  # type: ignore[arg-type]
+
+    with models.override_allow_model_requests(True):
+        result = await plan_queries("DeepSeek", sources=["hn", "news"], model=chosen.light)
+
+    assert result.plan.made_by == "deterministic" and "$" not in " ".join(result.plan.queries)
+    assert result.fallback_reason == "the plan held fragments of its schema, not queries"
+    (request,) = fake.requests
+    assert request.max_tokens == 222 and request.roles.count("system") == 1
+    if mode == "native":
+        assert request.body["response_format"]["type"] == "json_schema", "the server is asked for the schema"
+    else:
+        assert request.body.get("response_format", {}).get("type") != "json_schema" and "tools" not in request.body
+
+
+async def test_a_good_plan_through_tool_output_is_used(fake_server: FakeHTTPServer) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+    fake.reply_tool_calls([("final_result", {"queries": ["DeepSeek R2", "DeepSeek pricing"], "keywords": ["R2"]})])
+    chosen = light_model(fake, ModelLimits())
+    with models.override_allow_model_requests(True):
+        result = await plan_queries("DeepSeek", sources=["hn"], model=chosen.light)
+    assert result.plan.made_by == "model" and "DeepSeek R2" in result.plan.queries
+    assert fake.requests[0].max_tokens == ModelLimits().plan_max_tokens
+
+
+def test_unusable_answers() -> None:
+    assert unusable_answer("fine", finish_reason="length") == "cut at its length limit"
+    assert unusable_answer("  ") == "empty"
+    assert unusable_answer(" ".join(["I will search for it now."] * 12)) == "repeating itself"
+    rules = "You are Lookout, a chat assistant that keeps watch over public sources for the people in this chat."
+    assert unusable_answer(f"Sure. {rules}", instructions=[rules]) == "reciting its instructions"
+    normal = "DeepSeek released R2 on Monday [1]; prices fell by half [2]. Analysts expect more open models soon."
+    assert unusable_answer(normal, instructions=[rules]) is None
+
+
+def test_server_errors_named_for_what_they_are() -> None:
+    context = ModelHTTPError(status_code=400, model_name="m", body=CONTEXT_EXCEEDED)
+    assert "longer than the model's context" in failure_in_words(context) and "/forget" in failure_in_words(context)
+    assert failure_kind(context) == "other", "the same prompt fails again: not retried"
+    template = ModelHTTPError(status_code=500, model_name="m", body=TEMPLATE_ERROR)
+    assert failure_in_words(template).startswith("the server's chat template refused the conversation")
+    assert failure_kind(template) == "other", "a 500 from the template is not a passing server error"
