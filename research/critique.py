@@ -527,6 +527,7 @@ async def llm_critique(
             usage_limits=usage_limits or DEFAULT_CRITIQUE_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "critique", model_settings),
+            timeout=limits_of(model).run_seconds,
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)

@@ -452,6 +452,7 @@ async def llm_digest(
             usage_limits=usage_limits or DEFAULT_DIGEST_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "synthesis", model_settings),
+            timeout=limits_of(model).run_seconds,
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)

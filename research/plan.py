@@ -27,7 +27,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.critique import model_failure_reason
-from research.llm import output_spec, stage_settings
+from research.llm import limits_of, output_spec, stage_settings
 from research.query_variants import key_terms
 from research.terms import is_stop_word, normalise
 from research.usage import LlmUsage
@@ -278,6 +278,7 @@ async def plan_queries(
             usage_limits=usage_limits or DEFAULT_PLAN_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "plan", model_settings),
+            timeout=limits_of(model).run_seconds,
         )
         usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
         problem = plan_problem(result.output, topic=topic, extra_queries=extra_queries)

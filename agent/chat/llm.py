@@ -4,7 +4,7 @@ rate limits and server errors, then the heavy model."""
 
 from __future__ import annotations
 
-from pydantic_ai.exceptions import FallbackExceptionGroup, ModelAPIError
+from pydantic_ai.exceptions import FallbackExceptionGroup, ModelAPIError, ModelConnectionError
 
 # The machinery is platform-neutral and shared with the monitor pipeline; re-exported here for the chat.
 from research import (
@@ -27,6 +27,7 @@ __all__ = [
     "MODEL_REJECTED_MESSAGE",
     "NO_TIME_MESSAGE",
     "TEMPLATE_MESSAGE",
+    "UNREACHABLE_MESSAGE",
     "FailureKind",
     "RetryPolicy",
     "RetryingModel",
@@ -46,8 +47,12 @@ MODEL_DOWN_MESSAGE = (
     "/monitors and /digest still work."
 )
 MODEL_REJECTED_MESSAGE = (
-    "The language model refused the request ({reason}). Check the model name and API key in the settings; "
-    "commands still work."
+    "The language model refused the request ({reason}). Check LLM_MODEL (and LLM_HEAVY_MODEL) and the key of its "
+    "provider in .env; commands still work."
+)
+UNREACHABLE_MESSAGE = (
+    "The language model's server can't be reached ({reason}). Check that it is running and the URL in .env "
+    "(OPENAI_BASE_URL, OLLAMA_BASE_URL, GEMINI_BASE_URL); commands still work."
 )
 
 CONTEXT_MESSAGE = (
@@ -80,6 +85,8 @@ def failure_message(error: BaseException) -> str:
         return TEMPLATE_MESSAGE.format(reason=failure_in_words(error))
     if leaves and all(timed_out(leaf) for leaf in leaves):
         return NO_TIME_MESSAGE
+    if leaves and all(isinstance(leaf, ModelConnectionError) for leaf in leaves):
+        return UNREACHABLE_MESSAGE.format(reason=failure_in_words(error))
     kinds = {failure_kind(leaf) for leaf in leaves}
     if kinds == {"quota"}:
         return DAILY_QUOTA_MESSAGE

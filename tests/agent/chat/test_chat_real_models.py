@@ -15,7 +15,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from agent.chat.agent import ChatAgent
-from agent.chat.llm import CONTEXT_MESSAGE, NO_TIME_MESSAGE, TEMPLATE_MESSAGE, unusable_message
+from agent.chat.llm import CONTEXT_MESSAGE, NO_TIME_MESSAGE, TEMPLATE_MESSAGE, UNREACHABLE_MESSAGE, unusable_message
 from research import ModelLimits, ModelSet, RetryPolicy
 from storage import ChatRecord, Database
 from tests.agent.chat_world import ChatWorld, make_world
@@ -164,3 +164,17 @@ async def test_history_and_tool_results_fit_the_context_budget(world: ChatWorld,
         assert request.prompt_chars <= budget_chars, (request.prompt_chars, budget_chars)
     assert "second question" in fake.requests[2].user_text, "the newest turns are kept"
     assert "first question" not in fake.requests[2].user_text, "the oldest turn gave way"
+
+
+async def test_an_unknown_model_or_a_server_that_is_down_is_said_as_such(world: ChatWorld, fake: FakeOpenAI) -> None:
+    agent = chat_agent(world, fake)  # asks for gemma-3-270m
+    fake.model = "other-model"  # the server serves another: 404 for the name it does not know
+    with models.override_allow_model_requests(True):
+        replies = await world.reply(agent, world.turn("hello"))
+    assert "unknown model name, HTTP 404" in replies[0].text and "LLM_MODEL" in replies[0].text
+
+    provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="k")
+    services = replace(world.services(), models=ModelSet.of(OpenAIChatModel("m", provider=provider), None))
+    with models.override_allow_model_requests(True):
+        replies = await world.reply(ChatAgent(services), world.turn("hello"))
+    assert replies[0].text == UNREACHABLE_MESSAGE.format(reason="connection error")
