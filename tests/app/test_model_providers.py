@@ -107,3 +107,17 @@ def test_an_unusable_model_is_one_sentence_naming_the_variable(
     with caplog.at_level(logging.WARNING):
         chosen = language_models(settings)
     assert chosen.light is None and chosen.heavy is None, "commands go on without a model"
+
+
+def test_readme_local_model_examples_work(isolated_environment: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Local models (Ollama, llama.cpp)", 1)[1].split("\n## ", 1)[0]
+    blocks = [block.split("```", 1)[0] for block in section.split("```sh\n")[1:]]
+    assert len(blocks) == 2
+    for block, system in zip(blocks, ["openai", "ollama"], strict=True):
+        (isolated_environment / ".env").write_text(block)
+        settings = load_settings()
+        assert settings.llm_unavailable_reason() is None, block
+        chosen = language_models(settings)
+        assert [model.system for model in chosen.plain_models()] == [system]
+        assert settings.context_tokens() == 8192
