@@ -1,4 +1,6 @@
-"""Model resilience for every LLM step: classify failures, retry transient ones, fall back to the other model."""
+"""Model access for every LLM step: what each request is held to (output limit, timeout, context budget, tool
+calls, output mode), which answers are never used, failures classified and named, transient ones retried, then the
+other model."""
 
 from __future__ import annotations
 
