@@ -5,17 +5,20 @@ queries; a contradiction must quote both items; a cut, looping or reciting answe
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic_ai import models
 from pydantic_ai.exceptions import ModelHTTPError
 
 from app.settings import Settings
-from app.wiring import language_models
+from app.wiring import LOCAL_API_KEY, language_models
 from research import ModelLimits, ModelSet, RetryPolicy, failure_in_words, failure_kind, unusable_answer
 from research.plan import PlanDraft, plan_problem, plan_queries
 from tests.fakes.http_server import FakeHTTPServer
-from tests.fakes.openai_compat import CONTEXT_EXCEEDED, TEMPLATE_ERROR, FakeOpenAI, completion
+from tests.fakes.openai_compat import CONTEXT_EXCEEDED, TEMPLATE_ERROR, ChatRequest, FakeOpenAI, completion
+from tests.research.test_pipeline_fallback import answer_for, run
 
 
 async def _no_sleep(_seconds: float) -> None:
@@ -95,3 +98,41 @@ def test_server_errors_named_for_what_they_are() -> None:
     template = ModelHTTPError(status_code=500, model_name="m", body=TEMPLATE_ERROR)
     assert failure_in_words(template).startswith("the server's chat template refused the conversation")
     assert failure_kind(template) == "other", "a 500 from the template is not a passing server error"
+
+
+@pytest.mark.parametrize("mode", ["tool", "native"])
+async def test_a_monitor_run_through_an_openai_compatible_server(
+    fake_server: FakeHTTPServer, tmp_path: Path, mode: str
+) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m", api_key=LOCAL_API_KEY)  # a server given by URL alone
+
+    def answer(request: ChatRequest) -> dict[str, Any]:
+        if mode == "tool":
+            (tool,) = request.body["tools"]
+            schema = json.dumps(tool["function"]["parameters"])
+            reply = answer_for(schema, request.user_text)
+            return completion(tool_calls=[(tool["function"]["name"], reply)], model=fake.model)
+        schema = json.dumps(request.body["response_format"]["json_schema"]["schema"])
+        return completion(content=json.dumps(answer_for(schema, request.user_text)), model=fake.model)
+
+    fake.reply_with(answer)
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        llm_model=f"openai-chat:{fake.model}",
+        openai_base_url=fake.base_url,
+        llm_output_mode=mode,  # type: ignore[arg-type]
+        llm_plan_max_tokens=301,
+        llm_critique_max_tokens=302,
+        llm_synthesis_max_tokens=303,
+        data_dir=tmp_path / "data",
+    )
+    built = language_models(settings, policy=RetryPolicy(sleep=_no_sleep))
+    with models.override_allow_model_requests(True):
+        result = await run(built.light, built.heavy, tmp_path)
+
+    report = result.report
+    assert report is not None
+    assert result.plan.made_by == "model" and (report.critique_path, report.digest_path) == ("model", "model")
+    assert [request.max_tokens for request in fake.requests] == [301, 302, 303], "one request per stage, each limited"
+    for request in fake.requests:
+        assert request.roles[0] == "system" and request.roles.count("system") == 1
