@@ -206,24 +206,37 @@ def _secret(value: Any) -> str | None:
 
 
 def _build_provider(settings: Settings, name: str) -> Any:
-    # Imported here: each client library is only needed when a model of its provider is configured.
+    # Imported here: each client library is only needed when a model of its provider is configured. The clients are
+    # built with their own retries off and LLM_TIMEOUT_SECONDS (also for the embedder, which takes no model
+    # settings): Lookout's one retry rule (`research.RetryingModel`) is the only one.
+    timeout = settings.llm_timeout_seconds
     if name == "google":
         return _google_provider(settings, {})
-    if name == "openai":
-        from pydantic_ai.providers.openai import OpenAIProvider
+    if name in ("openai", "ollama"):
+        from openai import AsyncOpenAI
 
-        api_key = _secret(settings.openai_api_key) or (LOCAL_API_KEY if settings.openai_base_url else None)
-        return OpenAIProvider(base_url=settings.openai_base_url, api_key=api_key)
-    if name == "ollama":
+        if name == "openai":
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            api_key = _secret(settings.openai_api_key) or (LOCAL_API_KEY if settings.openai_base_url else None)
+            client = AsyncOpenAI(base_url=settings.openai_base_url, api_key=api_key, max_retries=0, timeout=timeout)
+            return OpenAIProvider(openai_client=client)
         from pydantic_ai.providers.ollama import OllamaProvider
 
-        return OllamaProvider(
-            base_url=settings.ollama_base_url, api_key=_secret(settings.ollama_api_key) or LOCAL_API_KEY
-        )
+        api_key = _secret(settings.ollama_api_key) or LOCAL_API_KEY
+        client = AsyncOpenAI(base_url=settings.ollama_base_url, api_key=api_key, max_retries=0, timeout=timeout)
+        return OllamaProvider(openai_client=client)
     if name == "anthropic":
+        from anthropic import AsyncAnthropic
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(api_key=_secret(settings.anthropic_api_key), base_url=settings.anthropic_base_url)
+        anthropic = AsyncAnthropic(
+            api_key=_secret(settings.anthropic_api_key),
+            base_url=settings.anthropic_base_url,
+            max_retries=0,
+            timeout=timeout,
+        )
+        return AnthropicProvider(anthropic_client=anthropic)
     from pydantic_ai.providers import infer_provider
 
     return infer_provider(name)

@@ -121,3 +121,26 @@ def test_readme_local_model_examples_work(isolated_environment: Path) -> None:
         chosen = language_models(settings)
         assert [model.system for model in chosen.plain_models()] == [system]
         assert settings.context_tokens() == 8192
+
+
+def test_provider_clients_take_their_url_key_and_timeout_from_settings_and_never_retry(
+    isolated_environment: Path,
+) -> None:
+    write_env(
+        isolated_environment,
+        LLM_MODEL="anthropic:claude-haiku-4-5",
+        LLM_HEAVY_MODEL="openai-chat:qwen3",
+        ANTHROPIC_API_KEY="sk-ant-dotenv",
+        ANTHROPIC_BASE_URL="http://127.0.0.1:9/anthropic",
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+        LLM_TIMEOUT_SECONDS="42",
+    )
+    settings = load_settings()
+    providers: dict[str, object] = {}
+    chosen = language_models(settings, providers=providers)
+    assert sorted(model.system for model in chosen.plain_models()) == ["anthropic", "openai"]
+    anthropic, openai = providers["anthropic"].client, providers["openai"].client  # type: ignore[attr-defined]
+    assert anthropic.api_key == "sk-ant-dotenv" and str(anthropic.base_url).startswith("http://127.0.0.1:9/anthropic")
+    assert str(openai.base_url) == "http://127.0.0.1:9/v1/"
+    for client in (anthropic, openai):
+        assert client.max_retries == 0 and client.timeout == 42
