@@ -412,25 +412,37 @@ class Settings(BaseSettings):
         return self.data_dir / "exports"
 
     def llm_unavailable_reason(self) -> str | None:
-        """Why no language model can be used, or `None` when both models can be asked (one sentence naming the
+        """Why no language model can be used, or `None` when LLM_MODEL can be asked (one sentence naming the
         variable to change)."""
         if not self.llm_model:
             return "LLM_MODEL is empty, which turns the language model off; set it in .env"
         if self.llm_model == DEFAULT_LIGHT_MODEL and self.gemini_api_key is None:
             return "GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env"
-        for variable, model in (("LLM_MODEL", self.llm_model), ("LLM_HEAVY_MODEL", self.llm_heavy_model)):
-            if ":" not in model:
-                return (
-                    f"{variable} must name a provider and a model, such as openai-chat:qwen3 or ollama:llama3.2, "
-                    f"not {model!r}"
-                )
-            unknown = _unknown_provider(model, variable=variable)
-            if unknown is not None:
-                return unknown
-            missing = self._missing_key(model, variable=variable)
-            if missing is not None:
-                return f"{missing}; put it in .env"
-        return None
+        return self._model_problem("LLM_MODEL", self.llm_model)
+
+    def heavy_model_problem(self) -> str | None:
+        """Why LLM_HEAVY_MODEL cannot be asked while LLM_MODEL can (critique and synthesis then use LLM_MODEL), or
+        None."""
+        if self.llm_unavailable_reason() is not None or self.llm_heavy_model == self.llm_model:
+            return None
+        return self._model_problem("LLM_HEAVY_MODEL", self.llm_heavy_model)
+
+    @property
+    def heavy_model(self) -> str:
+        """The heavy model that will be used: LLM_HEAVY_MODEL, or LLM_MODEL when that one cannot be asked."""
+        return self.llm_model if self.heavy_model_problem() is not None else self.llm_heavy_model
+
+    def _model_problem(self, variable: str, model: str) -> str | None:
+        if ":" not in model:
+            return (
+                f"{variable} must name a provider and a model, such as openai-chat:qwen3 or ollama:llama3.2, "
+                f"not {model!r}"
+            )
+        unknown = _unknown_provider(model, variable=variable)
+        if unknown is not None:
+            return unknown
+        missing = self._missing_key(model, variable=variable)
+        return f"{missing}; put it in .env" if missing is not None else None
 
 
 def _unknown_provider(model: str, *, variable: str) -> str | None:

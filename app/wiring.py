@@ -134,9 +134,11 @@ def language_models(
             built[name] = _model(settings, variable, name, providers)
         return built[name]
 
+    if (problem := settings.heavy_model_problem()) is not None:
+        logger.warning("%s; critique and synthesis use LLM_MODEL", problem)
     try:
         light = model("LLM_MODEL", settings.llm_model)
-        heavy = model("LLM_HEAVY_MODEL", settings.llm_heavy_model) if settings.llm_heavy_model else None
+        heavy = model("LLM_HEAVY_MODEL", settings.heavy_model) if settings.heavy_model else None
     except ModelConfigError as problem:
         # commands keep working without a model; the sentence says what to change
         logger.warning("no language model: %s", problem)

@@ -89,10 +89,6 @@ def test_openai_embeddings_follow_openai(isolated_environment: Path) -> None:
     [
         ({"LLM_MODEL": "bogus:model"}, "LLM_MODEL='bogus:model' names an unknown provider 'bogus'"),
         ({"LLM_MODEL": "gpt-4o"}, "LLM_MODEL must name a provider and a model"),
-        (
-            {"LLM_MODEL": "ollama:llama3.2", "OLLAMA_BASE_URL": "http://127.0.0.1:9/v1", "LLM_HEAVY_MODEL": "nope:x"},
-            "LLM_HEAVY_MODEL='nope:x' names an unknown provider",
-        ),
         ({"LLM_MODEL": "openai-chat:qwen"}, "neither OPENAI_API_KEY nor OPENAI_BASE_URL"),
         ({"LLM_MODEL": "ollama:llama3.2"}, "OLLAMA_BASE_URL is not set"),
     ],
@@ -144,3 +140,24 @@ def test_provider_clients_take_their_url_key_and_timeout_from_settings_and_never
     assert str(openai.base_url) == "http://127.0.0.1:9/v1/"
     for client in (anthropic, openai):
         assert client.max_retries == 0 and client.timeout == 42
+
+
+def test_an_unusable_heavy_model_leaves_both_roles_to_the_light_one(
+    isolated_environment: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # an old .env copy still names the heavy Gemini model, without a Gemini key
+    write_env(
+        isolated_environment,
+        LLM_MODEL="ollama:llama3.2",
+        OLLAMA_BASE_URL="http://127.0.0.1:9/v1",
+        LLM_HEAVY_MODEL="google:gemini-3.8-flash",
+    )
+    settings = load_settings()
+    assert settings.llm_unavailable_reason() is None
+    problem = settings.heavy_model_problem()
+    assert problem is not None and problem.startswith("LLM_HEAVY_MODEL is 'google:gemini-3.8-flash' but GEMINI_API_KEY")
+    assert settings.heavy_model == "ollama:llama3.2"
+    with caplog.at_level(logging.WARNING):
+        chosen = language_models(settings)
+    assert chosen.heavy is not None and [m.system for m in chosen.plain_models()] == ["ollama"]
+    assert "critique and synthesis use LLM_MODEL" in caplog.text
