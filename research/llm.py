@@ -173,7 +173,7 @@ def _in_words(error: BaseException) -> str:
     if failure_kind(error) == "quota":
         return "daily quota used up"
     if context_too_long(error):
-        return "the conversation is longer than the model's context; /forget starts afresh"
+        return "the prompt is longer than the model's context (LLM_CONTEXT_TOKENS)"
     if template_refused(error):
         return f"the server's chat template refused the conversation{code}"
     if timed_out(error):

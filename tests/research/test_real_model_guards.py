@@ -93,7 +93,7 @@ def test_unusable_answers() -> None:
 
 def test_server_errors_named_for_what_they_are() -> None:
     context = ModelHTTPError(status_code=400, model_name="m", body=CONTEXT_EXCEEDED)
-    assert "longer than the model's context" in failure_in_words(context) and "/forget" in failure_in_words(context)
+    assert failure_in_words(context) == "the prompt is longer than the model's context (LLM_CONTEXT_TOKENS)"
     assert failure_kind(context) == "other", "the same prompt fails again: not retried"
     template = ModelHTTPError(status_code=500, model_name="m", body=TEMPLATE_ERROR)
     assert failure_in_words(template).startswith("the server's chat template refused the conversation")
