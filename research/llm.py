@@ -460,12 +460,14 @@ def output_in_mode(mode: OutputMode, output_type: type[Any]) -> Any:
     return ToolOutput(output_type)
 
 
-REPEAT_SHINGLE_WORDS = 6
-"""Word runs compared to find a looping answer: long enough that ordinary repeated phrases do not count."""
-REPEAT_MIN_WORDS = 40
+REPEAT_SHINGLE_WORDS = 10
+"""Word runs compared to find a looping answer: long enough that ordinary repeated phrases and list items with a
+shared wording do not count."""
+REPEAT_MIN_WORDS = 60
 """Shorter answers are never judged repetitive (a short list may repeat its phrasing)."""
-REPEAT_SHARE = 0.5
-"""An answer whose word runs are more than this share repeats of earlier ones is looping."""
+REPEAT_SHARE = 0.88
+"""An answer whose word runs are more than this share repeats of earlier ones is looping (a sentence said over and
+over scores 0.9 and up; deliberately repetitive but structured text, numbered paragraphs, about 0.8)."""
 RECITE_WORDS = 12
 """A run of this many words of the instructions, word for word in an answer, is the model reciting them."""
 
@@ -484,7 +486,7 @@ def unusable_answer(
     text: str | None, *, finish_reason: str | None = None, instructions: Sequence[str] = ()
 ) -> str | None:
     """Why a model's answer must not be used or stored, in a few words, or None when it may: cut at the output
-    limit, empty, looping (most of it repeats itself), or reciting the instructions it was given."""
+    limit, empty, looping (nearly all of it repeats itself), or reciting the instructions it was given."""
     if finish_reason == "length":
         return "cut at its length limit"
     if text is None or not text.strip():
