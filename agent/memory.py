@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, UserPromptPart
 
-from research import estimate_tokens
+from research import messages_tokens
 from storage import ConversationRecord
 
 __all__ = [
@@ -120,7 +120,7 @@ def trim_to_tokens(messages: Sequence[ModelMessage], budget: int) -> list[ModelM
     starts = turn_starts(messages)
     for start in starts:
         kept = list(messages[start:])
-        if estimate_tokens(ModelMessagesTypeAdapter.dump_json(kept).decode()) <= budget:
+        if messages_tokens(kept) <= budget:
             return kept
     return []
 

@@ -66,6 +66,7 @@ __all__ = [
     "failure_kind",
     "failure_leaves",
     "limits_of",
+    "messages_tokens",
     "model_chain",
     "model_label",
     "one_line",
@@ -364,6 +365,27 @@ a prompt estimated this way inside a real tokenizer's count."""
 def estimate_tokens(text: str) -> int:
     """A tokenizer-free estimate of the tokens `text` costs (see `CHARS_PER_TOKEN`)."""
     return int(len(text) / CHARS_PER_TOKEN) + 1
+
+
+PART_OVERHEAD_TOKENS = 4
+"""What a message part costs beyond its text in a chat template (role markers, separators)."""
+
+
+def messages_tokens(messages: Sequence[ModelMessage]) -> int:
+    """A tokenizer-free estimate of what `messages` cost in a prompt: the text of every part (what was said, tool
+    calls with their arguments, tool results) plus a little per part."""
+    total = 0
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                text = f"{part.tool_name} {part.args_as_json_str()}"
+            elif hasattr(part, "model_response_str"):
+                text = part.model_response_str()
+            else:
+                content = getattr(part, "content", "")
+                text = content if isinstance(content, str) else str(content)
+            total += estimate_tokens(text) + PART_OVERHEAD_TOKENS
+    return total
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,14 +12,21 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelMessagesTypeAdapter,
     ModelRequest,
     ToolReturnPart,
 )
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
-from research import CHARS_PER_TOKEN, ModelLimits, ToolCallCap, estimate_tokens, refused_call_message, turn_start
+from research import (
+    CHARS_PER_TOKEN,
+    ModelLimits,
+    ToolCallCap,
+    estimate_tokens,
+    messages_tokens,
+    refused_call_message,
+    turn_start,
+)
 
 __all__ = ["PromptBudget", "ToolCallCap", "refused_call_message", "request_tokens"]  # the cap is research's
 
@@ -30,11 +37,10 @@ MIN_RESULT_CHARS = 400
 """A tool result is never cut below this: a few lines still tell the model what came back."""
 
 
-def request_tokens(messages: list[ModelMessage], tools: list[ToolDefinition]) -> int:
-    """An estimate of a request's prompt tokens: its messages (instructions included) and tool schemas."""
+def request_tokens(messages: list[ModelMessage], tools: list[ToolDefinition], instructions: str = "") -> int:
+    """An estimate of a request's prompt tokens: its messages, instructions and tool schemas."""
     schemas = [(tool.name, tool.description, tool.parameters_json_schema) for tool in tools]
-    size = len(ModelMessagesTypeAdapter.dump_json(messages)) + len(json.dumps(schemas))
-    return int(size / CHARS_PER_TOKEN) + 1
+    return messages_tokens(messages) + estimate_tokens(instructions) + estimate_tokens(json.dumps(schemas))
 
 
 def _result_text(part: ToolReturnPart) -> str:
@@ -54,8 +60,10 @@ class PromptBudget(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         budget = self.limits.prompt_tokens("chat")
         messages = list(request_context.messages)
-        tools = list(request_context.model_request_parameters.function_tools)
-        over = request_tokens(messages, tools) - budget
+        parameters = request_context.model_request_parameters
+        tools = list(parameters.function_tools)
+        instructions = "\n\n".join(part.content for part in parameters.instruction_parts or [])
+        over = request_tokens(messages, tools, instructions) - budget
         if over <= 0:
             return request_context
         start = turn_start(messages)

@@ -15,12 +15,13 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from agent.chat.agent import ChatAgent
+from agent.chat.guards import CUT_NOTE
 from agent.chat.llm import CONTEXT_MESSAGE, NO_TIME_MESSAGE, TEMPLATE_MESSAGE, UNREACHABLE_MESSAGE, unusable_message
 from research import ModelLimits, ModelSet, RetryPolicy
 from storage import ChatRecord, Database
 from tests.agent.chat_world import ChatWorld, make_world
 from tests.agent.conftest import FakeClock
-from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.openai_compat import FakeOpenAI
 
 
@@ -178,3 +179,23 @@ async def test_an_unknown_model_or_a_server_that_is_down_is_said_as_such(world: 
     with models.override_allow_model_requests(True):
         replies = await world.reply(ChatAgent(services), world.turn("hello"))
     assert replies[0].text == UNREACHABLE_MESSAGE.format(reason="connection error")
+
+
+async def test_a_long_tool_result_is_cut_to_fit_the_budget(
+    world: ChatWorld, fake: FakeOpenAI, fake_server: FakeHTTPServer
+) -> None:
+    paragraphs = "".join(f"<p>Paragraph {n} about DeepSeek and its many releases this year.</p>" for n in range(300))
+    page = f"<html><head><title>DeepSeek</title></head><body><article>{paragraphs}</article></body></html>"
+    fake_server.route("GET", "/page", FakeResponse(body=page, content_type="text/html"))
+    fake.reply_tool_calls([("read_page", {"url": f"{fake_server.url}/page"})])
+    fake.reply_text("Here is what the page says.")
+    limits = ModelLimits(context_tokens=6000, chat_max_tokens=512)
+    agent = chat_agent(world, fake, limits)
+    with models.override_allow_model_requests(True):
+        replies = await world.reply(agent, world.turn("what does that page say?"))
+
+    assert replies[0].text == "Here is what the page says."
+    (result,) = fake.requests[1].tool_results
+    assert "Paragraph 1 " in str(result["content"]) and str(result["content"]).endswith(CUT_NOTE)
+    # the wire body counts its JSON framing too, which the estimate leaves out
+    assert fake.requests[1].prompt_chars <= limits.prompt_tokens("chat") * 3.5 * 1.2
