@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, UserPromptPart
 
+from research import messages_tokens
 from storage import ConversationRecord
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "MemoryWindow",
     "encode_messages",
     "fold_batch",
+    "trim_to_tokens",
     "turn_starts",
 ]
 
@@ -110,6 +112,17 @@ def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
             starts.append(index)
         ids_before |= _tool_call_ids(message)
     return starts
+
+
+def trim_to_tokens(messages: Sequence[ModelMessage], budget: int) -> list[ModelMessage]:
+    """The newest whole turns of `messages` whose estimated tokens fit `budget` (the oldest dropped first; none
+    when even the last turn does not fit). What is dropped stays stored and is folded into the summary later."""
+    starts = turn_starts(messages)
+    for start in starts:
+        kept = list(messages[start:])
+        if messages_tokens(kept) <= budget:
+            return kept
+    return []
 
 
 def encode_messages(messages: Sequence[ModelMessage]) -> bytes:

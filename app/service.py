@@ -75,7 +75,13 @@ def plan_components(settings: Settings, *, role: Role = "all") -> list[Component
             )
         )
     components.append(
-        Component("llm", llm_reason is None, llm_reason or f"{settings.llm_model} / {settings.llm_heavy_model}")
+        Component(
+            "llm",
+            llm_reason is None,
+            llm_reason
+            or f"{settings.llm_model} / {settings.heavy_model}"
+            + (f" ({problem}; LLM_MODEL does both)" if (problem := settings.heavy_model_problem()) else ""),
+        )
     )
     return components
 

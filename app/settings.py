@@ -17,6 +17,32 @@ DEFAULT_LIGHT_MODEL = "google:gemini-3.5-flash-lite"
 DEFAULT_HEAVY_MODEL = "google:gemini-3.8-flash"
 DEFAULT_EMBEDDING_MODEL = "google:gemini-embedding-001"
 
+LOCAL_CONTEXT_TOKENS = 8192
+"""The context budget for local servers (Ollama, llama.cpp, vLLM) unless LLM_CONTEXT_TOKENS says: what small models
+are commonly served with (`--n_ctx 8192`)."""
+PROVIDER_CONTEXT_TOKENS = {
+    "google": 1_000_000,
+    "openai": 128_000,
+    "openai-chat": 128_000,
+    "anthropic": 200_000,
+}
+"""The context budget of hosted providers' current models (their smallest common window)."""
+EMBEDDING_BY_PROVIDER = {"google": DEFAULT_EMBEDDING_MODEL, "openai": "openai:text-embedding-3-small"}
+"""The embedding model that follows LLM_MODEL's provider when EMBEDDING_MODEL is unset (providers without embeddings
+turn them off)."""
+
+
+def _embedding_for(llm_model: str, *, openai_base_url: str | None) -> str:
+    if not llm_model:
+        return DEFAULT_EMBEDDING_MODEL  # no chat model: Gemini's embeddings still cluster stories when keyed
+    provider = llm_model.split(":", 1)[0] if ":" in llm_model else ""
+    if provider == "openai-chat":
+        provider = "openai"
+    if provider == "openai" and openai_base_url:
+        return ""  # an OpenAI-compatible server's embedding model (if any) cannot be guessed
+    return EMBEDDING_BY_PROVIDER.get(provider, "")
+
+
 _SOURCES = SourcesConfig()
 """The sources' own defaults (public endpoints, User-Agent, RSSHub platforms): stated there, read here."""
 
@@ -66,13 +92,49 @@ class Settings(BaseSettings):
     # Models
     llm_model: str = DEFAULT_LIGHT_MODEL
     """Light model for chat and planning: any pydantic-ai model string; empty turns the LLM off."""
-    llm_heavy_model: str = DEFAULT_HEAVY_MODEL
-    """Heavy model for critique and synthesis."""
+    llm_heavy_model: str = ""
+    """Heavy model for critique and synthesis; unset (or empty) means LLM_MODEL, or the default heavy Gemini model
+    while LLM_MODEL is the default light one."""
     gemini_api_key: SecretStr | None = None
     gemini_base_url: str | None = None
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    """Embedding model for story clustering (any pydantic-ai embedding model string); empty turns it off, and
-    stories are then clustered by their words alone."""
+    openai_api_key: SecretStr | None = None
+    """Key of OpenAI or of an OpenAI-compatible server (`openai:` and `openai-chat:` models)."""
+    openai_base_url: str | None = None
+    """An OpenAI-compatible server (llama.cpp, vLLM, LM Studio, OpenRouter…), e.g. http://127.0.0.1:8080/v1."""
+    ollama_base_url: str | None = None
+    """Ollama's OpenAI-compatible root for `ollama:` models, e.g. http://localhost:11434/v1."""
+    ollama_api_key: SecretStr | None = None
+    """Only for an Ollama behind a proxy that asks for one."""
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
+    embedding_model: str = "auto"
+    """Embedding model for story clustering (any pydantic-ai embedding model string); `auto` follows the provider
+    of LLM_MODEL where it has embeddings (Gemini, OpenAI), else off; empty turns it off, and stories are then
+    clustered by their words alone."""
+    llm_context_tokens: int | None = Field(default=None, ge=1024)
+    """The context size every prompt is budgeted to, output included; unset: a default per provider (8192 for
+    local servers: Ollama, an OPENAI_BASE_URL; 128000 for OpenAI, 200000 for Anthropic, 1000000 for Gemini)."""
+    llm_chat_max_tokens: int = Field(default=1024, ge=16)
+    """Output limit of each response in a chat turn."""
+    llm_plan_max_tokens: int = Field(default=800, ge=16)
+    """Output limit of a monitor's query plan."""
+    llm_critique_max_tokens: int = Field(default=2048, ge=16)
+    """Output limit of the critique of a run's top items."""
+    llm_synthesis_max_tokens: int = Field(default=2048, ge=16)
+    """Output limit of a digest."""
+    llm_summary_max_tokens: int = Field(default=512, ge=16)
+    """Output limit of a conversation's rolling summary."""
+    llm_timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
+    """Deadline of one model request (the SDK's own retries are off; Lookout retries server errors, not timeouts)."""
+    llm_run_seconds: float = Field(default=300.0, gt=0, le=7200)
+    """Deadline of a whole chat turn (its requests and tool calls together)."""
+    llm_output_mode: Literal["tool", "native", "prompted"] = "tool"
+    """How structured output (plans, critiques, digests) is asked for: `tool` a tool call; `native` the server's
+    JSON-schema response format (Ollama, llama.cpp constrain to it); `prompted` the schema in the prompt."""
+    llm_max_tool_calls: int = Field(default=3, ge=1, le=50)
+    """Tool calls one model response may make; more are refused with a message, not run."""
+    llm_max_tool_calls_per_turn: int = Field(default=8, ge=1, le=200)
+    """Tool calls one chat message may cause in all."""
 
     # Telegram
     telegram_bot_token: SecretStr | None = None
@@ -161,6 +223,13 @@ class Settings(BaseSettings):
     @field_validator(
         "gemini_api_key",
         "gemini_base_url",
+        "openai_api_key",
+        "openai_base_url",
+        "ollama_base_url",
+        "ollama_api_key",
+        "anthropic_api_key",
+        "anthropic_base_url",
+        "llm_context_tokens",
         "telegram_bot_token",
         "telegram_webhook_url",
         "telegram_webhook_secret",
@@ -219,6 +288,9 @@ class Settings(BaseSettings):
         "telegram_api_url",
         "slack_api_url",
         "gemini_base_url",
+        "openai_base_url",
+        "ollama_base_url",
+        "anthropic_base_url",
         "hn_api_url",
         "news_rss_url",
         "arxiv_api_url",
@@ -236,8 +308,18 @@ class Settings(BaseSettings):
             raise ValueError(f"must be an http(s) URL, not {value!r}")
         return value
 
+    @field_validator("llm_model", "llm_heavy_model")
+    @classmethod
+    def _trimmed(cls, value: str) -> str:
+        return value.strip()
+
     @model_validator(mode="after")
     def _coherent(self) -> Settings:
+        if not self.llm_heavy_model:
+            # LLM_MODEL alone switches both models; the default heavy Gemini model goes with the default light one
+            self.llm_heavy_model = DEFAULT_HEAVY_MODEL if self.llm_model == DEFAULT_LIGHT_MODEL else self.llm_model
+        if self.embedding_model.strip().lower() == "auto":
+            self.embedding_model = _embedding_for(self.llm_model, openai_base_url=self.openai_base_url)
         if not self.database_url:
             path = self.data_dir / "lookout.db"
             prefix = "" if path.is_absolute() else "./"
@@ -283,10 +365,45 @@ class Settings(BaseSettings):
 
     def embedding_unavailable_reason(self) -> str | None:
         """Why stories are clustered without embeddings, or `None` when the embedding model is usable."""
-        if not self.embedding_model.strip():
-            return "EMBEDDING_MODEL is empty, so stories are clustered by their words"
-        if self.embedding_model.startswith("google:") and self.gemini_api_key is None:
-            return "GEMINI_API_KEY is not set, so stories are clustered by their words"
+        name = self.embedding_model.strip()
+        if not name:
+            return (
+                "EMBEDDING_MODEL is empty (or LLM_MODEL's provider has no embeddings), "
+                "so stories are clustered by their words"
+            )
+        missing = self._missing_key(name, variable="EMBEDDING_MODEL")
+        if missing is not None:
+            return f"{missing}, so stories are clustered by their words"
+        return None
+
+    @property
+    def provider_of_light_model(self) -> str:
+        """The provider prefix of LLM_MODEL (`google`, `openai-chat`, `ollama`, …), empty without a model."""
+        return self.llm_model.split(":", 1)[0] if ":" in self.llm_model else ""
+
+    def context_tokens(self) -> int:
+        """LLM_CONTEXT_TOKENS, or the default for LLM_MODEL's provider (a local server: a small model's 8192)."""
+        if self.llm_context_tokens is not None:
+            return self.llm_context_tokens
+        provider = self.provider_of_light_model
+        if provider == "ollama" or (provider.startswith("openai") and self.openai_base_url):
+            return LOCAL_CONTEXT_TOKENS
+        return PROVIDER_CONTEXT_TOKENS.get(provider, LOCAL_CONTEXT_TOKENS)
+
+    def _missing_key(self, model: str, *, variable: str) -> str | None:
+        """Why `model` cannot be asked for lack of a key or URL (one sentence naming the variable), or None."""
+        provider = model.split(":", 1)[0] if ":" in model else ""
+        if provider == "google" and self.gemini_api_key is None:
+            return f"{variable} is {model!r} but GEMINI_API_KEY is not set; get a key at aistudio.google.com"
+        if provider in ("openai", "openai-chat") and self.openai_api_key is None and self.openai_base_url is None:
+            return (
+                f"{variable} is {model!r} but neither OPENAI_API_KEY nor OPENAI_BASE_URL (an OpenAI-compatible "
+                "server such as llama.cpp or vLLM) is set"
+            )
+        if provider == "anthropic" and self.anthropic_api_key is None:
+            return f"{variable} is {model!r} but ANTHROPIC_API_KEY is not set"
+        if provider == "ollama" and self.ollama_base_url is None:
+            return f"{variable} is {model!r} but OLLAMA_BASE_URL is not set (e.g. http://localhost:11434/v1)"
         return None
 
     @property
@@ -295,12 +412,58 @@ class Settings(BaseSettings):
         return self.data_dir / "exports"
 
     def llm_unavailable_reason(self) -> str | None:
-        """Why no language model can be used, or `None` when the light model is usable."""
-        if not self.llm_model.strip():
+        """Why no language model can be used, or `None` when LLM_MODEL can be asked (one sentence naming the
+        variable to change)."""
+        if not self.llm_model:
             return "LLM_MODEL is empty, which turns the language model off; set it in .env"
-        if self.llm_model.startswith("google:") and self.gemini_api_key is None:
+        if self.llm_model == DEFAULT_LIGHT_MODEL and self.gemini_api_key is None:
             return "GEMINI_API_KEY is not set; get a key at aistudio.google.com and put it in .env"
-        return None
+        return self._model_problem("LLM_MODEL", self.llm_model)
+
+    def heavy_model_problem(self) -> str | None:
+        """Why LLM_HEAVY_MODEL cannot be asked while LLM_MODEL can (critique and synthesis then use LLM_MODEL), or
+        None."""
+        if self.llm_unavailable_reason() is not None or self.llm_heavy_model == self.llm_model:
+            return None
+        return self._model_problem("LLM_HEAVY_MODEL", self.llm_heavy_model)
+
+    @property
+    def heavy_model(self) -> str:
+        """The heavy model that will be used: LLM_HEAVY_MODEL, or LLM_MODEL when that one cannot be asked."""
+        return self.llm_model if self.heavy_model_problem() is not None else self.llm_heavy_model
+
+    def _model_problem(self, variable: str, model: str) -> str | None:
+        if ":" not in model:
+            return (
+                f"{variable} must name a provider and a model, such as openai-chat:qwen3 or ollama:llama3.2, "
+                f"not {model!r}"
+            )
+        unknown = _unknown_provider(model, variable=variable)
+        if unknown is not None:
+            return unknown
+        missing = self._missing_key(model, variable=variable)
+        return f"{missing}; put it in .env" if missing is not None else None
+
+
+def _unknown_provider(model: str, *, variable: str) -> str | None:
+    """Why pydantic-ai cannot serve `model`'s provider (unknown, or its client library not installed), or None."""
+    # Imported here: only the providers' registry, not their client libraries.
+    from pydantic_ai.providers import infer_provider_class
+
+    provider = model.split(":", 1)[0]
+    try:
+        infer_provider_class(provider)
+    except ImportError:
+        return (
+            f"{variable}={model!r} needs the {provider!r} client library, which this install lacks "
+            "(Lookout ships google, openai, ollama and anthropic)"
+        )
+    except Exception:
+        return (
+            f"{variable}={model!r} names an unknown provider {provider!r}; use google:, openai-chat:, openai:, "
+            "ollama: or anthropic:"
+        )
+    return None
 
 
 def _variable_of(error_loc: tuple[int | str, ...]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
@@ -24,7 +24,15 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.dedupe import Cluster, fingerprint
-from research.llm import REASON_CHARS, describe_failure, one_line
+from research.llm import (
+    REASON_CHARS,
+    describe_failure,
+    estimate_tokens,
+    limits_of,
+    one_line,
+    output_spec,
+    stage_settings,
+)
 from research.rank import RankedItem
 from research.reputation import SourceKind as SourceKind  # re-exported: part of the critique's vocabulary
 from research.reputation import outlet_of as outlet_of
@@ -332,6 +340,9 @@ class ModelContradiction(BaseModel):
     """The item numbers in conflict."""
     claim: str
     """The claim in dispute, in a few words."""
+    quotes: list[str] = Field(default_factory=list)
+    """For each number in `numbers`, in the same order: the words of that item's title or snippet that state its
+    side, copied exactly."""
 
 
 class ModelCritique(BaseModel):
@@ -362,7 +373,8 @@ rank above established outlets, which rank above other reporting, aggregators an
 independent outlets carrying the same story raise credibility; sensational unsourced claims lower it;
 - reason: one short line naming the source type, how many outlets corroborate it, and how recent it is;
 - sentiment (-1 to 1) and tone (positive, negative, neutral or mixed): how the news reads for the topic.
-Then list contradictions: groups of item numbers whose claims conflict, with the claim in dispute.
+Then list contradictions: groups of item numbers whose claims conflict, with the claim in dispute and, for each \
+item, its own words copied exactly. List none unless the items' own words conflict.
 
 {UNTRUSTED_NOTE}"""
 
@@ -376,6 +388,11 @@ def _topic_and_reader(ctx: RunContext[CritiqueDeps]) -> str:
     return f"Topic: {ctx.deps.topic}{profile}"
 
 
+async def _critique_instructions(ctx: RunContext[CritiqueDeps]) -> str:
+    # one instruction, so one system message per request (some chat templates refuse a second)
+    return f"{CRITIQUE_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
+
+
 @functools.cache
 def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
     """The critique agent, built once on first use; no model is bound (each run passes one)."""
@@ -383,7 +400,7 @@ def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
         None,
         output_type=ModelCritique,
         deps_type=CritiqueDeps,
-        instructions=[CRITIQUE_INSTRUCTIONS, _topic_and_reader],
+        instructions=_critique_instructions,
         retries={"output": 2},
         name="critique",
     )
@@ -421,11 +438,56 @@ def merge_model_critique(
             update["sentiment"] = Sentiment(score=verdict.sentiment, label=label, assessed_by="model")
         items.append(fallback.model_copy(update=update))
     contradictions = []
+    by_number = {entry.number: entry for entry in numbered}
     for contradiction in answer.contradictions:
-        numbers = sorted({n for n in contradiction.numbers if n in known})
+        numbers = quoted_numbers(contradiction, by_number)
         if len(numbers) >= 2 and (claim := one_line(contradiction.claim, REASON_CHARS)):
             contradictions.append(Contradiction(numbers=numbers, claim=claim))
+    if dropped := len(answer.contradictions) - len(contradictions):
+        logger.info("critique: dropped %d contradiction(s) not quoted from both items", dropped)
+    # the figures that conflict in the items' own words stay, whatever the model claimed
+    told = {tuple(found.numbers) for found in contradictions}
+    contradictions += [found for found in figure_contradictions(numbered) if tuple(found.numbers) not in told]
     return Critique(path="model", items=items, contradictions=contradictions, usage=usage)
+
+
+def _squashed(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+MIN_QUOTE_WORDS: Final = 2
+"""A quote shorter than this (a lone number or word) proves nothing about the item's claim."""
+
+
+def quoted_numbers(contradiction: ModelContradiction, by_number: Mapping[int, NumberedItem]) -> list[int]:
+    """The numbers of a claimed contradiction whose quote is text of that item (title or snippet, words compared
+    without case and punctuation); a contradiction keeps only these, and stands only with two of them."""
+    found: set[int] = set()
+    for number, quote in zip(contradiction.numbers, contradiction.quotes, strict=False):
+        entry = by_number.get(number)
+        said = _squashed(quote)
+        if entry is None or len(said.split()) < MIN_QUOTE_WORDS:
+            continue
+        if said in _squashed(f"{entry.item.title} {entry.item.text}"):
+            found.add(number)
+    return sorted(found)
+
+
+def fitted_items(numbered: Sequence[NumberedItem], *, now: datetime, budget: int) -> list[NumberedItem]:
+    """The leading items whose compact block, with the instructions, fits `budget` tokens (at least one): the
+    ones left out are scored heuristically."""
+    room = budget - estimate_tokens(CRITIQUE_INSTRUCTIONS) - FRAME_TOKENS
+    shown: list[NumberedItem] = []
+    for entry in numbered:
+        room -= estimate_tokens(compact_item(entry, now=now))
+        if room < 0 and shown:
+            break
+        shown.append(entry)
+    return shown
+
+
+FRAME_TOKENS: Final = 400
+"""Room for what surrounds the items in a prompt: the topic, the profile, the untrusted-data frame, the schema."""
 
 
 def model_failure_reason(error: BaseException) -> str:
@@ -453,16 +515,19 @@ async def llm_critique(
     numbered = number_items(ranked, clusters)
     if not numbered:
         return heuristic_critique([], now=now)
-    prompt = f"Assess these {len(numbered)} items.\n\n{compact_items_block(numbered, now=now)}"
+    shown = fitted_items(numbered, now=now, budget=limits_of(model).prompt_tokens("critique"))
+    prompt = f"Assess these {len(shown)} items.\n\n{compact_items_block(shown, now=now)}"
     run_usage = RunUsage()  # the run adds to it as it goes, so tokens spent before a failure are still counted
     try:
         result = await critique_agent().run(
             prompt,
             model=model,
             deps=CritiqueDeps(topic=topic, profile=profile),
+            output_type=output_spec(model, ModelCritique),
             usage_limits=usage_limits or DEFAULT_CRITIQUE_LIMITS,
             usage=run_usage,
-            model_settings=model_settings,
+            model_settings=stage_settings(model, "critique", model_settings),
+            timeout=limits_of(model).run_seconds,
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)

@@ -31,13 +31,22 @@ from research.critique import (
     SourceKind,
     compact_items_block,
     figure_contradictions,
+    fitted_items,
     heuristic_item_critique,
     model_failure_reason,
     number_items,
     outlet_of,
 )
 from research.dedupe import Cluster
-from research.llm import failure_in_words, one_line
+from research.llm import (
+    OutputMode,
+    estimate_tokens,
+    failure_in_words,
+    limits_of,
+    one_line,
+    output_in_mode,
+    stage_settings,
+)
 from research.rank import RankedItem
 from research.sentiment import Sentiment
 from research.terms import tokens
@@ -343,14 +352,20 @@ def check_citations(ctx: RunContext[DigestDeps], draft: DigestDraft) -> DigestDr
     return draft
 
 
+async def _instructions(ctx: RunContext[DigestDeps]) -> str:
+    # one instruction, so one system message per request (some chat templates refuse a second)
+    return f"{DIGEST_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
+
+
 @functools.cache
-def digest_agent() -> Agent[DigestDeps, DigestDraft]:
-    """The digest agent, built once on first use; no model is bound (each run passes one)."""
-    agent = Agent(
+def digest_agent(mode: OutputMode = "tool") -> Agent[DigestDeps, DigestDraft]:
+    """The digest agent asking for its draft in output `mode`, built once per mode on first use; no model is bound
+    (each run passes one)."""
+    agent: Agent[DigestDeps, DigestDraft] = Agent(
         None,
-        output_type=DigestDraft,
+        output_type=output_in_mode(mode, DigestDraft),
         deps_type=DigestDeps,
-        instructions=[DIGEST_INSTRUCTIONS, _topic_and_reader],
+        instructions=_instructions,
         retries={"output": 3},
         name="digest",
     )
@@ -414,6 +429,9 @@ async def llm_digest(
 
     if not numbered:
         return extractive("no items to write about", LlmUsage())
+    # only the leading items that fit the context budget are shown (and may be cited)
+    budget = limits_of(model).prompt_tokens("synthesis") - estimate_tokens(_previous_block(previous))
+    numbered = fitted_items(numbered, now=now, budget=budget)
     deps = DigestDeps(
         topic=topic,
         numbers=frozenset(entry.number for entry in numbered),
@@ -427,13 +445,14 @@ async def llm_digest(
     )
     run_usage = RunUsage()  # the run adds to it as it goes, so tokens spent before a failure are still counted
     try:
-        result = await digest_agent().run(
+        result = await digest_agent(limits_of(model).output_mode).run(
             prompt,
             model=model,
             deps=deps,
             usage_limits=usage_limits or DEFAULT_DIGEST_LIMITS,
             usage=run_usage,
-            model_settings=model_settings,
+            model_settings=stage_settings(model, "synthesis", model_settings),
+            timeout=limits_of(model).run_seconds,
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)

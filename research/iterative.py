@@ -32,6 +32,7 @@ from research.collect import (
     emit,
 )
 from research.dedupe import Deduper
+from research.llm import ToolCallCap, limits_of, stage_settings
 from research.query_variants import QuerySpec, planned_attempts
 from research.usage import LlmUsage
 from sources import Item, SearchQuery, Source, source_spec, utc_now
@@ -437,14 +438,18 @@ async def collect_tool(
     return await ctx.deps.run_attempt(queries, sources)
 
 
-def build_planner_agent(model: Model | str) -> Agent[AttemptLoop, str]:
-    """The planning agent: instructions, the `collect` tool, and a one-line text answer at the end."""
+def build_planner_agent(model: Model | str, *, max_calls: int = 8) -> Agent[AttemptLoop, str]:
+    """The planning agent: instructions, the `collect` tool, and a one-line text answer at the end; at most a few
+    `collect` calls run per response and `max_calls` in the run (the others are refused, not run)."""
+    limits = limits_of(model)
     return Agent(
         model,
         deps_type=AttemptLoop,
         output_type=str,
         instructions=_instructions,
         tools=[Tool(collect_tool, name="collect", max_retries=2)],
+        capabilities=[ToolCallCap(per_response=limits.max_tool_calls_per_response, per_turn=max_calls)],
+        model_settings=stage_settings(model, "collect"),
         name="collection_planner",
     )
 
@@ -452,7 +457,7 @@ def build_planner_agent(model: Model | str) -> Agent[AttemptLoop, str]:
 async def run_model_planner(loop: AttemptLoop, model: Model | str, *, usage: RunUsage | None = None) -> None:
     """Let the model drive the loop; end the run as soon as a stop rule fires, whatever the model wants. `usage`
     adds up what the model spent, even when the run fails."""
-    agent = build_planner_agent(model)
+    agent = build_planner_agent(model, max_calls=loop.max_attempts)
     # One model request per attempt plus a few for retries and the final line; a model that loops without
     # collecting runs into this limit and the deterministic planner takes over.
     limits = UsageLimits(request_limit=loop.max_attempts * 2 + 4)

@@ -1,55 +1,84 @@
-"""Model resilience for every LLM step: classify failures, retry transient ones, fall back to the other model."""
+"""Model access for every LLM step: what each request is held to (output limit, timeout, context budget, tool
+calls, output mode), which answers are never used, failures classified and named, transient ones retried, then the
+other model."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelAuthenticationError,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     ModelNotFoundError,
     ModelQuotaExceededError,
     ModelRateLimitError,
+    ModelRequestTimeout,
     ModelServerError,
     ModelTimeoutError,
     ModelUnavailableError,
+    OutputTokenLimitExceeded,
+    RunTimedOut,
+    SkipToolExecution,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolDefinition
 
 from sources import Backoff, Sleep
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "DAILY_QUOTA_REASON",
     "REASON_CHARS",
+    "BoundedModel",
     "FailureKind",
+    "ModelLimits",
     "ModelSet",
+    "OutputMode",
     "QuotaMemory",
     "RetryPolicy",
     "RetryingModel",
     "Sleep",
+    "Stage",
+    "ToolCallCap",
     "answering_model",
     "configured_model",
+    "context_too_long",
     "describe_failure",
+    "estimate_tokens",
     "failure_in_words",
     "failure_kind",
     "failure_leaves",
+    "limits_of",
+    "messages_tokens",
     "model_chain",
     "model_label",
     "one_line",
+    "output_in_mode",
+    "output_spec",
+    "refused_call_message",
     "resilient_model",
+    "stage_settings",
+    "template_refused",
+    "timed_out",
+    "turn_start",
+    "unusable_answer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -77,8 +106,47 @@ def _says_daily_quota(error: ModelAPIError) -> bool:
     return "PerDay" in body or "per day" in body.lower()
 
 
+_CONTEXT_WORDS = (
+    "context size",
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "exceed_context_size",
+    "context_length_exceeded",
+)
+"""How servers say a prompt is longer than the model's context (llama.cpp, vLLM, OpenAI, Anthropic, Ollama)."""
+
+_TEMPLATE_WORDS = ("chat template", "jinja", "roles must alternate", "template error", "chat_template")
+"""How servers say the model's chat template refused the conversation (llama.cpp with --jinja, vLLM)."""
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{error} {getattr(error, 'body', '') or ''}".lower()
+
+
+def context_too_long(error: BaseException) -> bool:
+    """Whether the server refused the prompt for being longer than the model's context."""
+    return isinstance(error, ModelContextWindowExceededError) or (
+        isinstance(error, ModelAPIError) and any(words in _error_text(error) for words in _CONTEXT_WORDS)
+    )
+
+
+def template_refused(error: BaseException) -> bool:
+    """Whether the server's chat template refused the conversation (an order of roles, a system message)."""
+    return isinstance(error, ModelAPIError) and any(words in _error_text(error) for words in _TEMPLATE_WORDS)
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether a request or a run ran out of time (the transport's timeout, a request or run deadline)."""
+    return isinstance(error, ModelTimeoutError | ModelRequestTimeout | RunTimedOut)
+
+
 def failure_kind(error: BaseException) -> FailureKind:
     """How a model error should be handled (see `FailureKind`)."""
+    if context_too_long(error) or template_refused(error):
+        return "other"  # the same prompt fails the same way again, on any attempt
     if isinstance(error, ModelQuotaExceededError):
         return "quota"
     if isinstance(error, ModelRateLimitError | ModelUnavailableError | ModelServerError | ModelConnectionError):
@@ -105,7 +173,11 @@ def _in_words(error: BaseException) -> str:
     code = f", HTTP {status}" if isinstance(status, int) else ""
     if failure_kind(error) == "quota":
         return "daily quota used up"
-    if isinstance(error, ModelTimeoutError):
+    if context_too_long(error):
+        return "the prompt is longer than the model's context (LLM_CONTEXT_TOKENS)"
+    if template_refused(error):
+        return f"the server's chat template refused the conversation{code}"
+    if timed_out(error):
         return "no answer in time"
     if isinstance(error, ModelConnectionError):
         return "connection error"
@@ -121,6 +193,8 @@ def _in_words(error: BaseException) -> str:
         return f"request rejected{code}"
     if isinstance(error, UsageLimitExceeded):
         return "request limit of the step reached"
+    if isinstance(error, OutputTokenLimitExceeded):
+        return "answer cut at its length limit"
     if isinstance(error, UnexpectedModelBehavior):
         return "unusable answer"
     return "error"
@@ -239,7 +313,10 @@ class RetryingModel(WrapperModel):
 
         return await self._backoff.call(
             attempt,
-            retry_on=lambda error: isinstance(error, ModelAPIError) and failure_kind(error) == "transient",
+            # a timed-out request is not sent again: a busy (local) server would only get a second copy of it
+            retry_on=lambda error: (
+                isinstance(error, ModelAPIError) and failure_kind(error) == "transient" and not timed_out(error)
+            ),
             retry_after=lambda error: getattr(error, "retry_after", None),
             sleep=self._sleep,
             what=f"model {self.wrapped.model_name}",
@@ -270,6 +347,227 @@ class RetryPolicy:
             sleep=self.sleep,
             quota=self.quota,
         )
+
+
+OutputMode = Literal["tool", "native", "prompted"]
+"""How structured output is asked for (LLM_OUTPUT_MODE): `tool` a tool call (pydantic-ai's default), `native` the
+server's JSON-schema response format (grammar-constrained on llama.cpp and Ollama), `prompted` the schema in the
+prompt and JSON parsed from the text (servers whose tool calling and response formats are weak)."""
+
+Stage = Literal["chat", "plan", "critique", "synthesis", "summary", "collect"]
+"""A kind of model request, each with its own output limit."""
+
+CHARS_PER_TOKEN = 3.5
+"""Characters per token for estimates: about 4 in English, fewer in code, JSON and other scripts; erring low keeps
+a prompt estimated this way inside a real tokenizer's count."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free estimate of the tokens `text` costs (see `CHARS_PER_TOKEN`)."""
+    return int(len(text) / CHARS_PER_TOKEN) + 1
+
+
+PART_OVERHEAD_TOKENS = 4
+"""What a message part costs beyond its text in a chat template (role markers, separators)."""
+
+
+def messages_tokens(messages: Sequence[ModelMessage]) -> int:
+    """A tokenizer-free estimate of what `messages` cost in a prompt: the text of every part (what was said, tool
+    calls with their arguments, tool results) plus a little per part."""
+    total = 0
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                text = f"{part.tool_name} {part.args_as_json_str()}"
+            elif hasattr(part, "model_response_str"):
+                text = part.model_response_str()
+            else:
+                content = getattr(part, "content", "")
+                text = content if isinstance(content, str) else str(content)
+            total += estimate_tokens(text) + PART_OVERHEAD_TOKENS
+    return total
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelLimits:
+    """What every request to the process's models is held to (from settings): an output limit per stage, a
+    timeout, the context size prompts are budgeted to, tool calls per response and per turn, the output mode."""
+
+    chat_max_tokens: int = 1024
+    """LLM_CHAT_MAX_TOKENS: output limit of a chat reply (each response of the turn)."""
+    plan_max_tokens: int = 800
+    critique_max_tokens: int = 2048
+    synthesis_max_tokens: int = 2048
+    summary_max_tokens: int = 512
+    collect_max_tokens: int = 800
+    timeout_seconds: float = 120.0
+    """LLM_TIMEOUT_SECONDS: one request's deadline, every attempt included (the SDK's own retries are off)."""
+    run_seconds: float = 300.0
+    """LLM_RUN_SECONDS: a whole chat turn's or pipeline step's deadline, tool calls and retries included."""
+    context_tokens: int = 32_768
+    """LLM_CONTEXT_TOKENS: the context size prompts are budgeted to (output limit included)."""
+    output_mode: OutputMode = "tool"
+    max_tool_calls_per_response: int = 3
+    """LLM_MAX_TOOL_CALLS: calls of one response beyond this are refused with a message, not run."""
+    max_tool_calls_per_turn: int = 8
+    """Calls in one chat turn beyond this are refused the same way."""
+
+    def max_tokens(self, stage: Stage) -> int:
+        """The output limit of a request of `stage`."""
+        limit: int = getattr(self, f"{stage}_max_tokens")
+        return limit
+
+    def prompt_tokens(self, stage: Stage) -> int:
+        """The tokens a prompt of `stage` may take: the context less the stage's output limit (at least a quarter
+        of the context, so a misconfigured output limit cannot leave no room at all)."""
+        return max(self.context_tokens // 4, self.context_tokens - self.max_tokens(stage))
+
+    def settings(self, stage: Stage) -> ModelSettings:
+        """The model settings of a request of `stage`: its output limit, the timeout, the SDK's retries off (our
+        `RetryingModel` is the one retry rule)."""
+        return ModelSettings(
+            max_tokens=self.max_tokens(stage),
+            timeout=self.timeout_seconds,
+            request_timeout=self.timeout_seconds,
+            max_retries=0,
+            # our instructions explain the untrusted-data tags; pydantic-ai's announcement would add a system message
+            framing_announcement="never",
+        )
+
+
+class BoundedModel(WrapperModel):
+    """The outermost wrapper of every model a `ModelSet` hands out: it carries the `ModelLimits`, and its settings
+    (merged by pydantic-ai under each run's) give every request an output limit, a timeout and no SDK retries, so
+    no request goes out unbounded even from a step that names no stage."""
+
+    def __init__(self, wrapped: Model, limits: ModelLimits) -> None:
+        super().__init__(wrapped)
+        self.limits = limits
+        self._settings = limits.settings("chat")
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        merged = ModelSettings(**{**self.limits.settings("chat"), **(model_settings or {})})
+        return await self.wrapped.request(messages, merged, model_request_parameters)
+
+
+def limits_of(model: Model | str | None) -> ModelLimits:
+    """The limits a model of a `ModelSet` carries; the defaults for any other model."""
+    return model.limits if isinstance(model, BoundedModel) else ModelLimits()
+
+
+def stage_settings(model: Model | str | None, stage: Stage, extra: ModelSettings | None = None) -> ModelSettings:
+    """The settings a request of `stage` goes out with (see `ModelLimits.settings`), `extra` on top."""
+    return ModelSettings(**{**limits_of(model).settings(stage), **(extra or {})})
+
+
+def output_spec(model: Model | str | None, output_type: type[Any]) -> Any:
+    """`output_type` asked for in the model's output mode (LLM_OUTPUT_MODE): a tool call, the server's JSON-schema
+    response format, or the schema in the prompt."""
+    return output_in_mode(limits_of(model).output_mode, output_type)
+
+
+def output_in_mode(mode: OutputMode, output_type: type[Any]) -> Any:
+    """`output_type` asked for as `mode` says (see `OutputMode`)."""
+    from pydantic_ai import NativeOutput, PromptedOutput, ToolOutput
+
+    if mode == "native":
+        return NativeOutput(output_type)
+    if mode == "prompted":
+        return PromptedOutput(output_type)
+    return ToolOutput(output_type)
+
+
+REPEAT_SHINGLE_WORDS = 10
+"""Word runs compared to find a looping answer: long enough that ordinary repeated phrases and list items with a
+shared wording do not count."""
+REPEAT_MIN_WORDS = 60
+"""Shorter answers are never judged repetitive (a short list may repeat its phrasing)."""
+REPEAT_SHARE = 0.88
+"""An answer whose word runs are more than this share repeats of earlier ones is looping (a sentence said over and
+over scores 0.9 and up; deliberately repetitive but structured text, numbered paragraphs, about 0.8)."""
+RECITE_WORDS = 12
+"""A run of this many words of the instructions, word for word in an answer, is the model reciting them."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _words(text: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+def _runs(words: list[str], size: int) -> list[tuple[str, ...]]:
+    return [tuple(words[index : index + size]) for index in range(len(words) - size + 1)]
+
+
+def unusable_answer(
+    text: str | None, *, finish_reason: str | None = None, instructions: Sequence[str] = ()
+) -> str | None:
+    """Why a model's answer must not be used or stored, in a few words, or None when it may: cut at the output
+    limit, empty, looping (nearly all of it repeats itself), or reciting the instructions it was given."""
+    if finish_reason == "length":
+        return "cut at its length limit"
+    if text is None or not text.strip():
+        return "empty"
+    words = _words(text)
+    if len(words) >= REPEAT_MIN_WORDS:
+        runs = _runs(words, REPEAT_SHINGLE_WORDS)
+        if runs and 1 - len(set(runs)) / len(runs) > REPEAT_SHARE:
+            return "repeating itself"
+    if len(words) >= RECITE_WORDS:
+        said = set(_runs(words, RECITE_WORDS))
+        for instruction in instructions:
+            if said & set(_runs(_words(instruction), RECITE_WORDS)):
+                return "reciting its instructions"
+    return None
+
+
+def refused_call_message(limit: int, *, per: str) -> str:
+    """The tool return a refused call gets (the model reads it and can answer with what it has)."""
+    return (
+        f"Not run: at most {limit} tool calls per {per}. Answer with what you have, or call fewer tools, one at a time."
+    )
+
+
+def turn_start(messages: list[ModelMessage]) -> int:
+    """Index of the request that carries this turn's user prompt (0 when none does)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelRequest) and any(isinstance(part, UserPromptPart) for part in message.parts):
+            return index
+    return 0
+
+
+@dataclass
+class ToolCallCap(AbstractCapability[Any]):
+    """Runs at most `per_response` tool calls of one model response and `per_turn` of one turn; the others are not
+    run and return a message saying so (a small model once asked for 142 calls in one response)."""
+
+    per_response: int
+    per_turn: int
+
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any
+    ) -> Any:
+        messages = list(ctx.messages)
+        responses = [m for m in messages[turn_start(messages) :] if isinstance(m, ModelResponse)]
+        if not responses:
+            return args
+        current = [part.tool_call_id for part in responses[-1].parts if isinstance(part, ToolCallPart)]
+        position = current.index(call.tool_call_id) if call.tool_call_id in current else len(current) - 1
+        if position >= self.per_response:
+            raise SkipToolExecution(refused_call_message(self.per_response, per="response"))
+        # calls that ran before: each earlier response's first `per_response` (the rest were refused)
+        earlier = sum(
+            min(self.per_response, sum(isinstance(part, ToolCallPart) for part in r.parts)) for r in responses[:-1]
+        )
+        if earlier + position >= self.per_turn:
+            raise SkipToolExecution(refused_call_message(self.per_turn, per="message"))
+        return args
 
 
 def _fall_back_on(error: Any) -> bool:
@@ -309,15 +607,31 @@ class ModelSet:
     no-model path)."""
     quota: QuotaMemory = field(default_factory=QuotaMemory)
     """Which models ran out of quota lately, shared by every chain above."""
+    limits: ModelLimits = field(default_factory=ModelLimits)
+    """What every request of the set is held to (output limits, timeout, context budget, tool calls)."""
 
     @classmethod
-    def of(cls, light: Model | None, heavy: Model | None, *, policy: RetryPolicy | None = None) -> ModelSet:
-        """The set over two plain models (one policy, so both chains share its quota memory)."""
+    def of(
+        cls,
+        light: Model | None,
+        heavy: Model | None,
+        *,
+        policy: RetryPolicy | None = None,
+        limits: ModelLimits | None = None,
+    ) -> ModelSet:
+        """The set over two plain models (one policy, so both chains share its quota memory), each chain bounded
+        by `limits` (see `BoundedModel`)."""
         policy = policy or RetryPolicy()
+        limits = limits or ModelLimits()
+
+        def bounded(model: Model | None) -> Model | None:
+            return BoundedModel(model, limits) if model is not None else None
+
         return cls(
-            light=resilient_model(light, heavy, policy=policy),
-            heavy=resilient_model(heavy, light, policy=policy),
+            light=bounded(resilient_model(light, heavy, policy=policy)),
+            heavy=bounded(resilient_model(heavy, light, policy=policy)),
             quota=policy.quota,
+            limits=limits,
         )
 
     @classmethod

@@ -27,6 +27,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.critique import model_failure_reason
+from research.llm import limits_of, output_spec, stage_settings
 from research.query_variants import key_terms
 from research.terms import is_stop_word, normalise
 from research.usage import LlmUsage
@@ -176,6 +177,11 @@ def _plan_context(ctx: RunContext[PlanDeps]) -> str:
     return "\n".join(lines)
 
 
+async def _plan_instructions(ctx: RunContext[PlanDeps]) -> str:
+    # one instruction, so one system message per request (some chat templates refuse a second)
+    return f"{PLAN_INSTRUCTIONS}\n\n{_plan_context(ctx)}"
+
+
 @functools.cache
 def plan_agent() -> Agent[PlanDeps, PlanDraft]:
     """The planning agent, built once on first use; no model is bound (each run passes one)."""
@@ -183,7 +189,7 @@ def plan_agent() -> Agent[PlanDeps, PlanDraft]:
         None,
         output_type=PlanDraft,
         deps_type=PlanDeps,
-        instructions=[PLAN_INSTRUCTIONS, _plan_context],
+        instructions=_plan_instructions,
         retries={"output": 2},
         name="query_plan",
     )
@@ -204,6 +210,37 @@ def plan_from_draft(draft: PlanDraft, *, topic: str, sources: Sequence[str], mod
         made_by="model",
         model=model_name,
     )
+
+
+SCHEMA_FRAGMENTS: Final = re.compile(r"\$ref|\$defs|#/|\bproperties\b|[{}<>]|\btype\s*:|\bitems\s*:|\bschema\b", re.I)
+"""What a query never holds but a model reciting its output schema writes ("$ref: #/$defs/SourceQueryKey")."""
+MAX_QUERY_WORDS: Final = 8
+"""A search query is a few keywords (sources require every word); a longer one is prose, not a query."""
+MIN_ON_TOPIC_SHARE: Final = 0.5
+"""At least this share of a plan's queries must share a word with the topic or the user's own queries."""
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def _marks(text: str) -> set[str]:
+    """What two texts on one subject share: their words' first five letters, and single CJK characters."""
+    words = {word[:5] for word in re.findall(r"\w+", text.lower()) if len(word) >= 2 and not _CJK.search(word)}
+    return words | set(_CJK.findall(text))
+
+
+def plan_problem(draft: PlanDraft, *, topic: str, extra_queries: Sequence[str] = ()) -> str | None:
+    """Why a model's plan does not look like search queries (it is then not stored), or None when it does: no
+    schema fragments anywhere, queries a few words long, and mostly about the topic or the user's own queries."""
+    texts = [*draft.queries, *draft.keywords, *(q for entry in draft.source_queries for q in entry.queries)]
+    if any(SCHEMA_FRAGMENTS.search(text) for text in texts):
+        return "the plan held fragments of its schema, not queries"
+    if any(len(text.split()) > MAX_QUERY_WORDS or len(text) > 120 for text in [*draft.queries, *texts]):
+        return f"the plan held queries longer than {MAX_QUERY_WORDS} words"
+    subject = _marks(" ".join([topic, *extra_queries]))
+    queries = [query for query in draft.queries if query.strip()]
+    on_topic = [query for query in queries if _marks(query) & subject]
+    if not queries or len(on_topic) < MIN_ON_TOPIC_SHARE * len(queries):
+        return "the plan's queries were mostly not about the topic"
+    return None
 
 
 class PlanResult(BaseModel):
@@ -237,11 +274,17 @@ async def plan_queries(
             prompt,
             model=model,
             deps=deps,
+            output_type=output_spec(model, PlanDraft),
             usage_limits=usage_limits or DEFAULT_PLAN_LIMITS,
             usage=run_usage,
-            model_settings=model_settings,
+            model_settings=stage_settings(model, "plan", model_settings),
+            timeout=limits_of(model).run_seconds,
         )
         usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
+        problem = plan_problem(result.output, topic=topic, extra_queries=extra_queries)
+        if problem is not None:
+            logger.warning("plan: the model's plan was not used: %s", problem)
+            return PlanResult(plan=deterministic_plan(topic), usage=usage, fallback_reason=problem)
         plan = plan_from_draft(result.output, topic=topic, sources=sources, model_name=usage.model or "model")
     except Exception as error:  # API errors, quotas, garbage, network: a plan must never stop a run
         reason = model_failure_reason(error)

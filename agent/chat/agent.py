@@ -9,13 +9,14 @@ from datetime import UTC, date, datetime, timedelta
 from functools import partial
 
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits, capture_run_messages
-from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai.exceptions import RunTimedOut, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from agent.budget import ChatBudget
 from agent.chat.deps import ChatDeps
+from agent.chat.guards import PromptBudget, ToolCallCap, request_tokens
 from agent.chat.instructions import RULES, chat_context
-from agent.chat.llm import failure_message, is_model_failure
+from agent.chat.llm import NO_TIME_MESSAGE, failure_message, is_model_failure, unusable_message
 from agent.chat.summary import summarise
 from agent.chat.tools import CHAT_TOOLS
 from agent.commands.catalogue import run_stored
@@ -29,10 +30,10 @@ from agent.confirmations import (
     execute_actions,
 )
 from agent.context import Services, Turn, chat_timezone
-from agent.memory import ConversationMemory, Fold, HistoryCache, encode_messages
+from agent.memory import ConversationMemory, Fold, HistoryCache, encode_messages, trim_to_tokens
 from agent.messages import Reply
 from monitors import new_error_id
-from research import LlmUsage
+from research import LlmUsage, ModelLimits, estimate_tokens, stage_settings, unusable_answer
 from storage import ConversationChanges, ConversationRecord, ConversationRepository, TurnRepository, TurnState
 
 __all__ = ["ChatAgent", "build_chat_agent"]
@@ -55,10 +56,11 @@ BAD_MODEL_ANSWER = "The language model gave an answer I couldn't use. Please rep
 NO_MODEL_REMINDER = "(Free text needs a language model, which is not configured; commands work — see /help.)"
 
 
-async def _chat_context(ctx: RunContext[ChatDeps]) -> str:
+async def _instructions(ctx: RunContext[ChatDeps]) -> str:
+    # One instruction, so one system message per request: chat templates such as Gemma 3's refuse a second one.
     # async on purpose: pydantic-ai runs a plain function's instructions in a worker thread, a hop per turn
     deps = ctx.deps
-    return chat_context(
+    context = chat_context(
         now=deps.now,
         timezone=deps.timezone,
         language=deps.turn.chat.language,
@@ -67,19 +69,32 @@ async def _chat_context(ctx: RunContext[ChatDeps]) -> str:
         chat_title=deps.turn.chat.title,
         user_name=deps.turn.incoming.user_display_name,
     )
+    return f"{RULES}\n\n{context}"
 
 
-def build_chat_agent() -> Agent[ChatDeps, str]:
-    """The chat agent with its rules, the per-message context and every tool; no model is bound (runs pass it)."""
+def build_chat_agent(limits: ModelLimits | None = None) -> Agent[ChatDeps, str]:
+    """The chat agent with its rules and the per-message context (one system message), every tool, and the guards
+    that hold it to `limits` (tool calls per response and turn, the prompt within the context budget); no model is
+    bound (runs pass it)."""
+    limits = limits or ModelLimits()
     return Agent(
         None,
         deps_type=ChatDeps,
         output_type=str,
-        instructions=[RULES, _chat_context],
+        instructions=_instructions,
         tools=CHAT_TOOLS,
         retries={"tools": 2, "output": 1},
+        capabilities=[
+            ToolCallCap(per_response=limits.max_tool_calls_per_response, per_turn=limits.max_tool_calls_per_turn),
+            PromptBudget(limits),
+        ],
         name="lookout-chat",
     )
+
+
+CONTEXT_LINES_TOKENS = 600
+"""Room kept for the per-chat context lines (time, language, profile up to 2000 characters, summary) when the
+history is trimmed before a run."""
 
 
 def _error_reply(what: str) -> list[Reply]:
@@ -99,8 +114,11 @@ class ChatAgent:
 
     def __init__(self, services: Services, *, confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL) -> None:
         self._services = services
-        self._agent = build_chat_agent()
+        self._limits = services.models.limits
+        self._agent = build_chat_agent(self._limits)
         self._model = services.models.light
+        self._fixed_tokens = request_tokens([], [tool.tool_def for tool in CHAT_TOOLS]) + estimate_tokens(RULES)
+        """What every chat request costs before any history: the tool schemas and the rules."""
         self._budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
         self._turns = TurnRepository(services.database)
         self._conversations = ConversationRepository(services.database)
@@ -230,27 +248,47 @@ class ChatAgent:
             return [Reply(text=self._budget.spent_message())]
         memory = self._memory(state.conversation, now)
         window = memory.window()
+        prompt = turn.incoming.text.strip()
+        if len(prompt) > MAX_PROMPT_CHARS:
+            prompt = prompt[:MAX_PROMPT_CHARS] + "\n[message cut: too long]"
+        # the history the prompt budget leaves room for: older turns stay stored and are folded later
+        room = self._limits.prompt_tokens("chat") - self._fixed_tokens - CONTEXT_LINES_TOKENS
+        room -= estimate_tokens(prompt) + estimate_tokens(window.summary or "")
+        history = trim_to_tokens(window.messages, max(0, room))
         deps = ChatDeps(services=services, turn=turn, timezone=chat_timezone(turn, services), summary=window.summary)
         token_limit = services.settings.token_limit
         limits = UsageLimits(
             request_limit=services.settings.request_limit,
             total_tokens_limit=min(token_limit, remaining) if remaining is not None else token_limit,
         )
-        prompt = turn.incoming.text.strip()
-        if len(prompt) > MAX_PROMPT_CHARS:
-            prompt = prompt[:MAX_PROMPT_CHARS] + "\n[message cut: too long]"
         usage = RunUsage()
         with capture_run_messages() as captured:
             try:
                 result = await self._agent.run(
-                    prompt, model=model, deps=deps, message_history=window.messages, usage_limits=limits, usage=usage
+                    prompt,
+                    model=model,
+                    deps=deps,
+                    message_history=history,
+                    usage_limits=limits,
+                    usage=usage,
+                    model_settings=stage_settings(model, "chat"),
+                    timeout=self._limits.run_seconds,
                 )
             except Exception as error:
                 # what the failed run spent still counts, priced by the models that answered
-                spent = LlmUsage.from_run(usage, model=model, messages=captured[len(window.messages) :])
+                spent = LlmUsage.from_run(usage, model=model, messages=captured[len(history) :])
                 await self._finish(turn, now, usage=spent)
                 return self._failure(turn, deps, error, budget_bound=remaining is not None and remaining < token_limit)
         new_messages = result.new_messages()
+        last = next((m for m in reversed(new_messages) if isinstance(m, ModelResponse)), None)
+        unusable = unusable_answer(
+            result.output, finish_reason=last.finish_reason if last is not None else None, instructions=[RULES]
+        )
+        if unusable is not None:
+            # never stored: a cut or looping answer in memory would be read back as if it were said
+            logger.warning("chat model's answer for chat %d not used: %s", turn.chat.id, unusable)
+            await self._finish(turn, now, usage=LlmUsage.from_run(usage, model=model, messages=new_messages))
+            return [Reply(text=unusable_message(unusable), attachments=tuple(deps.attachments))]
         reply, opened = self._compose(turn, deps, result.output, now)
         history = memory.after(new_messages)
         stored = memory.encode_after(new_messages)
@@ -271,6 +309,9 @@ class ChatAgent:
         if isinstance(error, UsageLimitExceeded):
             text = self._budget.spent_message() if budget_bound else TOO_LONG_MESSAGE
             return [Reply(text=text, attachments=attachments)]
+        if isinstance(error, RunTimedOut):
+            logger.warning("chat run for chat %d passed its deadline of %.0f s", turn.chat.id, self._limits.run_seconds)
+            return [Reply(text=NO_TIME_MESSAGE, attachments=attachments)]
         if is_model_failure(error):
             logger.warning("chat model failed for chat %d: %s", turn.chat.id, error)
             return [Reply(text=failure_message(error), attachments=attachments)]

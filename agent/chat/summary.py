@@ -23,7 +23,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model
 
-from research import LlmUsage, describe_failure
+from research import LlmUsage, describe_failure, estimate_tokens, limits_of, stage_settings, unusable_answer
 
 __all__ = ["SUMMARY_LIMITS", "SummaryResult", "summarise", "transcript"]
 
@@ -90,13 +90,18 @@ def transcript(messages: Sequence[ModelMessage]) -> str:
 async def summarise(previous: str | None, messages: Sequence[ModelMessage], *, model: Model) -> SummaryResult:
     """The new rolling summary covering `previous` and `messages`. A failing model is logged, not raised (the
     conversation goes on; the turns stay until the next fold), and what it spent is still reported."""
+    said = transcript(messages) or "(nothing said)"
+    # the newest lines are kept when the transcript does not fit the context budget of the summary
+    room = limits_of(model).prompt_tokens("summary") - estimate_tokens(SUMMARY_INSTRUCTIONS + (previous or "")) - 100
+    while estimate_tokens(said) > max(room, 0) and "\n" in said:
+        said = said.split("\n", 1)[1]
     prompt = (
         f"Previous summary:\n{previous.strip() if previous else '(none)'}\n\n"
-        f"Turns to fold in:\n{transcript(messages) or '(nothing said)'}\n\nWrite the new summary."
+        f"Turns to fold in:\n{said}\n\nWrite the new summary."
     )
     request = ModelRequest.user_text_prompt(prompt, instructions=SUMMARY_INSTRUCTIONS)
     try:
-        response = await model_request(model, [request])
+        response = await model_request(model, [request], model_settings=stage_settings(model, "summary"))
     except Exception as error:  # best effort: any failure leaves the memory as it is (and got no answer to pay)
         logger.warning("conversation summary failed: %s", describe_failure(error))
         return SummaryResult(text=None, usage=LlmUsage.from_run(RunUsage(), model=model))
@@ -109,4 +114,8 @@ async def summarise(previous: str | None, messages: Sequence[ModelMessage], *, m
         logger.warning("conversation summary used %d tokens, over its limit of %d: not used", usage.total_tokens, limit)
         return SummaryResult(text=None, usage=spent)
     text = "".join(part.content for part in response.parts if isinstance(part, TextPart)).strip()
-    return SummaryResult(text=text or None, usage=spent)
+    unusable = unusable_answer(text, finish_reason=response.finish_reason, instructions=[SUMMARY_INSTRUCTIONS])
+    if unusable is not None:
+        logger.warning("conversation summary not used: %s", unusable)
+        return SummaryResult(text=None, usage=spent)
+    return SummaryResult(text=text, usage=spent)

@@ -25,6 +25,7 @@ from agent.memory import (
     MemoryWindow,
     encode_messages,
     fold_batch,
+    trim_to_tokens,
     turn_starts,
 )
 from storage import ChatRecord, ConversationChanges, ConversationRecord, ConversationRepository, Database
@@ -333,3 +334,14 @@ async def test_unreadable_stored_messages_start_fresh_and_keep_the_summary(
     window = (await Stored(database, chat, clock).memory()).window()
     assert (window.messages, window.summary) == ([], "kept")
     assert "unreadable" in caplog.text
+
+
+def test_trim_to_tokens_keeps_the_newest_whole_turns_that_fit() -> None:
+    def turn(said: str, answer: str) -> list[ModelMessage]:
+        return [ModelRequest(parts=[UserPromptPart(content=said)]), ModelResponse(parts=[TextPart(content=answer)])]
+
+    history = [*turn("first", "x " * 2000), *turn("second", "short"), *turn("third", "short too")]
+    assert trim_to_tokens(history, 100_000) == history
+    kept = trim_to_tokens(history, 300)
+    assert kept == history[2:], "the long old turn gives way; the newest turns are whole"
+    assert trim_to_tokens(history, 5) == [], "not even the last turn fits: none"

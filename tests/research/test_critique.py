@@ -22,6 +22,7 @@ from research.critique import (
     SNIPPET_CHARS,
     Critique,
     SourceKind,
+    figure_contradictions,
     heuristic_critique,
     llm_critique,
     number_items,
@@ -117,7 +118,10 @@ async def test_structured_critique_is_parsed_and_merged(collection: Collection) 
         "credibility": 0.9,
         "reason": "Primary source:\n the technical report itself; 3 outlets corroborate; 18 h old",
     }
-    answer["contradictions"].append({"numbers": [reuters, collection.number(RUMOUR_ID)], "claim": "GPU count"})
+    rumour = collection.number(RUMOUR_ID)
+    quotes = [" ".join(collection.ranked[n - 1].item.title.split()[:4]) for n in (reuters, rumour)]
+    answer["contradictions"].append({"numbers": [reuters, rumour], "claim": "GPU count", "quotes": quotes})
+    answer["contradictions"].append({"numbers": [reuters, rumour], "claim": "invented", "quotes": ["not", "there"]})
     script = ScriptedModel(answer)
 
     critique = await llm_critique(
@@ -133,9 +137,12 @@ async def test_structured_critique_is_parsed_and_merged(collection: Collection) 
     assert (top.relevance, top.credibility) == (0.95, 0.9)
     assert top.reason == "Primary source: the technical report itself; 3 outlets corroborate; 18 h old"
     assert top.source_kind is SourceKind.PRIMARY and top.outlets == 4, "facts the code knows are kept"
-    # The contradiction naming an unknown item has only one real member left: dropped.
-    assert [(c.numbers, c.claim) for c in critique.contradictions] == [
-        (sorted([reuters, collection.number(RUMOUR_ID)]), "GPU count")
+    # The contradiction naming an unknown item has only one real member left: dropped; one whose quotes are not
+    # the items' own words is dropped; the figures that conflict in the items' words (heuristic) stay.
+    found = [(c.numbers, c.claim) for c in critique.contradictions]
+    assert found[0] == (sorted([reuters, rumour]), "GPU count")
+    assert [c.claim for c in critique.contradictions[1:]] == [
+        c.claim for c in figure_contradictions(number_items(collection.ranked, collection.clusters))
     ]
     assert critique.usage.requests == 1 and critique.usage.input_tokens > 0
     assert critique.usage.model == "function:scripted"

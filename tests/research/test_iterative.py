@@ -11,6 +11,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from research.collect import ProgressEvent
 from research.iterative import AttemptSummary, StopReason, run_iterative_collection
+from research.llm import ModelLimits, ModelSet
 from research.query_variants import key_terms, planned_attempts, topic_of
 from sources.base import Item, SearchQuery, SourceError, SourceErrorKind
 from tests.research.fake_sources import (
@@ -269,3 +270,25 @@ async def test_same_text_in_two_languages_is_counted_per_query() -> None:
         ("DeepSeek", None, 3, 3),
         ("DeepSeek", "zh", 3, 3),
     ]
+
+
+async def test_collect_calls_beyond_a_few_per_response_are_refused_not_run() -> None:
+    """A small model once asked for 39 collect calls at once: only the first few of a response run."""
+    source = RecordingSource("hn", per_query_items(50))  # high yield: no stop rule ends the run early
+    seen: list[str] = []
+
+    def many_at_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        if isinstance(last, ModelRequest) and any(isinstance(part, ToolReturnPart) for part in last.parts):
+            seen.extend(str(part.content) for part in last.parts if isinstance(part, ToolReturnPart))
+            return ModelResponse(parts=[TextPart("done")])
+        calls = [ToolCallPart("collect", {"queries": [{"text": f"q{n}"}]}, tool_call_id=str(n)) for n in range(12)]
+        return ModelResponse(parts=calls)
+
+    limits = ModelLimits(max_tool_calls_per_response=3)
+    model = ModelSet.of(FunctionModel(many_at_once), None, limits=limits).light
+    assert model is not None
+    await run_iterative_collection("x", sources=[source], model=model, target=100_000, max_attempts=20)
+
+    assert len(seen) == 12 and sum(text.startswith("Not run: at most 3 tool calls") for text in seen) == 9
+    assert len({query.text for query in source.queries} & {f"q{n}" for n in range(12)}) == 3

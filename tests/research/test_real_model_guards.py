@@ -1,0 +1,138 @@
+"""The monitor steps with any model: each request carries its stage's output limit and one system message, the
+output mode setting reaches the server, and what a model says is checked before it is used (a plan must look like
+queries; a contradiction must quote both items; a cut, looping or reciting answer is refused)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import models
+from pydantic_ai.exceptions import ModelHTTPError
+
+from app.settings import Settings
+from app.wiring import LOCAL_API_KEY, language_models
+from research import ModelLimits, ModelSet, RetryPolicy, failure_in_words, failure_kind, unusable_answer
+from research.plan import PlanDraft, plan_problem, plan_queries
+from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.openai_compat import CONTEXT_EXCEEDED, TEMPLATE_ERROR, ChatRequest, FakeOpenAI, completion
+from tests.research.test_pipeline_fallback import answer_for, run
+
+
+async def _no_sleep(_seconds: float) -> None:
+    return None
+
+
+def light_model(fake: FakeOpenAI, limits: ModelLimits) -> ModelSet:
+    """The model as the process builds it from settings (its profile included), held to `limits`."""
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        llm_model=f"openai-chat:{fake.model}",
+        openai_base_url=fake.base_url,
+        openai_api_key=fake.api_key,
+    )
+    built = language_models(settings, policy=RetryPolicy(sleep=_no_sleep)).plain_models()
+    return ModelSet.of(built[0], None, policy=RetryPolicy(sleep=_no_sleep), limits=limits)
+
+
+def test_plan_problems() -> None:
+    topic = "DeepSeek releases"
+    good = PlanDraft(queries=["DeepSeek R2", "DeepSeek API pricing", "Liang Wenfeng"], keywords=["DeepSeek"])
+    assert plan_problem(good, topic=topic) is None
+    schema = PlanDraft(queries=["$ref: #/$defs/SourceQueryKey", "DeepSeek"])
+    assert plan_problem(schema, topic=topic) == "the plan held fragments of its schema, not queries"
+    rambling = PlanDraft(queries=["DeepSeek is a company that makes large language models in China today"])
+    assert plan_problem(rambling, topic=topic) is not None
+    off = PlanDraft(queries=["weather Paris", "football scores", "DeepSeek"])
+    assert plan_problem(off, topic=topic) == "the plan's queries were mostly not about the topic"
+    assert plan_problem(PlanDraft(queries=["深度求索 发布"]), topic="深度求索") is None
+    assert plan_problem(PlanDraft(queries=['"DeepSeek V4" launch']), topic=topic) is None, "phrase quotes are fine"
+
+
+@pytest.mark.parametrize("mode", ["native", "prompted"])
+async def test_a_plan_of_schema_fragments_is_not_used(fake_server: FakeHTTPServer, mode: str) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+    garbage = {"queries": ["$ref: #/$defs/SourceQueryKey", "#/$defs/QueryPlan"], "keywords": ["$defs"]}
+    fake.reply_json(completion(content=json.dumps(garbage), model=fake.model))
+    chosen = light_model(fake, ModelLimits(plan_max_tokens=222, output_mode=mode))  # type: ignore[arg-type]
+
+    with models.override_allow_model_requests(True):
+        result = await plan_queries("DeepSeek", sources=["hn", "news"], model=chosen.light)
+
+    assert result.plan.made_by == "deterministic" and "$" not in " ".join(result.plan.queries)
+    assert result.fallback_reason == "the plan held fragments of its schema, not queries"
+    (request,) = fake.requests
+    assert request.max_tokens == 222 and request.roles.count("system") == 1
+    if mode == "native":
+        assert request.body["response_format"]["type"] == "json_schema", "the server is asked for the schema"
+    else:
+        assert request.body.get("response_format", {}).get("type") != "json_schema" and "tools" not in request.body
+
+
+async def test_a_good_plan_through_tool_output_is_used(fake_server: FakeHTTPServer) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+    fake.reply_tool_calls([("final_result", {"queries": ["DeepSeek R2", "DeepSeek pricing"], "keywords": ["R2"]})])
+    chosen = light_model(fake, ModelLimits())
+    with models.override_allow_model_requests(True):
+        result = await plan_queries("DeepSeek", sources=["hn"], model=chosen.light)
+    assert result.plan.made_by == "model" and "DeepSeek R2" in result.plan.queries
+    assert fake.requests[0].max_tokens == ModelLimits().plan_max_tokens
+
+
+def test_unusable_answers() -> None:
+    assert unusable_answer("fine", finish_reason="length") == "cut at its length limit"
+    assert unusable_answer("  ") == "empty"
+    assert unusable_answer(" ".join(["I will search for it now."] * 12)) == "repeating itself"
+    rules = "You are Lookout, a chat assistant that keeps watch over public sources for the people in this chat."
+    assert unusable_answer(f"Sure. {rules}", instructions=[rules]) == "reciting its instructions"
+    normal = "DeepSeek released R2 on Monday [1]; prices fell by half [2]. Analysts expect more open models soon."
+    assert unusable_answer(normal, instructions=[rules]) is None
+
+
+def test_server_errors_named_for_what_they_are() -> None:
+    context = ModelHTTPError(status_code=400, model_name="m", body=CONTEXT_EXCEEDED)
+    assert failure_in_words(context) == "the prompt is longer than the model's context (LLM_CONTEXT_TOKENS)"
+    assert failure_kind(context) == "other", "the same prompt fails again: not retried"
+    template = ModelHTTPError(status_code=500, model_name="m", body=TEMPLATE_ERROR)
+    assert failure_in_words(template).startswith("the server's chat template refused the conversation")
+    assert failure_kind(template) == "other", "a 500 from the template is not a passing server error"
+
+
+@pytest.mark.parametrize("mode", ["tool", "native"])
+async def test_a_monitor_run_through_an_openai_compatible_server(
+    fake_server: FakeHTTPServer, tmp_path: Path, mode: str
+) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m", api_key=LOCAL_API_KEY)  # a server given by URL alone
+
+    def answer(request: ChatRequest) -> dict[str, Any]:
+        if mode == "tool":
+            (tool,) = request.body["tools"]
+            schema = json.dumps(tool["function"]["parameters"])
+            reply = answer_for(schema, request.user_text)
+            return completion(tool_calls=[(tool["function"]["name"], reply)], model=fake.model)
+        schema = json.dumps(request.body["response_format"]["json_schema"]["schema"])
+        return completion(content=json.dumps(answer_for(schema, request.user_text)), model=fake.model)
+
+    fake.reply_with(answer)
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        llm_model=f"openai-chat:{fake.model}",
+        openai_base_url=fake.base_url,
+        llm_output_mode=mode,  # type: ignore[arg-type]
+        llm_plan_max_tokens=301,
+        llm_critique_max_tokens=302,
+        llm_synthesis_max_tokens=303,
+        data_dir=tmp_path / "data",
+    )
+    built = language_models(settings, policy=RetryPolicy(sleep=_no_sleep))
+    with models.override_allow_model_requests(True):
+        result = await run(built.light, built.heavy, tmp_path)
+
+    report = result.report
+    assert report is not None
+    assert result.plan.made_by == "model" and (report.critique_path, report.digest_path) == ("model", "model")
+    assert [request.max_tokens for request in fake.requests] == [301, 302, 303], "one request per stage, each limited"
+    for request in fake.requests:
+        assert request.roles[0] == "system" and request.roles.count("system") == 1
