@@ -1,25 +1,37 @@
 """The conversation: command router, the pydantic-ai chat agent, its tools, memory, quotas and usage."""
 
-from agent.access import AccessPolicy
-from agent.chat.agent import ChatAgent
-from agent.commands.parser import ParseOptions, is_instant_command, parse_command, parse_command_words, parse_prefixed
-from agent.commands.router import CommandRouter
-from agent.commands.specs import COMMAND_SPECS, Command, CommandError, bot_commands, help_text
-from agent.context import AfterReply, ConversationSettings, Services, Turn, ignore_progress
-from agent.conversation import Conversation
-from agent.memory import ConversationMemory, MemoryWindow
-from agent.messages import (
-    CALLBACK_DATA_MAX_BYTES,
-    MAX_INCOMING_FILE_BYTES,
-    Attachment,
-    Button,
-    Incoming,
-    IncomingFile,
-    Outgoing,
-    ProgressSink,
-    ProgressUpdate,
-    Reply,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
+    from agent.access import AccessPolicy
+    from agent.chat.agent import ChatAgent
+    from agent.commands.parser import (
+        ParseOptions,
+        is_instant_command,
+        parse_command,
+        parse_command_words,
+        parse_prefixed,
+    )
+    from agent.commands.router import CommandRouter
+    from agent.commands.specs import COMMAND_SPECS, Command, CommandError, bot_commands, help_text
+    from agent.context import AfterReply, ConversationSettings, Services, Turn, ignore_progress
+    from agent.conversation import Conversation
+    from agent.memory import ConversationMemory, MemoryWindow
+    from agent.messages import (
+        CALLBACK_DATA_MAX_BYTES,
+        MAX_INCOMING_FILE_BYTES,
+        Attachment,
+        Button,
+        Incoming,
+        IncomingFile,
+        Outgoing,
+        ProgressSink,
+        ProgressUpdate,
+        Reply,
+    )
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
@@ -54,3 +66,47 @@ __all__ = [
     "parse_command_words",
     "parse_prefixed",
 ]
+
+_SUBMODULE_OF = {
+    "AccessPolicy": "access",
+    "ChatAgent": "chat.agent",
+    "ParseOptions": "commands.parser",
+    "is_instant_command": "commands.parser",
+    "parse_command": "commands.parser",
+    "parse_command_words": "commands.parser",
+    "parse_prefixed": "commands.parser",
+    "CommandRouter": "commands.router",
+    "COMMAND_SPECS": "commands.specs",
+    "Command": "commands.specs",
+    "CommandError": "commands.specs",
+    "bot_commands": "commands.specs",
+    "help_text": "commands.specs",
+    "AfterReply": "context",
+    "ConversationSettings": "context",
+    "Services": "context",
+    "Turn": "context",
+    "ignore_progress": "context",
+    "Conversation": "conversation",
+    "ConversationMemory": "memory",
+    "MemoryWindow": "memory",
+    "CALLBACK_DATA_MAX_BYTES": "messages",
+    "MAX_INCOMING_FILE_BYTES": "messages",
+    "Attachment": "messages",
+    "Button": "messages",
+    "Incoming": "messages",
+    "IncomingFile": "messages",
+    "Outgoing": "messages",
+    "ProgressSink": "messages",
+    "ProgressUpdate": "messages",
+    "Reply": "messages",
+}
+"""Where each exported name is defined; `tests/test_startup.py` checks it against the imports above."""
+
+
+def __getattr__(name: str) -> object:
+    submodule = _SUBMODULE_OF.get(name)
+    if submodule is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
+    globals()[name] = value
+    return value

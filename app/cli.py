@@ -7,13 +7,15 @@ import importlib.metadata
 import logging
 import platform
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from app.logging_setup import configure_logging, silence_library_banners
 from app.monitor_commands import monitors_cli
-from app.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:  # every command imports what it needs when it runs, so `lookout --help` answers at once
+    from app.settings import Settings
 
 cli = typer.Typer(
     name="lookout",
@@ -47,6 +49,8 @@ def startup(*, log_to_console: bool = False) -> Settings:
     Logs go to DATA_DIR/lookout-cli.log, so no library's lines (migrations, web search engines, the scheduler)
     mix into what a command prints; only the service (`lookout run`) logs to the console, as services do.
     """
+    from app.settings import SettingsError, load_settings
+
     try:
         settings = load_settings()
     except SettingsError as exc:

@@ -5,24 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.models import Model, infer_model
-
-from app.http_cache import DatabaseValidatorStore
 from app.settings import Settings
-from research import ItemEmbedder, ModelSet, RetryPolicy
-from sources import (
-    DEFAULT_SOURCES,
-    HttpClient,
-    Source,
-    SourcesConfig,
-    build_sources,
-    feed_factory,
-    resolve_source_specs,
-    rsshub_factory,
-)
+from sources import SourcesConfig
 from storage import Database, EmbeddingRepository, upgrade_database
+
+if TYPE_CHECKING:  # the model library and the sources load when a command builds them, not to open the database
+    from pydantic_ai.models import Model
+
+    from research import ItemEmbedder, ModelSet, RetryPolicy
+    from sources import HttpClient, Source
 
 
 def sources_config(settings: Settings) -> SourcesConfig:
@@ -52,6 +45,9 @@ def open_http_client(settings: Settings, *, database: Database | None = None) ->
 
     With a database, conditional-GET validators outlive the process (see `app.http_cache`).
     """
+    from app.http_cache import DatabaseValidatorStore
+    from sources import HttpClient
+
     return HttpClient(
         user_agent=settings.http_user_agent,
         allow_private=settings.allow_private_urls,
@@ -69,11 +65,15 @@ class SourceCatalog:
 
     @classmethod
     def build(cls, settings: Settings, client: HttpClient) -> SourceCatalog:
+        from sources import build_sources
+
         config = sources_config(settings)
         return cls(config=config, client=client, by_name=build_sources(client=client, config=config))
 
     def resolve(self, spec: str | Sequence[str] | None) -> list[Source]:
         """The sources a spec names (default: the keyless mix); raises ValueError saying what is wrong."""
+        from sources import DEFAULT_SOURCES, feed_factory, resolve_source_specs, rsshub_factory
+
         return resolve_source_specs(
             spec if spec else list(DEFAULT_SOURCES),
             available=self.by_name,
@@ -94,6 +94,8 @@ def language_models(
     LLM_HEAVY_MODEL, each retried and falling back to the other, one memory of spent quotas. Each model name is
     built once, and every Gemini model shares one provider (one HTTP client for the process). Empty when no model
     can be used (see `Settings.llm_unavailable_reason`)."""
+    from research import ModelSet
+
     if settings.llm_unavailable_reason() is not None:
         return ModelSet.none()
     built: dict[str, Model] = {}
@@ -117,6 +119,8 @@ def item_embedder(
         return None
     from pydantic_ai.embeddings import Embedder
 
+    from research import ItemEmbedder
+
     name = settings.embedding_model.strip()
     if name.startswith("google:"):
         from pydantic_ai.embeddings.google import GoogleEmbeddingModel
@@ -135,6 +139,8 @@ def _model(settings: Settings, name: str, providers: Providers) -> Model:
         from pydantic_ai.models.google import GoogleModel
 
         return GoogleModel(name.removeprefix("google:"), provider=_google_provider(settings, providers))
+    from pydantic_ai.models import infer_model
+
     return infer_model(name)
 
 
