@@ -82,6 +82,15 @@ def db_upgrade() -> None:
     typer.echo("Database is up to date.")
 
 
+NOTHING_TO_SERVE = (
+    "Lookout has no chat to serve: neither TELEGRAM_BOT_TOKEN nor SLACK_BOT_TOKEN is set. Next step: create a "
+    "Telegram bot with @BotFather and set TELEGRAM_BOT_TOKEN, or create a Slack app from slack_app_manifest.yaml "
+    "and set SLACK_BOT_TOKEN and SLACK_APP_TOKEN (in .env or the environment); or talk to Lookout in this "
+    "terminal with `lookout chat`."
+)
+"""What `lookout run` says instead of starting when no platform is configured (it would idle with nobody to answer)."""
+
+
 class Role(StrEnum):
     all = "all"
     web = "web"
@@ -109,6 +118,9 @@ def run(
             "without them `lookout run` is one process that does everything.",
             err=True,
         )
+        raise typer.Exit(code=2)
+    if role is not Role.worker and settings.telegram_bot_token is None and settings.slack_bot_token is None:
+        typer.echo(NOTHING_TO_SERVE, err=True)
         raise typer.Exit(code=2)
     try:
         asyncio.run(run_service(settings, role=role.value, tune_gc=True))

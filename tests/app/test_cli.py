@@ -59,3 +59,19 @@ def test_bad_configuration_is_one_sentence_and_exit_code_2(monkeypatch: pytest.M
     assert result.exit_code == 2
     assert "TIMEZONE must be an IANA name" in result.output
     assert "Traceback" not in result.output
+
+
+def test_run_with_no_platform_says_the_next_step_and_exits(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "lookout"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DATA_DIR": str(tmp_path / "data")}
+
+    result = subprocess.run(
+        [str(script), "run"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    message = " ".join(result.stderr.split())
+    assert "neither TELEGRAM_BOT_TOKEN nor SLACK_BOT_TOKEN is set" in message
+    assert "@BotFather" in message and "slack_app_manifest.yaml" in message and "`lookout chat`" in message
+    assert result.stdout == ""
+    assert not (tmp_path / "data" / "lookout.db").exists()  # nothing started: no database, no scheduler
