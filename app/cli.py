@@ -130,6 +130,17 @@ def run(
 
 
 @cli.command()
+def doctor() -> None:
+    """Check the database, each configured chat token, the models, each keyed source and the HTTP port; exit 1 if any
+    check fails."""
+    settings = startup()
+    from app.doctor import report, run_checks
+
+    if not report(asyncio.run(run_checks(settings)), typer.echo):
+        raise typer.Exit(code=1)
+
+
+@cli.command()
 def jobs(
     failed: Annotated[int, typer.Option(min=0, max=500, help="How many recent failed jobs to list.")] = 10,
 ) -> None:
