@@ -140,6 +140,33 @@ def doctor() -> None:
         raise typer.Exit(code=1)
 
 
+HEALTH_TIMEOUT = 4.0
+"""Seconds `lookout healthcheck` waits for /healthz: under the 5 s a container runtime gives a health command."""
+
+
+@cli.command()
+def healthcheck() -> None:
+    """Ask the running service's /healthz (at HTTP_HOST:HTTP_PORT); exit 0 when it is healthy, 1 otherwise. For
+    container health checks (Docker, Podman, Kubernetes exec probes): no curl needed in the image."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    settings = startup()
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(settings.http_host, settings.http_host)  # noqa: S104
+    url = f"http://{f'[{host}]' if ':' in host else host}:{settings.http_port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=HEALTH_TIMEOUT) as response:
+            body = response.read()
+    except urllib.error.HTTPError as error:  # 503: a check failed; its body says which
+        typer.echo(f"unhealthy (HTTP {error.code}): {error.read().decode(errors='replace').strip()}", err=True)
+        raise typer.Exit(code=1) from None
+    except (OSError, ValueError) as error:
+        typer.echo(f"no answer from {url}: {error}", err=True)
+        raise typer.Exit(code=1) from None
+    typer.echo(f"healthy: {json.dumps(json.loads(body).get('checks', {}))}")
+
+
 @cli.command()
 def jobs(
     failed: Annotated[int, typer.Option(min=0, max=500, help="How many recent failed jobs to list.")] = 10,
