@@ -2,8 +2,8 @@
 
 Each command runs in a fresh process, interleaved round by round so that the machine's load weighs on all of them
 alike; a throwaway DATA_DIR holds a SQLite database migrated by an untimed first run and one monitor, so
-`monitors list` reads and draws one entry. Prints the median and the fastest wall time and the ratio to
-`python -c pass`.
+`monitors list` reads and draws one entry. Prints the median and the fastest wall time, the ratio to
+`python -c pass`, and the CPU time (user + system), which the machine's load changes much less than wall time.
 
     uv run python bench/startup.py [--rounds 7]
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,10 +28,14 @@ def _lookout(*args: str) -> list[str]:
     return [str(Path(sys.executable).with_name("lookout")), *args]
 
 
-def _time(argv: list[str], env: dict[str, str]) -> float:
+def _time(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -52,18 +57,24 @@ def main() -> None:
             "lookout monitors list": _lookout("monitors", "list"),
         }
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(rounds):
             for name, argv in commands.items():
-                times[name].append(_time(argv, env))
+                wall, used = _time(argv, env)
+                times[name].append(wall)
+                cpu[name].append(used)
     baseline = statistics.median(times["python -c pass"])
     print(f"{rounds} rounds, interleaved; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print()
-    print("| command | median | fastest | × python -c pass (median) | target |")
-    print("|---|---|---|---|---|")
+    print("| command | wall, median | wall, fastest | × python -c pass (median) | CPU, median | target (wall) |")
+    print("|---|---|---|---|---|---|")
     for name, values in times.items():
         median = statistics.median(values)
         target = f"≤ {TARGETS[name]:.1f} s" if name in TARGETS else "–"
-        print(f"| {name} | {median:.3f} s | {min(values):.3f} s | {median / baseline:.1f} | {target} |")
+        print(
+            f"| {name} | {median:.3f} s | {min(values):.3f} s | {median / baseline:.1f} "
+            f"| {statistics.median(cpu[name]):.3f} s | {target} |"
+        )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ HEAVY = (
     "procrastinate",
 )
 """Libraries that cost seconds to import on a small machine and that neither command uses."""
-LAZY_FACES = ("agent", "bots", "bots.terminal", "monitors", "research", "sources")
+LAZY_FACES = ("agent", "bots", "bots.slack", "bots.terminal", "monitors", "research", "sources")
 
 
 def _loaded_after(argv: list[str], tmp_path: Path) -> tuple[str, list[str]]:
