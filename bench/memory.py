@@ -3,11 +3,13 @@
 `lookout run` is the real service in its own process, with Telegram on through the fake Bot API
 (`tests.fakes.telegram.FakeTelegram`) and one monitor over an RSS feed of 200 items (a fake HTTP server), both
 running in this process, so the memory read is Lookout's alone. No language model (the digest is extractive; a
-model's client adds its own memory) and no embedding model. Steps: start the service and wait for it to answer
-/healthz and register its commands; stay idle for `--idle` seconds and read VmRSS from /proc; send `/digest 1` in the
-chat and wait for the digest's CSV to be delivered; read VmRSS and the peak (VmHWM) again; stop it with SIGTERM.
+model's client adds its own memory) and no embedding model. The headlines are in five languages (English, Italian,
+German, Chinese, Japanese: every segmenter and both language detectors load), or English only with `--english-only`.
+Steps: start the service and wait for it to answer /healthz and register its commands; stay idle for `--idle`
+seconds and read VmRSS from /proc; send `/digest 1` in the chat and wait for the digest's CSV to be delivered; read
+VmRSS and the peak (VmHWM) again; stop it with SIGTERM.
 
-    uv run python bench/memory.py [--idle 20] [--items 200]
+    uv run python bench/memory.py [--idle 20] [--items 200] [--english-only]
 """
 
 from __future__ import annotations
@@ -47,11 +49,12 @@ WORDS = (
 )
 
 
-def _feed(items: int) -> bytes:
+def _feed(items: int, *, english_only: bool) -> bytes:
     now = datetime.now(UTC)
     entries = []
+    words = WORDS[:3] if english_only else WORDS
     for n in range(items):
-        title = f"{WORDS[n % len(WORDS)]} (report {n})"
+        title = f"{words[n % len(words)]} (report {n})"
         published = (now - timedelta(minutes=7 * n)).strftime("%a, %d %b %Y %H:%M:%S +0000")
         text = f"{title}. Story number {n} says more about DeepSeek, benchmarks {n % 13} and prices {n % 7}."
         entries.append(
@@ -99,13 +102,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle", type=float, default=20.0, help="Seconds idle before the first reading.")
     parser.add_argument("--items", type=int, default=200)
+    parser.add_argument(
+        "--english-only", action="store_true", help="English headlines only (default: also it, de, zh, ja)."
+    )
     parser.add_argument("--importtime", type=Path, help="Write the service's `-X importtime` lines to this file.")
     options = parser.parse_args()
     lookout = str(Path(sys.executable).with_name("lookout"))
     telegram = FakeTelegram()
     telegram.start()
     with running_fake_server() as server, tempfile.TemporaryDirectory() as data:
-        server.route("GET", "/feed.xml", FakeResponse(body=_feed(options.items), content_type="application/rss+xml"))
+        feed = _feed(options.items, english_only=options.english_only)
+        server.route("GET", "/feed.xml", FakeResponse(body=feed, content_type="application/rss+xml"))
         port = _free_port()
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -144,7 +151,9 @@ def main() -> None:
             telegram.stop()
             if errors is not None:
                 errors.close()
-    print(f"`lookout run`, Telegram on (fake Bot API), one monitor over an RSS feed of {options.items} items; ", end="")
+    languages = "English" if options.english_only else "English, Italian, German, Chinese and Japanese"
+    print(f"`lookout run`, Telegram on (fake Bot API), one monitor over an RSS feed of {options.items} items ", end="")
+    print(f"in {languages}; ", end="")
     print(f"ready in {ready:.1f} s, idle {options.idle:.0f} s, /digest delivered in {took:.1f} s")
     print(f"({len(server.received('/feed.xml'))} feed request(s), {len(texts)} message(s) in the chat)")
     print()
