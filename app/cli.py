@@ -7,13 +7,15 @@ import importlib.metadata
 import logging
 import platform
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from app.logging_setup import configure_logging, silence_library_banners
 from app.monitor_commands import monitors_cli
-from app.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:  # every command imports what it needs when it runs, so `lookout --help` answers at once
+    from app.settings import Settings
 
 cli = typer.Typer(
     name="lookout",
@@ -47,6 +49,8 @@ def startup(*, log_to_console: bool = False) -> Settings:
     Logs go to DATA_DIR/lookout-cli.log, so no library's lines (migrations, web search engines, the scheduler)
     mix into what a command prints; only the service (`lookout run`) logs to the console, as services do.
     """
+    from app.settings import SettingsError, load_settings
+
     try:
         settings = load_settings()
     except SettingsError as exc:
@@ -78,6 +82,15 @@ def db_upgrade() -> None:
     typer.echo("Database is up to date.")
 
 
+NOTHING_TO_SERVE = (
+    "Lookout has no chat to serve: neither TELEGRAM_BOT_TOKEN nor SLACK_BOT_TOKEN is set. Next step: create a "
+    "Telegram bot with @BotFather and set TELEGRAM_BOT_TOKEN, or create a Slack app from slack_app_manifest.yaml "
+    "and set SLACK_BOT_TOKEN and SLACK_APP_TOKEN (in .env or the environment); or talk to Lookout in this "
+    "terminal with `lookout chat`."
+)
+"""What `lookout run` says instead of starting when no platform is configured (it would idle with nobody to answer)."""
+
+
 class Role(StrEnum):
     all = "all"
     web = "web"
@@ -106,11 +119,52 @@ def run(
             err=True,
         )
         raise typer.Exit(code=2)
+    if role is not Role.worker and settings.telegram_bot_token is None and settings.slack_bot_token is None:
+        typer.echo(NOTHING_TO_SERVE, err=True)
+        raise typer.Exit(code=2)
     try:
         asyncio.run(run_service(settings, role=role.value, tune_gc=True))
     except (OSError, RoleError) as exc:
         typer.echo(f"Lookout could not start: {exc}", err=True)
         raise typer.Exit(code=1) from None
+
+
+@cli.command()
+def doctor() -> None:
+    """Check the database, each configured chat token, the models, each keyed source and the HTTP port; exit 1 if any
+    check fails."""
+    settings = startup()
+    from app.doctor import report, run_checks
+
+    if not report(asyncio.run(run_checks(settings)), typer.echo):
+        raise typer.Exit(code=1)
+
+
+HEALTH_TIMEOUT = 4.0
+"""Seconds `lookout healthcheck` waits for /healthz: under the 5 s a container runtime gives a health command."""
+
+
+@cli.command()
+def healthcheck() -> None:
+    """Ask the running service's /healthz (at HTTP_HOST:HTTP_PORT); exit 0 when it is healthy, 1 otherwise. For
+    container health checks (Docker, Podman, Kubernetes exec probes): no curl needed in the image."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    settings = startup()
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(settings.http_host, settings.http_host)  # noqa: S104
+    url = f"http://{f'[{host}]' if ':' in host else host}:{settings.http_port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=HEALTH_TIMEOUT) as response:
+            body = response.read()
+    except urllib.error.HTTPError as error:  # 503: a check failed; its body says which
+        typer.echo(f"unhealthy (HTTP {error.code}): {error.read().decode(errors='replace').strip()}", err=True)
+        raise typer.Exit(code=1) from None
+    except (OSError, ValueError) as error:
+        typer.echo(f"no answer from {url}: {error}", err=True)
+        raise typer.Exit(code=1) from None
+    typer.echo(f"healthy: {json.dumps(json.loads(body).get('checks', {}))}")
 
 
 @cli.command()

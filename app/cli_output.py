@@ -7,8 +7,6 @@ import shutil
 import sys
 from typing import TextIO
 
-from bots import render_markdown, terminal_safe
-
 _MAX_WIDTH = 120
 _DIM = "\x1b[2m"
 _YELLOW = "\x1b[33m"
@@ -27,10 +25,14 @@ class CliOutput:
 
     def markdown(self, text: str) -> None:
         """Lookout's own markdown (the chat's replies, digests, listings), drawn for this stream."""
+        from bots import render_markdown  # at first output, so `lookout --help` loads no platform library
+
         self._write(render_markdown(text, styled=self.styled, width=self._columns()))
 
     def line(self, text: str, *, tone: str = "") -> None:
         """One plain line (a path, a status); `tone` "dim" or "warn" colours it on a terminal only."""
+        from bots import terminal_safe
+
         safe = terminal_safe(text)
         colour = {"dim": _DIM, "warn": _YELLOW}.get(tone, "")
         self._write(f"{colour}{safe}{_RESET}\n" if self.styled and colour else f"{safe}\n")

@@ -6,29 +6,28 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.routing import BaseRoute
 from telegram.error import InvalidToken
 
 from app.settings import Settings
 from bots import (
-    CredentialsRefusedError,
     Dispatcher,
     FloodLimits,
     SharedRateLimiter,
-    SlackFrontend,
-    SlackSender,
     SlotReserver,
     TelegramFrontend,
     TelegramLimits,
     TelegramOptions,
     TelegramSender,
     build_bot,
-    build_web_client,
 )
 from monitors import ChatSender
 from sources import Backoff, Sleep
+
+if TYPE_CHECKING:  # Slack's libraries (~30 MB resident) load only in a process that has a Slack token
+    from bots import SlackSender
 
 __all__ = ["Frontend", "Frontends", "PlatformSenders", "build_frontends", "describe_frontends", "platform_senders"]
 
@@ -108,6 +107,8 @@ def platform_senders(
         )
         senders.telegram = TelegramSender(bot)
     if settings.slack_bot_token is not None:
+        from bots import SlackSender, build_web_client
+
         senders.slack = SlackSender(
             build_web_client(
                 settings.slack_bot_token.get_secret_value(),
@@ -151,7 +152,11 @@ class Frontends:
 
 def _refused(error: BaseException) -> bool:
     """The platform refused our credentials: retrying will not help."""
-    return isinstance(error, InvalidToken | CredentialsRefusedError)
+    if isinstance(error, InvalidToken):
+        return True
+    from bots import CredentialsRefusedError
+
+    return isinstance(error, CredentialsRefusedError)
 
 
 async def _keep_starting(name: str, frontend: Frontend, sleep: Sleep) -> None:
@@ -190,6 +195,8 @@ def build_frontends(
         if settings.telegram_webhook_url:
             frontends.routes.append(telegram.webhook_route())
     if settings.slack_bot_token is not None and senders.slack is not None:
+        from bots import SlackFrontend
+
         slack = SlackFrontend(
             senders.slack,
             dispatcher=dispatcher,

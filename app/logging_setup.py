@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -47,10 +48,14 @@ class SecretScrubber(logging.Filter):
 
 def silence_library_banners() -> None:
     """Turn off what libraries print on their own at first use (pydantic-ai's banner): Lookout's output is the
-    conversation and its own lines. Call once at process start, before any agent runs."""
-    import pydantic_ai
+    conversation and its own lines. Call once at process start, before any agent runs.
 
-    pydantic_ai.BANNER_ENABLED = False
+    pydantic-ai reads its switch from the environment at the banner's moment, so the library itself is not
+    imported here (a command that never runs a model never loads it); if it is loaded already, its flag is set too."""
+    os.environ["PYDANTIC_AI_NO_BANNER"] = "1"
+    pydantic_ai = sys.modules.get("pydantic_ai")
+    if pydantic_ai is not None:
+        pydantic_ai.BANNER_ENABLED = False  # type: ignore[attr-defined]
 
 
 def configure_logging(

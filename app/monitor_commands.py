@@ -127,20 +127,30 @@ def add(
 @monitors_cli.command("list")
 def list_monitors() -> None:
     """Every chat's monitors, with their owner chat, schedule, next run, last result and sources."""
+    settings = _settings()
 
-    async def work(stack: MonitorStack) -> list[str]:
-        from storage import ChatRepository, MonitorRepository
+    # Reads and draws only (no sources, senders or models are built), so the listing answers at once.
+    async def main() -> list[str]:
+        from app.wiring import open_database
+        from monitors import monitor_view
+        from storage import ChatRepository, MonitorListing, MonitorRepository
 
-        chats = ChatRepository(stack.database)
-        summaries = []
-        for record in await MonitorRepository(stack.database).list_all():
-            # Each monitor as its owner chat sees it, so times show in that chat's timezone.
-            view = await stack.service.get_monitor(record.id, chat_id=record.owner_chat_id, is_admin=True)
-            owner = await chats.get(record.owner_chat_id)
-            summaries.append(view.summary(owner=f"{owner.platform}:{owner.external_id}" if owner else "unknown"))
-        return summaries
+        async with open_database(settings) as database:
+            chats, monitors = ChatRepository(database), MonitorRepository(database)
+            summaries = []
+            for record in await monitors.list_all():
+                # Each monitor as its owner chat sees it, so times show in that chat's timezone.
+                owner = await chats.get(record.owner_chat_id)
+                if owner is None:  # deleted since list_all (a chat's monitors go with it)
+                    continue
+                listing = await monitors.listing_of(record.id, owner.id) or MonitorListing(
+                    monitor=record, subscription=None, receivers=0, latest_run_stats=None
+                )
+                view = monitor_view(listing, owner, default_timezone=settings.timezone)
+                summaries.append(view.summary(owner=f"{owner.platform}:{owner.external_id}"))
+            return summaries
 
-    summaries = _with_stack(_settings(), work)
+    summaries = asyncio.run(main())
     CliOutput().markdown(
         "\n\n".join(summaries) if summaries else "No monitors yet. Add one with `lookout monitors add`."
     )

@@ -21,6 +21,7 @@ from research import (
     ProgressEvent,
     ResearchResult,
     SearchStatus,
+    StopReason,
     escape_markdown,
     research_once,
     run_collection_job,
@@ -103,6 +104,9 @@ def collect_command(
         out.line(f"{name} is off: {reason}", tone="dim")
     out.line(f"CSV:  {result.paths.csv}")
     out.line(f"JSON: {result.paths.json}")
+    if report.stop_reason is StopReason.ALL_SOURCES_FAILED and report.total_unique == 0:
+        err.line(f"Every source failed, so nothing was collected for “{request}”.", tone="warn")
+        raise typer.Exit(code=1)
 
 
 def research_command(settings: Settings, *, query: str, limit: int, sources_spec: str | None) -> None:

@@ -6,24 +6,17 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.models import Model, infer_model
-
-from app.http_cache import DatabaseValidatorStore
 from app.settings import Settings
-from research import ItemEmbedder, ModelLimits, ModelSet, RetryPolicy
-from sources import (
-    DEFAULT_SOURCES,
-    HttpClient,
-    Source,
-    SourcesConfig,
-    build_sources,
-    feed_factory,
-    resolve_source_specs,
-    rsshub_factory,
-)
+from sources import SourcesConfig
 from storage import Database, EmbeddingRepository, upgrade_database
+
+if TYPE_CHECKING:  # the model library and the sources load when a command builds them, not to open the database
+    from pydantic_ai.models import Model
+
+    from research import ItemEmbedder, ModelLimits, ModelSet, RetryPolicy
+    from sources import HttpClient, Source
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +48,9 @@ def open_http_client(settings: Settings, *, database: Database | None = None) ->
 
     With a database, conditional-GET validators outlive the process (see `app.http_cache`).
     """
+    from app.http_cache import DatabaseValidatorStore
+    from sources import HttpClient
+
     return HttpClient(
         user_agent=settings.http_user_agent,
         allow_private=settings.allow_private_urls,
@@ -72,11 +68,15 @@ class SourceCatalog:
 
     @classmethod
     def build(cls, settings: Settings, client: HttpClient) -> SourceCatalog:
+        from sources import build_sources
+
         config = sources_config(settings)
         return cls(config=config, client=client, by_name=build_sources(client=client, config=config))
 
     def resolve(self, spec: str | Sequence[str] | None) -> list[Source]:
         """The sources a spec names (default: the keyless mix); raises ValueError saying what is wrong."""
+        from sources import DEFAULT_SOURCES, feed_factory, resolve_source_specs, rsshub_factory
+
         return resolve_source_specs(
             spec if spec else list(DEFAULT_SOURCES),
             available=self.by_name,
@@ -100,6 +100,8 @@ class ModelConfigError(Exception):
 
 def model_limits(settings: Settings) -> ModelLimits:
     """What every model request is held to, from the LLM_* settings."""
+    from research import ModelLimits
+
     return ModelLimits(
         chat_max_tokens=settings.llm_chat_max_tokens,
         plan_max_tokens=settings.llm_plan_max_tokens,
@@ -124,6 +126,8 @@ def language_models(
     by `model_limits`. Each model name is built once, and each provider once, from settings (one HTTP client per
     provider for the process). Empty when no model can be used (see `Settings.llm_unavailable_reason`); raises
     `ModelConfigError` for a model name no provider knows."""
+    from research import ModelSet
+
     if settings.llm_unavailable_reason() is not None:
         return ModelSet.none()
     built: dict[str, Model] = {}
@@ -155,6 +159,8 @@ def item_embedder(
         return None
     from pydantic_ai.embeddings import Embedder
 
+    from research import ItemEmbedder
+
     name = settings.embedding_model.strip()
     providers = providers if providers is not None else {}
     if name.startswith("google:"):
@@ -176,6 +182,8 @@ def item_embedder(
 
 
 def _model(settings: Settings, variable: str, name: str, providers: Providers) -> Model:
+    from pydantic_ai.models import infer_model
+
     try:
         provider, _, model_name = name.partition(":")
         if provider in ("openai-chat", "ollama"):

@@ -22,7 +22,6 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
-import listparser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
@@ -304,6 +303,8 @@ def _as_utf8(content: bytes) -> bytes:
 
 
 def _read_opml(content: bytes, *, topic: str | None) -> ImportPlan:
+    import listparser  # with lxml: loaded by the first OPML import, not by every process
+
     try:
         guard_xml(content, noun="file", max_bytes=MAX_IMPORT_BYTES)
     except SourceError as refusal:

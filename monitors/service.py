@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any, Final, Literal
-from zoneinfo import ZoneInfo
+from typing import Final, Literal
 
 from pydantic_ai.models import Model
 
@@ -18,14 +17,22 @@ from monitors.briefings import BriefingService
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
 from monitors.sharing import MonitorSharing
-from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings, MonitorView, RunSummary
+from monitors.views import (
+    MonitorAccessError,
+    MonitorNotFoundError,
+    MonitorSettings,
+    MonitorView,
+    RunSummary,
+    effective_timezone,
+    monitor_view,
+    schedule_of,
+)
 from research import ProgressCallback, run_pipeline
 from sources import DEFAULT_SOURCES, refused_feeds
 from storage import (
     ChatRecord,
     ChatRepository,
     Database,
-    DeliveryMode,
     MonitorChanges,
     MonitorListing,
     MonitorRecord,
@@ -57,23 +64,6 @@ class _Unchanged(Enum):
 
 UNCHANGED: Final = _Unchanged.UNCHANGED
 """Default of `update_monitor`'s nullable options: leave the value as it is."""
-
-
-def schedule_of(monitor: MonitorRecord, *, min_interval_seconds: int = 60) -> Schedule:
-    """The monitor's stored schedule, parsed (the stored text carries its timezone)."""
-    return parse_schedule(monitor.schedule, timezone=monitor.timezone, min_interval_seconds=min_interval_seconds)
-
-
-def effective_timezone(chat: ChatRecord, default: str) -> str:
-    """The chat's timezone: its own, or `default` (TIMEZONE) while it still has the storage default."""
-    # "UTC" is what storage gives every new chat; a deployment default is a better guess until /timezone.
-    return chat.timezone if chat.timezone and chat.timezone != "UTC" else default
-
-
-def in_briefing(subscription: SubscriptionRecord, chat: ChatRecord) -> bool:
-    """Whether the chat reads this subscription's digests in its briefing (it has one, and did not ask for them
-    one by one); the rule the outbox applies in `storage`'s `immediate_recipients`."""
-    return chat.briefing_schedule is not None and subscription.delivery is not DeliveryMode.NOW
 
 
 def split_source_specs(sources: str | Sequence[str] | None) -> list[str]:
@@ -566,6 +556,10 @@ class MonitorService:
             raise ValueError("Lookout will not fetch " + "; ".join(refused) + ".")
         return specs
 
+    def _view(self, listing: MonitorListing, chat: ChatRecord) -> MonitorView:
+        """`view_of` from what was read already (a listing reads every monitor's in one statement)."""
+        return monitor_view(listing, chat, default_timezone=self.settings.default_timezone)
+
     def _lookback(self, hours: int | None, schedule: Schedule) -> int:
         if hours is None:
             # A day at least (sources index late), at most a week, else the time between runs.
@@ -582,58 +576,6 @@ class MonitorService:
         else:
             listing = replace(read, monitor=monitor)
         return self._view(listing, chat)
-
-    def _view(self, listing: MonitorListing, chat: ChatRecord) -> MonitorView:
-        """`view_of` from what was read already (a listing reads every monitor's in one statement)."""
-        monitor, subscription = listing.monitor, listing.subscription
-        zone = ZoneInfo(self.chat_timezone(chat))
-        try:
-            schedule_words, schedule_text = schedule_of(monitor).describe(), schedule_of(monitor).to_text()
-        except ScheduleError:
-            schedule_words = schedule_text = monitor.schedule
-        return MonitorView(
-            id=monitor.id,
-            topic=monitor.topic,
-            schedule=schedule_words,
-            schedule_text=schedule_text,
-            next_run=monitor.next_run_at.astimezone(zone) if monitor.next_run_at and not monitor.paused else None,
-            paused=monitor.paused,
-            sources=monitor.sources,
-            last_run=monitor.last_run_at.astimezone(zone) if monitor.last_run_at else None,
-            last_result=_last_result(monitor, listing.latest_run_stats or {}),
-            owner_chat_id=monitor.owner_chat_id,
-            quiet=monitor.quiet,
-            lookback_hours=monitor.lookback_hours,
-            extra_queries=monitor.extra_queries,
-            include_keywords=monitor.include_keywords,
-            exclude_keywords=monitor.exclude_keywords,
-            language=monitor.language,
-            owned_here=monitor.owner_chat_id == chat.id,
-            shared=monitor.shared,
-            receivers=listing.receivers,
-            subscribed=subscription is not None,
-            delivery_paused=subscription is not None and subscription.paused,
-            delivery=subscription.delivery if subscription is not None else DeliveryMode.AUTO,
-            in_briefing=subscription is not None and in_briefing(subscription, chat),
-        )
-
-
-def _last_result(monitor: MonitorRecord, stats: Mapping[str, Any]) -> str:
-    """The last run's outcome in words: its status, new items and failed sources (`stats` of its latest run)."""
-    if monitor.last_status is None:
-        return "never run yet"
-    if monitor.last_status == "failed":
-        streak = f" ({monitor.consecutive_failures} runs in a row)" if monitor.consecutive_failures > 1 else ""
-        return f"failed{streak}: {monitor.last_error or 'unknown error'}"
-    new_items = stats.get("new_items")
-    if monitor.last_status == "empty":
-        result = "nothing new"
-    else:
-        result = f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
-    failed = [line for line in stats.get("source_errors") or [] if isinstance(line, str)]
-    if failed:
-        result += f"; {len(failed)} source{'s' if len(failed) != 1 else ''} failed: " + "; ".join(failed)
-    return result
 
 
 def _check_lookback(hours: int) -> int:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
+from zoneinfo import ZoneInfo
 
-from research import Digest, escape_markdown, render_digest_markdown
-from storage import DeliveryMode
+from monitors.schedule import Schedule, ScheduleError, parse_schedule
+from research import escape_markdown
+from storage import ChatRecord, DeliveryMode, MonitorListing, MonitorRecord, SubscriptionRecord
+
+if TYPE_CHECKING:  # the digest's module loads the model library: imported where a digest is drawn
+    from research import Digest
 
 RunStatusText = Literal["ok", "empty", "failed", "skipped"]
 """How a monitor run ended, as `/monitors` shows it: `ok` (digest queued), `empty` (nothing new, quiet),
@@ -132,8 +138,81 @@ class RunSummary:
     def markdown(self) -> str:
         """The digest as markdown, or one line saying why there is none."""
         if self.digest is not None:
+            from research import render_digest_markdown
+
             return render_digest_markdown(self.digest)
         if self.status == "failed":
             suffix = f" (error id {self.error_id})" if self.error_id else ""
             return f"The run failed: {escape_markdown(self.error or 'unknown error')}{suffix}."
         return "Nothing new to report."
+
+
+def schedule_of(monitor: MonitorRecord, *, min_interval_seconds: int = 60) -> Schedule:
+    """The monitor's stored schedule, parsed (the stored text carries its timezone)."""
+    return parse_schedule(monitor.schedule, timezone=monitor.timezone, min_interval_seconds=min_interval_seconds)
+
+
+def effective_timezone(chat: ChatRecord, default: str) -> str:
+    """The chat's timezone: its own, or `default` (TIMEZONE) while it still has the storage default."""
+    # "UTC" is what storage gives every new chat; a deployment default is a better guess until /timezone.
+    return chat.timezone if chat.timezone and chat.timezone != "UTC" else default
+
+
+def in_briefing(subscription: SubscriptionRecord, chat: ChatRecord) -> bool:
+    """Whether the chat reads this subscription's digests in its briefing (it has one, and did not ask for them
+    one by one); the rule the outbox applies in `storage`'s `immediate_recipients`."""
+    return chat.briefing_schedule is not None and subscription.delivery is not DeliveryMode.NOW
+
+
+def monitor_view(listing: MonitorListing, chat: ChatRecord, *, default_timezone: str) -> MonitorView:
+    """The monitor of `listing` as `chat` sees it: times in its timezone (`default_timezone` is TIMEZONE), its own
+    subscription's state. Reads nothing: `/monitors`, the CLI's listing and every reply about a monitor draw it."""
+    monitor, subscription = listing.monitor, listing.subscription
+    zone = ZoneInfo(effective_timezone(chat, default_timezone))
+    try:
+        schedule_words, schedule_text = schedule_of(monitor).describe(), schedule_of(monitor).to_text()
+    except ScheduleError:
+        schedule_words = schedule_text = monitor.schedule
+    return MonitorView(
+        id=monitor.id,
+        topic=monitor.topic,
+        schedule=schedule_words,
+        schedule_text=schedule_text,
+        next_run=monitor.next_run_at.astimezone(zone) if monitor.next_run_at and not monitor.paused else None,
+        paused=monitor.paused,
+        sources=monitor.sources,
+        last_run=monitor.last_run_at.astimezone(zone) if monitor.last_run_at else None,
+        last_result=_last_result(monitor, listing.latest_run_stats or {}),
+        owner_chat_id=monitor.owner_chat_id,
+        quiet=monitor.quiet,
+        lookback_hours=monitor.lookback_hours,
+        extra_queries=monitor.extra_queries,
+        include_keywords=monitor.include_keywords,
+        exclude_keywords=monitor.exclude_keywords,
+        language=monitor.language,
+        owned_here=monitor.owner_chat_id == chat.id,
+        shared=monitor.shared,
+        receivers=listing.receivers,
+        subscribed=subscription is not None,
+        delivery_paused=subscription is not None and subscription.paused,
+        delivery=subscription.delivery if subscription is not None else DeliveryMode.AUTO,
+        in_briefing=subscription is not None and in_briefing(subscription, chat),
+    )
+
+
+def _last_result(monitor: MonitorRecord, stats: Mapping[str, Any]) -> str:
+    """The last run's outcome in words: its status, new items and failed sources (`stats` of its latest run)."""
+    if monitor.last_status is None:
+        return "never run yet"
+    if monitor.last_status == "failed":
+        streak = f" ({monitor.consecutive_failures} runs in a row)" if monitor.consecutive_failures > 1 else ""
+        return f"failed{streak}: {monitor.last_error or 'unknown error'}"
+    new_items = stats.get("new_items")
+    if monitor.last_status == "empty":
+        result = "nothing new"
+    else:
+        result = f"ok: {new_items} new item{'s' if new_items != 1 else ''}" if isinstance(new_items, int) else "ok"
+    failed = [line for line in stats.get("source_errors") or [] if isinstance(line, str)]
+    if failed:
+        result += f"; {len(failed)} source{'s' if len(failed) != 1 else ''} failed: " + "; ".join(failed)
+    return result

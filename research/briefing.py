@@ -21,11 +21,11 @@ from research.digest import (
     CitedItem,
     Development,
     Digest,
-    escape_markdown,
     link_target,
     link_text,
     with_citations,
 )
+from research.markup import escape_markdown
 from sources import canonical_url
 
 __all__ = ["Briefing", "BriefingSection", "TopicDigests", "assemble_briefing", "render_briefing_markdown"]

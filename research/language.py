@@ -245,17 +245,18 @@ def language_text(title: str, text: str) -> str:
 
 def item_languages(items: Sequence[Item]) -> list[str | None]:
     """Each item's language: the one its source gave, or else told from its `language_text` (the items without one
-    in one `detect_languages` pass); None where it cannot be told."""
+    in one `detect_languages` pass), or else the feed's `language_hint` (a feed-wide `<language>` is often wrong
+    for some of its items: Italian news in a feed that says `en`); None where none of these says."""
     languages: list[str | None] = [item.language or None for item in items]
     unknown = [index for index, language in enumerate(languages) if language is None]
     told = detect_languages([language_text(items[index].title, items[index].text) for index in unknown])
     for index, language in zip(unknown, told, strict=True):
-        languages[index] = language
+        languages[index] = language or items[index].language_hint
     return languages
 
 
 def with_languages(items: Iterable[Item]) -> list[Item]:
-    """The items with `language` filled in from their title and lead where the source left it empty."""
+    """The items with `language` filled in (see `item_languages`) where the source left it empty."""
     listed = list(items)
     return [
         item if item.language or not language else item.model_copy(update={"language": language})

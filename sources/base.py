@@ -53,6 +53,9 @@ class Item(BaseModel):
     engagement: Engagement = Field(default_factory=Engagement)
     language: str | None = None
     """ISO 639-1 code when known."""
+    language_hint: str | None = Field(default=None, exclude=True)
+    """What the whole feed declared (`<language>`): not the item's language, which is told from its text where it
+    can be (`research.language`); the hint stands only where the text is too short to tell. Never serialised."""
     query: str = ""
     """The query text that found it."""
     collected_at: AwareDatetime = Field(default_factory=utc_now)

@@ -155,6 +155,9 @@ class FeedEntry:
     author: str | None
     published: datetime | None
     language: str | None
+    """The entry's own language tag, when it has one."""
+    language_hint: str | None = None
+    """The feed-level language: many feeds declare one for everything they carry, so it only backs detection up."""
     source_name: str | None = None
     """The `<source>` element of RSS 2.0 (Google News puts the outlet there)."""
     source_url: str | None = None
@@ -289,7 +292,8 @@ def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) 
         text=text,
         author=author,
         published=entry_published(entry),
-        language=_language_code(entry.get("language")) or feed_language,
+        language=_language_code(entry.get("language")),
+        language_hint=feed_language,
         source_name=html_to_text(source.get("title") or "") or None,
         source_url=source.get("href") or None,
         entry_id=entry.get("id") or None,
@@ -364,7 +368,8 @@ def _read_json_feed(document: dict[str, Any], *, feed_url: str) -> ParsedFeed:
                 text=text,
                 author=", ".join(names) or None,
                 published=parse_iso_datetime(item.date_published or item.date_modified),
-                language=_language_code(item.language) or feed_language,
+                language=_language_code(item.language),
+                language_hint=feed_language,
                 entry_id=str(item.id) if item.id is not None else None,
             )
         )
@@ -411,6 +416,7 @@ def entry_to_item(entry: FeedEntry, *, source: str, query: str) -> Item:
         author=entry.author,
         published=entry.published,
         language=entry.language,
+        language_hint=entry.language_hint,
         query=query,
     )
 

@@ -143,8 +143,9 @@ def entry_to_news_item(entry: FeedEntry, *, query: SearchQuery) -> Item:
         author=outlet or entry.author,
         published=entry.published,
         # The edition's language is not the headline's (an English edition carries Chinese headlines too): only
-        # what the entry itself states; collection detects the rest from the text.
+        # what the entry itself states; collection detects the rest from the text, the edition's only a hint.
         language=entry.language.lower().split("-")[0] if entry.language else None,
+        language_hint=entry.language_hint,
         query=query.text,
     )
 

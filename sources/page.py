@@ -6,7 +6,6 @@ import asyncio
 import re
 from datetime import date
 
-import trafilatura
 from pydantic import BaseModel, ConfigDict, Field
 
 from sources.base import SourceError, SourceErrorKind
@@ -73,6 +72,10 @@ async def read_page(url: str, *, client: HttpClient, max_chars: int = 20_000) ->
 
 
 def _extract_html(url: str, response: HttpResponse, content_type: str, max_chars: int) -> Page:
+    # Imported at the first page read: trafilatura brings lxml, numpy and a language model (~100 MB resident)
+    # that a process which never reads a page should not carry.
+    import trafilatura
+
     # With no charset in the header, give trafilatura the bytes so it can honour <meta charset>.
     html: str | bytes = response.text() if "charset=" in response.headers.get("content-type", "") else response.content
     document = trafilatura.bare_extraction(

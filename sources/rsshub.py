@@ -6,12 +6,14 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind
 from sources.config import SourcesConfig
-from sources.feeds import in_window, matches_keywords, parse_feed
-from sources.http import HttpClient
+
+if TYPE_CHECKING:  # settings read `parse_platforms` from here: the feed parser and HTTP client load at first search
+    from sources.http import HttpClient
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +134,8 @@ class RssHubSource:
         )
 
     async def _search_platform(self, platform: str, query: SearchQuery) -> SourceBatch:
+        from sources.feeds import in_window, matches_keywords, parse_feed
+
         url = self.route_url(platform, query.text)
         # `limit` is one of RSSHub's common parameters, understood by every route.
         response = await self._client.get(url, params={"limit": max(1, query.limit)}, conditional=True)

@@ -2,7 +2,7 @@
 
 from storage.engine import Database, create_engine
 from storage.locks import KEEPALIVE_SECONDS, AdvisoryLocks, HeldLock, LockUnsupportedError
-from storage.migrate import upgrade_database
+from storage.migrate import pending_migrations, upgrade_database
 from storage.records import (
     ChatRecord,
     ConversationChanges,
@@ -109,5 +109,6 @@ __all__ = [
     "UserRecord",
     "UserRepository",
     "create_engine",
+    "pending_migrations",
     "upgrade_database",
 ]

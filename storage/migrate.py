@@ -55,3 +55,27 @@ def _upgrade(connection: Connection, config: Config, revision: str) -> None:
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
     config.attributes["connection"] = connection
     command.upgrade(config, revision)
+
+
+async def pending_migrations(url: str) -> list[str]:
+    """The migrations not yet applied to the database at `url`, oldest first (empty: its schema is current).
+
+    Reads only (the database is not changed, though SQLite creates a missing file); raises what the driver raises
+    when the database cannot be reached, and `LookupError` when it stands at a revision this code does not know
+    (a newer Lookout migrated it)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    engine = _create_engine(url, foreign_keys=False)
+    try:
+        async with engine.connect() as connection:
+            current = await connection.run_sync(lambda sync: MigrationContext.configure(sync).get_current_heads())
+    finally:
+        await engine.dispose()
+    script = ScriptDirectory.from_config(migration_config(url))
+    known = {revision.revision for revision in script.walk_revisions()}
+    unknown = [revision for revision in current if revision not in known]
+    if unknown:
+        raise LookupError(f"the database is at revision {', '.join(unknown)}, which this Lookout does not know")
+    pending = [revision.revision for revision in script.iterate_revisions("heads", current[0] if current else "base")]
+    return list(reversed(pending))

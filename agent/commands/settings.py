@@ -101,7 +101,20 @@ async def language(services: Services, turn: Turn, command: LanguageCommand) -> 
         return [Reply(text=f"This chat's language is {current}; change it with `/language <code>`.")]
     await _update(services, turn, language=command.language)
     name = language_name(command.language) or command.language
+    if services.models.light is None:  # nothing is written in it until a model is on: say what changes now
+        return [
+            Reply(
+                text=f"Language set to {command.language}, {name}. {_NO_MODEL} digests list the items as they were "
+                f"written and Lookout's own messages stay in English; once a model is on, digests and answers for "
+                f"this chat will be written in {name}."
+            )
+        ]
     return [Reply(text=f"Language set to {command.language}, {name}: digests and answers for this chat will use it.")]
+
+
+_NO_MODEL = "There is no language model now, so"
+_CLEAR_PROFILE = ("clear", "off", "none", "reset", "delete", "remove")
+"""`/profile <one of these>` removes the profile (nobody's profile is one of these words)."""
 
 
 async def profile(services: Services, turn: Turn, command: ProfileCommand) -> list[Reply]:
@@ -115,9 +128,27 @@ async def profile(services: Services, turn: Turn, command: ProfileCommand) -> li
                 )
             ]
         quoted = "\n".join(f"> {line}" for line in current.splitlines())
-        return [Reply(text=f"This chat's profile:\n{quoted}\nReplace it with `/profile <text>`.")]
+        return [
+            Reply(
+                text=f"This chat's profile:\n{quoted}\nReplace it with `/profile <text>`, or remove it with "
+                "`/profile clear`."
+            )
+        ]
+    if command.profile.strip().strip(".!").casefold() in _CLEAR_PROFILE:
+        if not turn.chat.profile:
+            return [Reply(text="This chat has no profile, so there was nothing to clear.")]
+        await _update(services, turn, profile=None)
+        return [Reply(text="Profile cleared: digests and answers for this chat no longer take one into account.")]
     # NUL cannot be stored in PostgreSQL text; nobody means one in a profile
     await _update(services, turn, profile=command.profile.replace("\x00", ""))
+    if services.models.light is None:  # only the model reads it (critique's relevance, the digest, answers)
+        return [
+            Reply(
+                text=f"Profile saved. {_NO_MODEL} it changes nothing yet: items are scored and digests put "
+                "together without reading it. Once a model is on, every digest and answer for this chat will take "
+                "it into account."
+            )
+        ]
     return [Reply(text="Profile saved: every digest and answer for this chat will take it into account.")]
 
 

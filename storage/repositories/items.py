@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime, tzinfo
 from typing import TypeVar
 
@@ -199,7 +200,8 @@ class ItemRepository(Repository):
         self, monitor_id: int, *, since: datetime | None = None, until: datetime | None = None
     ) -> list[ItemWithScores]:
         """Every item the monitor's runs collected, dated within [since, until), with the scores of
-        the latest run that saw it; newest first (for exports)."""
+        the latest run that saw it, and `delivered` if any of its runs put it in a digest (a later run that finds
+        it again skips it as told); newest first (for exports)."""
         when = _dated()
         query = (
             select(Item, RunItem)
@@ -213,11 +215,20 @@ class ItemRepository(Repository):
         if until is not None:
             query = query.where(when < until)
         latest: dict[str, ItemWithScores] = {}
+        delivered: set[str] = set()
         async with self._db.sessions() as session:
             for item, run_item in await session.execute(query):
+                if run_item.delivered:
+                    delivered.add(item.id)
                 if item.id not in latest:
                     latest[item.id] = ItemWithScores(item=to_item_record(item), scores=to_run_item_record(run_item))
-        return sorted(latest.values(), key=lambda s: (s.item.published or s.item.collected_at, s.item.id), reverse=True)
+        found = [
+            replace(entry, scores=replace(entry.scores, delivered=True))
+            if entry.item.id in delivered and not entry.scores.delivered
+            else entry
+            for entry in latest.values()
+        ]
+        return sorted(found, key=lambda s: (s.item.published or s.item.collected_at, s.item.id), reverse=True)
 
     async def of_runs(self, run_ids: Sequence[int]) -> dict[int, list[ItemWithScores]]:
         """Each run's items with that run's scores, best rank first (what a briefing puts in its CSV)."""

@@ -20,8 +20,25 @@ def test_dockerfile_runs_lookout_as_non_root_with_data_volume_and_healthcheck() 
         assert f"COPY {package} ./{package}" in dockerfile, f"{package} is not copied into the image"
     assert re.search(r"^USER lookout$", dockerfile, flags=re.MULTILINE)
     assert 'VOLUME ["/data"]' in dockerfile and "DATA_DIR=/data" in dockerfile
-    assert "/healthz" in dockerfile.split("HEALTHCHECK", 1)[1]
+    assert 'CMD ["lookout", "healthcheck"]' in dockerfile.split("HEALTHCHECK", 1)[1]
     assert dockerfile.rstrip().endswith('CMD ["lookout", "run"]')
+
+
+def test_the_image_is_lean_and_builds_from_package_registries_only() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "# syntax=" not in dockerfile  # a frontend image would be pulled from a registry at build time
+    runtime = dockerfile.split(" AS runtime", 1)[1]
+    assert "apt-get" not in runtime and "fonts-noto" not in runtime  # the CJK font comes in the environment
+    assert "uv" not in runtime.replace("/app/.venv", "")  # the build tool stays in the build stage
+    assert "COPY --from=build --chown=lookout:lookout /app/.venv /app/.venv" in runtime
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", ".env", "data", "tests", "bench", "docs", "**/__pycache__"} <= set(ignored)
+
+
+def test_the_health_command_is_in_compose_too_for_oci_images() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    for name in ("lookout", "web-1", "worker-1"):
+        assert compose["services"][name]["healthcheck"]["test"] == ["CMD", "lookout", "healthcheck"]
 
 
 def test_compose_has_the_app_and_an_optional_postgres_profile() -> None:

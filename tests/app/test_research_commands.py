@@ -67,3 +67,15 @@ def test_collect_without_a_model_writes_csv_and_json(sources_on_fakes: FakeHTTPS
     assert metadata["request"] == "DeepSeek"
     assert metadata["total_unique"] == len(rows)
     assert metadata["reached_target"] is True
+
+
+def test_collect_exits_1_when_every_source_failed(sources_on_fakes: FakeHTTPServer) -> None:
+    sources_on_fakes.route("GET", "/hn/search", FakeResponse(status=404, body="gone"))
+    sources_on_fakes.route("GET", "/hn/search_by_date", FakeResponse(status=404, body="gone"))
+    sources_on_fakes.route("GET", "/news/search", FakeResponse(status=404, body="gone"))
+
+    result = runner.invoke(cli, ["collect", "DeepSeek", "--target", "3", "--max-attempts", "2", "--sources", "hn,news"])
+
+    assert result.exit_code == 1, result.output
+    assert "Every source failed, so nothing was collected for “DeepSeek”." in result.output
+    assert "Failed: hn" in result.output

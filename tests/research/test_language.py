@@ -26,6 +26,7 @@ from research.language import (
     language_text,
     with_languages,
 )
+from sources.feeds import parse_feed
 from tests.research.fake_sources import make_item
 from tests.research.labelled_headlines import labelled_items
 
@@ -278,3 +279,28 @@ def test_items_without_a_language_get_it_in_one_batch_and_keep_their_order() -> 
     ]
     languages = [item.language for item in with_languages(items)]
     assert languages == ["de", "fr", None, "ja"]
+
+
+FEED_SAYING_ENGLISH = b"""<?xml version="1.0" encoding="utf-8"?>
+<rss version="2.0"><channel><title>Europe tech</title><link>https://eu.example.org/</link><language>en</language>
+<item><title>La Banca d'Italia alza le stime di crescita per il prossimo anno</title>
+<link>https://eu.example.org/it/1</link>
+<description>Il governatore ha detto che l'inflazione scendera nei prossimi mesi.</description>
+</item>
+<item><title>Die Bundesregierung beschliesst ein neues Gesetz zur kuenstlichen Intelligenz</title>
+<link>https://eu.example.org/de/2</link>
+<description>Der Bundestag soll im Fruehjahr darueber abstimmen, sagte die Ministerin am Mittwoch.</description>
+</item>
+<item><title>The central bank raises its growth forecast for next year</title>
+<link>https://eu.example.org/en/3</link><description>The governor said inflation would fall.</description></item>
+<item><title>OK</title><link>https://eu.example.org/x/4</link></item>
+</channel></rss>"""
+
+
+def test_a_feeds_language_is_a_hint_and_each_items_language_is_told_from_its_text() -> None:
+    batch = parse_feed(FEED_SAYING_ENGLISH, source="rss", query="", feed_url="https://eu.example.org/feed.xml")
+
+    languages = {item.url.rsplit("/", 2)[1]: item.language for item in with_languages(batch.items)}
+
+    # The Italian and German items are no longer taken for English; too little text to tell keeps the feed's word.
+    assert languages == {"it": "it", "de": "de", "en": "en", "x": "en"}

@@ -29,7 +29,7 @@ def test_rss_items_have_canonical_urls_utc_dates_and_plain_text(payload: Callabl
     assert first.source == "rss"
     assert first.query == "deepseek"
     assert first.author == "Jane Doe"
-    assert first.language == "en"
+    assert (first.language, first.language_hint) == (None, "en")  # the channel's <language>: a hint only
     # +0100 on the wire: stored in UTC.
     assert first.published == datetime(2026, 11, 20, 7, 30, tzinfo=UTC)
     assert first.published.utcoffset() is not None
@@ -63,7 +63,7 @@ def test_atom_prefers_full_content_and_joins_authors(payload: Callable[[str], by
     assert first.text == "Une rencontre autour de DeepSeek et des modèles ouverts.\nInférence\nCoûts"
     assert first.author == "Élodie Martin, Kenji Sato"
     assert first.published == datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
-    assert first.language == "fr"
+    assert (first.language, first.language_hint) == (None, "fr")
     # Only <updated>, relative link.
     assert second.url == "https://blog.example.fr/2026/11/mistral-notes"
     assert second.published == datetime(2026, 11, 18, 7, 0, tzinfo=UTC)
@@ -91,7 +91,7 @@ def test_json_feed_is_parsed_without_feedparser(payload: Callable[[str], bytes])
     assert weights.text == "Downloaded the weights & ran them on two GPUs."
     assert weights.author == "Ana Lima, Björn Berg"
     assert weights.published == datetime(2026, 11, 20, 0, 15, tzinfo=UTC)
-    assert weights.language == "en"
+    assert (weights.language, weights.language_hint) == (None, "en")
     # A title-less micro post gets a title cut from its text on a word boundary.
     assert micro.title.startswith("A title-less micro post: DeepSeek's API prices")
     assert micro.title.endswith("…")

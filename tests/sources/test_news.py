@@ -51,7 +51,7 @@ async def test_default_edition_outlets_and_resolved_links(
     assert reuters.author == "Reuters"
     assert reuters.text == ""  # the description only repeated headline and outlet
     assert reuters.published == datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
-    assert reuters.language == "en"
+    assert (reuters.language, reuters.language_hint) == (None, "en")  # the edition's: told from the text later
     assert reuters.source == "news"
 
     assert verge.url == "https://www.theverge.com/2026/11/20/deepseek-v4-open-weights"  # utm dropped
@@ -81,7 +81,7 @@ async def test_language_and_region_choose_the_edition(
     (item,) = batch.items
     assert item.title == "深度求索发布V4模型 价格再降一半"
     assert item.author == "新浪财经"
-    assert item.language == "zh"
+    assert (item.language, item.language_hint) == (None, "zh")
     assert item.url == NEW_STYLE_LINK.replace("?oc=5", "?hl=zh-CN&oc=5")
 
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
 from agent.commands.catalogue import CATALOGUE, START_TEXT, help_text, parse_command
 from agent.commands.grammar import CommandError
@@ -82,8 +83,10 @@ async def test_language_shows_and_sets(world: RouterWorld) -> None:
     klingon = await world.say("/language tlh")
 
     assert unset.text.startswith("No language is set for this chat")
-    assert changed.text == (
-        "Language set to pt-BR, Portuguese (Brazil): digests and answers for this chat will use it."
+    assert changed.text == (  # no model in this world: it says what changes now, and what once a model is on
+        "Language set to pt-BR, Portuguese (Brazil). There is no language model now, so digests list the items as "
+        "they were written and Lookout's own messages stay in English; once a model is on, digests and answers for "
+        "this chat will be written in Portuguese (Brazil)."
     )
     # only real languages: a code that looks right but names none is refused, and nothing changes
     assert made_up.text.startswith('"xx" is not a language code I know') and "Usage: /language <code>" in made_up.text
@@ -100,15 +103,40 @@ async def test_profile_shows_and_sets(world: RouterWorld) -> None:
     too_long = await world.say("/profile " + "x" * 2001)
 
     assert unset.text.startswith("This chat has no profile yet.")
-    assert saved.text.startswith("Profile saved")
+    assert saved.text.startswith("Profile saved. There is no language model now, so it changes nothing yet")
     assert (await world.chat()).profile == "We are a robotics startup; we care about open models"
     assert shown.text == (
         "This chat's profile:\n> We are a robotics startup; we care about open models\n"
-        "Replace it with `/profile <text>`."
+        "Replace it with `/profile <text>`, or remove it with `/profile clear`."
     )
     assert too_long.text.endswith("Usage: /profile <text>")
     assert (await world.chat()).profile == "We are a robotics startup; we care about open models"
     assert (await world.chat(OTHER_CHAT)).profile is None
+
+
+@pytest.mark.parametrize("word", ["clear", "off", "Off."])
+async def test_profile_clear_and_off_remove_the_profile(world: RouterWorld, word: str) -> None:
+    await world.say("/profile We follow open models")
+
+    cleared = await world.say(f"/profile {word}")
+    again = await world.say(f"/profile {word}")
+    shown = await world.say("/profile")
+
+    assert cleared.text == "Profile cleared: digests and answers for this chat no longer take one into account."
+    assert (await world.chat()).profile is None  # never the word "off"
+    assert again.text == "This chat has no profile, so there was nothing to clear."
+    assert shown.text.startswith("This chat has no profile yet.")
+
+
+async def test_language_and_profile_with_a_model_promise_what_it_does(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    async with open_world(database, fake_server, tmp_path, light_model=TestModel()) as world:
+        language = await world.say("/language de")
+        profile = await world.say("/profile We follow open models")
+
+    assert language.text == "Language set to de, German: digests and answers for this chat will use it."
+    assert profile.text == "Profile saved: every digest and answer for this chat will take it into account."
 
 
 async def test_forget_clears_only_this_conversation(world: RouterWorld) -> None:

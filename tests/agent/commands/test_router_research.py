@@ -172,6 +172,24 @@ async def test_export_attaches_everything_the_monitor_collected_with_formulas_de
     assert [row["index"] for row in rows] == [str(n) for n in range(1, len(rows) + 1)]
 
 
+async def test_export_counts_items_in_an_earlier_digest_after_a_later_run_found_nothing_new(
+    world: RouterWorld,
+) -> None:
+    await world.say("/track DeepSeek daily at 08:30 from hn,news")
+    await world.say("/digest 1")
+    world.clock.advance(hours=2)
+    await world.say("/digest 1")  # the same items again: nothing new, so this run's digest uses none of them
+
+    said = await world.say("/export 1 7")
+
+    [reply] = said.replies
+    rows = read_csv(reply.attachments[0].path)
+    runs = await RunRepository(world.database).list_for_monitor(1)
+    assert len(runs) == 2 and len(rows) > 0
+    assert reply.text == f"Monitor #1 “DeepSeek”: {len(rows)} items from the last 7 days ({len(rows)} in digests)."
+    assert {row["in_digest"] for row in rows} == {"yes"}
+
+
 async def test_export_of_an_empty_window(world: RouterWorld) -> None:
     await world.say("/track DeepSeek from hn")
     nothing_yet = await world.say("/export 1")
