@@ -43,7 +43,7 @@ from monitors.schedule import (
     parse_schedule,
     seconds_in_words,
 )
-from monitors.scheduler import MonitorScheduler
+from monitors.scheduler import MonitorScheduler, due_monitor_ids
 from monitors.service import UNCHANGED, MonitorService, effective_timezone, in_briefing, split_source_specs
 from monitors.sharing import (
     BROWSE_LIMIT,
@@ -105,6 +105,7 @@ __all__ = [
     "SubscribeOffer",
     "chat_label",
     "create_imported",
+    "due_monitor_ids",
     "effective_timezone",
     "export_monitors",
     "in_briefing",
