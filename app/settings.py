@@ -111,9 +111,9 @@ class Settings(BaseSettings):
     delivery_lease_seconds: float = Field(default=30.0, ge=2.0, le=3600.0)
     """How long a delivery claim holds without renewal (renewed every third of it while sending); a crashed
     process's claims on this host are taken back at its restart, other hosts' when the lease ends."""
-    scheduler_poll_seconds: float | None = Field(default=None, gt=0, le=300.0)
-    """Longest sleep of the scheduler between two looks at the database (default: 5 s on SQLite, where a change
-    made by another process is seen only by looking; 60 s on PostgreSQL, where changes are announced)."""
+    scheduler_poll_seconds: float = Field(default=0.0, ge=0, le=300.0)
+    """Longest sleep of the scheduler between two looks at the database; 0: 5 s on SQLite, where a change made by
+    another process is seen only by looking, 60 s on PostgreSQL, where changes are announced."""
     delivery_poll_seconds: float = Field(default=5.0, gt=0, le=300.0)
     """How often the delivery worker looks for due outbox rows (new digests wake it at once)."""
 

@@ -62,7 +62,7 @@ class MonitorScheduler:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         changes: ScheduleChanges | None = None,
-        poll_seconds: float | None = None,
+        poll_seconds: float = 0.0,
         concurrency: int = 16,
         fail_abandoned_runs: bool = True,
     ) -> None:
@@ -73,7 +73,7 @@ class MonitorScheduler:
         self._changes = changes
         pushed = changes is not None and changes.pushes
         self.poll_seconds = poll_seconds or (PUSHED_POLL_SECONDS if pushed else POLL_SECONDS)
-        """The longest sleep between two ticks."""
+        """The longest sleep between two ticks (0 given: the default for the database)."""
         self._fail_abandoned = fail_abandoned_runs
         self._slots = asyncio.Semaphore(concurrency)
         self._wake = asyncio.Event()
