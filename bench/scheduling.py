@@ -39,7 +39,7 @@ from tests.app.scheduling_world import (  # noqa: E402
     wait_for,
 )
 from tests.backends import sqlite_url  # noqa: E402
-from tests.fakes.http_server import running_fake_server  # noqa: E402
+from tests.fakes.http_server import FakeHTTPServer, running_fake_server  # noqa: E402
 from tests.fakes.telegram import FakeTelegram, running_fake_telegram  # noqa: E402
 
 FIRST_CHAT = 5001
@@ -83,7 +83,7 @@ def _measure(backend: str, change: str, chat: int, inspector: Inspector, telegra
 
 
 def _backend_samples(
-    backend: str, url: str, data: Path, samples: int, feed: str, telegram: FakeTelegram
+    backend: str, url: str, data: Path, samples: int, server: FakeHTTPServer, telegram: FakeTelegram
 ) -> list[Sample]:
     extra = {"TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_URL": telegram.url}
     if backend == "postgresql":
@@ -91,6 +91,7 @@ def _backend_samples(
     env = base_env(data, **extra)
     inspector = Inspector(url)
     results = []
+    feed = serve_feed(server, edition=f"{backend}-added")
     with running(["run"], env, data.parent / f"run-{backend}.log") as service:
         wait_for(lambda: "scheduler: this process leads now" in service.log(), what="the scheduler to lead")
         for n in range(samples):
@@ -102,6 +103,7 @@ def _backend_samples(
         for monitor in monitors:  # every minute each would run again: only the resumed one may
             lookout(env, "monitors", "pause", str(monitor.id))
         time.sleep(61)  # a due time passes while they are paused
+        serve_feed(server, edition=f"{backend}-resumed")  # news since: the resumed run has a digest to send
         lookout(env, "monitors", "resume", str(monitors[0].id))
         results.append(_measure(backend, "resumed", FIRST_CHAT, inspector, telegram))
         lookout(env, "monitors", "pause", str(monitors[0].id))
@@ -129,12 +131,11 @@ def main() -> None:
         running_fake_telegram() as telegram,
         _databases(Path(tmp)) as backends,
     ):
-        feed = serve_feed(server)
         for backend, url in backends:
             data = Path(tmp) / backend / "data"
             data.mkdir(parents=True, exist_ok=True)
             telegram.messages.clear()
-            results += _backend_samples(backend, url, data, arguments.samples, feed, telegram)
+            results += _backend_samples(backend, url, data, arguments.samples, server, telegram)
     print("| backend | change from the CLI | due (UTC) | run started late (s) | digest at the Bot API late (s) |")
     print("|---|---|---|---|---|")
     for sample in results:

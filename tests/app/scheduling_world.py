@@ -28,11 +28,11 @@ EVERY_MINUTE = "every minute"
 """The shortest schedule (with MIN_MONITOR_INTERVAL=60): due at the next whole minute, a test's wait at most."""
 
 
-def feed_xml(count: int = 4) -> str:
-    """A fresh RSS feed about DeepSeek (inside any monitor's window)."""
+def feed_xml(count: int = 4, *, edition: str = "a") -> str:
+    """A fresh RSS feed about DeepSeek (inside any monitor's window); another `edition` has other items."""
     now = datetime.now(UTC)
     items = "".join(
-        f"<item><title>DeepSeek update {n}</title><link>https://example.com/deepseek/{n}</link>"
+        f"<item><title>DeepSeek update {n}{edition}</title><link>https://example.com/deepseek/{edition}/{n}</link>"
         f"<description>DeepSeek news item {n} about the model.</description>"
         f"<pubDate>{(now - timedelta(hours=n)).strftime('%a, %d %b %Y %H:%M:%S +0000')}</pubDate></item>"
         for n in range(1, count + 1)
@@ -43,9 +43,9 @@ def feed_xml(count: int = 4) -> str:
     )
 
 
-def serve_feed(server: FakeHTTPServer) -> str:
-    """Route the feed on the fake server; returns its URL."""
-    server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml"))
+def serve_feed(server: FakeHTTPServer, *, edition: str = "a") -> str:
+    """Route the feed (this edition of it) on the fake server; returns its URL."""
+    server.route("GET", FEED_PATH, FakeResponse(body=feed_xml(edition=edition), content_type="application/rss+xml"))
     return f"{server.url}{FEED_PATH}"
 
 
