@@ -101,8 +101,9 @@ def build_dispatcher(settings: Settings, services: Services, *, shared_locks: Sh
 
 
 def terminal_session(settings: Settings) -> SessionFactory:
-    """What `lookout chat` runs behind the prompt: the database, the monitor stack, the scheduler and the
-    delivery worker with the terminal's sender registered, so monitors created there deliver there."""
+    """What `lookout chat` runs behind the prompt: the database, the monitor stack, the scheduler (while this
+    process leads scheduling on the database; a `lookout run` on it may lead instead, which the chat says once) and
+    the delivery worker with the terminal's sender registered, so monitors created there deliver there."""
 
     @asynccontextmanager
     async def open_session(sender: ChatSender[Any]) -> AsyncIterator[Dispatches]:

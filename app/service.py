@@ -170,44 +170,44 @@ async def run_service(
 async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Event, *, tune_gc: bool) -> None:
     """One process: frontends, the scheduler (while it leads scheduling on this database), the delivery worker and
     the HTTP server on one loop."""
-    async with assemble(settings, database) as process:
+    async with assemble(settings, database) as process, AsyncExitStack() as duties:
         if tune_gc:
             tune_garbage_collector()
         stack, frontends = process.stack, process.frontends
+        duty = await duties.enter_async_context(scheduling(settings, stack, stop, standby=_scheduled_elsewhere))
         delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
 
-        def standby() -> None:
-            logger.info(
-                "scheduler: another process on this database schedules the monitors (a `lookout chat` or another "
-                "`lookout run`); this one delivers and takes over if that one stops"
-            )
+        async def scheduler_running() -> bool:
+            return duty.healthy()
 
-        async with scheduling(settings, stack, stop, standby=standby) as duty:
+        async def delivery_running() -> bool:
+            return not delivering.done()
 
-            async def scheduler_running() -> bool:
-                return duty.healthy()
+        app = build_http_app(
+            checks={
+                "database": database.ping,
+                "scheduler": scheduler_running,
+                "delivery": delivery_running,
+                **frontends.checks,
+            },
+            off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
+            routes=frontends.routes,
+        )
+        frontends.start_all()
+        try:
+            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+        finally:
+            stop.set()  # the scheduler stops when `duties` closes, after these
+            await delivering  # the pass under way finishes; what is left stays pending in the outbox
+            await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
+            await process.dispatcher.finish_background()  # then the memory folds their answers left
 
-            async def delivery_running() -> bool:
-                return not delivering.done()
 
-            app = build_http_app(
-                checks={
-                    "database": database.ping,
-                    "scheduler": scheduler_running,
-                    "delivery": delivery_running,
-                    **frontends.checks,
-                },
-                off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
-                routes=frontends.routes,
-            )
-            frontends.start_all()
-            try:
-                await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
-            finally:
-                stop.set()  # the scheduler stops as `scheduling` ends, after the frontends below
-                await delivering  # the pass under way finishes; what is left stays pending in the outbox
-                await frontends.stop_all()  # messages being answered finish; then the shared Bot closes
-                await process.dispatcher.finish_background()  # then the memory folds their answers left
+def _scheduled_elsewhere() -> None:
+    logger.info(
+        "scheduler: another process on this database schedules the monitors (a `lookout chat` or another "
+        "`lookout run`); this one delivers, and takes over if that one stops"
+    )
 
 
 async def _run_scaled(

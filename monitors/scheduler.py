@@ -85,7 +85,7 @@ class MonitorScheduler:
 
     @property
     def running(self) -> bool:
-        """Whether this process ticks now (for /healthz: True also while another process leads, see `standby`)."""
+        """Whether this process ticks now (started and its loop alive)."""
         return bool(self._tasks) and all(not task.done() for task in self._tasks)
 
     def wake(self) -> None:
