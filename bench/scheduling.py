@@ -8,9 +8,9 @@ Per backend (PostgreSQL only with TEST_DATABASE_URL, on a throwaway database): o
 the fake Bot API, a fake feed, no model), then `--samples` times `lookout monitors add … --schedule "every minute"`
 from another process for a new Telegram chat, and once `lookout monitors pause` + `resume` of the first monitor.
 Each is due at the next whole minute. Printed per sample: the due time, how late its run started (the run's
-`started_at` in the database) and how late its first message (the digest, or the note that nothing is new: the monitors are added with
-`--no-quiet`) reached the fake Bot API. The fakes run in threads of
-this process, which otherwise only waits.
+`started_at` in the database) and how late its first message (the digest, or the note that nothing is new: the
+monitors are added with `--no-quiet`) reached the fake Bot API. The fakes run in threads of this process, which
+otherwise only waits.
 """
 
 from __future__ import annotations
