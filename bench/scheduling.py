@@ -137,7 +137,9 @@ def main() -> None:
             data.mkdir(parents=True, exist_ok=True)
             telegram.messages.clear()
             results += _backend_samples(backend, url, data, arguments.samples, server, telegram)
-    print("| backend | change from the CLI | due (UTC) | run started late (s) | first message at the Bot API late (s) |")
+    print(
+        "| backend | change from the CLI | due (UTC) | run started late (s) | first message at the Bot API late (s) |"
+    )
     print("|---|---|---|---|---|")
     for sample in results:
         print(
