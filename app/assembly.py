@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from typing import Any
 
 from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
-from app.monitoring import MonitorStack, monitor_stack
+from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
-from bots import Dispatcher, Dispatches, SessionFactory, SharedLocks
+from bots import ConsoleSender, Dispatcher, Dispatches, SessionFactory, SharedLocks
 from monitors import ChatSender
 from sources import HttpClient
 from storage import Database
@@ -101,33 +101,46 @@ def build_dispatcher(settings: Settings, services: Services, *, shared_locks: Sh
 
 
 def terminal_session(settings: Settings) -> SessionFactory:
-    """What `lookout chat` runs behind the prompt: the database, the monitor stack, the scheduler and the
-    delivery worker with the terminal's sender registered, so monitors created there deliver there."""
+    """What `lookout chat` runs behind the prompt: the database, the monitor stack, the scheduler (while this
+    process leads scheduling on the database; a `lookout run` on it may lead instead, which the chat says once) and
+    the delivery worker with the terminal's sender registered, so monitors created there deliver there."""
 
     @asynccontextmanager
     async def open_session(sender: ChatSender[Any]) -> AsyncIterator[Dispatches]:
         async with open_database(settings) as database, monitor_stack(settings, database) as stack:
             dispatcher = build_dispatcher(settings, build_services(settings, database=database, stack=stack))
             stack.worker.register("terminal", sender)
-            if settings.scaled_out:  # the job queue's workers run the monitors; this process delivers here
-                logger.info("terminal chat: monitors are run by the job queue's workers (JOB_QUEUE=procrastinate)")
-            else:
-                jobs = await stack.scheduler.start()
-                logger.info("terminal chat: %d monitor(s) scheduled", jobs)
             stop = asyncio.Event()
-            delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
-            try:
-                yield dispatcher
-            finally:
-                await dispatcher.finish_background()  # memory folds of the last answers
-                stop.set()
-                stack.scheduler.shutdown()
-                await delivering  # the pass under way finishes
+            async with AsyncExitStack() as duties:
+                if settings.scaled_out:  # the job queue's workers run the monitors; this process delivers here
+                    logger.info("terminal chat: monitors are run by the job queue's workers (JOB_QUEUE=procrastinate)")
+                else:
+                    await duties.enter_async_context(
+                        scheduling(settings, stack, stop, standby=lambda: _tell_led_elsewhere(sender))
+                    )
+                delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
                 try:
-                    # A digest queued by the last line (a piped `/digest 1`) is printed before the session ends.
-                    await stack.worker.run_once()
-                except Exception:
-                    logger.exception("the last delivery pass failed; what is left stays in the outbox")
+                    yield dispatcher
+                finally:
+                    await dispatcher.finish_background()  # memory folds of the last answers
+                    stop.set()
+                    await delivering  # the pass under way finishes
+            try:
+                # A digest queued by the last line (a piped `/digest 1`) is printed before the session ends.
+                await stack.worker.run_once()
+            except Exception:
+                logger.exception("the last delivery pass failed; what is left stays in the outbox")
+            finally:
                 stack.worker.unregister("terminal")
 
     return open_session
+
+
+def _tell_led_elsewhere(sender: ChatSender[Any]) -> None:
+    """The one line a `lookout chat` prints when another process (a `lookout run`) schedules the monitors."""
+    logger.info("terminal chat: another process on this database schedules the monitors")
+    if isinstance(sender, ConsoleSender):
+        sender.note(
+            "Another Lookout process on this database (a `lookout run`) runs the monitors on schedule; "
+            "their digests for this chat are printed here."
+        )

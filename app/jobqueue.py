@@ -43,7 +43,7 @@ from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy.engine import make_url
 
 from app.settings import Settings
-from monitors import DeliveryWorker, MonitorService
+from monitors import DeliveryWorker, MonitorService, due_monitor_ids
 from storage import Database, DeliveryRepository, MonitorRepository, RunRepository
 
 __all__ = [
@@ -272,8 +272,8 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
     async def tick(timestamp: int) -> int:
         """Defer a run job for every monitor that is due; returns how many were deferred."""
         now = duties.clock()
-        due = await monitors.due(now, limit=100_000)
-        deferred = await _defer_due_runs(app, [monitor.id for monitor in due])
+        due = await due_monitor_ids(monitors, now)
+        deferred = await _defer_due_runs(app, due)
         if due:
             logger.info("tick: %d monitor(s) due, %d run job(s) deferred", len(due), deferred)
         if datetime.fromtimestamp(timestamp, UTC).minute == 0:  # hourly housekeeping

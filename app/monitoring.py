@@ -1,7 +1,10 @@
-"""The standing-monitor stack built from settings: sources, monitor service, delivery worker and scheduler."""
+"""The standing-monitor stack built from settings: sources, monitor service, delivery worker and scheduler; and
+the scheduling duty, which one process per database leads."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -9,14 +12,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.frontends import PlatformSenders, platform_senders
+from app.leadership import Leadership
 from app.settings import Settings
 from app.wiring import Providers, SourceCatalog, item_embedder, language_models, open_http_client
 from bots import TelegramLimits
 from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
 from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
-from storage import Database, RateSlotRepository
+from storage import Database, RateSlotRepository, ScheduleChanges, locks_for
 
 Clock = Callable[[], datetime]
+logger = logging.getLogger(__name__)
+
+SCHEDULING_DUTY = "scheduler"
+"""The lock name of the one process per database that schedules monitors."""
 
 
 def _now() -> datetime:
@@ -25,7 +33,8 @@ def _now() -> datetime:
 
 @dataclass(frozen=True)
 class MonitorStack:
-    """What runs monitors and delivers their digests; `scheduler` is started by the caller (it needs the loop)."""
+    """What runs monitors and delivers their digests; `scheduler` is started by the process that leads scheduling
+    (every process's scheduler tells the others of the changes it makes, started or not)."""
 
     database: Database
     service: MonitorService
@@ -92,7 +101,14 @@ async def monitor_stack(
             clock=clock,
             pipeline=pipeline,
         )
-        scheduler = MonitorScheduler(service, database)
+        scheduler = MonitorScheduler(
+            service,
+            database,
+            clock=clock,
+            changes=ScheduleChanges(database, settings.database_url),
+            poll_seconds=settings.scheduler_poll_seconds,
+            concurrency=settings.worker_concurrency,
+        )
         yield MonitorStack(
             database=database,
             service=service,
@@ -105,3 +121,43 @@ async def monitor_stack(
     finally:
         await senders.close()
         await client.aclose()
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    """This process's part in scheduling: leading it (the scheduler ticks here) or standing by."""
+
+    leadership: Leadership
+    task: asyncio.Task[None]
+
+    def healthy(self) -> bool:
+        """Scheduling goes on: this process ticks, or stands by while another one does."""
+        return not self.task.done()
+
+
+@asynccontextmanager
+async def scheduling(
+    settings: Settings, stack: MonitorStack, stop: asyncio.Event, *, standby: Callable[[], object]
+) -> AsyncIterator[Scheduling]:
+    """Lead scheduling whenever no other process on the database does (advisory lock on PostgreSQL, a file lock
+    next to a SQLite file): this process's scheduler ticks while it leads; `standby` is called once when another
+    process leads (this one takes over within LEADER_CHECK_SECONDS of that one stopping). On exit (`stop` is set
+    then) the scheduler stops and the lock is let go."""
+    locks = locks_for(settings.database_url)
+    leadership = Leadership(
+        locks,
+        SCHEDULING_DUTY,
+        start=stack.scheduler.start,
+        stop=stack.scheduler.stop,
+        check_seconds=settings.leader_check_seconds,
+        standby=standby,
+    )
+    task = asyncio.create_task(leadership.run(stop), name="scheduling leadership")
+    try:
+        yield Scheduling(leadership=leadership, task=task)
+    finally:
+        stop.set()
+        try:
+            await task
+        finally:
+            await locks.dispose()

@@ -1,6 +1,8 @@
 """The long-running process behind `lookout run`: one event loop for the HTTP server, the frontends and the jobs.
 
-Embedded (the default): one process does everything, with APScheduler and its own delivery worker. With
+Embedded (the default): one process does everything: its scheduler ticks over the database while it leads
+scheduling there (another process on the same database, e.g. `lookout chat`, may lead instead), and its own
+delivery worker sends. With
 JOB_QUEUE=procrastinate, processes share one PostgreSQL in roles: `web` serves HTTP and the frontends (one of
 them leads Telegram long polling), `worker` runs monitor runs and deliveries as jobs, `all` does both.
 """
@@ -21,7 +23,7 @@ from app.assembly import build_dispatcher, build_services
 from app.frontends import Frontends, build_frontends, describe_frontends
 from app.heap import tune_garbage_collector
 from app.http_server import HealthCheck, build_http_app, serve_http
-from app.monitoring import MonitorStack, monitor_stack
+from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
@@ -60,7 +62,12 @@ def plan_components(settings: Settings, *, role: Role = "all") -> list[Component
         components += [Component(name, False, "the web processes receive messages") for name in frontends]
     if not settings.scaled_out:
         components.append(
-            Component("scheduler", True, "running standing monitors; the delivery worker sends their digests")
+            Component(
+                "scheduler",
+                True,
+                "one tick over the database's next runs (one process per database schedules); the delivery worker "
+                "sends the digests",
+            )
         )
     else:
         components.append(
@@ -195,17 +202,17 @@ async def run_service(
 
 
 async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Event, *, tune_gc: bool) -> None:
-    """One process: frontends, APScheduler, the delivery worker and the HTTP server on one loop."""
-    async with assemble(settings, database) as process:
+    """One process: frontends, the scheduler (while it leads scheduling on this database), the delivery worker and
+    the HTTP server on one loop."""
+    async with assemble(settings, database) as process, AsyncExitStack() as duties:
         if tune_gc:
             tune_garbage_collector()
         stack, frontends = process.stack, process.frontends
-        jobs = await stack.scheduler.start()
-        logger.info("scheduler: %d monitor(s) scheduled", jobs)
+        duty = await duties.enter_async_context(scheduling(settings, stack, stop, standby=_scheduled_elsewhere))
         delivering = asyncio.create_task(stack.worker.run_forever(stop), name="delivery worker")
 
         async def scheduler_running() -> bool:
-            return stack.scheduler.running
+            return duty.healthy()
 
         async def delivery_running() -> bool:
             return not delivering.done()
@@ -225,12 +232,18 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
         try:
             await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
         finally:
-            stop.set()
-            stack.scheduler.shutdown()
+            stop.set()  # the scheduler stops when `duties` closes, after these
             # Deliveries end after the part in flight; what is left stays due in the outbox for the next process.
             await grace.within(delivering, "delivery")
             await grace.within(frontends.stop_all(), "the frontends")  # messages being answered finish
             await grace.within(process.dispatcher.finish_background(), "the memory")  # folds their answers left
+
+
+def _scheduled_elsewhere() -> None:
+    logger.info(
+        "scheduler: another process on this database schedules the monitors (a `lookout chat` or another "
+        "`lookout run`); this one delivers, and takes over if that one stops"
+    )
 
 
 async def _run_scaled(

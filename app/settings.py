@@ -77,7 +77,7 @@ class Settings(BaseSettings):
 
     # Scale-out (several processes on one PostgreSQL; see docs/architecture.md)
     job_queue: Literal["embedded", "procrastinate"] = "embedded"
-    """`embedded`: one process schedules with APScheduler and delivers itself (SQLite or PostgreSQL);
+    """`embedded`: one process schedules (ticking over the database) and delivers itself (SQLite or PostgreSQL);
     `procrastinate`: monitor runs and deliveries are jobs on PostgreSQL that any `lookout run` process takes."""
     worker_concurrency: int = Field(default=16, ge=1, le=500)
     """Jobs (monitor runs, deliveries) one worker process runs at the same time."""
@@ -173,6 +173,9 @@ class Settings(BaseSettings):
     delivery_lease_seconds: float = Field(default=30.0, ge=2.0, le=3600.0)
     """How long a delivery claim holds without renewal (renewed every third of it while sending); a crashed
     process's claims on this host are taken back at its restart, other hosts' when the lease ends."""
+    scheduler_poll_seconds: float = Field(default=0.0, ge=0, le=300.0)
+    """Longest sleep of the scheduler between two looks at the database; 0: 5 s on SQLite, where a change made by
+    another process is seen only by looking, 60 s on PostgreSQL, where changes are announced."""
     delivery_poll_seconds: float = Field(default=5.0, gt=0, le=300.0)
     """How often the delivery worker looks for due outbox rows (new digests wake it at once)."""
 

@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         parse_schedule,
         seconds_in_words,
     )
-    from monitors.scheduler import MonitorScheduler
+    from monitors.scheduler import MonitorScheduler, due_monitor_ids
     from monitors.service import UNCHANGED, MonitorService, split_source_specs
     from monitors.sharing import (
         BROWSE_LIMIT,
@@ -121,6 +121,7 @@ __all__ = [
     "SubscribeOffer",
     "chat_label",
     "create_imported",
+    "due_monitor_ids",
     "effective_timezone",
     "export_monitors",
     "in_briefing",
@@ -184,6 +185,7 @@ _SUBMODULE_OF = {
     "parse_schedule": "schedule",
     "seconds_in_words": "schedule",
     "MonitorScheduler": "scheduler",
+    "due_monitor_ids": "scheduler",
     "MonitorService": "service",
     "UNCHANGED": "service",
     "split_source_specs": "service",

@@ -259,6 +259,7 @@ class DeliveryWorker:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
+            self._stop = None  # a pass asked for after the loop (the chat's last one) sends whole rows again
 
     async def _renew_claims(self, stop: asyncio.Event) -> None:
         every = max(self._lease.total_seconds() / 3, 0.05)

@@ -1,75 +1,59 @@
-"""The scheduler: APScheduler 3 jobs, rebuilt from the database at start, that wake monitors when they are due.
+"""The scheduler: one tick over the database's `next_run_at`, the same for every deployment.
 
-The database's `next_run_at` is the truth; a job only wakes the monitor up. The job (`fire`) reads the monitor,
-skips it when it is not due (paused, backing off, already run) and otherwise calls `MonitorService.run_monitor`
-for the latest scheduled time that has passed, so a monitor that missed runs while the process was down runs
-once, never a backlog, and a second firing for the same time finds its run taken.
+The database is the only schedule. A tick asks it which monitors are due (`due_monitor_ids`, the one definition
+the job queue's tick uses too) and runs each one that this process is not running already; briefings are
+looked for once a minute. Between ticks the scheduler sleeps until the earliest `next_run_at`, but never longer
+than its poll: a few seconds on SQLite, where it cannot be told of changes, a minute on PostgreSQL, where any
+process that changes a monitor NOTIFYs and the scheduler wakes at once (`storage.ScheduleChanges`). A change in
+this process wakes it directly. So a monitor added by `lookout monitors add`, a chat or another process is seen
+within one poll at worst.
+
+Guarantees: a run happens once per (monitor, scheduled time) — the database's unique run decides, whoever
+ticks; a monitor that missed runs while nothing ran runs once, for the latest time that passed, never a
+backlog (`MonitorService.run_due`). One process per database should tick (the caller's leadership: advisory
+lock on PostgreSQL, a file lock next to a SQLite file); a second one would find the runs taken, not double them.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-from apscheduler.job import Job
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.interval import IntervalTrigger
-
-from monitors.schedule import Schedule, ScheduleError
-from monitors.service import MonitorService, schedule_of
+from monitors.service import MonitorService
 from monitors.views import RunSummary
-from storage import Database, MonitorRecord, MonitorRepository, RunRepository
+from storage import Database, MonitorRepository, RunRepository, ScheduleChanges
+
+__all__ = [
+    "BRIEFING_CHECK_SECONDS",
+    "POLL_SECONDS",
+    "PUSHED_POLL_SECONDS",
+    "MonitorScheduler",
+    "due_monitor_ids",
+]
 
 logger = logging.getLogger(__name__)
 
-MAX_JITTER_SECONDS = 60
-"""Monitors sharing a minute are spread over up to this many seconds (a tenth of the gap for short ones)."""
-MAX_MISFIRE_GRACE_SECONDS = 3600
-BRIEFING_CHECK_SECONDS = 60
+POLL_SECONDS = 5.0
+"""Longest sleep between ticks where changes are not pushed (SQLite): a change made elsewhere is seen this late."""
+PUSHED_POLL_SECONDS = 60.0
+"""Longest sleep between ticks where changes are pushed (PostgreSQL NOTIFY): only a safety net for a lost one."""
+BRIEFING_CHECK_SECONDS = 60.0
 """How often the scheduler looks for chats whose briefing is due."""
-BRIEFINGS_JOB_ID = "briefings"
+DUE_LIMIT = 100_000
+"""Monitors one tick reads at most (the earliest due first)."""
 
 
-def job_id(monitor_id: int) -> str:
-    return f"monitor:{monitor_id}"
-
-
-def jitter_seconds(monitor_id: int, schedule: Schedule, *, max_seconds: int = MAX_JITTER_SECONDS) -> int:
-    """A small, stable offset for this monitor: the same after every restart, different between monitors."""
-    spread = min(max_seconds, schedule.min_gap_seconds() // 10)
-    if spread <= 0:
-        return 0
-    digest = hashlib.sha256(f"monitor:{monitor_id}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") % (spread + 1)
-
-
-def misfire_grace_seconds(schedule: Schedule) -> int:
-    """How late a job may still run: half the gap between runs, at most an hour (APScheduler's default is 1 s)."""
-    return max(1, min(schedule.min_gap_seconds() // 2, MAX_MISFIRE_GRACE_SECONDS))
-
-
-class _OffsetTrigger(BaseTrigger):  # type: ignore[misc]  # apscheduler ships no type hints
-    """Fires `offset` seconds after every fire time of `inner` (a deterministic jitter)."""
-
-    __slots__ = ("inner", "offset")
-
-    def __init__(self, inner: BaseTrigger, offset: int) -> None:
-        self.inner, self.offset = inner, timedelta(seconds=offset)
-
-    def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
-        previous = previous_fire_time - self.offset if previous_fire_time is not None else None
-        fire: datetime | None = self.inner.get_next_fire_time(previous, now - self.offset)
-        return fire + self.offset if fire is not None else None
-
-    def __str__(self) -> str:
-        return f"{self.inner} +{int(self.offset.total_seconds())}s"
+async def due_monitor_ids(monitors: MonitorRepository, now: datetime) -> list[int]:
+    """What is due: unpaused monitors of active chats whose next run is at or before `now`, earliest first. The
+    one definition every tick uses (this scheduler's, and the job queue's, which defers a job for each)."""
+    return [monitor.id for monitor in await monitors.due(now, limit=DUE_LIMIT)]
 
 
 class MonitorScheduler:
-    """Keeps one APScheduler job per active monitor, in the running event loop."""
+    """Ticks over the database while started: runs due monitors (at most `concurrency` at once) and briefings."""
 
     def __init__(
         self,
@@ -77,126 +61,135 @@ class MonitorScheduler:
         database: Database,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        scheduler: AsyncIOScheduler | None = None,
-        max_jitter_seconds: int = MAX_JITTER_SECONDS,
+        changes: ScheduleChanges | None = None,
+        poll_seconds: float = 0.0,
+        concurrency: int = 16,
         fail_abandoned_runs: bool = True,
     ) -> None:
         self._service = service
         self._monitors = MonitorRepository(database)
         self._runs = RunRepository(database)
         self._clock = clock
-        self._max_jitter = max_jitter_seconds
+        self._changes = changes
+        pushed = changes is not None and changes.pushes
+        self.poll_seconds = poll_seconds or (PUSHED_POLL_SECONDS if pushed else POLL_SECONDS)
+        """The longest sleep between two ticks (0 given: the default for the database)."""
         self._fail_abandoned = fail_abandoned_runs
-        self._scheduler = scheduler or AsyncIOScheduler(timezone=UTC)
-        service.add_listener(self.sync_monitor)
+        self._slots = asyncio.Semaphore(concurrency)
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._runs_under_way: dict[int, asyncio.Task[RunSummary | None]] = {}
+        self._briefings_checked: float | None = None
+        service.add_listener(self._changed)
 
     @property
     def running(self) -> bool:
-        """Whether the scheduler is started (for /healthz)."""
-        return bool(self._scheduler.running)
+        """Whether this process ticks now (started and its loop alive)."""
+        return bool(self._tasks) and all(not task.done() for task in self._tasks)
 
-    async def start(self) -> int:
-        """Fail runs a previous process left running, build every monitor's job, start; returns the job count.
+    def wake(self) -> None:
+        """Tick now (a monitor changed, or a notification said one did elsewhere)."""
+        self._wake.set()
 
-        Must be called from the running event loop. Monitors whose next run passed while the process was down
-        fire once, right away (spread by their jitter). Only one process should schedule a database's monitors;
-        a second one (if any) passes `fail_abandoned_runs=False` so it does not fail the first one's runs.
-        """
+    async def start(self) -> None:
+        """Fail runs a previous process left running, then tick until `stop()`. Call once per leadership."""
         if self._fail_abandoned:
             abandoned = await self._runs.fail_abandoned(
                 started_before=self._clock(), error="abandoned: the process stopped during the run"
             )
             if abandoned:
                 logger.warning("marked %d run(s) left running by a previous process as failed", abandoned)
-        count = 0
-        for monitor in await self._monitors.list_all(include_paused=False):
-            count += await self._schedule(monitor)
-        # Briefings are due per chat, not per monitor: one job looks every minute (a missed one is caught up at once).
-        self._scheduler.add_job(
-            self.send_briefings,
-            IntervalTrigger(seconds=BRIEFING_CHECK_SECONDS, timezone=UTC),
-            id=BRIEFINGS_JOB_ID,
-            name="briefings",
-            replace_existing=True,
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=BRIEFING_CHECK_SECONDS,
-            next_run_time=datetime.now(UTC) + timedelta(seconds=5),
-        )
-        self._scheduler.start()
-        logger.info("scheduler started with %d monitor job(s)", count)
-        return count
+        self._stop = asyncio.Event()
+        self._briefings_checked = None
+        self._tasks = [asyncio.create_task(self._loop(), name="scheduler")]
+        if self._changes is not None and self._changes.pushes:
+            listening = self._changes.listen(self.wake, self._stop)
+            self._tasks.append(asyncio.create_task(listening, name="schedule changes"))
+        logger.info("scheduler started: ticking over the database (poll %.0f s)", self.poll_seconds)
 
-    def shutdown(self) -> None:
-        """Stop firing (runs under way finish or are failed as abandoned at the next start)."""
-        if self._scheduler.running:
-            self._scheduler.shutdown(wait=False)
+    async def stop(self) -> None:
+        """Stop ticking; runs under way are cancelled (each is marked failed: the process stopped during it)."""
+        self._stop.set()
+        self._wake.set()
+        for run in list(self._runs_under_way.values()):
+            run.cancel()
+        tasks, self._tasks = self._tasks, []
+        for result in await asyncio.gather(*tasks, *self._runs_under_way.values(), return_exceptions=True):
+            if isinstance(result, Exception):
+                logger.error("the scheduler stopped with an error", exc_info=result)
+        self._runs_under_way.clear()
 
-    def job(self, monitor_id: int) -> Job | None:
-        """The monitor's job, if it has one (for status displays and tests)."""
-        found: Job | None = self._scheduler.get_job(job_id(monitor_id))
-        return found
+    async def tick(self) -> list[int]:
+        """Start a run for each monitor due now that this process is not running yet; returns their ids."""
+        started = []
+        for monitor_id in await due_monitor_ids(self._monitors, self._clock()):
+            if monitor_id in self._runs_under_way:
+                continue
+            task = asyncio.create_task(self._run(monitor_id), name=f"monitor {monitor_id}")
+            self._runs_under_way[monitor_id] = task
+            task.add_done_callback(self._forget)
+            started.append(monitor_id)
+        if started:
+            logger.info("tick: %d monitor(s) due: %s", len(started), ", ".join(map(str, started)))
+        return started
 
-    async def sync_monitor(self, monitor_id: int) -> None:
-        """Make the monitor's job match the database: added, moved, or removed (deleted or paused)."""
-        monitor = await self._monitors.get(monitor_id)
-        if monitor is None or monitor.paused:
-            self._remove(monitor_id)
-            return
-        await self._schedule(monitor)
+    def _forget(self, task: asyncio.Task[RunSummary | None]) -> None:
+        for monitor_id, under_way in list(self._runs_under_way.items()):
+            if under_way is task:
+                del self._runs_under_way[monitor_id]
+
+    async def idle(self) -> None:
+        """Wait until the runs under way have finished (tests, and a benchmark's clean end)."""
+        while self._runs_under_way:
+            await asyncio.gather(*self._runs_under_way.values(), return_exceptions=True)
 
     async def fire(self, monitor_id: int) -> RunSummary | None:
-        """The job: run the monitor if it is due now (the thin wrapper over `MonitorService.run_monitor`)."""
+        """Run one monitor if it is due now (the thin wrapper over `MonitorService.run_due`); never raises."""
         try:
-            monitor = await self._monitors.get(monitor_id)
-            if monitor is None or monitor.paused:
-                self._remove(monitor_id)
-                return None
             return await self._service.run_due(monitor_id)
         except Exception:  # the scheduler must keep going whatever one monitor does
-            logger.exception("monitor %d: the scheduled job failed", monitor_id)
+            logger.exception("monitor %d: the scheduled run failed", monitor_id)
             return None
 
     async def send_briefings(self) -> int:
-        """The briefings job: queue every chat's briefing that is due; returns how many were queued."""
+        """Queue every chat's briefing that is due; returns how many were queued."""
         try:
             return len(await self._service.briefings.run_due())
         except Exception:  # the scheduler must keep going whatever happens here
             logger.exception("sending the due briefings failed")
             return 0
 
-    async def _schedule(self, monitor: MonitorRecord) -> int:
-        try:
-            schedule = schedule_of(monitor)
-        except ScheduleError as error:
-            logger.error(
-                "monitor %d has an unreadable schedule %r (%s); not scheduled", monitor.id, monitor.schedule, error
-            )
-            self._remove(monitor.id)
-            return 0
-        now = self._clock()
-        if monitor.next_run_at is None:
-            await self._monitors.set_next_run(monitor.id, schedule.next_run(now))
-        offset = jitter_seconds(monitor.id, schedule, max_seconds=self._max_jitter)
-        overdue = monitor.next_run_at is not None and monitor.next_run_at <= now
-        options: dict[str, object] = {}
-        if overdue:
-            # APScheduler keeps real time, so the catch-up is placed on its clock; one firing, never a backlog.
-            options["next_run_time"] = datetime.now(UTC) + timedelta(seconds=offset)
-        self._scheduler.add_job(
-            self.fire,
-            _OffsetTrigger(schedule.trigger(), offset),
-            args=(monitor.id,),
-            id=job_id(monitor.id),
-            name=f"monitor {monitor.id}: {monitor.topic[:40]}",
-            replace_existing=True,
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=misfire_grace_seconds(schedule),
-            **options,
-        )
-        return 1
+    async def _run(self, monitor_id: int) -> RunSummary | None:
+        async with self._slots:
+            return await self.fire(monitor_id)
 
-    def _remove(self, monitor_id: int) -> None:
-        if self._scheduler.get_job(job_id(monitor_id)) is not None:
-            self._scheduler.remove_job(job_id(monitor_id))
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._stop.is_set():
+            self._wake.clear()
+            sleep = self.poll_seconds
+            try:
+                await self.tick()
+                if self._briefings_checked is None or loop.time() - self._briefings_checked >= BRIEFING_CHECK_SECONDS:
+                    self._briefings_checked = loop.time()
+                    await self.send_briefings()
+                sleep = await self._until_next_due(sleep)
+            except Exception:  # a database hiccup must not end scheduling for good
+                logger.exception("the scheduler's tick failed; trying again in %.0f s", sleep)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=sleep)
+
+    async def _until_next_due(self, longest: float) -> float:
+        """Seconds until the earliest next run still ahead (a little after it), at most `longest`."""
+        now = self._clock()
+        earliest = await self._monitors.next_due_after(now)
+        if earliest is None:
+            return longest
+        return min(longest, (earliest - now).total_seconds() + 0.05)
+
+    async def _changed(self, monitor_id: int) -> None:
+        """A monitor changed in this process: tick here now, and tell the other processes on the database."""
+        self.wake()
+        if self._changes is not None:
+            await self._changes.announce()

@@ -1,7 +1,18 @@
 """Storage: SQLAlchemy models, engine and sessions, repositories returning domain records, Alembic migrations."""
 
+from storage.changes import ScheduleChanges
 from storage.engine import Database, create_engine
-from storage.locks import KEEPALIVE_SECONDS, AdvisoryLocks, HeldLock, LockUnsupportedError
+from storage.locks import (
+    KEEPALIVE_SECONDS,
+    AdvisoryLocks,
+    FileLocks,
+    Held,
+    HeldFileLock,
+    HeldLock,
+    LockUnsupportedError,
+    TriedLocks,
+    locks_for,
+)
 from storage.migrate import pending_migrations, upgrade_database
 from storage.records import (
     ChatRecord,
@@ -73,6 +84,9 @@ __all__ = [
     "DeliveryRepository",
     "DeliveryStatus",
     "EmbeddingRepository",
+    "FileLocks",
+    "Held",
+    "HeldFileLock",
     "HeldLock",
     "HttpValidatorRecord",
     "HttpValidatorRepository",
@@ -94,12 +108,14 @@ __all__ = [
     "RunRecord",
     "RunRepository",
     "RunStatus",
+    "ScheduleChanges",
     "SlotLimit",
     "SourceFailureRecord",
     "SourceFailureRepository",
     "SubscriptionChanges",
     "SubscriptionRecord",
     "SubscriptionRepository",
+    "TriedLocks",
     "TurnRepository",
     "TurnStart",
     "TurnState",
@@ -109,6 +125,7 @@ __all__ = [
     "UserRecord",
     "UserRepository",
     "create_engine",
+    "locks_for",
     "pending_migrations",
     "upgrade_database",
 ]

@@ -1,4 +1,5 @@
-"""PostgreSQL advisory locks shared by every process on one database: held ones and tried ones.
+"""Locks shared by every process on one database: PostgreSQL advisory locks (held ones and tried ones), and file
+locks next to a SQLite file (tried ones, for a duty one process does: scheduling).
 
 A lock is named by a string (hashed to PostgreSQL's 64-bit key with `hashtextextended`) and held on a connection
 of its own, from a pool kept apart from the repositories' (a lock held through a long turn must not starve the
@@ -19,10 +20,13 @@ holds no lock, and one that died just after the lock was granted released it as 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Final
+from pathlib import Path
+from typing import Final, Protocol
 
 from sqlalchemy import TextClause, text
 from sqlalchemy.engine import make_url
@@ -161,3 +165,88 @@ class AdvisoryLocks:
 
     async def dispose(self) -> None:
         await self._engine.dispose()
+
+
+class HeldFileLock:
+    """A lock on a file this process holds until `release()`; the operating system lets go when the process ends,
+    however it ends, so a killed holder never leaves it taken."""
+
+    def __init__(self, name: str, descriptor: int | None) -> None:
+        self.name = name
+        self._descriptor = descriptor
+        self._held = True
+
+    async def still_held(self) -> bool:
+        """Always true until released: a lock on an open file cannot be lost."""
+        return self._held
+
+    async def release(self) -> None:
+        descriptor, self._descriptor, self._held = self._descriptor, None, False
+        if descriptor is not None:
+            os.close(descriptor)  # closing the file releases its lock
+
+
+class FileLocks:
+    """Named locks across the processes of one machine that share a SQLite file: `flock` on a file next to it
+    (`<database>.<name>.lock`). A database in memory is one process's own, so its locks are always granted."""
+
+    def __init__(self, database_path: Path | None) -> None:
+        self._path = database_path
+
+    def path_of(self, name: str) -> Path | None:
+        """The lock file of `name` (None for a database in memory)."""
+        if self._path is None:
+            return None
+        safe = "".join(character if character.isalnum() else "-" for character in name)
+        return self._path.with_name(f"{self._path.name}.{safe}.lock")
+
+    async def try_hold(self, name: str) -> HeldFileLock | None:
+        """Take the lock if no other process holds it; the caller releases it."""
+        path = self.path_of(name)
+        if path is None:
+            return HeldFileLock(name, None)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            return None
+        except BaseException:
+            os.close(descriptor)
+            raise
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"{os.getpid()}\n".encode())  # who holds it, for a person looking
+        return HeldFileLock(name, descriptor)
+
+    async def dispose(self) -> None:
+        """Nothing pooled (the same face as `AdvisoryLocks`)."""
+
+
+class Held(Protocol):
+    """A lock held by this process, advisory or on a file."""
+
+    name: str
+
+    async def still_held(self) -> bool: ...
+
+    async def release(self) -> None: ...
+
+
+class TriedLocks(Protocol):
+    """Locks that can be tried by name across processes: `AdvisoryLocks` (PostgreSQL) or `FileLocks` (SQLite)."""
+
+    async def try_hold(self, name: str) -> Held | None: ...
+
+    async def dispose(self) -> None: ...
+
+
+def locks_for(url: str) -> TriedLocks:
+    """The locks the processes sharing the database at `url` agree on: advisory locks on PostgreSQL, file locks
+    next to a SQLite file (always granted for a database in memory)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql":
+        return AdvisoryLocks(url, pool_size=1, max_connections=2)
+    database = parsed.database or ""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return FileLocks(None)
+    return FileLocks(Path(database).expanduser().resolve())

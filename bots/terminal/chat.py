@@ -69,6 +69,10 @@ class ConsoleSender:
         logger.info("printing run %s for terminal chat %d", part.run_id, chat.id)
         self._output.digest(part)
 
+    def note(self, text: str) -> None:
+        """A line about the session itself (e.g. another process runs the monitors), printed as is."""
+        self._output.note(text)
+
 
 @dataclass(frozen=True, kw_only=True)
 class _Choice:

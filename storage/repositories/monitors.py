@@ -256,6 +256,16 @@ class MonitorRepository(Repository):
             )
             return [to_monitor_record(row) for row in rows]
 
+    async def next_due_after(self, now: datetime) -> datetime | None:
+        """The earliest next run after `now` among the monitors `due` considers (None: none is scheduled)."""
+        async with self._db.sessions() as session:
+            earliest: datetime | None = await session.scalar(
+                select(func.min(Monitor.next_run_at))
+                .join(Chat, Chat.id == Monitor.owner_chat_id)
+                .where(Monitor.paused.is_(False), Chat.active.is_(True), Monitor.next_run_at > now)
+            )
+            return earliest
+
     async def count_due(self, monitor_ids: Collection[int], *, until: datetime) -> int:
         """How many of the monitors are unpaused and due at or before `until` (their run has not started)."""
         if not monitor_ids:

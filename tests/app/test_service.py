@@ -74,7 +74,7 @@ def test_run_serves_health_talks_on_telegram_and_stops_cleanly_on_sigterm(tmp_pa
     assert "/track" in (telegram.texts(4242)[0].text or "")
     assert {command["command"] for command in telegram.commands} >= {"track", "monitors", "digest", "search"}
     assert "telegram: on — long polling" in output
-    assert "scheduler: 0 monitor(s) scheduled" in output
+    assert "scheduler: this process leads now" in output and "scheduler started: ticking over the database" in output
     assert "slack: off — SLACK_BOT_TOKEN is not set" in output
     assert "anyone who finds the bot can use it" in output
     assert "garbage collector: " in output and "start-up objects frozen" in output  # app.heap, once assembled
