@@ -39,7 +39,7 @@ GRACE = 6.0
 """SHUTDOWN_GRACE_SECONDS of the worker under test: procrastinate alone used to wait all of it for the job."""
 SLOWER_THAN_GRACE = 4.5
 """Seconds the Bot API takes to answer each send in the delivery case, with a grace of `SHORT_GRACE`."""
-SHORT_GRACE = 3.0
+SHORT_GRACE = 4.0
 
 
 def stopped_within(process: LookoutProcess) -> float:
