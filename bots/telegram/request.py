@@ -26,9 +26,9 @@ from telegram.request import BaseRequest, RequestData
 
 from bots.downloads import read_at_most
 
-__all__ = ["DOWNLOAD_SECONDS", "AiohttpRequest"]
+__all__ = ["AiohttpRequest"]
 
-DOWNLOAD_SECONDS = 30.0
+_DOWNLOAD_SECONDS = 30.0
 """The most one download of a file a person sent may take: a host dripping bytes cannot hold a turn longer."""
 
 
@@ -125,7 +125,7 @@ class AiohttpRequest(BaseRequest):
         if parts.scheme not in ("http", "https"):
             raise NetworkError("the file is not at an http(s) URL")
         url = urlunsplit(parts._replace(path=quote(parts.path)))  # as PTB's File encodes it
-        timeout = aiohttp.ClientTimeout(total=DOWNLOAD_SECONDS, sock_connect=self._connect_timeout)
+        timeout = aiohttp.ClientTimeout(total=_DOWNLOAD_SECONDS, sock_connect=self._connect_timeout)
         try:
             async with self._session.get(url, timeout=timeout, allow_redirects=False) as response:
                 if response.status != 200:
