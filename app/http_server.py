@@ -75,8 +75,11 @@ def _listen(host: str, port: int) -> socket.socket:
         raise OSError(f"the HTTP server could not listen on {host}:{port} ({exc.strerror})") from None
 
 
-async def serve_http(app: Starlette, *, host: str, port: int, stop: asyncio.Event) -> None:
-    """Serve `app` until `stop` is set; in-flight requests finish before this returns."""
+async def serve_http(
+    app: Starlette, *, host: str, port: int, stop: asyncio.Event, grace: Callable[[], float] | None = None
+) -> None:
+    """Serve `app` until `stop` is set; in-flight requests finish before this returns, or are cancelled once
+    `grace()` (asked when `stop` is set: what is left of the shutdown's grace) has passed."""
     listener = _listen(host, port)
     # httptools (a dependency) parses each request for about half the CPU of uvicorn's pure-Python h11: every
     # Telegram update is one POST in webhook mode (bench/README.md, seventh session, webcmd).
@@ -86,6 +89,9 @@ async def serve_http(app: Starlette, *, host: str, port: int, stop: asyncio.Even
     stopping = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if grace is not None:
+            # uvicorn reads it once it shuts down (typed int, used as the timeout of asyncio.wait_for: seconds)
+            config.timeout_graceful_shutdown = grace()  # type: ignore[assignment]
         server.should_exit = True
         await serving
     finally:

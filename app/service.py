@@ -104,6 +104,11 @@ _CLOSING_SECONDS = 3.0
 leaving the interpreter), so the process as a whole exits within SHUTDOWN_GRACE_SECONDS."""
 
 
+_HAND_BACK_SECONDS = 1.0
+"""Of the budget (at most a quarter of it), kept from the jobs under way in a worker so that cancelling the ones
+still running at the end and handing them back to the queue is done by the deadline."""
+
+
 class _Grace:
     """The shutdown's deadline: SHUTDOWN_GRACE_SECONDS after `stop` is set, less `_CLOSING_SECONDS` (at most a
     third of the grace). Each step of the shutdown runs `within` it and is cut short (cancelled) at the deadline;
@@ -118,11 +123,20 @@ class _Grace:
         await stop.wait()
         self._deadline = asyncio.get_running_loop().time() + self._seconds
 
+    @property
+    def budget(self) -> float:
+        """Seconds from the stop to the deadline."""
+        return self._seconds
+
+    def left(self) -> float:
+        """Seconds until the deadline (the whole budget while `stop` is not set)."""
+        if self._deadline is None:
+            return self._seconds
+        return max(0.0, self._deadline - asyncio.get_running_loop().time())
+
     async def within(self, step: Awaitable[object], what: str) -> None:
-        now = asyncio.get_running_loop().time()
-        deadline = self._deadline if self._deadline is not None else now + self._seconds
         try:
-            await asyncio.wait_for(step, timeout=max(0.0, deadline - now))
+            await asyncio.wait_for(step, timeout=self.left())
         except TimeoutError:
             logger.warning("stopping: %s did not finish within the shutdown grace; cut short", what)
 
@@ -230,7 +244,7 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
         frontends.start_all()
         grace = _Grace(stop, settings.shutdown_grace_seconds)
         try:
-            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop, grace=grace.left)
         finally:
             stop.set()  # the scheduler stops when `duties` closes, after these
             # Deliveries end after the part in flight; what is left stays due in the outbox for the next process.
@@ -257,9 +271,15 @@ async def _run_scaled(
     serves, works = role in ("all", "web"), role in ("all", "worker")
     background: list[asyncio.Task[None]] = []
     locks = AdvisoryLocks(settings.database_url)
+    grace = _Grace(stop, settings.shutdown_grace_seconds)
+    # procrastinate's worker starts waiting for its jobs under way when `stop` is set: they get the budget, less what
+    # handing back the ones still running takes, instead of a whole SHUTDOWN_GRACE_SECONDS of their own.
+    jobs_grace = grace.budget - min(_HAND_BACK_SECONDS, grace.budget / 4)
     async with AsyncExitStack() as resources:
         resources.push_async_callback(locks.dispose)
-        queue = await resources.enter_async_context(JobQueue(settings, name=process_name(role)))
+        queue = await resources.enter_async_context(
+            JobQueue(settings.model_copy(update={"shutdown_grace_seconds": jobs_grace}), name=process_name(role))
+        )
         deliveries: list[DeliveryJobs] = []
 
         def deliveries_queued() -> None:
@@ -300,15 +320,18 @@ async def _run_scaled(
         checks["background"] = background_running
         off = {name: why for name, (on, why) in describe_frontends(settings).items() if not on} if serves else {}
         app = build_http_app(checks=checks, off=off, routes=frontends.routes if serves else ())
-        grace = _Grace(stop, settings.shutdown_grace_seconds)
         try:
-            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop)
+            await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop, grace=grace.left)
         finally:
             stop.set()
             if serves:
                 await grace.within(frontends.stop_all(), "the frontends")  # messages being answered finish first
                 await grace.within(process.dispatcher.finish_background(), "the memory")  # folds their answers
-            # The worker finishes its jobs (or hands them back after SHUTDOWN_GRACE_SECONDS); leadership lets go.
+            # The worker finishes its jobs (or hands them back by the deadline); leadership lets go. A job that
+            # ignores its cancellation is cut short with the worker (its heartbeat stops: another worker retries it).
+            await grace.within(asyncio.wait(background), "the job worker")
+            for task in background:
+                task.cancel()  # no-op for the ones that ended
             results = await asyncio.gather(*background, return_exceptions=True)
             for task, result in zip(background, results, strict=True):
                 if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):

@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Route
 
 from agent import MAX_INCOMING_FILE_BYTES, Incoming, IncomingFile, Reply
 from bots.dispatcher import Dispatches
+from bots.downloads import read_at_most
 from bots.slack.api import TRANSIENT_ERRORS, error_code
 from bots.slack.events import (
     SLASH_COMMANDS,
@@ -265,13 +266,14 @@ class SlackFrontend:
             ):
                 if response.status != 200:
                     raise aiohttp.ClientError(f"HTTP {response.status}")
-                content = await response.content.read(limit + 1)
+                content = await read_at_most(response.content, limit)  # whatever size the event claimed
         except (aiohttp.ClientError, TimeoutError) as error:
             logger.warning("slack: could not download a shared file (%s)", error)
             return IncomingFile(filename=name, size=shared.size, problem="Slack would not hand me that file; share "
                                 "it again (and check the app has the files:read scope).")  # fmt: skip
         if len(content) > limit:
-            return IncomingFile(filename=name, size=len(content), problem=f"{name} is too large.")
+            return IncomingFile(filename=name, size=len(content), problem=f"{name} is over the {limit // 1_000_000} "
+                                "MB limit for files.")  # fmt: skip
         return IncomingFile(filename=name, size=len(content), content=content)
 
 

@@ -40,6 +40,7 @@ from telegram.ext import Application, ContextTypes, TypeHandler
 
 from agent import MAX_INCOMING_FILE_BYTES, IncomingFile, Reply, bot_commands, is_instant_command
 from bots.dispatcher import Dispatcher
+from bots.telegram.request import AiohttpRequest
 from bots.telegram.sender import TelegramSender
 from bots.telegram.typing_indicators import TypingIndicators
 from bots.telegram.updates import BotIdentity, Received, migration, received_from_update
@@ -319,16 +320,24 @@ class TelegramFrontend:
         if size > MAX_INCOMING_FILE_BYTES:
             limit = MAX_INCOMING_FILE_BYTES // 1_000_000
             return IncomingFile(filename=name, size=size, problem=f"{name} is over the {limit} MB limit for files.")
+        bot = self._application.bot
+        request = bot.request
+        if not isinstance(request, AiohttpRequest):  # `build_bot` gives the process's one Bot this transport
+            raise TypeError("the Telegram frontend's Bot must use AiohttpRequest")
         try:
-            file = await self._application.bot.get_file(document.file_id)
-            content = bytes(await file.download_as_bytearray())
+            file = await bot.get_file(document.file_id)
+            # the size Telegram reported is its word: what bounds memory is the bytes read
+            content = await request.download_at_most(file.file_path or "", MAX_INCOMING_FILE_BYTES)
         except TelegramError as error:
             logger.warning("telegram: could not download a document (%s)", error)
             return IncomingFile(
                 filename=name, size=size, problem="Telegram would not hand me that file; send it again."
             )
         if len(content) > MAX_INCOMING_FILE_BYTES:
-            return IncomingFile(filename=name, size=len(content), problem=f"{name} is too large.")
+            limit = MAX_INCOMING_FILE_BYTES // 1_000_000
+            return IncomingFile(
+                filename=name, size=len(content), problem=f"{name} is over the {limit} MB limit for files."
+            )
         return IncomingFile(filename=name, size=len(content), content=content)
 
     def _spawn_answer(self, query_id: str) -> None:

@@ -9,9 +9,14 @@ only moves bytes, and maps aiohttp's failures onto PTB's `TimedOut` and `Network
 Timeouts: `connect_timeout` bounds opening a connection, `pool_timeout` waiting for a free one (both within
 aiohttp's `connect`), `read_timeout` each wait for the server's bytes; a call may pass its own (getUpdates does).
 Uploads (files) get `media_write_timeout` as PTB's default class gives them.
+
+Downloads of files people sent (`download_at_most`) read at most one byte past a limit whatever size Telegram
+reported (`bots.downloads.read_at_most`), where PTB's `File.download_as_bytearray` would read the whole body.
 """
 
 from __future__ import annotations
+
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import aiohttp
 from telegram._utils.defaultvalue import DefaultValue
@@ -19,7 +24,12 @@ from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
+from bots.downloads import read_at_most
+
 __all__ = ["AiohttpRequest"]
+
+_DOWNLOAD_SECONDS = 30.0
+"""The most one download of a file a person sent may take: a host dripping bytes cannot hold a turn longer."""
 
 
 class AiohttpRequest(BaseRequest):
@@ -102,6 +112,29 @@ class AiohttpRequest(BaseRequest):
             raise TimedOut from error
         except aiohttp.ClientError as error:
             raise NetworkError(f"aiohttp.{type(error).__name__}: {error}") from error
+
+    async def download_at_most(self, file_url: str, limit: int) -> bytes:
+        """The file at `file_url` (a `File.file_path` from getFile) up to its end or `limit + 1` bytes, whichever
+        comes first; raises `NetworkError`/`TimedOut` (as Bot API calls do) when it cannot be had."""
+        if self._shut_down:
+            raise RuntimeError("This AiohttpRequest is shut down!")
+        if self._session is None or self._session.closed:
+            await self.initialize()
+            assert self._session is not None
+        parts = urlsplit(file_url)
+        if parts.scheme not in ("http", "https"):
+            raise NetworkError("the file is not at an http(s) URL")
+        url = urlunsplit(parts._replace(path=quote(parts.path)))  # as PTB's File encodes it
+        timeout = aiohttp.ClientTimeout(total=_DOWNLOAD_SECONDS, sock_connect=self._connect_timeout)
+        try:
+            async with self._session.get(url, timeout=timeout, allow_redirects=False) as response:
+                if response.status != 200:
+                    raise NetworkError(f"the file host answered HTTP {response.status}")
+                return await read_at_most(response.content, limit)  # leaving early closes the connection
+        except TimeoutError as error:
+            raise TimedOut from error
+        except aiohttp.ClientError as error:
+            raise NetworkError(f"aiohttp.{type(error).__name__}") from error
 
 
 def _body(request_data: RequestData | None) -> aiohttp.FormData | dict[str, str] | None:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Awaitable, Callable
 
 import httpx
 import pytest
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
 from app.http_server import build_http_app, serve_http
 
@@ -70,6 +74,49 @@ async def test_serves_on_a_real_port_until_stopped() -> None:
     with pytest.raises(httpx.ConnectError):
         async with httpx.AsyncClient() as client:
             await client.get(f"http://127.0.0.1:{port}/healthz")
+
+
+async def test_a_stop_lets_requests_in_flight_finish_within_the_grace_and_cuts_the_rest() -> None:
+    async def takes(seconds: float) -> bool:
+        await asyncio.sleep(seconds)
+        return True
+
+    async def quick() -> bool:
+        return await takes(0.3)
+
+    async def stuck() -> bool:
+        return await takes(60)
+
+    port = _free_port()
+    stop = asyncio.Event()
+    app = build_http_app(checks={}, routes=[Route("/quick", _check_route(quick)), Route("/stuck", _check_route(stuck))])
+    serving = asyncio.create_task(serve_http(app, host="127.0.0.1", port=port, stop=stop, grace=lambda: 1.5))
+    async with httpx.AsyncClient(timeout=90) as client:
+        for _ in range(100):
+            try:
+                await client.get(f"http://127.0.0.1:{port}/healthz")
+                break
+            except httpx.ConnectError:
+                await asyncio.sleep(0.05)
+        requests = [asyncio.create_task(client.get(f"http://127.0.0.1:{port}/{path}")) for path in ("quick", "stuck")]
+        await asyncio.sleep(0.1)  # both in flight
+        stopped = asyncio.get_running_loop().time()
+        stop.set()
+        await asyncio.wait_for(serving, timeout=90)
+        took = asyncio.get_running_loop().time() - stopped
+        quick_answer, stuck_answer = await asyncio.gather(*requests, return_exceptions=True)
+
+    assert isinstance(quick_answer, httpx.Response) and quick_answer.status_code == 200  # finished within the grace
+    # cut short: the connection closed (or an error status), not answered after its minute
+    assert not (isinstance(stuck_answer, httpx.Response) and stuck_answer.status_code == 200)
+    assert took < 3.0, f"serve_http returned {took:.1f} s after the stop, over the 1.5 s grace"
+
+
+def _check_route(check: Callable[[], Awaitable[bool]]) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(_request: Request) -> Response:
+        return PlainTextResponse("ok" if await check() else "no")
+
+    return endpoint
 
 
 async def test_busy_port_is_an_error_not_an_exit() -> None:

@@ -17,6 +17,9 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
+CHUNK_PAUSE = 0.002
+"""Between two chunks of a body served in chunks (`serve_in_chunks`): long enough that each arrives on its own."""
+
 
 @dataclass
 class RecordedRequest:
@@ -154,3 +157,22 @@ def running_fake_server() -> Iterator[FakeHTTPServer]:
         yield server
     finally:
         server.stop()
+
+
+async def serve_in_chunks(request: web.Request, content: bytes, *, chunk_size: int) -> tuple[web.StreamResponse, int]:
+    """Send `content` as a chunked body, `chunk_size` bytes at a time with a short pause between, as a file host
+    streams a large file; stops when the client hangs up. Returns the response and how many bytes were written
+    (what the client took, plus what the sockets' buffers held when it hung up)."""
+    response = web.StreamResponse()
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    written = 0
+    try:
+        for start in range(0, len(content), chunk_size):
+            await response.write(content[start : start + chunk_size])
+            written += len(content[start : start + chunk_size])
+            await asyncio.sleep(CHUNK_PAUSE)
+        await response.write_eof()
+    except (ConnectionError, RuntimeError):  # the client stopped reading and closed the connection
+        pass
+    return response, written

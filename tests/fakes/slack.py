@@ -13,7 +13,8 @@ Methods: auth.test, chat.postMessage, chat.update, files.getUploadURLExternal, t
 (`POST /upload/<file id>`, raw bytes, answered in text/plain like files.slack.com), files.completeUploadExternal.
 `fake.response_url()` makes a slash command's `response_url` (`POST /response/<n>`, JSON body) whose posts are
 recorded in `fake.responses`. `fake.host_file(name, bytes)` is a file a person shared: the Slack file object to put
-in a `file_share` event, its bytes served at `url_private_download` to the bot token only (`fake.downloads`).
+in a `file_share` event, its bytes served at `url_private_download` to the bot token only (`fake.downloads`);
+`chunk_size=` streams them in chunks, as files.slack.com streams a large file (`fake.served_bytes`).
 
 Reading what arrived: `fake.calls` (every `ApiCall(method, params)`), `fake.calls_to("chat.postMessage")`,
 `fake.messages` / `fake.messages_in(channel)` (`PostedMessage`: channel, ts, text, blocks, thread_ts, and the
@@ -48,7 +49,7 @@ from urllib.parse import urlencode
 
 from aiohttp import WSMsgType, web
 
-from tests.fakes.http_server import ThreadedFakeServer
+from tests.fakes.http_server import ThreadedFakeServer, serve_in_chunks
 
 BOT_TOKEN = "xoxb-test-fake-token"
 APP_TOKEN = "xapp-test-fake-app-token"
@@ -150,6 +151,9 @@ class FakeSlack(ThreadedFakeServer):
         """Files people shared (`host_file`), by file id."""
         self.downloads: list[tuple[str, str]] = []
         """(path, Authorization header) of every request for a hosted file."""
+        self._chunk_sizes: dict[str, int] = {}
+        self.served_bytes: dict[str, int] = {}
+        """file id → bytes written of a file served in chunks before the download ended or was cut off."""
 
     # ---- addresses and scripting -------------------------------------------------------------------------
 
@@ -177,16 +181,22 @@ class FakeSlack(ThreadedFakeServer):
         code = status if status is not None else (429 if error == "ratelimited" else 200)
         self._script.append(_Scripted(method, error, code, retry_after, channel, times))
 
-    def host_file(self, name: str, content: bytes) -> dict[str, Any]:
+    def host_file(
+        self, name: str, content: bytes, *, chunk_size: int | None = None, reported_size: int | None = None
+    ) -> dict[str, Any]:
         """A file a person shared, as Slack describes it in a `file_share` message event: its bytes are served at
-        `url_private_download` to requests carrying the bot token (`Authorization: Bearer …`), like files.slack.com."""
+        `url_private_download` to requests carrying the bot token (`Authorization: Bearer …`), like files.slack.com.
+        `chunk_size`: streamed that many bytes at a time (`fake.served_bytes` says how many went out);
+        `reported_size`: the size the event claims instead of the true one (a forged event)."""
         file_id = f"FSHARED{next(self._file_ids)}"
         self.hosted[file_id] = content
+        if chunk_size is not None:
+            self._chunk_sizes[file_id] = chunk_size
         return {
             "id": file_id,
             "name": name,
             "title": name,
-            "size": len(content),
+            "size": len(content) if reported_size is None else reported_size,
             "mimetype": "application/octet-stream",
             "url_private": f"{self.url}/files-pri/{TEAM_ID}-{file_id}/{name}",
             "url_private_download": f"{self.url}/files-pri/{TEAM_ID}-{file_id}/download/{name}",
@@ -236,7 +246,7 @@ class FakeSlack(ThreadedFakeServer):
         if request.path.startswith("/upload/"):
             return await self._upload(request)
         if request.path.startswith("/files-pri/"):
-            return self._hosted_file(request)
+            return await self._hosted_file(request)
         if request.path == "/link":
             return await self._socket_mode(request)
         if request.path.startswith("/response/"):
@@ -309,13 +319,20 @@ class FakeSlack(ThreadedFakeServer):
                 return web.Response(text=f"OK - {len(body)}", content_type="text/plain")
         return web.Response(status=404, text="unknown upload", content_type="text/plain")
 
-    def _hosted_file(self, request: web.Request) -> web.Response:
+    async def _hosted_file(self, request: web.Request) -> web.StreamResponse:
         self.downloads.append((request.path, request.headers.get("Authorization", "")))
         if request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.Response(status=302, headers={"Location": "https://slack.com/signin"})
         file_id = request.path.removeprefix("/files-pri/").split("/", 1)[0].removeprefix(f"{TEAM_ID}-")
         content = self.hosted.get(file_id)
-        return web.Response(body=content) if content is not None else web.Response(status=404)
+        if content is None:
+            return web.Response(status=404)
+        if file_id not in self._chunk_sizes:
+            return web.Response(body=content)
+        response, self.served_bytes[file_id] = await serve_in_chunks(
+            request, content, chunk_size=self._chunk_sizes[file_id]
+        )
+        return response
 
     def _next_ts(self) -> str:
         return f"{1_700_000_000 + next(self._ts)}.000100"

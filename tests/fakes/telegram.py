@@ -30,8 +30,10 @@ Scripting:
   `.migrated(new_chat_id)`.
 - `fake.push_update({...})`, `fake.push_text(chat_id, "hi")`, `fake.push_callback(message_id, data)`,
   `fake.push_document(chat_id, "feeds.opml", b"...", caption="/import")` —
-  updates for getUpdates (ids assigned); `fake.text_update(...)`/`fake.callback_update(...)` build the same
-  updates without queueing them (to POST to a webhook).
+  updates for getUpdates (ids assigned); a document's `reported_size=` is what the update and getFile claim,
+  `chunk_size=` streams its bytes in chunks (`fake.served_bytes[file_id]`: how many went out);
+  `fake.text_update(...)`/`fake.callback_update(...)` build the same updates without queueing them (to POST to a
+  webhook).
 - `RateLimit(per_second=30, per_chat_per_second=1, per_chat_burst=3, group_messages=20, group_period=60)`
   passed to the constructor: sends beyond the ceiling (token buckets: overall, per chat, and per group — a
   negative chat id — as Telegram's 20 messages a minute) get 429 with `retry_after`. `group_period` may be
@@ -67,7 +69,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tests.fakes.http_server import ThreadedFakeServer
+from tests.fakes.http_server import ThreadedFakeServer, serve_in_chunks
 
 DEFAULT_TOKEN = "123456:TEST-fake-token"
 SEND_METHODS = frozenset({"sendMessage", "sendDocument", "sendPhoto"})
@@ -246,6 +248,10 @@ class FakeTelegram(ThreadedFakeServer):
         """update_id → when getUpdates first handed the update out (`time.monotonic()`), for latency measurements."""
         self.files: dict[str, tuple[str, bytes]] = {}
         """file_id → (file_path, bytes) of documents people sent (`document_update`), for getFile and downloads."""
+        self._reported_sizes: dict[str, int] = {}
+        self._chunk_sizes: dict[str, int] = {}
+        self.served_bytes: dict[str, int] = {}
+        """file_id → bytes written of a document served in chunks before its download ended or was cut off."""
         self._listeners: list[Callable[[SentMessage], None]] = []
         self._script: list[_Scripted] = []
         self._updates: list[dict[str, Any]] = []
@@ -375,9 +381,13 @@ class FakeTelegram(ThreadedFakeServer):
         user_id: int | None = None,
         chat_type: str | None = None,
         mime_type: str = "application/octet-stream",
+        reported_size: int | None = None,
+        chunk_size: int | None = None,
     ) -> dict[str, Any]:
         """An update carrying a document a person sent (optionally with a caption), not queued. The bytes are
-        served by getFile and the file endpoint, as Telegram serves uploaded documents."""
+        served by getFile and the file endpoint, as Telegram serves uploaded documents. `reported_size`: the size
+        the update and getFile claim instead of the true one; `chunk_size`: the bytes are streamed that many at a
+        time (`fake.served_bytes` says how many went out before the download ended or was cut off)."""
         update = self.text_update(chat_id, caption or "", user_id=user_id, chat_type=chat_type)
         message = update["message"]
         del message["text"]
@@ -387,12 +397,16 @@ class FakeTelegram(ThreadedFakeServer):
             message["caption"] = caption
         file_id = f"doc{next(self._update_ids)}"
         self.files[file_id] = (f"documents/{file_id}-{filename}", content)
+        if reported_size is not None:
+            self._reported_sizes[file_id] = reported_size
+        if chunk_size is not None:
+            self._chunk_sizes[file_id] = chunk_size
         message["document"] = {
             "file_id": file_id,
             "file_unique_id": f"u{file_id}",
             "file_name": filename,
             "mime_type": mime_type,
-            "file_size": len(content),
+            "file_size": len(content) if reported_size is None else reported_size,
         }
         return update
 
@@ -523,11 +537,9 @@ class FakeTelegram(ThreadedFakeServer):
 
     # ---- serving ------------------------------------------------------------------------------------------
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         if request.path.startswith(f"/file/bot{self.token}/"):
-            wanted = request.path.removeprefix(f"/file/bot{self.token}/")
-            found = next((content for path, content in self.files.values() if path == wanted), None)
-            return web.Response(body=found) if found is not None else web.Response(status=404)
+            return await self._file(request, request.path.removeprefix(f"/file/bot{self.token}/"))
         prefix = f"/bot{self.token}/"
         if not request.path.startswith("/bot"):
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
@@ -551,6 +563,18 @@ class FakeTelegram(ThreadedFakeServer):
         if self.answer_delay and call.method in SEND_METHODS:
             await asyncio.sleep(self.answer_delay)  # delivered already; the answer is what is slow
         return web.json_response({"ok": True, "result": result})
+
+    async def _file(self, request: web.Request, wanted: str) -> web.StreamResponse:
+        found = next(((file_id, content) for file_id, (path, content) in self.files.items() if path == wanted), None)
+        if found is None:
+            return web.Response(status=404)
+        file_id, content = found
+        if file_id not in self._chunk_sizes:
+            return web.Response(body=content)
+        response, self.served_bytes[file_id] = await serve_in_chunks(
+            request, content, chunk_size=self._chunk_sizes[file_id]
+        )
+        return response
 
     async def _poll(self, call: ApiCall) -> web.Response:
         """One getUpdates consumer per token: a new call ends the one still waiting with 409, as Telegram does."""
@@ -728,7 +752,8 @@ class FakeTelegram(ThreadedFakeServer):
     async def _api_getFile(self, call: ApiCall) -> dict[str, Any]:
         file_id = call.params.get("file_id", "")
         path, content = self.files[file_id]
-        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(content), "file_path": path}
+        size = self._reported_sizes.get(file_id, len(content))
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size, "file_path": path}
 
     async def _api_sendChatAction(self, call: ApiCall) -> bool:
         self.chat_actions.append((call.chat_id or "", call.params.get("action", "")))

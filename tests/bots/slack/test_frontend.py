@@ -368,3 +368,42 @@ async def test_slack_verifying_the_request_url_gets_its_challenge_back(world: Wo
 
     assert response.status_code == 200
     assert response.json() == {"challenge": challenge}
+
+
+# --- files shared to import ----------------------------------------------------------------------------------
+
+
+OPML = Path(__file__).parents[2] / "monitors" / "payloads" / "inoreader.xml"
+
+
+def file_share(shared: dict[str, Any], *, ts: str) -> dict[str, Any]:
+    """A direct message sharing `shared` with the text asking to import it."""
+    return {"type": "message", "subtype": "file_share", "channel_type": "im", "channel": "D0ANN", "user": USER,
+            "text": "import as design", "ts": ts, "files": [shared]}  # fmt: skip
+
+
+async def test_a_shared_file_streamed_in_many_chunks_is_read_whole(world: World) -> None:
+    opml = OPML.read_bytes()
+    padded = opml.replace(b"<head>", b"<head>" + b" " * 400_000)  # 400 KB, the feeds at the end: many chunks
+    shared = world.slack.host_file("feeds.opml", padded, chunk_size=16_384)
+
+    await world.event(file_share(shared, ts="8.1"), event_id="EvBigImport")
+    await eventually(lambda: any("feeds.opml" in m.text for m in world.replies("D0ANN")))
+
+    (offer,) = [m for m in world.replies("D0ANN") if "feeds.opml" in m.text]
+    assert offer.text.startswith("From feeds.opml:\n\n*1 monitor to create:*\n• “design”"), offer.text
+    assert world.slack.served_bytes[shared["id"]] == len(padded)
+
+
+async def test_a_shared_file_over_the_limit_is_refused_after_reading_only_the_limit(world: World) -> None:
+    # The event claims 600 bytes (a forged or stale size); the file host streams 30 MB.
+    huge = b"<opml>" + b" " * 30_000_000
+    shared = world.slack.host_file("huge.opml", huge, chunk_size=65_536, reported_size=600)
+
+    await world.event(file_share(shared, ts="8.2"), event_id="EvHugeImport")
+    await eventually(lambda: any("huge.opml" in m.text for m in world.replies("D0ANN")))
+
+    (answer,) = [m for m in world.replies("D0ANN") if "huge.opml" in m.text]
+    assert "huge.opml is over the 1 MB limit for files" in answer.text, answer.text
+    await eventually(lambda: shared["id"] in world.slack.served_bytes)  # the host saw the download end
+    assert world.slack.served_bytes[shared["id"]] < 12_000_000  # the limit plus what socket buffers hold

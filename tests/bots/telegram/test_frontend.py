@@ -400,3 +400,29 @@ async def test_forged_updates_are_dropped_with_one_line_and_the_next_message_is_
         f"update {forged_press}: a button press with no sender; dropped"
     ]
     assert not [record for record in caplog.records if record.exc_info], "no traceback anywhere"
+
+
+async def test_a_document_is_read_up_to_the_import_limit_whatever_size_telegram_reports(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    opml = (Path(__file__).parents[2] / "monitors" / "payloads" / "inoreader.xml").read_bytes()
+    padded = opml.replace(b"<head>", b"<head>" + b" " * 400_000)  # 400 KB, the feeds at the end: many chunks
+    huge = b"<opml>" + b" " * 30_000_000
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        whole = world.fake.document_update(ALICE, "feeds.opml", padded, caption="/import as design", chunk_size=16_384)
+        world.fake.push_update(whole)
+        [offer] = await world.replies(ALICE, 1)
+        # getFile and the update claim 600 bytes; the file endpoint streams 30 MB.
+        lying = world.fake.document_update(
+            ALICE, "huge.opml", huge, caption="/import", reported_size=600, chunk_size=65_536
+        )
+        world.fake.push_update(lying)
+        [_, refused] = await world.replies(ALICE, 2)
+        huge_id = lying["message"]["document"]["file_id"]
+        await eventually(lambda: huge_id in world.fake.served_bytes, what="the download's end")
+
+    assert (offer.text or "").startswith("From feeds.opml:"), offer.text
+    assert "“design”" in (offer.text or "")
+    assert world.fake.served_bytes[whole["message"]["document"]["file_id"]] == len(padded)
+    assert "huge.opml is over the 1 MB limit for files" in (refused.text or ""), refused.text
+    assert world.fake.served_bytes[huge_id] < 12_000_000  # the limit plus what socket buffers hold, not 30 MB
