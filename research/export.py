@@ -23,6 +23,7 @@ from typing import TextIO
 
 from pydantic import BaseModel
 
+from research.dedupe import story_leads
 from research.pipeline_models import ScoredItem
 from research.rank import RankedItem
 from storage import ItemWithScores as StoredItem
@@ -49,10 +50,21 @@ COLLECTION_CSV_COLUMNS = (
     "query",
 )
 """A collection's CSV: what was found, ranked (`/collect`, `lookout collect`)."""
-RUN_CSV_COLUMNS = (*COLLECTION_CSV_COLUMNS, "credibility", "status", "sentiment", "sentiment_score")
+RUN_CSV_COLUMNS = (
+    *COLLECTION_CSV_COLUMNS,
+    "credibility",
+    "status",
+    "sentiment",
+    "sentiment_score",
+    "story_role",
+    "story_lead",
+    "story_reports",
+)
 """A run's CSV (a monitor's digest, `/search`): the collection's columns plus the critique's credibility, the
-item's novelty status (new, update, delivered, repeat) and its tone (positive, negative, neutral, mixed or unknown,
-and the score from -1 to 1)."""
+item's novelty status (new, update, delivered, repeat), its tone (positive, negative, neutral, mixed or unknown,
+and the score from -1 to 1) and its place in its story: `lead` (the report the digest shows for the story) or
+`more` (one of the digest's "+N more reports"), the `index` of its story's lead row, and how many reports the story
+has in all."""
 STORED_ITEMS_CSV_COLUMNS = (
     "index",
     "source",
@@ -184,7 +196,9 @@ def write_csv(path: Path, ranked_items: Sequence[RankedItem]) -> None:
 
 
 def write_run_csv(path: Path, items: Sequence[ScoredItem]) -> None:
-    """Write a run's CSV: the collection's columns plus credibility, status and tone, in rank order."""
+    """Write a run's CSV: the collection's columns plus credibility, status, tone and story, in rank order."""
+    leads = story_leads([scored.item for scored in items], {s.item.id: s.cluster_id for s in items if s.cluster_id})
+    lead_rank = {scored.item.id: scored.rank for scored in items}
     rows = []
     for scored in items:
         ranked = RankedItem(
@@ -200,7 +214,20 @@ def write_run_csv(path: Path, items: Sequence[ScoredItem]) -> None:
         label = tone.label if tone else "unknown"
         score = "" if tone is None else f"{tone.score:.4f}"
         # The score is a number we format ourselves, so a leading "-" is a sign, not a formula: left unguarded.
-        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status, label, score])
+        story = leads[scored.cluster_id or scored.item.id]
+        role = "lead" if story.item_id == scored.item.id else "more"
+        rows.append(
+            [
+                *csv_row(scored.rank, ranked),
+                guard_cell(credibility),
+                scored.status,
+                label,
+                score,
+                role,
+                str(lead_rank[story.item_id]),
+                str(story.reports),
+            ]
+        )
     write_csv_rows(path, RUN_CSV_COLUMNS, rows)
 
 

@@ -31,6 +31,7 @@ from research.collect import (
     merge_collections,
 )
 from research.critique import Critique, heuristic_critique, llm_critique
+from research.dedupe import story_leads
 from research.digest import (
     Digest,
     PreviousDigest,
@@ -407,11 +408,17 @@ async def run_pipeline(
             now=started_at,
         )
         reportable = [entry for entry in ranked if novelty.status[entry.item.id] in ("new", "update")]
+        leads = story_leads(novelty.items, novelty.cluster_of)
         top = [
             entry.model_copy(update={"item": entry.item.model_copy(update={"title": UPDATE_PREFIX + entry.item.title})})
             if novelty.status[entry.item.id] == "update"
             else entry
-            for entry in select_top(reportable, top_k=options.top_k, per_story=options.per_story)
+            for entry in select_top(
+                reportable,
+                top_k=options.top_k,
+                per_story=options.per_story,
+                leads={story: lead.item_id for story, lead in leads.items()},
+            )
         ]
     all_failed = not any(o.status is SearchStatus.OK for o in collection.outcomes)
     failed_sources = collection.failed_sources()
@@ -451,6 +458,7 @@ async def run_pipeline(
                     profile=request.profile,
                     language=language,
                     now=started_at,
+                    leads=leads,
                 )
                 if position == 0:
                     digest, digest_path, digest_fallback = written.digest, written.path, written.fallback_reason
@@ -462,7 +470,13 @@ async def run_pipeline(
         else:
             digest_path = "extractive"
             digest = extractive_digest(
-                top, topic=request.topic, clusters=clusters, critique=critique, previous=previous, now=started_at
+                top,
+                topic=request.topic,
+                clusters=clusters,
+                critique=critique,
+                previous=previous,
+                now=started_at,
+                leads=leads,
             ).model_copy(update={"without_model": "Summarised without a language model."})
         if not all_failed and failed_sources:
             digest = digest.model_copy(update={"failed_sources": failure_lines(failed_sources)})
