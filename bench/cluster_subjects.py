@@ -1,0 +1,139 @@
+"""Story clustering on real labelled news batched by a shared subject word, the way a monitor's batch is all about
+one subject: `research.dedupe.Deduper(topic=word)` on every item of a half that names the word.
+
+A monitor on "Apple" never sees the whole news: it sees Apple's CarPlay launch, its iOS update and its patent trial
+in one batch, each told with "Apple" in it, and has to keep them apart. Whole-set figures (bench/cluster_real.py)
+hide that: there, most pairs of different stories share no word at all. Here every pair of a batch shares the
+subject, so pair precision measures what a reader of one monitor sees.
+
+Subjects are chosen from the labelled half itself, never by hand: a word (a term of `research.terms.story_terms`, as the Deduper reads it, no stop word,
+rarer than a common word in English) that at least `SUBJECT_SHARE` of the items of each of two or more stories
+carry (in title or text), with `MIN_SUBJECT_ITEMS` items or more in all. The `MAX_SUBJECTS` words that span the most
+stories are kept (ties: more items, then the word); a batch keeps at most `MAX_BATCH` items, the earliest first
+(time order, then id). Stories are split in two halves by a hash of their label as in cluster_real.py (ECB+: by
+topic); rules are chosen on the dev halves (`--half dev`), the held-out halves are scored once (`--half test`).
+
+Run: uv run python bench/cluster_subjects.py [--half dev|test] [--sets uci,ecbplus,jawikinews] [--threshold T]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.cluster_real import Counts, LabelledSet, load_sets
+from research.dedupe import Deduper
+from research.terms import is_stop_word, rarity, story_terms
+
+SUBJECT_SHARE = 0.3
+"""A word is a story's subject when at least this share of the story's items carry it."""
+MIN_SUBJECT_ITEMS = 8
+"""Fewer items than this is no monitor's batch."""
+MAX_SUBJECTS = 40
+MAX_BATCH = 200
+"""A daily monitor's batch is tens to a few hundred items."""
+MIN_RARITY = 8.0
+"""Words commoner than this (-ln frequency; "says", "new", "report") are nobody's subject."""
+
+
+def subject_batches(labelled: LabelledSet, indices: Sequence[int]) -> list[tuple[str, list[int]]]:
+    """(subject word, item indices) for the half's subjects, most stories first."""
+    words_of = {
+        i: set(story_terms(f"{labelled.items[i].title} {labelled.items[i].text}", labelled.items[i].language).terms)
+        for i in indices
+    }
+    by_story: dict[str, list[int]] = defaultdict(list)
+    for i in indices:
+        by_story[labelled.labels[i]].append(i)
+    stories_of_word: Counter[str] = Counter()
+    for members in by_story.values():
+        counts = Counter(word for i in members for word in words_of[i])
+        for word, count in counts.items():
+            if count >= SUBJECT_SHARE * len(members) and len(members) >= 2:
+                stories_of_word[word] += 1
+    items_of_word: dict[str, list[int]] = defaultdict(list)
+    for i in indices:
+        for word in words_of[i]:
+            if stories_of_word[word] >= 2:
+                items_of_word[word].append(i)
+    language = labelled.language
+    candidates = [
+        word
+        for word, n in stories_of_word.items()
+        if n >= 2
+        and len(items_of_word[word]) >= MIN_SUBJECT_ITEMS
+        and not is_stop_word(word)
+        and not word.isdigit()
+        and rarity(word, language) >= MIN_RARITY
+    ]
+    candidates.sort(key=lambda w: (-stories_of_word[w], -len(items_of_word[w]), w))
+    out = []
+    for word in candidates[:MAX_SUBJECTS]:
+        members = sorted(items_of_word[word], key=lambda i: (labelled.items[i].published or datetime.min, i))
+        out.append((word, members[:MAX_BATCH]))
+    return out
+
+
+def run_batch(labelled: LabelledSet, members: Sequence[int], *, topic: str | None, threshold: float | None) -> list[str]:
+    deduper = Deduper(topic=topic) if threshold is None else Deduper(topic=topic, threshold=threshold)
+    items = [labelled.items[i] for i in members]
+    deduper.add(items)
+    return [deduper.cluster_id(item.id) or f"missing:{item.id}" for item in items]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", default="uci,ecbplus,jawikinews")
+    parser.add_argument("--half", choices=("dev", "test"), default="dev")
+    parser.add_argument("--threshold", type=float, default=None, help="Deduper threshold (default: its own)")
+    parser.add_argument("--no-topic", action="store_true", help="do not tell the Deduper the subject word")
+    parser.add_argument("--worst", type=int, default=0, help="print the N subjects with the most wrong pairs")
+    args = parser.parse_args()
+    sets = load_sets(name.strip() for name in args.sets.split(",") if name.strip())
+    print(f"\n{args.half} halves; Deduper threshold {args.threshold or 'default'}; topic told: {not args.no_topic}\n")
+    print(
+        "| set | subjects | items in batches | stories per batch (median) | subject P | subject R | subject F1 "
+        "| subject B3 F1 | whole P | whole R | whole F1 | CPU ms / 1,000 items (subjects) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    worst: list[tuple[int, str, str]] = []
+    for labelled in sets:
+        indices = labelled.dev if args.half == "dev" else labelled.test
+        batches = subject_batches(labelled, indices)
+        counts = Counts()
+        started = time.process_time()
+        run_batch(labelled, (labelled.test if args.half == "dev" else labelled.dev)[:300], topic=None, threshold=None)
+        warm = time.process_time() - started  # lazy loads (frequency lists, segmenters) are once per process
+        for word, members in batches:
+            predicted = run_batch(labelled, members, topic=None if args.no_topic else word, threshold=args.threshold)
+            labels = [labelled.labels[i] for i in members]
+            counts.add(predicted, labels)
+            one = Counts()
+            one.add(predicted, labels)
+            worst.append((one.predicted_pairs - one.correct_pairs, labelled.name, word))
+        elapsed = time.process_time() - started - warm
+        whole = Counts()
+        whole.add(run_batch(labelled, indices, topic=None, threshold=args.threshold), [labelled.labels[i] for i in indices])
+        sizes = sum(len(m) for _, m in batches)
+        stories = statistics.median(len({labelled.labels[i] for i in m}) for _, m in batches) if batches else 0
+        print(
+            f"| {labelled.name} | {len(batches)} | {sizes} | {stories:g} | {counts.pair_precision:.3f} "
+            f"| {counts.pair_recall:.3f} | {counts.pair_f1:.3f} | {counts.b3_f1:.3f} | {whole.pair_precision:.3f} "
+            f"| {whole.pair_recall:.3f} | {whole.pair_f1:.3f} | {elapsed * 1e6 / max(sizes, 1):.0f} |"
+        )
+    if args.worst:
+        print("\nsubjects with the most wrongly joined pairs:")
+        for wrong, name, word in sorted(worst, reverse=True)[: args.worst]:
+            print(f"- {name} {word!r}: {wrong}")
+
+
+if __name__ == "__main__":
+    main()
