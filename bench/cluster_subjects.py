@@ -6,9 +6,9 @@ in one batch, each told with "Apple" in it, and has to keep them apart. Whole-se
 hide that: there, most pairs of different stories share no word at all. Here every pair of a batch shares the
 subject, so pair precision measures what a reader of one monitor sees.
 
-Subjects are chosen from the labelled half itself, never by hand: a word (a term of `research.terms.story_terms`, as the Deduper reads it, no stop word,
-rarer than a common word in English) that at least `SUBJECT_SHARE` of the items of each of two or more stories
-carry (in title or text), with `MIN_SUBJECT_ITEMS` items or more in all. The `MAX_SUBJECTS` words that span the most
+Subjects are chosen from the labelled half itself, never by hand: a term (`research.terms.story_terms`, as the
+Deduper reads it; no stop word, figure or hiragana ending, rarer than `MIN_RARITY`) that at least `SUBJECT_SHARE` of
+the items of each of two or more stories carry (in title or text), with `MIN_SUBJECT_ITEMS` items or more in all. The `MAX_SUBJECTS` words that span the most
 stories are kept (ties: more items, then the word); a batch keeps at most `MAX_BATCH` items, the earliest first
 (time order, then id). Stories are split in two halves by a hash of their label as in cluster_real.py (ECB+: by
 topic); rules are chosen on the dev halves (`--half dev`), the held-out halves are scored once (`--half test`).
@@ -19,6 +19,8 @@ Run: uv run python bench/cluster_subjects.py [--half dev|test] [--sets uci,ecbpl
 from __future__ import annotations
 
 import argparse
+import random
+import re
 import statistics
 import sys
 import time
@@ -40,6 +42,8 @@ MIN_SUBJECT_ITEMS = 8
 MAX_SUBJECTS = 40
 MAX_BATCH = 200
 """A daily monitor's batch is tens to a few hundred items."""
+_HIRAGANA = re.compile(r"[\u3040-\u309f]+")
+BOOTSTRAP_ROUNDS = 1000
 MIN_RARITY = 8.0
 """Words commoner than this (-ln frequency; "says", "new", "report") are nobody's subject."""
 
@@ -72,6 +76,7 @@ def subject_batches(labelled: LabelledSet, indices: Sequence[int]) -> list[tuple
         and len(items_of_word[word]) >= MIN_SUBJECT_ITEMS
         and not is_stop_word(word)
         and not word.isdigit()
+        and not _HIRAGANA.fullmatch(word)  # a Japanese ending or particle (よる, ると), never a subject
         and rarity(word, language) >= MIN_RARITY
     ]
     candidates.sort(key=lambda w: (-stories_of_word[w], -len(items_of_word[w]), w))
@@ -82,11 +87,26 @@ def subject_batches(labelled: LabelledSet, indices: Sequence[int]) -> list[tuple
     return out
 
 
-def run_batch(labelled: LabelledSet, members: Sequence[int], *, topic: str | None, threshold: float | None) -> list[str]:
+def run_batch(
+    labelled: LabelledSet, members: Sequence[int], *, topic: str | None, threshold: float | None
+) -> list[str]:
     deduper = Deduper(topic=topic) if threshold is None else Deduper(topic=topic, threshold=threshold)
     items = [labelled.items[i] for i in members]
     deduper.add(items)
     return [deduper.cluster_id(item.id) or f"missing:{item.id}" for item in items]
+
+
+def interval(per_subject: Sequence[Counts], *, rounds: int = BOOTSTRAP_ROUNDS) -> tuple[float, float]:
+    """The 5th and 95th percentiles of pooled pair precision over subjects drawn again with replacement: how much
+    the figure owes to which subjects happened to be chosen (a change smaller than this is noise)."""
+    rng = random.Random(0)
+    values = []
+    for _ in range(rounds):
+        drawn = [rng.choice(per_subject) for _ in per_subject]
+        predicted = sum(c.predicted_pairs for c in drawn)
+        values.append(sum(c.correct_pairs for c in drawn) / predicted if predicted else 1.0)
+    values.sort()
+    return values[int(0.05 * rounds)], values[int(0.95 * rounds) - 1]
 
 
 def main() -> None:
@@ -100,15 +120,18 @@ def main() -> None:
     sets = load_sets(name.strip() for name in args.sets.split(",") if name.strip())
     print(f"\n{args.half} halves; Deduper threshold {args.threshold or 'default'}; topic told: {not args.no_topic}\n")
     print(
-        "| set | subjects | items in batches | stories per batch (median) | subject P | subject R | subject F1 "
-        "| subject B3 F1 | whole P | whole R | whole F1 | CPU ms / 1,000 items (subjects) |"
+        "| set | subjects | items in batches | stories per batch (median) | subject P (90 % interval) | subject P, "
+        "mean per subject | subject R | subject F1 | subject B3 F1 | whole P | whole R | whole F1 "
+        "| CPU ms / 1,000 items (subjects) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     worst: list[tuple[int, str, str]] = []
+    everything: list[Counts] = []
     for labelled in sets:
         indices = labelled.dev if args.half == "dev" else labelled.test
         batches = subject_batches(labelled, indices)
         counts = Counts()
+        per_subject: list[Counts] = []
         started = time.process_time()
         run_batch(labelled, (labelled.test if args.half == "dev" else labelled.dev)[:300], topic=None, threshold=None)
         warm = time.process_time() - started  # lazy loads (frequency lists, segmenters) are once per process
@@ -118,16 +141,34 @@ def main() -> None:
             counts.add(predicted, labels)
             one = Counts()
             one.add(predicted, labels)
+            per_subject.append(one)
             worst.append((one.predicted_pairs - one.correct_pairs, labelled.name, word))
         elapsed = time.process_time() - started - warm
+        everything.extend(per_subject)
         whole = Counts()
-        whole.add(run_batch(labelled, indices, topic=None, threshold=args.threshold), [labelled.labels[i] for i in indices])
+        labels = [labelled.labels[i] for i in indices]
+        whole.add(run_batch(labelled, indices, topic=None, threshold=args.threshold), labels)
         sizes = sum(len(m) for _, m in batches)
         stories = statistics.median(len({labelled.labels[i] for i in m}) for _, m in batches) if batches else 0
+        low, high = interval(per_subject)
+        mean = statistics.mean(c.pair_precision for c in per_subject if c.predicted_pairs) if per_subject else 1.0
         print(
             f"| {labelled.name} | {len(batches)} | {sizes} | {stories:g} | {counts.pair_precision:.3f} "
-            f"| {counts.pair_recall:.3f} | {counts.pair_f1:.3f} | {counts.b3_f1:.3f} | {whole.pair_precision:.3f} "
-            f"| {whole.pair_recall:.3f} | {whole.pair_f1:.3f} | {elapsed * 1e6 / max(sizes, 1):.0f} |"
+            f"({low:.2f}-{high:.2f}) | {mean:.3f} | {counts.pair_recall:.3f} | {counts.pair_f1:.3f} "
+            f"| {counts.b3_f1:.3f} | {whole.pair_precision:.3f} | {whole.pair_recall:.3f} | {whole.pair_f1:.3f} "
+            f"| {elapsed * 1e6 / max(sizes, 1):.0f} |"
+        )
+    if len(sets) > 1 and everything:
+        pooled = Counts()
+        for one in everything:
+            pooled.correct_pairs += one.correct_pairs
+            pooled.predicted_pairs += one.predicted_pairs
+            pooled.true_pairs += one.true_pairs
+        low, high = interval(everything)
+        mean = statistics.mean(c.pair_precision for c in everything if c.predicted_pairs)
+        print(
+            f"| all sets | {len(everything)} | | | {pooled.pair_precision:.3f} ({low:.2f}-{high:.2f}) | {mean:.3f} "
+            f"| {pooled.pair_recall:.3f} | {pooled.pair_f1:.3f} | | | | | |"
         )
     if args.worst:
         print("\nsubjects with the most wrongly joined pairs:")
