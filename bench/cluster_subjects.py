@@ -7,11 +7,12 @@ hide that: there, most pairs of different stories share no word at all. Here eve
 subject, so pair precision measures what a reader of one monitor sees.
 
 Subjects are chosen from the labelled half itself, never by hand: a term (`research.terms.story_terms`, as the
-Deduper reads it; no stop word, figure or hiragana ending, rarer than `MIN_RARITY`) that at least `SUBJECT_SHARE` of
-the items of each of two or more stories carry (in title or text), with `MIN_SUBJECT_ITEMS` items or more in all.
-The `MAX_SUBJECTS` words that span the most stories are kept (ties: more items, then the word); a batch keeps at most `MAX_BATCH` items, the earliest first
-(time order, then id). Stories are split in two halves by a hash of their label as in cluster_real.py (ECB+: by
-topic); rules are chosen on the dev halves (`--half dev`), the held-out halves are scored once (`--half test`).
+Deduper reads it; no stop word, figure or hiragana ending, rarer than `MIN_RARITY`) that at least `SUBJECT_SHARE`
+of the items of each of two or more stories carry (in title or text), with `MIN_SUBJECT_ITEMS` items or more in
+all. The `MAX_SUBJECTS` terms that span the most stories are kept (ties: more items, then the term); a batch keeps
+at most `MAX_BATCH` items, the earliest first (time order, then id). Stories are split in two halves by a hash of
+their label as in cluster_real.py (ECB+: by topic); rules are chosen on the dev halves (`--half dev`), the held-out
+halves are scored once (`--half test`).
 
 Run: uv run python bench/cluster_subjects.py [--half dev|test] [--sets uci,ecbplus,jawikinews] [--threshold T]
 """
