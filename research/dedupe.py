@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -316,13 +316,20 @@ class StoryLead:
     reports: int
 
 
-def story_leads(items: Sequence[Item], cluster_of: Mapping[str, str]) -> dict[str, StoryLead]:
+def story_leads(
+    items: Sequence[Item], cluster_of: Mapping[str, str], *, eligible: Collection[str] | None = None
+) -> dict[str, StoryLead]:
     """The lead of every story among `items`, by cluster id (`cluster_of`: cluster id by item id; an item with
-    none is a story of its own, keyed by its item id)."""
+    none is a story of its own, keyed by its item id). `eligible`: the ids that may lead (a run's new items, not
+    what was delivered before), where a story has any; its report count is every item of it either way."""
     stories: dict[str, list[Item]] = {}
     for item in items:
         stories.setdefault(cluster_of.get(item.id) or item.id, []).append(item)
-    return {key: StoryLead(item_id=story_lead(members).id, reports=len(members)) for key, members in stories.items()}
+    leads = {}
+    for key, members in stories.items():
+        candidates = [item for item in members if eligible is None or item.id in eligible] or members
+        leads[key] = StoryLead(item_id=story_lead(candidates).id, reports=len(members))
+    return leads
 
 
 class DedupeResult(BaseModel):

@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +23,7 @@ from typing import TextIO
 
 from pydantic import BaseModel
 
-from research.dedupe import story_leads
+from research.dedupe import StoryLead, story_leads
 from research.pipeline_models import ScoredItem
 from research.rank import RankedItem
 from storage import ItemWithScores as StoredItem
@@ -195,9 +195,12 @@ def write_csv(path: Path, ranked_items: Sequence[RankedItem]) -> None:
     write_csv_rows(path, COLLECTION_CSV_COLUMNS, rows)
 
 
-def write_run_csv(path: Path, items: Sequence[ScoredItem]) -> None:
-    """Write a run's CSV: the collection's columns plus credibility, status, tone and story, in rank order."""
-    leads = story_leads([scored.item for scored in items], {s.item.id: s.cluster_id for s in items if s.cluster_id})
+def write_run_csv(path: Path, items: Sequence[ScoredItem], *, leads: Mapping[str, StoryLead] | None = None) -> None:
+    """Write a run's CSV: the collection's columns plus credibility, status, tone and story, in rank order.
+    `leads`: each story's lead as the digest showed it (`research.dedupe.story_leads`); without them, or for a
+    story they lack, the lead is chosen here the same way."""
+    chosen = story_leads([scored.item for scored in items], {s.item.id: s.cluster_id for s in items if s.cluster_id})
+    leads = {**chosen, **(leads or {})}
     lead_rank = {scored.item.id: scored.rank for scored in items}
     rows = []
     for scored in items:

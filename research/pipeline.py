@@ -31,7 +31,7 @@ from research.collect import (
     merge_collections,
 )
 from research.critique import Critique, heuristic_critique, llm_critique
-from research.dedupe import story_leads
+from research.dedupe import StoryLead, story_leads
 from research.digest import (
     Digest,
     PreviousDigest,
@@ -210,10 +210,15 @@ def scored_items(
 
 
 def _write_files(
-    exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest, *, chart_by: str = "source"
+    exports: RunExports,
+    items: Sequence[ScoredItem],
+    request: PipelineRequest,
+    *,
+    chart_by: str = "source",
+    leads: Mapping[str, StoryLead] | None = None,
 ) -> None:
     exports.csv.parent.mkdir(parents=True, exist_ok=True)
-    write_run_csv(exports.csv, items)
+    write_run_csv(exports.csv, items, leads=leads)
     series = (
         {s.item.id: s.sentiment.label if s.sentiment else "unknown" for s in items} if chart_by == "sentiment" else None
     )
@@ -408,7 +413,8 @@ async def run_pipeline(
             now=started_at,
         )
         reportable = [entry for entry in ranked if novelty.status[entry.item.id] in ("new", "update")]
-        leads = story_leads(novelty.items, novelty.cluster_of)
+        # Every story's lead among this run's new items (what was delivered before never leads the next digest).
+        leads = story_leads(novelty.items, novelty.cluster_of, eligible={entry.item.id for entry in reportable})
         top = [
             entry.model_copy(update={"item": entry.item.model_copy(update={"title": UPDATE_PREFIX + entry.item.title})})
             if novelty.status[entry.item.id] == "update"
@@ -498,7 +504,7 @@ async def run_pipeline(
                 csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png"
             )
             # Off the event loop: a bot serving chats must not stall while matplotlib draws.
-            await asyncio.to_thread(_write_files, exports, scored, request, chart_by=options.chart_by)
+            await asyncio.to_thread(_write_files, exports, scored, request, chart_by=options.chart_by, leads=leads)
 
     total_usage = sum_usage(list(usage.values()))
     report = PipelineReport(

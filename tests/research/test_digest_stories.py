@@ -183,6 +183,9 @@ def test_more_reports_are_counted_in_the_digest_and_listed_in_the_csv(tmp_path: 
     ranked = rank(items, topic="Zephyr-7", cluster_of=cluster_of, now=NOW, weights=BY_ENGAGEMENT)
     leads = story_leads(items, cluster_of)
     assert leads["c1"].reports == 4 and leads["c2"].reports == 1
+    # What was delivered before never leads the next digest, but still counts among the story's reports.
+    fresh = story_leads(items, cluster_of, eligible={VERGE.id, ASK_HN.id, OUTAGE.id})
+    assert fresh["c1"].item_id == VERGE.id and fresh["c1"].reports == 4
     top = select_top(ranked, top_k=5, per_story=2, leads={k: v.item_id for k, v in leads.items()})
     digest = extractive_digest(top, topic="Zephyr-7", clusters=clusters, now=NOW, leads=leads)
     release, outage = digest.developments
