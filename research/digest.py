@@ -245,15 +245,21 @@ _SENTENCE_END = re.compile(rf"(?<=[。！？])|(?<=[.!?])\s+{_SENTENCE_START}|(?
 """Where one sentence ends and the next begins: after a CJK full stop, or after `.`, `!` or `?` (and a closing
 quote) followed by a capital, a digit or a CJK character."""
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_DATELINE = re.compile(
+    r"^(?:[A-Z][A-Z.'’ -]{1,40}(?:, [A-Z][A-Za-z.]{1,20}\.?(?: \d{1,2})?)?\s*(?:\([A-Za-z .]{2,30}\))?|"
+    r"\([A-Za-z .]{2,30}\))\s*[-—–]+\s+"
+)
+"""A wire dateline before the first sentence ("WASHINGTON (Reuters) - ", "LONDON, Nov. 20 — "): no part of it."""
+_SENTENCE_CLOSE = re.compile(r"[.!?。！？][\"'”’)]?$")
 
 
 def clean_description(text: str) -> str:
-    """A description as plain text: any HTML left in it dropped, entities decoded, links and feed furniture
-    ("Continue reading", "The post … appeared first on …") cut, whitespace collapsed."""
+    """A description as plain text: any HTML left in it dropped, entities decoded, links, a wire dateline and feed
+    furniture ("Continue reading", "The post … appeared first on …") cut, whitespace collapsed."""
     if "<" in text or "&" in text:
         text = html.unescape(_TAG.sub(" ", text))
     text = _URL.sub(" ", text)
-    return " ".join(_BOILERPLATE.sub("", text).split())
+    return _DATELINE.sub("", " ".join(_BOILERPLATE.sub("", text).split()))
 
 
 def _sentences(text: str) -> list[str]:
@@ -281,6 +287,11 @@ def story_summary(title: str, descriptions: Iterable[str]) -> str:
                     break  # the quote is a run of sentences, as the outlet wrote them
                 continue
             if chosen and len(" ".join([*chosen, sentence])) > SUMMARY_CHARS:
+                break
+            if not _SENTENCE_CLOSE.search(sentence):
+                # A feed cut the description mid-sentence: a first sentence is quoted as cut, a later one left out.
+                if not chosen:
+                    chosen.append(sentence.rstrip(" .,;:-–—…") + "…")
                 break
             chosen.append(sentence)
             if len(chosen) == SUMMARY_SENTENCES:

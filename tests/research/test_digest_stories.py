@@ -158,6 +158,14 @@ def test_the_summary_is_quoted_from_the_items_descriptions_cleaned() -> None:
         "The weights are free for commercial use & research."
     )
     assert story_summary(VERGE.title, [VERGE.text]) == "", "a title echo is no summary"
+    wire = "WASHINGTON (Reuters) - Zephyr Labs was sued on Friday over its training data. "
+    wire += "The suit seeks damages from the startup."
+    assert story_summary("Zephyr Labs sued", [wire]) == (
+        "Zephyr Labs was sued on Friday over its training data. The suit seeks damages from the startup."
+    ), "no dateline"
+    cut = "Zephyr Labs has chosen its developer week to announce the model. It may lack the context window of its"
+    assert story_summary("Zephyr-7", [cut]) == "Zephyr Labs has chosen its developer week to announce the model."
+    assert story_summary("Zephyr-7", [cut.split(".")[1]]) == "It may lack the context window of its…"
     long = "A first sentence that goes on. " * 30
     assert len(story_summary("Title", [long])) <= 320
 
