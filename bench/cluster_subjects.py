@@ -14,12 +14,17 @@ at most `MAX_BATCH` items, the earliest first (time order, then id). Stories are
 their label as in cluster_real.py (ECB+: by topic); rules are chosen on the dev halves (`--half dev`), the held-out
 halves are scored once (`--half test`).
 
+With `--embedding e5small` the same batches go through the embedding path, with the vectors recorded from
+multilingual-e5-small (bench/data/vectors; its threshold as chosen in cluster_real.py).
+
 Run: uv run python bench/cluster_subjects.py [--half dev|test] [--sets uci,ecbplus,jawikinews] [--threshold T]
+     [--embedding e5small] [--no-topic] [--worst N]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import random
 import re
 import statistics
@@ -29,11 +34,16 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pydantic_ai.embeddings import Embedder
+
 from bench.cluster_real import Counts, LabelledSet, load_sets
-from research.dedupe import Deduper
+from bench.recorded_vectors import CHOSEN_EMBEDDING_THRESHOLDS, RecordedEmbeddingModel, recordings
+from research.dedupe import Deduper, VectorLookup
+from research.embeddings import ItemEmbedder
 from research.terms import is_stop_word, rarity, story_terms
 
 SUBJECT_SHARE = 0.3
@@ -88,10 +98,37 @@ def subject_batches(labelled: LabelledSet, indices: Sequence[int]) -> list[tuple
     return out
 
 
+def recorded_vectors(labelled: LabelledSet, model: str) -> VectorLookup:
+    """Every item's vector from the set's recording of `model` (bench/data/vectors), as a monitor run with that
+    embedding model would have them (`ItemEmbedder`: title + lead)."""
+    found, notes = recordings(labelled.name, labelled.items)
+    recording = next((r for r in found if r.model == model), None)
+    if recording is None:
+        raise SystemExit(f"no usable {model} recording for {labelled.name}: {'; '.join(notes) or 'none recorded'}")
+    embedder = ItemEmbedder(
+        embedder=Embedder(RecordedEmbeddingModel(recording)), model_name=f"recorded:{model}", dimensions=None
+    )
+    embedded = asyncio.run(embedder.embed_items(labelled.items))
+    if embedded.fallback_reason:
+        raise SystemExit(f"recorded embeddings failed: {embedded.fallback_reason}")
+    return embedded.vectors
+
+
 def run_batch(
-    labelled: LabelledSet, members: Sequence[int], *, topic: str | None, threshold: float | None
+    labelled: LabelledSet,
+    members: Sequence[int],
+    *,
+    topic: str | None,
+    threshold: float | None,
+    vectors: VectorLookup | None = None,
+    embedding_threshold: float | None = None,
 ) -> list[str]:
-    deduper = Deduper(topic=topic) if threshold is None else Deduper(topic=topic, threshold=threshold)
+    options: dict[str, Any] = {"topic": topic, "vectors": vectors}
+    if threshold is not None:
+        options["threshold"] = threshold
+    if embedding_threshold is not None:
+        options["embedding_threshold"] = embedding_threshold
+    deduper = Deduper(**options)
     items = [labelled.items[i] for i in members]
     deduper.add(items)
     return [deduper.cluster_id(item.id) or f"missing:{item.id}" for item in items]
@@ -117,9 +154,20 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=None, help="Deduper threshold (default: its own)")
     parser.add_argument("--no-topic", action="store_true", help="do not tell the Deduper the subject word")
     parser.add_argument("--worst", type=int, default=0, help="print the N subjects with the most wrong pairs")
+    parser.add_argument(
+        "--embedding",
+        default="",
+        metavar="MODEL",
+        help="score the embedding path with a recorded model's vectors (e.g. e5small, at its chosen threshold)",
+    )
+    parser.add_argument("--embedding-threshold", type=float, default=None, help="its cosine threshold instead")
     args = parser.parse_args()
     sets = load_sets(name.strip() for name in args.sets.split(",") if name.strip())
-    print(f"\n{args.half} halves; Deduper threshold {args.threshold or 'default'}; topic told: {not args.no_topic}\n")
+    path = f"embedding path, recorded {args.embedding}" if args.embedding else "lexical path"
+    print(
+        f"\n{args.half} halves; {path}; Deduper threshold {args.threshold or 'default'}; "
+        f"topic told: {not args.no_topic}\n"
+    )
     print(
         "| set | subjects | items in batches | stories per batch (median) | subject P (90 % interval) | subject P, "
         "mean per subject | subject R | subject F1 | subject B3 F1 | whole P | whole R | whole F1 "
@@ -131,13 +179,24 @@ def main() -> None:
     for labelled in sets:
         indices = labelled.dev if args.half == "dev" else labelled.test
         batches = subject_batches(labelled, indices)
+        vectors = recorded_vectors(labelled, args.embedding) if args.embedding else None
+        cosine = args.embedding_threshold or (
+            CHOSEN_EMBEDDING_THRESHOLDS.get(args.embedding) if args.embedding else None
+        )
         counts = Counts()
         per_subject: list[Counts] = []
         started = time.process_time()
         run_batch(labelled, (labelled.test if args.half == "dev" else labelled.dev)[:300], topic=None, threshold=None)
         warm = time.process_time() - started  # lazy loads (frequency lists, segmenters) are once per process
         for word, members in batches:
-            predicted = run_batch(labelled, members, topic=None if args.no_topic else word, threshold=args.threshold)
+            predicted = run_batch(
+                labelled,
+                members,
+                topic=None if args.no_topic else word,
+                threshold=args.threshold,
+                vectors=vectors,
+                embedding_threshold=cosine,
+            )
             labels = [labelled.labels[i] for i in members]
             counts.add(predicted, labels)
             one = Counts()
@@ -148,7 +207,12 @@ def main() -> None:
         everything.extend(per_subject)
         whole = Counts()
         labels = [labelled.labels[i] for i in indices]
-        whole.add(run_batch(labelled, indices, topic=None, threshold=args.threshold), labels)
+        whole.add(
+            run_batch(
+                labelled, indices, topic=None, threshold=args.threshold, vectors=vectors, embedding_threshold=cosine
+            ),
+            labels,
+        )
         sizes = sum(len(m) for _, m in batches)
         stories = statistics.median(len({labelled.labels[i] for i in m}) for _, m in batches) if batches else 0
         low, high = interval(per_subject)
