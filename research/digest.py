@@ -254,11 +254,11 @@ _SENTENCE_CLOSE = re.compile(r"[.!?。！？][\"'”’)]?$")
 
 
 def clean_description(text: str) -> str:
-    """A description as plain text: any HTML left in it dropped, entities decoded, links, a wire dateline and feed
-    furniture ("Continue reading", "The post … appeared first on …") cut, whitespace collapsed."""
+    """A description as plain text: any HTML left in it dropped, entities decoded, links, footnote marks, a wire
+    dateline and feed furniture ("Continue reading", "The post … appeared first on …") cut, whitespace collapsed."""
     if "<" in text or "&" in text:
         text = html.unescape(_TAG.sub(" ", text))
-    text = _URL.sub(" ", text)
+    text = CITATION.sub("", _URL.sub(" ", text))  # a footnote mark "[3]" would read as a citation of item 3
     return _DATELINE.sub("", " ".join(_BOILERPLATE.sub("", text).split()))
 
 

@@ -158,6 +158,10 @@ def test_the_summary_is_quoted_from_the_items_descriptions_cleaned() -> None:
         "The weights are free for commercial use & research."
     )
     assert story_summary(VERGE.title, [VERGE.text]) == "", "a title echo is no summary"
+    footnoted = "Zephyr-7 was trained on public code only.[2] Its licence allows commercial use.[3]"
+    assert story_summary("Zephyr-7", [footnoted]) == (
+        "Zephyr-7 was trained on public code only. Its licence allows commercial use."
+    ), "a footnote mark would read as a citation"
     wire = "WASHINGTON (Reuters) - Zephyr Labs was sued on Friday over its training data. "
     wire += "The suit seeks damages from the startup."
     assert story_summary("Zephyr Labs sued", [wire]) == (
