@@ -24,7 +24,9 @@ never by input order, so a batch gives the same stories in any order. Stories fr
 members and ids; new items may join them, but two earlier stories never merge.
 
 A cluster's representative is its most engaged member; ties go to the earliest published, then to the one with
-the most text (the most complete).
+the most text (the most complete). A story's lead, what a digest shows for it (`story_lead`), is the report whose
+title's telling words most outlets of the story use: never a discussion post (Ask/Show HN, comments, forum and
+Reddit threads, a question) when the story has a report, and a social post only when it has nothing else.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -41,8 +43,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from research.language import detect_language, item_languages, language_text
+from research.reputation import SourceKind, outlet_of, source_kind
 from research.terms import acronym_term, acronyms, story_terms
-from sources import Item, canonical_url
+from sources import Item, canonical_url, host_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,10 +61,14 @@ __all__ = [
     "Deduper",
     "Fingerprint",
     "PairScores",
+    "StoryLead",
     "VectorLookup",
     "cluster_items",
     "fingerprint",
+    "is_discussion",
     "pair_scores",
+    "story_lead",
+    "story_leads",
 ]
 
 DEFAULT_THRESHOLD = 0.18
@@ -223,6 +230,101 @@ class Cluster(BaseModel):
     def sources(self) -> list[str]:
         """The sources that carried the story."""
         return list(dict.fromkeys(item.source for item in self.members))
+
+
+_DISCUSSION_TITLE = re.compile(r"^\s*(?:ask|show|tell)\s+hn\b|^\s*re\s*:", re.IGNORECASE)
+"""Titles of discussion threads, not reports: `Ask HN:`, `Show HN:`, `Tell HN:`, and a comment's `Re: <story>`."""
+
+_QUESTION_END = re.compile(r"[?？]\s*$")
+_DISCUSSION_HOSTS = frozenset({"news.ycombinator.com", "reddit.com", "old.reddit.com", "lobste.rs"})
+"""Sites whose own pages are threads: an item linking there (an HN comment or text post, a Reddit post) is talk
+about the news, not a report of it."""
+
+
+def is_discussion(item: Item) -> bool:
+    """Whether an item is talk about the news rather than a report of it: an Ask/Show/Tell HN post, a comment, a
+    forum or Reddit thread, or a headline that asks a question."""
+    if _DISCUSSION_TITLE.search(item.title) or _QUESTION_END.search(item.title):
+        return True
+    host = host_of(item.url, strip_www=True)
+    return item.source == "reddit" or host in _DISCUSSION_HOSTS or host.endswith(".reddit.com")
+
+
+def _lead_tier(item: Item) -> int:
+    """0 for a report, 1 for a social post, 2 for a discussion post: a story is led from the lowest tier it has."""
+    if is_discussion(item):
+        return 2
+    return 1 if source_kind(item) is SourceKind.SOCIAL else 0
+
+
+def _lead_order(items: Sequence[Item]) -> list[Item]:
+    """The items best lead first (see `story_lead`)."""
+    if len(items) == 1:
+        return list(items)
+    outlet = [outlet_of(item) for item in items]
+    weighted: list[dict[str, float]] = []
+    for item in items:
+        print_ = fingerprint(item.title, item.text, language=item.language)
+        weighted.append(
+            {term: rarity - COMMON_WORD_RARITY for term, rarity in print_.terms.items() if rarity > COMMON_WORD_RARITY}
+        )
+    outlets_of_term: defaultdict[str, set[str]] = defaultdict(set)
+    for terms, who in zip(weighted, outlet, strict=True):
+        for term in terms:
+            outlets_of_term[term].add(who)
+
+    def support(index: int) -> float:
+        # The weighted mean, over the title's telling words, of how many other outlets use the word: a title made
+        # of the story's shared words scores high, one with words of its own ("actually better at code?") low.
+        item = items[index]
+        title = fingerprint(item.title, "", language=item.language)
+        words = {t: r - COMMON_WORD_RARITY for t, r in title.terms.items() if r > COMMON_WORD_RARITY}
+        total = sum(words.values())
+        if not total:
+            return 0.0
+        return sum(w * len(outlets_of_term[t] - {outlet[index]}) for t, w in words.items()) / total
+
+    scores = [support(index) for index in range(len(items))]
+    order = sorted(
+        range(len(items)),
+        key=lambda i: (_lead_tier(items[i]), -round(scores[i], 6), *_representative_order(items[i]), items[i].id),
+    )
+    return [items[i] for i in order]
+
+
+def story_lead(items: Sequence[Item]) -> Item:
+    """The item that stands for a story in a digest: the report whose title's telling words most other outlets of
+    the story use (the version of the news most of them carry); a social post only when the story has no report,
+    a discussion post only when it has nothing else. Ties go to the most engaged, then the earliest, then the one
+    with the most text, then the smallest id: the same lead whatever the order of `items` (which must not be
+    empty)."""
+    if not items:
+        raise ValueError("a story has at least one item")
+    return _lead_order(items)[0]
+
+
+@dataclass(frozen=True)
+class StoryLead:
+    """Which item leads a story and how many reports it has in all (the lead included)."""
+
+    item_id: str
+    reports: int
+
+
+def story_leads(
+    items: Sequence[Item], cluster_of: Mapping[str, str], *, eligible: Collection[str] | None = None
+) -> dict[str, StoryLead]:
+    """The lead of every story among `items`, by cluster id (`cluster_of`: cluster id by item id; an item with
+    none is a story of its own, keyed by its item id). `eligible`: the ids that may lead (a run's new items, not
+    what was delivered before), where a story has any; its report count is every item of it either way."""
+    stories: dict[str, list[Item]] = {}
+    for item in items:
+        stories.setdefault(cluster_of.get(item.id) or item.id, []).append(item)
+    leads = {}
+    for key, members in stories.items():
+        candidates = [item for item in members if eligible is None or item.id in eligible] or members
+        leads[key] = StoryLead(item_id=story_lead(candidates).id, reports=len(members))
+    return leads
 
 
 class DedupeResult(BaseModel):

@@ -10,9 +10,10 @@ is used and the result says why.
 from __future__ import annotations
 
 import functools
+import html
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, Literal
@@ -37,7 +38,8 @@ from research.critique import (
     number_items,
     outlet_of,
 )
-from research.dedupe import Cluster
+from research.dedupe import Cluster, StoryLead, is_discussion, story_lead
+from research.language import detect_language, language_text
 from research.llm import (
     OutputMode,
     estimate_tokens,
@@ -52,7 +54,7 @@ from research.rank import RankedItem
 from research.sentiment import Sentiment
 from research.terms import tokens
 from research.usage import LlmUsage
-from sources import utc_now
+from sources import Item, utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -228,6 +230,95 @@ def _changes(titles: Sequence[str], previous: PreviousDigest | None) -> str | No
     return f"{new} new stor{'y' if new == 1 else 'ies'} since the last digest; {continuing} continue from it."
 
 
+SUMMARY_CHARS = 320
+"""Most characters of a story's extractive summary: two sentences of a lead paragraph, no more (a digest of seven
+stories stays readable on a phone and within one Telegram message)."""
+
+SUMMARY_SENTENCES = 2
+MIN_SENTENCE_CHARS = 25
+"""Shorter fragments ("Photo: Reuters", "Updated") are not sentences worth quoting."""
+MIN_CJK_SENTENCE_CHARS = 10
+TITLE_ECHO_SHARE = 0.7
+"""A sentence whose words are mostly the title's (a feed that repeats its headline as its description, as Google
+News does) adds nothing under that title."""
+
+_TAG = re.compile(r"<[^>]{0,400}>")
+_URL = re.compile(r"https?://\S+")
+_BOILERPLATE = re.compile(
+    r"(?:\bcontinue reading\b|\bread more\b|\bread the full\b|\bclick here\b|\bsubscribe\b|"
+    r"\bappeared first on\b|\barticle url\b|\bcomments url\b|\[…\]|\[\.\.\.\]).*$",
+    re.IGNORECASE,
+)
+"""Where a feed's description turns from the story to the feed's own furniture: it is cut there."""
+_SENTENCE_START = r"(?=[\"“‘(]?[A-Z0-9À-ÖØ-ÞĀ-ſ\u3040-\u9fff])"
+_SENTENCE_END = re.compile(rf"(?<=[。！？])|(?<=[.!?])\s+{_SENTENCE_START}|(?<=[.!?][\"'”’)])\s+{_SENTENCE_START}")
+"""Where one sentence ends and the next begins: after a CJK full stop, or after `.`, `!` or `?` (and a closing
+quote) followed by a capital, a digit or a CJK character."""
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_DATELINE = re.compile(
+    r"^(?:[A-Z][A-Z.'’ -]{1,40}(?:, [A-Z][A-Za-z.]{1,20}\.?(?: \d{1,2})?)?\s*(?:\([A-Za-z .]{2,30}\))?|"
+    r"\([A-Za-z .]{2,30}\))\s*[-—–]+\s+"
+)
+"""A wire dateline before the first sentence ("WASHINGTON (Reuters) - ", "LONDON, Nov. 20 — "): no part of it."""
+_SENTENCE_CLOSE = re.compile(r"[.!?。！？][\"'”’)]?$")
+
+
+def clean_description(text: str) -> str:
+    """A description as plain text: any HTML left in it dropped, entities decoded, links, footnote marks, a wire
+    dateline and feed furniture ("Continue reading", "The post … appeared first on …") cut, whitespace collapsed."""
+    if "<" in text or "&" in text:
+        text = html.unescape(_TAG.sub(" ", text))
+    text = CITATION.sub("", _URL.sub(" ", text))  # a footnote mark "[3]" would read as a citation of item 3
+    return _DATELINE.sub("", " ".join(_BOILERPLATE.sub("", text).split()))
+
+
+def _sentences(text: str) -> list[str]:
+    return [part.strip() for part in _SENTENCE_END.split(text) if part and part.strip()]
+
+
+def _worth_quoting(sentence: str, title_words: set[str]) -> bool:
+    cjk = _CJK_CHAR.search(sentence) is not None
+    if len(sentence) < (MIN_CJK_SENTENCE_CHARS if cjk else MIN_SENTENCE_CHARS):
+        return False
+    words = set(tokens(sentence))
+    return bool(words) and len(words & title_words) < TITLE_ECHO_SHARE * len(words)
+
+
+def story_summary(title: str, descriptions: Iterable[str]) -> str:
+    """One or two sentences for a story, taken word for word from its items' own descriptions (the first that
+    have sentences worth quoting: not a repeat of the title, not feed furniture), at most `SUMMARY_CHARS`; empty
+    when none has any. Give the descriptions best first, all in the story's language."""
+    title_words = set(tokens(title))
+    for description in descriptions:
+        chosen: list[str] = []
+        for sentence in _sentences(clean_description(description)):
+            if not _worth_quoting(sentence, title_words):
+                if chosen:
+                    break  # the quote is a run of sentences, as the outlet wrote them
+                continue
+            if chosen and len(" ".join([*chosen, sentence])) > SUMMARY_CHARS:
+                break
+            if not _SENTENCE_CLOSE.search(sentence):
+                # A feed cut the description mid-sentence: a first sentence is quoted as cut, a later one left out.
+                if not chosen:
+                    chosen.append(sentence.rstrip(" .,;:-–—…") + "…")
+                break
+            chosen.append(sentence)
+            if len(chosen) == SUMMARY_SENTENCES:
+                break
+        if chosen:
+            return one_line(" ".join(chosen), SUMMARY_CHARS)
+    return ""
+
+
+def _language_of(item: Item) -> str | None:
+    return item.language or detect_language(language_text(item.title, item.text))
+
+
+def _more_reports(count: int) -> str:
+    return f"+{count} more report{'' if count == 1 else 's'}"
+
+
 def extractive_digest(
     ranked: Sequence[RankedItem],
     *,
@@ -236,11 +327,17 @@ def extractive_digest(
     critique: Critique | None = None,
     previous: PreviousDigest | None = None,
     now: datetime | None = None,
+    leads: Mapping[str, StoryLead] | None = None,
 ) -> Digest:
-    """The digest without a model: the top stories' representative titles, with their citations and links."""
+    """The digest without a model: each top story by its lead's title (the report most of its outlets carry, see
+    `research.dedupe.story_lead`), one or two sentences from its items' own descriptions, how many outlets carry it
+    and how many more reports it has, with its citations and links. `leads`: each story's lead and report count
+    for the whole run (`research.dedupe.story_leads`); without it, both come from the items and clusters given."""
     now = now or utc_now()
     numbered = number_items(ranked, clusters)
     critique = _matching(critique, numbered)
+    leads = leads or {}
+    by_cluster = {cluster.id: cluster for cluster in clusters}
     verdicts = {entry.number: heuristic_item_critique(entry, now=now) for entry in numbered}
     if critique is not None:
         verdicts |= {verdict.number: verdict for verdict in critique.items}
@@ -248,13 +345,28 @@ def extractive_digest(
     stories: dict[str, list[NumberedItem]] = {}
     for entry in order:
         stories.setdefault(_story_key(entry), []).append(entry)
-    developments, disputed, leads = [], [], []
-    for members in list(stories.values())[:MAX_DEVELOPMENTS]:
-        lead = members[0]
-        leads.append(lead)
+    developments, disputed, leading = [], [], []
+    for key, members in list(stories.items())[:MAX_DEVELOPMENTS]:
+        cluster = by_cluster.get(key)
+        numbered_ids = {m.item.id for m in members}
+        unnumbered = [item for item in (cluster.members if cluster else ()) if item.id not in numbered_ids]
+        everyone = [m.item for m in members] + unnumbered
+        known = leads.get(key)
+        lead = next((m for m in members if known and m.item.id == known.item_id), None)
+        if lead is None:
+            lead_item = story_lead([m.item for m in members])
+            lead = next(m for m in members if m.item.id == lead_item.id)
+        leading.append(lead)
+        reports = known.reports if known else len(everyone)
+        language = _language_of(lead.item)
+        others = [i for i in everyone if i.id != lead.item.id and not is_discussion(i) and _language_of(i) == language]
+        summary = story_summary(lead.item.title, [lead.item.text, *(i.text for i in others)])
         where = f"reported by {lead.outlets} outlets" if lead.outlets > 1 else outlet_of(lead.item)
-        text = f"{one_line(lead.item.title, TEXT_CHARS)} ({where})"
-        developments.append(Development(text=text, citations=sorted(m.number for m in members)))
+        if reports > 1:
+            where += f"; {_more_reports(reports - 1)}"
+        title = one_line(lead.item.title, HEADLINE_CHARS)
+        text = f"{title} — {summary} ({where})" if summary else f"{title} ({where})"
+        developments.append(Development(text=one_line(text, TEXT_CHARS), citations=sorted(m.number for m in members)))
         if verdicts[lead.number].source_kind is SourceKind.SOCIAL and lead.outlets == 1:
             disputed.append(
                 DisputedClaim(claim=one_line(lead.item.title, TEXT_CHARS), status="unverified", citations=[lead.number])
@@ -269,18 +381,18 @@ def extractive_digest(
     if numbered and not any(e.item.published and now - e.item.published <= timedelta(days=1) for e in numbered):
         missing.append("nothing from the last 24 hours")
     quality = QualityCheck(
-        completeness=len(leads) / len(stories) if stories else 0.0,
-        quality=sum(verdicts[lead.number].credibility for lead in leads) / len(leads) if leads else 0.0,
+        completeness=len(leading) / len(stories) if stories else 0.0,
+        quality=sum(verdicts[lead.number].credibility for lead in leading) / len(leading) if leading else 0.0,
         missing_angles=missing,
-        notes="Extractive digest: top stories by their headlines; no model was used.",
+        notes="Extractive digest: top stories by their leading reports and their own words; no model was used.",
     )
-    headline = one_line(leads[0].item.title, HEADLINE_CHARS) if leads else f"Nothing new about {topic}"
-    if len(leads) > 1:
-        headline += f" — and {len(leads) - 1} more stor{'y' if len(leads) == 2 else 'ies'}"
+    headline = one_line(leading[0].item.title, HEADLINE_CHARS) if leading else f"Nothing new about {topic}"
+    if len(leading) > 1:
+        headline += f" — and {len(leading) - 1} more stor{'y' if len(leading) == 2 else 'ies'}"
     digest = Digest(
         headline=headline,
         developments=developments,
-        changes_since_last=_changes([lead.item.title for lead in leads], previous),
+        changes_since_last=_changes([lead.item.title for lead in leading], previous),
         disputed=disputed,
         quality=quality,
     )
@@ -414,6 +526,7 @@ async def llm_digest(
     now: datetime | None = None,
     usage_limits: UsageLimits | None = None,
     model_settings: ModelSettings | None = None,
+    leads: Mapping[str, StoryLead] | None = None,
 ) -> DigestResult:
     """Write the digest with the (heavy) model, in `language` when given; on any model failure, the extractive
     digest saying why."""
@@ -423,7 +536,7 @@ async def llm_digest(
 
     def extractive(reason: str, usage: LlmUsage, *, note: str | None = None) -> DigestResult:
         digest = extractive_digest(
-            ranked, topic=topic, clusters=clusters, critique=critique, previous=previous, now=now
+            ranked, topic=topic, clusters=clusters, critique=critique, previous=previous, now=now, leads=leads
         )
         digest = digest.model_copy(update={"without_model": note})
         return DigestResult(digest=digest, path="extractive", fallback_reason=reason, usage=usage)

@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +23,7 @@ from typing import TextIO
 
 from pydantic import BaseModel
 
+from research.dedupe import StoryLead, story_leads
 from research.pipeline_models import ScoredItem
 from research.rank import RankedItem
 from storage import ItemWithScores as StoredItem
@@ -49,10 +50,21 @@ COLLECTION_CSV_COLUMNS = (
     "query",
 )
 """A collection's CSV: what was found, ranked (`/collect`, `lookout collect`)."""
-RUN_CSV_COLUMNS = (*COLLECTION_CSV_COLUMNS, "credibility", "status", "sentiment", "sentiment_score")
+RUN_CSV_COLUMNS = (
+    *COLLECTION_CSV_COLUMNS,
+    "credibility",
+    "status",
+    "sentiment",
+    "sentiment_score",
+    "story_role",
+    "story_lead",
+    "story_reports",
+)
 """A run's CSV (a monitor's digest, `/search`): the collection's columns plus the critique's credibility, the
-item's novelty status (new, update, delivered, repeat) and its tone (positive, negative, neutral, mixed or unknown,
-and the score from -1 to 1)."""
+item's novelty status (new, update, delivered, repeat), its tone (positive, negative, neutral, mixed or unknown,
+and the score from -1 to 1) and its place in its story: `lead` (the report the digest shows for the story) or
+`more` (one of the digest's "+N more reports"), the `index` of its story's lead row, and how many reports the story
+has in all."""
 STORED_ITEMS_CSV_COLUMNS = (
     "index",
     "source",
@@ -183,8 +195,13 @@ def write_csv(path: Path, ranked_items: Sequence[RankedItem]) -> None:
     write_csv_rows(path, COLLECTION_CSV_COLUMNS, rows)
 
 
-def write_run_csv(path: Path, items: Sequence[ScoredItem]) -> None:
-    """Write a run's CSV: the collection's columns plus credibility, status and tone, in rank order."""
+def write_run_csv(path: Path, items: Sequence[ScoredItem], *, leads: Mapping[str, StoryLead] | None = None) -> None:
+    """Write a run's CSV: the collection's columns plus credibility, status, tone and story, in rank order.
+    `leads`: each story's lead as the digest showed it (`research.dedupe.story_leads`); without them, or for a
+    story they lack, the lead is chosen here the same way."""
+    chosen = story_leads([scored.item for scored in items], {s.item.id: s.cluster_id for s in items if s.cluster_id})
+    leads = {**chosen, **(leads or {})}
+    lead_rank = {scored.item.id: scored.rank for scored in items}
     rows = []
     for scored in items:
         ranked = RankedItem(
@@ -200,7 +217,20 @@ def write_run_csv(path: Path, items: Sequence[ScoredItem]) -> None:
         label = tone.label if tone else "unknown"
         score = "" if tone is None else f"{tone.score:.4f}"
         # The score is a number we format ourselves, so a leading "-" is a sign, not a formula: left unguarded.
-        rows.append([*csv_row(scored.rank, ranked), guard_cell(credibility), scored.status, label, score])
+        story = leads[scored.cluster_id or scored.item.id]
+        role = "lead" if story.item_id == scored.item.id else "more"
+        rows.append(
+            [
+                *csv_row(scored.rank, ranked),
+                guard_cell(credibility),
+                scored.status,
+                label,
+                score,
+                role,
+                str(lead_rank[story.item_id]),
+                str(story.reports),
+            ]
+        )
     write_csv_rows(path, RUN_CSV_COLUMNS, rows)
 
 

@@ -31,6 +31,7 @@ from research.collect import (
     merge_collections,
 )
 from research.critique import Critique, heuristic_critique, llm_critique
+from research.dedupe import StoryLead, story_leads
 from research.digest import (
     Digest,
     PreviousDigest,
@@ -209,10 +210,15 @@ def scored_items(
 
 
 def _write_files(
-    exports: RunExports, items: Sequence[ScoredItem], request: PipelineRequest, *, chart_by: str = "source"
+    exports: RunExports,
+    items: Sequence[ScoredItem],
+    request: PipelineRequest,
+    *,
+    chart_by: str = "source",
+    leads: Mapping[str, StoryLead] | None = None,
 ) -> None:
     exports.csv.parent.mkdir(parents=True, exist_ok=True)
-    write_run_csv(exports.csv, items)
+    write_run_csv(exports.csv, items, leads=leads)
     series = (
         {s.item.id: s.sentiment.label if s.sentiment else "unknown" for s in items} if chart_by == "sentiment" else None
     )
@@ -407,11 +413,18 @@ async def run_pipeline(
             now=started_at,
         )
         reportable = [entry for entry in ranked if novelty.status[entry.item.id] in ("new", "update")]
+        # Every story's lead among this run's new items (what was delivered before never leads the next digest).
+        leads = story_leads(novelty.items, novelty.cluster_of, eligible={entry.item.id for entry in reportable})
         top = [
             entry.model_copy(update={"item": entry.item.model_copy(update={"title": UPDATE_PREFIX + entry.item.title})})
             if novelty.status[entry.item.id] == "update"
             else entry
-            for entry in select_top(reportable, top_k=options.top_k, per_story=options.per_story)
+            for entry in select_top(
+                reportable,
+                top_k=options.top_k,
+                per_story=options.per_story,
+                leads={story: lead.item_id for story, lead in leads.items()},
+            )
         ]
     all_failed = not any(o.status is SearchStatus.OK for o in collection.outcomes)
     failed_sources = collection.failed_sources()
@@ -451,6 +464,7 @@ async def run_pipeline(
                     profile=request.profile,
                     language=language,
                     now=started_at,
+                    leads=leads,
                 )
                 if position == 0:
                     digest, digest_path, digest_fallback = written.digest, written.path, written.fallback_reason
@@ -462,7 +476,13 @@ async def run_pipeline(
         else:
             digest_path = "extractive"
             digest = extractive_digest(
-                top, topic=request.topic, clusters=clusters, critique=critique, previous=previous, now=started_at
+                top,
+                topic=request.topic,
+                clusters=clusters,
+                critique=critique,
+                previous=previous,
+                now=started_at,
+                leads=leads,
             ).model_copy(update={"without_model": "Summarised without a language model."})
         if not all_failed and failed_sources:
             digest = digest.model_copy(update={"failed_sources": failure_lines(failed_sources)})
@@ -484,7 +504,7 @@ async def run_pipeline(
                 csv=out_dir / f"{stem}.csv", json=out_dir / f"{stem}.json", chart=out_dir / f"{stem}.png"
             )
             # Off the event loop: a bot serving chats must not stall while matplotlib draws.
-            await asyncio.to_thread(_write_files, exports, scored, request, chart_by=options.chart_by)
+            await asyncio.to_thread(_write_files, exports, scored, request, chart_by=options.chart_by, leads=leads)
 
     total_usage = sum_usage(list(usage.values()))
     report = PipelineReport(

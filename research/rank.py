@@ -118,16 +118,27 @@ def rank(
     return sorted(ranked, key=lambda r: -r.score)
 
 
-def select_top(ranked: Sequence[RankedItem], *, top_k: int, per_story: int) -> list[RankedItem]:
-    """The best `top_k` items, at most `per_story` of one story."""
+def select_top(
+    ranked: Sequence[RankedItem], *, top_k: int, per_story: int, leads: Mapping[str, str] | None = None
+) -> list[RankedItem]:
+    """The best `top_k` items, at most `per_story` of one story. With `leads` (the lead item's id by cluster id,
+    see `research.dedupe.story_leads`), a story's lead is its first item chosen, at the place of the story's best
+    ranked item, wherever it ranks itself: the digest shows a story by its lead, so the lead must be among the
+    items it cites."""
+    leads = leads or {}
+    by_id = {entry.item.id: entry for entry in ranked}
     chosen: list[RankedItem] = []
+    taken: set[str] = set()
     per_cluster: dict[str, int] = {}
     for entry in ranked:
         key = entry.cluster_id or entry.item.id
-        if per_cluster.get(key, 0) >= per_story:
-            continue
-        per_cluster[key] = per_cluster.get(key, 0) + 1
-        chosen.append(entry)
+        lead = by_id.get(leads.get(key, ""))
+        for candidate in (lead, entry) if lead is not None and lead.item.id not in taken else (entry,):
+            if candidate.item.id in taken or per_cluster.get(key, 0) >= per_story or len(chosen) >= top_k:
+                continue
+            per_cluster[key] = per_cluster.get(key, 0) + 1
+            taken.add(candidate.item.id)
+            chosen.append(candidate)
         if len(chosen) >= top_k:
             break
     return chosen

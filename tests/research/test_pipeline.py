@@ -273,6 +273,16 @@ async def test_without_models_every_step_has_its_deterministic_path(tmp_path: Pa
     assert all(s.credibility is not None for s in result.items), "every item fits in the top-K here"
     assert len(read_csv(result.exports.csv)) == len(result.items)
     assert result.exports.chart.exists() and result.exports.json.exists()
+    # Led by a report, not by the HN thread that ranks first on engagement; the other reports counted, and the
+    # CSV names the same lead.
+    first = result.digest.developments[0].text
+    rows = read_csv(result.exports.csv)
+    leaderboard = [row for row in rows if "leaderboard" in row["title"] and row["source"] in ("hn", "news")]
+    lead = [row for row in leaderboard if row["story_role"] == "lead"]
+    assert len(lead) == 1 and lead[0]["source"] == "news", lead
+    assert first.startswith(lead[0]["title"]) and "+2 more reports" in first, first
+    assert {row["story_lead"] for row in leaderboard} == {lead[0]["index"]}
+    assert {row["story_reports"] for row in leaderboard} == {"3"}
 
 
 async def test_a_fresh_stored_plan_is_reused_and_a_stale_or_foreign_one_is_remade(tmp_path: Path) -> None:
