@@ -1,6 +1,6 @@
 """Storage: SQLAlchemy models, engine and sessions, repositories returning domain records, Alembic migrations."""
 
-from storage.engine import Database, create_engine
+from storage.engine import Database, create_engine, is_unreachable
 from storage.locks import KEEPALIVE_SECONDS, AdvisoryLocks, HeldLock, LockUnsupportedError
 from storage.migrate import upgrade_database
 from storage.records import (
@@ -109,5 +109,6 @@ __all__ = [
     "UserRecord",
     "UserRepository",
     "create_engine",
+    "is_unreachable",
     "upgrade_database",
 ]

@@ -174,6 +174,33 @@ class _SqliteThread:
         self._root.dispose()
 
 
+_UNREACHABLE_SQLSTATES = ("08", "57P01", "57P02", "57P03", "53300")
+"""SQLSTATEs that say the server went away, not that the statement was wrong: class 08 (connection exception),
+57P01–57P03 (terminated by an administrator, crash shutdown, cannot connect now: a restart or failover) and 53300
+(too many connections, as when every process reconnects at once after one)."""
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """Whether `error` (or one it was raised from) says the database could not be reached or the connection was
+    lost: a restart, a failover, a network cut; then the same work may be tried again once the database is back.
+    A statement the database refused (a constraint, a syntax error) is not such an error."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, OSError | InvalidatePoolError | sqlalchemy.exc.TimeoutError):
+            return True  # refused, reset, timed out; a pooled connection found dead; the pool gave up waiting
+        sqlstate = getattr(current, "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.startswith(_UNREACHABLE_SQLSTATES):
+            return True
+        if type(current).__name__ in ("ConnectionDoesNotExistError", "InterfaceError") and "closed" in str(current):
+            return True  # asyncpg: "connection was closed in the middle of operation", "connection is closed"
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _rows(result: CursorResult[Any]) -> list[Row[Any]]:
     """A statement's rows; none when it returns no rows (no RETURNING)."""
     return list(result) if result.returns_rows else []

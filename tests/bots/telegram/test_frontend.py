@@ -3,6 +3,7 @@ against the fake Bot API (long polling unless said otherwise)."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import itertools
 import logging
@@ -248,12 +249,12 @@ async def test_webhook_needs_the_secret_and_a_repeated_update_is_answered_once(
     assert len(script.requests) == 2
 
 
-async def test_a_webhook_update_that_cannot_take_its_place_is_refused_so_telegram_sends_it_again(
+async def test_a_webhook_update_waits_unacknowledged_for_the_database_and_is_refused_if_the_process_stops(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
     # The conversations' shared locks live in a PostgreSQL nobody can reach: the message cannot take its place in
-    # its conversation's order, so the request gets 503 and Telegram sends the update again later (acknowledged
-    # with 200 first, as before, it was dropped).
+    # its conversation's order. The request waits for the database, unanswered (acknowledged with 200 first, as
+    # before, the update was dropped); when the process stops meanwhile it gets 503 and Telegram sends it again.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
@@ -272,9 +273,14 @@ async def test_a_webhook_update_that_cannot_take_its_place_is_refused_so_telegra
             update = world.fake.text_update(ALICE, "while the database is away")
             headers = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://lookout") as client:
-                refused = await client.post("/telegram/webhook", json=update, headers=headers)
+                request = asyncio.create_task(client.post("/telegram/webhook", json=update, headers=headers))
+                await asyncio.sleep(1.5)  # three tries of the lock
+                waited = not request.done()
+                await world.frontend.stop()
+                refused = await request
     finally:
         await unreachable.dispose()
+    assert waited
     assert refused.status_code == 503
     assert world.fake.texts(ALICE) == [] and script.requests == []  # nothing answered, nothing asked
 
