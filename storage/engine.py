@@ -326,9 +326,10 @@ class Database:
             yield connection
 
     async def ping(self) -> bool:
-        """Whether the database answers a trivial query (for /healthz); never raises."""
+        """Whether the database answers a trivial query (for /healthz); never raises. It reads (on SQLite a
+        deferred transaction): a writer holding SQLite's lock delays writes, not the answer."""
         try:
-            async with self.engine.connect() as connection:
+            async with self._read_engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
         except Exception as error:  # any failure means "not reachable"; the reason goes to the log
             logger.warning("database ping failed: %s", error)

@@ -1,19 +1,24 @@
-"""The database outage scenario: real `lookout run` processes on a private PostgreSQL that is stopped and started.
+"""The database outage scenario: real `lookout run` processes on a private PostgreSQL that is stopped and started
+(or, embedded, on a SQLite file another writer locks).
 
 One web process (Telegram long polling, against the fake Bot API) and `workers` worker processes
 (JOB_QUEUE=procrastinate) share a PostgreSQL server of the scenario's own (`tests.private_postgres`). Every chat
 writes before the outage, a monitor becomes due, the server is stopped (`pg_ctl stop -m fast`, what a restart or a
 failover does to its clients) for `outage_seconds` while every chat writes again, then started. `Outcome` says how
 many messages were lost or answered twice, how often the due monitor ran and delivered, and how long after the
-server came back every process was healthy and every message answered. Used by tests/app/test_db_outage.py and
-bench/db_outage.py.
+server came back every process was healthy and every message answered. The SQLite variant (`sqlite_locked`) runs
+one embedded process and holds the file's write lock from another connection instead. Used by
+tests/app/test_db_outage.py and bench/db_outage.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +36,9 @@ FEED_PATH = "/outage-feed.xml"
 FIRST_CHAT = 3001
 DUE_CHAT = FIRST_CHAT
 """The chat whose monitor falls due while the database is away."""
+
+OUTAGE_ROUNDS = 3
+"""Times every chat writes while the database is away (at its start, a third and two thirds into it)."""
 
 FAST_INTERVALS = {"LEADER_CHECK_SECONDS": "1", "WORKER_HEARTBEAT_SECONDS": "2", "SHUTDOWN_GRACE_SECONDS": "5"}
 """Short periodic waits: a lost lock is noticed within a second, a worker silent for 6 s is presumed dead, and a
@@ -126,8 +134,41 @@ def digests_in(fake: FakeTelegram, chat: int) -> int:
     return sum(1 for message in fake.texts(chat) if "monitor #" in (message.text or ""))
 
 
+@dataclass(frozen=True)
+class Outage:
+    """How the database goes away and comes back, and where it is."""
+
+    database_url: str
+    begin: Callable[[], None]
+    end: Callable[[], None]
+    scaled: bool = True
+    """PostgreSQL with one web and `workers` worker processes; False: one embedded process (SQLite)."""
+
+
+def postgres_restart(server: PrivatePostgres) -> Outage:
+    """The private server stopped (`pg_ctl stop -m fast`) and started again."""
+    return Outage(database_url=server.url, begin=server.stop, end=server.start)
+
+
+def sqlite_locked(path: Path) -> Outage:
+    """A SQLite file whose write lock another process's writer holds (BEGIN IMMEDIATE … COMMIT) meanwhile."""
+    holder: dict[str, sqlite3.Connection] = {}
+
+    def begin() -> None:
+        connection = sqlite3.connect(path, isolation_level=None, timeout=60)
+        connection.execute("BEGIN IMMEDIATE")
+        holder["connection"] = connection
+
+    def end() -> None:
+        connection = holder.pop("connection")
+        connection.execute("COMMIT")
+        connection.close()
+
+    return Outage(database_url=f"sqlite+aiosqlite:///{path}", begin=begin, end=end, scaled=False)
+
+
 def run_outage(
-    server: PrivatePostgres,
+    outage: Outage,
     telegram: FakeTelegram,
     feeds: FakeHTTPServer,
     workdir: Path,
@@ -137,39 +178,46 @@ def run_outage(
     workers: int = 1,
     settle_seconds: float = 180,
 ) -> Outcome:
-    """The scenario (see the module docstring); the server must be running and empty."""
+    """The scenario (see the module docstring); the database must be reachable and empty."""
     feeds.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml"))
-    monitor_id = asyncio.run(_seed(server.url, f"{feeds.url}{FEED_PATH}", chats))
+    monitor_id = asyncio.run(_seed(outage.database_url, f"{feeds.url}{FEED_PATH}", chats))
     env = {
         "TELEGRAM_BOT_TOKEN": telegram.token,
         "TELEGRAM_API_URL": telegram.url,
         "ALLOW_PRIVATE_URLS": "true",
         **FAST_INTERVALS,
     }
-    cluster = Cluster(database_url=server.url, workdir=workdir, env=env)
+    if not outage.scaled:
+        env["JOB_QUEUE"] = "embedded"
+    cluster = Cluster(database_url=outage.database_url, workdir=workdir, env=env)
     try:
-        processes = [cluster.start_healthy("web"), *(cluster.start_healthy("worker") for _ in range(workers))]
-        web = processes[0]
-        wait_for(lambda: "leads now" in web.log(), what="the web process to poll Telegram", seconds=60)
+        if outage.scaled:
+            processes = [cluster.start_healthy("web"), *(cluster.start_healthy("worker") for _ in range(workers))]
+            web = processes[0]
+            wait_for(lambda: "leads now" in web.log(), what="the web process to poll Telegram", seconds=60)
+        else:
+            processes = [cluster.start_healthy("all")]
+            web = processes[0]
         sent = 0
         for n in range(chats):
             telegram.push_text(FIRST_CHAT + n, f"before the outage {n}")
             sent += 1
         wait_for(lambda: sum(answers_per_chat(telegram, chats).values()) >= sent, what="answers before", seconds=120)
-        _make_due(cluster, monitor_id, in_seconds=2)
-        server.stop()
+        if outage.scaled:  # (the embedded scheduler reads monitors' times at start and on changes it is told of)
+            _make_due(cluster, monitor_id, in_seconds=2)
+        outage.begin()
         down_at = time.monotonic()
-        degraded_seen = False
-        rounds = 0
-        while time.monotonic() - down_at < outage_seconds:
+        seen: list[tuple[int, str]] = []
+        probing = threading.Thread(target=lambda: seen.append(_health(web)), daemon=True)
+        probing.start()  # asked once the process had a moment to notice (the first round is on its way)
+        for round_ in range(OUTAGE_ROUNDS):
             for n in range(chats):
-                telegram.push_text(FIRST_CHAT + n, f"during the outage {rounds}.{n}")
+                telegram.push_text(FIRST_CHAT + n, f"during the outage {round_}.{n}")
                 sent += 1
-            rounds += 1
-            if not degraded_seen:
-                degraded_seen = _health(web) == (503, "degraded")
-            time.sleep(max(0.0, min(outage_seconds / 3, down_at + outage_seconds - time.monotonic())))
-        server.start()
+            time.sleep(max(0.0, down_at + (round_ + 1) * outage_seconds / OUTAGE_ROUNDS - time.monotonic()))
+        probing.join()
+        degraded_seen = (503, "degraded") in seen
+        outage.end()
         up_at = time.monotonic()
         healthy_after = answered_after = -1.0
         deadline = up_at + settle_seconds
@@ -179,7 +227,8 @@ def run_outage(
             if answered_after < 0 and sum(answers_per_chat(telegram, chats).values()) >= sent:
                 answered_after = time.monotonic() - up_at
             time.sleep(0.25)
-        wait_for(lambda: digests_in(telegram, DUE_CHAT) >= 1, what="the due monitor's digest", seconds=settle_seconds)
+        if outage.scaled:
+            wait_for(lambda: digests_in(telegram, DUE_CHAT) >= 1, what="the due digest", seconds=settle_seconds)
         time.sleep(3)  # anything answered or delivered twice would have arrived by now
         answered = answers_per_chat(telegram, chats)
         lost = sum(max(0, expected - answered.get(str(FIRST_CHAT + n), 0)) for n, expected in _expected(sent, chats))
