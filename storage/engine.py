@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -182,7 +183,8 @@ _UNREACHABLE_SQLSTATES = ("08", "57P01", "57P02", "57P03", "53300")
 
 def is_unreachable(error: BaseException) -> bool:
     """Whether `error` (or one it was raised from) says the database could not be reached or the connection was
-    lost: a restart, a failover, a network cut; then the same work may be tried again once the database is back.
+    lost: a restart, a failover, a network cut (or, on SQLite, another process holding the write lock past the busy
+    timeout); then the same work may be tried again once the database is back.
     A statement the database refused (a constraint, a syntax error) is not such an error."""
     seen: set[int] = set()
     current: BaseException | None = error
@@ -197,6 +199,8 @@ def is_unreachable(error: BaseException) -> bool:
             return True
         if type(current).__name__ in ("ConnectionDoesNotExistError", "InterfaceError") and "closed" in str(current):
             return True  # asyncpg: "connection was closed in the middle of operation", "connection is closed"
+        if isinstance(current, sqlite3.OperationalError) and "database is locked" in str(current):
+            return True  # another process's writer held SQLite's lock past the busy timeout; nothing was written
         current = current.__cause__ or current.__context__
     return False
 

@@ -9,6 +9,8 @@ import itertools
 import logging
 import re
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -283,6 +285,53 @@ async def test_a_webhook_update_waits_unacknowledged_for_the_database_and_is_ref
     assert waited
     assert refused.status_code == 503
     assert world.fake.texts(ALICE) == [] and script.requests == []  # nothing answered, nothing asked
+
+
+class _LocksAwayAWhile:
+    """Shared locks whose database refuses connections for the first `failures` tries, then is always there."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.refused = 0
+
+    @asynccontextmanager
+    async def hold(self, name: str) -> AsyncIterator[None]:
+        if self.refused < self.failures:
+            self.refused += 1
+            raise ConnectionRefusedError(111, f"Connect call failed for {name}")
+        yield
+
+
+def _offsets(world: TelegramWorld) -> list[int]:
+    return [int(call.params.get("offset") or 0) for call in world.fake.calls_to("getUpdates")]
+
+
+async def test_a_polled_update_is_confirmed_only_once_stored_and_answered_once_across_a_polling_handover(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # The database is away when the update is read: it waits, and every getUpdates meanwhile asks from it on (it
+    # is not confirmed, so Telegram would give it to the next poller). Polling stops and starts again meanwhile
+    # (another process led for a while): the update, read again, is not handled twice.
+    locks = _LocksAwayAWhile(failures=4)
+    script = scripted_model(lambda said: f"echo: {said}")
+    async with telegram_world(
+        db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model(), shared_locks=locks
+    ) as world:
+        await world.frontend.start_polling()
+        update_id = world.fake.push_text(ALICE, "while the database is away")
+        await eventually(lambda: locks.refused >= 2, what="two refused tries")
+        await world.frontend.stop_polling()
+        await world.frontend.start_polling()
+        await eventually(lambda: _offsets(world).count(update_id) >= 2, what="the update asked for again")
+        waiting = _offsets(world)
+        [reply] = await world.replies(ALICE, 1)
+        await eventually(lambda: max(_offsets(world)) > update_id, what="the update confirmed")
+        await asyncio.sleep(1.5)  # a second answer would have arrived by now
+
+    assert locks.refused == 4
+    assert max(waiting) == update_id  # never confirmed while it waited
+    assert reply.text == "echo: while the database is away"
+    assert len(world.fake.texts(ALICE)) == 1 and len(script.requests) == 1
 
 
 async def test_in_groups_only_messages_for_the_bot_are_answered(
