@@ -258,7 +258,8 @@ class JobQueue:
             except asyncio.CancelledError:
                 pass
             except Exception as error:  # the database went away under it; told to the caller, which restarts it
-                return f"{type(error).__name__}: {error}"
+                first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                return f"{type(error).__name__}: {first_line[:200]}"
         return None
 
     async def _tick_now(self) -> None:
