@@ -177,6 +177,7 @@ def run_outage(
     outage_seconds: float,
     workers: int = 1,
     settle_seconds: float = 180,
+    webhook: bool = False,
 ) -> Outcome:
     """The scenario (see the module docstring); the database must be reachable and empty."""
     feeds.route("GET", FEED_PATH, FakeResponse(body=feed_xml(), content_type="application/rss+xml"))
@@ -189,12 +190,18 @@ def run_outage(
     }
     if not outage.scaled:
         env["JOB_QUEUE"] = "embedded"
+    if webhook:  # Telegram posts each update until a 2xx answer, a chat's next one only after
+        env |= {"TELEGRAM_WEBHOOK_URL": "https://lookout.example/telegram/webhook", "TELEGRAM_WEBHOOK_SECRET": "s3cret"}
     cluster = Cluster(database_url=outage.database_url, workdir=workdir, env=env)
     try:
         if outage.scaled:
             processes = [cluster.start_healthy("web"), *(cluster.start_healthy("worker") for _ in range(workers))]
             web = processes[0]
-            wait_for(lambda: "leads now" in web.log(), what="the web process to poll Telegram", seconds=60)
+            if webhook:
+                wait_for(lambda: bool(telegram.webhook.get("url")), what="the webhook to be set", seconds=60)
+                telegram.deliver_to_webhook([f"http://127.0.0.1:{web.port}/telegram/webhook"])
+            else:
+                wait_for(lambda: "leads now" in web.log(), what="the web process to poll Telegram", seconds=60)
         else:
             processes = [cluster.start_healthy("all")]
             web = processes[0]
