@@ -234,22 +234,33 @@ class Dispatcher:
         await self._sleep(delay)
 
     async def _begin(self, incoming: Incoming) -> TurnStart | None:
-        """The turn's first transaction (`TurnRepository.begin`), tried again while the database is unreachable."""
+        """The turn's first transaction (`TurnRepository.begin`), tried again while the database is unreachable.
+
+        A try whose connection died may have stored the de-duplication mark before it failed; the next try then
+        finds the update "handled before". The mark keeps the time it was stored with: when that is this message's
+        own, the mark is ours and the turn begins without it."""
         retry = 0
+        now = self._clock()
+        event_id = incoming.event_id
         while True:
-            now = self._clock()
             try:
-                return await self._turns.begin(
+                start = await self._turns.begin(
                     platform=incoming.platform,
                     chat_external_id=incoming.chat_external_id,
                     user_external_id=incoming.user_external_id,
                     thread_key=incoming.thread_key,
                     day=now.astimezone(UTC).date(),
                     now=now,
-                    event_id=incoming.event_id,
+                    event_id=event_id,
                     chat_title=incoming.chat_title or (incoming.user_display_name if incoming.is_private else None),
                     user_name=incoming.user_display_name,
                 )
+                if start is not None or retry == 0 or event_id is None:
+                    return start
+                if await self._inbound.received_at(incoming.platform, event_id) != now:
+                    return None  # someone else's mark: a duplicate indeed
+                logger.info("%s event %s: its mark was stored before the connection died", incoming.platform, event_id)
+                event_id = None
             except Exception as error:
                 if not is_unreachable(error):
                     raise

@@ -31,8 +31,9 @@ from storage import (
     InboundRepository,
     MonitorRepository,
     SubscriptionRepository,
+    upgrade_database,
 )
-from tests.bots.slack_world import copy_database, migrated_template
+from tests.bots.slack_world import T0, copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
 from tests.bots.telegram_world import (
     WEBHOOK_SECRET,
@@ -44,6 +45,7 @@ from tests.bots.telegram_world import (
 )
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import ApiError, running_fake_telegram
+from tests.private_postgres import postgres_binaries, private_postgres
 
 ALICE = 4201
 GROUP = -100777
@@ -332,6 +334,34 @@ async def test_a_polled_update_is_confirmed_only_once_stored_and_answered_once_a
     assert max(waiting) == update_id  # never confirmed while it waited
     assert reply.text == "echo: while the database is away"
     assert len(world.fake.texts(ALICE)) == 1 and len(script.requests) == 1
+
+
+async def test_a_message_waits_for_a_restarted_database_and_its_own_mark_does_not_make_it_a_duplicate(
+    fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # A real PostgreSQL server of the test's own, stopped when the update arrives and started 2 s later. The
+    # update's de-duplication mark is already stored with the time this turn began (as when the mark committed and
+    # then the connection died): the retry recognises its own mark and answers; a mark of another time would
+    # have been a duplicate.
+    if postgres_binaries() is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql")
+    script = scripted_model(lambda said: f"echo: {said}")
+    with private_postgres() as server:
+        await upgrade_database(server.url)
+        async with telegram_world(
+            db_url=server.url, sources=fake_server, out_dir=tmp_path, model=script.model()
+        ) as world:
+            update = world.fake.text_update(ALICE, "are you there?")
+            assert not await InboundRepository(world.database).seen_before("telegram", str(update["update_id"]), now=T0)
+            await asyncio.to_thread(server.stop)
+            world.fake.push_update(update)
+            await asyncio.sleep(2)
+            unanswered = world.fake.texts(ALICE) == []
+            await asyncio.to_thread(server.start)
+            [reply] = await world.replies(ALICE, 1)
+            await asyncio.sleep(1)
+    assert unanswered
+    assert reply.text == "echo: are you there?" and len(world.fake.texts(ALICE)) == 1
 
 
 async def test_in_groups_only_messages_for_the_bot_are_answered(
