@@ -175,6 +175,10 @@ class _SqliteThread:
         self._root.dispose()
 
 
+RECONNECT_DELAY_FIRST, RECONNECT_DELAY_CAP = 0.5, 5.0
+"""A patient write (`Database.write_alone(patience=…)`) asks for a connection again after 0.5 s, doubling to at most
+5 s apart: it goes on within 5 s of the database's return."""
+
 _UNREACHABLE_SQLSTATES = ("08", "57P01", "57P02", "57P03", "53300")
 """SQLSTATEs that say the server went away, not that the statement was wrong: class 08 (connection exception),
 57P01–57P03 (terminated by an administrator, crash shutdown, cannot connect now: a restart or failover) and 53300
@@ -262,15 +266,21 @@ class Database:
         async with self._writer(), self.engine.begin() as connection:
             return await connection.run_sync(work)
 
-    async def write_alone(self, statement: Any, parameters: dict[str, Any]) -> Row[Any] | None:
+    async def write_alone(
+        self, statement: Any, parameters: dict[str, Any], *, patience: float = 0.0
+    ) -> Row[Any] | None:
         """One writing statement in a transaction of its own, and its first row (None: it returned none). On
         PostgreSQL it runs in autocommit, so the server commits it as it runs it: one round trip, with no BEGIN
-        or COMMIT around it. On SQLite as `write`."""
-        rows = await self.write_alone_rows(statement, parameters)
+        or COMMIT around it. On SQLite as `write`.
+
+        `patience` (PostgreSQL): for up to this many seconds, a connection that cannot be had because the database
+        is unreachable (a restart) is asked for again; the statement was not sent, so waiting is always safe. A
+        statement whose connection died while it ran is not run again (it may have committed)."""
+        rows = await self.write_alone_rows(statement, parameters, patience=patience)
         return rows[0] if rows else None
 
     async def write_alone_rows(
-        self, statement: Any, parameters: dict[str, Any], *, repeatable: bool = False
+        self, statement: Any, parameters: dict[str, Any], *, repeatable: bool = False, patience: float = 0.0
     ) -> list[Row[Any]]:
         """`write_alone`, with every row the statement returned (a multi-row `INSERT … RETURNING`).
 
@@ -284,7 +294,7 @@ class Database:
         for attempt in (1, 2) if repeatable else (2,):
             unchecked = _UNCHECKED.set(repeatable)
             try:
-                connection = await self._autocommit_engine.connect()
+                connection = await self._connect_patiently(self._autocommit_engine, patience)
             finally:
                 _UNCHECKED.reset(unchecked)
             try:
@@ -296,6 +306,21 @@ class Database:
             finally:
                 await connection.close()
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _connect_patiently(self, engine: AsyncEngine, patience: float) -> AsyncConnection:
+        """A connection of `engine`; while the database is unreachable, asked for again (at most
+        `RECONNECT_DELAY_CAP` seconds apart) for up to `patience` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline, delay = loop.time() + patience, RECONNECT_DELAY_FIRST
+        while True:
+            try:
+                return await engine.connect()
+            except Exception as error:
+                if not is_unreachable(error) or loop.time() + delay > deadline:
+                    raise
+                logger.info("the database is unreachable (%s); asking again in %.1f s", type(error).__name__, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECONNECT_DELAY_CAP)
 
     async def read_alone(self, statement: Any, parameters: dict[str, Any]) -> list[Row[Any]]:
         """One reading statement and all its rows. On PostgreSQL it runs in autocommit (a single statement reads

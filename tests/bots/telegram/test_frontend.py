@@ -364,6 +364,27 @@ async def test_a_message_waits_for_a_restarted_database_and_its_own_mark_does_no
     assert reply.text == "echo: are you there?" and len(world.fake.texts(ALICE)) == 1
 
 
+async def test_a_turn_whose_database_went_away_while_the_model_thought_waits_for_it_and_answers(
+    fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # The server stops while the model is answering and comes back 3 s later: the turn's last write (memory and
+    # usage) waits for it instead of failing, so the person gets the answer, not "something went wrong".
+    if postgres_binaries() is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql")
+    script = scripted_model(lambda said: f"echo: {said}", seconds=1.0)
+    with private_postgres() as server:
+        await upgrade_database(server.url)
+        world_at = telegram_world(db_url=server.url, sources=fake_server, out_dir=tmp_path, model=script.model())
+        async with world_at as world:
+            world.fake.push_text(ALICE, "think about it")
+            await eventually(lambda: len(script.requests) == 1, what="the model to be asked")
+            await asyncio.to_thread(server.stop)
+            await asyncio.sleep(3)
+            await asyncio.to_thread(server.start)
+            [reply] = await world.replies(ALICE, 1)
+    assert reply.text == "echo: think about it"
+
+
 async def test_in_groups_only_messages_for_the_bot_are_answered(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
