@@ -247,6 +247,7 @@ class JobQueue:
         except Exception as error:  # the database is away at start: the worker's own start fails the same way
             logger.warning("could not queue the start-up tick (%s)", error)
         stopping = asyncio.ensure_future(stop.wait())
+        failure: str | None = None
         try:
             await asyncio.wait({worker, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -259,8 +260,8 @@ class JobQueue:
                 pass
             except Exception as error:  # the database went away under it; told to the caller, which restarts it
                 first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                return f"{type(error).__name__}: {first_line[:200]}"
-        return None
+                failure = f"{type(error).__name__}: {first_line[:200]}"
+        return failure
 
     async def _tick_now(self) -> None:
         """A worker that starts looks for due monitors at once instead of at the next minute."""
