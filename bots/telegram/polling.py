@@ -123,18 +123,23 @@ class ConfirmingPoller:
 
     async def _run(self) -> None:
         failures = 0
+        webhook_deleted = False
         while True:
             try:
-                if failures == 0 and self._progress.highest < 0:
+                if not webhook_deleted:
                     await self._bot.delete_webhook()  # getUpdates is refused while a webhook is set
+                    webhook_deleted = True
                 fresh = await self._read()
                 failures = 0
             except InvalidToken:
                 logger.error("telegram: the token was refused; polling stopped")
                 raise
-            except TelegramError as error:
+            except Exception as error:  # Telegram unreachable or refusing (TelegramError), or an unreadable answer
                 failures += 1
-                self._on_error(error)
+                if isinstance(error, TelegramError):
+                    self._on_error(error)
+                else:
+                    logger.exception("telegram: reading updates failed; retrying")
                 wait = error.retry_after if isinstance(error, RetryAfter) else None
                 seconds = POLL_BACKOFF.delay(failures, _seconds(wait)) or POLL_BACKOFF.cap
                 await asyncio.sleep(seconds)
