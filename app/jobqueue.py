@@ -219,7 +219,7 @@ class JobQueue:
             delay = WORKER_BACKOFF.delay(retry) or WORKER_BACKOFF.cap
             logger.warning(
                 "the job worker stopped (%s); starting it again in %.1f s (restart %d)",
-                failure or "it ended by itself",
+                failure or "after a failure procrastinate logged above",
                 delay,
                 retry,
             )
