@@ -32,6 +32,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -44,6 +45,7 @@ from sqlalchemy.engine import make_url
 
 from app.settings import Settings
 from monitors import DeliveryWorker, MonitorService, due_monitor_ids
+from sources import Backoff
 from storage import Database, DeliveryRepository, MonitorRepository, RunRepository
 
 __all__ = [
@@ -74,10 +76,15 @@ process); the hourly tick marks it failed. Runs inside jobs are taken over long 
 PRUNE_FINISHED_AFTER_HOURS = 72
 """Succeeded jobs older than this are deleted (hourly, by the tick); failed ones stay for `lookout jobs`."""
 DELIVERY_SWEEP_SECONDS = 5.0
+"""How often every process looks for chats with outbox rows due (retries after a backoff, rows left behind)."""
+WORKER_BACKOFF = Backoff(attempts=None, base=1.0, cap=5.0)
+"""When procrastinate's worker stopped by itself (the database went away), how long before it starts again: at
+most 5 s apart, so a worker runs jobs again within seconds of the database's return."""
+WORKER_STEADY_SECONDS = 60.0
+"""A worker that ran this long before it stopped starts again after the shortest wait (its backoff starts over)."""
 URGENT, PROMPT = 20, 10
 """Job priorities (higher runs first): housekeeping (the tick, stalled jobs) before deliveries, deliveries before
 runs, so a digest goes out as soon as its run finished, not after every run of a busy minute."""
-"""How often every process looks for chats with outbox rows due (retries after a backoff, rows left behind)."""
 
 
 def psycopg_conninfo(database_url: str) -> str:
@@ -196,7 +203,30 @@ class JobQueue:
 
     async def work(self, stop: asyncio.Event) -> None:
         """Run jobs until `stop` is set; jobs under way get SHUTDOWN_GRACE_SECONDS to finish, then go back to the
-        queue for another worker."""
+        queue for another worker.
+
+        procrastinate's worker stops for good when the database goes away (its LISTEN connection, heartbeat or job
+        fetch fails: "Side task … failed"); it is started again here, after `WORKER_BACKOFF`, until `stop` is set.
+        Jobs it had under way are handed back by their own retry rule, or (when the database could not record
+        that) found stalled by `lookout.retry_stalled` once it is back."""
+        retry = 0
+        while not stop.is_set():
+            started = time.monotonic()
+            failure = await self._run_worker(stop)
+            if stop.is_set():
+                return
+            retry = 1 if time.monotonic() - started > WORKER_STEADY_SECONDS else retry + 1
+            delay = WORKER_BACKOFF.delay(retry) or WORKER_BACKOFF.cap
+            logger.warning(
+                "the job worker stopped (%s); starting it again in %.1f s (restart %d)",
+                failure or "after a failure procrastinate logged above",
+                delay,
+                retry,
+            )
+            await _wait_any(stop, seconds=delay)
+
+    async def _run_worker(self, stop: asyncio.Event) -> str | None:
+        """One life of procrastinate's worker: until `stop` is set or it ends by itself (then what ended it)."""
         settings = self._settings
         heartbeat = settings.worker_heartbeat_seconds
         worker = asyncio.create_task(
@@ -212,18 +242,26 @@ class JobQueue:
             name="job worker",
         )
         self._worker_task = worker
-        await self._tick_now()
+        try:
+            await self._tick_now()
+        except Exception as error:  # the database is away at start: the worker's own start fails the same way
+            logger.warning("could not queue the start-up tick (%s)", error)
         stopping = asyncio.ensure_future(stop.wait())
+        failure: str | None = None
         try:
             await asyncio.wait({worker, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
             if not worker.done():
                 worker.cancel()  # procrastinate stops fetching, waits for jobs under way, then hands them back
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await worker
-        if not stop.is_set():
-            raise RuntimeError("the job worker stopped by itself")
+            except asyncio.CancelledError:
+                pass
+            except Exception as error:  # the database went away under it; told to the caller, which restarts it
+                first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                failure = f"{type(error).__name__}: {first_line[:200]}"
+        return failure
 
     async def _tick_now(self) -> None:
         """A worker that starts looks for due monitors at once instead of at the next minute."""

@@ -16,7 +16,11 @@ Every adapter (Telegram, Slack, terminal) turns a platform update into an `Incom
 3. reads the turn in one transaction (`TurnRepository.begin`): marks the update handled (stored before any work
    starts, so a restart or a platform retry does not answer twice; a duplicate ends here), stores the chat and
    the person when new or renamed, and reads the conversation's state and the chat's tokens today. A chat the
-   bot had been blocked or kicked from is reactivated: someone writes there again, so its subscriptions resume;
+   bot had been blocked or kicked from is reactivated: someone writes there again, so its subscriptions resume.
+   Only now is the message *admitted* (`dispatch(admitted=…)`): the adapter acknowledges the update to its
+   platform once it is stored. While the database is unreachable (a restart, a failover) the shared lock and
+   this read are tried again with `DATABASE_BACKOFF` until it answers, holding the conversation's place: the
+   message waits, unacknowledged, instead of failing;
 4. hands a `Turn` to the conversation layer, inside the one error boundary: any exception is logged with a
    short error id and the person reads "Something went wrong on my side (error id …)", never internal text;
 5. still holding the lock, calls the adapter's `deliver` with the replies, so they reach the chat in order;
@@ -34,14 +38,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from agent import AccessPolicy, AfterReply, Incoming, ProgressSink, ProgressUpdate, Reply, Turn, ignore_progress
 from monitors import mark_chat_gone, move_chat, new_error_id
+from sources import Backoff, Sleep
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -49,6 +54,8 @@ from storage import (
     InboundRepository,
     SubscriptionRepository,
     TurnRepository,
+    TurnStart,
+    is_unreachable,
 )
 
 __all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Dispatches", "Responder", "SharedLocks", "error_reply"]
@@ -61,6 +68,10 @@ ERROR_TEXT = "Something went wrong on my side (error id {error_id}). Try again l
 INBOUND_RETENTION = timedelta(days=7)
 """How long handled update ids are kept: Telegram keeps updates 24 h, Slack retries within the hour."""
 _PRUNE_EVERY = timedelta(hours=1)
+DATABASE_BACKOFF = Backoff(attempts=None, base=0.5, cap=5.0)
+"""How a message waits for an unreachable database (taking its conversation's shared lock, storing its turn):
+for ever (it is not acknowledged meanwhile, so nothing is lost), at most 5 s apart, so it goes on within 5 s of
+the database's return."""
 _DENIED_CHATS_REMEMBERED = 10_000
 
 Deliver = Callable[[list[Reply]], Awaitable[None]]
@@ -119,8 +130,10 @@ class Dispatcher:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         inbound_retention: timedelta = INBOUND_RETENTION,
         shared_locks: SharedLocks | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._conversation = conversation
+        self._sleep = sleep
         self._access = access
         self._clock = clock
         self._inbound_retention = inbound_retention
@@ -155,11 +168,11 @@ class Dispatcher:
         """The replies to one message (also passed to `deliver`, under the conversation's lock).
 
         Empty when the message is a duplicate, not for the bot, or from a stranger already told once.
-        `admitted` is called once the message's place in its conversation's order is fixed: at once in one
-        process (the process's lock is the first await), and with `shared_locks` only when the shared lock is
-        held, since the order across processes is the order the lock is granted in. A webhook acknowledges the
-        update then, so the platform sends the conversation's next message (maybe to another process) only
-        after this one took its place.
+        `admitted` is called once the message is stored (its turn begun, or found a duplicate) and so its place
+        in its conversation's order is fixed (with `shared_locks`, the order across processes is the order the
+        shared lock is granted in). The adapter acknowledges the update then: a webhook answers, long polling
+        confirms it, so the platform sends the conversation's next message (maybe to another process) only after
+        this one took its place, and sends this one again if the process stops before.
         """
         admit = admitted or _nothing
         if not self._access.allows(incoming):
@@ -173,19 +186,15 @@ class Dispatcher:
         if slot is None:
             slot = self._slots[key] = _Slot()
         slot.users += 1
-        if self._shared_locks is None:
-            admit()
         try:
             # The process's own lock is the first await, so callers started in order are served in order; the
             # shared lock then waits for the conversation's messages being answered by other processes.
             async with slot.lock, self._shared_lock(key):
-                if self._shared_locks is not None:
-                    admit()
                 earlier = self._background.get(key)
                 if earlier is not None:
                     await asyncio.wait([earlier])  # the previous turn's fold: its outcome is its own business
                 after_reply: list[AfterReply] = []
-                replies = await self._answer(incoming, progress, after_reply)
+                replies = await self._answer(incoming, progress, after_reply, admit)
                 if replies and deliver is not None:
                     await self._deliver(deliver, replies)
                 if after_reply:
@@ -200,23 +209,76 @@ class Dispatcher:
     def _shared_lock(self, key: tuple[str, str, str]) -> AbstractAsyncContextManager[None]:
         if self._shared_locks is None:
             return nullcontext()
-        return self._shared_locks.hold("conversation:" + ":".join(key))
+        return self._held_when_reachable(self._shared_locks, "conversation:" + ":".join(key))
 
-    async def _answer(self, incoming: Incoming, progress: ProgressSink, after_reply: list[AfterReply]) -> list[Reply]:
+    @asynccontextmanager
+    async def _held_when_reachable(self, locks: SharedLocks, name: str) -> AsyncIterator[None]:
+        """`locks.hold(name)`, taken again and again while the database is unreachable (see `DATABASE_BACKOFF`)."""
+        async with AsyncExitStack() as held:
+            retry = 0
+            while True:
+                try:
+                    await held.enter_async_context(locks.hold(name))
+                    break
+                except Exception as error:
+                    if not is_unreachable(error):
+                        raise
+                    retry += 1
+                    await self._wait_for_database(retry, error, what=f"taking the lock {name}")
+            yield
+
+    async def _wait_for_database(self, retry: int, error: BaseException, *, what: str) -> None:
+        delay = DATABASE_BACKOFF.delay(retry) or DATABASE_BACKOFF.cap
+        log = logger.warning if retry == 1 else logger.info
+        log("%s: the database is unreachable (%s); retry %d in %.1f s", what, _brief(error), retry, delay)
+        await self._sleep(delay)
+
+    async def _begin(self, incoming: Incoming) -> TurnStart | None:
+        """The turn's first transaction (`TurnRepository.begin`), tried again while the database is unreachable.
+
+        A try whose connection died may have stored the de-duplication mark before it failed; the next try then
+        finds the update "handled before". The mark keeps the time it was stored with: when that is this message's
+        own, the mark is ours and the turn begins without it."""
+        retry = 0
+        now = self._clock()
+        event_id = incoming.event_id
+        while True:
+            try:
+                start = await self._turns.begin(
+                    platform=incoming.platform,
+                    chat_external_id=incoming.chat_external_id,
+                    user_external_id=incoming.user_external_id,
+                    thread_key=incoming.thread_key,
+                    day=now.astimezone(UTC).date(),
+                    now=now,
+                    event_id=event_id,
+                    chat_title=incoming.chat_title or (incoming.user_display_name if incoming.is_private else None),
+                    user_name=incoming.user_display_name,
+                )
+                if start is not None or retry == 0 or event_id is None:
+                    return start
+                if await self._inbound.received_at(incoming.platform, event_id) != now:
+                    return None  # someone else's mark: a duplicate indeed
+                logger.info("%s event %s: its mark was stored before the connection died", incoming.platform, event_id)
+                event_id = None
+            except Exception as error:
+                if not is_unreachable(error):
+                    raise
+                retry += 1
+                what = f"storing {incoming.platform} event {incoming.event_id}"
+                await self._wait_for_database(retry, error, what=what)
+
+    async def _answer(
+        self, incoming: Incoming, progress: ProgressSink, after_reply: list[AfterReply], admit: Callable[[], None]
+    ) -> list[Reply]:
         """The error boundary around everything that touches storage or the conversation layer."""
         try:
-            now = self._clock()
-            start = await self._turns.begin(
-                platform=incoming.platform,
-                chat_external_id=incoming.chat_external_id,
-                user_external_id=incoming.user_external_id,
-                thread_key=incoming.thread_key,
-                day=now.astimezone(UTC).date(),
-                now=now,
-                event_id=incoming.event_id,
-                chat_title=incoming.chat_title or (incoming.user_display_name if incoming.is_private else None),
-                user_name=incoming.user_display_name,
-            )
+            try:
+                start = await self._begin(incoming)
+            except Exception:
+                admit()  # refused for good (not an outage): the error reply below is the answer
+                raise
+            admit()  # stored, or a duplicate; a cancelled wait is not admitted (the platform sends it again)
             if start is None:
                 logger.info("%s event %s was handled before; ignored", incoming.platform, incoming.event_id)
                 return []
@@ -320,6 +382,11 @@ class Dispatcher:
         chat = await self._chats.find(platform, old_external_id)
         if chat is not None:
             await move_chat(self._database, chat, new_external_id)
+
+
+def _brief(error: BaseException) -> str:
+    """An error in a few words for a log line (no traceback, no connection string)."""
+    return f"{type(error).__name__}: {str(error).splitlines()[0][:200]}" if str(error) else type(error).__name__
 
 
 def _guarded(progress: ProgressSink) -> ProgressSink:

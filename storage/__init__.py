@@ -1,7 +1,7 @@
 """Storage: SQLAlchemy models, engine and sessions, repositories returning domain records, Alembic migrations."""
 
 from storage.changes import ScheduleChanges
-from storage.engine import Database, create_engine
+from storage.engine import Database, create_engine, is_unreachable
 from storage.locks import (
     KEEPALIVE_SECONDS,
     AdvisoryLocks,
@@ -125,6 +125,7 @@ __all__ = [
     "UserRecord",
     "UserRepository",
     "create_engine",
+    "is_unreachable",
     "locks_for",
     "pending_migrations",
     "upgrade_database",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -174,6 +175,40 @@ class _SqliteThread:
         self._root.dispose()
 
 
+RECONNECT_DELAY_FIRST, RECONNECT_DELAY_CAP = 0.5, 5.0
+"""A patient write (`Database.write_alone(patience=…)`) asks for a connection again after 0.5 s, doubling to at most
+5 s apart: it goes on within 5 s of the database's return."""
+
+_UNREACHABLE_SQLSTATES = ("08", "57P01", "57P02", "57P03", "53300")
+"""SQLSTATEs that say the server went away, not that the statement was wrong: class 08 (connection exception),
+57P01–57P03 (terminated by an administrator, crash shutdown, cannot connect now: a restart or failover) and 53300
+(too many connections, as when every process reconnects at once after one)."""
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """Whether `error` (or one it was raised from) says the database could not be reached or the connection was
+    lost: a restart, a failover, a network cut (or, on SQLite, another process holding the write lock past the busy
+    timeout); then the same work may be tried again once the database is back.
+    A statement the database refused (a constraint, a syntax error) is not such an error."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, OSError | InvalidatePoolError | sqlalchemy.exc.TimeoutError):
+            return True  # refused, reset, timed out; a pooled connection found dead; the pool gave up waiting
+        sqlstate = getattr(current, "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.startswith(_UNREACHABLE_SQLSTATES):
+            return True
+        if type(current).__name__ in ("ConnectionDoesNotExistError", "InterfaceError") and "closed" in str(current):
+            return True  # asyncpg: "connection was closed in the middle of operation", "connection is closed"
+        if isinstance(current, sqlite3.OperationalError) and "database is locked" in str(current):
+            return True  # another process's writer held SQLite's lock past the busy timeout; nothing was written
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _rows(result: CursorResult[Any]) -> list[Row[Any]]:
     """A statement's rows; none when it returns no rows (no RETURNING)."""
     return list(result) if result.returns_rows else []
@@ -231,15 +266,21 @@ class Database:
         async with self._writer(), self.engine.begin() as connection:
             return await connection.run_sync(work)
 
-    async def write_alone(self, statement: Any, parameters: dict[str, Any]) -> Row[Any] | None:
+    async def write_alone(
+        self, statement: Any, parameters: dict[str, Any], *, patience: float = 0.0
+    ) -> Row[Any] | None:
         """One writing statement in a transaction of its own, and its first row (None: it returned none). On
         PostgreSQL it runs in autocommit, so the server commits it as it runs it: one round trip, with no BEGIN
-        or COMMIT around it. On SQLite as `write`."""
-        rows = await self.write_alone_rows(statement, parameters)
+        or COMMIT around it. On SQLite as `write`.
+
+        `patience` (PostgreSQL): for up to this many seconds, a connection that cannot be had because the database
+        is unreachable (a restart) is asked for again; the statement was not sent, so waiting is always safe. A
+        statement whose connection died while it ran is not run again (it may have committed)."""
+        rows = await self.write_alone_rows(statement, parameters, patience=patience)
         return rows[0] if rows else None
 
     async def write_alone_rows(
-        self, statement: Any, parameters: dict[str, Any], *, repeatable: bool = False
+        self, statement: Any, parameters: dict[str, Any], *, repeatable: bool = False, patience: float = 0.0
     ) -> list[Row[Any]]:
         """`write_alone`, with every row the statement returned (a multi-row `INSERT … RETURNING`).
 
@@ -253,7 +294,7 @@ class Database:
         for attempt in (1, 2) if repeatable else (2,):
             unchecked = _UNCHECKED.set(repeatable)
             try:
-                connection = await self._autocommit_engine.connect()
+                connection = await self._connect_patiently(self._autocommit_engine, patience)
             finally:
                 _UNCHECKED.reset(unchecked)
             try:
@@ -265,6 +306,21 @@ class Database:
             finally:
                 await connection.close()
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _connect_patiently(self, engine: AsyncEngine, patience: float) -> AsyncConnection:
+        """A connection of `engine`; while the database is unreachable, asked for again (at most
+        `RECONNECT_DELAY_CAP` seconds apart) for up to `patience` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline, delay = loop.time() + patience, RECONNECT_DELAY_FIRST
+        while True:
+            try:
+                return await engine.connect()
+            except Exception as error:
+                if not is_unreachable(error) or loop.time() + delay > deadline:
+                    raise
+                logger.info("the database is unreachable (%s); asking again in %.1f s", type(error).__name__, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECONNECT_DELAY_CAP)
 
     async def read_alone(self, statement: Any, parameters: dict[str, Any]) -> list[Row[Any]]:
         """One reading statement and all its rows. On PostgreSQL it runs in autocommit (a single statement reads
@@ -299,9 +355,10 @@ class Database:
             yield connection
 
     async def ping(self) -> bool:
-        """Whether the database answers a trivial query (for /healthz); never raises."""
+        """Whether the database answers a trivial query (for /healthz); never raises. It reads (on SQLite a
+        deferred transaction): a writer holding SQLite's lock delays writes, not the answer."""
         try:
-            async with self.engine.connect() as connection:
+            async with self._read_engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
         except Exception as error:  # any failure means "not reachable"; the reason goes to the log
             logger.warning("database ping failed: %s", error)

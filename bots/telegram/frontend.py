@@ -1,19 +1,23 @@
 """The Telegram frontend: python-telegram-bot's Application on the shared event loop, feeding the dispatcher.
 
-Long polling by default (python-telegram-bot's updater retries through Bot API outages with backoff and
-resumes); webhook mode when `webhook_url` is set: `setWebhook` with the secret at start, and the shared HTTP
-server mounts `webhook_route()` at `/telegram/webhook`, which refuses requests without the secret (403).
+Long polling by default (`bots.telegram.polling`: retries through Bot API outages with backoff and confirms an
+update to Telegram only once it is stored); webhook mode when `webhook_url` is set: `setWebhook` with the secret at
+start, and the shared HTTP server mounts `webhook_route()` at `/telegram/webhook`, which refuses requests without
+the secret (403).
 
 Updates are read one at a time, in order: each becomes an `Incoming` (`bots.telegram.updates`) and a task
 that calls `Dispatcher.dispatch` at once, so the dispatcher's per-conversation lock sees them in arrival order
 while different chats are answered concurrently. At most `max_in_flight` messages are handled at a time;
 beyond that, reading updates waits (back-pressure instead of an unbounded pile of tasks).
 
-A webhook request is answered (200) only once its message has taken its place in the conversation's order
-(`Dispatcher.dispatch`'s `admitted`: with several web processes, once it holds the conversation's shared lock).
+A webhook request is answered (200), and a polled update confirmed, only once its message is stored and has taken
+its place in the conversation's order (`Dispatcher.dispatch`'s `admitted`: with several web processes, once it
+holds the conversation's shared lock). While the database is unreachable the message waits for it, unacknowledged.
 Telegram sends a chat's next update only after the previous one was answered, so a chat's consecutive messages
 reaching different processes behind a load balancer are still answered in the order they were written. A request
-whose message could not take its place (the process is stopping) gets 503, and Telegram sends the update again.
+whose message could not take its place (the process is stopping) gets 503, and Telegram sends the update again;
+an update about the chat itself (blocked, migrated) that could not be stored because the database was away is
+refused the same way.
 
 While a message is handled the chat shows "typing…" (not for an instant command such as /help); progress goes to
 one status line edited in place; replies go out under the conversation's lock through the process's one
@@ -40,10 +44,12 @@ from telegram.ext import Application, ContextTypes, TypeHandler
 
 from agent import MAX_INCOMING_FILE_BYTES, IncomingFile, Reply, bot_commands, is_instant_command
 from bots.dispatcher import Dispatcher
+from bots.telegram.polling import ConfirmingPoller
 from bots.telegram.request import AiohttpRequest
 from bots.telegram.sender import TelegramSender
 from bots.telegram.typing_indicators import TypingIndicators
 from bots.telegram.updates import BotIdentity, Received, migration, received_from_update
+from storage import is_unreachable
 
 __all__ = ["WEBHOOK_PATH", "WEBHOOK_SECRET_HEADER", "TelegramFrontend", "TelegramOptions"]
 
@@ -105,7 +111,10 @@ class TelegramFrontend:
         self._in_flight = asyncio.Semaphore(options.max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
         self._admissions: dict[int, asyncio.Future[None]] = {}
-        """id(update) → what its webhook request waits for before answering (see the module docstring)."""
+        """id(update) → what its webhook request (or the poller) waits for before acknowledging it."""
+        self._poller: ConfirmingPoller | None = None
+        self._unadmitted: dict[asyncio.Task[None], asyncio.Future[None]] = {}
+        """Messages being handled and not yet stored (waiting for their turn or for the database)."""
         self._running = False
 
     @property
@@ -121,7 +130,7 @@ class TelegramFrontend:
         """Connect (getMe), register the commands, then poll or set the webhook. Raises if Telegram refuses the
         token or cannot be reached at all."""
         # The process's one Bot (built by app with its rate limiter); the Application polls and reads with it.
-        application = Application.builder().bot(self._sender.bot).job_queue(None).build()
+        application = Application.builder().bot(self._sender.bot).job_queue(None).updater(None).build()
         application.add_handler(TypeHandler(Update, self._on_update))
         application.add_error_handler(self._on_error)
         await application.initialize()
@@ -156,30 +165,40 @@ class TelegramFrontend:
     async def start_polling(self) -> None:
         """Start reading updates with getUpdates (raises when not started, or in webhook mode)."""
         application = self._application
-        if application is None or not application.running or application.updater is None:
+        if application is None or not application.running:
             raise RuntimeError("telegram is not connected yet")
         if self._options.webhook_url:
             raise RuntimeError("telegram runs in webhook mode")
-        if application.updater.running:
+        if self._poller is None:  # one per frontend: what was read and stored outlives a leadership's term
+            self._poller = ConfirmingPoller(
+                application.bot,
+                self._take,
+                timeout=self._options.poll_timeout,
+                allowed_updates=ALLOWED_UPDATES,
+                on_error=self._polling_failed,
+            )
+        if self._poller.running:
             return
-        await application.updater.start_polling(
-            timeout=int(self._options.poll_timeout),
-            allowed_updates=list(ALLOWED_UPDATES),
-            error_callback=self._polling_failed,
-        )
+        self._poller.start()
         logger.info("telegram: polling for updates")
 
+    async def _take(self, update: Update) -> asyncio.Future[None]:
+        """Hand a polled update to the Application; the future ends when it is stored (or refused)."""
+        assert self._application is not None
+        admitted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._admissions[id(update)] = admitted
+        await self._application.update_queue.put(update)
+        return admitted
+
     async def stop_polling(self) -> None:
-        """Stop reading updates (the last ones read are confirmed to Telegram); messages being handled go on."""
-        application = self._application
-        if application is not None and application.updater is not None and application.updater.running:
-            await application.updater.stop()
+        """Stop reading updates (those stored so far are confirmed to Telegram); messages being handled go on."""
+        if self._poller is not None and self._poller.running:
+            await self._poller.stop()
             logger.info("telegram: stopped polling")
 
     @property
     def polling(self) -> bool:
-        application = self._application
-        return application is not None and application.updater is not None and application.updater.running
+        return self._poller is not None and self._poller.running
 
     async def stop(self) -> None:
         """Stop reading updates, let messages being handled finish (up to `stop_timeout`), disconnect."""
@@ -187,10 +206,13 @@ class TelegramFrontend:
         self._running = False
         if application is None:
             return
-        if application.updater is not None and application.updater.running:
-            await application.updater.stop()
+        if self._poller is not None:
+            await self._poller.stop()
         if application.running:
             await application.stop()
+        for task, admission in list(self._unadmitted.items()):
+            if not admission.done():  # not stored, not acknowledged: Telegram sends it again; no need to wait
+                task.cancel()
         if self._tasks:
             _done, pending = await asyncio.wait(set(self._tasks), timeout=self._options.stop_timeout)
             for task in pending:
@@ -246,7 +268,7 @@ class TelegramFrontend:
     async def _on_update(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         """Called by the Application for each update, one at a time and in order."""
         assert self._identity is not None
-        admitted = self._admissions.pop(id(update), None)  # None: read by long polling
+        admitted = self._admissions.pop(id(update), None)
         handed_over = False
         try:
             moved = migration(update)
@@ -267,14 +289,24 @@ class TelegramFrontend:
                 self._handle(received, lambda: _admit(admitted)), name=f"telegram update {update.update_id}"
             )
             self._tasks.add(task)
+            if admitted is not None:
+                self._unadmitted[task] = admitted
             task.add_done_callback(lambda done: self._finished(done, admitted))
             handed_over = True
+        except Exception as error:
+            if is_unreachable(error):  # not stored: Telegram sends it again (the poller reads it again)
+                logger.warning("telegram: update %d could not be stored (%s); left for later", update.update_id, error)
+                _refuse(admitted)
+                handed_over = True
+            else:
+                raise
         finally:
             if not handed_over:  # handled here (or failed here): nothing to wait for
                 _admit(admitted)
 
     def _finished(self, task: asyncio.Task[None], admitted: asyncio.Future[None] | None) -> None:
         self._tasks.discard(task)
+        self._unadmitted.pop(task, None)
         self._in_flight.release()
         error = None if task.cancelled() else task.exception()
         if task.cancelled() or error is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 
 from storage.models import ProcessedInbound
 from storage.repositories._common import Repository, upsert_insert
@@ -24,6 +24,14 @@ class InboundRepository(Repository):
             )
             inserted = (await session.execute(statement)).scalar_one_or_none()
             return inserted is None
+
+    async def received_at(self, platform: str, external_id: str) -> datetime | None:
+        """When the id was marked processed (the `now` its mark was stored with); None when it was not."""
+        async with self._db.sessions() as session:
+            statement = select(ProcessedInbound.received_at).where(
+                ProcessedInbound.platform == platform, ProcessedInbound.external_id == external_id
+            )
+            return (await session.execute(statement)).scalar_one_or_none()
 
     async def forget_before(self, cutoff: datetime) -> int:
         """Drop ids received before `cutoff` (platforms stop retrying long before); returns how many."""

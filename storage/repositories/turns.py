@@ -95,6 +95,10 @@ def _state_query() -> Any:
 
 
 _STATE = _state_query()
+
+FINISH_PATIENCE_SECONDS = 120.0
+"""How long a turn's last write waits for a database that went away (a restart, a failover) before the turn fails:
+the answer is in hand and the person waits for it; nothing was sent to the server meanwhile, so waiting is safe."""
 _TOKENS = select(tokens_on(bindparam("chat_id"), bindparam("day", type_=Date())))
 
 
@@ -203,7 +207,7 @@ class TurnRepository(Repository):
             statement, parameters = _finish_statement(
                 chat_id, thread_key, now=now, day=day, changes=changes, spent=spent, if_revision=if_revision
             )
-            row = await self._db.write_alone(statement, parameters)
+            row = await self._db.write_alone(statement, parameters, patience=FINISH_PATIENCE_SECONDS)
             return None if row is None else cast(int | None, row[0])
 
         def work(connection: Connection) -> int | None:

@@ -4,6 +4,7 @@ left in."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -12,9 +13,19 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from storage import ChatRecord, ChatRepository, Database, TurnRepository, UsageEntry, UsageRepository, create_engine
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    Database,
+    TurnRepository,
+    UsageEntry,
+    UsageRepository,
+    create_engine,
+    is_unreachable,
+)
 from storage.models import Base, Chat
 from storage.types import UTCDateTime
+from tests.fakes.postgres_proxy import postgres_proxy
 from tests.storage.conftest import T0
 
 
@@ -60,6 +71,55 @@ async def test_ping_is_false_when_postgres_is_unreachable() -> None:
         assert await database.ping() is False
     finally:
         await database.dispose()
+
+
+async def test_a_database_that_is_away_is_told_from_a_statement_it_refused(tmp_path: Path) -> None:
+    # Real errors, as the drivers raise them: a server nobody listens for, SQLite's lock held past the busy
+    # timeout by another writer (retry later) against a statement the database refused (retrying would not help).
+    away = Database("postgresql+asyncpg://nobody:secret@127.0.0.1:1/nothing")
+    try:
+        with pytest.raises(Exception) as refused_connection:
+            async with away.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+    finally:
+        await away.dispose()
+    path = tmp_path / "locked.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    waiter = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        with pytest.raises(sqlite3.OperationalError) as locked:
+            waiter.execute("BEGIN IMMEDIATE")
+        with pytest.raises(sqlite3.OperationalError) as wrong:
+            waiter.execute("SELECT nothing FROM nowhere")
+    finally:
+        waiter.close()
+        holder.execute("COMMIT")
+        holder.close()
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'ok.db'}")
+    try:
+        with pytest.raises(Exception) as refused_statement:
+            await database.read(lambda connection: connection.execute(text("SELECT * FROM no_such_table")))
+    finally:
+        await database.dispose()
+    assert is_unreachable(refused_connection.value) and is_unreachable(locked.value)
+    assert not is_unreachable(wrong.value) and not is_unreachable(refused_statement.value)
+
+
+async def test_a_connection_the_server_dropped_is_unreachable_on_postgresql(database: Database) -> None:
+    if database.dialect != "postgresql":
+        pytest.skip("a PostgreSQL server's connections")
+    async with postgres_proxy(database.engine.url.render_as_string(hide_password=False)) as proxy:
+        proxied = Database(proxy.url)
+        try:
+            async with proxied.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+                await proxy.drop_connections()  # what a restart does to its clients
+                with pytest.raises(Exception) as dropped:
+                    await connection.execute(text("SELECT 1"))
+        finally:
+            await proxied.dispose()
+    assert is_unreachable(dropped.value)
 
 
 @pytest.mark.parametrize("offset_hours", [-7, 0, 8])

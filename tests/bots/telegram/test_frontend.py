@@ -3,11 +3,14 @@ against the fake Bot API (long polling unless said otherwise)."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import itertools
 import logging
 import re
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -28,13 +31,15 @@ from storage import (
     InboundRepository,
     MonitorRepository,
     SubscriptionRepository,
+    upgrade_database,
 )
-from tests.bots.slack_world import copy_database, migrated_template
+from tests.bots.slack_world import T0, copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
 from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, scripted_model, telegram_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import ApiError, running_fake_telegram
 from tests.kit import eventually, eventually_async
+from tests.private_postgres import postgres_binaries, private_postgres
 
 ALICE = 4201
 GROUP = -100777
@@ -242,12 +247,12 @@ async def test_webhook_needs_the_secret_and_a_repeated_update_is_answered_once(
     assert len(script.requests) == 2
 
 
-async def test_a_webhook_update_that_cannot_take_its_place_is_refused_so_telegram_sends_it_again(
+async def test_a_webhook_update_waits_unacknowledged_for_the_database_and_is_refused_if_the_process_stops(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
     # The conversations' shared locks live in a PostgreSQL nobody can reach: the message cannot take its place in
-    # its conversation's order, so the request gets 503 and Telegram sends the update again later (acknowledged
-    # with 200 first, as before, it was dropped).
+    # its conversation's order. The request waits for the database, unanswered (acknowledged with 200 first, as
+    # before, the update was dropped); when the process stops meanwhile it gets 503 and Telegram sends it again.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
@@ -266,11 +271,112 @@ async def test_a_webhook_update_that_cannot_take_its_place_is_refused_so_telegra
             update = world.fake.text_update(ALICE, "while the database is away")
             headers = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://lookout") as client:
-                refused = await client.post("/telegram/webhook", json=update, headers=headers)
+                request = asyncio.create_task(client.post("/telegram/webhook", json=update, headers=headers))
+                await asyncio.sleep(1.5)  # three tries of the lock
+                waited = not request.done()
+                await world.frontend.stop()
+                refused = await request
     finally:
         await unreachable.dispose()
+    assert waited
     assert refused.status_code == 503
     assert world.fake.texts(ALICE) == [] and script.requests == []  # nothing answered, nothing asked
+
+
+class _LocksAwayAWhile:
+    """Shared locks whose database refuses connections for the first `failures` tries, then is always there."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.refused = 0
+
+    @asynccontextmanager
+    async def hold(self, name: str) -> AsyncIterator[None]:
+        if self.refused < self.failures:
+            self.refused += 1
+            raise ConnectionRefusedError(111, f"Connect call failed for {name}")
+        yield
+
+
+def _offsets(world: TelegramWorld) -> list[int]:
+    return [int(call.params.get("offset") or 0) for call in world.fake.calls_to("getUpdates")]
+
+
+async def test_a_polled_update_is_confirmed_only_once_stored_and_answered_once_across_a_polling_handover(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # The database is away when the update is read: it waits, and every getUpdates meanwhile asks from it on (it
+    # is not confirmed, so Telegram would give it to the next poller). Polling stops and starts again meanwhile
+    # (another process led for a while): the update, read again, is not handled twice.
+    locks = _LocksAwayAWhile(failures=4)
+    script = scripted_model(lambda said: f"echo: {said}")
+    async with telegram_world(
+        db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model(), shared_locks=locks
+    ) as world:
+        await world.frontend.start_polling()
+        update_id = world.fake.push_text(ALICE, "while the database is away")
+        await eventually(lambda: locks.refused >= 2, what="two refused tries")
+        await world.frontend.stop_polling()
+        await world.frontend.start_polling()
+        await eventually(lambda: _offsets(world).count(update_id) >= 2, what="the update asked for again")
+        waiting = _offsets(world)
+        [reply] = await world.replies(ALICE, 1)
+        await eventually(lambda: max(_offsets(world)) > update_id, what="the update confirmed")
+        await asyncio.sleep(1.5)  # a second answer would have arrived by now
+
+    assert locks.refused == 4
+    assert max(waiting) == update_id  # never confirmed while it waited
+    assert reply.text == "echo: while the database is away"
+    assert len(world.fake.texts(ALICE)) == 1 and len(script.requests) == 1
+
+
+async def test_a_message_waits_for_a_restarted_database_and_its_own_mark_does_not_make_it_a_duplicate(
+    fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # A real PostgreSQL server of the test's own, stopped when the update arrives and started 2 s later. The
+    # update's de-duplication mark is already stored with the time this turn began (as when the mark committed and
+    # then the connection died): the retry recognises its own mark and answers; a mark of another time would
+    # have been a duplicate.
+    if postgres_binaries() is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql")
+    script = scripted_model(lambda said: f"echo: {said}")
+    with private_postgres() as server:
+        await upgrade_database(server.url)
+        async with telegram_world(
+            db_url=server.url, sources=fake_server, out_dir=tmp_path, model=script.model()
+        ) as world:
+            update = world.fake.text_update(ALICE, "are you there?")
+            assert not await InboundRepository(world.database).seen_before("telegram", str(update["update_id"]), now=T0)
+            await asyncio.to_thread(server.stop)
+            world.fake.push_update(update)
+            await asyncio.sleep(2)
+            unanswered = world.fake.texts(ALICE) == []
+            await asyncio.to_thread(server.start)
+            [reply] = await world.replies(ALICE, 1)
+            await asyncio.sleep(1)
+    assert unanswered
+    assert reply.text == "echo: are you there?" and len(world.fake.texts(ALICE)) == 1
+
+
+async def test_a_turn_whose_database_went_away_while_the_model_thought_waits_for_it_and_answers(
+    fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # The server stops while the model is answering and comes back 3 s later: the turn's last write (memory and
+    # usage) waits for it instead of failing, so the person gets the answer, not "something went wrong".
+    if postgres_binaries() is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql")
+    script = scripted_model(lambda said: f"echo: {said}", seconds=1.0)
+    with private_postgres() as server:
+        await upgrade_database(server.url)
+        world_at = telegram_world(db_url=server.url, sources=fake_server, out_dir=tmp_path, model=script.model())
+        async with world_at as world:
+            world.fake.push_text(ALICE, "think about it")
+            await eventually(lambda: len(script.requests) == 1, what="the model to be asked")
+            await asyncio.to_thread(server.stop)
+            await asyncio.sleep(3)
+            await asyncio.to_thread(server.start)
+            [reply] = await world.replies(ALICE, 1)
+    assert reply.text == "echo: think about it"
 
 
 async def test_in_groups_only_messages_for_the_bot_are_answered(
