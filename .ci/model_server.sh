@@ -26,8 +26,10 @@ MODEL_ALIAS=gemma3-270m
 # Context the server allocates (the budget) and threads (the machine has 2 cores).
 N_CTX=8192
 N_THREADS=2
-# chatml: one system message, user/assistant turns; it ignores tool schemas, so pydantic-ai's tool calls become
-# plain text (Lookout must survive that). The function-calling formats reject what pydantic-ai sends (FACTS.md).
+# chatml: one system message, then user/assistant turns; it leaves tool schemas out of the prompt (the model answers
+# in text) and honours `response_format` JSON schemas (grammar-constrained). Tried: chatml-function-calling put the
+# tool schemas in the prompt, took 5 minutes for one chat turn here and rejected the turn's second request (HTTP 400,
+# an assistant message with `content: null`); `gemma` drops system messages.
 CHAT_FORMAT=${LOOKOUT_MODEL_CHAT_FORMAT:-chatml}
 
 cache=${LOOKOUT_CI_CACHE:-$HOME/.cache/lookout-ci}

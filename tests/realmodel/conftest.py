@@ -60,7 +60,8 @@ def model_env(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model_server: tuple[str, str], proxy: ModelProxy
 ) -> dict[str, str]:
     """An empty environment in an empty directory, then what a self-hoster writes for a llama.cpp server: both
-    model strings, the server's URL and a placeholder key; embeddings off (the server has none)."""
+    model strings, the server's URL and a placeholder key; embeddings off (the server has none); structured output
+    as JSON schema (`response_format`), which llama.cpp constrains by grammar, where its tool calling is weak."""
     for name in Settings.model_fields:
         monkeypatch.delenv(name.upper(), raising=False)
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OLLAMA_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
@@ -76,6 +77,7 @@ def model_env(
         "EMBEDDING_MODEL": "",
         "OPENAI_BASE_URL": proxy.base_url,
         "OPENAI_API_KEY": "sk-local-not-checked",
+        "LLM_OUTPUT_MODE": "native",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

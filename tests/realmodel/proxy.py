@@ -9,7 +9,6 @@ request came without a limit, and the tests fail on it).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator, Sequence
@@ -24,7 +23,7 @@ from tests.fakes.http_server import ThreadedFakeServer
 
 Json = dict[str, Any]
 
-SAFETY_MAX_TOKENS = 512
+SAFETY_MAX_TOKENS = 256
 """Output limit the proxy adds to a request that came without one (a base model repeats itself until the context
 is full: ~3 minutes per request on 2 cores)."""
 
@@ -141,7 +140,7 @@ class ModelProxy(ThreadedFakeServer):
             async with self._session.request(request.method, target, data=body or None, headers=headers) as answer:
                 status, answer_body = answer.status, await answer.read()
                 content_type = answer.content_type
-        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+        except (TimeoutError, aiohttp.ClientError) as error:
             status, answer_body, content_type = 502, json.dumps({"error": {"message": repr(error)}}).encode(), None
         try:
             parsed = json.loads(answer_body) if answer_body else {}
