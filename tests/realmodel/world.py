@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from click.testing import Result
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, UserPromptPart
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from app.cli import cli
 
