@@ -20,6 +20,8 @@ from tests.realmodel.proxy import ModelProxy, running_proxy
 
 URL_ENV = "LOOKOUT_TEST_MODEL_URL"
 REQUIRE_ENV = "LOOKOUT_REQUIRE_REAL_MODEL"
+LISTING_SECONDS = 120.0
+"""How long the server's model listing may take: llama-cpp-python answers it only between generations."""
 
 
 def _required() -> bool:
@@ -39,7 +41,7 @@ def model_server() -> tuple[str, str]:
     if not url:
         _unavailable(f"{URL_ENV} is not set (bash .ci/model_server.sh starts a server and prints it)")
     try:
-        with urllib.request.urlopen(f"{url}/models", timeout=10) as answer:
+        with urllib.request.urlopen(f"{url}/models", timeout=LISTING_SECONDS) as answer:
             listing = json.loads(answer.read())
     except OSError as error:
         _unavailable(f"the model server at {url} does not answer: {error}")
