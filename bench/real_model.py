@@ -251,10 +251,11 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp, running_proxy(url) as proxy:
             workdir = Path(tmp)
-            digests: list[Row] = []
-            for size in sizes:
-                digests += asyncio.run(digest_rows(size, model, proxy, workdir))
-            print_table("Digests (requests sent while the pipeline was in each stage)", "items", digests)
+            for size in sizes:  # a table per size, printed as soon as it is measured
+                rows = asyncio.run(digest_rows(size, model, proxy, workdir))
+                print_table(
+                    f"Digest of {size} items (requests sent while the pipeline was in each stage)", "items", rows
+                )
             if args.turns:
                 print_table(
                     "Chat (one `lookout chat` per turn, memory kept)",
