@@ -46,7 +46,10 @@ logfile=$cache/model-server.log
 log() { printf 'model_server.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-answers() { curl -fsS --max-time 5 "http://$host:$1/v1/models" >/dev/null 2>&1; }
+answers() {
+    "$python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' \
+        "http://$host:$1/v1/models" >/dev/null 2>&1
+}
 
 running_pid() {
     [ -f "$pidfile" ] || return 1
@@ -75,12 +78,16 @@ emit() {
 
 mkdir -p "$cache" "$wheels" "$(dirname "$model")"
 
-# Fast path: the server from an earlier run still answers.
-if pid=$(running_pid) && [ -f "$portfile" ] && answers "$(cat "$portfile")"; then
-    emit "$(cat "$portfile")"
+# Fast path: the server from an earlier run is still up (it answers its listing only between generations, so a busy
+# one is given two minutes); one that never answers is replaced.
+if pid=$(running_pid) && [ -f "$portfile" ]; then
+    for _ in $(seq 1 24); do
+        answers "$(cat "$portfile")" && emit "$(cat "$portfile")"
+        sleep 5
+    done
+    log "the server started earlier (pid $pid) does not answer; replacing it"
+    kill "$pid" 2>/dev/null || true
 fi
-
-command -v curl >/dev/null 2>&1 || die "curl is needed to check the server"
 
 # 1. The wheel (built once; a fresh machine builds it here, ~11 minutes on 2 cores).
 wheel_glob="$wheels/llama_cpp_python-$LLAMA_VERSION-*.whl"
