@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from telegram.error import InvalidToken
 
 from agent.access import AccessPolicy
@@ -31,10 +31,10 @@ from storage import (
 )
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
-from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, scripted_model, telegram_world
+from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, telegram_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import ApiError, running_fake_telegram
-from tests.kit import eventually, eventually_async
+from tests.kit import ScriptedModel, eventually, eventually_async, replying
 
 ALICE = 4201
 GROUP = -100777
@@ -60,8 +60,10 @@ def strip_tags(markup: str) -> str:
 
 
 async def test_a_conversation_in_a_private_chat(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:
-    script = scripted_model(lambda said: f"You said **{said}**.", seconds=0.8)  # long enough to show "typing…"
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(
+        replying(lambda said: f"You said **{said}**."), repeat_last=True, seconds=0.8
+    )  # long enough to show "typing…"
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         assert "track" in {command["command"] for command in world.fake.commands}
         world.fake.push_text(ALICE, "hello there")
         world.fake.push_text(ALICE, "and again")
@@ -113,8 +115,8 @@ async def test_a_long_answer_is_split_within_telegrams_limit(
     paragraphs = [f"Paragraph {n}: {sentence * 6}end." for n in range(21)]
     answer = "\n\n".join(paragraphs)
     assert len(answer) > 4500
-    script = scripted_model(lambda _said: answer)
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda _said: answer), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.push_text(ALICE, "tell me everything")
         await world.replies(ALICE, 2)
         await eventually(lambda: "Paragraph 20:" in (world.fake.texts(ALICE)[-1].text or ""), what="the last part")
@@ -129,8 +131,8 @@ async def test_a_long_answer_is_split_within_telegrams_limit(
 
 
 async def test_html_in_answers_is_escaped(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:
-    script = scripted_model(lambda _said: "Use <script>alert(1)</script> & **bold** R&D")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda _said: "Use <script>alert(1)</script> & **bold** R&D"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.push_text(ALICE, "show me")
         [reply] = await world.replies(ALICE, 1)
 
@@ -141,8 +143,8 @@ async def test_html_in_answers_is_escaped(db_url: str, fake_server: FakeHTTPServ
 async def test_a_429_is_waited_out_and_the_reply_still_arrives(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    script = scripted_model(lambda said: f"echo: {said}")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.fail("sendMessage", ApiError.retry_after(1), chat_id=ALICE)
         world.fake.push_text(ALICE, "ping")
         [reply] = await world.replies(ALICE, 1)
@@ -210,9 +212,9 @@ async def test_being_blocked_or_removed_pauses_the_chat_without_sending_anything
 async def test_webhook_needs_the_secret_and_a_repeated_update_is_answered_once(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    script = scripted_model(lambda said: f"echo: {said}")
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
     async with telegram_world(
-        db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model(), webhook=True
+        db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model, webhook=True
     ) as world:
         assert world.fake.webhook == {
             "url": "https://lookout.example.org/telegram/webhook",
@@ -252,13 +254,13 @@ async def test_a_webhook_update_that_cannot_take_its_place_is_refused_so_telegra
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
     unreachable = AdvisoryLocks(f"postgresql+asyncpg://lookout:lookout@127.0.0.1:{closed_port}/lookout")
-    script = scripted_model(lambda said: f"echo: {said}")
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
     try:
         async with telegram_world(
             db_url=db_url,
             sources=fake_server,
             out_dir=tmp_path,
-            model=script.model(),
+            model=script.model,
             webhook=True,
             shared_locks=unreachable,
         ) as world:
@@ -276,8 +278,8 @@ async def test_a_webhook_update_that_cannot_take_its_place_is_refused_so_telegra
 async def test_in_groups_only_messages_for_the_bot_are_answered(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    script = scripted_model(lambda said: f"echo: {said}")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         chatter = world.fake.push_text(GROUP, "just chatting among ourselves", user_id=ALICE)
         other_bots = world.fake.push_text(GROUP, "/help@some_other_bot", user_id=ALICE)
         asked = world.fake.push_text(GROUP, "@lookout_test_bot what is new?", user_id=ALICE)
@@ -306,8 +308,8 @@ async def test_a_button_press_round_trip(db_url: str, fake_server: FakeHTTPServe
         call = ToolCallPart("create_monitor", {"topic": "DeepSeek", "schedule": "daily at 08:00", "sources": ["hn"]})
         return ModelResponse(parts=[call])
 
-    model = FunctionModel(respond, model_name="scripted")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=model) as world:
+    script = ScriptedModel(respond, repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.push_text(ALICE, "track DeepSeek every morning from hn")
         [question] = await world.replies(ALICE, 1)
         markup = question.reply_markup
@@ -332,9 +334,9 @@ async def test_a_failure_inside_the_conversation_gets_a_short_true_answer(
     def broken(_said: str) -> str:
         raise RuntimeError("database password is hunter2 and the stack is deep")
 
-    script = scripted_model(broken)
+    script = ScriptedModel(replying(broken), repeat_last=True)
     caplog.set_level(logging.ERROR)
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.push_text(ALICE, "hello")
         [reply] = await world.replies(ALICE, 1)
 
@@ -345,8 +347,8 @@ async def test_a_failure_inside_the_conversation_gets_a_short_true_answer(
 
 
 async def test_polling_survives_a_bot_api_outage(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:
-    script = scripted_model(lambda said: f"echo: {said}")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.fail("getUpdates", ApiError(502, "Bad Gateway"), times=2)
         await eventually(lambda: world.fake.rejected >= 2, what="two failed polls")
         world.fake.push_text(ALICE, "still there?")
