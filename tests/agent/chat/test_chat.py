@@ -11,7 +11,7 @@ import pytest
 from pydantic_ai import ModelHTTPError, ModelRateLimitError
 from pydantic_ai.exceptions import ModelQuotaExceededError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.usage import RequestUsage
 
 from agent.chat.summary import summarise
@@ -156,8 +156,8 @@ async def test_a_summary_over_its_token_limit_is_not_used_but_counts() -> None:
         return ModelResponse(parts=[TextPart(" The person counts. ")], usage=RequestUsage(input_tokens=900))
 
     turns = [ModelRequest(parts=[UserPromptPart("one")]), ModelResponse(parts=[TextPart("1")])]
-    over = await summarise(None, turns, model=FunctionModel(wordy, model_name="scripted"))
-    fine = await summarise(None, turns, model=FunctionModel(brief, model_name="scripted"))
+    over = await summarise(None, turns, model=ScriptedModel(wordy, repeat_last=True).model)
+    fine = await summarise(None, turns, model=ScriptedModel(brief, repeat_last=True).model)
     assert (over.text, over.usage.requests, over.usage.input_tokens) == (None, 1, 25_000)
     assert (fine.text, fine.usage.requests, fine.usage.input_tokens) == ("The person counts.", 1, 900)
 
