@@ -125,7 +125,7 @@ async def test_two_workers_tick_the_same_minute_once_and_each_due_monitor_runs_a
 
     await work_off(b)  # the tick defers one run per due monitor; the runs queue their digests
     runs = [job for job in stack.jobs(RUN_MONITOR) if job["status"] == "succeeded"]
-    assert sorted(job["queueing_lock"] for job in runs) == sorted(f"monitor:{m.id}" for m in monitors)
+    assert sorted(str(job["queueing_lock"]) for job in runs) == sorted(f"monitor:{m.id}" for m in monitors)
     assert [len(await stack.runs_of(m.id)) for m in monitors] == [1, 1]
 
     jobs_a, jobs_b = stack.deliveries(a), stack.deliveries(b)
