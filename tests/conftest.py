@@ -1,6 +1,6 @@
 """Shared fixtures: a fake HTTP server, a temporary data directory, and settings isolated from the machine; real
-model requests blocked in every test. The rest of the kit: `tests/kit.py` (clock, `eventually`), `tests/backends.py`
-(database URLs, throwaway databases)."""
+model requests blocked in every test. The rest of the kit: `tests/kit.py` (clock, `eventually`, the scripted
+model), `tests/backends.py` (database URLs, throwaway databases)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pydantic_ai import models
 from tests.fakes.http_server import FakeHTTPServer, running_fake_server
 
 # No test reaches a real model: one that talks to a fake model server (tests/fakes/gemini.py) wraps its run in
-# `models.override_allow_model_requests(True)`; scripted models (FunctionModel, TestModel) are always allowed.
+# `models.override_allow_model_requests(True)`; scripted models (`tests.kit`, TestModel) are always allowed.
 models.ALLOW_MODEL_REQUESTS = False
 
 pytest_plugins = ["tests.backends"]  # `database` on SQLite and PostgreSQL, for the tests that ask for it

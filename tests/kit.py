@@ -1,15 +1,42 @@
-"""The test kit every package's tests share: a clock that moves only when told, and waiting for something that
-happens in the background. Database URLs and throwaway databases: `tests/backends.py`; scripted models per
-package (their scripts differ); real model requests are blocked for every test in `tests/conftest.py`."""
+"""The test kit every package's tests share: a clock that moves only when told, waiting for something that
+happens in the background, and the scripted model (a pydantic-ai `FunctionModel` played from a script, recording
+what it was sent). Database URLs and throwaway databases: `tests/backends.py`; real model requests are blocked
+for every test in `tests/conftest.py`."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-__all__ = ["FakeClock", "eventually", "eventually_async"]
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+__all__ = [
+    "Answer",
+    "FakeClock",
+    "ScriptedModel",
+    "Step",
+    "call",
+    "eventually",
+    "eventually_async",
+    "last_user_text",
+    "replying",
+    "say",
+    "tool_returns",
+    "user_prompts",
+]
 
 POLL_SECONDS = 0.02
 """How often `eventually` looks again: short against what tests wait for, long enough not to busy the loop."""
@@ -50,3 +77,125 @@ async def eventually_async(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(POLL_SECONDS)
+
+
+Answer = ModelResponse | str | dict[str, Any] | BaseException
+"""What a script step gives: a response as is, a text, the arguments of a call to the output tool (a structured
+answer), or an error to raise (an API failure)."""
+Step = Answer | Callable[[list[ModelMessage], AgentInfo], Answer | Awaitable[Answer]]
+"""One request's answer, or a function of the request that returns one (for answers that depend on what was sent)."""
+
+
+def call(tool: str, **args: Any) -> ModelResponse:
+    """A model response calling one tool."""
+    return ModelResponse(parts=[ToolCallPart(tool_name=tool, args=args)])
+
+
+def say(text: str) -> ModelResponse:
+    """A model response with one text."""
+    return ModelResponse(parts=[TextPart(content=text)])
+
+
+class ScriptedModel:
+    """A pydantic-ai `FunctionModel` (`.model`) answering each request with the script's next step, in order.
+
+    Every request is recorded before it is answered (`requests`, `infos`, `calls`), so a test can check what the
+    model was sent, and a step function can read how many came before. When the script runs out the test fails,
+    unless `repeat_last` (the last step then answers every further request). `seconds` delays each answer.
+    `aside` sees each request first; what it answers (not None) is neither scripted nor recorded (another agent
+    sharing the model, such as a job's planner).
+    """
+
+    def __init__(
+        self,
+        *steps: Step,
+        name: str = "scripted",
+        repeat_last: bool = False,
+        seconds: float = 0.0,
+        aside: Callable[[list[ModelMessage], AgentInfo], Answer | None] | None = None,
+    ) -> None:
+        self.steps: list[Step] = list(steps)
+        self.name = name
+        self.repeat_last = repeat_last
+        self.seconds = seconds
+        self.aside = aside
+        self.requests: list[list[ModelMessage]] = []
+        self.infos: list[AgentInfo] = []
+        self.model = FunctionModel(self._answer, model_name=name)
+
+    @property
+    def calls(self) -> int:
+        """How many requests the model got."""
+        return len(self.requests)
+
+    async def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        aside = self.aside(messages, info) if self.aside is not None else None
+        if aside is not None:
+            return _response(aside, info)
+        self.requests.append(list(messages))
+        self.infos.append(info)
+        if self.seconds:
+            await asyncio.sleep(self.seconds)
+        assert self.steps, f"{self.name}: the script ran out (request {self.calls})"
+        step = self.steps[0] if self.repeat_last and len(self.steps) == 1 else self.steps.pop(0)
+        answer = step(messages, info) if callable(step) else step
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return _response(answer, info)
+
+    def user_prompt(self, request: int = 0) -> str:
+        """The user prompt text the `request`-th request opened with."""
+        first = self.requests[request][0]
+        assert isinstance(first, ModelRequest)
+        return "\n".join(p.content for p in first.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str))
+
+
+def _response(answer: Answer, info: AgentInfo) -> ModelResponse:
+    if isinstance(answer, BaseException):
+        raise answer
+    if isinstance(answer, str):
+        return say(answer)
+    if isinstance(answer, dict):
+        return call(info.output_tools[0].name, **answer)
+    return answer
+
+
+def replying(answer: Callable[[str], str]) -> Step:
+    """A step answering with `answer(what the person said last)`."""
+
+    def step(messages: list[ModelMessage], _info: AgentInfo) -> Answer:
+        return answer(last_user_text(messages))
+
+    return step
+
+
+def last_user_text(messages: Sequence[ModelMessage]) -> str:
+    """The newest thing the person said, as the model received it."""
+    for message in reversed(messages):
+        if isinstance(message, ModelRequest):
+            for part in reversed(message.parts):
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    return part.content
+    return ""
+
+
+def user_prompts(messages: Sequence[ModelMessage]) -> list[str]:
+    """Every user prompt the messages carry, oldest first."""
+    return [
+        str(part.content)
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart)
+    ]
+
+
+def tool_returns(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
+    """Every tool return the messages carry, oldest first."""
+    return [
+        part
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]

@@ -1,5 +1,5 @@
 """What the chat-agent tests share: real services on a real database, sources on a local fake server, and a
-scripted model that records every request it gets."""
+scripted model (`tests.kit.ScriptedModel`) that records every request it gets."""
 
 from __future__ import annotations
 
@@ -8,17 +8,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent.chat.agent import ChatAgent
 from agent.chat.llm import RetryPolicy
@@ -29,61 +18,6 @@ from research import ModelSet
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
 from storage import ChatRecord, Database, MonitorRepository, UserRecord, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
-
-Step = ModelResponse | Callable[[list[ModelMessage], AgentInfo], ModelResponse]
-
-
-def call(tool: str, **args: Any) -> ModelResponse:
-    """A model response calling one tool."""
-    return ModelResponse(parts=[ToolCallPart(tool_name=tool, args=args)])
-
-
-def say(text: str) -> ModelResponse:
-    return ModelResponse(parts=[TextPart(content=text)])
-
-
-@dataclass
-class ScriptedModel:
-    """A FunctionModel answering from a list of steps, in order; records what each request carried."""
-
-    steps: list[Step]
-    name: str = "scripted"
-    other_agents: Callable[[list[ModelMessage], AgentInfo], ModelResponse] | None = None
-    """Answers requests from agents other than the chat agent (a collection job's planner) when set."""
-    requests: list[list[ModelMessage]] = field(default_factory=list)
-    infos: list[AgentInfo] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.model = FunctionModel(self._answer, model_name=self.name)
-
-    def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if self.other_agents is not None and "search_sources" not in {tool.name for tool in info.function_tools}:
-            return self.other_agents(messages, info)
-        self.requests.append(list(messages))
-        self.infos.append(info)
-        assert self.steps, f"{self.name}: the script ran out (request {len(self.requests)})"
-        step = self.steps.pop(0)
-        return step(messages, info) if callable(step) else step
-
-
-def user_prompts(messages: Sequence[ModelMessage]) -> list[str]:
-    return [
-        str(part.content)
-        for message in messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, UserPromptPart)
-    ]
-
-
-def tool_returns(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
-    return [
-        part
-        for message in messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
 
 
 def hn_hit(object_id: str, title: str, *, text: str = "", created: datetime, points: int = 10) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 from pydantic_ai import Agent
@@ -16,7 +16,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from agent.memory import (
     ConversationMemory,
@@ -30,32 +30,28 @@ from agent.memory import (
 )
 from storage import ChatRecord, ConversationChanges, ConversationRecord, ConversationRepository, Database
 from tests.agent.conftest import T0
-from tests.kit import FakeClock
+from tests.kit import FakeClock, ScriptedModel
 
 
-@dataclass
-class ScriptedModel:
-    """Answers "weather …" with a tool call, a tool return with a sentence, anything else with an echo;
-    records every request it gets (the messages and the instructions)."""
+def weather_or_echo(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Answers "weather …" with a tool call, a tool return with a sentence, anything else with an echo."""
+    last = messages[-1]
+    returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    if returns:
+        return ModelResponse(parts=[TextPart(content=f"It is {returns[0].content}.")])
+    prompt = next(str(p.content) for p in last.parts if isinstance(p, UserPromptPart))
+    if prompt.startswith("weather"):
+        return ModelResponse(parts=[ToolCallPart(tool_name="weather", args={"city": prompt.split()[-1]})])
+    return ModelResponse(parts=[TextPart(content=f"echo: {prompt}")])
 
-    requests: list[list[ModelMessage]] = field(default_factory=list)
-    instructions: list[str | None] = field(default_factory=list)
 
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.requests.append(list(messages))
-        self.instructions.append(info.instructions)
-        last = messages[-1]
-        returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
-        if returns:
-            return ModelResponse(parts=[TextPart(content=f"It is {returns[0].content}.")])
-        prompt = next(str(p.content) for p in last.parts if isinstance(p, UserPromptPart))
-        if prompt.startswith("weather"):
-            return ModelResponse(parts=[ToolCallPart(tool_name="weather", args={"city": prompt.split()[-1]})])
-        return ModelResponse(parts=[TextPart(content=f"echo: {prompt}")])
+def weather_model() -> ScriptedModel:
+    """A scripted model answering every request with `weather_or_echo`, recording the messages and instructions."""
+    return ScriptedModel(weather_or_echo, repeat_last=True)
 
 
 def make_agent(model: ScriptedModel) -> Agent[None, str]:
-    agent = Agent(FunctionModel(model), instructions="You are Lookout.")
+    agent = Agent(model.model, instructions="You are Lookout.")
 
     @agent.tool_plain
     def weather(city: str) -> str:
@@ -141,7 +137,7 @@ def assert_pairs_whole(messages: list[ModelMessage]) -> None:
 async def test_history_round_trips_through_storage_and_a_restart(
     database: Database, db_url: str, chat: ChatRecord, clock: FakeClock
 ) -> None:
-    model = ScriptedModel()
+    model = weather_model()
     agent = make_agent(model)
     stored = Stored(database, chat, clock)
     await stored.turn(agent, "hello")
@@ -173,7 +169,7 @@ async def test_a_kept_history_stands_in_for_exactly_the_bytes_it_was_kept_with(
     database: Database, chat: ChatRecord, clock: FakeClock
 ) -> None:
     kept = HistoryCache()
-    agent = make_agent(ScriptedModel())
+    agent = make_agent(weather_model())
     stored = Stored(database, chat, clock, kept=kept)
     for text in ("hello", "weather in Paris", "thanks", "weather in Oslo", "bye"):
         await stored.turn(agent, text)
@@ -208,7 +204,7 @@ def test_the_history_cache_keeps_the_conversations_used_last() -> None:
 
 
 async def test_threads_and_chats_are_separate(database: Database, chat: ChatRecord, clock: FakeClock) -> None:
-    agent = make_agent(ScriptedModel())
+    agent = make_agent(weather_model())
     await Stored(database, chat, clock).turn(agent, "in thread one")
     assert (await Stored(database, chat, clock, thread_key="t2").memory()).window().messages == []
 
@@ -220,7 +216,7 @@ def test_the_fold_batch_is_half_the_window_within_bounds() -> None:
 async def test_turns_are_folded_in_batches_and_never_split_a_tool_call(
     database: Database, chat: ChatRecord, clock: FakeClock
 ) -> None:
-    model = ScriptedModel()
+    model = weather_model()
     agent = make_agent(model)
     stored = Stored(database, chat, clock, max_turns=3)  # folds once 3 + 2 turns are stored
     texts = [f"weather in city{n}" if n % 2 else f"note {n}" for n in range(5)]
@@ -244,7 +240,7 @@ async def test_turns_are_folded_in_batches_and_never_split_a_tool_call(
     # the next run's model sees the kept turns plus the new prompt, and the summary in its instructions
     assert prompts(model.requests[-1]) == [*texts[2:], "and now?"]
     assert_pairs_whole(model.requests[-1])
-    assert "Notes 0 and the weather in city1." in (model.instructions[-1] or "")
+    assert "Notes 0 and the weather in city1." in (model.infos[-1].instructions or "")
     assert stored.last_fold is None  # 4 turns: the next fold comes two turns later
 
 
@@ -270,7 +266,7 @@ def test_a_prompt_that_answers_an_earlier_tool_call_is_not_a_cut_point() -> None
 async def test_a_fold_never_overwrites_turns_stored_after_it_was_planned(
     database: Database, chat: ChatRecord, clock: FakeClock
 ) -> None:
-    agent = make_agent(ScriptedModel())
+    agent = make_agent(weather_model())
     stored = Stored(database, chat, clock, max_turns=1)
     for text in ["one", "two", "three"]:
         await stored.turn(agent, text)
@@ -287,7 +283,7 @@ async def test_a_fold_never_overwrites_turns_stored_after_it_was_planned(
 async def test_idle_expiry_starts_fresh_carrying_only_the_summary(
     database: Database, chat: ChatRecord, clock: FakeClock
 ) -> None:
-    model = ScriptedModel()
+    model = weather_model()
     agent = make_agent(model)
     stored = Stored(database, chat, clock, idle_hours=24)
     await stored.turn(agent, "old news")
@@ -302,7 +298,7 @@ async def test_idle_expiry_starts_fresh_carrying_only_the_summary(
     assert window.expired
     assert window.messages == []
     assert prompts(model.requests[-1]) == ["hello again"]
-    assert "follows DeepSeek" in (model.instructions[-1] or "")
+    assert "follows DeepSeek" in (model.infos[-1].instructions or "")
     fold = stored.last_fold
     assert fold is not None and fold.previous_summary == "Earlier: the person follows DeepSeek."
     assert prompts(fold.messages) == ["old news", "weather in Lima"]  # what the expiry set aside
@@ -318,7 +314,7 @@ async def test_idle_expiry_starts_fresh_carrying_only_the_summary(
 async def test_idle_expiry_without_a_summary_drops_the_old_messages(
     database: Database, chat: ChatRecord, clock: FakeClock
 ) -> None:
-    agent = make_agent(ScriptedModel())
+    agent = make_agent(weather_model())
     stored = Stored(database, chat, clock)
     await stored.turn(agent, "old")
     clock.advance(hours=30)

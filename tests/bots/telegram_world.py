@@ -5,20 +5,18 @@ as users run it: one Telegram Bot with its rate limiter for the frontend, answer
 and conversation; the monitor stack whose sources point at a local fake server (Hacker News answers there; the
 other sources reach nothing); the delivery worker. Then it starts the frontend (long polling or webhook) and
 the worker on the test's event loop. The clock is pinned at `T0`; the chat model is whatever the test scripts
-(a pydantic-ai `FunctionModel`) or None. Wiring defects (a second Bot, a second model set) show up here.
+(`tests.kit.ScriptedModel`) or None. Wiring defects (a second Bot, a second model set) show up here.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models import Model
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent.context import Services
 from app.service import assemble
@@ -36,8 +34,6 @@ from tests.kit import eventually
 __all__ = [
     "T0",
     "TelegramWorld",
-    "last_user_text",
-    "scripted_model",
     "telegram_world",
 ]
 
@@ -61,38 +57,6 @@ class TelegramWorld:
 
         await eventually(lambda: len(arrived()) >= count, what=f"{count} message(s) in chat {chat_id}")
         return arrived()[:count]
-
-
-def last_user_text(messages: list[ModelMessage]) -> str:
-    """The newest thing the person said, as the model received it."""
-    for message in reversed(messages):
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    return part.content
-    return ""
-
-
-@dataclass
-class ScriptedModel:
-    """A `FunctionModel` that answers each message with `answer(text)` and keeps what it was sent."""
-
-    answer: Callable[[str], str]
-    requests: list[list[ModelMessage]] = field(default_factory=list)
-    seconds: float = 0.0
-    """How long each answer takes."""
-
-    def model(self) -> FunctionModel:
-        async def respond(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
-            self.requests.append(list(messages))
-            await asyncio.sleep(self.seconds)
-            return ModelResponse(parts=[TextPart(self.answer(last_user_text(messages)))])
-
-        return FunctionModel(respond, model_name="scripted")
-
-
-def scripted_model(answer: Callable[[str], str], *, seconds: float = 0.0) -> ScriptedModel:
-    return ScriptedModel(answer, seconds=seconds)
 
 
 @asynccontextmanager

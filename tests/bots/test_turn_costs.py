@@ -6,7 +6,7 @@ is `tests.backends`'."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from sqlalchemy import event, text
 
 from agent.access import AccessPolicy
@@ -28,6 +28,7 @@ from research import ModelSet
 from storage import ChatRepository, Database, TurnRepository, UsageRepository
 from tests.bots.slack_world import T0, monitor_service
 from tests.fakes.postgres_proxy import postgres_proxy
+from tests.kit import ScriptedModel
 
 SUMMARY_MARK = "You keep the memory of a chat"
 
@@ -66,29 +67,30 @@ def counting(database: Database) -> Iterator[Counter]:
             event.remove(engine, "before_cursor_execute", on_statement)
 
 
-@dataclass
-class EchoModel:
-    """Answers at once; logs every call (chat or summary) in `log`, shared with the replies delivered."""
+def echo_answers(log: list[str]) -> Callable[[list[ModelMessage], AgentInfo], ModelResponse]:
+    """A script step answering at once: the summary, or an echo of the prompt; logs every call (chat or summary)
+    in `log`, shared with the replies delivered."""
 
-    log: list[str]
-
-    def __post_init__(self) -> None:
-        self.model = FunctionModel(self._answer, model_name="echo")
-
-    def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if SUMMARY_MARK in (info.instructions or ""):
-            self.log.append("summary")
+            log.append("summary")
             return ModelResponse(parts=[TextPart("The person counts.")])
         prompt = next(
             str(part.content)
             for part in reversed(messages[-1].parts)
             if isinstance(messages[-1], ModelRequest) and isinstance(part, UserPromptPart)
         )
-        self.log.append(f"chat {prompt}")
+        log.append(f"chat {prompt}")
         return ModelResponse(parts=[TextPart(f"echo: {prompt}")])
 
+    return answer
 
-def dispatcher(database: Database, model: EchoModel, tmp_path: Path, *, memory_turns: int = 10) -> Dispatcher:
+
+def echo_model(log: list[str]) -> ScriptedModel:
+    return ScriptedModel(echo_answers(log), name="echo", repeat_last=True)
+
+
+def dispatcher(database: Database, model: ScriptedModel, tmp_path: Path, *, memory_turns: int = 10) -> Dispatcher:
     def no_sources(_specs: object) -> list[Any]:
         raise ValueError("no sources here")
 
@@ -121,7 +123,7 @@ def said(text: str, update: int) -> Incoming:
 
 async def test_a_turn_is_one_transaction_in_and_one_out(database: Database, tmp_path: Path) -> None:
     log: list[str] = []
-    chat = dispatcher(database, EchoModel(log), tmp_path)
+    chat = dispatcher(database, echo_model(log), tmp_path)
     await chat.dispatch(said("hello", 1))  # the first message stores the chat and the person
     await chat.dispatch(said("/help", 2))
 
@@ -150,7 +152,7 @@ async def test_a_turn_is_one_transaction_in_and_one_out(database: Database, tmp_
 async def test_a_new_chat_and_a_renamed_person_cost_their_writes_in_the_same_transaction(
     database: Database, tmp_path: Path
 ) -> None:
-    chat = dispatcher(database, EchoModel([]), tmp_path)
+    chat = dispatcher(database, echo_model([]), tmp_path)
     await chat.dispatch(said("/help", 1).model_copy(update={"chat_external_id": "8"}))  # the hourly prune ran here
     with counting(database) as counter:
         await chat.dispatch(said("/help", 2))
@@ -172,7 +174,7 @@ async def test_thirty_turns_fold_in_batches_after_their_replies_and_count_every_
     database: Database, tmp_path: Path
 ) -> None:
     log: list[str] = []
-    model = EchoModel(log)
+    model = echo_model(log)
     chat = dispatcher(database, model, tmp_path, memory_turns=10)
 
     async def deliver(replies: list[Reply]) -> None:
@@ -207,15 +209,14 @@ async def test_thirty_turns_fold_in_batches_after_their_replies_and_count_every_
 async def test_the_next_turn_waits_for_a_fold_still_running(database: Database, tmp_path: Path) -> None:
     log: list[str] = []
     release = asyncio.Event()
-    model = EchoModel(log)
-    answer = model.model.function
+    answer = echo_answers(log)
 
     async def slow_summary(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if SUMMARY_MARK in (info.instructions or ""):
             await release.wait()
-        return answer(messages, info)  # type: ignore[misc,return-value]
+        return answer(messages, info)
 
-    model.model = FunctionModel(slow_summary, model_name="echo")
+    model = ScriptedModel(slow_summary, name="echo", repeat_last=True)
     chat = dispatcher(database, model, tmp_path, memory_turns=1)  # folds after the third turn
     for n in range(3):
         await chat.dispatch(said(f"message {n}", n + 1))  # the third returns with its fold still running
@@ -241,7 +242,7 @@ async def test_a_command_on_postgresql_is_two_round_trips_and_the_first_after_a_
     async with postgres_proxy(database.engine.url.render_as_string(hide_password=False)) as proxy:
         proxied = Database(proxy.url)
         try:
-            chat = dispatcher(proxied, EchoModel([]), tmp_path)
+            chat = dispatcher(proxied, echo_model([]), tmp_path)
             await chat.dispatch(said("/help", 1))  # stores the chat and the person; prepares the statements
             await chat.dispatch(said("/help", 2))
             proxy.reset()

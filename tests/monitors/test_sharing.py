@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from monitors.delivery import DeliveryWorker, RetryLater, mark_chat_gone
 from monitors.service import MonitorService
@@ -24,6 +24,7 @@ from storage import (
     RunRepository,
     SubscriptionRepository,
 )
+from tests.kit import ScriptedModel
 from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import RecordingSender, resolver
 from tests.research.fake_sources import RecordingSource, make_item
@@ -266,7 +267,7 @@ def _written_by(world: World, writer: DigestWriter) -> MonitorService:
         world.database,
         resolve_sources=resolver(world.sources),
         light_model=None,
-        heavy_model=FunctionModel(writer),
+        heavy_model=ScriptedModel(writer, repeat_last=True).model,
         out_dir=world.out_dir,
         settings=MonitorSettings(min_interval_seconds=900),
         clock=world.clock,

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from pydantic_ai import RunUsage
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.providers.google import GoogleProvider
 from pydantic_ai.usage import RequestUsage
 
 from research import ModelSet, RetryPolicy
 from research.usage import LlmUsage, estimate_cost_usd, sum_usage
+from tests.kit import ScriptedModel
 
 
 def test_a_listed_gemini_model_is_priced_per_token() -> None:
@@ -34,10 +34,8 @@ def test_usage_from_a_run_carries_the_price_and_sums_keep_it() -> None:
     priced = LlmUsage.from_run(RunUsage(requests=1, input_tokens=10_000, output_tokens=2_000), model=gemini)
     assert priced.model == "google:gemini-3.8-flash" and priced.cost_usd is not None and priced.cost_usd > 0
 
-    def scripted(messages: object, info: AgentInfo) -> object:
-        raise AssertionError("not called")
-
-    unpriced = LlmUsage.from_run(RunUsage(requests=1, input_tokens=5, output_tokens=5), model=FunctionModel(scripted))
+    never_asked = ScriptedModel(name="scripted").model  # an empty script: asking it fails the test
+    unpriced = LlmUsage.from_run(RunUsage(requests=1, input_tokens=5, output_tokens=5), model=never_asked)
     assert unpriced.cost_usd is None
     total = sum_usage([priced, unpriced])
     assert total.cost_usd == pytest.approx(priced.cost_usd)
@@ -84,12 +82,9 @@ def test_a_run_is_priced_per_response_by_the_model_that_answered() -> None:
 
 
 def test_responses_of_unknown_models_count_as_unpriced() -> None:
-    def scripted(messages: object, info: AgentInfo) -> object:
-        raise AssertionError("not called")
-
     usage = LlmUsage.from_run(
         RunUsage(requests=1, input_tokens=5),
-        model=FunctionModel(scripted, model_name="scripted"),
+        model=ScriptedModel(name="scripted").model,  # an empty script: asking it fails the test
         messages=[_response("scripted", 5, provider=None)],
     )
     assert usage.cost_usd is None and usage.model == "function:scripted"

@@ -31,7 +31,8 @@ from research.rank import rank
 from sources.base import Item
 from tests.fakes.gemini import FakeGemini
 from tests.fakes.http_server import FakeHTTPServer
-from tests.research.test_critique import ARXIV_ID, RUMOUR_ID, Collection, ScriptedModel, load_collection
+from tests.kit import ScriptedModel
+from tests.research.test_critique import ARXIV_ID, RUMOUR_ID, Collection, load_collection
 
 REUTERS_ID = "news:url:3f1c2a9b8e7d6c5b4a392817"
 VERGE_ID = "news:url:9a8b7c6d5e4f3a2b1c0d9e8f"
@@ -73,7 +74,7 @@ def top5(collection: Collection) -> Collection:
 
 def retry_messages(script: ScriptedModel, call: int) -> list[str]:
     """What the model was told to fix before request `call` (on the output-tool path, a retried tool return)."""
-    messages, _ = script.calls[call]
+    messages = script.requests[call]
     found = []
     for message in messages:
         for part in message.parts if isinstance(message, ModelRequest) else ():
@@ -90,11 +91,11 @@ async def test_a_citation_of_a_missing_item_makes_the_model_try_again(top5: Coll
         ("API prices were cut.", [3]),
         ("A viral post claims smuggled H100s.", [4]),
     )
-    script = ScriptedModel(bad, GOOD)
+    script = ScriptedModel(bad, GOOD, repeat_last=True)
 
-    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model(), clusters=top5.clusters, now=top5.now)
+    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model, clusters=top5.clusters, now=top5.now)
 
-    assert len(script.calls) == 2
+    assert script.calls == 2
     assert retry_messages(script, 0) == []
     (retry,) = retry_messages(script, 1)
     assert "[9]" in retry and "numbered 1 to 5" in retry
@@ -116,9 +117,9 @@ async def test_inline_citations_are_checked_and_kept(top5: Collection) -> None:
         *[(d["text"], d["citations"]) for d in GOOD["developments"][1:]],
         disputed=[{"claim": "Trained on smuggled H100s [4]", "status": "unverified", "citations": []}],
     )
-    script = ScriptedModel(inline_bad, inline_good)
+    script = ScriptedModel(inline_bad, inline_good, repeat_last=True)
 
-    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model(), now=top5.now)
+    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model, now=top5.now)
 
     (retry,) = retry_messages(script, 1)
     assert "[6]" in retry
@@ -128,20 +129,20 @@ async def test_inline_citations_are_checked_and_kept(top5: Collection) -> None:
 
 
 async def test_too_few_developments_makes_the_model_try_again(top5: Collection) -> None:
-    script = ScriptedModel(draft(("Only one thing happened.", [1])), GOOD)
-    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model(), clusters=top5.clusters, now=top5.now)
+    script = ScriptedModel(draft(("Only one thing happened.", [1])), GOOD, repeat_last=True)
+    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model, clusters=top5.clusters, now=top5.now)
     (retry,) = retry_messages(script, 1)
     assert "at least 3 key developments" in retry
     assert result.path == "model" and len(result.digest.developments) == 3
 
 
 async def test_persistent_bad_citations_fall_back_to_the_extractive_digest(top5: Collection) -> None:
-    script = ScriptedModel(draft(("x", [9]), ("y", [9]), ("z", [9])))
-    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model(), clusters=top5.clusters, now=top5.now)
+    script = ScriptedModel(draft(("x", [9]), ("y", [9]), ("z", [9])), repeat_last=True)
+    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model, clusters=top5.clusters, now=top5.now)
 
     assert result.path == "extractive"
     assert result.fallback_reason is not None and result.fallback_reason.startswith("UnexpectedModelBehavior")
-    assert result.usage.requests == len(script.calls) >= 2
+    assert result.usage.requests == script.calls >= 2
     expected = extractive_digest(top5.ranked, topic=top5.topic, clusters=top5.clusters, now=top5.now)
     assert result.digest == expected.model_copy(
         update={"without_model": "Summarised without the language model, which failed (unusable answer)."}
@@ -150,10 +151,12 @@ async def test_persistent_bad_citations_fall_back_to_the_extractive_digest(top5:
 
 async def test_an_api_error_falls_back_to_the_extractive_digest(top5: Collection) -> None:
     critique = heuristic_critique(top5.ranked, clusters=top5.clusters, now=top5.now)
-    script = ScriptedModel(ModelHTTPError(429, "scripted", body={"error": {"status": "RESOURCE_EXHAUSTED"}}))
+    script = ScriptedModel(
+        ModelHTTPError(429, "scripted", body={"error": {"status": "RESOURCE_EXHAUSTED"}}), repeat_last=True
+    )
 
     result = await llm_digest(
-        top5.ranked, topic=top5.topic, model=script.model(), clusters=top5.clusters, critique=critique, now=top5.now
+        top5.ranked, topic=top5.topic, model=script.model, clusters=top5.clusters, critique=critique, now=top5.now
     )
 
     assert result.path == "extractive"
@@ -182,9 +185,9 @@ def test_an_empty_digest_has_no_quality_score_and_names_failed_sources() -> None
 
 
 async def test_no_items_means_no_model_call() -> None:
-    script = ScriptedModel(RuntimeError("must not be called"))
-    result = await llm_digest([], topic="DeepSeek", model=script.model())
-    assert script.calls == [] and result.path == "extractive"
+    script = ScriptedModel(RuntimeError("must not be called"), repeat_last=True)
+    result = await llm_digest([], topic="DeepSeek", model=script.model)
+    assert script.calls == 0 and result.path == "extractive"
     assert result.digest.headline == "Nothing new about DeepSeek" and result.digest.developments == []
 
 
@@ -224,8 +227,8 @@ async def test_a_critique_of_another_list_is_not_applied(collection: Collection)
         shifted, topic=collection.topic, clusters=collection.clusters, now=collection.now
     )
 
-    script = ScriptedModel(GOOD)
-    await llm_digest(shifted, topic=collection.topic, model=script.model(), critique=critique, now=collection.now)
+    script = ScriptedModel(GOOD, repeat_last=True)
+    await llm_digest(shifted, topic=collection.topic, model=script.model, critique=critique, now=collection.now)
     assert "assessment:" not in script.user_prompt() and "contradiction between" not in script.user_prompt()
 
 
@@ -265,10 +268,10 @@ async def test_the_previous_digest_and_the_critique_reach_the_model_as_data(coll
     critique = heuristic_critique(collection.ranked, clusters=collection.clusters, now=collection.now)
     assert critique.contradictions, "the payload has two reports of one story with different figures"
     previous = PreviousDigest(headline="DeepSeek teases V4", developments=["A V4 launch date leaked [2]"])
-    script = ScriptedModel(GOOD)
+    script = ScriptedModel(GOOD, repeat_last=True)
 
     await llm_digest(
-        collection.ranked, topic=collection.topic, model=script.model(), clusters=collection.clusters,
+        collection.ranked, topic=collection.topic, model=script.model, clusters=collection.clusters,
         critique=critique, previous=previous, profile="investor", now=collection.now,
     )  # fmt: skip
 
@@ -279,7 +282,7 @@ async def test_the_previous_digest_and_the_critique_reach_the_model_as_data(coll
     assert items.count("    assessment: relevance") == len(collection.ranked)
     numbers = critique.contradictions[0].numbers
     assert f"contradiction between [{numbers[0]}], [{numbers[1]}]: the reports give different figures" in items
-    _, info = script.calls[0]
+    info = script.infos[0]
     assert "synthesis step" in (info.instructions or "") and "Reader profile: investor" in (info.instructions or "")
 
 

@@ -7,13 +7,14 @@ from datetime import timedelta
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from research.collect import ProgressEvent
 from research.iterative import AttemptSummary, StopReason, run_iterative_collection
 from research.llm import ModelLimits, ModelSet
 from research.query_variants import key_terms, planned_attempts, topic_of
 from sources.base import Item, SearchQuery, SourceError, SourceErrorKind
+from tests.kit import ScriptedModel
 from tests.research.fake_sources import (
     BASE_TIME,
     FailingSource,
@@ -45,8 +46,8 @@ def shared_pool_plus_one(pool: int) -> Callable[[SearchQuery], list[Item]]:
 
 
 class ScriptedPlanner:
-    """A FunctionModel script: calls `collect` with the next query from `queries` every turn, forever
-    (or answers with text once `finish_after` calls were made). Records what it was told."""
+    """A script step for `tests.kit.ScriptedModel`: calls `collect` with the next query from `queries` every turn,
+    forever (or answers with text once `finish_after` calls were made). Records what the tool told it."""
 
     def __init__(self, queries: list[str], *, finish_after: int | None = None) -> None:
         self.queries = queries
@@ -78,7 +79,7 @@ async def test_target_reached_ends_the_run_even_if_the_model_wants_more() -> Non
     result = await run_iterative_collection(
         "collect 30 posts about alpha",
         sources=[source],
-        model=FunctionModel(script),
+        model=ScriptedModel(script, name="planner", repeat_last=True).model,
         target=30,
         progress=events.append,
     )
@@ -88,7 +89,7 @@ async def test_target_reached_ends_the_run_even_if_the_model_wants_more() -> Non
     assert report.total_unique == len(result.items) == 40
     assert [q.text for q in source.queries] == ["alpha", "beta"]
     assert script.calls == 2, "the run ends in code right after the attempt that reached the target"
-    assert report.planner == "model:function:ScriptedPlanner:"
+    assert report.planner == "model:planner"  # the model that planned, by name
     assert [(q.text, q.new, q.duplicate) for q in report.queries] == [("alpha", 20, 0), ("beta", 20, 0)]
     assert set(result.cluster_of) == {i.id for i in result.items}
     assert {"collect"} == {t.name for t in script.infos[0].function_tools}
@@ -106,7 +107,9 @@ async def test_three_low_yield_attempts_stop_and_duplicates_are_removed_in_the_t
     source = RecordingSource("hn", shared_pool_plus_one(50))
     script = ScriptedPlanner(["a", "b", "c", "d", "e", "f"])
 
-    result = await run_iterative_collection("posts about a", sources=[source], model=FunctionModel(script), target=1000)
+    result = await run_iterative_collection(
+        "posts about a", sources=[source], model=ScriptedModel(script, repeat_last=True).model, target=1000
+    )
 
     report = result.report
     assert report.stop_reason is StopReason.LOW_YIELD
@@ -136,7 +139,11 @@ async def test_attempt_limit_ends_the_run_with_a_report() -> None:
     script = ScriptedPlanner([f"q{i}" for i in range(10)])
 
     result = await run_iterative_collection(
-        "anything", sources=[source, failing, off], model=FunctionModel(script), target=10_000, max_attempts=3
+        "anything",
+        sources=[source, failing, off],
+        model=ScriptedModel(script, repeat_last=True).model,
+        target=10_000,
+        max_attempts=3,
     )
 
     report = result.report
@@ -164,7 +171,9 @@ async def test_the_tool_refuses_work_after_a_stop_rule() -> None:
             ]
         )
 
-    result = await run_iterative_collection("x", sources=[source], model=FunctionModel(two_calls_at_once), target=10)
+    result = await run_iterative_collection(
+        "x", sources=[source], model=ScriptedModel(two_calls_at_once, repeat_last=True).model, target=10
+    )
     assert result.report.attempts == 1
     assert len(source.queries) == 1
 
@@ -174,7 +183,11 @@ async def test_a_model_that_finishes_early_is_continued_by_the_planner() -> None
     script = ScriptedPlanner(["first"], finish_after=1)
 
     result = await run_iterative_collection(
-        "collect 100 posts about Rust", sources=[source], model=FunctionModel(script), target=100, max_attempts=4
+        "collect 100 posts about Rust",
+        sources=[source],
+        model=ScriptedModel(script, repeat_last=True).model,
+        target=100,
+        max_attempts=4,
     )
 
     report = result.report
@@ -190,7 +203,9 @@ async def test_a_failing_model_degrades_to_the_planner() -> None:
         raise RuntimeError("quota exhausted")
 
     source = RecordingSource("hn", per_query_items(30))
-    result = await run_iterative_collection("DeepSeek", sources=[source], model=FunctionModel(broken), target=50)
+    result = await run_iterative_collection(
+        "DeepSeek", sources=[source], model=ScriptedModel(broken, repeat_last=True).model, target=50
+    )
     assert result.report.stop_reason is StopReason.TARGET_REACHED
     assert "quota exhausted" in result.report.notes[0]
     assert result.report.planner.endswith("+deterministic")
@@ -264,7 +279,11 @@ async def test_same_text_in_two_languages_is_counted_per_query() -> None:
         return ModelResponse(parts=[ToolCallPart("collect", {"queries": queries})])
 
     result = await run_iterative_collection(
-        "DeepSeek", sources=[source], model=FunctionModel(both_languages), target=1000, max_attempts=1
+        "DeepSeek",
+        sources=[source],
+        model=ScriptedModel(both_languages, repeat_last=True).model,
+        target=1000,
+        max_attempts=1,
     )
     assert [(q.text, q.language, q.new, q.returned) for q in result.report.queries] == [
         ("DeepSeek", None, 3, 3),
@@ -286,7 +305,7 @@ async def test_collect_calls_beyond_a_few_per_response_are_refused_not_run() -> 
         return ModelResponse(parts=calls)
 
     limits = ModelLimits(max_tool_calls_per_response=3)
-    model = ModelSet.of(FunctionModel(many_at_once), None, limits=limits).light
+    model = ModelSet.of(ScriptedModel(many_at_once, repeat_last=True).model, None, limits=limits).light
     assert model is not None
     await run_iterative_collection("x", sources=[source], model=model, target=100_000, max_attempts=20)
 

@@ -8,7 +8,6 @@ from pydantic_ai import Agent, ModelHTTPError
 from pydantic_ai.exceptions import FallbackExceptionGroup, UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models import Model
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from research.critique import llm_critique
@@ -26,6 +25,7 @@ from research.llm import (
 from research.plan import plan_queries
 from research.rank import RankedItem, rank
 from tests.fakes.gemini import daily_quota_body
+from tests.kit import ScriptedModel
 from tests.research.fake_sources import BASE_TIME, make_item
 
 
@@ -40,21 +40,6 @@ def per_minute(model: str) -> ModelHTTPError:
 
 def unavailable(model: str) -> ModelHTTPError:
     return ModelHTTPError(status_code=503, model_name=model, body={"error": {"status": "UNAVAILABLE"}})
-
-
-class Script:
-    """A FunctionModel's function: raises or answers from a list (the last entry repeats); counts calls."""
-
-    def __init__(self, *outcomes: Exception | str) -> None:
-        self.outcomes = list(outcomes)
-        self.calls = 0
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.calls += 1
-        outcome = self.outcomes.pop(0) if len(self.outcomes) > 1 else self.outcomes[0]
-        if isinstance(outcome, Exception):
-            raise outcome
-        return ModelResponse(parts=[TextPart(content=outcome)])
 
 
 class Waits:
@@ -90,10 +75,12 @@ def test_describe_failure_names_the_daily_quota_and_each_model() -> None:
 
 
 async def test_a_transient_failure_is_retried_with_backoff_then_the_secondary_answers() -> None:
-    primary, secondary, waits = Script(unavailable("primary")), Script("from the secondary"), Waits()
+    primary = ScriptedModel(unavailable("primary"), name="primary", repeat_last=True)
+    secondary = ScriptedModel("from the secondary", name="secondary", repeat_last=True)
+    waits = Waits()
     model = resilient_model(
-        FunctionModel(primary, model_name="primary"),
-        FunctionModel(secondary, model_name="secondary"),
+        primary.model,
+        secondary.model,
         policy=RetryPolicy(attempts=3, base_delay=1.0, max_delay=8.0, sleep=waits),
     )
     assert model is not None
@@ -108,10 +95,12 @@ async def test_a_transient_failure_is_retried_with_backoff_then_the_secondary_an
 
 
 async def test_a_per_minute_rate_limit_is_retried_and_the_primary_answers() -> None:
-    primary, secondary, waits = Script(per_minute("primary"), "from the primary"), Script("never"), Waits()
+    primary = ScriptedModel(per_minute("primary"), "from the primary", name="primary", repeat_last=True)
+    secondary = ScriptedModel("never", name="secondary", repeat_last=True)
+    waits = Waits()
     model = resilient_model(
-        FunctionModel(primary, model_name="primary"),
-        FunctionModel(secondary, model_name="secondary"),
+        primary.model,
+        secondary.model,
         policy=RetryPolicy(sleep=waits),
     )
     assert model is not None
@@ -123,10 +112,12 @@ async def test_a_per_minute_rate_limit_is_retried_and_the_primary_answers() -> N
 
 
 async def test_a_daily_quota_is_not_retried_and_the_secondary_is_tried_once() -> None:
-    primary, secondary, waits = Script(daily_quota("primary")), Script(daily_quota("secondary")), Waits()
+    primary = ScriptedModel(daily_quota("primary"), name="primary", repeat_last=True)
+    secondary = ScriptedModel(daily_quota("secondary"), name="secondary", repeat_last=True)
+    waits = Waits()
     model = resilient_model(
-        FunctionModel(primary, model_name="primary"),
-        FunctionModel(secondary, model_name="secondary"),
+        primary.model,
+        secondary.model,
         policy=RetryPolicy(attempts=5, sleep=waits),
     )
     assert model is not None
@@ -140,8 +131,9 @@ async def test_a_daily_quota_is_not_retried_and_the_secondary_is_tried_once() ->
 
 
 async def test_a_rejected_request_is_not_sent_to_the_secondary() -> None:
-    primary, secondary = Script(ModelHTTPError(status_code=401, model_name="primary")), Script("never")
-    model = resilient_model(FunctionModel(primary), FunctionModel(secondary), policy=RetryPolicy(sleep=Waits()))
+    primary = ScriptedModel(ModelHTTPError(status_code=401, model_name="primary"), name="primary", repeat_last=True)
+    secondary = ScriptedModel("never", name="secondary", repeat_last=True)
+    model = resilient_model(primary.model, secondary.model, policy=RetryPolicy(sleep=Waits()))
     assert model is not None
     with pytest.raises(ModelHTTPError):
         await Agent(model).run("hi")
@@ -184,10 +176,10 @@ def top_items() -> list[RankedItem]:
     return rank(items, topic="DeepSeek", now=BASE_TIME)
 
 
-def quota_chain(heavy: Script, light: Script) -> Model:
+def quota_chain(heavy: ScriptedModel, light: ScriptedModel) -> Model:
     model = resilient_model(
-        FunctionModel(heavy, model_name="heavy"),
-        FunctionModel(light, model_name="light"),
+        heavy.model,
+        light.model,
         policy=RetryPolicy(sleep=Waits()),
     )
     assert model is not None
@@ -195,7 +187,8 @@ def quota_chain(heavy: Script, light: Script) -> Model:
 
 
 async def test_every_step_reports_a_daily_quota_as_such() -> None:
-    heavy, light = Script(daily_quota("heavy")), Script(daily_quota("light"))
+    heavy = ScriptedModel(daily_quota("heavy"), name="heavy", repeat_last=True)
+    light = ScriptedModel(daily_quota("light"), name="light", repeat_last=True)
     model = quota_chain(heavy, light)
     ranked = top_items()
 
@@ -212,10 +205,11 @@ async def test_every_step_reports_a_daily_quota_as_such() -> None:
 
 async def test_after_a_daily_quota_the_model_is_left_alone_for_the_cooldown() -> None:
     now = [0.0]
-    primary, secondary = Script(daily_quota("primary"), "primary is back"), Script("secondary answers")
+    primary = ScriptedModel(daily_quota("primary"), "primary is back", name="primary", repeat_last=True)
+    secondary = ScriptedModel("secondary answers", name="secondary", repeat_last=True)
     model = resilient_model(
-        FunctionModel(primary, model_name="primary"),
-        FunctionModel(secondary, model_name="secondary"),
+        primary.model,
+        secondary.model,
         policy=RetryPolicy(sleep=Waits(), quota=QuotaMemory(cooldown=600, clock=lambda: now[0])),
     )
     assert model is not None

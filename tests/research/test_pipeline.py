@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from research.collect import ProgressEvent
 from research.critique import SNIPPET_CHARS
@@ -30,6 +30,7 @@ from research.pipeline import (
 )
 from research.plan import QueryPlan, deterministic_plan
 from sources.base import Item, SearchQuery, SourceError, SourceErrorKind
+from tests.kit import ScriptedModel
 from tests.research.fake_sources import (
     BASE_TIME,
     FailingSource,
@@ -151,22 +152,17 @@ class HeavyScript:
         return ModelResponse(parts=[ToolCallPart(tool.name, answer)])
 
 
-@dataclass
-class LightScript:
-    """The light model: answers the plan with fixed queries; records its prompts."""
+PLAN_ANSWER: dict[str, Any] = {
+    "queries": ["DeepSeek R1 release", "DeepSeek R1"],
+    "source_queries": [{"source": "hn", "queries": ["DeepSeek R1"]}, {"source": "nope", "queries": ["x"]}],
+    "keywords": ["R1", "DeepSeek"],
+}
+"""The light model's plan: fixed queries (the topic among them), one per-source list and an unknown source."""
 
-    answer: dict[str, Any] = field(
-        default_factory=lambda: {
-            "queries": ["DeepSeek R1 release", "DeepSeek R1"],
-            "source_queries": [{"source": "hn", "queries": ["DeepSeek R1"]}, {"source": "nope", "queries": ["x"]}],
-            "keywords": ["R1", "DeepSeek"],
-        }
-    )
-    prompts: list[str] = field(default_factory=list)
 
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.prompts.append(prompt_of(messages))
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, self.answer)])
+def light_script() -> ScriptedModel:
+    """The light model: answers every plan request with `PLAN_ANSWER`."""
+    return ScriptedModel(PLAN_ANSWER, name="light", repeat_last=True)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -180,13 +176,13 @@ def texts_sent(source: RecordingSource) -> list[str]:
 
 async def test_the_whole_pipeline_with_models(tmp_path: Path) -> None:
     sources = world_sources()
-    light, heavy = LightScript(), HeavyScript(bad_citation_first=True)
+    light, heavy = light_script(), HeavyScript(bad_citation_first=True)
     events: list[ProgressEvent] = []
 
     result = await run_pipeline(
         request_for(sources, extra_queries=["DeepSeek R1"], profile="ML engineer"),
-        light_model=FunctionModel(light, model_name="light"),
-        heavy_model=FunctionModel(heavy, model_name="heavy"),
+        light_model=light.model,
+        heavy_model=ScriptedModel(heavy, name="heavy", repeat_last=True).model,
         out_dir=tmp_path,
         stem="deepseek-r1",
         progress=events.append,
@@ -197,7 +193,7 @@ async def test_the_whole_pipeline_with_models(tmp_path: Path) -> None:
     assert result.plan_refreshed and result.plan.made_by == "model"
     assert result.plan.queries == ["DeepSeek R1", "DeepSeek R1 release"]
     assert result.plan.per_source == {"hn": ["DeepSeek R1"]}
-    assert "<monitor_topic>DeepSeek R1</monitor_topic>" in light.prompts[0]
+    assert "<monitor_topic>DeepSeek R1</monitor_topic>" in light.user_prompt(0)
     hn, news = sources
     # Collect, then one expansion round with the terms the top items share ("API", "Ascend"), anchored.
     assert texts_sent(hn) == ["DeepSeek R1", "DeepSeek API", "DeepSeek Ascend"]
@@ -287,8 +283,8 @@ async def test_without_models_every_step_has_its_deterministic_path(tmp_path: Pa
 
 async def test_a_fresh_stored_plan_is_reused_and_a_stale_or_foreign_one_is_remade(tmp_path: Path) -> None:
     stored = QueryPlan(topic=TOPIC, queries=["DeepSeek R1 stored"], made_by="model", model="light")
-    light = LightScript()
-    model = FunctionModel(light, model_name="light")
+    light = light_script()
+    model = light.model
     options = PipelineOptions(max_expansion_queries=0)
 
     async def run(**extra: Any) -> PipelineResult:
@@ -298,14 +294,14 @@ async def test_a_fresh_stored_plan_is_reused_and_a_stale_or_foreign_one_is_remad
         )  # fmt: skip
 
     fresh = await run(plan_updated_at=BASE_TIME - timedelta(days=6))
-    assert not fresh.plan_refreshed and fresh.plan == stored and light.prompts == []
+    assert not fresh.plan_refreshed and fresh.plan == stored and light.calls == 0
     stale = await run(plan_updated_at=BASE_TIME - timedelta(days=8))
-    assert stale.plan_refreshed and stale.plan.made_by == "model" and len(light.prompts) == 1
+    assert stale.plan_refreshed and stale.plan.made_by == "model" and light.calls == 1
     foreign = await run(plan_updated_at=BASE_TIME, plan=stored.model_copy(update={"topic": "Kimi K2"}))
-    assert foreign.plan_refreshed and len(light.prompts) == 2
+    assert foreign.plan_refreshed and light.calls == 2
     # A rule-made plan (the model was off or failing when it was made) is retried while a model is there.
     fallback = await run(plan_updated_at=BASE_TIME, plan=deterministic_plan(TOPIC))
-    assert fallback.plan_refreshed and fallback.plan.made_by == "model" and len(light.prompts) == 3
+    assert fallback.plan_refreshed and fallback.plan.made_by == "model" and light.calls == 3
 
 
 async def test_the_expansion_round_is_bounded_and_skipped_when_the_first_round_has_plenty(tmp_path: Path) -> None:
@@ -437,7 +433,7 @@ async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -
     result = await run_pipeline(
         request_for(failing),
         light_model=None,
-        heavy_model=FunctionModel(heavy, model_name="heavy"),
+        heavy_model=ScriptedModel(heavy, name="heavy", repeat_last=True).model,
         out_dir=tmp_path,
         stem="failed",
         now=lambda: BASE_TIME,
@@ -510,7 +506,7 @@ async def test_only_the_compact_top_k_reach_the_heavy_model(tmp_path: Path) -> N
     result = await run_pipeline(
         request_for([RecordingSource("news", lambda q: many if q.text == TOPIC else [])]),
         light_model=None,
-        heavy_model=FunctionModel(heavy, model_name="heavy"),
+        heavy_model=ScriptedModel(heavy, name="heavy", repeat_last=True).model,
         out_dir=tmp_path,
         stem="topk",
         now=lambda: BASE_TIME,
@@ -537,8 +533,8 @@ async def test_model_failures_fall_back_without_raising(tmp_path: Path) -> None:
 
     result = await run_pipeline(
         request_for(world_sources()),
-        light_model=FunctionModel(broken, model_name="light"),
-        heavy_model=FunctionModel(broken, model_name="heavy"),
+        light_model=ScriptedModel(broken, name="light", repeat_last=True).model,
+        heavy_model=ScriptedModel(broken, name="heavy", repeat_last=True).model,
         out_dir=tmp_path,
         stem="broken",
         now=lambda: BASE_TIME,

@@ -5,7 +5,6 @@ Gemini client against the fake generateContent server, built by `app.wiring.lang
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from datetime import timedelta
@@ -16,7 +15,7 @@ import pytest
 from pydantic_ai import ModelHTTPError, models
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models import Model
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from app.settings import Settings
 from app.wiring import language_models
@@ -24,6 +23,7 @@ from research.llm import DAILY_QUOTA_REASON, ModelSet, RetryPolicy
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
 from tests.fakes.gemini import FakeGemini, GeminiRequest, daily_quota_body, function_call_response
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.kit import ScriptedModel
 from tests.research.fake_sources import BASE_TIME, RecordingSource, make_item
 
 TOPIC = "DeepSeek V4"
@@ -66,34 +66,13 @@ def answer_for(schema: str, prompt: str) -> dict[str, Any]:
     return {"queries": ["DeepSeek V4"], "source_queries": [], "keywords": ["DeepSeek", "V4"]}
 
 
-class ScriptedModel:
-    """A FunctionModel that raises `error` (always, or for its first `failures` calls) and otherwise answers
-    every step well; counts its calls."""
-
-    def __init__(self, name: str, *, error: Exception | None = None, failures: int | None = None) -> None:
-        self.name = name
-        self.error = error
-        self.failures = failures
-        self.calls = 0
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.calls += 1
-        if self.error is not None and (self.failures is None or self.calls <= self.failures):
-            raise self.error
-        first = messages[0]
-        assert isinstance(first, ModelRequest)
-        prompt = "\n".join(
-            p.content for p in first.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)
-        )
-        tool = info.output_tools[0]
-        return ModelResponse(
-            parts=[ToolCallPart(tool.name, answer_for(json.dumps(tool.parameters_json_schema), prompt))]
-        )
-
-    @functools.cached_property
-    def model(self) -> FunctionModel:
-        """One model object, as `language_models` puts the same model in both fallback chains."""
-        return FunctionModel(self, model_name=self.name)
+def answering_well(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """A script step answering every pipeline step (plan, critique, digest) well, from its output tool's schema."""
+    first = messages[0]
+    assert isinstance(first, ModelRequest)
+    prompt = "\n".join(p.content for p in first.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str))
+    tool = info.output_tools[0]
+    return ModelResponse(parts=[ToolCallPart(tool.name, answer_for(json.dumps(tool.parameters_json_schema), prompt))])
 
 
 class Waits:
@@ -134,7 +113,9 @@ def chains(light: ScriptedModel, heavy: ScriptedModel, waits: Waits) -> tuple[Mo
 async def test_a_failing_heavy_model_is_retried_then_the_light_one_writes_the_digest(
     tmp_path: Path, error: ModelHTTPError
 ) -> None:
-    light, heavy, waits = ScriptedModel("light"), ScriptedModel("heavy", error=error), Waits()
+    light = ScriptedModel(answering_well, name="light", repeat_last=True)
+    heavy = ScriptedModel(error, name="heavy", repeat_last=True)
+    waits = Waits()
 
     result = await run(*chains(light, heavy, waits), tmp_path)
 
@@ -152,7 +133,9 @@ async def test_a_failing_heavy_model_is_retried_then_the_light_one_writes_the_di
 
 async def test_a_heavy_model_that_recovers_on_a_retry_writes_the_digest_itself(tmp_path: Path) -> None:
     limited = ModelHTTPError(status_code=429, model_name="heavy", body={"error": {"message": "requests per minute"}})
-    light, heavy, waits = ScriptedModel("light"), ScriptedModel("heavy", error=limited, failures=1), Waits()
+    light = ScriptedModel(answering_well, name="light", repeat_last=True)
+    heavy = ScriptedModel(limited, answering_well, name="heavy", repeat_last=True)
+    waits = Waits()
 
     result = await run(*chains(light, heavy, waits), tmp_path)
 
@@ -163,7 +146,9 @@ async def test_a_heavy_model_that_recovers_on_a_retry_writes_the_digest_itself(t
 
 
 async def test_a_daily_quota_on_the_heavy_model_goes_to_the_light_one_without_retrying(tmp_path: Path) -> None:
-    light, heavy, waits = ScriptedModel("light"), ScriptedModel("heavy", error=daily_quota("heavy")), Waits()
+    light = ScriptedModel(answering_well, name="light", repeat_last=True)
+    heavy = ScriptedModel(daily_quota("heavy"), name="heavy", repeat_last=True)
+    waits = Waits()
 
     result = await run(*chains(light, heavy, waits), tmp_path)
 
@@ -174,8 +159,8 @@ async def test_a_daily_quota_on_the_heavy_model_goes_to_the_light_one_without_re
 
 
 async def test_a_daily_quota_on_both_models_ends_in_the_extractive_digest_saying_so(tmp_path: Path) -> None:
-    light = ScriptedModel("light", error=daily_quota("light"))
-    heavy = ScriptedModel("heavy", error=daily_quota("heavy"))
+    light = ScriptedModel(daily_quota("light"), name="light", repeat_last=True)
+    heavy = ScriptedModel(daily_quota("heavy"), name="heavy", repeat_last=True)
     waits = Waits()
 
     result = await run(*chains(light, heavy, waits), tmp_path)

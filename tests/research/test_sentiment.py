@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from research.chart import SENTIMENT_COLOURS, volume_counts, write_volume_chart
 from research.digest import Digest, QualityCheck
 from research.pipeline import run_pipeline
 from research.sentiment import Sentiment, lexicon_sentiment, mean_sentiment, tone_shift
+from tests.kit import ScriptedModel
 from tests.research.fake_sources import make_item
 from tests.research.test_pipeline import (
     BASE_TIME,
@@ -104,7 +105,7 @@ async def test_the_critique_gives_the_tone_the_csv_shows_it_and_the_digest_names
     result = await run_pipeline(
         request_for([source()], previous_digest=previous),
         light_model=None,
-        heavy_model=FunctionModel(critique_with_tone, model_name="heavy"),
+        heavy_model=ScriptedModel(critique_with_tone, name="heavy", repeat_last=True).model,
         out_dir=tmp_path,
         stem="model",
         now=lambda: BASE_TIME,

@@ -21,9 +21,9 @@ from storage import (
     MonitorRepository,
     SubscriptionRepository,
 )
-from tests.agent.chat_world import ChatWorld, ScriptedModel, call, make_world, say
+from tests.agent.chat_world import ChatWorld, make_world
 from tests.fakes.http_server import FakeHTTPServer
-from tests.kit import FakeClock
+from tests.kit import FakeClock, ScriptedModel, call, say
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_a_catalogue_tool_takes_its_schema_from_the_arguments_model() -> None:
 
 async def test_a_proposal_stores_the_action_and_yes_runs_the_command(world: ChatWorld) -> None:
     view = await world.monitors.create_monitor(world.chat.id, "Rust", schedule_text="daily at 09:00", sources=["hn"])
-    agent = world.agent(ScriptedModel([call("pause_monitor", monitor_id=view.id), say("Pause it?")]).model)
+    agent = world.agent(ScriptedModel(call("pause_monitor", monitor_id=view.id), say("Pause it?")).model)
 
     await agent.reply(world.turn("pause Rust"))
     record = await ConversationRepository(world.database).load(world.chat.id)
@@ -85,7 +85,7 @@ async def test_a_pause_proposed_by_an_older_version_still_confirms(world: ChatWo
     view = await world.monitors.create_monitor(world.chat.id, "Rust", sources=["hn"])
     await _store(world, {"kind": "pause", "description": f"pause monitor #{view.id}", "monitor_id": view.id})
 
-    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+    done = await world.agent(ScriptedModel().model).settle_confirmation(world.turn("yes"))
 
     assert done is not None and f"Monitor #{view.id} “Rust” is paused" in done[0].text
     assert (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
@@ -95,7 +95,7 @@ async def test_a_stored_action_this_version_lacks_is_refused_in_a_sentence(world
     view = await world.monitors.create_monitor(world.chat.id, "Rust", sources=["hn"])
     await _store(world, {"kind": "action", "description": "frobnicate", "action": "frobnicate", "arguments": {}})
 
-    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+    done = await world.agent(ScriptedModel().model).settle_confirmation(world.turn("yes"))
 
     assert done is not None and done[0].text.startswith("This version of Lookout cannot do “frobnicate” any more")
     assert not (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
@@ -122,11 +122,9 @@ async def test_a_transfer_proposal_stores_the_chat_it_resolved_and_yes_hands_it_
     await world.monitors.sharing.share(view.id, chat_id=world.chat.id)
     await world.monitors.sharing.subscribe(other.id, view.id)
     script = ScriptedModel(
-        [
-            call("transfer_monitor", monitor_id=view.id, to_chat="nobody"),
-            call("transfer_monitor", monitor_id=view.id, to_chat="Research"),
-            say("Hand it over?"),
-        ]
+        call("transfer_monitor", monitor_id=view.id, to_chat="nobody"),
+        call("transfer_monitor", monitor_id=view.id, to_chat="Research"),
+        say("Hand it over?"),
     )
     agent = world.agent(script.model)
 
@@ -151,7 +149,7 @@ async def test_briefing_and_delivery_proposals_of_an_older_version_still_confirm
     theirs = await world.monitors.create_monitor(other.id, "DeepSeek", sources=["hn"])
     await world.monitors.sharing.share(theirs.id, chat_id=other.id)
     await world.monitors.sharing.subscribe(world.chat.id, theirs.id)
-    agent = world.agent(ScriptedModel([]).model)
+    agent = world.agent(ScriptedModel().model)
 
     await _store(world, {"kind": "briefing", "description": "brief me", "schedule_text": "weekdays at 07:30 in UTC"})
     briefed = await agent.settle_confirmation(world.turn("yes"))
@@ -167,7 +165,7 @@ async def test_briefing_and_delivery_proposals_of_an_older_version_still_confirm
 
 
 async def test_create_and_update_proposals_of_an_older_version_still_confirm(world: ChatWorld) -> None:
-    agent = world.agent(ScriptedModel([]).model)
+    agent = world.agent(ScriptedModel().model)
     await _store(world, {"kind": "create", "description": "create", "topic": "Rust", "schedule_text":
                          "daily at 08:00 in UTC", "sources": ["hn"], "timezone": "UTC"})  # fmt: skip
     created = await agent.settle_confirmation(world.turn("yes"))
@@ -186,7 +184,7 @@ async def test_an_import_confirmed_from_an_older_version_still_creates_its_monit
     entries = [{"topic": "Rust", "sources": ["hn"]}, {"topic": "Zig", "sources": ["hn"]}]
     await _store(world, {"kind": "import", "description": "create 2 monitors from a.json", "entries": entries})
 
-    done = await world.agent(ScriptedModel([]).model).settle_confirmation(world.turn("yes"))
+    done = await world.agent(ScriptedModel().model).settle_confirmation(world.turn("yes"))
 
     assert done is not None and done[0].text.startswith("Created 2 monitors:")
     assert sorted(await world.monitor_topics()) == ["Rust", "Zig"]

@@ -11,15 +11,15 @@ import pytest
 from pydantic_ai import ModelHTTPError, ModelRateLimitError
 from pydantic_ai.exceptions import ModelQuotaExceededError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.usage import RequestUsage
 
 from agent.chat.summary import summarise
 from agent.commands.settings import ForgetCommand, forget
 from storage import ChatRecord, ConversationRepository, Database, UsageEntry, UsageRepository
-from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns, user_prompts
+from tests.agent.chat_world import ChatWorld, hn_hit, make_world
 from tests.fakes.http_server import FakeHTTPServer
-from tests.kit import FakeClock
+from tests.kit import FakeClock, ScriptedModel, Step, call, say, tool_returns, user_prompts
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ async def test_a_tool_using_conversation_searches_the_sources_and_answers_with_t
     world: ChatWorld, clock: FakeClock
 ) -> None:
     world.serve_hn([hn_hit("1", "DeepSeek releases R2", text="A new model.", created=clock.now - timedelta(hours=2))])
-    model = ScriptedModel([call("search_sources", query="DeepSeek", sources=["hn"], days=3), say("R2 is out [1].")])
+    model = ScriptedModel(call("search_sources", query="DeepSeek", sources=["hn"], days=3), say("R2 is out [1]."))
 
     replies = await world.agent(model.model).reply(world.turn("what's new with DeepSeek?"))
 
@@ -61,7 +61,7 @@ async def test_a_tool_using_conversation_searches_the_sources_and_answers_with_t
 
 
 async def test_the_second_request_carries_the_first_exchange(world: ChatWorld) -> None:
-    model = ScriptedModel([say("Hello Alice."), say("You asked me to say hello.")])
+    model = ScriptedModel(say("Hello Alice."), say("You asked me to say hello."))
     agent = world.agent(model.model)
 
     await agent.reply(world.turn("say hello"))
@@ -74,17 +74,17 @@ async def test_the_second_request_carries_the_first_exchange(world: ChatWorld) -
 
 
 async def test_memory_survives_a_new_agent_object_like_a_restart(world: ChatWorld) -> None:
-    first = ScriptedModel([say("Noted: you like Rust.")])
+    first = ScriptedModel(say("Noted: you like Rust."))
     await world.agent(first.model).reply(world.turn("I like Rust"))
 
-    second = ScriptedModel([say("You like Rust.")])
+    second = ScriptedModel(say("You like Rust."))
     await world.agent(second.model).reply(world.turn("what do I like?"))
 
     assert user_prompts(second.requests[0]) == ["I like Rust", "what do I like?"]
 
 
 async def test_memory_is_per_thread(world: ChatWorld) -> None:
-    model = ScriptedModel([say("one"), say("two")])
+    model = ScriptedModel(say("one"), say("two"))
     agent = world.agent(model.model)
     await agent.reply(world.turn("in thread A", thread_key="A"))
     await agent.reply(world.turn("in thread B", thread_key="B"))
@@ -101,7 +101,7 @@ async def test_old_turns_are_folded_in_batches_and_the_context_stays_bounded(wor
     # MEMORY_TURNS=2 folds in batches of 2: after the 4th turn, then after the 6th
     steps = [say("answer 0"), say("answer 1"), say("answer 2"), say("answer 3"), summariser]
     steps += [say("answer 4"), say("answer 5"), summariser, say("answer 6")]
-    model = ScriptedModel(steps)
+    model = ScriptedModel(*steps)
     agent = world.agent(model.model, memory_turns=2)
 
     for n in range(7):
@@ -131,7 +131,7 @@ async def test_a_failing_summary_does_not_break_the_answer_and_is_tried_again(wo
     def summariser(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return say("S: " + " | ".join(line for line in texts(messages).splitlines() if line.startswith("Person:")))
 
-    model = ScriptedModel([say("a"), say("b"), say("c"), broken, say("d"), summariser])
+    model = ScriptedModel(say("a"), say("b"), say("c"), broken, say("d"), summariser)
     agent = world.agent(model.model, memory_turns=1)
     await world.reply(agent, world.turn("one"))
     await world.reply(agent, world.turn("two"))
@@ -156,14 +156,14 @@ async def test_a_summary_over_its_token_limit_is_not_used_but_counts() -> None:
         return ModelResponse(parts=[TextPart(" The person counts. ")], usage=RequestUsage(input_tokens=900))
 
     turns = [ModelRequest(parts=[UserPromptPart("one")]), ModelResponse(parts=[TextPart("1")])]
-    over = await summarise(None, turns, model=FunctionModel(wordy, model_name="scripted"))
-    fine = await summarise(None, turns, model=FunctionModel(brief, model_name="scripted"))
+    over = await summarise(None, turns, model=ScriptedModel(wordy, repeat_last=True).model)
+    fine = await summarise(None, turns, model=ScriptedModel(brief, repeat_last=True).model)
     assert (over.text, over.usage.requests, over.usage.input_tokens) == (None, 1, 25_000)
     assert (fine.text, fine.usage.requests, fine.usage.input_tokens) == ("The person counts.", 1, 900)
 
 
 async def test_forget_clears_what_the_agent_remembers(world: ChatWorld) -> None:
-    model = ScriptedModel([say("Noted."), say("I know nothing about you.")])
+    model = ScriptedModel(say("Noted."), say("I know nothing about you."))
     agent = world.agent(model.model)
     turn = world.turn("my name is Alice")
     await agent.reply(turn)
@@ -186,7 +186,7 @@ async def test_after_idle_hours_the_next_message_starts_fresh_with_only_the_summ
         assert "Person: I follow DeepSeek" in texts(messages)
         return say("The person follows DeepSeek.")
 
-    model = ScriptedModel([say("Noted."), say("Welcome back."), summariser])
+    model = ScriptedModel(say("Noted."), say("Welcome back."), summariser)
     agent = world.agent(model.model, memory_idle_hours=24)
     await world.reply(agent, world.turn("I follow DeepSeek"))
     clock.advance(hours=25)
@@ -199,7 +199,7 @@ async def test_after_idle_hours_the_next_message_starts_fresh_with_only_the_summ
 
 
 async def test_usage_is_recorded_and_a_spent_budget_stops_model_calls(world: ChatWorld, clock: FakeClock) -> None:
-    model = ScriptedModel([say("first answer")])
+    model = ScriptedModel(say("first answer"))
     agent = world.agent(model.model, chat_daily_tokens=1000)
     await agent.reply(world.turn("hello"))
     totals = await UsageRepository(world.database).for_day(world.chat.id, clock.now.date())
@@ -223,7 +223,7 @@ async def test_the_rest_of_the_daily_budget_caps_the_run(world: ChatWorld, clock
     await UsageRepository(world.database).add(
         world.chat.id, clock.now.date(), UsageEntry(kind="chat", input_tokens=995)
     )
-    model = ScriptedModel([call("list_monitors"), say("never reached")])
+    model = ScriptedModel(call("list_monitors"), say("never reached"))
 
     replies = await world.agent(model.model, chat_daily_tokens=1000).reply(world.turn("a long question " * 20))
 
@@ -234,7 +234,7 @@ async def test_the_rest_of_the_daily_budget_caps_the_run(world: ChatWorld, clock
 
 
 async def test_a_run_that_outgrows_its_request_limit_says_so(world: ChatWorld) -> None:
-    model = ScriptedModel([call("list_monitors")] * 5)
+    model = ScriptedModel(*[call("list_monitors")] * 5)
     replies = await world.agent(model.model, request_limit=2).reply(world.turn("loop"))
     assert "more steps or tokens" in replies[0].text
     assert len(model.requests) == 2
@@ -244,8 +244,8 @@ async def test_a_rate_limited_model_is_retried_then_the_heavy_model_answers(worl
     def limited(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise ModelHTTPError.for_category(ModelRateLimitError, status_code=429, model_name="light")
 
-    light = ScriptedModel([limited, limited, limited], name="light")
-    heavy = ScriptedModel([say("heavy answers")], name="heavy")
+    light = ScriptedModel(limited, limited, limited, name="light")
+    heavy = ScriptedModel(say("heavy answers"), name="heavy")
 
     replies = await world.agent(light.model, heavy.model).reply(world.turn("hello"))
 
@@ -258,8 +258,8 @@ async def test_a_server_error_falls_back_and_memory_keeps_the_exchange(world: Ch
     def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise ModelHTTPError(status_code=503, model_name="light", body={"error": "unavailable"})
 
-    light = ScriptedModel([broken] * 3 + [say("light is back")], name="light")
-    heavy = ScriptedModel([say("from heavy")], name="heavy")
+    light = ScriptedModel(broken, broken, broken, say("light is back"), name="light")
+    heavy = ScriptedModel(say("from heavy"), name="heavy")
     agent = world.agent(light.model, heavy.model)
     assert (await agent.reply(world.turn("one")))[0].text == "from heavy"
     assert (await agent.reply(world.turn("two")))[0].text == "light is back"
@@ -269,15 +269,15 @@ async def test_a_server_error_falls_back_and_memory_keeps_the_exchange(world: Ch
 async def test_a_daily_quota_is_not_retried_and_the_reply_says_so(world: ChatWorld) -> None:
     calls: list[str] = []
 
-    def quota(name: str) -> object:
+    def quota(name: str) -> Step:
         def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             calls.append(name)
             raise ModelHTTPError.for_category(ModelQuotaExceededError, status_code=429, model_name=name)
 
         return answer
 
-    light = ScriptedModel([quota("light")], name="light")  # type: ignore[list-item]
-    heavy = ScriptedModel([quota("heavy")], name="heavy")  # type: ignore[list-item]
+    light = ScriptedModel(quota("light"), name="light")
+    heavy = ScriptedModel(quota("heavy"), name="heavy")
 
     replies = await world.agent(light.model, heavy.model).reply(world.turn("hello"))
 
@@ -306,7 +306,7 @@ async def test_an_unexpected_error_is_a_short_message_with_an_error_id(world: Ch
     def crash(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise RuntimeError("boom in our code")
 
-    replies = await world.agent(ScriptedModel([crash]).model).reply(world.turn("hello"))
+    replies = await world.agent(ScriptedModel(crash).model).reply(world.turn("hello"))
     assert replies[0].text.startswith("Something went wrong on my side (error id ")
     assert "boom" not in replies[0].text
 
@@ -317,7 +317,7 @@ async def test_requests_carry_the_chat_profile_and_language(world: ChatWorld, da
     updated = await ChatRepository(database).update(world.chat.id, language="de", profile="We are a robotics lab.")
     assert updated is not None
     world.chat = updated
-    model = ScriptedModel([say("Hallo")])
+    model = ScriptedModel(say("Hallo"))
     await world.agent(model.model).reply(world.turn("hi"))
     instructions = model.infos[0].instructions or ""
     assert "The chat's language: de" in instructions

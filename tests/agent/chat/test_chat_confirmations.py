@@ -14,9 +14,9 @@ from pydantic_ai.models.function import AgentInfo
 from agent.conversation import Conversation
 from agent.messages import Reply
 from storage import ChatRecord, ChatRepository, Database, MonitorRepository
-from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns
+from tests.agent.chat_world import ChatWorld, hn_hit, make_world
 from tests.fakes.http_server import FakeHTTPServer
-from tests.kit import FakeClock
+from tests.kit import FakeClock, ScriptedModel, call, say, tool_returns
 
 
 @pytest.fixture
@@ -35,10 +35,8 @@ def retried(messages: list[ModelMessage]) -> list[ToolReturnPart]:
 
 def track_deepseek() -> ScriptedModel:
     return ScriptedModel(
-        [
-            call("create_monitor", topic="DeepSeek", schedule="daily at 08:00", sources=["hn", "news"]),
-            say("I'll track DeepSeek every morning at 08:00 once you confirm."),
-        ]
+        call("create_monitor", topic="DeepSeek", schedule="daily at 08:00", sources=["hn", "news"]),
+        say("I'll track DeepSeek every morning at 08:00 once you confirm."),
     )
 
 
@@ -85,7 +83,7 @@ async def test_a_yes_typed_after_a_restart_still_confirms(world: ChatWorld) -> N
     before_restart = world.agent(track_deepseek().model)
     await before_restart.reply(world.turn("Track DeepSeek every morning"))
 
-    after_restart = world.agent(ScriptedModel([]).model)  # a new process: nothing in memory but the database
+    after_restart = world.agent(ScriptedModel().model)  # a new process: nothing in memory but the database
     done = await after_restart.settle_confirmation(world.turn("yes"))
 
     assert done is not None and "Created monitor" in done[0].text
@@ -95,7 +93,7 @@ async def test_a_yes_typed_after_a_restart_still_confirms(world: ChatWorld) -> N
 async def test_two_processes_answering_one_confirmation_carry_it_out_once(world: ChatWorld) -> None:
     proposal = (await world.agent(track_deepseek().model).reply(world.turn("Track DeepSeek")))[0]
     confirm = proposal.buttons[0].callback_data
-    first, second = world.agent(ScriptedModel([]).model), world.agent(ScriptedModel([]).model)
+    first, second = world.agent(ScriptedModel().model), world.agent(ScriptedModel().model)
 
     answers = await asyncio.gather(
         first.settle_confirmation(world.turn("Yes, do it", callback_data=confirm)),
@@ -121,7 +119,7 @@ async def test_a_button_pressed_in_another_thread_of_the_chat_still_confirms(wor
 
 
 async def test_cancel_by_button_or_by_no_changes_nothing(world: ChatWorld) -> None:
-    agent = world.agent(ScriptedModel([*track_deepseek().steps, *track_deepseek().steps]).model)
+    agent = world.agent(ScriptedModel(*track_deepseek().steps, *track_deepseek().steps).model)
     proposal = (await agent.reply(world.turn("Track DeepSeek")))[0]
     cancelled = await agent.settle_confirmation(world.turn("Cancel", callback_data=proposal.buttons[1].callback_data))
     assert cancelled is not None and "nothing was changed" in cancelled[0].text
@@ -144,7 +142,7 @@ async def test_a_confirmation_expires(world: ChatWorld, clock: FakeClock) -> Non
 
 
 async def test_yes_without_anything_open_is_ordinary_text(world: ChatWorld) -> None:
-    agent = world.agent(ScriptedModel([]).model)
+    agent = world.agent(ScriptedModel().model)
     assert await agent.settle_confirmation(world.turn("yes")) is None
     assert await agent.settle_confirmation(world.turn("x", callback_data="page:2")) is None
 
@@ -170,11 +168,9 @@ async def test_only_the_asker_in_the_same_chat_can_confirm(world: ChatWorld, dat
 
 async def test_a_wrong_schedule_goes_back_to_the_model_which_fixes_it(world: ChatWorld) -> None:
     model = ScriptedModel(
-        [
-            call("create_monitor", topic="DeepSeek", schedule="each morning-ish"),
-            call("create_monitor", topic="DeepSeek", schedule="daily at 08:00"),
-            say("Confirm?"),
-        ]
+        call("create_monitor", topic="DeepSeek", schedule="each morning-ish"),
+        call("create_monitor", topic="DeepSeek", schedule="daily at 08:00"),
+        say("Confirm?"),
     )
     agent = world.agent(model.model)
     await agent.reply(world.turn("Track DeepSeek every morning"))
@@ -189,14 +185,12 @@ async def test_a_wrong_schedule_goes_back_to_the_model_which_fixes_it(world: Cha
 async def test_update_pause_and_delete_wait_for_confirmation(world: ChatWorld) -> None:
     view = await world.monitors.create_monitor(world.chat.id, "Rust", schedule_text="daily at 09:00", sources=["hn"])
     model = ScriptedModel(
-        [
-            call("update_monitor", monitor_id=view.id, schedule="every 6 hours"),
-            say("Change it?"),
-            call("pause_monitor", monitor_id=view.id),
-            say("Pause it?"),
-            call("delete_monitor", monitor_id=view.id),
-            say("Delete it?"),
-        ]
+        call("update_monitor", monitor_id=view.id, schedule="every 6 hours"),
+        say("Change it?"),
+        call("pause_monitor", monitor_id=view.id),
+        say("Pause it?"),
+        call("delete_monitor", monitor_id=view.id),
+        say("Delete it?"),
     )
     agent = world.agent(model.model)
 
@@ -221,7 +215,7 @@ async def test_update_pause_and_delete_wait_for_confirmation(world: ChatWorld) -
 async def test_another_chats_monitor_cannot_be_touched(world: ChatWorld, database: Database) -> None:
     other_chat = await ChatRepository(database).get_or_create("telegram", "2002", title="Other")
     theirs = await world.monitors.create_monitor(other_chat.id, "Theirs", sources=["hn"])
-    model = ScriptedModel([call("delete_monitor", monitor_id=theirs.id), say("I can't find it.")])
+    model = ScriptedModel(call("delete_monitor", monitor_id=theirs.id), say("I can't find it."))
     replies = await world.agent(model.model).reply(world.turn(f"delete monitor {theirs.id}"))
     assert replies[0].buttons == ()
     retry = retried(model.requests[1])
@@ -243,7 +237,7 @@ async def test_an_injected_instruction_in_a_feed_item_changes_nothing(world: Cha
             return call("delete_monitor", monitor_id=mine.id)
         return say("nothing to do")
 
-    model = ScriptedModel([call("search_sources", query="Rust", sources=["hn"]), gullible, say("Here is the news.")])
+    model = ScriptedModel(call("search_sources", query="Rust", sources=["hn"]), gullible, say("Here is the news."))
     agent = world.agent(model.model)
 
     reply = (await agent.reply(world.turn("any Rust news?")))[0]
@@ -276,7 +270,7 @@ async def test_the_conversation_routes_yes_to_the_open_confirmation(world: ChatW
 
 
 async def test_the_model_later_knows_what_was_confirmed(world: ChatWorld) -> None:
-    model = ScriptedModel([*track_deepseek().steps, say("You have DeepSeek.")])
+    model = ScriptedModel(*track_deepseek().steps, say("You have DeepSeek."))
     agent = world.agent(model.model)
     await agent.reply(world.turn("Track DeepSeek every morning"))
     await agent.settle_confirmation(world.turn("yes"))
@@ -288,7 +282,7 @@ async def test_the_model_later_knows_what_was_confirmed(world: ChatWorld) -> Non
 async def test_asking_for_nothing_new_notes_in_words_waits_for_confirmation(world: ChatWorld) -> None:
     view = await world.monitors.create_monitor(world.chat.id, "Rust", schedule_text="daily at 09:00", sources=["hn"])
     model = ScriptedModel(
-        [call("update_monitor", monitor_id=view.id, quiet=False), say("Shall I send a note on empty days?")]
+        call("update_monitor", monitor_id=view.id, quiet=False), say("Shall I send a note on empty days?")
     )
     agent = world.agent(model.model)
 
@@ -307,7 +301,7 @@ async def test_a_private_feed_goes_back_to_the_model_naming_the_setting(
     built = await make_world(database, clock, fake_server, chat, tmp_path, allow_private_urls=False)
     feed = f"{fake_server.url}/feed.xml"
     model = ScriptedModel(
-        [call("create_monitor", topic="Rust", sources=[f"rss:{feed}"]), say("That feed cannot be used.")]
+        call("create_monitor", topic="Rust", sources=[f"rss:{feed}"]), say("That feed cannot be used.")
     )
     try:
         await built.agent(model.model).reply(built.turn("track Rust from my local feed"))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 from pydantic_ai import Agent, ModelHTTPError, ModelRateLimitError
 from pydantic_ai.exceptions import ModelQuotaExceededError, ModelServerError
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent.chat.instructions import UNTRUSTED_TAG, untrusted_block
 from agent.chat.llm import (
@@ -19,6 +17,7 @@ from agent.chat.llm import (
 )
 from agent.confirmations import answer_of
 from research import ModelSet, QuotaMemory
+from tests.kit import ScriptedModel
 
 
 def test_failure_kinds() -> None:
@@ -44,19 +43,6 @@ def test_failure_messages_for_groups() -> None:
     assert "(API key refused, HTTP 401)" in rejected and "rate" not in rejected
 
 
-class Script:
-    def __init__(self, *outcomes: Exception | str) -> None:
-        self.outcomes = list(outcomes)
-        self.calls = 0
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.calls += 1
-        outcome = self.outcomes.pop(0)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return ModelResponse(parts=[TextPart(content=outcome)])
-
-
 async def test_retries_wait_with_backoff_and_honour_a_short_retry_after() -> None:
     waits: list[float] = []
 
@@ -66,8 +52,8 @@ async def test_retries_wait_with_backoff_and_honour_a_short_retry_after() -> Non
     limited = ModelHTTPError.for_category(
         ModelRateLimitError, status_code=429, model_name="m", headers={"retry-after": "3"}
     )
-    script = Script(ModelHTTPError(status_code=500, model_name="m"), limited, "ok")
-    model = RetryingModel(FunctionModel(script), attempts=3, base_delay=1.0, max_delay=8.0, sleep=sleep)
+    script = ScriptedModel(ModelHTTPError(status_code=500, model_name="m"), limited, "ok")
+    model = RetryingModel(script.model, attempts=3, base_delay=1.0, max_delay=8.0, sleep=sleep)
 
     result = await Agent(model).run("hi")
 
@@ -80,20 +66,22 @@ async def test_a_long_retry_after_moves_to_the_other_model_at_once() -> None:
     long_wait = ModelHTTPError.for_category(
         ModelRateLimitError, status_code=429, model_name="light", headers={"retry-after": "600"}
     )
-    light, heavy = Script(long_wait), Script("heavy ok")
+    light = ScriptedModel(long_wait, name="light")
+    heavy = ScriptedModel("heavy ok", name="heavy")
 
     async def sleep(seconds: float) -> None:
         raise AssertionError("no waiting expected")
 
-    model = ModelSet.of(FunctionModel(light), FunctionModel(heavy), policy=RetryPolicy(sleep=sleep)).light
+    model = ModelSet.of(light.model, heavy.model, policy=RetryPolicy(sleep=sleep)).light
     assert model is not None
     result = await Agent(model).run("hi")
     assert result.output == "heavy ok" and light.calls == 1
 
 
 async def test_a_rejected_request_does_not_fall_back() -> None:
-    light, heavy = Script(ModelHTTPError(status_code=401, model_name="light")), Script("never")
-    model = ModelSet.of(FunctionModel(light), FunctionModel(heavy)).light
+    light = ScriptedModel(ModelHTTPError(status_code=401, model_name="light"), name="light")
+    heavy = ScriptedModel("never", name="heavy")
+    model = ModelSet.of(light.model, heavy.model).light
     assert model is not None
     with pytest.raises(ModelHTTPError):
         await Agent(model).run("hi")
@@ -101,19 +89,19 @@ async def test_a_rejected_request_does_not_fall_back() -> None:
 
 
 def test_no_light_model_means_no_chat_model() -> None:
-    assert ModelSet.of(None, FunctionModel(Script("x"))).light is None
+    assert ModelSet.of(None, ScriptedModel("x").model).light is None
 
 
 async def test_spent_quotas_are_remembered_by_model_name_across_objects_and_chains() -> None:
     daily = ModelHTTPError.for_category(ModelQuotaExceededError, status_code=429, model_name="flash")
-    spent = Script(daily)
+    spent = ScriptedModel(daily, name="flash")
     quota = QuotaMemory(cooldown=600)
-    first = RetryPolicy(attempts=1, quota=quota).wrap(FunctionModel(spent, model_name="flash"))
+    first = RetryPolicy(attempts=1, quota=quota).wrap(spent.model)
     # another object for the same model (another chain of the process): not asked while the quota is spent
-    twin = Script("should not be asked")
-    second = RetryPolicy(attempts=1, quota=quota).wrap(FunctionModel(twin, model_name="flash"))
-    other = Script("answered")
-    unrelated = RetryPolicy(attempts=1, quota=quota).wrap(FunctionModel(other, model_name="pro"))
+    twin = ScriptedModel("should not be asked", name="flash")
+    second = RetryPolicy(attempts=1, quota=quota).wrap(twin.model)
+    other = ScriptedModel("answered", name="pro")
+    unrelated = RetryPolicy(attempts=1, quota=quota).wrap(other.model)
     with pytest.raises(ModelHTTPError):
         await Agent(first).run("hi")
     with pytest.raises(ModelHTTPError):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pydantic_ai import ModelHTTPError
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
 from research import STORED_ITEMS_CSV_COLUMNS
@@ -25,9 +25,9 @@ from storage import (
     RunOutcome,
     RunRepository,
 )
-from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns
+from tests.agent.chat_world import ChatWorld, hn_hit, make_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
-from tests.kit import FakeClock
+from tests.kit import Answer, FakeClock, ScriptedModel, call, say, tool_returns
 
 PAYLOADS = Path(__file__).parents[2] / "sources" / "payloads"
 
@@ -48,7 +48,7 @@ def last_tool_text(model: ScriptedModel, index: int = 1) -> str:
 async def test_read_page_returns_the_article_as_delimited_data(world: ChatWorld) -> None:
     world.server.route("GET", "/article", FakeResponse(body=(PAYLOADS / "page_article.html").read_bytes(),
                                                       content_type="text/html"))  # fmt: skip
-    model = ScriptedModel([call("read_page", url=f"{world.server.url}/article"), say("It is about DeepSeek.")])
+    model = ScriptedModel(call("read_page", url=f"{world.server.url}/article"), say("It is about DeepSeek."))
 
     await world.agent(model.model).reply(world.turn("read this"))
 
@@ -63,7 +63,7 @@ async def test_read_page_goes_through_the_ssrf_guard(world: ChatWorld) -> None:
     guarded = HttpClient(user_agent="lookout-tests", max_retries=0)  # private addresses refused, as in production
     world.http = guarded
     try:
-        model = ScriptedModel([call("read_page", url=f"{world.server.url}/secret"), say("Could not read it.")])
+        model = ScriptedModel(call("read_page", url=f"{world.server.url}/secret"), say("Could not read it."))
         await world.agent(model.model).reply(world.turn("read my router page"))
     finally:
         await guarded.aclose()
@@ -77,12 +77,16 @@ async def test_collect_runs_the_job_and_attaches_the_csv(world: ChatWorld, clock
     hits = [hn_hit(str(n), f"DeepSeek story {n}", created=clock.now - timedelta(hours=n + 1)) for n in range(12)]
     world.serve_hn(hits)
 
-    def planner(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        raise ModelHTTPError(status_code=400, model_name="scripted", body="the planner is not scripted")
+    def planner(messages: list[ModelMessage], info: AgentInfo) -> Answer | None:
+        """The collection job's planner (an agent without the chat's tools) shares the model, unscripted."""
+        if "search_sources" in {tool.name for tool in info.function_tools}:
+            return None
+        return ModelHTTPError(status_code=400, model_name="scripted", body="the planner is not scripted")
 
     model = ScriptedModel(
-        [call("collect", request="DeepSeek", target=10, sources=["hn"]), say("Done, the CSV is attached.")],
-        other_agents=planner,
+        call("collect", request="DeepSeek", target=10, sources=["hn"]),
+        say("Done, the CSV is attached."),
+        aside=planner,
     )
 
     reply = (await world.agent(model.model).reply(world.turn("collect posts about DeepSeek")))[0]
@@ -108,12 +112,10 @@ async def test_run_monitor_now_queues_the_digest_and_history_and_export_see_its_
     world.serve_hn(hits)
     view = await world.monitors.create_monitor(world.chat.id, "DeepSeek", sources=["hn"])
     model = ScriptedModel(
-        [
-            call("run_monitor_now", monitor_id=view.id),
-            call("search_history", text="DeepSeek news"),
-            call("export_items", monitor_id=view.id, days=7),
-            say("The digest is on its way and the CSV is attached."),
-        ]
+        call("run_monitor_now", monitor_id=view.id),
+        call("search_history", text="DeepSeek news"),
+        call("export_items", monitor_id=view.id, days=7),
+        say("The digest is on its way and the CSV is attached."),
     )
 
     reply = (await world.agent(model.model).reply(world.turn("run DeepSeek now and export it")))[0]
@@ -140,7 +142,7 @@ async def test_run_monitor_now_queues_the_digest_and_history_and_export_see_its_
 async def test_export_of_another_chats_monitor_is_refused(world: ChatWorld, database: Database) -> None:
     other = await ChatRepository(database).get_or_create("telegram", "2002")
     theirs = await world.monitors.create_monitor(other.id, "Theirs", sources=["hn"])
-    model = ScriptedModel([call("export_items", monitor_id=theirs.id), say("No such monitor here.")])
+    model = ScriptedModel(call("export_items", monitor_id=theirs.id), say("No such monitor here."))
     reply = (await world.agent(model.model).reply(world.turn("export theirs")))[0]
     assert reply.attachments == ()
     assert "no monitor" in last_tool_text(model).lower()
@@ -155,7 +157,7 @@ async def test_timeline_counts_per_day_and_attaches_a_chart(world: ChatWorld, cl
     await store_for_search(world, world.chat, [item(0, 0), item(1, 0), item(2, 2), item(3, 40)])
     other = await ChatRepository(world.database).get_or_create("telegram", "2002")
     await store_for_search(world, other, [item(4, 0)])  # another chat's item is not counted here
-    model = ScriptedModel([call("timeline", topic="Rust", days=7), say("Two busy days.")])
+    model = ScriptedModel(call("timeline", topic="Rust", days=7), say("Two busy days."))
 
     reply = (await world.agent(model.model).reply(world.turn("how much Rust lately?")))[0]
 
@@ -190,7 +192,7 @@ async def test_search_history_sees_only_what_was_collected_for_this_chat(world: 
                       published=when, collected_at=when)  # fmt: skip
     await store_for_search(world, world.chat, [mine])
     model = ScriptedModel(
-        [call("search_history", text="DeepSeek"), call("search_history", text="DeepSeek secret"), say("Here.")]
+        call("search_history", text="DeepSeek"), call("search_history", text="DeepSeek secret"), say("Here.")
     )
 
     await world.agent(model.model).reply(world.turn("what did we collect about DeepSeek?"))
@@ -204,7 +206,7 @@ async def test_list_monitors_shows_only_this_chats_monitors(world: ChatWorld, da
     other = await ChatRepository(database).get_or_create("telegram", "2002")
     await world.monitors.create_monitor(other.id, "Theirs", sources=["hn"])
     mine = await world.monitors.create_monitor(world.chat.id, "Mine", schedule_text="every 6 hours", sources=["hn"])
-    model = ScriptedModel([call("list_monitors"), say("You have one.")])
+    model = ScriptedModel(call("list_monitors"), say("You have one."))
     await world.agent(model.model).reply(world.turn("what do I track?"))
     listed = tool_returns(model.requests[1])[-1].content
     assert [entry.id for entry in listed] == [mine.id]  # type: ignore[union-attr]
@@ -214,11 +216,9 @@ async def test_list_monitors_shows_only_this_chats_monitors(world: ChatWorld, da
 async def test_unknown_source_names_go_back_to_the_model(world: ChatWorld) -> None:
     world.serve_hn([])
     model = ScriptedModel(
-        [
-            call("search_sources", query="Rust", sources=["myspace"]),
-            call("search_sources", query="Rust", sources=["hn"]),
-            say("Nothing found."),
-        ]
+        call("search_sources", query="Rust", sources=["myspace"]),
+        call("search_sources", query="Rust", sources=["hn"]),
+        say("Nothing found."),
     )
     await world.agent(model.model).reply(world.turn("rust news"))
     retried = tool_returns(model.requests[1])[-1]

@@ -13,10 +13,10 @@ from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.providers.google import GoogleProvider
 
 from storage import ChatRecord, ChatRepository, Database, DeliveryMode, MonitorRepository, SubscriptionRepository
-from tests.agent.chat_world import ChatWorld, ScriptedModel, call, make_world, say, tool_returns
+from tests.agent.chat_world import ChatWorld, make_world
 from tests.fakes.gemini import FakeGemini
 from tests.fakes.http_server import FakeHTTPServer
-from tests.kit import FakeClock
+from tests.kit import FakeClock, ScriptedModel, call, say, tool_returns
 
 
 @pytest.fixture
@@ -38,11 +38,9 @@ async def _shared_by_another_chat(world: ChatWorld) -> tuple[ChatRecord, int]:
 async def test_browse_then_subscribe_only_after_yes(world: ChatWorld) -> None:
     _other, monitor_id = await _shared_by_another_chat(world)
     script = ScriptedModel(
-        [
-            call("browse_shared_monitors", words="deepseek"),
-            call("subscribe_to_monitor", monitor_id=monitor_id),
-            say("There is a shared DeepSeek monitor; I can subscribe this chat once you confirm."),
-        ]
+        call("browse_shared_monitors", words="deepseek"),
+        call("subscribe_to_monitor", monitor_id=monitor_id),
+        say("There is a shared DeepSeek monitor; I can subscribe this chat once you confirm."),
     )
     agent = world.agent(script.model)
 
@@ -66,11 +64,9 @@ async def test_a_subscriber_pauses_its_delivery_and_chooses_now_through_the_agen
     await world.monitors.sharing.subscribe(world.chat.id, monitor_id)
     await ChatRepository(world.database).update(world.chat.id, briefing_schedule="daily at 08:00 in UTC")
     script = ScriptedModel(
-        [
-            call("pause_monitor", monitor_id=monitor_id),
-            call("set_delivery", monitor_id=monitor_id, how="now"),
-            say("Proposed."),
-        ]
+        call("pause_monitor", monitor_id=monitor_id),
+        call("set_delivery", monitor_id=monitor_id, how="now"),
+        say("Proposed."),
     )
     agent = world.agent(script.model)
 
@@ -92,13 +88,11 @@ async def test_share_and_briefing_proposals_and_what_a_subscriber_may_not_do(wor
     _other, theirs = await _shared_by_another_chat(world)
     await world.monitors.sharing.subscribe(world.chat.id, theirs)
     script = ScriptedModel(
-        [
-            call("share_monitor", monitor_id=theirs),
-            call("share_monitor", monitor_id=own.id),
-            call("set_briefing", schedule="every morning"),
-            call("set_briefing", schedule="weekdays at 07:30"),
-            say("Proposed."),
-        ]
+        call("share_monitor", monitor_id=theirs),
+        call("share_monitor", monitor_id=own.id),
+        call("set_briefing", schedule="every morning"),
+        call("set_briefing", schedule="weekdays at 07:30"),
+        say("Proposed."),
     )
     agent = world.agent(script.model)
 
@@ -117,7 +111,7 @@ async def test_share_and_briefing_proposals_and_what_a_subscriber_may_not_do(wor
 
 async def test_export_monitors_attaches_the_files_at_once(world: ChatWorld) -> None:
     await world.monitors.create_monitor(world.chat.id, "Mistral", sources="hn")
-    script = ScriptedModel([call("export_monitors"), say("Here they are.")])
+    script = ScriptedModel(call("export_monitors"), say("Here they are."))
 
     reply = (await world.agent(script.model).reply(world.turn("export my monitors")))[0]
 

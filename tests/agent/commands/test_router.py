@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.models.test import TestModel
 
 from agent.commands.catalogue import CATALOGUE, START_TEXT, help_text, parse_command
@@ -24,6 +24,7 @@ from sources import SearchQuery
 from storage import ConversationRepository, Database, UsageEntry, UsageRepository
 from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import ScriptedModel
 
 
 @pytest.fixture
@@ -299,7 +300,11 @@ async def test_forget_with_the_real_chat_agent_clears_what_it_remembered(
         return ModelResponse(parts=[TextPart(content="Noted.")])
 
     async with open_world(
-        database, fake_server, tmp_path, light_model=FunctionModel(chat_model), real_chat_agent=True
+        database,
+        fake_server,
+        tmp_path,
+        light_model=ScriptedModel(chat_model, repeat_last=True).model,
+        real_chat_agent=True,
     ) as world:
         await world.say("our codename is Falcon")
         await world.say("what is our codename?")

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from pydantic_ai import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from research import STORED_ITEMS_CSV_COLUMNS
 from storage import ChatRepository, Database, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
 from tests.agent.commands.router_world import OTHER_CHAT, PAYLOADS, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
-from tests.research.test_pipeline import HeavyScript, LightScript
+from tests.kit import ScriptedModel
+from tests.research.test_pipeline import HeavyScript, light_script
 
 
 @pytest.fixture
@@ -218,7 +219,7 @@ async def test_export_bad_arguments(world: RouterWorld) -> None:
 async def test_search_with_scripted_models_writes_their_digest_and_counts_the_tokens(
     database: Database, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    heavy, light = HeavyScript(), LightScript()
+    heavy, light = HeavyScript(), light_script()
     instructions: list[str] = []
 
     def heavy_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -226,7 +227,11 @@ async def test_search_with_scripted_models_writes_their_digest_and_counts_the_to
         return heavy(messages, info)
 
     async with open_world(
-        database, fake_server, tmp_path, heavy_model=FunctionModel(heavy_model), light_model=FunctionModel(light)
+        database,
+        fake_server,
+        tmp_path,
+        heavy_model=ScriptedModel(heavy_model, repeat_last=True).model,
+        light_model=light.model,
     ) as world:
         await world.say("/profile We build open-weight model tooling")
         said = await world.say("/search DeepSeek")
@@ -235,7 +240,7 @@ async def test_search_with_scripted_models_writes_their_digest_and_counts_the_to
 
     assert said.text.startswith("The search for “DeepSeek” ran: ")
     assert "**DeepSeek R1 leads the open leaderboard" in sent.text  # the heavy model's digest
-    assert light.prompts and heavy.critique_prompts and heavy.digest_prompts
+    assert light.calls and heavy.critique_prompts and heavy.digest_prompts
     assert any("Reader profile: We build open-weight model tooling" in text for text in instructions)
     today = next(line for line in usage.text.splitlines() if line.startswith("Today (2026-11-20, UTC): "))
     assert "nothing yet" not in today and " in 3 requests" in today
@@ -244,22 +249,22 @@ async def test_search_with_scripted_models_writes_their_digest_and_counts_the_to
 async def test_a_spent_budget_makes_search_run_without_the_model(
     database: Database, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    heavy, light = HeavyScript(), LightScript()
+    heavy, light = HeavyScript(), light_script()
     async with open_world(
         database,
         fake_server,
         tmp_path,
-        heavy_model=FunctionModel(heavy),
-        light_model=FunctionModel(light),
+        heavy_model=ScriptedModel(heavy, repeat_last=True).model,
+        light_model=light.model,
         chat_daily_tokens=1,
     ) as world:
         first = await world.say("/search DeepSeek")  # spends more than the 1-token budget
-        requests_after_first = len(light.prompts) + len(heavy.critique_prompts) + len(heavy.digest_prompts)
+        requests_after_first = light.calls + len(heavy.critique_prompts) + len(heavy.digest_prompts)
         second = await world.say("/search DeepSeek")
         sent = await world.deliver()
 
     assert requests_after_first > 0 and "budget" not in first.text
-    assert len(light.prompts) + len(heavy.critique_prompts) + len(heavy.digest_prompts) == requests_after_first
+    assert light.calls + len(heavy.critique_prompts) + len(heavy.digest_prompts) == requests_after_first
     assert second.text.startswith("The search for “DeepSeek” ran: ")
     assert "model budget for this chat is spent" in second.text
     assert len(sent) == 2  # both digests still reach the chat
@@ -271,7 +276,9 @@ async def test_collect_counts_the_planning_models_tokens_against_the_chat(
     def planner(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[TextPart(content="I leave the searching to you.")])
 
-    async with open_world(database, fake_server, tmp_path, light_model=FunctionModel(planner)) as world:
+    async with open_world(
+        database, fake_server, tmp_path, light_model=ScriptedModel(planner, repeat_last=True).model
+    ) as world:
         said = await world.say("/collect DeepSeek V4 reactions target 12")
         usage = await world.say("/usage")
 
@@ -293,7 +300,10 @@ async def test_collects_planner_is_retried_then_answered_by_the_heavy_model(
         asked.append("heavy")
         return ModelResponse(parts=[TextPart(content="I leave the searching to you.")])
 
-    light_model, heavy_model = FunctionModel(light, model_name="light"), FunctionModel(heavy, model_name="heavy")
+    light_model, heavy_model = (
+        ScriptedModel(light, name="light", repeat_last=True).model,
+        ScriptedModel(heavy, name="heavy", repeat_last=True).model,
+    )
     async with open_world(database, fake_server, tmp_path, light_model=light_model, heavy_model=heavy_model) as world:
         said = await world.say("/collect DeepSeek V4 reactions target 12")
         usage = await world.say("/usage")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import socket
 import time
@@ -18,8 +19,7 @@ import httpx
 import pytest
 import uvicorn
 import yaml
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
 
 from agent.chat.agent import EXPIRED_MESSAGE
 from agent.confirmations import CONFIRM_PREFIX
@@ -48,7 +48,7 @@ from tests.fakes.slack import (
     event_body,
     running_fake_slack,
 )
-from tests.kit import eventually
+from tests.kit import ScriptedModel, eventually
 
 MANIFEST = Path(__file__).parents[3] / "slack_app_manifest.yaml"
 CHANNEL = "C0RESEARCH"
@@ -56,26 +56,22 @@ USER = "U0ANN"
 FORM = "application/x-www-form-urlencoded"
 
 
-class ScriptedModel:
-    """A FunctionModel script: answers every request with a numbered line and keeps what it was sent."""
+def numbered_answers() -> ScriptedModel:
+    """A scripted model answering every request with a numbered line ("Answer number 1.", ...)."""
+    numbers = itertools.count(1)
+    return ScriptedModel(lambda _messages, _info: f"Answer number {next(numbers)}.", repeat_last=True)
 
-    def __init__(self) -> None:
-        self.requests: list[list[ModelMessage]] = []
 
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.requests.append(list(messages))
-        return ModelResponse(parts=[TextPart(f"Answer number {len(self.requests)}.")])
-
-    def prompts(self, index: int) -> list[str]:
-        """The user prompts and model texts the `index`-th request carried, oldest first."""
-        seen: list[str] = []
-        for message in self.requests[index]:
-            parts = message.parts
-            if isinstance(message, ModelRequest):
-                seen.extend(str(p.content) for p in parts if isinstance(p, UserPromptPart))
-            else:
-                seen.extend(p.content for p in parts if isinstance(p, TextPart))
-        return seen
+def conversation(model: ScriptedModel, index: int) -> list[str]:
+    """The user prompts and model texts the `index`-th request carried, oldest first."""
+    seen: list[str] = []
+    for message in model.requests[index]:
+        parts = message.parts
+        if isinstance(message, ModelRequest):
+            seen.extend(str(p.content) for p in parts if isinstance(p, UserPromptPart))
+        else:
+            seen.extend(p.content for p in parts if isinstance(p, TextPart))
+    return seen
 
 
 class _Server(uvicorn.Server):
@@ -135,9 +131,9 @@ async def world(
     slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path, slack_frontend_template: Path
 ) -> AsyncIterator[World]:
     database = Database(copy_database(slack_frontend_template, tmp_path))
-    model = ScriptedModel()
+    model = numbered_answers()
     async with slack_process(
-        database, slack_api_url=slack.api_url, sources=fake_server, out_dir=tmp_path, model=FunctionModel(model)
+        database, slack_api_url=slack.api_url, sources=fake_server, out_dir=tmp_path, model=model.model
     ) as process:
         frontend = process.frontends.running["slack"]
         assert isinstance(frontend, SlackFrontend)
@@ -275,14 +271,14 @@ async def test_a_mention_is_answered_in_its_thread_with_the_thread_remembered(wo
     await eventually(lambda: len(world.replies(thread_ts="100.000100")) == 2)
 
     assert world.replies(thread_ts="100.000100")[0].section_texts() == ["Answer number 1."]
-    second = world.model.prompts(1)
+    second = conversation(world.model, 1)
     assert any("my favourite source is arXiv" in text for text in second)
     assert "Answer number 1." in second
     assert not any(BOT_USER_ID in text for text in second)  # the bot's own mention was stripped
 
     await world.event(mention("a new topic", ts="200.000100"), event_id="Ev200")
     await eventually(lambda: len(world.replies(thread_ts="200.000100")) == 1)
-    assert not any("arXiv" in text for text in world.model.prompts(2))  # another thread, another memory
+    assert not any("arXiv" in text for text in conversation(world.model, 2))  # another thread, another memory
 
 
 async def test_a_direct_message_is_answered_in_the_dm(world: World) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from bots.slack import SlackSender, build_web_client
 from bots.slack.frontend import ACK_TEXT, SlackFrontend
@@ -27,7 +27,7 @@ from tests.fakes.slack import (
     event_payload,
     running_fake_slack,
 )
-from tests.kit import eventually
+from tests.kit import ScriptedModel, eventually
 
 CHANNEL = "C0SOCKET"
 
@@ -57,7 +57,7 @@ async def frontend(
         slack_api_url=slack.api_url,
         sources=fake_server,
         out_dir=tmp_path,
-        model=FunctionModel(answer),
+        model=ScriptedModel(answer, repeat_last=True).model,
         app_token=APP_TOKEN,
     ) as process:
         slack_frontend = process.frontends.running["slack"]

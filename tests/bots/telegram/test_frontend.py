@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from telegram.error import InvalidToken
 
 from agent.access import AccessPolicy
@@ -35,10 +35,10 @@ from storage import (
 )
 from tests.bots.slack_world import T0, copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
-from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, scripted_model, telegram_world
+from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, telegram_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import ApiError, running_fake_telegram
-from tests.kit import eventually, eventually_async
+from tests.kit import ScriptedModel, eventually, eventually_async, replying
 from tests.private_postgres import postgres_binaries, private_postgres
 
 ALICE = 4201
@@ -65,8 +65,10 @@ def strip_tags(markup: str) -> str:
 
 
 async def test_a_conversation_in_a_private_chat(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:
-    script = scripted_model(lambda said: f"You said **{said}**.", seconds=0.8)  # long enough to show "typing…"
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(
+        replying(lambda said: f"You said **{said}**."), repeat_last=True, seconds=0.8
+    )  # long enough to show "typing…"
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         assert "track" in {command["command"] for command in world.fake.commands}
         world.fake.push_text(ALICE, "hello there")
         world.fake.push_text(ALICE, "and again")
@@ -118,8 +120,8 @@ async def test_a_long_answer_is_split_within_telegrams_limit(
     paragraphs = [f"Paragraph {n}: {sentence * 6}end." for n in range(21)]
     answer = "\n\n".join(paragraphs)
     assert len(answer) > 4500
-    script = scripted_model(lambda _said: answer)
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda _said: answer), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.push_text(ALICE, "tell me everything")
         await world.replies(ALICE, 2)
         await eventually(lambda: "Paragraph 20:" in (world.fake.texts(ALICE)[-1].text or ""), what="the last part")
@@ -134,8 +136,8 @@ async def test_a_long_answer_is_split_within_telegrams_limit(
 
 
 async def test_html_in_answers_is_escaped(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:
-    script = scripted_model(lambda _said: "Use <script>alert(1)</script> & **bold** R&D")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda _said: "Use <script>alert(1)</script> & **bold** R&D"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.push_text(ALICE, "show me")
         [reply] = await world.replies(ALICE, 1)
 
@@ -146,8 +148,8 @@ async def test_html_in_answers_is_escaped(db_url: str, fake_server: FakeHTTPServ
 async def test_a_429_is_waited_out_and_the_reply_still_arrives(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    script = scripted_model(lambda said: f"echo: {said}")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.fail("sendMessage", ApiError.retry_after(1), chat_id=ALICE)
         world.fake.push_text(ALICE, "ping")
         [reply] = await world.replies(ALICE, 1)
@@ -215,9 +217,9 @@ async def test_being_blocked_or_removed_pauses_the_chat_without_sending_anything
 async def test_webhook_needs_the_secret_and_a_repeated_update_is_answered_once(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    script = scripted_model(lambda said: f"echo: {said}")
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
     async with telegram_world(
-        db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model(), webhook=True
+        db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model, webhook=True
     ) as world:
         assert world.fake.webhook == {
             "url": "https://lookout.example.org/telegram/webhook",
@@ -257,13 +259,13 @@ async def test_a_webhook_update_waits_unacknowledged_for_the_database_and_is_ref
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
     unreachable = AdvisoryLocks(f"postgresql+asyncpg://lookout:lookout@127.0.0.1:{closed_port}/lookout")
-    script = scripted_model(lambda said: f"echo: {said}")
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
     try:
         async with telegram_world(
             db_url=db_url,
             sources=fake_server,
             out_dir=tmp_path,
-            model=script.model(),
+            model=script.model,
             webhook=True,
             shared_locks=unreachable,
         ) as world:
@@ -309,9 +311,9 @@ async def test_a_polled_update_is_confirmed_only_once_stored_and_answered_once_a
     # is not confirmed, so Telegram would give it to the next poller). Polling stops and starts again meanwhile
     # (another process led for a while): the update, read again, is not handled twice.
     locks = _LocksAwayAWhile(failures=4)
-    script = scripted_model(lambda said: f"echo: {said}")
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
     async with telegram_world(
-        db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model(), shared_locks=locks
+        db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model, shared_locks=locks
     ) as world:
         await world.frontend.start_polling()
         update_id = world.fake.push_text(ALICE, "while the database is away")
@@ -339,11 +341,11 @@ async def test_a_message_waits_for_a_restarted_database_and_its_own_mark_does_no
     # have been a duplicate.
     if postgres_binaries() is None:
         pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql")
-    script = scripted_model(lambda said: f"echo: {said}")
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
     with private_postgres() as server:
         await upgrade_database(server.url)
         async with telegram_world(
-            db_url=server.url, sources=fake_server, out_dir=tmp_path, model=script.model()
+            db_url=server.url, sources=fake_server, out_dir=tmp_path, model=script.model
         ) as world:
             update = world.fake.text_update(ALICE, "are you there?")
             assert not await InboundRepository(world.database).seen_before("telegram", str(update["update_id"]), now=T0)
@@ -365,10 +367,10 @@ async def test_a_turn_whose_database_went_away_while_the_model_thought_waits_for
     # usage) waits for it instead of failing, so the person gets the answer, not "something went wrong".
     if postgres_binaries() is None:
         pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql")
-    script = scripted_model(lambda said: f"echo: {said}", seconds=1.0)
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True, seconds=1.0)
     with private_postgres() as server:
         await upgrade_database(server.url)
-        world_at = telegram_world(db_url=server.url, sources=fake_server, out_dir=tmp_path, model=script.model())
+        world_at = telegram_world(db_url=server.url, sources=fake_server, out_dir=tmp_path, model=script.model)
         async with world_at as world:
             world.fake.push_text(ALICE, "think about it")
             await eventually(lambda: len(script.requests) == 1, what="the model to be asked")
@@ -382,8 +384,8 @@ async def test_a_turn_whose_database_went_away_while_the_model_thought_waits_for
 async def test_in_groups_only_messages_for_the_bot_are_answered(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    script = scripted_model(lambda said: f"echo: {said}")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         chatter = world.fake.push_text(GROUP, "just chatting among ourselves", user_id=ALICE)
         other_bots = world.fake.push_text(GROUP, "/help@some_other_bot", user_id=ALICE)
         asked = world.fake.push_text(GROUP, "@lookout_test_bot what is new?", user_id=ALICE)
@@ -412,8 +414,8 @@ async def test_a_button_press_round_trip(db_url: str, fake_server: FakeHTTPServe
         call = ToolCallPart("create_monitor", {"topic": "DeepSeek", "schedule": "daily at 08:00", "sources": ["hn"]})
         return ModelResponse(parts=[call])
 
-    model = FunctionModel(respond, model_name="scripted")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=model) as world:
+    script = ScriptedModel(respond, repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.push_text(ALICE, "track DeepSeek every morning from hn")
         [question] = await world.replies(ALICE, 1)
         markup = question.reply_markup
@@ -438,9 +440,9 @@ async def test_a_failure_inside_the_conversation_gets_a_short_true_answer(
     def broken(_said: str) -> str:
         raise RuntimeError("database password is hunter2 and the stack is deep")
 
-    script = scripted_model(broken)
+    script = ScriptedModel(replying(broken), repeat_last=True)
     caplog.set_level(logging.ERROR)
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.push_text(ALICE, "hello")
         [reply] = await world.replies(ALICE, 1)
 
@@ -451,8 +453,8 @@ async def test_a_failure_inside_the_conversation_gets_a_short_true_answer(
 
 
 async def test_polling_survives_a_bot_api_outage(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:
-    script = scripted_model(lambda said: f"echo: {said}")
-    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model()) as world:
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
         world.fake.fail("getUpdates", ApiError(502, "Bad Gateway"), times=2)
         await eventually(lambda: world.fake.rejected >= 2, what="two failed polls")
         world.fake.push_text(ALICE, "still there?")
