@@ -40,6 +40,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
+from research.language import other_language
 from sources import Backoff, Sleep
 
 __all__ = [
@@ -505,10 +506,15 @@ def _runs(words: list[str], size: int) -> list[tuple[str, ...]]:
 
 
 def unusable_answer(
-    text: str | None, *, finish_reason: str | None = None, instructions: Sequence[str] = ()
+    text: str | None,
+    *,
+    finish_reason: str | None = None,
+    instructions: Sequence[str] = (),
+    language: str | None = None,
 ) -> str | None:
     """Why a model's answer must not be used or stored, in a few words, or None when it may: cut at the output
-    limit, empty, looping (nearly all of it repeats itself), or reciting the instructions it was given."""
+    limit, empty, looping (nearly all of it repeats itself), reciting the instructions it was given, or surely in
+    another language than `language` when that was asked (`research.language.other_language`)."""
     if finish_reason == "length":
         return "cut at its length limit"
     if text is None or not text.strip():
@@ -523,6 +529,10 @@ def unusable_answer(
         for instruction in instructions:
             if said & set(_runs(_words(instruction), RECITE_WORDS)):
                 return "reciting its instructions"
+    if language:
+        written = other_language(text, language)
+        if written is not None:
+            return f"in another language ({written} where {language} was asked)"
     return None
 
 

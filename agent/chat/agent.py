@@ -282,10 +282,13 @@ class ChatAgent:
         new_messages = result.new_messages()
         last = next((m for m in reversed(new_messages) if isinstance(m, ModelResponse)), None)
         unusable = unusable_answer(
-            result.output, finish_reason=last.finish_reason if last is not None else None, instructions=[RULES]
+            result.output,
+            finish_reason=last.finish_reason if last is not None else None,
+            instructions=[RULES],
+            language=turn.chat.language,
         )
         if unusable is not None:
-            # never stored: a cut or looping answer in memory would be read back as if it were said
+            # never stored: a cut, looping or wrong-language answer in memory would be read back as if it were said
             logger.warning("chat model's answer for chat %d not used: %s", turn.chat.id, unusable)
             await self._finish(turn, now, usage=LlmUsage.from_run(usage, model=model, messages=new_messages))
             return [Reply(text=unusable_message(unusable), attachments=tuple(deps.attachments))]

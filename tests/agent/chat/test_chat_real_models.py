@@ -105,6 +105,26 @@ async def test_looping_or_reciting_answers_are_discarded(world: ChatWorld, fake:
     assert fake.requests[1].roles == ["system", "user"], "nothing of the discarded turn was stored"
 
 
+async def test_an_answer_in_another_language_than_the_chats_is_discarded(world: ChatWorld, fake: FakeOpenAI) -> None:
+    german = replace(world.chat, language="de")
+    fake.reply_text(
+        "The new DeepSeek model has been available since yesterday and is said to write code better than its rivals."
+    )
+    fake.reply_text(
+        'Das neue Modell von DeepSeek ist seit gestern verfügbar; laut "The Verge" schreibt es besseren Code als '
+        "die Konkurrenz [1]."
+    )
+    agent = chat_agent(world, fake)
+    with models.override_allow_model_requests(True):
+        wrong = await world.reply(agent, world.turn("Was gibt es Neues bei DeepSeek?", chat=german))
+        right = await world.reply(agent, world.turn("Und sonst?", chat=german))
+
+    assert wrong[0].text == unusable_message("in another language (en where de was asked)")
+    assert right[0].text.startswith("Das neue Modell"), "German with an English name and quote is German"
+    sent = json.dumps(fake.requests[1].messages)
+    assert "available since yesterday" not in sent and "Neues bei DeepSeek" not in sent, "not stored in memory"
+
+
 async def test_context_too_long_suggests_forget_and_is_not_retried(world: ChatWorld, fake: FakeOpenAI) -> None:
     fake.reply_context_exceeded()
     agent = chat_agent(world, fake)
