@@ -38,6 +38,7 @@ from research.critique import (
     outlet_of,
 )
 from research.dedupe import Cluster
+from research.language import other_language
 from research.llm import (
     OutputMode,
     estimate_tokens,
@@ -459,11 +460,22 @@ async def llm_digest(
         logger.warning("digest: the model failed (%s); using the extractive digest", reason)
         note = f"Summarised without the language model, which failed ({failure_in_words(error)})."
         return extractive(reason, LlmUsage.from_run(run_usage, model=model), note=note)
-    return DigestResult(
-        digest=digest_from_draft(result.output, numbered),
-        path="model",
-        usage=LlmUsage.from_run(result.usage, model=model, messages=result.all_messages()),
-    )
+    usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
+    written = other_language(draft_text(result.output), language) if language else None
+    if written is not None:
+        # a digest the reader cannot read is no digest: theirs is put together from the items instead
+        logger.warning(
+            "digest: the model wrote in %s where %s was asked; using the extractive digest", written, language
+        )
+        note = f"Summarised without the language model, which wrote in another language ({written}, not {language})."
+        return extractive(f"wrong language: {written} where {language} was asked", usage, note=note)
+    return DigestResult(digest=digest_from_draft(result.output, numbered), path="model", usage=usage)
+
+
+def draft_text(draft: DigestDraft) -> str:
+    """The model's own prose in a draft (headline, developments, what changed), the text its language is told by."""
+    parts = [draft.headline, *(development.text for development in draft.developments), draft.changes_since_last or ""]
+    return "\n".join(parts)
 
 
 # ---- rendering -------------------------------------------------------------------------------------------
