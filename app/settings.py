@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     """Deadline of one model request (the SDK's own retries are off; Lookout retries server errors, not timeouts)."""
     llm_run_seconds: float = Field(default=300.0, gt=0, le=7200)
     """Deadline of a whole chat turn (its requests and tool calls together)."""
+    llm_pipeline_seconds: float = Field(default=600.0, gt=0, le=14400)
+    """Deadline of a monitor run's model stages together (plan, critique, a digest per language); the stages left
+    when it passes are done without the model (heuristic critique, extractive digest)."""
     llm_output_mode: Literal["tool", "native", "prompted"] = "tool"
     """How structured output (plans, critiques, digests) is asked for: `tool` a tool call; `native` the server's
     JSON-schema response format (Ollama, llama.cpp constrain to it); `prompted` the schema in the prompt."""

@@ -414,9 +414,10 @@ async def llm_digest(
     now: datetime | None = None,
     usage_limits: UsageLimits | None = None,
     model_settings: ModelSettings | None = None,
+    run_seconds: float | None = None,
 ) -> DigestResult:
     """Write the digest with the (heavy) model, in `language` when given; on any model failure, the extractive
-    digest saying why."""
+    digest saying why. `run_seconds` shortens the run's deadline to what a monitor run has left."""
     now = now or utc_now()
     numbered = number_items(ranked, clusters)
     critique = _matching(critique, numbered)
@@ -453,7 +454,7 @@ async def llm_digest(
             usage_limits=usage_limits or DEFAULT_DIGEST_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "synthesis", model_settings),
-            timeout=limits_of(model).run_seconds,
+            timeout=limits_of(model).run_seconds if run_seconds is None else run_seconds,
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)

@@ -9,6 +9,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,6 +45,7 @@ from research.language import other_language
 from sources import Backoff, Sleep
 
 __all__ = [
+    "BUDGET_SPENT_REASON",
     "CHARS_PER_TOKEN",
     "DAILY_QUOTA_REASON",
     "REASON_CHARS",
@@ -57,6 +59,7 @@ __all__ = [
     "RetryingModel",
     "Sleep",
     "Stage",
+    "StageBudget",
     "ToolCallCap",
     "answering_model",
     "configured_model",
@@ -405,6 +408,9 @@ class ModelLimits:
     """LLM_TIMEOUT_SECONDS: one request's deadline, every attempt included (the SDK's own retries are off)."""
     run_seconds: float = 300.0
     """LLM_RUN_SECONDS: a whole chat turn's or pipeline step's deadline, tool calls and retries included."""
+    pipeline_seconds: float = 600.0
+    """LLM_PIPELINE_SECONDS: a monitor run's model stages together (plan, critique, a digest per language); stages
+    after it is spent take the no-model path."""
     context_tokens: int = 32_768
     """LLM_CONTEXT_TOKENS: the context size prompts are budgeted to (output limit included)."""
     output_mode: OutputMode = "tool"
@@ -454,6 +460,37 @@ class BoundedModel(WrapperModel):
     ) -> ModelResponse:
         merged = ModelSettings(**{**self.limits.settings("chat"), **(model_settings or {})})
         return await self.wrapped.request(messages, merged, model_request_parameters)
+
+
+@dataclass
+class StageBudget:
+    """The time a monitor run's model stages may take together (`ModelLimits.pipeline_seconds`): each stage runs
+    with what is left (never more than its own `run_seconds`), and once it is spent the later stages are not
+    started, so a run's model time is bounded by one setting however many stages and languages it has. Only time
+    inside `spending` counts: slow sources do not eat the models' time."""
+
+    seconds: float
+    clock: Callable[[], float] = time.monotonic
+    spent: float = 0.0
+
+    def left(self) -> float:
+        return max(0.0, self.seconds - self.spent)
+
+    def timeout(self, model: Model | str | None) -> float:
+        """The deadline of the next stage run with `model`: its own, or what is left of the run's when less."""
+        return min(limits_of(model).run_seconds, self.left())
+
+    @contextmanager
+    def spending(self) -> Iterator[None]:
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.spent += self.clock() - started
+
+
+BUDGET_SPENT_REASON = "the run's time for the language model (LLM_PIPELINE_SECONDS) was used up"
+"""The fallback reason of a stage not started because the run's model time was spent."""
 
 
 def limits_of(model: Model | str | None) -> ModelLimits:
