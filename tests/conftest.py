@@ -59,7 +59,8 @@ def no_internet_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         except socket.gaierror:
             with lock:
                 refused.append(str(name))
-            raise socket.gaierror(socket.EAI_NONAME, f"tests may not resolve {name!r}: no test touches the internet")
+            refusal = f"tests may not resolve {name!r}: no test touches the internet"
+            raise socket.gaierror(socket.EAI_NONAME, refusal) from None
 
     monkeypatch.setattr(socket, "getaddrinfo", guarded)
     yield refused
