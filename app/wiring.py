@@ -112,6 +112,7 @@ def model_limits(settings: Settings) -> ModelLimits:
         pipeline_seconds=settings.llm_pipeline_seconds,
         context_tokens=settings.context_tokens(),
         output_mode=settings.llm_output_mode,
+        chat_tools=settings.llm_chat_tools,
         max_tool_calls_per_response=settings.llm_max_tool_calls,
         max_tool_calls_per_turn=settings.llm_max_tool_calls_per_turn,
     )

@@ -392,6 +392,10 @@ def messages_tokens(messages: Sequence[ModelMessage]) -> int:
     return total
 
 
+SMALL_CONTEXT_TOKENS = 8192
+"""A context this small (a local model's usual) loses a quarter of itself to all 21 chat tools' definitions."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelLimits:
     """What every request to the process's models is held to (from settings): an output limit per stage, a
@@ -414,10 +418,19 @@ class ModelLimits:
     context_tokens: int = 32_768
     """LLM_CONTEXT_TOKENS: the context size prompts are budgeted to (output limit included)."""
     output_mode: OutputMode = "tool"
+    chat_tools: Literal["auto", "all", "by_message"] = "auto"
+    """LLM_CHAT_TOOLS: every chat tool on every turn, or those the message is about; `auto` chooses by message
+    when the context is small (`SMALL_CONTEXT_TOKENS`)."""
     max_tool_calls_per_response: int = 3
     """LLM_MAX_TOOL_CALLS: calls of one response beyond this are refused with a message, not run."""
     max_tool_calls_per_turn: int = 8
     """Calls in one chat turn beyond this are refused the same way."""
+
+    def offers_tools_by_message(self) -> bool:
+        """Whether a chat turn is offered only the tools its message is about (see `chat_tools`)."""
+        return self.chat_tools == "by_message" or (
+            self.chat_tools == "auto" and self.context_tokens <= SMALL_CONTEXT_TOKENS
+        )
 
     def max_tokens(self, stage: Stage) -> int:
         """The output limit of a request of `stage`."""

@@ -219,3 +219,29 @@ async def test_a_long_tool_result_is_cut_to_fit_the_budget(
     assert "Paragraph 1 " in str(result["content"]) and str(result["content"]).endswith(CUT_NOTE)
     # the wire body counts its JSON framing too, which the estimate leaves out
     assert fake.requests[1].prompt_chars <= limits.prompt_tokens("chat") * 3.5 * 1.2
+
+
+async def test_a_small_context_offers_the_tools_the_message_is_about(world: ChatWorld, fake: FakeOpenAI) -> None:
+    fake.reply_text("Nothing new on DeepSeek.")
+    fake.reply_tool_calls([("pause_monitor", {"monitor_id": 999})])
+    fake.reply_text("There is no monitor 999.")
+    fake.reply_text("Still none.")
+    fake.reply_text("Here is the page.")
+    small = chat_agent(world, fake, ModelLimits(context_tokens=8192))
+    full = chat_agent(world, fake, ModelLimits(context_tokens=8192, chat_tools="all"))
+
+    with models.override_allow_model_requests(True):
+        await world.reply(small, world.turn("any news on DeepSeek?"))
+        await world.reply(small, world.turn("pause my monitor 999 please"))
+        await world.reply(small, world.turn("and now?"))
+        await world.reply(full, world.turn("read https://example.com/post"))
+
+    news, pause, after_pause, follow_up, everything = fake.requests
+    assert set(news.tool_names) == {"search_sources", "list_monitors"}
+    assert {"pause_monitor", "create_monitor", "list_monitors"} <= set(pause.tool_names) and "collect" not in set(
+        pause.tool_names
+    )
+    assert set(after_pause.tool_names) == set(pause.tool_names), "one turn, one set of tools"
+    assert "pause_monitor" in follow_up.tool_names, "a tool the kept history called stays offered"
+    assert len(everything.tool_names) == 21 and "read_page" in everything.tool_names
+    assert news.prompt_chars < everything.prompt_chars / 2, "the two core tools are a fraction of all 21"
