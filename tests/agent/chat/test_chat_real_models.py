@@ -21,6 +21,7 @@ from research import ModelLimits, ModelSet, RetryPolicy
 from storage import ChatRecord, Database
 from tests.agent.chat_world import ChatWorld, make_world
 from tests.agent.conftest import FakeClock
+from tests.fakes.anthropic_messages import FakeAnthropic
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.openai_compat import FakeOpenAI
 
@@ -245,3 +246,33 @@ async def test_a_small_context_offers_the_tools_the_message_is_about(world: Chat
     assert "pause_monitor" in follow_up.tool_names, "a tool the kept history called stays offered"
     assert len(everything.tool_names) == 21 and "read_page" in everything.tool_names
     assert news.prompt_chars < everything.prompt_chars / 2, "the two core tools are a fraction of all 21"
+
+
+async def test_an_anthropic_model_gets_one_system_prompt_and_an_output_limit(
+    world: ChatWorld, fake_server: FakeHTTPServer
+) -> None:
+    from anthropic import AsyncAnthropic
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    claude = FakeAnthropic(fake_server, model="claude-haiku-4-5")
+    claude.reply_tool_uses([("list_monitors", {})])
+    claude.reply_text("You track nothing yet.")
+    claude.reply_text("Try /track DeepSeek.")
+    client = AsyncAnthropic(base_url=claude.base_url, api_key=claude.api_key, max_retries=0)
+    model = AnthropicModel(claude.model, provider=AnthropicProvider(anthropic_client=client))
+    policy = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, sleep=_no_sleep)
+    limits = ModelLimits(chat_max_tokens=333)
+    agent = ChatAgent(replace(world.services(), models=ModelSet.of(model, None, policy=policy, limits=limits)))
+
+    with models.override_allow_model_requests(True):
+        first = await world.reply(agent, world.turn("what do I track?"))
+        second = await world.reply(agent, world.turn("how do I start?"))
+
+    assert [first[0].text, second[0].text] == ["You track nothing yet.", "Try /track DeepSeek."]
+    assert len(claude.requests) == 3
+    for request in claude.requests:
+        assert request.system_blocks == 1 and "You are Lookout" in request.system and "Now:" in request.system
+        assert request.max_tokens == 333
+        assert request.version is not None
+    assert claude.requests[2].roles == ["user", "assistant", "user", "assistant", "user"], "memory, tool turn kept"
