@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from hypothesis import settings
 from pydantic_ai import models
 
 from tests.fakes.http_server import FakeHTTPServer, running_fake_server
+from tests.kit import NameLookups
 
 # No test reaches a real model: one that talks to a fake model server (tests/fakes/gemini.py) wraps its run in
 # `models.override_allow_model_requests(True)`; scripted models (FunctionModel, TestModel) are always allowed.
@@ -35,18 +35,17 @@ LOCAL_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopba
 
 
 @pytest.fixture(autouse=True)
-def no_internet_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def no_internet_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[NameLookups]:
     """Refuse (and fail the test for) any name lookup that would leave this machine.
 
     Every client Lookout uses (httpx, aiohttp, asyncio's `loop.getaddrinfo`, ddgs's stacks) resolves through
     `socket.getaddrinfo`; an address literal resolves locally and passes, as do the loopback names. Any other
-    name is answered with the same error an offline machine gives (so the code under test takes its offline
-    path) and recorded, and the test fails at teardown naming the host: a test that looked a name up on the
-    internet would pass or fail by the network it ran on.
+    name is answered with the error an offline machine gives (so the code under test takes its offline path) and
+    recorded, and the test fails at teardown naming the host unless it listed it in `expected`: a test that looked a
+    name up on the internet would pass or fail by the network it ran on.
     """
     real = socket.getaddrinfo
-    refused: list[str] = []
-    lock = threading.Lock()
+    lookups = NameLookups()
 
     def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
         name = host.decode() if isinstance(host, bytes) else host
@@ -57,15 +56,16 @@ def no_internet_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         try:
             return real(host, *positional, flags=flags | socket.AI_NUMERICHOST, **kwargs)
         except socket.gaierror:
-            with lock:
-                refused.append(str(name))
+            with lookups.lock:
+                lookups.refused.append(str(name))
             refusal = f"tests may not resolve {name!r}: no test touches the internet"
             raise socket.gaierror(socket.EAI_NONAME, refusal) from None
 
     monkeypatch.setattr(socket, "getaddrinfo", guarded)
-    yield refused
-    if refused:
-        pytest.fail(f"the test looked up non-local host names: {sorted(set(refused))}", pytrace=False)
+    yield lookups
+    unexpected = lookups.unexpected()
+    if unexpected:
+        pytest.fail(f"the test looked up non-local host names: {unexpected}", pytrace=False)
 
 
 @pytest.fixture

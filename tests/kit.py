@@ -5,8 +5,10 @@ package (their scripts differ); real model requests are blocked for every test i
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 __all__ = ["FakeClock", "eventually", "eventually_async"]
@@ -50,3 +52,17 @@ async def eventually_async(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(POLL_SECONDS)
+
+
+@dataclass
+class NameLookups:
+    """What the name-lookup guard refused in one test, and the names the test expects refused (a test that checks
+    what Lookout does offline lists them in `expected`)."""
+
+    refused: list[str] = field(default_factory=list)
+    expected: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def unexpected(self) -> list[str]:
+        with self.lock:
+            return sorted(set(self.refused) - self.expected)

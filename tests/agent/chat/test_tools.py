@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import socket
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -27,7 +28,7 @@ from storage import (
 )
 from tests.agent.chat_world import ChatWorld, ScriptedModel, call, hn_hit, make_world, say, tool_returns
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
-from tests.kit import FakeClock
+from tests.kit import FakeClock, NameLookups
 
 PAYLOADS = Path(__file__).parents[2] / "sources" / "payloads"
 
@@ -235,12 +236,10 @@ async def test_a_search_with_the_default_sources_asks_the_local_web_source(world
     assert [request.text for request in world.web_searches] == ["Rust"]
 
 
-def test_a_non_local_name_lookup_is_refused(no_internet_lookups: list[str]) -> None:
-    import socket
-
+def test_a_non_local_name_lookup_is_refused(no_internet_lookups: NameLookups) -> None:
     assert socket.getaddrinfo("localhost", 80)
     assert socket.getaddrinfo("127.0.0.1", 80)
     with pytest.raises(socket.gaierror):
         socket.getaddrinfo("startpage.com", 443)
-    assert no_internet_lookups == ["startpage.com"]
-    no_internet_lookups.clear()  # this test meant to look it up; the guard must not fail it
+    assert no_internet_lookups.unexpected() == ["startpage.com"], "the guard fails the test at teardown"
+    no_internet_lookups.expected.add("startpage.com")  # this test meant to look it up

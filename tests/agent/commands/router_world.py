@@ -19,7 +19,7 @@ from agent.conversation import Conversation
 from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
 from monitors import DeliveryWorker, MonitorService, MonitorSettings
 from research import ModelSet, RetryPolicy
-from sources.base import Source
+from sources.base import Source, SourceError, SourceErrorKind
 from sources.config import SourcesConfig
 from sources.http import HostPolicy, HttpClient
 from sources.registry import build_sources, feed_factory, resolve_source_specs, rsshub_factory
@@ -172,6 +172,14 @@ async def _no_sleep(_seconds: float) -> None:
     return None
 
 
+async def offline_resolver(host: str, port: int) -> list[str]:
+    """The world's DNS: the fake server's names resolve, nothing else does (as on a machine without a network), so
+    checking an imported feed's host (`HttpClient.check_untrusted`) never asks the internet."""
+    if host in ("localhost", "127.0.0.1"):
+        return ["127.0.0.1"]
+    raise SourceError(SourceErrorKind.NETWORK, f"cannot resolve {host}: the test world has no network")
+
+
 @asynccontextmanager
 async def open_world(
     database: Database,
@@ -197,6 +205,7 @@ async def open_world(
         timeout=5.0,
         max_retries=0,
         backoff_base=0.001,
+        resolver=offline_resolver,
     )
     config = sources_config(server)
     available: dict[str, Source] = build_sources(client=client, config=config)
