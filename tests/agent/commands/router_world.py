@@ -19,14 +19,14 @@ from agent.conversation import Conversation
 from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
 from monitors import DeliveryWorker, MonitorService, MonitorSettings
 from research import ModelSet, RetryPolicy
-from sources.base import Source, SourceError, SourceErrorKind
+from sources.base import Source
 from sources.config import SourcesConfig
 from sources.http import HostPolicy, HttpClient
 from sources.registry import build_sources, feed_factory, resolve_source_specs, rsshub_factory
 from sources.web import WebResult, WebResults, WebSearchRequest, WebSearchSource
 from storage import ChatRecord, ChatRepository, Database, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
-from tests.kit import FakeClock
+from tests.kit import FakeClock, offline_resolver
 from tests.monitors.fakes import RecordingSender, Sent
 
 PAYLOADS = Path(__file__).resolve().parents[2] / "sources" / "payloads"
@@ -170,14 +170,6 @@ def sources_config(server: FakeHTTPServer) -> SourcesConfig:
 
 async def _no_sleep(_seconds: float) -> None:
     return None
-
-
-async def offline_resolver(host: str, port: int) -> list[str]:
-    """The world's DNS: the fake server's names resolve, nothing else does (as on a machine without a network), so
-    checking an imported feed's host (`HttpClient.check_untrusted`) never asks the internet."""
-    if host in ("localhost", "127.0.0.1"):
-        return ["127.0.0.1"]
-    raise SourceError(SourceErrorKind.NETWORK, f"cannot resolve {host}: the test world has no network")
 
 
 @asynccontextmanager
