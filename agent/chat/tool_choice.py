@@ -2,8 +2,9 @@
 
 A small model reads every tool definition on every request: the 21 chat tools are ~2,200 tokens, a quarter of an
 8,192-token context, before the person's message. When `ModelLimits.offers_tools_by_message()` says so, a turn is
-offered `CORE_TOOLS` plus the groups whose words its message (or the conversation's last words) contains, and every
-tool the kept history already called, so a follow-up ("yes, pause it") still has the tool the last turn used.
+offered `CORE_TOOLS` plus the groups whose words its message contains, `read_page` when it or an earlier message of
+the kept history has a link, and every tool the kept history already called, so a follow-up ("yes, pause it") still
+has the tool the last turn used.
 Guarantees: the choice is a pure function of the message and the history (no model is asked); it only ever hides
 tools, never adds one the agent lacks; the confirmation gate and the tool-call caps apply to what is offered as to
 the full set. Words are matched as word starts, case-insensitively, in English and a few common other languages;
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from pydantic_ai import RunContext
-from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.tools import ToolDefinition
 
 from agent.chat.deps import ChatDeps
@@ -46,6 +47,10 @@ TOOL_GROUPS: Final[tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = (
     (
         frozenset({"set_delivery", "set_briefing", "export_monitors"}),
         ("deliver", "briefing", "email", "e-mail", "mail", "send ", "quiet", "export", "opml", "backup"),
+    ),
+    (
+        frozenset({"read_page"}),
+        ("page", "article", "link", "url", "website", "site", "read ", "seite", "artikel", "网页", "文章", "链接"),
     ),
     (
         frozenset({"collect"}),
@@ -79,10 +84,21 @@ def _called(history: Sequence[ModelMessage]) -> set[str]:
     }
 
 
+def _said(history: Sequence[ModelMessage]) -> str:
+    """The person's earlier messages in the kept history (where a link they refer to later was given)."""
+    return "\n".join(
+        part.content
+        for message in history
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart) and isinstance(part.content, str)
+    )
+
+
 def offered_tools(message: str, history: Sequence[ModelMessage] = ()) -> frozenset[str]:
     """The tools a turn with `message` is offered when tools are chosen by message (see the module docstring)."""
     offered = set(CORE_TOOLS)
-    if _URL.search(message):
+    if _URL.search(message) or _URL.search(_said(history)):
         offered.add("read_page")
     for tools, starts in TOOL_GROUPS:
         if _mentions(message, starts):

@@ -210,7 +210,7 @@ async def test_a_long_tool_result_is_cut_to_fit_the_budget(
     fake_server.route("GET", "/page", FakeResponse(body=page, content_type="text/html"))
     fake.reply_tool_calls([("read_page", {"url": f"{fake_server.url}/page"})])
     fake.reply_text("Here is what the page says.")
-    limits = ModelLimits(context_tokens=6000, chat_max_tokens=512)
+    limits = ModelLimits(context_tokens=6000, chat_max_tokens=512, chat_tools="all")  # every tool: the least room
     agent = chat_agent(world, fake, limits)
     with models.override_allow_model_requests(True):
         replies = await world.reply(agent, world.turn("what does that page say?"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 
 from agent.chat.tool_choice import CORE_TOOLS, TOOL_GROUPS, offered_tools
 from agent.chat.tools import CHAT_TOOLS
@@ -34,3 +34,9 @@ def test_every_named_tool_exists_and_a_called_tool_stays_offered() -> None:
     assert CORE_TOOLS | {"read_page"} | set().union(*(tools for tools, _ in TOOL_GROUPS)) == names
     history = [ModelResponse(parts=[ToolCallPart(tool_name="set_briefing", args={})])]
     assert "set_briefing" in offered_tools("yes", history)
+
+
+def test_a_link_given_earlier_keeps_read_page_offered() -> None:
+    history = [ModelRequest(parts=[UserPromptPart(content="look at https://example.com/post")])]
+    assert "read_page" in offered_tools("and what does it conclude?", history)
+    assert "read_page" not in offered_tools("and what does it conclude?")
