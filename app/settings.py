@@ -128,9 +128,15 @@ class Settings(BaseSettings):
     """Deadline of one model request (the SDK's own retries are off; Lookout retries server errors, not timeouts)."""
     llm_run_seconds: float = Field(default=300.0, gt=0, le=7200)
     """Deadline of a whole chat turn (its requests and tool calls together)."""
+    llm_pipeline_seconds: float = Field(default=600.0, gt=0, le=14400)
+    """Deadline of a monitor run's model stages together (plan, critique, a digest per language); the stages left
+    when it passes are done without the model (heuristic critique, extractive digest)."""
     llm_output_mode: Literal["tool", "native", "prompted"] = "tool"
     """How structured output (plans, critiques, digests) is asked for: `tool` a tool call; `native` the server's
     JSON-schema response format (Ollama, llama.cpp constrain to it); `prompted` the schema in the prompt."""
+    llm_chat_tools: Literal["auto", "all", "by_message"] = "auto"
+    """Which chat tools a turn is offered: `all`, or `by_message` (a core pair plus those its words are about, so a
+    small model is not drowned in tool definitions); `auto` chooses by message when LLM_CONTEXT_TOKENS ≤ 8192."""
     llm_max_tool_calls: int = Field(default=3, ge=1, le=50)
     """Tool calls one model response may make; more are refused with a message, not run."""
     llm_max_tool_calls_per_turn: int = Field(default=8, ge=1, le=200)

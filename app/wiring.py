@@ -111,8 +111,10 @@ def model_limits(settings: Settings) -> ModelLimits:
         collect_max_tokens=settings.llm_plan_max_tokens,
         timeout_seconds=settings.llm_timeout_seconds,
         run_seconds=settings.llm_run_seconds,
+        pipeline_seconds=settings.llm_pipeline_seconds,
         context_tokens=settings.context_tokens(),
         output_mode=settings.llm_output_mode,
+        chat_tools=settings.llm_chat_tools,
         max_tool_calls_per_response=settings.llm_max_tool_calls,
         max_tool_calls_per_turn=settings.llm_max_tool_calls_per_turn,
     )

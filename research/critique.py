@@ -506,10 +506,12 @@ async def llm_critique(
     now: datetime | None = None,
     usage_limits: UsageLimits | None = None,
     model_settings: ModelSettings | None = None,
+    run_seconds: float | None = None,
 ) -> Critique:
     """Critique with the (heavy) model; on any model failure, the heuristic critique saying why.
 
     Pass only the top-K (20-30) items: every one goes into the prompt, in compact form.
+    `run_seconds` shortens the run's deadline (LLM_RUN_SECONDS) to what a monitor run has left.
     """
     now = now or utc_now()
     numbered = number_items(ranked, clusters)
@@ -527,7 +529,7 @@ async def llm_critique(
             usage_limits=usage_limits or DEFAULT_CRITIQUE_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "critique", model_settings),
-            timeout=limits_of(model).run_seconds,
+            timeout=limits_of(model).run_seconds if run_seconds is None else run_seconds,
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)

@@ -39,7 +39,7 @@ from research.critique import (
     outlet_of,
 )
 from research.dedupe import Cluster, StoryLead, is_discussion, story_lead
-from research.language import detect_language, language_text
+from research.language import detect_language, language_text, other_language
 from research.llm import (
     OutputMode,
     estimate_tokens,
@@ -527,9 +527,10 @@ async def llm_digest(
     usage_limits: UsageLimits | None = None,
     model_settings: ModelSettings | None = None,
     leads: Mapping[str, StoryLead] | None = None,
+    run_seconds: float | None = None,
 ) -> DigestResult:
     """Write the digest with the (heavy) model, in `language` when given; on any model failure, the extractive
-    digest saying why."""
+    digest saying why. `run_seconds` shortens the run's deadline to what a monitor run has left."""
     now = now or utc_now()
     numbered = number_items(ranked, clusters)
     critique = _matching(critique, numbered)
@@ -566,18 +567,29 @@ async def llm_digest(
             usage_limits=usage_limits or DEFAULT_DIGEST_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "synthesis", model_settings),
-            timeout=limits_of(model).run_seconds,
+            timeout=limits_of(model).run_seconds if run_seconds is None else run_seconds,
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)
         logger.warning("digest: the model failed (%s); using the extractive digest", reason)
         note = f"Summarised without the language model, which failed ({failure_in_words(error)})."
         return extractive(reason, LlmUsage.from_run(run_usage, model=model), note=note)
-    return DigestResult(
-        digest=digest_from_draft(result.output, numbered),
-        path="model",
-        usage=LlmUsage.from_run(result.usage, model=model, messages=result.all_messages()),
-    )
+    usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
+    written = other_language(draft_text(result.output), language) if language else None
+    if written is not None:
+        # a digest the reader cannot read is no digest: theirs is put together from the items instead
+        logger.warning(
+            "digest: the model wrote in %s where %s was asked; using the extractive digest", written, language
+        )
+        note = f"Summarised without the language model, which wrote in another language ({written}, not {language})."
+        return extractive(f"wrong language: {written} where {language} was asked", usage, note=note)
+    return DigestResult(digest=digest_from_draft(result.output, numbered), path="model", usage=usage)
+
+
+def draft_text(draft: DigestDraft) -> str:
+    """The model's own prose in a draft (headline, developments, what changed), the text its language is told by."""
+    parts = [draft.headline, *(development.text for development in draft.developments), draft.changes_since_last or ""]
+    return "\n".join(parts)
 
 
 # ---- rendering -------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ __all__ = [
     "detect_languages",
     "item_languages",
     "language_text",
+    "other_language",
     "with_languages",
 ]
 
@@ -107,6 +108,29 @@ not. English only, because its word list is the one clustering loads anyway."""
 _LISTED_WORD = re.compile(r"[^\W\d_]{2,}")
 _UNLISTED = -math.log(RARE_FREQUENCY)
 """What `rarity` gives a word its language's list lacks."""
+
+ANSWER_MIN_LETTERS = 60
+"""An answer with fewer letters of its own (quotes, links and citations left out; a Han character counts three) is
+not judged: a short reply of names and numbers ("DeepSeek R2, 12 May") has no language to be wrong in."""
+
+ANSWER_CANDIDATES = 3
+"""fastText's top answers any of which may be the asked language for an answer to pass: close languages (Danish and
+Norwegian, Spanish and Galician) and text full of foreign names are told as the neighbour, never as nothing close."""
+
+ANSWER_CANDIDATE_SCORE = 0.05
+"""A candidate language scoring under this is noise, not a close second."""
+
+SAME_LANGUAGE = ({"no", "nb", "nn"}, {"sr", "hr", "bs", "sh"}, {"ms", "id"}, {"fil", "tl"})
+"""Codes one person may set and the detector may give for one written language."""
+
+_NOT_THE_ANSWERS_OWN = re.compile(
+    r"https?://\S+"  # links
+    r"|\[[^\]\n]*\]\([^)\s]*\)"  # markdown links, their text a title
+    r"|\[\d+(?:\s*,\s*\d+)*\]"  # citations
+    r"|`[^`]*`"  # code
+    r"|\"[^\"\n]*\"|“[^”\n]*”|„[^“”\n]*[“”]|«[^»\n]*»|「[^」\n]*」|『[^』\n]*』"  # quotes, in any style
+)
+"""What an answer may carry in another language: links, titles, citations, code and quotations."""
 
 _Model = TypeVar("_Model")
 
@@ -226,6 +250,35 @@ def detect_language(text: str) -> str | None:
         if other in HANDED_OVER and probability >= PY3LANGID_SURE:
             return str(other)
     return language
+
+
+def _primary(code: str) -> str:
+    """`pt-BR` → `pt`, `zh_Hant` → `zh`, with the codes of one written language (`SAME_LANGUAGE`) made one."""
+    primary = code.replace("_", "-").split("-", 1)[0].lower()
+    return next((min(group) for group in SAME_LANGUAGE if primary in group), primary)
+
+
+def other_language(text: str, asked: str) -> str | None:
+    """The language `text` (a model's answer) is written in when it is surely not `asked`, else None.
+
+    Only the answer's own words are judged (`_NOT_THE_ANSWERS_OWN` leaves out quotes, titles, links), and only when
+    they are long enough (`ANSWER_MIN_LETTERS`); it is "surely not" only when neither the detector's answer nor any of
+    fastText's close candidates (`ANSWER_CANDIDATES`) is `asked`, so names and mixed wording never reject an answer.
+    """
+    own = _NOT_THE_ANSWERS_OWN.sub(" ", text)[: 4 * JUDGED_CHARS]
+    if len(_LETTER.findall(own)) + 2 * len(_HAN.findall(own)) < ANSWER_MIN_LETTERS:  # a Han character says more
+        return None
+    told = detect_language(own)
+    judged = _judged(own)
+    if told is None or judged is None or _primary(told) == _primary(asked):
+        return None
+    candidates = _model().detect(judged, model="lite", k=ANSWER_CANDIDATES)
+    if any(
+        _primary(str(found["lang"])) == _primary(asked) and float(found["score"]) >= ANSWER_CANDIDATE_SCORE
+        for found in candidates
+    ):
+        return None
+    return told
 
 
 def detect_languages(texts: Sequence[str]) -> list[str | None]:

@@ -9,6 +9,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,9 +41,11 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
+from research.language import other_language
 from sources import Backoff, Sleep
 
 __all__ = [
+    "BUDGET_SPENT_REASON",
     "CHARS_PER_TOKEN",
     "DAILY_QUOTA_REASON",
     "REASON_CHARS",
@@ -56,6 +59,7 @@ __all__ = [
     "RetryingModel",
     "Sleep",
     "Stage",
+    "StageBudget",
     "ToolCallCap",
     "answering_model",
     "configured_model",
@@ -388,6 +392,10 @@ def messages_tokens(messages: Sequence[ModelMessage]) -> int:
     return total
 
 
+SMALL_CONTEXT_TOKENS = 8192
+"""A context this small (a local model's usual) loses a quarter of itself to all 21 chat tools' definitions."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelLimits:
     """What every request to the process's models is held to (from settings): an output limit per stage, a
@@ -404,13 +412,25 @@ class ModelLimits:
     """LLM_TIMEOUT_SECONDS: one request's deadline, every attempt included (the SDK's own retries are off)."""
     run_seconds: float = 300.0
     """LLM_RUN_SECONDS: a whole chat turn's or pipeline step's deadline, tool calls and retries included."""
+    pipeline_seconds: float = 600.0
+    """LLM_PIPELINE_SECONDS: a monitor run's model stages together (plan, critique, a digest per language); stages
+    after it is spent take the no-model path."""
     context_tokens: int = 32_768
     """LLM_CONTEXT_TOKENS: the context size prompts are budgeted to (output limit included)."""
     output_mode: OutputMode = "tool"
+    chat_tools: Literal["auto", "all", "by_message"] = "auto"
+    """LLM_CHAT_TOOLS: every chat tool on every turn, or those the message is about; `auto` chooses by message
+    when the context is small (`SMALL_CONTEXT_TOKENS`)."""
     max_tool_calls_per_response: int = 3
     """LLM_MAX_TOOL_CALLS: calls of one response beyond this are refused with a message, not run."""
     max_tool_calls_per_turn: int = 8
     """Calls in one chat turn beyond this are refused the same way."""
+
+    def offers_tools_by_message(self) -> bool:
+        """Whether a chat turn is offered only the tools its message is about (see `chat_tools`)."""
+        return self.chat_tools == "by_message" or (
+            self.chat_tools == "auto" and self.context_tokens <= SMALL_CONTEXT_TOKENS
+        )
 
     def max_tokens(self, stage: Stage) -> int:
         """The output limit of a request of `stage`."""
@@ -453,6 +473,37 @@ class BoundedModel(WrapperModel):
     ) -> ModelResponse:
         merged = ModelSettings(**{**self.limits.settings("chat"), **(model_settings or {})})
         return await self.wrapped.request(messages, merged, model_request_parameters)
+
+
+@dataclass
+class StageBudget:
+    """The time a monitor run's model stages may take together (`ModelLimits.pipeline_seconds`): each stage runs
+    with what is left (never more than its own `run_seconds`), and once it is spent the later stages are not
+    started, so a run's model time is bounded by one setting however many stages and languages it has. Only time
+    inside `spending` counts: slow sources do not eat the models' time."""
+
+    seconds: float
+    clock: Callable[[], float] = time.monotonic
+    spent: float = 0.0
+
+    def left(self) -> float:
+        return max(0.0, self.seconds - self.spent)
+
+    def timeout(self, model: Model | str | None) -> float:
+        """The deadline of the next stage run with `model`: its own, or what is left of the run's when less."""
+        return min(limits_of(model).run_seconds, self.left())
+
+    @contextmanager
+    def spending(self) -> Iterator[None]:
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.spent += self.clock() - started
+
+
+BUDGET_SPENT_REASON = "the run's time for the language model (LLM_PIPELINE_SECONDS) was used up"
+"""The fallback reason of a stage not started because the run's model time was spent."""
 
 
 def limits_of(model: Model | str | None) -> ModelLimits:
@@ -505,10 +556,15 @@ def _runs(words: list[str], size: int) -> list[tuple[str, ...]]:
 
 
 def unusable_answer(
-    text: str | None, *, finish_reason: str | None = None, instructions: Sequence[str] = ()
+    text: str | None,
+    *,
+    finish_reason: str | None = None,
+    instructions: Sequence[str] = (),
+    language: str | None = None,
 ) -> str | None:
     """Why a model's answer must not be used or stored, in a few words, or None when it may: cut at the output
-    limit, empty, looping (nearly all of it repeats itself), or reciting the instructions it was given."""
+    limit, empty, looping (nearly all of it repeats itself), reciting the instructions it was given, or surely in
+    another language than `language` when that was asked (`research.language.other_language`)."""
     if finish_reason == "length":
         return "cut at its length limit"
     if text is None or not text.strip():
@@ -523,6 +579,10 @@ def unusable_answer(
         for instruction in instructions:
             if said & set(_runs(_words(instruction), RECITE_WORDS)):
                 return "reciting its instructions"
+    if language:
+        written = other_language(text, language)
+        if written is not None:
+            return f"in another language ({written} where {language} was asked)"
     return None
 
 

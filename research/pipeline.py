@@ -31,9 +31,10 @@ from research.collect import (
     merge_collections,
 )
 from research.critique import Critique, heuristic_critique, llm_critique
-from research.dedupe import StoryLead, story_leads
+from research.dedupe import Cluster, StoryLead, story_leads
 from research.digest import (
     Digest,
+    DigestResult,
     PreviousDigest,
     QualityCheck,
     extractive_digest,
@@ -41,6 +42,7 @@ from research.digest import (
 )
 from research.embeddings import ItemEmbedder
 from research.export import write_json, write_run_csv
+from research.llm import BUDGET_SPENT_REASON, StageBudget, limits_of
 from research.novelty import ItemStatus, assess_novelty, delivered_references
 from research.pipeline_models import (  # re-exported: callers import them from here
     PipelineCounts,
@@ -250,7 +252,7 @@ def _write_chart(
 
 
 async def _plan(
-    request: PipelineRequest, *, model: Model | None, now: datetime
+    request: PipelineRequest, *, model: Model | None, now: datetime, budget: StageBudget
 ) -> tuple[QueryPlan, bool, PlanResult | None]:
     stored = request.plan
     # A rule-made plan stands in for a model that was missing or failing: with a model now, try it again.
@@ -267,7 +269,8 @@ async def _plan(
         extra_queries=request.extra_queries,
         language=request.language,
         profile=request.profile,
-        model=model,
+        model=model if budget.left() > 0 else None,
+        run_seconds=budget.timeout(model),
     )
     return result.plan, True, result
 
@@ -307,6 +310,26 @@ def exact_unique(items: Sequence[Item]) -> list[Item]:
     return unique
 
 
+def _out_of_time_digest(
+    top: Sequence[RankedItem],
+    *,
+    topic: str,
+    clusters: Sequence[Cluster],
+    critique: Critique | None,
+    previous: PreviousDigest | None,
+    now: datetime,
+    leads: Mapping[str, StoryLead] | None,
+) -> DigestResult:
+    """The extractive digest of a run whose model time was spent before its digest was written."""
+    digest = extractive_digest(
+        top, topic=topic, clusters=clusters, critique=critique, previous=previous, now=now, leads=leads
+    )
+    note = "Summarised without the language model: this run's time for it (LLM_PIPELINE_SECONDS) was used up."
+    return DigestResult(
+        digest=digest.model_copy(update={"without_model": note}), path="extractive", fallback_reason=BUDGET_SPENT_REASON
+    )
+
+
 async def run_pipeline(
     request: PipelineRequest,
     *,
@@ -336,8 +359,9 @@ async def run_pipeline(
     stages = _StageClock(progress)
     usage: dict[str, LlmUsage] = {}
 
-    with stages.stage("plan", f"planning searches for {request.topic}"):
-        plan, plan_refreshed, planned = await _plan(request, model=light_model, now=started_at)
+    budget = StageBudget(limits_of(heavy_model or light_model).pipeline_seconds)
+    with stages.stage("plan", f"planning searches for {request.topic}"), budget.spending():
+        plan, plan_refreshed, planned = await _plan(request, model=light_model, now=started_at, budget=budget)
         if planned is not None:
             usage["plan"] = planned.usage
     extra = list(request.extra_queries)
@@ -433,38 +457,58 @@ async def run_pipeline(
     previous = PreviousDigest.of(request.previous_digest) if request.previous_digest else None
 
     critique: Critique | None = None
-    with stages.stage("critique", f"checking the top {len(top)} items"):
-        if top and heavy_model is not None:
+    with stages.stage("critique", f"checking the top {len(top)} items"), budget.spending():
+        if top and heavy_model is not None and budget.left() > 0:
             critique = await llm_critique(
-                top, topic=request.topic, model=heavy_model, clusters=clusters, profile=request.profile, now=started_at
+                top,
+                topic=request.topic,
+                model=heavy_model,
+                clusters=clusters,
+                profile=request.profile,
+                now=started_at,
+                run_seconds=budget.timeout(heavy_model),
             )
             usage["critique"] = critique.usage
         elif top:
-            critique = heuristic_critique(top, clusters=clusters, now=started_at)
+            spent = BUDGET_SPENT_REASON if heavy_model is not None else None
+            critique = heuristic_critique(top, clusters=clusters, now=started_at, fallback_reason=spent)
         counts.critiqued = len(critique.items) if critique else 0
 
     digest_path: Literal["model", "extractive", "none"] = "none"
     digest_fallback: str | None = None
     languages = list(dict.fromkeys(request.digest_languages)) or [request.language]
     language_digests: dict[str, Digest] = {}
-    with stages.stage("digest", "writing the digest"):
+    with stages.stage("digest", "writing the digest"), budget.spending():
         if all_failed:
             digest = failure_digest(request.topic, failed_sources, collection.skipped_sources)
         elif nothing_new:
             digest = quiet_digest(request.topic, counts)
         elif heavy_model is not None:
             for position, language in enumerate(languages):
-                written = await llm_digest(
-                    top,
-                    topic=request.topic,
-                    model=heavy_model,
-                    clusters=clusters,
-                    critique=critique,
-                    previous=previous,
-                    profile=request.profile,
-                    language=language,
-                    now=started_at,
-                    leads=leads,
+                written = (
+                    await llm_digest(
+                        top,
+                        topic=request.topic,
+                        model=heavy_model,
+                        clusters=clusters,
+                        critique=critique,
+                        previous=previous,
+                        profile=request.profile,
+                        language=language,
+                        now=started_at,
+                        run_seconds=budget.timeout(heavy_model),
+                        leads=leads,
+                    )
+                    if budget.left() > 0
+                    else _out_of_time_digest(
+                        top,
+                        topic=request.topic,
+                        clusters=clusters,
+                        critique=critique,
+                        previous=previous,
+                        now=started_at,
+                        leads=leads,
+                    )
                 )
                 if position == 0:
                     digest, digest_path, digest_fallback = written.digest, written.path, written.fallback_reason

@@ -261,8 +261,11 @@ async def plan_queries(
     model: Model | str | None,
     usage_limits: UsageLimits | None = None,
     model_settings: ModelSettings | None = None,
+    run_seconds: float | None = None,
 ) -> PlanResult:
-    """Plan with the (light) model; without one, or on any model failure, the deterministic plan."""
+    """Plan with the (light) model; without one, or on any model failure, the deterministic plan.
+
+    `run_seconds` shortens the run's deadline (LLM_RUN_SECONDS) to what a monitor run has left."""
     if model is None:
         return PlanResult(plan=deterministic_plan(topic))
     deps = PlanDeps(topic=topic, sources=tuple(sources), language=language, profile=profile)
@@ -278,7 +281,7 @@ async def plan_queries(
             usage_limits=usage_limits or DEFAULT_PLAN_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "plan", model_settings),
-            timeout=limits_of(model).run_seconds,
+            timeout=limits_of(model).run_seconds if run_seconds is None else run_seconds,
         )
         usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
         problem = plan_problem(result.output, topic=topic, extra_queries=extra_queries)

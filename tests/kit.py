@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,20 +25,25 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from sources import SourceError, SourceErrorKind
+
 __all__ = [
     "Answer",
     "FakeClock",
+    "NameLookups",
     "ScriptedModel",
     "Step",
     "call",
     "eventually",
     "eventually_async",
     "last_user_text",
+    "offline_resolver",
     "replying",
     "say",
     "tool_returns",
     "user_prompts",
 ]
+
 
 POLL_SECONDS = 0.02
 """How often `eventually` looks again: short against what tests wait for, long enough not to busy the loop."""
@@ -199,3 +206,28 @@ def tool_returns(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
         for part in message.parts
         if isinstance(part, ToolReturnPart)
     ]
+
+
+@dataclass
+class NameLookups:
+    """What the name-lookup guard refused in one test, and the names the test expects refused (a test that checks
+    what Lookout does offline lists them in `expected`)."""
+
+    refused: list[str] = field(default_factory=list)
+    expected: set[str] = field(default_factory=set)
+    offline: bool = False
+    """Set by a test of the whole app that checks many outside names (an imported feed reader's list): all of them
+    are refused, as on a machine without a network, and none fails it."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def unexpected(self) -> list[str]:
+        with self.lock:
+            return [] if self.offline else sorted(set(self.refused) - self.expected)
+
+
+async def offline_resolver(host: str, port: int) -> list[str]:
+    """A test client's DNS (`HttpClient(resolver=...)`): the fake servers' names resolve, nothing else does (as on a
+    machine without a network), so checking a feed's host (`HttpClient.check_untrusted`) never asks the internet."""
+    if host in ("localhost", "127.0.0.1"):
+        return ["127.0.0.1"]
+    raise SourceError(SourceErrorKind.NETWORK, f"cannot resolve {host}: the test world has no network")

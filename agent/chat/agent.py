@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import partial
 
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits, capture_run_messages
+from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.exceptions import RunTimedOut, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
@@ -18,6 +19,7 @@ from agent.chat.guards import PromptBudget, ToolCallCap, request_tokens
 from agent.chat.instructions import RULES, chat_context
 from agent.chat.llm import NO_TIME_MESSAGE, failure_message, is_model_failure, unusable_message
 from agent.chat.summary import summarise
+from agent.chat.tool_choice import offered_tools, prepare_offered_tools
 from agent.chat.tools import CHAT_TOOLS
 from agent.commands.catalogue import run_stored
 from agent.confirmations import (
@@ -73,9 +75,9 @@ async def _instructions(ctx: RunContext[ChatDeps]) -> str:
 
 
 def build_chat_agent(limits: ModelLimits | None = None) -> Agent[ChatDeps, str]:
-    """The chat agent with its rules and the per-message context (one system message), every tool, and the guards
-    that hold it to `limits` (tool calls per response and turn, the prompt within the context budget); no model is
-    bound (runs pass it)."""
+    """The chat agent with its rules and the per-message context (one system message), every tool (narrowed per run
+    to `ChatDeps.offered_tools` when set), and the guards that hold it to `limits` (tool calls per response and
+    turn, the prompt within the context budget); no model is bound (runs pass it)."""
     limits = limits or ModelLimits()
     return Agent(
         None,
@@ -87,6 +89,7 @@ def build_chat_agent(limits: ModelLimits | None = None) -> Agent[ChatDeps, str]:
         capabilities=[
             ToolCallCap(per_response=limits.max_tool_calls_per_response, per_turn=limits.max_tool_calls_per_turn),
             PromptBudget(limits),
+            PrepareTools(prepare_offered_tools),
         ],
         name="lookout-chat",
     )
@@ -119,6 +122,7 @@ class ChatAgent:
         self._model = services.models.light
         self._fixed_tokens = request_tokens([], [tool.tool_def for tool in CHAT_TOOLS]) + estimate_tokens(RULES)
         """What every chat request costs before any history: the tool schemas and the rules."""
+        self._by_message = self._limits.offers_tools_by_message()
         self._budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
         self._turns = TurnRepository(services.database)
         self._conversations = ConversationRepository(services.database)
@@ -236,6 +240,14 @@ class ChatAgent:
             )
         ]
 
+    def _fixed_cost(self, offered: frozenset[str] | None) -> int:
+        """What a request costs before any history: the schemas of the tools offered, and the rules."""
+        if offered is None:
+            return self._fixed_tokens
+        return request_tokens([], [tool.tool_def for tool in CHAT_TOOLS if tool.name in offered]) + estimate_tokens(
+            RULES
+        )
+
     async def _reply(self, turn: Turn) -> list[Reply]:
         model = self._model
         if model is None:
@@ -251,11 +263,18 @@ class ChatAgent:
         prompt = turn.incoming.text.strip()
         if len(prompt) > MAX_PROMPT_CHARS:
             prompt = prompt[:MAX_PROMPT_CHARS] + "\n[message cut: too long]"
+        offered = offered_tools(prompt, window.messages) if self._by_message else None
         # the history the prompt budget leaves room for: older turns stay stored and are folded later
-        room = self._limits.prompt_tokens("chat") - self._fixed_tokens - CONTEXT_LINES_TOKENS
+        room = self._limits.prompt_tokens("chat") - self._fixed_cost(offered) - CONTEXT_LINES_TOKENS
         room -= estimate_tokens(prompt) + estimate_tokens(window.summary or "")
         history = trim_to_tokens(window.messages, max(0, room))
-        deps = ChatDeps(services=services, turn=turn, timezone=chat_timezone(turn, services), summary=window.summary)
+        deps = ChatDeps(
+            services=services,
+            turn=turn,
+            timezone=chat_timezone(turn, services),
+            summary=window.summary,
+            offered_tools=offered,
+        )
         token_limit = services.settings.token_limit
         limits = UsageLimits(
             request_limit=services.settings.request_limit,
@@ -282,10 +301,13 @@ class ChatAgent:
         new_messages = result.new_messages()
         last = next((m for m in reversed(new_messages) if isinstance(m, ModelResponse)), None)
         unusable = unusable_answer(
-            result.output, finish_reason=last.finish_reason if last is not None else None, instructions=[RULES]
+            result.output,
+            finish_reason=last.finish_reason if last is not None else None,
+            instructions=[RULES],
+            language=turn.chat.language,
         )
         if unusable is not None:
-            # never stored: a cut or looping answer in memory would be read back as if it were said
+            # never stored: a cut, looping or wrong-language answer in memory would be read back as if it were said
             logger.warning("chat model's answer for chat %d not used: %s", turn.chat.id, unusable)
             await self._finish(turn, now, usage=LlmUsage.from_run(usage, model=model, messages=new_messages))
             return [Reply(text=unusable_message(unusable), attachments=tuple(deps.attachments))]

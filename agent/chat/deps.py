@@ -35,6 +35,8 @@ class ChatDeps:
     """Monitor changes the tools proposed; the reply asks the person to confirm them."""
     read_untrusted: bool = False
     """A tool handed the model fetched text in this run (proposals after it carry a warning)."""
+    offered_tools: frozenset[str] | None = None
+    """The tools this turn is offered when they are chosen by its message (`agent.chat.tool_choice`); None: all."""
 
     @property
     def chat_id(self) -> int:

@@ -16,6 +16,7 @@ from agent.messages import Incoming, ProgressUpdate, Reply
 from monitors import MonitorService, MonitorSettings
 from research import ModelSet
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
+from sources.web import WebResults, WebSearchRequest, WebSearchSource
 from storage import ChatRecord, Database, MonitorRepository, UserRecord, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 
@@ -49,6 +50,13 @@ class ChatWorld:
     exports: Path
     settings: ConversationSettings
     progress: list[ProgressUpdate] = field(default_factory=list)
+    web_searches: list[WebSearchRequest] = field(default_factory=list)
+    """What the world's "web" source was asked; it answers from `web_results` and never leaves this machine."""
+    web_results: WebResults = field(default_factory=WebResults)
+
+    async def _web_search(self, request: WebSearchRequest) -> WebResults:
+        self.web_searches.append(request)
+        return self.web_results
 
     def __post_init__(self) -> None:
         config = SourcesConfig(
@@ -60,6 +68,7 @@ class ChatWorld:
             wikipedia_api_url=f"{self.server.url}/wiki",
         )
         available = build_sources(client=self.http, config=config)
+        available["web"] = WebSearchSource(search_fn=self._web_search)  # the default "web" scrapes real engines
 
         def resolve(specs: Sequence[str]) -> list[Source]:
             make_feed = feed_factory(client=self.http, config=config)

@@ -13,6 +13,7 @@ from pydantic_ai import Agent, models
 from app.settings import DEFAULT_HEAVY_MODEL, DEFAULT_LIGHT_MODEL, load_settings
 from app.wiring import item_embedder, language_models
 from research import model_chain
+from tests.fakes.anthropic_messages import FakeAnthropic
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import FakeOpenAI
 
@@ -161,3 +162,25 @@ def test_an_unusable_heavy_model_leaves_both_roles_to_the_light_one(
         chosen = language_models(settings)
     assert chosen.heavy is not None and [m.system for m in chosen.plain_models()] == ["ollama"]
     assert "critique and synthesis use LLM_MODEL" in caplog.text
+
+
+async def test_anthropic_from_dotenv(isolated_environment: Path, fake_server: FakeHTTPServer) -> None:
+    claude = FakeAnthropic(fake_server, model="claude-haiku-4-5", api_key="sk-ant-from-dotenv")
+    claude.reply_text("hello from the Messages API")
+    write_env(
+        isolated_environment,
+        LLM_MODEL="anthropic:claude-haiku-4-5",
+        ANTHROPIC_API_KEY="sk-ant-from-dotenv",
+        ANTHROPIC_BASE_URL=claude.base_url,
+    )
+    settings = load_settings()
+    assert settings.llm_unavailable_reason() is None
+    chosen = language_models(settings)
+    assert chosen.light is not None
+    with models.override_allow_model_requests(True):
+        result = await Agent(chosen.light, instructions="Be brief.").run("hi")
+
+    assert result.output == "hello from the Messages API"
+    (request,) = claude.requests
+    assert request.api_key == "sk-ant-from-dotenv" and request.system == "Be brief."
+    assert request.max_tokens == settings.llm_chat_max_tokens, "no request without an output limit"

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from tests.fakes.hostile_xml import MARKER, hostile_document
+from tests.kit import NameLookups
 
 PAYLOADS = Path(__file__).resolve().parents[1] / "monitors" / "payloads"
 runner = CliRunner()
@@ -69,7 +70,8 @@ def test_a_chat_outside_the_allowlists_cannot_be_subscribed(environment: Path, m
     assert allowed_channel[0] == 0 and allowed_person[0] == 0
 
 
-def test_export_then_import_into_another_chat_round_trips(environment: Path) -> None:
+def test_export_then_import_into_another_chat_round_trips(environment: Path, no_internet_lookups: NameLookups) -> None:
+    no_internet_lookups.expected.add("x.example")  # adding the feed checks its host: here, as offline, it resolves not
     assert lookout("add", "DeepSeek", "--chat", "telegram:4242", "--sources", "hn,rss:https://x.example/ai.xml",
                    "--schedule", "weekdays at 07:30", "--timezone", "Asia/Shanghai")[0] == 0  # fmt: skip
     assert lookout("add", "Mistral", "--chat", "telegram:4242", "--sources", "news", "--quiet")[0] == 0
@@ -94,7 +96,10 @@ def test_export_then_import_into_another_chat_round_trips(environment: Path) -> 
     assert json.loads(again_json.read_bytes())["monitors"] == json.loads(json_path.read_bytes())["monitors"]
 
 
-def test_import_a_feed_reader_opml_with_a_topic_and_bad_files(environment: Path) -> None:
+def test_import_a_feed_reader_opml_with_a_topic_and_bad_files(
+    environment: Path, no_internet_lookups: NameLookups
+) -> None:
+    no_internet_lookups.offline = True  # the import checks each of the readers' ~30 feed hosts; here none resolves
     feedly = lookout("import", str(PAYLOADS / "feedly.opml"), "--chat", "terminal", "--yes")
     flat = lookout("import", str(PAYLOADS / "stringer.opml"), "--chat", "terminal", "--topic", "Rust", "--yes")
     garbage_path = environment / "garbage.json"

@@ -51,7 +51,7 @@ from tests.fakes.slack import (
     running_fake_slack,
 )
 from tests.fakes.telegram import FakeTelegram, SentMessage, running_fake_telegram
-from tests.kit import eventually
+from tests.kit import NameLookups, eventually
 
 OWNER, SECOND = 1001, 2002
 CHANNEL, DM = "C0NEWSROOM", "D0ANN"
@@ -236,7 +236,11 @@ async def test_share_subscribe_on_two_platforms_one_run_three_deliveries(world: 
     assert not any("was deleted" in (m.text or "") for m in world.telegram.texts(SECOND))
 
 
-async def test_import_a_telegram_document_and_a_file_shared_on_slack(world: World) -> None:
+async def test_import_a_telegram_document_and_a_file_shared_on_slack(
+    world: World, no_internet_lookups: NameLookups
+) -> None:
+    # the import checks each feed's host before offering it; here, as on a machine without a network, none resolves
+    no_internet_lookups.expected.update({"blog.guyskk.com", "cdc.tencent.com", "www.rologo.com"})
     document = json.dumps(
         {"format": "lookout.monitors", "version": 1, "monitors": [{"topic": "DeepSeek", "sources": ["hn"]},
                                                                    {"topic": "Bad", "sources": ["myspace"]}]}

@@ -374,3 +374,29 @@ async def test_a_failing_gemini_gives_a_digest_that_says_it_was_written_without_
         "Summarised without the language model, which failed (server error, HTTP 503)."
     )
     assert offline.digest.without_model == "Summarised without the language model, which failed (connection error)."
+
+
+async def test_a_digest_in_another_language_than_asked_falls_back_to_the_extractive_digest(top5: Collection) -> None:
+    script = ScriptedModel(GOOD)
+    result = await llm_digest(
+        top5.ranked, topic=top5.topic, model=script.model, clusters=top5.clusters, language="de", now=top5.now
+    )
+
+    assert result.path == "extractive" and result.fallback_reason == "wrong language: en where de was asked"
+    assert script.calls == 1 and result.usage.requests == 1, "what the model spent still counts"
+    expected = extractive_digest(top5.ranked, topic=top5.topic, clusters=top5.clusters, now=top5.now)
+    note = "Summarised without the language model, which wrote in another language (en, not de)."
+    assert result.digest == expected.model_copy(update={"without_model": note})
+
+
+async def test_a_digest_in_the_asked_language_is_kept_with_its_english_names(top5: Collection) -> None:
+    german = draft(
+        ("DeepSeek hat V4 mit offenen Gewichten und einem technischen Bericht veröffentlicht.", [1, 2]),
+        ("Die API-Preise wurden gesenkt, je nach Bericht um 50 % oder 75 %.", [3]),
+        ('Ein viraler Beitrag ("Trained on smuggled H100s") behauptet Schmuggel; nichts bestätigt ihn.', [4]),
+        headline="DeepSeek veröffentlicht V4",
+    )
+    result = await llm_digest(
+        top5.ranked, topic=top5.topic, model=ScriptedModel(german).model, language="de", now=top5.now
+    )
+    assert result.path == "model" and result.digest.headline == "DeepSeek veröffentlicht V4"

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import research.language
 from research.language import (
@@ -24,6 +25,7 @@ from research.language import (
     detect_language,
     detect_languages,
     language_text,
+    other_language,
     with_languages,
 )
 from sources.feeds import parse_feed
@@ -304,3 +306,43 @@ def test_a_feeds_language_is_a_hint_and_each_items_language_is_told_from_its_tex
 
     # The Italian and German items are no longer taken for English; too little text to tell keeps the feed's word.
     assert languages == {"it": "it", "de": "de", "en": "en", "x": "en"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "asked", "told"),
+    [
+        (
+            "The new DeepSeek model is available since yesterday and is said to write code better than its rivals.",
+            "de",
+            "en",
+        ),
+        (
+            "深度求索发布了新模型，据称在编程方面优于竞争对手，该模型自昨天起可用，并已在多个平台上线供开发者使用。",
+            "en",
+            "zh",
+        ),
+        # the asked language, with names, a quoted English title, links and citations in it
+        (
+            'OpenAI hat GPT-6 vorgestellt; "OpenAI releases GPT-6 with a new reasoning mode" titelt The Verge [2].',
+            "de",
+            None,
+        ),
+        (
+            "Das neue Modell von DeepSeek ist seit gestern verfügbar und programmiert besser als die Konkurrenz.",
+            "de-AT",
+            None,
+        ),
+        ("Den nye modellen fra DeepSeek er tilgjengelig fra i går og skal være bedre til programmering.", "nb", None),
+        (
+            "深度求索发布了新模型，据称在编程方面优于竞争对手，该模型自昨天起可用，并已在多个平台上线供开发者使用。",
+            "zh-TW",
+            None,
+        ),
+        # too little of its own to judge: names, numbers, a link
+        ("DeepSeek R2, Qwen 3 [1][2] https://example.com/a-very-long-english-path-about-models", "de", None),
+    ],
+)
+def test_an_answer_is_told_in_another_language_only_when_it_surely_is(
+    answer: str, asked: str, told: str | None
+) -> None:
+    assert other_language(answer, asked) == told

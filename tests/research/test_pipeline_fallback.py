@@ -5,8 +5,10 @@ Gemini client against the fake generateContent server, built by `app.wiring.lang
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from pydantic_ai.models.function import AgentInfo
 
 from app.settings import Settings
 from app.wiring import language_models
-from research.llm import DAILY_QUOTA_REASON, ModelSet, RetryPolicy
+from research.llm import BUDGET_SPENT_REASON, DAILY_QUOTA_REASON, ModelLimits, ModelSet, RetryPolicy, StageBudget
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
 from tests.fakes.gemini import FakeGemini, GeminiRequest, daily_quota_body, function_call_response
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
@@ -234,3 +236,52 @@ def test_language_models_without_a_model_configured_are_none(tmp_path: Path) -> 
     settings = Settings(llm_model="", data_dir=tmp_path / "data")
     models = language_models(settings)
     assert (models.light, models.heavy) == (None, None)
+
+
+class SlowPlanner:
+    """Answers every step well, but takes `seconds` over the plan; records the steps it was asked for."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.steps: list[str] = []
+        self.model = ScriptedModel(self.answer, name="slow", repeat_last=True).model
+
+    async def answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        schema = json.dumps(info.output_tools[0].parameters_json_schema)
+        self.steps.append("critique" if "assessments" in schema else "digest" if "headline" in schema else "plan")
+        if self.steps[-1] == "plan":
+            await asyncio.sleep(self.seconds)
+        return answering_well(messages, info)
+
+
+async def test_a_run_past_its_model_time_finishes_the_later_stages_without_the_model(tmp_path: Path) -> None:
+    slow = SlowPlanner(seconds=30.0)
+    limits = ModelLimits(run_seconds=60.0, pipeline_seconds=1.0)
+    models = ModelSet.of(slow.model, slow.model, limits=limits)
+
+    started = time.monotonic()
+    result = await run(models.light, models.heavy, tmp_path)
+    took = time.monotonic() - started
+
+    assert took < 15, "the plan was cut at the run's model time, not at its own 60 s"
+    assert slow.steps == ["plan"], "neither critique nor digest was asked for: no time was left"
+    report = result.report
+    assert report is not None
+    assert (report.critique_path, report.critique_fallback_reason) == ("heuristic", BUDGET_SPENT_REASON)
+    assert (report.digest_path, report.digest_fallback_reason) == ("extractive", BUDGET_SPENT_REASON)
+    assert result.digest.without_model is not None and "LLM_PIPELINE_SECONDS" in result.digest.without_model
+    assert result.digest.developments, "the extractive digest still reports the stories"
+
+
+async def test_each_stage_runs_with_the_time_the_run_has_left() -> None:
+    ticks = iter([0.0, 4.0, 10.0, 13.0])
+    budget = StageBudget(10.0, clock=lambda: next(ticks))
+    model = ModelSet.of(
+        ScriptedModel(ModelResponse(parts=[]), repeat_last=True).model, None, limits=ModelLimits()
+    ).light
+    with budget.spending():
+        pass
+    assert budget.left() == 6.0 and budget.timeout(model) == 6.0, "below the stage's own 300 s"
+    with budget.spending():
+        pass
+    assert budget.left() == 3.0, "time between stages (collection) does not count"

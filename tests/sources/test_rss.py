@@ -13,6 +13,7 @@ from sources.config import SourcesConfig
 from sources.http import HttpClient
 from sources.rss import FeedSource
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest
+from tests.kit import offline_resolver
 from tests.sources.conftest import HttpClientFactory
 
 ETAG = 'W/"feed-v1-5f3a"'
@@ -216,4 +217,5 @@ async def test_a_private_feed_is_refused_before_any_fetch_naming_the_setting(
     assert fake_server.requests == []
     # Allowed when the setting is on; a name that does not resolve now is not refused either.
     await _feed(fake_server, make_http_client(allow_private=True)).check_address()
-    await FeedSource(client=guarded, config=SourcesConfig(), feed_url="https://feeds.invalid/rss.xml").check_address()
+    offline = make_http_client(allow_private=False, resolver=offline_resolver)
+    await FeedSource(client=offline, config=SourcesConfig(), feed_url="https://feeds.invalid/rss.xml").check_address()

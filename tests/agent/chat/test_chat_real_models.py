@@ -21,6 +21,7 @@ from research import ModelLimits, ModelSet, RetryPolicy
 from storage import ChatRecord, Database
 from tests.agent.chat_world import ChatWorld, make_world
 from tests.agent.conftest import FakeClock
+from tests.fakes.anthropic_messages import FakeAnthropic
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.openai_compat import FakeOpenAI
 
@@ -103,6 +104,26 @@ async def test_looping_or_reciting_answers_are_discarded(world: ChatWorld, fake:
         await world.reply(agent, world.turn("again"))
     assert replies[0].text.startswith("The language model's answer was ")
     assert fake.requests[1].roles == ["system", "user"], "nothing of the discarded turn was stored"
+
+
+async def test_an_answer_in_another_language_than_the_chats_is_discarded(world: ChatWorld, fake: FakeOpenAI) -> None:
+    german = replace(world.chat, language="de")
+    fake.reply_text(
+        "The new DeepSeek model has been available since yesterday and is said to write code better than its rivals."
+    )
+    fake.reply_text(
+        'Das neue Modell von DeepSeek ist seit gestern verfügbar; laut "The Verge" schreibt es besseren Code als '
+        "die Konkurrenz [1]."
+    )
+    agent = chat_agent(world, fake)
+    with models.override_allow_model_requests(True):
+        wrong = await world.reply(agent, world.turn("Was gibt es Neues bei DeepSeek?", chat=german))
+        right = await world.reply(agent, world.turn("Und sonst?", chat=german))
+
+    assert wrong[0].text == unusable_message("in another language (en where de was asked)")
+    assert right[0].text.startswith("Das neue Modell"), "German with an English name and quote is German"
+    sent = json.dumps(fake.requests[1].messages)
+    assert "available since yesterday" not in sent and "Neues bei DeepSeek" not in sent, "not stored in memory"
 
 
 async def test_context_too_long_suggests_forget_and_is_not_retried(world: ChatWorld, fake: FakeOpenAI) -> None:
@@ -189,7 +210,7 @@ async def test_a_long_tool_result_is_cut_to_fit_the_budget(
     fake_server.route("GET", "/page", FakeResponse(body=page, content_type="text/html"))
     fake.reply_tool_calls([("read_page", {"url": f"{fake_server.url}/page"})])
     fake.reply_text("Here is what the page says.")
-    limits = ModelLimits(context_tokens=6000, chat_max_tokens=512)
+    limits = ModelLimits(context_tokens=6000, chat_max_tokens=512, chat_tools="all")  # every tool: the least room
     agent = chat_agent(world, fake, limits)
     with models.override_allow_model_requests(True):
         replies = await world.reply(agent, world.turn("what does that page say?"))
@@ -199,3 +220,59 @@ async def test_a_long_tool_result_is_cut_to_fit_the_budget(
     assert "Paragraph 1 " in str(result["content"]) and str(result["content"]).endswith(CUT_NOTE)
     # the wire body counts its JSON framing too, which the estimate leaves out
     assert fake.requests[1].prompt_chars <= limits.prompt_tokens("chat") * 3.5 * 1.2
+
+
+async def test_a_small_context_offers_the_tools_the_message_is_about(world: ChatWorld, fake: FakeOpenAI) -> None:
+    fake.reply_text("Nothing new on DeepSeek.")
+    fake.reply_tool_calls([("pause_monitor", {"monitor_id": 999})])
+    fake.reply_text("There is no monitor 999.")
+    fake.reply_text("Still none.")
+    fake.reply_text("Here is the page.")
+    small = chat_agent(world, fake, ModelLimits(context_tokens=8192))
+    full = chat_agent(world, fake, ModelLimits(context_tokens=8192, chat_tools="all"))
+
+    with models.override_allow_model_requests(True):
+        await world.reply(small, world.turn("any news on DeepSeek?"))
+        await world.reply(small, world.turn("pause my monitor 999 please"))
+        await world.reply(small, world.turn("and now?"))
+        await world.reply(full, world.turn("read https://example.com/post"))
+
+    news, pause, after_pause, follow_up, everything = fake.requests
+    assert set(news.tool_names) == {"search_sources", "list_monitors"}
+    assert {"pause_monitor", "create_monitor", "list_monitors"} <= set(pause.tool_names) and "collect" not in set(
+        pause.tool_names
+    )
+    assert set(after_pause.tool_names) == set(pause.tool_names), "one turn, one set of tools"
+    assert "pause_monitor" in follow_up.tool_names, "a tool the kept history called stays offered"
+    assert len(everything.tool_names) == 21 and "read_page" in everything.tool_names
+    assert news.prompt_chars < everything.prompt_chars / 2, "the two core tools are a fraction of all 21"
+
+
+async def test_an_anthropic_model_gets_one_system_prompt_and_an_output_limit(
+    world: ChatWorld, fake_server: FakeHTTPServer
+) -> None:
+    from anthropic import AsyncAnthropic
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    claude = FakeAnthropic(fake_server, model="claude-haiku-4-5")
+    claude.reply_tool_uses([("list_monitors", {})])
+    claude.reply_text("You track nothing yet.")
+    claude.reply_text("Try /track DeepSeek.")
+    client = AsyncAnthropic(base_url=claude.base_url, api_key=claude.api_key, max_retries=0)
+    model = AnthropicModel(claude.model, provider=AnthropicProvider(anthropic_client=client))
+    policy = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, sleep=_no_sleep)
+    limits = ModelLimits(chat_max_tokens=333)
+    agent = ChatAgent(replace(world.services(), models=ModelSet.of(model, None, policy=policy, limits=limits)))
+
+    with models.override_allow_model_requests(True):
+        first = await world.reply(agent, world.turn("what do I track?"))
+        second = await world.reply(agent, world.turn("how do I start?"))
+
+    assert [first[0].text, second[0].text] == ["You track nothing yet.", "Try /track DeepSeek."]
+    assert len(claude.requests) == 3
+    for request in claude.requests:
+        assert request.system_blocks == 1 and "You are Lookout" in request.system and "Now:" in request.system
+        assert request.max_tokens == 333
+        assert request.version is not None
+    assert claude.requests[2].roles == ["user", "assistant", "user", "assistant", "user"], "memory, tool turn kept"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import socket
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -27,7 +28,7 @@ from storage import (
 )
 from tests.agent.chat_world import ChatWorld, hn_hit, make_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
-from tests.kit import Answer, FakeClock, ScriptedModel, call, say, tool_returns
+from tests.kit import Answer, FakeClock, NameLookups, ScriptedModel, call, say, tool_returns
 
 PAYLOADS = Path(__file__).parents[2] / "sources" / "payloads"
 
@@ -224,3 +225,21 @@ async def test_unknown_source_names_go_back_to_the_model(world: ChatWorld) -> No
     retried = tool_returns(model.requests[1])[-1]
     assert retried.outcome == "retried" and "myspace" in str(retried.content)
     assert "Nothing matched" in last_tool_text(model, 2)
+
+
+async def test_a_search_with_the_default_sources_asks_the_local_web_source(world: ChatWorld) -> None:
+    # The default sources include "web"; the test world answers it locally (the guard in tests/conftest.py fails
+    # any test that looks a real host up), so this search runs every default source without the internet.
+    world.serve_hn([])
+    model = ScriptedModel(call("search_sources", query="Rust"), say("Nothing found."))
+    await world.agent(model.model).reply(world.turn("rust news"))
+    assert [request.text for request in world.web_searches] == ["Rust"]
+
+
+def test_a_non_local_name_lookup_is_refused(no_internet_lookups: NameLookups) -> None:
+    assert socket.getaddrinfo("localhost", 80)
+    assert socket.getaddrinfo("127.0.0.1", 80)
+    with pytest.raises(socket.gaierror):
+        socket.getaddrinfo("startpage.com", 443)
+    assert no_internet_lookups.unexpected() == ["startpage.com"], "the guard fails the test at teardown"
+    no_internet_lookups.expected.add("startpage.com")  # this test meant to look it up

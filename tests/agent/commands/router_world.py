@@ -26,7 +26,7 @@ from sources.registry import build_sources, feed_factory, resolve_source_specs, 
 from sources.web import WebResult, WebResults, WebSearchRequest, WebSearchSource
 from storage import ChatRecord, ChatRepository, Database, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
-from tests.kit import FakeClock
+from tests.kit import FakeClock, offline_resolver
 from tests.monitors.fakes import RecordingSender, Sent
 
 PAYLOADS = Path(__file__).resolve().parents[2] / "sources" / "payloads"
@@ -197,6 +197,7 @@ async def open_world(
         timeout=5.0,
         max_retries=0,
         backoff_base=0.001,
+        resolver=offline_resolver,
     )
     config = sources_config(server)
     available: dict[str, Source] = build_sources(client=client, config=config)
