@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic_ai import models
 
 from app.settings import Settings
 from tests.realmodel.proxy import ModelProxy, running_proxy
@@ -32,6 +33,14 @@ def _unavailable(reason: str) -> None:
     if _required():
         pytest.fail(f"{reason}, and {REQUIRE_ENV}=1 says the real-model suite must run", pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def real_model_requests() -> Iterator[None]:
+    """This suite is the one that talks to a real model server: model requests are allowed here (tests/conftest.py
+    blocks them everywhere else)."""
+    with models.override_allow_model_requests(True):
+        yield
 
 
 @pytest.fixture(scope="session")
