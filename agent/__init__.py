@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from agent.access import AccessPolicy
@@ -73,47 +74,39 @@ __all__ = [
     "slack_commands",
 ]
 
-_SUBMODULE_OF = {
-    "AccessPolicy": "access",
-    "ChatAgent": "chat.agent",
-    "CATALOGUE": "commands",
-    "Command": "commands",
-    "CommandError": "commands",
-    "CommandRouter": "commands",
-    "ParseOptions": "commands",
-    "bot_commands": "commands",
-    "help_text": "commands",
-    "is_instant_command": "commands",
-    "parse_command": "commands",
-    "parse_command_words": "commands",
-    "parse_prefixed": "commands",
-    "slack_commands": "commands",
-    "AfterReply": "context",
-    "ConversationSettings": "context",
-    "Services": "context",
-    "Turn": "context",
-    "ignore_progress": "context",
-    "Conversation": "conversation",
-    "ConversationMemory": "memory",
-    "MemoryWindow": "memory",
-    "Attachment": "messages",
-    "Button": "messages",
-    "CALLBACK_DATA_MAX_BYTES": "messages",
-    "Incoming": "messages",
-    "IncomingFile": "messages",
-    "MAX_INCOMING_FILE_BYTES": "messages",
-    "Outgoing": "messages",
-    "ProgressSink": "messages",
-    "ProgressUpdate": "messages",
-    "Reply": "messages",
+_SUBMODULES = {
+    "access": ["AccessPolicy"],
+    "chat.agent": ["ChatAgent"],
+    "commands": [
+        "CATALOGUE",
+        "Command",
+        "CommandError",
+        "CommandRouter",
+        "ParseOptions",
+        "bot_commands",
+        "help_text",
+        "is_instant_command",
+        "parse_command",
+        "parse_command_words",
+        "parse_prefixed",
+        "slack_commands",
+    ],
+    "context": ["AfterReply", "ConversationSettings", "Services", "Turn", "ignore_progress"],
+    "conversation": ["Conversation"],
+    "memory": ["ConversationMemory", "MemoryWindow"],
+    "messages": [
+        "Attachment",
+        "Button",
+        "CALLBACK_DATA_MAX_BYTES",
+        "Incoming",
+        "IncomingFile",
+        "MAX_INCOMING_FILE_BYTES",
+        "Outgoing",
+        "ProgressSink",
+        "ProgressUpdate",
+        "Reply",
+    ],
 }
-"""Where each exported name is defined; `tests/test_startup.py` checks it against the imports above."""
+"""Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""
 
-
-def __getattr__(name: str) -> object:
-    submodule = _SUBMODULE_OF.get(name)
-    if submodule is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, _ = lazy_loader.attach(__name__, submod_attrs=_SUBMODULES)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from bots.dispatcher import Deliver, Dispatcher, Dispatches, SharedLocks
@@ -56,39 +57,30 @@ __all__ = [
     "terminal_safe",
 ]
 
-_SUBMODULE_OF = {
-    "Deliver": "dispatcher",
-    "Dispatcher": "dispatcher",
-    "Dispatches": "dispatcher",
-    "SharedLocks": "dispatcher",
-    "SlotReserver": "shared_limits",
-    "CredentialsRefusedError": "slack",
-    "SlackFrontend": "slack",
-    "SlackSender": "slack",
-    "build_web_client": "slack",
-    "FloodLimits": "telegram",
-    "SharedRateLimiter": "telegram",
-    "TelegramFrontend": "telegram",
-    "TelegramLimits": "telegram",
-    "TelegramOptions": "telegram",
-    "TelegramSender": "telegram",
-    "build_bot": "telegram",
-    "TERMINAL_CHAT_ID": "terminal",
-    "ConsoleSender": "terminal",
-    "SessionFactory": "terminal",
-    "TerminalChat": "terminal",
-    "markdown_to_plain": "terminal",
-    "render_markdown": "terminal",
-    "run_terminal_chat": "terminal",
-    "terminal_safe": "terminal",
+_SUBMODULES = {
+    "dispatcher": ["Deliver", "Dispatcher", "Dispatches", "SharedLocks"],
+    "shared_limits": ["SlotReserver"],
+    "slack": ["CredentialsRefusedError", "SlackFrontend", "SlackSender", "build_web_client"],
+    "telegram": [
+        "FloodLimits",
+        "SharedRateLimiter",
+        "TelegramFrontend",
+        "TelegramLimits",
+        "TelegramOptions",
+        "TelegramSender",
+        "build_bot",
+    ],
+    "terminal": [
+        "ConsoleSender",
+        "SessionFactory",
+        "TERMINAL_CHAT_ID",
+        "TerminalChat",
+        "markdown_to_plain",
+        "render_markdown",
+        "run_terminal_chat",
+        "terminal_safe",
+    ],
 }
-"""Where each exported name is defined; `tests/test_startup.py` checks it against the imports above."""
+"""Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""
 
-
-def __getattr__(name: str) -> object:
-    submodule = _SUBMODULE_OF.get(name)
-    if submodule is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, _ = lazy_loader.attach(__name__, submod_attrs=_SUBMODULES)

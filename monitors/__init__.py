@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from monitors.briefings import BriefingService, QueuedBriefing
@@ -139,79 +140,73 @@ __all__ = [
     "store_collection",
 ]
 
-_SUBMODULE_OF = {
-    "BriefingService": "briefings",
-    "QueuedBriefing": "briefings",
-    "store_collection": "collections",
-    "DELIVERY_LEASE": "delivery",
-    "DeliveryReport": "delivery",
-    "DeliveryWorker": "delivery",
-    "mark_chat_gone": "delivery",
-    "move_chat": "delivery",
-    "new_error_id": "error_ids",
-    "BRIEFING_KIND": "notices",
-    "NOTICE_KIND": "notices",
-    "Attachment": "outbound",
-    "AttachmentKind": "outbound",
-    "Button": "outbound",
-    "CALLBACK_DATA_MAX_BYTES": "outbound",
-    "ChatGone": "outbound",
-    "ChatMoved": "outbound",
-    "ChatSender": "outbound",
-    "DeliveryError": "outbound",
-    "ProgressSink": "outbound",
-    "ProgressUpdate": "outbound",
-    "Purpose": "outbound",
-    "Reply": "outbound",
-    "RetryLater": "outbound",
-    "ExportedMonitors": "portability",
-    "ImportPlan": "portability",
-    "ImportResult": "portability",
-    "MAX_IMPORT_BYTES": "portability",
-    "MAX_IMPORT_MONITORS": "portability",
-    "MAX_SOURCES_PER_MONITOR": "portability",
-    "MonitorEntry": "portability",
-    "Refused": "portability",
-    "create_imported": "portability",
-    "export_monitors": "portability",
-    "plan_import": "portability",
-    "read_import_file": "portability",
-    "read_monitor_file": "portability",
-    "SourceResolver": "runner",
-    "DEFAULT_SCHEDULE_TEXT": "schedule",
-    "Schedule": "schedule",
-    "ScheduleError": "schedule",
-    "ScheduleKind": "schedule",
-    "parse_schedule": "schedule",
-    "seconds_in_words": "schedule",
-    "MonitorScheduler": "scheduler",
-    "due_monitor_ids": "scheduler",
-    "MonitorService": "service",
-    "UNCHANGED": "service",
-    "split_source_specs": "service",
-    "BROWSE_LIMIT": "sharing",
-    "MonitorSharing": "sharing",
-    "NotSubscribedError": "sharing",
-    "SharedMonitor": "sharing",
-    "SubscribeOffer": "sharing",
-    "chat_label": "sharing",
-    "normalise_topic": "sharing",
-    "MonitorAccessError": "views",
-    "MonitorNotFoundError": "views",
-    "MonitorSettings": "views",
-    "MonitorView": "views",
-    "RunSummary": "views",
-    "effective_timezone": "views",
-    "in_briefing": "views",
-    "monitor_view": "views",
+_SUBMODULES = {
+    "briefings": ["BriefingService", "QueuedBriefing"],
+    "collections": ["store_collection"],
+    "delivery": ["DELIVERY_LEASE", "DeliveryReport", "DeliveryWorker", "mark_chat_gone", "move_chat"],
+    "error_ids": ["new_error_id"],
+    "notices": ["BRIEFING_KIND", "NOTICE_KIND"],
+    "outbound": [
+        "Attachment",
+        "AttachmentKind",
+        "Button",
+        "CALLBACK_DATA_MAX_BYTES",
+        "ChatGone",
+        "ChatMoved",
+        "ChatSender",
+        "DeliveryError",
+        "ProgressSink",
+        "ProgressUpdate",
+        "Purpose",
+        "Reply",
+        "RetryLater",
+    ],
+    "portability": [
+        "ExportedMonitors",
+        "ImportPlan",
+        "ImportResult",
+        "MAX_IMPORT_BYTES",
+        "MAX_IMPORT_MONITORS",
+        "MAX_SOURCES_PER_MONITOR",
+        "MonitorEntry",
+        "Refused",
+        "create_imported",
+        "export_monitors",
+        "plan_import",
+        "read_import_file",
+        "read_monitor_file",
+    ],
+    "runner": ["SourceResolver"],
+    "schedule": [
+        "DEFAULT_SCHEDULE_TEXT",
+        "Schedule",
+        "ScheduleError",
+        "ScheduleKind",
+        "parse_schedule",
+        "seconds_in_words",
+    ],
+    "scheduler": ["MonitorScheduler", "due_monitor_ids"],
+    "service": ["MonitorService", "UNCHANGED", "split_source_specs"],
+    "sharing": [
+        "BROWSE_LIMIT",
+        "MonitorSharing",
+        "NotSubscribedError",
+        "SharedMonitor",
+        "SubscribeOffer",
+        "chat_label",
+        "normalise_topic",
+    ],
+    "views": [
+        "MonitorAccessError",
+        "MonitorNotFoundError",
+        "MonitorSettings",
+        "MonitorView",
+        "RunSummary",
+        "effective_timezone",
+        "in_briefing",
+        "monitor_view",
+    ],
 }
-"""Where each exported name is defined; `tests/test_startup.py` checks it against the imports above."""
+"""Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""
 
-
-def __getattr__(name: str) -> object:
-    submodule = _SUBMODULE_OF.get(name)
-    if submodule is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, _ = lazy_loader.attach(__name__, submod_attrs=_SUBMODULES)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
 from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from research.briefing import Briefing, BriefingSection, TopicDigests, assemble_briefing, render_briefing_markdown
@@ -213,138 +212,99 @@ __all__ = [
     "write_volume_chart",
 ]
 
-_SUBMODULE_OF = {
-    "Briefing": "briefing",
-    "BriefingSection": "briefing",
-    "TopicDigests": "briefing",
-    "assemble_briefing": "briefing",
-    "render_briefing_markdown": "briefing",
-    "volume_counts": "chart",
-    "write_volume_chart": "chart",
-    "Collection": "collect",
-    "FailedSources": "collect",
-    "ProgressCallback": "collect",
-    "ProgressEvent": "collect",
-    "SearchOutcome": "collect",
-    "SearchStatus": "collect",
-    "SourceFailure": "collect",
-    "collect": "collect",
-    "failure_lines": "collect",
-    "Contradiction": "critique",
-    "Critique": "critique",
-    "ItemCritique": "critique",
-    "NumberedItem": "critique",
-    "heuristic_critique": "critique",
-    "llm_critique": "critique",
-    "number_items": "critique",
-    "Cluster": "dedupe",
-    "DedupeResult": "dedupe",
-    "Deduper": "dedupe",
-    "cluster_items": "dedupe",
-    "CitedItem": "digest",
-    "Development": "digest",
-    "Digest": "digest",
-    "DigestResult": "digest",
-    "DisputedClaim": "digest",
-    "PreviousDigest": "digest",
-    "QualityCheck": "digest",
-    "extractive_digest": "digest",
-    "llm_digest": "digest",
-    "render_digest_markdown": "digest",
-    "EmbeddedItems": "embeddings",
-    "ItemEmbedder": "embeddings",
-    "VectorCache": "embeddings",
-    "CLI_FOLDER": "export",
-    "COLLECTION_CSV_COLUMNS": "export",
-    "ExportPaths": "export",
-    "RUN_CSV_COLUMNS": "export",
-    "STORED_ITEMS_CSV_COLUMNS": "export",
-    "chat_folder": "export",
-    "export_stem": "export",
-    "guard_cell": "export",
-    "safe_stem": "export",
-    "write_csv_rows": "export",
-    "write_exports": "export",
-    "write_stored_items_csv": "export",
-    "CollectionReport": "iterative",
-    "StopReason": "iterative",
-    "run_iterative_collection": "iterative",
-    "CollectionJobResult": "jobs",
-    "ResearchResult": "jobs",
-    "research_once": "jobs",
-    "run_collection_job": "jobs",
-    "detect_language": "language",
-    "detect_languages": "language",
-    "with_languages": "language",
-    "BoundedModel": "llm",
-    "CHARS_PER_TOKEN": "llm",
-    "FailureKind": "llm",
-    "ModelLimits": "llm",
-    "ModelSet": "llm",
-    "OutputMode": "llm",
-    "QuotaMemory": "llm",
-    "RetryPolicy": "llm",
-    "RetryingModel": "llm",
-    "Sleep": "llm",
-    "Stage": "llm",
-    "ToolCallCap": "llm",
-    "context_too_long": "llm",
-    "describe_failure": "llm",
-    "estimate_tokens": "llm",
-    "failure_in_words": "llm",
-    "failure_kind": "llm",
-    "failure_leaves": "llm",
-    "limits_of": "llm",
-    "messages_tokens": "llm",
-    "model_chain": "llm",
-    "model_label": "llm",
-    "output_spec": "llm",
-    "refused_call_message": "llm",
-    "resilient_model": "llm",
-    "stage_settings": "llm",
-    "template_refused": "llm",
-    "timed_out": "llm",
-    "turn_start": "llm",
-    "unusable_answer": "llm",
-    "escape_markdown": "markup",
-    "PipelineRequest": "pipeline",
-    "PipelineResult": "pipeline",
-    "STAGES": "pipeline",
-    "run_pipeline": "pipeline",
-    "load_plan": "plan",
-    "RankWeights": "rank",
-    "RankedItem": "rank",
-    "rank": "rank",
-    "SourceKind": "reputation",
-    "outlet_of": "reputation",
-    "source_kind": "reputation",
-    "LlmUsage": "usage",
-    "USAGE_KIND_LABELS": "usage",
-    "UsageKind": "usage",
-    "estimate_cost_usd": "usage",
-    "record_usage": "usage",
-    "sum_usage": "usage",
+_SUBMODULES = {
+    "briefing": ["Briefing", "BriefingSection", "TopicDigests", "assemble_briefing", "render_briefing_markdown"],
+    "chart": ["volume_counts", "write_volume_chart"],
+    "collect": [
+        "Collection",
+        "FailedSources",
+        "ProgressCallback",
+        "ProgressEvent",
+        "SearchOutcome",
+        "SearchStatus",
+        "SourceFailure",
+        "collect",
+        "failure_lines",
+    ],
+    "critique": [
+        "Contradiction",
+        "Critique",
+        "ItemCritique",
+        "NumberedItem",
+        "heuristic_critique",
+        "llm_critique",
+        "number_items",
+    ],
+    "dedupe": ["Cluster", "DedupeResult", "Deduper", "cluster_items"],
+    "digest": [
+        "CitedItem",
+        "Development",
+        "Digest",
+        "DigestResult",
+        "DisputedClaim",
+        "PreviousDigest",
+        "QualityCheck",
+        "extractive_digest",
+        "llm_digest",
+        "render_digest_markdown",
+    ],
+    "embeddings": ["EmbeddedItems", "ItemEmbedder", "VectorCache"],
+    "export": [
+        "CLI_FOLDER",
+        "COLLECTION_CSV_COLUMNS",
+        "ExportPaths",
+        "RUN_CSV_COLUMNS",
+        "STORED_ITEMS_CSV_COLUMNS",
+        "chat_folder",
+        "export_stem",
+        "guard_cell",
+        "safe_stem",
+        "write_csv_rows",
+        "write_exports",
+        "write_stored_items_csv",
+    ],
+    "iterative": ["CollectionReport", "StopReason", "run_iterative_collection"],
+    "jobs": ["CollectionJobResult", "ResearchResult", "research_once", "run_collection_job"],
+    "language": ["detect_language", "detect_languages", "with_languages"],
+    "llm": [
+        "BoundedModel",
+        "CHARS_PER_TOKEN",
+        "FailureKind",
+        "ModelLimits",
+        "ModelSet",
+        "OutputMode",
+        "QuotaMemory",
+        "RetryPolicy",
+        "RetryingModel",
+        "Sleep",
+        "Stage",
+        "ToolCallCap",
+        "context_too_long",
+        "describe_failure",
+        "estimate_tokens",
+        "failure_in_words",
+        "failure_kind",
+        "failure_leaves",
+        "limits_of",
+        "messages_tokens",
+        "model_chain",
+        "model_label",
+        "output_spec",
+        "refused_call_message",
+        "resilient_model",
+        "stage_settings",
+        "template_refused",
+        "timed_out",
+        "turn_start",
+        "unusable_answer",
+    ],
+    "markup": ["escape_markdown"],
+    "pipeline": ["PipelineRequest", "PipelineResult", "STAGES", "run_pipeline"],
+    "plan": ["load_plan"],
+    "rank": ["RankWeights", "RankedItem", "rank"],
+    "reputation": ["SourceKind", "outlet_of", "source_kind"],
+    "usage": ["LlmUsage", "USAGE_KIND_LABELS", "UsageKind", "estimate_cost_usd", "record_usage", "sum_usage"],
 }
-"""Where each exported name is defined; `tests/test_startup.py` checks it against the imports above."""
+"""Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""
 
-
-def __getattr__(name: str) -> object:
-    submodule = _SUBMODULE_OF.get(name)
-    if submodule is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
-    globals()[name] = value
-    return value
-
-
-class _Face(types.ModuleType):
-    """`collect` and `rank` name both a submodule and its function: importing the submodule (which any sibling may
-    do first) would rebind the package's name to the module, as Python's import system does; the function stays."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}" and name in _SUBMODULE_OF:
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Face
+__getattr__, __dir__, _ = lazy_loader.attach(__name__, submod_attrs=_SUBMODULES)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from sources.base import (
@@ -88,59 +89,42 @@ __all__ = [
     "utc_now",
 ]
 
-_SUBMODULE_OF = {
-    "Engagement": "base",
-    "Item": "base",
-    "PRIVATE_URLS_SETTING": "base",
-    "SearchQuery": "base",
-    "Source": "base",
-    "SourceBatch": "base",
-    "SourceError": "base",
-    "SourceErrorKind": "base",
-    "failure_reason": "base",
-    "item_id": "base",
-    "utc_now": "base",
-    "SourcesConfig": "config",
-    "HostPolicy": "http",
-    "HttpClient": "http",
-    "HttpResponse": "http",
-    "MemoryValidatorStore": "http",
-    "StoredResponse": "http",
-    "ValidatorStore": "http",
-    "Page": "page",
-    "read_page": "page",
-    "DEFAULT_SOURCES": "registry",
-    "SOURCE_NAMES": "registry",
-    "SPEC_HELP": "registry",
-    "SourcesUnavailableError": "registry",
-    "build_sources": "registry",
-    "feed_factory": "registry",
-    "refused_feeds": "registry",
-    "resolve_source_specs": "registry",
-    "rsshub_factory": "registry",
-    "source_spec": "registry",
-    "source_status": "registry",
-    "spec_label": "registry",
-    "Backoff": "retry",
-    "Sleep": "retry",
-    "parse_retry_after": "retry",
-    "parse_platforms": "rsshub",
-    "canonical_url": "urls",
-    "host_of": "urls",
-    "short_url": "urls",
-    "CheckedXml": "xmlguard",
-    "MAX_XML_DEPTH": "xmlguard",
-    "MAX_XML_ITEMS": "xmlguard",
-    "UnsafeXml": "xmlguard",
-    "guard_xml": "xmlguard",
+_SUBMODULES = {
+    "base": [
+        "Engagement",
+        "Item",
+        "PRIVATE_URLS_SETTING",
+        "SearchQuery",
+        "Source",
+        "SourceBatch",
+        "SourceError",
+        "SourceErrorKind",
+        "failure_reason",
+        "item_id",
+        "utc_now",
+    ],
+    "config": ["SourcesConfig"],
+    "http": ["HostPolicy", "HttpClient", "HttpResponse", "MemoryValidatorStore", "StoredResponse", "ValidatorStore"],
+    "page": ["Page", "read_page"],
+    "registry": [
+        "DEFAULT_SOURCES",
+        "SOURCE_NAMES",
+        "SPEC_HELP",
+        "SourcesUnavailableError",
+        "build_sources",
+        "feed_factory",
+        "refused_feeds",
+        "resolve_source_specs",
+        "rsshub_factory",
+        "source_spec",
+        "source_status",
+        "spec_label",
+    ],
+    "retry": ["Backoff", "Sleep", "parse_retry_after"],
+    "rsshub": ["parse_platforms"],
+    "urls": ["canonical_url", "host_of", "short_url"],
+    "xmlguard": ["CheckedXml", "MAX_XML_DEPTH", "MAX_XML_ITEMS", "UnsafeXml", "guard_xml"],
 }
-"""Where each exported name is defined; `tests/test_startup.py` checks it against the imports above."""
+"""Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""
 
-
-def __getattr__(name: str) -> object:
-    submodule = _SUBMODULE_OF.get(name)
-    if submodule is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, _ = lazy_loader.attach(__name__, submod_attrs=_SUBMODULES)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from bots.slack.api import build_web_client
@@ -12,19 +13,11 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
 
 __all__ = ["CredentialsRefusedError", "SlackFrontend", "SlackSender", "build_web_client"]
 
-_SUBMODULE_OF = {
-    "build_web_client": "api",
-    "CredentialsRefusedError": "frontend",
-    "SlackFrontend": "frontend",
-    "SlackSender": "sender",
+_SUBMODULES = {
+    "api": ["build_web_client"],
+    "frontend": ["CredentialsRefusedError", "SlackFrontend"],
+    "sender": ["SlackSender"],
 }
-"""Where each exported name is defined; `tests/test_startup.py` checks it against the imports above."""
+"""Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""
 
-
-def __getattr__(name: str) -> object:
-    submodule = _SUBMODULE_OF.get(name)
-    if submodule is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, _ = lazy_loader.attach(__name__, submod_attrs=_SUBMODULES)

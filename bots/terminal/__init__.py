@@ -3,8 +3,9 @@ also draws the CLI's output."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from bots.terminal.chat import TERMINAL_CHAT_ID, ConsoleSender, SessionFactory, TerminalChat, run_terminal_chat
@@ -21,23 +22,10 @@ __all__ = [
     "terminal_safe",
 ]
 
-_SUBMODULE_OF = {
-    "TERMINAL_CHAT_ID": "chat",
-    "ConsoleSender": "chat",
-    "SessionFactory": "chat",
-    "TerminalChat": "chat",
-    "run_terminal_chat": "chat",
-    "markdown_to_plain": "render",
-    "render_markdown": "render",
-    "terminal_safe": "render",
+_SUBMODULES = {
+    "chat": ["ConsoleSender", "SessionFactory", "TERMINAL_CHAT_ID", "TerminalChat", "run_terminal_chat"],
+    "render": ["markdown_to_plain", "render_markdown", "terminal_safe"],
 }
-"""Where each exported name is defined; `tests/test_startup.py` checks it against the imports above."""
+"""Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""
 
-
-def __getattr__(name: str) -> object:
-    submodule = _SUBMODULE_OF.get(name)
-    if submodule is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, _ = lazy_loader.attach(__name__, submod_attrs=_SUBMODULES)
