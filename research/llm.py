@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic_ai import RunContext
@@ -34,7 +34,14 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.wrapper import WrapperModel
@@ -472,7 +479,30 @@ class BoundedModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         merged = ModelSettings(**{**self.limits.settings("chat"), **(model_settings or {})})
-        return await self.wrapped.request(messages, merged, model_request_parameters)
+        return await self.wrapped.request(leading_system_text(messages), merged, model_request_parameters)
+
+
+def leading_system_text(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """The messages with every system prompt part in the first request: a chat template (Gemma's under llama.cpp)
+    refuses a system message anywhere but first, and a run can carry one further on (pydantic-ai's own retries)."""
+    later = [
+        part
+        for message in messages[1:]
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, SystemPromptPart)
+    ]
+    if not later or not isinstance(messages[0], ModelRequest):
+        return messages
+    first = messages[0]
+    leading = [part for part in first.parts if isinstance(part, SystemPromptPart)]
+    rest = [part for part in first.parts if not isinstance(part, SystemPromptPart)]
+    moved: list[ModelMessage] = [replace(first, parts=[*leading, *later, *rest])]
+    for message in messages[1:]:
+        if isinstance(message, ModelRequest) and any(isinstance(part, SystemPromptPart) for part in message.parts):
+            message = replace(message, parts=[part for part in message.parts if not isinstance(part, SystemPromptPart)])
+        moved.append(message)
+    return moved
 
 
 @dataclass

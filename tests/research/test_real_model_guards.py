@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from pydantic_ai import models
 from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart, TextPart, UserPromptPart
 
 from app.settings import Settings
 from app.wiring import LOCAL_API_KEY, language_models
 from research import ModelLimits, ModelSet, RetryPolicy, failure_in_words, failure_kind, unusable_answer
+from research.llm import leading_system_text
 from research.plan import PlanDraft, plan_problem, plan_queries
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import CONTEXT_EXCEEDED, TEMPLATE_ERROR, ChatRequest, FakeOpenAI, completion
@@ -136,3 +138,18 @@ async def test_a_monitor_run_through_an_openai_compatible_server(
     assert [request.max_tokens for request in fake.requests] == [301, 302, 303], "one request per stage, each limited"
     for request in fake.requests:
         assert request.roles[0] == "system" and request.roles.count("system") == 1
+
+
+def test_a_system_part_later_in_a_run_is_moved_into_the_first_request() -> None:
+    # A chat template that allows one leading system message refuses any other; the bounded model sends one.
+    first = ModelRequest(parts=[SystemPromptPart("rules"), UserPromptPart("hello")])
+    answer = ModelResponse(parts=[TextPart("hi")])
+    later = ModelRequest(parts=[UserPromptPart("again"), SystemPromptPart("reminder")])
+
+    sent = leading_system_text([first, answer, later])
+
+    assert [type(part).__name__ for part in sent[0].parts] == ["SystemPromptPart", "SystemPromptPart", "UserPromptPart"]
+    assert [part.content for part in sent[0].parts] == ["rules", "reminder", "hello"]
+    assert sent[1] is answer
+    assert [part.content for part in sent[2].parts] == ["again"]
+    assert leading_system_text([first, answer]) == [first, answer]
