@@ -83,7 +83,13 @@ class Dispatches(Protocol):
     """What a frontend needs of `Dispatcher` (tests and benchmarks may hand a frontend their own)."""
 
     async def dispatch(
-        self, incoming: Incoming, *, progress: ProgressSink = ..., deliver: Deliver | None = None
+        self,
+        incoming: Incoming,
+        *,
+        progress: ProgressSink = ...,
+        deliver: Deliver | None = None,
+        admitted: Callable[[], None] | None = None,
+        mark_first: bool = False,
     ) -> list[Reply]: ...
 
 
@@ -164,6 +170,7 @@ class Dispatcher:
         progress: ProgressSink = ignore_progress,
         deliver: Deliver | None = None,
         admitted: Callable[[], None] | None = None,
+        mark_first: bool = False,
     ) -> list[Reply]:
         """The replies to one message (also passed to `deliver`, under the conversation's lock).
 
@@ -173,6 +180,11 @@ class Dispatcher:
         shared lock is granted in). The adapter acknowledges the update then: a webhook answers, long polling
         confirms it, so the platform sends the conversation's next message (maybe to another process) only after
         this one took its place, and sends this one again if the process stops before.
+
+        With `mark_first` (Slack events: Slack sends nothing in order, but wants an answer within 3 s) the
+        de-duplication mark is stored before the conversation's lock is waited for, and `admitted` is called once
+        it is: a message behind a long turn of its conversation is acknowledged at once, one that arrives while
+        the database is away only once the mark is stored.
         """
         admit = admitted or _nothing
         if not self._access.allows(incoming):
@@ -181,6 +193,22 @@ class Dispatcher:
             if replies and deliver is not None:
                 await self._deliver(deliver, replies)
             return replies
+        if mark_first and incoming.event_id is not None:
+            try:
+                fresh = await self._store_mark(incoming)
+            except Exception:  # refused for good (not an outage): the person reads the error reply
+                admit()
+                error_id, reply = error_reply()
+                logger.exception("storing %s event %s failed [error id %s]", incoming.platform, incoming.event_id,
+                                 error_id)  # fmt: skip
+                if deliver is not None:
+                    await self._deliver(deliver, [reply])
+                return [reply]
+            admit()
+            if not fresh:
+                logger.info("%s event %s was handled before; ignored", incoming.platform, incoming.event_id)
+                return []
+            incoming = incoming.model_copy(update={"event_id": None})  # its mark is stored: the turn needs none
         key = incoming.conversation_key
         slot = self._slots.get(key)
         if slot is None:
@@ -232,6 +260,26 @@ class Dispatcher:
         log = logger.warning if retry == 1 else logger.info
         log("%s: the database is unreachable (%s); retry %d in %.1f s", what, _brief(error), retry, delay)
         await self._sleep(delay)
+
+    async def _store_mark(self, incoming: Incoming) -> bool:
+        """Store the message's de-duplication mark (tried again while the database is unreachable): True when it
+        is this message's, False when the event was stored before (a duplicate). A try whose connection died after
+        storing it knows the mark as its own by the time it was stored with, as in `_begin`."""
+        assert incoming.event_id is not None
+        retry = 0
+        now = self._clock()
+        while True:
+            try:
+                if not await self._inbound.seen_before(incoming.platform, incoming.event_id, now=now):
+                    return True
+                return retry > 0 and await self._inbound.received_at(incoming.platform, incoming.event_id) == now
+            except Exception as error:
+                if not is_unreachable(error):
+                    raise
+                retry += 1
+                await self._wait_for_database(
+                    retry, error, what=f"storing {incoming.platform} event {incoming.event_id}"
+                )
 
     async def _begin(self, incoming: Incoming) -> TurnStart | None:
         """The turn's first transaction (`TurnRepository.begin`), tried again while the database is unreachable.

@@ -3,6 +3,15 @@
 Socket Mode when an app-level token is given (no public URL needed); otherwise HTTP mode, where `routes()`
 gives the `/slack/events` route for the shared Starlette app and Bolt verifies every request's signature
 with the signing secret (a bad or stale signature gets 401).
+
+Nothing is acknowledged to Slack before it is stored (Bolt runs with `process_before_response`, so the listener
+decides the answer). An event (a mention, a DM) is answered 2xx, or its Socket Mode envelope acknowledged, only
+once its de-duplication mark is stored; if that takes longer than `STORE_PATIENCE_SECONDS` (the database is away)
+the request gets 503 and the envelope no acknowledgement, so Slack sends the event again, while this process
+goes on waiting for the database: a retry of an event still waiting here joins it, and the stored mark keeps an
+event from being answered twice. Slash commands and button presses cannot be sent again that way: they are
+acknowledged at once as before, and when one is not stored within `STORE_PATIENCE_SECONDS` the person reads
+`UNSTORED_TEXT` (it is answered when the database is back, unless the process stops first).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from starlette.requests import Request
 from starlette.responses import Response
@@ -45,6 +55,12 @@ logger = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 ACK_TEXT = "on it…"
 """What a slash command answers at once (Slack wants an answer within 3 seconds); the result follows."""
+STORE_PATIENCE_SECONDS = 2.5
+"""How long a request waits for its message to be stored before Slack is told otherwise: Slack's limit is 3 s."""
+UNSTORED_TEXT = (
+    "I can't reach my database right now, so I'll answer this once it is back. If no answer comes, send it again."
+)
+"""What a person reads when their command or button press was acknowledged but could not be stored in time."""
 
 
 class CredentialsRefusedError(RuntimeError):
@@ -83,12 +99,15 @@ class SlackFrontend:
             signing_secret=signing_secret or "",
             name="lookout",
             logger=logging.getLogger("slack_bolt"),
+            process_before_response=True,  # the listeners decide the answer: 2xx only once stored
         )
         self._dispatcher = dispatcher
         self._app_token = app_token
         self._progress_interval = progress_interval
         self._shutdown_grace = shutdown_grace
         self._tasks: set[asyncio.Task[None]] = set()
+        self._admissions: dict[str, asyncio.Future[None]] = {}
+        """Events being handled here by `event_id` until stored: Slack's retry of one joins the first try."""
         self._socket: AsyncSocketModeHandler | None = None
         self._connecting: asyncio.Task[None] | None = None
         self._http_handler = AsyncSlackRequestHandler(self.app)
@@ -186,19 +205,34 @@ class SlackFrontend:
             logger.warning("slack: ignoring a slash command: %s", error)
             return
         target = SlackTarget(channel=incoming.chat_external_id, response_url=_url(body.get("response_url")))
-        self._spawn(self._handle(incoming, target))
+        admission: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._spawn(self._handle(incoming, target, admission=admission))
+        self._spawn(self._tell_if_unstored(admission, target))
 
-    async def _on_event(self, body: dict[str, Any], context: AsyncBoltContext) -> None:
+    async def _on_event(self, body: dict[str, Any], context: AsyncBoltContext) -> BoltResponse | None:
+        """None (Bolt answers 200) once the event is stored or ignored; 503 when it was not stored in time."""
         bot_user_id = context.bot_user_id or self.bot_user_id
         try:
             incoming = incoming_from_event(body, bot_user_id=bot_user_id)
         except ValueError as error:
             logger.warning("slack: ignoring an event: %s", error)
-            return
+            return None
         if incoming is None:
-            return
-        target = SlackTarget(channel=incoming.chat_external_id, thread_ts=incoming.thread_key or None)
-        self._spawn(self._handle(incoming, target, shared=file_to_import(body, bot_user_id=bot_user_id)))
+            return None
+        event_id = incoming.event_id
+        admission = self._admissions.get(event_id) if event_id else None
+        if admission is None:  # not a retry of an event still waiting here
+            admission = asyncio.get_running_loop().create_future()
+            if event_id:
+                self._admissions[event_id] = admission
+            target = SlackTarget(channel=incoming.chat_external_id, thread_ts=incoming.thread_key or None)
+            shared = file_to_import(body, bot_user_id=bot_user_id)
+            self._spawn(self._handle(incoming, target, shared=shared, admission=admission, mark_first=True))
+        if await _stored_in_time(admission):
+            return None
+        logger.warning("slack: event %s not stored within %.1f s; Slack will send it again", event_id,
+                       STORE_PATIENCE_SECONDS)  # fmt: skip
+        return BoltResponse(status=503, body="")
 
     async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
@@ -214,9 +248,22 @@ class SlackFrontend:
             thread_ts=incoming.thread_key or None,
             response_url=_url(body.get("response_url")),
         )
-        self._spawn(self._press(body, incoming, target))
+        admission: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._spawn(self._press(body, incoming, target, admission))
+        self._spawn(self._tell_if_unstored(admission, target))
 
-    async def _press(self, body: dict[str, Any], incoming: Incoming, target: SlackTarget) -> None:
+    async def _tell_if_unstored(self, admission: asyncio.Future[None], target: SlackTarget) -> None:
+        """One line to the person whose acknowledged command or button press was not stored in time."""
+        if await _stored_in_time(admission):
+            return
+        try:
+            await self._sender.send_replies(target, [Reply(text=UNSTORED_TEXT)])
+        except Exception as error:  # Slack is unreachable too: the log has it
+            logger.warning("slack: could not say a message is not stored yet (%s)", type(error).__name__)
+
+    async def _press(
+        self, body: dict[str, Any], incoming: Incoming, target: SlackTarget, admission: asyncio.Future[None]
+    ) -> None:
         """Take the buttons off the pressed message (a choice is made once), then answer the choice."""
         answered = answered_buttons(body)
         if answered is not None:
@@ -228,11 +275,37 @@ class SlackFrontend:
                 logger.info("slack: could not mark the pressed buttons as answered: %s", error_code(error))
             except TRANSIENT_ERRORS as error:
                 logger.info("slack: could not mark the pressed buttons as answered: %s", type(error).__name__)
-        await self._handle(incoming, target)
+        await self._handle(incoming, target, admission=admission)
 
     # ---- answering ----------------------------------------------------------------------------------------
 
-    async def _handle(self, incoming: Incoming, target: SlackTarget, *, shared: SharedFile | None = None) -> None:
+    async def _handle(
+        self,
+        incoming: Incoming,
+        target: SlackTarget,
+        *,
+        shared: SharedFile | None = None,
+        admission: asyncio.Future[None],
+        mark_first: bool = False,
+    ) -> None:
+        """Answer one message; `admission` is resolved once it is stored, cancelled if handling ends before."""
+        try:
+            await self._answer(incoming, target, shared=shared, admission=admission, mark_first=mark_first)
+        finally:
+            if not admission.done():
+                admission.cancel()  # stopped or failed before it was stored: Slack sends an event again
+            if incoming.event_id and self._admissions.get(incoming.event_id) is admission:
+                del self._admissions[incoming.event_id]
+
+    async def _answer(
+        self,
+        incoming: Incoming,
+        target: SlackTarget,
+        *,
+        shared: SharedFile | None,
+        admission: asyncio.Future[None],
+        mark_first: bool,
+    ) -> None:
         status = self._sender.status_line(target.channel, thread_ts=target.thread_ts, interval=self._progress_interval)
         if shared is not None:
             incoming = incoming.model_copy(update={"file": await self._download(shared)})
@@ -242,7 +315,9 @@ class SlackFrontend:
             await self._sender.send_replies(target, replies)
 
         try:
-            await self._dispatcher.dispatch(incoming, progress=status, deliver=deliver)
+            await self._dispatcher.dispatch(
+                incoming, progress=status, deliver=deliver, admitted=lambda: _admit(admission), mark_first=mark_first
+            )
         except Exception:  # the dispatcher has its own boundary; this one keeps a background task from dying loudly
             logger.exception("slack: handling a message in %s failed", incoming.chat_external_id)
         await status.close()
@@ -277,8 +352,26 @@ class SlackFrontend:
         return IncomingFile(filename=name, size=len(content), content=content)
 
 
+async def _stored_in_time(admission: asyncio.Future[None]) -> bool:
+    """Whether the message was stored within `STORE_PATIENCE_SECONDS` (it may still be, later)."""
+    await asyncio.wait({admission}, timeout=STORE_PATIENCE_SECONDS)
+    return admission.done() and not admission.cancelled()
+
+
+def _admit(admission: asyncio.Future[None]) -> None:
+    if not admission.done():
+        admission.set_result(None)
+
+
 def _url(value: object) -> str | None:
     return value if isinstance(value, str) and value.startswith(("https://", "http://")) else None
 
 
-__all__ = ["ACK_TEXT", "EVENTS_PATH", "CredentialsRefusedError", "SlackFrontend"]
+__all__ = [
+    "ACK_TEXT",
+    "EVENTS_PATH",
+    "STORE_PATIENCE_SECONDS",
+    "UNSTORED_TEXT",
+    "CredentialsRefusedError",
+    "SlackFrontend",
+]

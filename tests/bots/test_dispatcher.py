@@ -128,6 +128,39 @@ async def test_a_repeated_event_is_handled_once_even_after_a_restart(database: D
     assert len(responder.turns) == 3
 
 
+async def test_marked_first_a_message_behind_a_long_turn_is_admitted_at_once_and_answered_in_order(
+    database: Database,
+) -> None:
+    # Slack's 3 s: a mention arriving while its conversation's previous turn is still thinking is acknowledged as
+    # soon as its mark is stored, not when its turn begins; it is still answered after the previous one, and once.
+    responder = Responder(gates={"slow": asyncio.Event()})
+    dispatcher = Dispatcher(database, responder, AccessPolicy(), clock=lambda: T0)
+    outbox = Outbox()
+    admitted: list[str] = []
+    slow = asyncio.create_task(dispatcher.dispatch(message("slow", event="E1"), deliver=outbox.to("100")))
+    await asyncio.sleep(0.2)
+    behind = asyncio.create_task(
+        dispatcher.dispatch(
+            message("behind", event="E2"),
+            deliver=outbox.to("100"),
+            admitted=lambda: admitted.append("E2"),
+            mark_first=True,
+        )
+    )
+    for _ in range(200):
+        if admitted:
+            break
+        await asyncio.sleep(0.01)
+    assert admitted == ["E2"] and "start behind" not in responder.log and not slow.done()
+
+    retry = await dispatcher.dispatch(message("behind", event="E2"), mark_first=True)
+    assert retry == []  # its stored mark: a duplicate, without waiting for the conversation
+    responder.gates["slow"].set()
+    await asyncio.wait_for(asyncio.gather(slow, behind), timeout=10)
+    assert outbox.delivered == [("100", "re: slow"), ("100", "re: behind")]
+    assert [t.incoming.text for t in responder.turns] == ["slow", "behind"]
+
+
 async def test_strangers_are_told_once_in_private_and_ignored_in_groups(database: Database) -> None:
     responder = Responder()
     access = AccessPolicy(allowed_users=["100"], allowed_chats=["-300"], admin_users=["telegram:999"])

@@ -26,11 +26,11 @@ from agent.confirmations import CONFIRM_PREFIX
 from agent.messages import Button
 from app.http_server import build_http_app
 from bots.slack.api import SlackPoster
-from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, SlackFrontend
+from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, UNSTORED_TEXT, SlackFrontend
 from bots.slack.render import reply_messages
 from bots.status import DONE_MARK, WORKING_MARK
 from monitors.delivery import DeliveryWorker
-from storage import Database
+from storage import Database, upgrade_database
 from tests.bots.slack_world import (
     SIGNING_SECRET,
     copy_database,
@@ -49,6 +49,7 @@ from tests.fakes.slack import (
     running_fake_slack,
 )
 from tests.kit import ScriptedModel, eventually
+from tests.private_postgres import postgres_binaries, private_postgres
 
 MANIFEST = Path(__file__).parents[3] / "slack_app_manifest.yaml"
 CHANNEL = "C0RESEARCH"
@@ -403,3 +404,54 @@ async def test_a_shared_file_over_the_limit_is_refused_after_reading_only_the_li
     assert "huge.opml is over the 1 MB limit for files" in answer.text, answer.text
     await eventually(lambda: shared["id"] in world.slack.served_bytes)  # the host saw the download end
     assert world.slack.served_bytes[shared["id"]] < 12_000_000  # the limit plus what socket buffers hold
+
+
+# --- the database away -----------------------------------------------------------------------------------------
+
+
+async def test_an_event_sent_while_the_database_is_away_is_refused_then_answered_once_when_it_is_back(
+    slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # A real PostgreSQL server of the test's own, stopped before the mention arrives. Slack's request and its retry
+    # get 503 (not stored within Slack's 3 s: Slack sends it again), the process keeps waiting for the database;
+    # once it is back the event is answered, and a later retry finds its stored mark: answered exactly once. A slash
+    # command sent meanwhile is acknowledged as always, and its person is told it is not stored yet.
+    if postgres_binaries() is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql")
+    model = numbered_answers()
+    thread = "20.0001"
+    event = mention("are you there?", ts=thread)
+    with private_postgres() as server:
+        await upgrade_database(server.url)
+        database = Database(server.url)
+        try:
+            async with slack_process(
+                database, slack_api_url=slack.api_url, sources=fake_server, out_dir=tmp_path, model=model.model
+            ) as process:
+                frontend = process.frontends.running["slack"]
+                assert isinstance(frontend, SlackFrontend)
+                async with _serving(slack, frontend, database, model) as world:
+                    await asyncio.to_thread(server.stop)
+                    started = time.monotonic()
+                    first = await world.event(event, event_id="EvAway")
+                    first_took = time.monotonic() - started
+                    retried = await world.event(event, event_id="EvAway", retry=1)
+                    command = await world.command("/monitors", "")
+                    await eventually(lambda: any(UNSTORED_TEXT in m.text for m in world.replies()))
+                    unanswered = world.replies(thread_ts=thread) == []
+                    await asyncio.to_thread(server.start)
+                    await eventually(lambda: len(world.replies(thread_ts=thread)) == 1)
+                    later = await world.event(event, event_id="EvAway", retry=2)
+                    await eventually(lambda: len(world.replies()) == 3)  # and the command's answer
+                    await world.settled()
+                    answers = [m.text for m in world.replies(thread_ts=thread)]
+                    told = [m.text for m in world.replies() if m.thread_ts is None]
+        finally:
+            await database.dispose()
+    assert first.status_code == 503 and retried.status_code == 503
+    assert first_took < 3  # within Slack's window
+    assert command.status_code == 200 and command.text == ACK_TEXT
+    assert unanswered
+    assert later.status_code == 200
+    assert answers == ["Answer number 1."] and len(model.requests) == 1
+    assert told[0] == UNSTORED_TEXT and len(told) == 2 and UNSTORED_TEXT not in told[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -10,8 +11,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo
 
 from bots.slack import SlackSender, build_web_client
-from bots.slack.frontend import ACK_TEXT, SlackFrontend
-from storage import Database
+from bots.slack.frontend import ACK_TEXT, STORE_PATIENCE_SECONDS, SlackFrontend
+from storage import Database, upgrade_database
 from tests.bots.slack_world import (
     copy_database,
     migrated_template,
@@ -28,6 +29,7 @@ from tests.fakes.slack import (
     running_fake_slack,
 )
 from tests.kit import ScriptedModel, eventually
+from tests.private_postgres import postgres_binaries, private_postgres
 
 CHANNEL = "C0SOCKET"
 
@@ -111,3 +113,55 @@ def test_a_frontend_needs_an_app_token_or_a_signing_secret() -> None:
 class _Unused:
     async def dispatch(self, *args: object, **kwargs: object) -> list[object]:
         raise AssertionError("never called")
+
+
+async def test_an_envelope_is_acknowledged_only_once_its_event_is_stored(
+    slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    # A real PostgreSQL server of the test's own, stopped when the mention arrives: its envelope is not acknowledged
+    # (Slack delivers it again), nor is a redelivery while the server is down; once it is back the event is answered
+    # once, and the next redelivery is acknowledged (its stored mark makes it a duplicate).
+    if postgres_binaries() is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql")
+    event = {
+        "type": "app_mention",
+        "user": "U0ANN",
+        "text": f"<@{BOT_USER_ID}> hi",
+        "ts": "30.0001",
+        "channel": CHANNEL,
+    }
+    with private_postgres() as server:
+        await upgrade_database(server.url)
+        database = Database(server.url)
+        try:
+            async with slack_process(
+                database,
+                slack_api_url=slack.api_url,
+                sources=fake_server,
+                out_dir=tmp_path,
+                model=ScriptedModel(answer, repeat_last=True).model,
+                app_token=APP_TOKEN,
+            ) as process:
+                frontend = process.frontends.running["slack"]
+                assert isinstance(frontend, SlackFrontend)
+                await frontend.start()
+                try:
+                    await eventually(lambda: slack.socket_connections == 1)
+                    await asyncio.to_thread(server.stop)
+                    first = slack.push_envelope("events_api", event_payload(event, event_id="EvSocketAway"))
+                    await asyncio.sleep(STORE_PATIENCE_SECONDS + 0.5)
+                    again = slack.push_envelope("events_api", event_payload(event, event_id="EvSocketAway"))
+                    await asyncio.sleep(STORE_PATIENCE_SECONDS + 0.5)
+                    unacknowledged = first not in slack.acks and again not in slack.acks
+                    unanswered = slack.messages_in(CHANNEL) == []
+                    await asyncio.to_thread(server.start)
+                    await eventually(lambda: len(slack.messages_in(CHANNEL, thread_ts="30.0001")) == 1)
+                    later = slack.push_envelope("events_api", event_payload(event, event_id="EvSocketAway"))
+                    await eventually(lambda: later in slack.acks)
+                    await eventually(lambda: frontend.in_flight == 0)
+                finally:
+                    await frontend.stop()
+        finally:
+            await database.dispose()
+    assert unacknowledged and unanswered
+    assert [m.section_texts() for m in slack.messages_in(CHANNEL)] == [["Hello from Socket Mode."]]
