@@ -322,3 +322,13 @@ class SourceFailure(Base):
     """Runs before this leave the source out (backed off); None while it is still asked every run."""
     notified_at: Mapped[datetime | None] = mapped_column()
     """When the monitor's owner was told the source keeps failing (once per streak)."""
+
+
+class FeedToken(Base):
+    """The unguessable token in a monitor's feed URLs; a new one replaces (revokes) the old."""
+
+    __tablename__ = "feed_tokens"
+
+    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), primary_key=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)

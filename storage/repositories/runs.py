@@ -137,6 +137,17 @@ class RunRepository(Repository):
             )
             return [to_run_record(row) for row in rows]
 
+    async def digests_of_monitor(self, monitor_id: int, *, limit: int) -> list[RunRecord]:
+        """The monitor's succeeded runs that stored a digest, newest finished first (what its feed lists)."""
+        query = (
+            select(Run)
+            .where(Run.monitor_id == monitor_id, Run.status == RunStatus.SUCCEEDED, Run.digest.is_not(None))
+            .order_by(Run.finished_at.desc(), Run.id.desc())
+            .limit(limit)
+        )
+        async with self._db.sessions() as session:
+            return [to_run_record(row) for row in await session.scalars(query)]
+
     async def finished_for_monitors(
         self, monitor_ids: Collection[int], *, after: datetime, until: datetime
     ) -> list[RunRecord]:
