@@ -152,7 +152,9 @@ def feed_routes(feeds: MonitorFeeds, *, public_url: str | None) -> list[BaseRout
             return PlainTextResponse("Not Found", status_code=404)
         headers = {
             "ETag": document.etag,
-            "Last-Modified": format_datetime(document.last_modified.astimezone(UTC).replace(microsecond=0), usegmt=True),
+            "Last-Modified": format_datetime(
+                document.last_modified.astimezone(UTC).replace(microsecond=0), usegmt=True
+            ),
             "Cache-Control": f"max-age={FEED_MAX_AGE_SECONDS}",
         }
         if not_modified(request, document.etag, document.last_modified):

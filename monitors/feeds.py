@@ -42,8 +42,9 @@ MEDIA_TYPES: Final[dict[FeedKind, str]] = {
     "json": "application/feed+json; charset=utf-8",
 }
 
-_MARKDOWN: Final = MarkdownIt("commonmark", {"html": False})
-"""CommonMark with raw HTML off: a `<script>` in a title stays text. Its link check refuses javascript: URLs."""
+_MARKDOWN: Final = MarkdownIt("commonmark", {"html": False, "breaks": True})
+"""CommonMark with raw HTML off (a `<script>` in a title stays text; its link check refuses javascript: URLs), and a
+line break where the markdown has one, as the chats show it (the list of sources is one line per source)."""
 
 
 def feed_path(token: str, kind: FeedKind) -> str:
