@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from storage import Database
-from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
+from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
 
 PUBLIC = "https://lookout.example.org"
