@@ -116,8 +116,8 @@ def digest_html(digest: Digest) -> str:
 
 
 def _entry(run: RunRecord, *, fallback_link: str) -> _Entry | None:
-    if not run.digest:
-        return None
+    if not run.digest or not run.stats.get("delivered", True) or run.stats.get("nothing_new", False):
+        return None  # what the chats got was a "nothing new" note, or nothing: no digest to list
     try:
         digest = Digest.model_validate(run.digest)
     except ValidationError:

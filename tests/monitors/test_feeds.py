@@ -151,3 +151,18 @@ async def test_a_monitor_without_digests_has_an_empty_valid_feed(world: World) -
     assert document is not None
     parsed = feedparser.parse(document.body)
     assert not parsed.bozo and parsed.entries == [] and parsed.feed.title == "Lookout: Nothing yet"
+
+
+async def test_a_run_with_nothing_new_adds_no_entry(world: World) -> None:
+    service, monitor_id = await two_digests(world)
+    await service.update_monitor(monitor_id, chat_id=world.chats[0].id, quiet=False)  # the chat gets a note
+    token = await service.feeds.token(monitor_id)
+    before = await service.feeds.document(token, "atom", base_url=BASE)
+
+    world.sources["hn"] = rounds_source([1])  # the same stories as the last run
+    world.clock.advance(days=1)
+    empty = await service.run_monitor(monitor_id, T0 + timedelta(days=2))
+    after = await service.feeds.document(token, "atom", base_url=BASE)
+
+    assert empty is not None and empty.status == "empty" and empty.deliveries == 1
+    assert before is not None and after is not None and after.body == before.body
