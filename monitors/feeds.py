@@ -1,7 +1,7 @@
-"""A feed per monitor: Atom (RFC 4287) and JSON Feed 1.1 documents built from its stored runs, one entry per digest,
-found by an unguessable token that a new token revokes.
+"""A feed per monitor and per chat's briefing: Atom (RFC 4287) and JSON Feed 1.1 documents built from stored runs, one
+entry per digest (or briefing) that went out, found by an unguessable token that a new token revokes.
 
-Guarantees: a document holds only what the monitor's digests said (rendered from the same markdown the chats get,
+Guarantees: a document holds only what the digests and briefings said (rendered from the same markdown the chats get,
 with raw HTML refused and every text escaped by the XML or JSON writer); an unknown or revoked token finds nothing;
 the same stored runs give byte-identical documents, so their ETag changes only when an entry does.
 """
@@ -18,12 +18,22 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
+from zoneinfo import ZoneInfo
 
 from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
 from research import Digest, render_digest_markdown
-from storage import Database, FeedTokenRepository, MonitorRecord, MonitorRepository, RunRecord, RunRepository
+from storage import (
+    ChatRecord,
+    ChatRepository,
+    Database,
+    FeedSubject,
+    FeedTokenRepository,
+    MonitorRepository,
+    RunRecord,
+    RunRepository,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +76,7 @@ class FeedDocument:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Entry:
-    run_id: int
+    id: str
     title: str
     link: str
     when: datetime
@@ -74,37 +84,78 @@ class _Entry:
     summary: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Feed:
+    """What a document says about itself: its id (a tag URI), title and description, and its newest-possible date."""
+
+    id: str
+    title: str
+    description: str
+    created: datetime
+
+
 class MonitorFeeds:
-    """Issue, rotate and resolve monitors' feed tokens, and build their documents. Permission is the caller's:
-    whoever may see the monitor may have its feed (commands check with `monitor_role`)."""
+    """Issue, rotate and resolve the feed tokens of monitors and of chats' briefings, and build their documents.
+    Permission is the caller's: whoever may see the monitor may have its feed (commands check with `monitor_role`);
+    a chat's briefing feed is the chat's."""
 
     def __init__(self, database: Database, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._tokens = FeedTokenRepository(database)
         self._monitors = MonitorRepository(database)
+        self._chats = ChatRepository(database)
         self._runs = RunRepository(database)
         self._clock = clock
 
     async def token(self, monitor_id: int, *, rotate: bool = False) -> str:
         """The monitor's feed token, made on first use; `rotate`: a new one, and the old URLs answer 404."""
-        return await self._tokens.issue(
-            monitor_id, secrets.token_urlsafe(TOKEN_BYTES), replace=rotate, now=self._clock()
-        )
+        return await self._issue(FeedSubject(monitor_id=monitor_id), rotate=rotate)
+
+    async def briefing_token(self, chat_id: int, *, rotate: bool = False) -> str:
+        """The token of the chat's briefing feed, made on first use; `rotate`: a new one, the old URLs answer 404."""
+        return await self._issue(FeedSubject(chat_id=chat_id), rotate=rotate)
+
+    async def _issue(self, subject: FeedSubject, *, rotate: bool) -> str:
+        return await self._tokens.issue(subject, secrets.token_urlsafe(TOKEN_BYTES), replace=rotate, now=self._clock())
 
     async def document(self, token: str, kind: FeedKind, *, base_url: str) -> FeedDocument | None:
-        """The feed for `token` with its URLs under `base_url`, or None when no monitor has that token."""
-        monitor_id = await self._tokens.monitor_of(token)
-        monitor = await self._monitors.get(monitor_id) if monitor_id is not None else None
-        if monitor is None:
+        """The feed for `token` with its URLs under `base_url`, or None when nothing has that token."""
+        subject = await self._tokens.subject_of(token)
+        if subject is None:
             return None
-        runs = await self._runs.digests_of_monitor(monitor.id, limit=FEED_ENTRIES)
         base = base_url.rstrip("/")
         self_url = base + feed_path(token, kind)
-        entries = [entry for run in runs if (entry := _entry(run, fallback_link=self_url)) is not None]
-        updated = max((entry.when for entry in entries), default=monitor.created_at)
-        if kind == "atom":
-            body = _atom(monitor, entries, base=base, token=token, updated=updated)
+        host = urlsplit(base).hostname or "lookout.invalid"
+        if subject.monitor_id is not None:
+            monitor = await self._monitors.get(subject.monitor_id)
+            if monitor is None:
+                return None
+            tag = f"tag:{host},{monitor.created_at.date().isoformat()}:monitor/{monitor.id}"
+            feed = _Feed(
+                id=tag,
+                title=f"Lookout: {monitor.topic}",
+                description=f"Cited digests of Lookout monitor #{monitor.id}",
+                created=monitor.created_at,
+            )
+            runs = await self._runs.digests_of_monitor(monitor.id, limit=FEED_ENTRIES)
+            entries = [entry for run in runs if (entry := _entry(run, tag=tag, fallback_link=self_url)) is not None]
         else:
-            body = _json_feed(monitor, entries, base=base, token=token)
+            chat = await self._chats.get(subject.chat_id) if subject.chat_id is not None else None
+            if chat is None:
+                return None
+            tag = f"tag:{host},{chat.created_at.date().isoformat()}:briefing/{chat.id}"
+            feed = _Feed(
+                id=tag,
+                title=f"Lookout briefing: {chat.title or 'your chat'}",
+                description="The briefings Lookout sends this chat, every topic it reads that way",
+                created=chat.created_at,
+            )
+            runs = await self._runs.briefings_of_chat(chat.id, limit=FEED_ENTRIES)
+            entries = [_briefing_entry(run, chat, tag=tag, link=self_url) for run in runs]
+        updated = max((entry.when for entry in entries), default=feed.created)
+        if kind == "atom":
+            body = _atom(feed, entries, base=base, token=token, updated=updated)
+        else:
+            body = _json_feed(feed, entries, base=base, token=token)
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         return FeedDocument(body=body, media_type=MEDIA_TYPES[kind], etag=etag, last_modified=updated)
 
@@ -115,7 +166,7 @@ def digest_html(digest: Digest) -> str:
     return html
 
 
-def _entry(run: RunRecord, *, fallback_link: str) -> _Entry | None:
+def _entry(run: RunRecord, *, tag: str, fallback_link: str) -> _Entry | None:
     if not run.digest or not run.stats.get("delivered", True) or run.stats.get("nothing_new", False):
         return None  # what the chats got was a "nothing new" note, or nothing: no digest to list
     try:
@@ -131,7 +182,7 @@ def _entry(run: RunRecord, *, fallback_link: str) -> _Entry | None:
     if urlsplit(link).scheme not in ("http", "https"):
         link = fallback_link
     return _Entry(
-        run_id=run.id,
+        id=f"{tag}/run/{run.id}",
         title=digest.headline,
         link=link,
         when=run.finished_at or run.started_at,
@@ -140,23 +191,22 @@ def _entry(run: RunRecord, *, fallback_link: str) -> _Entry | None:
     )
 
 
-def _tag(monitor: MonitorRecord, base: str, *parts: object) -> str:
-    """A tag URI (RFC 4151): stable across token rotation, unique across Lookout installations."""
-    host = urlsplit(base).hostname or "lookout.invalid"
-    return f"tag:{host},{monitor.created_at.date().isoformat()}:monitor/{monitor.id}" + "".join(
-        f"/{part}" for part in parts
-    )
-
-
 def _iso(when: datetime) -> str:
     return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _feed_title(monitor: MonitorRecord) -> str:
-    return f"Lookout: {monitor.topic}"
+def _briefing_entry(run: RunRecord, chat: ChatRecord, *, tag: str, link: str) -> _Entry:
+    when = run.finished_at or run.started_at
+    day = when.astimezone(ZoneInfo(chat.timezone)).strftime("%Y-%m-%d %H:%M")
+    topics = run.stats.get("topics")
+    title = f"Briefing of {day}" + (f" ({topics} topics)" if isinstance(topics, int) and topics > 1 else "")
+    text = str(run.stats.get("text", ""))
+    html: str = _MARKDOWN.render(text)
+    return _Entry(id=f"{tag}/run/{run.id}", title=title, link=f"{link}#briefing-{run.id}", when=when, html=html,
+                  summary=title)  # fmt: skip
 
 
-def _atom(monitor: MonitorRecord, entries: Sequence[_Entry], *, base: str, token: str, updated: datetime) -> bytes:
+def _atom(feed_info: _Feed, entries: Sequence[_Entry], *, base: str, token: str, updated: datetime) -> bytes:
     ElementTree.register_namespace("", ATOM_NS)
 
     def sub(parent: ElementTree.Element, tag: str, text: str | None = None, **attributes: str) -> ElementTree.Element:
@@ -165,9 +215,9 @@ def _atom(monitor: MonitorRecord, entries: Sequence[_Entry], *, base: str, token
         return element
 
     feed = ElementTree.Element(f"{{{ATOM_NS}}}feed")
-    sub(feed, "id", _tag(monitor, base))
-    sub(feed, "title", _feed_title(monitor))
-    sub(feed, "subtitle", f"Cited digests of Lookout monitor #{monitor.id}")
+    sub(feed, "id", feed_info.id)
+    sub(feed, "title", feed_info.title)
+    sub(feed, "subtitle", feed_info.description)
     sub(feed, "updated", _iso(updated))
     sub(feed, "link", rel="self", type="application/atom+xml", href=base + feed_path(token, "atom"))
     sub(feed, "link", rel="alternate", type="application/feed+json", href=base + feed_path(token, "json"))
@@ -176,7 +226,7 @@ def _atom(monitor: MonitorRecord, entries: Sequence[_Entry], *, base: str, token
     sub(feed, "generator", "Lookout")
     for entry in entries:
         item = sub(feed, "entry")
-        sub(item, "id", _tag(monitor, base, "run", entry.run_id))
+        sub(item, "id", entry.id)
         sub(item, "title", entry.title)
         sub(item, "link", rel="alternate", type="text/html", href=entry.link)
         sub(item, "published", _iso(entry.when))
@@ -187,16 +237,16 @@ def _atom(monitor: MonitorRecord, entries: Sequence[_Entry], *, base: str, token
     return b'<?xml version="1.0" encoding="utf-8"?>\n' + body
 
 
-def _json_feed(monitor: MonitorRecord, entries: Sequence[_Entry], *, base: str, token: str) -> bytes:
+def _json_feed(feed: _Feed, entries: Sequence[_Entry], *, base: str, token: str) -> bytes:
     document: dict[str, Any] = {
         "version": JSON_FEED_VERSION,
-        "title": _feed_title(monitor),
-        "description": f"Cited digests of Lookout monitor #{monitor.id}",
+        "title": feed.title,
+        "description": feed.description,
         "feed_url": base + feed_path(token, "json"),
         "authors": [{"name": "Lookout"}],
         "items": [
             {
-                "id": _tag(monitor, base, "run", entry.run_id),
+                "id": entry.id,
                 "url": entry.link,
                 "title": entry.title,
                 "summary": entry.summary,

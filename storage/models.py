@@ -325,10 +325,14 @@ class SourceFailure(Base):
 
 
 class FeedToken(Base):
-    """The unguessable token in a monitor's feed URLs; a new one replaces (revokes) the old."""
+    """The unguessable token in the feed URLs of a monitor or of a chat's briefing (exactly one of the two); a new
+    token replaces (revokes) the old."""
 
     __tablename__ = "feed_tokens"
 
-    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), primary_key=True)
+    id: Mapped[int] = mapped_column(primary_key=True)
     token: Mapped[str] = mapped_column(String(64), unique=True)
+    monitor_id: Mapped[int | None] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), unique=True)
+    chat_id: Mapped[int | None] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), unique=True)
+    """The chat whose briefing the feed lists."""
     created_at: Mapped[datetime] = mapped_column(default=utc_now)

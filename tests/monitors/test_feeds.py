@@ -1,17 +1,20 @@
 """A monitor's feeds from its stored runs: feedparser reads every Atom entry with title, link and date; the JSON Feed
-carries JSON Feed 1.1's required fields; hostile titles stay text; a new token revokes the old one."""
+carries JSON Feed 1.1's required fields; hostile titles stay text; a new token revokes the old one. A chat's briefing
+feed lists its stored briefings the same way."""
 
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import feedparser
 
 from monitors import MonitorService
+from monitors.schedule import parse_schedule
 from sources.base import SearchQuery
 from tests.monitors.conftest import T0, World
+from tests.monitors.test_briefings import topic_source
 from tests.research.fake_sources import RecordingSource, make_item
 
 BASE = "https://lookout.example.org"
@@ -166,3 +169,39 @@ async def test_a_run_with_nothing_new_adds_no_entry(world: World) -> None:
 
     assert empty is not None and empty.status == "empty" and empty.deliveries == 1
     assert before is not None and after is not None and after.body == before.body
+
+
+async def test_a_chats_briefing_feed_lists_its_briefings(world: World) -> None:
+    world.sources["hn"] = topic_source("hn")
+    service = world.service()
+    reader, other = world.chats[0], world.chats[1]
+    await service.briefings.set_briefing(
+        reader.id, parse_schedule("daily at 14:00", timezone="UTC", min_interval_seconds=900)
+    )
+    world.clock.advance(minutes=1)
+    for topic in ("DeepSeek", "Mistral"):
+        view = await service.create_monitor(reader.id, topic, sources="hn")
+        assert await service.run_monitor(view.id, T0) is not None
+    world.clock.set(datetime(2026, 11, 20, 14, 0, 30, tzinfo=UTC))
+    assert len(await service.briefings.run_due()) == 1
+
+    token = await service.feeds.briefing_token(reader.id)
+    document = await service.feeds.document(token, "atom", base_url=BASE)
+    as_json = await service.feeds.document(token, "json", base_url=BASE)
+    others = await service.feeds.briefing_token(other.id)
+    empty = await service.feeds.document(others, "atom", base_url=BASE)
+
+    assert document is not None and as_json is not None and empty is not None
+    parsed = feedparser.parse(document.body)
+    assert not parsed.bozo and parsed.feed.title == "Lookout briefing: chat 0"
+    [entry] = parsed.entries
+    assert entry.title == "Briefing of 2026-11-20 14:00 (2 topics)"
+    assert entry.link == f"{BASE}/feeds/{token}.atom#briefing-3" and entry.updated_parsed
+    assert "<strong>DeepSeek</strong>" in entry.content[0].value and "Mistral" in entry.content[0].value
+    [item] = json.loads(as_json.body)["items"]
+    assert item["title"] == entry.title and item["content_html"].strip() == entry.content[0].value.strip()
+    assert feedparser.parse(empty.body).entries == []
+    assert token not in {others, await service.feeds.token(1)}
+    rotated = await service.feeds.briefing_token(reader.id, rotate=True)
+    assert await service.feeds.document(token, "atom", base_url=BASE) is None
+    assert await service.feeds.document(rotated, "atom", base_url=BASE) is not None
