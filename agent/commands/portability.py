@@ -66,10 +66,11 @@ class ImportEntries(Arguments):
 
 
 class FeedCommand(Arguments):
-    """`/feed <id> [new]`: the monitor's feed URLs; `new` replaces them (the old ones stop working)."""
+    """`/feed <id>|briefing [new]`: the feed URLs of a monitor or of this chat's briefing; `new` replaces them (the
+    old ones stop working)."""
 
     name: ClassVar[str] = "feed"
-    monitor_id: int = Field(description="See list_monitors.")
+    monitor_id: int | None = Field(default=None, description="See list_monitors; none: this chat's briefing.")
     new: bool = False
 
 
@@ -184,8 +185,17 @@ async def import_entries(services: Services, turn: Turn, command: ImportEntries)
 
 
 async def feed(services: Services, turn: Turn, command: FeedCommand) -> list[Reply]:
-    """The monitor's Atom and JSON Feed URLs for whoever receives it; `new` (the owner, or an admin) revokes the
-    old ones. Without PUBLIC_URL the reply gives the paths and says to set it."""
+    """The Atom and JSON Feed URLs of a monitor (for whoever receives it; `new`: the owner, or an admin, revokes the
+    old ones) or of this chat's briefing. Without PUBLIC_URL the reply gives the paths and says to set it."""
+    if command.monitor_id is None:
+        token = await services.monitors.feeds.briefing_token(turn.chat.id, rotate=command.new)
+        if command.new:
+            first = "New feed links for this chat's briefing; the old ones no longer work."
+        else:
+            first = "The feed of this chat's briefing, one entry per briefing:"
+        if turn.chat.briefing_schedule is None:
+            first += " (This chat has no briefing yet: `/briefing daily at 08:00` sets one.)"
+        return [Reply(text=_feed_links(services, token, first, rotate="`/feed briefing new` replaces them."))]
     try:
         view, role = await monitor_role(services, turn, command.monitor_id)
     except MonitorNotFoundError as error:
@@ -195,32 +205,40 @@ async def feed(services: Services, turn: Turn, command: FeedCommand) -> list[Rep
             f"Only the chat that owns monitor #{view.id} can replace its feed links; `/feed {view.id}` gives them."
         )
     token = await services.monitors.feeds.token(view.id, rotate=command.new)
-    base = (services.settings.public_url or "").rstrip("/")
-    atom, json_feed = base + feed_path(token, "atom"), base + feed_path(token, "json")
     topic = escape_markdown(view.topic)
     first = (
         f"New feed links for monitor #{view.id} “{topic}”; the old ones no longer work."
         if command.new
         else f"The feed of monitor #{view.id} “{topic}”, one entry per digest:"
     )
-    lines = [first, f"Atom: `{atom}`", f"JSON Feed: `{json_feed}`"]
+    rotate = f"`/feed {view.id} new` replaces them." if role != "subscriber" else ""
+    return [Reply(text=_feed_links(services, token, first, rotate=rotate))]
+
+
+def _feed_links(services: Services, token: str, first: str, *, rotate: str) -> str:
+    base = (services.settings.public_url or "").rstrip("/")
+    lines = [first, f"Atom: `{base}{feed_path(token, 'atom')}`", f"JSON Feed: `{base}{feed_path(token, 'json')}`"]
     if not base:
         lines.append(
             "PUBLIC_URL is not set, so these are only the paths: set PUBLIC_URL to the address where `lookout run`'s "
             "HTTP server is reached (like https://lookout.example.org) and put it in front of them."
         )
-    rotate = f" `/feed {view.id} new` replaces them." if role != "subscriber" else ""
-    lines.append(f"Anyone with these links can read the monitor's digests.{rotate}")
-    return [Reply(text="\n".join(lines))]
+    lines.append(f"Anyone with these links can read what they list. {rotate}".rstrip())
+    return "\n".join(lines)
 
 
 def _parse_feed(args: str, _options: ParseOptions) -> FeedCommand:
     words = args.split()
     if not 1 <= len(words) <= 2:
-        raise CommandError("feed", "/feed needs a monitor number (see /monitors), like /feed 3, or /feed 3 new.")
+        raise CommandError(
+            "feed", "/feed needs a monitor number (see /monitors) or `briefing`, like /feed 3, or /feed 3 new."
+        )
     if len(words) == 2 and words[1].lower() != "new":
         raise CommandError("feed", f"After the monitor number only `new` may follow, not {shown(words[1])}.")
-    return FeedCommand(monitor_id=monitor_id("feed", words[0]), new=len(words) == 2)
+    new = len(words) == 2
+    if words[0].lower() == "briefing":
+        return FeedCommand(monitor_id=None, new=new)
+    return FeedCommand(monitor_id=monitor_id("feed", words[0]), new=new)
 
 
 def _parse_import(args: str, _options: ParseOptions) -> ImportCommand:
@@ -234,8 +252,9 @@ ACTIONS = (
     Action(
         name="feed",
         arguments=FeedCommand,
-        pattern="<id> [new]",
-        description="A monitor's digests as Atom and JSON Feed links for a feed reader (new: replace the links)",
+        pattern="<id>|briefing [new]",
+        description="A monitor's digests (or this chat's briefings) as Atom and JSON Feed links for a feed reader "
+        "(new: replace the links)",
         example="/feed 3",
         parse=_parse_feed,
         run=feed,

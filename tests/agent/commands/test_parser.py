@@ -65,6 +65,8 @@ def track(text: str) -> TrackCommand:
         ("/digest 6", DigestCommand(monitor_id=6)),
         ("/feed 7", FeedCommand(monitor_id=7)),
         ("/feed #7 new", FeedCommand(monitor_id=7, new=True)),
+        ("/feed briefing", FeedCommand(monitor_id=None)),
+        ("/feed BRIEFING new", FeedCommand(monitor_id=None, new=True)),
         ("/search open source   LLM licences", SearchCommand(query="open source LLM licences")),
         ("/collect posts about Rust in embedded", CollectCommand(request="posts about Rust in embedded")),
         ("/collect Rust embedded target 500", CollectCommand(request="Rust embedded", target=500)),

@@ -1,6 +1,6 @@
 """/feed through `Conversation.respond`: the owner and a subscriber get the same feed links, only the owner replaces
 them (and the old ones stop working), a chat that does not receive the monitor gets nothing, and without PUBLIC_URL
-the reply gives the paths and says to set it."""
+the reply gives the paths and says to set it. `/feed briefing` gives each chat its own briefing's feed."""
 
 from __future__ import annotations
 
@@ -58,6 +58,25 @@ async def test_owner_and_subscriber_share_the_feed_and_only_the_owner_replaces_i
     assert token_in((await world.say("/feed 1", chat=OTHER_CHAT)).text) == new_token
 
 
+async def test_each_chat_has_its_own_briefing_feed(world: RouterWorld) -> None:
+    before = await world.say("/feed briefing")
+    await world.say("/briefing daily at 08:00")
+    after = await world.say("/feed Briefing")
+    rotated = await world.say("/feed briefing new")
+    theirs = await world.say("/feed briefing", chat=OTHER_CHAT)
+    token = token_in(before.text)
+
+    assert before.text.startswith("The feed of this chat's briefing, one entry per briefing:")
+    assert "This chat has no briefing yet" in before.text and "`/feed briefing new` replaces them." in before.text
+    assert token_in(after.text) == token and "no briefing yet" not in after.text
+    assert rotated.text.startswith("New feed links for this chat's briefing") and token_in(rotated.text) != token
+    assert token_in(theirs.text) not in {token, token_in(rotated.text)}
+    feeds = world.services.monitors.feeds
+    assert await feeds.document(token, "atom", base_url=PUBLIC) is None
+    document = await feeds.document(token_in(rotated.text), "json", base_url=PUBLIC)
+    assert document is not None and b'"items": []' in document.body
+
+
 async def test_bad_arguments_get_the_usage(world: RouterWorld) -> None:
     await world.say("/track DeepSeek from hn")
 
@@ -65,7 +84,7 @@ async def test_bad_arguments_get_the_usage(world: RouterWorld) -> None:
     extra = await world.say("/feed 1 old")
     too_many = await world.say("/feed 1 new now")
 
-    assert "/feed needs a monitor number" in missing.text and "Usage: /feed <id> [new]" in missing.text
+    assert "/feed needs a monitor number" in missing.text and "Usage: /feed <id>|briefing [new]" in missing.text
     assert "only `new` may follow" in extra.text and "/feeds/" not in extra.text
     assert "/feed needs a monitor number" in too_many.text
 
