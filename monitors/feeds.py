@@ -8,6 +8,7 @@ the same stored runs give byte-identical documents, so their ETag changes only w
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -25,7 +26,6 @@ from pydantic import ValidationError
 
 from research import Digest, render_digest_markdown
 from storage import (
-    ChatRecord,
     ChatRepository,
     Database,
     FeedSubject,
@@ -45,6 +45,9 @@ FEED_ENTRIES: Final = 30
 document stays small enough to build on every poll that is not a 304."""
 TOKEN_BYTES: Final = 24
 """Random bytes in a token (32 URL-safe characters): unguessable, and short enough for a URL people paste."""
+FEED_FORMAT: Final = 1
+"""Part of every ETag: raise it when a change to this module changes what the same runs render to, so readers that
+hold the old rendering fetch the new one."""
 JSON_FEED_VERSION: Final = "https://jsonfeed.org/version/1.1"
 ATOM_NS: Final = "http://www.w3.org/2005/Atom"
 MEDIA_TYPES: Final[dict[FeedKind, str]] = {
@@ -62,16 +65,22 @@ def feed_path(token: str, kind: FeedKind) -> str:
     return f"/feeds/{token}.{kind}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class FeedDocument:
-    """One built feed, with what conditional GET compares."""
+    """One feed: what conditional GET compares, known from the stored runs alone, and its body, rendered only when
+    asked for (rendering is most of a feed's cost, and a reader that already has this version gets a 304 without it).
+    """
 
-    body: bytes
-    media_type: str
-    etag: str
-    """A strong validator: a quoted hash of the body."""
-    last_modified: datetime
-    """When the newest entry was written (the monitor's creation while it has none)."""
+    def __init__(self, *, media_type: str, etag: str, last_modified: datetime, render: Callable[[], bytes]) -> None:
+        self.media_type = media_type
+        self.etag = etag
+        """A strong validator: a quoted hash of what the document is built from (runs do not change once finished)."""
+        self.last_modified = last_modified
+        """When the newest entry was written (the monitor's or chat's creation while it has none)."""
+        self._render = render
+
+    @functools.cached_property
+    def body(self) -> bytes:
+        return self._render()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,8 +145,11 @@ class MonitorFeeds:
                 description=f"Cited digests of Lookout monitor #{monitor.id}",
                 created=monitor.created_at,
             )
-            runs = await self._runs.digests_of_monitor(monitor.id, limit=FEED_ENTRIES)
-            entries = [entry for run in runs if (entry := _entry(run, tag=tag, fallback_link=self_url)) is not None]
+            runs = [run for run in await self._runs.digests_of_monitor(monitor.id, limit=FEED_ENTRIES) if _listed(run)]
+
+            def entries() -> list[_Entry]:
+                return [entry for run in runs if (entry := _entry(run, tag=tag, fallback_link=self_url)) is not None]
+
         else:
             chat = await self._chats.get(subject.chat_id) if subject.chat_id is not None else None
             if chat is None:
@@ -150,14 +162,42 @@ class MonitorFeeds:
                 created=chat.created_at,
             )
             runs = await self._runs.briefings_of_chat(chat.id, limit=FEED_ENTRIES)
-            entries = [_briefing_entry(run, chat, tag=tag, link=self_url) for run in runs]
-        updated = max((entry.when for entry in entries), default=feed.created)
-        if kind == "atom":
-            body = _atom(feed, entries, base=base, token=token, updated=updated)
-        else:
-            body = _json_feed(feed, entries, base=base, token=token)
-        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        return FeedDocument(body=body, media_type=MEDIA_TYPES[kind], etag=etag, last_modified=updated)
+            zone = chat.timezone
+
+            def entries() -> list[_Entry]:
+                return [_briefing_entry(run, zone, tag=tag, link=self_url) for run in runs]
+
+        updated = max((_when(run) for run in runs), default=feed.created)
+        basis = [
+            FEED_FORMAT,
+            kind,
+            self_url,
+            feed.title,
+            feed.description,
+            [[run.id, _iso(_when(run))] for run in runs],
+        ]
+        etag = '"' + hashlib.sha256(json.dumps(basis).encode()).hexdigest()[:32] + '"'
+
+        def render() -> bytes:
+            if kind == "atom":
+                return _atom(feed, entries(), base=base, token=token, updated=updated)
+            return _json_feed(feed, entries(), base=base, token=token)
+
+        return FeedDocument(media_type=MEDIA_TYPES[kind], etag=etag, last_modified=updated, render=render)
+
+
+def _when(run: RunRecord) -> datetime:
+    return run.finished_at or run.started_at
+
+
+def _listed(run: RunRecord) -> bool:
+    """Whether a monitor's run is a digest that went out (not a "nothing new" note, not held back)."""
+    return (
+        isinstance(run.digest, dict)
+        and bool(run.digest.get("developments"))
+        and bool(run.stats.get("delivered", True))
+        and not run.stats.get("nothing_new", False)
+    )
 
 
 def digest_html(digest: Digest) -> str:
@@ -167,8 +207,6 @@ def digest_html(digest: Digest) -> str:
 
 
 def _entry(run: RunRecord, *, tag: str, fallback_link: str) -> _Entry | None:
-    if not run.digest or not run.stats.get("delivered", True) or run.stats.get("nothing_new", False):
-        return None  # what the chats got was a "nothing new" note, or nothing: no digest to list
     try:
         digest = Digest.model_validate(run.digest)
     except ValidationError:
@@ -185,7 +223,7 @@ def _entry(run: RunRecord, *, tag: str, fallback_link: str) -> _Entry | None:
         id=f"{tag}/run/{run.id}",
         title=digest.headline,
         link=link,
-        when=run.finished_at or run.started_at,
+        when=_when(run),
         html=digest_html(digest),
         summary=digest.headline,
     )
@@ -195,9 +233,9 @@ def _iso(when: datetime) -> str:
     return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _briefing_entry(run: RunRecord, chat: ChatRecord, *, tag: str, link: str) -> _Entry:
-    when = run.finished_at or run.started_at
-    day = when.astimezone(ZoneInfo(chat.timezone)).strftime("%Y-%m-%d %H:%M")
+def _briefing_entry(run: RunRecord, timezone: str, *, tag: str, link: str) -> _Entry:
+    when = _when(run)
+    day = when.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M")
     topics = run.stats.get("topics")
     title = f"Briefing of {day}" + (f" ({topics} topics)" if isinstance(topics, int) and topics > 1 else "")
     text = str(run.stats.get("text", ""))
