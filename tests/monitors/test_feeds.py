@@ -205,3 +205,15 @@ async def test_a_chats_briefing_feed_lists_its_briefings(world: World) -> None:
     rotated = await service.feeds.briefing_token(reader.id, rotate=True)
     assert await service.feeds.document(token, "atom", base_url=BASE) is None
     assert await service.feeds.document(rotated, "atom", base_url=BASE) is not None
+
+
+async def test_a_deleted_monitors_feed_is_gone(world: World) -> None:
+    service, monitor_id = await two_digests(world)
+    token = await service.feeds.token(monitor_id)
+
+    await service.delete(monitor_id, chat_id=world.chats[0].id)
+    # SQLite may give the next monitor the same id: the token went with the old one (cascade), so it finds nothing
+    await service.create_monitor(world.chats[1].id, "Another chat's topic", sources="hn")
+
+    assert await service.feeds.document(token, "atom", base_url=BASE) is None
+    assert await service.feeds.document(token, "json", base_url=BASE) is None
