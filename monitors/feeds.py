@@ -95,7 +95,8 @@ class _Entry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Feed:
-    """What a document says about itself: its id (a tag URI), title and description, and its newest-possible date."""
+    """What a document says about itself: its id (a tag URI), title and description, and when its monitor or chat was
+    made (the feed's date while it lists nothing)."""
 
     id: str
     title: str
