@@ -62,6 +62,8 @@ class ConversationSettings:
     """The bot's @username on platforms that have one (commands addressed to other bots are ignored)."""
     confirmation_ttl: timedelta = DEFAULT_CONFIRMATION_TTL
     """How long a proposal (the chat agent's, /track's offer, /import's list) stays open."""
+    public_url: str | None = None
+    """PUBLIC_URL: where people reach `lookout run`'s HTTP server (feed URLs start with it); None: not set."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -43,6 +43,7 @@ def conversation_settings(settings: Settings, *, bot_username: str | None = None
         exports_dir=settings.exports_dir,
         llm_unavailable_reason=settings.llm_unavailable_reason(),
         bot_username=bot_username,
+        public_url=settings.public_url,
     )
 
 

@@ -1,4 +1,6 @@
-"""The one ASGI app (starlette, served by uvicorn on the shared loop): `/healthz` now, platform webhooks later."""
+"""The one ASGI app (starlette, served by uvicorn on the shared loop): `/healthz`, the platforms' webhooks and the
+monitors' feeds (`/feeds/<token>.atom|.json`, answered 304 to a conditional GET and 404, with nothing more, to a
+token no monitor has)."""
 
 from __future__ import annotations
 
@@ -7,15 +9,24 @@ import contextlib
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
+from typing import TYPE_CHECKING, cast
 
 import uvicorn
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+if TYPE_CHECKING:
+    from monitors import FeedKind, MonitorFeeds
+
 logger = logging.getLogger(__name__)
+
+FEED_MAX_AGE_SECONDS = 300
+"""How long a reader or proxy may reuse a feed without asking: digests come at most every few minutes."""
 
 HealthCheck = Callable[[], Awaitable[bool]]
 """Answers whether one component works; an exception counts as not working."""
@@ -106,3 +117,48 @@ async def serve_http(
     finally:
         stopping.cancel()
         listener.close()
+
+
+def not_modified(request: Request, etag: str, last_modified: datetime) -> bool:
+    """Whether a conditional GET already holds this version (RFC 9110: If-None-Match, when sent, decides alone)."""
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+        return "*" in tags or etag in tags
+    if_modified_since = request.headers.get("if-modified-since")
+    if if_modified_since is None:
+        return False
+    try:
+        since = parsedate_to_datetime(if_modified_since)
+    except (TypeError, ValueError):
+        return False
+    if since.tzinfo is None:
+        return False
+    return last_modified.replace(microsecond=0) <= since
+
+
+def feed_routes(feeds: MonitorFeeds, *, public_url: str | None) -> list[BaseRoute]:
+    """`/feeds/<token>.atom` and `/feeds/<token>.json`; their URLs inside start with `public_url` (else with the
+    address the request came to)."""
+
+    async def feed(request: Request) -> Response:
+        name = str(request.path_params["name"])
+        token, _, extension = name.rpartition(".")
+        if extension not in ("atom", "json") or not token:
+            return PlainTextResponse("Not Found", status_code=404)
+        base = public_url or str(request.base_url)
+        document = await feeds.document(token, cast("FeedKind", extension), base_url=base)
+        if document is None:
+            return PlainTextResponse("Not Found", status_code=404)
+        headers = {
+            "ETag": document.etag,
+            "Last-Modified": format_datetime(
+                document.last_modified.astimezone(UTC).replace(microsecond=0), usegmt=True
+            ),
+            "Cache-Control": f"max-age={FEED_MAX_AGE_SECONDS}",
+        }
+        if not_modified(request, document.etag, document.last_modified):
+            return Response(status_code=304, headers=headers)
+        return Response(document.body, media_type=document.media_type, headers=headers)
+
+    return [Route("/feeds/{name}", feed, methods=["GET", "HEAD"])]

@@ -26,7 +26,7 @@ _CHAT_IDS = {
 }
 
 monitors_cli = typer.Typer(
-    help="Standing monitors: add, list, pause, resume, remove, run now; subscribe chats; export and import.",
+    help="Standing monitors: add, list, pause, resume, remove, run now; subscribe chats; feeds; export and import.",
     no_args_is_help=True,
 )
 ChatOption = Annotated[
@@ -235,6 +235,51 @@ def unsubscribe(
         return f"{chat} no longer receives monitor #{view.id} “{view.topic}”."
 
     CliOutput().markdown(_with_stack(settings, work))
+
+
+@monitors_cli.command("feed")
+def feed(
+    monitor_id: Annotated[int, typer.Argument(help="The monitor's number.")],
+    new: Annotated[bool, typer.Option("--new", help="Replace the feed links; the old ones stop working.")] = False,
+) -> None:
+    """Print a monitor's Atom and JSON Feed URLs (served by `lookout run` under PUBLIC_URL)."""
+    settings = _settings()
+
+    # Reads and writes one token only (no sources, senders or models are built), so it answers at once.
+    async def main() -> list[str]:
+        from app.wiring import open_database
+        from monitors import MonitorFeeds, MonitorNotFoundError, feed_path
+        from storage import MonitorRepository
+
+        async with open_database(settings) as database:
+            monitor = await MonitorRepository(database).get(monitor_id)
+            if monitor is None:
+                raise MonitorNotFoundError(f"There is no monitor #{monitor_id}.")
+            token = await MonitorFeeds(database).token(monitor_id, rotate=new)
+        base = (settings.public_url or "").rstrip("/")
+        lines = [
+            f"Monitor #{monitor.id} “{monitor.topic}”"
+            + (": new feed links, the old ones no longer work." if new else ":"),
+            f"Atom:      {base}{feed_path(token, 'atom')}",
+            f"JSON Feed: {base}{feed_path(token, 'json')}",
+        ]
+        if not base:
+            lines.append(
+                "PUBLIC_URL is not set, so these are only the paths: set PUBLIC_URL to the address where "
+                "`lookout run`'s HTTP server is reached (like https://lookout.example.org)."
+            )
+        return lines
+
+    from monitors import MonitorNotFoundError
+
+    try:
+        lines = asyncio.run(main())
+    except MonitorNotFoundError as error:
+        CliOutput(err=True).line(str(error))
+        raise typer.Exit(code=2) from None
+    out = CliOutput()
+    for line in lines:
+        out.line(line)  # plain: people copy these URLs
 
 
 @monitors_cli.command("export")

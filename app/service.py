@@ -22,7 +22,7 @@ from agent import Services
 from app.assembly import build_dispatcher, build_services
 from app.frontends import Frontends, build_frontends, describe_frontends
 from app.heap import tune_garbage_collector
-from app.http_server import HealthCheck, build_http_app, serve_http
+from app.http_server import HealthCheck, build_http_app, feed_routes, serve_http
 from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
@@ -239,7 +239,7 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
                 **frontends.checks,
             },
             off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
-            routes=frontends.routes,
+            routes=[*frontends.routes, *feed_routes(stack.service.feeds, public_url=settings.public_url)],
         )
         frontends.start_all()
         grace = _Grace(stop, settings.shutdown_grace_seconds)
@@ -319,7 +319,8 @@ async def _run_scaled(
 
         checks["background"] = background_running
         off = {name: why for name, (on, why) in describe_frontends(settings).items() if not on} if serves else {}
-        app = build_http_app(checks=checks, off=off, routes=frontends.routes if serves else ())
+        routes = [*frontends.routes, *feed_routes(stack.service.feeds, public_url=settings.public_url)]
+        app = build_http_app(checks=checks, off=off, routes=routes if serves else ())
         try:
             await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop, grace=grace.left)
         finally:

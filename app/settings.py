@@ -167,6 +167,9 @@ class Settings(BaseSettings):
     # HTTP server
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=1, le=65535)
+    public_url: str | None = None
+    """PUBLIC_URL: where people reach this HTTP server (`https://lookout.example.org`); the feeds' URLs start with it.
+    Unset: commands give the path only and say to set it."""
 
     # Access
     allowed_users: CommaList = Field(default_factory=list)
@@ -242,6 +245,7 @@ class Settings(BaseSettings):
         "telegram_bot_token",
         "telegram_webhook_url",
         "telegram_webhook_secret",
+        "public_url",
         "slack_bot_token",
         "slack_app_token",
         "slack_signing_secret",
@@ -310,6 +314,7 @@ class Settings(BaseSettings):
         "semanticscholar_api_url",
         "x_api_url",
         "rsshub_url",
+        "public_url",
     )
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:

@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
     from monitors.error_ids import new_error_id
+    from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
     from monitors.outbound import (
         CALLBACK_DATA_MAX_BYTES,
@@ -95,10 +96,13 @@ __all__ = [
     "DeliveryReport",
     "DeliveryWorker",
     "ExportedMonitors",
+    "FeedDocument",
+    "FeedKind",
     "ImportPlan",
     "ImportResult",
     "MonitorAccessError",
     "MonitorEntry",
+    "MonitorFeeds",
     "MonitorNotFoundError",
     "MonitorScheduler",
     "MonitorService",
@@ -122,9 +126,11 @@ __all__ = [
     "SubscribeOffer",
     "chat_label",
     "create_imported",
+    "digest_html",
     "due_monitor_ids",
     "effective_timezone",
     "export_monitors",
+    "feed_path",
     "in_briefing",
     "mark_chat_gone",
     "monitor_view",
@@ -185,6 +191,7 @@ _SUBMODULES = {
         "parse_schedule",
         "seconds_in_words",
     ],
+    "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],
     "sharing": [

@@ -322,3 +322,17 @@ class SourceFailure(Base):
     """Runs before this leave the source out (backed off); None while it is still asked every run."""
     notified_at: Mapped[datetime | None] = mapped_column()
     """When the monitor's owner was told the source keeps failing (once per streak)."""
+
+
+class FeedToken(Base):
+    """The unguessable token in the feed URLs of a monitor or of a chat's briefing (exactly one of the two); a new
+    token replaces (revokes) the old."""
+
+    __tablename__ = "feed_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    monitor_id: Mapped[int | None] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), unique=True)
+    chat_id: Mapped[int | None] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), unique=True)
+    """The chat whose briefing the feed lists."""
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)

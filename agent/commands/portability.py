@@ -1,5 +1,6 @@
-"""/export monitors (this chat's monitors as JSON plus their feeds as OPML) and /import (a document, or a path in
-the terminal), which creates monitors only after the person confirms the list."""
+"""/export monitors (this chat's monitors as JSON plus their feeds as OPML), /import (a document, or a path in
+the terminal), which creates monitors only after the person confirms the list, and /feed (a monitor's digests as
+Atom and JSON Feed URLs for a feed reader)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar
 
-from agent.commands.action import Action, Arguments
+from pydantic import Field
+
+from agent.commands.action import Action, Arguments, monitor_role
 from agent.commands.common import chat_exports_dir, chat_zone, refuse
-from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions
+from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions, monitor_id, shown
 from agent.confirmations import CatalogueAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
@@ -17,20 +20,25 @@ from monitors import (
     MAX_IMPORT_BYTES,
     MAX_IMPORT_MONITORS,
     MonitorEntry,
+    MonitorNotFoundError,
     create_imported,
     export_monitors,
+    feed_path,
     plan_import,
     read_import_file,
     read_monitor_file,
 )
+from research import escape_markdown
 
 __all__ = [
     "ACTIONS",
     "IMPORT_HELP",
     "ExportMonitorsCommand",
+    "FeedCommand",
     "ImportCommand",
     "ImportEntries",
     "export_chat_monitors",
+    "feed",
     "import_entries",
     "import_monitors",
     "read_import_source",
@@ -55,6 +63,15 @@ class ImportEntries(Arguments):
 
     name: ClassVar[str] = "import_entries"
     entries: tuple[MonitorEntry, ...]
+
+
+class FeedCommand(Arguments):
+    """`/feed <id>|briefing [new]`: the feed URLs of a monitor or of this chat's briefing; `new` replaces them (the
+    old ones stop working)."""
+
+    name: ClassVar[str] = "feed"
+    monitor_id: int | None = Field(default=None, description="See list_monitors; none: this chat's briefing.")
+    new: bool = False
 
 
 class ImportCommand(Arguments):
@@ -167,6 +184,63 @@ async def import_entries(services: Services, turn: Turn, command: ImportEntries)
     return [Reply(text="\n".join(lines))]
 
 
+async def feed(services: Services, turn: Turn, command: FeedCommand) -> list[Reply]:
+    """The Atom and JSON Feed URLs of a monitor (for whoever receives it; `new`: the owner, or an admin, revokes the
+    old ones) or of this chat's briefing. Without PUBLIC_URL the reply gives the paths and says to set it."""
+    if command.monitor_id is None:
+        token = await services.monitors.feeds.briefing_token(turn.chat.id, rotate=command.new)
+        if command.new:
+            first = "New feed links for this chat's briefing; the old ones no longer work."
+        else:
+            first = "The feed of this chat's briefing, one entry per briefing:"
+        if turn.chat.briefing_schedule is None:
+            first += " (This chat has no briefing yet: `/briefing daily at 08:00` sets one.)"
+        return [Reply(text=_feed_links(services, token, first, rotate="`/feed briefing new` replaces them."))]
+    try:
+        view, role = await monitor_role(services, turn, command.monitor_id)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    if command.new and role == "subscriber":
+        return refuse(
+            f"Only the chat that owns monitor #{view.id} can replace its feed links; `/feed {view.id}` gives them."
+        )
+    token = await services.monitors.feeds.token(view.id, rotate=command.new)
+    topic = escape_markdown(view.topic)
+    first = (
+        f"New feed links for monitor #{view.id} “{topic}”; the old ones no longer work."
+        if command.new
+        else f"The feed of monitor #{view.id} “{topic}”, one entry per digest:"
+    )
+    rotate = f"`/feed {view.id} new` replaces them." if role != "subscriber" else ""
+    return [Reply(text=_feed_links(services, token, first, rotate=rotate))]
+
+
+def _feed_links(services: Services, token: str, first: str, *, rotate: str) -> str:
+    base = (services.settings.public_url or "").rstrip("/")
+    lines = [first, f"Atom: `{base}{feed_path(token, 'atom')}`", f"JSON Feed: `{base}{feed_path(token, 'json')}`"]
+    if not base:
+        lines.append(
+            "PUBLIC_URL is not set, so these are only the paths: set PUBLIC_URL to the address where `lookout run`'s "
+            "HTTP server is reached (like https://lookout.example.org) and put it in front of them."
+        )
+    lines.append(f"Anyone with these links can read what they list. {rotate}".rstrip())
+    return "\n".join(lines)
+
+
+def _parse_feed(args: str, _options: ParseOptions) -> FeedCommand:
+    words = args.split()
+    if not 1 <= len(words) <= 2:
+        raise CommandError(
+            "feed", "/feed needs a monitor number (see /monitors) or `briefing`, like /feed 3, or /feed 3 new."
+        )
+    if len(words) == 2 and words[1].lower() != "new":
+        raise CommandError("feed", f"After the monitor number only `new` may follow, not {shown(words[1])}.")
+    new = len(words) == 2
+    if words[0].lower() == "briefing":
+        return FeedCommand(monitor_id=None, new=new)
+    return FeedCommand(monitor_id=monitor_id("feed", words[0]), new=new)
+
+
 def _parse_import(args: str, _options: ParseOptions) -> ImportCommand:
     path = args.strip().strip(OPEN_QUOTES + CLOSE_QUOTES).strip()
     if len(path) > 4096:
@@ -175,6 +249,17 @@ def _parse_import(args: str, _options: ParseOptions) -> ImportCommand:
 
 
 ACTIONS = (
+    Action(
+        name="feed",
+        arguments=FeedCommand,
+        pattern="<id>|briefing [new]",
+        description="A monitor's digests (or this chat's briefings) as Atom and JSON Feed links for a feed reader "
+        "(new: replace the links)",
+        example="/feed 3",
+        parse=_parse_feed,
+        run=feed,
+        instant=True,
+    ),
     Action(
         name="import",
         arguments=ImportCommand,
@@ -193,4 +278,4 @@ ACTIONS = (
         command=False,
     ),
 )
-"""/import (/export monitors is a form of the research family's /export)."""
+"""/feed and /import (/export monitors is a form of the research family's /export)."""

@@ -5,6 +5,7 @@ from storage.repositories.chats import ChatChanges, ChatRepository
 from storage.repositories.conversations import ConversationRepository
 from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
 from storage.repositories.embeddings import EmbeddingRepository
+from storage.repositories.feed_tokens import FeedSubject, FeedTokenRepository
 from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
@@ -25,6 +26,8 @@ __all__ = [
     "ConversationRepository",
     "DeliveryRepository",
     "EmbeddingRepository",
+    "FeedSubject",
+    "FeedTokenRepository",
     "HttpValidatorRepository",
     "InboundRepository",
     "ItemRepository",

@@ -13,6 +13,7 @@ from storage.models import Chat, Run
 from storage.records import RunOutcome, RunStatus
 from storage.repositories._common import Repository
 from storage.repositories.deliveries import queue_rows
+from storage.repositories.runs import BRIEFING_QUERY
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +56,7 @@ class BriefingRepository(Repository):
         run = Run(
             monitor_id=None,
             chat_id=chat_id,
-            query="briefing",
+            query=BRIEFING_QUERY,
             scheduled_for=due,
             status=RunStatus.SUCCEEDED,
             started_at=outcome.finished_at,

@@ -12,6 +12,8 @@ from storage.records import RunItemRecord, RunRecord, RunStatus
 from storage.repositories._common import Repository, upsert_insert
 from storage.types import utc_now
 
+BRIEFING_QUERY = "briefing"
+"""The `query` of the run that stores a chat's briefing (monitor NULL, the chat's id): how briefings are found."""
 NEWEST_RUN_FIRST = (Run.scheduled_for.desc(), Run.id.desc())
 """What "a monitor's latest run" means everywhere: the run scheduled last (the later-opened of two for one slot)."""
 
@@ -136,6 +138,33 @@ class RunRepository(Repository):
                 select(Run).where(Run.monitor_id == monitor_id).order_by(*NEWEST_RUN_FIRST).limit(limit)
             )
             return [to_run_record(row) for row in rows]
+
+    async def digests_of_monitor(self, monitor_id: int, *, limit: int) -> list[RunRecord]:
+        """The monitor's succeeded runs that stored a digest, newest finished first (what its feed lists)."""
+        query = (
+            select(Run)
+            .where(Run.monitor_id == monitor_id, Run.status == RunStatus.SUCCEEDED, Run.digest.is_not(None))
+            .order_by(Run.finished_at.desc(), Run.id.desc())
+            .limit(limit)
+        )
+        async with self._db.sessions() as session:
+            return [to_run_record(row) for row in await session.scalars(query)]
+
+    async def briefings_of_chat(self, chat_id: int, *, limit: int) -> list[RunRecord]:
+        """The chat's stored briefings (see `BriefingRepository`), newest first (what its briefing feed lists)."""
+        query = (
+            select(Run)
+            .where(
+                Run.monitor_id.is_(None),
+                Run.chat_id == chat_id,
+                Run.query == BRIEFING_QUERY,
+                Run.status == RunStatus.SUCCEEDED,
+            )
+            .order_by(Run.finished_at.desc(), Run.id.desc())
+            .limit(limit)
+        )
+        async with self._db.sessions() as session:
+            return [to_run_record(row) for row in await session.scalars(query)]
 
     async def finished_for_monitors(
         self, monitor_ids: Collection[int], *, after: datetime, until: datetime

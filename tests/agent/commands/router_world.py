@@ -185,6 +185,7 @@ async def open_world(
     real_chat_agent: bool = False,
     access: AccessPolicy | None = None,
     allow_private_urls: bool = True,
+    public_url: str | None = None,
 ) -> AsyncIterator[RouterWorld]:
     """Everything wired as `app` wires it; free text goes to `RecordingFreeText`, or with `real_chat_agent` to the
     real `agent.chat.agent.ChatAgent`. `allow_private_urls=False` is ALLOW_PRIVATE_URLS unset: feeds on the fake
@@ -230,6 +231,7 @@ async def open_world(
         min_interval_seconds=900,
         chat_daily_tokens=chat_daily_tokens,
         exports_dir=exports_dir,
+        public_url=public_url,
     )
     services = Services(
         database=database,

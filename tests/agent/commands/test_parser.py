@@ -30,6 +30,7 @@ from agent.commands.monitors import (
     TrackCommand,
     UntrackCommand,
 )
+from agent.commands.portability import FeedCommand
 from agent.commands.research import CollectCommand, ExportCommand, SearchCommand
 from agent.commands.settings import ForgetCommand, LanguageCommand, ProfileCommand, TimezoneCommand, UsageCommand
 from monitors import ScheduleKind
@@ -62,6 +63,10 @@ def track(text: str) -> TrackCommand:
         ("/pause 4", PauseCommand(monitor_id=4)),
         ("/resume 5", ResumeCommand(monitor_id=5)),
         ("/digest 6", DigestCommand(monitor_id=6)),
+        ("/feed 7", FeedCommand(monitor_id=7)),
+        ("/feed #7 new", FeedCommand(monitor_id=7, new=True)),
+        ("/feed briefing", FeedCommand(monitor_id=None)),
+        ("/feed BRIEFING new", FeedCommand(monitor_id=None, new=True)),
         ("/search open source   LLM licences", SearchCommand(query="open source LLM licences")),
         ("/collect posts about Rust in embedded", CollectCommand(request="posts about Rust in embedded")),
         ("/collect Rust embedded target 500", CollectCommand(request="Rust embedded", target=500)),
@@ -109,6 +114,7 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest", "quiet",
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
         "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
+        "feed",
     }  # fmt: skip
     for name, description in bot_commands():
         assert name in CATALOGUE
