@@ -4,10 +4,9 @@ Guarantees: nothing becomes uncollectable by it — cyclic garbage is still foun
 what is alive once the process is assembled (modules, classes, pydantic schemas, the app's objects) lives until
 exit anyway, so the collector stops scanning it.
 
-Why (bench/README.md, `chat.py`, fourth session): with CPython's default thresholds (700, 10, 10) the collector
-took 1.8–2.5 s of CPU per 1,000 free-text turns under 50 concurrent chats (~2 ms a turn, 12–15 % of the
-process): every turn (a pydantic-ai run, PTB objects, aiohttp requests) allocates thousands of container objects,
-so a young collection ran every turn or two, and each of the ~6 full collections walked the ~250,000 objects of
+Why (`bench/chat.py`): with CPython's default thresholds (700, 10, 10) the collector took about 2 ms of CPU per
+free-text turn under 50 concurrent chats: every turn (a pydantic-ai run, PTB objects, aiohttp requests) allocates
+thousands of container objects, so a young collection ran every turn or two, and each full collection walked
 the start-up heap (about 0.2 s each, a pause every chat waited through). With the start-up heap frozen
 (`gc.freeze`, the practice Instagram described for its servers) and a young threshold of 10,000, collections take
 ~0.3 s per 1,000 turns and none is a full one. A one-shot command (`lookout research`, the terminal chat) does

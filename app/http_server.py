@@ -102,7 +102,7 @@ async def serve_http(
     `grace()` (asked when `stop` is set: what is left of the shutdown's grace) has passed."""
     listener = _listen(host, port)
     # httptools (a dependency) parses each request for about half the CPU of uvicorn's pure-Python h11: every
-    # Telegram update is one POST in webhook mode (bench/README.md, seventh session, webcmd).
+    # Telegram update is one POST in webhook mode (`bench/chat.py --web-processes`).
     config = uvicorn.Config(app, http="httptools", log_config=None, access_log=False, lifespan="off")
     server = _EmbeddedServer(config)
     serving = asyncio.create_task(server.serve(sockets=[listener]))

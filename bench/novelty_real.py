@@ -7,7 +7,7 @@ it in a real run:
   `exact_unique`;
 - `delivered_items` / `delivered_urls`: the items the runs of the last `MonitorSettings.story_memory_days` (or of
   the look-back, if longer) and the previous run delivered (text and URL); `--delivered-days 0`: the previous run's
-  only, what the runner gave before the eighth session;
+  only, what the runner once gave novelty;
 - `already_delivered`: the ids every run of the last `MonitorSettings.novelty_memory_days` delivered;
 - `previous_digest`: none (its citations are the previous run's top delivered items, already given as
   `delivered_items`, title only: they add nothing a lexical run can tell from the items themselves).
@@ -107,7 +107,7 @@ def simulate(
 ) -> Simulation:
     """One run every `period`, each looking back `lookback`. The next run is given, whole, the items delivered by
     the runs of the last `delivered_days` (or of the look-back, if longer) and by the previous run, as
-    `monitors.runner` does; `delivered_days=0`: the previous run's only (the runner before the eighth session)."""
+    `monitors.runner` does; `delivered_days=0`: the previous run's only (the runner's older rule)."""
     dated = [i for i in indices if labelled.items[i].published is not None]
     items = [_with_outlet_url(labelled.items[i]) for i in dated]
     label_of = {labelled.items[i].id: labelled.labels[i] for i in dated}

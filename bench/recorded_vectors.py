@@ -268,7 +268,7 @@ def cosine_levels(sets: Sequence[LabelledSet], *, batches: Batches) -> str:
     cosine of unrelated pairs (median, 99th percentile), of same-story pairs (25th percentile, median), and for
     run-sized batches the range of the batch's own median cosine. This is what a threshold rule has to fit: if
     unrelated pairs sit at one level on every set while the same-story median moves, no rule built on the texts'
-    length or the batch's own cosines can serve every set with one threshold (bench/README.md, fifth session)."""
+    length or the batch's own cosines can serve every set with one threshold."""
     lines = [
         "| model | set | pairs of | pairs | same-story share | unrelated median | unrelated p99 | same-story p25 |"
         " same-story median | batch median cosine, min-max |",

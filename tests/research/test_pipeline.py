@@ -405,7 +405,7 @@ async def test_a_delivered_story_told_again_by_a_new_outlet_is_a_repeat_and_its_
 ) -> None:
     # Only ids are known (no delivered items, no previous digest): the story is recognised through the
     # delivered item the sources return again. Another outlet's copy of it says nothing new and is not sent
-    # (before the eighth session, a new outlet was enough to send it again as an "Update").
+    # (a new outlet alone is no development, so it is not sent again as an "Update").
     development = item(
         "news", "hw-price", "Huawei Ascend DeepSeek inference now costs half of Nvidia H100 rental, SemiAnalysis finds",
         "https://www.semianalysis.com/ascend-cost",
