@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.commands.grammar import CommandError, ParseOptions, monitor_id
 from agent.context import Services, Turn
@@ -41,6 +41,13 @@ class Arguments(BaseModel):
 
     name: ClassVar[str]
     """The action these arguments are for (the router's key)."""
+
+
+class MonitorArguments(Arguments):
+    """Arguments that begin with one monitor of the chat's, by the number `/monitors` shows."""
+
+    monitor_id: int = Field(description="See list_monitors.")
+    """The tools' one description of a monitor number."""
 
 
 Parse = Callable[[str, ParseOptions], Arguments]

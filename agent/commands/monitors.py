@@ -9,7 +9,16 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from agent import subscribing
-from agent.commands.action import Action, Arguments, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
+from agent.commands.action import (
+    Action,
+    Arguments,
+    MonitorArguments,
+    Proposal,
+    SlackCommand,
+    ToolRefusal,
+    ToolUse,
+    monitor_role,
+)
 from agent.commands.common import (
     BUDGET_SPENT_NOTE,
     chat_timezone,
@@ -69,10 +78,6 @@ __all__ = [
 TRACK_EXAMPLE = "/track DeepSeek daily at 08:30 from hn,news,arxiv"
 
 
-MONITOR_ID = "See list_monitors."
-"""The tools' one description of a monitor id."""
-
-
 class TrackCommand(Arguments):
     """`/track <topic> [schedule] [from <sources>]`, checked for syntax only; the service creates the monitor."""
 
@@ -94,32 +99,28 @@ class MonitorsCommand(Arguments):
     all_chats: bool = False
 
 
-class UntrackCommand(Arguments):
+class UntrackCommand(MonitorArguments):
     """`/untrack <id>`."""
 
     name: ClassVar[str] = "untrack"
-    monitor_id: int = Field(description=MONITOR_ID)
 
 
-class PauseCommand(Arguments):
+class PauseCommand(MonitorArguments):
     """`/pause <id>`."""
 
     name: ClassVar[str] = "pause"
-    monitor_id: int = Field(description=MONITOR_ID)
 
 
-class ResumeCommand(Arguments):
+class ResumeCommand(MonitorArguments):
     """`/resume <id>`."""
 
     name: ClassVar[str] = "resume"
-    monitor_id: int = Field(description=MONITOR_ID)
 
 
-class DigestCommand(Arguments):
+class DigestCommand(MonitorArguments):
     """`/digest <id>`."""
 
     name: ClassVar[str] = "digest"
-    monitor_id: int = Field(description=MONITOR_ID)
 
 
 class CreateArguments(Arguments):
@@ -135,11 +136,10 @@ class CreateArguments(Arguments):
     sources: tuple[str, ...] | None = Field(default=None, description="As for search_sources; empty: the default mix.")
 
 
-class UpdateArguments(Arguments):
+class UpdateArguments(MonitorArguments):
     """Changes to one monitor (`update`: no slash command of its own; /quiet sets one of them)."""
 
     name: ClassVar[str] = "update"
-    monitor_id: int = Field(description=MONITOR_ID)
     topic: str | None = Field(default=None, description="New topic.")
     schedule: str | None = Field(default=None, description='New schedule, e.g. "every 12 hours".')
     sources: tuple[str, ...] | None = Field(default=None, description="New full list of sources.")

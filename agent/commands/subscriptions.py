@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from agent import subscribing
-from agent.commands.action import Action, Arguments, Proposal, ToolRefusal, ToolUse, monitor_role
+from agent.commands.action import Action, Arguments, MonitorArguments, Proposal, ToolRefusal, ToolUse, monitor_role
 from agent.commands.common import chat_timezone, refuse
 from agent.commands.grammar import (
     CLOSE_QUOTES,
@@ -51,19 +51,17 @@ NOT_ALLOWED = (
 )
 
 
-class ShareCommand(Arguments):
+class ShareCommand(MonitorArguments):
     """`/share <id>` (the chat tool may also unshare: `shared=false`)."""
 
     name: ClassVar[str] = "share"
-    monitor_id: int = Field(description="See list_monitors.")
     shared: bool = Field(default=True, description="False to stop sharing.")
 
 
-class UnshareCommand(Arguments):
+class UnshareCommand(MonitorArguments):
     """`/unshare <id>`."""
 
     name: ClassVar[str] = "unshare"
-    monitor_id: int = Field(description="See list_monitors.")
 
 
 class BrowseCommand(Arguments):
@@ -80,18 +78,16 @@ class SubscribeCommand(Arguments):
     monitor_id: int = Field(description="See browse_shared_monitors.")
 
 
-class UnsubscribeCommand(Arguments):
+class UnsubscribeCommand(MonitorArguments):
     """`/unsubscribe <id>`."""
 
     name: ClassVar[str] = "unsubscribe"
-    monitor_id: int = Field(description="See list_monitors.")
 
 
-class TransferCommand(Arguments):
+class TransferCommand(MonitorArguments):
     """`/transfer <id> [chat]`: without a chat, list who may take it."""
 
     name: ClassVar[str] = "transfer"
-    monitor_id: int = Field(description="See list_monitors.")
     to_chat: str | None = Field(default=None, description="The subscriber chat's name or platform:id.")
     """`platform:id`, a bare platform id or a subscriber chat's title, as written."""
 
@@ -106,11 +102,10 @@ class BriefingCommand(Arguments):
     off: bool = Field(default=False, description="True turns the briefing off.")
 
 
-class DeliverCommand(Arguments):
+class DeliverCommand(MonitorArguments):
     """`/deliver <id> now|briefing` (the chat tool may also pause or resume this chat's delivery)."""
 
     name: ClassVar[str] = "deliver"
-    monitor_id: int = Field(description="See list_monitors.")
     how: Literal["now", "briefing", "pause", "resume"]
     """After each run, in this chat's briefing, or this chat's delivery paused or resumed."""
 
