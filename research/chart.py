@@ -16,9 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sources import Item
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 logger = logging.getLogger(__name__)
 
@@ -180,11 +184,8 @@ def write_volume_chart(
     """
     # Imported here, and drawn on an Agg canvas of its own: no global backend is chosen, and importing the
     # package does not pay for matplotlib.
-    from matplotlib import dates as mdates
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.collections import PolyCollection
     from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
 
     counts = volume_counts(items, since=since, until=until, timezone=timezone, series=series)
     by_tone = series is not None and series_title == "tone"
@@ -198,13 +199,32 @@ def write_volume_chart(
     figure = Figure(figsize=(10, 5), dpi=110, layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
+    _draw_bars(axes, counts, by_tone=by_tone)
+    _draw_axes(axes, counts, total=total, family=family, legend_title=series_title if series is not None else "source")
+    figure.suptitle(title, fontsize=14, fontweight="bold", fontfamily=family)
+    axes.set_title(_subtitle(counts, total=total, timezone=timezone), fontsize=10, color="0.35", fontfamily=family)
+    _save(figure, path)
+    return path
+
+
+def _bar_centres(counts: VolumeCounts) -> tuple[list[float], float]:
+    """Where each bucket's bar is centred on the date axis, and a bucket's width (in days, matplotlib's unit)."""
+    from matplotlib import dates as mdates
+
     # Matplotlib's date numbers are naive wall-clock times here: bars sit where the reader's clock says.
     positions = [float(n) for n in mdates.date2num([s.replace(tzinfo=None) for s in counts.starts])]  # type: ignore[no-untyped-call]
     step = _STEP[counts.unit] / timedelta(days=1)
     # Day and week bars are centred on their date's tick; hour bars start at their hour.
     offset = 0.0 if counts.unit != "hour" else step / 2
-    centres = [position + offset for position in positions]
-    bottoms = [0] * len(positions)
+    return [position + offset for position in positions], step
+
+
+def _draw_bars(axes: Axes, counts: VolumeCounts, *, by_tone: bool) -> None:
+    """Stack one series of bars per source (or tone) on `axes`."""
+    from matplotlib.collections import PolyCollection
+
+    centres, step = _bar_centres(counts)
+    bottoms = [0] * len(centres)
     palette = [f"C{n}" for n in range(10)]
     half = step * 0.4
     for number, (source, values) in enumerate(counts.per_source.items()):
@@ -223,7 +243,14 @@ def write_volume_chart(
         bottoms = [b + c for b, c in zip(bottoms, values, strict=True)]
     axes.autoscale_view()
 
-    _axis_format(axes, counts.unit, len(positions))
+
+def _draw_axes(axes: Axes, counts: VolumeCounts, *, total: int, family: list[str], legend_title: str | None) -> None:
+    """The axes' ticks, label, grid and legend (titled `legend_title`), or a note that the window is
+    empty."""
+    from matplotlib.ticker import MaxNLocator
+
+    centres, step = _bar_centres(counts)
+    _axis_format(axes, counts.unit, len(centres))
     axes.set_xlim(centres[0] - step * 0.6, centres[-1] + step * 0.6)
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylabel(f"items per {counts.unit}", fontfamily=family)
@@ -232,14 +259,16 @@ def write_volume_chart(
     if total:
         handles, labels = axes.get_legend_handles_labels()
         # Reversed, so the legend reads top to bottom like the stack; outside the plot, so it hides no bar.
-        legend_title = series_title if series is not None else "source"
-        axes.legend(handles[::-1], labels[::-1], title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1),
-                    frameon=False, prop={"family": family})  # fmt: skip
+        axes.legend(handles[::-1], labels[::-1], title=legend_title, loc="upper left",
+                    bbox_to_anchor=(1.01, 1), frameon=False, prop={"family": family})  # fmt: skip
     else:
         axes.set_ylim(0, 1)
         axes.text(0.5, 0.5, "No items in this window", transform=axes.transAxes, ha="center", va="center",
                   fontsize=14, color="0.4", fontfamily=family)  # fmt: skip
 
+
+def _subtitle(counts: VolumeCounts, *, total: int, timezone: tzinfo) -> str:
+    """How many items the chart shows, over which span in which zone, and how many it could not place."""
     zone = getattr(timezone, "key", None) or timezone.tzname(None) or "UTC"
     first, last = counts.starts[0], counts.starts[-1] + _STEP[counts.unit] - timedelta(minutes=1)
     fmt = "%d %b %Y %H:%M" if counts.unit == "hour" else "%d %b %Y"
@@ -247,9 +276,11 @@ def write_volume_chart(
     subtitle = f"{total} item{'s' * (total != 1)} · {span} ({zone})"
     if counts.undated:
         subtitle += f" · {counts.undated} without a date not shown"
-    figure.suptitle(title, fontsize=14, fontweight="bold", fontfamily=family)
-    axes.set_title(subtitle, fontsize=10, color="0.35", fontfamily=family)
+    return subtitle
 
+
+def _save(figure: Figure, path: Path) -> None:
+    """Lay the figure out once and write it as a PNG, warning when its fonts lack a script it uses."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -263,4 +294,3 @@ def write_volume_chart(
     missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
     if missing:  # the fonts above lack a script used in the title: say so (once per chart), never silently
         logger.warning("chart %s: %s", path.name, missing[0])
-    return path
