@@ -357,8 +357,33 @@ async def collect(
     """
     started_at = utc_now()
     failed = failed if failed is not None else FailedSources()
+    slots, query_indices = _start_searches(queries, sources, concurrency=concurrency, timeout=timeout, failed=failed)
+    tasks = [slot for slot in slots if isinstance(slot, asyncio.Task)]
+    try:
+        await _report_searches(tasks, progress)
+    finally:
+        # When the caller cancels us, no search may outlive the call.
+        for task in tasks:
+            task.cancel()
+    return _collection(slots, query_indices, started_at=started_at)
+
+
+_Slot = asyncio.Task[tuple[list[Item], SearchOutcome]] | SearchOutcome
+"""One (source, query) pair of a `collect` call: its running search, or the outcome of a search not made."""
+
+
+def _start_searches(
+    queries: Sequence[SearchQuery],
+    sources: Sequence[Source],
+    *,
+    concurrency: int,
+    timeout: float,  # per search, see `collect`
+    failed: FailedSources,
+) -> tuple[list[_Slot], list[int]]:
+    """Start every source's searches (each source's first query alone, the rest once it answered), in source-then-
+    query order, with each slot's query index; a source that is off or failed earlier gets outcomes, not searches."""
     semaphore = asyncio.Semaphore(max(concurrency, 1))
-    slots: list[asyncio.Task[tuple[list[Item], SearchOutcome]] | SearchOutcome] = []
+    slots: list[_Slot] = []
     query_indices: list[int] = []
     loop = asyncio.get_running_loop()
     for source in sources:
@@ -393,30 +418,33 @@ async def collect(
                     opens=first_done if first else None,
                 )
                 slots.append(asyncio.ensure_future(search))
+    return slots, query_indices
 
-    tasks = [slot for slot in slots if isinstance(slot, asyncio.Task)]
+
+async def _report_searches(
+    tasks: Sequence[asyncio.Task[tuple[list[Item], SearchOutcome]]], progress: ProgressCallback | None
+) -> None:
+    """Wait for every search, reporting each one as it ends (a dropped one was reported with its source's failure)."""
     done = 0
-    try:
-        for finished in asyncio.as_completed(tasks):
-            _, outcome = await finished
-            if outcome.status is SearchStatus.DROPPED:
-                continue  # its source's failure was reported once, when it happened
-            done += 1
-            text = f"{outcome.count} items" if outcome.status is SearchStatus.OK else outcome.failure().reason
-            emit(
-                progress,
-                ProgressEvent(
-                    kind="search_done",
-                    message=f'{spec_label(outcome.source_spec)} · "{outcome.query}": {text}',
-                    done=done,
-                    total=len(tasks),
-                ),
-            )
-    finally:
-        # When the caller cancels us, no search may outlive the call.
-        for task in tasks:
-            task.cancel()
+    for finished in asyncio.as_completed(tasks):
+        _, outcome = await finished
+        if outcome.status is SearchStatus.DROPPED:
+            continue  # its source's failure was reported once, when it happened
+        done += 1
+        text = f"{outcome.count} items" if outcome.status is SearchStatus.OK else outcome.failure().reason
+        emit(
+            progress,
+            ProgressEvent(
+                kind="search_done",
+                message=f'{spec_label(outcome.source_spec)} · "{outcome.query}": {text}',
+                done=done,
+                total=len(tasks),
+            ),
+        )
 
+
+def _collection(slots: Sequence[_Slot], query_indices: Sequence[int], *, started_at: datetime) -> Collection:
+    """The finished searches' items and outcomes, in slot order (each item pointing at the search that found it)."""
     items: list[Item] = []
     item_outcomes: list[int] = []
     outcomes: list[SearchOutcome] = []
