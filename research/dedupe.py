@@ -35,7 +35,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -697,53 +697,20 @@ class Deduper:
         return first[keep], second[keep], values[keep]
 
     def _agglomerate(self, fresh: Sequence[int]) -> None:
+        """File the fresh items under stories: average-link groups of them and the earlier stories they reach."""
         import numpy as np
-        from scipy import sparse
 
         if not fresh:
             return
         scope = self._scope(fresh)
         first, second, values = self._scored_pairs(scope)
-
-        # Nodes: each fresh item, and each earlier story with a member in scope (frozen: earlier stories never
-        # merge with each other). Links are sums of pair scores between nodes; a mean link is sum / (size * size).
-        fresh_set = set(fresh)
-        node_of_story: dict[int, int] = {}
-        node_of_row: list[int] = []
-        sizes: list[int] = []
-        members: list[list[int]] = []
-        frozen: list[bool] = []
-        for index in scope:
-            if index in fresh_set:
-                node_of_row.append(len(sizes))
-                sizes.append(1)
-                members.append([index])
-                frozen.append(False)
-                continue
-            story = self._cluster_index[index]
-            if story not in node_of_story:
-                node_of_story[story] = len(sizes)
-                sizes.append(len(self._clusters[story]))
-                members.append(list(self._clusters[story]))
-                frozen.append(True)
-            node_of_row.append(node_of_story[story])
-        rows = np.asarray(node_of_row, dtype=np.int64)
+        nodes = self._nodes(scope, fresh)
+        sizes, members, frozen = nodes.sizes, nodes.members, nodes.frozen
+        rows = np.asarray(nodes.node_of_row, dtype=np.int64)
         frozen_mask = np.asarray(frozen, dtype=bool)
         a, b = rows[first], rows[second]
         keep = (a != b) & ~(frozen_mask[a] & frozen_mask[b])
-        count = len(sizes)
-        # Symmetric sums of pair scores between nodes (duplicates, e.g. two members of one earlier story, add up),
-        # read out row by row: each node's links as one dict.
-        both = sparse.coo_matrix(
-            (
-                np.concatenate([values[keep], values[keep]]),
-                (np.concatenate([a[keep], b[keep]]), np.concatenate([b[keep], a[keep]])),
-            ),
-            shape=(count, count),
-        ).tocsr()
-        both.sum_duplicates()
-        neighbours, totals, bounds = both.indices.tolist(), both.data.tolist(), both.indptr.tolist()
-        links = [dict(zip(neighbours[start:end], totals[start:end], strict=True)) for start, end in pairwise(bounds)]
+        links = _node_links(a[keep], b[keep], values[keep], count=len(sizes))
         keys = [min(self._items[i].id for i in group) for group in members]
 
         def count_names(nodes: list[int]) -> Counter[str]:
@@ -777,8 +744,33 @@ class Deduper:
             keys=keys,
             pairs=(a, b, values),
         )
+        self._file_groups(groups, members)
 
-        # Number new stories in the order their first member was given, so ids read in input order.
+    def _nodes(self, scope: Sequence[int], fresh: Sequence[int]) -> _Nodes:
+        """The nodes of an agglomeration: each fresh item, and each earlier story with a member in scope (frozen:
+        earlier stories never merge with each other)."""
+        fresh_set = set(fresh)
+        node_of_story: dict[int, int] = {}
+        nodes = _Nodes()
+        for index in scope:
+            if index in fresh_set:
+                nodes.node_of_row.append(len(nodes.sizes))
+                nodes.sizes.append(1)
+                nodes.members.append([index])
+                nodes.frozen.append(False)
+                continue
+            story = self._cluster_index[index]
+            if story not in node_of_story:
+                node_of_story[story] = len(nodes.sizes)
+                nodes.sizes.append(len(self._clusters[story]))
+                nodes.members.append(list(self._clusters[story]))
+                nodes.frozen.append(True)
+            nodes.node_of_row.append(node_of_story[story])
+        return nodes
+
+    def _file_groups(self, groups: list[list[int]], members: Sequence[Sequence[int]]) -> None:
+        """File each group's fresh items under its earlier story, or a new one; new stories are numbered in the order
+        their first member was given, so ids read in input order."""
         for group in sorted(groups, key=lambda nodes: min(min(members[n]) for n in nodes)):
             indices = [i for node in group for i in members[node]]
             fresh_members = sorted(i for i in indices if self._cluster_index[i] < 0)
@@ -793,6 +785,35 @@ class Deduper:
             for index in fresh_members:
                 self._cluster_index[index] = story
                 self._clusters[story].append(index)
+
+
+@dataclass
+class _Nodes:
+    """What an agglomeration merges: per node its item count, member item indices and whether it is an earlier
+    story; per scope row the node it belongs to."""
+
+    sizes: list[int] = field(default_factory=list)
+    members: list[list[int]] = field(default_factory=list)
+    frozen: list[bool] = field(default_factory=list)
+    node_of_row: list[int] = field(default_factory=list)
+
+
+def _node_links(
+    a: NDArray[np.int64], b: NDArray[np.int64], values: NDArray[np.float64], *, count: int
+) -> list[dict[int, float]]:
+    """Each node's links: the sums of pair scores between its members and each other node's (a mean link is
+    sum / (size * size)), from pairs of nodes `a`, `b` scored `values`."""
+    import numpy as np
+    from scipy import sparse
+
+    # Symmetric sums (duplicates, e.g. two members of one earlier story, add up), read out row by row.
+    both = sparse.coo_matrix(
+        (np.concatenate([values, values]), (np.concatenate([a, b]), np.concatenate([b, a]))),
+        shape=(count, count),
+    ).tocsr()
+    both.sum_duplicates()
+    neighbours, totals, bounds = both.indices.tolist(), both.data.tolist(), both.indptr.tolist()
+    return [dict(zip(neighbours[start:end], totals[start:end], strict=True)) for start, end in pairwise(bounds)]
 
 
 def _average_link(
@@ -811,37 +832,103 @@ def _average_link(
     the smallest key, so the result does not depend on the order the nodes were given in. The links are sparse (only
     pairs that share something), so the work grows with the pairs, not with the square of the batch.
     """
-    count = len(sizes)
-    sizes = list(sizes)
-    frozen = list(frozen)
-    alive = [True] * count
-    rank = [0] * count
-    for position, node in enumerate(sorted(range(count), key=lambda n: keys[n])):
-        rank[node] = position
-    groups: list[list[int]] = [[n] for n in range(count)]
-    done = [False] * count
-    """Nodes whose best mean link is under 1: with average linkage it can only fall, so they are finished."""
+    return _AverageLink(links, sizes, keys=keys, frozen=frozen, count_names=count_names).groups_found()
 
-    any_frozen = any(frozen)
-    names: list[Counter[str] | None] = [None] * count
-    """Rare names counted over each node's members, counted when first asked for (most nodes never are)."""
 
-    def names_of(node: int) -> Counter[str]:
-        found = names[node]
+class _AverageLink:
+    """One `_average_link` agglomeration: the nodes' links, sizes, ranks and groups as merges change them.
+
+    `links` is the caller's and is changed in place (links of finished or merged nodes are dropped)."""
+
+    def __init__(
+        self,
+        links: list[dict[int, float]],
+        sizes: list[float],
+        *,
+        keys: Sequence[str],
+        frozen: list[bool],
+        count_names: Callable[[list[int]], Counter[str]],
+    ) -> None:
+        count = len(sizes)
+        self.links = links
+        self.sizes = list(sizes)
+        self.frozen = list(frozen)
+        self.alive = [True] * count
+        self.rank = [0] * count
+        for position, node in enumerate(sorted(range(count), key=lambda n: keys[n])):
+            self.rank[node] = position
+        self.groups: list[list[int]] = [[n] for n in range(count)]
+        self.done = [False] * count
+        """Nodes whose best mean link is under 1: with average linkage it can only fall, so they are finished."""
+        self.any_frozen = any(frozen)
+        self.names: list[Counter[str] | None] = [None] * count
+        """Rare names counted over each node's members, counted when first asked for (most nodes never are)."""
+        self.count_names = count_names
+        self.order = sorted(range(count), key=lambda n: self.rank[n])
+        self.cursor = 0
+        self.revisit: list[int] = []
+        """Merged nodes: they may now reach nodes they did not before, so they are looked at again."""
+
+    def groups_found(self) -> list[list[int]]:
+        """Follow nearest-neighbour chains until every node is finished; the groups of the nodes left alive."""
+        chain: list[int] = []
+        while True:
+            if not chain:
+                start = self._next_start()
+                if start < 0:
+                    break
+                chain = [start]
+            top = chain[-1]
+            previous = chain[-2] if len(chain) > 1 else -1
+            neighbour = self._nearest(top, previous)
+            if neighbour < 0:
+                chain.pop()
+                self._finish(top)
+            elif neighbour == previous:
+                chain.pop()
+                chain.pop()
+                if self._distinct(top, neighbour):
+                    self._cut(top, neighbour)
+                else:
+                    self._merge(top, neighbour)
+            else:
+                chain.append(neighbour)
+        return [group for node, group in enumerate(self.groups) if self.alive[node]]
+
+    def _next_start(self) -> int:
+        """The next chain's first node: a merged node to look at again, else the next unfinished node by rank, else
+        -1."""
+        alive, done, revisit = self.alive, self.done, self.revisit
+        while revisit and (not alive[revisit[-1]] or done[revisit[-1]]):
+            revisit.pop()
+        if revisit:
+            return revisit.pop()
+        order, count = self.order, len(self.order)
+        while self.cursor < count and (not alive[order[self.cursor]] or done[order[self.cursor]]):
+            self.cursor += 1
+        return order[self.cursor] if self.cursor < count else -1
+
+    def _names_of(self, node: int) -> Counter[str]:
+        found = self.names[node]
         if found is None:
-            found = names[node] = count_names(groups[node])
+            found = self.names[node] = self.count_names(self.groups[node])
         return found
 
-    def distinct(a: int, b: int) -> bool:
-        return _distinct_events(sizes[a], lambda: names_of(a), sizes[b], lambda: names_of(b))
+    def _distinct(self, a: int, b: int) -> bool:
+        """Whether two nodes are look-alike events (see `_distinct_events`)."""
+        sizes = self.sizes
+        return _distinct_events(sizes[a], lambda: self._names_of(a), sizes[b], lambda: self._names_of(b))
 
-    def nearest(node: int, previous: int) -> int:
+    def _nearest(self, node: int, previous: int) -> int:
+        """The node with the highest mean link to `node` if it reaches 1 (ties: `previous`, else the lowest rank),
+        else -1."""
         # A mean link total / (size * sizes[other]) reaches 1 when total / sizes[other] reaches size: one division
         # per link in this hot loop, and the frozen test only where frozen nodes exist at all.
+        sizes, frozen, rank = self.sizes, self.frozen, self.rank
         size = sizes[node]
         best, best_node = size, -1
-        skip_frozen = any_frozen and frozen[node]
-        node_links = links[node]
+        skip_frozen = self.any_frozen and frozen[node]
+        node_links = self.links[node]
         for other, total in node_links.items():
             if skip_frozen and frozen[other]:
                 continue
@@ -857,75 +944,52 @@ def _average_link(
             return previous  # keeps the chain from cycling between equally near nodes
         return best_node
 
-    order = sorted(range(count), key=lambda n: rank[n])
-    cursor = 0
-    revisit: list[int] = []
-    """Merged nodes: they may now reach nodes they did not before, so they are looked at again."""
-    chain: list[int] = []
-    while True:
-        if not chain:
-            while revisit and (not alive[revisit[-1]] or done[revisit[-1]]):
-                revisit.pop()
-            if revisit:
-                chain = [revisit.pop()]
-            else:
-                while cursor < count and (not alive[order[cursor]] or done[order[cursor]]):
-                    cursor += 1
-                if cursor == count:
-                    break
-                chain = [order[cursor]]
-        top = chain[-1]
-        previous = chain[-2] if len(chain) > 1 else -1
-        neighbour = nearest(top, previous)
-        if neighbour < 0:
-            # Its every mean link is under 1 and merges elsewhere only average such links: it never merges again,
-            # so its links are dropped (later scans and merges no longer walk them).
-            done[top] = True
-            chain.pop()
-            for other in links[top]:
-                del links[other][top]
-            links[top] = {}
-        elif neighbour == previous and distinct(top, neighbour):
-            # Look-alike events: cut their link and look at both again (they may still join other groups).
-            chain.pop()
-            chain.pop()
-            del links[top][neighbour]
-            del links[neighbour][top]
-            revisit.extend((top, neighbour))
-        elif neighbour == previous:
-            chain.pop()
-            chain.pop()
-            # Which of the two ids lives on does not change the result (rank and frozen are merged alike): keep
-            # the one with more links, so only the smaller adjacency is walked.
-            keep, gone = (neighbour, top) if len(links[neighbour]) >= len(links[top]) else (top, neighbour)
-            kept_links = links[keep]
-            for other, total in links[gone].items():
-                if other == keep:
-                    continue
-                kept_links[other] = kept_links.get(other, 0.0) + total
-                other_links = links[other]
-                other_links[keep] = other_links.get(keep, 0.0) + total
-                del other_links[gone]
-            kept_links.pop(gone, None)
-            links[gone] = {}
-            sizes[keep] += sizes[gone]
-            frozen[keep] = frozen[keep] or frozen[gone]
-            rank[keep] = min(rank[keep], rank[gone])
-            alive[gone] = False
-            if names[keep] is not None or names[gone] is not None:
-                # Once a node's names are counted they stay counted: a big story is never counted twice.
-                kept_names, gone_names = names_of(keep), names_of(gone)
-                if len(kept_names) < len(gone_names):  # count into the bigger counter
-                    kept_names, gone_names = gone_names, kept_names
-                kept_names.update(gone_names)
-                names[keep] = kept_names
-            names[gone] = None
-            groups[keep].extend(groups[gone])
-            groups[gone] = []
-            revisit.append(keep)
-        else:
-            chain.append(neighbour)
-    return [group for node, group in enumerate(groups) if alive[node]]
+    def _finish(self, node: int) -> None:
+        """Its every mean link is under 1 and merges elsewhere only average such links: it never merges again, so its
+        links are dropped (later scans and merges no longer walk them)."""
+        links = self.links
+        self.done[node] = True
+        for other in links[node]:
+            del links[other][node]
+        links[node] = {}
+
+    def _cut(self, a: int, b: int) -> None:
+        """Look-alike events: cut their link and look at both again (they may still join other groups)."""
+        del self.links[a][b]
+        del self.links[b][a]
+        self.revisit.extend((a, b))
+
+    def _merge(self, a: int, b: int) -> None:
+        """Merge two nodes into one, summing their links, sizes and names."""
+        links, names = self.links, self.names
+        # Which of the two ids lives on does not change the result (rank and frozen are merged alike): keep the one
+        # with more links, so only the smaller adjacency is walked.
+        keep, gone = (b, a) if len(links[b]) >= len(links[a]) else (a, b)
+        kept_links = links[keep]
+        for other, total in links[gone].items():
+            if other == keep:
+                continue
+            kept_links[other] = kept_links.get(other, 0.0) + total
+            other_links = links[other]
+            other_links[keep] = other_links.get(keep, 0.0) + total
+            del other_links[gone]
+        kept_links.pop(gone, None)
+        links[gone] = {}
+        self.sizes[keep] += self.sizes[gone]
+        self.frozen[keep] = self.frozen[keep] or self.frozen[gone]
+        self.rank[keep] = min(self.rank[keep], self.rank[gone])
+        self.alive[gone] = False
+        if names[keep] is not None or names[gone] is not None:
+            # Once a node's names are counted they stay counted: a big story is never counted twice.
+            kept_names, gone_names = self._names_of(keep), self._names_of(gone)
+            if len(kept_names) < len(gone_names):  # count into the bigger counter
+                kept_names, gone_names = gone_names, kept_names
+            kept_names.update(gone_names)
+            names[keep] = kept_names
+        names[gone] = None
+        self.groups[keep].extend(self.groups[gone])
+        self.groups[gone] = []
+        self.revisit.append(keep)
 
 
 def _group_numbers(groups: list[list[int]], node_sizes: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
