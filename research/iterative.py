@@ -23,6 +23,7 @@ from pydantic_ai import Agent, RunContext, RunUsage, Tool, UsageLimits
 from pydantic_ai.models import Model
 
 from research.collect import (
+    Collection,
     FailedSources,
     ProgressCallback,
     ProgressEvent,
@@ -31,7 +32,7 @@ from research.collect import (
     collect,
     emit,
 )
-from research.dedupe import Deduper
+from research.dedupe import Deduper, DedupeResult
 from research.llm import ToolCallCap, limits_of, stage_settings
 from research.query_variants import QuerySpec, planned_attempts
 from research.usage import LlmUsage
@@ -184,6 +185,7 @@ class AttemptLoop:
             return await self._run_attempt(specs, source_names)
 
     async def _run_attempt(self, specs: Sequence[QuerySpec], source_names: Sequence[str] | None) -> AttemptSummary:
+        """Collect the queries from the chosen sources, file what was found, tally it and advise the next step."""
         if self.stop_reason is not None:
             return self._summary(0, advice=f"Stopped already ({self.stop_detail()}). Do not call collect again.")
         unknown = [n for n in source_names or () if n not in self.source_names]
@@ -218,7 +220,40 @@ class AttemptLoop:
         result = self.deduper.add(collection.items)
         self.total_duplicates += len(result.duplicates)
         self.skipped_sources.update(collection.skipped_sources)
+        tallies, attempt_sources, errors = self._tally(attempt, specs, chosen, collection, result)
+        self.new_per_attempt.append(len(result.new))
+        stopped = self._check_stop_rules()
+        summary = self._summary(
+            attempt,
+            advice=self._advice(unknown, dropped, stopped),
+            new=len(result.new),
+            duplicate=len(result.duplicates),
+            per_query=tallies,
+            per_source=attempt_sources,
+            errors=errors,
+        )
+        emit(
+            self.progress,
+            ProgressEvent(
+                kind="attempt_done",
+                done=attempt,
+                total=self.max_attempts,
+                message=f"attempt {attempt}: {summary.new} new, {summary.duplicate} duplicate, "
+                f"{summary.total_unique}/{self.target} unique",
+            ),
+        )
+        return summary
 
+    def _tally(
+        self,
+        attempt: int,
+        specs: Sequence[QuerySpec],
+        chosen: Sequence[Source],
+        collection: Collection,
+        result: DedupeResult,
+    ) -> tuple[list[QueryTally], dict[str, SourceYield], list[str]]:
+        """Count an attempt's new and duplicate items and errors per query and per source, add them to the job's
+        totals, and return the attempt's tallies and its errors as lines."""
         tallies = [
             QueryTally(
                 attempt=attempt,
@@ -261,9 +296,10 @@ class AttemptLoop:
             total.new += tally.new
             total.duplicate += tally.duplicate
             total.errors += tally.errors
-        self.new_per_attempt.append(len(result.new))
-        stopped = self._check_stop_rules()
+        return tallies, attempt_sources, errors
 
+    def _advice(self, unknown: Sequence[str], dropped: Sequence[QuerySpec], stopped: StopReason | None) -> str:
+        """What the model should do next: stop, or refine its queries; and what of its call was ignored."""
         notes = []
         if unknown:
             notes.append(f"Unknown sources ignored: {', '.join(unknown)}; available: {', '.join(self.source_names)}.")
@@ -276,26 +312,7 @@ class AttemptLoop:
                 "Refine: try queries that found new items in other words, broader terms, other languages, "
                 "a wider time range or other sources; drop queries that only found duplicates."
             )
-        summary = self._summary(
-            attempt,
-            advice=" ".join(notes),
-            new=len(result.new),
-            duplicate=len(result.duplicates),
-            per_query=tallies,
-            per_source=attempt_sources,
-            errors=errors,
-        )
-        emit(
-            self.progress,
-            ProgressEvent(
-                kind="attempt_done",
-                done=attempt,
-                total=self.max_attempts,
-                message=f"attempt {attempt}: {summary.new} new, {summary.duplicate} duplicate, "
-                f"{summary.total_unique}/{self.target} unique",
-            ),
-        )
-        return summary
+        return " ".join(notes)
 
     def _askable(self) -> list[Source]:
         """The sources that are on and have not failed in this job."""
