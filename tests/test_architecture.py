@@ -1,7 +1,8 @@
 """The layers as an executable contract: import-linter keeps them, and a deliberate violation is caught.
 
 Also the design's "only through a package's `__init__`" rule: production code reaches another top-level
-package through the names that package's `__init__` exports, never through its modules.
+package through the names that package's `__init__` exports, never through its modules; and no function in
+`research/` or `agent/` is longer than `MAX_FUNCTION_LINES` (a longer one is a list of steps that wants names).
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("app", "bots", "agent", "monitors", "research", "sources", "storage")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+MAX_FUNCTION_LINES = 80
+"""About a screen: a function longer than that reads as a list of steps, and each step wants a name."""
+SHORT_FUNCTION_PACKAGES = ("research", "agent")
+LONG_FUNCTIONS_LEFT = frozenset({"monitors/delivery.py:_deliver", "monitors/runner.py:_store"})
+"""The functions over the limit in `monitors/`, left for a later change: the list may shrink, never grow."""
 
 
 def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
@@ -95,3 +101,35 @@ def test_every_public_face_imports_what_it_lists() -> None:
         module = __import__(package)
         missing = [name for name in getattr(module, "__all__", ()) if not hasattr(module, name)]
         assert missing == [], f"{package}.__all__ lists names it does not import: {missing}"
+
+
+def _long_functions(root: Path, package: Path) -> list[str]:
+    """Every function or method under `package` longer than `MAX_FUNCTION_LINES`, as `path:name` (lines counted from
+    `def` to the last line of the body, docstring and comments included)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.end_lineno is not None
+                if node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root).as_posix()}:{node.name}")
+    return found
+
+
+def test_no_function_in_research_or_agent_is_over_80_lines() -> None:
+    long = [name for package in SHORT_FUNCTION_PACKAGES for name in _long_functions(ROOT, ROOT / package)]
+    assert long == [], f"split these into named steps of at most {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_the_long_functions_left_in_monitors_do_not_grow_in_number() -> None:
+    new = sorted(set(_long_functions(ROOT, ROOT / "monitors")) - LONG_FUNCTIONS_LEFT)
+    assert new == [], f"split these into named steps of at most {MAX_FUNCTION_LINES} lines: {new}"
+
+
+def test_the_length_check_finds_a_long_method_and_spares_a_short_one(tmp_path: Path) -> None:
+    body = "".join(f"        x{n} = {n}\n" for n in range(MAX_FUNCTION_LINES - 1))
+    (tmp_path / "module.py").write_text(
+        f"class Run:\n    async def long(self) -> None:\n{body}        pass\n\n    def short(self) -> None:\n{body}\n"
+    )
+
+    assert _long_functions(tmp_path, tmp_path) == ["module.py:long"]
