@@ -909,6 +909,7 @@ class _AverageLink:
         return order[self.cursor] if self.cursor < count else -1
 
     def _names_of(self, node: int) -> Counter[str]:
+        """The rare names over the node's members, counted once."""
         found = self.names[node]
         if found is None:
             found = self.names[node] = self.count_names(self.groups[node])

@@ -348,7 +348,7 @@ class _Run:
     collection: Collection = field(init=False)
     all_failed: bool = field(init=False)
     failed_sources: list[SourceFailure] = field(init=False)
-    # dedupe, stories, novelty, rank
+    # novelty: dedupe, embed, novelty, rank
     counts: PipelineCounts = field(init=False)
     unique: list[Item] = field(init=False)
     in_window: list[Item] = field(init=False)
@@ -363,9 +363,9 @@ class _Run:
     leads: dict[str, StoryLead] = field(init=False)
     top: list[RankedItem] = field(init=False)
     nothing_new: bool = field(init=False)
-    # critique, digest, files
+    # critique, digest (and tone), export
     previous: PreviousDigest | None = field(init=False)
-    """The monitor's previous digest, as the critique and the digest writer see it."""
+    """The monitor's previous digest, as the digest writer sees it."""
     critique: Critique | None = None
     languages: list[str | None] = field(init=False)
     digest: Digest = field(init=False)
