@@ -16,7 +16,7 @@ from app.leadership import Leadership
 from app.settings import Settings
 from app.wiring import Providers, SourceCatalog, item_embedder, language_models, open_http_client
 from bots import TelegramLimits
-from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
+from monitors import DeliveryWorker, DestinationSenders, MonitorScheduler, MonitorService, MonitorSettings
 from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
 from storage import Database, RateSlotRepository, ScheduleChanges, locks_for
 
@@ -72,10 +72,13 @@ async def monitor_stack(
         telegram_limits=telegram_limits,
         shared_slots=RateSlotRepository(database) if shared_limits else None,
     )
+    destinations = DestinationSenders(
+        database, http=client, clock=clock, pause_after=timedelta(days=settings.destination_pause_days)
+    )
     try:
         worker = DeliveryWorker(
             database,
-            senders.by_platform(),
+            {**senders.by_platform(), **destinations.by_platform()},
             clock=clock,
             lease=timedelta(seconds=settings.delivery_lease_seconds),
             poll_seconds=settings.delivery_poll_seconds,
@@ -100,6 +103,8 @@ async def monitor_stack(
             on_deliveries_queued=on_deliveries_queued or worker.wake,
             clock=clock,
             pipeline=pipeline,
+            destinations=destinations,
+            http=client,
         )
         scheduler = MonitorScheduler(
             service,

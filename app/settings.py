@@ -187,6 +187,8 @@ class Settings(BaseSettings):
     another process is seen only by looking, 60 s on PostgreSQL, where changes are announced."""
     delivery_poll_seconds: float = Field(default=5.0, gt=0, le=300.0)
     """How often the delivery worker looks for due outbox rows (new digests wake it at once)."""
+    destination_pause_days: float = Field(default=3.0, gt=0, le=365.0)
+    """A destination (email, webhook, …) failing this many days without a success is paused and its adder told."""
 
     # Conversation
     chat_daily_tokens: int = Field(default=200_000, ge=0)

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from monitors.error_ids import new_error_id
 from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
 from monitors.outbound import (
+    AddressedSender,
     Attachment,
     AttachmentKind,
     ChatGone,
@@ -406,7 +407,7 @@ class DeliveryWorker:
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
         message = build_message(run, topic=topic, timezone=timezone, language=language)
-        parts = sender.parts(message)
+        parts = await sender.parts_for(chat, message) if isinstance(sender, AddressedSender) else sender.parts(message)
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
         if done or row.attempts > 1:

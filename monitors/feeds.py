@@ -203,7 +203,12 @@ def _listed(run: RunRecord) -> bool:
 
 def digest_html(digest: Digest) -> str:
     """The digest as HTML, from the markdown every chat gets: its developments, citations and source links."""
-    html: str = _MARKDOWN.render(render_digest_markdown(digest))
+    return markdown_html(render_digest_markdown(digest))
+
+
+def markdown_html(markdown: str) -> str:
+    """Lookout's markdown (a digest, a briefing) as HTML: markdown-it with raw HTML off, links kept."""
+    html: str = _MARKDOWN.render(markdown)
     return html
 
 

@@ -106,7 +106,7 @@ class DestinationRepository(Repository):
             ).one_or_none()
             return _record(found[0], found[1]) if found is not None else None
 
-    async def list(self, *, added_by_chat_id: int | None = None) -> list[DestinationRecord]:
+    async def all(self, *, added_by_chat_id: int | None = None) -> list[DestinationRecord]:
         """Every destination (oldest first), or those one chat added."""
         async with self._db.sessions() as session:
             query = select(Destination, Chat.active).join(Chat, Chat.id == Destination.chat_id).order_by(Destination.id)
