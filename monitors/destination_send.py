@@ -82,7 +82,7 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 
 
 def split_text(text: str, limit: int) -> list[str]:
-    """`text` in pieces of at most `limit` characters, cut between paragraphs, else between lines, else anywhere."""
+    """`text` in pieces of at most `limit` characters, cut between paragraphs, else lines, else words, else anywhere."""
     limit = max(limit, 16)
     pieces: list[str] = []
     current = ""
@@ -98,8 +98,10 @@ def split_text(text: str, limit: int) -> list[str]:
                 if current.strip():
                     pieces.append(current.strip("\n"))
                     current = ""
-                pieces.append(line[:limit])
-                line = line[limit:]
+                cut = line.rfind(" ", 0, limit + 1)
+                cut = cut if cut > limit // 2 else limit  # between words when one is near, else anywhere
+                pieces.append(line[:cut].rstrip())
+                line = line[cut:].lstrip(" ")
             if len(current) + len(line) > limit:
                 if current.strip():
                     pieces.append(current.strip("\n"))
@@ -278,15 +280,17 @@ class AppriseSender(_DestinationSender):
             timeout=SEND_TIMEOUT_SECONDS,
         )
         if not result:
-            raise _Failed(_reason(result, record.url))
+            raise _Failed(_reason(result, record))
 
 
-def _reason(result: Any, url: str) -> str:
-    """Apprise's last warning about the failed call, with every part of the URL that may be secret removed."""
+def _reason(result: Any, record: DestinationRecord) -> str:
+    """Apprise's last warning about the failed call, with every part of the URL that its masked label does not show
+    removed (a password, a token), so the reason may be stored, logged and told."""
     messages = [str(entry.message) for entry in result.logs() if str(getattr(entry, "level", "")).upper() != "DEBUG"]
     text = messages[-1] if messages else "the service did not accept the message"
-    for token in sorted({t for t in re.split(r"[:/@?&=#]+", url.split("://", 1)[-1]) if len(t) >= 4}, key=len)[::-1]:
-        text = text.replace(token, "…")
+    pieces = {piece for piece in re.split(r"[:/@?&=#]+", record.url.split("://", 1)[-1]) if len(piece) >= 4}
+    for piece in sorted(pieces - set(re.split(r"[:/@?&=#]+", record.label)), key=len, reverse=True):
+        text = text.replace(piece, "…")
     return text[:300]
 
 
