@@ -24,12 +24,12 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from app.logging_setup import NOISY_LOGGERS
-from monitors import DestinationError, DestinationSenders, DeliveryWorker, MonitorService
+from monitors import DeliveryWorker, DestinationError, DestinationSenders, MonitorService
 from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, split_text
 from monitors.views import MonitorSettings
 from research.pipeline import run_pipeline
 from sources import HttpClient
-from storage import ChatRepository, DeliveryRepository, DeliveryStatus, DestinationRepository
+from storage import ChatRepository, DeliveryRepository, DestinationRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest, running_fake_server
 from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import resolver
@@ -50,7 +50,7 @@ class Inbox:
     messages: list[EmailMessage] = field(default_factory=list)
     recipients: list[list[str]] = field(default_factory=list)
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 — aiosmtpd's hook name
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.messages.append(email.message_from_bytes(envelope.content, policy=email.policy.default))  # type: ignore[arg-type]
         self.recipients.append(list(envelope.rcpt_tos))
         return "250 Message accepted for delivery"
