@@ -10,6 +10,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.briefings import BriefingService, QueuedBriefing
     from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
+    from monitors.document import DigestDocument, digest_document
     from monitors.error_ids import new_error_id
     from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
@@ -95,6 +96,7 @@ __all__ = [
     "DeliveryError",
     "DeliveryReport",
     "DeliveryWorker",
+    "DigestDocument",
     "ExportedMonitors",
     "FeedDocument",
     "FeedKind",
@@ -126,6 +128,7 @@ __all__ = [
     "SubscribeOffer",
     "chat_label",
     "create_imported",
+    "digest_document",
     "digest_html",
     "due_monitor_ids",
     "effective_timezone",
@@ -191,6 +194,7 @@ _SUBMODULES = {
         "parse_schedule",
         "seconds_in_words",
     ],
+    "document": ["DigestDocument", "digest_document"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],

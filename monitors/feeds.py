@@ -22,8 +22,8 @@ from xml.etree import ElementTree
 from zoneinfo import ZoneInfo
 
 from markdown_it import MarkdownIt
-from pydantic import ValidationError
 
+from monitors.document import run_time, stored_digest
 from research import Digest, render_digest_markdown
 from storage import (
     ChatRepository,
@@ -168,14 +168,14 @@ class MonitorFeeds:
             def entries() -> list[_Entry]:
                 return [_briefing_entry(run, zone, tag=tag, link=self_url) for run in runs]
 
-        updated = max((_when(run) for run in runs), default=feed.created)
+        updated = max((run_time(run) for run in runs), default=feed.created)
         basis = [
             FEED_FORMAT,
             kind,
             self_url,
             feed.title,
             feed.description,
-            [[run.id, _iso(_when(run))] for run in runs],
+            [[run.id, _iso(run_time(run))] for run in runs],
         ]
         etag = '"' + hashlib.sha256(json.dumps(basis).encode()).hexdigest()[:32] + '"'
 
@@ -185,10 +185,6 @@ class MonitorFeeds:
             return _json_feed(feed, entries(), base=base, token=token)
 
         return FeedDocument(media_type=MEDIA_TYPES[kind], etag=etag, last_modified=updated, render=render)
-
-
-def _when(run: RunRecord) -> datetime:
-    return run.finished_at or run.started_at
 
 
 def _listed(run: RunRecord) -> bool:
@@ -208,10 +204,8 @@ def digest_html(digest: Digest) -> str:
 
 
 def _entry(run: RunRecord, *, tag: str, fallback_link: str) -> _Entry | None:
-    try:
-        digest = Digest.model_validate(run.digest)
-    except ValidationError:
-        logger.warning("feed: run %s stores a digest this version cannot read; left out of the feed", run.id)
+    digest = stored_digest(run)
+    if digest is None:  # logged; left out of the feed
         return None
     if not digest.developments:  # "nothing new" runs sent nothing worth an entry
         return None
@@ -224,7 +218,7 @@ def _entry(run: RunRecord, *, tag: str, fallback_link: str) -> _Entry | None:
         id=f"{tag}/run/{run.id}",
         title=digest.headline,
         link=link,
-        when=_when(run),
+        when=run_time(run),
         html=digest_html(digest),
         summary=digest.headline,
     )
@@ -235,7 +229,7 @@ def _iso(when: datetime) -> str:
 
 
 def _briefing_entry(run: RunRecord, timezone: str, *, tag: str, link: str) -> _Entry:
-    when = _when(run)
+    when = run_time(run)
     day = when.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M")
     topics = run.stats.get("topics")
     title = f"Briefing of {day}" + (f" ({topics} topics)" if isinstance(topics, int) and topics > 1 else "")
