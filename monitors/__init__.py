@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         Reply,
         RetryLater,
     )
+    from monitors.pages import DigestPages, PageKind
     from monitors.portability import (
         MAX_IMPORT_BYTES,
         MAX_IMPORT_MONITORS,
@@ -97,6 +98,7 @@ __all__ = [
     "DeliveryReport",
     "DeliveryWorker",
     "DigestDocument",
+    "DigestPages",
     "ExportedMonitors",
     "FeedDocument",
     "FeedKind",
@@ -112,6 +114,7 @@ __all__ = [
     "MonitorSharing",
     "MonitorView",
     "NotSubscribedError",
+    "PageKind",
     "ProgressSink",
     "ProgressUpdate",
     "Purpose",
@@ -195,6 +198,7 @@ _SUBMODULES = {
         "seconds_in_words",
     ],
     "document": ["DigestDocument", "digest_document"],
+    "pages": ["DigestPages", "PageKind"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],

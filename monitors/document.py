@@ -20,8 +20,18 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from monitors.tokens import new_token
 from research import Digest, render_digest_markdown
-from storage import Database, ItemRepository, ItemWithScores, MonitorRepository, RunRecord, RunRepository
+from storage import (
+    Database,
+    DigestPageRepository,
+    ItemRepository,
+    ItemWithScores,
+    MonitorRepository,
+    RunRecord,
+    RunRepository,
+    RunStatus,
+)
 
 __all__ = [
     "FILE_NAMES",
@@ -30,7 +40,11 @@ __all__ = [
     "DocumentFile",
     "build_document",
     "digest_document",
+    "digest_went_out",
     "document_schema_text",
+    "page_path",
+    "page_urls",
+    "run_document",
     "run_time",
     "stored_digest",
 ]
@@ -202,6 +216,31 @@ def run_time(run: RunRecord) -> datetime:
     return run.finished_at or run.started_at
 
 
+def digest_went_out(run: RunRecord) -> bool:
+    """Whether a monitor's run is a digest that went out (not a "nothing new" note, not held back): what its feed
+    lists and what has a page."""
+    return (
+        run.monitor_id is not None
+        and run.status is RunStatus.SUCCEEDED
+        and isinstance(run.digest, dict)
+        and bool(run.digest.get("developments"))
+        and bool(run.stats.get("delivered", True))
+        and not run.stats.get("nothing_new", False)
+    )
+
+
+def page_path(token: str) -> str:
+    """The path of a digest's page: `/digests/<token>` (its files under it, its document at `<path>.json`)."""
+    return f"/digests/{token}"
+
+
+async def page_urls(database: Database, runs: Sequence[RunRecord], *, base_url: str) -> dict[int, str]:
+    """The page URL under `base_url` of each run that has a page (`digest_went_out`), its token made on first use."""
+    tokens = await DigestPageRepository(database).issue([run.id for run in runs if digest_went_out(run)], new_token)
+    base = base_url.rstrip("/")
+    return {run_id: base + page_path(token) for run_id, token in tokens.items()}
+
+
 def stored_digest(run: RunRecord) -> Digest | None:
     """The run's main digest, or None when it stored none or one this version cannot read (logged)."""
     if run.digest is None:
@@ -317,13 +356,20 @@ async def digest_document(database: Database, run_id: int, *, page_url: str | No
     """The document of a monitor's finished run that stored a readable digest; None for anything else (a search,
     a briefing, a failed or running run)."""
     run = await RunRepository(database).get(run_id)
-    if run is None or run.monitor_id is None or run.finished_at is None:
+    return await run_document(database, run, page_url=page_url) if run is not None else None
+
+
+async def run_document(database: Database, run: RunRecord, *, page_url: str | None = None) -> DigestDocument | None:
+    """`digest_document` of a run already read."""
+    if run.monitor_id is None or run.finished_at is None:
         return None
     digest = stored_digest(run)
     if digest is None:
         return None
-    monitor = await MonitorRepository(database).get(run.monitor_id)
-    topic = monitor.topic if monitor is not None else str(run.stats.get("topic") or "")
+    topic = run.stats.get("topic")  # what the monitor was called when the digest went out
+    if not isinstance(topic, str) or not topic:
+        monitor = await MonitorRepository(database).get(run.monitor_id)
+        topic = monitor.topic if monitor is not None else ""
     items = (await ItemRepository(database).of_runs([run.id]))[run.id]
     return build_document(run, digest, topic=topic, items=items, page_url=page_url)
 
