@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         DestinationService,
         read_destination_url,
     )
+    from monitors.document import DigestDocument, digest_document
     from monitors.error_ids import new_error_id
     from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         Reply,
         RetryLater,
     )
+    from monitors.pages import DigestPages, PageKind
     from monitors.portability import (
         MAX_IMPORT_BYTES,
         MAX_IMPORT_MONITORS,
@@ -110,6 +112,8 @@ __all__ = [
     "DestinationError",
     "DestinationSenders",
     "DestinationService",
+    "DigestDocument",
+    "DigestPages",
     "ExportedMonitors",
     "FeedDocument",
     "FeedKind",
@@ -125,6 +129,7 @@ __all__ = [
     "MonitorSharing",
     "MonitorView",
     "NotSubscribedError",
+    "PageKind",
     "ProgressSink",
     "ProgressUpdate",
     "Purpose",
@@ -141,6 +146,7 @@ __all__ = [
     "SubscribeOffer",
     "chat_label",
     "create_imported",
+    "digest_document",
     "digest_html",
     "due_monitor_ids",
     "effective_timezone",
@@ -211,6 +217,8 @@ _SUBMODULES = {
         "parse_schedule",
         "seconds_in_words",
     ],
+    "document": ["DigestDocument", "digest_document"],
+    "pages": ["DigestPages", "PageKind"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],

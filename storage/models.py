@@ -324,6 +324,18 @@ class SourceFailure(Base):
     """When the monitor's owner was told the source keeps failing (once per streak)."""
 
 
+class DigestPage(Base):
+    """The unguessable token in the URL of one digest's web page (and of its files): one per run, made on first use.
+    A token per digest rather than the monitor's feed token, so a forwarded link shows that digest and nothing else.
+    """
+
+    __tablename__ = "digest_pages"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
 class FeedToken(Base):
     """The unguessable token in the feed URLs of a monitor or of a chat's briefing (exactly one of the two); a new
     token replaces (revokes) the old."""

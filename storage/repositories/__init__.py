@@ -5,6 +5,7 @@ from storage.repositories.chats import ChatChanges, ChatRepository
 from storage.repositories.conversations import ConversationRepository
 from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
 from storage.repositories.destinations import DestinationRecord, DestinationRepository
+from storage.repositories.digest_pages import DigestPageRepository
 from storage.repositories.embeddings import EmbeddingRepository
 from storage.repositories.feed_tokens import FeedSubject, FeedTokenRepository
 from storage.repositories.http_validators import HttpValidatorRepository
@@ -28,6 +29,7 @@ __all__ = [
     "DeliveryRepository",
     "DestinationRecord",
     "DestinationRepository",
+    "DigestPageRepository",
     "EmbeddingRepository",
     "FeedSubject",
     "FeedTokenRepository",

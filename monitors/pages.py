@@ -1,0 +1,181 @@
+"""A web page per digest: the digest with its stories, citations, tone, chart and CSV, server-rendered HTML (Jinja2,
+autoescaped, no JavaScript) at `/digests/<token>`, with the run's document at `<page>.json` and its files under it.
+
+Guarantees: everything is found by the page's token alone, and an unknown token (or one whose run no longer has a
+digest that went out) finds nothing, so the caller answers a bare 404; what a page shows is escaped by the template
+(the digest's own HTML comes from CommonMark with raw HTML off); the same run gives the same bytes, so the ETag
+changes only when the page would.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal
+from urllib.parse import urlsplit
+
+from monitors.document import (
+    FILE_NAMES,
+    MEDIA_TYPES,
+    DigestDocument,
+    digest_went_out,
+    file_name,
+    page_path,
+    page_urls,
+    run_document,
+    run_files,
+    run_time,
+)
+from monitors.feeds import markdown_html
+from monitors.tokens import looks_like_token
+from storage import Database, DigestPageRepository, RunRecord
+
+if TYPE_CHECKING:
+    import jinja2
+
+__all__ = ["PAGE_FORMAT", "DigestPages", "PageFile", "PageKind"]
+
+PAGE_FORMAT: Final = 1
+"""Part of every ETag: raise it when a change here changes what the same run renders to."""
+RENDERED_PAGES: Final = 64
+"""Rendered pages kept in memory by ETag: a link posted to a busy chat is opened by many people at once, and a kept
+page answers without reading the run's items again."""
+PAGE_TEMPLATE: Final = "digest_page.html"
+
+PageKind = Literal["html", "json"]
+"""The page itself, or its digest document (`<page>.json`)."""
+PAGE_MEDIA_TYPES: Final[dict[PageKind, str]] = {
+    "html": "text/html; charset=utf-8",
+    "json": "application/json",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PageFile:
+    """One of a page's files on disk, with the name its download gets."""
+
+    path: Path
+    filename: str
+    media_type: str
+
+
+@functools.cache
+def _templates() -> jinja2.Environment:
+    import jinja2  # only a process that serves a page pays for importing it
+
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("monitors", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    environment.tests["web_url"] = _web_url
+    return environment
+
+
+def _web_url(url: object) -> bool:
+    """Whether an item's URL may be a link: http(s) only (a `javascript:` URL from a feed stays text)."""
+    return isinstance(url, str) and urlsplit(url).scheme in ("http", "https")
+
+
+def render_page(document: DigestDocument, *, page_url: str) -> str:
+    """The page's HTML for a document (its file URLs under `page_url`)."""
+    files = {file.kind: file for file in document.files}
+    return (
+        _templates()
+        .get_template(PAGE_TEMPLATE)
+        .render(
+            doc=document,
+            digest_html=markdown_html(document.markdown),
+            page_url=page_url,
+            chart=files.get("chart"),
+            csv=files.get("csv"),
+            finished=(document.run.finished_at or document.run.scheduled_for).astimezone(UTC),
+            story_count=len(document.stories),
+            item_count=sum(len(story.items) for story in document.stories),
+        )
+    )
+
+
+class DigestPages:
+    """Find, validate and render digest pages; issue their URLs under PUBLIC_URL for messages and feeds."""
+
+    def __init__(self, database: Database, *, public_url: str | None = None) -> None:
+        self._database = database
+        self._pages = DigestPageRepository(database)
+        self._public_url = public_url.rstrip("/") if public_url else None
+        self._rendered: OrderedDict[str, bytes] = OrderedDict()
+
+    @property
+    def public_url(self) -> str | None:
+        return self._public_url
+
+    async def url(self, run: RunRecord) -> str | None:
+        """The run's page URL under PUBLIC_URL (its token made on first use); None without PUBLIC_URL or for a run
+        that has no page (not a digest that went out)."""
+        if self._public_url is None:
+            return None
+        return (await page_urls(self._database, [run], base_url=self._public_url)).get(run.id)
+
+    async def find(self, token: str) -> RunRecord | None:
+        """The run of a page token, when it has a page; None for anything else."""
+        if not looks_like_token(token):
+            return None
+        run = await self._pages.run_of(token)
+        return run if run is not None and digest_went_out(run) else None
+
+    def etag(self, run: RunRecord, kind: PageKind, *, token: str, base_url: str) -> str:
+        """A strong validator of what `body` gives: runs do not change once finished; its files may be cleaned up."""
+        files = sorted(run_files(run))
+        basis = [PAGE_FORMAT, kind, run.id, run_time(run).isoformat(), self._base(base_url) + page_path(token), files]
+        return '"' + hashlib.sha256(json.dumps(basis).encode()).hexdigest()[:32] + '"'
+
+    @staticmethod
+    def last_modified(run: RunRecord) -> datetime:
+        return run_time(run)
+
+    @staticmethod
+    def media_type(kind: PageKind) -> str:
+        return PAGE_MEDIA_TYPES[kind]
+
+    async def body(self, run: RunRecord, kind: PageKind, *, token: str, base_url: str) -> bytes | None:
+        """The page (or its document) under `base_url`; None when the run's digest cannot be read any more."""
+        etag = self.etag(run, kind, token=token, base_url=base_url)
+        kept = self._rendered.get(etag)
+        if kept is not None:
+            self._rendered.move_to_end(etag)
+            return kept
+        page_url = self._base(base_url) + page_path(token)
+        document = await run_document(self._database, run, page_url=page_url)
+        if document is None:
+            return None
+        if kind == "json":
+            body = document.model_dump_json(indent=1).encode()
+        else:
+            body = render_page(document, page_url=page_url).encode()
+        self._rendered[etag] = body
+        while len(self._rendered) > RENDERED_PAGES:
+            self._rendered.popitem(last=False)
+        return body
+
+    async def file(self, token: str, name: str) -> PageFile | None:
+        """A page's file by its name under the page (`chart.png`, `digest.csv`), when the run still has it."""
+        kind = next((kind for kind, file in FILE_NAMES.items() if file == name), None)
+        if kind is None:
+            return None
+        run = await self.find(token)
+        if run is None:
+            return None
+        path = run_files(run).get(kind)
+        if path is None:
+            return None
+        return PageFile(path=path, filename=file_name(run, kind), media_type=MEDIA_TYPES[kind])
+
+    def _base(self, base_url: str) -> str:
+        return self._public_url or base_url.rstrip("/")
