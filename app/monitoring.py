@@ -74,11 +74,16 @@ async def monitor_stack(
         telegram_limits=telegram_limits,
         shared_slots=RateSlotRepository(database) if shared_limits else None,
     )
-    destinations = DestinationSenders(
-        database, http=client, clock=clock, pause_after=timedelta(days=settings.destination_pause_days)
-    )
+
     try:
         pages = DigestPages(database, public_url=settings.public_url)
+        destinations = DestinationSenders(
+            database,
+            http=client,
+            clock=clock,
+            pause_after=timedelta(days=settings.destination_pause_days),
+            pages=pages,
+        )
         worker = DeliveryWorker(
             database,
             {**senders.by_platform(), **destinations.by_platform()},

@@ -6,7 +6,9 @@
   `body_maxlen`, one part per piece, then one part per file where the service takes attachments.
 - `WebhookSender` (platform `webhook`): one POST of the run's JSON document, signed like Slack's requests:
   `X-Lookout-Signature: v1=<hex HMAC-SHA256 of "<timestamp>.<body>">` with the destination's key and
-  `X-Lookout-Timestamp`; `X-Lookout-Delivery` names the delivery so a receiver can drop a repeat. 410 or 404 means
+  `X-Lookout-Timestamp`; `X-Lookout-Delivery` names the delivery so a receiver can drop a repeat; `X-Lookout-Event`
+  says what the body is: `digest` — the run's `DigestDocument` (docs/schemas/digest-document.schema.json) — or
+  `briefing`, `notice`, `test` — a message document (docs/schemas/webhook-message.schema.json). 410 or 404 means
   gone; 429, 5xx and network failures are retried by the outbox.
 
 A failing destination's streak is stored: the chat that added it is told once per streak, and after
@@ -40,14 +42,17 @@ from monitors.destinations import (
     check_hosts,
     read_destination_url,
 )
+from monitors.document import run_document
 from monitors.feeds import markdown_html
 from monitors.notices import queue_notice
 from monitors.outbound import Attachment, ChatGone, Reply, RetryLater
+from monitors.pages import DigestPages
 from research import Digest
 from sources import HttpClient, SourceError, SourceErrorKind
 from storage import ChatRecord, Database, DestinationRecord, DestinationRepository, MonitorRepository, RunRepository
 
 __all__ = [
+    "EVENT_HEADER",
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "ApprisePart",
@@ -55,6 +60,7 @@ __all__ = [
     "DestinationSenders",
     "WebhookPart",
     "WebhookSender",
+    "message_document",
     "sign",
     "split_text",
 ]
@@ -64,6 +70,8 @@ logger = logging.getLogger(__name__)
 SIGNATURE_HEADER: Final = "X-Lookout-Signature"
 TIMESTAMP_HEADER: Final = "X-Lookout-Timestamp"
 DELIVERY_HEADER: Final = "X-Lookout-Delivery"
+EVENT_HEADER: Final = "X-Lookout-Event"
+"""What the body is: `digest` (a `DigestDocument`), `briefing`, `notice` or `test` (a message document)."""
 SIGNATURE_VERSION: Final = "v1"
 """The signature scheme's name in the header (`v1=<hex>`), so a later scheme can be told apart."""
 SEND_TIMEOUT_SECONDS: Final = 60.0
@@ -313,9 +321,18 @@ def _email_html(markdown: str, subject: str) -> str:
 class WebhookSender(_DestinationSender):
     """The `webhook` platform's one sender: a signed POST of the run's JSON document."""
 
-    def __init__(self, database: Database, *, http: HttpClient, clock: Clock, pause_after: timedelta) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        http: HttpClient,
+        clock: Clock,
+        pause_after: timedelta,
+        pages: DigestPages | None = None,
+    ) -> None:
         super().__init__(database, clock=clock, pause_after=pause_after)
         self._http = http
+        self._pages = pages
         self._runs = RunRepository(database)
         self._monitors = MonitorRepository(database)
 
@@ -325,24 +342,27 @@ class WebhookSender(_DestinationSender):
     async def send_part(self, chat: ChatRecord, part: WebhookPart) -> None:
         record = await self._destination(chat)
         try:
-            body = await self._document(part)
-            await self.post(record, body, delivery=f"{part.run_id}-{chat.id}")
+            event, body = await self._document(part)
+            await self.post(record, body, delivery=f"{part.run_id}-{chat.id}", event=event)
         except _Failed as error:
             await self._outcome(record, error)  # raises RetryLater or ChatGone
         else:
             await self._outcome(record, None)
 
-    async def _document(self, part: WebhookPart) -> bytes:
-        document: dict[str, Any]
+    async def _document(self, part: WebhookPart) -> tuple[str, bytes]:
+        """The event and the body: a digest's `DigestDocument` (docs/schemas/digest-document.schema.json), else a
+        message document (docs/schemas/webhook-message.schema.json) for a briefing or notice."""
         run = await self._runs.get(part.run_id) if part.run_id is not None else None
-        if run is None:
-            document = {"type": "message", "text": part.text}
-        else:
-            monitor = await self._monitors.get(run.monitor_id) if run.monitor_id is not None else None
-            document = webhook_document(run, topic=monitor.topic if monitor else None, text=part.text)
-        return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+        if run is not None:
+            page_url = await self._pages.url(run) if self._pages is not None else None
+            document = await run_document(self._database, run, page_url=page_url)
+            if document is not None:
+                return "digest", document.model_dump_json().encode()
+        kind = str(run.stats.get("kind")) if run is not None else "notice"
+        event = kind if kind in ("briefing", "notice") else "notice"
+        return event, message_document(event, part.text, run_id=part.run_id)
 
-    async def post(self, record: DestinationRecord, body: bytes, *, delivery: str) -> None:
+    async def post(self, record: DestinationRecord, body: bytes, *, delivery: str, event: str) -> None:
         """POST `body` signed; raises `_Failed` (gone on 404/410)."""
         if record.secret is None:
             raise _Failed("the webhook has no signing key")
@@ -352,6 +372,7 @@ class WebhookSender(_DestinationSender):
             TIMESTAMP_HEADER: timestamp,
             SIGNATURE_HEADER: sign(record.secret, timestamp, body),
             DELIVERY_HEADER: delivery,
+            EVENT_HEADER: event,
         }
         try:
             await self._http.post(record.url, content=body, headers=headers, untrusted=True, retries=0)
@@ -365,21 +386,10 @@ class WebhookSender(_DestinationSender):
             raise _Failed(f"the receiver failed: {what}", retry_after=error.retry_after) from None
 
 
-def webhook_document(run: Any, *, topic: str | None, text: str) -> dict[str, Any]:
-    """The JSON document a webhook receives for a run (see docs/webhook.md)."""
-    kind = str(run.stats.get("kind") or "digest")
-    return {
-        "type": kind if kind in ("notice", "briefing") else "digest",
-        "run": {
-            "id": run.id,
-            "monitor_id": run.monitor_id,
-            "topic": topic,
-            "scheduled_for": run.scheduled_for.astimezone(UTC).isoformat(),
-            "finished_at": run.finished_at.astimezone(UTC).isoformat() if run.finished_at else None,
-        },
-        "text": text,
-        "digest": run.digest,
-    }
+def message_document(event: str, text: str, *, run_id: int | None) -> bytes:
+    """The body of a webhook event that is not a digest: a briefing, a notice or a test (its markdown text)."""
+    document = {"schema_version": 1, "event": event, "run_id": run_id, "markdown": text}
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class DestinationSenders:
@@ -392,9 +402,11 @@ class DestinationSenders:
         http: HttpClient,
         clock: Clock = lambda: datetime.now(UTC),
         pause_after: timedelta = PAUSE_AFTER,
+        pages: DigestPages | None = None,
     ) -> None:
+        """`pages` gives a digest's page URL (with PUBLIC_URL) for the webhook's document."""
         self.apprise = AppriseSender(database, http=http, clock=clock, pause_after=pause_after)
-        self.webhook = WebhookSender(database, http=http, clock=clock, pause_after=pause_after)
+        self.webhook = WebhookSender(database, http=http, clock=clock, pause_after=pause_after, pages=pages)
         self._destinations = DestinationRepository(database)
 
     def by_platform(self) -> dict[str, Any]:
@@ -405,8 +417,8 @@ class DestinationSenders:
         destination's failure streak."""
         try:
             if record.kind == "webhook":
-                body = json.dumps({"type": "test", "text": TEST_TEXT}, separators=(",", ":")).encode()
-                await self.webhook.post(record, body, delivery=f"test-{record.id}-{int(time.time())}")
+                body = message_document("test", TEST_TEXT, run_id=None)
+                await self.webhook.post(record, body, delivery=f"test-{record.id}-{int(time.time())}", event="test")
             else:
                 title = "Lookout test"
                 text = _email_html(TEST_TEXT, title) if record.kind == "email" else TEST_TEXT

@@ -58,7 +58,7 @@ def test_a_webhook_destination_is_added_listed_tested_and_removed(environment: P
     assert removed == (0, f"Destination #1 {label} removed.\n")
     assert after[0] == 0 and after[1].startswith("No destinations yet")
     [post] = receiver.received("/hook/p4th-t0ken", "POST")
-    assert json.loads(post.body)["type"] == "test"
+    assert json.loads(post.body)["event"] == "test"
     secret = added[1].split("Signing secret (shown only now): ")[1].split(" ")[0]
     log = (environment / "data" / "lookout-cli.log").read_text()
     for output in (added[1], again[1], listed[1], tested[1], removed[1], log):

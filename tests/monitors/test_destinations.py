@@ -34,7 +34,7 @@ from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedReques
 from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import resolver
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "schemas" / "webhook.schema.json"
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 
 
 def free_port() -> int:
@@ -226,9 +226,10 @@ async def test_a_webhook_gets_the_signed_document_and_a_500_is_retried_and_deliv
     documents = [verify(post, secret, now=time.time()) for post in posts]
     assert documents[0] == documents[1]
     assert posts[0].headers["x-lookout-delivery"] == posts[1].headers["x-lookout-delivery"]
-    schema = json.loads(SCHEMA_PATH.read_text())
-    jsonschema.validate(documents[1], schema)
-    assert documents[1]["run"]["id"] == summary.run_id
+    jsonschema.validate(documents[1], json.loads((SCHEMAS / "digest-document.schema.json").read_text()))
+    assert documents[1]["run"]["id"] == summary.run_id and documents[1]["monitor"]["topic"] == "DeepSeek"
+    assert documents[1]["stories"] and documents[1]["cited"][0]["url"].startswith("https://")
+    assert posts[1].headers["x-lookout-event"] == "digest"
     destination = (await DestinationRepository(world.database).all())[0]
     assert destination.failing_since is None  # the streak ended with the success
 

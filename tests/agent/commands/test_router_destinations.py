@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from monitors import DeliveryWorker
@@ -56,7 +57,7 @@ async def test_subscribe_to_a_webhook_list_test_and_remove_it(world: RouterWorld
     every_reply = " ".join(said.text for said in (added, listed, tested, elsewhere, removed, after))
     assert "s3cr3t-path" not in every_reply
     [post] = world.server.received("/hook/s3cr3t-path", "POST")
-    assert json.loads(post.body)["type"] == "test" and post.headers["x-lookout-signature"].startswith("v1=")
+    assert json.loads(post.body)["event"] == "test" and post.headers["x-lookout-signature"].startswith("v1=")
     assert await DestinationRepository(world.database).all() == []
 
 
@@ -120,5 +121,8 @@ async def test_the_briefing_reaches_a_destination_too(world: RouterWorld) -> Non
 
     [post] = world.server.received("/briefing-hook", "POST")
     document = json.loads(post.body)
-    assert document["type"] == "briefing" and "DeepSeek" in document["text"]
+    assert document["event"] == "briefing" and "DeepSeek" in document["markdown"]
+    assert post.headers["x-lookout-event"] == "briefing"
+    schema = json.loads((Path(__file__).resolve().parents[3] / "docs/schemas/webhook-message.schema.json").read_text())
+    jsonschema.validate(document, schema)
     assert any(sent.message.purpose == "briefing" for sent in world.sender.sent)  # the chat got it too
