@@ -22,15 +22,15 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
 
-from monitors.sharing import MonitorSharing
-from monitors.views import MonitorView
 from sources import HttpClient, SourceError, SourceErrorKind
 from storage import ChatRepository, Database, DestinationRecord, DestinationRepository, SubscriptionRepository
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # sharing imports this module's platforms: these are types only
     from apprise.plugins.base import NotifyBase
 
     from monitors.destination_send import DestinationSenders
+    from monitors.sharing import MonitorSharing
+    from monitors.views import MonitorView
 
 __all__ = [
     "APPRISE_PLATFORM",
