@@ -359,3 +359,51 @@ def test_split_text_keeps_every_word_and_respects_the_limit() -> None:
     pieces = split_text(text, 500)
     assert all(len(piece) <= 500 for piece in pieces)
     assert " ".join(pieces).split() == text.split()
+
+
+async def test_one_run_reaches_a_telegram_chat_an_email_and_a_webhook_once_each(
+    world: World, http: HttpClient, smtp: Smtp, receiver: FakeHTTPServer
+) -> None:
+    from bots.telegram import TelegramLimits, TelegramSender, build_bot
+    from tests.fakes.telegram import running_fake_telegram
+
+    receiver.route("POST", "/hook", FakeResponse(status=200))
+    with running_fake_telegram() as telegram_api:
+        bot = build_bot(telegram_api.token, api_url=telegram_api.url, limits=TelegramLimits(max_retries=0))
+        async with TelegramSender(bot) as telegram:
+            lookout = stack(world, http)
+            worker = DeliveryWorker(
+                world.database, {"telegram": telegram, **lookout.senders.by_platform()}, clock=world.clock
+            )
+            monitor_id, [_, secret] = await monitor_with(world, lookout, smtp.url(), f"webhook+{receiver.url}/hook")
+            assert secret is not None
+
+            summary = await lookout.service.run_monitor(monitor_id, T0)
+            first = await worker.run_once()
+            world.clock.advance(hours=1)
+            second = await worker.run_once()
+
+            assert summary is not None and summary.deliveries == 3
+            assert world.searches() == len(world.sources["hn"].queries) > 0  # collected once, for all three
+            assert (first.sent, first.retrying, second.claimed) == (3, 0, 0)
+            chat = world.chats[0].external_id
+            assert len(telegram_api.texts(chat)) >= 1 and len(telegram_api.documents(chat)) == 1
+            assert len(telegram_api.photos(chat)) == 1
+            assert len(smtp.inbox.messages) == 1
+            [post] = receiver.received("/hook", "POST")
+            assert verify(post, secret, now=time.time())["run"]["id"] == summary.run_id
+
+
+async def test_a_destination_never_takes_over_a_monitor_whose_owner_is_gone(
+    world: World, http: HttpClient, smtp: Smtp
+) -> None:
+    from monitors import mark_chat_gone
+    from storage import MonitorRepository
+
+    lookout = stack(world, http)
+    monitor_id, _ = await monitor_with(world, lookout, smtp.url())
+
+    await mark_chat_gone(world.database, world.chats[0], reason="blocked", now=world.clock())
+
+    monitor = await MonitorRepository(world.database).get(monitor_id)
+    assert monitor is not None and monitor.owner_chat_id == world.chats[0].id
