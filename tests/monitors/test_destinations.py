@@ -407,3 +407,27 @@ async def test_a_destination_never_takes_over_a_monitor_whose_owner_is_gone(
 
     monitor = await MonitorRepository(world.database).get(monitor_id)
     assert monitor is not None and monitor.owner_chat_id == world.chats[0].id
+
+
+async def test_a_resend_after_a_failed_piece_starts_after_the_pieces_confirmed_sent(
+    world: World, http: HttpClient, receiver: FakeHTTPServer
+) -> None:
+    from monitors.notices import queue_notice
+
+    ok = FakeResponse.json({"id": "x"})
+    receiver.route("POST", "/", [ok, FakeResponse(status=500, body="busy"), ok])
+    lookout = stack(world, http)
+    service = lookout.service.destinations
+    assert service is not None
+    record, _ = await service.add(f"ntfy://127.0.0.1:{receiver.port}/lookout", added_by_chat_id=world.chats[0].id)
+    words = " ".join(f"word{n}" for n in range(2500))  # about 22,000 characters: three pieces
+    await queue_notice(world.database, chat_id=record.chat_id, text=words, monitor_id=None, now=world.clock())
+
+    assert (await lookout.worker.run_once()).retrying == 1  # piece 1 went, piece 2 failed
+    world.clock.advance(hours=1)
+    await lookout.worker.run_once()
+
+    pieces = [r.json()["message"] for r in receiver.received("/", "POST")]
+    assert len(pieces) == 4  # 1, 2 (failed), 2 again, 3: the first piece was not sent twice
+    assert pieces[1] == pieces[2]
+    assert " ".join([pieces[0], *pieces[2:]]).split() == words.split()
