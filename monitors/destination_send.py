@@ -313,9 +313,20 @@ Arial,sans-serif;overflow-wrap:anywhere">
 </div></body></html>"""
 
 
+_LINK = re.compile(r'<a href="([^"]+)">(.*?)</a>', re.S)
+
+
 def _email_html(markdown: str, subject: str) -> str:
-    """The digest's markdown as a whole HTML email: one narrow column, large type, links kept."""
-    return _EMAIL_PAGE.format(title=escape(subject), body=markdown_html(markdown))
+    """The digest's markdown as a whole HTML email: one narrow column, large type, links kept. Apprise writes the
+    plain-text part from this HTML and drops link targets, so the links are listed once more in a block HTML readers
+    do not show (the way email preheaders are hidden): the text part keeps every source's address."""
+    body = markdown_html(markdown)
+    targets = list(dict.fromkeys(href for href, _text in _LINK.findall(body)))
+    hidden = ""
+    if targets:
+        lines = "<br>".join(f"{href}" for href in targets)
+        hidden = f'<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">Links:<br>{lines}</div>'
+    return _EMAIL_PAGE.format(title=escape(subject), body=body + hidden)
 
 
 class WebhookSender(_DestinationSender):

@@ -161,6 +161,7 @@ async def test_an_email_gets_the_digest_as_html_with_a_text_part_the_csv_and_the
     assert '<a href="https://' in html  # citations stay links
     text = text_part.get_content()
     assert "DeepSeek" in text and "<a " not in text
+    assert "https://example.com/hn/hn-0" in text  # the sources' addresses, which Apprise's conversion drops
     files = {part.get_filename(): part for part in message.iter_attachments()}
     assert {Path(name).suffix for name in files} == {".csv", ".png"}
     csv_name = next(name for name in files if name.endswith(".csv"))
