@@ -31,8 +31,6 @@ from datetime import UTC, datetime, timedelta
 from html import escape
 from typing import Any, Final
 
-from pydantic import ValidationError
-
 from monitors.destinations import (
     APPRISE_PLATFORM,
     PAUSE_AFTER,
@@ -42,12 +40,11 @@ from monitors.destinations import (
     check_hosts,
     read_destination_url,
 )
-from monitors.document import run_document
+from monitors.document import run_document, stored_digest
 from monitors.feeds import markdown_html
 from monitors.notices import queue_notice
 from monitors.outbound import Attachment, ChatGone, Reply, RetryLater
 from monitors.pages import DigestPages
-from research import Digest
 from sources import HttpClient, SourceError, SourceErrorKind
 from storage import ChatRecord, Database, DestinationRecord, DestinationRepository, MonitorRepository, RunRepository
 
@@ -240,15 +237,12 @@ class AppriseSender(_DestinationSender):
         if message.run_id is None or message.purpose != "digest":
             return fallback
         run = await self._runs.get(message.run_id)
-        if run is None or run.digest is None:
+        digest = stored_digest(run) if run is not None else None
+        if run is None or digest is None:
             return fallback
         monitor = await self._monitors.get(run.monitor_id) if run.monitor_id is not None else None
         topic = monitor.topic if monitor else str(run.stats.get("topic") or run.query or "Digest")
-        try:
-            headline = Digest.model_validate(run.digest).headline
-        except ValidationError:
-            return fallback
-        return f"{topic}: {headline}"[:250] if headline else topic[:250]
+        return f"{topic}: {digest.headline}"[:250] if digest.headline else topic[:250]
 
     async def send_part(self, chat: ChatRecord, part: ApprisePart) -> None:
         record = await self._destination(chat)
