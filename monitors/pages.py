@@ -171,6 +171,11 @@ class DigestPages:
             return None
         return (await page_urls(self._database, [run], base_url=self._public_url)).get(run.id)
 
+    async def document(self, run: RunRecord) -> DigestDocument | None:
+        """The run's digest document (what a webhook sends), with its page's URL under PUBLIC_URL when the run has a
+        page and PUBLIC_URL is set; None for a run without a readable digest (see `run_document`)."""
+        return await run_document(self._database, run, page_url=await self.url(run))
+
     async def find(self, token: str) -> RunRecord | None:
         """The run of a page token, when it has a page; None for anything else."""
         if not looks_like_token(token):
