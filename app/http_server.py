@@ -193,10 +193,18 @@ def _validators(etag: str, last_modified: datetime, max_age: int) -> dict[str, s
     }
 
 
+_warming: set[asyncio.Task[None]] = set()
+"""Warm-up tasks still running (the loop keeps only weak references to tasks)."""
+
+
 def page_routes(pages: DigestPages) -> list[BaseRoute]:
     """`/digests/<token>` (the page), `/digests/<token>.json` (its digest document) and `/digests/<token>/chart.png`,
     `/digests/<token>/digest.csv`; their URLs inside start with the pages' PUBLIC_URL (else with the address the
-    request came to). A token no page has is a bare 404, whatever follows it."""
+    request came to). A token no page has is a bare 404, whatever follows it. Built inside a running event loop, it
+    starts warming the pages up (`DigestPages.warm`) in the background."""
+    with contextlib.suppress(RuntimeError):  # no running loop: nothing to warm up on
+        _warming.add(task := asyncio.get_running_loop().create_task(pages.warm(), name="warm digest pages"))
+        task.add_done_callback(_warming.discard)
 
     async def page(request: Request) -> Response:
         name = str(request.path_params["name"])

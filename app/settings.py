@@ -168,8 +168,9 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=1, le=65535)
     public_url: str | None = None
-    """PUBLIC_URL: where people reach this HTTP server (`https://lookout.example.org`); the feeds' URLs start with it.
-    Unset: commands give the path only and say to set it."""
+    """PUBLIC_URL: where people reach this HTTP server (`https://lookout.example.org`); the feeds' and digest pages'
+    URLs start with it, and every chat digest links its page. Unset: commands give the path only and say to set it,
+    and digests go without the link."""
 
     # Access
     allowed_users: CommaList = Field(default_factory=list)

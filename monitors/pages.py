@@ -9,9 +9,11 @@ changes only when the page would.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +25,11 @@ from monitors.document import (
     FILE_NAMES,
     MEDIA_TYPES,
     DigestDocument,
+    DocumentItem,
+    DocumentMonitor,
+    DocumentNovelty,
+    DocumentRun,
+    DocumentStory,
     digest_went_out,
     file_name,
     page_path,
@@ -33,12 +40,14 @@ from monitors.document import (
 )
 from monitors.feeds import markdown_html
 from monitors.tokens import looks_like_token
-from storage import Database, DigestPageRepository, RunRecord
+from storage import Database, DigestPageRepository, ItemRepository, RunRecord
 
 if TYPE_CHECKING:
     import jinja2
 
 __all__ = ["PAGE_FORMAT", "DigestPages", "PageFile", "PageKind"]
+
+logger = logging.getLogger(__name__)
 
 PAGE_FORMAT: Final = 1
 """Part of every ETag: raise it when a change here changes what the same run renders to."""
@@ -103,6 +112,33 @@ def render_page(document: DigestDocument, *, page_url: str) -> str:
     )
 
 
+_SAMPLE = DigestDocument(
+    monitor=DocumentMonitor(id=1, topic="sample"),
+    run=DocumentRun(id=1, scheduled_for=datetime(2026, 1, 1, tzinfo=UTC), finished_at=None),
+    headline="sample",
+    markdown="**sample** [1](https://lookout.invalid/)",
+    developments=[],
+    disputed=[],
+    cited=[],
+    tone=None,
+    without_model=None,
+    failed_sources=[],
+    novelty=DocumentNovelty(items=1, new_items=1, nothing_new=False, changes_since_last=None),
+    stories=[
+        DocumentStory(
+            cluster_id=None, rank=1, score=None, relevance=None, credibility=None,
+            items=[
+                DocumentItem(id="x", title="sample", url="https://lookout.invalid/", source="x", published_at=None,
+                             language=None, relevance=None, credibility=None, score=None, rank=1, delivered=True)
+            ],
+        )
+    ],
+    files=[],
+    page_url=None,
+)  # fmt: skip
+"""What `warm` renders: one story with one item, enough to run every part of the template once."""
+
+
 class DigestPages:
     """Find, validate and render digest pages; issue their URLs under PUBLIC_URL for messages and feeds."""
 
@@ -111,6 +147,18 @@ class DigestPages:
         self._pages = DigestPageRepository(database)
         self._public_url = public_url.rstrip("/") if public_url else None
         self._rendered: OrderedDict[str, bytes] = OrderedDict()
+
+    async def warm(self) -> None:
+        """Do once, before the first reader comes, what a server's first page would otherwise pay for (~150 ms here):
+        import the template engine and compile the template, open a database connection and compile the page's
+        queries, render a sample page. Failing (the database is away) only leaves that to the first request."""
+        try:
+            await asyncio.to_thread(_templates().get_template, PAGE_TEMPLATE)
+            await self._pages.run_of("-" * 32)  # no token has that form
+            await ItemRepository(self._database).of_runs([0])
+            render_page(_SAMPLE, page_url="https://lookout.invalid/digests/sample")
+        except Exception as error:
+            logger.warning("digest pages: warming up failed (%s); the first page pays for it", type(error).__name__)
 
     @property
     def public_url(self) -> str | None:
@@ -122,6 +170,11 @@ class DigestPages:
         if self._public_url is None:
             return None
         return (await page_urls(self._database, [run], base_url=self._public_url)).get(run.id)
+
+    async def document(self, run: RunRecord) -> DigestDocument | None:
+        """The run's digest document (what a webhook sends), with its page's URL under PUBLIC_URL when the run has a
+        page and PUBLIC_URL is set; None for a run without a readable digest (see `run_document`)."""
+        return await run_document(self._database, run, page_url=await self.url(run))
 
     async def find(self, token: str) -> RunRecord | None:
         """The run of a page token, when it has a page; None for anything else."""

@@ -257,6 +257,7 @@ def chromium() -> None:
         pytest.skip("chromium is not installed (Debian: apt-get install chromium); CI sets LOOKOUT_REQUIRE_CHROMIUM=1")
 
 
+@pytest.mark.parametrize("backend", ["sqlite"])  # the browser's part does not depend on the database
 async def test_headless_chromium_renders_the_stories_and_the_chart(
     chromium: None, served_locally: Served, tmp_path: Path
 ) -> None:

@@ -28,10 +28,13 @@ async def test_each_chats_digest_ends_with_the_same_page_link(world: World) -> N
     texts = [sent.message.text for sent in world.sender.sent]
     links = [LINK.search(text) for text in texts]
     assert all(links), texts[0][-300:]
-    assert len({link.group(1) for link in links if link}) == 1
-    token = links[0].group(2) if links[0] else ""
-    run = await pages.find(token)
+    urls = {link.group(1) for link in links if link}
+    tokens = {link.group(2) for link in links if link}
+    assert len(urls) == len(tokens) == 1
+    run = await pages.find(tokens.pop())
     assert run is not None and run.id == run_id
+    document = await pages.document(run)  # what a webhook destination sends names the same page
+    assert document is not None and document.page_url == urls.pop()
 
 
 async def test_without_public_url_no_link_and_a_nothing_new_note_has_none(world: World) -> None:
