@@ -359,8 +359,10 @@ class WebhookSender(_DestinationSender):
         message document (docs/schemas/webhook-message.schema.json) for a briefing or notice."""
         run = await self._runs.get(part.run_id) if part.run_id is not None else None
         if run is not None:
-            page_url = await self._pages.url(run) if self._pages is not None else None
-            document = await run_document(self._database, run, page_url=page_url)
+            if self._pages is not None:
+                document = await self._pages.document(run)
+            else:
+                document = await run_document(self._database, run)
             if document is not None:
                 return "digest", document.model_dump_json().encode()
         kind = str(run.stats.get("kind")) if run is not None else "notice"

@@ -24,7 +24,7 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from app.logging_setup import NOISY_LOGGERS
-from monitors import DeliveryWorker, DestinationError, DestinationSenders, MonitorService
+from monitors import DeliveryWorker, DestinationError, DestinationSenders, DigestPages, MonitorService
 from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, split_text
 from monitors.views import MonitorSettings
 from research.pipeline import run_pipeline
@@ -97,8 +97,11 @@ class Stack:
     worker: DeliveryWorker
 
 
-def stack(world: World, http: HttpClient, *, pause_after: timedelta = timedelta(days=3)) -> Stack:
-    senders = DestinationSenders(world.database, http=http, clock=world.clock, pause_after=pause_after)
+def stack(
+    world: World, http: HttpClient, *, pause_after: timedelta = timedelta(days=3), public_url: str | None = None
+) -> Stack:
+    pages = DigestPages(world.database, public_url=public_url)
+    senders = DestinationSenders(world.database, http=http, clock=world.clock, pause_after=pause_after, pages=pages)
     service = MonitorService(
         world.database,
         resolve_sources=resolver(world.sources),
@@ -204,7 +207,7 @@ async def test_a_webhook_gets_the_signed_document_and_a_500_is_retried_and_deliv
     world: World, http: HttpClient, receiver: FakeHTTPServer
 ) -> None:
     receiver.route("POST", "/hook", [FakeResponse(status=500, body="down"), FakeResponse(status=204)])
-    lookout = stack(world, http)
+    lookout = stack(world, http, public_url="https://lookout.example.org")
     monitor_id, [secret] = await monitor_with(world, lookout, f"webhook+{receiver.url}/hook")
     assert secret is not None and len(secret) >= 32
     summary = await lookout.service.run_monitor(monitor_id, T0)
@@ -231,6 +234,7 @@ async def test_a_webhook_gets_the_signed_document_and_a_500_is_retried_and_deliv
     assert documents[1]["run"]["id"] == summary.run_id and documents[1]["monitor"]["topic"] == "DeepSeek"
     assert documents[1]["stories"] and documents[1]["cited"][0]["url"].startswith("https://")
     assert posts[1].headers["x-lookout-event"] == "digest"
+    assert documents[1]["page_url"].startswith("https://lookout.example.org/digests/")
     destination = (await DestinationRepository(world.database).all())[0]
     assert destination.failing_since is None  # the streak ended with the success
 
