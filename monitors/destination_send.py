@@ -46,7 +46,15 @@ from monitors.notices import queue_notice
 from monitors.outbound import Attachment, ChatGone, Reply, RetryLater
 from monitors.pages import DigestPages
 from sources import HttpClient, SourceError, SourceErrorKind
-from storage import ChatRecord, Database, DestinationRecord, DestinationRepository, MonitorRepository, RunRepository
+from storage import (
+    ChatRecord,
+    Database,
+    DestinationRecord,
+    DestinationRepository,
+    MonitorRepository,
+    RunRepository,
+    SubscriptionRepository,
+)
 
 __all__ = [
     "EVENT_HEADER",
@@ -191,12 +199,23 @@ class _DestinationSender:
         raise RetryLater(str(error), retry_after=error.retry_after) from error
 
     async def _tell(self, record: DestinationRecord, text: str) -> None:
+        """Tell the chat that added the destination; one the operator added (CLI) is told to the owners of the
+        monitors it receives, and logged."""
+        chats = [record.added_by_chat_id] if record.added_by_chat_id is not None else await self._owners(record)
         if record.added_by_chat_id is None:
             logger.warning("destination %d (%s): %s", record.id, record.label, text)
-            return
-        await queue_notice(
-            self._database, chat_id=record.added_by_chat_id, text=text, monitor_id=None, now=self._clock()
-        )
+        if chats:
+            await queue_notice(
+                self._database, chat_id=chats[0], text=text, monitor_id=None, now=self._clock(), also=chats[1:]
+            )
+
+    async def _owners(self, record: DestinationRecord) -> list[int]:
+        owners: list[int] = []
+        for subscription in await SubscriptionRepository(self._database).for_chat(record.chat_id):
+            monitor = await MonitorRepository(self._database).get(subscription.monitor_id)
+            if monitor is not None and monitor.owner_chat_id not in owners:
+                owners.append(monitor.owner_chat_id)
+        return owners
 
 
 class AppriseSender(_DestinationSender):

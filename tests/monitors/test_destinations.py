@@ -436,3 +436,20 @@ async def test_a_resend_after_a_failed_piece_starts_after_the_pieces_confirmed_s
     assert len(pieces) == 4  # 1, 2 (failed), 2 again, 3: the first piece was not sent twice
     assert pieces[1] == pieces[2]
     assert " ".join([pieces[0], *pieces[2:]]).split() == words.split()
+
+
+async def test_a_failing_destination_the_operator_added_is_told_to_the_monitors_owner(
+    world: World, http: HttpClient, receiver: FakeHTTPServer
+) -> None:
+    receiver.route("POST", "/hook", FakeResponse(status=503, body="later"))
+    lookout = stack(world, http)
+    assert lookout.service.destinations is not None
+    view = await lookout.service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn", quiet=False)
+    await lookout.service.destinations.subscribe(view.id, f"webhook+{receiver.url}/hook", added_by_chat_id=None)
+    await lookout.service.run_monitor(view.id, T0)
+
+    assert (await lookout.worker.run_once()).retrying == 1
+    await lookout.worker.run_once()  # the notice
+
+    [told] = [sent for sent in world.sender.sent if "failed" in sent.message.text]
+    assert told.chat.id == world.chats[0].id and "HTTP 503" in told.message.text
