@@ -127,8 +127,24 @@ def _webhook_url(url: str) -> DestinationURL:
 
 
 def _masked(plugin: NotifyBase) -> str:
-    """Apprise's own masked form of the URL (passwords and tokens elided), without its query of defaults."""
-    return str(plugin.url(privacy=True)).partition("?")[0]  # type: ignore[no-untyped-call]
+    """Apprise's own masked form of the URL (passwords and tokens elided), without its query of defaults, and with
+    each path segment Apprise shows whole cut to its first two characters: an ntfy topic or a webhook path is a
+    secret too (whoever knows it reads or writes there)."""
+    private = str(plugin.url(privacy=True)).partition("?")[0]  # type: ignore[no-untyped-call]
+    scheme, _, rest = private.partition("://")
+    host, _, path = rest.partition("/")
+    login, at, name = host.rpartition("@")
+    bare = name[: name.find("]") + 1] if name.startswith("[") else name.partition(":")[0]
+    if not _names_a_host(bare):
+        host = f"{login}{at}{_cut(name)}"  # a token in host position (ntfy.sh's topic, a bot token)
+    segments = [_cut(segment) for segment in path.split("/") if segment]
+    return f"{scheme}://{host}" + "".join(f"/{segment}" for segment in segments)
+
+
+def _cut(segment: str) -> str:
+    if "..." in segment or "*" in segment or len(segment) <= 4:
+        return segment  # masked by Apprise already, or too short to tell anything
+    return segment[:2] + "…"
 
 
 def _names_a_host(host: str) -> bool:

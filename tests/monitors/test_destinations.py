@@ -453,3 +453,20 @@ async def test_a_failing_destination_the_operator_added_is_told_to_the_monitors_
 
     [told] = [sent for sent in world.sender.sent if "failed" in sent.message.text]
     assert told.chat.id == world.chats[0].id and "HTTP 503" in told.message.text
+
+
+@pytest.mark.parametrize(
+    ("url", "label", "secret"),
+    [
+        ("mailtos://me:app-password@gmail.com", "mailtos://me:****@gmail.com", "app-password"),
+        ("discord://1234567890/AbCdEfToken", "discord://1...0/A...n", "AbCdEfToken"),
+        ("ntfys://ntfy.sh/my-lookout-topic", "ntfys://ntfy.sh/my…", "lookout-topic"),
+        ("ntfy://my-private-topic", "ntfys://my…", "private-topic"),
+        ("webhook+https://n8n.example.org/webhook/abc123", "webhook+https://n8n.example.org/…", "abc123"),
+    ],
+)
+def test_labels_mask_passwords_tokens_and_topics(url: str, label: str, secret: str) -> None:
+    from monitors import read_destination_url
+
+    read = read_destination_url(url)
+    assert read.label == label and secret not in read.label
