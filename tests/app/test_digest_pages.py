@@ -129,7 +129,7 @@ async def test_the_page_shows_every_story_citations_tone_chart_and_csv(served: S
 
     parsed = _Links()
     parsed.feed(html)
-    text = " ".join(parsed.text)
+    text = " ".join(" ".join(parsed.text).split())
     assert parsed.scripts == 0, "a title's <script> must stay text"
     for title in served.stored.titles:  # all 50 stories, best first
         assert title in text
@@ -137,7 +137,17 @@ async def test_the_page_shows_every_story_citations_tone_chart_and_csv(served: S
     assert positions == sorted(positions)
     assert HOSTILE in text and "&lt;script&gt;" in html
     assert "https://example.com/hn/1/0" in parsed.links and "https://example.com/arxiv/50/2" in parsed.links
-    assert "tone: positive (+0.31)" in text
+    assert "tone: positive (+0.31)" in text and "Since the last digest: Seven new models since yesterday." in text
+    # a development's citation is a link to the cited report; the hostile title stays an escaped attribute
+    assert (
+        '<a href="https://example.com/hn/1/0" title="Story 01: DeepSeek ships model 1" rel="noreferrer noopener">1</a>'
+        in html
+    )
+    assert (
+        'title="Story 02: DeepSeek ships model 2 &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;"'
+        in html
+    )
+    assert "Self-check: completeness 80%, quality 70%" in text
     base = f"{PUBLIC}/digests/{served.token}"
     assert parsed.images == [f"{base}/chart.png"]
     assert f"{base}/digest.csv" in parsed.links and f"{base}.json" in parsed.links
