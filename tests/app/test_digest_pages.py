@@ -8,10 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -20,10 +24,15 @@ from pathlib import Path
 import httpx
 import jsonschema
 import pytest
+from typer.testing import CliRunner
 
+from app.cli import cli
 from app.http_server import build_http_app, feed_routes, page_routes, serve_http
 from monitors import DigestPages, MonitorFeeds
 from storage import Database, RunRepository
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fakes.telegram import running_fake_telegram
+from tests.fresh_payloads import fresh_hn_payload
 from tests.monitors.stored_run import HOSTILE, StoredRun, store_digest_run
 
 SCHEMA = Path(__file__).parents[2] / "docs" / "schemas" / "digest-document.schema.json"
@@ -303,5 +312,61 @@ def _coloured_pixels(path: Path) -> int:
     from PIL import Image
 
     with Image.open(path) as image:
-        pixels = image.convert("RGB").get_flattened_data()
-        return sum(1 for r, g, b in pixels if max(r, g, b) - min(r, g, b) > 60)
+        data = image.convert("RGB").tobytes()
+    pixels = zip(data[0::3], data[1::3], data[2::3], strict=True)
+    return sum(1 for r, g, b in pixels if max(r, g, b) - min(r, g, b) > 60)
+
+
+# --- the operator's whole path ---------------------------------------------------------------------------------------
+
+
+def test_lookout_run_sends_the_link_and_serves_the_page(
+    monkeypatch: pytest.MonkeyPatch, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """`monitors run` stores a digest; `lookout run` delivers it to Telegram ending with the page's link under
+    PUBLIC_URL, and serves that page (and its chart) on its own port."""
+    hn = fresh_hn_payload()
+    for path in ("/hn/search", "/hn/search_by_date"):
+        fake_server.route("GET", path, FakeResponse(body=hn, content_type="application/json"))
+    port = _free_port()
+    with running_fake_telegram() as telegram:
+        environment = {
+            "DATA_DIR": str(tmp_path / "data"),
+            "HN_API_URL": f"{fake_server.url}/hn",
+            "TELEGRAM_BOT_TOKEN": telegram.token,
+            "TELEGRAM_API_URL": telegram.url,
+            "HTTP_PORT": str(port),
+            "PUBLIC_URL": PUBLIC,
+        }
+        for key, value in environment.items():
+            monkeypatch.setenv(key, value)
+        added = CliRunner().invoke(cli, ["monitors", "add", "DeepSeek", "--chat", "telegram:4242", "--sources", "hn"])
+        assert added.exit_code == 0, added.output
+        ran = CliRunner().invoke(cli, ["monitors", "run", "1"])
+        assert ran.exit_code == 0, ran.output
+
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "lookout"), "run"],
+            env={**os.environ, **environment}, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            link = None
+            while link is None and time.monotonic() < deadline:
+                texts = " ".join(message.text or "" for message in telegram.texts(4242))
+                link = re.search(rf"{re.escape(PUBLIC)}(/digests/[A-Za-z0-9_-]{{32}})", texts)
+                time.sleep(0.2)
+            assert link is not None, "the digest never arrived with its page link"
+            page = httpx.get(f"http://127.0.0.1:{port}{link[1]}", timeout=10)
+            chart = httpx.get(f"http://127.0.0.1:{port}{link[1]}/chart.png", timeout=10)
+            process.send_signal(signal.SIGTERM)
+            output, _ = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, output
+    assert page.status_code == 200 and "DeepSeek" in page.text and "All " in page.text
+    assert f'src="{PUBLIC}{link[1]}/chart.png"' in page.text
+    assert chart.status_code == 200 and chart.content.startswith(b"\x89PNG")
+    assert link[1] not in output  # page tokens stay out of the log
