@@ -189,6 +189,7 @@ async def test_a_conditional_get_is_answered_304(served: Served) -> None:
         since = await client.get(
             f"/digests/{served.token}", headers={"If-Modified-Since": first.headers["last-modified"]}
         )
+        head = await client.head(f"/digests/{served.token}")
         chart = await client.get(f"/digests/{served.token}/chart.png")
         chart_again = await client.get(
             f"/digests/{served.token}/chart.png", headers={"If-None-Match": chart.headers["etag"]}
@@ -196,6 +197,7 @@ async def test_a_conditional_get_is_answered_304(served: Served) -> None:
     assert first.status_code == 200 and first.headers["last-modified"] == "Fri, 20 Nov 2026 09:05:00 GMT"
     assert again.status_code == 304 and again.content == b""
     assert since.status_code == 304
+    assert head.status_code == 200 and head.content == b"" and head.headers["etag"] == first.headers["etag"]
     assert chart.status_code == 200 and chart_again.status_code == 304
 
 
