@@ -2,9 +2,9 @@
 autoescaped, no JavaScript) at `/digests/<token>`, with the run's document at `<page>.json` and its files under it.
 
 Guarantees: everything is found by the page's token alone, and an unknown token (or one whose run no longer has a
-digest that went out) finds nothing, so the caller answers a bare 404; what a page shows is escaped by the template
-(the digest's own HTML comes from CommonMark with raw HTML off); the same run gives the same bytes, so the ETag
-changes only when the page would.
+digest that went out) finds nothing, so the caller answers a bare 404; everything a page shows is escaped by the
+template (autoescape; citation links are built around escaped text), and only http(s) URLs become links; the same run
+gives the same bytes, so the ETag changes only when the page would.
 """
 
 from __future__ import annotations
