@@ -16,9 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
-
-from starlette.routing import BaseRoute
+from typing import TYPE_CHECKING, Literal
 
 from agent import Services
 from app.assembly import build_dispatcher, build_services
@@ -31,6 +29,9 @@ from app.wiring import open_database
 from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
 from research import ModelSet
 from storage import AdvisoryLocks, Database
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
 
 logger = logging.getLogger(__name__)
 
@@ -246,11 +247,7 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
                 **frontends.checks,
             },
             off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
-            routes=[
-                *frontends.routes,
-                *feed_routes(stack.service.feeds, public_url=settings.public_url),
-                *page_routes(stack.pages),
-            ],
+            routes=[*frontends.routes, *published_routes(stack, settings)],
         )
         frontends.start_all()
         grace = _Grace(stop, settings.shutdown_grace_seconds)
@@ -330,11 +327,7 @@ async def _run_scaled(
 
         checks["background"] = background_running
         off = {name: why for name, (on, why) in describe_frontends(settings).items() if not on} if serves else {}
-        routes = [
-            *frontends.routes,
-            *feed_routes(stack.service.feeds, public_url=settings.public_url),
-            *page_routes(stack.pages),
-        ]
+        routes = [*frontends.routes, *published_routes(stack, settings)]
         app = build_http_app(checks=checks, off=off, routes=routes if serves else ())
         try:
             await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop, grace=grace.left)

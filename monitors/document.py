@@ -122,6 +122,17 @@ class DocumentTone(_Model):
     """model, lexicon or story."""
 
 
+class DocumentQuality(_Model):
+    """The digest's assessment of itself."""
+
+    completeness: float = Field(ge=0, le=1)
+    """How much of what matters in the items the digest covers."""
+    quality: float = Field(ge=0, le=1)
+    """How well its claims are supported (credible, corroborated sources)."""
+    missing_angles: list[str] = Field(default_factory=list)
+    """What a reader would want that the items do not cover."""
+
+
 class DocumentItem(_Model):
     """One collected item of a story."""
 
@@ -199,6 +210,8 @@ class DigestDocument(_Model):
     cited: list[DocumentCited]
     """Every item cited anywhere in the digest, in number order."""
     tone: DocumentTone | None
+    quality: DocumentQuality | None
+    """Null for a digest with nothing in it."""
     without_model: str | None
     """Set when no language model wrote this digest: one sentence saying so and why."""
     failed_sources: list[str]
@@ -326,6 +339,13 @@ def build_document(
         ],
         cited=[DocumentCited(number=c.number, title=c.title, url=c.url, source=c.source) for c in digest.cited],
         tone=DocumentTone(score=tone.score, label=tone.label, assessed_by=tone.assessed_by) if tone else None,
+        quality=DocumentQuality(
+            completeness=digest.quality.completeness,
+            quality=digest.quality.quality,
+            missing_angles=list(digest.quality.missing_angles),
+        )
+        if digest.developments
+        else None,
         without_model=digest.without_model,
         failed_sources=list(digest.failed_sources),
         novelty=DocumentNovelty(

@@ -202,12 +202,7 @@ class MonitorFeeds:
 
 def digest_html(digest: Digest) -> str:
     """The digest as HTML, from the markdown every chat gets: its developments, citations and source links."""
-    return markdown_html(render_digest_markdown(digest))
-
-
-def markdown_html(markdown: str) -> str:
-    """Markdown Lookout wrote (a digest, a briefing) as HTML: CommonMark, raw HTML refused, unsafe links dropped."""
-    html: str = _MARKDOWN.render(markdown)
+    html: str = _MARKDOWN.render(render_digest_markdown(digest))
     return html
 
 

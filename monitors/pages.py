@@ -2,9 +2,9 @@
 autoescaped, no JavaScript) at `/digests/<token>`, with the run's document at `<page>.json` and its files under it.
 
 Guarantees: everything is found by the page's token alone, and an unknown token (or one whose run no longer has a
-digest that went out) finds nothing, so the caller answers a bare 404; what a page shows is escaped by the template
-(the digest's own HTML comes from CommonMark with raw HTML off); the same run gives the same bytes, so the ETag
-changes only when the page would.
+digest that went out) finds nothing, so the caller answers a bare 404; everything a page shows is escaped by the
+template (autoescape; citation links are built around escaped text), and only http(s) URLs become links; the same run
+gives the same bytes, so the ETag changes only when the page would.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ from monitors.document import (
     FILE_NAMES,
     MEDIA_TYPES,
     DigestDocument,
+    DocumentCited,
     DocumentItem,
     DocumentMonitor,
     DocumentNovelty,
@@ -38,12 +40,13 @@ from monitors.document import (
     run_files,
     run_time,
 )
-from monitors.feeds import markdown_html
 from monitors.tokens import looks_like_token
+from research import CITATION
 from storage import Database, DigestPageRepository, ItemRepository, RunRecord
 
 if TYPE_CHECKING:
     import jinja2
+    from markupsafe import Markup
 
 __all__ = ["PAGE_FORMAT", "DigestPages", "PageFile", "PageKind"]
 
@@ -85,7 +88,36 @@ def _templates() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     environment.tests["web_url"] = _web_url
+    environment.filters["cite"] = _cite
+    environment.filters["not_inline"] = _not_inline
     return environment
+
+
+def _not_inline(numbers: Sequence[int], text: str) -> list[int]:
+    """The citation numbers `text` does not already carry inline (the chats' `with_citations` appends the same)."""
+    inline = {int(number) for match in CITATION.finditer(text) for number in match.group(1).split(",")}
+    return [number for number in dict.fromkeys(numbers) if number not in inline]
+
+
+def _cite(text: str, cited: Mapping[int, DocumentCited]) -> Markup:
+    """Plain `text` escaped, its `[n]` and `[n, m]` citations made links to the cited items (unknown numbers and
+    non-web URLs stay text)."""
+    from markupsafe import Markup, escape
+
+    def link(number: int) -> Markup:
+        item = cited.get(number)
+        if item is None or not _web_url(item.url):
+            return escape(number)
+        return Markup('<a href="{}" title="{}" rel="noreferrer noopener">{}</a>').format(item.url, item.title, number)
+
+    parts: list[Markup] = []
+    end = 0
+    for match in CITATION.finditer(text):
+        numbers = [link(int(number)) for number in match.group(1).split(",")]
+        parts += [escape(text[end : match.start()]), Markup("["), Markup(", ").join(numbers), Markup("]")]
+        end = match.end()
+    parts.append(escape(text[end:]))
+    return Markup("").join(parts)
 
 
 def _web_url(url: object) -> bool:
@@ -101,7 +133,7 @@ def render_page(document: DigestDocument, *, page_url: str) -> str:
         .get_template(PAGE_TEMPLATE)
         .render(
             doc=document,
-            digest_html=markdown_html(document.markdown),
+            cited={cited.number: cited for cited in document.cited},
             page_url=page_url,
             chart=files.get("chart"),
             csv=files.get("csv"),
@@ -121,6 +153,7 @@ _SAMPLE = DigestDocument(
     disputed=[],
     cited=[],
     tone=None,
+    quality=None,
     without_model=None,
     failed_sources=[],
     novelty=DocumentNovelty(items=1, new_items=1, nothing_new=False, changes_since_last=None),

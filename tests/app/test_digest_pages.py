@@ -8,10 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -20,10 +24,15 @@ from pathlib import Path
 import httpx
 import jsonschema
 import pytest
+from typer.testing import CliRunner
 
+from app.cli import cli
 from app.http_server import build_http_app, feed_routes, page_routes, serve_http
 from monitors import DigestPages, MonitorFeeds
 from storage import Database, RunRepository
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fakes.telegram import running_fake_telegram
+from tests.fresh_payloads import fresh_hn_payload
 from tests.monitors.stored_run import HOSTILE, StoredRun, store_digest_run
 
 SCHEMA = Path(__file__).parents[2] / "docs" / "schemas" / "digest-document.schema.json"
@@ -129,7 +138,7 @@ async def test_the_page_shows_every_story_citations_tone_chart_and_csv(served: S
 
     parsed = _Links()
     parsed.feed(html)
-    text = " ".join(parsed.text)
+    text = " ".join(" ".join(parsed.text).split())
     assert parsed.scripts == 0, "a title's <script> must stay text"
     for title in served.stored.titles:  # all 50 stories, best first
         assert title in text
@@ -137,7 +146,17 @@ async def test_the_page_shows_every_story_citations_tone_chart_and_csv(served: S
     assert positions == sorted(positions)
     assert HOSTILE in text and "&lt;script&gt;" in html
     assert "https://example.com/hn/1/0" in parsed.links and "https://example.com/arxiv/50/2" in parsed.links
-    assert "tone: positive (+0.31)" in text
+    assert "tone: positive (+0.31)" in text and "Since the last digest: Seven new models since yesterday." in text
+    # a development's citation is a link to the cited report; the hostile title stays an escaped attribute
+    assert (
+        '<a href="https://example.com/hn/1/0" title="Story 01: DeepSeek ships model 1" rel="noreferrer noopener">1</a>'
+        in html
+    )
+    assert (
+        'title="Story 02: DeepSeek ships model 2 &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;"'
+        in html
+    )
+    assert "Self-check: completeness 80%, quality 70%" in text
     base = f"{PUBLIC}/digests/{served.token}"
     assert parsed.images == [f"{base}/chart.png"]
     assert f"{base}/digest.csv" in parsed.links and f"{base}.json" in parsed.links
@@ -170,6 +189,7 @@ async def test_a_conditional_get_is_answered_304(served: Served) -> None:
         since = await client.get(
             f"/digests/{served.token}", headers={"If-Modified-Since": first.headers["last-modified"]}
         )
+        head = await client.head(f"/digests/{served.token}")
         chart = await client.get(f"/digests/{served.token}/chart.png")
         chart_again = await client.get(
             f"/digests/{served.token}/chart.png", headers={"If-None-Match": chart.headers["etag"]}
@@ -177,6 +197,7 @@ async def test_a_conditional_get_is_answered_304(served: Served) -> None:
     assert first.status_code == 200 and first.headers["last-modified"] == "Fri, 20 Nov 2026 09:05:00 GMT"
     assert again.status_code == 304 and again.content == b""
     assert since.status_code == 304
+    assert head.status_code == 200 and head.content == b"" and head.headers["etag"] == first.headers["etag"]
     assert chart.status_code == 200 and chart_again.status_code == 304
 
 
@@ -293,5 +314,61 @@ def _coloured_pixels(path: Path) -> int:
     from PIL import Image
 
     with Image.open(path) as image:
-        pixels = image.convert("RGB").get_flattened_data()
-        return sum(1 for r, g, b in pixels if max(r, g, b) - min(r, g, b) > 60)
+        data = image.convert("RGB").tobytes()
+    pixels = zip(data[0::3], data[1::3], data[2::3], strict=True)
+    return sum(1 for r, g, b in pixels if max(r, g, b) - min(r, g, b) > 60)
+
+
+# --- the operator's whole path ---------------------------------------------------------------------------------------
+
+
+def test_lookout_run_sends_the_link_and_serves_the_page(
+    monkeypatch: pytest.MonkeyPatch, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """`monitors run` stores a digest; `lookout run` delivers it to Telegram ending with the page's link under
+    PUBLIC_URL, and serves that page (and its chart) on its own port."""
+    hn = fresh_hn_payload()
+    for path in ("/hn/search", "/hn/search_by_date"):
+        fake_server.route("GET", path, FakeResponse(body=hn, content_type="application/json"))
+    port = _free_port()
+    with running_fake_telegram() as telegram:
+        environment = {
+            "DATA_DIR": str(tmp_path / "data"),
+            "HN_API_URL": f"{fake_server.url}/hn",
+            "TELEGRAM_BOT_TOKEN": telegram.token,
+            "TELEGRAM_API_URL": telegram.url,
+            "HTTP_PORT": str(port),
+            "PUBLIC_URL": PUBLIC,
+        }
+        for key, value in environment.items():
+            monkeypatch.setenv(key, value)
+        added = CliRunner().invoke(cli, ["monitors", "add", "DeepSeek", "--chat", "telegram:4242", "--sources", "hn"])
+        assert added.exit_code == 0, added.output
+        ran = CliRunner().invoke(cli, ["monitors", "run", "1"])
+        assert ran.exit_code == 0, ran.output
+
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "lookout"), "run"],
+            env={**os.environ, **environment}, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            link = None
+            while link is None and time.monotonic() < deadline:
+                texts = " ".join(message.text or "" for message in telegram.texts(4242))
+                link = re.search(rf"{re.escape(PUBLIC)}(/digests/[A-Za-z0-9_-]{{32}})", texts)
+                time.sleep(0.2)
+            assert link is not None, "the digest never arrived with its page link"
+            page = httpx.get(f"http://127.0.0.1:{port}{link[1]}", timeout=10)
+            chart = httpx.get(f"http://127.0.0.1:{port}{link[1]}/chart.png", timeout=10)
+            process.send_signal(signal.SIGTERM)
+            output, _ = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, output
+    assert page.status_code == 200 and "DeepSeek" in page.text and "All " in page.text
+    assert f'src="{PUBLIC}{link[1]}/chart.png"' in page.text
+    assert chart.status_code == 200 and chart.content.startswith(b"\x89PNG")
+    assert link[1] not in output  # page tokens stay out of the log
