@@ -202,7 +202,13 @@ class MonitorFeeds:
 
 def digest_html(digest: Digest) -> str:
     """The digest as HTML, from the markdown every chat gets: its developments, citations and source links."""
-    html: str = _MARKDOWN.render(render_digest_markdown(digest))
+    return markdown_html(render_digest_markdown(digest))
+
+
+def markdown_html(markdown: str) -> str:
+    """Markdown Lookout wrote (a digest, a briefing; an email destination's body) as HTML: CommonMark, raw HTML
+    refused, unsafe links dropped."""
+    html: str = _MARKDOWN.render(markdown)
     return html
 
 
