@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from app.destination_commands import destinations_cli
 from app.logging_setup import configure_logging, silence_library_banners
 from app.monitor_commands import monitors_cli
 
@@ -31,6 +32,7 @@ SourcesOption = Annotated[
 db_cli = typer.Typer(help="Manage the database.", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
 cli.add_typer(monitors_cli, name="monitors")
+cli.add_typer(destinations_cli, name="destinations")
 
 
 @cli.callback()

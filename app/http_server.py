@@ -1,32 +1,49 @@
-"""The one ASGI app (starlette, served by uvicorn on the shared loop): `/healthz`, the platforms' webhooks and the
-monitors' feeds (`/feeds/<token>.atom|.json`, answered 304 to a conditional GET and 404, with nothing more, to a
-token no monitor has)."""
+"""The one ASGI app (starlette, served by uvicorn on the shared loop): `/healthz`, the platforms' webhooks, the
+monitors' feeds (`/feeds/<token>.atom|.json`) and the digests' pages (`/digests/<token>`, its `.json` document, its
+chart and CSV under it) — each answered 304 to a conditional GET and 404, with nothing more, to a token nothing has."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import TYPE_CHECKING, cast
+from urllib.parse import urlsplit
 
 import uvicorn
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 if TYPE_CHECKING:
-    from monitors import FeedKind, MonitorFeeds
+    from monitors import DigestPages, FeedKind, MonitorFeeds, PageKind
 
 logger = logging.getLogger(__name__)
 
 FEED_MAX_AGE_SECONDS = 300
 """How long a reader or proxy may reuse a feed without asking: digests come at most every few minutes."""
+
+PAGE_MAX_AGE_SECONDS = 3600
+"""How long a browser may reuse a digest page or file without asking: a finished run's page does not change."""
+PAGE_HEADERS: Mapping[str, str] = {
+    "Referrer-Policy": "no-referrer",
+    "X-Robots-Tag": "noindex, nofollow",
+    "X-Content-Type-Options": "nosniff",
+}
+"""On every page answer: the token never leaves in a Referer (a click on a cited article would carry it), and search
+engines index nothing even if a link leaks."""
+PAGE_CSP = (
+    "default-src 'none'; img-src 'self' {origin}; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+"""The page runs no script at all (none is served, and none would run) and loads only its own chart."""
 
 HealthCheck = Callable[[], Awaitable[bool]]
 """Answers whether one component works; an exception counts as not working."""
@@ -162,3 +179,78 @@ def feed_routes(feeds: MonitorFeeds, *, public_url: str | None) -> list[BaseRout
         return Response(document.body, media_type=document.media_type, headers=headers)
 
     return [Route("/feeds/{name}", feed, methods=["GET", "HEAD"])]
+
+
+def _not_found() -> Response:
+    return PlainTextResponse("Not Found", status_code=404, headers=PAGE_HEADERS)
+
+
+def _validators(etag: str, last_modified: datetime, max_age: int) -> dict[str, str]:
+    return {
+        "ETag": etag,
+        "Last-Modified": format_datetime(last_modified.astimezone(UTC).replace(microsecond=0), usegmt=True),
+        "Cache-Control": f"private, max-age={max_age}",
+    }
+
+
+_warming: set[asyncio.Task[None]] = set()
+"""Warm-up tasks still running (the loop keeps only weak references to tasks)."""
+
+
+def page_routes(pages: DigestPages) -> list[BaseRoute]:
+    """`/digests/<token>` (the page), `/digests/<token>.json` (its digest document) and `/digests/<token>/chart.png`,
+    `/digests/<token>/digest.csv`; their URLs inside start with the pages' PUBLIC_URL (else with the address the
+    request came to). A token no page has is a bare 404, whatever follows it. Built inside a running event loop, it
+    starts warming the pages up (`DigestPages.warm`) in the background."""
+    with contextlib.suppress(RuntimeError):  # no running loop: nothing to warm up on
+        _warming.add(task := asyncio.get_running_loop().create_task(pages.warm(), name="warm digest pages"))
+        task.add_done_callback(_warming.discard)
+
+    async def page(request: Request) -> Response:
+        name = str(request.path_params["name"])
+        token, dot, extension = name.partition(".")
+        if dot and extension != "json":
+            return _not_found()
+        kind: PageKind = "json" if dot else "html"
+        run = await pages.find(token)
+        if run is None:
+            return _not_found()
+        base = str(request.base_url)
+        etag = pages.etag(run, kind, token=token, base_url=base)
+        headers = {**PAGE_HEADERS, **_validators(etag, pages.last_modified(run), PAGE_MAX_AGE_SECONDS)}
+        if kind == "html":
+            origin = urlsplit(pages.public_url or base)
+            headers["Content-Security-Policy"] = PAGE_CSP.format(origin=f"{origin.scheme}://{origin.netloc}")
+        if not_modified(request, etag, pages.last_modified(run)):
+            return Response(status_code=304, headers=headers)
+        body = await pages.body(run, kind, token=token, base_url=base)
+        if body is None:
+            return _not_found()
+        return Response(body, media_type=pages.media_type(kind), headers=headers)
+
+    async def file(request: Request) -> Response:
+        found = await pages.file(str(request.path_params["token"]), str(request.path_params["file"]))
+        if found is None:
+            return _not_found()
+        try:
+            stat = found.path.stat()
+        except OSError:
+            return _not_found()
+        etag = '"' + hashlib.sha256(f"{found.path}:{stat.st_mtime_ns}:{stat.st_size}".encode()).hexdigest()[:32] + '"'
+        modified = datetime.fromtimestamp(stat.st_mtime, UTC)
+        headers = {**PAGE_HEADERS, **_validators(etag, modified, PAGE_MAX_AGE_SECONDS)}
+        if not_modified(request, etag, modified):
+            return Response(status_code=304, headers=headers)
+        return FileResponse(
+            found.path,
+            media_type=found.media_type,
+            filename=found.filename,
+            content_disposition_type="attachment" if found.media_type.startswith("text/csv") else "inline",
+            headers=headers,
+            stat_result=stat,
+        )
+
+    return [
+        Route("/digests/{name}", page, methods=["GET", "HEAD"]),
+        Route("/digests/{token}/{file}", file, methods=["GET", "HEAD"]),
+    ]

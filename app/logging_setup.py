@@ -14,7 +14,8 @@ from typing import TextIO
 TELEGRAM_TOKEN_IN_URL = re.compile(r"bot\d{5,}:[A-Za-z0-9_-]{20,}")
 REDACTED = "[redacted]"
 # Libraries that log whole request URLs (and so tokens) at INFO.
-NOISY_LOGGERS = ("httpx", "httpcore", "hpack", "urllib3", "aiosqlite", "asyncio")
+NOISY_LOGGERS = ("httpx", "httpcore", "hpack", "urllib3", "aiosqlite", "asyncio", "apprise")
+"""Libraries that log whole request URLs (and so tokens) below WARNING: Apprise logs destination URLs at DEBUG."""
 # The job queue logs two lines per job at INFO (several a second in a busy minute); Lookout's own lines say
 # what each run and delivery did, and procrastinate's warnings and errors still show.
 CHATTY_LOGGERS = ("procrastinate",)

@@ -204,10 +204,31 @@ def run_now(monitor_id: Annotated[int, typer.Argument(help="The monitor's number
 @monitors_cli.command("subscribe")
 def subscribe(
     monitor_id: Annotated[int, typer.Argument(help="The monitor's number.")],
-    chat: ChatOption,
+    chat: Annotated[
+        str | None,
+        typer.Option("--chat", help="A chat that receives it: telegram:<chat id>, slack:<channel id> or terminal."),
+    ] = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="A destination that receives it: an Apprise URL (mailtos://…, discord://…, ntfy://…) or "
+            "webhook+https://… (Lookout's signed JSON).",
+        ),
+    ] = None,
 ) -> None:
-    """Have a chat receive a monitor's digests too (any monitor: the operator decides; the chat must be allowed)."""
+    """Have a chat or a destination receive a monitor's digests too (any monitor: the operator decides; a chat
+    must be allowed)."""
     settings = _settings()
+    if (chat is None) == (to is None):
+        CliOutput(err=True).line("Give either --chat or --to.")
+        raise typer.Exit(code=2)
+    if to is not None:
+        from app.destination_commands import subscribe_destination
+
+        subscribe_destination(settings, monitor_id, to)
+        return
+    assert chat is not None
 
     async def work(stack: MonitorStack) -> str:
         _allowed_chat(settings, chat)

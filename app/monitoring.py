@@ -16,7 +16,7 @@ from app.leadership import Leadership
 from app.settings import Settings
 from app.wiring import Providers, SourceCatalog, item_embedder, language_models, open_http_client
 from bots import TelegramLimits
-from monitors import DeliveryWorker, MonitorScheduler, MonitorService, MonitorSettings
+from monitors import DeliveryWorker, DestinationSenders, DigestPages, MonitorScheduler, MonitorService, MonitorSettings
 from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
 from storage import Database, RateSlotRepository, ScheduleChanges, locks_for
 
@@ -46,6 +46,8 @@ class MonitorStack:
     """The one sender per platform (one Telegram Bot): the worker delivers with them, the frontends answer."""
     models: ModelSet
     """The process's one set of language models (the chat uses it too)."""
+    pages: DigestPages
+    """The digests' pages under PUBLIC_URL: the worker links each digest to its page, the HTTP server serves them."""
 
 
 @asynccontextmanager
@@ -72,10 +74,20 @@ async def monitor_stack(
         telegram_limits=telegram_limits,
         shared_slots=RateSlotRepository(database) if shared_limits else None,
     )
+
     try:
+        pages = DigestPages(database, public_url=settings.public_url)
+        destinations = DestinationSenders(
+            database,
+            http=client,
+            clock=clock,
+            pause_after=timedelta(days=settings.destination_pause_days),
+            pages=pages,
+        )
         worker = DeliveryWorker(
             database,
-            senders.by_platform(),
+            {**senders.by_platform(), **destinations.by_platform()},
+            pages=pages,
             clock=clock,
             lease=timedelta(seconds=settings.delivery_lease_seconds),
             poll_seconds=settings.delivery_poll_seconds,
@@ -100,6 +112,8 @@ async def monitor_stack(
             on_deliveries_queued=on_deliveries_queued or worker.wake,
             clock=clock,
             pipeline=pipeline,
+            destinations=destinations,
+            http=client,
         )
         scheduler = MonitorScheduler(
             service,
@@ -117,6 +131,7 @@ async def monitor_stack(
             catalog=catalog,
             senders=senders,
             models=models,
+            pages=pages,
         )
     finally:
         await senders.close()

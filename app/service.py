@@ -16,19 +16,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from agent import Services
 from app.assembly import build_dispatcher, build_services
 from app.frontends import Frontends, build_frontends, describe_frontends
 from app.heap import tune_garbage_collector
-from app.http_server import HealthCheck, build_http_app, feed_routes, serve_http
+from app.http_server import HealthCheck, build_http_app, feed_routes, page_routes, serve_http
 from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
 from research import ModelSet
 from storage import AdvisoryLocks, Database
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +189,11 @@ async def assemble(
         yield Process(stack=stack, services=services, dispatcher=dispatcher, frontends=frontends)
 
 
+def published_routes(stack: MonitorStack, settings: Settings) -> list[BaseRoute]:
+    """What `lookout run` publishes without a login, under PUBLIC_URL: the feeds and the digests' pages."""
+    return [*feed_routes(stack.service.feeds, public_url=settings.public_url), *page_routes(stack.pages)]
+
+
 def _clock(clock: Callable[[], datetime] | None) -> dict[str, Callable[[], datetime]]:
     return {"clock": clock} if clock is not None else {}
 
@@ -239,7 +247,7 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
                 **frontends.checks,
             },
             off={name: why for name, (on, why) in describe_frontends(settings).items() if not on},
-            routes=[*frontends.routes, *feed_routes(stack.service.feeds, public_url=settings.public_url)],
+            routes=[*frontends.routes, *published_routes(stack, settings)],
         )
         frontends.start_all()
         grace = _Grace(stop, settings.shutdown_grace_seconds)
@@ -319,7 +327,7 @@ async def _run_scaled(
 
         checks["background"] = background_running
         off = {name: why for name, (on, why) in describe_frontends(settings).items() if not on} if serves else {}
-        routes = [*frontends.routes, *feed_routes(stack.service.feeds, public_url=settings.public_url)]
+        routes = [*frontends.routes, *published_routes(stack, settings)]
         app = build_http_app(checks=checks, off=off, routes=routes if serves else ())
         try:
             await serve_http(app, host=settings.http_host, port=settings.http_port, stop=stop, grace=grace.left)

@@ -168,8 +168,9 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=1, le=65535)
     public_url: str | None = None
-    """PUBLIC_URL: where people reach this HTTP server (`https://lookout.example.org`); the feeds' URLs start with it.
-    Unset: commands give the path only and say to set it."""
+    """PUBLIC_URL: where people reach this HTTP server (`https://lookout.example.org`); the feeds' and digest pages'
+    URLs start with it, and every chat digest links its page. Unset: commands give the path only and say to set it,
+    and digests go without the link."""
 
     # Access
     allowed_users: CommaList = Field(default_factory=list)
@@ -187,6 +188,8 @@ class Settings(BaseSettings):
     another process is seen only by looking, 60 s on PostgreSQL, where changes are announced."""
     delivery_poll_seconds: float = Field(default=5.0, gt=0, le=300.0)
     """How often the delivery worker looks for due outbox rows (new digests wake it at once)."""
+    destination_pause_days: float = Field(default=3.0, gt=0, le=365.0)
+    """A destination (email, webhook, …) failing this many days without a success is paused and its adder told."""
 
     # Conversation
     chat_daily_tokens: int = Field(default=200_000, ge=0)

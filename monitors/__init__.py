@@ -10,11 +10,20 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.briefings import BriefingService, QueuedBriefing
     from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
+    from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, DestinationSenders, sign
+    from monitors.destinations import (
+        DESTINATION_PLATFORMS,
+        DestinationError,
+        DestinationService,
+        read_destination_url,
+    )
+    from monitors.document import DigestDocument, digest_document
     from monitors.error_ids import new_error_id
     from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
     from monitors.outbound import (
         CALLBACK_DATA_MAX_BYTES,
+        AddressedSender,
         Attachment,
         AttachmentKind,
         Button,
@@ -28,6 +37,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         Reply,
         RetryLater,
     )
+    from monitors.pages import DigestPages, PageKind
     from monitors.portability import (
         MAX_IMPORT_BYTES,
         MAX_IMPORT_MONITORS,
@@ -80,11 +90,15 @@ __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
     "DEFAULT_SCHEDULE_TEXT",
     "DELIVERY_LEASE",
+    "DESTINATION_PLATFORMS",
     "MAX_IMPORT_BYTES",
     "MAX_IMPORT_MONITORS",
     "MAX_SOURCES_PER_MONITOR",
     "NOTICE_KIND",
+    "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
     "UNCHANGED",
+    "AddressedSender",
     "Attachment",
     "AttachmentKind",
     "BriefingService",
@@ -95,6 +109,11 @@ __all__ = [
     "DeliveryError",
     "DeliveryReport",
     "DeliveryWorker",
+    "DestinationError",
+    "DestinationSenders",
+    "DestinationService",
+    "DigestDocument",
+    "DigestPages",
     "ExportedMonitors",
     "FeedDocument",
     "FeedKind",
@@ -110,6 +129,7 @@ __all__ = [
     "MonitorSharing",
     "MonitorView",
     "NotSubscribedError",
+    "PageKind",
     "ProgressSink",
     "ProgressUpdate",
     "Purpose",
@@ -126,6 +146,7 @@ __all__ = [
     "SubscribeOffer",
     "chat_label",
     "create_imported",
+    "digest_document",
     "digest_html",
     "due_monitor_ids",
     "effective_timezone",
@@ -139,9 +160,11 @@ __all__ = [
     "normalise_topic",
     "parse_schedule",
     "plan_import",
+    "read_destination_url",
     "read_import_file",
     "read_monitor_file",
     "seconds_in_words",
+    "sign",
     "split_source_specs",
     "store_collection",
 ]
@@ -150,9 +173,12 @@ _SUBMODULES = {
     "briefings": ["BriefingService", "QueuedBriefing"],
     "collections": ["store_collection"],
     "delivery": ["DELIVERY_LEASE", "DeliveryReport", "DeliveryWorker", "mark_chat_gone", "move_chat"],
+    "destination_send": ["DestinationSenders", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "sign"],
+    "destinations": ["DESTINATION_PLATFORMS", "DestinationError", "DestinationService", "read_destination_url"],
     "error_ids": ["new_error_id"],
     "notices": ["BRIEFING_KIND", "NOTICE_KIND"],
     "outbound": [
+        "AddressedSender",
         "Attachment",
         "AttachmentKind",
         "Button",
@@ -191,6 +217,8 @@ _SUBMODULES = {
         "parse_schedule",
         "seconds_in_words",
     ],
+    "document": ["DigestDocument", "digest_document"],
+    "pages": ["DigestPages", "PageKind"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],

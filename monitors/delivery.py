@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from monitors.error_ids import new_error_id
 from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
 from monitors.outbound import (
+    AddressedSender,
     Attachment,
     AttachmentKind,
     ChatGone,
@@ -43,6 +44,7 @@ from monitors.outbound import (
     Reply,
     RetryLater,
 )
+from monitors.pages import DigestPages
 from monitors.sharing import hand_over_monitors
 from research import Digest, escape_markdown, render_digest_markdown
 from sources import Backoff
@@ -137,9 +139,17 @@ def digest_for(run: RunRecord, language: str | None) -> JSONObject | None:
     return run.digest
 
 
-def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC", language: str | None = None) -> Reply:
+def build_message(
+    run: RunRecord,
+    *,
+    topic: str | None,
+    timezone: str = "UTC",
+    language: str | None = None,
+    page_url: str | None = None,
+) -> Reply:
     """The message for a finished run: a notice's or briefing's stored text (with a briefing's CSV and chart), or
-    the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart."""
+    the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart, ending with a
+    link to the digest's web page (`page_url`) when it has one."""
     kind = run.stats.get("kind")
     if kind in TEXT_KINDS:
         text = str(run.stats.get("text", "")) or "(empty notice)"
@@ -158,7 +168,9 @@ def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC", l
         except ValidationError:
             logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
     attachments = _attachments(run, f"{title}{suffix}")
-    return Reply(text=f"**{title}**{suffix}\n\n{body}", attachments=attachments, purpose="digest", run_id=run.id)
+    link = f"\n[Full digest]({page_url})\n" if page_url and stored is not None else ""
+    text = f"**{title}**{suffix}\n\n{body}{link}"
+    return Reply(text=text, attachments=attachments, purpose="digest", run_id=run.id)
 
 
 def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment, ...]:
@@ -205,6 +217,7 @@ class DeliveryWorker:
         lease: timedelta = DELIVERY_LEASE,
         backoff: Backoff = OUTBOX_BACKOFF,
         identity: str | None = None,
+        pages: DigestPages | None = None,
     ) -> None:
         self._database = database
         self._deliveries = DeliveryRepository(database)
@@ -217,6 +230,8 @@ class DeliveryWorker:
         self._concurrency = asyncio.Semaphore(concurrency)
         self._poll_seconds = poll_seconds
         self._lease = lease
+        self._pages = pages
+        """Where each digest's page link comes from (None, or no PUBLIC_URL: digests go without one)."""
         self._backoff = backoff
         self.identity = identity or worker_identity()
         _LIVE_WORKERS.add(self.identity)
@@ -405,8 +420,9 @@ class DeliveryWorker:
             # Parts already went out: go on in their language and timezone, even after a /language change, so the
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
-        message = build_message(run, topic=topic, timezone=timezone, language=language)
-        parts = sender.parts(message)
+        page_url = await self._pages.url(run) if self._pages is not None else None
+        message = build_message(run, topic=topic, timezone=timezone, language=language, page_url=page_url)
+        parts = await sender.parts_for(chat, message) if isinstance(sender, AddressedSender) else sender.parts(message)
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
         if done or row.attempts > 1:

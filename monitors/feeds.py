@@ -12,18 +12,19 @@ import functools
 import hashlib
 import json
 import logging
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from html import escape as escape_html
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
 from zoneinfo import ZoneInfo
 
 from markdown_it import MarkdownIt
-from pydantic import ValidationError
 
+from monitors.document import digest_went_out, page_urls, run_time, stored_digest
+from monitors.tokens import new_token
 from research import Digest, render_digest_markdown
 from storage import (
     ChatRepository,
@@ -43,9 +44,7 @@ FeedKind = Literal["atom", "json"]
 FEED_ENTRIES: Final = 30
 """Digests per document: a month of a daily monitor, enough for a reader that polls less than daily, while a
 document stays small enough to build on every poll that is not a 304."""
-TOKEN_BYTES: Final = 24
-"""Random bytes in a token (32 URL-safe characters): unguessable, and short enough for a URL people paste."""
-FEED_FORMAT: Final = 1
+FEED_FORMAT: Final = 2
 """Part of every ETag: raise it when a change to this module changes what the same runs render to, so readers that
 hold the old rendering fetch the new one."""
 JSON_FEED_VERSION: Final = "https://jsonfeed.org/version/1.1"
@@ -91,6 +90,8 @@ class _Entry:
     when: datetime
     html: str
     summary: str
+    page: str | None = None
+    """The digest's web page, when it has one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,6 +111,7 @@ class MonitorFeeds:
     a chat's briefing feed is the chat's."""
 
     def __init__(self, database: Database, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self._database = database
         self._tokens = FeedTokenRepository(database)
         self._monitors = MonitorRepository(database)
         self._chats = ChatRepository(database)
@@ -125,7 +127,7 @@ class MonitorFeeds:
         return await self._issue(FeedSubject(chat_id=chat_id), rotate=rotate)
 
     async def _issue(self, subject: FeedSubject, *, rotate: bool) -> str:
-        return await self._tokens.issue(subject, secrets.token_urlsafe(TOKEN_BYTES), replace=rotate, now=self._clock())
+        return await self._tokens.issue(subject, new_token(), replace=rotate, now=self._clock())
 
     async def document(self, token: str, kind: FeedKind, *, base_url: str) -> FeedDocument | None:
         """The feed for `token` with its URLs under `base_url`, or None when nothing has that token."""
@@ -146,10 +148,20 @@ class MonitorFeeds:
                 description=f"Cited digests of Lookout monitor #{monitor.id}",
                 created=monitor.created_at,
             )
-            runs = [run for run in await self._runs.digests_of_monitor(monitor.id, limit=FEED_ENTRIES) if _listed(run)]
+            runs = [
+                run
+                for run in await self._runs.digests_of_monitor(monitor.id, limit=FEED_ENTRIES)
+                if digest_went_out(run)
+            ]
+
+            pages: dict[int, str] = await page_urls(self._database, runs, base_url=base)
 
             def entries() -> list[_Entry]:
-                return [entry for run in runs if (entry := _entry(run, tag=tag, fallback_link=self_url)) is not None]
+                return [
+                    entry
+                    for run in runs
+                    if (entry := _entry(run, tag=tag, fallback_link=self_url, page=pages.get(run.id))) is not None
+                ]
 
         else:
             chat = await self._chats.get(subject.chat_id) if subject.chat_id is not None else None
@@ -164,18 +176,19 @@ class MonitorFeeds:
             )
             runs = await self._runs.briefings_of_chat(chat.id, limit=FEED_ENTRIES)
             zone = chat.timezone
+            pages = {}
 
             def entries() -> list[_Entry]:
                 return [_briefing_entry(run, zone, tag=tag, link=self_url) for run in runs]
 
-        updated = max((_when(run) for run in runs), default=feed.created)
+        updated = max((run_time(run) for run in runs), default=feed.created)
         basis = [
             FEED_FORMAT,
             kind,
             self_url,
             feed.title,
             feed.description,
-            [[run.id, _iso(_when(run))] for run in runs],
+            [[run.id, _iso(run_time(run)), pages.get(run.id)] for run in runs],
         ]
         etag = '"' + hashlib.sha256(json.dumps(basis).encode()).hexdigest()[:32] + '"'
 
@@ -187,31 +200,21 @@ class MonitorFeeds:
         return FeedDocument(media_type=MEDIA_TYPES[kind], etag=etag, last_modified=updated, render=render)
 
 
-def _when(run: RunRecord) -> datetime:
-    return run.finished_at or run.started_at
-
-
-def _listed(run: RunRecord) -> bool:
-    """Whether a monitor's run is a digest that went out (not a "nothing new" note, not held back)."""
-    return (
-        isinstance(run.digest, dict)
-        and bool(run.digest.get("developments"))
-        and bool(run.stats.get("delivered", True))
-        and not run.stats.get("nothing_new", False)
-    )
-
-
 def digest_html(digest: Digest) -> str:
     """The digest as HTML, from the markdown every chat gets: its developments, citations and source links."""
-    html: str = _MARKDOWN.render(render_digest_markdown(digest))
+    return markdown_html(render_digest_markdown(digest))
+
+
+def markdown_html(markdown: str) -> str:
+    """Markdown Lookout wrote (a digest, a briefing; an email destination's body) as HTML: CommonMark, raw HTML
+    refused, unsafe links dropped."""
+    html: str = _MARKDOWN.render(markdown)
     return html
 
 
-def _entry(run: RunRecord, *, tag: str, fallback_link: str) -> _Entry | None:
-    try:
-        digest = Digest.model_validate(run.digest)
-    except ValidationError:
-        logger.warning("feed: run %s stores a digest this version cannot read; left out of the feed", run.id)
+def _entry(run: RunRecord, *, tag: str, fallback_link: str, page: str | None) -> _Entry | None:
+    digest = stored_digest(run)
+    if digest is None:  # logged; left out of the feed
         return None
     if not digest.developments:  # "nothing new" runs sent nothing worth an entry
         return None
@@ -224,9 +227,10 @@ def _entry(run: RunRecord, *, tag: str, fallback_link: str) -> _Entry | None:
         id=f"{tag}/run/{run.id}",
         title=digest.headline,
         link=link,
-        when=_when(run),
-        html=digest_html(digest),
+        when=run_time(run),
+        html=digest_html(digest) + (f'<p><a href="{escape_html(page)}">Full digest</a></p>\n' if page else ""),
         summary=digest.headline,
+        page=page,
     )
 
 
@@ -235,7 +239,7 @@ def _iso(when: datetime) -> str:
 
 
 def _briefing_entry(run: RunRecord, timezone: str, *, tag: str, link: str) -> _Entry:
-    when = _when(run)
+    when = run_time(run)
     day = when.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M")
     topics = run.stats.get("topics")
     title = f"Briefing of {day}" + (f" ({topics} topics)" if isinstance(topics, int) and topics > 1 else "")
@@ -268,6 +272,8 @@ def _atom(feed_info: _Feed, entries: Sequence[_Entry], *, base: str, token: str,
         sub(item, "id", entry.id)
         sub(item, "title", entry.title)
         sub(item, "link", rel="alternate", type="text/html", href=entry.link)
+        if entry.page:
+            sub(item, "link", rel="related", type="text/html", href=entry.page, title="Full digest")
         sub(item, "published", _iso(entry.when))
         sub(item, "updated", _iso(entry.when))
         sub(item, "summary", entry.summary)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,6 +18,7 @@ from storage import ChatRecord
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
+    "AddressedSender",
     "Attachment",
     "AttachmentKind",
     "Button",
@@ -153,4 +154,15 @@ class ChatSender(Protocol[PartT]):
 
     async def send_part(self, chat: ChatRecord, part: PartT) -> None:
         """Send one part; raise `RetryLater`, `ChatGone`, `ChatMoved` or `DeliveryError` on failure."""
+        ...
+
+
+@runtime_checkable
+class AddressedSender(ChatSender[PartT], Protocol[PartT]):
+    """A sender whose parts depend on the recipient, not only on the message (a destination: an email is one part,
+    a Discord channel's text is cut at 2000 characters); the delivery worker asks it `parts_for` instead of `parts`."""
+
+    async def parts_for(self, chat: ChatRecord, message: Reply) -> Sequence[PartT]:
+        """The message as the calls that send it to this chat, in order (the same message and chat give the same
+        parts)."""
         ...

@@ -14,6 +14,8 @@ from typing import Final, Literal
 from pydantic_ai.models import Model
 
 from monitors.briefings import BriefingService
+from monitors.destination_send import DestinationSenders
+from monitors.destinations import DestinationService
 from monitors.feeds import MonitorFeeds
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
@@ -29,7 +31,7 @@ from monitors.views import (
     schedule_of,
 )
 from research import ProgressCallback, run_pipeline
-from sources import DEFAULT_SOURCES, refused_feeds
+from sources import DEFAULT_SOURCES, HttpClient, refused_feeds
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -103,6 +105,8 @@ class MonitorService:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         pipeline: PipelineFunction = run_pipeline,
         on_deliveries_queued: Callable[[], None] | None = None,
+        destinations: DestinationSenders | None = None,
+        http: HttpClient | None = None,
     ) -> None:
         self.settings = settings or MonitorSettings()
         self.database = database
@@ -136,6 +140,12 @@ class MonitorService:
         """Each chat's briefing: its time, and the briefings that are due."""
         self.feeds = MonitorFeeds(database, clock=clock)
         """Each monitor's Atom and JSON feed: its token, and the documents built from its stored runs."""
+        self.destinations = (
+            DestinationService(database, http=http, senders=destinations, sharing=self.sharing, clock=clock)
+            if destinations is not None and http is not None
+            else None
+        )
+        """Email, Discord, ntfy, webhooks… receiving monitors and briefings (None: this process has no senders)."""
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""

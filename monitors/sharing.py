@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from monitors.destinations import DESTINATION_PLATFORMS
 from monitors.notices import queue_notice
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorView
 from storage import (
@@ -133,7 +134,10 @@ class MonitorSharing:
         return [
             chat
             for subscription, chat in await self._subscriptions.with_chats(monitor_id)
-            if chat.id != monitor.owner_chat_id and subscription.active and chat.active
+            if chat.id != monitor.owner_chat_id
+            and subscription.active
+            and chat.active
+            and chat.platform not in DESTINATION_PLATFORMS  # a destination cannot take a monitor over
         ]
 
     async def transfer(
@@ -353,7 +357,10 @@ async def hand_over_monitors(database: Database, chat: ChatRecord, *, now: datet
 
 
 def _receives(subscription: SubscriptionRecord, chat: ChatRecord) -> bool:
-    return subscription.active and not subscription.paused and chat.active
+    """A chat that may take a monitor over: it receives it, and is a chat (a destination cannot own a monitor)."""
+    return (
+        subscription.active and not subscription.paused and chat.active and chat.platform not in DESTINATION_PLATFORMS
+    )
 
 
 def _not_found(monitor_id: int) -> str:

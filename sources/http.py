@@ -355,8 +355,11 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         auth: tuple[str, str] | None = None,
         untrusted: bool = False,
+        content: bytes | None = None,
+        retries: int | None = None,
     ) -> HttpResponse:
-        """POST a form (`data`) or JSON body. Retried only where the server cannot have acted on it."""
+        """POST a form (`data`), a JSON body or raw bytes (`content`, e.g. a signed body sent exactly as signed).
+        Retried only where the server cannot have acted on it; `retries` overrides how often (0: once)."""
         target = self._build_url(url, None, untrusted=untrusted)
         request_headers = self._headers(headers)
         if auth is not None:
@@ -367,7 +370,9 @@ class HttpClient:
             body["data"] = dict(data)
         if json is not None:
             body["json"] = json
-        answer = await self._follow("POST", target, request_headers, body, untrusted=untrusted)
+        if content is not None:
+            body["content"] = content
+        answer = await self._follow("POST", target, request_headers, body, untrusted=untrusted, retries=retries)
         return HttpResponse(str(answer.url), answer.status, answer.headers, answer.content)
 
     # -- internals ---------------------------------------------------------------------------------

@@ -324,6 +324,18 @@ class SourceFailure(Base):
     """When the monitor's owner was told the source keeps failing (once per streak)."""
 
 
+class DigestPage(Base):
+    """The unguessable token in the URL of one digest's web page (and of its files): one per run, made on first use.
+    A token per digest rather than the monitor's feed token, so a forwarded link shows that digest and nothing else.
+    """
+
+    __tablename__ = "digest_pages"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
 class FeedToken(Base):
     """The unguessable token in the feed URLs of a monitor or of a chat's briefing (exactly one of the two); a new
     token replaces (revokes) the old."""
@@ -335,4 +347,34 @@ class FeedToken(Base):
     monitor_id: Mapped[int | None] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), unique=True)
     chat_id: Mapped[int | None] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), unique=True)
     """The chat whose briefing the feed lists."""
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class Destination(Base):
+    """A place outside the chat platforms that receives digests (an Apprise URL: email, Discord, ntfy, …, or a signed
+    webhook). It is a chat of its own (`chat_id`, platform "apprise" or "webhook"), so subscriptions, the outbox and
+    briefings treat it like any chat; this row holds what only it has: its URL (a secret) and its failure streak."""
+
+    __tablename__ = "destinations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), unique=True)
+    """The destination's own chat row (what subscriptions and outbox rows point at)."""
+    added_by_chat_id: Mapped[int | None] = mapped_column(ForeignKey("chats.id", ondelete="SET NULL"), index=True)
+    """The chat that added it: it may list, test and remove it, and is told when it keeps failing (None: the CLI)."""
+    kind: Mapped[str] = mapped_column(String(16))
+    """"email", "chat" (any other Apprise service) or "webhook"."""
+    url: Mapped[str] = mapped_column(Text)
+    """The Apprise URL or the webhook's https URL: it carries credentials, so it is never logged or shown."""
+    secret: Mapped[str | None] = mapped_column(String(128))
+    """A webhook's HMAC-SHA256 key (shown once when added); None for Apprise URLs."""
+    label: Mapped[str] = mapped_column(String(255))
+    """The URL masked (what lists and messages show)."""
+    briefing_of_chat_id: Mapped[int | None] = mapped_column(ForeignKey("chats.id", ondelete="SET NULL"), index=True)
+    """The chat whose briefing this destination also receives (None: none)."""
+    failing_since: Mapped[datetime | None] = mapped_column()
+    """The first failure of the current streak (None: the last attempt went through)."""
+    failure_told: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """The adding chat was told of the current streak (once per streak)."""
+    last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)

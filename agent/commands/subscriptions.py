@@ -9,6 +9,7 @@ from pydantic import Field
 from agent import subscribing
 from agent.commands.action import Action, Arguments, MonitorArguments, Proposal, ToolRefusal, ToolUse, monitor_role
 from agent.commands.common import chat_timezone, refuse
+from agent.commands.destinations import BriefingToCommand, SubscribeToCommand, destination_url
 from agent.commands.grammar import (
     CLOSE_QUOTES,
     MAX_QUERY_CHARS,
@@ -309,9 +310,25 @@ def _parse_transfer(args: str, _options: ParseOptions) -> TransferCommand:
     return TransferCommand(monitor_id=monitor_id("transfer", first), to_chat=target or None)
 
 
-def _parse_briefing(args: str, options: ParseOptions) -> BriefingCommand:
+def _parse_subscribe(args: str, _options: ParseOptions) -> SubscribeCommand | SubscribeToCommand:
+    first, _, rest = args.partition(" ")
+    if not first:
+        raise CommandError("subscribe", "/subscribe needs a monitor number (see /browse).")
+    number = monitor_id("subscribe", first)
+    if not rest:
+        return SubscribeCommand(monitor_id=number)
+    word, _, url = rest.partition(" ")
+    if word.lower() != "to":
+        raise CommandError("subscribe", "Write /subscribe <id>, or /subscribe <id> to <destination URL>.")
+    return SubscribeToCommand(monitor_id=number, url=destination_url("subscribe", url))
+
+
+def _parse_briefing(args: str, options: ParseOptions) -> BriefingCommand | BriefingToCommand:
     if not args:
         return BriefingCommand()
+    word, _, url = args.partition(" ")
+    if word.lower() == "to":
+        return BriefingToCommand(url=destination_url("briefing", url))
     if args.lower() in ("off", "stop", "none", "cancel"):
         return BriefingCommand(off=True)
     try:
@@ -459,9 +476,11 @@ ACTIONS = (
     Action(
         name="subscribe",
         arguments=SubscribeCommand,
-        pattern="<id>",
-        description="Receive a shared monitor's digests in this chat too",
+        pattern="<id> [to <url>]",
+        description="Receive a shared monitor's digests in this chat too (to <url>: at an email address, Discord, "
+        "ntfy… or a webhook)",
         example="/subscribe 3",
+        parse=_parse_subscribe,
         run=subscribe,
         tool=ToolUse(
             name="subscribe_to_monitor",
@@ -501,8 +520,9 @@ ACTIONS = (
     Action(
         name="briefing",
         arguments=BriefingCommand,
-        pattern="<schedule>|off",
-        description="One morning briefing of all your monitors instead of a message per run",
+        pattern="<schedule>|off|to <url>",
+        description="One morning briefing of all your monitors instead of a message per run (to <url>: a copy to "
+        "an email address, Discord, ntfy… or a webhook)",
         example="/briefing daily at 08:00",
         parse=_parse_briefing,
         run=briefing,

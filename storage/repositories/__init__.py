@@ -4,6 +4,8 @@ from storage.repositories.briefings import BriefingClaim, BriefingRepository
 from storage.repositories.chats import ChatChanges, ChatRepository
 from storage.repositories.conversations import ConversationRepository
 from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
+from storage.repositories.destinations import DestinationRecord, DestinationRepository
+from storage.repositories.digest_pages import DigestPageRepository
 from storage.repositories.embeddings import EmbeddingRepository
 from storage.repositories.feed_tokens import FeedSubject, FeedTokenRepository
 from storage.repositories.http_validators import HttpValidatorRepository
@@ -25,6 +27,9 @@ __all__ = [
     "ChatRepository",
     "ConversationRepository",
     "DeliveryRepository",
+    "DestinationRecord",
+    "DestinationRepository",
+    "DigestPageRepository",
     "EmbeddingRepository",
     "FeedSubject",
     "FeedTokenRepository",

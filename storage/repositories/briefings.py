@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import Chat, Run
+from storage.models import Chat, Destination, Run
 from storage.records import RunOutcome, RunStatus
 from storage.repositories._common import Repository
 from storage.repositories.deliveries import queue_rows
@@ -71,5 +71,11 @@ class BriefingRepository(Repository):
         )
         session.add(run)
         await session.flush()
-        await queue_rows(session, run.id, [chat_id], at=outcome.finished_at)
+        copies = await session.scalars(  # destinations that also receive this chat's briefing
+            select(Destination.chat_id)
+            .join(Chat, Chat.id == Destination.chat_id)
+            .where(Destination.briefing_of_chat_id == chat_id, Chat.active.is_(True))
+            .order_by(Destination.id)
+        )
+        await queue_rows(session, run.id, [chat_id, *copies], at=outcome.finished_at)
         return run.id

@@ -17,7 +17,7 @@ from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
 from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
-from monitors import DeliveryWorker, MonitorService, MonitorSettings
+from monitors import DeliveryWorker, DestinationSenders, MonitorService, MonitorSettings
 from research import ModelSet, RetryPolicy
 from sources.base import Source
 from sources.config import SourcesConfig
@@ -225,6 +225,8 @@ async def open_world(
         out_dir=exports_dir,
         settings=MonitorSettings(min_interval_seconds=900, default_timezone=default_timezone),
         clock=clock,
+        destinations=DestinationSenders(database, http=client, clock=clock),
+        http=client,
     )
     settings = ConversationSettings(
         default_timezone=default_timezone,

@@ -20,6 +20,12 @@ from agent.commands.catalogue import (
     parse_command_words,
     parse_prefixed,
 )
+from agent.commands.destinations import (
+    BriefingToCommand,
+    DestinationCommand,
+    DestinationsCommand,
+    SubscribeToCommand,
+)
 from agent.commands.grammar import CommandError, ParseOptions, is_command
 from agent.commands.monitors import (
     DigestCommand,
@@ -33,6 +39,7 @@ from agent.commands.monitors import (
 from agent.commands.portability import FeedCommand
 from agent.commands.research import CollectCommand, ExportCommand, SearchCommand
 from agent.commands.settings import ForgetCommand, LanguageCommand, ProfileCommand, TimezoneCommand, UsageCommand
+from agent.commands.subscriptions import SubscribeCommand
 from monitors import ScheduleKind
 
 OPTIONS = ParseOptions(timezone="Europe/Berlin", min_interval_seconds=900, bot_username="LookoutBot")
@@ -114,7 +121,7 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest", "quiet",
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
         "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
-        "feed",
+        "feed", "destinations", "destination",
     }  # fmt: skip
     for name, description in bot_commands():
         assert name in CATALOGUE
@@ -359,3 +366,32 @@ def test_fuzz_known_commands_with_arbitrary_arguments(name: str, words: list[str
         assert "could not read" not in result.reason
     else:
         assert result is not None and result.name == name
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/subscribe 3", SubscribeCommand(monitor_id=3)),
+        ("/subscribe #3 to ntfys://ntfy.sh/topic", SubscribeToCommand(monitor_id=3, url="ntfys://ntfy.sh/topic")),
+        (
+            "/subscribe 3 TO mailtos://a:b@example.com",
+            SubscribeToCommand(monitor_id=3, url="mailtos://a:b@example.com"),
+        ),
+        ("/briefing to webhook+https://example.org/h", BriefingToCommand(url="webhook+https://example.org/h")),
+        ("/destinations", DestinationsCommand()),
+        ("/destination test 2", DestinationCommand(how="test", destination_id=2)),
+        ("/destination delete #4", DestinationCommand(how="remove", destination_id=4)),
+    ],
+)
+def test_destination_commands(text: str, expected: Command) -> None:
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["/subscribe 3 to", "/subscribe 3 to a b", "/subscribe 3 into x://y", "/destination 2", "/destination run 2"],
+)
+def test_bad_destination_commands_answer_with_a_sentence(text: str) -> None:
+    result = parse(text)
+    assert isinstance(result, CommandError) and result.reason
+    assert "://y" not in result.reason

@@ -135,7 +135,7 @@ async def test_briefing_and_deliver(world: RouterWorld) -> None:
 
     assert none_yet.text.startswith("This chat has no briefing")
     assert too_early.text.startswith("This chat has no briefing yet; set one first")
-    assert bad.text.endswith("Usage: /briefing <schedule>|off")
+    assert bad.text.endswith("Usage: /briefing <schedule>|off|to <url>")
     assert set_it.text.startswith("Briefing set: every day at 08:00 (UTC); next 2026-11-21 08:00 UTC. It covers 2")
     assert kept.text == "**#2 Mistral** now comes here after each run, even when this chat has a briefing."
     assert shown.text.startswith("This chat's briefing: every day at 08:00 (UTC)")
