@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
     from monitors.error_ids import new_error_id
+    from monitors.feedback import FeedbackError, MarkResult, MonitorFeedback
     from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
     from monitors.outbound import (
@@ -98,10 +99,13 @@ __all__ = [
     "ExportedMonitors",
     "FeedDocument",
     "FeedKind",
+    "FeedbackError",
     "ImportPlan",
     "ImportResult",
+    "MarkResult",
     "MonitorAccessError",
     "MonitorEntry",
+    "MonitorFeedback",
     "MonitorFeeds",
     "MonitorNotFoundError",
     "MonitorScheduler",
@@ -191,6 +195,7 @@ _SUBMODULES = {
         "parse_schedule",
         "seconds_in_words",
     ],
+    "feedback": ["FeedbackError", "MarkResult", "MonitorFeedback"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],

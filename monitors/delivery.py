@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from monitors.error_ids import new_error_id
+from monitors.feedback import MonitorFeedback, dropped_line, reader_digest
 from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
 from monitors.outbound import (
     Attachment,
@@ -44,7 +45,7 @@ from monitors.outbound import (
     RetryLater,
 )
 from monitors.sharing import hand_over_monitors
-from research import Digest, escape_markdown, render_digest_markdown
+from research import Digest, ReaderView, escape_markdown, render_digest_markdown
 from sources import Backoff
 from storage import (
     ChatRecord,
@@ -137,9 +138,17 @@ def digest_for(run: RunRecord, language: str | None) -> JSONObject | None:
     return run.digest
 
 
-def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC", language: str | None = None) -> Reply:
+def build_message(
+    run: RunRecord,
+    *,
+    topic: str | None,
+    timezone: str = "UTC",
+    language: str | None = None,
+    view: ReaderView | None = None,
+) -> Reply:
     """The message for a finished run: a notice's or briefing's stored text (with a briefing's CSV and chart), or
-    the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart."""
+    the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart; `view`: what
+    this reader's feedback keeps of the digest's stories (`MonitorFeedback.view_for`)."""
     kind = run.stats.get("kind")
     if kind in TEXT_KINDS:
         text = str(run.stats.get("text", "")) or "(empty notice)"
@@ -154,7 +163,10 @@ def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC", l
     stored = digest_for(run, language)
     if stored is not None:
         try:
-            body = render_digest_markdown(Digest.model_validate(stored))
+            digest = Digest.model_validate(stored)
+            body = render_digest_markdown(reader_digest(digest, view) if view is not None else digest)
+            if view is not None and view.dropped:
+                body += f"\n{dropped_line(len(view.dropped))}\n"
         except ValidationError:
             logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
     attachments = _attachments(run, f"{title}{suffix}")
@@ -211,6 +223,7 @@ class DeliveryWorker:
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
+        self._feedback = MonitorFeedback(database, clock=clock)
         self._senders: MutableMapping[str, ChatSender[Any]] = dict(senders)
         self._clock = clock
         self._batch_size = batch_size
@@ -405,7 +418,8 @@ class DeliveryWorker:
             # Parts already went out: go on in their language and timezone, even after a /language change, so the
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
-        message = build_message(run, topic=topic, timezone=timezone, language=language)
+        view = await self._reader_view(run, chat.id, topic=topic, language=language, resend=row.parts_sent > 0)
+        message = build_message(run, topic=topic, timezone=timezone, language=language, view=view)
         parts = sender.parts(message)
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
@@ -462,6 +476,21 @@ class DeliveryWorker:
         self._log_attempt(row, where, sent_before, done, len(parts), "sent")
         report.sent += 1
         return False
+
+    async def _reader_view(
+        self, run: RunRecord, chat_id: int, *, topic: str | None, language: str | None, resend: bool
+    ) -> ReaderView | None:
+        """What this chat's feedback keeps of a monitor digest's stories (None for notices, briefings, searches)."""
+        if run.monitor_id is None or run.stats.get("kind") in TEXT_KINDS:
+            return None
+        stored = digest_for(run, language)
+        if stored is None:
+            return None
+        try:
+            digest = Digest.model_validate(stored)
+        except ValidationError:
+            return None
+        return await self._feedback.view_for(run, chat_id, digest, topic=topic, language=language or "", resend=resend)
 
     async def _leave(self, row: DeliveryRecord, where: str, before: int, done: int, total: int) -> None:
         """The process is stopping: the row stays open with the parts confirmed so far, due at once for the next

@@ -14,6 +14,7 @@ from typing import Final, Literal
 from pydantic_ai.models import Model
 
 from monitors.briefings import BriefingService
+from monitors.feedback import MonitorFeedback
 from monitors.feeds import MonitorFeeds
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
@@ -136,6 +137,8 @@ class MonitorService:
         """Each chat's briefing: its time, and the briefings that are due."""
         self.feeds = MonitorFeeds(database, clock=clock)
         """Each monitor's Atom and JSON feed: its token, and the documents built from its stored runs."""
+        self.feedback = MonitorFeedback(database, clock=clock)
+        """Readers' marks on digests (per monitor and chat), each chat's view of a run, and "why this story"."""
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""

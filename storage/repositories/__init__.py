@@ -6,6 +6,7 @@ from storage.repositories.conversations import ConversationRepository
 from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
 from storage.repositories.embeddings import EmbeddingRepository
 from storage.repositories.feed_tokens import FeedSubject, FeedTokenRepository
+from storage.repositories.feedback import FeedbackMarkRecord, FeedbackRepository, StoredView
 from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
@@ -28,6 +29,8 @@ __all__ = [
     "EmbeddingRepository",
     "FeedSubject",
     "FeedTokenRepository",
+    "FeedbackMarkRecord",
+    "FeedbackRepository",
     "HttpValidatorRepository",
     "InboundRepository",
     "ItemRepository",
@@ -38,6 +41,7 @@ __all__ = [
     "RunRepository",
     "SlotLimit",
     "SourceFailureRepository",
+    "StoredView",
     "SubscriptionChanges",
     "SubscriptionRepository",
     "TurnRepository",
