@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
     from monitors.error_ids import new_error_id
-    from monitors.feedback import FeedbackError, MarkResult, MonitorFeedback
+    from monitors.feedback import FeedbackError, MarkResult, MonitorFeedback, acknowledgment, story_buttons
     from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
     from monitors.outbound import (
@@ -128,6 +128,7 @@ __all__ = [
     "SharedMonitor",
     "SourceResolver",
     "SubscribeOffer",
+    "acknowledgment",
     "chat_label",
     "create_imported",
     "digest_html",
@@ -148,6 +149,7 @@ __all__ = [
     "seconds_in_words",
     "split_source_specs",
     "store_collection",
+    "story_buttons",
 ]
 
 _SUBMODULES = {
@@ -195,7 +197,7 @@ _SUBMODULES = {
         "parse_schedule",
         "seconds_in_words",
     ],
-    "feedback": ["FeedbackError", "MarkResult", "MonitorFeedback"],
+    "feedback": ["FeedbackError", "MarkResult", "MonitorFeedback", "acknowledgment", "story_buttons"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],

@@ -31,11 +31,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from monitors.error_ids import new_error_id
-from monitors.feedback import MonitorFeedback, dropped_line, reader_digest
+from monitors.feedback import FEEDBACK_PLATFORMS, MonitorFeedback, digest_buttons, dropped_line, reader_digest
 from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
 from monitors.outbound import (
     Attachment,
     AttachmentKind,
+    Button,
     ChatGone,
     ChatMoved,
     ChatSender,
@@ -145,10 +146,12 @@ def build_message(
     timezone: str = "UTC",
     language: str | None = None,
     view: ReaderView | None = None,
+    buttons: bool = False,
 ) -> Reply:
     """The message for a finished run: a notice's or briefing's stored text (with a briefing's CSV and chart), or
     the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart; `view`: what
-    this reader's feedback keeps of the digest's stories (`MonitorFeedback.view_for`)."""
+    this reader's feedback keeps of the digest's stories (`MonitorFeedback.view_for`); `buttons`: a row of feedback
+    buttons per story shown."""
     kind = run.stats.get("kind")
     if kind in TEXT_KINDS:
         text = str(run.stats.get("text", "")) or "(empty notice)"
@@ -161,16 +164,21 @@ def build_message(
     suffix = f" · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"
     stored = digest_for(run, language)
+    rows: tuple[Button, ...] = ()
     if stored is not None:
         try:
             digest = Digest.model_validate(stored)
-            body = render_digest_markdown(reader_digest(digest, view) if view is not None else digest)
+            shown = reader_digest(digest, view) if view is not None else digest
+            body = render_digest_markdown(shown)
+            if buttons and view is not None:
+                rows = digest_buttons(run.id, len(shown.developments))
             if view is not None and view.dropped:
                 body += f"\n{dropped_line(len(view.dropped))}\n"
         except ValidationError:
             logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
     attachments = _attachments(run, f"{title}{suffix}")
-    return Reply(text=f"**{title}**{suffix}\n\n{body}", attachments=attachments, purpose="digest", run_id=run.id)
+    text = f"**{title}**{suffix}\n\n{body}"
+    return Reply(text=text, attachments=attachments, buttons=rows, purpose="digest", run_id=run.id)
 
 
 def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment, ...]:
@@ -419,7 +427,8 @@ class DeliveryWorker:
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
         view = await self._reader_view(run, chat.id, topic=topic, language=language, resend=row.parts_sent > 0)
-        message = build_message(run, topic=topic, timezone=timezone, language=language, view=view)
+        buttons = chat.platform in FEEDBACK_PLATFORMS
+        message = build_message(run, topic=topic, timezone=timezone, language=language, view=view, buttons=buttons)
         parts = sender.parts(message)
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"

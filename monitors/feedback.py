@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from monitors.outbound import MAX_BUTTONS, Button
 from research import (
     Digest,
     Mark,
@@ -44,7 +45,17 @@ from storage import (
     StoredView,
 )
 
-__all__ = ["FeedbackError", "MarkResult", "MonitorFeedback", "dropped_line", "reader_digest"]
+__all__ = [
+    "FEEDBACK_PLATFORMS",
+    "FeedbackError",
+    "MarkResult",
+    "MonitorFeedback",
+    "acknowledgment",
+    "digest_buttons",
+    "dropped_line",
+    "reader_digest",
+    "story_buttons",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +67,44 @@ KIND_WORDS: Final[dict[str, str]] = {
     "less": "👎 less like this",
     "fewer": "fewer like this",
 }
+
+
+FEEDBACK_PLATFORMS: Final = frozenset({"telegram", "slack"})
+"""Platforms whose digests carry a row of feedback buttons per story (the terminal types /more, /less…)."""
+
+_STORY_ACTIONS: Final = (
+    ("👍", "more"),
+    ("👎", "less"),
+    ("🔇 outlet", "mute"),
+    ("fewer like this", "fewer"),
+    ("why?", "why"),
+)
+"""A story's row of buttons: label and the command it sends (with the story's number and the run)."""
+
+
+def story_buttons(story: int, run_id: int) -> tuple[Button, ...]:
+    """The row of feedback buttons under story `story` of run `run_id`'s digest: each sends the command a person
+    could type (`/less 3 run 41`), so a press goes through the same parser and checks."""
+    return tuple(
+        Button(label=f"{story}. {label}" if index == 0 else label, callback_data=f"/{command} {story} run {run_id}",
+               row=story)
+        for index, (label, command) in enumerate(_STORY_ACTIONS)
+    )  # fmt: skip
+
+
+def acknowledgment(story: int, run_id: int, done: str, *, undo: str | None = None) -> tuple[Button, ...]:
+    """The row a press leaves under story `story`: what was recorded ("✓ 👎 recorded"; pressing it asks /why) and
+    its undo (`undo`, a command; by default this chat's mark on the story is removed)."""
+    undo_data = undo or f"/unmark {story} run {run_id}"
+    return (
+        Button(label=f"{story}. ✓ {done}"[:64], callback_data=f"/why {story} run {run_id}", row=story),
+        Button(label="undo", callback_data=undo_data[:64], row=story),
+    )
+
+
+def digest_buttons(run_id: int, stories: int) -> tuple[Button, ...]:
+    """Every story's row of feedback buttons, for a digest showing `stories` stories."""
+    return tuple(button for n in range(1, stories + 1) for button in story_buttons(n, run_id))[:MAX_BUTTONS]
 
 
 class FeedbackError(Exception):
@@ -70,6 +119,8 @@ class MarkResult:
     run_id: int
     monitor_id: int
     story: int | None
+    outlet: str | None = None
+    """For a mute: the outlet muted."""
 
 
 def dropped_line(count: int) -> str:
@@ -338,7 +389,7 @@ class MonitorFeedback:
             f"Muted {name} on monitor #{stored.monitor_id}: stories only it reports are left out of this chat's next "
             f"digests (other subscribers still get them). Undo: /unmute {name}"
         )
-        return MarkResult(text=text, run_id=stored.run_id, monitor_id=stored.monitor_id, story=None)
+        return MarkResult(text=text, run_id=stored.run_id, monitor_id=stored.monitor_id, story=None, outlet=name)
 
     async def unmute(self, chat_id: int, outlet: str, *, monitor_id: int | None = None) -> str:
         name = outlet.strip().casefold()

@@ -17,7 +17,7 @@ from agent.commands.common import refuse
 from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
 from agent.messages import Reply
-from monitors import FeedbackError
+from monitors import FeedbackError, acknowledgment, story_buttons
 from research import MarkKind
 
 __all__ = [
@@ -156,6 +156,16 @@ def _parse_why(text: str, _options: ParseOptions) -> Arguments:
     return WhyCommand(story=_story("why", words[0]), **which)
 
 
+_DONE = {"more": "👍 recorded", "less": "👎 recorded", "fewer": "fewer like this"}
+"""What a story's row says once its button was pressed."""
+
+
+def _unchanged(reason: str, command: _Which) -> list[Reply]:
+    """A refusal; pressed from a digest's row, the row stays as it was."""
+    row = () if command.run_id is not None else None
+    return [reply.model_copy(update={"pressed_row": row}) for reply in refuse(reason)]
+
+
 async def _mark(services: Services, turn: Turn, command: _StoryMark) -> list[Reply]:
     kinds: dict[str, MarkKind] = {"more": "more", "less": "less", "fewer": "fewer"}
     kind = kinds[command.name]
@@ -164,8 +174,9 @@ async def _mark(services: Services, turn: Turn, command: _StoryMark) -> list[Rep
             turn.chat.id, kind, command.story, run_id=command.run_id, monitor_id=command.monitor_id
         )
     except FeedbackError as error:
-        return refuse(str(error))
-    return [Reply(text=result.text)]
+        return _unchanged(str(error), command)
+    row = acknowledgment(command.story, result.run_id, _DONE[kind]) if command.run_id is not None else None
+    return [Reply(text=result.text, pressed_row=row)]
 
 
 async def unmark(services: Services, turn: Turn, command: UnmarkCommand) -> list[Reply]:
@@ -174,8 +185,9 @@ async def unmark(services: Services, turn: Turn, command: UnmarkCommand) -> list
             turn.chat.id, command.story, run_id=command.run_id, monitor_id=command.monitor_id
         )
     except FeedbackError as error:
-        return refuse(str(error))
-    return [Reply(text=text)]
+        return _unchanged(str(error), command)
+    row = story_buttons(command.story, command.run_id) if command.run_id is not None else None
+    return [Reply(text=text, pressed_row=row)]
 
 
 async def mute(services: Services, turn: Turn, command: MuteCommand) -> list[Reply]:
@@ -190,8 +202,12 @@ async def mute(services: Services, turn: Turn, command: MuteCommand) -> list[Rep
                 turn.chat.id, command.outlet or "", monitor_id=command.monitor_id, run_id=command.run_id
             )
     except FeedbackError as error:
-        return refuse(str(error))
-    return [Reply(text=result.text)]
+        return _unchanged(str(error), command)
+    row = None
+    if command.run_id is not None and command.story is not None:
+        undo = f"/unmute {result.outlet} #{result.monitor_id}"
+        row = acknowledgment(command.story, result.run_id, f"🔇 {result.outlet} muted", undo=undo)
+    return [Reply(text=result.text, pressed_row=row)]
 
 
 async def unmute(services: Services, turn: Turn, command: UnmuteCommand) -> list[Reply]:
@@ -205,8 +221,8 @@ async def why(services: Services, turn: Turn, command: WhyCommand) -> list[Reply
             turn.chat.id, command.story, run_id=command.run_id, monitor_id=command.monitor_id
         )
     except FeedbackError as error:
-        return refuse(str(error))
-    return [Reply(text=text)]
+        return _unchanged(str(error), command)
+    return [Reply(text=text, pressed_row=() if command.run_id is not None else None)]  # the row stays as it was
 
 
 # --- the definitions ----------------------------------------------------------------------------------------
