@@ -257,6 +257,7 @@ def row_answered(body: Mapping[str, Any], row: tuple[Button, ...]) -> AnsweredBu
     if not channel or not ts or not any(b.get("block_id") == pressed_block for b in blocks):
         return None
     replacement = ActionsBlock(type="actions", elements=[button_element(button, n) for n, button in enumerate(row)])
+    replacement["block_id"] = pressed_block
     updated = [dict(replacement) if b.get("block_id") == pressed_block else b for b in blocks]
     return AnsweredButtons(channel=channel, ts=ts, text=_str(message.get("text")) or " ", blocks=updated)
 
