@@ -4,13 +4,14 @@ marks survive a restart."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from monitors import FeedbackError
+from monitors import FeedbackError, create_imported, export_monitors, read_monitor_file
 from monitors.service import MonitorService
 from sources.base import Item, SearchQuery
 from storage import Database, FeedbackRepository
@@ -174,3 +175,27 @@ async def _runs(world: World, monitor: int) -> list:  # type: ignore[type-arg]
     from storage import RunRepository
 
     return await RunRepository(world.database).list_for_monitor(monitor)
+
+
+async def test_export_and_import_keep_the_chats_marks(world: World, feed: Feed) -> None:
+    service = world.service()
+    owner, other = world.chats[0], world.chats[2]
+    view = await service.create_monitor(owner.id, "news", schedule_text="daily at 08:00", sources="news")
+    first = await _run_and_deliver(world, service, view.id, T0)
+    await service.feedback.mark(owner.id, "less", _stories(first["100"])["Swift"])
+    await service.feedback.mute(owner.id, "moneydaily.org")
+
+    exported = await export_monitors(service, owner, now=T0)
+    plan = read_monitor_file(exported.json)
+    result = await create_imported(service, other.id, plan.entries)
+    [(imported, _topic)] = result.created
+    again = await export_monitors(service, other, now=T0)
+
+    repository = FeedbackRepository(world.database)
+    source_marks = await repository.marks(view.id, owner.id)
+    copied = await repository.marks(imported, other.id)
+    assert [(m.kind, m.title, m.outlets, m.terms) for m in copied] == [
+        (m.kind, m.title, m.outlets, m.terms) for m in source_marks
+    ]
+    assert [m.kind for m in copied] == ["less", "mute"] and copied[0].run_id is None
+    assert json.loads(again.json)["monitors"][0]["feedback"] == json.loads(exported.json)["monitors"][0]["feedback"]
