@@ -55,11 +55,10 @@ class FeedbackTuning:
     (`bench/feedback_real.py`) and checked on the other."""
 
     outlet_evidence: float = 0.3
-    """What sharing an outlet with a 👍/👎 story adds to its likeness: outlets keep to their beats."""
+    """Weight of the story's outlets' leaning (their 👍 against their 👎) in its score: outlets keep to their beats."""
     drop_at: float = 0.3
-    """Likeness to a marked-down story from which a story is left out (when it is not as like a marked-up one)."""
-    margin: float = 0.05
-    """How much closer to the marked-down than to the marked-up stories a story must be to be left out."""
+    """A story is left out when its score (likeness to the 👍 stories' centroid minus likeness to the 👎 ones',
+    plus the outlets' leaning) is this far below zero, and shown as "like a 👍 story" this far above."""
     rank_shift: float = 4.0
     """Places a story moves per unit of (likeness up − likeness down): marked-up kinds of story come first."""
 
@@ -176,6 +175,28 @@ def _closest(story: StoryFeatures, marks: Iterable[Mark], tuning: FeedbackTuning
     return best, which
 
 
+def _centroid(marks: Sequence[Mark]) -> dict[str, float]:
+    """The mean of the marks' term weightings, L2-normalised: what the marked stories have in common."""
+    summed: dict[str, float] = {}
+    for mark in marks:
+        for term, weight in mark.features.terms.items():
+            summed[term] = summed.get(term, 0.0) + weight
+    norm = math.sqrt(sum(w * w for w in summed.values()))
+    return {t: w / norm for t, w in summed.items()} if norm else {}
+
+
+def _outlet_leaning(marks: Sequence[Mark]) -> dict[str, float]:
+    """Per outlet, how its marked stories lean: (👍 − 👎) / (👍 + 👎 + 1), from −1 to 1 (outlets keep to beats)."""
+    counts: dict[str, list[int]] = {}
+    for mark in marks:
+        if mark.kind not in ("more", "less"):
+            continue
+        for outlet in mark.features.outlets:
+            pair = counts.setdefault(outlet.casefold(), [0, 0])
+            pair[0 if mark.kind == "more" else 1] += 1
+    return {outlet: (up - down) / (up + down + 1) for outlet, (up, down) in counts.items()}
+
+
 def _quoted(title: str) -> str:
     return f"“{title[:80]}”" if title else "a story"
 
@@ -188,6 +209,7 @@ def reader_view(
     mute_of = {o.casefold(): m for m in marks if m.kind == "mute" for o in m.features.outlets}
     ups = [m for m in marks if m.kind == "more"]
     downs = [m for m in marks if m.kind in ("less", "fewer")]
+    up_centroid, down_centroid, leaning = _centroid(ups), _centroid(downs), _outlet_leaning(marks)
     kept: list[tuple[float, StoryDecision]] = []
     dropped: list[StoryDecision] = []
     for index, story in enumerate(stories):
@@ -199,21 +221,27 @@ def reader_view(
             continue
         up, up_mark = _closest(story, ups, tuning)
         down, down_mark = _closest(story, downs, tuning)
-        if down_mark is not None and down >= tuning.drop_at and down > up + tuning.margin:
+        leanings = [leaning[o] for o in outlets if o in leaning]
+        lean = sum(leanings) / len(leanings) if leanings else 0.0
+        net = cosine(story.terms, up_centroid) - cosine(story.terms, down_centroid) + tuning.outlet_evidence * lean
+        if down_mark is not None and net <= -tuning.drop_at:
             word = "👎" if down_mark.kind == "less" else "“fewer like this”"
-            reason = f"like {_quoted(down_mark.features.title)}, which you marked {word} (likeness {down:.2f})"
+            reason = (
+                f"closer to the stories you marked down than to those you marked up (score {net:+.2f}); the closest: "
+                f"{_quoted(down_mark.features.title)}, marked {word}"
+            )
             dropped.append(
                 StoryDecision(index=index, kept=False, up=up, down=down, mark_id=down_mark.id, reason=reason)
             )
             continue
         reason, mark_id = "", None
-        if up_mark is not None and up > down and up >= tuning.drop_at:
+        if up_mark is not None and net >= tuning.drop_at:
             reason = f"like {_quoted(up_mark.features.title)}, which you marked 👍 (likeness {up:.2f})"
             mark_id = up_mark.id
-        elif down_mark is not None and down >= tuning.drop_at:
+        elif down_mark is not None and net < 0:
             reason = f"moved down: like {_quoted(down_mark.features.title)} (likeness {down:.2f})"
             mark_id = down_mark.id
         decision = StoryDecision(index=index, kept=True, up=up, down=down, mark_id=mark_id, reason=reason)
-        kept.append((index - tuning.rank_shift * (up - down), decision))
+        kept.append((index - tuning.rank_shift * net, decision))
     kept.sort(key=lambda pair: (pair[0], pair[1].index))
     return ReaderView(kept=tuple(d for _, d in kept), dropped=tuple(dropped))
