@@ -217,14 +217,15 @@ def main() -> None:
     sizes = [len(d) for d in shared]
     kinds = Counter(s.kind for d in shared[MARKED_DIGESTS:] for s in d)
     print(f"{len(items)} reports, {options.slices} runs collected and clustered once for both readers in {built:.1f} s")
-    print(f"digest sizes: {sizes}; kinds in digests {MARKED_DIGESTS + 1}-{options.slices}: {dict(sorted(kinds.items()))}")
+    measured = f"{MARKED_DIGESTS + 1}-{options.slices}"
+    print(f"digest sizes: {sizes}; kinds in digests {measured}: {dict(sorted(kinds.items()))}")
     tuned = tune(shared)
     print(
         f"tuning picked on the dev half: drop_at {tuned.drop_at}, outlet_evidence {tuned.outlet_evidence}; "
         f"defaults: drop_at {FeedbackTuning().drop_at}, outlet_evidence {FeedbackTuning().outlet_evidence}"
     )
     print()
-    print(f"| reader | half | tuning | precision without | precision with | × | recall with | shown/digest |")
+    print("| reader | half | tuning | precision without | precision with | × | recall with | shown/digest |")
     print("|---|---|---|---|---|---|---|---|")
     costs = []
     for name, kind in READERS.items():

@@ -48,18 +48,22 @@ STORY_TERMS: Final = 40
 STORY_ITEMS: Final = 5
 """Reports of a story read for its terms: the lead and a few others say what it is about."""
 
+LEANING_OUTLETS: Final = 3
+"""Outlets of a story (its lead's first) whose 👍/👎 leaning counts: a story carried by a hundred outlets says little
+about each of them."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class FeedbackTuning:
     """How strongly marks act; the defaults were picked on one half of a real labelled news set
     (`bench/feedback_real.py`) and checked on the other."""
 
-    outlet_evidence: float = 0.3
+    outlet_evidence: float = 0.2
     """Weight of the story's outlets' leaning (their 👍 against their 👎) in its score: outlets keep to their beats."""
-    drop_at: float = 0.3
+    drop_at: float = 0.15
     """A story is left out when its score (likeness to the 👍 stories' centroid minus likeness to the 👎 ones',
     plus the outlets' leaning) is this far below zero, and shown as "like a 👍 story" this far above."""
-    rank_shift: float = 4.0
+    rank_shift: float = 10.0
     """Places a story moves per unit of (likeness up − likeness down): marked-up kinds of story come first."""
 
 
@@ -191,7 +195,7 @@ def _outlet_leaning(marks: Sequence[Mark]) -> dict[str, float]:
     for mark in marks:
         if mark.kind not in ("more", "less"):
             continue
-        for outlet in mark.features.outlets:
+        for outlet in mark.features.outlets[:LEANING_OUTLETS]:
             pair = counts.setdefault(outlet.casefold(), [0, 0])
             pair[0 if mark.kind == "more" else 1] += 1
     return {outlet: (up - down) / (up + down + 1) for outlet, (up, down) in counts.items()}
@@ -221,7 +225,7 @@ def reader_view(
             continue
         up, up_mark = _closest(story, ups, tuning)
         down, down_mark = _closest(story, downs, tuning)
-        leanings = [leaning[o] for o in outlets if o in leaning]
+        leanings = [leaning[o] for o in outlets[:LEANING_OUTLETS] if o in leaning]
         lean = sum(leanings) / len(leanings) if leanings else 0.0
         net = cosine(story.terms, up_centroid) - cosine(story.terms, down_centroid) + tuning.outlet_evidence * lean
         if down_mark is not None and net <= -tuning.drop_at:
