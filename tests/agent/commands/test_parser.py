@@ -20,6 +20,7 @@ from agent.commands.catalogue import (
     parse_command_words,
     parse_prefixed,
 )
+from agent.commands.feedback import LessCommand, MoreCommand, MuteCommand, UnmuteCommand, WhyCommand
 from agent.commands.grammar import CommandError, ParseOptions, is_command
 from agent.commands.monitors import (
     DigestCommand,
@@ -114,7 +115,7 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest", "quiet",
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
         "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
-        "feed",
+        "feed", "more", "less", "fewer", "unmark", "mute", "unmute", "why",
     }  # fmt: skip
     for name, description in bot_commands():
         assert name in CATALOGUE
@@ -359,3 +360,25 @@ def test_fuzz_known_commands_with_arbitrary_arguments(name: str, words: list[str
         assert "could not read" not in result.reason
     else:
         assert result is not None and result.name == name
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/more 2", MoreCommand(story=2)),
+        ("/less 3 run 41", LessCommand(story=3, run_id=41)),
+        ("/less 3 #5", LessCommand(story=3, monitor_id=5)),
+        ("/mute example.com", MuteCommand(outlet="example.com")),
+        ("/mute 4 run 7", MuteCommand(story=4, run_id=7)),
+        ("/unmute Example.com #2", UnmuteCommand(outlet="Example.com", monitor_id=2)),
+        ("/why dropped", WhyCommand(story=None)),
+        ("/why 1 run 9", WhyCommand(story=1, run_id=9)),
+    ],
+)
+def test_feedback_commands_parse(text: str, expected: Command) -> None:
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["/more", "/more two", "/less 0", "/more 1 2", "/why", "/mute", "/unmute x run 3"])
+def test_bad_feedback_commands_say_how(text: str) -> None:
+    assert isinstance(parse(text), CommandError)
