@@ -21,10 +21,9 @@ from datetime import UTC, datetime
 from statistics import fmean
 from typing import Any, Final
 
-from pydantic import ValidationError
-
 from monitors.outbound import MAX_BUTTONS, Button
 from research import (
+    CITATION,
     Digest,
     Mark,
     MarkKind,
@@ -154,9 +153,7 @@ def reader_digest(digest: Digest, view: ReaderView) -> Digest:
 
 def _plain(text: str, limit: int = 200) -> str:
     """A development's text as a headline: its citations left out, cut at `limit`."""
-    import re
-
-    flat = " ".join(re.sub(r"\[\d+(?:\s*,\s*\d+)*\]", "", text).split())
+    flat = " ".join(CITATION.sub("", text).split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
@@ -447,11 +444,3 @@ class MonitorFeedback:
         else:
             parts.append("This chat had no feedback on the monitor then; the order is the monitor's own.")
         return " ".join(parts)
-
-
-def shared_digest(stored: dict[str, Any]) -> Digest | None:
-    """A stored digest as a `Digest`, or None when it does not validate."""
-    try:
-        return Digest.model_validate(stored)
-    except ValidationError:
-        return None

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     )
     from research.dedupe import Cluster, Deduper, DedupeResult, cluster_items
     from research.digest import (
+        CITATION,
         CitedItem,
         Development,
         Digest,
@@ -111,6 +112,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "CITATION",
     "CLI_FOLDER",
     "COLLECTION_CSV_COLUMNS",
     "RUN_CSV_COLUMNS",
@@ -265,6 +267,7 @@ _SUBMODULES = {
         "story_features",
     ],
     "digest": [
+        "CITATION",
         "CitedItem",
         "Development",
         "Digest",
