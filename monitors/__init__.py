@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     )
     from monitors.document import DigestDocument, digest_document
     from monitors.error_ids import new_error_id
+    from monitors.feedback import FeedbackError, MarkResult, MonitorFeedback, acknowledgment, story_buttons
     from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
     from monitors.outbound import (
@@ -117,10 +118,13 @@ __all__ = [
     "ExportedMonitors",
     "FeedDocument",
     "FeedKind",
+    "FeedbackError",
     "ImportPlan",
     "ImportResult",
+    "MarkResult",
     "MonitorAccessError",
     "MonitorEntry",
+    "MonitorFeedback",
     "MonitorFeeds",
     "MonitorNotFoundError",
     "MonitorScheduler",
@@ -144,6 +148,7 @@ __all__ = [
     "SharedMonitor",
     "SourceResolver",
     "SubscribeOffer",
+    "acknowledgment",
     "chat_label",
     "create_imported",
     "digest_document",
@@ -167,6 +172,7 @@ __all__ = [
     "sign",
     "split_source_specs",
     "store_collection",
+    "story_buttons",
 ]
 
 _SUBMODULES = {
@@ -219,6 +225,7 @@ _SUBMODULES = {
     ],
     "document": ["DigestDocument", "digest_document"],
     "pages": ["DigestPages", "PageKind"],
+    "feedback": ["FeedbackError", "MarkResult", "MonitorFeedback", "acknowledgment", "story_buttons"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],

@@ -31,11 +31,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from monitors.error_ids import new_error_id
+from monitors.feedback import FEEDBACK_PLATFORMS, MonitorFeedback, digest_buttons, dropped_line, reader_digest
 from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
 from monitors.outbound import (
     AddressedSender,
     Attachment,
     AttachmentKind,
+    Button,
     ChatGone,
     ChatMoved,
     ChatSender,
@@ -46,7 +48,7 @@ from monitors.outbound import (
 )
 from monitors.pages import DigestPages
 from monitors.sharing import hand_over_monitors
-from research import Digest, escape_markdown, render_digest_markdown
+from research import Digest, ReaderView, escape_markdown, render_digest_markdown
 from sources import Backoff
 from storage import (
     ChatRecord,
@@ -146,10 +148,13 @@ def build_message(
     timezone: str = "UTC",
     language: str | None = None,
     page_url: str | None = None,
+    view: ReaderView | None = None,
+    buttons: bool = False,
 ) -> Reply:
     """The message for a finished run: a notice's or briefing's stored text (with a briefing's CSV and chart), or
     the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart, ending with a
-    link to the digest's web page (`page_url`) when it has one."""
+    link to the digest's web page (`page_url`) when it has one; `view`: what this reader's feedback keeps of the
+    digest's stories (`MonitorFeedback.view_for`); `buttons`: a row of feedback buttons per story shown."""
     kind = run.stats.get("kind")
     if kind in TEXT_KINDS:
         text = str(run.stats.get("text", "")) or "(empty notice)"
@@ -162,15 +167,22 @@ def build_message(
     suffix = f" · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"
     stored = digest_for(run, language)
+    rows: tuple[Button, ...] = ()
     if stored is not None:
         try:
-            body = render_digest_markdown(Digest.model_validate(stored))
+            digest = Digest.model_validate(stored)
+            shown = reader_digest(digest, view) if view is not None else digest
+            body = render_digest_markdown(shown)
+            if buttons and view is not None:
+                rows = digest_buttons(run.id, len(shown.developments))
+            if view is not None and view.dropped:
+                body += f"\n{dropped_line(len(view.dropped))}\n"
         except ValidationError:
             logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
     attachments = _attachments(run, f"{title}{suffix}")
     link = f"\n[Full digest]({page_url})\n" if page_url and stored is not None else ""
     text = f"**{title}**{suffix}\n\n{body}{link}"
-    return Reply(text=text, attachments=attachments, purpose="digest", run_id=run.id)
+    return Reply(text=text, attachments=attachments, buttons=rows, purpose="digest", run_id=run.id)
 
 
 def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment, ...]:
@@ -224,6 +236,7 @@ class DeliveryWorker:
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
+        self._feedback = MonitorFeedback(database, clock=clock)
         self._senders: MutableMapping[str, ChatSender[Any]] = dict(senders)
         self._clock = clock
         self._batch_size = batch_size
@@ -421,7 +434,11 @@ class DeliveryWorker:
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
         page_url = await self._pages.url(run) if self._pages is not None else None
-        message = build_message(run, topic=topic, timezone=timezone, language=language, page_url=page_url)
+        view = await self._reader_view(run, chat.id, topic=topic, language=language, resend=row.parts_sent > 0)
+        buttons = chat.platform in FEEDBACK_PLATFORMS
+        message = build_message(
+            run, topic=topic, timezone=timezone, language=language, page_url=page_url, view=view, buttons=buttons
+        )
         parts = await sender.parts_for(chat, message) if isinstance(sender, AddressedSender) else sender.parts(message)
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
@@ -478,6 +495,21 @@ class DeliveryWorker:
         self._log_attempt(row, where, sent_before, done, len(parts), "sent")
         report.sent += 1
         return False
+
+    async def _reader_view(
+        self, run: RunRecord, chat_id: int, *, topic: str | None, language: str | None, resend: bool
+    ) -> ReaderView | None:
+        """What this chat's feedback keeps of a monitor digest's stories (None for notices, briefings, searches)."""
+        if run.monitor_id is None or run.stats.get("kind") in TEXT_KINDS:
+            return None
+        stored = digest_for(run, language)
+        if stored is None:
+            return None
+        try:
+            digest = Digest.model_validate(stored)
+        except ValidationError:
+            return None
+        return await self._feedback.view_for(run, chat_id, digest, topic=topic, language=language or "", resend=resend)
 
     async def _leave(self, row: DeliveryRecord, where: str, before: int, done: int, total: int) -> None:
         """The process is stopping: the row stays open with the parts confirmed so far, due at once for the next

@@ -44,6 +44,11 @@ CALLBACK_DATA_MAX_BYTES = 64
 """Telegram's limit for inline-button callback data (Slack's action values allow more; the smaller wins)."""
 
 
+MAX_BUTTONS = 40
+"""Buttons under one message: a digest's five per story for up to seven stories (Telegram allows 100, Slack 25 per
+row and 50 blocks per message)."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -69,6 +74,9 @@ class Button(_Frozen):
     """What the button says ("Yes, create it")."""
     callback_data: str = Field(min_length=1, max_length=CALLBACK_DATA_MAX_BYTES)
     """Opaque data the conversation layer reads back; at most 64 bytes in UTF-8 (Telegram's limit)."""
+    row: int | None = None
+    """Buttons with the same row sit on one line, in row order (a digest's row of feedback per story); None: the
+    platform lays the buttons out its own way."""
 
     @model_validator(mode="after")
     def _fits_telegram(self) -> Button:
@@ -87,8 +95,13 @@ class Reply(_Frozen):
     """Markdown (bold, italics, links, lists, code); the sender converts and splits it for the platform."""
     attachments: tuple[Attachment, ...] = ()
     """Files to send after the text, in order (a digest's CSV and chart)."""
-    buttons: tuple[Button, ...] = Field(default=(), max_length=8)
-    """Buttons shown under the text (confirmations); platforms without buttons show the labels as text."""
+    buttons: tuple[Button, ...] = Field(default=(), max_length=MAX_BUTTONS)
+    """Buttons shown under the text (confirmations, a digest's feedback rows); platforms without buttons show the
+    labels as text."""
+    pressed_row: tuple[Button, ...] | None = None
+    """When answering a button press: what the pressed button's row becomes (an acknowledgment in place, e.g.
+    "✓ 👎 recorded · undo"; empty: the row stays as it was), the message's other buttons kept; None: the pressed
+    message's buttons are taken off."""
     purpose: Purpose = "answer"
     run_id: int | None = None
     """The run a digest or notice reports (for logs and tests); None for answers."""

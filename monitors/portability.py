@@ -27,7 +27,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
 from sources import SourceError, guard_xml
-from storage import ChatRecord, DeliveryMode, MonitorRecord, MonitorRepository, SubscriptionRepository
+from storage import (
+    ChatRecord,
+    DeliveryMode,
+    FeedbackMarkRecord,
+    FeedbackRepository,
+    MonitorRecord,
+    MonitorRepository,
+    SubscriptionRepository,
+)
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -35,6 +43,7 @@ __all__ = [
     "MAX_IMPORT_MONITORS",
     "MAX_SOURCES_PER_MONITOR",
     "ExportedMonitors",
+    "FeedbackEntry",
     "ImportPlan",
     "ImportResult",
     "MonitorEntry",
@@ -56,6 +65,21 @@ MAX_IMPORT_MONITORS: Final = 100
 """At most this many monitors are created from one file; a longer file is refused as a whole."""
 MAX_SOURCES_PER_MONITOR: Final = 50
 """An OPML folder with more feeds than this is refused (one monitor would search them all on every run)."""
+
+
+MAX_EXPORTED_MARKS: Final = 500
+"""Feedback marks kept per monitor in an export (the newest): more says nothing the last few hundred do not."""
+
+
+class FeedbackEntry(BaseModel):
+    """One of the exporting chat's feedback marks on a monitor: what generalises (outlets, terms), not which run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["more", "less", "fewer", "mute"]
+    title: str = Field(default="", max_length=1000)
+    outlets: list[str] = Field(default_factory=list, max_length=50)
+    terms: dict[str, float] = Field(default_factory=dict, max_length=200)
 
 
 class MonitorEntry(BaseModel):
@@ -81,6 +105,9 @@ class MonitorEntry(BaseModel):
     shared: bool = False
     delivery: DeliveryMode = DeliveryMode.AUTO
     """How the owner chat receives it: `auto` (in its briefing when it has one), `now` or `briefing`."""
+    feedback: list[FeedbackEntry] = Field(default_factory=list, max_length=MAX_EXPORTED_MARKS)
+    """The exporting chat's marks on the monitor (👍, 👎, fewer like this, muted outlets), applied to the importing
+    chat's view of it."""
 
     def label(self) -> str:
         return f"“{self.topic}”"
@@ -170,15 +197,27 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
     folder per monitor named after its topic)."""
     subscriptions = SubscriptionRepository(service.database)
     records = await MonitorRepository(service.database).list_owned(chat.id)
+    marks = FeedbackRepository(service.database)
     entries = []
     for record in records:
         subscription = await subscriptions.get(record.id, chat.id)
-        entries.append(_entry_of(record, subscription.delivery if subscription else DeliveryMode.AUTO))
+        entry = _entry_of(record, subscription.delivery if subscription else DeliveryMode.AUTO)
+        feedback = [
+            FeedbackEntry.model_validate(
+                {"kind": m.kind, "title": m.title[:1000], "outlets": list(m.outlets)[:50], "terms": m.terms}
+            )
+            for m in (await marks.marks(record.id, chat.id))[-MAX_EXPORTED_MARKS:]
+            if m.kind in ("more", "less", "fewer", "mute")
+        ]
+        entries.append(entry.model_copy(update={"feedback": feedback}) if feedback else entry)
     document = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "exported_at": now.isoformat(timespec="seconds"),
-        "monitors": [entry.model_dump(mode="json") for entry in entries],
+        # a monitor without marks has no "feedback" key: files stay as they were before feedback existed
+        "monitors": [
+            entry.model_dump(mode="json", exclude=set() if entry.feedback else {"feedback"}) for entry in entries
+        ],
     }
     body = json.dumps(document, ensure_ascii=False, indent=2).encode() + b"\n"
     feeds = sum(1 for entry in entries for spec in entry.sources if spec.startswith("rss:"))
@@ -422,6 +461,16 @@ async def create_imported(service: MonitorService, chat_id: int, entries: Sequen
             continue
         if entry.delivery is not DeliveryMode.AUTO:
             await subscriptions.update(view.id, chat_id, delivery=entry.delivery)
+        if entry.feedback:
+            await FeedbackRepository(service.database).replace_marks(
+                view.id,
+                chat_id,
+                [
+                    FeedbackMarkRecord(monitor_id=view.id, chat_id=chat_id, kind=mark.kind, title=mark.title,
+                                       outlets=tuple(mark.outlets), terms=dict(mark.terms))
+                    for mark in entry.feedback
+                ],
+            )  # fmt: skip
         result.created.append((view.id, view.topic))
     logger.info("chat %d imported %d monitor(s), %d failed", chat_id, len(result.created), len(result.failed))
     return result

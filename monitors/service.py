@@ -16,6 +16,7 @@ from pydantic_ai.models import Model
 from monitors.briefings import BriefingService
 from monitors.destination_send import DestinationSenders
 from monitors.destinations import DestinationService
+from monitors.feedback import MonitorFeedback
 from monitors.feeds import MonitorFeeds
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
@@ -146,6 +147,9 @@ class MonitorService:
             else None
         )
         """Email, Discord, ntfy, webhooks… receiving monitors and briefings (None: this process has no senders)."""
+
+        self.feedback = MonitorFeedback(database, clock=clock)
+        """Readers' marks on digests (per monitor and chat), each chat's view of a run, and "why this story"."""
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""

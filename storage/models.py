@@ -378,3 +378,40 @@ class Destination(Base):
     """The adding chat was told of the current streak (once per streak)."""
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class FeedbackMark(Base):
+    """One reader's mark on a story of a monitor's digest (👍, 👎, fewer like this) or on an outlet (mute): per
+    (monitor, chat), with what it needs to generalise without a model (the story's outlets, title and term weights)."""
+
+    __tablename__ = "feedback_marks"
+    __table_args__ = (Index("ix_feedback_marks_reader", "monitor_id", "chat_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(16))
+    """more, less, fewer or mute."""
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    """The digest the story was in (None for a mute typed by outlet name, or once the run was cleaned up)."""
+    story: Mapped[int | None] = mapped_column(Integer)
+    """The story's number as that chat saw it in that digest."""
+    title: Mapped[str] = mapped_column(Text, default="")
+    outlets: Mapped[list[str]] = mapped_column(default=list)
+    terms: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    """Term → weight (L2-normalised), the clustering's own weighting."""
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class ReaderViewRow(Base):
+    """What one chat was shown of one run's digest after its marks (kept stories in order, dropped ones with their
+    reasons): stored when the delivery's first part is built, so a resend and `/why` use the very same view."""
+
+    __tablename__ = "reader_views"
+    __table_args__ = (UniqueConstraint("run_id", "chat_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    view: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from pydantic import ValidationError
 
-from agent.commands import destinations, monitors, portability, research, settings, subscriptions
+from agent.commands import destinations, feedback, monitors, portability, research, settings, subscriptions
 from agent.commands.action import Action, Arguments
 from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
 from agent.context import Services, Turn
@@ -120,6 +120,7 @@ ACTIONS: tuple[Action, ...] = (
     *research.ACTIONS,
     *subscriptions.ACTIONS,
     *destinations.ACTIONS,
+    *feedback.ACTIONS,
     *portability.ACTIONS,
     *settings.ACTIONS,
 )

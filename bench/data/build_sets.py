@@ -61,6 +61,7 @@ def build_uci(mirror: Path) -> None:
     """UCI News Aggregator: headlines grouped by Google News story id (the STORY column)."""
     text = _git_show(mirror / "pratikaher88+IPythonNotebooks" / "repo", "uci-news-aggregator.csv")
     rows = []
+    categories: list[dict[str, str]] = []
     for row in csv.DictReader(io.StringIO(text)):
         if not row.get("TIMESTAMP") or not row.get("TITLE"):
             continue  # the copy ends in a cut-off line
@@ -77,7 +78,14 @@ def build_uci(mirror: Path) -> None:
                 "language": "",
             }
         )
+        categories.append({"id": f"uci-{row['ID']}", "category": row["CATEGORY"]})
     _write("uci_news_aggregator.csv", rows)
+    # The aggregator's own topic label per headline (b business, t science and technology, e entertainment,
+    # m health), for bench/feedback_real.py's simulated readers; a file of its own, so the set above is unchanged.
+    with (HERE / "uci_news_categories.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, ("id", "category"))
+        writer.writeheader()
+        writer.writerows(categories)
 
 
 _TOKEN = re.compile(r'<token t_id="\d+" sentence="(\d+)" number="\d+">(.*?)</token>')

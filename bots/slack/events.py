@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent import CALLBACK_DATA_MAX_BYTES, Incoming
+from agent import CALLBACK_DATA_MAX_BYTES, Button, Incoming
 from bots.slack.manifest import SLASH_COMMANDS, UMBRELLA_COMMAND
-from bots.slack.render import escape_mrkdwn
+from bots.slack.render import ActionsBlock, button_element, escape_mrkdwn
 
 _ENTITY = re.compile(r"<([^<>\n]*)>")
 _DIRECT_CHANNEL = "directmessage"
@@ -232,6 +232,36 @@ def answered_buttons(body: Mapping[str, Any]) -> AnsweredButtons | None:
     return AnsweredButtons(channel=channel, ts=ts, text=_str(message.get("text")) or label or " ", blocks=kept)
 
 
+def pressed_in_rows(body: Mapping[str, Any]) -> bool:
+    """Whether the press was on a message with a row of buttons per story (a digest's feedback): its answer says
+    what the pressed row becomes (`Reply.pressed_row`); the other rows stay."""
+    message = body.get("message")
+    blocks = message.get("blocks") if isinstance(message, Mapping) else None
+    rows = [b for b in blocks or [] if isinstance(b, Mapping) and b.get("type") == "actions"]
+    return len(rows) > 1
+
+
+def row_answered(body: Mapping[str, Any], row: tuple[Button, ...]) -> AnsweredButtons | None:
+    """The pressed message with the pressed button's row replaced by `row` (its other blocks as they were); None
+    when nothing changes (an empty `row`) or the payload does not carry the message and the pressed block."""
+    message = body.get("message")
+    container = body.get("container")
+    actions = body.get("actions")
+    if not row or not isinstance(message, Mapping) or not isinstance(actions, list) or not actions:
+        return None
+    channel = _str(container.get("channel_id")) if isinstance(container, Mapping) else ""
+    ts = _str(message.get("ts"))
+    action = actions[0] if isinstance(actions[0], Mapping) else {}
+    pressed_block = _str(action.get("block_id"))
+    blocks = [dict(b) for b in message.get("blocks") or [] if isinstance(b, Mapping)]
+    if not channel or not ts or not any(b.get("block_id") == pressed_block for b in blocks):
+        return None
+    replacement = ActionsBlock(type="actions", elements=[button_element(button, n) for n, button in enumerate(row)])
+    replacement["block_id"] = pressed_block
+    updated = [dict(replacement) if b.get("block_id") == pressed_block else b for b in blocks]
+    return AnsweredButtons(channel=channel, ts=ts, text=_str(message.get("text")) or " ", blocks=updated)
+
+
 def _incoming(**fields: Any) -> Incoming:
     try:
         return Incoming(platform="slack", **fields)
@@ -250,5 +280,7 @@ __all__ = [
     "incoming_from_action",
     "incoming_from_command",
     "incoming_from_event",
+    "pressed_in_rows",
+    "row_answered",
     "slack_text_to_plain",
 ]

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from agent import MAX_INCOMING_FILE_BYTES, Incoming, IncomingFile, Reply
+from agent import MAX_INCOMING_FILE_BYTES, Button, Incoming, IncomingFile, Reply
 from bots.dispatcher import Dispatches
 from bots.downloads import read_at_most
 from bots.slack.api import TRANSIENT_ERRORS, error_code
@@ -46,6 +46,8 @@ from bots.slack.events import (
     incoming_from_action,
     incoming_from_command,
     incoming_from_event,
+    pressed_in_rows,
+    row_answered,
 )
 from bots.slack.render import BUTTON_ACTION_PREFIX
 from bots.slack.sender import SlackSender, SlackTarget
@@ -264,7 +266,11 @@ class SlackFrontend:
     async def _press(
         self, body: dict[str, Any], incoming: Incoming, target: SlackTarget, admission: asyncio.Future[None]
     ) -> None:
-        """Take the buttons off the pressed message (a choice is made once), then answer the choice."""
+        """Take the buttons off the pressed message (a choice is made once), then answer the choice; a press in a
+        digest's feedback rows instead changes its own row once answered (`Reply.pressed_row`)."""
+        if pressed_in_rows(body):
+            await self._handle(incoming, target, admission=admission, pressed=body)
+            return
         answered = answered_buttons(body)
         if answered is not None:
             try:
@@ -287,10 +293,13 @@ class SlackFrontend:
         shared: SharedFile | None = None,
         admission: asyncio.Future[None],
         mark_first: bool = False,
+        pressed: Mapping[str, Any] | None = None,
     ) -> None:
         """Answer one message; `admission` is resolved once it is stored, cancelled if handling ends before."""
         try:
-            await self._answer(incoming, target, shared=shared, admission=admission, mark_first=mark_first)
+            await self._answer(
+                incoming, target, shared=shared, admission=admission, mark_first=mark_first, pressed=pressed
+            )
         finally:
             if not admission.done():
                 admission.cancel()  # stopped or failed before it was stored: Slack sends an event again
@@ -305,6 +314,7 @@ class SlackFrontend:
         shared: SharedFile | None,
         admission: asyncio.Future[None],
         mark_first: bool,
+        pressed: Mapping[str, Any] | None = None,
     ) -> None:
         status = self._sender.status_line(target.channel, thread_ts=target.thread_ts, interval=self._progress_interval)
         if shared is not None:
@@ -312,6 +322,9 @@ class SlackFrontend:
 
         async def deliver(replies: list[Reply]) -> None:
             await status.close()
+            row = next((reply.pressed_row for reply in replies if reply.pressed_row is not None), None)
+            if pressed is not None and row is not None:
+                await self._update_row(pressed, row)
             await self._sender.send_replies(target, replies)
 
         try:
@@ -321,6 +334,20 @@ class SlackFrontend:
         except Exception:  # the dispatcher has its own boundary; this one keeps a background task from dying loudly
             logger.exception("slack: handling a message in %s failed", incoming.chat_external_id)
         await status.close()
+
+    async def _update_row(self, pressed: Mapping[str, Any], row: tuple[Button, ...]) -> None:
+        """The pressed row of a digest's feedback shows what the press did."""
+        answered = row_answered(pressed, row)
+        if answered is None:
+            return
+        try:
+            await self.client.chat_update(
+                channel=answered.channel, ts=answered.ts, text=answered.text, blocks=answered.blocks
+            )
+        except SlackApiError as error:
+            logger.info("slack: could not update the pressed row: %s", error_code(error))
+        except TRANSIENT_ERRORS as error:
+            logger.info("slack: could not update the pressed row: %s", type(error).__name__)
 
     async def _download(self, shared: SharedFile) -> IncomingFile:
         """A shared file's bytes (up to `MAX_INCOMING_FILE_BYTES`), fetched with the bot token, which goes only to

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from agent import Button
 from bots.markdown import (
@@ -94,6 +94,8 @@ class ActionsBlock(TypedDict):
 
     type: Literal["actions"]
     elements: list[ButtonElement]
+    block_id: NotRequired[str]
+    """Set for a row a press changes in place (a digest's story row): Slack sends it back with the press."""
 
 
 SlackBlock = HeaderBlock | SectionBlock | DividerBlock | ActionsBlock
@@ -223,8 +225,13 @@ def reply_messages(text: str, *, header: str | None = None, buttons: Sequence[Bu
     """A reply as the Slack messages to post in order: its blocks (header, sections, dividers), the buttons as
     an actions block at the end, and a fallback `text` per message made of that message's own blocks."""
     messages = markdown_to_blocks(text, header=header)
-    if buttons:
-        actions = ActionsBlock(type="actions", elements=[button_element(button, n) for n, button in enumerate(buttons)])
+    rows: dict[int, list[ButtonElement]] = {}
+    for n, button in enumerate(buttons):  # one actions block per row the buttons name (else one for all)
+        rows.setdefault(button.row if button.row is not None else -1, []).append(button_element(button, n))
+    for row in sorted(rows):
+        actions = ActionsBlock(type="actions", elements=rows[row])
+        if row >= 0:
+            actions["block_id"] = f"lookout_row_{row}"
         if messages and len(messages[-1]) < BLOCKS_PER_MESSAGE:
             messages[-1].append(actions)
         else:

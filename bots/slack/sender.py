@@ -19,7 +19,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import Attachment, Reply
+from agent import Attachment, Button, Reply
 from bots.slack.api import (
     GONE_ERRORS,
     NO_ACCESS_ERRORS,
@@ -79,8 +79,8 @@ class SlackSender:
         """Block Kit messages, then files."""
         parts: list[SlackPart] = []
         if message.text.strip():
-            if message.purpose in ("digest", "briefing") and not message.buttons:
-                blocks = digest_messages(message.text)
+            if message.purpose in ("digest", "briefing"):
+                blocks = digest_messages(message.text, buttons=message.buttons)
             else:
                 blocks = reply_messages(message.text, buttons=message.buttons)
             parts = [SlackPart(message=block) for block in blocks]
@@ -189,10 +189,11 @@ def delivery_error(error: SlackApiError) -> DeliveryError:
     return DeliveryError(f"Slack refused the message: {code}")
 
 
-def digest_messages(text: str) -> list[SlackMessage]:
-    """A digest's markdown as Slack messages: its first line as the header block when it is a short title."""
+def digest_messages(text: str, *, buttons: Sequence[Button] = ()) -> list[SlackMessage]:
+    """A digest's markdown as Slack messages: its first line as the header block when it is a short title; its
+    feedback rows (`buttons`) at the end."""
     first, _, rest = text.strip().partition("\n")
     title = plain_text(first)
     if rest.strip() and title and len(title) <= HEADER_TEXT_LIMIT:
-        return reply_messages(rest, header=title)
-    return reply_messages(text)
+        return reply_messages(rest, header=title, buttons=buttons)
+    return reply_messages(text, buttons=buttons)

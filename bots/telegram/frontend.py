@@ -46,7 +46,7 @@ from agent import MAX_INCOMING_FILE_BYTES, IncomingFile, Reply, bot_commands, is
 from bots.dispatcher import Dispatcher
 from bots.telegram.polling import ConfirmingPoller
 from bots.telegram.request import AiohttpRequest
-from bots.telegram.sender import TelegramSender
+from bots.telegram.sender import TelegramSender, acknowledged
 from bots.telegram.typing_indicators import TypingIndicators
 from bots.telegram.updates import BotIdentity, Received, migration, received_from_update
 from storage import is_unreachable
@@ -328,8 +328,11 @@ class TelegramFrontend:
         async def deliver(answer: list[Reply]) -> None:
             await status.close()
             if received.callback_query_id is not None and received.message_id is not None:
-                with contextlib.suppress(TelegramError):  # the buttons were pressed: they did their job
-                    await bot.edit_message_reply_markup(chat_id, received.message_id, reply_markup=None)
+                # The buttons were pressed: they did their job, or (a digest's feedback) the row shows what was done.
+                row = next((reply.pressed_row for reply in answer if reply.pressed_row is not None), None)
+                markup = acknowledged(received.keyboard, incoming.callback_data, row) if row is not None else None
+                with contextlib.suppress(TelegramError):
+                    await bot.edit_message_reply_markup(chat_id, received.message_id, reply_markup=markup)
             await sender.send_replies(chat_id, answer, events=self._dispatcher, thread_id=received.thread_id)
 
         # An instant command (/help, /monitors) is answered before "typing…" would show: no timer, no call.

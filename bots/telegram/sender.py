@@ -110,11 +110,36 @@ class ChatEvents(Protocol):
 
 
 def keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup | None:
-    """Buttons as an inline keyboard, two to a row."""
+    """Buttons as an inline keyboard: by their rows when they name them, else two to a row."""
     if not buttons:
         return None
     keys = [InlineKeyboardButton(button.label, callback_data=button.callback_data) for button in buttons]
+    if any(button.row is not None for button in buttons):
+        rows: dict[int, list[InlineKeyboardButton]] = {}
+        for button, key in zip(buttons, keys, strict=True):
+            rows.setdefault(button.row if button.row is not None else -1, []).append(key)
+        return InlineKeyboardMarkup([rows[row] for row in sorted(rows)])
     return InlineKeyboardMarkup([keys[i : i + _BUTTONS_PER_ROW] for i in range(0, len(keys), _BUTTONS_PER_ROW)])
+
+
+def acknowledged(
+    markup: InlineKeyboardMarkup | None, pressed: str | None, row: Sequence[Button]
+) -> InlineKeyboardMarkup | None:
+    """The pressed message's keyboard with the pressed button's row replaced by `row` (what the press recorded; an
+    empty `row` keeps it), every other row kept; None (no buttons) when the keyboard or the pressed button is not
+    known."""
+    if markup is None or pressed is None:
+        return None
+    replacement = [InlineKeyboardButton(button.label, callback_data=button.callback_data) for button in row]
+    rows: list[list[InlineKeyboardButton]] = []
+    found = False
+    for keys in markup.inline_keyboard:
+        if not found and any(key.callback_data == pressed for key in keys):
+            found = True
+            rows.append(replacement or list(keys))  # an empty row: the pressed row stays as it was
+        else:
+            rows.append(list(keys))
+    return InlineKeyboardMarkup(rows) if found and rows else None
 
 
 @dataclass(frozen=True, kw_only=True)

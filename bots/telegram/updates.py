@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from pydantic import ValidationError
-from telegram import CallbackQuery, Chat, Document, Message, MessageEntity, Update, User
+from telegram import CallbackQuery, Chat, Document, InlineKeyboardMarkup, Message, MessageEntity, Update, User
 from telegram.constants import ChatType
 
 from agent import Incoming
@@ -45,6 +45,8 @@ class Received:
     """The message the update is about (for a button press: the message carrying the buttons)."""
     document: Document | None = None
     """A document sent with `/import` (as its caption, or `/import` replying to it): the frontend downloads it."""
+    keyboard: InlineKeyboardMarkup | None = None
+    """For a button press: the pressed message's buttons, so the answer can acknowledge the press in its row."""
 
 
 def received_from_update(update: Update, bot: BotIdentity) -> Received | None:
@@ -153,7 +155,14 @@ def _from_callback(update_id: int, query: CallbackQuery) -> Received | None:
         user_display_name=_display_name(presser),
         chat_title=_title(chat),
     )
-    return Received(incoming=incoming, thread_id=thread_id, callback_query_id=query.id, message_id=message.message_id)
+    keyboard = message.reply_markup if isinstance(message, Message) else None
+    return Received(
+        incoming=incoming,
+        thread_id=thread_id,
+        callback_query_id=query.id,
+        message_id=message.message_id,
+        keyboard=keyboard,
+    )
 
 
 _COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9_]+)(?:@(?P<addressee>[A-Za-z0-9_]+))?")

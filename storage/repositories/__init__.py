@@ -8,6 +8,7 @@ from storage.repositories.destinations import DestinationRecord, DestinationRepo
 from storage.repositories.digest_pages import DigestPageRepository
 from storage.repositories.embeddings import EmbeddingRepository
 from storage.repositories.feed_tokens import FeedSubject, FeedTokenRepository
+from storage.repositories.feedback import FeedbackMarkRecord, FeedbackRepository, StoredView
 from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
@@ -33,6 +34,8 @@ __all__ = [
     "EmbeddingRepository",
     "FeedSubject",
     "FeedTokenRepository",
+    "FeedbackMarkRecord",
+    "FeedbackRepository",
     "HttpValidatorRepository",
     "InboundRepository",
     "ItemRepository",
@@ -43,6 +46,7 @@ __all__ = [
     "RunRepository",
     "SlotLimit",
     "SourceFailureRepository",
+    "StoredView",
     "SubscriptionChanges",
     "SubscriptionRepository",
     "TurnRepository",

@@ -26,6 +26,7 @@ from agent.commands.destinations import (
     DestinationsCommand,
     SubscribeToCommand,
 )
+from agent.commands.feedback import LessCommand, MoreCommand, MuteCommand, UnmuteCommand, WhyCommand
 from agent.commands.grammar import CommandError, ParseOptions, is_command
 from agent.commands.monitors import (
     DigestCommand,
@@ -121,7 +122,7 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest", "quiet",
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
         "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
-        "feed", "destinations", "destination",
+        "feed", "destinations", "destination", "more", "less", "fewer", "unmark", "mute", "unmute", "why",
     }  # fmt: skip
     for name, description in bot_commands():
         assert name in CATALOGUE
@@ -395,3 +396,25 @@ def test_bad_destination_commands_answer_with_a_sentence(text: str) -> None:
     result = parse(text)
     assert isinstance(result, CommandError) and result.reason
     assert "://y" not in result.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/more 2", MoreCommand(story=2)),
+        ("/less 3 run 41", LessCommand(story=3, run_id=41)),
+        ("/less 3 #5", LessCommand(story=3, monitor_id=5)),
+        ("/mute example.com", MuteCommand(outlet="example.com")),
+        ("/mute 4 run 7", MuteCommand(story=4, run_id=7)),
+        ("/unmute Example.com #2", UnmuteCommand(outlet="Example.com", monitor_id=2)),
+        ("/why dropped", WhyCommand(story=None)),
+        ("/why 1 run 9", WhyCommand(story=1, run_id=9)),
+    ],
+)
+def test_feedback_commands_parse(text: str, expected: Command) -> None:
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["/more", "/more two", "/less 0", "/more 1 2", "/why", "/mute", "/unmute x run 3"])
+def test_bad_feedback_commands_say_how(text: str) -> None:
+    assert isinstance(parse(text), CommandError)

@@ -30,7 +30,7 @@ from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, UNSTORED_TEXT, SlackFront
 from bots.slack.render import reply_messages
 from bots.status import DONE_MARK, WORKING_MARK
 from monitors.delivery import DeliveryWorker
-from storage import Database, upgrade_database
+from storage import ChatRepository, Database, FeedbackRepository, RunRepository, upgrade_database
 from tests.bots.slack_world import (
     SIGNING_SECRET,
     copy_database,
@@ -334,6 +334,37 @@ async def test_a_button_press_reaches_the_conversation_and_takes_the_buttons_off
     assert EXPIRED_MESSAGE.split("(")[0].strip() in answer.text  # the conversation read the callback data
     assert asked.block_types() == ["section", "context"]  # the buttons are gone: a choice is made once
     assert asked.blocks is not None and f"<@{USER}> chose *Yes*" in json.dumps(asked.blocks)
+
+
+async def test_a_feedback_press_under_a_digest_changes_only_its_own_row_and_is_stored(world: World) -> None:
+    await world.command("/track", "DeepSeek daily at 9 from hn")
+    await eventually(lambda: len(world.replies()) == 1)
+    await world.command("/digest", "1")
+    await world.settled()
+    await DeliveryWorker(world.database, {"slack": world.frontend.sender()}).run_once()
+    digest = next(m for m in world.slack.messages_in(CHANNEL) if "actions" in m.block_types())
+    before = [b for b in digest.blocks or [] if b["type"] == "actions"]
+    [run] = await RunRepository(world.database).list_for_monitor(1)
+    first_row = before[0]
+    payload = action_body(
+        value=f"/less 1 run {run.id}", label="👎", channel=CHANNEL, user=USER, message_ts=digest.ts,
+        thread_ts=None, response_url=world.slack.response_url(), blocks=digest.blocks,
+    )  # fmt: skip
+    payload = payload.replace(b"%22b1%22", f"%22{first_row['block_id']}%22".encode())  # the pressed row's id
+
+    response = await world.post(payload, content_type=FORM)
+    await eventually(lambda: any("Recorded 👎" in m.text for m in world.slack.messages_in(CHANNEL)))
+    await world.settled()
+    chat = await ChatRepository(world.database).find("slack", CHANNEL)
+    assert chat is not None
+    marks = await FeedbackRepository(world.database).marks(1, chat.id)
+
+    assert response.status_code == 200
+    assert [e["value"] for e in first_row["elements"]][:2] == [f"/more 1 run {run.id}", f"/less 1 run {run.id}"]
+    after = [b for b in digest.blocks or [] if b["type"] == "actions"]
+    assert [e["text"]["text"] for e in after[0]["elements"]] == ["1. ✓ 👎 recorded", "undo"]
+    assert after[1:] == before[1:]
+    assert [(m.kind, m.story) for m in marks] == [("less", 1)]
 
 
 # --- signatures ----------------------------------------------------------------------------------------------

@@ -1,0 +1,446 @@
+"""Readers' feedback on a monitor's digests: marks per (monitor, chat), the view each chat gets of a shared run, and
+"why this story".
+
+A run collects, critiques and writes its digest once; what one reader sees of it is decided per chat when its
+delivery is built (`MonitorFeedback.view_for`, the one place `research.reader_view` is called), from that chat's
+marks on that monitor. The decision is stored with the delivery (`reader_views`), so a resend shows the same
+stories, `/more 3` means story 3 as that chat saw it, and `/why` explains what it was shown.
+
+Guarantees: a mark acts only on the chat that made it, on the monitor of the digest it was made on; a mark names a
+digest the chat received (a part of it confirmed sent), so a press forged, stale or from another chat changes
+nothing; no model is needed anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from statistics import fmean
+from typing import Any, Final
+
+from monitors.outbound import MAX_BUTTONS, Button
+from research import (
+    CITATION,
+    Digest,
+    Mark,
+    MarkKind,
+    ReaderView,
+    StoryDecision,
+    StoryFeatures,
+    reader_view,
+    story_features,
+)
+from sources import Item
+from storage import (
+    Database,
+    FeedbackMarkRecord,
+    FeedbackRepository,
+    ItemRepository,
+    ItemWithScores,
+    RunRecord,
+    StoredView,
+)
+
+__all__ = [
+    "FEEDBACK_PLATFORMS",
+    "FeedbackError",
+    "MarkResult",
+    "MonitorFeedback",
+    "acknowledgment",
+    "digest_buttons",
+    "dropped_line",
+    "reader_digest",
+    "story_buttons",
+]
+
+logger = logging.getLogger(__name__)
+
+_FEATURE_CACHE_RUNS: Final = 32
+"""Runs whose stories' features a process keeps: a run goes to all its chats within one delivery pass or two."""
+
+KIND_WORDS: Final[dict[str, str]] = {
+    "more": "👍 more like this",
+    "less": "👎 less like this",
+    "fewer": "fewer like this",
+}
+
+
+FEEDBACK_PLATFORMS: Final = frozenset({"telegram", "slack"})
+"""Platforms whose digests carry a row of feedback buttons per story (the terminal types /more, /less…)."""
+
+_STORY_ACTIONS: Final = (
+    ("👍", "more"),
+    ("👎", "less"),
+    ("🔇 outlet", "mute"),
+    ("fewer like this", "fewer"),
+    ("why?", "why"),
+)
+"""A story's row of buttons: label and the command it sends (with the story's number and the run)."""
+
+
+def story_buttons(story: int, run_id: int) -> tuple[Button, ...]:
+    """The row of feedback buttons under story `story` of run `run_id`'s digest: each sends the command a person
+    could type (`/less 3 run 41`), so a press goes through the same parser and checks."""
+    return tuple(
+        Button(label=f"{story}. {label}" if index == 0 else label, callback_data=f"/{command} {story} run {run_id}",
+               row=story)
+        for index, (label, command) in enumerate(_STORY_ACTIONS)
+    )  # fmt: skip
+
+
+def acknowledgment(story: int, run_id: int, done: str, *, undo: str | None = None) -> tuple[Button, ...]:
+    """The row a press leaves under story `story`: what was recorded ("✓ 👎 recorded"; pressing it asks /why) and
+    its undo (`undo`, a command; by default this chat's mark on the story is removed)."""
+    undo_data = undo or f"/unmark {story} run {run_id}"
+    return (
+        Button(label=f"{story}. ✓ {done}"[:64], callback_data=f"/why {story} run {run_id}", row=story),
+        Button(label="undo", callback_data=undo_data[:64], row=story),
+    )
+
+
+def digest_buttons(run_id: int, stories: int) -> tuple[Button, ...]:
+    """Every story's row of feedback buttons, for a digest showing `stories` stories."""
+    return tuple(button for n in range(1, stories + 1) for button in story_buttons(n, run_id))[:MAX_BUTTONS]
+
+
+class FeedbackError(Exception):
+    """A mark or question that cannot be acted on; the message says why, in words for the chat."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MarkResult:
+    """What a mark did: its sentence for the chat and the digest it was made on."""
+
+    text: str
+    run_id: int
+    monitor_id: int
+    story: int | None
+    outlet: str | None = None
+    """For a mute: the outlet muted."""
+
+
+def dropped_line(count: int) -> str:
+    """The one line a digest carries when this reader's feedback left stories out."""
+    return f"_{count} stor{'y' if count == 1 else 'ies'} left out by your feedback — /why dropped_"
+
+
+def reader_digest(digest: Digest, view: ReaderView) -> Digest:
+    """The shared digest as one reader gets it: the kept developments in the view's order, the disputed claims and
+    sources they still cite, and a headline from the first story when the shared one led with another."""
+    developments = [digest.developments[d.index] for d in view.kept if d.index < len(digest.developments)]
+    if not view.changed:
+        return digest
+    cited_numbers = {n for d in developments for n in d.citations}
+    disputed = [c for c in digest.disputed if not c.citations or cited_numbers & set(c.citations)]
+    cited_numbers |= {n for c in disputed for n in c.citations}
+    headline = digest.headline
+    if not developments:
+        headline = "Every story of this digest was left out by your feedback"
+    elif view.kept[0].index != 0:
+        headline = _plain(developments[0].text)
+    return digest.model_copy(
+        update={
+            "headline": headline,
+            "developments": developments,
+            "disputed": disputed,
+            "cited": [c for c in digest.cited if c.number in cited_numbers],
+        }
+    )
+
+
+def _plain(text: str, limit: int = 200) -> str:
+    """A development's text as a headline: its citations left out, cut at `limit`."""
+    flat = " ".join(CITATION.sub("", text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _decision_json(decision: StoryDecision) -> dict[str, Any]:
+    return {
+        "index": decision.index,
+        "up": round(decision.up, 3),
+        "down": round(decision.down, 3),
+        "mark_id": decision.mark_id,
+        "reason": decision.reason,
+    }
+
+
+def _decision(data: dict[str, Any], *, kept: bool) -> StoryDecision:
+    return StoryDecision(
+        index=int(data.get("index", 0)),
+        kept=kept,
+        up=float(data.get("up", 0.0)),
+        down=float(data.get("down", 0.0)),
+        mark_id=data.get("mark_id"),
+        reason=str(data.get("reason", "")),
+    )
+
+
+def view_of(stored: dict[str, Any]) -> ReaderView:
+    """The `ReaderView` stored with a delivery."""
+    return ReaderView(
+        kept=tuple(_decision(d, kept=True) for d in stored.get("kept", ())),
+        dropped=tuple(_decision(d, kept=False) for d in stored.get("dropped", ())),
+    )
+
+
+def _mark(record: FeedbackMarkRecord) -> Mark:
+    kind: MarkKind = record.kind if record.kind in ("more", "less", "fewer", "mute") else "less"  # type: ignore[assignment]
+    return Mark(
+        id=record.id,
+        kind=kind,
+        features=StoryFeatures(title=record.title, outlets=record.outlets, terms=record.terms),
+    )
+
+
+def _item(stored: ItemWithScores) -> Item:
+    record = stored.item
+    return Item(
+        id=record.id,
+        source=record.source,
+        url=record.url,
+        title=record.title,
+        text=record.text,
+        author=record.author,
+        published=record.published,
+        language=record.language,
+        collected_at=record.collected_at,
+    )
+
+
+def _scores(entries: Sequence[ItemWithScores]) -> dict[str, Any]:
+    def mean(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return round(fmean(known), 3) if known else None
+
+    ranks = [e.scores.rank for e in entries if e.scores.rank is not None]
+    return {
+        "reports": len(entries),
+        "relevance": mean([e.scores.relevance for e in entries]),
+        "credibility": mean([e.scores.credibility for e in entries]),
+        "score": mean([e.scores.score for e in entries]),
+        "best_rank": min(ranks) if ranks else None,
+    }
+
+
+class MonitorFeedback:
+    """Marks, each chat's view of a run, and the explanations; one per process (`MonitorService.feedback`)."""
+
+    def __init__(self, database: Database, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self._marks = FeedbackRepository(database)
+        self._items = ItemRepository(database)
+        self._clock = clock
+        self._features: OrderedDict[tuple[int, str], list[dict[str, Any]]] = OrderedDict()
+
+    # ---- the view at delivery -------------------------------------------------------------------------------
+
+    async def view_for(
+        self, run: RunRecord, chat_id: int, digest: Digest, *, topic: str | None, language: str, resend: bool
+    ) -> ReaderView:
+        """What `chat_id` gets of the run's `digest`: the stored view when a part of it went out already (a resend
+        shows the same stories), else a new one from the chat's marks now, stored before the first part is sent."""
+        if resend:
+            stored = await self._marks.pending_view(run.id, chat_id)
+            if stored is not None:
+                return view_of(stored)
+        stories = await self._stories(run, digest, topic=topic, language=language)
+        marks = (
+            [_mark(m) for m in await self._marks.marks(run.monitor_id, chat_id)] if run.monitor_id is not None else []
+        )
+        view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], marks)
+        record = {
+            "language": language,
+            "stories": stories,
+            "marks": len(marks),
+            "kept": [_decision_json(d) for d in view.kept],
+            "dropped": [_decision_json(d) for d in view.dropped],
+        }
+        await self._marks.save_view(run.id, chat_id, record, now=self._clock())
+        return view
+
+    async def _stories(
+        self, run: RunRecord, digest: Digest, *, topic: str | None, language: str
+    ) -> list[dict[str, Any]]:
+        """Each development's features and scores, from the run's stored items it cites (kept for a few runs)."""
+        key = (run.id, language)
+        if key in self._features:
+            self._features.move_to_end(key)
+            return self._features[key]
+        entries = (await self._items.of_runs([run.id]))[run.id]
+        by_url = {entry.item.url: entry for entry in entries}
+        url_of = {cited.number: cited.url for cited in digest.cited}
+        stories = []
+        for development in digest.developments:
+            cited = [by_url[url_of[n]] for n in development.citations if n in url_of and url_of[n] in by_url]
+            title = cited[0].item.title if cited else _plain(development.text)
+            features = story_features([_item(e) for e in cited], topic=topic, title=title)
+            if not cited:  # a development whose items are gone: its own words
+                features = story_features(
+                    [Item(id="development", source="digest", url="about:blank", title=_plain(development.text))],
+                    topic=topic,
+                    title=title,
+                )
+                features = StoryFeatures(title=features.title, outlets=(), terms=features.terms)
+            stories.append({"features": features.to_json(), "scores": _scores(cited)})
+        self._features[key] = stories
+        while len(self._features) > _FEATURE_CACHE_RUNS:
+            self._features.popitem(last=False)
+        return stories
+
+    # ---- marks --------------------------------------------------------------------------------------------
+
+    async def _digest_of(self, chat_id: int, *, run_id: int | None, monitor_id: int | None) -> StoredView:
+        if run_id is not None:
+            stored = await self._marks.view(run_id, chat_id)
+            if stored is None or stored.monitor_id is None:
+                raise FeedbackError("That digest never reached this chat, so there is nothing to mark in it.")
+            return stored
+        found = await self._marks.last_views(chat_id, monitor_id=monitor_id)
+        if not found:
+            where = f" of monitor #{monitor_id}" if monitor_id is not None else ""
+            raise FeedbackError(f"No digest{where} has reached this chat yet, so there is no story to mark.")
+        return found[0]
+
+    @staticmethod
+    def _story(stored: StoredView, story: int) -> tuple[StoryDecision, dict[str, Any]]:
+        view = view_of(stored.view)
+        if not 1 <= story <= len(view.kept):
+            count = len(view.kept)
+            raise FeedbackError(
+                f"That digest showed this chat {count} stor{'y' if count == 1 else 'ies'}; pick a number from 1 to "
+                f"{count}."
+                if count
+                else "That digest showed this chat no story."
+            )
+        decision = view.kept[story - 1]
+        stories = stored.view.get("stories", [])
+        return decision, stories[decision.index] if decision.index < len(stories) else {}
+
+    async def mark(
+        self, chat_id: int, kind: MarkKind, story: int, *, run_id: int | None = None, monitor_id: int | None = None
+    ) -> MarkResult:
+        """Mark story `story` (as this chat saw it) of a digest it received: the last one (of `monitor_id`, if
+        given) or run `run_id`'s. `mute` mutes the story's outlets."""
+        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id)
+        assert stored.monitor_id is not None  # last_views and view keep monitor digests only
+        _, entry = self._story(stored, story)
+        features = StoryFeatures.from_json(entry.get("features", {}))
+        if kind == "mute":
+            if not features.outlets:
+                raise FeedbackError(f"Story {story} names no outlet to mute.")
+            return await self.mute(chat_id, features.outlets[0], monitor_id=stored.monitor_id, run_id=stored.run_id)
+        await self._marks.add(
+            FeedbackMarkRecord(
+                monitor_id=stored.monitor_id,
+                chat_id=chat_id,
+                kind=kind,
+                run_id=stored.run_id,
+                story=story,
+                title=features.title,
+                outlets=features.outlets,
+                terms=dict(features.terms),
+            ),
+            now=self._clock(),
+        )
+        effect = {
+            "more": "stories like it rank higher in this chat's next digests",
+            "less": "stories like it, or from its outlet, rank lower or are left out of this chat's next digests",
+            "fewer": "stories like it rank lower or are left out of this chat's next digests",
+        }[kind]
+        text = (
+            f"Recorded {KIND_WORDS[kind]} on story {story} “{features.title[:120]}” of monitor #{stored.monitor_id}: "
+            f"{effect}. Undo: /unmark {story} run {stored.run_id}"
+        )
+        return MarkResult(text=text, run_id=stored.run_id, monitor_id=stored.monitor_id, story=story)
+
+    async def unmark(
+        self, chat_id: int, story: int, *, run_id: int | None = None, monitor_id: int | None = None
+    ) -> str:
+        """Remove this chat's marks on story `story` of a digest it received."""
+        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id)
+        assert stored.monitor_id is not None
+        self._story(stored, story)
+        removed = await self._marks.undo_story(stored.monitor_id, chat_id, stored.run_id, story)
+        if not removed:
+            return f"Story {story} of that digest had no mark from this chat; nothing changed."
+        return f"Removed this chat's mark on story {story} “{removed[0].title[:120]}”; it no longer affects digests."
+
+    async def mute(
+        self, chat_id: int, outlet: str, *, monitor_id: int | None = None, run_id: int | None = None
+    ) -> MarkResult:
+        """Leave `outlet`'s stories out of this chat's digests of a monitor (the last digest's, unless named)."""
+        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id)
+        assert stored.monitor_id is not None
+        name = outlet.strip().casefold()
+        if not name:
+            raise FeedbackError("Name the outlet to mute, e.g. /mute example.com")
+        await self._marks.add(
+            FeedbackMarkRecord(
+                monitor_id=stored.monitor_id, chat_id=chat_id, kind="mute", title=name, outlets=(name,), run_id=None
+            ),
+            now=self._clock(),
+        )
+        text = (
+            f"Muted {name} on monitor #{stored.monitor_id}: stories only it reports are left out of this chat's next "
+            f"digests (other subscribers still get them). Undo: /unmute {name}"
+        )
+        return MarkResult(text=text, run_id=stored.run_id, monitor_id=stored.monitor_id, story=None, outlet=name)
+
+    async def unmute(self, chat_id: int, outlet: str, *, monitor_id: int | None = None) -> str:
+        name = outlet.strip().casefold()
+        removed = await self._marks.unmute(chat_id, name, monitor_id=monitor_id)
+        if not removed:
+            return f"{name} was not muted in this chat; nothing changed."
+        return f"Unmuted {name}: its stories come back in this chat's next digests."
+
+    # ---- why ------------------------------------------------------------------------------------------------
+
+    async def why(
+        self, chat_id: int, story: int | None, *, run_id: int | None = None, monitor_id: int | None = None
+    ) -> str:
+        """In plain words: what put story `story` in this chat's digest, or (None) what was left out and why."""
+        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id)
+        stories = stored.view.get("stories", [])
+        view = view_of(stored.view)
+        head = f"Digest of monitor #{stored.monitor_id} (run {stored.run_id})"
+        if story is None:
+            if not view.dropped:
+                marks = int(stored.view.get("marks", 0))
+                why = (
+                    "this chat had no mark on the monitor then"
+                    if not marks
+                    else f"none of its {marks} marks left one out"
+                )
+                return f"{head}: nothing was left out by this chat's feedback ({why})."
+            lines = [f"{head}: {len(view.dropped)} left out by this chat's feedback:"]
+            for d in view.dropped:
+                title = StoryFeatures.from_json(stories[d.index]["features"]).title if d.index < len(stories) else "?"
+                lines.append(f"- “{title[:120]}”: {d.reason}")
+            lines.append("Undo a mark with /unmark <n> on the digest you marked, or /unmute <outlet>.")
+            return "\n".join(lines)
+        decision, entry = self._story(stored, story)
+        features = StoryFeatures.from_json(entry.get("features", {}))
+        scores = entry.get("scores", {})
+        parts = [f"{head}, story {story}: “{features.title[:160]}”."]
+        reports = scores.get("reports") or 0
+        outlets = ", ".join(features.outlets[:5]) or "unknown outlets"
+        parts.append(f"It is a new story for this monitor: {reports} new report(s) of it, from {outlets}.")
+        numbers = []
+        for key, words in (("relevance", "relevance"), ("credibility", "credibility"), ("score", "overall score")):
+            value = scores.get(key)
+            if isinstance(value, int | float):
+                numbers.append(f"{words} {value:.2f}")
+        if scores.get("best_rank") is not None:
+            numbers.append(f"its best report ranked #{int(scores['best_rank']) + 1} of the run")
+        if numbers:
+            parts.append("Scores: " + ", ".join(numbers) + ".")
+        shared = decision.index + 1
+        if decision.reason:
+            parts.append(f"Your feedback: {decision.reason} (story {shared} of the shared digest).")
+        elif int(stored.view.get("marks", 0)):
+            parts.append(f"Your feedback did not touch it (story {shared} of the shared digest).")
+        else:
+            parts.append("This chat had no feedback on the monitor then; the order is the monitor's own.")
+        return " ".join(parts)

@@ -1,0 +1,251 @@
+"""What one reader sees of a shared digest: the reader's marks (👍 more, 👎 less, fewer like this, a muted outlet)
+applied to the stories of a run, with no model.
+
+A story is described by what generalises without a model (`StoryFeatures`): its outlets and its terms weighted the
+clustering's own way (`Deduper.term_weights`: rarity in the language at large, the monitor's topic words weightless),
+so a mark stores the same description and a later story is compared with it by cosine of term weights, plus a shared
+outlet for 👍/👎. `reader_view` is the one seam: stories and marks in, the stories kept (re-ordered) and the ones
+dropped, each with the reason in words. It is pure and deterministic, and costs microseconds per story and mark.
+
+Guarantees: a muted outlet drops a story only when every outlet of the story is muted; a story is dropped by
+marks only when it is clearly closer to what was marked down than to what was marked up; nothing else is dropped,
+so with no marks the view is the digest as it was.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from research.dedupe import Deduper, fingerprint
+from research.reputation import outlet_of
+from sources import Item
+
+__all__ = [
+    "DEFAULT_TUNING",
+    "MARK_KINDS",
+    "FeedbackTuning",
+    "Mark",
+    "MarkKind",
+    "ReaderView",
+    "StoryDecision",
+    "StoryFeatures",
+    "cosine",
+    "reader_view",
+    "story_features",
+]
+
+MarkKind = Literal["more", "less", "fewer", "mute"]
+"""👍 more of this, 👎 less of this (its terms and its outlet), fewer like this (its terms only), mute an outlet."""
+
+MARK_KINDS: Final[tuple[MarkKind, ...]] = ("more", "less", "fewer", "mute")
+
+STORY_TERMS: Final = 40
+"""Terms kept per story: a headline and lead have fewer; a story of many reports keeps its most telling ones."""
+
+STORY_ITEMS: Final = 5
+"""Reports of a story read for its terms: the lead and a few others say what it is about."""
+
+LEANING_OUTLETS: Final = 3
+"""Outlets of a story (its lead's first) whose 👍/👎 leaning counts: a story carried by a hundred outlets says little
+about each of them."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeedbackTuning:
+    """How strongly marks act; the defaults were picked on one half of a real labelled news set
+    (`bench/feedback_real.py`) and checked on the other."""
+
+    outlet_evidence: float = 0.2
+    """Weight of the story's outlets' leaning (their 👍 against their 👎) in its score: outlets keep to their beats."""
+    drop_at: float = 0.15
+    """A story is left out when its score (likeness to the 👍 stories' centroid minus likeness to the 👎 ones',
+    plus the outlets' leaning) is this far below zero, and shown as "like a 👍 story" this far above."""
+    rank_shift: float = 10.0
+    """Places a story moves per unit of (likeness up − likeness down): marked-up kinds of story come first."""
+
+
+DEFAULT_TUNING: Final = FeedbackTuning()
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoryFeatures:
+    """What a story is, in what generalises without a model."""
+
+    title: str
+    outlets: tuple[str, ...] = ()
+    terms: Mapping[str, float] = field(default_factory=dict)
+    """Term → weight, L2-normalised (so a dot product is the cosine)."""
+
+    def to_json(self) -> dict[str, object]:
+        return {"title": self.title, "outlets": list(self.outlets), "terms": dict(self.terms)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> StoryFeatures:
+        outlets = data.get("outlets")
+        terms = data.get("terms")
+        return cls(
+            title=str(data.get("title") or ""),
+            outlets=tuple(str(o) for o in outlets) if isinstance(outlets, list) else (),
+            terms={str(k): float(v) for k, v in terms.items() if isinstance(v, int | float)}
+            if isinstance(terms, dict)
+            else {},
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mark:
+    """One reader's mark on a story (or, for `mute`, on an outlet: `features.outlets`)."""
+
+    id: int
+    kind: MarkKind
+    features: StoryFeatures
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoryDecision:
+    """What the view did with one story and why."""
+
+    index: int
+    """The story's place in the shared digest (0-based)."""
+    kept: bool
+    up: float = 0.0
+    """Likeness to the closest marked-up story (0 when none)."""
+    down: float = 0.0
+    """Likeness to the closest marked-down story (0 when none)."""
+    mark_id: int | None = None
+    """The mark that decided (the closest one, or the mute)."""
+    reason: str = ""
+    """In words: why it was left out or moved, "" when the marks did not touch it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReaderView:
+    """The stories one reader gets: `kept` in the order to show them, `dropped` with their reasons."""
+
+    kept: tuple[StoryDecision, ...]
+    dropped: tuple[StoryDecision, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.dropped) or [d.index for d in self.kept] != sorted(d.index for d in self.kept)
+
+
+def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    """Cosine of two L2-normalised term weightings."""
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(w * b.get(t, 0.0) for t, w in a.items())
+
+
+def _normalised(weights: Mapping[str, float], limit: int) -> dict[str, float]:
+    top = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    norm = math.sqrt(sum(w * w for _, w in top))
+    return {t: round(w / norm, 4) for t, w in top} if norm else {}
+
+
+def story_features(items: Sequence[Item], *, topic: str | None = None, title: str | None = None) -> StoryFeatures:
+    """A story's features from its reports (the lead first): their outlets, and their terms weighted as the
+    clustering weighs them, the monitor's `topic` words left out (every story of the monitor shares them)."""
+    deduper = Deduper(topic=topic)
+    summed: dict[str, float] = {}
+    for item in items[:STORY_ITEMS]:
+        weights = deduper.term_weights(fingerprint(item.title, item.text, language=item.language or ""))
+        for term, weight in weights.items():
+            summed[term] = summed.get(term, 0.0) + weight
+    outlets = tuple(dict.fromkeys(outlet_of(item) for item in items))
+    return StoryFeatures(
+        title=title if title is not None else (items[0].title if items else ""),
+        outlets=outlets,
+        terms=_normalised(summed, STORY_TERMS),
+    )
+
+
+def _likeness(story: StoryFeatures, mark: Mark, tuning: FeedbackTuning) -> float:
+    score = cosine(story.terms, mark.features.terms)
+    if mark.kind in ("more", "less") and set(story.outlets) & set(mark.features.outlets):
+        score += tuning.outlet_evidence
+    return score
+
+
+def _closest(story: StoryFeatures, marks: Iterable[Mark], tuning: FeedbackTuning) -> tuple[float, Mark | None]:
+    best, which = 0.0, None
+    for mark in marks:
+        score = _likeness(story, mark, tuning)
+        if score > best:
+            best, which = score, mark
+    return best, which
+
+
+def _centroid(marks: Sequence[Mark]) -> dict[str, float]:
+    """The mean of the marks' term weightings, L2-normalised: what the marked stories have in common."""
+    summed: dict[str, float] = {}
+    for mark in marks:
+        for term, weight in mark.features.terms.items():
+            summed[term] = summed.get(term, 0.0) + weight
+    norm = math.sqrt(sum(w * w for w in summed.values()))
+    return {t: w / norm for t, w in summed.items()} if norm else {}
+
+
+def _outlet_leaning(marks: Sequence[Mark]) -> dict[str, float]:
+    """Per outlet, how its marked stories lean: (👍 − 👎) / (👍 + 👎 + 1), from −1 to 1 (outlets keep to beats)."""
+    counts: dict[str, list[int]] = {}
+    for mark in marks:
+        if mark.kind not in ("more", "less"):
+            continue
+        for outlet in mark.features.outlets[:LEANING_OUTLETS]:
+            pair = counts.setdefault(outlet.casefold(), [0, 0])
+            pair[0 if mark.kind == "more" else 1] += 1
+    return {outlet: (up - down) / (up + down + 1) for outlet, (up, down) in counts.items()}
+
+
+def _quoted(title: str) -> str:
+    return f"“{title[:80]}”" if title else "a story"
+
+
+def reader_view(
+    stories: Sequence[StoryFeatures], marks: Sequence[Mark], *, tuning: FeedbackTuning = DEFAULT_TUNING
+) -> ReaderView:
+    """The stories one reader gets of a shared digest, given the reader's marks (see the module)."""
+    muted = {outlet.casefold() for m in marks if m.kind == "mute" for outlet in m.features.outlets}
+    mute_of = {o.casefold(): m for m in marks if m.kind == "mute" for o in m.features.outlets}
+    ups = [m for m in marks if m.kind == "more"]
+    downs = [m for m in marks if m.kind in ("less", "fewer")]
+    up_centroid, down_centroid, leaning = _centroid(ups), _centroid(downs), _outlet_leaning(marks)
+    kept: list[tuple[float, StoryDecision]] = []
+    dropped: list[StoryDecision] = []
+    for index, story in enumerate(stories):
+        outlets = [o.casefold() for o in story.outlets]
+        if outlets and all(o in muted for o in outlets):
+            mute = mute_of[outlets[0]]
+            reason = f"its outlet {story.outlets[0]} is muted" if len(outlets) == 1 else "all its outlets are muted"
+            dropped.append(StoryDecision(index=index, kept=False, mark_id=mute.id, reason=reason))
+            continue
+        up, up_mark = _closest(story, ups, tuning)
+        down, down_mark = _closest(story, downs, tuning)
+        leanings = [leaning[o] for o in outlets[:LEANING_OUTLETS] if o in leaning]
+        lean = sum(leanings) / len(leanings) if leanings else 0.0
+        net = cosine(story.terms, up_centroid) - cosine(story.terms, down_centroid) + tuning.outlet_evidence * lean
+        if down_mark is not None and net <= -tuning.drop_at:
+            word = "👎" if down_mark.kind == "less" else "“fewer like this”"
+            reason = (
+                f"closer to the stories you marked down than to those you marked up (score {net:+.2f}); the closest: "
+                f"{_quoted(down_mark.features.title)}, marked {word}"
+            )
+            dropped.append(
+                StoryDecision(index=index, kept=False, up=up, down=down, mark_id=down_mark.id, reason=reason)
+            )
+            continue
+        reason, mark_id = "", None
+        if up_mark is not None and net >= tuning.drop_at:
+            reason = f"like {_quoted(up_mark.features.title)}, which you marked 👍 (likeness {up:.2f})"
+            mark_id = up_mark.id
+        elif down_mark is not None and net < 0:
+            reason = f"moved down: like {_quoted(down_mark.features.title)} (likeness {down:.2f})"
+            mark_id = down_mark.id
+        decision = StoryDecision(index=index, kept=True, up=up, down=down, mark_id=mark_id, reason=reason)
+        kept.append((index - tuning.rank_shift * net, decision))
+    kept.sort(key=lambda pair: (pair[0], pair[1].index))
+    return ReaderView(kept=tuple(d for _, d in kept), dropped=tuple(dropped))

@@ -1,0 +1,218 @@
+"""Readers' feedback: marks per (monitor, chat), and the view of each digest a chat was shown after its marks.
+
+A chat's marks concern only that chat's view of that monitor; nothing here is shared between the chats that receive
+one monitor. A mark on a story replaces that chat's earlier 👍/👎/fewer on the same story of the same digest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+
+from storage.models import Delivery, FeedbackMark, ReaderViewRow, Run
+from storage.repositories._common import Repository, upsert_insert
+from storage.types import utc_now
+
+STORY_KINDS = ("more", "less", "fewer")
+"""Marks on a story (one per story and chat: the latest press wins); `mute` marks an outlet."""
+
+_SAME_DELIVERY = (Delivery.run_id == ReaderViewRow.run_id) & (Delivery.chat_id == ReaderViewRow.chat_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FeedbackMarkRecord:
+    """One stored mark."""
+
+    id: int = 0
+    monitor_id: int
+    chat_id: int
+    kind: str
+    run_id: int | None = None
+    story: int | None = None
+    title: str = ""
+    outlets: tuple[str, ...] = ()
+    terms: dict[str, float] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredView:
+    """The view of one run's digest a chat was shown."""
+
+    run_id: int
+    chat_id: int
+    monitor_id: int | None
+    view: dict[str, Any]
+
+
+def _record(row: FeedbackMark) -> FeedbackMarkRecord:
+    return FeedbackMarkRecord(
+        id=row.id,
+        monitor_id=row.monitor_id,
+        chat_id=row.chat_id,
+        kind=row.kind,
+        run_id=row.run_id,
+        story=row.story,
+        title=row.title,
+        outlets=tuple(str(o) for o in row.outlets or ()),
+        terms={str(k): float(v) for k, v in (row.terms or {}).items()},
+        created_at=row.created_at,
+    )
+
+
+class FeedbackRepository(Repository):
+    async def add(self, mark: FeedbackMarkRecord, *, now: datetime | None = None) -> FeedbackMarkRecord:
+        """Store a mark; a story mark replaces the chat's earlier story mark on the same story of the same digest,
+        a mute the chat's earlier mute of the same outlets."""
+        async with self._db.transaction() as session:
+            reader = (FeedbackMark.monitor_id == mark.monitor_id) & (FeedbackMark.chat_id == mark.chat_id)
+            if mark.kind in STORY_KINDS and mark.run_id is not None and mark.story is not None:
+                await session.execute(
+                    delete(FeedbackMark).where(
+                        reader,
+                        FeedbackMark.run_id == mark.run_id,
+                        FeedbackMark.story == mark.story,
+                        FeedbackMark.kind.in_(STORY_KINDS),
+                    )
+                )
+            elif mark.kind == "mute":
+                wanted = {o.casefold() for o in mark.outlets}
+                mutes = await session.scalars(select(FeedbackMark).where(reader, FeedbackMark.kind == "mute"))
+                for row in mutes.all():
+                    if {str(o).casefold() for o in row.outlets or ()} <= wanted:
+                        await session.delete(row)
+            row = FeedbackMark(
+                monitor_id=mark.monitor_id,
+                chat_id=mark.chat_id,
+                kind=mark.kind,
+                run_id=mark.run_id,
+                story=mark.story,
+                title=mark.title,
+                outlets=list(mark.outlets),
+                terms=dict(mark.terms),
+                created_at=mark.created_at or now or utc_now(),
+            )
+            session.add(row)
+            await session.flush()
+            return _record(row)
+
+    async def undo_story(self, monitor_id: int, chat_id: int, run_id: int, story: int) -> list[FeedbackMarkRecord]:
+        """Remove the chat's marks on story `story` of run `run_id` (any kind); returns what was removed."""
+        async with self._db.transaction() as session:
+            rows = (
+                await session.scalars(
+                    select(FeedbackMark).where(
+                        FeedbackMark.monitor_id == monitor_id,
+                        FeedbackMark.chat_id == chat_id,
+                        FeedbackMark.run_id == run_id,
+                        FeedbackMark.story == story,
+                    )
+                )
+            ).all()
+            removed = [_record(row) for row in rows]
+            for row in rows:
+                await session.delete(row)
+            return removed
+
+    async def unmute(self, chat_id: int, outlet: str, *, monitor_id: int | None = None) -> int:
+        """Remove the chat's mutes of `outlet` (case-insensitive) on one monitor or all; returns how many."""
+        wanted = outlet.casefold()
+        async with self._db.transaction() as session:
+            query = select(FeedbackMark).where(FeedbackMark.chat_id == chat_id, FeedbackMark.kind == "mute")
+            if monitor_id is not None:
+                query = query.where(FeedbackMark.monitor_id == monitor_id)
+            removed = 0
+            for row in (await session.scalars(query)).all():
+                if wanted in {str(o).casefold() for o in row.outlets or ()}:
+                    await session.delete(row)
+                    removed += 1
+            return removed
+
+    async def marks(self, monitor_id: int, chat_id: int) -> list[FeedbackMarkRecord]:
+        """One reader's marks on one monitor, oldest first."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(FeedbackMark)
+                .where(FeedbackMark.monitor_id == monitor_id, FeedbackMark.chat_id == chat_id)
+                .order_by(FeedbackMark.id)
+            )
+            return [_record(row) for row in rows]
+
+    async def save_view(self, run_id: int, chat_id: int, view: dict[str, Any], *, now: datetime | None = None) -> None:
+        """Store (or replace, while nothing of the delivery went out) the view a chat is shown of a run."""
+        async with self._db.transaction() as session:
+            statement = upsert_insert(session, ReaderViewRow).values(
+                run_id=run_id, chat_id=chat_id, view=view, created_at=now or utc_now()
+            )
+            await session.execute(
+                statement.on_conflict_do_update(index_elements=["run_id", "chat_id"], set_={"view": view})
+            )
+
+    async def view(self, run_id: int, chat_id: int) -> StoredView | None:
+        """The view the chat was shown of a run it received (a part of the delivery confirmed sent); None otherwise:
+        a press for a digest the chat never got changes nothing."""
+        async with self._db.sessions() as session:
+            row = (
+                await session.execute(
+                    select(ReaderViewRow.view, Run.monitor_id)
+                    .join(Run, Run.id == ReaderViewRow.run_id)
+                    .join(Delivery, _SAME_DELIVERY)
+                    .where(ReaderViewRow.run_id == run_id, ReaderViewRow.chat_id == chat_id, Delivery.parts_sent > 0)
+                )
+            ).one_or_none()
+            if row is None:
+                return None
+            return StoredView(run_id=run_id, chat_id=chat_id, monitor_id=row.monitor_id, view=dict(row.view or {}))
+
+    async def pending_view(self, run_id: int, chat_id: int) -> dict[str, Any] | None:
+        """The stored view of a delivery still going out (a resend keeps it), whether or not a part was sent."""
+        async with self._db.sessions() as session:
+            found = await session.scalar(
+                select(ReaderViewRow.view).where(ReaderViewRow.run_id == run_id, ReaderViewRow.chat_id == chat_id)
+            )
+            return dict(found) if found is not None else None
+
+    async def last_views(self, chat_id: int, *, monitor_id: int | None = None, limit: int = 1) -> list[StoredView]:
+        """The latest digests the chat received (newest first), of one monitor or any."""
+        async with self._db.sessions() as session:
+            query = (
+                select(ReaderViewRow.run_id, ReaderViewRow.view, Run.monitor_id)
+                .join(Run, Run.id == ReaderViewRow.run_id)
+                .join(Delivery, _SAME_DELIVERY)
+                .where(ReaderViewRow.chat_id == chat_id, Delivery.parts_sent > 0, Run.monitor_id.is_not(None))
+                .order_by(ReaderViewRow.id.desc())
+                .limit(limit)
+            )
+            if monitor_id is not None:
+                query = query.where(Run.monitor_id == monitor_id)
+            return [
+                StoredView(run_id=row.run_id, chat_id=chat_id, monitor_id=row.monitor_id, view=dict(row.view or {}))
+                for row in await session.execute(query)
+            ]
+
+    async def replace_marks(self, monitor_id: int, chat_id: int, marks: Sequence[FeedbackMarkRecord]) -> int:
+        """An import: the reader's marks on the monitor become `marks` (their run and story numbers dropped: those
+        runs are another database's)."""
+        async with self._db.transaction() as session:
+            await session.execute(
+                delete(FeedbackMark).where(FeedbackMark.monitor_id == monitor_id, FeedbackMark.chat_id == chat_id)
+            )
+            for mark in marks:
+                session.add(
+                    FeedbackMark(
+                        monitor_id=monitor_id,
+                        chat_id=chat_id,
+                        kind=mark.kind,
+                        run_id=None,
+                        story=None,
+                        title=mark.title,
+                        outlets=list(mark.outlets),
+                        terms=dict(mark.terms),
+                        created_at=mark.created_at or utc_now(),
+                    )
+                )
+            return len(marks)

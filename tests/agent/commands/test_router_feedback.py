@@ -1,0 +1,46 @@
+"""The feedback commands typed in a chat (as in the terminal) through `Conversation.respond`: /less, /why, /mute,
+/unmute, /unmark on the last digest the chat received; another chat's typing changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from storage import Database, FeedbackRepository
+from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
+from tests.fakes.http_server import FakeHTTPServer
+
+
+@pytest.fixture
+async def world(database: Database, fake_server: FakeHTTPServer, tmp_path: Path) -> AsyncIterator[RouterWorld]:
+    async with open_world(database, fake_server, tmp_path) as opened:
+        yield opened
+
+
+async def test_typed_feedback_on_the_last_digest_and_why(world: RouterWorld) -> None:
+    before = await world.say("/less 1")
+    await world.say("/track DeepSeek daily at 08:30 from hn,news")
+    await world.say("/digest 1")
+    [sent] = await world.deliver()
+    less = await world.say("/less 1")
+    why = await world.say("/why 1")
+    dropped = await world.say("/why dropped")
+    elsewhere = await world.say("/more 1", chat=OTHER_CHAT)
+    mute = await world.say("/mute news.example.com")
+    unmute = await world.say("/unmute news.example.com")
+    unmark = await world.say("/unmark 1")
+    chat = await world.chat()
+    marks = await FeedbackRepository(world.database).marks(1, chat.id)
+
+    assert "No digest has reached this chat yet" in before.text
+    assert sent.message.buttons[0].callback_data == f"/more 1 run {sent.message.run_id}"  # a telegram chat
+    assert less.text.startswith("Recorded 👎 less like this on story 1 ") and "/unmark 1 run" in less.text
+    assert "story 1:" in why.text and "new story for this monitor" in why.text and "Scores:" in why.text
+    assert "nothing was left out" in dropped.text
+    assert "No digest has reached this chat yet" in elsewhere.text
+    assert mute.text.startswith("Muted news.example.com on monitor #1")
+    assert unmute.text.startswith("Unmuted news.example.com")
+    assert unmark.text.startswith("Removed this chat's mark on story 1")
+    assert marks == []

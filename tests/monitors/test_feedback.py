@@ -1,0 +1,201 @@
+"""Readers' feedback on a shared monitor: a chat's marks change only that chat's next digest (muted outlets and
+stories like a 👎 left out, with one line saying so), presses on digests a chat never received change nothing, and
+marks survive a restart."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from monitors import FeedbackError, create_imported, export_monitors, read_monitor_file
+from monitors.service import MonitorService
+from sources.base import Item, SearchQuery
+from storage import Database, FeedbackRepository
+from tests.backends import sqlite_url
+from tests.monitors.conftest import T0, World
+from tests.research.fake_sources import RecordingSource, make_item
+
+DAY_ONE = [
+    ("chips-1", "Nvidia unveils Blackwell GPU chips for datacenters", "https://chipwire.com/a"),
+    ("tour-1", "Pop singer Taylor Swift announces stadium tour dates", "https://celebgossip.net/a"),
+    ("rates-1", "Central bank raises interest rates to curb inflation", "https://moneydaily.org/a"),
+]
+DAY_TWO = [
+    ("chips-2", "Intel shows its Gaudi accelerator for training AI models", "https://chipwire.com/b"),
+    ("tour-2", "Beyonce wins a Grammy for her pop album", "https://celebgossip.net/b"),
+    ("rates-2", "Bond markets rally as inflation cools and rates hold", "https://moneydaily.org/b"),
+]
+
+
+def _items(stories: list[tuple[str, str, str]], hours_ago: float) -> list[Item]:
+    return [
+        make_item("news", key, title=title, url=url, text=title, points=10, hours_ago=hours_ago)
+        for key, title, url in stories
+    ]
+
+
+class Feed:
+    """The monitor's one source: today's stories."""
+
+    def __init__(self) -> None:
+        self.today = _items(DAY_ONE, 1.0)
+
+    def answer(self, _query: SearchQuery) -> list[Item]:
+        return list(self.today)
+
+
+@pytest.fixture
+def feed(world: World) -> Feed:
+    feed = Feed()
+    world.sources["news"] = RecordingSource("news", feed.answer)
+    return feed
+
+
+def _stories(text: str) -> dict[str, int]:
+    """The digest's numbered stories: a word of each title → its number."""
+    found = {}
+    for number, line in re.findall(r"^(\d+)\. (.*)$", text, re.M):
+        for word in ("Nvidia", "Intel", "Swift", "Beyonce", "bank", "Bond"):
+            if word in line.split("—")[0]:
+                found[word] = int(number)
+    return found
+
+
+async def _shared_monitor(world: World, service: MonitorService) -> int:
+    owner, reader = world.chats[0].id, world.chats[1].id
+    view = await service.create_monitor(owner, "news", schedule_text="daily at 08:00", sources="news")
+    await service.sharing.share(view.id, chat_id=owner)
+    await service.sharing.subscribe(reader, view.id)
+    return view.id
+
+
+async def _run_and_deliver(world: World, service: MonitorService, monitor: int, when: object) -> dict[str, str]:
+    before = len(world.sender.sent)
+    await service.run_monitor(monitor, when)  # type: ignore[arg-type]
+    await world.worker().run_once()
+    return {sent.chat.external_id: sent.text for sent in world.sender.sent[before:]}
+
+
+async def test_one_subscribers_marks_change_only_its_own_next_digest(world: World, feed: Feed) -> None:
+    service = world.service()
+    monitor = await _shared_monitor(world, service)
+    owner, reader = world.chats[0].id, world.chats[1].id
+
+    first = await _run_and_deliver(world, service, monitor, T0)
+    numbers = _stories(first["101"])
+    less = await service.feedback.mark(reader, "less", numbers["Swift"])
+    more = await service.feedback.mark(reader, "more", numbers["Nvidia"])
+    feed.today = _items(DAY_TWO, -23.0)
+    second = await _run_and_deliver(world, service, monitor, T0 + timedelta(days=1))
+    why_dropped = await service.feedback.why(reader, None)
+    why_owner = await service.feedback.why(owner, None)
+
+    assert set(numbers) == {"Nvidia", "Swift", "bank"}
+    assert "Recorded 👎 less like this on story" in less.text and less.monitor_id == monitor
+    assert "Recorded 👍 more like this" in more.text
+    assert set(_stories(second["100"])) == {"Intel", "Beyonce", "Bond"}  # the owner marked nothing
+    assert "left out by your feedback" not in second["100"]
+    reader_stories = _stories(second["101"])
+    assert set(reader_stories) == {"Intel", "Bond"}
+    assert reader_stories["Intel"] == 1  # like a 👍 story: first
+    assert "_1 story left out by your feedback — /why dropped_" in second["101"]
+    assert "Beyonce wins a Grammy" in why_dropped and "marked 👎" in why_dropped
+    assert "nothing was left out" in why_owner
+
+
+async def test_a_muted_outlet_is_left_out_for_that_chat_only_and_unmute_brings_it_back(
+    world: World, feed: Feed
+) -> None:
+    service = world.service()
+    monitor = await _shared_monitor(world, service)
+    reader = world.chats[1].id
+    first = await _run_and_deliver(world, service, monitor, T0)
+    muted = await service.feedback.mark(reader, "mute", _stories(first["101"])["bank"])
+    feed.today = _items(DAY_TWO, -23.0)
+    second = await _run_and_deliver(world, service, monitor, T0 + timedelta(days=1))
+    unmuted = await service.feedback.unmute(reader, "moneydaily.org")
+    again = await service.feedback.unmute(reader, "moneydaily.org")
+
+    assert muted.text.startswith("Muted moneydaily.org on monitor #")
+    assert "Bond" not in _stories(second["101"]) and "Bond" in _stories(second["100"])
+    assert unmuted.startswith("Unmuted moneydaily.org") and "was not muted" in again
+    assert await FeedbackRepository(world.database).marks(monitor, reader) == []
+
+
+async def test_presses_for_a_digest_the_chat_never_received_or_a_story_it_never_saw_change_nothing(
+    world: World, feed: Feed
+) -> None:
+    service = world.service()
+    monitor = await _shared_monitor(world, service)
+    stranger = world.chats[2].id
+    await _run_and_deliver(world, service, monitor, T0)
+    (run,) = [r.id for r in await _runs(world, monitor)]
+
+    with pytest.raises(FeedbackError, match="never reached this chat"):
+        await service.feedback.mark(stranger, "less", 1, run_id=run)
+    with pytest.raises(FeedbackError, match="No digest has reached this chat yet"):
+        await service.feedback.mark(stranger, "more", 1)
+    with pytest.raises(FeedbackError, match="never reached this chat"):
+        await service.feedback.mark(world.chats[1].id, "less", 1, run_id=run + 99)  # forged run
+    with pytest.raises(FeedbackError, match="pick a number from 1 to 3"):
+        await service.feedback.mark(world.chats[1].id, "less", 9)
+
+    repository = FeedbackRepository(world.database)
+    assert await repository.marks(monitor, stranger) == []
+    assert await repository.marks(monitor, world.chats[1].id) == []
+
+
+async def test_marks_survive_a_restart_and_a_second_press_replaces_the_first(
+    world: World, feed: Feed, db_path: Path
+) -> None:
+    service = world.service()
+    monitor = await _shared_monitor(world, service)
+    reader = world.chats[1].id
+    first = await _run_and_deliver(world, service, monitor, T0)
+    number = _stories(first["101"])["Swift"]
+    await service.feedback.mark(reader, "more", number)
+    await service.feedback.mark(reader, "less", number)  # changed their mind: one mark, the last
+
+    await world.database.dispose()
+    reopened = Database(sqlite_url(db_path))
+    try:
+        marks = await FeedbackRepository(reopened).marks(monitor, reader)
+    finally:
+        await reopened.dispose()
+
+    assert [(m.kind, m.story, m.outlets) for m in marks] == [("less", number, ("celebgossip.net",))]
+    assert "swift" in marks[0].terms and "news" not in marks[0].terms  # the monitor's topic words weigh nothing
+
+
+async def _runs(world: World, monitor: int) -> list:  # type: ignore[type-arg]
+    from storage import RunRepository
+
+    return await RunRepository(world.database).list_for_monitor(monitor)
+
+
+async def test_export_and_import_keep_the_chats_marks(world: World, feed: Feed) -> None:
+    service = world.service()
+    owner, other = world.chats[0], world.chats[2]
+    view = await service.create_monitor(owner.id, "news", schedule_text="daily at 08:00", sources="news")
+    first = await _run_and_deliver(world, service, view.id, T0)
+    await service.feedback.mark(owner.id, "less", _stories(first["100"])["Swift"])
+    await service.feedback.mute(owner.id, "moneydaily.org")
+
+    exported = await export_monitors(service, owner, now=T0)
+    plan = read_monitor_file(exported.json)
+    result = await create_imported(service, other.id, plan.entries)
+    [(imported, _topic)] = result.created
+    again = await export_monitors(service, other, now=T0)
+
+    repository = FeedbackRepository(world.database)
+    source_marks = await repository.marks(view.id, owner.id)
+    copied = await repository.marks(imported, other.id)
+    assert [(m.kind, m.title, m.outlets, m.terms) for m in copied] == [
+        (m.kind, m.title, m.outlets, m.terms) for m in source_marks
+    ]
+    assert [m.kind for m in copied] == ["less", "mute"] and copied[0].run_id is None
+    assert json.loads(again.json)["monitors"][0]["feedback"] == json.loads(exported.json)["monitors"][0]["feedback"]
