@@ -10,6 +10,7 @@ from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
+from storage.repositories.reader_rules import ReaderRuleRepository
 from storage.repositories.rate_slots import RateSlotRepository, SlotLimit
 from storage.repositories.runs import RunRepository
 from storage.repositories.source_failures import SourceFailureRepository
@@ -34,6 +35,7 @@ __all__ = [
     "MonitorChanges",
     "MonitorRepository",
     "RateSlotRepository",
+    "ReaderRuleRepository",
     "RunNotOpenError",
     "RunRepository",
     "SlotLimit",
