@@ -43,8 +43,19 @@ from monitors.outbound import (
     Reply,
     RetryLater,
 )
+from monitors.runner import item_of_record
 from monitors.sharing import hand_over_monitors
-from research import Digest, escape_markdown, render_digest_markdown
+from research import (
+    Digest,
+    ReaderRules,
+    RulesDecision,
+    RunEntry,
+    apply_rules,
+    digest_stories,
+    escape_markdown,
+    filter_digest,
+    render_digest_markdown,
+)
 from sources import Backoff
 from storage import (
     ChatRecord,
@@ -53,8 +64,10 @@ from storage import (
     DeliveryRecord,
     DeliveryRepository,
     DeliveryStatus,
+    ItemRepository,
     JSONObject,
     MonitorRepository,
+    ReaderRuleRepository,
     RunRecord,
     RunRepository,
     SubscriptionRepository,
@@ -69,6 +82,7 @@ __all__ = [
     "build_message",
     "claimer_is_dead",
     "digest_for",
+    "left_out_line",
     "mark_chat_gone",
     "move_chat",
     "worker_identity",
@@ -137,9 +151,17 @@ def digest_for(run: RunRecord, language: str | None) -> JSONObject | None:
     return run.digest
 
 
-def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC", language: str | None = None) -> Reply:
+def build_message(
+    run: RunRecord,
+    *,
+    topic: str | None,
+    timezone: str = "UTC",
+    language: str | None = None,
+    left_out: RulesDecision | None = None,
+) -> Reply:
     """The message for a finished run: a notice's or briefing's stored text (with a briefing's CSV and chart), or
-    the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart."""
+    the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart. `left_out`: what
+    the reader's own rules took out of the digest (`DeliveryWorker` decides it per chat); one line says so."""
     kind = run.stats.get("kind")
     if kind in TEXT_KINDS:
         text = str(run.stats.get("text", "")) or "(empty notice)"
@@ -152,13 +174,27 @@ def build_message(run: RunRecord, *, topic: str | None, timezone: str = "UTC", l
     suffix = f" · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"
     stored = digest_for(run, language)
+    note = ""
     if stored is not None:
         try:
-            body = render_digest_markdown(Digest.model_validate(stored))
+            digest = Digest.model_validate(stored)
         except ValidationError:
             logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
+        else:
+            if left_out is not None and left_out.removed:
+                digest = filter_digest(digest, left_out.removed)
+            if left_out is not None and left_out.dropped and monitor_id is not None:
+                note = f"_{left_out_line(left_out, monitor_id)}_\n\n"
+            body = render_digest_markdown(digest)
     attachments = _attachments(run, f"{title}{suffix}")
-    return Reply(text=f"**{title}**{suffix}\n\n{body}", attachments=attachments, purpose="digest", run_id=run.id)
+    text = f"**{title}**{suffix}\n\n{note}{body}"
+    return Reply(text=text, attachments=attachments, purpose="digest", run_id=run.id)
+
+
+def left_out_line(decision: RulesDecision, monitor_id: int) -> str:
+    """The one line a filtered digest carries: "4 stories left out by your filter — /filter 3"."""
+    count = decision.stories_left_out
+    return f"{count} stor{'y' if count == 1 else 'ies'} left out by your filter — /filter {monitor_id}"
 
 
 def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment, ...]:
@@ -173,6 +209,21 @@ def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment,
             caption = chart_caption[:1024] if kind == "image" and chart_caption else None
             attachments.append(Attachment(path=Path(raw), filename=f"{stem}{extension}", kind=kind, caption=caption))
     return tuple(attachments)
+
+
+_ENTRY_CACHE_RUNS = 8
+"""Runs whose items a worker keeps for the chats with rules (a run is delivered to all its chats within a pass or
+two; a few runs' items are a few megabytes at most)."""
+
+
+def _decision_of(stored: JSONObject | None) -> RulesDecision | None:
+    """A decision stored on a delivery row (None when none was, or it no longer validates)."""
+    if stored is None:
+        return None
+    try:
+        return RulesDecision.model_validate(stored)
+    except ValidationError:
+        return None
 
 
 def _zone(name: str) -> tzinfo:
@@ -211,6 +262,10 @@ class DeliveryWorker:
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
+        self._rules = ReaderRuleRepository(database)
+        self._items = ItemRepository(database)
+        self._entries: dict[int, list[RunEntry]] = {}
+        """The items of runs delivered lately with their stories and relevance (what rules are applied to)."""
         self._senders: MutableMapping[str, ChatSender[Any]] = dict(senders)
         self._clock = clock
         self._batch_size = batch_size
@@ -405,7 +460,8 @@ class DeliveryWorker:
             # Parts already went out: go on in their language and timezone, even after a /language change, so the
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
-        message = build_message(run, topic=topic, timezone=timezone, language=language)
+        left_out = await self._reader_view(row, run, language)
+        message = build_message(run, topic=topic, timezone=timezone, language=language, left_out=left_out)
         parts = sender.parts(message)
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
@@ -462,6 +518,48 @@ class DeliveryWorker:
         self._log_attempt(row, where, sent_before, done, len(parts), "sent")
         report.sent += 1
         return False
+
+    async def _reader_view(self, row: DeliveryRecord, run: RunRecord, language: str | None) -> RulesDecision | None:
+        """What this chat's own rules take out of the run's digest: the one place a chat's view of a shared run is
+        decided (collection ran once, for every reader). Decided when the row's first part is built and stored on
+        the row, so a resend shows the same digest; a chat without rules gets the digest whole. Never raises: rules
+        that cannot be applied leave the digest whole (logged), they never hold a delivery back."""
+        if run.monitor_id is None or run.stats.get("kind") != "digest":
+            return None
+        if row.parts_sent:
+            return _decision_of(row.left_out)
+        try:
+            rules = ReaderRules.from_stored(await self._rules.get(run.monitor_id, row.chat_id))
+            stored = digest_for(run, language)
+            if rules is None or rules.empty or stored is None:
+                decision = None
+            else:
+                stories = digest_stories(Digest.model_validate(stored), await self._run_entries(run.id))
+                decision = apply_rules(stories, rules)
+            if decision is not None or row.left_out is not None:
+                await self._deliveries.record_left_out(
+                    row.id, decision.model_dump(mode="json") if decision is not None else None
+                )
+        except Exception:
+            logger.warning("delivery %d: the chat's rules could not be applied; sending the digest whole", row.id,
+                           exc_info=True)  # fmt: skip
+            return None
+        return decision
+
+    async def _run_entries(self, run_id: int) -> list[RunEntry]:
+        """The run's items with their stories and relevance, read once for every chat with rules."""
+        if run_id not in self._entries:
+            if len(self._entries) >= _ENTRY_CACHE_RUNS:
+                self._entries.pop(next(iter(self._entries)))
+            found = (await self._items.of_runs([run_id])).get(run_id, [])
+            entries = []
+            for scored in found:
+                item = item_of_record(scored.item)
+                if item is not None:
+                    entries.append(RunEntry(item=item, cluster_id=scored.scores.cluster_id,
+                                            relevance=scored.scores.relevance))  # fmt: skip
+            self._entries[run_id] = entries
+        return self._entries[run_id]
 
     async def _leave(self, row: DeliveryRecord, where: str, before: int, done: int, total: int) -> None:
         """The process is stopping: the row stays open with the parts confirmed so far, due at once for the next

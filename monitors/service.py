@@ -15,6 +15,7 @@ from pydantic_ai.models import Model
 
 from monitors.briefings import BriefingService
 from monitors.feeds import MonitorFeeds
+from monitors.reader_rules import ReaderRuleService
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
 from monitors.sharing import MonitorSharing
@@ -136,6 +137,8 @@ class MonitorService:
         """Each chat's briefing: its time, and the briefings that are due."""
         self.feeds = MonitorFeeds(database, clock=clock)
         """Each monitor's Atom and JSON feed: its token, and the documents built from its stored runs."""
+        self.rules = ReaderRuleService(self, database)
+        """Each chat's own rules on the monitors it receives (/filter)."""
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""

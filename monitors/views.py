@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
-from research import escape_markdown
+from research import ReaderRules, escape_markdown
 from storage import ChatRecord, DeliveryMode, MonitorListing, MonitorRecord, SubscriptionRecord
 
 if TYPE_CHECKING:  # the digest's module loads the model library: imported where a digest is drawn
@@ -95,6 +95,8 @@ class MonitorView:
     """How the chat it is seen from receives it (its own choice)."""
     in_briefing: bool = False
     """The chat it is seen from gets it in its briefing rather than one message per run."""
+    rules: str = ""
+    """The chat it is seen from's own rules on it, in one short line (`include ai · max 5`); "" when it has none."""
 
     def summary(self, *, owner: str | None = None) -> str:
         """One markdown paragraph for `/monitors` and for the reply to `/track`; `owner` names the owner chat
@@ -197,7 +199,13 @@ def monitor_view(listing: MonitorListing, chat: ChatRecord, *, default_timezone:
         delivery_paused=subscription is not None and subscription.paused,
         delivery=subscription.delivery if subscription is not None else DeliveryMode.AUTO,
         in_briefing=subscription is not None and in_briefing(subscription, chat),
+        rules=_rules_line(listing.reader_rules),
     )
+
+
+def _rules_line(stored: Mapping[str, Any] | None) -> str:
+    rules = ReaderRules.from_stored(dict(stored)) if stored else None
+    return rules.summary() if rules is not None else ""
 
 
 def _last_result(monitor: MonitorRecord, stats: Mapping[str, Any]) -> str:

@@ -23,7 +23,9 @@ class ReaderRuleRepository(Repository):
             )
             return rules
 
-    async def put(self, monitor_id: int, chat_id: int, rules: JSONObject | None, *, now: datetime | None = None) -> None:
+    async def put(
+        self, monitor_id: int, chat_id: int, rules: JSONObject | None, *, now: datetime | None = None
+    ) -> None:
         """Replace the chat's rules on the monitor; None (or an empty object) removes them."""
         async with self._db.transaction() as session:
             if not rules:
