@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
+from research import ReaderRules
 from sources import SourceError, guard_xml
 from storage import ChatRecord, DeliveryMode, MonitorRecord, MonitorRepository, SubscriptionRepository
 
@@ -81,6 +82,9 @@ class MonitorEntry(BaseModel):
     shared: bool = False
     delivery: DeliveryMode = DeliveryMode.AUTO
     """How the owner chat receives it: `auto` (in its briefing when it has one), `now` or `briefing`."""
+    rules: ReaderRules | None = None
+    """The owner chat's own rules on its digests (`/filter`); absent in exports made before rules existed. A
+    pattern RE2 refuses makes the entry refused, with the reason."""
 
     def label(self) -> str:
         return f"“{self.topic}”"
@@ -159,6 +163,8 @@ def _entry_line(entry: MonitorEntry) -> str:
     schedule = entry.schedule or f"{DEFAULT_SCHEDULE_TEXT} (the default)"
     named = (("paused", entry.paused), ("shared", entry.shared), ("notes when nothing is new", not entry.quiet))
     flags = "".join(f" · {flag}" for flag, on in named if on)
+    if entry.rules is not None and not entry.rules.empty:
+        flags += f" · your rules: {entry.rules.summary(80)}"
     return f"“{entry.topic}” — {schedule} · {sources}{flags}"
 
 
@@ -173,12 +179,13 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
     entries = []
     for record in records:
         subscription = await subscriptions.get(record.id, chat.id)
-        entries.append(_entry_of(record, subscription.delivery if subscription else DeliveryMode.AUTO))
+        rules = await service.rules.stored(record.id, chat_id=chat.id)
+        entries.append(_entry_of(record, subscription.delivery if subscription else DeliveryMode.AUTO, rules))
     document = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "exported_at": now.isoformat(timespec="seconds"),
-        "monitors": [entry.model_dump(mode="json") for entry in entries],
+        "monitors": [_exported(entry) for entry in entries],
     }
     body = json.dumps(document, ensure_ascii=False, indent=2).encode() + b"\n"
     feeds = sum(1 for entry in entries for spec in entry.sources if spec.startswith("rss:"))
@@ -186,7 +193,15 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
     return ExportedMonitors(json=body, opml=opml, count=len(entries), feeds=feeds)
 
 
-def _entry_of(record: MonitorRecord, delivery: DeliveryMode) -> MonitorEntry:
+def _exported(entry: MonitorEntry) -> dict[str, Any]:
+    """An entry as the JSON file holds it: its rules only when it has some, and only the ones set."""
+    document = entry.model_dump(mode="json", exclude={"rules"})
+    if entry.rules is not None and not entry.rules.empty:
+        document["rules"] = entry.rules.stored()
+    return document
+
+
+def _entry_of(record: MonitorRecord, delivery: DeliveryMode, rules: ReaderRules | None = None) -> MonitorEntry:
     schedule = schedule_of(record)
     return MonitorEntry(
         topic=record.topic,
@@ -202,6 +217,7 @@ def _entry_of(record: MonitorRecord, delivery: DeliveryMode) -> MonitorEntry:
         paused=record.paused,
         shared=record.shared,
         delivery=delivery,
+        rules=rules,
     )
 
 
@@ -422,6 +438,8 @@ async def create_imported(service: MonitorService, chat_id: int, entries: Sequen
             continue
         if entry.delivery is not DeliveryMode.AUTO:
             await subscriptions.update(view.id, chat_id, delivery=entry.delivery)
+        if entry.rules is not None:
+            await service.rules.replace(view.id, chat_id=chat_id, rules=entry.rules)
         result.created.append((view.id, view.topic))
     logger.info("chat %d imported %d monitor(s), %d failed", chat_id, len(result.created), len(result.failed))
     return result
