@@ -75,7 +75,7 @@ def _shown(view: MonitorView, rules: ReaderRules, *, changed: bool = False) -> s
     lines = "\n".join(f"- {escape_markdown(part)}" for part in rules.parts())
     head = "now" if changed else "are"
     return (
-        f"Your rules on monitor #{view.id} “{topic}” {head}:\n{lines}\n"
+        f"Your rules on monitor #{view.id} “{topic}” {head}:\n{lines}\n\n"
         f"They change only the digests this chat gets. `/filter {view.id} clear` removes them."
     )
 
