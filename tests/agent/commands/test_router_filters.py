@@ -14,7 +14,7 @@ from agent.commands.filters import FilterCommand
 from agent.commands.grammar import CommandError
 from research import ReaderRules
 from storage import Database
-from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
+from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
 
 THIRD_CHAT = "3003"
