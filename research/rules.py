@@ -244,7 +244,7 @@ class ReaderRules(BaseModel):
 
     def _set_number(self, kind: RuleKind, values: Sequence[str]) -> ReaderRules:
         text = " ".join(values).strip().lower()
-        if text in ("off", "none", "0" if kind == "max" else "off"):
+        if text in ("off", "none"):
             return self._with(**{_FIELD[kind]: None})
         try:
             number = int(text) if kind == "max" else float(text)
@@ -519,9 +519,9 @@ def filter_digest(digest: Digest, removed: Iterable[int]) -> Digest:
     if not gone:
         return digest
 
-    def strip(text: str) -> str:
+    def strip(text: str, everything: bool = False) -> str:
         def keep(match: re.Match[str]) -> str:
-            numbers = [n for n in match.group(1).split(",") if int(n) not in gone]
+            numbers = [n for n in match.group(1).split(",") if not everything and int(n) not in gone]
             return f"[{', '.join(n.strip() for n in numbers)}]" if numbers else ""
 
         return re.sub(r"\s+(?=[.,;:!?]|$)", "", CITATION.sub(keep, text)).strip()
@@ -542,11 +542,8 @@ def filter_digest(digest: Digest, removed: Iterable[int]) -> Digest:
         disputed.append(claim.model_copy(update={"claim": strip(claim.claim), "citations": cited}))
     headline = digest.headline
     if first_gone or (citations_in(headline) and not set(citations_in(headline)) - gone):
-        headline = (
-            one_line(CITATION.sub("", developments[0].text), HEADLINE_CHARS)
-            if developments
-            else ("Nothing in this digest passed your filter")
-        )
+        lead = developments[0].text if developments else ""
+        headline = one_line(strip(lead, everything=True), HEADLINE_CHARS) or "Nothing in this digest passed your filter"
     elif (more := _MORE_STORIES.search(headline)) is not None:
         others = len(developments) - 1
         tail = f" — and {others} more stor{'y' if others == 1 else 'ies'}" if others > 0 else ""
