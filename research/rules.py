@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
@@ -65,6 +65,10 @@ MAX_STORIES: Final = 50
 MAX_MATCH_CHARS: Final = 20_000
 """Text of one story the rules read (its items' titles and descriptions, in order): bounds the time per story."""
 
+_PATTERN_CACHE: Final = 4096
+"""Compiled words and patterns a process keeps (every chat's rules are matched again at each delivery; compiling
+costs more than matching a story)."""
+
 RuleKind = Literal["include", "exclude", "regex", "exclude-regex", "allow", "block", "max", "min-relevance"]
 RULE_KINDS: Final[tuple[RuleKind, ...]] = (
     "include",
@@ -86,7 +90,7 @@ class RuleError(ValueError):
 # ---- matching ----------------------------------------------------------------------------------------------
 
 
-@cache
+@lru_cache(maxsize=_PATTERN_CACHE)
 def word_pattern(keyword: str) -> re.Pattern[str]:
     """A word or phrase as a pattern over `normalise`d text: whole words for alphabetic scripts ("AI" must not match
     "said"), plain containment for CJK and Thai, whose words are not separated by spaces."""
@@ -94,7 +98,7 @@ def word_pattern(keyword: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){text}(?!\w)" if keyword.isascii() else text)
 
 
-@cache
+@lru_cache(maxsize=_PATTERN_CACHE)
 def compile_pattern(pattern: str) -> Any:
     """`pattern` compiled by RE2 (case-insensitive, UTF-8, within `REGEX_MAX_MEM`); `RuleError` with the reason when
     it is too long or RE2 refuses it (back-references and look-arounds do not exist in RE2: that is what keeps it
@@ -450,12 +454,36 @@ class RulesDecision(BaseModel):
 
 def _first_match(text: str, words: Sequence[str], patterns: Sequence[str]) -> str | None:
     for word in words:
-        if word_pattern(word).search(text):
+        # a plain substring test first: most words are absent, and `in` costs a fraction of the boundary pattern
+        if normalise(word) in text and word_pattern(word).search(text):
             return f'"{word}"'
+    if len(patterns) > 1 and (together := pattern_set(tuple(patterns))) is not None:
+        hits = together.Match(text)  # one pass over the text for every pattern
+        return f"/{patterns[min(hits)]}/" if hits else None
     for pattern in patterns:
         if compile_pattern(pattern).search(text):
             return f"/{pattern}/"
     return None
+
+
+@lru_cache(maxsize=_PATTERN_CACHE)
+def pattern_set(patterns: tuple[str, ...]) -> Any:
+    """Several checked patterns as one RE2 set, matched in one pass (None when RE2 cannot build it within
+    `REGEX_MAX_MEM` per pattern: they are then matched one by one)."""
+    import re2
+
+    options = re2.Options()
+    options.case_sensitive = False
+    options.max_mem = REGEX_MAX_MEM * len(patterns)
+    options.log_errors = False
+    together = re2.Set.SearchSet(options)
+    try:
+        for pattern in patterns:
+            together.Add(pattern)
+        together.Compile()
+    except re2.error:
+        return None
+    return together
 
 
 def _outlet_reason(item: StoryItem, rules: ReaderRules) -> str | None:

@@ -176,3 +176,15 @@ def test_rules_are_stored_compactly_and_changed_by_kind() -> None:
     ):
         with pytest.raises(RuleError, match=reason):
             rules.added(kind, [value])  # type: ignore[arg-type]
+
+
+def test_several_patterns_of_a_kind_match_in_one_pass_and_name_the_one_that_hit() -> None:
+    digest, entries = _digest()
+    rules = ReaderRules(exclude_regex=(r"\bnothing\b", r"(?:chef|cook)s?", r"中文"))
+
+    decision = apply_rules(digest_stories(digest, entries), rules)
+
+    assert {left.numbers[0]: left.rule for left in decision.dropped} == {
+        3: "exclude-regex /(?:chef|cook)s?/",
+        4: "exclude-regex /中文/",
+    }
