@@ -43,15 +43,13 @@ from monitors.outbound import (
     Reply,
     RetryLater,
 )
-from monitors.runner import item_of_record
+from monitors.reader_rules import reader_view, run_entries
 from monitors.sharing import hand_over_monitors
 from research import (
     Digest,
     ReaderRules,
     RulesDecision,
     RunEntry,
-    apply_rules,
-    digest_stories,
     escape_markdown,
     filter_digest,
     render_digest_markdown,
@@ -520,10 +518,10 @@ class DeliveryWorker:
         return False
 
     async def _reader_view(self, row: DeliveryRecord, run: RunRecord, language: str | None) -> RulesDecision | None:
-        """What this chat's own rules take out of the run's digest: the one place a chat's view of a shared run is
-        decided (collection ran once, for every reader). Decided when the row's first part is built and stored on
-        the row, so a resend shows the same digest; a chat without rules gets the digest whole. Never raises: rules
-        that cannot be applied leave the digest whole (logged), they never hold a delivery back."""
+        """What this chat's own rules take out of the run's digest (`reader_view`; collection ran once, for every
+        reader). Decided when the row's first part is built and stored on the row, so a resend shows the same digest;
+        a chat without rules gets the digest whole. Never raises: rules that cannot be applied leave the digest whole
+        (logged), they never hold a delivery back."""
         if run.monitor_id is None or run.stats.get("kind") != "digest":
             return None
         if row.parts_sent:
@@ -531,11 +529,9 @@ class DeliveryWorker:
         try:
             rules = ReaderRules.from_stored(await self._rules.get(run.monitor_id, row.chat_id))
             stored = digest_for(run, language)
-            if rules is None or rules.empty or stored is None:
-                decision = None
-            else:
-                stories = digest_stories(Digest.model_validate(stored), await self._run_entries(run.id))
-                decision = apply_rules(stories, rules)
+            decision = None
+            if rules is not None and stored is not None:
+                decision = reader_view(Digest.model_validate(stored), await self._run_entries(run.id), rules)
             if decision is not None or row.left_out is not None:
                 await self._deliveries.record_left_out(
                     row.id, decision.model_dump(mode="json") if decision is not None else None
@@ -551,13 +547,7 @@ class DeliveryWorker:
         if run_id not in self._entries:
             if len(self._entries) >= _ENTRY_CACHE_RUNS:
                 self._entries.pop(next(iter(self._entries)))
-            found = (await self._items.of_runs([run_id])).get(run_id, [])
-            entries = []
-            for scored in found:
-                item = item_of_record(scored.item)
-                if item is not None:
-                    entries.append(RunEntry(item=item, cluster_id=scored.scores.cluster_id,
-                                            relevance=scored.scores.relevance))  # fmt: skip
+            entries = run_entries((await self._items.of_runs([run_id])).get(run_id, []))
             self._entries[run_id] = entries
         return self._entries[run_id]
 

@@ -1,8 +1,10 @@
-"""A chat's own rules on a monitor it receives (owned or subscribed), for that chat only: shown, changed, cleared.
+"""A chat's own rules on a monitor it receives (owned or subscribed), for that chat only: shown, changed, cleared,
+and what they keep of a shared run's digest (`reader_view`, the one decision every path to a chat takes: the
+delivery worker for a message per run, the briefing for its sections).
 
 Guarantees: a chat reads and changes only its own rules, and only on a monitor it owns or receives; rules are checked
 (`research.ReaderRules`: RE2 refuses a pattern, or it is too long) before anything is stored, so what is stored
-always applies. Applying them is the delivery worker's (`monitors.delivery`, per chat at sending time).
+always applies.
 """
 
 from __future__ import annotations
@@ -10,14 +12,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from research import ReaderRules, RuleKind
-from storage import Database, ReaderRuleRepository
+from monitors.runner import item_of_record
+from research import ReaderRules, RuleKind, RulesDecision, RunEntry, apply_rules, digest_stories
+from storage import Database, ItemWithScores, ReaderRuleRepository
 
 if TYPE_CHECKING:
     from monitors.service import MonitorService
     from monitors.views import MonitorView
+    from research import Digest
 
-__all__ = ["ReaderRuleService"]
+__all__ = ["ReaderRuleService", "reader_view", "run_entries"]
+
+
+def reader_view(digest: Digest, entries: Sequence[RunEntry], rules: ReaderRules | None) -> RulesDecision | None:
+    """What one reader keeps of a shared run's digest (None: all of it): the chat's rules over the digest's stories,
+    each story found among the run's `entries`. Pure; the one place a chat's view is decided."""
+    if rules is None or rules.empty:
+        return None
+    return apply_rules(digest_stories(digest, entries), rules)
+
+
+def run_entries(stored: Sequence[ItemWithScores]) -> list[RunEntry]:
+    """A run's stored items with their stories and relevance, as the rules read them (items that no longer
+    validate are skipped)."""
+    entries = []
+    for scored in stored:
+        item = item_of_record(scored.item)
+        if item is not None:
+            entries.append(RunEntry(item=item, cluster_id=scored.scores.cluster_id, relevance=scored.scores.relevance))
+    return entries
 
 
 class ReaderRuleService:

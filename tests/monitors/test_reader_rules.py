@@ -4,6 +4,7 @@ one subscriber's rules never change another's digest, and the monitor collects o
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import update
@@ -11,6 +12,7 @@ from sqlalchemy import update
 from monitors.delivery import build_message
 from monitors.outbound import RetryLater
 from monitors.portability import create_imported, export_monitors, plan_import, read_monitor_file
+from monitors.schedule import parse_schedule
 from monitors.views import MonitorNotFoundError
 from research import ReaderRules, RuleError, RulesDecision
 from sources.base import Item, SearchQuery
@@ -218,3 +220,30 @@ async def test_rules_belong_to_a_chat_that_owns_or_receives_the_monitor(stories_
     assert (await service.rules.of(monitor, chat_id=world.chats[0].id))[1].empty
     listed = await service.list_monitors(world.chats[1].id, chat=world.chats[1])
     assert [view.rules for view in listed] == ["max 3"]
+
+
+async def test_a_briefing_section_follows_the_readers_rules_and_the_others_briefing_does_not(
+    stories_world: World,
+) -> None:
+    world = stories_world
+    service = world.service()
+    monitor = await _shared_monitor(world)
+    owner, reader = world.chats[0], world.chats[1]
+    for chat in (owner, reader):
+        await service.briefings.set_briefing(
+            chat.id, parse_schedule("daily at 14:00", timezone="UTC", min_interval_seconds=900)
+        )
+    world.clock.advance(minutes=1)
+    await _set(world, monitor, reader.id, ReaderRules(exclude=("celebrity",), max_stories=2))
+
+    summary = await service.run_monitor(monitor, T0)
+    world.clock.set(datetime(2026, 11, 20, 14, 0, 30, tzinfo=UTC))
+    queued = await service.briefings.run_due()
+    await world.worker().run_once()
+
+    assert summary is not None and summary.deliveries == 0  # both read it in their briefing
+    assert sorted(q.chat_id for q in queued) == sorted([owner.id, reader.id])
+    received = {sent.chat.external_id: sent.text for sent in world.sender.sent}
+    assert _told(received[owner.external_id]) == ALL and "left out" not in received[owner.external_id]
+    assert _told(received[reader.external_id]) == ["rust", "cjk"]
+    assert f"3 stories left out by your filter — /filter {monitor}" in received[reader.external_id]
