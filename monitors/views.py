@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
-from research import ReaderRules, escape_markdown
+from research import escape_markdown
 from storage import ChatRecord, DeliveryMode, MonitorListing, MonitorRecord, SubscriptionRecord
 
 if TYPE_CHECKING:  # the digest's module loads the model library: imported where a digest is drawn
@@ -107,10 +107,11 @@ class MonitorView:
         quiet += " · shared" if self.shared else ""
         quiet += f" · owner {escape_markdown(owner)}" if owner else ""
         last_run = f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else ""
+        rules = f"\nrules: {escape_markdown(self.rules)}" if self.rules else ""
         return (
             f"**#{self.id} {escape_markdown(self.topic)}** — {self.schedule}{quiet}\n"
             f"{state} · sources: {escape_markdown(', '.join(self.sources))}\n"
-            f"last: {escape_markdown(self.last_result)}{last_run}"
+            f"last: {escape_markdown(self.last_result)}{last_run}{rules}"
         )
 
 
@@ -204,7 +205,11 @@ def monitor_view(listing: MonitorListing, chat: ChatRecord, *, default_timezone:
 
 
 def _rules_line(stored: Mapping[str, Any] | None) -> str:
-    rules = ReaderRules.from_stored(dict(stored)) if stored else None
+    if not stored:
+        return ""
+    from research import ReaderRules  # loaded only for a chat that has rules: listings stay cheap
+
+    rules = ReaderRules.from_stored(dict(stored))
     return rules.summary() if rules is not None else ""
 
 
