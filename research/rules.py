@@ -152,7 +152,8 @@ def _clean_words(values: Iterable[str], what: str) -> tuple[str, ...]:
 class ReaderRules(BaseModel):
     """One chat's rules on one monitor. Stories must mention an include word or pattern (when any is given) and no
     exclude word or pattern; only cited items from allowed outlets (when any) and none from blocked ones count; a
-    story under `min_relevance` is dropped; at most `max_stories` stories stay."""
+    story the run scored under `min_relevance` is dropped (one it did not score is kept); at most `max_stories`
+    stories stay."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -511,10 +512,10 @@ def apply_rules(stories: Sequence[Story], rules: ReaderRules) -> RulesDecision:
             rule = next(reason for reason in outlet_reasons.values() if reason)
         elif (
             rules.min_relevance is not None
-            and (story.relevance or 0.0) < rules.min_relevance
-            and (story.relevance is not None)
+            and (scored := story.relevance) is not None
+            and (scored < rules.min_relevance)
         ):
-            rule = f"min-relevance {rules.min_relevance:g} (it scored {story.relevance:.2f})"
+            rule = f"min-relevance {rules.min_relevance:g} (it scored {scored:.2f})"
         elif (hit := _first_match(story.text, rules.exclude, rules.exclude_regex)) is not None:
             rule = f"exclude {hit}" if hit.startswith('"') else f"exclude-regex {hit}"
         elif (rules.include or rules.regex) and _first_match(story.text, rules.include, rules.regex) is None:

@@ -188,3 +188,12 @@ def test_several_patterns_of_a_kind_match_in_one_pass_and_name_the_one_that_hit(
         3: "exclude-regex /(?:chef|cook)s?/",
         4: "exclude-regex /中文/",
     }
+
+
+def test_a_story_the_run_did_not_score_is_kept_by_a_minimum_relevance() -> None:
+    digest, entries = _digest()
+    unscored = [entry for entry in entries if entry.item.id != "news:b1"]  # the chef story is no longer in the run
+
+    decision = apply_rules(digest_stories(digest, unscored), ReaderRules(min_relevance=0.8))
+
+    assert [(left.numbers, left.rule) for left in decision.dropped] == [([4], "min-relevance 0.8 (it scored 0.70)")]
