@@ -539,8 +539,9 @@ _MORE_STORIES = re.compile(r" — and (\d+) more stor(?:y|ies)$")
 
 def filter_digest(digest: Digest, removed: Iterable[int]) -> Digest:
     """The digest without the `removed` citations: developments and claims left citing nothing go, inline `[n]`
-    markers of removed items go, the sources list keeps what is still cited. When the first development went, the
-    headline becomes the first one kept (in one line, without markers)."""
+    markers of removed items go, the sources list keeps what is still cited, and "what changed" goes once a
+    development went (it would count or name it). When the first development went, the headline becomes the first
+    one kept (in one line, without markers)."""
     from research.digest import CITATION, HEADLINE_CHARS, citations_in
     from research.llm import one_line
 
@@ -579,9 +580,18 @@ def filter_digest(digest: Digest, removed: Iterable[int]) -> Digest:
         headline = headline[: more.start()] + tail
     else:
         headline = strip(headline)
+    # "what changed" speaks of every story the run told (and counts them): once a story is left out it would tell
+    # the reader about it, or count it, so it goes too
+    changes = digest.changes_since_last if len(developments) == len(digest.developments) else None
     still = {n for d in developments for n in d.citations} | {n for c in disputed for n in c.citations}
-    still |= {n for text in (headline, digest.changes_since_last or "") for n in citations_in(text)}
+    still |= {n for text in (headline, changes or "") for n in citations_in(text)}
     cited_items = [cited for cited in digest.cited if cited.number in still and cited.number not in gone]
     return digest.model_copy(
-        update={"headline": headline, "developments": developments, "disputed": disputed, "cited": cited_items}
+        update={
+            "headline": headline,
+            "developments": developments,
+            "disputed": disputed,
+            "cited": cited_items,
+            "changes_since_last": changes,
+        }
     )

@@ -76,6 +76,7 @@ def _digest() -> tuple[Digest, list[RunEntry]]:
             Development(text="A celebrity chef opens a restaurant [3].", citations=[3]),
             Development(text="Huawei releases a Chinese model.", citations=[4]),
         ],
+        changes_since_last="3 new stories since the last digest; 0 continue from it.",
         disputed=[DisputedClaim(claim="The chef's claim [3]", status="unverified", citations=[3])],
         quality=QualityCheck(completeness=1, quality=0.7),
         cited=[
@@ -142,6 +143,8 @@ def test_the_filtered_digest_loses_dropped_stories_their_markers_and_sources() -
     assert filtered.disputed == []
     assert [c.number for c in filtered.cited] == [1, 4]
     assert filtered.headline == "Nvidia unveils AI chips — and 1 more story"
+    assert filtered.changes_since_last is None  # it counted the story left out
+    assert filter_digest(digest, [2]).changes_since_last == digest.changes_since_last  # every story still told
     rendered = render_digest_markdown(filtered)
     assert "gossip.example.net" not in rendered and "chef" not in rendered
 
