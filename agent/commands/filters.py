@@ -172,10 +172,10 @@ async def _propose_filter(services: Services, turn: Turn, command: FilterCommand
     try:
         if command.clear:
             changed = ReaderRules() if command.kind is None else rules.removed(command.kind, command.values)
-        elif command.values:
-            changed = rules.added(command.kind or "include", command.values)
+        elif command.kind is not None and command.values:
+            changed = rules.added(command.kind, command.values)
         else:
-            raise ToolRefusal("Give the values of the rule (words, outlets, a pattern, a number).")
+            raise ToolRefusal("Give the kind of rule and its values (words, outlets, a pattern, a number).")
     except RuleError as error:
         raise ToolRefusal(str(error)) from None
     what = changed.summary() or "none (the whole digest)"
