@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         read_import_file,
         read_monitor_file,
     )
+    from monitors.reader_rules import ReaderRuleService
     from monitors.runner import SourceResolver
     from monitors.schedule import (
         DEFAULT_SCHEDULE_TEXT,
@@ -138,6 +139,7 @@ __all__ = [
     "ProgressUpdate",
     "Purpose",
     "QueuedBriefing",
+    "ReaderRuleService",
     "Refused",
     "Reply",
     "RetryLater",
@@ -214,6 +216,7 @@ _SUBMODULES = {
         "read_import_file",
         "read_monitor_file",
     ],
+    "reader_rules": ["ReaderRuleService"],
     "runner": ["SourceResolver"],
     "schedule": [
         "DEFAULT_SCHEDULE_TEXT",

@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,12 +24,15 @@ from pydantic import ValidationError
 
 from monitors.delivery import digest_for
 from monitors.notices import BRIEFING_KIND
+from monitors.reader_rules import reader_view, run_entries
 from monitors.runner import item_of_record
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
 from research import (
     Digest,
+    ReaderRules,
     TopicDigests,
     assemble_briefing,
+    filter_digest,
     render_briefing_markdown,
     volume_counts,
     write_stored_items_csv,
@@ -46,6 +49,7 @@ from storage import (
     ItemWithScores,
     MonitorRecord,
     MonitorRepository,
+    ReaderRuleRepository,
     RunOutcome,
     RunRecord,
     RunRepository,
@@ -115,6 +119,7 @@ class BriefingService:
         self._items = ItemRepository(database)
         self._briefings = BriefingRepository(database)
         self._subscriptions = SubscriptionRepository(database)
+        self._rules = ReaderRuleRepository(database)
         self._files_of_pass: dict[tuple[object, ...], _BriefingFiles] = {}
         """The CSV and chart written in this pass, by the runs they cover (chats reading the same runs share them)."""
 
@@ -200,6 +205,7 @@ class BriefingService:
         }
         run_ids = {run.id for runs in finished.values() for run in runs}
         sent_alone = await self._runs.queued_for_chats(run_ids, [chat.id for chat, *_ in ready])
+        stored_rules = await self._rules.of_chats([chat.id for chat, *_ in ready])
         claims: list[BriefingClaim] = []
         briefs: dict[int, _Assembled] = {}
         for chat, schedule, due, monitor_ids, since in ready:
@@ -210,10 +216,11 @@ class BriefingService:
             ]
             assembled: _Assembled | None = None
             if runs:
-                key = (tuple(run.id for run in runs), chat.language, chat.timezone, due)
+                rules = _readable(stored_rules.get(chat.id, {}), monitor_ids)
+                key = (tuple(run.id for run in runs), chat.language, chat.timezone, due, tuple(sorted(rules.items())))
                 if key not in shared:
                     try:
-                        shared[key] = await self._assemble(chat, runs, due=due, files=self._files_of_pass)
+                        shared[key] = await self._assemble(chat, runs, due=due, files=self._files_of_pass, rules=rules)
                     except Exception:  # one briefing's failure must not stop the others'; it is tried next pass
                         logger.exception("chat %d: the briefing failed", chat.id)
                         continue
@@ -258,7 +265,9 @@ class BriefingService:
         *,
         due: datetime,
         files: dict[tuple[object, ...], _BriefingFiles],
+        rules: dict[int, ReaderRules] | None = None,
     ) -> _Assembled | None:
+        """The chat's briefing from these runs, each monitor's digests as the chat's own `rules` on it leave them."""
         by_monitor: dict[int, list[RunRecord]] = defaultdict(list)
         for run in runs:
             if run.monitor_id is not None:
@@ -266,6 +275,8 @@ class BriefingService:
         succeeded = [run for run in runs if run.status is RunStatus.SUCCEEDED]
         stored = await self._items.of_runs([run.id for run in succeeded])
         topics: list[TopicDigests] = []
+        left_out: dict[int, int] = {}
+        """Stories the chat's rules left out, per monitor."""
         rows: list[tuple[str, ItemWithScores]] = []
         monitors: dict[int, MonitorRecord] = {}
         for monitor_id, monitor_runs in sorted(by_monitor.items()):
@@ -275,25 +286,17 @@ class BriefingService:
             monitors[monitor_id] = monitor
             language = chat.language or monitor.language
             ok = [run for run in monitor_runs if run.status is RunStatus.SUCCEEDED]
-            digests = [digest for run in reversed(ok) if (digest := _digest(run, language)) is not None]
-            seen: set[str] = set()
-            mine: list[ItemWithScores] = []
-            for run in reversed(ok):
-                for scored in stored.get(run.id, []):
-                    if scored.item.id not in seen:
-                        seen.add(scored.item.id)
-                        mine.append(scored)
+            digests, dropped = _digests_for_reader(ok, language, stored, (rules or {}).get(monitor_id))
+            if dropped:
+                left_out[monitor_id] = dropped
+            mine, stories = _items_and_stories(ok, stored)
             rows += [(monitor.topic, scored) for scored in mine]
-            stories: dict[tuple[int, str], list[str]] = defaultdict(list)
-            for run in ok:
-                for scored in stored.get(run.id, []):
-                    stories[(run.id, scored.scores.cluster_id or scored.item.id)].append(scored.item.url)
             topics.append(
                 TopicDigests(
                     topic=monitor.topic,
                     monitor_id=monitor.id,
                     digests=digests,
-                    stories=list(stories.values()),
+                    stories=stories,
                     failed=not ok,
                 )
             )
@@ -302,6 +305,9 @@ class BriefingService:
         briefing = assemble_briefing(topics)
         zone = ZoneInfo(chat.timezone)
         text = render_briefing_markdown(briefing, title=f"Your briefing · {due.astimezone(zone):%Y-%m-%d %H:%M %Z}")
+        if dropped := sum(left_out.values()):
+            commands = ", ".join(f"/filter {monitor_id}" for monitor_id, count in sorted(left_out.items()) if count)
+            text += f"\n_{dropped} stor{'y' if dropped == 1 else 'ies'} left out by your filter — {commands}_\n"
         written = _BriefingFiles(artifacts={}, chart_topics={})
         if briefing.has_news and rows:
             key = (tuple(run.id for run in runs), chat.timezone, due)
@@ -370,6 +376,16 @@ def _outcome(assembled: _Assembled | None, chat: ChatRecord, *, due: datetime, n
     )
 
 
+def _readable(stored: dict[int, dict[str, object]], monitor_ids: Sequence[int]) -> dict[int, ReaderRules]:
+    """The chat's rules on the briefing's monitors that apply (unreadable ones are skipped, never fatal)."""
+    found = {}
+    for monitor_id in monitor_ids:
+        rules = ReaderRules.from_stored(stored.get(monitor_id))
+        if rules is not None and not rules.empty:
+            found[monitor_id] = rules
+    return found
+
+
 def _digest(run: RunRecord, language: str | None) -> Digest | None:
     stored = digest_for(run, language)
     if stored is None or not run.stats.get("delivered", True):
@@ -379,3 +395,44 @@ def _digest(run: RunRecord, language: str | None) -> Digest | None:
     except ValidationError:
         logger.warning("run %d: stored digest does not validate; left out of the briefing", run.id)
         return None
+
+
+def _digests_for_reader(
+    ok: Sequence[RunRecord],
+    language: str | None,
+    stored: Mapping[int, Sequence[ItemWithScores]],
+    rules: ReaderRules | None,
+) -> tuple[list[Digest], int]:
+    """A monitor's digests of these runs, newest first, as the reader's own `rules` leave them, and how many
+    stories the rules left out."""
+    digests: list[Digest] = []
+    dropped = 0
+    for run in reversed(ok):
+        digest = _digest(run, language)
+        if digest is None:
+            continue
+        entries = run_entries(stored.get(run.id, [])) if rules is not None else []
+        decision = reader_view(digest, entries, rules)
+        if decision is not None:
+            digest = filter_digest(digest, decision.removed)
+            dropped += decision.stories_left_out
+        digests.append(digest)
+    return digests, dropped
+
+
+def _items_and_stories(
+    ok: Sequence[RunRecord], stored: Mapping[int, Sequence[ItemWithScores]]
+) -> tuple[list[ItemWithScores], list[list[str]]]:
+    """The runs' items, each once (newest run first), and each run's stories as lists of item URLs."""
+    seen: set[str] = set()
+    mine: list[ItemWithScores] = []
+    for run in reversed(ok):
+        for scored in stored.get(run.id, []):
+            if scored.item.id not in seen:
+                seen.add(scored.item.id)
+                mine.append(scored)
+    stories: dict[tuple[int, str], list[str]] = defaultdict(list)
+    for run in ok:
+        for scored in stored.get(run.id, []):
+            stories[(run.id, scored.scores.cluster_id or scored.item.id)].append(scored.item.url)
+    return mine, list(stories.values())

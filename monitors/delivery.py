@@ -47,8 +47,18 @@ from monitors.outbound import (
     RetryLater,
 )
 from monitors.pages import DigestPages
+from monitors.reader_rules import reader_view, run_entries
 from monitors.sharing import hand_over_monitors
-from research import Digest, ReaderView, escape_markdown, render_digest_markdown
+from research import (
+    Digest,
+    ReaderRules,
+    ReaderView,
+    RulesDecision,
+    RunEntry,
+    escape_markdown,
+    filter_digest,
+    render_digest_markdown,
+)
 from sources import Backoff
 from storage import (
     ChatRecord,
@@ -57,8 +67,10 @@ from storage import (
     DeliveryRecord,
     DeliveryRepository,
     DeliveryStatus,
+    ItemRepository,
     JSONObject,
     MonitorRepository,
+    ReaderRuleRepository,
     RunRecord,
     RunRepository,
     SubscriptionRepository,
@@ -73,6 +85,7 @@ __all__ = [
     "build_message",
     "claimer_is_dead",
     "digest_for",
+    "left_out_line",
     "mark_chat_gone",
     "move_chat",
     "worker_identity",
@@ -148,13 +161,15 @@ def build_message(
     timezone: str = "UTC",
     language: str | None = None,
     page_url: str | None = None,
+    left_out: RulesDecision | None = None,
     view: ReaderView | None = None,
     buttons: bool = False,
 ) -> Reply:
     """The message for a finished run: a notice's or briefing's stored text (with a briefing's CSV and chart), or
     the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart, ending with a
-    link to the digest's web page (`page_url`) when it has one; `view`: what this reader's feedback keeps of the
-    digest's stories (`MonitorFeedback.view_for`); `buttons`: a row of feedback buttons per story shown."""
+    link to the digest's web page (`page_url`) when it has one. Per reader: `left_out` is what its own rules took
+    out (one line says so), `view` what its feedback keeps of the stories left (`MonitorFeedback.view_for`, over
+    the digest after the rules), `buttons` a row of feedback buttons per story shown."""
     kind = run.stats.get("kind")
     if kind in TEXT_KINDS:
         text = str(run.stats.get("text", "")) or "(empty notice)"
@@ -167,22 +182,38 @@ def build_message(
     suffix = f" · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"
     stored = digest_for(run, language)
+    note = ""
     rows: tuple[Button, ...] = ()
     if stored is not None:
         try:
             digest = Digest.model_validate(stored)
+        except ValidationError:
+            logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
+        else:
+            digest = after_rules(digest, left_out)
+            if left_out is not None and left_out.dropped and monitor_id is not None:
+                note = f"_{left_out_line(left_out, monitor_id)}_\n\n"
             shown = reader_digest(digest, view) if view is not None else digest
             body = render_digest_markdown(shown)
             if buttons and view is not None:
                 rows = digest_buttons(run.id, len(shown.developments))
             if view is not None and view.dropped:
                 body += f"\n{dropped_line(len(view.dropped))}\n"
-        except ValidationError:
-            logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
     attachments = _attachments(run, f"{title}{suffix}")
     link = f"\n[Full digest]({page_url})\n" if page_url and stored is not None else ""
-    text = f"**{title}**{suffix}\n\n{body}{link}"
+    text = f"**{title}**{suffix}\n\n{note}{body}{link}"
     return Reply(text=text, attachments=attachments, buttons=rows, purpose="digest", run_id=run.id)
+
+
+def after_rules(digest: Digest, left_out: RulesDecision | None) -> Digest:
+    """The digest without what the reader's own rules took out (feedback then chooses among what is left)."""
+    return filter_digest(digest, left_out.removed) if left_out is not None and left_out.removed else digest
+
+
+def left_out_line(decision: RulesDecision, monitor_id: int) -> str:
+    """The one line a filtered digest carries: "4 stories left out by your filter — /filter 3"."""
+    count = decision.stories_left_out
+    return f"{count} stor{'y' if count == 1 else 'ies'} left out by your filter — /filter {monitor_id}"
 
 
 def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment, ...]:
@@ -197,6 +228,21 @@ def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment,
             caption = chart_caption[:1024] if kind == "image" and chart_caption else None
             attachments.append(Attachment(path=Path(raw), filename=f"{stem}{extension}", kind=kind, caption=caption))
     return tuple(attachments)
+
+
+_ENTRY_CACHE_RUNS = 8
+"""Runs whose items a worker keeps for the chats with rules (a run is delivered to all its chats within a pass or
+two; a few runs' items are a few megabytes at most)."""
+
+
+def _decision_of(stored: JSONObject | None) -> RulesDecision | None:
+    """A decision stored on a delivery row (None when none was, or it no longer validates)."""
+    if stored is None:
+        return None
+    try:
+        return RulesDecision.model_validate(stored)
+    except ValidationError:
+        return None
 
 
 def _zone(name: str) -> tzinfo:
@@ -237,6 +283,10 @@ class DeliveryWorker:
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
         self._feedback = MonitorFeedback(database, clock=clock)
+        self._rules = ReaderRuleRepository(database)
+        self._items = ItemRepository(database)
+        self._entries: dict[int, list[RunEntry]] = {}
+        """The items of runs delivered lately with their stories and relevance (what rules are applied to)."""
         self._senders: MutableMapping[str, ChatSender[Any]] = dict(senders)
         self._clock = clock
         self._batch_size = batch_size
@@ -434,11 +484,15 @@ class DeliveryWorker:
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
         page_url = await self._pages.url(run) if self._pages is not None else None
-        view = await self._reader_view(run, chat.id, topic=topic, language=language, resend=row.parts_sent > 0)
+        left_out = await self._rules_decision(row, run, language)
+        view = await self._feedback_view(
+            run, chat.id, topic=topic, language=language, resend=row.parts_sent > 0, left_out=left_out
+        )
         buttons = chat.platform in FEEDBACK_PLATFORMS
         message = build_message(
-            run, topic=topic, timezone=timezone, language=language, page_url=page_url, view=view, buttons=buttons
-        )
+            run, topic=topic, timezone=timezone, language=language, page_url=page_url, left_out=left_out, view=view,
+            buttons=buttons,
+        )  # fmt: skip
         parts = await sender.parts_for(chat, message) if isinstance(sender, AddressedSender) else sender.parts(message)
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
@@ -496,10 +550,18 @@ class DeliveryWorker:
         report.sent += 1
         return False
 
-    async def _reader_view(
-        self, run: RunRecord, chat_id: int, *, topic: str | None, language: str | None, resend: bool
+    async def _feedback_view(
+        self,
+        run: RunRecord,
+        chat_id: int,
+        *,
+        topic: str | None,
+        language: str | None,
+        resend: bool,
+        left_out: RulesDecision | None,
     ) -> ReaderView | None:
-        """What this chat's feedback keeps of a monitor digest's stories (None for notices, briefings, searches)."""
+        """What this chat's feedback keeps of a monitor digest's stories, after its rules (None for notices,
+        briefings, searches)."""
         if run.monitor_id is None or run.stats.get("kind") in TEXT_KINDS:
             return None
         stored = digest_for(run, language)
@@ -509,7 +571,42 @@ class DeliveryWorker:
             digest = Digest.model_validate(stored)
         except ValidationError:
             return None
+        digest = after_rules(digest, left_out)
         return await self._feedback.view_for(run, chat_id, digest, topic=topic, language=language or "", resend=resend)
+
+    async def _rules_decision(self, row: DeliveryRecord, run: RunRecord, language: str | None) -> RulesDecision | None:
+        """What this chat's own rules take out of the run's digest (`reader_view`; collection ran once, for every
+        reader). Decided when the row's first part is built and stored on the row, so a resend shows the same digest;
+        a chat without rules gets the digest whole. Never raises: rules that cannot be applied leave the digest whole
+        (logged), they never hold a delivery back."""
+        if run.monitor_id is None or run.stats.get("kind") != "digest":
+            return None
+        if row.parts_sent:
+            return _decision_of(row.left_out)
+        try:
+            rules = ReaderRules.from_stored(await self._rules.get(run.monitor_id, row.chat_id))
+            stored = digest_for(run, language)
+            decision = None
+            if rules is not None and stored is not None:
+                decision = reader_view(Digest.model_validate(stored), await self._run_entries(run.id), rules)
+            if decision is not None or row.left_out is not None:
+                await self._deliveries.record_left_out(
+                    row.id, decision.model_dump(mode="json") if decision is not None else None
+                )
+        except Exception:
+            logger.warning("delivery %d: the chat's rules could not be applied; sending the digest whole", row.id,
+                           exc_info=True)  # fmt: skip
+            return None
+        return decision
+
+    async def _run_entries(self, run_id: int) -> list[RunEntry]:
+        """The run's items with their stories and relevance, read once for every chat with rules."""
+        if run_id not in self._entries:
+            if len(self._entries) >= _ENTRY_CACHE_RUNS:
+                self._entries.pop(next(iter(self._entries)))
+            entries = run_entries((await self._items.of_runs([run_id])).get(run_id, []))
+            self._entries[run_id] = entries
+        return self._entries[run_id]
 
     async def _leave(self, row: DeliveryRecord, where: str, before: int, done: int, total: int) -> None:
         """The process is stopping: the row stays open with the parts confirmed so far, due at once for the next

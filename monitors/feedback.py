@@ -232,7 +232,7 @@ class MonitorFeedback:
         self._marks = FeedbackRepository(database)
         self._items = ItemRepository(database)
         self._clock = clock
-        self._features: OrderedDict[tuple[int, str], list[dict[str, Any]]] = OrderedDict()
+        self._features: OrderedDict[tuple[int, str, tuple[tuple[int, ...], ...]], list[dict[str, Any]]] = OrderedDict()
 
     # ---- the view at delivery -------------------------------------------------------------------------------
 
@@ -264,7 +264,8 @@ class MonitorFeedback:
         self, run: RunRecord, digest: Digest, *, topic: str | None, language: str
     ) -> list[dict[str, Any]]:
         """Each development's features and scores, from the run's stored items it cites (kept for a few runs)."""
-        key = (run.id, language)
+        # one reader's rules may have taken developments out: the cache is per shown list, not per run
+        key = (run.id, language, tuple(tuple(d.citations) for d in digest.developments))
         if key in self._features:
             self._features.move_to_end(key)
             return self._features[key]

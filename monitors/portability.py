@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
+from research import ReaderRules
 from sources import SourceError, guard_xml
 from storage import (
     ChatRecord,
@@ -108,6 +109,9 @@ class MonitorEntry(BaseModel):
     feedback: list[FeedbackEntry] = Field(default_factory=list, max_length=MAX_EXPORTED_MARKS)
     """The exporting chat's marks on the monitor (👍, 👎, fewer like this, muted outlets), applied to the importing
     chat's view of it."""
+    rules: ReaderRules | None = None
+    """The owner chat's own rules on its digests (`/filter`); absent in exports made before rules existed. A
+    pattern RE2 refuses makes the entry refused, with the reason."""
 
     def label(self) -> str:
         return f"“{self.topic}”"
@@ -186,6 +190,8 @@ def _entry_line(entry: MonitorEntry) -> str:
     schedule = entry.schedule or f"{DEFAULT_SCHEDULE_TEXT} (the default)"
     named = (("paused", entry.paused), ("shared", entry.shared), ("notes when nothing is new", not entry.quiet))
     flags = "".join(f" · {flag}" for flag, on in named if on)
+    if entry.rules is not None and not entry.rules.empty:
+        flags += f" · your rules: {entry.rules.summary(80)}"
     return f"“{entry.topic}” — {schedule} · {sources}{flags}"
 
 
@@ -201,7 +207,11 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
     entries = []
     for record in records:
         subscription = await subscriptions.get(record.id, chat.id)
-        entry = _entry_of(record, subscription.delivery if subscription else DeliveryMode.AUTO)
+        entry = _entry_of(
+            record,
+            subscription.delivery if subscription else DeliveryMode.AUTO,
+            await service.rules.stored(record.id, chat_id=chat.id),
+        )
         feedback = [
             FeedbackEntry.model_validate(
                 {"kind": m.kind, "title": m.title[:1000], "outlets": list(m.outlets)[:50], "terms": m.terms}
@@ -214,10 +224,7 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "exported_at": now.isoformat(timespec="seconds"),
-        # a monitor without marks has no "feedback" key: files stay as they were before feedback existed
-        "monitors": [
-            entry.model_dump(mode="json", exclude=set() if entry.feedback else {"feedback"}) for entry in entries
-        ],
+        "monitors": [_exported(entry) for entry in entries],
     }
     body = json.dumps(document, ensure_ascii=False, indent=2).encode() + b"\n"
     feeds = sum(1 for entry in entries for spec in entry.sources if spec.startswith("rss:"))
@@ -225,7 +232,16 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
     return ExportedMonitors(json=body, opml=opml, count=len(entries), feeds=feeds)
 
 
-def _entry_of(record: MonitorRecord, delivery: DeliveryMode) -> MonitorEntry:
+def _exported(entry: MonitorEntry) -> dict[str, Any]:
+    """An entry as the JSON file holds it: its rules only when it has some, and only the ones set; its feedback marks
+    only when it has some (files stay as they were before either existed)."""
+    document = entry.model_dump(mode="json", exclude={"rules"} if entry.feedback else {"rules", "feedback"})
+    if entry.rules is not None and not entry.rules.empty:
+        document["rules"] = entry.rules.stored()
+    return document
+
+
+def _entry_of(record: MonitorRecord, delivery: DeliveryMode, rules: ReaderRules | None = None) -> MonitorEntry:
     schedule = schedule_of(record)
     return MonitorEntry(
         topic=record.topic,
@@ -241,6 +257,7 @@ def _entry_of(record: MonitorRecord, delivery: DeliveryMode) -> MonitorEntry:
         paused=record.paused,
         shared=record.shared,
         delivery=delivery,
+        rules=rules,
     )
 
 
@@ -471,6 +488,8 @@ async def create_imported(service: MonitorService, chat_id: int, entries: Sequen
                     for mark in entry.feedback
                 ],
             )  # fmt: skip
+        if entry.rules is not None:
+            await service.rules.replace(view.id, chat_id=chat_id, rules=entry.rules)
         result.created.append((view.id, view.topic))
     logger.info("chat %d imported %d monitor(s), %d failed", chat_id, len(result.created), len(result.failed))
     return result

@@ -18,6 +18,7 @@ from monitors.destination_send import DestinationSenders
 from monitors.destinations import DestinationService
 from monitors.feedback import MonitorFeedback
 from monitors.feeds import MonitorFeeds
+from monitors.reader_rules import ReaderRuleService
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
 from monitors.sharing import MonitorSharing
@@ -150,6 +151,9 @@ class MonitorService:
 
         self.feedback = MonitorFeedback(database, clock=clock)
         """Readers' marks on digests (per monitor and chat), each chat's view of a run, and "why this story"."""
+
+        self.rules = ReaderRuleService(self, database)
+        """Each chat's own rules on the monitors it receives (/filter)."""
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""

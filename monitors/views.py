@@ -95,6 +95,8 @@ class MonitorView:
     """How the chat it is seen from receives it (its own choice)."""
     in_briefing: bool = False
     """The chat it is seen from gets it in its briefing rather than one message per run."""
+    rules: str = ""
+    """The chat it is seen from's own rules on it, in one short line (`include ai · max 5`); "" when it has none."""
 
     def summary(self, *, owner: str | None = None) -> str:
         """One markdown paragraph for `/monitors` and for the reply to `/track`; `owner` names the owner chat
@@ -105,10 +107,11 @@ class MonitorView:
         quiet += " · shared" if self.shared else ""
         quiet += f" · owner {escape_markdown(owner)}" if owner else ""
         last_run = f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else ""
+        rules = f"\nrules: {escape_markdown(self.rules)}" if self.rules else ""
         return (
             f"**#{self.id} {escape_markdown(self.topic)}** — {self.schedule}{quiet}\n"
             f"{state} · sources: {escape_markdown(', '.join(self.sources))}\n"
-            f"last: {escape_markdown(self.last_result)}{last_run}"
+            f"last: {escape_markdown(self.last_result)}{last_run}{rules}"
         )
 
 
@@ -197,7 +200,17 @@ def monitor_view(listing: MonitorListing, chat: ChatRecord, *, default_timezone:
         delivery_paused=subscription is not None and subscription.paused,
         delivery=subscription.delivery if subscription is not None else DeliveryMode.AUTO,
         in_briefing=subscription is not None and in_briefing(subscription, chat),
+        rules=_rules_line(listing.reader_rules),
     )
+
+
+def _rules_line(stored: Mapping[str, Any] | None) -> str:
+    if not stored:
+        return ""
+    from research import ReaderRules  # loaded only for a chat that has rules: listings stay cheap
+
+    rules = ReaderRules.from_stored(dict(stored))
+    return rules.summary() if rules is not None else ""
 
 
 def _last_result(monitor: MonitorRecord, stats: Mapping[str, Any]) -> str:

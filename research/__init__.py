@@ -108,6 +108,17 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from research.plan import load_plan
     from research.rank import RankedItem, RankWeights, rank
     from research.reputation import SourceKind, outlet_of, source_kind
+    from research.rules import (
+        RULE_KINDS,
+        ReaderRules,
+        RuleError,
+        RuleKind,
+        RulesDecision,
+        RunEntry,
+        apply_rules,
+        digest_stories,
+        filter_digest,
+    )
     from research.usage import USAGE_KIND_LABELS, LlmUsage, UsageKind, estimate_cost_usd, record_usage, sum_usage
 
 __all__ = [
@@ -115,6 +126,7 @@ __all__ = [
     "CITATION",
     "CLI_FOLDER",
     "COLLECTION_CSV_COLUMNS",
+    "RULE_KINDS",
     "RUN_CSV_COLUMNS",
     "STAGES",
     "STORED_ITEMS_CSV_COLUMNS",
@@ -158,10 +170,15 @@ __all__ = [
     "QuotaMemory",
     "RankWeights",
     "RankedItem",
+    "ReaderRules",
     "ReaderView",
     "ResearchResult",
     "RetryPolicy",
     "RetryingModel",
+    "RuleError",
+    "RuleKind",
+    "RulesDecision",
+    "RunEntry",
     "SearchOutcome",
     "SearchStatus",
     "Sleep",
@@ -175,6 +192,7 @@ __all__ = [
     "TopicDigests",
     "UsageKind",
     "VectorCache",
+    "apply_rules",
     "assemble_briefing",
     "chat_folder",
     "cluster_items",
@@ -183,6 +201,7 @@ __all__ = [
     "describe_failure",
     "detect_language",
     "detect_languages",
+    "digest_stories",
     "escape_markdown",
     "estimate_cost_usd",
     "estimate_tokens",
@@ -192,6 +211,7 @@ __all__ = [
     "failure_kind",
     "failure_leaves",
     "failure_lines",
+    "filter_digest",
     "guard_cell",
     "heuristic_critique",
     "limits_of",
@@ -334,6 +354,17 @@ _SUBMODULES = {
     "plan": ["load_plan"],
     "rank": ["RankWeights", "RankedItem", "rank"],
     "reputation": ["SourceKind", "outlet_of", "source_kind"],
+    "rules": [
+        "RULE_KINDS",
+        "ReaderRules",
+        "RuleError",
+        "RuleKind",
+        "RulesDecision",
+        "RunEntry",
+        "apply_rules",
+        "digest_stories",
+        "filter_digest",
+    ],
     "usage": ["LlmUsage", "USAGE_KIND_LABELS", "UsageKind", "estimate_cost_usd", "record_usage", "sum_usage"],
 }
 """Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +55,7 @@ from research.pipeline_models import (  # re-exported: callers import them from 
 )
 from research.plan import PlanResult, QueryPlan, expansion_queries, plan_is_stale, plan_queries
 from research.rank import RankedItem, rank, select_top
+from research.rules import word_pattern
 from research.sentiment import Sentiment, lexicon_sentiment, mean_sentiment, tone_shift
 from research.terms import normalise
 from research.usage import LlmUsage, sum_usage
@@ -89,17 +89,10 @@ UPDATE_PREFIX: Final = "Update: "
 # ---- helpers ---------------------------------------------------------------------------------------------
 
 
-def _keyword_pattern(keyword: str) -> re.Pattern[str]:
-    text = re.escape(normalise(keyword))
-    # Word boundaries for alphabetic scripts ("AI" must not match "said"); plain containment for CJK and Thai,
-    # whose words are not separated by spaces.
-    return re.compile(rf"(?<!\w){text}(?!\w)" if keyword.isascii() else text)
-
-
 def keyword_filter(items: Sequence[Item], *, include: Sequence[str], exclude: Sequence[str]) -> list[Item]:
     """The items that mention an include keyword (when any are given) and no exclude keyword."""
-    includes = [_keyword_pattern(k) for k in include if k.strip()]
-    excludes = [_keyword_pattern(k) for k in exclude if k.strip()]
+    includes = [word_pattern(k) for k in include if k.strip()]
+    excludes = [word_pattern(k) for k in exclude if k.strip()]
     kept = []
     for item in items:
         text = normalise(f"{item.title} {item.text}")

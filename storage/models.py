@@ -236,6 +236,9 @@ class Delivery(Base):
     rendered_timezone: Mapped[str | None] = mapped_column(String(64))
     """The reader's language ("" for the monitor's own) and timezone the message was rendered in when its first part
     was confirmed sent: a resend goes on in that rendering even if the chat changed /language or /timezone since."""
+    left_out: Mapped[dict[str, Any] | None] = mapped_column()
+    """What this chat's own rules took out of the run's digest, decided when its message was first built: each
+    dropped story's cited numbers, title and the rule that dropped it (`research.RulesDecision`); None: no rules."""
 
 
 class Usage(Base):
@@ -415,3 +418,17 @@ class ReaderViewRow(Base):
     chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
     view: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class ReaderRule(Base):
+    """One chat's own rules on one monitor it receives (owned or subscribed): words, RE2 patterns, outlets, a cap
+    and a minimum relevance, applied to its copy of each digest at delivery (`research.ReaderRules` as JSON)."""
+
+    __tablename__ = "reader_rules"
+    __table_args__ = (UniqueConstraint("monitor_id", "chat_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"))
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    rules: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    updated_at: Mapped[datetime] = mapped_column(default=utc_now)

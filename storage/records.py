@@ -177,6 +177,8 @@ class MonitorListing:
     """Chats that receive its digests (active, delivery not paused)."""
     latest_run_stats: JSONObject | None
     """The stats of its most recent run (None before the first)."""
+    reader_rules: JSONObject | None = None
+    """The listing chat's own rules on it (`research.ReaderRules` as JSON), None when it has set none."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -282,6 +284,8 @@ class DeliveryRecord:
     rendered_language: str | None = None
     rendered_timezone: str | None = None
     """Language ("" for the monitor's own) and timezone of the parts already sent; None before the first part."""
+    left_out: JSONObject | None = None
+    """What the chat's own rules took out of the digest (`research.RulesDecision` as JSON); None: nothing decided."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

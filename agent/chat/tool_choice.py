@@ -49,6 +49,11 @@ TOOL_GROUPS: Final[tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = (
         ("deliver", "briefing", "email", "e-mail", "mail", "send ", "quiet", "export", "opml", "backup"),
     ),
     (
+        frozenset({"filter_monitor"}),
+        ("filter", "rule", "exclude", "include", "block", "regex", "only stories", "fewer", "at most", "relevan",
+         "过滤", "屏蔽"),
+    ),
+    (
         frozenset({"read_page"}),
         ("page", "article", "link", "url", "website", "site", "read ", "seite", "artikel", "网页", "文章", "链接"),
     ),

@@ -127,6 +127,8 @@ class Action:
     """None: derived from `arguments` (no fields: no arguments; one `monitor_id`: one monitor number)."""
     example: str | None = None
     """A full example, slash included."""
+    details: str | None = None
+    """Markdown `/help <name>` adds under the example: a grammar too rich for the usage line."""
     instant: bool = False
     """Answered at once from what is stored (no collection, no model, no file): the chat shows no "typing…" for
     it, since the answer comes before the indicator would (and the call would only add to the bot's flood limit)."""

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from pydantic import ValidationError
 
-from agent.commands import destinations, feedback, monitors, portability, research, settings, subscriptions
+from agent.commands import destinations, feedback, filters, monitors, portability, research, settings, subscriptions
 from agent.commands.action import Action, Arguments
 from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
 from agent.context import Services, Turn
@@ -117,6 +117,7 @@ ACTIONS: tuple[Action, ...] = (
         instant=True,
     ),
     *monitors.ACTIONS,
+    *filters.ACTIONS,
     *research.ACTIONS,
     *subscriptions.ACTIONS,
     *destinations.ACTIONS,
@@ -163,6 +164,8 @@ def help_text(command: str | None = None) -> str:
         lines = [f"`{action.usage}`", action.description + "."]
         if action.example:
             lines.append(f"Example: `{action.example}`")
+        if action.details:
+            lines.append(action.details)
         return "\n".join(lines)
     return "\n".join(f"`{action.usage}` — {action.description}" for action in CATALOGUE.values())
 

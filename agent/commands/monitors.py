@@ -479,6 +479,8 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
         delivery = "\nyour delivery: after each run (kept out of the briefing)"
     else:
         delivery = ""
+    if view.rules:
+        delivery += f"\nyour rules: {escape_markdown(view.rules)} (`/filter {view.id}`)"
     return (
         f"**#{view.id} {escape_markdown(view.topic)}** — {view.schedule}{flags}{owner}\n"
         f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"

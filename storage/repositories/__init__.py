@@ -14,6 +14,7 @@ from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
 from storage.repositories.monitors import MonitorChanges, MonitorRepository
 from storage.repositories.rate_slots import RateSlotRepository, SlotLimit
+from storage.repositories.reader_rules import ReaderRuleRepository
 from storage.repositories.runs import RunRepository
 from storage.repositories.source_failures import SourceFailureRepository
 from storage.repositories.subscriptions import SubscriptionChanges, SubscriptionRepository
@@ -42,6 +43,7 @@ __all__ = [
     "MonitorChanges",
     "MonitorRepository",
     "RateSlotRepository",
+    "ReaderRuleRepository",
     "RunNotOpenError",
     "RunRepository",
     "SlotLimit",

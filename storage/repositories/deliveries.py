@@ -10,7 +10,15 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat, Delivery, Run, RunItem
-from storage.records import DeliveryRecord, DeliveryStatus, ItemRecord, ItemScore, RunOutcome, RunStatus
+from storage.records import (
+    DeliveryRecord,
+    DeliveryStatus,
+    ItemRecord,
+    ItemScore,
+    JSONObject,
+    RunOutcome,
+    RunStatus,
+)
 from storage.repositories._common import Repository, upsert_insert
 from storage.repositories.items import store_items
 from storage.repositories.subscriptions import immediate_recipients
@@ -34,6 +42,7 @@ def to_delivery_record(row: Delivery) -> DeliveryRecord:
         claimed_by=row.claimed_by,
         rendered_language=row.rendered_language,
         rendered_timezone=row.rendered_timezone,
+        left_out=row.left_out,
     )
 
 
@@ -229,6 +238,11 @@ class DeliveryRepository(Repository):
                 )
             )
             return int(result.rowcount) == 1  # type: ignore[attr-defined]
+
+    async def record_left_out(self, delivery_id: int, left_out: JSONObject | None) -> None:
+        """Store what the chat's own rules took out of this delivery's digest (read again by a resend and by /why)."""
+        async with self._db.transaction() as session:
+            await session.execute(update(Delivery).where(Delivery.id == delivery_id).values(left_out=left_out))
 
     async def claimants(self, now: datetime) -> set[str]:
         """The workers holding a claim in force on an open row at `now`."""

@@ -9,7 +9,7 @@ from typing import Any, TypedDict, Unpack, cast
 from sqlalchemy import Row, Table, and_, bindparam, delete, func, or_, select
 from sqlalchemy.engine import Connection
 
-from storage.models import Chat, Monitor, Run, Subscription
+from storage.models import Chat, Monitor, ReaderRule, Run, Subscription
 from storage.records import DeliveryMode, JSONObject, MonitorListing, MonitorRecord, SubscriptionRecord
 from storage.repositories._common import Repository
 from storage.repositories.runs import NEWEST_RUN_FIRST
@@ -80,6 +80,10 @@ _LISTING_ALL = (
         .limit(1)
         .scalar_subquery()
         .label("latest_run_stats"),
+        select(ReaderRule.rules)
+        .where(ReaderRule.monitor_id == _monitors.c.id, ReaderRule.chat_id == bindparam("chat"))
+        .scalar_subquery()
+        .label("reader_rules"),
     )
     .select_from(
         _monitors.outerjoin(_own, and_(_own.c.monitor_id == _monitors.c.id, _own.c.chat_id == bindparam("chat")))
@@ -87,7 +91,7 @@ _LISTING_ALL = (
     .order_by(_monitors.c.id)
 )
 """Every monitor with what a chat's listing shows of it, in one statement: the chat's own subscription, how many
-chats receive it, its latest run's stats (built once)."""
+chats receive it, its latest run's stats, the chat's own rules on it (built once)."""
 _LISTING_FOR_CHAT = _LISTING_ALL.where(or_(_monitors.c.owner_chat_id == bindparam("chat"), _own.c.id.is_not(None)))
 """The same for the chat's monitors, owned or subscribed to."""
 _LISTING_ONE = _LISTING_ALL.where(_monitors.c.id == bindparam("monitor"))
@@ -111,6 +115,7 @@ def _to_listing(row: Row[Any], chat_id: int) -> MonitorListing:
         subscription=subscription,
         receivers=row.receivers,
         latest_run_stats=row.latest_run_stats,
+        reader_rules=row.reader_rules,
     )
 
 

@@ -19,6 +19,7 @@ from agent.chat.tools import CHAT_TOOLS
         ("share my Rust monitor with the team", {"share_monitor", "subscribe_to_monitor"}),
         ("what did you find about Zig last week?", {"search_history", "timeline", "export_items"}),
         ("collect everything on the EU AI Act from all sources", {"collect"}),
+        ("leave celebrity gossip out of my DeepSeek digest: exclude it", {"filter_monitor"}),
     ],
 )
 def test_a_message_is_offered_the_core_tools_and_the_groups_it_is_about(message: str, also: set[str]) -> None:

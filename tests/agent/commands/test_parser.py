@@ -123,6 +123,7 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
         "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
         "feed", "destinations", "destination", "more", "less", "fewer", "unmark", "mute", "unmute", "why",
+        "filter",
     }  # fmt: skip
     for name, description in bot_commands():
         assert name in CATALOGUE
