@@ -1,6 +1,7 @@
-"""The chat agent's tools that come from the catalogue of chat actions: the action's arguments model is the tool's
-parameter schema (compacted: no titles), its `ToolUse` names and describes it, and a change that needs confirmation
-is only proposed — the confirmation stores the action's name and arguments, and "yes" runs the action's `run`."""
+"""The chat agent's tools, all from the catalogue of chat actions: the action's arguments model is the tool's
+parameter schema (compacted: no titles), its `ToolUse` names and describes it; a tool that acts at once answers the
+model with `ToolUse.answer`, and a change that needs confirmation is only proposed — the confirmation stores the
+action's name and arguments, and "yes" runs the action's `run`."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def action_tool(action: Action) -> Tool[ChatDeps]:
     if use is None:
         raise ValueError(f"/{action.name} is no chat tool")
 
-    async def call(ctx: RunContext[ChatDeps], **given: Any) -> str:
+    async def call(ctx: RunContext[ChatDeps], **given: Any) -> object:
         deps = ctx.deps
         try:
             arguments = action.arguments.model_validate(given)
@@ -73,8 +74,10 @@ def action_tool(action: Action) -> Tool[ChatDeps]:
             raise ModelRetry(f"Invalid arguments for {use.name}: {error.errors(include_url=False)}") from None
         monitor = getattr(arguments, "monitor_id", None)
         try:
+            if use.answer is not None:
+                return await use.answer(deps, arguments)
             if use.propose is None:
-                replies = await action.run(deps.services, deps.turn, arguments)
+                replies = await action.perform(deps.services, deps.turn, arguments)
                 for reply in replies:
                     for attachment in reply.attachments:
                         deps.attach(attachment)
