@@ -18,7 +18,7 @@ from agent.messages import Attachment
 from agent.untrusted import untrusted_block
 from research import export_stem
 from sources import Engagement, Item
-from storage import ItemRecord, ItemRepository
+from storage import ItemRecord
 
 __all__ = ["ACTIONS", "SearchHistory", "Timeline", "TimelineArguments"]
 
@@ -72,7 +72,7 @@ async def _search_history(context: ToolContext, command: SearchHistory) -> str:
     since, until = command.since, command.until
     if since and until and until < since:
         raise ModelRetry("`until` is before `since`; swap them.")
-    records = await ItemRepository(context.services.database).search(
+    records = await context.services.chats.items.search(
         words,
         since=_local_midnight(since, context.timezone) if since else None,
         until=_local_midnight(until + timedelta(days=1), context.timezone) if until else None,
@@ -114,7 +114,7 @@ async def _timeline(context: ToolContext, command: TimelineArguments) -> Timelin
     until = context.now
     since = until - timedelta(days=window)
     zone = ZoneInfo(context.timezone)
-    repository = ItemRepository(context.services.database)
+    repository = context.services.chats.items
     counts = await repository.count_by_day(words, since=since, until=until, tz=zone, chat_id=context.chat_id)
     chart = False
     if counts:

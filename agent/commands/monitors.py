@@ -224,7 +224,7 @@ async def _offer(
         declined=[create],
         labels=(f"Subscribe to #{view.id}", "Create my own"),
     )
-    await pending.store(services.database, now=now)
+    await pending.store(services.chats, now=now)
     count = view.receivers
     differences = (
         "It differs from what you asked: " + "; ".join(offer.differences) + "."

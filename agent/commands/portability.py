@@ -176,7 +176,7 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
         ttl=confirmation_ttl,
         labels=(f"Create {count}", "Cancel"),
     )
-    await pending.store(services.database, now=now)
+    await pending.store(services.chats, now=now)
     minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]

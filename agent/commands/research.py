@@ -43,7 +43,6 @@ from research import (
     write_stored_items_csv,
 )
 from sources import DEFAULT_SOURCES, Source, SourceError, read_page, refused_feeds
-from storage import ItemRepository
 
 __all__ = [
     "ACTIONS",
@@ -201,7 +200,7 @@ async def export(services: Services, turn: Turn, command: ExportCommand) -> list
         return refuse(str(error))
     days = command.days
     now = services.clock()
-    rows = await ItemRepository(services.database).for_monitor(view.id, since=now - timedelta(days=days))
+    rows = await services.chats.items.for_monitor(view.id, since=now - timedelta(days=days))
     window = f"the last {count(days, 'day')}"
     if not rows:
         return [Reply(text=f"Monitor #{view.id} “{escape_markdown(view.topic)}” collected nothing in {window}.")]
@@ -394,7 +393,7 @@ async def _export_items(context: ToolContext, command: ExportCommand) -> str:
     view = await context.services.monitors.get_monitor(command.monitor_id, chat_id=context.chat_id,
                                                        is_admin=turn.is_admin)  # fmt: skip
     window = min(max(command.days, 1), TOOL_DAYS_LIMIT)
-    scored = await ItemRepository(context.services.database).for_monitor(view.id, since=now - timedelta(days=window))
+    scored = await context.services.chats.items.for_monitor(view.id, since=now - timedelta(days=window))
     if not scored:
         return f"Monitor #{view.id} “{view.topic}” collected nothing in the last {window} days, so there is no CSV."
     # The same file as /export writes: one layout, one name (`deepseek-20261122-0830-m1-last-30d.csv`).

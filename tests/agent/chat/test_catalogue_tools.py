@@ -13,6 +13,7 @@ from agent.chat.tools import CHAT_TOOLS
 from agent.chat.tools_catalogue import compact
 from agent.commands import CATALOGUE
 from agent.confirmations import CatalogueAction, PendingConfirmation
+from monitors import ChatService
 from storage import (
     ChatRecord,
     ChatRepository,
@@ -78,7 +79,7 @@ async def _store(world: ChatWorld, action: dict[str, object]) -> None:
             "expires_at": (world.clock() + timedelta(minutes=5)).isoformat(),
         }
     )
-    await pending.store(world.database, now=world.clock())
+    await pending.store(ChatService(world.database), now=world.clock())
 
 
 async def test_a_pause_proposed_by_an_older_version_still_confirms(world: ChatWorld) -> None:

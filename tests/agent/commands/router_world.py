@@ -17,7 +17,7 @@ from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
 from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
-from monitors import DeliveryWorker, MonitorService, MonitorSettings
+from monitors import ChatService, DeliveryWorker, MonitorService, MonitorSettings
 from research import ModelSet, RetryPolicy
 from sources.base import Source
 from sources.config import SourcesConfig
@@ -235,6 +235,7 @@ async def open_world(
     )
     services = Services(
         database=database,
+        chats=ChatService(database),
         monitors=monitors,
         resolve_sources=resolve,
         http=client,

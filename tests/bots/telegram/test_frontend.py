@@ -24,6 +24,7 @@ from app.http_server import build_http_app
 from bots.dispatcher import Dispatcher
 from bots.telegram import TelegramSender, build_bot
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
+from monitors import ChatService
 from storage import (
     AdvisoryLocks,
     ChatRepository,
@@ -474,7 +475,7 @@ async def test_a_wrong_token_fails_start_and_leaves_nothing_running(db_url: str)
     with running_fake_telegram() as fake:
         options = TelegramOptions(token="999999:not-the-token-of-this-bot-at-all", api_url=fake.url)
         sender = TelegramSender(build_bot(options.token, api_url=fake.url))
-        frontend = TelegramFrontend(options, Dispatcher(database, _Unreachable(), AccessPolicy()), sender)  # type: ignore[arg-type]
+        frontend = TelegramFrontend(options, Dispatcher(ChatService(database), _Unreachable(), AccessPolicy()), sender)  # type: ignore[arg-type]
         with pytest.raises(InvalidToken):
             await frontend.start()
         assert not await frontend.healthy()
