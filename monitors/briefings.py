@@ -36,20 +36,13 @@ from research import (
     write_volume_chart,
 )
 from sources import Item
-from storage import (
-    BriefingClaim,
+from storage import BriefingClaim, ChatRecord, Database, ItemWithScores, MonitorRecord, RunOutcome, RunRecord, RunStatus
+from storage.repositories import (
     BriefingRepository,
-    ChatRecord,
     ChatRepository,
-    Database,
     ItemRepository,
-    ItemWithScores,
-    MonitorRecord,
     MonitorRepository,
-    RunOutcome,
-    RunRecord,
     RunRepository,
-    RunStatus,
     SubscriptionRepository,
 )
 

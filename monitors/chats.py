@@ -14,17 +14,14 @@ from datetime import date, datetime
 from typing import Unpack
 
 from monitors.delivery import mark_chat_gone, move_chat
-from storage import (
-    ChatChanges,
-    ChatRecord,
+from storage import ChatChanges, ChatRecord, Database, TurnStart
+from storage.repositories import (
     ChatRepository,
     ConversationRepository,
-    Database,
     InboundRepository,
     ItemRepository,
     SubscriptionRepository,
     TurnRepository,
-    TurnStart,
     UsageRepository,
 )
 

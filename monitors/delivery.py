@@ -46,16 +46,11 @@ from monitors.outbound import (
 from monitors.sharing import hand_over_monitors
 from research import Digest, escape_markdown, render_digest_markdown
 from sources import Backoff
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database, DeliveryRecord, DeliveryStatus, JSONObject, RunRecord
+from storage.repositories import (
     ChatRepository,
-    Database,
-    DeliveryRecord,
     DeliveryRepository,
-    DeliveryStatus,
-    JSONObject,
     MonitorRepository,
-    RunRecord,
     RunRepository,
     SubscriptionRepository,
 )

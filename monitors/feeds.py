@@ -25,15 +25,8 @@ from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
 from research import Digest, render_digest_markdown
-from storage import (
-    ChatRepository,
-    Database,
-    FeedSubject,
-    FeedTokenRepository,
-    MonitorRepository,
-    RunRecord,
-    RunRepository,
-)
+from storage import Database, FeedSubject, RunRecord
+from storage.repositories import ChatRepository, FeedTokenRepository, MonitorRepository, RunRepository
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
 from sources import SourceError, guard_xml
-from storage import ChatRecord, DeliveryMode, MonitorRecord, MonitorRepository, SubscriptionRepository
+from storage import ChatRecord, DeliveryMode, MonitorRecord
+from storage.repositories import MonitorRepository, SubscriptionRepository
 
 __all__ = [
     "EXPORT_FORMAT",

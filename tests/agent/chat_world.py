@@ -17,7 +17,8 @@ from monitors import ChatService, MonitorService, MonitorSettings
 from research import ModelSet
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
 from sources.web import WebResults, WebSearchRequest, WebSearchSource
-from storage import ChatRecord, Database, MonitorRepository, UserRecord, UserRepository
+from storage import ChatRecord, Database, UserRecord
+from storage.repositories import MonitorRepository, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 
 

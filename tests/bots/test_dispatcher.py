@@ -17,7 +17,8 @@ from agent.context import Turn
 from agent.messages import Incoming, ProgressUpdate, Reply
 from bots.dispatcher import Dispatcher
 from monitors import ChatService
-from storage import ChatRepository, Database, MonitorRepository, SubscriptionRepository
+from storage import Database
+from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
 from tests.bots.slack_world import T0, copy_database, migrated_template
 
 

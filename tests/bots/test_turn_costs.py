@@ -26,7 +26,8 @@ from agent.messages import Incoming, Reply
 from bots.dispatcher import Dispatcher
 from monitors import ChatService
 from research import ModelSet
-from storage import ChatRepository, Database, TurnRepository, UsageRepository
+from storage import Database
+from storage.repositories import ChatRepository, TurnRepository, UsageRepository
 from tests.bots.slack_world import T0, monitor_service
 from tests.fakes.postgres_proxy import postgres_proxy
 from tests.kit import ScriptedModel

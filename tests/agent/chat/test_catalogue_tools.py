@@ -14,14 +14,8 @@ from agent.chat.tools_catalogue import compact
 from agent.commands import CATALOGUE
 from agent.confirmations import CatalogueAction, PendingConfirmation
 from monitors import ChatService
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    ConversationRepository,
-    Database,
-    MonitorRepository,
-    SubscriptionRepository,
-)
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository, ConversationRepository, MonitorRepository, SubscriptionRepository
 from tests.agent.chat_world import ChatWorld, make_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.kit import FakeClock, ScriptedModel, call, say

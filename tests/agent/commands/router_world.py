@@ -24,7 +24,8 @@ from sources.config import SourcesConfig
 from sources.http import HostPolicy, HttpClient
 from sources.registry import build_sources, feed_factory, resolve_source_specs, rsshub_factory
 from sources.web import WebResult, WebResults, WebSearchRequest, WebSearchSource
-from storage import ChatRecord, ChatRepository, Database, UserRepository
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.kit import FakeClock, offline_resolver
 from tests.monitors.fakes import RecordingSender, Sent

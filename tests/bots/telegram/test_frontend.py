@@ -25,15 +25,8 @@ from bots.dispatcher import Dispatcher
 from bots.telegram import TelegramSender, build_bot
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
 from monitors import ChatService
-from storage import (
-    AdvisoryLocks,
-    ChatRepository,
-    Database,
-    InboundRepository,
-    MonitorRepository,
-    SubscriptionRepository,
-    upgrade_database,
-)
+from storage import AdvisoryLocks, Database, upgrade_database
+from storage.repositories import ChatRepository, InboundRepository, MonitorRepository, SubscriptionRepository
 from tests.bots.slack_world import T0, copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
 from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, telegram_world

@@ -16,7 +16,8 @@ from bots.telegram import TelegramLimits, TelegramSender, build_bot
 from bots.telegram.typing_indicators import TypingIndicators
 from monitors import ChatService
 from sources import Backoff
-from storage import ChatRepository, Database
+from storage import Database
+from storage.repositories import ChatRepository
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.fakes.telegram import ApiError, FakeTelegram, running_fake_telegram
 from tests.kit import eventually
