@@ -45,8 +45,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
-from agent import AccessPolicy, AfterReply, Incoming, ProgressSink, ProgressUpdate, Reply, Turn, ignore_progress
-from monitors import new_error_id
+from agent import (
+    AccessPolicy,
+    AfterReply,
+    Incoming,
+    ProgressSink,
+    ProgressUpdate,
+    Reply,
+    Turn,
+    ignore_progress,
+    new_error_id,
+)
 from sources import Backoff, Sleep
 from storage import ChatRecord, TurnStart, is_unreachable
 

@@ -62,6 +62,7 @@ def test_the_layer_contracts_hold() -> None:
         ("bots/slack/uses_telegram.py", "import bots.telegram.render\n", "The platforms are independent"),
         ("bots/builds_a_repository.py", "from storage.repositories import ChatRepository\n", "Bots and agent"),
         ("agent/builds_a_repository.py", "import storage.repositories.items\n", "Bots and agent"),
+        ("bots/uses_monitors.py", "import monitors\n", "Bots import monitors only"),
     ],
 )
 def test_a_deliberate_violation_breaks_a_contract(tmp_path: Path, module: str, line: str, contract: str) -> None:
