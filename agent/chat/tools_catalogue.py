@@ -8,10 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic.json_schema import JsonSchemaMode, JsonSchemaValue
 from pydantic_ai import ModelRetry, RunContext, Tool
-from pydantic_ai.tools import GenerateToolJsonSchema
-from pydantic_core import CoreSchema
 
 from agent.chat.deps import ChatDeps
 from agent.commands import ACTIONS, Action
@@ -19,7 +16,7 @@ from agent.commands.action import Proposal, ToolRefusal
 from agent.confirmations import CatalogueAction
 from monitors import MonitorNotFoundError
 
-__all__ = ["PROPOSED", "CompactToolSchema", "action_tool", "catalogue_tools", "compact", "compact_schema"]
+__all__ = ["PROPOSED", "action_tool", "catalogue_tools", "compact", "compact_schema"]
 
 PROPOSED = (
     "Proposed, NOT done yet. Lookout now shows the person this change with Confirm/Cancel buttons and accepts "
@@ -43,13 +40,6 @@ def compact(node: Any) -> Any:
             del result["anyOf"], result["default"]
             result = {**kept[0], **result}
     return result
-
-
-class CompactToolSchema(GenerateToolJsonSchema):
-    """pydantic-ai's tool schema generator, compacted (see `compact`)."""
-
-    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
-        return dict(compact(super().generate(schema, mode)))
 
 
 def compact_schema(action: Action) -> dict[str, Any]:
