@@ -713,13 +713,11 @@ async def _list_for_model(context: ToolContext, _command: MonitorsCommand) -> li
 
 async def _run_for_model(context: ToolContext, command: DigestCommand) -> str:
     turn = context.turn
-    view = await context.services.monitors.get_monitor(command.monitor_id, chat_id=context.chat_id,
-                                                       is_admin=turn.is_admin)  # fmt: skip
+    monitors = context.services.monitors
+    view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
     await context.say(f"Running monitor #{view.id} “{view.topic}”…")
     async with ProgressRelay(turn.progress, prefixed(f"#{view.id} · ")) as relay:
-        summary = await context.services.monitors.run_now(
-            view.id, context.chat_id, is_admin=turn.is_admin, progress=relay
-        )
+        summary = await monitors.run_now(view.id, context.chat_id, is_admin=turn.is_admin, progress=relay)
         relay.final_text = f"Monitor #{view.id} finished: {summary.status}."
     if summary.status == "failed":
         return f"The run of monitor #{view.id} failed: {summary.error or 'unknown error'}."

@@ -373,10 +373,8 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
     report = job.report
     services = context.services
     await store_collection(services.database, chat_id=context.chat_id, request=text, job=job, now=services.clock())
-    context.attach(
-        Attachment(path=job.paths.csv, filename=job.paths.csv.name, caption=f"{report.total_unique} items about "
-                   f"{text[:200]}")
-    )  # fmt: skip
+    caption = f"{report.total_unique} items about {text[:200]}"
+    context.attach(Attachment(path=job.paths.csv, filename=job.paths.csv.name, caption=caption))
     per_source = ", ".join(f"{name} {tally.new}" for name, tally in report.per_source.items() if tally.new)
     outcome = "reached the target" if report.reached_target else f"stopped: {report.stop_detail}"
     failed = failure_lines(report.failed_sources)
@@ -390,8 +388,8 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
 
 async def _export_items(context: ToolContext, command: ExportCommand) -> str:
     turn, now = context.turn, context.now
-    view = await context.services.monitors.get_monitor(command.monitor_id, chat_id=context.chat_id,
-                                                       is_admin=turn.is_admin)  # fmt: skip
+    monitors = context.services.monitors
+    view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
     window = min(max(command.days, 1), TOOL_DAYS_LIMIT)
     scored = await context.services.chats.items.for_monitor(view.id, since=now - timedelta(days=window))
     if not scored:
