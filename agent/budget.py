@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from storage import Database, UsageRepository
+from monitors import ChatService
 
 __all__ = ["BUDGET_SPENT_MESSAGE", "ChatBudget"]
 
@@ -21,7 +21,7 @@ BUDGET_SPENT_MESSAGE = (
 class ChatBudget:
     """Tokens per chat per (UTC) day; `daily_tokens` 0 means no limit."""
 
-    database: Database
+    chats: ChatService
     daily_tokens: int
 
     def left(self, tokens_today: int) -> int | None:
@@ -34,7 +34,7 @@ class ChatBudget:
         """Tokens left today, read from storage, or None without a limit (0 or less: spent)."""
         if self.daily_tokens <= 0:
             return None
-        totals = await UsageRepository(self.database).for_day(chat_id, now.astimezone(UTC).date())
+        totals = await self.chats.usage.for_day(chat_id, now.astimezone(UTC).date())
         return self.left(totals.input_tokens + totals.output_tokens)
 
     def spent_message(self) -> str:

@@ -17,11 +17,12 @@ from agent import subscribing
 from agent.context import DEFAULT_CONFIRMATION_TTL
 from agent.messages import Button
 from monitors import (
+    ChatService,
     MonitorNotFoundError,
     MonitorService,
     ScheduleError,
 )
-from storage import ConversationRecord, ConversationRepository, Database, JSONObject
+from storage import ConversationRecord, JSONObject
 
 __all__ = [
     "CANCEL_PREFIX",
@@ -185,12 +186,10 @@ class PendingConfirmation(BaseModel):
         """What `storage.ConversationChanges.confirmation` takes."""
         return self.token, self.model_dump(mode="json")
 
-    async def store(self, database: Database, *, now: datetime) -> None:
+    async def store(self, chats: ChatService, *, now: datetime) -> None:
         """Open it in its conversation, replacing any other (what a command's offer does; the chat agent stores its
         proposals with the turn's one write instead)."""
-        await ConversationRepository(database).write(
-            self.chat_id, self.thread_key, {"confirmation": self.stored_form()}, now=now
-        )
+        await chats.conversations.write(self.chat_id, self.thread_key, {"confirmation": self.stored_form()}, now=now)
 
     @staticmethod
     def minutes_open(ttl: timedelta) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent.access import AccessPolicy
 from agent.messages import Incoming, ProgressSink, ProgressUpdate
-from monitors import MonitorService, SourceResolver, effective_timezone
+from monitors import ChatService, MonitorService, SourceResolver, effective_timezone
 from research import ModelSet
 from sources import HttpClient
 from storage import ChatRecord, Database, TurnState, UserRecord
@@ -71,6 +71,9 @@ class Services:
     """Everything the commands and the chat agent use, built once per process and shared by every chat."""
 
     database: Database
+    chats: ChatService
+    """Chats, turns, conversations, usage and collected items in storage (the conversation layer builds no
+    repository: it asks this service or `monitors`)."""
     monitors: MonitorService
     resolve_sources: SourceResolver
     """`hn,news,rss:<url>` specs to sources; raises ValueError naming unknown or switched-off ones."""

@@ -1,7 +1,9 @@
 """The platform-neutral messages between chat adapters and the conversation layer: Incoming in, Reply out.
 
 What goes out (`Reply`, `Attachment`, `Button`, `ProgressUpdate`) is defined once in `monitors.outbound`, where
-the delivery worker uses the same type for digests; this module re-exports it for the conversation layer."""
+the delivery worker uses the same type for digests; this module re-exports it for the conversation layer, and for
+the platforms (`bots`, which do not import `monitors`) the sender contract (`ChatSender`, the delivery errors) and
+`new_error_id`, the short id an error reply names."""
 
 from __future__ import annotations
 
@@ -14,9 +16,15 @@ from monitors import (
     Attachment,
     AttachmentKind,
     Button,
+    ChatGone,
+    ChatMoved,
+    ChatSender,
+    DeliveryError,
     ProgressSink,
     ProgressUpdate,
     Reply,
+    RetryLater,
+    new_error_id,
 )
 
 __all__ = [
@@ -25,6 +33,10 @@ __all__ = [
     "Attachment",
     "AttachmentKind",
     "Button",
+    "ChatGone",
+    "ChatMoved",
+    "ChatSender",
+    "DeliveryError",
     "Incoming",
     "IncomingFile",
     "Outgoing",
@@ -32,6 +44,8 @@ __all__ = [
     "ProgressSink",
     "ProgressUpdate",
     "Reply",
+    "RetryLater",
+    "new_error_id",
 ]
 
 Platform = Literal["telegram", "slack", "terminal"]

@@ -14,7 +14,7 @@ from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import ConsoleSender, Dispatcher, Dispatches, SessionFactory, SharedLocks
-from monitors import ChatSender
+from monitors import ChatSender, ChatService
 from sources import HttpClient
 from storage import Database
 
@@ -64,6 +64,7 @@ def build_services(
     """
     return Services(
         database=database,
+        chats=ChatService(database),
         monitors=stack.service,
         resolve_sources=stack.catalog.resolve,
         http=http if http is not None else stack.catalog.client,
@@ -93,7 +94,7 @@ def build_dispatcher(settings: Settings, services: Services, *, shared_locks: Sh
     """The one dispatcher every frontend of the process hands its messages to; `shared_locks` make its
     per-conversation lock hold across processes (several web processes on PostgreSQL)."""
     return Dispatcher(
-        services.database,
+        services.chats,
         build_conversation(services),
         access_policy(settings),
         clock=services.clock,

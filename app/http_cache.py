@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from sources import StoredResponse
-from storage import Database, HttpValidatorRepository
+from storage import Database
+from storage.repositories import HttpValidatorRepository
 
 
 class DatabaseValidatorStore:

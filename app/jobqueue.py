@@ -46,7 +46,8 @@ from sqlalchemy.engine import make_url
 from app.settings import Settings
 from monitors import DeliveryWorker, MonitorService, due_monitor_ids
 from sources import Backoff
-from storage import Database, DeliveryRepository, MonitorRepository, RunRepository
+from storage import Database
+from storage.repositories import DeliveryRepository, MonitorRepository, RunRepository
 
 __all__ = [
     "DELIVER",

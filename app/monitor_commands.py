@@ -66,7 +66,7 @@ def parse_chat_option(chat: str) -> tuple[str, str]:
 
 
 async def _chat_id(stack: MonitorStack, chat: str) -> int:
-    from storage import ChatRepository
+    from storage.repositories import ChatRepository
 
     platform, external_id = parse_chat_option(chat)
     record = await ChatRepository(stack.database).get_or_create(platform, external_id)
@@ -87,7 +87,7 @@ def _allowed_chat(settings: Settings, chat: str) -> None:
 
 async def _owner_chat_id(stack: MonitorStack, monitor_id: int) -> int:
     from monitors import MonitorNotFoundError
-    from storage import MonitorRepository
+    from storage.repositories import MonitorRepository
 
     monitor = await MonitorRepository(stack.database).get(monitor_id)
     if monitor is None:
@@ -133,7 +133,8 @@ def list_monitors() -> None:
     async def main() -> list[str]:
         from app.wiring import open_database
         from monitors import monitor_view
-        from storage import ChatRepository, MonitorListing, MonitorRepository
+        from storage import MonitorListing
+        from storage.repositories import ChatRepository, MonitorRepository
 
         async with open_database(settings) as database:
             chats, monitors = ChatRepository(database), MonitorRepository(database)
@@ -270,7 +271,7 @@ def feed(
     async def main() -> list[str]:
         from app.wiring import open_database
         from monitors import MonitorFeeds, MonitorNotFoundError, feed_path
-        from storage import MonitorRepository
+        from storage.repositories import MonitorRepository
 
         async with open_database(settings) as database:
             monitor = await MonitorRepository(database).get(monitor_id)
@@ -315,7 +316,7 @@ def export(
         from datetime import UTC, datetime
 
         from monitors import export_monitors
-        from storage import ChatRepository
+        from storage.repositories import ChatRepository
 
         platform, external_id = parse_chat_option(chat)
         record = await ChatRepository(stack.database).find(platform, external_id)
@@ -353,7 +354,7 @@ def import_file(
 
     async def work(stack: MonitorStack) -> str:
         from monitors import create_imported, plan_import, read_import_file, read_monitor_file
-        from storage import ChatRepository
+        from storage.repositories import ChatRepository
 
         content = read_import_file(file)  # bounded by the bytes read: a pipe reports no size
         chat_id = await _chat_id(stack, chat)

@@ -18,7 +18,8 @@ from app.wiring import Providers, SourceCatalog, item_embedder, language_models,
 from bots import TelegramLimits
 from monitors import DeliveryWorker, DestinationSenders, DigestPages, MonitorScheduler, MonitorService, MonitorSettings
 from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
-from storage import Database, RateSlotRepository, ScheduleChanges, locks_for
+from storage import Database, ScheduleChanges, locks_for
+from storage.repositories import RateSlotRepository
 
 Clock = Callable[[], datetime]
 logger = logging.getLogger(__name__)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from app.settings import Settings
 from sources import SourcesConfig
-from storage import Database, EmbeddingRepository, upgrade_database
+from storage import Database, upgrade_database
+from storage.repositories import EmbeddingRepository
 
 if TYPE_CHECKING:  # the model library and the sources load when a command builds them, not to open the database
     from pydantic_ai.models import Model

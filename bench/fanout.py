@@ -45,8 +45,9 @@ from monitors import DeliveryWorker, MonitorService, MonitorSettings, parse_sche
 from sources.config import SourcesConfig
 from sources.hn import HackerNewsSource
 from sources.http import HttpClient
-from storage import ChatRepository, Database, DeliveryStatus, upgrade_database
+from storage import Database, DeliveryStatus, upgrade_database
 from storage.models import Delivery
+from storage.repositories import ChatRepository
 
 PAYLOAD = Path(__file__).resolve().parents[1] / "tests" / "sources" / "payloads" / "hn_search_by_date.json"
 RUN_AT = datetime(2026, 11, 20, 13, 0, tzinfo=UTC)

@@ -20,15 +20,8 @@ from pathlib import Path
 
 from monitors import FeedKind, MonitorFeeds
 from research import CitedItem, Development, Digest, QualityCheck
-from storage import (
-    ChatRepository,
-    Database,
-    DeliveryRepository,
-    MonitorRepository,
-    RunOutcome,
-    RunRepository,
-    upgrade_database,
-)
+from storage import Database, RunOutcome, upgrade_database
+from storage.repositories import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 

@@ -43,7 +43,8 @@ def _free_port() -> int:
 async def _prepare(folder: Path, runs: int, stories: int) -> tuple[str, list[str]]:
     """A migrated database holding `runs` stored digests; their page tokens."""
     from monitors import DigestPages
-    from storage import Database, RunRepository, upgrade_database
+    from storage import Database, upgrade_database
+    from storage.repositories import RunRepository
     from tests.monitors.stored_run import store_digest_run
 
     url = f"sqlite+aiosqlite:///{folder / 'pages.db'}"

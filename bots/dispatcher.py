@@ -13,10 +13,11 @@ Every adapter (Telegram, Slack, terminal) turns a platform update into an `Incom
    PostgreSQL) a lock every process sees is taken next, so messages reaching different processes are answered
    one at a time too, in the order they reach the database. Under the lock it first waits for the
    conversation's background work in this process (a memory fold left by the previous turn) if still running;
-3. reads the turn in one transaction (`TurnRepository.begin`): marks the update handled (stored before any work
-   starts, so a restart or a platform retry does not answer twice; a duplicate ends here), stores the chat and
-   the person when new or renamed, and reads the conversation's state and the chat's tokens today. A chat the
-   bot had been blocked or kicked from is reactivated: someone writes there again, so its subscriptions resume.
+3. reads the turn in one transaction (`ChatTurns.begin`, the chats service `app` hands in): marks the update
+   handled (stored before any work starts, so a restart or a platform retry does not answer twice; a duplicate
+   ends here), stores the chat and the person when new or renamed, and reads the conversation's state and the
+   chat's tokens today. A chat the bot had been blocked or kicked from is reactivated: someone writes there
+   again, so its subscriptions resume.
    Only now is the message *admitted* (`dispatch(admitted=…)`): the adapter acknowledges the update to its
    platform once it is stored. While the database is unreachable (a restart, a failover) the shared lock and
    this read are tried again with `DATABASE_BACKOFF` until it answers, holding the conversation's place: the
@@ -41,24 +42,33 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
-from agent import AccessPolicy, AfterReply, Incoming, ProgressSink, ProgressUpdate, Reply, Turn, ignore_progress
-from monitors import mark_chat_gone, move_chat, new_error_id
-from sources import Backoff, Sleep
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    Database,
-    InboundRepository,
-    SubscriptionRepository,
-    TurnRepository,
-    TurnStart,
-    is_unreachable,
+from agent import (
+    AccessPolicy,
+    AfterReply,
+    Incoming,
+    ProgressSink,
+    ProgressUpdate,
+    Reply,
+    Turn,
+    ignore_progress,
+    new_error_id,
 )
+from sources import Backoff, Sleep
+from storage import ChatRecord, TurnStart, is_unreachable
 
-__all__ = ["ERROR_TEXT", "Deliver", "Dispatcher", "Dispatches", "Responder", "SharedLocks", "error_reply"]
+__all__ = [
+    "ERROR_TEXT",
+    "ChatTurns",
+    "Deliver",
+    "Dispatcher",
+    "Dispatches",
+    "Responder",
+    "SharedLocks",
+    "error_reply",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +110,37 @@ class SharedLocks(Protocol):
     def hold(self, name: str) -> AbstractAsyncContextManager[None]: ...
 
 
+class ChatTurns(Protocol):
+    """What the dispatcher stores and reads about chats (`monitors.ChatService`, built in `app`): the turn's
+    de-duplication mark and its one read, a chat back after being gone, and what adapters report about chats."""
+
+    async def seen_before(self, platform: str, event_id: str, *, now: datetime) -> bool: ...
+
+    async def received_at(self, platform: str, event_id: str) -> datetime | None: ...
+
+    async def forget_handled_before(self, cutoff: datetime) -> int: ...
+
+    async def begin(
+        self,
+        *,
+        platform: str,
+        chat_external_id: str,
+        user_external_id: str,
+        thread_key: str,
+        day: date,
+        now: datetime,
+        event_id: str | None = None,
+        chat_title: str | None = None,
+        user_name: str | None = None,
+    ) -> TurnStart | None: ...
+
+    async def resume(self, chat: ChatRecord) -> ChatRecord: ...
+
+    async def gone(self, platform: str, external_id: str, *, reason: str, now: datetime) -> None: ...
+
+    async def moved(self, platform: str, old_external_id: str, new_external_id: str) -> None: ...
+
+
 class Responder(Protocol):
     """The conversation layer (`agent.conversation.Conversation`)."""
 
@@ -129,7 +170,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        database: Database,
+        chats: ChatTurns,
         conversation: Responder,
         access: AccessPolicy,
         *,
@@ -143,11 +184,7 @@ class Dispatcher:
         self._access = access
         self._clock = clock
         self._inbound_retention = inbound_retention
-        self._chats = ChatRepository(database)
-        self._turns = TurnRepository(database)
-        self._inbound = InboundRepository(database)
-        self._subscriptions = SubscriptionRepository(database)
-        self._database = database
+        self._chats = chats
         self._slots: dict[tuple[str, str, str], _Slot] = {}
         self._shared_locks = shared_locks
         self._background: dict[tuple[str, str, str], asyncio.Task[None]] = {}
@@ -270,9 +307,9 @@ class Dispatcher:
         now = self._clock()
         while True:
             try:
-                if not await self._inbound.seen_before(incoming.platform, incoming.event_id, now=now):
+                if not await self._chats.seen_before(incoming.platform, incoming.event_id, now=now):
                     return True
-                return retry > 0 and await self._inbound.received_at(incoming.platform, incoming.event_id) == now
+                return retry > 0 and await self._chats.received_at(incoming.platform, incoming.event_id) == now
             except Exception as error:
                 if not is_unreachable(error):
                     raise
@@ -282,7 +319,7 @@ class Dispatcher:
                 )
 
     async def _begin(self, incoming: Incoming) -> TurnStart | None:
-        """The turn's first transaction (`TurnRepository.begin`), tried again while the database is unreachable.
+        """The turn's first transaction (`ChatTurns.begin`), tried again while the database is unreachable.
 
         A try whose connection died may have stored the de-duplication mark before it failed; the next try then
         finds the update "handled before". The mark keeps the time it was stored with: when that is this message's
@@ -292,7 +329,7 @@ class Dispatcher:
         event_id = incoming.event_id
         while True:
             try:
-                start = await self._turns.begin(
+                start = await self._chats.begin(
                     platform=incoming.platform,
                     chat_external_id=incoming.chat_external_id,
                     user_external_id=incoming.user_external_id,
@@ -305,7 +342,7 @@ class Dispatcher:
                 )
                 if start is not None or retry == 0 or event_id is None:
                     return start
-                if await self._inbound.received_at(incoming.platform, event_id) != now:
+                if await self._chats.received_at(incoming.platform, event_id) != now:
                     return None  # someone else's mark: a duplicate indeed
                 logger.info("%s event %s: its mark was stored before the connection died", incoming.platform, event_id)
                 event_id = None
@@ -330,7 +367,7 @@ class Dispatcher:
             if start is None:
                 logger.info("%s event %s was handled before; ignored", incoming.platform, incoming.event_id)
                 return []
-            chat = start.chat if start.chat.active else await self._reactivate(start.chat)
+            chat = start.chat if start.chat.active else await self._chats.resume(start.chat)
             turn = Turn(
                 incoming=incoming,
                 chat=chat,
@@ -384,12 +421,6 @@ class Dispatcher:
         while self._background:
             await asyncio.wait(list(self._background.values()))
 
-    async def _reactivate(self, chat: ChatRecord) -> ChatRecord:
-        # The bot had been blocked or removed here; someone writing again means it is back.
-        logger.info("chat %d on %s is reachable again: resuming its subscriptions", chat.id, chat.platform)
-        await self._subscriptions.set_active_for_chat(chat.id, active=True)
-        return await self._chats.update(chat.id, active=True) or chat
-
     def _denied_replies(self, incoming: Incoming) -> list[Reply]:
         platform, user, chat_id = incoming.platform, incoming.user_external_id, incoming.chat_external_id
         logger.info("%s user %s in chat %s is not allowed", platform, user, chat_id)
@@ -409,7 +440,7 @@ class Dispatcher:
             return
         self._last_prune = now
         try:
-            await self._inbound.forget_before(now - self._inbound_retention)
+            await self._chats.forget_handled_before(now - self._inbound_retention)
         except Exception:  # housekeeping: never the person's problem
             logger.warning("could not prune handled update ids", exc_info=True)
 
@@ -418,18 +449,11 @@ class Dispatcher:
     async def chat_gone(self, platform: str, external_id: str, *, reason: str) -> None:
         """The bot was blocked, kicked, or the chat deleted: the chat goes inactive, its subscriptions pause and
         its pending digests are given up (the same as the delivery worker does for a digest)."""
-        chat = await self._chats.find(platform, external_id)
-        if chat is None:
-            return
-        await mark_chat_gone(self._database, chat, reason=reason, now=self._clock())
+        await self._chats.gone(platform, external_id, reason=reason, now=self._clock())
 
     async def chat_moved(self, platform: str, old_external_id: str, new_external_id: str) -> None:
         """The chat has a new id (a Telegram group became a supergroup): its monitors and memory follow."""
-        if old_external_id == new_external_id:
-            return
-        chat = await self._chats.find(platform, old_external_id)
-        if chat is not None:
-            await move_chat(self._database, chat, new_external_id)
+        await self._chats.moved(platform, old_external_id, new_external_id)
 
 
 def _brief(error: BaseException) -> str:

@@ -8,6 +8,7 @@ import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from monitors.briefings import BriefingService, QueuedBriefing
+    from monitors.chats import ChatService
     from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
     from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, DestinationSenders, sign
@@ -108,6 +109,7 @@ __all__ = [
     "ChatGone",
     "ChatMoved",
     "ChatSender",
+    "ChatService",
     "DeliveryError",
     "DeliveryReport",
     "DeliveryWorker",
@@ -179,6 +181,7 @@ __all__ = [
 
 _SUBMODULES = {
     "briefings": ["BriefingService", "QueuedBriefing"],
+    "chats": ["ChatService"],
     "collections": ["store_collection"],
     "delivery": ["DELIVERY_LEASE", "DeliveryReport", "DeliveryWorker", "mark_chat_gone", "move_chat"],
     "destination_send": ["DestinationSenders", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "sign"],

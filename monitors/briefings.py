@@ -39,21 +39,14 @@ from research import (
     write_volume_chart,
 )
 from sources import Item
-from storage import (
-    BriefingClaim,
+from storage import BriefingClaim, ChatRecord, Database, ItemWithScores, MonitorRecord, RunOutcome, RunRecord, RunStatus
+from storage.repositories import (
     BriefingRepository,
-    ChatRecord,
     ChatRepository,
-    Database,
     ItemRepository,
-    ItemWithScores,
-    MonitorRecord,
     MonitorRepository,
     ReaderRuleRepository,
-    RunOutcome,
-    RunRecord,
     RunRepository,
-    RunStatus,
     SubscriptionRepository,
 )
 

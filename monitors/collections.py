@@ -8,7 +8,8 @@ from datetime import datetime
 
 from monitors.runner import item_record
 from research import CollectionJobResult, record_usage
-from storage import Database, DeliveryRepository, ItemScore, RunOutcome, RunRepository
+from storage import Database, ItemScore, RunOutcome
+from storage.repositories import DeliveryRepository, RunRepository
 
 __all__ = ["store_collection"]
 

@@ -60,18 +60,13 @@ from research import (
     render_digest_markdown,
 )
 from sources import Backoff
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database, DeliveryRecord, DeliveryStatus, JSONObject, RunRecord
+from storage.repositories import (
     ChatRepository,
-    Database,
-    DeliveryRecord,
     DeliveryRepository,
-    DeliveryStatus,
     ItemRepository,
-    JSONObject,
     MonitorRepository,
     ReaderRuleRepository,
-    RunRecord,
     RunRepository,
     SubscriptionRepository,
 )

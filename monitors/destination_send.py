@@ -46,15 +46,8 @@ from monitors.notices import queue_notice
 from monitors.outbound import Attachment, ChatGone, Reply, RetryLater
 from monitors.pages import DigestPages
 from sources import HttpClient, SourceError, SourceErrorKind
-from storage import (
-    ChatRecord,
-    Database,
-    DestinationRecord,
-    DestinationRepository,
-    MonitorRepository,
-    RunRepository,
-    SubscriptionRepository,
-)
+from storage import ChatRecord, Database, DestinationRecord
+from storage.repositories import DestinationRepository, MonitorRepository, RunRepository, SubscriptionRepository
 
 __all__ = [
     "EVENT_HEADER",

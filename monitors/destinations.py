@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
 
 from sources import HttpClient, SourceError, SourceErrorKind
-from storage import ChatRepository, Database, DestinationRecord, DestinationRepository, SubscriptionRepository
+from storage import Database, DestinationRecord
+from storage.repositories import ChatRepository, DestinationRepository, SubscriptionRepository
 
 if TYPE_CHECKING:  # sharing imports this module's platforms: these are types only
     from apprise.plugins.base import NotifyBase

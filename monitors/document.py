@@ -22,16 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from monitors.tokens import new_token
 from research import Digest, render_digest_markdown
-from storage import (
-    Database,
-    DigestPageRepository,
-    ItemRepository,
-    ItemWithScores,
-    MonitorRepository,
-    RunRecord,
-    RunRepository,
-    RunStatus,
-)
+from storage import Database, ItemWithScores, RunRecord, RunStatus
+from storage.repositories import DigestPageRepository, ItemRepository, MonitorRepository, RunRepository
 
 __all__ = [
     "FILE_NAMES",

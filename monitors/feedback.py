@@ -34,15 +34,8 @@ from research import (
     story_features,
 )
 from sources import Item
-from storage import (
-    Database,
-    FeedbackMarkRecord,
-    FeedbackRepository,
-    ItemRepository,
-    ItemWithScores,
-    RunRecord,
-    StoredView,
-)
+from storage import Database, FeedbackMarkRecord, ItemWithScores, RunRecord, StoredView
+from storage.repositories import FeedbackRepository, ItemRepository
 
 __all__ = [
     "FEEDBACK_PLATFORMS",

@@ -26,15 +26,8 @@ from markdown_it import MarkdownIt
 from monitors.document import digest_went_out, page_urls, run_time, stored_digest
 from monitors.tokens import new_token
 from research import Digest, render_digest_markdown
-from storage import (
-    ChatRepository,
-    Database,
-    FeedSubject,
-    FeedTokenRepository,
-    MonitorRepository,
-    RunRecord,
-    RunRepository,
-)
+from storage import Database, FeedSubject, RunRecord
+from storage.repositories import ChatRepository, FeedTokenRepository, MonitorRepository, RunRepository
 
 logger = logging.getLogger(__name__)
 

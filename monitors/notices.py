@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
-from storage import Database, DeliveryRepository, RunOutcome, RunRepository
+from storage import Database, RunOutcome
+from storage.repositories import DeliveryRepository, RunRepository
 
 __all__ = ["BRIEFING_KIND", "NOTICE_KIND", "TEXT_KINDS", "queue_notice"]
 

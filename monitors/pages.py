@@ -42,7 +42,8 @@ from monitors.document import (
 )
 from monitors.tokens import looks_like_token
 from research import CITATION
-from storage import Database, DigestPageRepository, ItemRepository, RunRecord
+from storage import Database, RunRecord
+from storage.repositories import DigestPageRepository, ItemRepository
 
 if TYPE_CHECKING:
     import jinja2

@@ -28,15 +28,8 @@ from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
 from research import ReaderRules
 from sources import SourceError, guard_xml
-from storage import (
-    ChatRecord,
-    DeliveryMode,
-    FeedbackMarkRecord,
-    FeedbackRepository,
-    MonitorRecord,
-    MonitorRepository,
-    SubscriptionRepository,
-)
+from storage import ChatRecord, DeliveryMode, FeedbackMarkRecord, MonitorRecord
+from storage.repositories import FeedbackRepository, MonitorRepository, SubscriptionRepository
 
 __all__ = [
     "EXPORT_FORMAT",

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from monitors.runner import item_of_record
 from research import ReaderRules, RuleKind, RulesDecision, RunEntry, apply_rules, digest_stories
-from storage import Database, ItemWithScores, ReaderRuleRepository
+from storage import Database, ItemWithScores
+from storage.repositories import ReaderRuleRepository
 
 if TYPE_CHECKING:
     from monitors.service import MonitorService

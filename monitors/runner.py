@@ -36,19 +36,21 @@ from research import (
 from sources import Engagement, Item, Source, source_spec, spec_label
 from storage import (
     ChatRecord,
-    ChatRepository,
     Database,
-    DeliveryRepository,
     ItemRecord,
-    ItemRepository,
     ItemScore,
     MonitorRecord,
-    MonitorRepository,
     RunOutcome,
     RunRecord,
-    RunRepository,
     RunStatus,
     SourceFailureRecord,
+)
+from storage.repositories import (
+    ChatRepository,
+    DeliveryRepository,
+    ItemRepository,
+    MonitorRepository,
+    RunRepository,
     SourceFailureRepository,
     SubscriptionRepository,
 )

@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 
 from monitors.service import MonitorService
 from monitors.views import RunSummary
-from storage import Database, MonitorRepository, RunRepository, ScheduleChanges
+from storage import Database, ScheduleChanges
+from storage.repositories import MonitorRepository, RunRepository
 
 __all__ = [
     "BRIEFING_CHECK_SECONDS",

@@ -34,19 +34,8 @@ from monitors.views import (
 )
 from research import ProgressCallback, run_pipeline
 from sources import DEFAULT_SOURCES, HttpClient, refused_feeds
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    Database,
-    MonitorChanges,
-    MonitorListing,
-    MonitorRecord,
-    MonitorRepository,
-    RunRepository,
-    RunStatus,
-    SubscriptionRecord,
-    SubscriptionRepository,
-)
+from storage import ChatRecord, Database, MonitorChanges, MonitorListing, MonitorRecord, RunStatus, SubscriptionRecord
+from storage.repositories import ChatRepository, MonitorRepository, RunRepository, SubscriptionRepository
 
 logger = logging.getLogger(__name__)
 

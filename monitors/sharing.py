@@ -18,16 +18,8 @@ from typing import Protocol
 from monitors.destinations import DESTINATION_PLATFORMS
 from monitors.notices import queue_notice
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorView
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    Database,
-    DeliveryMode,
-    MonitorRecord,
-    MonitorRepository,
-    SubscriptionRecord,
-    SubscriptionRepository,
-)
+from storage import ChatRecord, Database, DeliveryMode, MonitorRecord, SubscriptionRecord
+from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
 
 __all__ = [
     "BROWSE_LIMIT",

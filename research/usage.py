@@ -21,7 +21,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model
 
 from research.llm import answering_model, configured_model, model_chain, model_label
-from storage import Database, UsageEntry, UsageRepository
+from storage import Database, UsageEntry
+from storage.repositories import UsageRepository
 
 __all__ = ["USAGE_KIND_LABELS", "LlmUsage", "UsageKind", "estimate_cost_usd", "record_usage", "sum_usage"]
 

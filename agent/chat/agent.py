@@ -36,7 +36,7 @@ from agent.memory import ConversationMemory, Fold, HistoryCache, encode_messages
 from agent.messages import Reply
 from monitors import new_error_id
 from research import LlmUsage, ModelLimits, estimate_tokens, stage_settings, unusable_answer
-from storage import ConversationChanges, ConversationRecord, ConversationRepository, TurnRepository, TurnState
+from storage import ConversationChanges, ConversationRecord, TurnState
 
 __all__ = ["ChatAgent", "build_chat_agent"]
 
@@ -123,9 +123,9 @@ class ChatAgent:
         self._fixed_tokens = request_tokens([], [tool.tool_def for tool in CHAT_TOOLS]) + estimate_tokens(RULES)
         """What every chat request costs before any history: the tool schemas and the rules."""
         self._by_message = self._limits.offers_tools_by_message()
-        self._budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
-        self._turns = TurnRepository(services.database)
-        self._conversations = ConversationRepository(services.database)
+        self._budget = ChatBudget(chats=services.chats, daily_tokens=services.settings.chat_daily_tokens)
+        self._turns = services.chats.turns
+        self._conversations = services.chats.conversations
         self._confirmation_ttl = confirmation_ttl
         self._histories = HistoryCache()
         """What this process wrote last per conversation, decoded: the next turn reuses it instead of decoding."""

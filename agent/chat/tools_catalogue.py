@@ -1,16 +1,14 @@
-"""The chat agent's tools that come from the catalogue of chat actions: the action's arguments model is the tool's
-parameter schema (compacted: no titles), its `ToolUse` names and describes it, and a change that needs confirmation
-is only proposed — the confirmation stores the action's name and arguments, and "yes" runs the action's `run`."""
+"""The chat agent's tools, all from the catalogue of chat actions: the action's arguments model is the tool's
+parameter schema (compacted: no titles), its `ToolUse` names and describes it; a tool that acts at once answers the
+model with `ToolUse.answer`, and a change that needs confirmation is only proposed — the confirmation stores the
+action's name and arguments, and "yes" runs the action's `run`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic.json_schema import JsonSchemaMode, JsonSchemaValue
 from pydantic_ai import ModelRetry, RunContext, Tool
-from pydantic_ai.tools import GenerateToolJsonSchema
-from pydantic_core import CoreSchema
 
 from agent.chat.deps import ChatDeps
 from agent.commands import ACTIONS, Action
@@ -18,7 +16,7 @@ from agent.commands.action import Proposal, ToolRefusal
 from agent.confirmations import CatalogueAction
 from monitors import MonitorNotFoundError
 
-__all__ = ["PROPOSED", "CompactToolSchema", "action_tool", "catalogue_tools", "compact", "compact_schema"]
+__all__ = ["PROPOSED", "action_tool", "catalogue_tools", "compact", "compact_schema"]
 
 PROPOSED = (
     "Proposed, NOT done yet. Lookout now shows the person this change with Confirm/Cancel buttons and accepts "
@@ -44,13 +42,6 @@ def compact(node: Any) -> Any:
     return result
 
 
-class CompactToolSchema(GenerateToolJsonSchema):
-    """pydantic-ai's tool schema generator, compacted (see `compact`)."""
-
-    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
-        return dict(compact(super().generate(schema, mode)))
-
-
 def compact_schema(action: Action) -> dict[str, Any]:
     """The arguments model's JSON schema, compacted, without the class docstring (the tool has its description)."""
     schema = dict(compact(action.arguments.model_json_schema()))
@@ -65,7 +56,7 @@ def action_tool(action: Action) -> Tool[ChatDeps]:
     if use is None:
         raise ValueError(f"/{action.name} is no chat tool")
 
-    async def call(ctx: RunContext[ChatDeps], **given: Any) -> str:
+    async def call(ctx: RunContext[ChatDeps], **given: Any) -> object:
         deps = ctx.deps
         try:
             arguments = action.arguments.model_validate(given)
@@ -73,8 +64,10 @@ def action_tool(action: Action) -> Tool[ChatDeps]:
             raise ModelRetry(f"Invalid arguments for {use.name}: {error.errors(include_url=False)}") from None
         monitor = getattr(arguments, "monitor_id", None)
         try:
+            if use.answer is not None:
+                return await use.answer(deps, arguments)
             if use.propose is None:
-                replies = await action.run(deps.services, deps.turn, arguments)
+                replies = await action.perform(deps.services, deps.turn, arguments)
                 for reply in replies:
                     for attachment in reply.attachments:
                         deps.attach(attachment)

@@ -10,23 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.commands.grammar import CommandError, ParseOptions, monitor_id
 from agent.context import Services, Turn
-from agent.messages import Reply
+from agent.messages import Attachment, Reply
 from monitors import MonitorView
 
 __all__ = [
     "Action",
+    "Answer",
     "Arguments",
     "Parse",
     "Proposal",
     "Role",
     "Run",
     "SlackCommand",
+    "ToolContext",
     "ToolRefusal",
     "ToolUse",
     "monitor_role",
@@ -90,6 +94,39 @@ Propose = Callable[[Services, Turn, Any], Awaitable[Proposal | str]]
 """Checks a proposed change and says it in words (`Proposal`), or answers at once why nothing needs doing (str)."""
 
 
+class ToolContext(Protocol):
+    """What a tool that acts at once gets from the chat agent's run (`agent.chat.ChatDeps` is one)."""
+
+    services: Services
+    turn: Turn
+    timezone: str
+    """The chat's IANA timezone."""
+    read_untrusted: bool
+    """Set when the tool handed the model fetched text (proposals after it carry a warning)."""
+
+    @property
+    def chat_id(self) -> int: ...
+
+    @property
+    def now(self) -> datetime: ...
+
+    @property
+    def exports_dir(self) -> Path:
+        """The chat's folder for the files its tools make."""
+        ...
+
+    def attach(self, attachment: Attachment) -> None:
+        """Send a file with the chat agent's reply."""
+
+    async def say(self, text: str, *, done: bool = False) -> None:
+        """One progress line to the chat."""
+
+
+Answer = Callable[[ToolContext, Any], Awaitable[object]]
+"""A tool that acts at once: its answer to the model (text, or a pydantic model the tool result is made of).
+`ModelRetry` or `ToolRefusal` sends the model back to fix its call; `MonitorNotFoundError` says the number is wrong."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolUse:
     """How the chat agent may use an action: as a tool named for the model, with a compact description."""
@@ -100,6 +137,9 @@ class ToolUse:
     """One or two short sentences: every tool's description is in every chat prompt."""
     propose: Propose | None = None
     """Set when the change needs the person's confirmation: the tool only proposes it."""
+    answer: Answer | None = None
+    """Set when the tool acts at once and answers the model with this rather than with the command's replies (the
+    command speaks to the person; the tool's answer is read by the model)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,7 +162,8 @@ class Action:
     """The arguments as the usage line shows them, "" when it takes none."""
     description: str
     """One line, under 256 characters (Telegram's setMyCommands limit)."""
-    run: Run
+    run: Run | None = None
+    """None only for a chat tool that answers at once and has no command (`command=False`, `ToolUse.answer`)."""
     parse: Parse | None = None
     """None: derived from `arguments` (no fields: no arguments; one `monitor_id`: one monitor number)."""
     example: str | None = None
@@ -137,6 +178,16 @@ class Action:
     command: bool = True
     """False: no slash command (not parsed, not in /help or the menus); only the chat tool and its confirmation
     reach it."""
+
+    def __post_init__(self) -> None:
+        if self.run is None and (self.command or self.tool is None or self.tool.answer is None):
+            raise TypeError(f"/{self.name} needs a run (only a tool answering at once, with no command, has none)")
+
+    async def perform(self, services: Services, turn: Turn, arguments: Arguments) -> list[Reply]:
+        """Run the action for `turn.chat` (what the command and a confirmed proposal do)."""
+        if self.run is None:
+            raise LookupError(f"{self.name} is a chat tool only")
+        return await self.run(services, turn, arguments)
 
     @property
     def usage(self) -> str:

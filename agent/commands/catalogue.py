@@ -13,7 +13,17 @@ from typing import ClassVar
 
 from pydantic import ValidationError
 
-from agent.commands import destinations, feedback, filters, monitors, portability, research, settings, subscriptions
+from agent.commands import (
+    destinations,
+    feedback,
+    filters,
+    history,
+    monitors,
+    portability,
+    research,
+    settings,
+    subscriptions,
+)
 from agent.commands.action import Action, Arguments
 from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
 from agent.context import Services, Turn
@@ -119,6 +129,7 @@ ACTIONS: tuple[Action, ...] = (
     *monitors.ACTIONS,
     *filters.ACTIONS,
     *research.ACTIONS,
+    *history.ACTIONS,
     *subscriptions.ACTIONS,
     *destinations.ACTIONS,
     *feedback.ACTIONS,
@@ -237,7 +248,7 @@ async def run_stored(services: Services, turn: Turn, name: str, arguments: JSONO
     A confirmation stored by another version may name an action this one lacks, or arguments it reads differently:
     that is said in a sentence and nothing is done."""
     action = _EVERY.get(name)
-    if action is None:
+    if action is None or action.run is None:
         return f"This version of Lookout cannot do “{name}” any more; nothing was changed. Please ask again."
     try:
         parsed = action.arguments.model_validate(arguments)
@@ -245,4 +256,4 @@ async def run_stored(services: Services, turn: Turn, name: str, arguments: JSONO
         logger.warning("stored arguments of /%s not readable: %s", name, arguments)
         return f"I could not read that stored /{name} request any more; nothing was changed. Please ask again."
     logger.info("chat %d: confirmed /%s", turn.chat.id, name)
-    return "\n\n".join(reply.text for reply in await action.run(services, turn, parsed))
+    return "\n\n".join(reply.text for reply in await action.perform(services, turn, parsed))

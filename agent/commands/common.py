@@ -64,7 +64,7 @@ async def models_allowed(services: Services, turn: Turn) -> bool:
 
     A command whose chat has spent its budget still works: it runs the model-free path instead.
     """
-    budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
+    budget = ChatBudget(chats=services.chats, daily_tokens=services.settings.chat_daily_tokens)
     if turn.state is not None:  # read with the turn
         left = budget.left(turn.state.tokens_today)
     else:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import ClassVar
 from zoneinfo import ZoneInfo
 
-from pydantic import Field
+from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from agent import subscribing
 from agent.commands.action import (
@@ -15,6 +16,7 @@ from agent.commands.action import (
     MonitorArguments,
     Proposal,
     SlackCommand,
+    ToolContext,
     ToolRefusal,
     ToolUse,
     monitor_role,
@@ -39,7 +41,7 @@ from agent.commands.grammar import (
     split_sources,
     tokenize,
 )
-from agent.commands.progress import PipelineProgress, ProgressRelay
+from agent.commands.progress import PipelineProgress, ProgressRelay, prefixed
 from agent.confirmations import CatalogueAction, PendingConfirmation
 from agent.context import Services, Turn
 from agent.messages import Reply
@@ -59,6 +61,7 @@ from storage import DeliveryMode
 __all__ = [
     "ACTIONS",
     "DigestCommand",
+    "MonitorInfo",
     "MonitorsCommand",
     "PauseCommand",
     "QuietCommand",
@@ -96,7 +99,8 @@ class MonitorsCommand(Arguments):
     """`/monitors [all]` (`all`: every chat's monitors, for admins)."""
 
     name: ClassVar[str] = "monitors"
-    all_chats: bool = False
+    all_chats: SkipJsonSchema[bool] = False
+    """Not offered to the chat agent (its tool lists this chat's monitors only)."""
 
 
 class UntrackCommand(MonitorArguments):
@@ -220,7 +224,7 @@ async def _offer(
         declined=[create],
         labels=(f"Subscribe to #{view.id}", "Create my own"),
     )
-    await pending.store(services.database, now=now)
+    await pending.store(services.chats, now=now)
     count = view.receivers
     differences = (
         "It differs from what you asked: " + "; ".join(offer.differences) + "."
@@ -653,6 +657,83 @@ async def _propose_update(services: Services, turn: Turn, command: UpdateArgumen
     return Proposal(description=f"change monitor #{view.id} “{view.topic}”: {'; '.join(changes)}", arguments=exact)
 
 
+# --- what the chat agent's tools answer -------------------------------------------------------------------
+
+
+class MonitorInfo(BaseModel):
+    """One monitor of this chat, compactly."""
+
+    id: int
+    topic: str
+    schedule: str
+    """In words, with its timezone."""
+    next_run: str | None
+    """Local time of the next run; None while paused."""
+    paused: bool
+    sources: list[str]
+    last_result: str
+    quiet: bool
+    """True: a run with nothing new sends nothing; False: a short "nothing new" note."""
+    owned_here: bool
+    """False for a monitor this chat only receives (another chat owns it and may change it)."""
+    shared: bool = False
+    """Listed for other chats to subscribe to."""
+    this_chat_delivery: str = "after each run"
+    """How this chat gets it: "after each run", "in the briefing" or "paused for this chat"."""
+
+
+def _when(moment: datetime | None) -> str | None:
+    return f"{moment:%Y-%m-%d %H:%M %Z}" if moment else None
+
+
+def _info(view: MonitorView, chat_id: int) -> MonitorInfo:
+    return MonitorInfo(
+        id=view.id,
+        topic=view.topic,
+        schedule=view.schedule,
+        next_run=_when(view.next_run),
+        paused=view.paused,
+        sources=list(view.sources),
+        last_result=view.last_result,
+        quiet=view.quiet,
+        owned_here=view.owner_chat_id == chat_id,
+        shared=view.shared,
+        this_chat_delivery=(
+            "paused for this chat"
+            if view.delivery_paused
+            else "in the briefing"
+            if view.in_briefing
+            else "after each run"
+        ),
+    )
+
+
+async def _list_for_model(context: ToolContext, _command: MonitorsCommand) -> list[MonitorInfo]:
+    views = await context.services.monitors.list_monitors(context.chat_id)
+    return [_info(view, context.chat_id) for view in views]
+
+
+async def _run_for_model(context: ToolContext, command: DigestCommand) -> str:
+    turn = context.turn
+    monitors = context.services.monitors
+    view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
+    await context.say(f"Running monitor #{view.id} “{view.topic}”…")
+    async with ProgressRelay(turn.progress, prefixed(f"#{view.id} · ")) as relay:
+        summary = await monitors.run_now(view.id, context.chat_id, is_admin=turn.is_admin, progress=relay)
+        relay.final_text = f"Monitor #{view.id} finished: {summary.status}."
+    if summary.status == "failed":
+        return f"The run of monitor #{view.id} failed: {summary.error or 'unknown error'}."
+    delivered = (
+        "The digest is on its way to this chat as a separate message; do not repeat it."
+        if summary.deliveries
+        else "Nothing was queued for this chat."
+    )
+    return (
+        f"Ran monitor #{view.id} “{view.topic}”: {summary.status}, {summary.items} items collected, "
+        f"{summary.new_items} new. {delivered}"
+    )
+
+
 # --- the definitions ----------------------------------------------------------------------------------------
 
 ACTIONS = (
@@ -703,6 +784,11 @@ ACTIONS = (
         parse=_parse_monitors,
         run=list_monitors,
         instant=True,
+        tool=ToolUse(
+            name="list_monitors",
+            description="This chat's monitors (owned or received): ids, schedules, state.",
+            answer=_list_for_model,
+        ),
         slack=SlackCommand(description="List this channel's monitors"),
     ),
     Action(
@@ -754,6 +840,11 @@ ACTIONS = (
         description="Run a monitor now and send its digest here",
         example="/digest 3",
         run=digest,
+        tool=ToolUse(
+            name="run_monitor_now",
+            description="Run a monitor now; its digest reaches this chat as a separate message.",
+            answer=_run_for_model,
+        ),
         slack=SlackCommand(description="Run a monitor now and post its digest with the CSV", usage_hint="3"),
     ),
     Action(

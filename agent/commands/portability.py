@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from agent.commands.action import Action, Arguments, monitor_role
+from agent.commands.action import Action, Arguments, ToolContext, ToolUse, monitor_role
 from agent.commands.common import chat_exports_dir, chat_zone, refuse
 from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions, monitor_id, shown
 from agent.confirmations import CatalogueAction, PendingConfirmation
@@ -37,6 +37,7 @@ __all__ = [
     "FeedCommand",
     "ImportCommand",
     "ImportEntries",
+    "MonitorListExport",
     "export_chat_monitors",
     "feed",
     "import_entries",
@@ -56,6 +57,12 @@ class ExportMonitorsCommand(Arguments):
     """`/export monitors`: this chat's monitors as JSON and their feeds as OPML (the /export action's second form)."""
 
     name: ClassVar[str] = "export"
+
+
+class MonitorListExport(Arguments):
+    """The chat tool's `/export monitors` (`export_monitors`: no slash command of its own)."""
+
+    name: ClassVar[str] = "export_monitors"
 
 
 class ImportEntries(Arguments):
@@ -169,7 +176,7 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
         ttl=confirmation_ttl,
         labels=(f"Create {count}", "Cancel"),
     )
-    await pending.store(services.database, now=now)
+    await pending.store(services.chats, now=now)
     minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]
@@ -248,6 +255,24 @@ def _parse_import(args: str, _options: ParseOptions) -> ImportCommand:
     return ImportCommand(path=path or None)
 
 
+async def _export_for_model(context: ToolContext, _command: MonitorListExport) -> str:
+    now = context.now
+    exported = await export_monitors(context.services.monitors, context.turn.chat, now=now)
+    if not exported.count:
+        return "This chat owns no monitors, so there is nothing to export."
+    context.exports_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"lookout-monitors-{now:%Y-%m-%d}"
+    files = [(f"{stem}.json", exported.json)] + ([(f"{stem}.opml", exported.opml)] if exported.opml else [])
+    for name, content in files:
+        path = context.exports_dir / name
+        await asyncio.to_thread(path.write_bytes, content)
+        context.attach(Attachment(path=path, filename=name))
+    return (
+        f"Exported {exported.count} monitors; {' and '.join(name for name, _ in files)} are attached to your reply "
+        "automatically. /import the JSON in any chat to make them again."
+    )
+
+
 ACTIONS = (
     Action(
         name="feed",
@@ -276,6 +301,18 @@ ACTIONS = (
         description="Create the monitors of a confirmed /import",
         run=import_entries,
         command=False,
+    ),
+    Action(
+        name="export_monitors",
+        arguments=MonitorListExport,
+        pattern="",
+        description="This chat's monitors as JSON and OPML, for the chat agent (`/export monitors` is the command)",
+        command=False,
+        tool=ToolUse(
+            name="export_monitors",
+            description="Attach this chat's monitors as JSON (for /import) and their RSS feeds as OPML.",
+            answer=_export_for_model,
+        ),
     ),
 )
 """/feed and /import (/export monitors is a form of the research family's /export)."""

@@ -29,4 +29,4 @@ class CommandRouter:
         action = action_named(command.name)
         if action is None:  # only a parser of this catalogue makes commands
             raise LookupError(f"no action /{command.name}")
-        return await action.run(self._services, turn, command)
+        return await action.perform(self._services, turn, command)

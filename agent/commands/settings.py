@@ -15,7 +15,7 @@ from agent.context import Services, Turn
 from agent.messages import Reply
 from monitors import ScheduleError, parse_schedule
 from research import USAGE_KIND_LABELS
-from storage import ChatChanges, ChatRecord, ChatRepository, ConversationRepository, UsageRepository, UsageTotals
+from storage import ChatChanges, ChatRecord, UsageTotals
 
 __all__ = [
     "ACTIONS",
@@ -154,7 +154,7 @@ async def profile(services: Services, turn: Turn, command: ProfileCommand) -> li
 
 async def forget(services: Services, turn: Turn, _command: ForgetCommand) -> list[Reply]:
     """Clear this conversation's memory (this chat and thread), summary and open confirmation included."""
-    if await ConversationRepository(services.database).clear(turn.chat.id, turn.incoming.thread_key):
+    if await services.chats.conversations.clear(turn.chat.id, turn.incoming.thread_key):
         return [Reply(text="Done: I forgot this conversation. Monitors and settings are unchanged.")]
     return [Reply(text="There was nothing to forget: this conversation has no memory yet.")]
 
@@ -167,7 +167,7 @@ async def usage(services: Services, turn: Turn, _command: UsageCommand) -> list[
     days."""
     now = services.clock()
     today = now.astimezone(UTC).date()
-    repository = UsageRepository(services.database)
+    repository = services.chats.usage
     day_by_kind = await repository.by_kind(turn.chat.id, today, today)
     day = UsageTotals.total(day_by_kind.values())
     month = await repository.for_month(turn.chat.id, today.year, today.month)
@@ -182,7 +182,7 @@ async def usage(services: Services, turn: Turn, _command: UsageCommand) -> list[
             + ", ".join(f"{USAGE_KIND_LABELS.get(kind, kind)} {totals.tokens:,}" for kind, totals in kinds)
         )
     lines.append(f"This month ({today:%B %Y}): {_totals(month)}")
-    budget = ChatBudget(database=services.database, daily_tokens=services.settings.chat_daily_tokens)
+    budget = ChatBudget(chats=services.chats, daily_tokens=services.settings.chat_daily_tokens)
     left = budget.left(day.tokens)
     if left is None:
         lines.append("There is no daily token limit.")
@@ -204,7 +204,7 @@ def _totals(totals: UsageTotals) -> str:
 
 
 async def _update(services: Services, turn: Turn, **changes: Unpack[ChatChanges]) -> ChatRecord:
-    updated = await ChatRepository(services.database).update(turn.chat.id, **changes)
+    updated = await services.chats.update(turn.chat.id, **changes)
     if updated is None:  # the dispatcher stored the chat before the turn; its absence is a real fault
         raise LookupError(f"chat {turn.chat.id} does not exist")
     return updated

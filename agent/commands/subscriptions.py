@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from agent import subscribing
-from agent.commands.action import Action, Arguments, MonitorArguments, Proposal, ToolRefusal, ToolUse, monitor_role
+from agent.commands.action import (
+    Action,
+    Arguments,
+    MonitorArguments,
+    Proposal,
+    ToolContext,
+    ToolRefusal,
+    ToolUse,
+    monitor_role,
+)
 from agent.commands.common import chat_timezone, refuse
 from agent.commands.destinations import BriefingToCommand, SubscribeToCommand, destination_url
 from agent.commands.grammar import (
@@ -27,10 +36,12 @@ from storage import ChatRecord, DeliveryMode
 __all__ = [
     "ACTIONS",
     "NOT_ALLOWED",
+    "NOT_ALLOWED_TOOL",
     "BriefingCommand",
     "BrowseCommand",
     "DeliverCommand",
     "ShareCommand",
+    "SharedMonitorInfo",
     "SubscribeCommand",
     "TransferCommand",
     "UnshareCommand",
@@ -50,6 +61,11 @@ NOT_ALLOWED = (
     "This chat is not on this Lookout's allowlist, so it can neither browse nor subscribe to shared monitors. "
     "Ask the operator to add its id ({chat_id}) to ALLOWED_CHATS."
 )
+NOT_ALLOWED_TOOL = (
+    "This chat is outside the operator's allowlists, so it can neither browse nor subscribe to shared monitors; "
+    "tell the person to ask the operator to add the chat to ALLOWED_CHATS."
+)
+"""The same refusal, told to the chat agent (which passes it on)."""
 
 
 class ShareCommand(MonitorArguments):
@@ -69,7 +85,7 @@ class BrowseCommand(Arguments):
     """`/browse [words]`."""
 
     name: ClassVar[str] = "browse"
-    words: str = ""
+    words: str = Field(default="", description="Only topics with all these words; empty: all.")
 
 
 class SubscribeCommand(Arguments):
@@ -436,6 +452,42 @@ async def _propose_share(services: Services, turn: Turn, command: ShareCommand) 
     return Proposal(description=f"{what} monitor #{view.id} “{view.topic}”")
 
 
+# --- what the chat agent's tool answers -------------------------------------------------------------------
+
+
+class SharedMonitorInfo(BaseModel):
+    """One shared monitor another chat may subscribe to."""
+
+    id: int
+    topic: str
+    schedule: str
+    sources: list[str]
+    owner: str
+    """The owner chat's name."""
+    subscribers: int
+    last_result: str
+    this_chat_receives_it: bool
+
+
+async def _browse_for_model(context: ToolContext, command: BrowseCommand) -> list[SharedMonitorInfo]:
+    if not chat_may_share(context.services, context.turn):
+        raise ToolRefusal(NOT_ALLOWED_TOOL)
+    entries = await context.services.monitors.sharing.browse(context.chat_id, words=command.words)
+    return [
+        SharedMonitorInfo(
+            id=entry.view.id,
+            topic=entry.view.topic,
+            schedule=entry.view.schedule,
+            sources=list(entry.view.sources),
+            owner=entry.owner,
+            subscribers=entry.view.receivers,
+            last_result=entry.view.last_result,
+            this_chat_receives_it=entry.view.subscribed,
+        )
+        for entry in entries[: BROWSE_LIMIT * 3]
+    ]
+
+
 # --- the definitions ----------------------------------------------------------------------------------------
 
 ACTIONS = (
@@ -472,6 +524,11 @@ ACTIONS = (
         example="/browse deepseek",
         parse=_parse_browse,
         run=browse,
+        tool=ToolUse(
+            name="browse_shared_monitors",
+            description="Shared monitors of other chats this chat could subscribe to.",
+            answer=_browse_for_model,
+        ),
     ),
     Action(
         name="subscribe",

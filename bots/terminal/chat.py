@@ -22,12 +22,11 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from agent import Button, Incoming, Reply
+from agent import Button, ChatSender, Incoming, Reply
 from bots.dispatcher import Dispatches
 from bots.terminal.output import ConsoleOutput
 from bots.terminal.reader import LineReader
 from bots.terminal.signals import BLOCKED_OFF_MAIN_THREAD, MainThreadSignals
-from monitors import ChatSender
 from storage import ChatRecord
 
 __all__ = [

@@ -13,11 +13,12 @@ from agent.chat.agent import ChatAgent
 from agent.chat.llm import RetryPolicy
 from agent.context import ConversationSettings, Services, Turn
 from agent.messages import Incoming, ProgressUpdate, Reply
-from monitors import MonitorService, MonitorSettings
+from monitors import ChatService, MonitorService, MonitorSettings
 from research import ModelSet
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
 from sources.web import WebResults, WebSearchRequest, WebSearchSource
-from storage import ChatRecord, Database, MonitorRepository, UserRecord, UserRepository
+from storage import ChatRecord, Database, UserRecord
+from storage.repositories import MonitorRepository, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 
 
@@ -94,6 +95,7 @@ class ChatWorld:
         no_wait = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, sleep=_no_sleep)
         return Services(
             database=self.database,
+            chats=ChatService(self.database),
             monitors=self.monitors,
             resolve_sources=self.resolve,
             http=self.http,

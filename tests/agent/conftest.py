@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from storage import ChatRecord, ChatRepository, Database, upgrade_database
+from storage import ChatRecord, Database, upgrade_database
+from storage.repositories import ChatRepository
 from tests.backends import sqlite_url
 from tests.kit import FakeClock
 

@@ -28,7 +28,8 @@ from agent.memory import (
     trim_to_tokens,
     turn_starts,
 )
-from storage import ChatRecord, ConversationChanges, ConversationRecord, ConversationRepository, Database
+from storage import ChatRecord, ConversationChanges, ConversationRecord, Database
+from storage.repositories import ConversationRepository
 from tests.agent.conftest import T0
 from tests.kit import FakeClock, ScriptedModel
 

@@ -26,7 +26,8 @@ from pathlib import Path
 import httpx
 from sqlalchemy import text
 
-from storage import ChatRepository, Database, MonitorRepository, upgrade_database
+from storage import Database, upgrade_database
+from storage.repositories import ChatRepository, MonitorRepository
 from tests.app.cluster import Cluster, LookoutProcess, wait_for
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.telegram import FakeTelegram

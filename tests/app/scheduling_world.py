@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from storage import Database, MonitorRecord, MonitorRepository, RunRecord, RunRepository
+from storage import Database, MonitorRecord, RunRecord
+from storage.repositories import MonitorRepository, RunRepository
 from tests.app.cluster import free_port
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 

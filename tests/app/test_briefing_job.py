@@ -16,8 +16,9 @@ from app.jobqueue import BRIEFINGS, DeliveryJobs, JobQueue, WorkerDuties, proces
 from app.settings import Settings
 from monitors import DeliveryWorker, MonitorService, MonitorSettings, parse_schedule
 from research.pipeline import run_pipeline
-from storage import ChatRepository, Database, DeliveryRepository, DeliveryStatus, RunRepository
+from storage import Database, DeliveryStatus
 from storage.models import Run
+from storage.repositories import ChatRepository, DeliveryRepository, RunRepository
 from tests.kit import FakeClock
 from tests.monitors.conftest import story_source
 from tests.monitors.fakes import RecordingSender, resolver

@@ -28,7 +28,7 @@ from app.cli import cli
 from app.monitoring import monitor_stack
 from app.settings import load_settings
 from app.wiring import open_database
-from storage import ChatRepository
+from storage.repositories import ChatRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fresh_payloads import fresh_hn_payload, fresh_news_payload
 

@@ -24,16 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from storage import (
-    ChatRepository,
-    Database,
-    DeliveryRepository,
-    DeliveryStatus,
-    RunOutcome,
-    RunRepository,
-    upgrade_database,
-)
+from storage import Database, DeliveryStatus, RunOutcome, upgrade_database
 from storage.models import Delivery
+from storage.repositories import ChatRepository, DeliveryRepository, RunRepository
 from tests.fakes.telegram import FakeTelegram, SentMessage
 
 TRIALS = 10

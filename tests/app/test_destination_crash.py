@@ -22,15 +22,8 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from storage import (
-    ChatRepository,
-    Database,
-    DeliveryRepository,
-    DestinationRepository,
-    RunOutcome,
-    RunRepository,
-    upgrade_database,
-)
+from storage import Database, RunOutcome, upgrade_database
+from storage.repositories import ChatRepository, DeliveryRepository, DestinationRepository, RunRepository
 from tests.fakes.http_server import FakeResponse, running_fake_server
 from tests.fakes.telegram import FakeTelegram
 

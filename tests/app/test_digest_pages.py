@@ -29,7 +29,8 @@ from typer.testing import CliRunner
 from app.cli import cli
 from app.http_server import build_http_app, feed_routes, page_routes, serve_http
 from monitors import DigestPages, MonitorFeeds
-from storage import Database, RunRepository
+from storage import Database
+from storage.repositories import RunRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.fakes.telegram import running_fake_telegram
 from tests.fresh_payloads import fresh_hn_payload

@@ -9,7 +9,7 @@ from pydantic_ai import models
 
 from app.settings import load_settings
 from app.wiring import item_embedder, open_database
-from storage import EmbeddingRepository
+from storage.repositories import EmbeddingRepository
 from tests.fakes.gemini import FakeGeminiEmbeddings
 from tests.fakes.http_server import FakeHTTPServer
 from tests.research.fake_sources import make_item

@@ -17,7 +17,8 @@ import pytest
 from app.http_server import build_http_app, feed_routes, serve_http
 from monitors import MonitorFeeds
 from research import CitedItem, Development, Digest, QualityCheck
-from storage import ChatRepository, Database, DeliveryRepository, MonitorRepository, RunOutcome, RunRepository
+from storage import Database, RunOutcome
+from storage.repositories import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
 
 PUBLIC = "https://lookout.example.org/base"
 FINISHED = datetime(2026, 11, 20, 9, 5, tzinfo=UTC)

@@ -14,6 +14,7 @@ from app.settings import load_settings
 from bots.dispatcher import Dispatcher
 from bots.slack.frontend import CredentialsRefusedError
 from bots.slack.sender import SlackSender
+from monitors import ChatService
 from storage import Database
 
 
@@ -81,7 +82,7 @@ async def test_slack_in_http_mode_mounts_its_route_and_delivers_digests(tmp_path
     database = Database(f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}")
     try:
         senders = platform_senders(settings)
-        dispatcher = Dispatcher(database, conversation=None, access=access_policy(settings))  # type: ignore[arg-type]
+        dispatcher = Dispatcher(ChatService(database), conversation=None, access=access_policy(settings))  # type: ignore[arg-type]
         built = build_frontends(settings, dispatcher, senders)
     finally:
         await database.dispose()

@@ -26,8 +26,9 @@ from app.jobqueue import DELIVER, RUN_MONITOR, TICK, DeliveryJobs, JobQueue, Wor
 from app.settings import Settings
 from monitors import DeliveryWorker, MonitorService, MonitorSettings, parse_schedule
 from research.pipeline import run_pipeline
-from storage import ChatRecord, ChatRepository, Database, DeliveryRepository, DeliveryStatus, RunRepository, RunStatus
+from storage import ChatRecord, Database, DeliveryStatus, RunStatus
 from storage.models import Run
+from storage.repositories import ChatRepository, DeliveryRepository, RunRepository
 from tests.backends import sqlite_url
 from tests.kit import FakeClock
 from tests.monitors.conftest import story_source

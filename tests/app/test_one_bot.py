@@ -17,7 +17,8 @@ from app.service import run_service
 from app.settings import load_settings
 from bots.telegram import TelegramLimits
 from monitors.delivery import NOTICE_KIND
-from storage import ChatRepository, Database, DeliveryRepository, RunOutcome, RunRepository, upgrade_database
+from storage import Database, RunOutcome, upgrade_database
+from storage.repositories import ChatRepository, DeliveryRepository, RunRepository
 from tests.fakes.telegram import RateLimit, running_fake_telegram
 from tests.kit import eventually
 

@@ -18,7 +18,8 @@ import pytest
 from procrastinate import App, PsycopgConnector
 
 from app.jobqueue import TICK, psycopg_conninfo
-from storage import ChatRepository, Database, MonitorRepository
+from storage import Database
+from storage.repositories import ChatRepository, MonitorRepository
 from tests.app.cluster import Cluster, LookoutProcess, running_cluster, wait_for
 from tests.backends import postgres_admin_url
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest
@@ -174,7 +175,8 @@ GROUP_DIGESTS, PRIVATE_CHATS = 300, 3000
 
 def seed_outbox(cluster: Cluster, *, group_digests: int, private_chats: int) -> None:
     """`group_digests` text digests for one group and one digest for each of `private_chats` chats, all due."""
-    from storage import DeliveryRepository, RunOutcome, RunRepository
+    from storage import RunOutcome
+    from storage.repositories import DeliveryRepository, RunRepository
 
     async def work(database: Database) -> None:
         chats, runs, deliveries = ChatRepository(database), RunRepository(database), DeliveryRepository(database)

@@ -16,7 +16,9 @@ from agent.access import AccessPolicy
 from agent.context import Turn
 from agent.messages import Incoming, ProgressUpdate, Reply
 from bots.dispatcher import Dispatcher
-from storage import ChatRepository, Database, MonitorRepository, SubscriptionRepository
+from monitors import ChatService
+from storage import Database
+from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
 from tests.bots.slack_world import T0, copy_database, migrated_template
 
 
@@ -83,7 +85,7 @@ class Outbox:
 
 async def test_one_conversation_is_answered_in_order_while_other_chats_go_ahead(database: Database) -> None:
     responder = Responder(gates={"a1": asyncio.Event()})
-    dispatcher = Dispatcher(database, responder, AccessPolicy(), clock=lambda: T0)
+    dispatcher = Dispatcher(ChatService(database), responder, AccessPolicy(), clock=lambda: T0)
     outbox = Outbox()
 
     tasks = [
@@ -106,7 +108,7 @@ async def test_one_conversation_is_answered_in_order_while_other_chats_go_ahead(
 
 async def test_threads_of_one_chat_are_separate_conversations(database: Database) -> None:
     responder = Responder(gates={"held": asyncio.Event()})
-    dispatcher = Dispatcher(database, responder, AccessPolicy(), clock=lambda: T0)
+    dispatcher = Dispatcher(ChatService(database), responder, AccessPolicy(), clock=lambda: T0)
     held = asyncio.create_task(dispatcher.dispatch(message("held", chat="-5", user="7", thread_key="t1")))
     other = await asyncio.wait_for(dispatcher.dispatch(message("free", chat="-5", user="7", thread_key="t2")), 10)
     assert other == [Reply(text="re: free")] and not held.done()
@@ -116,11 +118,11 @@ async def test_threads_of_one_chat_are_separate_conversations(database: Database
 
 async def test_a_repeated_event_is_handled_once_even_after_a_restart(database: Database) -> None:
     responder = Responder()
-    first = Dispatcher(database, responder, AccessPolicy(), clock=lambda: T0)
+    first = Dispatcher(ChatService(database), responder, AccessPolicy(), clock=lambda: T0)
     assert await first.dispatch(message("hi", event="900")) == [Reply(text="re: hi")]
     assert await first.dispatch(message("hi", event="900")) == []
 
-    restarted = Dispatcher(database, responder, AccessPolicy(), clock=lambda: T0)
+    restarted = Dispatcher(ChatService(database), responder, AccessPolicy(), clock=lambda: T0)
     assert await restarted.dispatch(message("hi", event="900")) == []
     assert await restarted.dispatch(message("hi", event="901")) == [Reply(text="re: hi")]
     slack = message("hi", event="900").model_copy(update={"platform": "slack"})
@@ -134,7 +136,7 @@ async def test_marked_first_a_message_behind_a_long_turn_is_admitted_at_once_and
     # Slack's 3 s: a mention arriving while its conversation's previous turn is still thinking is acknowledged as
     # soon as its mark is stored, not when its turn begins; it is still answered after the previous one, and once.
     responder = Responder(gates={"slow": asyncio.Event()})
-    dispatcher = Dispatcher(database, responder, AccessPolicy(), clock=lambda: T0)
+    dispatcher = Dispatcher(ChatService(database), responder, AccessPolicy(), clock=lambda: T0)
     outbox = Outbox()
     admitted: list[str] = []
     slow = asyncio.create_task(dispatcher.dispatch(message("slow", event="E1"), deliver=outbox.to("100")))
@@ -164,7 +166,7 @@ async def test_marked_first_a_message_behind_a_long_turn_is_admitted_at_once_and
 async def test_strangers_are_told_once_in_private_and_ignored_in_groups(database: Database) -> None:
     responder = Responder()
     access = AccessPolicy(allowed_users=["100"], allowed_chats=["-300"], admin_users=["telegram:999"])
-    dispatcher = Dispatcher(database, responder, access, clock=lambda: T0)
+    dispatcher = Dispatcher(ChatService(database), responder, access, clock=lambda: T0)
     outbox = Outbox()
 
     [denied] = await dispatcher.dispatch(message("hello", chat="555", user="555"), deliver=outbox.to("555"))
@@ -186,7 +188,7 @@ async def test_a_failure_is_logged_with_an_id_and_the_person_reads_a_short_sente
     database: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
     responder = Responder(fail_with=RuntimeError("secret internals: /etc/lookout.db locked"))
-    dispatcher = Dispatcher(database, responder, AccessPolicy(), clock=lambda: T0)
+    dispatcher = Dispatcher(ChatService(database), responder, AccessPolicy(), clock=lambda: T0)
     caplog.set_level(logging.ERROR, logger="bots.dispatcher")
     [reply] = await dispatcher.dispatch(message("hi"))
 
@@ -201,7 +203,7 @@ async def test_a_failure_is_logged_with_an_id_and_the_person_reads_a_short_sente
 
 
 async def test_failing_progress_or_delivery_does_not_lose_the_answer(database: Database) -> None:
-    dispatcher = Dispatcher(database, Responder(), AccessPolicy(), clock=lambda: T0)
+    dispatcher = Dispatcher(ChatService(database), Responder(), AccessPolicy(), clock=lambda: T0)
 
     async def broken_progress(_update: ProgressUpdate) -> None:
         raise ConnectionError("status message could not be edited")
@@ -221,7 +223,7 @@ async def test_failing_progress_or_delivery_does_not_lose_the_answer(database: D
 
 
 async def test_a_chat_that_blocked_the_bot_comes_back_when_someone_writes(database: Database) -> None:
-    dispatcher = Dispatcher(database, Responder(), AccessPolicy(), clock=lambda: T0)
+    dispatcher = Dispatcher(ChatService(database), Responder(), AccessPolicy(), clock=lambda: T0)
     await dispatcher.dispatch(message("hi", chat="42", user="42"))
     chats, subscriptions = ChatRepository(database), SubscriptionRepository(database)
     chat = await chats.find("telegram", "42")
@@ -238,7 +240,7 @@ async def test_a_chat_that_blocked_the_bot_comes_back_when_someone_writes(databa
 
 
 async def test_a_moved_chat_keeps_its_row(database: Database) -> None:
-    dispatcher = Dispatcher(database, Responder(), AccessPolicy(), clock=lambda: T0)
+    dispatcher = Dispatcher(ChatService(database), Responder(), AccessPolicy(), clock=lambda: T0)
     await dispatcher.dispatch(message("hi", chat="-555", user="7"))
     chats = ChatRepository(database)
     before = await chats.find("telegram", "-555")

@@ -30,7 +30,8 @@ from bots.status import DONE_MARK, WORKING_MARK
 from bots.telegram.frontend import TelegramFrontend
 from monitors import MonitorService
 from research import ModelSet
-from storage import Database, MonitorRepository, RunRepository
+from storage import Database
+from storage.repositories import MonitorRepository, RunRepository
 from tests.bots.slack_world import (
     SIGNING_SECRET,
     T0,

@@ -24,8 +24,10 @@ from agent.context import ConversationSettings, Services
 from agent.conversation import Conversation
 from agent.messages import Incoming, Reply
 from bots.dispatcher import Dispatcher
+from monitors import ChatService
 from research import ModelSet
-from storage import ChatRepository, Database, TurnRepository, UsageRepository
+from storage import Database
+from storage.repositories import ChatRepository, TurnRepository, UsageRepository
 from tests.bots.slack_world import T0, monitor_service
 from tests.fakes.postgres_proxy import postgres_proxy
 from tests.kit import ScriptedModel
@@ -96,6 +98,7 @@ def dispatcher(database: Database, model: ScriptedModel, tmp_path: Path, *, memo
 
     services = Services(
         database=database,
+        chats=ChatService(database),
         monitors=monitor_service(database, no_sources, tmp_path),
         resolve_sources=no_sources,
         http=None,  # type: ignore[arg-type]  # no tool reaches the web in these turns
@@ -106,7 +109,7 @@ def dispatcher(database: Database, model: ScriptedModel, tmp_path: Path, *, memo
     conversation = Conversation(
         commands=CommandRouter(services), free_text=ChatAgent(services), settings=services.settings
     )
-    return Dispatcher(database, conversation, AccessPolicy(), clock=lambda: T0)
+    return Dispatcher(ChatService(database), conversation, AccessPolicy(), clock=lambda: T0)
 
 
 def said(text: str, update: int) -> Incoming:

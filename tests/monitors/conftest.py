@@ -16,7 +16,8 @@ from monitors.service import MonitorService
 from monitors.views import MonitorSettings
 from research.pipeline import run_pipeline
 from sources.base import SearchQuery
-from storage import ChatRecord, ChatRepository, Database
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository
 from tests.backends import sqlite_url
 from tests.kit import FakeClock
 from tests.monitors.fakes import RecordingSender, resolver

@@ -11,16 +11,8 @@ from monitors.runner import item_record
 from research import CitedItem, Development, Digest, QualityCheck, write_csv_rows, write_volume_chart
 from research.sentiment import Sentiment
 from sources import Item
-from storage import (
-    ChatRepository,
-    Database,
-    DeliveryRepository,
-    ItemRepository,
-    ItemScore,
-    MonitorRepository,
-    RunOutcome,
-    RunRepository,
-)
+from storage import Database, ItemScore, RunOutcome
+from storage.repositories import ChatRepository, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
 
 FINISHED = datetime(2026, 11, 20, 9, 5, tzinfo=UTC)
 HOSTILE = '<script>alert("x")</script> & <b>'

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from monitors.schedule import parse_schedule
 from monitors.service import MonitorService
 from sources.base import Item, SearchQuery
-from storage import ChatRepository, DeliveryRepository, RunRepository
+from storage.repositories import ChatRepository, DeliveryRepository, RunRepository
 from tests.monitors.conftest import T0, World
 from tests.research.fake_sources import RecordingSource, make_item
 

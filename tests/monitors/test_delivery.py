@@ -7,13 +7,8 @@ from datetime import timedelta
 
 from monitors.delivery import ChatGone, ChatMoved, DeliveryWorker, RetryLater
 from monitors.service import MonitorService
-from storage import (
-    ChatRepository,
-    Database,
-    DeliveryRepository,
-    DeliveryStatus,
-    SubscriptionRepository,
-)
+from storage import Database, DeliveryStatus
+from storage.repositories import ChatRepository, DeliveryRepository, SubscriptionRepository
 from tests.backends import sqlite_url
 from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import RecordingSender

@@ -29,7 +29,7 @@ from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, split_
 from monitors.views import MonitorSettings
 from research.pipeline import run_pipeline
 from sources import HttpClient
-from storage import ChatRepository, DeliveryRepository, DestinationRepository
+from storage.repositories import ChatRepository, DeliveryRepository, DestinationRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest, running_fake_server
 from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import resolver
@@ -403,7 +403,7 @@ async def test_a_destination_never_takes_over_a_monitor_whose_owner_is_gone(
     world: World, http: HttpClient, smtp: Smtp
 ) -> None:
     from monitors import mark_chat_gone
-    from storage import MonitorRepository
+    from storage.repositories import MonitorRepository
 
     lookout = stack(world, http)
     monitor_id, _ = await monitor_with(world, lookout, smtp.url())

@@ -10,7 +10,7 @@ import jsonschema
 
 from monitors import MonitorView, RunSummary
 from monitors.document import DigestDocument, digest_document, document_schema_text
-from storage import RunRepository
+from storage.repositories import RunRepository
 from tests.monitors.conftest import T0, World
 
 SCHEMA = Path(__file__).parents[2] / "docs" / "schemas" / "digest-document.schema.json"

@@ -14,7 +14,8 @@ import pytest
 from monitors import FeedbackError, create_imported, export_monitors, read_monitor_file
 from monitors.service import MonitorService
 from sources.base import Item, SearchQuery
-from storage import Database, FeedbackRepository
+from storage import Database
+from storage.repositories import FeedbackRepository
 from tests.backends import sqlite_url
 from tests.monitors.conftest import T0, World
 from tests.research.fake_sources import RecordingSource, make_item
@@ -172,7 +173,7 @@ async def test_marks_survive_a_restart_and_a_second_press_replaces_the_first(
 
 
 async def _runs(world: World, monitor: int) -> list:  # type: ignore[type-arg]
-    from storage import RunRepository
+    from storage.repositories import RunRepository
 
     return await RunRepository(world.database).list_for_monitor(monitor)
 

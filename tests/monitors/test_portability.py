@@ -24,7 +24,8 @@ from monitors.schedule import parse_schedule
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
 from sources.base import Source
-from storage import ChatRecord, ChatRepository, DeliveryMode, MonitorRepository, SubscriptionRepository
+from storage import ChatRecord, DeliveryMode
+from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
 from tests.fakes.hostile_xml import HOSTILE_NAMES, MARKER, hostile_document
 from tests.monitors.conftest import T0, World
 

@@ -16,8 +16,8 @@ from monitors.schedule import parse_schedule
 from monitors.views import MonitorNotFoundError
 from research import ReaderRules, RuleError, RulesDecision
 from sources.base import Item, SearchQuery
-from storage import DeliveryRepository, ReaderRuleRepository, RunRepository
 from storage.models import RunItem
+from storage.repositories import DeliveryRepository, ReaderRuleRepository, RunRepository
 from tests.monitors.conftest import T0, World
 from tests.research.fake_sources import RecordingSource, make_item
 

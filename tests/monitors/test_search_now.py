@@ -10,7 +10,8 @@ from monitors.runner import TRANSIENT_MONITOR_ID
 from research.collect import ProgressEvent
 from sources.base import SearchQuery
 from sources.registry import DEFAULT_SOURCES
-from storage import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository, RunStatus
+from storage import RunStatus
+from storage.repositories import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
 from tests.monitors.conftest import World, story_source
 from tests.research.fake_sources import RecordingSource, make_item
 

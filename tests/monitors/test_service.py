@@ -16,13 +16,13 @@ from research import ItemEmbedder
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
 from sources.base import Item, SourceError, SourceErrorKind
 from sources.registry import DEFAULT_SOURCES
-from storage import (
+from storage import RunStatus
+from storage.repositories import (
     ChatRepository,
     DeliveryRepository,
     ItemRepository,
     MonitorRepository,
     RunRepository,
-    RunStatus,
     SubscriptionRepository,
     UsageRepository,
 )

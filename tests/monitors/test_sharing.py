@@ -16,9 +16,9 @@ from monitors.sharing import normalise_topic
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings
 from research.pipeline import run_pipeline
 from sources.base import Item, SearchQuery
-from storage import (
+from storage import DeliveryMode
+from storage.repositories import (
     ChatRepository,
-    DeliveryMode,
     DeliveryRepository,
     MonitorRepository,
     RunRepository,

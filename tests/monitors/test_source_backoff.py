@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from sources.base import SourceError, SourceErrorKind
-from storage import SourceFailureRepository
+from storage.repositories import SourceFailureRepository
 from tests.monitors.conftest import T0, World
 from tests.research.fake_sources import FailingSource, RecordingSource
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storage import ChatRecord, ChatRepository, Database
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 """A fixed instant the tests build their times from."""

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    ConversationRepository,
-    Database,
-    MonitorRepository,
-    UserRepository,
-)
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository, ConversationRepository, MonitorRepository, UserRepository
 from tests.storage.conftest import T0
 
 

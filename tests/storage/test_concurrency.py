@@ -9,18 +9,16 @@ from datetime import date
 
 from sqlalchemy import func, select
 
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database, UsageEntry
+from storage.models import Run
+from storage.repositories import (
     ChatRepository,
-    Database,
     InboundRepository,
     ItemRepository,
     MonitorRepository,
     RunRepository,
-    UsageEntry,
     UsageRepository,
 )
-from storage.models import Run
 from tests.storage.conftest import T0
 from tests.storage.test_runs_items import make_item
 

@@ -11,22 +11,24 @@ from sqlalchemy.exc import IntegrityError
 
 from storage import (
     ChatRecord,
-    ChatRepository,
     Database,
     DeliveryRecord,
-    DeliveryRepository,
     DeliveryStatus,
-    ItemRepository,
     ItemScore,
     MonitorRecord,
-    MonitorRepository,
     RunNotOpenError,
     RunOutcome,
-    RunRepository,
     RunStatus,
-    SubscriptionRepository,
 )
 from storage.models import Delivery, RunItem
+from storage.repositories import (
+    ChatRepository,
+    DeliveryRepository,
+    ItemRepository,
+    MonitorRepository,
+    RunRepository,
+    SubscriptionRepository,
+)
 from tests.storage.conftest import T0
 from tests.storage.test_runs_items import make_item
 

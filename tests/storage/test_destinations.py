@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from storage import ChatRecord, ChatRepository, Database, DestinationRepository
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository, DestinationRepository
 from tests.storage.conftest import T0
 
 

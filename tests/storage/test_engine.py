@@ -13,17 +13,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    Database,
-    TurnRepository,
-    UsageEntry,
-    UsageRepository,
-    create_engine,
-    is_unreachable,
-)
+from storage import ChatRecord, Database, UsageEntry, create_engine, is_unreachable
 from storage.models import Base, Chat
+from storage.repositories import ChatRepository, TurnRepository, UsageRepository
 from storage.types import UTCDateTime
 from tests.fakes.postgres_proxy import postgres_proxy
 from tests.storage.conftest import T0

@@ -7,16 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database, FeedbackMarkRecord, MonitorRecord, RunOutcome
+from storage.repositories import (
     ChatRepository,
-    Database,
     DeliveryRepository,
-    FeedbackMarkRecord,
     FeedbackRepository,
-    MonitorRecord,
     MonitorRepository,
-    RunOutcome,
     RunRepository,
 )
 from tests.storage.conftest import T0

@@ -7,16 +7,12 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database, ItemRecord, ItemScore, RunOutcome
+from storage.repositories import (
     ChatRepository,
-    Database,
     DeliveryRepository,
-    ItemRecord,
     ItemRepository,
-    ItemScore,
     MonitorRepository,
-    RunOutcome,
     RunRepository,
     SubscriptionRepository,
 )

@@ -7,15 +7,11 @@ from datetime import timedelta
 from pathlib import Path
 
 from monitors.service import MonitorService
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database, DeliveryMode, MonitorListing, RunOutcome
+from storage.repositories import (
     ChatRepository,
-    Database,
-    DeliveryMode,
     DeliveryRepository,
-    MonitorListing,
     MonitorRepository,
-    RunOutcome,
     RunRepository,
     SubscriptionRepository,
 )

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database
+from storage.repositories import (
     ChatRepository,
-    Database,
     MonitorRepository,
     RunRepository,
     SourceFailureRepository,

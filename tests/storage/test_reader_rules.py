@@ -3,14 +3,12 @@ reads the asking chat's own rules in its one statement; a delivery row keeps wha
 
 from __future__ import annotations
 
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database, RunOutcome
+from storage.repositories import (
     ChatRepository,
-    Database,
     DeliveryRepository,
     MonitorRepository,
     ReaderRuleRepository,
-    RunOutcome,
     RunRepository,
     SubscriptionRepository,
 )

@@ -7,19 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from storage import (
-    ChatRecord,
-    Database,
-    DeliveryRepository,
-    ItemRecord,
-    ItemRepository,
-    ItemScore,
-    MonitorRecord,
-    MonitorRepository,
-    RunOutcome,
-    RunRepository,
-    RunStatus,
-)
+from storage import ChatRecord, Database, ItemRecord, ItemScore, MonitorRecord, RunOutcome, RunStatus
+from storage.repositories import DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
 from tests.storage.conftest import T0
 
 

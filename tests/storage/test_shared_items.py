@@ -15,17 +15,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from storage import (
-    ChatRecord,
-    Database,
-    DeliveryRepository,
-    ItemRepository,
-    ItemScore,
-    MonitorRepository,
-    RunOutcome,
-    RunRepository,
-    RunStatus,
-)
+from storage import ChatRecord, Database, ItemScore, RunOutcome, RunStatus
+from storage.repositories import DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
 from tests.storage.conftest import T0
 from tests.storage.test_runs_items import make_item
 

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from storage import (
-    ChatRecord,
+from storage import ChatRecord, Database, UsageEntry, UsageTotals
+from storage.repositories import (
     ChatRepository,
     ConversationRepository,
-    Database,
     EmbeddingRepository,
     HttpValidatorRepository,
     InboundRepository,
     TurnRepository,
-    UsageEntry,
     UsageRepository,
-    UsageTotals,
 )
 from tests.storage.conftest import T0
 

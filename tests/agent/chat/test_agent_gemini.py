@@ -11,7 +11,8 @@ from pydantic_ai import models
 from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.providers.google import GoogleProvider
 
-from storage import ChatRecord, Database, UsageRepository
+from storage import ChatRecord, Database
+from storage.repositories import UsageRepository
 from tests.agent.chat_world import ChatWorld, make_world
 from tests.fakes.gemini import FakeGemini, daily_quota_body
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse

@@ -9,21 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from agent.chat.tools import CHAT_TOOLS
+from agent.chat.tools import CHAT_TOOLS, TOOL_ORDER
 from agent.chat.tools_catalogue import compact
-from agent.commands import CATALOGUE
+from agent.commands import ACTIONS, CATALOGUE, CommandError, help_text, parse_command
 from agent.confirmations import CatalogueAction, PendingConfirmation
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    ConversationRepository,
-    Database,
-    MonitorRepository,
-    SubscriptionRepository,
-)
+from monitors import ChatService
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository, ConversationRepository, MonitorRepository, SubscriptionRepository
 from tests.agent.chat_world import ChatWorld, make_world
 from tests.fakes.http_server import FakeHTTPServer
-from tests.kit import FakeClock, ScriptedModel, call, say
+from tests.kit import FakeClock, ScriptedModel, call, say, tool_returns
 
 
 @pytest.fixture
@@ -78,7 +73,7 @@ async def _store(world: ChatWorld, action: dict[str, object]) -> None:
             "expires_at": (world.clock() + timedelta(minutes=5)).isoformat(),
         }
     )
-    await pending.store(world.database, now=world.clock())
+    await pending.store(ChatService(world.database), now=world.clock())
 
 
 async def test_a_pause_proposed_by_an_older_version_still_confirms(world: ChatWorld) -> None:
@@ -188,3 +183,44 @@ async def test_an_import_confirmed_from_an_older_version_still_creates_its_monit
 
     assert done is not None and done[0].text.startswith("Created 2 monitors:")
     assert sorted(await world.monitor_topics()) == ["Rust", "Zig"]
+
+
+def test_every_chat_tool_is_a_catalogue_actions_tool_and_the_look_ups_are_no_commands() -> None:
+    tools = {action.tool.name: action for action in ACTIONS if action.tool is not None}
+
+    assert [tool.name for tool in CHAT_TOOLS] == list(TOOL_ORDER)
+    assert {tool.name for tool in CHAT_TOOLS} == set(tools)
+    # where a command does the same thing, the tool is that command's action
+    assert {name: tools[name].name for name in ("list_monitors", "run_monitor_now", "export_items")} == {
+        "list_monitors": "monitors", "run_monitor_now": "digest", "export_items": "export",
+    }  # fmt: skip
+    assert tools["browse_shared_monitors"].name == "browse"
+    for name in ("search_sources", "read_page", "collect", "search_history", "timeline", "export_monitors"):
+        action = tools[name]
+        assert not action.command and action.name not in CATALOGUE and action.run is None
+        assert isinstance(parse_command(f"/{action.name} x"), CommandError)
+        assert f"/{action.name} " not in help_text()
+
+
+def test_a_commands_option_the_tool_does_not_offer_stays_out_of_its_schema() -> None:
+    tools = {tool.name: tool for tool in CHAT_TOOLS}
+
+    assert tools["list_monitors"].tool_def.parameters_json_schema == {
+        "type": "object", "properties": {}, "additionalProperties": False,
+    }  # fmt: skip
+    assert tools["export_items"].tool_def.parameters_json_schema["properties"]["days"] == {
+        "type": "integer", "default": 30, "description": "Window, 1-365.",
+    }  # fmt: skip
+
+
+async def test_a_tool_that_acts_at_once_answers_the_model_not_the_person(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "Rust", schedule_text="every 6 hours", sources=["hn"])
+    model = ScriptedModel(call("list_monitors"), call("export_items", monitor_id=view.id + 99), say("One monitor."))
+
+    replies = await world.agent(model.model).reply(world.turn("what do I track?"))
+
+    listed = tool_returns(model.requests[1])[-1].content
+    assert [(entry.id, entry.topic) for entry in listed] == [(view.id, "Rust")]  # type: ignore[union-attr]
+    retried = tool_returns(model.requests[2])[-1]
+    assert retried.outcome == "retried" and f"no monitor #{view.id + 99}" in str(retried.content)
+    assert [reply.text for reply in replies] == ["One monitor."]

@@ -16,7 +16,8 @@ from pydantic_ai.usage import RequestUsage
 
 from agent.chat.summary import summarise
 from agent.commands.settings import ForgetCommand, forget
-from storage import ChatRecord, ConversationRepository, Database, UsageEntry, UsageRepository
+from storage import ChatRecord, Database, UsageEntry
+from storage.repositories import ConversationRepository, UsageRepository
 from tests.agent.chat_world import ChatWorld, hn_hit, make_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.kit import FakeClock, ScriptedModel, Step, call, say, tool_returns, user_prompts
@@ -312,7 +313,7 @@ async def test_an_unexpected_error_is_a_short_message_with_an_error_id(world: Ch
 
 
 async def test_requests_carry_the_chat_profile_and_language(world: ChatWorld, database: Database) -> None:
-    from storage import ChatRepository
+    from storage.repositories import ChatRepository
 
     updated = await ChatRepository(database).update(world.chat.id, language="de", profile="We are a robotics lab.")
     assert updated is not None

@@ -13,7 +13,8 @@ from pydantic_ai.models.function import AgentInfo
 
 from agent.conversation import Conversation
 from agent.messages import Reply
-from storage import ChatRecord, ChatRepository, Database, MonitorRepository
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository, MonitorRepository
 from tests.agent.chat_world import ChatWorld, hn_hit, make_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.kit import FakeClock, ScriptedModel, call, say, tool_returns

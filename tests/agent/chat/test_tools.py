@@ -15,17 +15,8 @@ from pydantic_ai.models.function import AgentInfo
 
 from research import STORED_ITEMS_CSV_COLUMNS
 from sources import HttpClient
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    Database,
-    DeliveryRepository,
-    ItemRecord,
-    ItemRepository,
-    ItemScore,
-    RunOutcome,
-    RunRepository,
-)
+from storage import ChatRecord, Database, ItemRecord, ItemScore, RunOutcome
+from storage.repositories import ChatRepository, DeliveryRepository, ItemRepository, RunRepository
 from tests.agent.chat_world import ChatWorld, hn_hit, make_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.kit import Answer, FakeClock, NameLookups, ScriptedModel, call, say, tool_returns

@@ -12,7 +12,8 @@ from pydantic_ai import models
 from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.providers.google import GoogleProvider
 
-from storage import ChatRecord, ChatRepository, Database, DeliveryMode, MonitorRepository, SubscriptionRepository
+from storage import ChatRecord, Database, DeliveryMode
+from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
 from tests.agent.chat_world import ChatWorld, make_world
 from tests.fakes.gemini import FakeGemini
 from tests.fakes.http_server import FakeHTTPServer

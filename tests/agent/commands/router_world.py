@@ -17,14 +17,15 @@ from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
 from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
-from monitors import DeliveryWorker, DestinationSenders, MonitorService, MonitorSettings
+from monitors import ChatService, DeliveryWorker, DestinationSenders, MonitorService, MonitorSettings
 from research import ModelSet, RetryPolicy
 from sources.base import Source
 from sources.config import SourcesConfig
 from sources.http import HostPolicy, HttpClient
 from sources.registry import build_sources, feed_factory, resolve_source_specs, rsshub_factory
 from sources.web import WebResult, WebResults, WebSearchRequest, WebSearchSource
-from storage import ChatRecord, ChatRepository, Database, UserRepository
+from storage import ChatRecord, Database
+from storage.repositories import ChatRepository, UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.kit import FakeClock, offline_resolver
 from tests.monitors.fakes import RecordingSender, Sent
@@ -237,6 +238,7 @@ async def open_world(
     )
     services = Services(
         database=database,
+        chats=ChatService(database),
         monitors=monitors,
         resolve_sources=resolve,
         http=client,

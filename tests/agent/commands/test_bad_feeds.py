@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from storage import Database, RunRepository
+from storage import Database
+from storage.repositories import RunRepository
 from tests.agent.commands.router_world import PAYLOADS, RouterWorld, open_world
 from tests.fakes.feeds import many_items_feed
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse

@@ -21,7 +21,8 @@ from agent.commands.grammar import CommandError
 from agent.commands.research import CollectCommand, SearchCommand
 from agent.memory import encode_messages
 from sources import SearchQuery
-from storage import ConversationRepository, Database, UsageEntry, UsageRepository
+from storage import Database, UsageEntry
+from storage.repositories import ConversationRepository, UsageRepository
 from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.kit import ScriptedModel

@@ -12,7 +12,8 @@ import jsonschema
 import pytest
 
 from monitors import DeliveryWorker
-from storage import Database, DestinationRepository, SubscriptionRepository
+from storage import Database
+from storage.repositories import DestinationRepository, SubscriptionRepository
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from storage import Database, FeedbackRepository
+from storage import Database
+from storage.repositories import FeedbackRepository
 from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from storage import ChatRepository, Database, DeliveryRepository, MonitorRepository, RunRepository
+from storage import Database
+from storage.repositories import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
 from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 

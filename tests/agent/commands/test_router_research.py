@@ -14,7 +14,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo
 
 from research import STORED_ITEMS_CSV_COLUMNS
-from storage import ChatRepository, Database, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
+from storage import Database
+from storage.repositories import ChatRepository, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
 from tests.agent.commands.router_world import OTHER_CHAT, PAYLOADS, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.kit import ScriptedModel

@@ -14,7 +14,8 @@ import pytest
 
 from agent.access import AccessPolicy
 from agent.messages import IncomingFile
-from storage import ChatRepository, Database, DeliveryMode, MonitorRepository, SubscriptionRepository
+from storage import Database, DeliveryMode
+from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.hostile_xml import MARKER, hostile_document
 from tests.fakes.http_server import FakeHTTPServer

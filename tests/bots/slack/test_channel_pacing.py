@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from bots.slack.api import build_web_client
-from storage import Database, RateSlotRepository, upgrade_database
+from storage import Database, upgrade_database
+from storage.repositories import RateSlotRepository
 from tests.fakes.slack import running_fake_slack
 
 

@@ -30,7 +30,8 @@ from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, UNSTORED_TEXT, SlackFront
 from bots.slack.render import reply_messages
 from bots.status import DONE_MARK, WORKING_MARK
 from monitors.delivery import DeliveryWorker
-from storage import ChatRepository, Database, FeedbackRepository, RunRepository, upgrade_database
+from storage import Database, upgrade_database
+from storage.repositories import ChatRepository, FeedbackRepository, RunRepository
 from tests.bots.slack_world import (
     SIGNING_SECRET,
     copy_database,

@@ -11,7 +11,8 @@ from bots.slack import build_web_client
 from bots.slack.render import BLOCKS_PER_MESSAGE
 from bots.slack.sender import SlackSender
 from monitors import Attachment, ChatGone, DeliveryError, DeliveryWorker, Reply, RetryLater
-from storage import ChatRecord, ChatRepository, Database, DeliveryRepository, DeliveryStatus
+from storage import ChatRecord, Database, DeliveryStatus
+from storage.repositories import ChatRepository, DeliveryRepository
 from tests.bots.slack_world import (
     T0,
     copy_database,

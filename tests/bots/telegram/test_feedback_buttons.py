@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from storage import ChatRepository, FeedbackRepository, MonitorRepository, RunRepository
+from storage.repositories import ChatRepository, FeedbackRepository, MonitorRepository, RunRepository
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_world import TelegramWorld, telegram_world
 from tests.fakes.http_server import FakeHTTPServer

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
+from storage.repositories import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_world import telegram_world
 from tests.fakes.http_server import FakeHTTPServer

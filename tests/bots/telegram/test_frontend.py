@@ -24,15 +24,9 @@ from app.http_server import build_http_app
 from bots.dispatcher import Dispatcher
 from bots.telegram import TelegramSender, build_bot
 from bots.telegram.frontend import TelegramFrontend, TelegramOptions
-from storage import (
-    AdvisoryLocks,
-    ChatRepository,
-    Database,
-    InboundRepository,
-    MonitorRepository,
-    SubscriptionRepository,
-    upgrade_database,
-)
+from monitors import ChatService
+from storage import AdvisoryLocks, Database, upgrade_database
+from storage.repositories import ChatRepository, InboundRepository, MonitorRepository, SubscriptionRepository
 from tests.bots.slack_world import T0, copy_database, migrated_template
 from tests.bots.telegram_html import utf16_units
 from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, telegram_world
@@ -474,7 +468,7 @@ async def test_a_wrong_token_fails_start_and_leaves_nothing_running(db_url: str)
     with running_fake_telegram() as fake:
         options = TelegramOptions(token="999999:not-the-token-of-this-bot-at-all", api_url=fake.url)
         sender = TelegramSender(build_bot(options.token, api_url=fake.url))
-        frontend = TelegramFrontend(options, Dispatcher(database, _Unreachable(), AccessPolicy()), sender)  # type: ignore[arg-type]
+        frontend = TelegramFrontend(options, Dispatcher(ChatService(database), _Unreachable(), AccessPolicy()), sender)  # type: ignore[arg-type]
         with pytest.raises(InvalidToken):
             await frontend.start()
         assert not await frontend.healthy()

@@ -14,8 +14,10 @@ from agent.messages import Attachment, Button, ProgressUpdate, Reply
 from bots.dispatcher import Dispatcher
 from bots.telegram import TelegramLimits, TelegramSender, build_bot
 from bots.telegram.typing_indicators import TypingIndicators
+from monitors import ChatService
 from sources import Backoff
-from storage import ChatRepository, Database
+from storage import Database
+from storage.repositories import ChatRepository
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.fakes.telegram import ApiError, FakeTelegram, running_fake_telegram
 from tests.kit import eventually
@@ -55,7 +57,7 @@ async def bot(fake: FakeTelegram) -> AsyncIterator[ExtBot[None]]:
 
 @pytest.fixture
 def dispatcher(database: Database) -> Dispatcher:
-    return Dispatcher(database, NoConversation(), AccessPolicy())
+    return Dispatcher(ChatService(database), NoConversation(), AccessPolicy())
 
 
 async def test_buttons_go_under_the_last_part_and_files_follow(

@@ -17,15 +17,8 @@ from monitors import Attachment, ChatGone, ChatMoved, DeliveryWorker, Reply, Ret
 from monitors.service import MonitorService
 from research.pipeline import run_pipeline
 from sources.base import SearchQuery
-from storage import (
-    ChatRecord,
-    ChatRepository,
-    Database,
-    DeliveryRepository,
-    DeliveryStatus,
-    SubscriptionRepository,
-    upgrade_database,
-)
+from storage import ChatRecord, Database, DeliveryStatus, upgrade_database
+from storage.repositories import ChatRepository, DeliveryRepository, SubscriptionRepository
 from tests.bots.telegram_html import utf16_units
 from tests.fakes.telegram import ApiError, FakeTelegram, running_fake_telegram
 from tests.kit import FakeClock

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from bots.telegram.shared_limiter import FloodLimits, SharedRateLimiter
-from storage import Database, RateSlotRepository
+from storage import Database
+from storage.repositories import RateSlotRepository
 
 OVERALL = "telegram:t:overall"
 

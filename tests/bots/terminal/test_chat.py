@@ -22,7 +22,7 @@ from bots.terminal.chat import ConsoleSender, Dispatches, TerminalChat, run_term
 from bots.terminal.output import ConsoleOutput, save_attachment
 from bots.terminal.reader import LineReader
 from monitors import Attachment as DigestAttachment
-from monitors import ChatSender
+from monitors import ChatSender, ChatService
 from storage import ChatRecord, Database, upgrade_database
 from tests.backends import sqlite_url
 
@@ -179,7 +179,7 @@ async def test_each_line_reaches_the_dispatcher_as_a_private_terminal_message(
 ) -> None:
     conversation = ScriptedConversation()
     output, stream = plain_output(tmp_path)
-    chat = TerminalChat(Dispatcher(database, conversation, AccessPolicy()), output, user="ada")
+    chat = TerminalChat(Dispatcher(ChatService(database), conversation, AccessPolicy()), output, user="ada")
     await chat.handle_line("  hello there  ")
     await chat.handle_line("   ")  # nothing to send
     [turn] = conversation.turns
@@ -194,14 +194,16 @@ async def test_the_terminal_is_allowed_even_when_allowlists_are_set(database: Da
     conversation = ScriptedConversation()
     output, stream = plain_output(tmp_path)
     policy = AccessPolicy(allowed_users=["telegram:1"], allowed_chats=["C0123"])
-    await TerminalChat(Dispatcher(database, conversation, policy), output, user="ada").handle_line("/monitors")
+    await TerminalChat(Dispatcher(ChatService(database), conversation, policy), output, user="ada").handle_line(
+        "/monitors"
+    )
     assert len(conversation.turns) == 1 and "echo: /monitors" in stream.getvalue()
 
 
 async def test_a_button_is_picked_by_number_or_label_for_the_next_line_only(database: Database, tmp_path: Path) -> None:
     conversation = ScriptedConversation({"/track DeepSeek": [CONFIRM]})
     output, stream = plain_output(tmp_path)
-    chat = TerminalChat(Dispatcher(database, conversation, AccessPolicy()), output, user="ada")
+    chat = TerminalChat(Dispatcher(ChatService(database), conversation, AccessPolicy()), output, user="ada")
     await chat.handle_line("/track DeepSeek")
     await chat.handle_line("1")
     await chat.handle_line("1")  # no buttons pending any more: just the text "1"
@@ -221,7 +223,7 @@ async def test_a_button_is_picked_by_number_or_label_for_the_next_line_only(data
 async def test_a_line_too_long_for_a_message_is_refused_in_a_sentence(database: Database, tmp_path: Path) -> None:
     conversation = ScriptedConversation()
     output, stream = plain_output(tmp_path)
-    await TerminalChat(Dispatcher(database, conversation, AccessPolicy()), output, user="ada").handle_line(
+    await TerminalChat(Dispatcher(ChatService(database), conversation, AccessPolicy()), output, user="ada").handle_line(
         "x" * 100_001
     )
     assert conversation.turns == []
@@ -245,7 +247,7 @@ class Session:
         self.sender = sender
         database = Database(self.url)
         try:
-            yield Dispatcher(database, self.conversation, AccessPolicy())
+            yield Dispatcher(ChatService(database), self.conversation, AccessPolicy())
         finally:
             await database.dispose()
             self.closed = True
