@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
+    from monitors.alerts import MAX_ALERTS_PER_CHAT, AlertService, check_alerts
     from monitors.briefings import BriefingService, QueuedBriefing
     from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
@@ -80,11 +81,13 @@ __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
     "DEFAULT_SCHEDULE_TEXT",
     "DELIVERY_LEASE",
+    "MAX_ALERTS_PER_CHAT",
     "MAX_IMPORT_BYTES",
     "MAX_IMPORT_MONITORS",
     "MAX_SOURCES_PER_MONITOR",
     "NOTICE_KIND",
     "UNCHANGED",
+    "AlertService",
     "Attachment",
     "AttachmentKind",
     "BriefingService",
@@ -125,6 +128,7 @@ __all__ = [
     "SourceResolver",
     "SubscribeOffer",
     "chat_label",
+    "check_alerts",
     "create_imported",
     "digest_html",
     "due_monitor_ids",
@@ -147,6 +151,7 @@ __all__ = [
 ]
 
 _SUBMODULES = {
+    "alerts": ["MAX_ALERTS_PER_CHAT", "AlertService", "check_alerts"],
     "briefings": ["BriefingService", "QueuedBriefing"],
     "collections": ["store_collection"],
     "delivery": ["DELIVERY_LEASE", "DeliveryReport", "DeliveryWorker", "mark_chat_gone", "move_chat"],

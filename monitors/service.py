@@ -13,6 +13,7 @@ from typing import Final, Literal
 
 from pydantic_ai.models import Model
 
+from monitors.alerts import AlertService
 from monitors.briefings import BriefingService
 from monitors.feeds import MonitorFeeds
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, transient_monitor
@@ -136,6 +137,8 @@ class MonitorService:
         """Each chat's briefing: its time, and the briefings that are due."""
         self.feeds = MonitorFeeds(database, clock=clock)
         """Each monitor's Atom and JSON feed: its token, and the documents built from its stored runs."""
+        self.alerts = AlertService(database, clock=clock)
+        """Each chat's alerts on the monitors it receives (checked by the runner on every run)."""
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""

@@ -15,6 +15,7 @@ from storage.locks import (
 )
 from storage.migrate import pending_migrations, upgrade_database
 from storage.records import (
+    AlertRecord,
     ChatRecord,
     ConversationChanges,
     ConversationRecord,
@@ -42,6 +43,7 @@ from storage.records import (
     UserRecord,
 )
 from storage.repositories import (
+    AlertRepository,
     BriefingClaim,
     BriefingRepository,
     ChatChanges,
@@ -71,6 +73,8 @@ from storage.repositories import (
 __all__ = [
     "KEEPALIVE_SECONDS",
     "AdvisoryLocks",
+    "AlertRecord",
+    "AlertRepository",
     "BriefingClaim",
     "BriefingRepository",
     "ChatChanges",
