@@ -50,16 +50,26 @@ class AlertService:
         self._alerts = AlertRepository(database)
         self._clock = clock
 
-    async def create(self, chat_id: int, *, monitor_id: int, topic: str, condition: str) -> AlertRecord:
-        """Store the alert; ValueError (a sentence for the person) when the condition is empty or too long, or the
-        chat has `MAX_ALERTS_PER_CHAT` already."""
+    @staticmethod
+    def check_condition(condition: str) -> str:
+        """The condition with its spaces collapsed; ValueError (a sentence for the person) when it is empty or too
+        long."""
         clean = " ".join(condition.split())
         if not clean:
             raise ValueError("Say what should happen, after “when”.")
         if len(clean) > MAX_CONDITION_CHARS:
             raise ValueError(f"Keep the condition under {MAX_CONDITION_CHARS} characters.")
+        return clean
+
+    async def check_room(self, chat_id: int) -> None:
+        """ValueError (a sentence for the person) when the chat has `MAX_ALERTS_PER_CHAT` alerts already."""
         if await self._alerts.count_for_chat(chat_id) >= MAX_ALERTS_PER_CHAT:
             raise ValueError(f"This chat has {MAX_ALERTS_PER_CHAT} alerts already; `/alert off <n>` removes one.")
+
+    async def create(self, chat_id: int, *, monitor_id: int, topic: str, condition: str) -> AlertRecord:
+        """Store the alert; ValueError (see `check_condition`, `check_room`) when it cannot be one."""
+        clean = self.check_condition(condition)
+        await self.check_room(chat_id)
         return await self._alerts.create(
             chat_id=chat_id, monitor_id=monitor_id, topic=" ".join(topic.split()), condition=clean, now=self._clock()
         )

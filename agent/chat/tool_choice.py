@@ -49,6 +49,11 @@ TOOL_GROUPS: Final[tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = (
         ("deliver", "briefing", "email", "e-mail", "mail", "send ", "quiet", "export", "opml", "backup"),
     ),
     (
+        frozenset({"create_alert", "remove_alert"}),
+        ("alert", "tell me when", "let me know", "notify", "as soon as", "at once", "right away", "ping me",
+         "benachrichtig", "prévien", "avísame", "avisa"),
+    ),
+    (
         frozenset({"read_page"}),
         ("page", "article", "link", "url", "website", "site", "read ", "seite", "artikel", "网页", "文章", "链接"),
     ),

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from pydantic import ValidationError
 
-from agent.commands import monitors, portability, research, settings, subscriptions
+from agent.commands import alerts, monitors, portability, research, settings, subscriptions
 from agent.commands.action import Action, Arguments
 from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
 from agent.context import Services, Turn
@@ -119,6 +119,7 @@ ACTIONS: tuple[Action, ...] = (
     *monitors.ACTIONS,
     *research.ACTIONS,
     *subscriptions.ACTIONS,
+    *alerts.ACTIONS,
     *portability.ACTIONS,
     *settings.ACTIONS,
 )

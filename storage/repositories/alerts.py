@@ -62,7 +62,7 @@ class AlertRepository(Repository):
                 .where(Alert.chat_id == chat_id)
                 .order_by(Alert.id)
             )
-            return [_record(alert, topic, int(count)) for alert, topic, count in rows.tuples()]
+            return [_record(alert, topic, int(count)) for alert, topic, count in rows.all()]
 
     async def remove(self, alert_id: int, *, chat_id: int) -> bool:
         """Delete the chat's alert (another chat's is left alone); whether there was one."""
@@ -86,7 +86,7 @@ class AlertRepository(Repository):
                 .where(Alert.monitor_id == monitor_id, receiving())
                 .order_by(Alert.id)
             )
-            return [_record(alert, topic) for alert, topic in rows.tuples()]
+            return [_record(alert, topic) for alert, topic in rows.all()]
 
     async def fired_items(self, alert_ids: Sequence[int]) -> dict[int, set[str]]:
         """Per alert, the ids of every item of every story it fired for."""
@@ -97,7 +97,7 @@ class AlertRepository(Repository):
             rows = await session.execute(
                 select(AlertFiring.alert_id, AlertFiring.item_ids).where(AlertFiring.alert_id.in_(list(alert_ids)))
             )
-            for alert_id, item_ids in rows.tuples():
+            for alert_id, item_ids in rows.all():
                 found[alert_id].update(item_ids or ())
         return found
 
