@@ -146,13 +146,15 @@ async def test_without_a_model_the_words_and_the_count_of_outlets_decide(world: 
     service = world_service(world, news)
     chat = world.chats[0]
     monitor = await service.create_monitor(chat.id, "recalls", sources="news")
-    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="recalls", condition="3 or more outlets report a recall")
+    condition = "3 or more outlets report a recall"
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="recalls", condition=condition)
 
     await service.run_monitor(monitor.id, T0)
     assert await alert_texts(world) == []  # two outlets are not three
 
     world.clock.advance(days=1)
-    news.by_source = {"news": recall_story(T0 + DAY, ["c.com", "d.com", "e.com"], "Frozen spinach recall after listeria found")}
+    spinach = "Frozen spinach recall after listeria found"
+    news.by_source = {"news": recall_story(T0 + DAY, ["c.com", "d.com", "e.com"], spinach)}
     await service.run_monitor(monitor.id, T0 + DAY)
     texts = await alert_texts(world)
 
@@ -200,7 +202,7 @@ async def test_with_a_model_each_candidate_is_one_question_and_its_verdict_decid
     news = News(
         {
             "news": release_story(at),
-            "hn": [report("hn", "m1", "Rumour: another DeepSeek model could arrive in spring", site="rumours.io", at=at)],
+            "hn": [report("hn", "m1", "Rumour: another DeepSeek model in spring", site="rumours.io", at=at)],
         }
     )
     verdicts: list[dict[str, Any]] = [
@@ -298,4 +300,3 @@ async def test_through_a_real_openai_client_against_a_local_server(world: World,
     assert len(questions) == 1
     assert questions[0].max_tokens == 200  # the verdict's own output limit
     assert len(texts) == 1 and "Released." in texts[0] and "(https://reuters.com/r1)" in texts[0]
-
