@@ -42,6 +42,8 @@ CHAT_TOOLS: Final[tuple[Tool[ChatDeps], ...]] = (
     _CATALOGUE["transfer_monitor"],
     _CATALOGUE["set_delivery"],
     _CATALOGUE["set_briefing"],
+    _CATALOGUE["create_alert"],
+    _CATALOGUE["remove_alert"],
     Tool(export_monitor_list, name="export_monitors", schema_generator=CompactToolSchema),
     Tool(search_history, schema_generator=CompactToolSchema),
     Tool(timeline, schema_generator=CompactToolSchema),

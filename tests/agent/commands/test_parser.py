@@ -114,7 +114,7 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         "start", "help", "track", "monitors", "untrack", "pause", "resume", "digest", "quiet",
         "search", "collect", "export", "timezone", "language", "profile", "forget", "usage",
         "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
-        "feed",
+        "feed", "alert", "alerts",
     }  # fmt: skip
     for name, description in bot_commands():
         assert name in CATALOGUE
