@@ -28,7 +28,15 @@ from pydantic_ai.settings import ModelSettings
 
 from research.critique import SNIPPET_CHARS, TITLE_CHARS, UNTRUSTED_NOTE, UNTRUSTED_TAG
 from research.digest import link_target, link_text
-from research.llm import REASON_CHARS, describe_failure, limits_of, one_line, output_spec, stage_settings
+from research.llm import (
+    REASON_CHARS,
+    describe_failure,
+    limits_of,
+    one_line,
+    output_spec,
+    stage_settings,
+    unusable_answer,
+)
 from research.markup import escape_markdown
 from research.pipeline_models import ScoredItem
 from research.reputation import outlet_of
@@ -178,11 +186,12 @@ def new_stories(items: Sequence[ScoredItem]) -> list[AlertStory]:
 
 
 class AlertVerdict(BaseModel):
-    """The model's answer: does this story meet the condition, why, and which of its items show it."""
+    """The model's answer: does this story meet the condition, why, and which of its items show it (a long reason is
+    cut and unknown numbers are dropped in code, so a verbose model is not refused for what it adds)."""
 
     fires: bool = Field(description="True only if the items show the condition happened.")
-    reason: str = Field(max_length=400, description="One short sentence.")
-    citations: list[int] = Field(default_factory=list, max_length=STORY_ITEMS, description="Item numbers.")
+    reason: str = Field(description="One short sentence.")
+    citations: list[int] = Field(default_factory=list, description="Item numbers.")
 
 
 ALERT_INSTRUCTIONS: Final = (
@@ -264,6 +273,10 @@ async def ask_alert_model(
         return AlertCheck(fires=False, reason=reason, evidence=(), path=f"model failed: {reason}", usage=usage)
     usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
     verdict = result.output
+    unusable = unusable_answer(verdict.reason, instructions=[ALERT_INSTRUCTIONS])
+    if unusable is not None:  # a looping or reciting answer is never shown, and decides nothing
+        logger.warning("alert check: the model's answer is unusable (%s); not fired", unusable)
+        return AlertCheck(fires=False, reason=unusable, evidence=(), path=f"model failed: {unusable}", usage=usage)
     cited = [shown[number - 1] for number in dict.fromkeys(verdict.citations) if 1 <= number <= len(shown)]
     return AlertCheck(
         fires=verdict.fires,

@@ -1,0 +1,62 @@
+"""The alert condition and the stories it is checked against, without a model: content words and outlet counts
+read from the condition, only new stories kept (an update or repeat belongs to a delivered story), and what the
+words alone decide."""
+
+from __future__ import annotations
+
+import pytest
+
+from research.alerts import AlertStory, new_stories, parse_condition, words_check
+from research.pipeline_models import ScoredItem
+from tests.research.fake_sources import make_item
+
+
+@pytest.mark.parametrize(
+    ("condition", "words", "outlets"),
+    [
+        ("when it releases a new model", ("releas", "model"), 1),
+        ("3 or more outlets report a recall", ("recal",), 3),
+        ("at least two sources say a recall of peanut butter", ("recal", "peanut", "butter"), 2),
+        ("5+ sites mention an outage", ("outag",), 5),
+        ("it happens", (), 1),
+    ],
+)
+def test_a_condition_is_read_into_stemmed_content_words_and_a_least_number_of_outlets(
+    condition: str, words: tuple[str, ...], outlets: int
+) -> None:
+    parsed = parse_condition(condition)
+    assert (parsed.words, parsed.min_outlets) == (words, outlets)
+
+
+def scored(key: str, cluster: str, status: str, rank: int, *, title: str = "", site: str = "a.com") -> ScoredItem:
+    item = make_item("news", key, title=title or f"Story {key}", url=f"https://{site}/{key}")
+    return ScoredItem(item=item, cluster_id=cluster, relevance=0.5, credibility=None, score=0.5, rank=rank,
+                      status=status)  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_only_stories_with_nothing_delivered_before_are_new_and_keyed_by_their_best_item() -> None:
+    items = [
+        scored("b", "c1", "new", 2),
+        scored("a", "c1", "new", 1),
+        scored("u", "c2", "update", 3),  # a development of a delivered story
+        scored("r", "c3", "repeat", 4),
+        scored("d", "c4", "delivered", 5),
+    ]
+
+    stories = new_stories(items)
+
+    assert [(story.key, [item.id for item in story.items]) for story in stories] == [("news:a", ["news:a", "news:b"])]
+
+
+def test_the_words_alone_need_every_word_and_enough_outlets() -> None:
+    release = parse_condition("it releases a new model")
+    story = AlertStory(
+        key="k",
+        items=(make_item("news", "x", title="DeepSeek released its V4 model", url="https://a.com/x"),),
+        outlets=1,
+    )
+    half = AlertStory(key="h", items=(make_item("news", "y", title="A model of the economy"),), outlets=1)
+
+    assert story.share_of(release) == 1.0 and words_check(release, story).fires
+    assert half.share_of(release) == 0.5 and half.candidate(release) and not words_check(release, half).fires
+    assert not words_check(parse_condition("2 or more outlets report a model release"), story).fires
