@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from research.alerts import AlertStory, new_stories, parse_condition, words_check
+from research.novelty import ItemStatus
 from research.pipeline_models import ScoredItem
 from tests.research.fake_sources import make_item
 
@@ -28,10 +29,13 @@ def test_a_condition_is_read_into_stemmed_content_words_and_a_least_number_of_ou
     assert (parsed.words, parsed.min_outlets) == (words, outlets)
 
 
-def scored(key: str, cluster: str, status: str, rank: int, *, title: str = "", site: str = "a.com") -> ScoredItem:
+def scored(
+    key: str, cluster: str, status: ItemStatus, rank: int, *, title: str = "", site: str = "a.com"
+) -> ScoredItem:
     item = make_item("news", key, title=title or f"Story {key}", url=f"https://{site}/{key}")
-    return ScoredItem(item=item, cluster_id=cluster, relevance=0.5, credibility=None, score=0.5, rank=rank,
-                      status=status)  # type: ignore[arg-type]  # fmt: skip
+    return ScoredItem(
+        item=item, cluster_id=cluster, relevance=0.5, credibility=None, score=0.5, rank=rank, status=status
+    )
 
 
 def test_only_stories_with_nothing_delivered_before_are_new_and_keyed_by_their_best_item() -> None:
