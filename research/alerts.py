@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Final
 
 from pydantic import BaseModel, Field
-from pydantic_ai import Agent, RunUsage, UsageLimits
+from pydantic_ai import Agent, PromptedOutput, RunUsage, UsageLimits
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup
 from pydantic_ai.framing import wrap
 from pydantic_ai.models import Model
@@ -200,11 +200,19 @@ ALERT_INSTRUCTIONS: Final = (
     "rumour of it, not a different event), with a one-sentence reason and the numbers of the items that show it; "
     "otherwise fires=false. " + UNTRUSTED_NOTE
 )
+ANSWER_SHAPE: Final = (
+    'Answer with one JSON object and nothing else: {"fires": true or false, "reason": "<one sentence>", '
+    '"citations": [<item numbers>]}'
+)
+"""The answer's shape in words, for the prompted output mode: said inside the one instruction (pydantic-ai's own
+schema template would be a second system message, which a chat template such as Gemma's refuses)."""
 
 
 @functools.cache
-def _alert_agent() -> Agent[None, AlertVerdict]:
-    return Agent(None, output_type=AlertVerdict, instructions=ALERT_INSTRUCTIONS, retries={"output": 0}, name="alert")
+def _alert_agent(prompted: bool) -> Agent[None, AlertVerdict]:
+    """The alert agent (no model bound): one instruction, the answer's shape inside it when output is prompted."""
+    instructions = f"{ALERT_INSTRUCTIONS}\n\n{ANSWER_SHAPE}" if prompted else ALERT_INSTRUCTIONS
+    return Agent(None, output_type=AlertVerdict, instructions=instructions, retries={"output": 0}, name="alert")
 
 
 def story_block(story: AlertStory) -> str:
@@ -257,10 +265,11 @@ async def ask_alert_model(
     )
     run_usage = RunUsage()
     try:
-        result = await _alert_agent().run(
+        prompted = limits.output_mode == "prompted"
+        result = await _alert_agent(prompted).run(
             prompt,
             model=model,
-            output_type=output_spec(model, AlertVerdict),
+            output_type=PromptedOutput(AlertVerdict, template=False) if prompted else output_spec(model, AlertVerdict),
             usage_limits=ALERT_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "critique", settings),

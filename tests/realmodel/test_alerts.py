@@ -9,9 +9,14 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
 
-from research import MAX_QUESTIONS
+from research import MAX_QUESTIONS, ModelLimits, ModelSet
+from research.alerts import ALERT_MAX_TOKENS, AlertStory, ask_alert_model, parse_condition
+from sources import Item
 from tests.app.test_chat_cli import route_sources, source_env
+from tests.bots.slack_world import T0
 from tests.fakes.http_server import FakeHTTPServer
 from tests.realmodel.checks import request_problems
 from tests.realmodel.proxy import ModelProxy
@@ -57,3 +62,30 @@ def test_an_alert_through_a_real_model_fires_at_most_once_per_story_citing_colle
     for text in notices.values():
         links = _LINK.findall(text)
         assert links and set(links) <= collected, text
+
+
+async def test_one_alert_question_to_a_real_model_is_one_bounded_request_citing_only_the_storys_items(
+    model_server: tuple[str, str], proxy: ModelProxy
+) -> None:
+    model = OpenAIChatModel(model_server[1], provider=OpenAIProvider(base_url=proxy.base_url, api_key="sk-local"))
+    # prompted: llama-cpp-python's server refuses a JSON-schema response format (README)
+    limits = ModelLimits(output_mode="prompted", context_tokens=8192)
+    light = ModelSet.of(model, None, limits=limits).light
+    assert light is not None
+    items = tuple(
+        Item(id=f"news:{n}", source="news", url=f"https://{site}/v4", title=title, text=title, language="en")
+        for n, (site, title) in enumerate(
+            [("reuters.com", "DeepSeek releases V4 model with open weights"), ("ft.com", "DeepSeek ships V4 model")]
+        )
+    )
+    story = AlertStory(key="news:0", items=items, outlets=2)
+
+    check = await ask_alert_model(
+        light, topic="DeepSeek", condition=parse_condition("it releases a new model"), story=story, now=T0
+    )
+
+    exchanges = proxy.chat_exchanges()
+    assert len(exchanges) == 1 and exchanges[0].output_limit == ALERT_MAX_TOKENS
+    assert not request_problems(exchanges), request_problems(exchanges)
+    assert set(check.evidence) <= set(items)
+    assert not check.fires or check.evidence  # what fires shows its evidence

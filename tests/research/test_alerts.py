@@ -5,11 +5,17 @@ words alone decide."""
 from __future__ import annotations
 
 import pytest
+from pydantic_ai import models
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
 
-from research.alerts import AlertStory, new_stories, parse_condition, words_check
+from research import ModelLimits, ModelSet
+from research.alerts import ALERT_MAX_TOKENS, AlertStory, ask_alert_model, new_stories, parse_condition, words_check
 from research.novelty import ItemStatus
 from research.pipeline_models import ScoredItem
-from tests.research.fake_sources import make_item
+from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.openai_compat import FakeOpenAI
+from tests.research.fake_sources import BASE_TIME, make_item
 
 
 @pytest.mark.parametrize(
@@ -64,3 +70,27 @@ def test_the_words_alone_need_every_word_and_enough_outlets() -> None:
     assert story.share_of(release) == 1.0 and words_check(release, story).fires
     assert half.share_of(release) == 0.5 and half.candidate(release) and not words_check(release, half).fires
     assert not words_check(parse_condition("2 or more outlets report a model release"), story).fires
+
+
+@pytest.mark.parametrize(("answer", "fires"), [('{"fires": true, "reason": "Out now.", "citations": [1]}', True),
+                                               ("Sure! It fires.", False)])  # fmt: skip
+async def test_prompted_output_asks_in_one_system_message_and_garbage_does_not_fire(
+    fake_server: FakeHTTPServer, answer: str, fires: bool
+) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+    fake.reply_text(answer)
+    model = OpenAIChatModel(fake.model, provider=OpenAIProvider(base_url=fake.base_url, api_key=fake.api_key))
+    light = ModelSet.of(model, None, limits=ModelLimits(output_mode="prompted")).light
+    assert light is not None
+    item = make_item("news", "x", title="DeepSeek releases its V4 model", url="https://a.com/x")
+    story = AlertStory(key=item.id, items=(item,), outlets=1)
+
+    with models.override_allow_model_requests(True):
+        check = await ask_alert_model(
+            light, topic="DeepSeek", condition=parse_condition("it releases a new model"), story=story, now=BASE_TIME
+        )
+
+    [request] = fake.requests  # one request, never retried
+    assert request.roles == ["system", "user"]  # a chat template such as Gemma's allows one system message
+    assert '{"fires": true or false' in request.system_messages[0] and request.max_tokens == ALERT_MAX_TOKENS
+    assert check.fires is fires and check.evidence == ((item,) if fires else ())
