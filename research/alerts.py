@@ -283,6 +283,8 @@ async def ask_alert_model(
     usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
     verdict = result.output
     unusable = unusable_answer(verdict.reason, instructions=[ALERT_INSTRUCTIONS])
+    if unusable is None and verdict.reason.strip(" <>.").casefold() == "one sentence":
+        unusable = "the answer's shape copied, not filled in"  # a small base model echoes the example
     if unusable is not None:  # a looping or reciting answer is never shown, and decides nothing
         logger.warning("alert check: the model's answer is unusable (%s); not fired", unusable)
         return AlertCheck(fires=False, reason=unusable, evidence=(), path=f"model failed: {unusable}", usage=usage)

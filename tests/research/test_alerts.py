@@ -72,8 +72,14 @@ def test_the_words_alone_need_every_word_and_enough_outlets() -> None:
     assert not words_check(parse_condition("2 or more outlets report a model release"), story).fires
 
 
-@pytest.mark.parametrize(("answer", "fires"), [('{"fires": true, "reason": "Out now.", "citations": [1]}', True),
-                                               ("Sure! It fires.", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("answer", "fires"),
+    [
+        ('{"fires": true, "reason": "Out now.", "citations": [1]}', True),
+        ("Sure! It fires.", False),
+        ('{"fires": true, "reason": "<one sentence>", "citations": [1]}', False),
+    ],
+)
 async def test_prompted_output_asks_in_one_system_message_and_garbage_does_not_fire(
     fake_server: FakeHTTPServer, answer: str, fires: bool
 ) -> None:
