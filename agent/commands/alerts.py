@@ -239,7 +239,7 @@ ACTIONS = (
             propose=_propose_alert,
         ),
         slack=SlackCommand(
-            description="Get told at once when something happens", usage_hint="DeepSeek when it releases a new model"
+            description="Get told at once when something happens", usage_hint="DeepSeek when it releases a model"
         ),
     ),
     Action(
