@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
+    from monitors.alerts import MAX_ALERTS_PER_CHAT, AlertService, check_alerts
     from monitors.briefings import BriefingService, QueuedBriefing
     from monitors.chats import ChatService
     from monitors.collections import store_collection
@@ -94,6 +95,7 @@ __all__ = [
     "DEFAULT_SCHEDULE_TEXT",
     "DELIVERY_LEASE",
     "DESTINATION_PLATFORMS",
+    "MAX_ALERTS_PER_CHAT",
     "MAX_IMPORT_BYTES",
     "MAX_IMPORT_MONITORS",
     "MAX_SOURCES_PER_MONITOR",
@@ -102,6 +104,7 @@ __all__ = [
     "TIMESTAMP_HEADER",
     "UNCHANGED",
     "AddressedSender",
+    "AlertService",
     "Attachment",
     "AttachmentKind",
     "BriefingService",
@@ -154,6 +157,7 @@ __all__ = [
     "SubscribeOffer",
     "acknowledgment",
     "chat_label",
+    "check_alerts",
     "create_imported",
     "digest_document",
     "digest_html",
@@ -180,6 +184,7 @@ __all__ = [
 ]
 
 _SUBMODULES = {
+    "alerts": ["MAX_ALERTS_PER_CHAT", "AlertService", "check_alerts"],
     "briefings": ["BriefingService", "QueuedBriefing"],
     "chats": ["ChatService"],
     "collections": ["store_collection"],

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 from pydantic_ai.models import Model
 
+from monitors.alerts import check_alerts
 from monitors.error_ids import new_error_id
 from monitors.notices import NOTICE_KIND, queue_notice
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
@@ -203,7 +204,7 @@ class MonitorRunner:
                 result, digest=digest.model_copy(update={"failed_sources": [*digest.failed_sources, *left_out]})
             )
         try:
-            return await self._store(
+            summary = await self._store(
                 monitor, run, result, schedule=schedule, asking_chat=asking_chat, left_out=tuple(left_out)
             )
         except Exception as error:
@@ -212,6 +213,26 @@ class MonitorRunner:
             return await self._failed(
                 monitor, run, schedule, _Failure(error=f"{type(error).__name__}", error_id=error_id)
             )
+        if counted and not result.nothing_new:
+            await self._alerts(monitor, result, use_models=use_models)
+        return summary
+
+    async def _alerts(self, monitor: MonitorRecord, result: PipelineResult, *, use_models: bool) -> None:
+        """The monitor's alerts on the stored run's new stories (see `monitors.alerts`); a failure is logged, the run
+        stands."""
+        try:
+            queued = await check_alerts(
+                self._database,
+                monitor=monitor,
+                result=result,
+                model=self._light if use_models else None,
+                now=self._clock(),
+            )
+        except Exception:  # an alert's failure must not fail the run that was stored
+            logger.exception("monitor %d: alerts could not be checked [error id %s]", monitor.id, new_error_id())
+            return
+        if queued and self._on_queued is not None:
+            self._on_queued()
 
     async def _run_pipeline(
         self,

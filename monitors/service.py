@@ -13,6 +13,7 @@ from typing import Final, Literal
 
 from pydantic_ai.models import Model
 
+from monitors.alerts import AlertService
 from monitors.briefings import BriefingService
 from monitors.destination_send import DestinationSenders
 from monitors.destinations import DestinationService
@@ -143,6 +144,8 @@ class MonitorService:
 
         self.rules = ReaderRuleService(self, database)
         """Each chat's own rules on the monitors it receives (/filter)."""
+        self.alerts = AlertService(database, clock=clock)
+        """Each chat's alerts on the monitors it receives (checked by the runner on every run)."""
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""

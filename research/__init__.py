@@ -7,6 +7,17 @@ from typing import TYPE_CHECKING
 import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
+    from research.alerts import (
+        MAX_QUESTIONS,
+        AlertCheck,
+        AlertCondition,
+        AlertStory,
+        alert_message,
+        ask_alert_model,
+        new_stories,
+        parse_condition,
+        words_check,
+    )
     from research.briefing import Briefing, BriefingSection, TopicDigests, assemble_briefing, render_briefing_markdown
     from research.chart import volume_counts, write_volume_chart
     from research.collect import (
@@ -126,11 +137,15 @@ __all__ = [
     "CITATION",
     "CLI_FOLDER",
     "COLLECTION_CSV_COLUMNS",
+    "MAX_QUESTIONS",
     "RULE_KINDS",
     "RUN_CSV_COLUMNS",
     "STAGES",
     "STORED_ITEMS_CSV_COLUMNS",
     "USAGE_KIND_LABELS",
+    "AlertCheck",
+    "AlertCondition",
+    "AlertStory",
     "BoundedModel",
     "Briefing",
     "BriefingSection",
@@ -192,7 +207,9 @@ __all__ = [
     "TopicDigests",
     "UsageKind",
     "VectorCache",
+    "alert_message",
     "apply_rules",
+    "ask_alert_model",
     "assemble_briefing",
     "chat_folder",
     "cluster_items",
@@ -221,9 +238,11 @@ __all__ = [
     "messages_tokens",
     "model_chain",
     "model_label",
+    "new_stories",
     "number_items",
     "outlet_of",
     "output_spec",
+    "parse_condition",
     "rank",
     "reader_view",
     "record_usage",
@@ -246,6 +265,7 @@ __all__ = [
     "unusable_answer",
     "volume_counts",
     "with_languages",
+    "words_check",
     "write_csv_rows",
     "write_exports",
     "write_stored_items_csv",
@@ -253,6 +273,17 @@ __all__ = [
 ]
 
 _SUBMODULES = {
+    "alerts": [
+        "MAX_QUESTIONS",
+        "AlertCheck",
+        "AlertCondition",
+        "AlertStory",
+        "alert_message",
+        "ask_alert_model",
+        "new_stories",
+        "parse_condition",
+        "words_check",
+    ],
     "briefing": ["Briefing", "BriefingSection", "TopicDigests", "assemble_briefing", "render_briefing_markdown"],
     "chart": ["volume_counts", "write_volume_chart"],
     "collect": [

@@ -18,6 +18,7 @@ from storage.locks import (
 )
 from storage.migrate import pending_migrations, upgrade_database
 from storage.records import (
+    AlertRecord,
     ChatRecord,
     ConversationChanges,
     ConversationRecord,
@@ -60,6 +61,7 @@ from storage.repositories import (
 __all__ = [
     "KEEPALIVE_SECONDS",
     "AdvisoryLocks",
+    "AlertRecord",
     "BriefingClaim",
     "ChatChanges",
     "ChatRecord",

@@ -432,3 +432,35 @@ class ReaderRule(Base):
     chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
     rules: Mapped[dict[str, Any]] = mapped_column(default=dict)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class Alert(Base):
+    """A chat's standing "tell me at once when …" on a monitor it receives: checked against each run's new stories."""
+
+    __tablename__ = "alerts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), index=True)
+    topic: Mapped[str] = mapped_column(Text)
+    """What the alert is about, as the person said it (the monitor's topic when they named a monitor number)."""
+    condition: Mapped[str] = mapped_column(Text)
+    """What must happen, as the person said it ("it releases a new model")."""
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class AlertFiring(Base):
+    """An alert that fired for a story: at most one row per (alert, story), so a story is told once."""
+
+    __tablename__ = "alert_firings"
+    __table_args__ = (UniqueConstraint("alert_id", "story_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id", ondelete="CASCADE"))
+    story_key: Mapped[str] = mapped_column(String(255))
+    """The id of the story's first new item when it fired."""
+    item_ids: Mapped[list[str]] = mapped_column(default=list)
+    """Every item of the story when it fired: a later run's story sharing one of them is the same story."""
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    """The notice run that carries the message."""
+    fired_at: Mapped[datetime] = mapped_column(default=utc_now)

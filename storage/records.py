@@ -352,3 +352,18 @@ class SourceFailureRecord:
     retry_at: datetime | None
     """Runs before this leave the source out."""
     notified_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertRecord:
+    """A chat's alert on a monitor (see `AlertRepository`)."""
+
+    id: int
+    chat_id: int
+    monitor_id: int
+    monitor_topic: str
+    topic: str
+    condition: str
+    created_at: datetime
+    fired: int = 0
+    """Stories it fired for so far."""

@@ -1,6 +1,6 @@
 """Which chat tools a turn is offered: all of them, or (for a small model) the few its message is about.
 
-A small model reads every tool definition on every request: the 21 chat tools are ~2,200 tokens, a quarter of an
+A small model reads every tool definition on every request: the 23 chat tools are ~2,550 tokens, near a third of an
 8,192-token context, before the person's message. When `ModelLimits.offers_tools_by_message()` says so, a turn is
 offered `CORE_TOOLS` plus the groups whose words its message contains, `read_page` when it or an earlier message of
 the kept history has a link, and every tool the kept history already called, so a follow-up ("yes, pause it") still
@@ -52,6 +52,11 @@ TOOL_GROUPS: Final[tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = (
         frozenset({"filter_monitor"}),
         ("filter", "rule", "exclude", "include", "block", "regex", "only stories", "fewer", "at most", "relevan",
          "过滤", "屏蔽"),
+    ),
+    (
+        frozenset({"create_alert", "remove_alert"}),
+        ("alert", "tell me when", "let me know", "notify", "as soon as", "at once", "right away", "ping me",
+         "benachrichtig", "prévien", "avísame", "avisa"),
     ),
     (
         frozenset({"read_page"}),

@@ -32,6 +32,8 @@ TOOL_ORDER: Final = (
     "set_delivery",
     "set_briefing",
     "filter_monitor",
+    "create_alert",
+    "remove_alert",
     "export_monitors",
     "search_history",
     "timeline",

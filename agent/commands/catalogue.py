@@ -14,6 +14,7 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from agent.commands import (
+    alerts,
     destinations,
     feedback,
     filters,
@@ -133,6 +134,7 @@ ACTIONS: tuple[Action, ...] = (
     *subscriptions.ACTIONS,
     *destinations.ACTIONS,
     *feedback.ACTIONS,
+    *alerts.ACTIONS,
     *portability.ACTIONS,
     *settings.ACTIONS,
 )

@@ -1,5 +1,6 @@
 """Repositories: one small class per aggregate, each method one transaction, returning records."""
 
+from storage.repositories.alerts import AlertRepository
 from storage.repositories.briefings import BriefingClaim, BriefingRepository
 from storage.repositories.chats import ChatChanges, ChatRepository
 from storage.repositories.conversations import ConversationRepository
@@ -23,6 +24,7 @@ from storage.repositories.usage import UsageRepository
 from storage.repositories.users import UserRepository
 
 __all__ = [
+    "AlertRepository",
     "BriefingClaim",
     "BriefingRepository",
     "ChatChanges",

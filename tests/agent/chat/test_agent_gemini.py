@@ -58,7 +58,7 @@ async def test_requests_carry_instructions_tools_and_history(world: ChatWorld, f
             "pause_monitor", "resume_monitor", "delete_monitor", "run_monitor_now", "search_history", "timeline",
             "export_items", "browse_shared_monitors", "subscribe_to_monitor", "unsubscribe_from_monitor",
             "share_monitor", "transfer_monitor", "set_delivery", "set_briefing", "export_monitors", "filter_monitor",
-            } == set(declared)  # fmt: skip
+            "create_alert", "remove_alert"} == set(declared)  # fmt: skip
     assert "confirm" in declared["create_monitor"]["description"].lower()
     assert "schedule" in str(declared["create_monitor"].get("parameters") or declared["create_monitor"])
     # the history: the first exchange, with its tool call and result, then the new message

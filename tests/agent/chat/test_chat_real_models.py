@@ -244,8 +244,8 @@ async def test_a_small_context_offers_the_tools_the_message_is_about(world: Chat
     )
     assert set(after_pause.tool_names) == set(pause.tool_names), "one turn, one set of tools"
     assert "pause_monitor" in follow_up.tool_names, "a tool the kept history called stays offered"
-    assert len(everything.tool_names) == 22 and "read_page" in everything.tool_names
-    assert news.prompt_chars < everything.prompt_chars / 2, "the two core tools are a fraction of all 22"
+    assert len(everything.tool_names) == 24 and "read_page" in everything.tool_names
+    assert news.prompt_chars < everything.prompt_chars / 2, "the two core tools are a fraction of all 24"
 
 
 async def test_an_anthropic_model_gets_one_system_prompt_and_an_output_limit(

@@ -124,6 +124,7 @@ def test_the_table_covers_every_command_and_feeds_help_and_set_my_commands() -> 
         "share", "unshare", "browse", "subscribe", "unsubscribe", "transfer", "briefing", "deliver", "import",
         "feed", "destinations", "destination", "more", "less", "fewer", "unmark", "mute", "unmute", "why",
         "filter",
+        "alert", "alerts",
     }  # fmt: skip
     for name, description in bot_commands():
         assert name in CATALOGUE

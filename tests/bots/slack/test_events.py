@@ -160,8 +160,11 @@ def test_the_committed_manifest_is_what_the_catalogue_generates() -> None:
     # regenerate with `uv run python -m bots.slack.manifest > slack_app_manifest.yaml`
     assert MANIFEST.read_text() == manifest_text()
     slash = yaml.safe_load(manifest_text())["features"]["slash_commands"]
-    assert [entry["command"] for entry in slash] == ["/lookout", "/track", "/monitors", "/digest", "/search"]
-    assert slash[0]["usage_hint"] == "track DeepSeek daily at 9 | monitors | digest 3 | search DeepSeek R2 | help"
+    assert [entry["command"] for entry in slash] == ["/lookout", "/track", "/monitors", "/digest", "/search", "/alert"]
+    assert slash[0]["usage_hint"] == (
+        "track DeepSeek daily at 9 | monitors | digest 3 | search DeepSeek R2 | alert DeepSeek when it releases a model"
+        " | help"
+    )
 
 
 def test_the_manifest_subscribes_to_what_the_app_handles_with_the_scopes_it_needs() -> None:

@@ -530,3 +530,29 @@ async def test_a_document_is_read_up_to_the_import_limit_whatever_size_telegram_
     assert world.fake.served_bytes[whole["message"]["document"]["file_id"]] == len(padded)
     assert "huge.opml is over the 1 MB limit for files" in (refused.text or ""), refused.text
     assert world.fake.served_bytes[huge_id] < 12_000_000  # the limit plus what socket buffers hold, not 30 MB
+
+
+async def test_an_alert_reaches_the_chat_as_a_message_of_its_own(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        world.fake.push_text(ALICE, "/track DeepSeek daily at 08:30 from hn")
+        await world.replies(ALICE, 1)
+        world.fake.push_text(ALICE, "/alert 1 when open weights are out")
+        await world.replies(ALICE, 2)
+        world.fake.push_text(ALICE, "/digest 1")
+        await world.replies(ALICE, 1, kind="document")
+
+        def alerts() -> list[str]:
+            return [m.text or "" for m in world.fake.texts(ALICE) if (m.text or "").startswith("🔔")]
+
+        await eventually(lambda: len(alerts()) == 1, what="the alert")
+        world.fake.push_text(ALICE, "/digest 1")  # the same stories again: nothing new, no second alert
+        await eventually(
+            lambda: any("nothing new" in (m.text or "") for m in world.fake.texts(ALICE)), what="the second run"
+        )
+        await world.worker.run_once()  # anything the second run queued is sent
+
+    [alert] = alerts()
+    assert alert.startswith("🔔 <b>Alert #1</b> — DeepSeek: when open weights are out (monitor #1)")
+    assert '<a href="https://api-docs.deepseek.com/news/news261120' in alert and "DeepSeek-V4: open weights" in alert

@@ -1,0 +1,265 @@
+"""The alert commands: `/alert <topic> when <condition>`, `/alerts`, `/alert off <n>`, for the chat that asks.
+
+An alert watches a monitor the chat receives (owned or subscribed): named by its number (`/alert 3 when …`), or by
+its topic, which finds the chat's monitor of that topic or creates one (`ALERT_SCHEDULE_TEXT`) so that
+"/alert DeepSeek when it releases a new model" works on its own. Each run's new stories are checked against it and a
+match is pushed at once (`monitors.alerts`). The chat agent proposes alerts (`create_alert`) and their removal
+(`remove_alert`); the person confirms.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Final
+
+from pydantic import Field
+
+from agent.commands.action import Action, Arguments, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
+from agent.commands.common import chat_timezone, refuse
+from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
+from agent.context import Services, Turn
+from agent.messages import Reply
+from monitors import (
+    MAX_ALERTS_PER_CHAT,
+    MonitorNotFoundError,
+    MonitorView,
+    ScheduleError,
+    normalise_topic,
+    parse_schedule,
+)
+from research import escape_markdown
+
+__all__ = ["ACTIONS", "ALERT_SCHEDULE_TEXT", "AlertCommand", "AlertOffCommand", "AlertsCommand"]
+
+ALERT_SCHEDULE_TEXT: Final = "every 2 hours"
+"""The schedule of a monitor an alert creates for its topic: often enough that "at once" means within hours, rarely
+enough that a topic's sources are asked a dozen times a day."""
+ALERT_EXAMPLE: Final = "/alert DeepSeek when it releases a new model"
+MAX_TOPIC_CHARS: Final = 200
+"""A topic is a few words (as for /track)."""
+
+_WHEN = re.compile(r"\s*\bwhen\b\s*", re.IGNORECASE)
+
+
+class AlertCommand(Arguments):
+    """`/alert <topic|monitor number> when <condition>`, and the chat tool `create_alert`."""
+
+    name: ClassVar[str] = "alert"
+    topic: str = Field(default="", description='What to watch, e.g. "DeepSeek"; may be empty with monitor_id.')
+    condition: str = Field(description='What must happen, e.g. "it releases a new model", "3 or more outlets '
+                           'report a recall".')  # fmt: skip
+    monitor_id: int | None = Field(default=None, description="A monitor of this chat to watch (see list_monitors).")
+
+
+class AlertOffCommand(Arguments):
+    """`/alert off <n>`, and the chat tool `remove_alert`."""
+
+    name: ClassVar[str] = "alert_off"
+    alert_id: int = Field(description="The alert's number (/alerts).")
+
+
+class AlertsCommand(Arguments):
+    """`/alerts`."""
+
+    name: ClassVar[str] = "alerts"
+
+
+# --- the monitor an alert watches ---------------------------------------------------------------------------------
+
+
+async def _existing(services: Services, turn: Turn, command: AlertCommand) -> MonitorView | None:
+    """The monitor the alert names (by number; MonitorNotFoundError when the chat cannot see it) or the chat's
+    monitor of its topic (owned ones first); None when it names a topic the chat has no monitor of."""
+    if command.monitor_id is not None:
+        view, _role = await monitor_role(services, turn, command.monitor_id)
+        return view
+    wanted = normalise_topic(command.topic)
+    views = await services.monitors.list_monitors(turn.chat.id, chat=turn.chat)
+    matching = [view for view in views if normalise_topic(view.topic) == wanted]
+    matching.sort(key=lambda view: not view.owned_here)
+    return matching[0] if matching else None
+
+
+def _checked(services: Services, turn: Turn, command: AlertCommand) -> AlertCommand:
+    """The command with its words cleaned; ToolRefusal (a sentence) when it cannot be an alert."""
+    topic = " ".join(command.topic.split()).strip("\"“”'")
+    condition = " ".join(command.condition.split())
+    if command.monitor_id is None and not topic:
+        raise ToolRefusal(f"Say what to watch, like {ALERT_EXAMPLE}.")
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise ToolRefusal(f"Keep the topic under {MAX_TOPIC_CHARS} characters.")
+    try:
+        services.monitors.alerts.check_condition(condition)
+    except ValueError as error:
+        raise ToolRefusal(str(error)) from None
+    return command.model_copy(update={"topic": topic, "condition": condition})
+
+
+def _watching(condition: str, view: MonitorView) -> str:
+    return f"“{escape_markdown(condition)}” on monitor #{view.id} “{escape_markdown(view.topic)}”"
+
+
+async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[Reply]:
+    """Store the alert on the named monitor, the chat's monitor of the topic, or a new monitor for the topic."""
+    try:
+        command = _checked(services, turn, command)
+        await services.monitors.alerts.check_room(turn.chat.id)
+        view = await _existing(services, turn, command)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    except (ToolRefusal, ValueError) as error:
+        return refuse(str(error), usage="alert")
+    created = ""
+    if view is None:
+        try:
+            zone = parse_schedule(
+                ALERT_SCHEDULE_TEXT,
+                timezone=chat_timezone(turn, services),
+                min_interval_seconds=services.settings.min_interval_seconds,
+            ).timezone
+            view = await services.monitors.create_monitor(
+                turn.chat.id, command.topic, schedule_text=ALERT_SCHEDULE_TEXT, timezone=zone
+            )
+        except (ScheduleError, ValueError) as error:
+            return refuse(
+                f"This chat has no monitor of “{escape_markdown(command.topic)}” and I could not create one: "
+                f"{escape_markdown(str(error))}. `/track` one, then `/alert <its number> when …`."
+            )
+        created = (
+            f"\nThis chat had no monitor of it, so I created **#{view.id} {escape_markdown(view.topic)}** "
+            f"({view.schedule}); its digests come here too (`/untrack {view.id}` deletes it and its alerts)."
+        )
+    try:
+        record = await services.monitors.alerts.create(
+            turn.chat.id, monitor_id=view.id, topic=command.topic or view.topic, condition=command.condition
+        )
+    except ValueError as error:
+        return refuse(str(error))
+    no_model = (
+        "\nNo language model is configured: a story fires when it carries every word of the condition."
+        if services.models.light is None
+        else ""
+    )
+    text = (
+        f"Alert #{record.id}: I'll tell you here at once when {_watching(record.condition, view)} — checked on "
+        f"each of its runs, new stories only, each story once.{created}{no_model}\n"
+        f"`/alerts` lists this chat's alerts, `/alert off {record.id}` removes this one."
+    )
+    return [Reply(text=text)]
+
+
+async def alert_off(services: Services, turn: Turn, command: AlertOffCommand) -> list[Reply]:
+    if not await services.monitors.alerts.remove(turn.chat.id, command.alert_id):
+        return refuse(f"This chat has no alert #{command.alert_id}; `/alerts` lists them.")
+    return [Reply(text=f"Alert #{command.alert_id} removed; its monitor goes on as before.")]
+
+
+async def list_alerts(services: Services, turn: Turn, _command: AlertsCommand) -> list[Reply]:
+    alerts = await services.monitors.alerts.list(turn.chat.id)
+    if not alerts:
+        return [Reply(text=f"No alerts in this chat yet — try `{ALERT_EXAMPLE}`.")]
+    lines = [
+        f"- **#{entry.id}** {escape_markdown(entry.topic)}: when {escape_markdown(entry.condition)} — monitor "
+        f"#{entry.monitor_id} “{escape_markdown(entry.monitor_topic)}”"
+        + (f" · fired for {entry.fired} stor{'y' if entry.fired == 1 else 'ies'}" if entry.fired else "")
+        for entry in alerts
+    ]
+    return [
+        Reply(
+            text=f"**Alerts of this chat** ({len(alerts)} of {MAX_ALERTS_PER_CHAT}):\n"
+            + "\n".join(lines)
+            + "\n`/alert off <n>` removes one."
+        )
+    ]
+
+
+# --- parsing and proposals ------------------------------------------------------------------------------------
+
+
+def _parse_alert(args: str, _options: ParseOptions) -> AlertCommand | AlertOffCommand:
+    words = args.split()
+    if not words:
+        raise CommandError("alert", f"Say what to watch and when to tell you, like {ALERT_EXAMPLE}.")
+    if words[0].lower() == "off":
+        if len(words) != 2 or not words[1].lstrip("#").isdigit() or len(words[1]) > 12:
+            raise CommandError("alert", "Give the alert's number after off, like /alert off 2 (see /alerts).")
+        return AlertOffCommand(alert_id=int(words[1].lstrip("#")))
+    parts = _WHEN.split(args, maxsplit=1)
+    if len(parts) != 2 or not parts[1].strip():
+        raise CommandError("alert", f"Say what should happen after “when”, like {ALERT_EXAMPLE}.")
+    topic, condition = parts[0].strip().strip("\"“”'"), parts[1].strip()
+    if not topic:
+        raise CommandError("alert", f"Say what to watch before “when”, like {ALERT_EXAMPLE}.")
+    if re.fullmatch(r"#?\d+", topic):
+        return AlertCommand(monitor_id=monitor_id("alert", topic), condition=condition)
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise CommandError("alert", f"Keep the topic under {MAX_TOPIC_CHARS} characters, not {shown(topic)}.")
+    return AlertCommand(topic=topic, condition=condition)
+
+
+async def _propose_alert(services: Services, turn: Turn, command: AlertCommand) -> Proposal | str:
+    command = _checked(services, turn, command)
+    try:
+        await services.monitors.alerts.check_room(turn.chat.id)
+    except ValueError as error:
+        raise ToolRefusal(str(error)) from None
+    view = await _existing(services, turn, command)
+    if view is None:
+        return Proposal(
+            description=f"create monitor “{command.topic}” ({ALERT_SCHEDULE_TEXT}) and tell this chat at once when "
+            f"{command.condition}",
+            arguments=command,
+        )
+    return Proposal(
+        description=f"tell this chat at once when {command.condition} (monitor #{view.id} “{view.topic}”)",
+        arguments=command.model_copy(update={"monitor_id": view.id}),
+    )
+
+
+async def _propose_alert_off(services: Services, turn: Turn, command: AlertOffCommand) -> Proposal | str:
+    found = [entry for entry in await services.monitors.alerts.list(turn.chat.id) if entry.id == command.alert_id]
+    if not found:
+        raise ToolRefusal(f"This chat has no alert #{command.alert_id}.")
+    return Proposal(description=f"remove alert #{found[0].id} (when {found[0].condition})")
+
+
+ACTIONS = (
+    Action(
+        name="alert",
+        arguments=AlertCommand,
+        pattern="<topic|monitor id> when <condition> · off <n>",
+        description="Tell this chat at once when something happens in a monitor's new stories",
+        example=ALERT_EXAMPLE,
+        parse=_parse_alert,
+        run=alert,
+        tool=ToolUse(
+            name="create_alert",
+            description="Propose an alert: tell this chat at once when a new story meets a condition (e.g. a "
+            "release); the person must confirm.",
+            propose=_propose_alert,
+        ),
+        slack=SlackCommand(
+            description="Get told at once when something happens", usage_hint="DeepSeek when it releases a model"
+        ),
+    ),
+    Action(
+        name="alerts",
+        arguments=AlertsCommand,
+        pattern="",
+        description="This chat's alerts",
+        run=list_alerts,
+        instant=True,
+    ),
+    Action(
+        name="alert_off",
+        arguments=AlertOffCommand,
+        pattern="",
+        description="Remove an alert of this chat",
+        run=alert_off,
+        command=False,
+        tool=ToolUse(
+            name="remove_alert", description="Propose removing an alert of this chat.", propose=_propose_alert_off
+        ),
+    ),
+)
+"""The alert family, in the order /help lists it."""

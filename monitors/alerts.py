@@ -1,0 +1,139 @@
+"""Alerts: a chat's "tell me at once when …" on a monitor it receives, checked on every run against the run's new
+stories and pushed at once as a notice through the outbox (outside any briefing), once per (alert, story).
+
+A story is the same story across runs in two ways: novelty files a later report of a delivered story as an update or
+a repeat, never as new (`research.new_stories` keeps only new ones), and a story sharing an item with one an alert
+fired for is skipped even when the clustering drew it otherwise. The firing and its notice are one transaction
+under a unique (alert, story key), so a run taken over by another worker cannot tell a story twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Final
+
+from pydantic_ai.models import Model
+
+from monitors.notices import NOTICE_KIND
+from research import (
+    MAX_QUESTIONS,
+    AlertCheck,
+    AlertStory,
+    LlmUsage,
+    PipelineResult,
+    alert_message,
+    ask_alert_model,
+    new_stories,
+    parse_condition,
+    record_usage,
+    sum_usage,
+    words_check,
+)
+from storage import AlertRecord, Database, MonitorRecord
+from storage.repositories import AlertRepository
+
+__all__ = ["MAX_ALERTS_PER_CHAT", "MAX_CONDITION_CHARS", "AlertService", "check_alerts"]
+
+logger = logging.getLogger(__name__)
+
+MAX_ALERTS_PER_CHAT: Final = 20
+"""Alerts one chat may keep: each is a check on every run of its monitor."""
+MAX_CONDITION_CHARS: Final = 300
+"""A condition is a sentence; a longer one is a topic for a monitor of its own."""
+
+
+class AlertService:
+    """A chat's alerts: create, list, remove (the caller checked that the chat receives the monitor)."""
+
+    def __init__(self, database: Database, *, clock: Callable[[], datetime]) -> None:
+        self._alerts = AlertRepository(database)
+        self._clock = clock
+
+    @staticmethod
+    def check_condition(condition: str) -> str:
+        """The condition with its spaces collapsed; ValueError (a sentence for the person) when it is empty or too
+        long."""
+        clean = " ".join(condition.split())
+        if not clean:
+            raise ValueError("Say what should happen, after “when”.")
+        if len(clean) > MAX_CONDITION_CHARS:
+            raise ValueError(f"Keep the condition under {MAX_CONDITION_CHARS} characters.")
+        return clean
+
+    async def check_room(self, chat_id: int) -> None:
+        """ValueError (a sentence for the person) when the chat has `MAX_ALERTS_PER_CHAT` alerts already."""
+        if await self._alerts.count_for_chat(chat_id) >= MAX_ALERTS_PER_CHAT:
+            raise ValueError(f"This chat has {MAX_ALERTS_PER_CHAT} alerts already; `/alert off <n>` removes one.")
+
+    async def create(self, chat_id: int, *, monitor_id: int, topic: str, condition: str) -> AlertRecord:
+        """Store the alert; ValueError (see `check_condition`, `check_room`) when it cannot be one."""
+        clean = self.check_condition(condition)
+        await self.check_room(chat_id)
+        return await self._alerts.create(
+            chat_id=chat_id, monitor_id=monitor_id, topic=" ".join(topic.split()), condition=clean, now=self._clock()
+        )
+
+    async def list(self, chat_id: int) -> list[AlertRecord]:
+        return await self._alerts.list_for_chat(chat_id)
+
+    async def remove(self, chat_id: int, alert_id: int) -> bool:
+        return await self._alerts.remove(alert_id, chat_id=chat_id)
+
+
+async def check_alerts(
+    database: Database,
+    *,
+    monitor: MonitorRecord,
+    result: PipelineResult,
+    model: Model | None,
+    now: datetime,
+) -> int:
+    """Check the monitor's alerts against the run's new stories and queue a notice for each (alert, story) that
+    fires for the first time; the number queued. With a model, at most `MAX_QUESTIONS` candidates (the ones carrying
+    most of their condition's words first) are asked; the rest, and every candidate without a model, are decided
+    by the words and the count."""
+    repository = AlertRepository(database)
+    alerts = await repository.receiving_alerts(monitor.id)
+    stories = new_stories(result.items)
+    if not alerts or not stories:
+        return 0
+    fired_before = await repository.fired_items([alert.id for alert in alerts])
+    candidates: list[tuple[float, int, AlertRecord, AlertStory]] = []
+    for alert in alerts:
+        condition = parse_condition(alert.condition)
+        for story in stories:
+            if fired_before[alert.id].intersection(item.id for item in story.items):
+                continue  # the same story, drawn otherwise this time
+            if story.candidate(condition):
+                candidates.append((story.share_of(condition), story.outlets, alert, story))
+    candidates.sort(key=lambda entry: (-entry[0], -entry[1], entry[2].id))
+    queued = 0
+    spent: list[LlmUsage] = []
+    for position, (_share, _outlets, alert, story) in enumerate(candidates):
+        condition = parse_condition(alert.condition)
+        check: AlertCheck
+        if model is not None and position < MAX_QUESTIONS:
+            check = await ask_alert_model(model, topic=alert.topic, condition=condition, story=story, now=now)
+            spent.append(check.usage)
+        else:
+            check = words_check(condition, story)
+        logger.info("monitor %d alert %d story %s: %s (%s)", monitor.id, alert.id, story.key, check.fires, check.path)
+        if not check.fires:
+            continue
+        text = alert_message(
+            alert_id=alert.id, monitor_id=monitor.id, topic=alert.topic, condition=alert.condition, check=check
+        )
+        run_id = await repository.fire(
+            alert,
+            story_key=story.key,
+            item_ids=[item.id for item in story.items],
+            text=text,
+            stats={"kind": NOTICE_KIND, "monitor_id": monitor.id, "alert_id": alert.id, "alert_path": check.path},
+            now=now,
+        )
+        queued += run_id is not None
+    if spent:
+        await record_usage(database, chat_id=monitor.owner_chat_id, now=now, usage=sum_usage(spent), kind="monitor")
+    return queued

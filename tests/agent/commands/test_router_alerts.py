@@ -1,0 +1,116 @@
+"""The alert commands through `Conversation.respond`: /alert on a monitor number, on a topic the chat follows, on a
+topic it does not (a monitor is created), on a monitor it only receives; /alerts; /alert off; bad input; and the chat
+agent's create_alert proposal confirmed with "yes"."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from storage import Database
+from storage.repositories import AlertRepository, MonitorRepository
+from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
+from tests.fakes.http_server import FakeHTTPServer
+from tests.kit import ScriptedModel, call, say
+
+
+@pytest.fixture
+async def world(database: Database, fake_server: FakeHTTPServer, tmp_path: Path) -> AsyncIterator[RouterWorld]:
+    async with open_world(database, fake_server, tmp_path) as opened:
+        yield opened
+
+
+async def test_alert_on_a_monitor_number_or_its_topic_lists_and_removes(world: RouterWorld) -> None:
+    await world.say("/track DeepSeek daily at 08:00 from hn")
+
+    by_number = await world.say("/alert 1 when it releases a new model")
+    by_topic = await world.say("/alert deepseek WHEN 3 or more outlets report an outage")
+    listed = await world.say("/alerts")
+
+    assert by_number.text.startswith(
+        "Alert #1: I'll tell you here at once when “it releases a new model” on monitor #1 “DeepSeek”"
+    )
+    assert "No language model is configured: a story fires when it carries every word" in by_number.text
+    assert "Alert #2" in by_topic.text and "on monitor #1 “DeepSeek”" in by_topic.text
+    assert "created" not in by_topic.text  # the chat's monitor of that topic, not a new one
+    assert "**Alerts of this chat** (2 of 20):" in listed.text
+    assert "- **#1** DeepSeek: when it releases a new model — monitor #1 “DeepSeek”" in listed.text
+    assert "- **#2** deepseek: when 3 or more outlets report an outage" in listed.text
+
+    other = await world.say("/alert off 1", chat=OTHER_CHAT)
+    removed = await world.say("/alert off 1")
+    again = await world.say("/alert off 1")
+
+    assert other.text.startswith("This chat has no alert #1")
+    assert removed.text == "Alert #1 removed; its monitor goes on as before."
+    assert again.text.startswith("This chat has no alert #1")
+    assert [entry.id for entry in await world.services.monitors.alerts.list((await world.chat()).id)] == [2]
+
+
+async def test_an_alert_on_a_topic_without_a_monitor_creates_one(world: RouterWorld) -> None:
+    said = await world.say("/alert Mistral when it raises money")
+
+    monitors = await MonitorRepository(world.database).list_for_chat((await world.chat()).id)
+    assert [(monitor.topic, monitor.schedule) for monitor in monitors] == [("Mistral", "every 2 hours in UTC")]
+    assert "on monitor #1 “Mistral”" in said.text
+    assert "This chat had no monitor of it, so I created **#1 Mistral** (every 2 hours)" in said.text
+
+
+async def test_a_subscriber_may_alert_on_a_monitor_it_receives_but_not_on_one_it_does_not(world: RouterWorld) -> None:
+    await world.say("/track DeepSeek from hn")
+    await world.say("/share 1")
+
+    refused = await world.say("/alert 1 when it releases a model", chat=OTHER_CHAT)
+    await world.say("/subscribe 1", chat=OTHER_CHAT)
+    allowed = await world.say("/alert 1 when it releases a model", chat=OTHER_CHAT)
+
+    assert refused.text.startswith("There is no monitor #1 in this chat")
+    assert allowed.text.startswith("Alert #1: I'll tell you here at once when “it releases a model” on monitor #1")
+    stored = await AlertRepository(world.database).receiving_alerts(1)
+    assert [alert.chat_id for alert in stored] == [(await world.chat(OTHER_CHAT)).id]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("/alert", "Say what to watch and when to tell you"),
+        ("/alert DeepSeek", "Say what should happen after “when”"),
+        ("/alert DeepSeek when", "Say what should happen after “when”"),
+        ("/alert when it rains", "Say what to watch before “when”"),
+        ("/alert off", "Give the alert's number after off"),
+        ("/alert off two", "Give the alert's number after off"),
+        ("/alert 0 when it rains", "Give the monitor's number"),
+    ],
+)
+async def test_bad_alerts_are_refused_with_the_usage(world: RouterWorld, text: str, problem: str) -> None:
+    said = await world.say(text)
+
+    assert problem in said.text and "/alert <topic|monitor id> when <condition>" in said.text
+    assert await AlertRepository(world.database).count_for_chat((await world.chat()).id) == 0
+
+
+async def test_a_condition_too_long_is_refused_and_nothing_is_created(world: RouterWorld) -> None:
+    said = await world.say("/alert Mistral when " + "it raises money " * 30)
+
+    assert "Keep the condition under 300 characters" in said.text
+    assert await MonitorRepository(world.database).list_for_chat((await world.chat()).id) == []
+
+
+async def test_the_chat_agent_proposes_an_alert_and_yes_creates_it(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    model = ScriptedModel(
+        call("create_alert", topic="DeepSeek", condition="it releases a new model"),
+        say("I'll ask you to confirm that alert."),
+    )
+    async with open_world(database, fake_server, tmp_path, light_model=model.model, real_chat_agent=True) as world:
+        await world.say("/track DeepSeek from hn")
+        proposed = await world.say("tell me when DeepSeek releases a new model")
+        nothing_yet = await AlertRepository(world.database).count_for_chat((await world.chat(CHAT)).id)
+        confirmed = await world.say("yes")
+
+    assert "tell this chat at once when it releases a new model (monitor #1 “DeepSeek”)" in proposed.text
+    assert nothing_yet == 0
+    assert "Alert #1: I'll tell you here at once when “it releases a new model” on monitor #1" in confirmed.text

@@ -1,0 +1,302 @@
+"""Alerts through real monitor runs (the real pipeline over fake sources): a matching new story is pushed once, as
+its own message through the outbox, and never again for a later report of the same story; non-matching stories,
+too few outlets and a model that says no or answers garbage push nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic_ai import models
+from pydantic_ai.messages import ModelMessage, ModelRequest
+from pydantic_ai.models import Model
+from pydantic_ai.models.function import AgentInfo
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from monitors import MonitorService, MonitorSettings
+from research import MAX_QUESTIONS, ModelLimits, ModelSet
+from research.alerts import ALERT_INSTRUCTIONS, parse_condition
+from research.pipeline import run_pipeline
+from sources import Engagement, Item
+from storage.repositories import AlertRepository, RunRepository
+from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.openai_compat import ChatRequest, FakeOpenAI, completion
+from tests.kit import Answer, ScriptedModel
+from tests.monitors.conftest import T0, World
+from tests.monitors.fakes import resolver
+from tests.research.fake_sources import RecordingSource
+
+DAY = timedelta(days=1)
+
+
+@dataclass
+class News:
+    """What the fake sources return: per source, the items of the current day."""
+
+    by_source: dict[str, list[Item]] = field(default_factory=dict)
+
+    def source(self, name: str) -> RecordingSource:
+        return RecordingSource(name, lambda _query: list(self.by_source.get(name, [])))
+
+
+def report(source: str, key: str, title: str, *, site: str, at: datetime, text: str = "") -> Item:
+    return Item(
+        id=f"{source}:{key}",
+        source=source,
+        url=f"https://{site}/{key}",
+        title=title,
+        text=text or title,
+        engagement=Engagement(points=10),
+        published=at - timedelta(hours=1),
+        language="en",
+    )
+
+
+def release_story(at: datetime) -> list[Item]:
+    return [
+        report("news", "r1", "DeepSeek releases V4 model with open weights", site="reuters.com", at=at),
+        report("news", "r2", "DeepSeek released its V4 model under open weights", site="theverge.com", at=at),
+    ]
+
+
+def unrelated_story(at: datetime, key: str = "u1") -> list[Item]:
+    return [report("hn", key, f"DeepSeek founder speaks at a Hangzhou conference {key}", site="scmp.com", at=at)]
+
+
+def world_service(world: World, news: News, *, light: Model | None = None) -> MonitorService:
+    world.sources = {"hn": news.source("hn"), "news": news.source("news")}
+    return MonitorService(
+        world.database,
+        resolve_sources=resolver(world.sources),
+        light_model=light,
+        heavy_model=None,
+        out_dir=world.out_dir,
+        settings=MonitorSettings(min_interval_seconds=900),
+        clock=world.clock,
+        pipeline=run_pipeline,
+    )
+
+
+async def alert_texts(world: World) -> list[str]:
+    """The texts of the alert notices delivered so far (digests left out)."""
+    await world.worker().run_once()
+    return [sent.text for sent in world.sender.sent if sent.text.startswith("🔔")]
+
+
+async def test_an_alert_fires_once_for_a_matching_story_and_never_for_its_repeat(world: World) -> None:
+    news = News({"news": release_story(T0), "hn": unrelated_story(T0)})
+    service = world_service(world, news)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="hn,news")
+    alert = await service.alerts.create(
+        chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model"
+    )
+
+    first = await service.run_monitor(monitor.id, T0)
+    assert first is not None and first.status == "ok"
+    texts = await alert_texts(world)
+
+    assert len(texts) == 1
+    assert texts[0].startswith(f"🔔 **Alert #{alert.id}** — DeepSeek: when it releases a new model (monitor #1)")
+    assert "[DeepSeek releases V4 model with open weights](https://reuters.com/r1) — reuters.com" in texts[0]
+    assert "Hangzhou" not in texts[0]  # the other story does not match
+    assert f"`/alert off {alert.id}` stops this alert." in texts[0]
+    # the digest went out as usual, and the alert as a message of its own (a notice run)
+    assert len(world.sender.sent) == 2
+
+    # the next day: two more outlets report the same release, and an unrelated story is new
+    world.clock.advance(days=1)
+    news.by_source = {
+        "news": [
+            report("news", "r3", "DeepSeek V4 model release: open weights and benchmarks", site="ft.com", at=T0 + DAY),
+            report("news", "r4", "DeepSeek releases V4 model, open weights for all", site="bbc.co.uk", at=T0 + DAY),
+        ],
+        "hn": unrelated_story(T0 + DAY, "u2"),
+    }
+    second = await service.run_monitor(monitor.id, T0 + DAY)
+    assert second is not None and second.status == "ok"
+
+    assert await alert_texts(world) == texts  # nothing more
+    listed = await service.alerts.list(chat.id)
+    assert [(entry.id, entry.fired) for entry in listed] == [(alert.id, 1)]
+
+
+async def test_a_story_that_does_not_match_fires_nothing(world: World) -> None:
+    news = News({"hn": unrelated_story(T0)})
+    service = world_service(world, news)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="hn,news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+
+    await service.run_monitor(monitor.id, T0)
+
+    assert await alert_texts(world) == []
+    assert len(world.sender.sent) == 1  # the digest alone
+
+
+def recall_story(at: datetime, sites: list[str], title: str) -> list[Item]:
+    return [report("news", f"{title[:6]}{n}", title, site=site, at=at) for n, site in enumerate(sites)]
+
+
+async def test_without_a_model_the_words_and_the_count_of_outlets_decide(world: World) -> None:
+    assert parse_condition("3 or more outlets report a recall").min_outlets == 3
+    news = News({"news": recall_story(T0, ["a.com", "b.com"], "Peanut butter recall widens over salmonella")})
+    service = world_service(world, news)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "recalls", sources="news")
+    condition = "3 or more outlets report a recall"
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="recalls", condition=condition)
+
+    await service.run_monitor(monitor.id, T0)
+    assert await alert_texts(world) == []  # two outlets are not three
+
+    world.clock.advance(days=1)
+    spinach = "Frozen spinach recall after listeria found"
+    news.by_source = {"news": recall_story(T0 + DAY, ["c.com", "d.com", "e.com"], spinach)}
+    await service.run_monitor(monitor.id, T0 + DAY)
+    texts = await alert_texts(world)
+
+    assert len(texts) == 1 and "3 outlets report it" in texts[0]
+
+
+async def test_an_alert_stops_when_its_chat_stops_receiving_the_monitor_or_removes_it(world: World) -> None:
+    news = News({"news": release_story(T0)})
+    service = world_service(world, news)
+    owner, subscriber = world.chats[0], world.chats[1]
+    monitor = await service.create_monitor(owner.id, "DeepSeek", sources="news")
+    await service.update_monitor(monitor.id, chat_id=owner.id, quiet=True)
+    await service.subscribe(subscriber.id, monitor.id)
+    mine = await service.alerts.create(owner.id, monitor_id=monitor.id, topic="DeepSeek", condition="a model release")
+    theirs = await service.alerts.create(
+        subscriber.id, monitor_id=monitor.id, topic="DeepSeek", condition="a model release"
+    )
+    assert await service.alerts.remove(subscriber.id, mine.id) is False  # another chat's alert stays
+    assert await service.alerts.remove(owner.id, mine.id) is True
+    await service.unsubscribe(subscriber.id, monitor.id)
+
+    await service.run_monitor(monitor.id, T0)
+
+    assert await alert_texts(world) == []
+    assert await AlertRepository(world.database).fired_items([theirs.id]) == {theirs.id: set()}
+
+
+# ---- with a model ------------------------------------------------------------------------------------------------
+
+
+def is_alert_question(messages: list[ModelMessage]) -> bool:
+    first = messages[0]
+    return isinstance(first, ModelRequest) and ALERT_INSTRUCTIONS in (first.instructions or "")
+
+
+def only_alerts(messages: list[ModelMessage], _info: AgentInfo) -> Answer | None:
+    """The planner shares the light model: it is refused (and falls back), so the script sees alert questions only."""
+    if is_alert_question(messages):
+        return None
+    return RuntimeError("no plan scripted")
+
+
+async def test_with_a_model_each_candidate_is_one_question_and_its_verdict_decides(world: World) -> None:
+    at = T0
+    news = News(
+        {
+            "news": release_story(at),
+            "hn": [report("hn", "m1", "Rumour: another DeepSeek model in spring", site="rumours.io", at=at)],
+        }
+    )
+    verdicts: list[dict[str, Any]] = [
+        {"fires": True, "reason": "DeepSeek released V4.", "citations": [2, 9]},
+        {"fires": False, "reason": "Only a rumour.", "citations": []},
+    ]
+    scripted = ScriptedModel(*verdicts, aside=only_alerts)
+    service = world_service(world, news, light=ModelSet.of(scripted.model, None).light)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="hn,news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+
+    await service.run_monitor(monitor.id, T0)
+    texts = await alert_texts(world)
+
+    assert scripted.calls == 2  # one question per candidate story
+    asked = [scripted.user_prompt(n) for n in range(2)]
+    assert all("Condition: it releases a new model" in prompt and "<untrusted_items>" in prompt for prompt in asked)
+    assert len(texts) == 1 and "DeepSeek released V4." in texts[0]
+    # the valid citation only (item 2 of the story), never the made-up number 9
+    assert "(https://theverge.com/r2)" in texts[0] and "reuters.com/r1" not in texts[0]
+    assert "rumours.io" not in texts[0]
+
+
+async def test_a_model_answering_garbage_fires_nothing_and_the_run_stands(world: World) -> None:
+    news = News({"news": release_story(T0)})
+    scripted = ScriptedModel("yes yes yes!!", aside=only_alerts, repeat_last=True)
+    service = world_service(world, news, light=ModelSet.of(scripted.model, None).light)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+
+    summary = await service.run_monitor(monitor.id, T0)
+
+    assert summary is not None and summary.status == "ok"
+    assert scripted.calls == 1  # one request, not retried
+    assert await alert_texts(world) == []
+    assert len(world.sender.sent) == 1  # the digest
+
+
+async def test_questions_per_run_are_capped_and_the_rest_decided_by_words(world: World) -> None:
+    told = [
+        ("Rust coding assistant ships for crate authors", "Compiler-aware help for crates and borrow checker errors."),
+        ("Protein folding predictor opens to biologists", "Biologists can fold enzymes and antibodies with it."),
+        ("Speech recogniser covers twelve African languages", "Swahili, Yoruba and Amharic transcription."),
+        ("Tiny vision network runs on budget phones", "Camera apps on cheap handsets can label photos offline."),
+        ("Contract reviewer trained on court filings", "Law firms test a reviewer that flags indemnity clauses."),
+        ("Olympiad geometry solver beats medalists", "The solver proved 28 of 30 olympiad geometry problems."),
+    ]
+    stories = [
+        report("news", f"s{n}", title, site=f"site{n}.com", at=T0, text=f"DeepSeek releases the model. {text}")
+        for n, (title, text) in enumerate(told)
+    ]  # six stories, each with every word of the condition
+    news = News({"news": stories})
+    scripted = ScriptedModel({"fires": False, "reason": "no", "citations": []}, aside=only_alerts, repeat_last=True)
+    service = world_service(world, news, light=ModelSet.of(scripted.model, None).light)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+
+    await service.run_monitor(monitor.id, T0)
+    texts = await alert_texts(world)
+
+    runs = await RunRepository(world.database).list_for_monitor(monitor.id)
+    assert runs  # the run stored
+    assert scripted.calls == MAX_QUESTIONS
+    # the candidates past the cap carry every word of the condition: the words fire them
+    assert len(texts) == 6 - MAX_QUESTIONS
+
+
+async def test_through_a_real_openai_client_against_a_local_server(world: World, fake_server: FakeHTTPServer) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+
+    def answer(request: ChatRequest) -> dict[str, Any]:
+        if not any("alert condition" in text for text in request.system_messages):
+            return completion(content="not a plan", model=fake.model)
+        return completion(
+            tool_calls=[("final_result", {"fires": True, "reason": "Released.", "citations": [1]})], model=fake.model
+        )
+
+    fake.reply_with(answer)
+    provider = OpenAIProvider(base_url=fake.base_url, api_key=fake.api_key)
+    light = ModelSet.of(OpenAIChatModel(fake.model, provider=provider), None, limits=ModelLimits()).light
+    news = News({"news": release_story(T0)})
+    service = world_service(world, news, light=light)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+
+    with models.override_allow_model_requests(True):
+        await service.run_monitor(monitor.id, T0)
+    texts = await alert_texts(world)
+
+    questions = [r for r in fake.requests if any("alert condition" in text for text in r.system_messages)]
+    assert len(questions) == 1
+    assert questions[0].max_tokens == 200  # the verdict's own output limit
+    assert len(texts) == 1 and "Released." in texts[0] and "(https://reuters.com/r1)" in texts[0]
