@@ -5,10 +5,11 @@ Two sets of real news written by others, each item filed under a kind by others 
 README): the UCI News Aggregator rows (headlines only, 10–12 March 2014, topics b business, t science and technology,
 e entertainment, m health, grouped into stories by the aggregator) and MasakhaNEWS English (BBC headlines and leads,
 filed by BBC's editors under business, entertainment, health, politics, sports, technology; each article its own
-story). Each set is read in time order (UCI by its timestamps, MasakhaNEWS by BBC's article ids, handed out in publishing
-order; the set has no dates), taken within each kind (`interleaved`): both were gathered one kind at a time.
+story; cut into 7 monitors of 200 articles). Each set is read in time order (UCI by its timestamps, MasakhaNEWS by
+BBC's article ids, handed out in publishing order; the set has no dates), taken within each kind (`interleaved`):
+both were gathered one kind at a time.
 
-The monitor (collected and clustered once per set, shared by both readers): ten runs over ten equal slices, one
+Each monitor (collected and clustered once, shared by both readers): ten runs over ten equal slices, one
 `research.Deduper` kept across runs (the monitor's story memory), no story delivered twice, and a digest of the 20
 stories with the most reports (the issue's "digest of twenty stories about a broad topic"). A story's kind is its
 reports' majority label.
@@ -23,10 +24,10 @@ the wanted stories of the shared digest that were shown), without and with feedb
 halves by a hash of their label (the aggregator's story id, the BBC article id); the tuning (`FeedbackTuning`) is
 picked on the dev halves of both sets together (the lowest precision of the four reader/set pairs, every recall
 ≥ 0.90) and reported on the test halves; the defaults in `research/feedback.py` are reported beside. The oracle
-row bounds what these features and this learner can do: each measured digest is seen by a reader who marked every
-story of the nine other digests, and the threshold is the best one at recall ≥ 0.90 on the measured stories
-themselves. Cost: CPU
-time of `reader_view` per story and of `story_features` per story (made once per run, shared by every reader).
+rows bound what these features and this learner can do: each measured digest is seen by a reader who marked every
+story of the nine other digests of its monitor (and, in the second row, of every other monitor of the set: the
+labels themselves), and the threshold is the best one at recall ≥ 0.90 on the measured stories themselves. Cost:
+CPU time of `reader_view` per story and of `story_features` per story (made once per run, shared by every reader).
 
 Run: uv run python bench/feedback_real.py [--digest-size 20] [--slices 10]
 """
@@ -63,6 +64,8 @@ MARKED_DIGESTS = 3
 """Digests the readers press on; the rest are measured."""
 TOPIC = "news"
 TARGET_RECALL = 0.90
+MONITOR_ITEMS = 200
+"""Articles per monitor of a set of single-article stories: ten runs of twenty, every article in a digest."""
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,7 @@ def load_masakhanews() -> Dataset | None:
     items = interleaved(items, kinds)
     readers = {"A (wants technology)": "technology", "B (wants entertainment)": "entertainment"}
     stories = {row["id"]: row["id"] for row in rows}
-    return Dataset("MasakhaNEWS English (BBC)", items, kinds, stories, readers, monitors=len(items) // 200)
+    return Dataset("MasakhaNEWS English (BBC)", items, kinds, stories, readers, monitors=len(items) // MONITOR_ITEMS)
 
 
 def monitors(data: Dataset, *, slices: int, size: int) -> tuple[list[list[list[Story]]], float]:
@@ -319,7 +322,7 @@ def oracle(every: Monitors, reader_kind: str, half: str, *, other_monitors: bool
     and the threshold is the best at recall ≥ 0.90 on the measured stories themselves: an optimistic bound on these
     features and this learner, not a result."""
     scored: list[tuple[float, bool]] = []
-    for which, shared in enumerate(every):
+    for shared in every:
         for number in range(MARKED_DIGESTS, len(shared)):
             pool = every if other_monitors else [shared]
             others = [
