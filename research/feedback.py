@@ -13,7 +13,7 @@ millisecond per story with sixty marks.
 
 Guarantees: a muted outlet drops a story only when every outlet of the story is muted; a story is dropped by
 marks only when its words and outlets lean clearly towards what was marked down; a story with no word or outlet
-in common with any mark is never moved; with no marks the view is the digest as it was.
+in common with any mark scores 0 and is never left out; with no marks the view is the digest as it was.
 """
 
 from __future__ import annotations
