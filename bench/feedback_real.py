@@ -1,26 +1,33 @@
 """Feedback on real labelled news: two readers of one shared broad monitor, each pressing 👍/👎 on the first three
 digests, and what the next seven digests give each of them with and without their marks.
 
-The news: the UCI News Aggregator rows in bench/data (real headlines by real outlets, 10–12 March 2014), each
-labelled by the aggregator with a topic (b business, t science and technology, e entertainment, m health; built by
-bench/data/build_sets.py into `uci_news_categories.csv`). The copy spans two and a half days, so the monitor's ten
-"daily" runs are ten equal slices of it in time order (about 640 reports each).
+Two sets of real news written by others, each item filed under a kind by others (built into bench/data, see its
+README): the UCI News Aggregator rows (headlines only, 10–12 March 2014, topics b business, t science and technology,
+e entertainment, m health, grouped into stories by the aggregator) and MasakhaNEWS English (BBC headlines and leads,
+filed by BBC's editors under business, entertainment, health, politics, sports, technology; each article its own
+story; cut into 7 monitors of 200 articles). Each set is read in time order (UCI by its timestamps, MasakhaNEWS by
+BBC's article ids, handed out in publishing order; the set has no dates), taken within each kind (`interleaved`):
+both were gathered one kind at a time.
 
-The monitor (collected and clustered once, shared by both readers): each run clusters its slice with one
-`research.Deduper` kept across runs (the monitor's story memory), leaves out stories an earlier digest carried
-(the pipeline's novelty, simplified to "no story twice"), and its digest is the 20 stories with the most reports
-(the issue's "digest of twenty stories about a broad topic"). A story's kind is its reports' majority label.
+Each monitor (collected and clustered once, shared by both readers): ten runs over ten equal slices, one
+`research.Deduper` kept across runs (the monitor's story memory), no story delivered twice, and a digest of the 20
+stories with the most reports (the issue's "digest of twenty stories about a broad topic"). A story's kind is its
+reports' majority label.
 
 The readers: A wants technology stories and none of the others; B, on the same monitor, wants entertainment and
 none of the others. On digests 1–3 each presses 👍 on every story it wants and 👎 on every other one. Digests 4–10
 are then shown to each through `research.reader_view` (exactly what `monitors.feedback` calls at delivery) with the
-story features `research.story_features` makes (the clustering's term weights and the outlets).
+features `research.story_features` makes (the clustering's term weights and the outlets).
 
-Reported per reader, digests 4–10: precision (share of shown stories the reader wants) and recall (share of the
-wanted stories of the shared digest that were shown), without and with feedback. The tuning (`FeedbackTuning`) is
-picked on the stories of one half (a hash of the aggregator's story id) and reported on the other; the defaults in
-`research/feedback.py` are reported beside. Cost: CPU time of `reader_view` per story and of `story_features` per
-story (made once per run, shared by every reader).
+Reported per reader and set, digests 4–10: precision (share of shown stories the reader wants) and recall (share of
+the wanted stories of the shared digest that were shown), without and with feedback. The stories are split in two
+halves by a hash of their label (the aggregator's story id, the BBC article id); the tuning (`FeedbackTuning`) is
+picked on the dev halves of both sets together (the lowest precision of the four reader/set pairs, every recall
+≥ 0.90) and reported on the test halves; the defaults in `research/feedback.py` are reported beside. The oracle
+rows bound what these features and this learner can do: each measured digest is seen by a reader who marked every
+story of the nine other digests of its monitor (and, in the second row, of every other monitor of the set: the
+labels themselves), and the threshold is the best one at recall ≥ 0.90 on the measured stories themselves. Cost:
+CPU time of `reader_view` per story and of `story_features` per story (made once per run, shared by every reader).
 
 Run: uv run python bench/feedback_real.py [--digest-size 20] [--slices 10]
 """
@@ -49,13 +56,30 @@ from research import (
     story_features,
 )
 from research.dedupe import story_lead
+from research.feedback import DEFAULT_TUNING, MarkModel
 from sources import Item
 
 DATA = Path(__file__).parent / "data"
 MARKED_DIGESTS = 3
 """Digests the readers press on; the rest are measured."""
-READERS = {"A (wants technology)": "t", "B (wants entertainment)": "e"}
 TOPIC = "news"
+TARGET_RECALL = 0.90
+MONITOR_ITEMS = 200
+"""Articles per monitor of a set of single-article stories: ten runs of twenty, every article in a digest."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One labelled set: its items in time order, each item's kind and story label, and the two readers' kinds."""
+
+    name: str
+    items: list[Item]
+    kinds: dict[str, str]
+    labels: dict[str, str]
+    readers: dict[str, str]
+    monitors: int = 1
+    """Independent monitors the set is cut into (consecutive windows of its time order), each with its ten runs:
+    a set of single-article stories fills many monitors' digests, where one would leave most of it unread."""
 
 
 @dataclass(frozen=True)
@@ -66,23 +90,39 @@ class Story:
     features: StoryFeatures
     kind: str
     label: str
-    """The aggregator's story id (the majority of its reports'), for the dev/test split."""
+    """The set's story id (the majority of its reports'), for the dev/test split."""
 
 
-def _read(name: str) -> list[dict[str, str]]:
+def _read(name: str, build: str) -> list[dict[str, str]] | None:
     path = DATA / name
     if not path.exists():
-        raise SystemExit(
+        print(
             f"{path} is not built: the labelled sets are not in the repository. Clone their public repositories "
-            "(bench/data/README.md names them) and run: uv run python bench/data/build_sets.py <folder of the clones>"
+            f"(bench/data/README.md names them) and run: uv run python bench/data/{build} <folder of the clones>",
+            file=sys.stderr,
         )
+        return None
     with path.open(encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
 
 
-def load() -> tuple[list[Item], dict[str, str], dict[str, str]]:
-    rows = _read("uci_news_aggregator.csv")
-    categories = {row["id"]: row["category"] for row in _read("uci_news_categories.csv")}
+def interleaved(items: Sequence[Item], kinds: dict[str, str]) -> list[Item]:
+    """The items in order of their place within their own kind's time order: both sets were gathered one kind at a
+    time (the aggregator crawled one topic after another; MasakhaNEWS's BBC articles of each category come from
+    different years), so their raw order is a collection artefact, where a monitor reads every kind side by side."""
+    by_kind: dict[str, list[Item]] = {}
+    for item in items:
+        by_kind.setdefault(kinds[item.id], []).append(item)
+    place = {item.id: rank / len(group) for group in by_kind.values() for rank, item in enumerate(group)}
+    return sorted(items, key=lambda item: (place[item.id], item.id))
+
+
+def load_uci() -> Dataset | None:
+    rows = _read("uci_news_aggregator.csv", "build_sets.py")
+    categories_rows = _read("uci_news_categories.csv", "build_sets.py")
+    if rows is None or categories_rows is None:
+        return None
+    categories = {row["id"]: row["category"] for row in categories_rows}
     items = [
         Item(
             id=row["id"],
@@ -95,19 +135,48 @@ def load() -> tuple[list[Item], dict[str, str], dict[str, str]]:
         )
         for row in rows
     ]
-    items.sort(key=lambda item: (item.published, item.id))
-    return items, categories, {row["id"]: row["story"] for row in rows}
+    items = interleaved(sorted(items, key=lambda item: (item.published, item.id)), categories)
+    labels = {row["id"]: row["story"] for row in rows}
+    readers = {"A (wants technology)": "t", "B (wants entertainment)": "e"}
+    return Dataset("UCI News Aggregator", items, categories, labels, readers)
 
 
-def digests(
-    items: Sequence[Item], categories: dict[str, str], labels: dict[str, str], *, slices: int, size: int
-) -> tuple[list[list[Story]], float]:
+def load_masakhanews() -> Dataset | None:
+    rows = _read("masakhanews_eng_categories.csv", "build_feedback_sets.py")
+    if rows is None:
+        return None
+    items = [
+        Item(id=row["id"], source="news", url=row["url"], title=row["title"], text=row["text"], author="BBC News",
+             language="en")
+        for row in rows
+    ]  # fmt: skip
+    kinds = {row["id"]: row["category"] for row in rows}
+    items = interleaved(items, kinds)
+    readers = {"A (wants technology)": "technology", "B (wants entertainment)": "entertainment"}
+    stories = {row["id"]: row["id"] for row in rows}
+    return Dataset("MasakhaNEWS English (BBC)", items, kinds, stories, readers, monitors=len(items) // MONITOR_ITEMS)
+
+
+def monitors(data: Dataset, *, slices: int, size: int) -> tuple[list[list[list[Story]]], float]:
+    """Each monitor's digests (one window of the set each), and the CPU seconds per story of making features."""
+    window = len(data.items) // data.monitors
+    out, costs = [], []
+    for number in range(data.monitors):
+        part = replace(data, items=data.items[number * window : (number + 1) * window])
+        shared, cost = digests(part, slices=slices, size=size)
+        out.append(shared)
+        costs.append(cost)
+    return out, statistics.fmean(costs)
+
+
+def digests(data: Dataset, *, slices: int, size: int) -> tuple[list[list[Story]], float]:
     """The shared monitor's digests (collected and clustered once), and the CPU seconds per story of making the
     stories' features."""
     deduper = Deduper(topic=TOPIC)
     delivered: set[str] = set()
     out: list[list[Story]] = []
     feature_seconds, feature_count = 0.0, 0
+    items = data.items
     per_slice = len(items) // slices
     for number in range(slices):
         chunk = items[number * per_slice : (number + 1) * per_slice if number < slices - 1 else len(items)]
@@ -126,17 +195,17 @@ def digests(
             features = story_features(ordered, topic=TOPIC)
             feature_seconds += time.process_time() - started
             feature_count += 1
-            kind = Counter(categories[m.id] for m in members).most_common(1)[0][0]
-            label = Counter(labels[m.id] for m in members).most_common(1)[0][0]
+            kind = Counter(data.kinds[m.id] for m in members).most_common(1)[0][0]
+            label = Counter(data.labels[m.id] for m in members).most_common(1)[0][0]
             stories.append(Story(digest=number + 1, features=features, kind=kind, label=label))
         out.append(stories)
     return out, feature_seconds / max(feature_count, 1)
 
 
-def marks_of(reader_kind: str, shown: Sequence[Sequence[Story]]) -> list[Mark]:
+def marks_of(reader_kind: str, shown: Sequence[Sequence[Story]], digests_marked: int = MARKED_DIGESTS) -> list[Mark]:
     """The reader's presses on the first digests: 👍 what it wants, 👎 the rest."""
     marks = []
-    for number, story in enumerate((s for digest in shown[:MARKED_DIGESTS] for s in digest), start=1):
+    for number, story in enumerate((s for digest in shown[:digests_marked] for s in digest), start=1):
         marks.append(Mark(id=number, kind="more" if story.kind == reader_kind else "less", features=story.features))
     return marks
 
@@ -151,8 +220,18 @@ class Scores:
     shown: int = 0
     wanted_shown: int = 0
     wanted: int = 0
+    measured: int = 0
     seconds: float = 0.0
     stories: int = 0
+
+    def __iadd__(self, other: Scores) -> Scores:
+        self.shown += other.shown
+        self.wanted_shown += other.wanted_shown
+        self.wanted += other.wanted
+        self.measured += other.measured
+        self.seconds += other.seconds
+        self.stories += other.stories
+        return self
 
     @property
     def precision(self) -> float:
@@ -163,15 +242,40 @@ class Scores:
         return self.wanted_shown / self.wanted if self.wanted else 0.0
 
 
+Monitors = Sequence[Sequence[Sequence[Story]]]
+"""A set's monitors, each its digests in order."""
+
+
 def evaluate(
-    shared: Sequence[Sequence[Story]], reader_kind: str, tuning: FeedbackTuning | None, half: str | None
+    every: Monitors,
+    reader_kind: str,
+    tuning: FeedbackTuning | None,
+    half: str | None,
+) -> Scores:
+    """Digests 4.. of every monitor of a set for one reader (see `evaluate_one`)."""
+    total = Scores()
+    for shared in every:
+        total += evaluate_one(shared, reader_kind, tuning, half)
+    return total
+
+
+def evaluate_one(
+    shared: Sequence[Sequence[Story]],
+    reader_kind: str,
+    tuning: FeedbackTuning | None,
+    half: str | None,
+    *,
+    marks: Sequence[Mark] | None = None,
 ) -> Scores:
     """Digests 4.. for one reader: with its marks under `tuning`, or (None) without feedback."""
-    marks = marks_of(reader_kind, shared) if tuning is not None else []
+    if tuning is None:
+        marks = []
+    elif marks is None:
+        marks = marks_of(reader_kind, shared)
     scores = Scores()
     for digest in shared[MARKED_DIGESTS:]:
         started = time.process_time()
-        view = reader_view([s.features for s in digest], marks, tuning=tuning or FeedbackTuning())
+        view = reader_view([s.features for s in digest], marks, tuning=tuning or DEFAULT_TUNING)
         scores.seconds += time.process_time() - started
         scores.stories += len(digest)
         kept = {decision.index for decision in view.kept}
@@ -179,6 +283,7 @@ def evaluate(
             if half is not None and not in_half(story, half):
                 continue
             wanted = story.kind == reader_kind
+            scores.measured += 1
             scores.wanted += wanted
             if index in kept:
                 scores.shown += 1
@@ -186,22 +291,60 @@ def evaluate(
     return scores
 
 
-def objective(shared: Sequence[Sequence[Story]], tuning: FeedbackTuning) -> tuple[float, float]:
-    """On the dev half, both readers: the lower precision, as long as both recalls reach 0.90."""
-    results = [evaluate(shared, kind, tuning, "dev") for kind in READERS.values()]
+GRID = {
+    "smoothing": (0.01, 0.05, 0.2),
+    "outlet_evidence": (0.0, 0.5, 1.0),
+    "drop_at": (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0),
+}
+"""The tunings tried on the dev halves."""
+
+
+def _objective(results: Sequence[Scores]) -> tuple[float, float]:
     recall = min(r.recall for r in results)
-    return (min(r.precision for r in results) if recall >= 0.90 else recall - 1.0, recall)
+    return (min(r.precision for r in results) if recall >= TARGET_RECALL else recall - 1.0, recall)
 
 
-def tune(shared: Sequence[Sequence[Story]]) -> FeedbackTuning:
-    best, best_score = FeedbackTuning(), (-9.0, 0.0)
-    for drop_at, outlet in itertools.product(
-        (-0.05, 0.0, 0.02, 0.05, 0.08, 0.1, 0.15, 0.2, 0.25, 0.3), (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
-    ):
-        tuning = replace(FeedbackTuning(), drop_at=drop_at, outlet_evidence=outlet)
-        score = objective(shared, tuning)
+def tune(sets: Sequence[tuple[Dataset, Monitors]]) -> FeedbackTuning:
+    """The tuning with the best lowest dev-half precision over every reader of every set, all recalls ≥ 0.90."""
+    best, best_score = DEFAULT_TUNING, (-9.0, 0.0)
+    for smoothing, outlet, drop_at in itertools.product(*GRID.values()):
+        tuning = replace(DEFAULT_TUNING, smoothing=smoothing, outlet_evidence=outlet, drop_at=drop_at)
+        results = [evaluate(every, kind, tuning, "dev") for data, every in sets for kind in data.readers.values()]
+        score = _objective(results)
         if score > best_score:
             best, best_score = tuning, score
+    return best
+
+
+def oracle(every: Monitors, reader_kind: str, half: str, *, other_monitors: bool) -> Scores:
+    """What the learner reaches when the reader has marked every story of every other digest of its monitor (and,
+    with `other_monitors`, of every other monitor of the set too: the labels themselves, several times the marks),
+    and the threshold is the best at recall ≥ 0.90 on the measured stories themselves: an optimistic bound on these
+    features and this learner, not a result."""
+    scored: list[tuple[float, bool]] = []
+    for shared in every:
+        for number in range(MARKED_DIGESTS, len(shared)):
+            pool = every if other_monitors else [shared]
+            others = [
+                [digest for n, digest in enumerate(monitor) if (monitor is not shared or n != number)]
+                for monitor in pool
+            ]
+            marks = [m for monitor in others for m in marks_of(reader_kind, monitor, digests_marked=len(monitor))]
+            model = MarkModel(
+                [m for m in marks if m.kind == "more"], [m for m in marks if m.kind == "less"], DEFAULT_TUNING
+            )
+            scored.extend(
+                (model.log_odds(story.features), story.kind == reader_kind)
+                for story in shared[number]
+                if in_half(story, half)
+            )
+    best = Scores()
+    wanted = sum(w for _, w in scored)
+    for threshold in sorted({score for score, _ in scored}, reverse=True):
+        kept = [w for score, w in scored if score >= threshold]
+        if sum(kept) >= TARGET_RECALL * wanted:
+            best = Scores(shown=len(kept), wanted_shown=sum(kept), wanted=wanted, measured=len(scored))
+            break
     return best
 
 
@@ -210,41 +353,64 @@ def main() -> None:
     parser.add_argument("--digest-size", type=int, default=20)
     parser.add_argument("--slices", type=int, default=10)
     options = parser.parse_args()
-    items, categories, labels = load()
-    started = time.perf_counter()
-    shared, feature_cost = digests(items, categories, labels, slices=options.slices, size=options.digest_size)
-    built = time.perf_counter() - started
-    sizes = [len(d) for d in shared]
-    kinds = Counter(s.kind for d in shared[MARKED_DIGESTS:] for s in d)
-    print(f"{len(items)} reports, {options.slices} runs collected and clustered once for both readers in {built:.1f} s")
-    measured = f"{MARKED_DIGESTS + 1}-{options.slices}"
-    print(f"digest sizes: {sizes}; kinds in digests {measured}: {dict(sorted(kinds.items()))}")
-    tuned = tune(shared)
+    sets: list[tuple[Dataset, Monitors]] = []
+    feature_costs = []
+    for data in (load_uci(), load_masakhanews()):
+        if data is None:
+            continue
+        started = time.perf_counter()
+        every, feature_cost = monitors(data, slices=options.slices, size=options.digest_size)
+        feature_costs.append(feature_cost)
+        built = time.perf_counter() - started
+        sizes = [len(d) for d in every[0]]
+        kinds = Counter(s.kind for shared in every for d in shared[MARKED_DIGESTS:] for s in d)
+        marked = Counter(s.kind for shared in every for d in shared[:MARKED_DIGESTS] for s in d)
+        print(
+            f"{data.name}: {len(data.items)} reports, {data.monitors} monitor(s) of {options.slices} runs, "
+            f"clustered once in {built:.1f} s"
+        )
+        print(f"  digest sizes {sizes}; kinds marked (digests 1-{MARKED_DIGESTS}) {dict(sorted(marked.items()))}")
+        print(f"  kinds measured (digests {MARKED_DIGESTS + 1}-{options.slices}) {dict(sorted(kinds.items()))}")
+        sets.append((data, every))
+    if not sets:
+        raise SystemExit("no labelled set is built (see above)")
+    tuned = tune(sets)
     print(
-        f"tuning picked on the dev half: drop_at {tuned.drop_at}, outlet_evidence {tuned.outlet_evidence}; "
-        f"defaults: drop_at {FeedbackTuning().drop_at}, outlet_evidence {FeedbackTuning().outlet_evidence}"
+        f"tuning picked on the dev halves: smoothing {tuned.smoothing}, outlet_evidence {tuned.outlet_evidence}, "
+        f"drop_at {tuned.drop_at}; defaults: smoothing {DEFAULT_TUNING.smoothing}, outlet_evidence "
+        f"{DEFAULT_TUNING.outlet_evidence}, drop_at {DEFAULT_TUNING.drop_at}"
     )
     print()
-    print("| reader | half | tuning | precision without | precision with | × | recall with | shown/digest |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| set | reader | half | tuning | stories | precision without | precision with | × | recall with |"
+          " shown/digest |")  # fmt: skip
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     costs = []
-    for name, kind in READERS.items():
-        for half in ("test", "dev"):
-            without = evaluate(shared, kind, None, half)
-            for label, tuning in (("tuned on dev", tuned), ("defaults", FeedbackTuning())):
-                with_ = evaluate(shared, kind, tuning, half)
-                costs.append(with_.seconds / max(with_.stories, 1))
-                ratio = with_.precision / without.precision if without.precision else float("inf")
-                per_digest = with_.shown / (options.slices - MARKED_DIGESTS)
-                print(
-                    f"| {name} | {half} | {label} | {without.precision:.2f} | {with_.precision:.2f} | {ratio:.1f} | "
-                    f"{with_.recall:.2f} | {per_digest:.1f} |"
-                )
+    for data, every in sets:
+        for name, kind in data.readers.items():
+            for half in ("test", "dev"):
+                without = evaluate(every, kind, None, half)
+                rows: list[tuple[str, Scores]] = [
+                    ("tuned on dev", evaluate(every, kind, tuned, half)),
+                    ("defaults", evaluate(every, kind, DEFAULT_TUNING, half)),
+                ]
+                if half == "test":
+                    rows.append(("oracle: all other digests marked", oracle(every, kind, half, other_monitors=False)))
+                    if data.monitors > 1:
+                        rows.append(("oracle: all other labels", oracle(every, kind, half, other_monitors=True)))
+                for label, with_ in rows:
+                    if not label.startswith("oracle"):
+                        costs.append(with_.seconds / max(with_.stories, 1))
+                    ratio = with_.precision / without.precision if without.precision else float("inf")
+                    print(
+                        f"| {data.name} | {name} | {half} | {label} | {without.measured} | {without.precision:.2f} | "
+                        f"{with_.precision:.2f} | {ratio:.1f} | {with_.recall:.2f} | "
+                        f"{with_.shown / (data.monitors * (options.slices - MARKED_DIGESTS)):.1f} |"
+                    )
     print()
-    marks = len(marks_of("t", shared))
+    marks = len(marks_of("t", sets[0][1][0]))
     print(
         f"cost: reader_view {statistics.fmean(costs) * 1000:.3f} ms per story (with {marks} marks); "
-        f"story_features {feature_cost * 1000:.2f} ms per story, once per run for every reader"
+        f"story_features {statistics.fmean(feature_costs) * 1000:.2f} ms per story, once per run for every reader"
     )
 
 

@@ -4,6 +4,7 @@ leaves out only stories every outlet of which is muted, stories like a 👎 go a
 from __future__ import annotations
 
 from research import Mark, StoryFeatures, reader_view, story_features
+from research.feedback import DEFAULT_TUNING, MarkModel
 from sources import Item
 
 
@@ -47,3 +48,36 @@ def test_features_weigh_the_clustering_way_and_leave_the_topic_out() -> None:
     assert GPU.outlets == ("chipwire.com",)
     assert "news" not in _story("Breaking news about GPU chips", "a.com").terms
     assert abs(sum(w * w for w in GPU.terms.values()) - 1) < 1e-3
+
+
+def test_the_marks_teach_a_kind_of_story_not_just_the_marked_ones() -> None:
+    liked = [
+        _story("Apple unveils new iPhone with faster chip", "techwire.com"),
+        _story("Samsung Galaxy phone gets software update", "techwire.com"),
+        _story("Google Android app store adds new phone features", "gadgets.net"),
+    ]
+    disliked = [
+        _story("Oscar winning actress stars in new film", "celebgossip.net"),
+        _story("Hollywood film premiere draws movie stars", "showbiz.com"),
+        _story("Actor cast in film sequel, studio says", "celebgossip.net"),
+    ]
+    marks = [Mark(id=n, kind="more", features=f) for n, f in enumerate(liked, start=1)]
+    marks += [Mark(id=n, kind="less", features=f) for n, f in enumerate(disliked, start=4)]
+    film = _story("Studio delays superhero film starring Oscar actor", "moviebuzz.org")
+    phone = _story("New phone app lets Android users edit photos", "moviebuzz.org")
+    weather = _story("Storm brings heavy snow to the north", "moviebuzz.org")
+
+    view = reader_view([weather, film, phone], marks)
+
+    assert [d.index for d in view.dropped] == [1]  # like the marked-down films, though no headline is repeated
+    assert "marked down" in view.dropped[0].reason
+    assert [d.index for d in view.kept] == [2, 0]  # the phone story comes first; the unrelated one stays
+    model = MarkModel([m for m in marks if m.kind == "more"], [m for m in marks if m.kind == "less"], DEFAULT_TUNING)
+    assert model.log_odds(phone) > 0 > model.log_odds(film)
+    assert model.log_odds(weather) == 0.0  # no evidence either way: left as it was
+
+
+def test_marks_of_one_kind_only_still_leave_unrelated_stories_alone() -> None:
+    marks = [Mark(id=1, kind="less", features=POP), Mark(id=2, kind="fewer", features=POP_AGAIN)]
+    view = reader_view([RATES, _story("Taylor Swift adds tour dates", "celebgossip.net")], marks)
+    assert [d.index for d in view.kept] == [0] and [d.index for d in view.dropped] == [1]
