@@ -13,12 +13,15 @@ Two tokenisers, for two jobs:
 
 Guarantees: the segmenters and frequency lists load lazily, once per process, under a lock; a language without a
 frequency list falls back to the list of its script's most common language (English for Latin script), and a word
-missing from the list counts as rare (`RARE_FREQUENCY`; a Chinese or Japanese one, `CJK_UNKNOWN_FREQUENCY`). Text
+missing from the list counts as rare (`RARE_FREQUENCY`; a Chinese or Japanese one, `CJK_UNKNOWN_FREQUENCY`); only the
+words a list gives as more frequent than that are read into memory, so every rarity is what the whole list gives. Text
 with no Chinese, Japanese, Korean or Thai in it is read as it was before any of the CJK rules.
 """
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 import math
 import re
 import threading
@@ -26,6 +29,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -179,26 +183,77 @@ class StoryTerms:
 
 _load_lock = threading.RLock()
 
+_KEPT_CENTIBELS = round(-100 * math.log10(RARE_FREQUENCY))
+"""wordfreq files its words by frequency in centibels (bucket n: 10 ** (-n / 100)); buckets from this one on hold
+words no more frequent than `RARE_FREQUENCY`, which `rarity` scores as unlisted anyway, so they are never read (in
+the large lists, two thirds to three quarters of all words)."""
+
+
+@cache
+def _wordfreq_data() -> Path | None:
+    """wordfreq's data folder, found without importing wordfreq: its import brings langcodes, regex and its
+    tokenisers, and `wordfreq.chinese` Python's jieba, none of which is used here."""
+    spec = importlib.util.find_spec("wordfreq")
+    folders = spec.submodule_search_locations if spec is not None else None
+    return Path(folders[0], "data") if folders else None
+
+
+@cache
+def _wordlists() -> dict[str, Path]:
+    """wordfreq's list file per language, the large one where there is one (what wordfreq calls "best")."""
+    data = _wordfreq_data()
+    found: dict[str, Path] = {}
+    if data is None:
+        return found
+    for size in ("small", "large"):
+        for path in sorted(data.glob(f"{size}_*.msgpack.gz")):
+            found[path.name.split(".")[0].partition("_")[2]] = path
+    return found
+
+
+@cache
+def _simplified() -> dict[int, int | str]:
+    """wordfreq's traditional-to-simplified character map (what `wordfreq.chinese.simplify_chinese` translates by),
+    read from its data file, so the Chinese list is looked up as it was counted."""
+    data = _wordfreq_data()
+    if data is None:
+        return {}
+    import msgpack
+
+    with gzip.open(data / "_chinese_mapping.msgpack.gz", "rb") as packed:
+        mapping: dict[int, int | str] = msgpack.unpack(packed, raw=False, strict_map_key=False)
+    return mapping
+
 
 @cache
 def _frequencies(language: str) -> dict[str, float]:
-    import wordfreq
+    """Each word of `language`'s list more frequent than `RARE_FREQUENCY`, with its frequency (wordfreq's values, as
+    `wordfreq.get_frequency_dict` gives them). Read bucket by bucket from the packed file, stopping at
+    `_KEPT_CENTIBELS`, so the rarer words never become Python strings; one float object per bucket."""
+    path = _wordlists().get(language)
+    if path is None:
+        return {}
+    import msgpack
 
-    with _load_lock:
-        try:
-            return dict(wordfreq.get_frequency_dict(language, wordlist="best"))
-        except LookupError:
-            return {}
+    table: dict[str, float] = {}
+    with _load_lock, gzip.open(path, "rb") as packed:
+        unpacker = msgpack.Unpacker(packed, raw=False)
+        buckets = unpacker.read_array_header() - 1
+        header = unpacker.unpack()
+        if not isinstance(header, dict) or header.get("format") != "cB" or header.get("version") != 1:
+            raise ValueError(f"{path.name}: not a wordfreq list (header {header!r})")
+        for centibels in range(min(buckets, _KEPT_CENTIBELS)):
+            frequency = 10 ** (-centibels / 100)
+            for word in unpacker.unpack():
+                table[word] = frequency
+    return table
 
 
 @cache
 def _frequency_language(language: str | None) -> str:
-    import wordfreq
-
     if language in CHINESE_VARIANTS:
         return "zh"
-    available = wordfreq.available_languages(wordlist="best")
-    return language if language and language in available else "en"
+    return language if language and language in _wordlists() else "en"
 
 
 _RARITY_CACHE: dict[tuple[str, str | None], float] = {}
@@ -226,7 +281,8 @@ def rarity(word: str, language: str | None) -> float:
 def _chinese_segmenter() -> Callable[[str], list[str]]:
     with _load_lock:
         import rjieba
-        from wordfreq.chinese import simplify_chinese
+
+        simplified = _simplified()
 
     # jieba's dictionary and algorithm (DAG + HMM for unknown words) in Rust (jieba-rs through rjieba): the same
     # words as the Python jieba on every Chinese clause of the bench sets, ~10x cheaper, no dictionary build at start.
@@ -234,7 +290,7 @@ def _chinese_segmenter() -> Callable[[str], list[str]]:
     cut = rjieba.cut
 
     def segment(text: str) -> list[str]:
-        return [word for word in cut(simplify_chinese(text), True) if word.strip()]
+        return [word for word in cut(text.translate(simplified).casefold(), True) if word.strip()]
 
     return segment
 
