@@ -163,6 +163,31 @@ def test_the_restricted_py3langid_decides_as_the_whole_model_on_real_headlines()
     assert None in before  # and some texts asked about are not (the English ones fastText is unsure of)
 
 
+def test_py3langids_automaton_walked_as_a_trie_counts_what_its_dense_table_counts() -> None:
+    # The restricted identifier walks py3langid's automaton as a trie with failure links (2 MB, not 41): every text
+    # must give py3langid's own feature counts, real headlines in many scripts and arbitrary bytes alike.
+    import random
+    from array import array
+
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier, visit_counts
+
+    from research.byte_automaton import SparseAutomaton
+
+    whole = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    sparse = SparseAutomaton.from_dense(whole.tk_nextmove, whole.tk_row, whole.tk_output)
+    assert sparse is not None
+    headlines, _ = labelled_items()
+    texts = [text for text, _ in [*SAMPLES, *AFRICAN, *NOT_LATIN_UNSURE]] + STILL_ENGLISH
+    encoded = [LanguageIdentifier._encode(text) for text in texts + [item.title for item in headlines]]
+    shuffle = random.Random(28)
+    encoded += [bytes(range(256)) * 2, bytes(shuffle.randrange(256) for _ in range(20_000))]
+    for text in encoded:
+        assert sparse.visits(text) == visit_counts(whole.tk_nextmove, whole._rowbase, whole.tk_output, text), text
+    assert len(research.language._second_opinion().tk_nextmove) == 0  # the dense table is not kept
+    # A table that is no trie (every byte from the root leads to one state) is refused: the dense walk stays.
+    assert SparseAutomaton.from_dense(array("I", [1] * 256 + [0] * 256), [0, 1], [-1, 3]) is None
+
+
 def asked_about(judged: str) -> bool:
     """Whether `detect_language` asks py3langid about `judged`."""
     if research.language._japanese_by_script(judged):
