@@ -19,9 +19,6 @@ where fastText is unsure (`FASTTEXT_SURE`), unless the text is nearly all words 
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import gc
 import importlib.util
 import math
 import re
@@ -33,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from research.terms import RARE_FREQUENCY, has_word_list, normalise, rarity
+from research.trim import return_freed_memory
 from sources import Item
 
 if TYPE_CHECKING:
@@ -194,14 +192,6 @@ class LoadedOnce(Generic[_Model]):
                 return
             self._model = None
         return_freed_memory()
-
-
-def return_freed_memory() -> None:
-    """Collect unreachable objects and ask glibc's allocator to hand free pages back to the system (`malloc_trim`;
-    elsewhere nothing more than the collection): freed numpy tables and Python objects otherwise stay resident."""
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: the collection is all there is
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 _UPPER_ASCII = re.compile(r"[A-Z]")

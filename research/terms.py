@@ -34,6 +34,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from research.trim import return_freed_memory
+
 __all__ = [
     "CJK_UNKNOWN_FREQUENCY",
     "HIRAGANA_WORD_FREQUENCY",
@@ -241,12 +243,28 @@ class WordList:
 
     __slots__ = ("_buckets", "_hashes")
 
-    def __init__(self, buckets: Iterable[Iterable[str]]) -> None:
-        # A word listed twice keeps its last (rarer) bucket, as `wordfreq.get_frequency_dict` does.
-        last = {_key(word): bucket for bucket, words in enumerate(buckets) for word in words}
-        ordered = sorted(last.items())
-        self._hashes = array("q", [key for key, _ in ordered])
-        self._buckets = array("H", [bucket for _, bucket in ordered])
+    def __init__(self, hashes: array[int], buckets: array[int]) -> None:
+        self._hashes, self._buckets = hashes, buckets
+
+    @classmethod
+    def read(cls, buckets: Iterable[Iterable[str]]) -> WordList:
+        """The list of the words in `buckets` (bucket n: frequency 10 ** (-n / 100))."""
+        import numpy as np
+
+        # Gathered into flat arrays and sorted by numpy (no Python object per word outlives its bucket, so building
+        # leaves no scattered garbage behind); a word listed twice keeps its last (rarer) bucket, as
+        # `wordfreq.get_frequency_dict` does.
+        keys, found = array("q"), array("H")
+        for bucket, words in enumerate(buckets):
+            for word in words:
+                keys.append(_key(word))
+                found.append(bucket)
+        key_of = np.frombuffer(keys, dtype=np.int64) if keys else np.zeros(0, dtype=np.int64)
+        bucket_of = np.frombuffer(found, dtype=np.uint16) if found else np.zeros(0, dtype=np.uint16)
+        order = np.lexsort((bucket_of, key_of))
+        key_of, bucket_of = key_of[order], bucket_of[order]
+        last = np.append(key_of[1:] != key_of[:-1], True) if len(key_of) else np.zeros(0, dtype=bool)
+        return cls(array("q", key_of[last].tobytes()), array("H", bucket_of[last].tobytes()))
 
     def __len__(self) -> int:
         return len(self._hashes)
@@ -267,7 +285,7 @@ def _key(word: str) -> int:
     return hash(word.encode("utf-8", "surrogatepass"))
 
 
-_NO_WORDS = WordList(())
+_NO_WORDS = WordList(array("q"), array("H"))
 
 
 @cache
@@ -286,7 +304,9 @@ def _frequencies(language: str) -> WordList:
         header = unpacker.unpack()
         if not isinstance(header, dict) or header.get("format") != "cB" or header.get("version") != 1:
             raise ValueError(f"{path.name}: not a wordfreq list (header {header!r})")
-        return WordList(unpacker.unpack() for _ in range(min(buckets, _KEPT_CENTIBELS)))
+        words = WordList.read(unpacker.unpack() for _ in range(min(buckets, _KEPT_CENTIBELS)))
+    return_freed_memory(collect=False)  # what reading left free (a few MB of buffers and strings per list)
+    return words
 
 
 def has_word_list(language: str) -> bool:
