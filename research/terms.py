@@ -237,7 +237,7 @@ _BUCKET_FREQUENCIES = tuple(10 ** (-centibels / 100) for centibels in range(_KEP
 class WordList:
     """One language's listed words with their frequencies, held as two sorted arrays, the words' hashes (8 bytes)
     and their buckets (2 bytes), instead of a dict of strings (about 100 bytes a word): the lists of the five
-    languages of a multilingual digest take 6 MB, not 50. A lookup is a binary search (about 1 µs; `rarity` keeps
+    languages of a multilingual digest take 6 MB, not 50. A lookup is a binary search (2-3 µs; `rarity` keeps
     what it found). Two different words with one 64-bit hash would share a frequency: about one chance in 10^9 per
     list."""
 
