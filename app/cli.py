@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import logging
-import platform
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -66,6 +64,9 @@ def startup(*, log_to_console: bool = False) -> Settings:
 @cli.command()
 def version() -> None:
     """Print Lookout's version and the versions of the libraries it stands on."""
+    import importlib.metadata  # here, not at the top: it costs every other command a few hundredths of a second
+    import platform
+
     packages = ("pydantic-ai-slim", "google-genai", "python-telegram-bot", "slack-bolt", "sqlalchemy")
     typer.echo(f"lookout {importlib.metadata.version('lookout')}")
     typer.echo(f"python {platform.python_version()}")

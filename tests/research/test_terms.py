@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from research import terms
 from research.terms import (
     CJK_UNKNOWN_FREQUENCY,
     HIRAGANA_WORD_FREQUENCY,
@@ -89,3 +90,21 @@ def test_words_read_once_give_the_same_terms_again() -> None:
     second = story_terms(text, "en")
     assert second == first
     assert story_terms(text, "en", limit=2).terms == ("recal", "toyota")
+
+
+def test_word_lists_give_wordfreqs_frequency_for_every_word_that_counts() -> None:
+    # The lists are held as hashes and buckets, only the words more frequent than RARE_FREQUENCY (the rest score as
+    # unlisted anyway): every rarity must still be the one wordfreq's whole list gives, "つ" and "d0" apart (a str's
+    # own hash cannot tell them), and a word the list lacks must not be found.
+    import wordfreq
+
+    for language in ("ja", "de"):
+        whole = wordfreq.get_frequency_dict(language, wordlist="best")
+        kept = terms._frequencies(language)
+        assert 0 < len(kept) < len(whole)
+        for word, frequency in whole.items():
+            assert max(kept.frequency(word), RARE_FREQUENCY) == max(frequency, RARE_FREQUENCY), word
+        assert all(kept.frequency(word + "\x01") == 0.0 for word in list(whole)[:5000])
+    assert terms._frequencies("ja").frequency("つ") != terms._frequencies("ja").frequency("d0")
+    assert rarity("zzqxv", "en") == -math.log(RARE_FREQUENCY)
+    assert rarity("the", "en") == -math.log(wordfreq.get_frequency_dict("en", wordlist="best")["the"])

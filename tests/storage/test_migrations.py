@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from storage import create_engine, upgrade_database
-from storage.migrate import migration_config, owned_by_lookout
+from storage.migrate import migration_config, newest_revision, owned_by_lookout
 from storage.models import Base
 
 
@@ -67,3 +69,33 @@ async def test_a_model_change_without_migration_shows_as_a_diff(tmp_path: Path) 
     finally:
         await engine.dispose()
     assert any(entry[0] == "add_column" and entry[3].name == "profile" for entry in diff)  # type: ignore[index]
+
+
+def test_the_newest_revision_read_from_the_files_is_alembics_head() -> None:
+    assert newest_revision() == ScriptDirectory.from_config(migration_config()).get_current_head()
+
+
+async def test_a_database_at_head_is_recognised_without_alembic_and_an_older_one_is_upgraded(tmp_path: Path) -> None:
+    # Every CLI command checks the migrations first: at head, one read and no Alembic import (a fresh process, so
+    # nothing imported it before); a database left at an older revision still goes through Alembic to head.
+    url = f"sqlite+aiosqlite:///{tmp_path / 'head.db'}"
+    await upgrade_database(url)
+    script = (
+        "import asyncio, sys\n"
+        "from storage import upgrade_database\n"
+        f"asyncio.run(upgrade_database({url!r}))\n"
+        "print('alembic' in sys.modules)\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert ran.stdout.split() == ["False"]
+
+    older = f"sqlite+aiosqlite:///{tmp_path / 'older.db'}"
+    await upgrade_database(older, revision="0009")
+    await upgrade_database(older)
+    engine = create_engine(older)
+    try:
+        async with engine.connect() as connection:
+            version = (await connection.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+    finally:
+        await engine.dispose()
+    assert version == newest_revision()
