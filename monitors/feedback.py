@@ -22,6 +22,7 @@ from statistics import fmean
 from typing import Any, Final
 
 from monitors.outbound import MAX_BUTTONS, Button
+from monitors.runner import item_of_record
 from research import (
     CITATION,
     Digest,
@@ -188,21 +189,6 @@ def _mark(record: FeedbackMarkRecord) -> Mark:
     )
 
 
-def _item(stored: ItemWithScores) -> Item:
-    record = stored.item
-    return Item(
-        id=record.id,
-        source=record.source,
-        url=record.url,
-        title=record.title,
-        text=record.text,
-        author=record.author,
-        published=record.published,
-        language=record.language,
-        collected_at=record.collected_at,
-    )
-
-
 def _scores(entries: Sequence[ItemWithScores]) -> dict[str, Any]:
     def mean(values: list[float | None]) -> float | None:
         known = [v for v in values if v is not None]
@@ -269,7 +255,8 @@ class MonitorFeedback:
         for development in digest.developments:
             cited = [by_url[url_of[n]] for n in development.citations if n in url_of and url_of[n] in by_url]
             title = cited[0].item.title if cited else _plain(development.text)
-            features = story_features([_item(e) for e in cited], topic=topic, title=title)
+            items = [item for e in cited if (item := item_of_record(e.item)) is not None]
+            features = story_features(items, topic=topic, title=title)
             if not cited:  # a development whose items are gone: its own words
                 features = story_features(
                     [Item(id="development", source="digest", url="about:blank", title=_plain(development.text))],
