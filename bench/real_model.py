@@ -133,7 +133,7 @@ def print_table(title: str, first: str, rows: Sequence[Row]) -> None:
         )
 
 
-def configure(model: str, proxy: ModelProxy, data_dir: Path) -> Settings:
+def configure(model: str, proxy: ModelProxy, data_dir: Path, mode: str) -> Settings:
     """The environment a self-hoster writes for this server; Settings read from it (no .env)."""
     for name in Settings.model_fields:
         os.environ.pop(name.upper(), None)
@@ -143,7 +143,7 @@ def configure(model: str, proxy: ModelProxy, data_dir: Path) -> Settings:
             "LLM_MODEL": f"openai-chat:{model}",
             "LLM_HEAVY_MODEL": f"openai-chat:{model}",
             "EMBEDDING_MODEL": "",
-            "LLM_OUTPUT_MODE": "native",
+            "LLM_OUTPUT_MODE": mode,
             "OPENAI_BASE_URL": proxy.base_url,
             "OPENAI_API_KEY": "sk-local-not-checked",
         }
@@ -151,8 +151,8 @@ def configure(model: str, proxy: ModelProxy, data_dir: Path) -> Settings:
     return Settings(_env_file=None)
 
 
-async def digest_rows(size: int, model: str, proxy: ModelProxy, workdir: Path) -> list[Row]:
-    settings = configure(model, proxy, workdir / f"digest-{size}")
+async def digest_rows(size: int, model: str, proxy: ModelProxy, workdir: Path, mode: str) -> list[Row]:
+    settings = configure(model, proxy, workdir / f"digest-{size}", mode)
     models = language_models(settings)
     items = generated_items(size)
     source = RecordingSource("news", lambda query: list(items))
@@ -189,8 +189,8 @@ async def digest_rows(size: int, model: str, proxy: ModelProxy, workdir: Path) -
     return rows
 
 
-def chat_rows(turns: int, model: str, proxy: ModelProxy, workdir: Path) -> list[Row]:
-    configure(model, proxy, workdir / "chat")
+def chat_rows(turns: int, model: str, proxy: ModelProxy, workdir: Path, mode: str) -> list[Row]:
+    configure(model, proxy, workdir / "chat", mode)
     os.chdir(workdir)
     runner = CliRunner()
     rows: list[Row] = []
@@ -243,6 +243,7 @@ def main() -> None:
     parser.add_argument("--url", default=os.environ.get("LOOKOUT_TEST_MODEL_URL"), help="the server's /v1 URL")
     parser.add_argument("--sizes", default="20,100,200", help="digest sizes (items), comma-separated")
     parser.add_argument("--turns", type=int, default=10, help="chat turns (at most 10)")
+    parser.add_argument("--output-mode", default="json_object", help="LLM_OUTPUT_MODE (what the server takes)")
     args = parser.parse_args()
     url, started = server_url(args.url)
     model = model_id(url)
@@ -252,7 +253,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp, running_proxy(url) as proxy:
             workdir = Path(tmp)
             for size in sizes:  # a table per size, printed as soon as it is measured
-                rows = asyncio.run(digest_rows(size, model, proxy, workdir))
+                rows = asyncio.run(digest_rows(size, model, proxy, workdir, args.output_mode))
                 print_table(
                     f"Digest of {size} items (requests sent while the pipeline was in each stage)", "items", rows
                 )
@@ -260,7 +261,7 @@ def main() -> None:
                 print_table(
                     "Chat (one `lookout chat` per turn, memory kept)",
                     "turn",
-                    chat_rows(args.turns, model, proxy, workdir),
+                    chat_rows(args.turns, model, proxy, workdir, args.output_mode),
                 )
     finally:
         if started:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, create_model
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup
 from pydantic_ai.framing import register_tag, wrap
@@ -354,6 +354,18 @@ class ModelCritique(BaseModel):
     contradictions: list[ModelContradiction] = Field(default_factory=list)
 
 
+@functools.cache
+def critique_of(count: int) -> type[ModelCritique]:
+    """`ModelCritique` whose schema says at most `count` assessments, one per item shown, so a server that constrains
+    output to the schema (LLM_OUTPUT_MODE native or json_object) closes the list there; an answer with more is still
+    accepted (`merge_model_critique` keeps the first per listed number)."""
+    return create_model(
+        "ModelCritique",
+        __base__=ModelCritique,
+        assessments=(list[ModelItemAssessment], Field(json_schema_extra={"maxItems": max(1, count)})),
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class CritiqueDeps:
     """What the critique agent's instructions need."""
@@ -378,6 +390,9 @@ item, its own words copied exactly. List none unless the items' own words confli
 
 {UNTRUSTED_NOTE}"""
 
+CRITIQUE_OUTPUT_RETRIES: Final = 2
+"""Times a malformed critique is sent back to the model (fewer for a small model: `ModelLimits.output_retries`)."""
+
 DEFAULT_CRITIQUE_LIMITS: Final = UsageLimits(request_limit=5, total_tokens_limit=60_000)
 """Room for the request and its retries for malformed output (the retry budget ends a bad run first); the
 token cap is far above what 30 compact items need."""
@@ -401,7 +416,7 @@ def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
         output_type=ModelCritique,
         deps_type=CritiqueDeps,
         instructions=_critique_instructions,
-        retries={"output": 2},
+        retries={"output": CRITIQUE_OUTPUT_RETRIES},
         name="critique",
     )
 
@@ -517,7 +532,9 @@ async def llm_critique(
     numbered = number_items(ranked, clusters)
     if not numbered:
         return heuristic_critique([], now=now)
-    shown = fitted_items(numbered, now=now, budget=limits_of(model).prompt_tokens("critique"))
+    limits = limits_of(model)
+    shown = fitted_items(numbered, now=now, budget=limits.prompt_tokens("critique"))
+    shown = shown[: limits.critique_items(len(shown))]
     prompt = f"Assess these {len(shown)} items.\n\n{compact_items_block(shown, now=now)}"
     run_usage = RunUsage()  # the run adds to it as it goes, so tokens spent before a failure are still counted
     try:
@@ -525,11 +542,12 @@ async def llm_critique(
             prompt,
             model=model,
             deps=CritiqueDeps(topic=topic, profile=profile),
-            output_type=output_spec(model, ModelCritique),
+            output_type=output_spec(model, critique_of(len(shown))),
             usage_limits=usage_limits or DEFAULT_CRITIQUE_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "critique", model_settings),
-            timeout=limits_of(model).run_seconds if run_seconds is None else run_seconds,
+            timeout=limits.run_seconds if run_seconds is None else run_seconds,
+            retries={"output": limits.output_retries(CRITIQUE_OUTPUT_RETRIES)},
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)

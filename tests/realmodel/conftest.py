@@ -88,7 +88,7 @@ def model_env(
         "EMBEDDING_MODEL": "",
         "OPENAI_BASE_URL": proxy.base_url,
         "OPENAI_API_KEY": "sk-local-not-checked",
-        "LLM_OUTPUT_MODE": "native",
+        "LLM_OUTPUT_MODE": "json_object",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
