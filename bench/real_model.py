@@ -108,6 +108,45 @@ class Row:
     max_prompt: int
 
 
+@dataclass(frozen=True)
+class Speeds:
+    """The server's own speeds just measured, in tokens per second: the floor of any request is its prompt tokens
+    at `prompt` plus its output tokens at `output`."""
+
+    prompt: float
+    output: float
+
+    def floor(self, prompt_tokens: int, output_tokens: int) -> float:
+        return prompt_tokens / self.prompt + output_tokens / self.output
+
+
+CALIBRATION_WORDS = 600
+"""Words of the prompt-speed probe: long enough that the request's fixed costs are small beside the reading."""
+
+
+def _timed_completion(url: str, model: str, content: str, max_tokens: int) -> tuple[dict[str, Any], float]:
+    body = json.dumps(
+        {"model": model, "max_tokens": max_tokens, "messages": [{"role": "user", "content": content}]}
+    ).encode()
+    request = urllib.request.Request(f"{url}/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    started = time.monotonic()
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        payload: dict[str, Any] = json.loads(answer.read())
+    return payload["usage"], time.monotonic() - started
+
+
+def measure_speeds(url: str, model: str) -> Speeds:
+    """The server's prompt speed (a long prompt, one output token) and output speed (a short prompt, free text
+    without a response format: what the model writes at its fastest), each a fresh prompt so no cache helps."""
+    stamp = f"{time.time():.6f}"
+    words = " ".join(f"{word}{index % 7}" for index, word in enumerate(["news", "model", "price"] * 200))
+    usage, seconds = _timed_completion(url, model, f"{stamp} {words[: CALIBRATION_WORDS * 7]}", 1)
+    prompt_speed = usage["prompt_tokens"] / seconds
+    usage, seconds = _timed_completion(url, model, f"{stamp} Write a long story about a lighthouse.", 96)
+    reading = usage["prompt_tokens"] / prompt_speed
+    return Speeds(prompt=prompt_speed, output=usage["completion_tokens"] / max(0.05, seconds - reading))
+
+
 def row(label: str, stage: str, exchanges: Sequence[Exchange], wall: float) -> Row:
     return Row(
         label=label,
@@ -122,14 +161,19 @@ def row(label: str, stage: str, exchanges: Sequence[Exchange], wall: float) -> R
     )
 
 
-def print_table(title: str, first: str, rows: Sequence[Row]) -> None:
+def print_table(title: str, first: str, rows: Sequence[Row], speeds: Speeds) -> None:
     print(f"\n{title}\n")
-    print(f"| {first} | stage | requests | prompt tokens | output tokens | model s | stage s | no limit | max prompt |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"| {first} | stage | requests | prompt tokens | output tokens | model s | stage s | no limit | max prompt "
+        "| floor s | × floor |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        floor = speeds.floor(r.prompt_tokens, r.output_tokens)
+        ratio = f"{r.model_seconds / floor:.1f}" if floor > 0 else "–"
         print(
             f"| {r.label} | {r.stage} | {r.requests} | {r.prompt_tokens} | {r.output_tokens} | "
-            f"{r.model_seconds:.1f} | {r.wall_seconds:.1f} | {r.unlimited} | {r.max_prompt} |"
+            f"{r.model_seconds:.1f} | {r.wall_seconds:.1f} | {r.unlimited} | {r.max_prompt} | {floor:.1f} | {ratio} |"
         )
 
 
@@ -238,6 +282,17 @@ def model_id(url: str) -> str:
     return str(listing["data"][0]["id"])
 
 
+def calibrated(url: str, model: str) -> Speeds:
+    """The server's speeds right after a table's runs (the machine's load changes them), printed with the load."""
+    speeds = measure_speeds(url, model)
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(
+        f"\nserver speeds now: prompt {speeds.prompt:.0f} tokens/s, output {speeds.output:.1f} tokens/s; "
+        f"load average {load}; floor s = prompt tokens and output tokens at those speeds"
+    )
+    return speeds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=os.environ.get("LOOKOUT_TEST_MODEL_URL"), help="the server's /v1 URL")
@@ -249,20 +304,21 @@ def main() -> None:
     model = model_id(url)
     sizes = [int(part) for part in args.sizes.split(",") if part.strip()]
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, model {model}")
+    print(f"output mode {args.output_mode}; load average {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
     try:
         with tempfile.TemporaryDirectory() as tmp, running_proxy(url) as proxy:
             workdir = Path(tmp)
             for size in sizes:  # a table per size, printed as soon as it is measured
                 rows = asyncio.run(digest_rows(size, model, proxy, workdir, args.output_mode))
                 print_table(
-                    f"Digest of {size} items (requests sent while the pipeline was in each stage)", "items", rows
+                    f"Digest of {size} items (requests sent while the pipeline was in each stage)",
+                    "items",
+                    rows,
+                    calibrated(url, model),
                 )
             if args.turns:
-                print_table(
-                    "Chat (one `lookout chat` per turn, memory kept)",
-                    "turn",
-                    chat_rows(args.turns, model, proxy, workdir, args.output_mode),
-                )
+                rows = chat_rows(args.turns, model, proxy, workdir, args.output_mode)
+                print_table("Chat (one `lookout chat` per turn, memory kept)", "turn", rows, calibrated(url, model))
     finally:
         if started:
             subprocess.run(["bash", str(ROOT / ".ci" / "model_server.sh"), "stop"], check=False)
