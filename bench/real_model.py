@@ -298,6 +298,7 @@ def main() -> None:
     parser.add_argument("--url", default=os.environ.get("LOOKOUT_TEST_MODEL_URL"), help="the server's /v1 URL")
     parser.add_argument("--sizes", default="20,100,200", help="digest sizes (items), comma-separated")
     parser.add_argument("--turns", type=int, default=10, help="chat turns (at most 10)")
+    parser.add_argument("--dump", type=Path, help="write every exchange (request, answer, status, seconds) here")
     parser.add_argument("--output-mode", default="json_object", help="LLM_OUTPUT_MODE (what the server takes)")
     args = parser.parse_args()
     url, started = server_url(args.url)
@@ -319,6 +320,12 @@ def main() -> None:
             if args.turns:
                 rows = chat_rows(args.turns, model, proxy, workdir, args.output_mode)
                 print_table("Chat (one `lookout chat` per turn, memory kept)", "turn", rows, calibrated(url, model))
+            if args.dump:
+                exchanges = [
+                    {"request": e.request, "status": e.status, "response": e.response, "seconds": e.seconds}
+                    for e in proxy.exchanges
+                ]
+                args.dump.write_text(json.dumps(exchanges, indent=1), encoding="utf-8")
     finally:
         if started:
             subprocess.run(["bash", str(ROOT / ".ci" / "model_server.sh"), "stop"], check=False)

@@ -14,9 +14,18 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup
 from pydantic_ai.framing import register_tag, wrap
@@ -353,6 +362,25 @@ class ModelCritique(BaseModel):
     assessments: list[ModelItemAssessment]
     contradictions: list[ModelContradiction] = Field(default_factory=list)
 
+    @field_validator("assessments", "contradictions", mode="before")
+    @classmethod
+    def _valid_entries_only(cls, value: Any, info: ValidationInfo) -> Any:
+        # One entry out of bounds (a server's grammar keeps the shape but not `minimum`/`maximum`) loses that entry,
+        # which the heuristic then scores, not the whole answer.
+        if not isinstance(value, list):
+            return value
+        entry_type = ModelItemAssessment if info.field_name == "assessments" else ModelContradiction
+        kept = []
+        for entry in value:
+            try:
+                entry_type.model_validate(entry)
+            except ValidationError:
+                continue
+            kept.append(entry)
+        if dropped := len(value) - len(kept):
+            logger.info("critique: dropped %d malformed %s", dropped, info.field_name)
+        return kept
+
 
 @functools.cache
 def critique_of(count: int) -> type[ModelCritique]:
@@ -363,7 +391,16 @@ def critique_of(count: int) -> type[ModelCritique]:
         "ModelCritique",
         __base__=ModelCritique,
         assessments=(list[ModelItemAssessment], Field(json_schema_extra={"maxItems": max(1, count)})),
+        contradictions=(
+            list[ModelContradiction],
+            Field(default_factory=list, json_schema_extra={"maxItems": MAX_CLAIMED_CONTRADICTIONS}),
+        ),
     )
+
+
+MAX_CLAIMED_CONTRADICTIONS: Final = 3
+"""Contradictions a constrained answer may list: a run's top items rarely hold more, and an unbounded list lets a
+small model write until its output limit cuts the whole answer."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart, 
 from app.settings import Settings
 from app.wiring import LOCAL_API_KEY, language_models
 from research import ModelLimits, ModelSet, RetryPolicy, failure_in_words, failure_kind, unusable_answer
-from research.critique import llm_critique
+from research.critique import ModelCritique, critique_of, llm_critique
 from research.llm import SMALL_MODEL_CRITIQUE_ITEMS, leading_system_text
 from research.plan import PlanDraft, plan_problem, plan_queries
 from tests.fakes.http_server import FakeHTTPServer
@@ -231,3 +231,14 @@ async def test_a_small_model_assesses_a_few_items_and_is_asked_again_once(fake_s
         )  # fmt: skip
     assert written.path == "model" and len(written.items) == len(collection.ranked)
     assert [item.assessed_by for item in written.items].count("model") == SMALL_MODEL_CRITIQUE_ITEMS
+
+
+def test_an_assessment_out_of_bounds_loses_that_entry_not_the_answer() -> None:
+    good = {"number": 2, "relevance": 0.7, "credibility": 0.6, "reason": "two outlets"}
+    answer = {
+        "assessments": [{"number": 1, "relevance": 30452976, "credibility": 0.5, "reason": "x"}, good],
+        "contradictions": [{"numbers": [1], "claim": "one side only"}],
+    }
+    parsed = critique_of(6).model_validate(answer)  # what a grammar keeps: the shape, not `maximum`
+    assert [a.number for a in parsed.assessments] == [2] and parsed.contradictions == []
+    assert ModelCritique.model_validate(answer).assessments == parsed.assessments
