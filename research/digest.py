@@ -16,9 +16,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, create_model, field_validator
 from pydantic_ai import Agent, ModelRetry, RunContext, RunUsage, UsageLimits
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup
 from pydantic_ai.framing import register_tag, wrap
@@ -106,6 +106,13 @@ class QualityCheck(BaseModel):
     missing_angles: list[str] = Field(default_factory=list)
     """What a reader would want that the items do not cover."""
     notes: str = ""
+
+    @field_validator("completeness", "quality", mode="before")
+    @classmethod
+    def _within_bounds(cls, value: Any) -> Any:
+        # A self-score past its bounds (a server's grammar keeps numbers, not `minimum`/`maximum`) is taken at the
+        # nearest bound: the self-check is shown as a percentage, and a whole digest is not worth losing for it.
+        return min(1.0, max(0.0, value)) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
 class DigestDraft(BaseModel):
@@ -474,13 +481,40 @@ async def _instructions(ctx: RunContext[DigestDeps]) -> str:
     return f"{DIGEST_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
 
 
+CONSTRAINED_MODES: Final = ("native", "json_object")
+"""Output modes whose server constrains the answer to the schema: there the schema lists the item numbers a draft
+may cite, so a small model cannot cite one that is not there (a grammar keeps `enum`, not `minimum`)."""
+
+
 @functools.cache
-def digest_agent(mode: OutputMode = "tool") -> Agent[DigestDeps, DigestDraft]:
-    """The digest agent asking for its draft in output `mode`, built once per mode on first use; no model is bound
-    (each run passes one)."""
+def draft_citing(count: int) -> type[DigestDraft]:
+    """`DigestDraft` whose schema allows only citations 1 to `count` (the items shown)."""
+    cite: dict[str, Any] = {"items": {"type": "integer", "enum": list(range(1, count + 1))}}
+    development = create_model(
+        "Development", __base__=Development, citations=(list[PositiveInt], Field(min_length=1, json_schema_extra=cite))
+    )
+    disputed = create_model(
+        "DisputedClaim",
+        __base__=DisputedClaim,
+        citations=(list[PositiveInt], Field(default_factory=list, json_schema_extra=cite)),
+    )
+    return create_model(
+        "DigestDraft",
+        __base__=DigestDraft,
+        developments=(list[development], Field(min_length=1, max_length=MAX_DEVELOPMENTS)),
+        disputed=(list[disputed], Field(default_factory=list)),
+    )
+
+
+@functools.cache
+def digest_agent(mode: OutputMode = "tool", citable: int | None = None) -> Agent[DigestDeps, DigestDraft]:
+    """The digest agent asking for its draft in output `mode`, built once per mode (and, for a mode the server
+    constrains, per count of citable items: see `CONSTRAINED_MODES`) on first use; no model is bound (each run
+    passes one)."""
+    draft = draft_citing(citable) if citable and mode in CONSTRAINED_MODES else DigestDraft
     agent: Agent[DigestDeps, DigestDraft] = Agent(
         None,
-        output_type=output_in_mode(mode, DigestDraft),
+        output_type=output_in_mode(mode, draft),
         deps_type=DigestDeps,
         instructions=_instructions,
         retries={"output": DIGEST_OUTPUT_RETRIES},
@@ -564,7 +598,7 @@ async def llm_digest(
     )
     run_usage = RunUsage()  # the run adds to it as it goes, so tokens spent before a failure are still counted
     try:
-        result = await digest_agent(limits_of(model).output_mode).run(
+        result = await digest_agent(limits_of(model).output_mode, max(deps.numbers)).run(
             prompt,
             model=model,
             deps=deps,

@@ -17,6 +17,7 @@ from app.settings import Settings
 from app.wiring import LOCAL_API_KEY, language_models
 from research import ModelLimits, ModelSet, RetryPolicy, failure_in_words, failure_kind, unusable_answer
 from research.critique import ModelCritique, critique_of, llm_critique
+from research.digest import QualityCheck
 from research.llm import SMALL_MODEL_CRITIQUE_ITEMS, leading_system_text
 from research.plan import PlanDraft, plan_problem, plan_queries
 from tests.fakes.http_server import FakeHTTPServer
@@ -183,6 +184,14 @@ async def test_a_monitor_run_through_an_openai_compatible_server(
     assert [request.max_tokens for request in fake.requests] == [301, 302, 303], "one request per stage, each limited"
     for request in fake.requests:
         assert request.roles[0] == "system" and request.roles.count("system") == 1
+    if mode == "json_object":  # a grammar keeps `enum`: the draft can cite only the items it was shown
+        schema = fake.requests[2].body["response_format"]["schema"]
+        cited = schema["$defs"]["Development"]["properties"]["citations"]["items"]["enum"]
+        assert (
+            cited
+            and cited == list(range(1, len(cited) + 1))
+            and f"these {len(cited)} items" in fake.requests[2].user_text
+        )
 
 
 def test_a_system_part_later_in_a_run_is_moved_into_the_first_request() -> None:
@@ -242,3 +251,4 @@ def test_an_assessment_out_of_bounds_loses_that_entry_not_the_answer() -> None:
     parsed = critique_of(6).model_validate(answer)  # what a grammar keeps: the shape, not `maximum`
     assert [a.number for a in parsed.assessments] == [2] and parsed.contradictions == []
     assert ModelCritique.model_validate(answer).assessments == parsed.assessments
+    assert QualityCheck.model_validate({"completeness": -0.95, "quality": 1.4}).model_dump()["completeness"] == 0.0
