@@ -126,7 +126,12 @@ CALIBRATION_WORDS = 600
 
 def _timed_completion(url: str, model: str, content: str, max_tokens: int) -> tuple[dict[str, Any], float]:
     body = json.dumps(
-        {"model": model, "max_tokens": max_tokens, "messages": [{"role": "user", "content": content}]}
+        {
+            "model": model,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": content}],
+        }
     ).encode()
     request = urllib.request.Request(f"{url}/chat/completions", data=body, headers={"Content-Type": "application/json"})
     started = time.monotonic()
@@ -142,7 +147,8 @@ def measure_speeds(url: str, model: str) -> Speeds:
     words = " ".join(f"{word}{index % 7}" for index, word in enumerate(["news", "model", "price"] * 200))
     usage, seconds = _timed_completion(url, model, f"{stamp} {words[: CALIBRATION_WORDS * 7]}", 1)
     prompt_speed = usage["prompt_tokens"] / seconds
-    usage, seconds = _timed_completion(url, model, f"{stamp} Write a long story about a lighthouse.", 96)
+    counting = f"{stamp} Continue counting to 100: " + ", ".join(str(n) for n in range(1, 11)) + ","
+    usage, seconds = _timed_completion(url, model, counting, 96)
     reading = usage["prompt_tokens"] / prompt_speed
     return Speeds(prompt=prompt_speed, output=usage["completion_tokens"] / max(0.05, seconds - reading))
 
