@@ -142,7 +142,10 @@ def _timed_completion(url: str, model: str, content: str, max_tokens: int) -> tu
 
 def measure_speeds(url: str, model: str) -> Speeds:
     """The server's prompt speed (a long prompt, one output token) and output speed (a short prompt, free text
-    without a response format: what the model writes at its fastest), each a fresh prompt so no cache helps."""
+    without a response format: what the model writes at its fastest), each a fresh prompt so no cache helps, once
+    the server has finished what it was doing."""
+    # The server answers one request at a time, and one Lookout gave up on may still be running: wait it out first.
+    _timed_completion(url, model, "ok", 1)
     stamp = f"{time.time():.6f}"
     words = " ".join(f"{word}{index % 7}" for index, word in enumerate(["news", "model", "price"] * 200))
     usage, seconds = _timed_completion(url, model, f"{stamp} {words[: CALIBRATION_WORDS * 7]}", 1)
@@ -150,7 +153,7 @@ def measure_speeds(url: str, model: str) -> Speeds:
     counting = f"{stamp} Continue counting to 100: " + ", ".join(str(n) for n in range(1, 11)) + ","
     usage, seconds = _timed_completion(url, model, counting, 96)
     reading = usage["prompt_tokens"] / prompt_speed
-    return Speeds(prompt=prompt_speed, output=usage["completion_tokens"] / max(0.05, seconds - reading))
+    return Speeds(prompt=prompt_speed, output=usage["completion_tokens"] / max(seconds / 2, seconds - reading))
 
 
 def row(label: str, stage: str, exchanges: Sequence[Exchange], wall: float) -> Row:
