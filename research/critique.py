@@ -34,6 +34,7 @@ from pydantic_ai.settings import ModelSettings
 
 from research.dedupe import Cluster, fingerprint
 from research.llm import (
+    CONSTRAINED_MODES,
     REASON_CHARS,
     describe_failure,
     estimate_tokens,
@@ -383,14 +384,23 @@ class ModelCritique(BaseModel):
 
 
 @functools.cache
-def critique_of(count: int) -> type[ModelCritique]:
-    """`ModelCritique` whose schema says at most `count` assessments, one per item shown, so a server that constrains
-    output to the schema (LLM_OUTPUT_MODE native or json_object) closes the list there; an answer with more is still
-    accepted (`merge_model_critique` keeps the first per listed number)."""
+def critique_of(count: int, *, numbered: bool = False) -> type[ModelCritique]:
+    """`ModelCritique` whose schema says at most `count` assessments, one per item shown, and, `numbered`, each
+    numbered 1 to `count` (for a server that constrains output by grammar, `CONSTRAINED_MODES`, where an `enum`
+    holds); an answer with more is still accepted (`merge_model_critique` keeps the first per listed number)."""
+    assessment: type[ModelItemAssessment] = (
+        create_model(
+            "ModelItemAssessment",
+            __base__=ModelItemAssessment,
+            number=(int, Field(json_schema_extra={"enum": list(range(1, count + 1))})),
+        )
+        if numbered
+        else ModelItemAssessment
+    )
     return create_model(
         "ModelCritique",
         __base__=ModelCritique,
-        assessments=(list[ModelItemAssessment], Field(json_schema_extra={"maxItems": max(1, count)})),
+        assessments=(list[assessment], Field(json_schema_extra={"maxItems": max(1, count)})),  # type: ignore[valid-type]
         contradictions=(
             list[ModelContradiction],
             Field(default_factory=list, json_schema_extra={"maxItems": MAX_CLAIMED_CONTRADICTIONS}),
@@ -579,7 +589,7 @@ async def llm_critique(
             prompt,
             model=model,
             deps=CritiqueDeps(topic=topic, profile=profile),
-            output_type=output_spec(model, critique_of(len(shown))),
+            output_type=output_spec(model, critique_of(len(shown), numbered=limits.output_mode in CONSTRAINED_MODES)),
             usage_limits=usage_limits or DEFAULT_CRITIQUE_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "critique", model_settings),

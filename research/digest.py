@@ -41,6 +41,7 @@ from research.critique import (
 from research.dedupe import Cluster, StoryLead, is_discussion, story_lead
 from research.language import detect_language, language_text, other_language
 from research.llm import (
+    CONSTRAINED_MODES,
     OutputMode,
     estimate_tokens,
     failure_in_words,
@@ -481,14 +482,10 @@ async def _instructions(ctx: RunContext[DigestDeps]) -> str:
     return f"{DIGEST_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
 
 
-CONSTRAINED_MODES: Final = ("native", "json_object")
-"""Output modes whose server constrains the answer to the schema: there the schema lists the item numbers a draft
-may cite, so a small model cannot cite one that is not there (a grammar keeps `enum`, not `minimum`)."""
-
-
 @functools.cache
-def draft_citing(count: int) -> type[DigestDraft]:
-    """`DigestDraft` whose schema allows only citations 1 to `count` (the items shown)."""
+def draft_citing(count: int, least: int = 1) -> type[DigestDraft]:
+    """`DigestDraft` whose schema allows only citations 1 to `count` (the items shown) and asks for at least `least`
+    developments."""
     cite: dict[str, Any] = {"items": {"type": "integer", "enum": list(range(1, count + 1))}}
     development = create_model(
         "Development", __base__=Development, citations=(list[PositiveInt], Field(min_length=1, json_schema_extra=cite))
@@ -501,17 +498,22 @@ def draft_citing(count: int) -> type[DigestDraft]:
     return create_model(
         "DigestDraft",
         __base__=DigestDraft,
-        developments=(list[development], Field(min_length=1, max_length=MAX_DEVELOPMENTS)),
+        developments=(
+            list[development],
+            Field(min_length=1, max_length=MAX_DEVELOPMENTS, json_schema_extra={"minItems": max(1, least)}),
+        ),
         disputed=(list[disputed], Field(default_factory=list)),
     )
 
 
 @functools.cache
-def digest_agent(mode: OutputMode = "tool", citable: int | None = None) -> Agent[DigestDeps, DigestDraft]:
+def digest_agent(
+    mode: OutputMode = "tool", citable: int | None = None, least: int = 1
+) -> Agent[DigestDeps, DigestDraft]:
     """The digest agent asking for its draft in output `mode`, built once per mode (and, for a mode the server
     constrains, per count of citable items: see `CONSTRAINED_MODES`) on first use; no model is bound (each run
     passes one)."""
-    draft = draft_citing(citable) if citable and mode in CONSTRAINED_MODES else DigestDraft
+    draft = draft_citing(citable, least) if citable and mode in CONSTRAINED_MODES else DigestDraft
     agent: Agent[DigestDeps, DigestDraft] = Agent(
         None,
         output_type=output_in_mode(mode, draft),
@@ -598,7 +600,7 @@ async def llm_digest(
     )
     run_usage = RunUsage()  # the run adds to it as it goes, so tokens spent before a failure are still counted
     try:
-        result = await digest_agent(limits_of(model).output_mode, max(deps.numbers)).run(
+        result = await digest_agent(limits_of(model).output_mode, max(deps.numbers), deps.min_developments).run(
             prompt,
             model=model,
             deps=deps,

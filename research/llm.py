@@ -54,6 +54,7 @@ from sources import Backoff, Sleep
 __all__ = [
     "BUDGET_SPENT_REASON",
     "CHARS_PER_TOKEN",
+    "CONSTRAINED_MODES",
     "DAILY_QUOTA_REASON",
     "REASON_CHARS",
     "BoundedModel",
@@ -391,6 +392,11 @@ server's JSON-schema response format (grammar-constrained on llama.cpp's `llama-
 schema in the prompt and JSON parsed from the text (servers whose tool calling and response formats are weak),
 `json_object` prompted, plus a `json_object` response format carrying the schema (llama.cpp's extension, which
 llama-cpp-python's server takes where it refuses `json_schema`: the answer is grammar-constrained to the schema)."""
+
+CONSTRAINED_MODES: tuple[OutputMode, ...] = ("native", "json_object")
+"""Output modes whose server constrains the answer to the schema by grammar: there a schema may list the numbers an
+answer can use (a grammar keeps `enum`, `minItems` and `maxItems`, not `minimum`), so a small model cannot cite an
+item it was not shown."""
 
 Stage = Literal["chat", "plan", "critique", "synthesis", "summary", "collect"]
 """A kind of model request, each with its own output limit."""

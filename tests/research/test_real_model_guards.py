@@ -17,7 +17,7 @@ from app.settings import Settings
 from app.wiring import LOCAL_API_KEY, language_models
 from research import ModelLimits, ModelSet, RetryPolicy, failure_in_words, failure_kind, unusable_answer
 from research.critique import ModelCritique, critique_of, llm_critique
-from research.digest import QualityCheck
+from research.digest import QualityCheck, draft_citing
 from research.llm import SMALL_MODEL_CRITIQUE_ITEMS, leading_system_text
 from research.plan import PlanDraft, plan_problem, plan_queries
 from tests.fakes.http_server import FakeHTTPServer
@@ -187,11 +187,13 @@ async def test_a_monitor_run_through_an_openai_compatible_server(
     if mode == "json_object":  # a grammar keeps `enum`: the draft can cite only the items it was shown
         schema = fake.requests[2].body["response_format"]["schema"]
         cited = schema["$defs"]["Development"]["properties"]["citations"]["items"]["enum"]
+        assert schema["properties"]["developments"]["minItems"] >= 1
         assert (
             cited
             and cited == list(range(1, len(cited) + 1))
             and f"these {len(cited)} items" in fake.requests[2].user_text
         )
+    assert draft_citing(5, 3).model_json_schema()["properties"]["developments"]["minItems"] == 3, "as the check asks"
 
 
 def test_a_system_part_later_in_a_run_is_moved_into_the_first_request() -> None:
@@ -229,6 +231,8 @@ async def test_a_small_model_assesses_a_few_items_and_is_asked_again_once(fake_s
     assert f"Assess these {SMALL_MODEL_CRITIQUE_ITEMS} items" in first.user_text
     schema = first.body["response_format"]["schema"]
     assert schema["properties"]["assessments"]["maxItems"] == SMALL_MODEL_CRITIQUE_ITEMS, "the list is closed there"
+    numbers = schema["$defs"]["ModelItemAssessment"]["properties"]["number"]["enum"]
+    assert numbers == list(range(1, SMALL_MODEL_CRITIQUE_ITEMS + 1)), "only the numbers of the items shown"
 
     shown = range(1, SMALL_MODEL_CRITIQUE_ITEMS + 1)
     answer = {"assessments": [{"number": n, "relevance": 0.9, "credibility": 0.8, "reason": "ok"} for n in shown]}
