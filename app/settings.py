@@ -131,9 +131,11 @@ class Settings(BaseSettings):
     llm_pipeline_seconds: float = Field(default=600.0, gt=0, le=14400)
     """Deadline of a monitor run's model stages together (plan, critique, a digest per language); the stages left
     when it passes are done without the model (heuristic critique, extractive digest)."""
-    llm_output_mode: Literal["tool", "native", "prompted"] = "tool"
+    llm_output_mode: Literal["tool", "native", "prompted", "json_object"] = "tool"
     """How structured output (plans, critiques, digests) is asked for: `tool` a tool call; `native` the server's
-    JSON-schema response format (Ollama, llama.cpp constrain to it); `prompted` the schema in the prompt."""
+    JSON-schema response format (Ollama, llama.cpp's llama-server constrain to it); `prompted` the schema in the
+    prompt; `json_object` the schema in the prompt and in a `json_object` response format (llama-cpp-python's server,
+    which refuses `json_schema`, constrains to it)."""
     llm_chat_tools: Literal["auto", "all", "by_message"] = "auto"
     """Which chat tools a turn is offered: `all`, or `by_message` (a core pair plus those its words are about, so a
     small model is not drowned in tool definitions); `auto` chooses by message when LLM_CONTEXT_TOKENS ≤ 8192."""

@@ -108,6 +108,54 @@ class Row:
     max_prompt: int
 
 
+@dataclass(frozen=True)
+class Speeds:
+    """The server's own speeds just measured, in tokens per second: the floor of any request is its prompt tokens
+    at `prompt` plus its output tokens at `output`."""
+
+    prompt: float
+    output: float
+
+    def floor(self, prompt_tokens: int, output_tokens: int) -> float:
+        return prompt_tokens / self.prompt + output_tokens / self.output
+
+
+CALIBRATION_WORDS = 600
+"""Words of the prompt-speed probe: long enough that the request's fixed costs are small beside the reading."""
+
+
+def _timed_completion(url: str, model: str, content: str, max_tokens: int) -> tuple[dict[str, Any], float]:
+    body = json.dumps(
+        {
+            "model": model,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": content}],
+        }
+    ).encode()
+    request = urllib.request.Request(f"{url}/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    started = time.monotonic()
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        payload: dict[str, Any] = json.loads(answer.read())
+    return payload["usage"], time.monotonic() - started
+
+
+def measure_speeds(url: str, model: str) -> Speeds:
+    """The server's prompt speed (a long prompt, one output token) and output speed (a short prompt, free text
+    without a response format: what the model writes at its fastest), each a fresh prompt so no cache helps, once
+    the server has finished what it was doing."""
+    # The server answers one request at a time, and one Lookout gave up on may still be running: wait it out first.
+    _timed_completion(url, model, "ok", 1)
+    stamp = f"{time.time():.6f}"
+    words = " ".join(f"{word}{index % 7}" for index, word in enumerate(["news", "model", "price"] * 200))
+    usage, seconds = _timed_completion(url, model, f"{stamp} {words[: CALIBRATION_WORDS * 7]}", 1)
+    prompt_speed = usage["prompt_tokens"] / seconds
+    counting = f"{stamp} Continue counting to 100: " + ", ".join(str(n) for n in range(1, 11)) + ","
+    usage, seconds = _timed_completion(url, model, counting, 96)
+    reading = usage["prompt_tokens"] / prompt_speed
+    return Speeds(prompt=prompt_speed, output=usage["completion_tokens"] / max(seconds / 2, seconds - reading))
+
+
 def row(label: str, stage: str, exchanges: Sequence[Exchange], wall: float) -> Row:
     return Row(
         label=label,
@@ -122,18 +170,23 @@ def row(label: str, stage: str, exchanges: Sequence[Exchange], wall: float) -> R
     )
 
 
-def print_table(title: str, first: str, rows: Sequence[Row]) -> None:
+def print_table(title: str, first: str, rows: Sequence[Row], speeds: Speeds) -> None:
     print(f"\n{title}\n")
-    print(f"| {first} | stage | requests | prompt tokens | output tokens | model s | stage s | no limit | max prompt |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"| {first} | stage | requests | prompt tokens | output tokens | model s | stage s | no limit | max prompt "
+        "| floor s | × floor |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        floor = speeds.floor(r.prompt_tokens, r.output_tokens)
+        ratio = f"{r.model_seconds / floor:.1f}" if floor > 0 else "–"
         print(
             f"| {r.label} | {r.stage} | {r.requests} | {r.prompt_tokens} | {r.output_tokens} | "
-            f"{r.model_seconds:.1f} | {r.wall_seconds:.1f} | {r.unlimited} | {r.max_prompt} |"
+            f"{r.model_seconds:.1f} | {r.wall_seconds:.1f} | {r.unlimited} | {r.max_prompt} | {floor:.1f} | {ratio} |"
         )
 
 
-def configure(model: str, proxy: ModelProxy, data_dir: Path) -> Settings:
+def configure(model: str, proxy: ModelProxy, data_dir: Path, mode: str) -> Settings:
     """The environment a self-hoster writes for this server; Settings read from it (no .env)."""
     for name in Settings.model_fields:
         os.environ.pop(name.upper(), None)
@@ -143,7 +196,7 @@ def configure(model: str, proxy: ModelProxy, data_dir: Path) -> Settings:
             "LLM_MODEL": f"openai-chat:{model}",
             "LLM_HEAVY_MODEL": f"openai-chat:{model}",
             "EMBEDDING_MODEL": "",
-            "LLM_OUTPUT_MODE": "native",
+            "LLM_OUTPUT_MODE": mode,
             "OPENAI_BASE_URL": proxy.base_url,
             "OPENAI_API_KEY": "sk-local-not-checked",
         }
@@ -151,8 +204,8 @@ def configure(model: str, proxy: ModelProxy, data_dir: Path) -> Settings:
     return Settings(_env_file=None)
 
 
-async def digest_rows(size: int, model: str, proxy: ModelProxy, workdir: Path) -> list[Row]:
-    settings = configure(model, proxy, workdir / f"digest-{size}")
+async def digest_rows(size: int, model: str, proxy: ModelProxy, workdir: Path, mode: str) -> list[Row]:
+    settings = configure(model, proxy, workdir / f"digest-{size}", mode)
     models = language_models(settings)
     items = generated_items(size)
     source = RecordingSource("news", lambda query: list(items))
@@ -189,8 +242,8 @@ async def digest_rows(size: int, model: str, proxy: ModelProxy, workdir: Path) -
     return rows
 
 
-def chat_rows(turns: int, model: str, proxy: ModelProxy, workdir: Path) -> list[Row]:
-    configure(model, proxy, workdir / "chat")
+def chat_rows(turns: int, model: str, proxy: ModelProxy, workdir: Path, mode: str) -> list[Row]:
+    configure(model, proxy, workdir / "chat", mode)
     os.chdir(workdir)
     runner = CliRunner()
     rows: list[Row] = []
@@ -238,30 +291,50 @@ def model_id(url: str) -> str:
     return str(listing["data"][0]["id"])
 
 
+def calibrated(url: str, model: str) -> Speeds:
+    """The server's speeds right after a table's runs (the machine's load changes them), printed with the load."""
+    speeds = measure_speeds(url, model)
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(
+        f"\nserver speeds now: prompt {speeds.prompt:.0f} tokens/s, output {speeds.output:.1f} tokens/s; "
+        f"load average {load}; floor s = prompt tokens and output tokens at those speeds"
+    )
+    return speeds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=os.environ.get("LOOKOUT_TEST_MODEL_URL"), help="the server's /v1 URL")
     parser.add_argument("--sizes", default="20,100,200", help="digest sizes (items), comma-separated")
     parser.add_argument("--turns", type=int, default=10, help="chat turns (at most 10)")
+    parser.add_argument("--dump", type=Path, help="write every exchange (request, answer, status, seconds) here")
+    parser.add_argument("--output-mode", default="json_object", help="LLM_OUTPUT_MODE (what the server takes)")
     args = parser.parse_args()
     url, started = server_url(args.url)
     model = model_id(url)
     sizes = [int(part) for part in args.sizes.split(",") if part.strip()]
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, model {model}")
+    print(f"output mode {args.output_mode}; load average {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
     try:
         with tempfile.TemporaryDirectory() as tmp, running_proxy(url) as proxy:
             workdir = Path(tmp)
             for size in sizes:  # a table per size, printed as soon as it is measured
-                rows = asyncio.run(digest_rows(size, model, proxy, workdir))
+                rows = asyncio.run(digest_rows(size, model, proxy, workdir, args.output_mode))
                 print_table(
-                    f"Digest of {size} items (requests sent while the pipeline was in each stage)", "items", rows
+                    f"Digest of {size} items (requests sent while the pipeline was in each stage)",
+                    "items",
+                    rows,
+                    calibrated(url, model),
                 )
             if args.turns:
-                print_table(
-                    "Chat (one `lookout chat` per turn, memory kept)",
-                    "turn",
-                    chat_rows(args.turns, model, proxy, workdir),
-                )
+                rows = chat_rows(args.turns, model, proxy, workdir, args.output_mode)
+                print_table("Chat (one `lookout chat` per turn, memory kept)", "turn", rows, calibrated(url, model))
+            if args.dump:
+                exchanges = [
+                    {"request": e.request, "status": e.status, "response": e.response, "seconds": e.seconds}
+                    for e in proxy.exchanges
+                ]
+                args.dump.write_text(json.dumps(exchanges, indent=1), encoding="utf-8")
     finally:
         if started:
             subprocess.run(["bash", str(ROOT / ".ci" / "model_server.sh"), "stop"], check=False)

@@ -14,9 +14,18 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 from pydantic_ai import Agent, RunContext, RunUsage, UsageLimits
 from pydantic_ai.exceptions import AgentRunError, FallbackExceptionGroup
 from pydantic_ai.framing import register_tag, wrap
@@ -25,6 +34,7 @@ from pydantic_ai.settings import ModelSettings
 
 from research.dedupe import Cluster, fingerprint
 from research.llm import (
+    CONSTRAINED_MODES,
     REASON_CHARS,
     describe_failure,
     estimate_tokens,
@@ -353,6 +363,55 @@ class ModelCritique(BaseModel):
     assessments: list[ModelItemAssessment]
     contradictions: list[ModelContradiction] = Field(default_factory=list)
 
+    @field_validator("assessments", "contradictions", mode="before")
+    @classmethod
+    def _valid_entries_only(cls, value: Any, info: ValidationInfo) -> Any:
+        # One entry out of bounds (a server's grammar keeps the shape but not `minimum`/`maximum`) loses that entry,
+        # which the heuristic then scores, not the whole answer.
+        if not isinstance(value, list):
+            return value
+        entry_type = ModelItemAssessment if info.field_name == "assessments" else ModelContradiction
+        kept = []
+        for entry in value:
+            try:
+                entry_type.model_validate(entry)
+            except ValidationError:
+                continue
+            kept.append(entry)
+        if dropped := len(value) - len(kept):
+            logger.info("critique: dropped %d malformed %s", dropped, info.field_name)
+        return kept
+
+
+@functools.cache
+def critique_of(count: int, *, numbered: bool = False) -> type[ModelCritique]:
+    """`ModelCritique` whose schema says at most `count` assessments, one per item shown, and, `numbered`, each
+    numbered 1 to `count` (for a server that constrains output by grammar, `CONSTRAINED_MODES`, where an `enum`
+    holds); an answer with more is still accepted (`merge_model_critique` keeps the first per listed number)."""
+    assessment: type[ModelItemAssessment] = (
+        create_model(
+            "ModelItemAssessment",
+            __base__=ModelItemAssessment,
+            number=(int, Field(json_schema_extra={"enum": list(range(1, count + 1))})),
+        )
+        if numbered
+        else ModelItemAssessment
+    )
+    return create_model(
+        "ModelCritique",
+        __base__=ModelCritique,
+        assessments=(list[assessment], Field(json_schema_extra={"maxItems": max(1, count)})),  # type: ignore[valid-type]
+        contradictions=(
+            list[ModelContradiction],
+            Field(default_factory=list, json_schema_extra={"maxItems": MAX_CLAIMED_CONTRADICTIONS}),
+        ),
+    )
+
+
+MAX_CLAIMED_CONTRADICTIONS: Final = 3
+"""Contradictions a constrained answer may list: a run's top items rarely hold more, and an unbounded list lets a
+small model write until its output limit cuts the whole answer."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class CritiqueDeps:
@@ -378,6 +437,9 @@ item, its own words copied exactly. List none unless the items' own words confli
 
 {UNTRUSTED_NOTE}"""
 
+CRITIQUE_OUTPUT_RETRIES: Final = 2
+"""Times a malformed critique is sent back to the model (fewer for a small model: `ModelLimits.output_retries`)."""
+
 DEFAULT_CRITIQUE_LIMITS: Final = UsageLimits(request_limit=5, total_tokens_limit=60_000)
 """Room for the request and its retries for malformed output (the retry budget ends a bad run first); the
 token cap is far above what 30 compact items need."""
@@ -401,7 +463,7 @@ def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
         output_type=ModelCritique,
         deps_type=CritiqueDeps,
         instructions=_critique_instructions,
-        retries={"output": 2},
+        retries={"output": CRITIQUE_OUTPUT_RETRIES},
         name="critique",
     )
 
@@ -517,7 +579,9 @@ async def llm_critique(
     numbered = number_items(ranked, clusters)
     if not numbered:
         return heuristic_critique([], now=now)
-    shown = fitted_items(numbered, now=now, budget=limits_of(model).prompt_tokens("critique"))
+    limits = limits_of(model)
+    shown = fitted_items(numbered, now=now, budget=limits.prompt_tokens("critique"))
+    shown = shown[: limits.critique_items(len(shown))]
     prompt = f"Assess these {len(shown)} items.\n\n{compact_items_block(shown, now=now)}"
     run_usage = RunUsage()  # the run adds to it as it goes, so tokens spent before a failure are still counted
     try:
@@ -525,11 +589,12 @@ async def llm_critique(
             prompt,
             model=model,
             deps=CritiqueDeps(topic=topic, profile=profile),
-            output_type=output_spec(model, ModelCritique),
+            output_type=output_spec(model, critique_of(len(shown), numbered=limits.output_mode in CONSTRAINED_MODES)),
             usage_limits=usage_limits or DEFAULT_CRITIQUE_LIMITS,
             usage=run_usage,
             model_settings=stage_settings(model, "critique", model_settings),
-            timeout=limits_of(model).run_seconds if run_seconds is None else run_seconds,
+            timeout=limits.run_seconds if run_seconds is None else run_seconds,
+            retries={"output": limits.output_retries(CRITIQUE_OUTPUT_RETRIES)},
         )
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)

@@ -54,6 +54,7 @@ from sources import Backoff, Sleep
 __all__ = [
     "BUDGET_SPENT_REASON",
     "CHARS_PER_TOKEN",
+    "CONSTRAINED_MODES",
     "DAILY_QUOTA_REASON",
     "REASON_CHARS",
     "BoundedModel",
@@ -84,12 +85,14 @@ __all__ = [
     "output_in_mode",
     "output_spec",
     "refused_call_message",
+    "request_invalid",
     "resilient_model",
     "stage_settings",
     "template_refused",
     "timed_out",
     "turn_start",
     "unusable_answer",
+    "with_schema_response_format",
 ]
 
 logger = logging.getLogger(__name__)
@@ -133,6 +136,19 @@ _TEMPLATE_WORDS = ("chat template", "jinja", "roles must alternate", "template e
 """How servers say the model's chat template refused the conversation (llama.cpp with --jinja, vLLM)."""
 
 
+_INVALID_WORDS = (
+    "validation error",
+    "literal_error",
+    "input should be",
+    "extra_forbidden",
+    "missing required",
+    "unsupported response_format",
+    "unsupported value",
+)
+"""How servers say a request itself is invalid, whatever its status (llama-cpp-python answers HTTP 500 with
+pydantic's validation error to a `json_schema` response format): sent again, it fails the same way."""
+
+
 def _error_text(error: BaseException) -> str:
     return f"{error} {getattr(error, 'body', '') or ''}".lower()
 
@@ -149,6 +165,12 @@ def template_refused(error: BaseException) -> bool:
     return isinstance(error, ModelAPIError) and any(words in _error_text(error) for words in _TEMPLATE_WORDS)
 
 
+def request_invalid(error: BaseException) -> bool:
+    """Whether the server refused the request itself as invalid (an option it does not take, such as a response
+    format), even when it says so with a 5xx status."""
+    return isinstance(error, ModelAPIError) and any(words in _error_text(error) for words in _INVALID_WORDS)
+
+
 def timed_out(error: BaseException) -> bool:
     """Whether a request or a run ran out of time (the transport's timeout, a request or run deadline)."""
     return isinstance(error, ModelTimeoutError | ModelRequestTimeout | RunTimedOut)
@@ -156,8 +178,8 @@ def timed_out(error: BaseException) -> bool:
 
 def failure_kind(error: BaseException) -> FailureKind:
     """How a model error should be handled (see `FailureKind`)."""
-    if context_too_long(error) or template_refused(error):
-        return "other"  # the same prompt fails the same way again, on any attempt
+    if context_too_long(error) or template_refused(error) or request_invalid(error):
+        return "other"  # the same request fails the same way again, on any attempt
     if isinstance(error, ModelQuotaExceededError):
         return "quota"
     if isinstance(error, ModelRateLimitError | ModelUnavailableError | ModelServerError | ModelConnectionError):
@@ -188,6 +210,10 @@ def _in_words(error: BaseException) -> str:
         return "the prompt is longer than the model's context (LLM_CONTEXT_TOKENS)"
     if template_refused(error):
         return f"the server's chat template refused the conversation{code}"
+    if request_invalid(error):
+        if "response_format" in _error_text(error):
+            return f"the server does not take this output mode (LLM_OUTPUT_MODE){code}"
+        return f"the server refused the request as invalid{code}"
     if timed_out(error):
         return "no answer in time"
     if isinstance(error, ModelConnectionError):
@@ -360,10 +386,17 @@ class RetryPolicy:
         )
 
 
-OutputMode = Literal["tool", "native", "prompted"]
+OutputMode = Literal["tool", "native", "prompted", "json_object"]
 """How structured output is asked for (LLM_OUTPUT_MODE): `tool` a tool call (pydantic-ai's default), `native` the
-server's JSON-schema response format (grammar-constrained on llama.cpp and Ollama), `prompted` the schema in the
-prompt and JSON parsed from the text (servers whose tool calling and response formats are weak)."""
+server's JSON-schema response format (grammar-constrained on llama.cpp's `llama-server` and Ollama), `prompted` the
+schema in the prompt and JSON parsed from the text (servers whose tool calling and response formats are weak),
+`json_object` prompted, plus a `json_object` response format carrying the schema (llama.cpp's extension, which
+llama-cpp-python's server takes where it refuses `json_schema`: the answer is grammar-constrained to the schema)."""
+
+CONSTRAINED_MODES: tuple[OutputMode, ...] = ("native", "json_object")
+"""Output modes whose server constrains the answer to the schema by grammar: there a schema may list the numbers an
+answer can use (a grammar keeps `enum`, `minItems` and `maxItems`, not `minimum`), so a small model cannot cite an
+item it was not shown."""
 
 Stage = Literal["chat", "plan", "critique", "synthesis", "summary", "collect"]
 """A kind of model request, each with its own output limit."""
@@ -402,6 +435,14 @@ def messages_tokens(messages: Sequence[ModelMessage]) -> int:
 SMALL_CONTEXT_TOKENS = 8192
 """A context this small (a local model's usual) loses a quarter of itself to all 21 chat tools' definitions."""
 
+SMALL_MODEL_OUTPUT_RETRIES = 1
+"""Output retries of a step on a small-context model: a retry costs a whole answer at tens of tokens a second, and
+a model that small seldom mends what it got wrong (so a step makes at most two requests)."""
+
+SMALL_MODEL_CRITIQUE_ITEMS = 6
+"""Items a small-context model assesses, the rest scored by the heuristic: each assessment is about 45 output
+tokens, and a local model writes tens of tokens a second (20 items would be most of a minute on 2 cores)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class ModelLimits:
@@ -438,6 +479,18 @@ class ModelLimits:
         return self.chat_tools == "by_message" or (
             self.chat_tools == "auto" and self.context_tokens <= SMALL_CONTEXT_TOKENS
         )
+
+    def small_model(self) -> bool:
+        """Whether the context is a small local model's (`SMALL_CONTEXT_TOKENS`): its steps are asked for less."""
+        return self.context_tokens <= SMALL_CONTEXT_TOKENS
+
+    def output_retries(self, default: int) -> int:
+        """A step's output retries: its `default`, at most `SMALL_MODEL_OUTPUT_RETRIES` for a small model."""
+        return min(default, SMALL_MODEL_OUTPUT_RETRIES) if self.small_model() else default
+
+    def critique_items(self, shown: int) -> int:
+        """How many of the `shown` items the model assesses (see `SMALL_MODEL_CRITIQUE_ITEMS`)."""
+        return min(shown, SMALL_MODEL_CRITIQUE_ITEMS) if self.small_model() else shown
 
     def max_tokens(self, stage: Stage) -> int:
         """The output limit of a request of `stage`."""
@@ -479,7 +532,21 @@ class BoundedModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         merged = ModelSettings(**{**self.limits.settings("chat"), **(model_settings or {})})
+        if self.limits.output_mode == "json_object":
+            merged = with_schema_response_format(merged, model_request_parameters)
         return await self.wrapped.request(leading_system_text(messages), merged, model_request_parameters)
+
+
+def with_schema_response_format(settings: ModelSettings, parameters: ModelRequestParameters) -> ModelSettings:
+    """The settings of a request asking for prompted structured output, with the OpenAI-compatible body's
+    `response_format` set to `{"type": "json_object", "schema": …}` (see `OutputMode`); any other request as is."""
+    output = parameters.output_object
+    if parameters.output_mode != "prompted" or output is None:
+        return settings
+    extra = settings.get("extra_body")
+    body: dict[str, Any] = dict(extra) if isinstance(extra, dict) else {}
+    body["response_format"] = {"type": "json_object", "schema": output.json_schema}
+    return ModelSettings(**{**settings, "extra_body": body})
 
 
 def leading_system_text(messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -558,7 +625,7 @@ def output_in_mode(mode: OutputMode, output_type: type[Any]) -> Any:
 
     if mode == "native":
         return NativeOutput(output_type)
-    if mode == "prompted":
+    if mode in ("prompted", "json_object"):
         return PromptedOutput(output_type)
     return ToolOutput(output_type)
 

@@ -145,6 +145,17 @@ TEMPLATE_ERROR = error_body(
 )
 """llama.cpp's answer when the model's chat template refuses the order of roles (Gemma 3's official template)."""
 
+RESPONSE_FORMAT_REFUSED = error_body(
+    500,
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input "
+    "should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}"
+    '\n\n  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n    POST /v1/chat/completions',
+    "internal_server_error",
+    param=None,
+)
+"""llama-cpp-python 0.3.36's server's answer to a `json_schema` response format (recorded): an HTTP 500 carrying
+the request's validation error."""
+
 
 class FakeOpenAI:
     """Scripted Chat Completions (and embeddings) for one model on a `FakeHTTPServer`."""

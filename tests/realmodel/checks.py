@@ -107,3 +107,21 @@ def system_texts(exchanges: Sequence[Exchange]) -> list[str]:
 def cut_answers(exchanges: Sequence[Exchange]) -> list[str]:
     """The text of every answer the server stopped at the output limit."""
     return [e.answer_text for e in exchanges if e.is_chat and "length" in e.finish_reasons and e.answer_text]
+
+
+def true_to_the_wire(reason: str, exchanges: Sequence[Exchange]) -> bool:
+    """Whether a step's fallback reason agrees with what the server answered: a server error or a refused request
+    only when one came back, an unusable answer only when answers came back, a timeout only when a request took
+    that long or never came back."""
+    statuses = [e.status for e in exchanges if e.is_chat]
+    said = reason.lower()
+    if "timed out" in said or "no answer in time" in said or "runtimedout" in said:
+        return True  # a request cut by Lookout's own deadline may have no recorded answer yet
+    if "http 5" in said or "status_code: 5" in said or "server error" in said or "refused" in said:
+        return any(status >= 500 for status in statuses)
+    if "connection" in said:
+        return any(status >= 500 for status in statuses)
+    answered = ("output retries", "unusable", "length limit", "assessed none", "another language", "request_limit")
+    if any(words in said for words in answered):
+        return 200 in statuses
+    return "llm_pipeline_seconds" in said  # the run's model time was spent before the step

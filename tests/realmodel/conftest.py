@@ -72,7 +72,8 @@ def model_env(
 ) -> dict[str, str]:
     """An empty environment in an empty directory, then what a self-hoster writes for a llama.cpp server: both
     model strings, the server's URL and a placeholder key; embeddings off (the server has none); structured output
-    as JSON schema (`response_format`), which llama.cpp constrains by grammar, where its tool calling is weak."""
+    as `json_object` (the schema in a `json_object` response format, which llama-cpp-python's server constrains by
+    grammar; it refuses `json_schema`, and its chatml format does not call tools)."""
     for name in Settings.model_fields:
         monkeypatch.delenv(name.upper(), raising=False)
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OLLAMA_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
@@ -88,7 +89,7 @@ def model_env(
         "EMBEDDING_MODEL": "",
         "OPENAI_BASE_URL": proxy.base_url,
         "OPENAI_API_KEY": "sk-local-not-checked",
-        "LLM_OUTPUT_MODE": "native",
+        "LLM_OUTPUT_MODE": "json_object",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -5,6 +5,7 @@ once, citing only collected items, every request bounded — whatever the model 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from research.digest import citations_in
 from tests.app.test_chat_cli import route_sources, source_env
 from tests.fakes.http_server import FakeHTTPServer
-from tests.realmodel.checks import degenerate_reason, request_problems, system_texts
+from tests.realmodel.checks import degenerate_reason, request_problems, system_texts, true_to_the_wire
 from tests.realmodel.proxy import ModelProxy
 from tests.realmodel.world import EMPTY_REASON, chat, deliveries, runs
 
@@ -67,6 +68,17 @@ def test_a_digest_through_a_real_model_is_delivered_once_and_cites_only_collecte
     numbers = [n for d in digest["developments"] for n in d["citations"] + citations_in(d["text"])]
     numbers += [n for c in digest["disputed"] for n in c["citations"] + citations_in(c["claim"])]
     assert numbers and set(numbers) <= set(cited), f"citations {sorted(set(numbers))}, items {sorted(cited)}"
+
+    # The model wrote at least the critique or the digest (it was asked in a form this server takes); where it did
+    # not, the run says why in words true to what the server answered, and the reader is told.
+    report = json.loads(Path(run["artifacts"]["json"]).read_text(encoding="utf-8"))
+    by_model = [stage for stage in ("critique", "digest") if report[f"{stage}_path"] == "model"]
+    if not by_model:
+        reasons = [str(report[f"{stage}_fallback_reason"] or "") for stage in ("critique", "digest")]
+        assert all(reasons), report
+        for reason in reasons:
+            assert true_to_the_wire(reason, exchanges), f"{reason!r} for {[e.status for e in exchanges]}"
+        assert digest["without_model"], "the reader is told the digest was put together without the model"
 
     # What the person reads is not the model reciting Lookout's prompt or repeating itself.
     systems = system_texts(exchanges)

@@ -296,9 +296,8 @@ async def test_api_error_falls_back_to_the_heuristic_critique(collection: Collec
 async def test_garbage_answers_fall_back_after_the_retries_and_usage_is_still_counted(
     collection: Collection,
 ) -> None:
-    out_of_range = assessments_for(collection)
-    out_of_range["assessments"][0]["credibility"] = 1.7
-    script = ScriptedModel("Sure! Everything looks great.", out_of_range, {"verdict": "fine"}, repeat_last=True)
+    not_a_list = {"assessments": "every item looks credible"}
+    script = ScriptedModel("Sure! Everything looks great.", not_a_list, {"verdict": "fine"}, repeat_last=True)
     critique = await llm_critique(
         collection.ranked, topic=collection.topic, model=script.model, clusters=collection.clusters,
         now=collection.now,
@@ -311,8 +310,7 @@ async def test_garbage_answers_fall_back_after_the_retries_and_usage_is_still_co
 
 
 async def test_usage_limit_falls_back(collection: Collection) -> None:
-    invalid = assessments_for(collection)
-    invalid["assessments"][0]["relevance"] = -1
+    invalid = {"verdict": "fine"}
     script = ScriptedModel(invalid, assessments_for(collection), repeat_last=True)
     critique = await llm_critique(
         collection.ranked, topic=collection.topic, model=script.model, now=collection.now,

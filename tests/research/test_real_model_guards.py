@@ -16,10 +16,20 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart, 
 from app.settings import Settings
 from app.wiring import LOCAL_API_KEY, language_models
 from research import ModelLimits, ModelSet, RetryPolicy, failure_in_words, failure_kind, unusable_answer
-from research.llm import leading_system_text
+from research.critique import ModelCritique, critique_of, llm_critique
+from research.digest import QualityCheck, draft_citing
+from research.llm import SMALL_MODEL_CRITIQUE_ITEMS, leading_system_text
 from research.plan import PlanDraft, plan_problem, plan_queries
 from tests.fakes.http_server import FakeHTTPServer
-from tests.fakes.openai_compat import CONTEXT_EXCEEDED, TEMPLATE_ERROR, ChatRequest, FakeOpenAI, completion
+from tests.fakes.openai_compat import (
+    CONTEXT_EXCEEDED,
+    RESPONSE_FORMAT_REFUSED,
+    TEMPLATE_ERROR,
+    ChatRequest,
+    FakeOpenAI,
+    completion,
+)
+from tests.research.test_critique import load_collection
 from tests.research.test_pipeline_fallback import answer_for, run
 
 
@@ -102,7 +112,42 @@ def test_server_errors_named_for_what_they_are() -> None:
     assert failure_kind(template) == "other", "a 500 from the template is not a passing server error"
 
 
-@pytest.mark.parametrize("mode", ["tool", "native"])
+async def test_a_refused_response_format_is_named_and_not_sent_again(fake_server: FakeHTTPServer) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+    for _ in range(3):
+        fake.reply_error(500, RESPONSE_FORMAT_REFUSED)
+    chosen = light_model(fake, ModelLimits(output_mode="native"))
+
+    with models.override_allow_model_requests(True):
+        result = await plan_queries("DeepSeek", sources=["hn"], model=chosen.light)
+
+    assert len(fake.requests) == 1, "a request the server refuses as invalid is not retried like a passing 5xx"
+    assert result.plan.made_by == "deterministic"
+    refused = ModelHTTPError(status_code=500, model_name="m", body=RESPONSE_FORMAT_REFUSED)
+    assert failure_kind(refused) == "other"
+    assert failure_in_words(refused) == "the server does not take this output mode (LLM_OUTPUT_MODE), HTTP 500"
+    plain = ModelHTTPError(status_code=500, model_name="m", body={"error": {"message": "CUDA out of memory"}})
+    assert failure_kind(plain) == "transient" and failure_in_words(plain) == "server error, HTTP 500"
+
+
+async def test_json_object_mode_sends_the_schema_in_the_response_format(fake_server: FakeHTTPServer) -> None:
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+    answer = {"queries": ["DeepSeek R2", "DeepSeek pricing"], "keywords": ["R2"]}
+    fake.reply_json(completion(content=json.dumps(answer), model=fake.model))
+    chosen = light_model(fake, ModelLimits(output_mode="json_object"))
+
+    with models.override_allow_model_requests(True):
+        result = await plan_queries("DeepSeek", sources=["hn"], model=chosen.light)
+
+    assert result.plan.made_by == "model" and "DeepSeek pricing" in result.plan.queries
+    (request,) = fake.requests
+    response_format = request.body["response_format"]
+    assert response_format["type"] == "json_object", "llama-cpp-python's server refuses `json_schema`"
+    assert "queries" in response_format["schema"]["properties"], "the schema the answer is constrained to"
+    assert "tools" not in request.body and "queries" in json.dumps(request.body["messages"]), "and in the prompt"
+
+
+@pytest.mark.parametrize("mode", ["tool", "native", "json_object"])
 async def test_a_monitor_run_through_an_openai_compatible_server(
     fake_server: FakeHTTPServer, tmp_path: Path, mode: str
 ) -> None:
@@ -114,7 +159,8 @@ async def test_a_monitor_run_through_an_openai_compatible_server(
             schema = json.dumps(tool["function"]["parameters"])
             reply = answer_for(schema, request.user_text)
             return completion(tool_calls=[(tool["function"]["name"], reply)], model=fake.model)
-        schema = json.dumps(request.body["response_format"]["json_schema"]["schema"])
+        response_format = request.body["response_format"]
+        schema = json.dumps(response_format.get("schema") or response_format["json_schema"]["schema"])
         return completion(content=json.dumps(answer_for(schema, request.user_text)), model=fake.model)
 
     fake.reply_with(answer)
@@ -138,6 +184,16 @@ async def test_a_monitor_run_through_an_openai_compatible_server(
     assert [request.max_tokens for request in fake.requests] == [301, 302, 303], "one request per stage, each limited"
     for request in fake.requests:
         assert request.roles[0] == "system" and request.roles.count("system") == 1
+    if mode == "json_object":  # a grammar keeps `enum`: the draft can cite only the items it was shown
+        schema = fake.requests[2].body["response_format"]["schema"]
+        cited = schema["$defs"]["Development"]["properties"]["citations"]["items"]["enum"]
+        assert schema["properties"]["developments"]["minItems"] >= 1
+        assert (
+            cited
+            and cited == list(range(1, len(cited) + 1))
+            and f"these {len(cited)} items" in fake.requests[2].user_text
+        )
+    assert draft_citing(5, 3).model_json_schema()["properties"]["developments"]["minItems"] == 3, "as the check asks"
 
 
 def test_a_system_part_later_in_a_run_is_moved_into_the_first_request() -> None:
@@ -153,3 +209,50 @@ def test_a_system_part_later_in_a_run_is_moved_into_the_first_request() -> None:
     assert sent[1] is answer
     assert [part.content for part in sent[2].parts] == ["again"]
     assert leading_system_text([first, answer]) == [first, answer]
+
+
+async def test_a_small_model_assesses_a_few_items_and_is_asked_again_once(fake_server: FakeHTTPServer) -> None:
+    collection = load_collection()
+    fake = FakeOpenAI(fake_server, model="gemma-3-270m")
+    for _ in range(3):
+        fake.reply_text("Here are my assessments: item 1 is good.")
+    small = ModelLimits(context_tokens=8192, output_mode="json_object")
+    assert len(collection.ranked) > SMALL_MODEL_CRITIQUE_ITEMS
+
+    with models.override_allow_model_requests(True):
+        failed = await llm_critique(
+            collection.ranked, topic=collection.topic, model=light_model(fake, small).light or "",
+            clusters=collection.clusters, now=collection.now,
+        )  # fmt: skip
+
+    assert failed.path == "heuristic" and "output retries (1)" in (failed.fallback_reason or "")
+    assert len(fake.requests) == 2, "one request and one retry: a small model seldom mends its answer"
+    first = fake.requests[0]
+    assert f"Assess these {SMALL_MODEL_CRITIQUE_ITEMS} items" in first.user_text
+    schema = first.body["response_format"]["schema"]
+    assert schema["properties"]["assessments"]["maxItems"] == SMALL_MODEL_CRITIQUE_ITEMS, "the list is closed there"
+    numbers = schema["$defs"]["ModelItemAssessment"]["properties"]["number"]["enum"]
+    assert numbers == list(range(1, SMALL_MODEL_CRITIQUE_ITEMS + 1)), "only the numbers of the items shown"
+
+    shown = range(1, SMALL_MODEL_CRITIQUE_ITEMS + 1)
+    answer = {"assessments": [{"number": n, "relevance": 0.9, "credibility": 0.8, "reason": "ok"} for n in shown]}
+    fake.reply_json(completion(content=json.dumps(answer), model=fake.model))
+    with models.override_allow_model_requests(True):
+        written = await llm_critique(
+            collection.ranked, topic=collection.topic, model=light_model(fake, small).light or "",
+            clusters=collection.clusters, now=collection.now,
+        )  # fmt: skip
+    assert written.path == "model" and len(written.items) == len(collection.ranked)
+    assert [item.assessed_by for item in written.items].count("model") == SMALL_MODEL_CRITIQUE_ITEMS
+
+
+def test_an_assessment_out_of_bounds_loses_that_entry_not_the_answer() -> None:
+    good = {"number": 2, "relevance": 0.7, "credibility": 0.6, "reason": "two outlets"}
+    answer = {
+        "assessments": [{"number": 1, "relevance": 30452976, "credibility": 0.5, "reason": "x"}, good],
+        "contradictions": [{"numbers": [1], "claim": "one side only"}],
+    }
+    parsed = critique_of(6).model_validate(answer)  # what a grammar keeps: the shape, not `maximum`
+    assert [a.number for a in parsed.assessments] == [2] and parsed.contradictions == []
+    assert ModelCritique.model_validate(answer).assessments == parsed.assessments
+    assert QualityCheck.model_validate({"completeness": -0.95, "quality": 1.4}).model_dump()["completeness"] == 0.0
