@@ -195,8 +195,10 @@ def _parse_blocks(lines: list[str], citations: Mapping[int, str]) -> list[Block]
             if not indents or indents[-1] < indent:
                 indents.append(indent)
             content = [item.group(3)]
-            while index < len(lines) and lines[index].strip() and not _starts_block(lines[index]):
-                if _ITEM.match(lines[index]):
+            # Only an indented line continues the item: the line after a list that starts at the margin is the
+            # paragraph after it ("…\n- a\n- b\nUse /x to …"), as every message written for a chat means it.
+            while index < len(lines) and lines[index][:1].isspace() and lines[index].strip():
+                if _ITEM.match(lines[index]) or _starts_block(lines[index]):
                     break
                 content.append(lines[index].strip())
                 index += 1
