@@ -15,6 +15,7 @@ from storage.repositories import EmbeddingRepository
 
 if TYPE_CHECKING:  # the model library and the sources load when a command builds them, not to open the database
     from pydantic_ai.models import Model
+    from pydantic_ai.profiles.openai import OpenAIModelProfile
 
     from research import ItemEmbedder, ModelLimits, ModelSet, RetryPolicy
     from sources import HttpClient, Source
@@ -184,6 +185,19 @@ def item_embedder(
     return ItemEmbedder(embedder=embedder, model_name=name, cache=cache)
 
 
+def server_profile(self_hosted: bool) -> OpenAIModelProfile:
+    """How Lookout talks to an OpenAI-compatible server: all system text in one leading message (llama.cpp's Gemma 3
+    template refuses a second); a self-hosted server (a base URL, Ollama) gets the output limit as `max_tokens`, the
+    field every compatible server reads (llama-cpp-python ignores `max_completion_tokens` and writes to the end of
+    its context)."""
+    from pydantic_ai.profiles.openai import OpenAIModelProfile
+
+    return OpenAIModelProfile(
+        openai_chat_supports_multiple_system_messages=False,
+        openai_chat_supports_max_completion_tokens=not self_hosted,
+    )
+
+
 def _model(settings: Settings, variable: str, name: str, providers: Providers) -> Model:
     from pydantic_ai.models import infer_model
 
@@ -194,11 +208,12 @@ def _model(settings: Settings, variable: str, name: str, providers: Providers) -
             # second one, which output-format instructions would otherwise add
             from pydantic_ai.models.ollama import OllamaModel
             from pydantic_ai.models.openai import OpenAIChatModel
-            from pydantic_ai.profiles.openai import OpenAIModelProfile
 
             chat_model = OllamaModel if provider == "ollama" else OpenAIChatModel
-            profile = OpenAIModelProfile(openai_chat_supports_multiple_system_messages=False)
-            return chat_model(model_name, provider=_provider(settings, provider, providers), profile=profile)
+            self_hosted = provider == "ollama" or bool(settings.openai_base_url)
+            return chat_model(
+                model_name, provider=_provider(settings, provider, providers), profile=server_profile(self_hosted)
+            )
         return infer_model(name, provider_factory=lambda provider: _provider(settings, provider, providers))
     except Exception as error:  # an unknown provider or model name, a missing client library
         cause = " ".join(str(error).split()) or type(error).__name__

@@ -47,6 +47,9 @@ async def test_openai_compatible_server_from_dotenv(isolated_environment: Path, 
     (request,) = fake.requests
     assert request.api_key == "sk-from-dotenv" and request.body["model"] == "qwen3-0.6b"
     assert request.max_tokens == settings.llm_chat_max_tokens, "no request without an output limit"
+    # the field every compatible server reads: llama-cpp-python ignores max_completion_tokens and runs to n_ctx
+    assert request.body.get("max_tokens") == settings.llm_chat_max_tokens
+    assert "max_completion_tokens" not in request.body
 
 
 async def test_ollama_base_url_from_dotenv(isolated_environment: Path, fake_server: FakeHTTPServer) -> None:

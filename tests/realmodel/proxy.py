@@ -51,7 +51,7 @@ class Exchange:
 
     @property
     def output_limit(self) -> int | None:
-        value = self.request.get("max_completion_tokens", self.request.get("max_tokens"))
+        value = self.request.get("max_tokens")
         return int(value) if value is not None and self.had_output_limit else None
 
     @property
@@ -129,7 +129,8 @@ class ModelProxy(ThreadedFakeServer):
         had_limit = True
         body = raw
         if request.path.endswith("/chat/completions") and isinstance(payload, dict):
-            had_limit = payload.get("max_tokens") is not None or payload.get("max_completion_tokens") is not None
+            # llama-cpp-python reads `max_tokens` only: a request with just `max_completion_tokens` has no limit there
+            had_limit = payload.get("max_tokens") is not None
             if not had_limit:
                 body = json.dumps({**payload, "max_tokens": SAFETY_MAX_TOKENS}).encode()
         if self._session is None:

@@ -12,6 +12,7 @@ import pytest
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from app.wiring import server_profile
 from research import MAX_QUESTIONS, ModelLimits, ModelSet
 from research.alerts import ALERT_MAX_TOKENS, AlertStory, ask_alert_model, parse_condition
 from sources import Item
@@ -67,7 +68,8 @@ def test_an_alert_through_a_real_model_fires_at_most_once_per_story_citing_colle
 async def test_one_alert_question_to_a_real_model_is_one_bounded_request_citing_only_the_storys_items(
     model_server: tuple[str, str], proxy: ModelProxy
 ) -> None:
-    model = OpenAIChatModel(model_server[1], provider=OpenAIProvider(base_url=proxy.base_url, api_key="sk-local"))
+    provider = OpenAIProvider(base_url=proxy.base_url, api_key="sk-local")
+    model = OpenAIChatModel(model_server[1], provider=provider, profile=server_profile(self_hosted=True))
     # prompted: llama-cpp-python's server refuses a JSON-schema response format (README)
     limits = ModelLimits(output_mode="prompted", context_tokens=8192)
     light = ModelSet.of(model, None, limits=limits).light
