@@ -72,10 +72,9 @@ def model_env(
 ) -> dict[str, str]:
     """An empty environment in an empty directory, then what a self-hoster writes for a llama.cpp server: both
     model strings, the server's URL and a placeholder key; embeddings off (the server has none); structured output
-    in `LOOKOUT_TEST_OUTPUT_MODE` (default `native`: llama-cpp-python's server refuses its `json_schema` response
-    format at once, so each stage falls back with a true reason and the suite stays within CI's time; `json_object`
-    has the server constrain answers by grammar, which `bench/real_model.py` measures: on this server a request the
-    client gave up on runs on for minutes and holds its one slot, so the suite's later requests time out)."""
+    in `LOOKOUT_TEST_OUTPUT_MODE`, by default `json_object` (the schema in a `json_object` response format, which
+    llama-cpp-python's server constrains by grammar; it refuses `json_schema` at once, so `native` shows every stage
+    falling back with a true reason)."""
     for name in Settings.model_fields:
         monkeypatch.delenv(name.upper(), raising=False)
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OLLAMA_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
@@ -91,7 +90,7 @@ def model_env(
         "EMBEDDING_MODEL": "",
         "OPENAI_BASE_URL": proxy.base_url,
         "OPENAI_API_KEY": "sk-local-not-checked",
-        "LLM_OUTPUT_MODE": os.environ.get("LOOKOUT_TEST_OUTPUT_MODE", "native"),
+        "LLM_OUTPUT_MODE": os.environ.get("LOOKOUT_TEST_OUTPUT_MODE", "json_object"),
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
