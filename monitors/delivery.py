@@ -205,6 +205,18 @@ def after_rules(digest: Digest, left_out: RulesDecision | None) -> Digest:
     return filter_digest(digest, left_out.removed) if left_out is not None and left_out.removed else digest
 
 
+def _monitor_digest(run: RunRecord, language: str | None) -> Digest | None:
+    """The digest a monitor run stored, in the reader's `language`, as the reader's rules and feedback see it; None
+    for notices, briefings and searches, or a stored digest that no longer validates (sent as a short note)."""
+    stored = digest_for(run, language) if run.monitor_id is not None and run.stats.get("kind") == "digest" else None
+    if stored is None:
+        return None
+    try:
+        return Digest.model_validate(stored)
+    except ValidationError:
+        return None
+
+
 def left_out_line(decision: RulesDecision, monitor_id: int) -> str:
     """The one line a filtered digest carries: "4 stories left out by your filter — /filter 3"."""
     count = decision.stories_left_out
@@ -479,9 +491,10 @@ class DeliveryWorker:
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
         page_url = await self._pages.url(run) if self._pages is not None else None
-        left_out = await self._rules_decision(row, run, language)
+        digest = _monitor_digest(run, language)
+        left_out = await self._rules_decision(row, run, digest)
         view = await self._feedback_view(
-            run, chat.id, topic=topic, language=language, resend=row.parts_sent > 0, left_out=left_out
+            run, chat.id, digest, topic=topic, language=language, resend=row.parts_sent > 0, left_out=left_out
         )
         buttons = chat.platform in FEEDBACK_PLATFORMS
         message = build_message(
@@ -549,41 +562,34 @@ class DeliveryWorker:
         self,
         run: RunRecord,
         chat_id: int,
+        digest: Digest | None,
         *,
         topic: str | None,
         language: str | None,
         resend: bool,
         left_out: RulesDecision | None,
     ) -> ReaderView | None:
-        """What this chat's feedback keeps of a monitor digest's stories, after its rules (None for notices,
-        briefings, searches)."""
-        if run.monitor_id is None or run.stats.get("kind") in TEXT_KINDS:
+        """What this chat's feedback keeps of a monitor `digest`'s stories, after its rules (None without one)."""
+        if digest is None:
             return None
-        stored = digest_for(run, language)
-        if stored is None:
-            return None
-        try:
-            digest = Digest.model_validate(stored)
-        except ValidationError:
-            return None
-        digest = after_rules(digest, left_out)
-        return await self._feedback.view_for(run, chat_id, digest, topic=topic, language=language or "", resend=resend)
+        return await self._feedback.view_for(
+            run, chat_id, after_rules(digest, left_out), topic=topic, language=language or "", resend=resend
+        )
 
-    async def _rules_decision(self, row: DeliveryRecord, run: RunRecord, language: str | None) -> RulesDecision | None:
-        """What this chat's own rules take out of the run's digest (`reader_view`; collection ran once, for every
+    async def _rules_decision(self, row: DeliveryRecord, run: RunRecord, digest: Digest | None) -> RulesDecision | None:
+        """What this chat's own rules take out of a monitor `digest` (`reader_view`; collection ran once, for every
         reader). Decided when the row's first part is built and stored on the row, so a resend shows the same digest;
         a chat without rules gets the digest whole. Never raises: rules that cannot be applied leave the digest whole
         (logged), they never hold a delivery back."""
-        if run.monitor_id is None or run.stats.get("kind") != "digest":
+        if digest is None or run.monitor_id is None:
             return None
         if row.parts_sent:
             return _decision_of(row.left_out)
         try:
             rules = ReaderRules.from_stored(await self._rules.get(run.monitor_id, row.chat_id))
-            stored = digest_for(run, language)
             decision = None
-            if rules is not None and stored is not None:
-                decision = reader_view(Digest.model_validate(stored), await self._run_entries(run.id), rules)
+            if rules is not None:
+                decision = reader_view(digest, await self._run_entries(run.id), rules)
             if decision is not None or row.left_out is not None:
                 await self._deliveries.record_left_out(
                     row.id, decision.model_dump(mode="json") if decision is not None else None
