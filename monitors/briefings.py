@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from monitors.delivery import digest_for
 from monitors.notices import BRIEFING_KIND
-from monitors.reader_rules import reader_view, run_entries
+from monitors.reader_rules import rules_view, run_entries
 from monitors.runner import item_of_record
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
 from research import (
@@ -405,7 +405,7 @@ def _digests_for_reader(
         if digest is None:
             continue
         entries = run_entries(stored.get(run.id, [])) if rules is not None else []
-        decision = reader_view(digest, entries, rules)
+        decision = rules_view(digest, entries, rules)
         if decision is not None:
             digest = filter_digest(digest, decision.removed)
             dropped += decision.stories_left_out

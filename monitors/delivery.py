@@ -47,7 +47,7 @@ from monitors.outbound import (
     RetryLater,
 )
 from monitors.pages import DigestPages
-from monitors.reader_rules import reader_view, run_entries
+from monitors.reader_rules import rules_view, run_entries
 from monitors.sharing import hand_over_monitors
 from research import (
     Digest,
@@ -577,7 +577,7 @@ class DeliveryWorker:
         )
 
     async def _rules_decision(self, row: DeliveryRecord, run: RunRecord, digest: Digest | None) -> RulesDecision | None:
-        """What this chat's own rules take out of a monitor `digest` (`reader_view`; collection ran once, for every
+        """What this chat's own rules take out of a monitor `digest` (`rules_view`; collection ran once, for every
         reader). Decided when the row's first part is built and stored on the row, so a resend shows the same digest;
         a chat without rules gets the digest whole. Never raises: rules that cannot be applied leave the digest whole
         (logged), they never hold a delivery back."""
@@ -589,7 +589,7 @@ class DeliveryWorker:
             rules = ReaderRules.from_stored(await self._rules.get(run.monitor_id, row.chat_id))
             decision = None
             if rules is not None:
-                decision = reader_view(digest, await self._run_entries(run.id), rules)
+                decision = rules_view(digest, await self._run_entries(run.id), rules)
             if decision is not None or row.left_out is not None:
                 await self._deliveries.record_left_out(
                     row.id, decision.model_dump(mode="json") if decision is not None else None

@@ -1,5 +1,5 @@
 """A chat's own rules on a monitor it receives (owned or subscribed), for that chat only: shown, changed, cleared,
-and what they keep of a shared run's digest (`reader_view`, the one decision every path to a chat takes: the
+and what they keep of a shared run's digest (`rules_view`, the one decision every path to a chat takes: the
 delivery worker for a message per run, the briefing for its sections).
 
 Guarantees: a chat reads and changes only its own rules, and only on a monitor it owns or receives; rules are checked
@@ -22,12 +22,13 @@ if TYPE_CHECKING:
     from monitors.views import MonitorView
     from research import Digest
 
-__all__ = ["ReaderRuleService", "reader_view", "run_entries"]
+__all__ = ["ReaderRuleService", "rules_view", "run_entries"]
 
 
-def reader_view(digest: Digest, entries: Sequence[RunEntry], rules: ReaderRules | None) -> RulesDecision | None:
+def rules_view(digest: Digest, entries: Sequence[RunEntry], rules: ReaderRules | None) -> RulesDecision | None:
     """What one reader keeps of a shared run's digest (None: all of it): the chat's rules over the digest's stories,
-    each story found among the run's `entries`. Pure; the one place a chat's view is decided."""
+    each story found among the run's `entries`. Pure; the one place a chat's rules are decided (its
+    feedback then chooses among what is left: `research.reader_view`)."""
     if rules is None or rules.empty:
         return None
     return apply_rules(digest_stories(digest, entries), rules)
