@@ -10,7 +10,6 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.alerts import MAX_ALERTS_PER_CHAT, AlertService, check_alerts
     from monitors.briefings import BriefingService, QueuedBriefing
     from monitors.chats import ChatService
-    from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
     from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, DestinationSenders, sign
     from monitors.destinations import (
@@ -23,6 +22,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.error_ids import new_error_id
     from monitors.feedback import FeedbackError, MarkResult, MonitorFeedback, acknowledgment, story_buttons
     from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
+    from monitors.items import ItemService
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
     from monitors.outbound import (
         CALLBACK_DATA_MAX_BYTES,
@@ -127,6 +127,7 @@ __all__ = [
     "FeedbackError",
     "ImportPlan",
     "ImportResult",
+    "ItemService",
     "MarkResult",
     "MonitorAccessError",
     "MonitorEntry",
@@ -179,7 +180,6 @@ __all__ = [
     "seconds_in_words",
     "sign",
     "split_source_specs",
-    "store_collection",
     "story_buttons",
 ]
 
@@ -187,7 +187,6 @@ _SUBMODULES = {
     "alerts": ["MAX_ALERTS_PER_CHAT", "AlertService", "check_alerts"],
     "briefings": ["BriefingService", "QueuedBriefing"],
     "chats": ["ChatService"],
-    "collections": ["store_collection"],
     "delivery": ["DELIVERY_LEASE", "DeliveryReport", "DeliveryWorker", "mark_chat_gone", "move_chat"],
     "destination_send": ["DestinationSenders", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "sign"],
     "destinations": ["DESTINATION_PLATFORMS", "DestinationError", "DestinationService", "read_destination_url"],
@@ -238,6 +237,7 @@ _SUBMODULES = {
     "pages": ["DigestPages", "PageKind"],
     "feedback": ["FeedbackError", "MarkResult", "MonitorFeedback", "acknowledgment", "story_buttons"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
+    "items": ["ItemService"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService", "UNCHANGED", "split_source_specs"],
     "sharing": [
