@@ -9,6 +9,7 @@ import lazy_loader
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from monitors.alerts import MAX_ALERTS_PER_CHAT, AlertService, check_alerts
     from monitors.briefings import BriefingService, QueuedBriefing
+    from monitors.catalogue import UNCHANGED, MonitorCatalogue, split_source_specs
     from monitors.chats import ChatService
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
     from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, DestinationSenders, sign
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     )
     from monitors.reader_rules import ReaderRuleService
     from monitors.runner import SourceResolver
+    from monitors.runs import MonitorRuns
     from monitors.schedule import (
         DEFAULT_SCHEDULE_TEXT,
         Schedule,
@@ -67,7 +69,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         seconds_in_words,
     )
     from monitors.scheduler import MonitorScheduler, due_monitor_ids
-    from monitors.service import UNCHANGED, MonitorService, split_source_specs
+    from monitors.service import MonitorService
     from monitors.sharing import (
         BROWSE_LIMIT,
         MonitorSharing,
@@ -130,10 +132,12 @@ __all__ = [
     "ItemService",
     "MarkResult",
     "MonitorAccessError",
+    "MonitorCatalogue",
     "MonitorEntry",
     "MonitorFeedback",
     "MonitorFeeds",
     "MonitorNotFoundError",
+    "MonitorRuns",
     "MonitorScheduler",
     "MonitorService",
     "MonitorSettings",
@@ -186,6 +190,7 @@ __all__ = [
 _SUBMODULES = {
     "alerts": ["MAX_ALERTS_PER_CHAT", "AlertService", "check_alerts"],
     "briefings": ["BriefingService", "QueuedBriefing"],
+    "catalogue": ["MonitorCatalogue", "UNCHANGED", "split_source_specs"],
     "chats": ["ChatService"],
     "delivery": ["DELIVERY_LEASE", "DeliveryReport", "DeliveryWorker", "mark_chat_gone", "move_chat"],
     "destination_send": ["DestinationSenders", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "sign"],
@@ -225,6 +230,7 @@ _SUBMODULES = {
     ],
     "reader_rules": ["ReaderRuleService"],
     "runner": ["SourceResolver"],
+    "runs": ["MonitorRuns"],
     "schedule": [
         "DEFAULT_SCHEDULE_TEXT",
         "Schedule",
@@ -239,7 +245,7 @@ _SUBMODULES = {
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
     "items": ["ItemService"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
-    "service": ["MonitorService", "UNCHANGED", "split_source_specs"],
+    "service": ["MonitorService"],
     "sharing": [
         "BROWSE_LIMIT",
         "MonitorSharing",

@@ -139,7 +139,7 @@ async def search(services: Services, turn: Turn, command: SearchCommand) -> list
     async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
         await relay.announce(f"searching for “{command.query}”…")
         try:
-            summary = await services.monitors.search_now(
+            summary = await services.monitors.runs.search_now(
                 turn.chat.id, command.query, progress=relay, use_models=use_models
             )
         except ValueError as error:
