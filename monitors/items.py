@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 from datetime import UTC, date, datetime, tzinfo
 
+from monitors.recorder import RunRecorder
 from monitors.runner import item_record
-from research import CollectionJobResult, record_usage
+from research import CollectionJobResult
 from storage import Database, ItemRecord, ItemScore, ItemWithScores, RunOutcome
-from storage.repositories import DeliveryRepository, ItemRepository, RunRepository
+from storage.repositories import ItemRepository
 
 __all__ = ["ItemService"]
 
@@ -68,11 +69,9 @@ class ItemService:
 
 async def _store(database: Database, *, chat_id: int, request: str, job: CollectionJobResult, now: datetime) -> int:
     items, usage = job.items, job.report.usage
-    if usage is not None:
-        await record_usage(database, chat_id=chat_id, now=now, usage=usage, kind="collect")
-    run = await RunRepository(database).open_search_run(chat_id=chat_id, query=request, now=now)
-    await DeliveryRepository(database).complete_run(
-        run.id,
+    run = await RunRecorder(database).record(
+        chat_id=chat_id,
+        query=request,
         outcome=RunOutcome(
             finished_at=now,
             stats={"kind": "collect", "request": request, "items": len(items)},
@@ -92,6 +91,7 @@ async def _store(database: Database, *, chat_id: int, request: str, job: Collect
             )
             for rank, ranked in enumerate(items, start=1)
         ],
+        usage=[("collect", usage)] if usage is not None else (),
         deliver=False,
     )
     return run.id

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Final, Literal
 
 from monitors.catalogue import MonitorCatalogue, check_lookback
+from monitors.recorder import RunRecorder
 from monitors.runner import MonitorRunner, transient_monitor
 from monitors.schedule import Schedule, ScheduleError, latest_due_time
 from monitors.views import RunSummary, schedule_of
@@ -32,12 +33,20 @@ SEARCH_LOOKBACK_HOURS: Final = 24 * 7
 class MonitorRuns:
     """Runs of the catalogue's monitors: scheduled, `/digest` and `/search` (see the module docstring)."""
 
-    def __init__(self, catalogue: MonitorCatalogue, runner: MonitorRunner, *, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        catalogue: MonitorCatalogue,
+        runner: MonitorRunner,
+        recorder: RunRecorder,
+        *,
+        clock: Callable[[], datetime],
+    ) -> None:
         self._catalogue = catalogue
         self._runner = runner
         self._clock = clock
         self._monitors = MonitorRepository(catalogue.database)
-        self._runs = RunRepository(catalogue.database)
+        self._recorder = recorder
+        self._runs = RunRepository(catalogue.database)  # reads: an existing run for a time
         self._subscriptions = SubscriptionRepository(catalogue.database)
 
     async def run_due(self, monitor_id: int, *, left_running: LeftRunning = "skip") -> RunSummary | None:
@@ -85,15 +94,15 @@ class MonitorRuns:
             logger.info("monitor %d has no active subscriber; skipping %s", monitor_id, scheduled_for.isoformat())
             await self._monitors.update(monitor_id, next_run_at=schedule.next_run(max(scheduled_for, now)))
             return None
-        run = await self._runs.open_run(monitor_id, scheduled_for, now=now)
+        run = await self._recorder.open_scheduled(monitor_id, scheduled_for, now=now)
         if run is None and left_running == "take_over":
-            run = await self._runs.take_over(monitor_id, scheduled_for, now=now)
+            run = await self._recorder.take_over(monitor_id, scheduled_for, now=now)
             if run is not None:
                 logger.warning(
                     "monitor %d: running again the run for %s that a stopped worker left", monitor_id, run.id
                 )
         if run is None and left_running == "fail":
-            left = await self._runs.take_over(monitor_id, scheduled_for, now=now)
+            left = await self._recorder.take_over(monitor_id, scheduled_for, now=now)
             if left is not None:
                 reason = "abandoned: the workers running it stopped during the run, several times"
                 return await self._runner.fail(monitor, left, schedule, reason)
@@ -121,9 +130,9 @@ class MonitorRuns:
         chat = await self._catalogue.chat(chat_id)
         now = self._clock()
         subscribers = [subscriber.id for subscriber in await self._subscriptions.subscribers(monitor_id)]
-        run = await self._runs.open_run(monitor_id, now, now=now) if subscribers == [chat.id] else None
+        run = await self._recorder.open_scheduled(monitor_id, now, now=now) if subscribers == [chat.id] else None
         if run is None:
-            run = await self._runs.open_search_run(chat_id=chat.id, query=monitor.topic, now=now)
+            run = await self._recorder.open_search(chat_id=chat.id, query=monitor.topic, now=now)
         return await self._runner.execute(
             monitor, run, schedule=None, asking_chat=chat, progress=progress, use_models=use_models
         )
@@ -155,7 +164,7 @@ class MonitorRuns:
             lookback_hours=lookback_hours,
             now=now,
         )
-        run = await self._runs.open_search_run(chat_id=chat.id, query=topic, now=now)
+        run = await self._recorder.open_search(chat_id=chat.id, query=topic, now=now)
         logger.info("search run %d for chat %d: %r", run.id, chat.id, topic)
         return await self._runner.execute(
             monitor, run, schedule=None, asking_chat=chat, progress=progress, use_models=use_models

@@ -18,6 +18,7 @@ from monitors.destinations import DestinationService
 from monitors.feedback import MonitorFeedback
 from monitors.feeds import MonitorFeeds
 from monitors.reader_rules import ReaderRuleService
+from monitors.recorder import RunRecorder
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver
 from monitors.runs import SEARCH_LOOKBACK_HOURS, LeftRunning, MonitorRuns
 from monitors.sharing import MonitorSharing
@@ -53,6 +54,7 @@ class MonitorService(MonitorCatalogue):
             clock=clock,
             on_deliveries_queued=on_deliveries_queued,
         )
+        recorder = RunRecorder(database, on_queued=on_deliveries_queued)
         self._runner = MonitorRunner(
             database,
             resolve_sources=resolve_sources,
@@ -63,8 +65,9 @@ class MonitorService(MonitorCatalogue):
             clock=clock,
             pipeline=pipeline,
             on_deliveries_queued=on_deliveries_queued,
+            recorder=recorder,
         )
-        self.runs = MonitorRuns(self, self._runner, clock=clock)
+        self.runs = MonitorRuns(self, self._runner, recorder, clock=clock)
         """Scheduled runs, `/digest`'s run now and `/search`'s one-off run."""
         self.sharing = MonitorSharing(self, database, clock=clock, on_queued=on_deliveries_queued)
         """Sharing and subscriptions: share, browse, subscribe, a subscriber's own pause and delivery, handovers."""
