@@ -9,10 +9,10 @@ from pathlib import Path
 
 from agent.access import AccessPolicy
 from agent.messages import Incoming, ProgressSink, ProgressUpdate
-from monitors import ChatService, MonitorService, SourceResolver, effective_timezone
+from monitors import ChatService, ItemService, MonitorService, SourceResolver, effective_timezone
 from research import ModelSet
 from sources import HttpClient
-from storage import ChatRecord, Database, TurnState, UserRecord
+from storage import ChatRecord, TurnState, UserRecord
 
 __all__ = [
     "DEFAULT_CONFIRMATION_TTL",
@@ -70,10 +70,11 @@ class ConversationSettings:
 class Services:
     """Everything the commands and the chat agent use, built once per process and shared by every chat."""
 
-    database: Database
     chats: ChatService
-    """Chats, turns, conversations, usage and collected items in storage (the conversation layer builds no
-    repository: it asks this service or `monitors`)."""
+    """Chats, turns, conversations and usage in storage (the conversation layer builds no repository: it asks
+    this service, `items` or `monitors`)."""
+    items: ItemService
+    """The items collected for chats: history search, timelines, a monitor's items for /export, /collect stored."""
     monitors: MonitorService
     resolve_sources: SourceResolver
     """`hn,news,rss:<url>` specs to sources; raises ValueError naming unknown or switched-off ones."""

@@ -14,7 +14,7 @@ from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import ConsoleSender, Dispatcher, Dispatches, SessionFactory, SharedLocks
-from monitors import ChatSender, ChatService
+from monitors import ChatSender, ChatService, ItemService
 from sources import HttpClient
 from storage import Database
 
@@ -63,8 +63,8 @@ def build_services(
     The language models are the stack's (one set per process); `clock` replaces the wall clock (tests pin it).
     """
     return Services(
-        database=database,
         chats=ChatService(database),
+        items=ItemService(database),
         monitors=stack.service,
         resolve_sources=stack.catalog.resolve,
         http=http if http is not None else stack.catalog.client,

@@ -334,7 +334,7 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
     async def run_monitor(context: JobContext, monitor_id: int) -> str:
         """Run the monitor's due run (taking over one its previous worker left running)."""
         attempts = context.job.attempts
-        summary = await duties.service.run_due(
+        summary = await duties.service.runs.run_due(
             monitor_id, left_running="take_over" if attempts < MAX_RUN_ATTEMPTS else "fail"
         )
         return "nothing due" if summary is None else f"run {summary.run_id}: {summary.status}"

@@ -191,7 +191,7 @@ def run_now(monitor_id: Annotated[int, typer.Argument(help="The monitor's number
 
     async def work(stack: MonitorStack) -> RunSummary:
         chat_id = await _owner_chat_id(stack, monitor_id)
-        return await stack.service.run_now(monitor_id, chat_id, is_admin=True)
+        return await stack.service.runs.run_now(monitor_id, chat_id, is_admin=True)
 
     summary = _with_stack(_settings(), work)
     out = CliOutput()

@@ -217,7 +217,7 @@ async def scenario(name: str, args: argparse.Namespace, fakes: multiprocessing.c
             clock.now = RUN_AT
             start = time.perf_counter()
             delivering = asyncio.create_task(worker.run_forever(stop))
-            summaries = await asyncio.gather(*(service.run_monitor(mid, RUN_AT) for mid in monitor_ids))
+            summaries = await asyncio.gather(*(service.runs.run_monitor(mid, RUN_AT) for mid in monitor_ids))
             runs_seconds = time.perf_counter() - start
             work_done = time.monotonic()
             briefing_seconds = 0.0

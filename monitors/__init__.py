@@ -9,8 +9,8 @@ import lazy_loader
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
     from monitors.alerts import MAX_ALERTS_PER_CHAT, AlertService, check_alerts
     from monitors.briefings import BriefingService, QueuedBriefing
+    from monitors.catalogue import UNCHANGED, MonitorCatalogue, split_source_specs
     from monitors.chats import ChatService
-    from monitors.collections import store_collection
     from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
     from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, DestinationSenders, sign
     from monitors.destinations import (
@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.error_ids import new_error_id
     from monitors.feedback import FeedbackError, MarkResult, MonitorFeedback, acknowledgment, story_buttons
     from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
+    from monitors.items import ItemService
     from monitors.notices import BRIEFING_KIND, NOTICE_KIND
     from monitors.outbound import (
         CALLBACK_DATA_MAX_BYTES,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     )
     from monitors.reader_rules import ReaderRuleService
     from monitors.runner import SourceResolver
+    from monitors.runs import MonitorRuns
     from monitors.schedule import (
         DEFAULT_SCHEDULE_TEXT,
         Schedule,
@@ -67,7 +69,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         seconds_in_words,
     )
     from monitors.scheduler import MonitorScheduler, due_monitor_ids
-    from monitors.service import UNCHANGED, MonitorService, split_source_specs
+    from monitors.service import MonitorService
     from monitors.sharing import (
         BROWSE_LIMIT,
         MonitorSharing,
@@ -127,12 +129,15 @@ __all__ = [
     "FeedbackError",
     "ImportPlan",
     "ImportResult",
+    "ItemService",
     "MarkResult",
     "MonitorAccessError",
+    "MonitorCatalogue",
     "MonitorEntry",
     "MonitorFeedback",
     "MonitorFeeds",
     "MonitorNotFoundError",
+    "MonitorRuns",
     "MonitorScheduler",
     "MonitorService",
     "MonitorSettings",
@@ -179,15 +184,14 @@ __all__ = [
     "seconds_in_words",
     "sign",
     "split_source_specs",
-    "store_collection",
     "story_buttons",
 ]
 
 _SUBMODULES = {
     "alerts": ["MAX_ALERTS_PER_CHAT", "AlertService", "check_alerts"],
     "briefings": ["BriefingService", "QueuedBriefing"],
+    "catalogue": ["MonitorCatalogue", "UNCHANGED", "split_source_specs"],
     "chats": ["ChatService"],
-    "collections": ["store_collection"],
     "delivery": ["DELIVERY_LEASE", "DeliveryReport", "DeliveryWorker", "mark_chat_gone", "move_chat"],
     "destination_send": ["DestinationSenders", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "sign"],
     "destinations": ["DESTINATION_PLATFORMS", "DestinationError", "DestinationService", "read_destination_url"],
@@ -226,6 +230,7 @@ _SUBMODULES = {
     ],
     "reader_rules": ["ReaderRuleService"],
     "runner": ["SourceResolver"],
+    "runs": ["MonitorRuns"],
     "schedule": [
         "DEFAULT_SCHEDULE_TEXT",
         "Schedule",
@@ -238,8 +243,9 @@ _SUBMODULES = {
     "pages": ["DigestPages", "PageKind"],
     "feedback": ["FeedbackError", "MarkResult", "MonitorFeedback", "acknowledgment", "story_buttons"],
     "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
+    "items": ["ItemService"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
-    "service": ["MonitorService", "UNCHANGED", "split_source_specs"],
+    "service": ["MonitorService"],
     "sharing": [
         "BROWSE_LIMIT",
         "MonitorSharing",

@@ -1,10 +1,10 @@
 """The chats service: a chat and its conversations in storage, for the dispatcher and the conversation layer.
 
-It owns the repositories of chats, turns, handled updates, subscriptions (resumption), conversations, usage and the
-items collected for chats, built once per process in `app` and handed to `bots` (the dispatcher) and `agent`
-(`Services.chats`), which never build a repository themselves (an import-linter contract holds them to it).
-Guarantees: each method is the repository's one transaction (or, for a chat gone, the delivery worker's same
-sequence), so a caller reads and writes exactly what it did when it built the repositories itself.
+It owns the repositories of chats, turns, handled updates, subscriptions (resumption), conversations and usage (the
+items collected for chats are `monitors.ItemService`'s), built once per process in `app` and handed to `bots` (the
+dispatcher) and `agent` (`Services.chats`), which never build a repository themselves (an import-linter contract
+holds them to it). Guarantees: each method is the repository's one transaction (or, for a chat gone, the delivery
+worker's same sequence), so a caller reads and writes exactly what it did when it built the repositories itself.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from storage.repositories import (
     ChatRepository,
     ConversationRepository,
     InboundRepository,
-    ItemRepository,
     SubscriptionRepository,
     TurnRepository,
     UsageRepository,
@@ -41,7 +40,6 @@ class ChatService:
         self._turns = TurnRepository(database)
         self._conversations = ConversationRepository(database)
         self._usage = UsageRepository(database)
-        self._items = ItemRepository(database)
 
     # ---- the conversation layer's storage -----------------------------------------------------------------
 
@@ -59,11 +57,6 @@ class ChatService:
     def usage(self) -> UsageRepository:
         """Model usage per chat and day (the daily budget, /usage)."""
         return self._usage
-
-    @property
-    def items(self) -> ItemRepository:
-        """Items collected for chats: search by words and dates, counts per day, a monitor's items with scores."""
-        return self._items
 
     async def update(self, chat_id: int, **changes: Unpack[ChatChanges]) -> ChatRecord | None:
         """A chat's settings changed (/timezone, /language, /profile, /briefing); None when the chat is gone."""

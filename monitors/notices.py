@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
+from monitors.recorder import RunRecorder
 from storage import Database, RunOutcome
-from storage.repositories import DeliveryRepository, RunRepository
 
 __all__ = ["BRIEFING_KIND", "NOTICE_KIND", "TEXT_KINDS", "queue_notice"]
 
@@ -32,9 +32,9 @@ async def queue_notice(
     """Queue `text` (markdown) for the chat (and the chats in `also`), as a finished run of its own with one outbox
     row per chat."""
     label = f"notice: monitor #{monitor_id}" if monitor_id is not None else "notice"
-    notice = await RunRepository(database).open_search_run(chat_id=chat_id, query=label, now=now)
-    await DeliveryRepository(database).complete_run(
-        notice.id,
+    await RunRecorder(database).record(
+        chat_id=chat_id,
+        query=label,
         outcome=RunOutcome(finished_at=now, stats={"kind": NOTICE_KIND, "monitor_id": monitor_id, "text": text}),
         extra_chat_ids=[chat for chat in also if chat != chat_id],
     )

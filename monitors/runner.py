@@ -17,6 +17,7 @@ from pydantic_ai.models import Model
 from monitors.alerts import check_alerts
 from monitors.error_ids import new_error_id
 from monitors.notices import NOTICE_KIND, queue_notice
+from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
@@ -31,7 +32,6 @@ from research import (
     export_stem,
     failure_lines,
     load_plan,
-    record_usage,
     sum_usage,
 )
 from sources import Engagement, Item, Source, source_spec, spec_label
@@ -48,7 +48,6 @@ from storage import (
 )
 from storage.repositories import (
     ChatRepository,
-    DeliveryRepository,
     ItemRepository,
     MonitorRepository,
     RunRepository,
@@ -124,6 +123,75 @@ class _Failure:
     source_errors: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class _StoredRun:
+    """What a finished pipeline run is stored as: its outcome, and what `_store` needs of the decisions in it."""
+
+    outcome: RunOutcome
+    status: RunStatusText
+    deliver: bool
+    delivered: set[str]
+    artifacts: dict[str, Path]
+    source_errors: tuple[str, ...]
+
+
+def _stored_run(
+    monitor: MonitorRecord,
+    run: RunRecord,
+    result: PipelineResult,
+    *,
+    asking_chat: ChatRecord | None,
+    left_out: tuple[str, ...],
+    now: datetime,
+) -> _StoredRun:
+    transient = monitor.id == TRANSIENT_MONITOR_ID
+    # Nothing new sends nothing, unless the monitor asks for a short note (`/quiet <id> off`); whoever asked
+    # with /digest or /search reads "nothing new" in the command's own reply.
+    note = result.nothing_new and not monitor.quiet and asking_chat is None and not transient
+    deliver = note or not result.nothing_new
+    exports = result.exports
+    files = (("csv", exports.csv), ("json", exports.json), ("chart", exports.chart)) if exports else ()
+    artifacts = {name: path for name, path in files}
+    source_errors = (*failure_lines(result.failed_sources), *left_out)
+    stats: dict[str, object] = {
+        "kind": "search" if transient else "digest",
+        "monitor_id": None if transient else monitor.id,
+        "topic": monitor.topic,
+        "items": len(result.items),
+        "new_items": len(result.new_item_ids),
+        "nothing_new": result.nothing_new,
+        "delivered": deliver,
+        "plan_refreshed": result.plan_refreshed,
+        "source_errors": list(source_errors),
+        "file_stem": run_file_stem(monitor, run),
+        "digest_language": result.digest_language or "",
+    }
+    if note:
+        collected = result.report.counts.unique if result.report is not None else len(result.items)
+        stats.update(kind=NOTICE_KIND, text=nothing_new_note(monitor, items=collected, failed=source_errors))
+        artifacts = {}
+    outcome = RunOutcome(
+        finished_at=now,
+        stats=stats,
+        digest=result.digest.model_dump(mode="json"),
+        language_digests={
+            language: written.model_dump(mode="json") for language, written in result.language_digests.items()
+        },
+        artifacts={name: str(path) for name, path in artifacts.items()},
+        input_tokens=result.usage.input_tokens,
+        output_tokens=result.usage.output_tokens,
+        cost=result.usage.cost_usd or 0.0,
+    )
+    return _StoredRun(
+        outcome=outcome,
+        status="empty" if result.nothing_new else "ok",
+        deliver=deliver,
+        delivered=set(result.new_item_ids) if deliver and run.monitor_id is not None else set(),
+        artifacts=artifacts,
+        source_errors=source_errors,
+    )
+
+
 class MonitorRunner:
     """Executes an opened run of a monitor; used by `MonitorService` for scheduled runs and `/digest`."""
 
@@ -139,6 +207,7 @@ class MonitorRunner:
         clock: Callable[[], datetime],
         pipeline: PipelineFunction,
         on_deliveries_queued: Callable[[], None] | None,
+        recorder: RunRecorder,
     ) -> None:
         self._database = database
         self._resolve = resolve_sources
@@ -150,9 +219,9 @@ class MonitorRunner:
         self._on_queued = on_deliveries_queued
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
-        self._runs = RunRepository(database)
         self._items = ItemRepository(database)
-        self._deliveries = DeliveryRepository(database)
+        self._runs = RunRepository(database)  # reads: the previous run, its items
+        self._recorder = recorder
         self._source_failures = SourceFailureRepository(database)
         self._subscriptions = SubscriptionRepository(database)
 
@@ -180,7 +249,7 @@ class MonitorRunner:
             )
         except asyncio.CancelledError:
             if not cancel_leaves_running:
-                await self._runs.fail_run(run.id, error="cancelled: the process stopped during the run")
+                await self._recorder.fail(run.id, error="cancelled: the process stopped during the run")
             raise
         except Exception as error:  # one monitor's failure must never take the process down
             error_id = new_error_id()
@@ -315,51 +384,11 @@ class MonitorRunner:
         left_out: tuple[str, ...] = (),
     ) -> RunSummary:
         now = self._clock()
-        linked = run.monitor_id is not None
         transient = monitor.id == TRANSIENT_MONITOR_ID
-        # Nothing new sends nothing, unless the monitor asks for a short note (`/quiet <id> off`); whoever asked
-        # with /digest or /search reads "nothing new" in the command's own reply.
-        note = result.nothing_new and not monitor.quiet and asking_chat is None and not transient
-        deliver = note or not result.nothing_new
-        delivered = set(result.new_item_ids) if deliver and linked else set()
-        status: RunStatusText = "empty" if result.nothing_new else "ok"
-        exports = result.exports
-        files = (("csv", exports.csv), ("json", exports.json), ("chart", exports.chart)) if exports else ()
-        artifacts = {name: path for name, path in files}
-        source_errors = (*failure_lines(result.failed_sources), *left_out)
-        stats: dict[str, object] = {
-            "kind": "search" if transient else "digest",
-            "monitor_id": None if transient else monitor.id,
-            "topic": monitor.topic,
-            "items": len(result.items),
-            "new_items": len(result.new_item_ids),
-            "nothing_new": result.nothing_new,
-            "delivered": deliver,
-            "plan_refreshed": result.plan_refreshed,
-            "source_errors": list(source_errors),
-            "file_stem": run_file_stem(monitor, run),
-            "digest_language": result.digest_language or "",
-        }
-        if note:
-            collected = result.report.counts.unique if result.report is not None else len(result.items)
-            text = nothing_new_note(monitor, items=collected, failed=source_errors)
-            stats.update(kind=NOTICE_KIND, text=text)
-            artifacts = {}
-        outcome = RunOutcome(
-            finished_at=now,
-            stats=stats,
-            digest=result.digest.model_dump(mode="json"),
-            language_digests={
-                language: written.model_dump(mode="json") for language, written in result.language_digests.items()
-            },
-            artifacts={name: str(path) for name, path in artifacts.items()},
-            input_tokens=result.usage.input_tokens,
-            output_tokens=result.usage.output_tokens,
-            cost=result.usage.cost_usd or 0.0,
-        )
-        rows = await self._deliveries.complete_run(
+        stored = _stored_run(monitor, run, result, asking_chat=asking_chat, left_out=left_out, now=now)
+        rows = await self._recorder.complete(
             run.id,
-            outcome=outcome,
+            stored.outcome,
             items=[item_record(scored.item) for scored in result.items],
             scores=[
                 ItemScore(
@@ -369,44 +398,36 @@ class MonitorRunner:
                     score=scored.score,
                     cluster_id=scored.cluster_id,
                     rank=scored.rank,
-                    delivered=scored.item.id in delivered,
+                    delivered=scored.item.id in stored.delivered,
                 )
                 for scored in result.items
             ],
-            deliver=deliver,
+            usage=usage_by_kind(result),
+            usage_chat_id=asking_chat.id if asking_chat else monitor.owner_chat_id,
+            deliver=stored.deliver,
             # /digest answers the chat that asked even when it reads this monitor in its briefing
             extra_chat_ids=[asking_chat.id] if asking_chat is not None else (),
         )
         if result.plan_refreshed and not transient:
             await self._monitors.set_plan(monitor.id, result.plan.model_dump(mode="json"), now=now)
-        if linked:
+        if run.monitor_id is not None:
             next_run = schedule.next_run(max(run.scheduled_for, now)) if schedule is not None else None
-            await self._monitors.record_result(monitor.id, status=status, finished_at=now, next_run_at=next_run)
-        for kind, usage in usage_by_kind(result):
-            await record_usage(
-                self._database,
-                chat_id=asking_chat.id if asking_chat else monitor.owner_chat_id,
-                now=now,
-                usage=usage,
-                kind=kind,
-            )
-        if rows and self._on_queued is not None:
-            self._on_queued()
+            await self._monitors.record_result(monitor.id, status=stored.status, finished_at=now, next_run_at=next_run)
         logger.info(
             "monitor %d run %d: %s, %d items, %d new, %d deliveries",
-            monitor.id, run.id, status, len(result.items), len(result.new_item_ids), len(rows),
+            monitor.id, run.id, stored.status, len(result.items), len(result.new_item_ids), len(rows),
         )  # fmt: skip
         return RunSummary(
             run_id=run.id,
             monitor_id=monitor.id,
             scheduled_for=run.scheduled_for,
-            status=status,
+            status=stored.status,
             digest=result.digest,
             items=len(result.items),
             new_items=len(result.new_item_ids),
             deliveries=len(rows),
-            artifacts=artifacts,
-            source_errors=source_errors,
+            artifacts=stored.artifacts,
+            source_errors=stored.source_errors,
             input_tokens=result.usage.input_tokens,
             output_tokens=result.usage.output_tokens,
         )
@@ -420,7 +441,7 @@ class MonitorRunner:
     ) -> RunSummary:
         now = self._clock()
         shown = failure.error + (f" (error id {failure.error_id})" if failure.error_id else "")
-        await self._runs.fail_run(run.id, error=shown[:MAX_ERROR_CHARS], finished_at=now)
+        await self._recorder.fail(run.id, error=shown[:MAX_ERROR_CHARS], finished_at=now)
         summary = RunSummary(
             run_id=run.id,
             monitor_id=monitor.id,

@@ -148,7 +148,7 @@ class MonitorScheduler:
     async def fire(self, monitor_id: int) -> RunSummary | None:
         """Run one monitor if it is due now (the thin wrapper over `MonitorService.run_due`); never raises."""
         try:
-            return await self._service.run_due(monitor_id)
+            return await self._service.runs.run_due(monitor_id)
         except Exception:  # the scheduler must keep going whatever one monitor does
             logger.exception("monitor %d: the scheduled run failed", monitor_id)
             return None

@@ -164,23 +164,6 @@ class MonitorSharing:
         logger.info("monitor %d handed over from chat %d to chat %d", monitor.id, monitor.owner_chat_id, to_chat.id)
         return record
 
-    async def tell_deleted(self, monitor: MonitorRecord, readers: Sequence[ChatRecord], *, by_chat_id: int) -> int:
-        """Tell the chats that received a monitor which was just deleted; returns how many were told."""
-        now = self._clock()
-        told = 0
-        for chat in readers:
-            if chat.id == by_chat_id or not chat.active:
-                continue
-            text = (
-                f"Monitor #{monitor.id} “{monitor.topic}” was deleted by the chat that owned it, so no more digests "
-                "will come from it. `/browse` lists the shared monitors; `/track` starts your own."
-            )
-            await queue_notice(self._database, chat_id=chat.id, text=text, monitor_id=monitor.id, now=now)
-            told += 1
-        if told and self._on_queued is not None:
-            self._on_queued()
-        return told
-
     # ---- the subscriber's side ----------------------------------------------------------------------------
 
     async def browse(self, chat_id: int, *, words: str = "") -> list[SharedMonitor]:

@@ -72,7 +72,7 @@ async def _search_history(context: ToolContext, command: SearchHistory) -> str:
     since, until = command.since, command.until
     if since and until and until < since:
         raise ModelRetry("`until` is before `since`; swap them.")
-    records = await context.services.chats.items.search(
+    records = await context.services.items.search(
         words,
         since=_local_midnight(since, context.timezone) if since else None,
         until=_local_midnight(until + timedelta(days=1), context.timezone) if until else None,
@@ -114,7 +114,7 @@ async def _timeline(context: ToolContext, command: TimelineArguments) -> Timelin
     until = context.now
     since = until - timedelta(days=window)
     zone = ZoneInfo(context.timezone)
-    repository = context.services.chats.items
+    repository = context.services.items
     counts = await repository.count_by_day(words, since=since, until=until, tz=zone, chat_id=context.chat_id)
     chart = False
     if counts:

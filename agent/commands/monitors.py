@@ -425,7 +425,7 @@ async def digest(services: Services, turn: Turn, command: DigestCommand) -> list
     async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
         await relay.announce(f"running monitor #{view.id} “{view.topic}”…")
         try:
-            summary = await services.monitors.run_now(
+            summary = await services.monitors.runs.run_now(
                 command.monitor_id, turn.chat.id, is_admin=turn.is_admin, progress=relay, use_models=use_models
             )
         except MonitorNotFoundError as error:  # deleted meanwhile
@@ -719,7 +719,7 @@ async def _run_for_model(context: ToolContext, command: DigestCommand) -> str:
     view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
     await context.say(f"Running monitor #{view.id} “{view.topic}”…")
     async with ProgressRelay(turn.progress, prefixed(f"#{view.id} · ")) as relay:
-        summary = await monitors.run_now(view.id, context.chat_id, is_admin=turn.is_admin, progress=relay)
+        summary = await monitors.runs.run_now(view.id, context.chat_id, is_admin=turn.is_admin, progress=relay)
         relay.final_text = f"Monitor #{view.id} finished: {summary.status}."
     if summary.status == "failed":
         return f"The run of monitor #{view.id} failed: {summary.error or 'unknown error'}."

@@ -32,7 +32,7 @@ from agent.commands.progress import CollectionProgress, PipelineProgress, Progre
 from agent.context import Services, Turn
 from agent.messages import Attachment, Reply
 from agent.untrusted import untrusted_block
-from monitors import MonitorNotFoundError, split_source_specs, store_collection
+from monitors import MonitorNotFoundError, split_source_specs
 from research import (
     RankedItem,
     escape_markdown,
@@ -139,7 +139,7 @@ async def search(services: Services, turn: Turn, command: SearchCommand) -> list
     async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
         await relay.announce(f"searching for “{command.query}”…")
         try:
-            summary = await services.monitors.search_now(
+            summary = await services.monitors.runs.search_now(
                 turn.chat.id, command.query, progress=relay, use_models=use_models
             )
         except ValueError as error:
@@ -172,8 +172,8 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
         )
         report = result.report
         relay.final_text = f"done: {count(report.total_unique, 'unique item')}"
-    await store_collection(
-        services.database, chat_id=turn.chat.id, request=command.request, job=result, now=services.clock()
+    await services.items.store_collection(
+        chat_id=turn.chat.id, request=command.request, job=result, now=services.clock()
     )
     line = (
         f"Collected {count(report.total_unique, 'unique item')} for “{escape_markdown(command.request)}” "
@@ -200,7 +200,7 @@ async def export(services: Services, turn: Turn, command: ExportCommand) -> list
         return refuse(str(error))
     days = command.days
     now = services.clock()
-    rows = await services.chats.items.for_monitor(view.id, since=now - timedelta(days=days))
+    rows = await services.items.for_monitor(view.id, since=now - timedelta(days=days))
     window = f"the last {count(days, 'day')}"
     if not rows:
         return [Reply(text=f"Monitor #{view.id} “{escape_markdown(view.topic)}” collected nothing in {window}.")]
@@ -372,7 +372,7 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
         return f"The collection ran but its files could not be written: {error.strerror or error}."
     report = job.report
     services = context.services
-    await store_collection(services.database, chat_id=context.chat_id, request=text, job=job, now=services.clock())
+    await services.items.store_collection(chat_id=context.chat_id, request=text, job=job, now=services.clock())
     caption = f"{report.total_unique} items about {text[:200]}"
     context.attach(Attachment(path=job.paths.csv, filename=job.paths.csv.name, caption=caption))
     per_source = ", ".join(f"{name} {tally.new}" for name, tally in report.per_source.items() if tally.new)
@@ -391,7 +391,7 @@ async def _export_items(context: ToolContext, command: ExportCommand) -> str:
     monitors = context.services.monitors
     view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
     window = min(max(command.days, 1), TOOL_DAYS_LIMIT)
-    scored = await context.services.chats.items.for_monitor(view.id, since=now - timedelta(days=window))
+    scored = await context.services.items.for_monitor(view.id, since=now - timedelta(days=window))
     if not scored:
         return f"Monitor #{view.id} “{view.topic}” collected nothing in the last {window} days, so there is no CSV."
     # The same file as /export writes: one layout, one name (`deepseek-20261122-0830-m1-last-30d.csv`).

@@ -13,7 +13,7 @@ from agent.chat.agent import ChatAgent
 from agent.chat.llm import RetryPolicy
 from agent.context import ConversationSettings, Services, Turn
 from agent.messages import Incoming, ProgressUpdate, Reply
-from monitors import ChatService, MonitorService, MonitorSettings
+from monitors import ChatService, ItemService, MonitorService, MonitorSettings
 from research import ModelSet
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
 from sources.web import WebResults, WebSearchRequest, WebSearchSource
@@ -94,8 +94,8 @@ class ChatWorld:
         base = replace(self.settings, **settings)
         no_wait = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, sleep=_no_sleep)
         return Services(
-            database=self.database,
             chats=ChatService(self.database),
+            items=ItemService(self.database),
             monitors=self.monitors,
             resolve_sources=self.resolve,
             http=self.http,

@@ -43,7 +43,7 @@ async def test_build_services_maps_every_conversation_setting(tmp_path: Path) ->
         )
         assert services.settings.llm_unavailable_reason is not None
         assert "GEMINI_API_KEY" in services.settings.llm_unavailable_reason
-        assert services.database is database and services.monitors is stack.service
+        assert not hasattr(services, "database") and services.monitors is stack.service  # storage behind services
         assert services.http is stack.catalog.client  # one polite client for sources and the chat's reads
         assert services.models is stack.models
         assert services.models.light is None and services.models.heavy is None

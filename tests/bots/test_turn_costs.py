@@ -24,7 +24,7 @@ from agent.context import ConversationSettings, Services
 from agent.conversation import Conversation
 from agent.messages import Incoming, Reply
 from bots.dispatcher import Dispatcher
-from monitors import ChatService
+from monitors import ChatService, ItemService
 from research import ModelSet
 from storage import Database
 from storage.repositories import ChatRepository, TurnRepository, UsageRepository
@@ -97,8 +97,8 @@ def dispatcher(database: Database, model: ScriptedModel, tmp_path: Path, *, memo
         raise ValueError("no sources here")
 
     services = Services(
-        database=database,
         chats=ChatService(database),
+        items=ItemService(database),
         monitors=monitor_service(database, no_sources, tmp_path),
         resolve_sources=no_sources,
         http=None,  # type: ignore[arg-type]  # no tool reaches the web in these turns

@@ -17,7 +17,7 @@ from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
 from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
-from monitors import ChatService, DeliveryWorker, DestinationSenders, MonitorService, MonitorSettings
+from monitors import ChatService, DeliveryWorker, DestinationSenders, ItemService, MonitorService, MonitorSettings
 from research import ModelSet, RetryPolicy
 from sources.base import Source
 from sources.config import SourcesConfig
@@ -237,8 +237,8 @@ async def open_world(
         public_url=public_url,
     )
     services = Services(
-        database=database,
         chats=ChatService(database),
+        items=ItemService(database),
         monitors=monitors,
         resolve_sources=resolve,
         http=client,

@@ -121,10 +121,10 @@ async def test_collect_attaches_the_csv_and_metadata(world: RouterWorld) -> None
     assert any(update.text.startswith("attempt 1 of 10: ") for update in said.progress), said.progress
     assert said.progress[-1].done and said.progress[-1].text == f"done: {report['total_unique']} unique items"
     # the items are Lookout's memory now: this chat's history finds them, another chat's does not
-    kept = await ItemRepository(world.services.database).search("", chat_id=chat.id, limit=1000)
+    kept = await ItemRepository(world.database).search("", chat_id=chat.id, limit=1000)
     assert {item.url for item in kept} == {row["url"] for row in rows}
-    other = await ChatRepository(world.services.database).get_or_create("telegram", "elsewhere")
-    assert await ItemRepository(world.services.database).search("", chat_id=other.id) == []
+    other = await ChatRepository(world.database).get_or_create("telegram", "elsewhere")
+    assert await ItemRepository(world.database).search("", chat_id=other.id) == []
     assert await world.deliver() == []  # stored, not sent
 
 
