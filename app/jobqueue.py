@@ -315,6 +315,7 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
         deferred = await _defer_due_runs(app, due)
         if due:
             logger.info("tick: %d monitor(s) due, %d run job(s) deferred", len(due), deferred)
+        await duties.service.check_pending_alerts()  # alerts a stopped worker left unchecked
         if datetime.fromtimestamp(timestamp, UTC).minute == 0:  # hourly housekeeping
             await app.job_manager.delete_old_jobs(nb_hours=PRUNE_FINISHED_AFTER_HOURS, include_failed=False)
             abandoned = await runs.fail_abandoned(

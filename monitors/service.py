@@ -431,6 +431,11 @@ class MonitorService:
             return None
         return await self._runner.execute(monitor, run, schedule=schedule, cancel_leaves_running=left_running != "skip")
 
+    async def check_pending_alerts(self) -> int:
+        """The alerts' recovery pass (`MonitorRunner.check_pending_alerts`): stored runs whose alerts a stopped
+        process left unchecked are checked now; the number of notices queued."""
+        return await self._runner.check_pending_alerts()
+
     async def run_now(
         self,
         monitor_id: int,

@@ -215,6 +215,9 @@ class RunOutcome:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    alert_stories: list[JSONObject] = field(default_factory=list)
+    """The run's stories its monitor's alerts are still to check (`{"key", "items", "earlier"}`): stored with the
+    run as one pending check, so the check happens even when the process stops right after the run is stored."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -367,3 +370,13 @@ class AlertRecord:
     created_at: datetime
     fired: int = 0
     """Stories it fired for so far."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingAlertCheckRecord:
+    """A stored run whose alerts are still to be checked (see `RunOutcome.alert_stories`)."""
+
+    run_id: int
+    monitor_id: int
+    stories: list[JSONObject]
+    created_at: datetime

@@ -4,10 +4,13 @@ too few outlets and a model that says no or answers garbage push nothing."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from pydantic_ai import models
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import Model
@@ -65,7 +68,9 @@ def unrelated_story(at: datetime, key: str = "u1") -> list[Item]:
     return [report("hn", key, f"DeepSeek founder speaks at a Hangzhou conference {key}", site="scmp.com", at=at)]
 
 
-def world_service(world: World, news: News, *, light: Model | None = None) -> MonitorService:
+def world_service(
+    world: World, news: News, *, light: Model | None = None, on_queued: Callable[[], None] | None = None
+) -> MonitorService:
     world.sources = {"hn": news.source("hn"), "news": news.source("news")}
     return MonitorService(
         world.database,
@@ -76,6 +81,7 @@ def world_service(world: World, news: News, *, light: Model | None = None) -> Mo
         settings=MonitorSettings(min_interval_seconds=900),
         clock=world.clock,
         pipeline=run_pipeline,
+        on_deliveries_queued=on_queued,
     )
 
 
@@ -159,6 +165,70 @@ async def test_without_a_model_the_words_and_the_count_of_outlets_decide(world: 
     texts = await alert_texts(world)
 
     assert len(texts) == 1 and "3 outlets report it" in texts[0]
+
+
+async def test_a_count_of_outlets_fires_when_a_later_run_brings_the_story_to_it(world: World) -> None:
+    """Two outlets report a recall one day (delivered in the digest, no alert), a third the next day: the story's
+    earlier reports count, so the alert fires then, once; a fourth outlet the day after fires nothing more."""
+    title = "Peanut butter recall widens over salmonella"
+    news = News({"news": recall_story(T0, ["a.com", "b.com"], title)})
+    service = world_service(world, news)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "recalls", sources="news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="recalls", condition="3 or more outlets "
+                                "report a recall")  # fmt: skip
+
+    await service.run_monitor(monitor.id, T0)
+    assert await alert_texts(world) == []
+
+    world.clock.advance(days=1)
+    news.by_source = {"news": [report("news", "c", title, site="c.com", at=T0 + DAY)]}
+    await service.run_monitor(monitor.id, T0 + DAY)
+    texts = await alert_texts(world)
+
+    assert len(texts) == 1 and "3 outlets report it" in texts[0]
+    assert "https://c.com/c" in texts[0]
+
+    world.clock.advance(days=1)
+    news.by_source = {"news": [report("news", "d", title, site="d.com", at=T0 + 2 * DAY)]}
+    await service.run_monitor(monitor.id, T0 + 2 * DAY)
+    assert await alert_texts(world) == texts
+
+
+async def test_a_process_stopped_between_storing_a_run_and_checking_its_alerts_leaves_them_to_the_recovery_pass(
+    world: World,
+) -> None:
+    """In-process stand-in for a crash: the run's task is cancelled right after its transaction commits (the outbox
+    callback), before its alerts are checked. A restarted service's recovery pass checks them once the grace is past
+    and tells the story once, even when two processes recover the same run at the same time."""
+
+    def stop_here() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+
+    news = News({"news": release_story(T0)})
+    stopping = world_service(world, news, on_queued=stop_here)
+    chat = world.chats[0]
+    monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
+    await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+
+    with pytest.raises(asyncio.CancelledError):
+        await stopping.run_monitor(monitor.id, T0)
+
+    assert await alert_texts(world) == []
+    assert len(world.sender.sent) == 1  # the run was stored: its digest went out
+    restarted, another = world_service(world, news), world_service(world, news)
+    assert await restarted.check_pending_alerts() == 0  # within the grace the first process may still be checking
+
+    world.clock.advance(minutes=11)
+    queued = await asyncio.gather(restarted.check_pending_alerts(), another.check_pending_alerts())
+    texts = await alert_texts(world)
+
+    assert sum(queued) == 1 and len(texts) == 1
+    assert "[DeepSeek releases V4 model with open weights](https://reuters.com/r1)" in texts[0]
+    assert await restarted.check_pending_alerts() == 0
+    assert await alert_texts(world) == texts
 
 
 async def test_an_alert_stops_when_its_chat_stops_receiving_the_monitor_or_removes_it(world: World) -> None:
