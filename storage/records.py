@@ -179,6 +179,8 @@ class MonitorListing:
     """The stats of its most recent run (None before the first)."""
     reader_rules: JSONObject | None = None
     """The listing chat's own rules on it (`research.ReaderRules` as JSON), None when it has set none."""
+    alerts: tuple[AlertRecord, ...] = ()
+    """The listing chat's own alerts on it, oldest first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,6 +5,7 @@ too few outlets and a model that says no or answers garbage push nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,11 +20,12 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from monitors import MonitorService, MonitorSettings
+from monitors.portability import create_imported, export_monitors, plan_import, read_monitor_file
 from research import MAX_QUESTIONS, ModelLimits, ModelSet
 from research.alerts import ALERT_INSTRUCTIONS, parse_condition
 from research.pipeline import run_pipeline
 from sources import Engagement, Item
-from storage.repositories import AlertRepository, RunRepository
+from storage.repositories import AlertRepository, ChatRepository, RunRepository
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import ChatRequest, FakeOpenAI, completion
 from tests.kit import Answer, ScriptedModel
@@ -370,3 +372,46 @@ async def test_through_a_real_openai_client_against_a_local_server(world: World,
     assert len(questions) == 1
     assert questions[0].max_tokens == 200  # the verdict's own output limit
     assert len(texts) == 1 and "Released." in texts[0] and "(https://reuters.com/r1)" in texts[0]
+
+
+# ---- shown and carried -------------------------------------------------------------------------------------------
+
+
+async def test_alerts_are_shown_in_the_listing_and_exported_and_imported_with_their_monitor(world: World) -> None:
+    service = world_service(world, News())
+    owner, other = world.chats[0], world.chats[1]
+    deepseek = await service.create_monitor(owner.id, "DeepSeek", sources="news")
+    quiet = await service.create_monitor(owner.id, "Mistral", sources="news")
+    alert = await service.alerts.create(owner.id, monitor_id=deepseek.id, topic="DeepSeek", condition="it releases "
+                                        "a new model")  # fmt: skip
+    # another chat's alert on a monitor it receives is its own: never listed or exported for the owner
+    await service.subscribe(other.id, deepseek.id)
+    theirs = await service.alerts.create(other.id, monitor_id=deepseek.id, topic="DeepSeek", condition="a price cut")
+
+    views = {view.id: view for view in await service.list_monitors(owner.id, chat=owner)}
+    assert views[deepseek.id].alerts == (f"#{alert.id} when it releases a new model",)
+    assert views[quiet.id].alerts == ()
+    summary = views[deepseek.id].summary()
+    assert "\nalert \\#1 when it releases a new model" in summary and "price cut" not in summary  # markdown
+    seen_by_other = await service.get_monitor(deepseek.id, chat_id=other.id)
+    assert seen_by_other.alerts == (f"#{theirs.id} when a price cut",)
+
+    exported = await export_monitors(service, owner, now=T0)
+    entries = json.loads(exported.json)["monitors"]
+    assert entries[0]["alerts"] == [{"topic": "DeepSeek", "condition": "it releases a new model"}]
+    assert "alerts" not in entries[1]  # files stay as they were for monitors without alerts
+
+    target = await ChatRepository(world.database).get_or_create("slack", "C0IMPORT", title="#import")
+    plan = await plan_import(service, target, read_monitor_file(exported.json))
+    assert "“DeepSeek” — " in plan.describe() and " · 1 alert" in plan.describe()
+    result = await create_imported(service, target.id, plan.entries)
+
+    assert result.failed == [] and len(result.created) == 2
+    [imported] = await service.alerts.list(target.id)
+    assert (imported.monitor_id, imported.topic, imported.condition) == (
+        result.created[0][0],
+        "DeepSeek",
+        "it releases a new model",
+    )
+    again = json.loads((await export_monitors(service, target, now=T0)).json)["monitors"]
+    assert again == entries
