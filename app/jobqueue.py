@@ -315,7 +315,6 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
         deferred = await _defer_due_runs(app, due)
         if due:
             logger.info("tick: %d monitor(s) due, %d run job(s) deferred", len(due), deferred)
-        await duties.service.check_pending_alerts()  # alerts a stopped worker left unchecked
         if datetime.fromtimestamp(timestamp, UTC).minute == 0:  # hourly housekeeping
             await app.job_manager.delete_old_jobs(nb_hours=PRUNE_FINISHED_AFTER_HOURS, include_failed=False)
             abandoned = await runs.fail_abandoned(
@@ -323,6 +322,10 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
             )
             if abandoned:
                 logger.warning("tick: marked %d run(s) left running for hours as failed", abandoned)
+        try:
+            await duties.service.check_pending_alerts()  # alerts a stopped worker left unchecked
+        except Exception:  # the tick has deferred what is due; the next one tries again
+            logger.exception("tick: checking the pending alerts failed")
         return deferred
 
     @app.periodic(cron="* * * * *", periodic_id="briefings", priority=PROMPT)

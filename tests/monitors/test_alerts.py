@@ -21,6 +21,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from monitors import MonitorService, MonitorSettings
 from monitors.portability import create_imported, export_monitors, plan_import, read_monitor_file
+from monitors.scheduler import MonitorScheduler
 from research import MAX_QUESTIONS, ModelLimits, ModelSet
 from research.alerts import ALERT_INSTRUCTIONS, parse_condition
 from research.pipeline import run_pipeline
@@ -28,7 +29,7 @@ from sources import Engagement, Item
 from storage.repositories import AlertRepository, ChatRepository, RunRepository
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import ChatRequest, FakeOpenAI, completion
-from tests.kit import Answer, ScriptedModel
+from tests.kit import Answer, ScriptedModel, eventually_async
 from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import resolver
 from tests.research.fake_sources import RecordingSource
@@ -231,6 +232,38 @@ async def test_a_process_stopped_between_storing_a_run_and_checking_its_alerts_l
     assert "[DeepSeek releases V4 model with open weights](https://reuters.com/r1)" in texts[0]
     assert await restarted.check_pending_alerts() == 0
     assert await alert_texts(world) == texts
+
+
+async def test_the_schedulers_tick_runs_the_recovery_pass(world: World) -> None:
+    """A pending check left by a stopped process is found by the next process's scheduler as it starts ticking."""
+
+    def stop_here() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+
+    news = News({"news": release_story(T0)})
+    stopping = world_service(world, news, on_queued=stop_here)
+    chat = world.chats[0]
+    monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
+    await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+    with pytest.raises(asyncio.CancelledError):
+        await stopping.run_monitor(monitor.id, T0)
+    world.clock.advance(minutes=11)
+    pending = AlertRepository(world.database)
+    assert len(await pending.pending_checks(created_before=world.clock())) == 1
+
+    scheduler = MonitorScheduler(world_service(world, news), world.database, clock=world.clock)
+    await scheduler.start()
+    try:
+        await eventually_async(lambda: _no_pending(pending, world.clock()), what="the scheduler's recovery pass")
+    finally:
+        await scheduler.stop()
+    assert len(await alert_texts(world)) == 1
+
+
+async def _no_pending(pending: AlertRepository, now: datetime) -> bool:
+    return not await pending.pending_checks(created_before=now)
 
 
 async def test_an_alert_stops_when_its_chat_stops_receiving_the_monitor_or_removes_it(world: World) -> None:

@@ -4,6 +4,8 @@ written once per (alert, story key) together with its notice and outbox row."""
 
 from __future__ import annotations
 
+import pytest
+
 from storage import ChatRecord, Database
 from storage.repositories import (
     AlertRepository,
@@ -60,10 +62,8 @@ async def test_a_runs_pending_alert_check_is_written_with_the_run_and_gone_once_
 
     await deliveries.complete_run(run.id, outcome=outcome)
     # a second completion fails as a whole: nothing of it is written, the first pending check stays the only one
-    try:
+    with pytest.raises(RunNotOpenError):
         await deliveries.complete_run(run.id, outcome=outcome)
-    except RunNotOpenError:
-        pass
     quiet = await runs.open_run(monitor.id, T0 + timedelta(hours=1), now=T0)
     assert quiet is not None
     await deliveries.complete_run(quiet.id, outcome=RunOutcome(finished_at=T0))  # no stories: nothing pending
