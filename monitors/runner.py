@@ -42,6 +42,7 @@ from storage import (
     ItemRecord,
     ItemScore,
     MonitorRecord,
+    PendingAlertCheckRecord,
     RunOutcome,
     RunRecord,
     RunStatus,
@@ -233,6 +234,16 @@ class MonitorRunner:
             await self._alerts(monitor, run.id, stories, use_models=use_models)
         return summary
 
+    async def _check_left(self, monitor: MonitorRecord, pending: PendingAlertCheckRecord, *, now: datetime) -> int:
+        """Check one pending check's stories (their items read back from storage), then delete it."""
+        ids = {item_id for entry in pending.stories for key in ("items", "earlier") for item_id in entry.get(key, ())}
+        records = await self._items.get_many(sorted(ids))
+        items = {item.id: item for item in map(item_of_record, records) if item is not None}
+        stories = stories_of_check(pending.stories, items)
+        queued = await check_alerts(self._database, monitor=monitor, stories=stories, model=self._light, now=now)
+        await self._alerts_repository.checked(pending.run_id)
+        return queued
+
     async def _alert_stories(self, monitor: MonitorRecord, result: PipelineResult) -> list[AlertStory]:
         """The run's stories its monitor's alerts will check (none when no chat has an alert on it, so no pending
         check is stored); never raises: the run is stored whatever happens here."""
@@ -275,15 +286,12 @@ class MonitorRunner:
                 logger.warning("run %d: its alerts' check is dropped (too old, or its monitor gone)", pending.run_id)
                 await self._alerts_repository.checked(pending.run_id)
                 continue
-            ids = {
-                item_id for entry in pending.stories for key in ("items", "earlier") for item_id in entry.get(key, ())
-            }
-            records = await self._items.get_many(sorted(ids))
-            items = {item.id: item for item in map(item_of_record, records) if item is not None}
-            stories = stories_of_check(pending.stories, items)
             logger.warning("run %d of monitor %d: checking its alerts, left pending", pending.run_id, monitor.id)
-            queued += await check_alerts(self._database, monitor=monitor, stories=stories, model=self._light, now=now)
-            await self._alerts_repository.checked(pending.run_id)
+            try:
+                queued += await self._check_left(monitor, pending, now=now)
+            except Exception:  # one check that cannot be made holds no other back; it is tried again next pass
+                logger.exception("run %d: its pending alerts could not be checked [error id %s]", pending.run_id,
+                                 new_error_id())  # fmt: skip
         if queued and self._on_queued is not None:
             self._on_queued()
         return queued
