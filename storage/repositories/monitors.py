@@ -221,15 +221,17 @@ class MonitorRepository(Repository):
 
     async def listing(self, chat_id: int, *, all_chats: bool = False) -> list[MonitorListing]:
         """What `/monitors` shows the chat, oldest first: its monitors (owned or subscribed to; every monitor with
-        `all_chats`), each with the chat's own subscription, its receivers and its latest run's stats. One
-        statement (`Database.read_alone`), however many monitors there are."""
+        `all_chats`), each with the chat's own subscription, its receivers, its latest run's stats, its rules and
+        its alerts. One statement (`Database.read_alone`), however many monitors there are, and a second one only
+        when the chat has alerts on some of them."""
         statement = _LISTING_ALL if all_chats else _LISTING_FOR_CHAT
         rows = await self._db.read_alone(statement, {"chat": chat_id})
         return await self._with_alerts([_to_listing(row, chat_id) for row in rows], rows, chat_id)
 
     async def listing_of(self, monitor_id: int, chat_id: int) -> MonitorListing | None:
         """One monitor as `listing` shows it to the chat, whether or not the chat owns it or subscribes (None: no
-        such monitor). The same statement as `listing`, narrowed to the monitor: one read."""
+        such monitor). The same statement as `listing`, narrowed to the monitor: one read (two when the chat has
+        alerts on it)."""
         rows = await self._db.read_alone(_LISTING_ONE, {"chat": chat_id, "monitor": monitor_id})
         return (await self._with_alerts([_to_listing(rows[0], chat_id)], rows, chat_id))[0] if rows else None
 
