@@ -26,6 +26,7 @@ from research import MAX_QUESTIONS, ModelLimits, ModelSet
 from research.alerts import ALERT_INSTRUCTIONS, parse_condition
 from research.pipeline import run_pipeline
 from sources import Engagement, Item
+from storage.models import PendingAlertCheck
 from storage.repositories import AlertRepository, ChatRepository, RunRepository
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import ChatRequest, FakeOpenAI, completion
@@ -232,6 +233,30 @@ async def test_a_process_stopped_between_storing_a_run_and_checking_its_alerts_l
     assert "[DeepSeek releases V4 model with open weights](https://reuters.com/r1)" in texts[0]
     assert await restarted.check_pending_alerts() == 0
     assert await alert_texts(world) == texts
+
+
+async def test_a_check_made_again_after_its_alert_fired_tells_nothing_more(world: World) -> None:
+    """A process that fired the alert and stopped before deleting its pending check: the recovery pass checks the
+    run again and finds the story told."""
+    news = News({"news": release_story(T0)})
+    service = world_service(world, news)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+    summary = await service.run_monitor(monitor.id, T0)
+    assert summary is not None and summary.run_id is not None
+    texts = await alert_texts(world)
+    repository = AlertRepository(world.database)
+    assert len(texts) == 1 and await repository.pending_checks(created_before=T0 + DAY) == []  # checked and gone
+
+    story = {"key": "news:r1", "items": ["news:r1", "news:r2"], "earlier": [], "grown": False}
+    async with world.database.transaction() as session:  # as the stopped process left it
+        session.add(PendingAlertCheck(run_id=summary.run_id, monitor_id=monitor.id, stories=[story], created_at=T0))
+    world.clock.advance(minutes=11)
+
+    assert await service.check_pending_alerts() == 0
+    assert await alert_texts(world) == texts
+    assert await repository.pending_checks(created_before=T0 + DAY) == []
 
 
 async def test_the_schedulers_tick_runs_the_recovery_pass(world: World) -> None:
