@@ -322,6 +322,10 @@ def _register_tasks(app: App, duties: WorkerDuties, *, heartbeat: float) -> None
             )
             if abandoned:
                 logger.warning("tick: marked %d run(s) left running for hours as failed", abandoned)
+        try:
+            await duties.service.check_pending_alerts()  # alerts a stopped worker left unchecked
+        except Exception:  # the tick has deferred what is due; the next one tries again
+            logger.exception("tick: checking the pending alerts failed")
         return deferred
 
     @app.periodic(cron="* * * * *", periodic_id="briefings", priority=PROMPT)

@@ -159,7 +159,7 @@ def main() -> None:
             started = time.perf_counter()
             found = digest_stories(digest, entries)
             decision = apply_rules(found, rules)
-            filter_digest(digest, decision.removed)
+            filter_digest(digest, decision.removed, decision.recounted)
             elapsed = (time.perf_counter() - started) * 1000
             stories = len(found)
             per_story.append(elapsed / max(stories, 1))

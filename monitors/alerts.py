@@ -2,17 +2,23 @@
 stories and pushed at once as a notice through the outbox (outside any briefing), once per (alert, story).
 
 A story is the same story across runs in two ways: novelty files a later report of a delivered story as an update or
-a repeat, never as new (`research.new_stories` keeps only new ones), and a story sharing an item with one an alert
-fired for is skipped even when the clustering drew it otherwise. The firing and its notice are one transaction
-under a unique (alert, story key), so a run taken over by another worker cannot tell a story twice.
+a repeat, never as new (only a condition counting outlets looks at such a grown story, with its earlier reports:
+`research.new_stories`), and a story sharing an item with one an alert fired for is skipped even when the clustering
+drew it otherwise. The firing and its notice are one transaction under a unique (alert, story key), so a run taken
+over by another worker cannot tell a story twice.
+
+Exactly once across a crash: a run whose monitor has alerts is stored with a pending check of its stories, in the
+run's own transaction; the runner checks them right after and then deletes the pending check. A process that stops
+in between leaves it, and the recovery pass (`MonitorRunner.check_pending_alerts`, on every scheduler or worker tick)
+checks it later; the unique firing makes a check made twice tell each story once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from pydantic_ai.models import Model
 
@@ -31,10 +37,18 @@ from research import (
     sum_usage,
     words_check,
 )
+from sources import Item
 from storage import AlertRecord, Database, MonitorRecord
 from storage.repositories import AlertRepository
 
-__all__ = ["MAX_ALERTS_PER_CHAT", "MAX_CONDITION_CHARS", "AlertService", "check_alerts"]
+__all__ = [
+    "MAX_ALERTS_PER_CHAT",
+    "MAX_CONDITION_CHARS",
+    "AlertService",
+    "alert_stories",
+    "check_alerts",
+    "stories_of_check",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -82,21 +96,42 @@ class AlertService:
         return await self._alerts.remove(alert_id, chat_id=chat_id)
 
 
+def alert_stories(result: PipelineResult) -> list[AlertStory]:
+    """The stories of a run its monitor's alerts check (`research.new_stories`: new ones, and delivered ones that grew,
+    with their earlier reports)."""
+    return new_stories(result.items, result.told_before)
+
+
+def stories_of_check(stored: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> list[AlertStory]:
+    """A pending check's stories again, from their stored item ids (`AlertStory.stored`) and the run's items; a story
+    none of whose reports of that run is still stored is left out."""
+    stories = []
+    for entry in stored:
+        reports = tuple(items[item_id] for item_id in entry.get("items", ()) if item_id in items)
+        if not reports:
+            continue
+        earlier = tuple(items[item_id] for item_id in entry.get("earlier", ()) if item_id in items)
+        stories.append(
+            AlertStory(key=str(entry.get("key") or reports[0].id), items=reports, earlier=earlier,
+                       grown=bool(entry.get("grown")))
+        )  # fmt: skip
+    return stories
+
+
 async def check_alerts(
     database: Database,
     *,
     monitor: MonitorRecord,
-    result: PipelineResult,
+    stories: Sequence[AlertStory],
     model: Model | None,
     now: datetime,
 ) -> int:
-    """Check the monitor's alerts against the run's new stories and queue a notice for each (alert, story) that
-    fires for the first time; the number queued. With a model, at most `MAX_QUESTIONS` candidates (the ones carrying
-    most of their condition's words first) are asked; the rest, and every candidate without a model, are decided
-    by the words and the count."""
+    """Check the monitor's alerts against the run's stories (`alert_stories`) and queue a notice for each (alert,
+    story) that fires for the first time; the number queued. With a model, at most `MAX_QUESTIONS` candidates (the
+    ones carrying most of their condition's words first) are asked; the rest, and every candidate without a model,
+    are decided by the words and the count. Checking the same stories again queues nothing twice."""
     repository = AlertRepository(database)
     alerts = await repository.receiving_alerts(monitor.id)
-    stories = new_stories(result.items)
     if not alerts or not stories:
         return 0
     fired_before = await repository.fired_items([alert.id for alert in alerts])
@@ -104,7 +139,7 @@ async def check_alerts(
     for alert in alerts:
         condition = parse_condition(alert.condition)
         for story in stories:
-            if fired_before[alert.id].intersection(item.id for item in story.items):
+            if fired_before[alert.id].intersection(item.id for item in story.reports):
                 continue  # the same story, drawn otherwise this time
             if story.candidate(condition):
                 candidates.append((story.share_of(condition), story.outlets, alert, story))
@@ -128,7 +163,7 @@ async def check_alerts(
         run_id = await repository.fire(
             alert,
             story_key=story.key,
-            item_ids=[item.id for item in story.items],
+            item_ids=[item.id for item in story.reports],
             text=text,
             stats={"kind": NOTICE_KIND, "monitor_id": monitor.id, "alert_id": alert.id, "alert_path": check.path},
             now=now,

@@ -407,7 +407,7 @@ def _digests_for_reader(
         entries = run_entries(stored.get(run.id, [])) if rules is not None else []
         decision = rules_view(digest, entries, rules)
         if decision is not None:
-            digest = filter_digest(digest, decision.removed)
+            digest = filter_digest(digest, decision.removed, decision.recounted)
             dropped += decision.stories_left_out
         digests.append(digest)
     return digests, dropped

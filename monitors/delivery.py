@@ -201,8 +201,11 @@ def build_message(
 
 
 def after_rules(digest: Digest, left_out: RulesDecision | None) -> Digest:
-    """The digest without what the reader's own rules took out (feedback then chooses among what is left)."""
-    return filter_digest(digest, left_out.removed) if left_out is not None and left_out.removed else digest
+    """The digest without what the reader's own rules took out, its stories' counts of reports the reader's own
+    (feedback then chooses among what is left)."""
+    if left_out is None or not (left_out.removed or left_out.recounted):
+        return digest
+    return filter_digest(digest, left_out.removed, left_out.recounted)
 
 
 def _monitor_digest(run: RunRecord, language: str | None) -> Digest | None:

@@ -24,18 +24,20 @@ from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from monitors.alerts import MAX_ALERTS_PER_CHAT, MAX_CONDITION_CHARS
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
 from research import ReaderRules
 from sources import SourceError, guard_xml
 from storage import ChatRecord, DeliveryMode, FeedbackMarkRecord, MonitorRecord
-from storage.repositories import FeedbackRepository, MonitorRepository, SubscriptionRepository
+from storage.repositories import AlertRepository, FeedbackRepository, MonitorRepository, SubscriptionRepository
 
 __all__ = [
     "EXPORT_FORMAT",
     "MAX_IMPORT_BYTES",
     "MAX_IMPORT_MONITORS",
     "MAX_SOURCES_PER_MONITOR",
+    "AlertEntry",
     "ExportedMonitors",
     "FeedbackEntry",
     "ImportPlan",
@@ -76,6 +78,15 @@ class FeedbackEntry(BaseModel):
     terms: dict[str, float] = Field(default_factory=dict, max_length=200)
 
 
+class AlertEntry(BaseModel):
+    """One of the exporting chat's alerts on a monitor (`/alert`): made again for the importing chat."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    topic: str = Field(min_length=1, max_length=500)
+    condition: str = Field(min_length=1, max_length=MAX_CONDITION_CHARS)
+
+
 class MonitorEntry(BaseModel):
     """One monitor in the JSON export: what `create_monitor` needs to make it again (no ids, no history)."""
 
@@ -105,6 +116,8 @@ class MonitorEntry(BaseModel):
     rules: ReaderRules | None = None
     """The owner chat's own rules on its digests (`/filter`); absent in exports made before rules existed. A
     pattern RE2 refuses makes the entry refused, with the reason."""
+    alerts: list[AlertEntry] = Field(default_factory=list, max_length=MAX_ALERTS_PER_CHAT)
+    """The owner chat's alerts on it (`/alert`); absent when it has none."""
 
     def label(self) -> str:
         return f"“{self.topic}”"
@@ -185,6 +198,8 @@ def _entry_line(entry: MonitorEntry) -> str:
     flags = "".join(f" · {flag}" for flag, on in named if on)
     if entry.rules is not None and not entry.rules.empty:
         flags += f" · your rules: {entry.rules.summary(80)}"
+    if entry.alerts:
+        flags += f" · {len(entry.alerts)} alert{'s' * (len(entry.alerts) != 1)}"
     return f"“{entry.topic}” — {schedule} · {sources}{flags}"
 
 
@@ -197,6 +212,7 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
     subscriptions = SubscriptionRepository(service.database)
     records = await MonitorRepository(service.database).list_owned(chat.id)
     marks = FeedbackRepository(service.database)
+    alerts = await AlertRepository(service.database).for_monitors([record.id for record in records], chat_id=chat.id)
     entries = []
     for record in records:
         subscription = await subscriptions.get(record.id, chat.id)
@@ -212,7 +228,8 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
             for m in (await marks.marks(record.id, chat.id))[-MAX_EXPORTED_MARKS:]
             if m.kind in ("more", "less", "fewer", "mute")
         ]
-        entries.append(entry.model_copy(update={"feedback": feedback}) if feedback else entry)
+        mine = [AlertEntry(topic=alert.topic, condition=alert.condition) for alert in alerts.get(record.id, ())]
+        entries.append(entry.model_copy(update={"feedback": feedback, "alerts": mine}))
     document = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -227,8 +244,9 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
 
 def _exported(entry: MonitorEntry) -> dict[str, Any]:
     """An entry as the JSON file holds it: its rules only when it has some, and only the ones set; its feedback marks
-    only when it has some (files stay as they were before either existed)."""
-    document = entry.model_dump(mode="json", exclude={"rules"} if entry.feedback else {"rules", "feedback"})
+    and its alerts only when it has some (files stay as they were before these existed)."""
+    empty = {name for name in ("feedback", "alerts") if not getattr(entry, name)}
+    document = entry.model_dump(mode="json", exclude={"rules", *empty})
     if entry.rules is not None and not entry.rules.empty:
         document["rules"] = entry.rules.stored()
     return document
@@ -483,6 +501,11 @@ async def create_imported(service: MonitorService, chat_id: int, entries: Sequen
             )  # fmt: skip
         if entry.rules is not None:
             await service.rules.replace(view.id, chat_id=chat_id, rules=entry.rules)
+        for alert in entry.alerts:
+            try:
+                await service.alerts.create(chat_id, monitor_id=view.id, topic=alert.topic, condition=alert.condition)
+            except ValueError as error:  # the chat has its most alerts already: the monitor stands without it
+                result.failed.append(Refused(label=f"alert “{alert.condition}” of {entry.label()}", reason=str(error)))
         result.created.append((view.id, view.topic))
     logger.info("chat %d imported %d monitor(s), %d failed", chat_id, len(result.created), len(result.failed))
     return result

@@ -14,13 +14,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 from pydantic_ai.models import Model
 
-from monitors.alerts import check_alerts
+from monitors.alerts import alert_stories, check_alerts, stories_of_check
 from monitors.error_ids import new_error_id
 from monitors.notices import NOTICE_KIND, queue_notice
 from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
+    AlertStory,
     Digest,
     LlmUsage,
     PipelineRequest,
@@ -41,12 +42,14 @@ from storage import (
     ItemRecord,
     ItemScore,
     MonitorRecord,
+    PendingAlertCheckRecord,
     RunOutcome,
     RunRecord,
     RunStatus,
     SourceFailureRecord,
 )
 from storage.repositories import (
+    AlertRepository,
     ChatRepository,
     ItemRepository,
     MonitorRepository,
@@ -62,6 +65,12 @@ _OLDEST = datetime.min.replace(tzinfo=UTC)
 SourceResolver = Callable[[Sequence[str]], list[Source]]
 """Turns source specs (`hn`, `rss:<url>`) into sources; raises ValueError for unknown or switched-off ones."""
 
+
+PENDING_ALERTS_GRACE: Final = timedelta(minutes=10)
+"""How long a run's alert check may stay pending before the recovery pass takes it: the runner checks right after
+storing the run (a few bounded model questions), so a check older than this was left by a process that stopped."""
+PENDING_ALERTS_KEPT: Final = timedelta(days=2)
+"""A pending check older than this is dropped unchecked: an alert meant to come at once is noise days later."""
 
 TRANSIENT_MONITOR_ID: Final = 0
 """The id of the stand-in monitor a one-off `/search` runs as (real monitors start at 1): nothing about it is
@@ -143,6 +152,7 @@ def _stored_run(
     asking_chat: ChatRecord | None,
     left_out: tuple[str, ...],
     now: datetime,
+    alert_stories: Sequence[AlertStory] = (),
 ) -> _StoredRun:
     transient = monitor.id == TRANSIENT_MONITOR_ID
     # Nothing new sends nothing, unless the monitor asks for a short note (`/quiet <id> off`); whoever asked
@@ -181,6 +191,7 @@ def _stored_run(
         input_tokens=result.usage.input_tokens,
         output_tokens=result.usage.output_tokens,
         cost=result.usage.cost_usd or 0.0,
+        alert_stories=[story.stored() for story in alert_stories],
     )
     return _StoredRun(
         outcome=outcome,
@@ -224,6 +235,7 @@ class MonitorRunner:
         self._recorder = recorder
         self._source_failures = SourceFailureRepository(database)
         self._subscriptions = SubscriptionRepository(database)
+        self._alerts_repository = AlertRepository(database)
 
     async def execute(
         self,
@@ -272,9 +284,16 @@ class MonitorRunner:
             result = replace(
                 result, digest=digest.model_copy(update={"failed_sources": [*digest.failed_sources, *left_out]})
             )
+        stories = await self._alert_stories(monitor, result) if counted else []
         try:
             summary = await self._store(
-                monitor, run, result, schedule=schedule, asking_chat=asking_chat, left_out=tuple(left_out)
+                monitor,
+                run,
+                result,
+                schedule=schedule,
+                asking_chat=asking_chat,
+                left_out=tuple(left_out),
+                alert_stories=stories,
             )
         except Exception as error:
             error_id = new_error_id()
@@ -282,26 +301,71 @@ class MonitorRunner:
             return await self._failed(
                 monitor, run, schedule, _Failure(error=f"{type(error).__name__}", error_id=error_id)
             )
-        if counted and not result.nothing_new:
-            await self._alerts(monitor, result, use_models=use_models)
+        if stories:
+            await self._alerts(monitor, run.id, stories, use_models=use_models)
         return summary
 
-    async def _alerts(self, monitor: MonitorRecord, result: PipelineResult, *, use_models: bool) -> None:
-        """The monitor's alerts on the stored run's new stories (see `monitors.alerts`); a failure is logged, the run
-        stands."""
+    async def _check_left(self, monitor: MonitorRecord, pending: PendingAlertCheckRecord, *, now: datetime) -> int:
+        """Check one pending check's stories (their items read back from storage), then delete it."""
+        ids = {item_id for entry in pending.stories for key in ("items", "earlier") for item_id in entry.get(key, ())}
+        records = await self._items.get_many(sorted(ids))
+        items = {item.id: item for item in map(item_of_record, records) if item is not None}
+        stories = stories_of_check(pending.stories, items)
+        queued = await check_alerts(self._database, monitor=monitor, stories=stories, model=self._light, now=now)
+        await self._alerts_repository.checked(pending.run_id)
+        return queued
+
+    async def _alert_stories(self, monitor: MonitorRecord, result: PipelineResult) -> list[AlertStory]:
+        """The run's stories its monitor's alerts will check (none when no chat has an alert on it, so no pending
+        check is stored); never raises: the run is stored whatever happens here."""
+        try:
+            stories = alert_stories(result)
+            return stories if stories and await self._alerts_repository.receiving_alerts(monitor.id) else []
+        except Exception:
+            logger.exception("monitor %d: the run's stories for alerts could not be read", monitor.id)
+            return []
+
+    async def _alerts(
+        self, monitor: MonitorRecord, run_id: int, stories: Sequence[AlertStory], *, use_models: bool
+    ) -> None:
+        """The monitor's alerts on the stored run's stories (see `monitors.alerts`), then its pending check goes; a
+        failure is logged and leaves the pending check for the recovery pass, the run stands."""
         try:
             queued = await check_alerts(
                 self._database,
                 monitor=monitor,
-                result=result,
+                stories=stories,
                 model=self._light if use_models else None,
                 now=self._clock(),
             )
+            await self._alerts_repository.checked(run_id)
         except Exception:  # an alert's failure must not fail the run that was stored
             logger.exception("monitor %d: alerts could not be checked [error id %s]", monitor.id, new_error_id())
             return
         if queued and self._on_queued is not None:
             self._on_queued()
+
+    async def check_pending_alerts(self, *, grace: timedelta = PENDING_ALERTS_GRACE) -> int:
+        """The recovery pass: check the alerts of every stored run whose check was left pending for over `grace` (its
+        process stopped between storing the run and checking them), once each; the number of notices queued. A
+        check older than `PENDING_ALERTS_KEPT` is dropped unchecked (an "at once" alert that late is noise)."""
+        now = self._clock()
+        queued = 0
+        for pending in await self._alerts_repository.pending_checks(created_before=now - grace):
+            monitor = await self._monitors.get(pending.monitor_id)
+            if monitor is None or pending.created_at < now - PENDING_ALERTS_KEPT:
+                logger.warning("run %d: its alerts' check is dropped (too old, or its monitor gone)", pending.run_id)
+                await self._alerts_repository.checked(pending.run_id)
+                continue
+            logger.warning("run %d of monitor %d: checking its alerts, left pending", pending.run_id, monitor.id)
+            try:
+                queued += await self._check_left(monitor, pending, now=now)
+            except Exception:  # one check that cannot be made holds no other back; it is tried again next pass
+                logger.exception("run %d: its pending alerts could not be checked [error id %s]", pending.run_id,
+                                 new_error_id())  # fmt: skip
+        if queued and self._on_queued is not None:
+            self._on_queued()
+        return queued
 
     async def _run_pipeline(
         self,
@@ -382,10 +446,13 @@ class MonitorRunner:
         schedule: Schedule | None,
         asking_chat: ChatRecord | None,
         left_out: tuple[str, ...] = (),
+        alert_stories: Sequence[AlertStory] = (),
     ) -> RunSummary:
         now = self._clock()
         transient = monitor.id == TRANSIENT_MONITOR_ID
-        stored = _stored_run(monitor, run, result, asking_chat=asking_chat, left_out=left_out, now=now)
+        stored = _stored_run(
+            monitor, run, result, asking_chat=asking_chat, left_out=left_out, now=now, alert_stories=alert_stories
+        )
         rows = await self._recorder.complete(
             run.id,
             stored.outcome,

@@ -2,7 +2,8 @@
 
 The database is the only schedule. A tick asks it which monitors are due (`due_monitor_ids`, the one definition
 the job queue's tick uses too) and runs each one that this process is not running already; briefings are
-looked for once a minute. Between ticks the scheduler sleeps until the earliest `next_run_at`, but never longer
+looked for once a minute, and so are alert checks a stopped process left pending. Between ticks the scheduler
+sleeps until the earliest `next_run_at`, but never longer
 than its poll: a few seconds on SQLite, where it cannot be told of changes, a minute on PostgreSQL, where any
 process that changes a monitor NOTIFYs and the scheduler wakes at once (`storage.ScheduleChanges`). A change in
 this process wakes it directly. So a monitor added by `lookout monitors add`, a chat or another process is seen
@@ -161,6 +162,14 @@ class MonitorScheduler:
             logger.exception("sending the due briefings failed")
             return 0
 
+    async def check_pending_alerts(self) -> int:
+        """Check the alerts a stopped process left pending (`MonitorService.check_pending_alerts`); never raises."""
+        try:
+            return await self._service.check_pending_alerts()
+        except Exception:  # the scheduler must keep going whatever happens here
+            logger.exception("checking the pending alerts failed")
+            return 0
+
     async def _run(self, monitor_id: int) -> RunSummary | None:
         async with self._slots:
             return await self.fire(monitor_id)
@@ -175,6 +184,7 @@ class MonitorScheduler:
                 if self._briefings_checked is None or loop.time() - self._briefings_checked >= BRIEFING_CHECK_SECONDS:
                     self._briefings_checked = loop.time()
                     await self.send_briefings()
+                    await self.check_pending_alerts()
                 sleep = await self._until_next_due(sleep)
             except Exception:  # a database hiccup must not end scheduling for good
                 logger.exception("the scheduler's tick failed; trying again in %.0f s", sleep)

@@ -108,6 +108,11 @@ class MonitorService(MonitorCatalogue):
         """`MonitorRuns.run_monitor`."""
         return await self.runs.run_monitor(monitor_id, scheduled_for, left_running=left_running)
 
+    async def check_pending_alerts(self) -> int:
+        """The alerts' recovery pass (`MonitorRunner.check_pending_alerts`): stored runs whose alerts a stopped
+        process left unchecked are checked now; the number of notices queued."""
+        return await self._runner.check_pending_alerts()
+
     async def run_now(
         self,
         monitor_id: int,

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from research import escape_markdown
-from storage import ChatRecord, DeliveryMode, MonitorListing, MonitorRecord, SubscriptionRecord
+from storage import AlertRecord, ChatRecord, DeliveryMode, MonitorListing, MonitorRecord, SubscriptionRecord
 
 if TYPE_CHECKING:  # the digest's module loads the model library: imported where a digest is drawn
     from research import Digest
@@ -97,6 +97,8 @@ class MonitorView:
     """The chat it is seen from gets it in its briefing rather than one message per run."""
     rules: str = ""
     """The chat it is seen from's own rules on it, in one short line (`include ai · max 5`); "" when it has none."""
+    alerts: tuple[str, ...] = ()
+    """The chat it is seen from's own alerts on it, one short line each (`#3 when it releases a new model`)."""
 
     def summary(self, *, owner: str | None = None) -> str:
         """One markdown paragraph for `/monitors` and for the reply to `/track`; `owner` names the owner chat
@@ -108,10 +110,11 @@ class MonitorView:
         quiet += f" · owner {escape_markdown(owner)}" if owner else ""
         last_run = f" ({self.last_run:%Y-%m-%d %H:%M %Z})" if self.last_run is not None else ""
         rules = f"\nrules: {escape_markdown(self.rules)}" if self.rules else ""
+        alerts = "".join(f"\nalert {escape_markdown(line)}" for line in self.alerts)
         return (
             f"**#{self.id} {escape_markdown(self.topic)}** — {self.schedule}{quiet}\n"
             f"{state} · sources: {escape_markdown(', '.join(self.sources))}\n"
-            f"last: {escape_markdown(self.last_result)}{last_run}{rules}"
+            f"last: {escape_markdown(self.last_result)}{last_run}{rules}{alerts}"
         )
 
 
@@ -201,7 +204,14 @@ def monitor_view(listing: MonitorListing, chat: ChatRecord, *, default_timezone:
         delivery=subscription.delivery if subscription is not None else DeliveryMode.AUTO,
         in_briefing=subscription is not None and in_briefing(subscription, chat),
         rules=_rules_line(listing.reader_rules),
+        alerts=tuple(alert_line(alert) for alert in listing.alerts),
     )
+
+
+def alert_line(alert: AlertRecord) -> str:
+    """One alert in one line, as `/monitors` shows it: `#3 when it releases a new model · fired for 2 stories`."""
+    fired = f" · fired for {alert.fired} stor{'y' if alert.fired == 1 else 'ies'}" if alert.fired else ""
+    return f"#{alert.id} when {alert.condition}{fired}"
 
 
 def _rules_line(stored: Mapping[str, Any] | None) -> str:

@@ -2,8 +2,10 @@
 report a recall")?
 
 A condition is read once into its content words (stemmed) and, when it says so, a least number of distinct outlets.
-Only a run's new stories are checked (novelty's `new`: a story none of whose items the monitor delivered before, so
-a later report of a fired story is never new again). A cheap prefilter keeps the stories that carry enough of the
+A run's new stories are checked (novelty's `new`: a story none of whose items the monitor delivered before, so
+a later report of a fired story is never new again); a condition that counts outlets also checks a story delivered
+before that gained reports in this run, counting its earlier reports too ("3 or more outlets" fires when the third
+outlet reports, whichever run brought the first two). A cheap prefilter keeps the stories that carry enough of the
 words and outlets; with a model, each kept story (at most `MAX_QUESTIONS` per run, the best first) is one yes/no
 request with its items, answered as a constrained `AlertVerdict` with a bounded output; without a model — or for the
 candidates past the cap — the words and the count alone decide. A model that fails or answers garbage fires nothing.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
@@ -140,47 +142,93 @@ def parse_condition(condition: str) -> AlertCondition:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlertStory:
-    """A new story of a run, as alerts see it."""
+    """A story of a run as alerts see it: a new story, or (for a condition that counts outlets) a story delivered
+    before that gained reports in this run, counted with its earlier reports."""
 
     key: str
-    """The id of its best-ranked new item: what a firing is stored under."""
+    """The id of its best-ranked report of this run: what a firing is stored under."""
     items: tuple[Item, ...]
-    """Its new items, best-ranked first."""
-    outlets: int
-    """Distinct outlets among them."""
+    """Its reports gained in this run, best-ranked first."""
+    earlier: tuple[Item, ...] = ()
+    """Its reports delivered before this run (a grown story's)."""
+    grown: bool = False
+    """A story delivered before (an update or a repeat in this run): only a count condition looks at it."""
     _stems: set[str] = field(default_factory=set, compare=False, repr=False)
+
+    @property
+    def reports(self) -> tuple[Item, ...]:
+        """Every report it has: this run's first, then the earlier ones."""
+        return (*self.items, *self.earlier)
+
+    @property
+    def outlets(self) -> int:
+        """Distinct outlets among all its reports (a story keeps growing across runs: earlier outlets count)."""
+        return len({outlet_of(item) for item in self.reports})
 
     def share_of(self, condition: AlertCondition) -> float:
         """The share of the condition's content words the story's titles and texts carry (1 when it has none)."""
         if not condition.words:
             return 1.0
         if not self._stems:
-            self._stems.update(_stems(" ".join(f"{item.title} {item.text}" for item in self.items)))
+            self._stems.update(_stems(" ".join(f"{item.title} {item.text}" for item in self.reports)))
         return sum(word in self._stems for word in condition.words) / len(condition.words)
+
+    def looked_at(self, condition: AlertCondition) -> bool:
+        """Whether the condition looks at this story at all: every new story; a grown one only for a count of
+        outlets, which its new reports may have reached."""
+        return not self.grown or condition.min_outlets > 1
 
     def candidate(self, condition: AlertCondition) -> bool:
         """Worth asking the model about: enough outlets and at least `CANDIDATE_SHARE` of the words."""
-        return self.outlets >= condition.min_outlets and self.share_of(condition) >= CANDIDATE_SHARE
+        return (
+            self.looked_at(condition)
+            and self.outlets >= condition.min_outlets
+            and self.share_of(condition) >= CANDIDATE_SHARE
+        )
 
     def fires_by_words(self, condition: AlertCondition) -> bool:
         """What the words and the count alone decide (no model)."""
-        return self.outlets >= condition.min_outlets and self.share_of(condition) >= WORDS_ALONE_SHARE
+        return (
+            self.looked_at(condition)
+            and self.outlets >= condition.min_outlets
+            and self.share_of(condition) >= WORDS_ALONE_SHARE
+        )
+
+    def stored(self) -> dict[str, object]:
+        """The story as a pending check keeps it (item ids; the items themselves are stored with the run)."""
+        return {
+            "key": self.key,
+            "items": [item.id for item in self.items],
+            "earlier": [item.id for item in self.earlier],
+            "grown": self.grown,
+        }
 
 
-def new_stories(items: Sequence[ScoredItem]) -> list[AlertStory]:
-    """The run's new stories: its items grouped by story, keeping the stories with a `new` item (an `update` or a
-    `repeat` belongs to a story delivered before), best-ranked first."""
+def new_stories(
+    items: Sequence[ScoredItem], told_before: Mapping[str, Sequence[Item]] | None = None
+) -> list[AlertStory]:
+    """The run's stories alerts check, best-ranked first: each story with a `new` item and no report delivered
+    before, and each story delivered before that gained reports in this run (an `update` or a `repeat`), with its
+    earlier reports (`told_before`, by cluster id, and any of them collected again in this run)."""
     by_story: dict[str, list[ScoredItem]] = {}
     for scored in sorted(items, key=lambda entry: entry.rank):
-        if scored.status in ("new", "update", "repeat"):
-            by_story.setdefault(scored.cluster_id or scored.item.id, []).append(scored)
+        by_story.setdefault(scored.cluster_id or scored.item.id, []).append(scored)
     stories = []
-    for members in by_story.values():
-        fresh = [entry.item for entry in members if entry.status == "new"]
-        if not fresh or len(fresh) < len(members):
-            continue  # every item of a story not delivered before is new; an update or repeat means it was
+    for key, members in by_story.items():
+        fresh = [entry for entry in members if entry.status in ("new", "update", "repeat")]
+        if not fresh:
+            continue
+        before = {entry.item.id: entry.item for entry in members if entry.status == "delivered"}
+        for item in (told_before or {}).get(key, ()):
+            before.setdefault(item.id, item)
+        grown = bool(before) or any(entry.status != "new" for entry in fresh)
         stories.append(
-            AlertStory(key=fresh[0].id, items=tuple(fresh), outlets=len({outlet_of(item) for item in fresh}))
+            AlertStory(
+                key=fresh[0].item.id,
+                items=tuple(entry.item for entry in fresh),
+                earlier=tuple(before.values()),
+                grown=grown,
+            )
         )
     return stories
 
@@ -218,7 +266,7 @@ def _alert_agent(prompted: bool) -> Agent[None, AlertVerdict]:
 def story_block(story: AlertStory) -> str:
     """The story's items in compact form, numbered from 1, framed as untrusted data."""
     lines = []
-    for number, item in enumerate(story.items[:STORY_ITEMS], start=1):
+    for number, item in enumerate(story.reports[:STORY_ITEMS], start=1):
         date = item.published.strftime("%Y-%m-%d %H:%M UTC") if item.published else "unknown"
         lines.append(f"[{number}] {one_line(item.title, TITLE_CHARS)}")
         lines.append(f"    outlet: {outlet_of(item)} · date: {date}")
@@ -249,7 +297,7 @@ def words_check(condition: AlertCondition, story: AlertStory) -> AlertCheck:
         if fires
         else "not every word of the condition"
     )
-    return AlertCheck(fires=fires, reason=reason, evidence=story.items[:3], path="words")
+    return AlertCheck(fires=fires, reason=reason, evidence=story.reports[:3], path="words")
 
 
 async def ask_alert_model(
@@ -258,7 +306,7 @@ async def ask_alert_model(
     """One yes/no request about one story; any failure or unusable answer does not fire."""
     limits = limits_of(model)
     settings = ModelSettings(max_tokens=min(ALERT_MAX_TOKENS, limits.max_tokens("critique")))
-    shown = story.items[:STORY_ITEMS]
+    shown = story.reports[:STORY_ITEMS]
     prompt = (
         f"Alert topic: {one_line(topic, TITLE_CHARS)}\nCondition: {one_line(condition.text, REASON_CHARS)}\n"
         f"Today: {now:%Y-%m-%d}\n\nThe story's {len(shown)} items:\n{story_block(story)}"

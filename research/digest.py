@@ -323,7 +323,9 @@ def _language_of(item: Item) -> str | None:
     return item.language or detect_language(language_text(item.title, item.text))
 
 
-def _more_reports(count: int) -> str:
+def more_reports(count: int) -> str:
+    """`+3 more reports`: how a digest counts a story's reports besides its lead (the reader's own count after its
+    rules too: `research.rules.Recount`)."""
     return f"+{count} more report{'' if count == 1 else 's'}"
 
 
@@ -371,7 +373,7 @@ def extractive_digest(
         summary = story_summary(lead.item.title, [lead.item.text, *(i.text for i in others)])
         where = f"reported by {lead.outlets} outlets" if lead.outlets > 1 else outlet_of(lead.item)
         if reports > 1:
-            where += f"; {_more_reports(reports - 1)}"
+            where += f"; {more_reports(reports - 1)}"
         title = one_line(lead.item.title, HEADLINE_CHARS)
         text = f"{title} — {summary} ({where})" if summary else f"{title} ({where})"
         developments.append(Development(text=one_line(text, TEXT_CHARS), citations=sorted(m.number for m in members)))

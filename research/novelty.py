@@ -44,6 +44,18 @@ class Novelty:
     cluster_of: dict[str, str]
     deduper: Deduper
 
+    def told_before(self) -> dict[str, tuple[Item, ...]]:
+        """Per story that gained a report in this run (an update or a repeat), its reports delivered before: what
+        an alert counting outlets counts besides the run's own (a story keeps growing across runs)."""
+        growing = {self.cluster_of[item] for item, status in self.status.items() if status in ("update", "repeat")}
+        if not growing:
+            return {}
+        return {
+            story.id: tuple(item for item in story.members if self.status.get(item.id, "delivered") == "delivered")
+            for story in self.deduper.clusters
+            if story.id in growing
+        }
+
 
 def delivered_references(delivered_items: Sequence[Item], previous_digest: Digest | None) -> list[Item]:
     """What was delivered before, as items: the given ones, then the previous digest's citations."""

@@ -715,6 +715,7 @@ def _result(run: _Run, report: PipelineReport) -> PipelineResult:
         update_item_ids=[s.item.id for s in scored if s.status == "update"],
         digest_language=run.languages[0],
         language_digests=run.language_digests,
+        told_before=run.novelty.told_before() if hasattr(run, "novelty") else {},
     )
 
 

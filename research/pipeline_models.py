@@ -153,6 +153,9 @@ class PipelineResult:
     language_digests: dict[str, Digest] = field(default_factory=dict)
     """The digest written again for the other requested languages, by language code ("" for none asked); absent
     when the model did not write it (no model, or it failed: then readers get `digest`)."""
+    told_before: dict[str, tuple[Item, ...]] = field(default_factory=dict)
+    """Per story (cluster id) that gained a report in this run, its reports delivered before (`Novelty.told_before`):
+    alerts that count outlets count them too."""
 
 
 class PipelineCounts(BaseModel):

@@ -29,7 +29,7 @@ from research.terms import normalise
 from sources import Item
 
 if TYPE_CHECKING:  # the digest's module loads the model library: imported where a digest is filtered
-    from research.digest import Digest
+    from research.digest import Development, Digest
 
 __all__ = [
     "MAX_MATCH_CHARS",
@@ -37,6 +37,7 @@ __all__ = [
     "RULE_KINDS",
     "LeftOut",
     "ReaderRules",
+    "Recount",
     "RuleError",
     "RuleKind",
     "RulesDecision",
@@ -48,6 +49,7 @@ __all__ = [
     "digest_stories",
     "filter_digest",
     "outlet_name",
+    "recount_text",
     "word_pattern",
 ]
 
@@ -327,6 +329,8 @@ class StoryItem:
     outlets: frozenset[str] = frozenset()
     """The names it goes by for outlet rules: its site, its host, its source (`hn`), its outlet."""
     relevance: float | None = None
+    outlet: str = ""
+    """Its outlet as a digest counts outlets (`outlet_of`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -412,6 +416,7 @@ def digest_stories(digest: Digest, entries: Sequence[RunEntry]) -> list[Story]:
                 text=entry.item.text,
                 outlets=_names(entry.item),
                 relevance=entry.relevance,
+                outlet=outlet_of(entry.item),
             )
             for entry in clusters[key]
         )
@@ -438,6 +443,27 @@ class LeftOut(BaseModel):
     """The rule in words: `exclude "celebrity"`, `block example.com`, `max 5`."""
 
 
+class Recount(BaseModel):
+    """A kept story counted again for one reader, after its outlet rules took some of its reports out: what the
+    digest's "reported by N outlets; +M more reports" says to that reader."""
+
+    model_config = ConfigDict(frozen=True)
+
+    numbers: list[int]
+    """Its cited numbers in the run's digest (the development telling it cites them)."""
+    reports: int
+    """Its reports the reader still receives."""
+    outlets: list[str]
+    """Their distinct outlets, sorted."""
+
+    def where(self) -> str:
+        """The digest's parenthesis for the story, as the extractive digest writes it (`research.digest`)."""
+        from research.digest import more_reports
+
+        where = f"reported by {len(self.outlets)} outlets" if len(self.outlets) > 1 else "".join(self.outlets[:1])
+        return f"{where}; {more_reports(self.reports - 1)}" if self.reports > 1 else where
+
+
 class RulesDecision(BaseModel):
     """What one chat's rules did to one digest: the stories left out (each with its rule), and every cited number
     taken out (theirs, and a kept story's reports from blocked or not allowed outlets). Stored on the delivery row,
@@ -447,6 +473,8 @@ class RulesDecision(BaseModel):
 
     dropped: list[LeftOut] = Field(default_factory=list)
     removed: list[int] = Field(default_factory=list)
+    recounted: list[Recount] = Field(default_factory=list)
+    """Kept stories some of whose reports the reader's outlet rules took out, counted again."""
 
     @property
     def stories_left_out(self) -> int:
@@ -503,6 +531,7 @@ def apply_rules(stories: Sequence[Story], rules: ReaderRules) -> RulesDecision:
     are), then the minimum relevance, exclude words and patterns, include words and patterns, and last the cap."""
     dropped: list[LeftOut] = []
     removed: list[int] = []
+    recounted: list[Recount] = []
     kept = 0
     for story in stories:
         cited = [item for item in story.items if item.number is not None]
@@ -528,24 +557,51 @@ def apply_rules(stories: Sequence[Story], rules: ReaderRules) -> RulesDecision:
             continue
         kept += 1
         removed += [number for number, reason in outlet_reasons.items() if reason and number is not None]
-    return RulesDecision(dropped=dropped, removed=sorted(set(removed)))
+        if rules.block or rules.allow:
+            remaining = [item for item in story.items if _outlet_reason(item, rules) is None]
+            if len(remaining) < len(story.items):
+                outlets = sorted({item.outlet for item in remaining if item.outlet})
+                numbers = [number for number in story.numbers if not outlet_reasons.get(number)]
+                recounted.append(Recount(numbers=numbers, reports=len(remaining), outlets=outlets))
+    return RulesDecision(dropped=dropped, removed=sorted(set(removed)), recounted=recounted)
 
 
 # ---- the digest a reader gets ------------------------------------------------------------------------------
+
+_WHERE = re.compile(r"\((reported by \d+ outlets|[^()]+?)(; \+\d+ more reports?)?\)$")
+"""The extractive digest's count at the end of a development: `(reported by 3 outlets; +4 more reports)`,
+`(reuters.com; +1 more report)`."""
+
+
+def recount_text(development: Development, recounted: Sequence[Recount]) -> Development:
+    """The development with the reader's own count of its story's outlets and reports, when it is a recounted story
+    told with the extractive digest's count; any other development as it was (a model's words are not counts)."""
+    cited = set(development.citations)
+    recount = next((entry for entry in recounted if cited.intersection(entry.numbers)), None)
+    found = _WHERE.search(development.text) if recount is not None else None
+    if recount is None or found is None or not (found.group(1).startswith("reported by ") or found.group(2)):
+        return development
+    return development.model_copy(update={"text": f"{development.text[: found.start()]}({recount.where()})"})
+
 
 _MORE_STORIES = re.compile(r" — and (\d+) more stor(?:y|ies)$")
 """The extractive headline's tail ("… — and 4 more stories"), counted again after a filter."""
 
 
-def filter_digest(digest: Digest, removed: Iterable[int]) -> Digest:
+def filter_digest(digest: Digest, removed: Iterable[int], recounted: Sequence[Recount] = ()) -> Digest:
     """The digest without the `removed` citations: developments and claims left citing nothing go, inline `[n]`
     markers of removed items go, the sources list keeps what is still cited, and "what changed" goes once a
     development went (it would count or name it). When the first development went, the headline becomes the first
-    one kept (in one line, without markers)."""
+    one kept (in one line, without markers). A development of a `recounted` story says the reader's own count of
+    its outlets and reports (`recount_text`)."""
     from research.digest import CITATION, HEADLINE_CHARS, citations_in
     from research.llm import one_line
 
     gone = set(removed)
+    if recounted:
+        digest = digest.model_copy(
+            update={"developments": [recount_text(development, recounted) for development in digest.developments]}
+        )
     if not gone:
         return digest
 

@@ -464,3 +464,16 @@ class AlertFiring(Base):
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     """The notice run that carries the message."""
     fired_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class PendingAlertCheck(Base):
+    """A stored run whose alerts are still to be checked: written in the run's own transaction and deleted once its
+    alerts were checked, so a process that stops in between leaves it for the recovery pass (exactly once)."""
+
+    __tablename__ = "pending_alert_checks"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    monitor_id: Mapped[int] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), index=True)
+    stories: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    """The run's candidate stories: `{"key", "items", "earlier"}` with item ids, best-ranked first."""
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)

@@ -179,6 +179,8 @@ class MonitorListing:
     """The stats of its most recent run (None before the first)."""
     reader_rules: JSONObject | None = None
     """The listing chat's own rules on it (`research.ReaderRules` as JSON), None when it has set none."""
+    alerts: tuple[AlertRecord, ...] = ()
+    """The listing chat's own alerts on it, oldest first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,6 +217,9 @@ class RunOutcome:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    alert_stories: list[JSONObject] = field(default_factory=list)
+    """The run's stories its monitor's alerts are still to check (`{"key", "items", "earlier"}`): stored with the
+    run as one pending check, so the check happens even when the process stops right after the run is stored."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -367,3 +372,13 @@ class AlertRecord:
     created_at: datetime
     fired: int = 0
     """Stories it fired for so far."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingAlertCheckRecord:
+    """A stored run whose alerts are still to be checked (see `RunOutcome.alert_stories`)."""
+
+    run_id: int
+    monitor_id: int
+    stories: list[JSONObject]
+    created_at: datetime

@@ -485,6 +485,10 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
         delivery = ""
     if view.rules:
         delivery += f"\nyour rules: {escape_markdown(view.rules)} (`/filter {view.id}`)"
+    for alert in view.alerts:
+        delivery += f"\nyour alert {escape_markdown(alert)}"
+    if view.alerts:
+        delivery += " (`/alerts`)"
     return (
         f"**#{view.id} {escape_markdown(view.topic)}** — {view.schedule}{flags}{owner}\n"
         f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"

@@ -1,7 +1,9 @@
 """Alerts: a chat's standing conditions on a monitor it receives, and the stories each fired for.
 
 A firing and the notice that carries it are written in one transaction, and a (alert, story key) pair is unique, so
-an alert tells a chat about a story once, however many runs or workers see the story.
+an alert tells a chat about a story once, however many runs or workers see the story. A run's pending check is
+written with the run (`DeliveryRepository.complete_run`) and deleted once checked (`checked`), so a check a stopped
+process did not make is found again (`pending_checks`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from datetime import datetime
 
 from sqlalchemy import delete, func, select
 
-from storage.models import Alert, AlertFiring, Chat, Monitor, Run, Subscription
-from storage.records import AlertRecord, RunStatus
+from storage.models import Alert, AlertFiring, Chat, Monitor, PendingAlertCheck, Run, Subscription
+from storage.records import AlertRecord, PendingAlertCheckRecord, RunStatus
 from storage.repositories._common import Repository, upsert_insert
 from storage.repositories.deliveries import queue_rows
 from storage.repositories.subscriptions import receiving
@@ -146,3 +148,34 @@ class AlertRepository(Repository):
             firing.run_id = run.id
             await queue_rows(session, run.id, [alert.chat_id], at=now)
             return run.id
+
+    async def for_monitors(self, monitor_ids: Sequence[int], *, chat_id: int) -> dict[int, list[AlertRecord]]:
+        """The chat's alerts on each of these monitors, oldest first, each with how many stories it fired for."""
+        found: dict[int, list[AlertRecord]] = {}
+        if not monitor_ids:
+            return found
+        for alert in await self.list_for_chat(chat_id):
+            if alert.monitor_id in monitor_ids:
+                found.setdefault(alert.monitor_id, []).append(alert)
+        return found
+
+    async def pending_checks(self, *, created_before: datetime, limit: int = 50) -> list[PendingAlertCheckRecord]:
+        """Runs stored before `created_before` whose alerts were not checked yet, oldest first."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(PendingAlertCheck)
+                .where(PendingAlertCheck.created_at <= created_before)
+                .order_by(PendingAlertCheck.created_at, PendingAlertCheck.run_id)
+                .limit(limit)
+            )
+            return [
+                PendingAlertCheckRecord(
+                    run_id=row.run_id, monitor_id=row.monitor_id, stories=list(row.stories), created_at=row.created_at
+                )
+                for row in rows
+            ]
+
+    async def checked(self, run_id: int) -> None:
+        """The run's alerts were checked: its pending check goes."""
+        async with self._db.transaction() as session:
+            await session.execute(delete(PendingAlertCheck).where(PendingAlertCheck.run_id == run_id))

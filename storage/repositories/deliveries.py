@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import Chat, Delivery, Run, RunItem
+from storage.models import Chat, Delivery, PendingAlertCheck, Run, RunItem
 from storage.records import (
     DeliveryRecord,
     DeliveryStatus,
@@ -85,7 +85,8 @@ class DeliveryRepository(Repository):
         extra_chat_ids: Sequence[int] = (),
     ) -> list[DeliveryRecord]:
         """In ONE transaction: mark the run succeeded with its outcome, store its items' scores, and queue one
-        outbox row per recipient. Any failure leaves none of it written.
+        outbox row per recipient (and, when `outcome.alert_stories`, the run's pending alert check). Any failure
+        leaves none of it written.
 
         The items themselves are stored just before, outside that transaction (`store_items`): they are shared by
         every monitor, and holding their rows for the run's transaction made other workers' runs on the same
@@ -125,6 +126,15 @@ class DeliveryRepository(Repository):
                 )
                 for score in scores
             )
+            if outcome.alert_stories and run.monitor_id is not None:
+                session.add(
+                    PendingAlertCheck(
+                        run_id=run_id,
+                        monitor_id=run.monitor_id,
+                        stories=list(outcome.alert_stories),
+                        created_at=outcome.finished_at,
+                    )
+                )
             await session.flush()
             if not deliver:
                 return []

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypedDict, Unpack, cast
 
 from sqlalchemy import Row, Table, and_, bindparam, delete, func, or_, select
 from sqlalchemy.engine import Connection
 
-from storage.models import Chat, Monitor, ReaderRule, Run, Subscription
+from storage.models import Alert, Chat, Monitor, ReaderRule, Run, Subscription
 from storage.records import DeliveryMode, JSONObject, MonitorListing, MonitorRecord, SubscriptionRecord
 from storage.repositories._common import Repository
+from storage.repositories.alerts import AlertRepository
 from storage.repositories.runs import NEWEST_RUN_FIRST
 from storage.repositories.subscriptions import receiving
 from storage.types import utc_now
@@ -84,6 +86,11 @@ _LISTING_ALL = (
         .where(ReaderRule.monitor_id == _monitors.c.id, ReaderRule.chat_id == bindparam("chat"))
         .scalar_subquery()
         .label("reader_rules"),
+        select(func.count())
+        .select_from(Alert)
+        .where(Alert.monitor_id == _monitors.c.id, Alert.chat_id == bindparam("chat"))
+        .scalar_subquery()
+        .label("alerts"),
     )
     .select_from(
         _monitors.outerjoin(_own, and_(_own.c.monitor_id == _monitors.c.id, _own.c.chat_id == bindparam("chat")))
@@ -91,7 +98,8 @@ _LISTING_ALL = (
     .order_by(_monitors.c.id)
 )
 """Every monitor with what a chat's listing shows of it, in one statement: the chat's own subscription, how many
-chats receive it, its latest run's stats, the chat's own rules on it (built once)."""
+chats receive it, its latest run's stats, the chat's own rules on it, how many alerts the chat has on it (built
+once)."""
 _LISTING_FOR_CHAT = _LISTING_ALL.where(or_(_monitors.c.owner_chat_id == bindparam("chat"), _own.c.id.is_not(None)))
 """The same for the chat's monitors, owned or subscribed to."""
 _LISTING_ONE = _LISTING_ALL.where(_monitors.c.id == bindparam("monitor"))
@@ -213,16 +221,29 @@ class MonitorRepository(Repository):
 
     async def listing(self, chat_id: int, *, all_chats: bool = False) -> list[MonitorListing]:
         """What `/monitors` shows the chat, oldest first: its monitors (owned or subscribed to; every monitor with
-        `all_chats`), each with the chat's own subscription, its receivers and its latest run's stats. One
-        statement (`Database.read_alone`), however many monitors there are."""
+        `all_chats`), each with the chat's own subscription, its receivers, its latest run's stats, its rules and
+        its alerts. One statement (`Database.read_alone`), however many monitors there are, and a second one only
+        when the chat has alerts on some of them."""
         statement = _LISTING_ALL if all_chats else _LISTING_FOR_CHAT
-        return [_to_listing(row, chat_id) for row in await self._db.read_alone(statement, {"chat": chat_id})]
+        rows = await self._db.read_alone(statement, {"chat": chat_id})
+        return await self._with_alerts([_to_listing(row, chat_id) for row in rows], rows, chat_id)
 
     async def listing_of(self, monitor_id: int, chat_id: int) -> MonitorListing | None:
         """One monitor as `listing` shows it to the chat, whether or not the chat owns it or subscribes (None: no
-        such monitor). The same statement as `listing`, narrowed to the monitor: one read."""
+        such monitor). The same statement as `listing`, narrowed to the monitor: one read (two when the chat has
+        alerts on it)."""
         rows = await self._db.read_alone(_LISTING_ONE, {"chat": chat_id, "monitor": monitor_id})
-        return _to_listing(rows[0], chat_id) if rows else None
+        return (await self._with_alerts([_to_listing(rows[0], chat_id)], rows, chat_id))[0] if rows else None
+
+    async def _with_alerts(
+        self, listings: list[MonitorListing], rows: Sequence[Row[Any]], chat_id: int
+    ) -> list[MonitorListing]:
+        """The listings with the chat's alerts on them: a second read only when the chat has any there."""
+        wanted = [row.id for row in rows if row.alerts]
+        if not wanted:
+            return listings
+        alerts = await AlertRepository(self._db).for_monitors(wanted, chat_id=chat_id)
+        return [replace(entry, alerts=tuple(alerts.get(entry.monitor.id, ()))) for entry in listings]
 
     async def list_owned(self, chat_id: int) -> list[MonitorRecord]:
         """Monitors the chat owns, oldest first."""

@@ -4,10 +4,14 @@ too few outlets and a model that says no or answers garbage push nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from pydantic_ai import models
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import Model
@@ -16,14 +20,17 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from monitors import MonitorService, MonitorSettings
+from monitors.portability import create_imported, export_monitors, plan_import, read_monitor_file
+from monitors.scheduler import MonitorScheduler
 from research import MAX_QUESTIONS, ModelLimits, ModelSet
 from research.alerts import ALERT_INSTRUCTIONS, parse_condition
 from research.pipeline import run_pipeline
 from sources import Engagement, Item
-from storage.repositories import AlertRepository, RunRepository
+from storage.models import PendingAlertCheck
+from storage.repositories import AlertRepository, ChatRepository, RunRepository
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import ChatRequest, FakeOpenAI, completion
-from tests.kit import Answer, ScriptedModel
+from tests.kit import Answer, ScriptedModel, eventually_async
 from tests.monitors.conftest import T0, World
 from tests.monitors.fakes import resolver
 from tests.research.fake_sources import RecordingSource
@@ -65,7 +72,9 @@ def unrelated_story(at: datetime, key: str = "u1") -> list[Item]:
     return [report("hn", key, f"DeepSeek founder speaks at a Hangzhou conference {key}", site="scmp.com", at=at)]
 
 
-def world_service(world: World, news: News, *, light: Model | None = None) -> MonitorService:
+def world_service(
+    world: World, news: News, *, light: Model | None = None, on_queued: Callable[[], None] | None = None
+) -> MonitorService:
     world.sources = {"hn": news.source("hn"), "news": news.source("news")}
     return MonitorService(
         world.database,
@@ -76,6 +85,7 @@ def world_service(world: World, news: News, *, light: Model | None = None) -> Mo
         settings=MonitorSettings(min_interval_seconds=900),
         clock=world.clock,
         pipeline=run_pipeline,
+        on_deliveries_queued=on_queued,
     )
 
 
@@ -159,6 +169,126 @@ async def test_without_a_model_the_words_and_the_count_of_outlets_decide(world: 
     texts = await alert_texts(world)
 
     assert len(texts) == 1 and "3 outlets report it" in texts[0]
+
+
+async def test_a_count_of_outlets_fires_when_a_later_run_brings_the_story_to_it(world: World) -> None:
+    """Two outlets report a recall one day (delivered in the digest, no alert), a third the next day: the story's
+    earlier reports count, so the alert fires then, once; a fourth outlet the day after fires nothing more."""
+    title = "Peanut butter recall widens over salmonella"
+    news = News({"news": recall_story(T0, ["a.com", "b.com"], title)})
+    service = world_service(world, news)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "recalls", sources="news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="recalls", condition="3 or more outlets "
+                                "report a recall")  # fmt: skip
+
+    await service.run_monitor(monitor.id, T0)
+    assert await alert_texts(world) == []
+
+    world.clock.advance(days=1)
+    news.by_source = {"news": [report("news", "c", title, site="c.com", at=T0 + DAY)]}
+    await service.run_monitor(monitor.id, T0 + DAY)
+    texts = await alert_texts(world)
+
+    assert len(texts) == 1 and "3 outlets report it" in texts[0]
+    assert "https://c.com/c" in texts[0]
+
+    world.clock.advance(days=1)
+    news.by_source = {"news": [report("news", "d", title, site="d.com", at=T0 + 2 * DAY)]}
+    await service.run_monitor(monitor.id, T0 + 2 * DAY)
+    assert await alert_texts(world) == texts
+
+
+async def test_a_process_stopped_between_storing_a_run_and_checking_its_alerts_leaves_them_to_the_recovery_pass(
+    world: World,
+) -> None:
+    """In-process stand-in for a crash: the run's task is cancelled right after its transaction commits (the outbox
+    callback), before its alerts are checked. A restarted service's recovery pass checks them once the grace is past
+    and tells the story once, even when two processes recover the same run at the same time."""
+
+    def stop_here() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+
+    news = News({"news": release_story(T0)})
+    stopping = world_service(world, news, on_queued=stop_here)
+    chat = world.chats[0]
+    monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
+    await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+
+    with pytest.raises(asyncio.CancelledError):
+        await stopping.run_monitor(monitor.id, T0)
+
+    assert await alert_texts(world) == []
+    assert len(world.sender.sent) == 1  # the run was stored: its digest went out
+    restarted, another = world_service(world, news), world_service(world, news)
+    assert await restarted.check_pending_alerts() == 0  # within the grace the first process may still be checking
+
+    world.clock.advance(minutes=11)
+    queued = await asyncio.gather(restarted.check_pending_alerts(), another.check_pending_alerts())
+    texts = await alert_texts(world)
+
+    assert sum(queued) == 1 and len(texts) == 1
+    assert "[DeepSeek releases V4 model with open weights](https://reuters.com/r1)" in texts[0]
+    assert await restarted.check_pending_alerts() == 0
+    assert await alert_texts(world) == texts
+
+
+async def test_a_check_made_again_after_its_alert_fired_tells_nothing_more(world: World) -> None:
+    """A process that fired the alert and stopped before deleting its pending check: the recovery pass checks the
+    run again and finds the story told."""
+    news = News({"news": release_story(T0)})
+    service = world_service(world, news)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+    summary = await service.run_monitor(monitor.id, T0)
+    assert summary is not None and summary.run_id is not None
+    texts = await alert_texts(world)
+    repository = AlertRepository(world.database)
+    assert len(texts) == 1 and await repository.pending_checks(created_before=T0 + DAY) == []  # checked and gone
+
+    story = {"key": "news:r1", "items": ["news:r1", "news:r2"], "earlier": [], "grown": False}
+    async with world.database.transaction() as session:  # as the stopped process left it
+        session.add(PendingAlertCheck(run_id=summary.run_id, monitor_id=monitor.id, stories=[story], created_at=T0))
+    world.clock.advance(minutes=11)
+
+    assert await service.check_pending_alerts() == 0
+    assert await alert_texts(world) == texts
+    assert await repository.pending_checks(created_before=T0 + DAY) == []
+
+
+async def test_the_schedulers_tick_runs_the_recovery_pass(world: World) -> None:
+    """A pending check left by a stopped process is found by the next process's scheduler as it starts ticking."""
+
+    def stop_here() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+
+    news = News({"news": release_story(T0)})
+    stopping = world_service(world, news, on_queued=stop_here)
+    chat = world.chats[0]
+    monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
+    await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+    with pytest.raises(asyncio.CancelledError):
+        await stopping.run_monitor(monitor.id, T0)
+    world.clock.advance(minutes=11)
+    pending = AlertRepository(world.database)
+    assert len(await pending.pending_checks(created_before=world.clock())) == 1
+
+    scheduler = MonitorScheduler(world_service(world, news), world.database, clock=world.clock)
+    await scheduler.start()
+    try:
+        await eventually_async(lambda: _no_pending(pending, world.clock()), what="the scheduler's recovery pass")
+    finally:
+        await scheduler.stop()
+    assert len(await alert_texts(world)) == 1
+
+
+async def _no_pending(pending: AlertRepository, now: datetime) -> bool:
+    return not await pending.pending_checks(created_before=now)
 
 
 async def test_an_alert_stops_when_its_chat_stops_receiving_the_monitor_or_removes_it(world: World) -> None:
@@ -300,3 +430,46 @@ async def test_through_a_real_openai_client_against_a_local_server(world: World,
     assert len(questions) == 1
     assert questions[0].max_tokens == 200  # the verdict's own output limit
     assert len(texts) == 1 and "Released." in texts[0] and "(https://reuters.com/r1)" in texts[0]
+
+
+# ---- shown and carried -------------------------------------------------------------------------------------------
+
+
+async def test_alerts_are_shown_in_the_listing_and_exported_and_imported_with_their_monitor(world: World) -> None:
+    service = world_service(world, News())
+    owner, other = world.chats[0], world.chats[1]
+    deepseek = await service.create_monitor(owner.id, "DeepSeek", sources="news")
+    quiet = await service.create_monitor(owner.id, "Mistral", sources="news")
+    alert = await service.alerts.create(owner.id, monitor_id=deepseek.id, topic="DeepSeek", condition="it releases "
+                                        "a new model")  # fmt: skip
+    # another chat's alert on a monitor it receives is its own: never listed or exported for the owner
+    await service.subscribe(other.id, deepseek.id)
+    theirs = await service.alerts.create(other.id, monitor_id=deepseek.id, topic="DeepSeek", condition="a price cut")
+
+    views = {view.id: view for view in await service.list_monitors(owner.id, chat=owner)}
+    assert views[deepseek.id].alerts == (f"#{alert.id} when it releases a new model",)
+    assert views[quiet.id].alerts == ()
+    summary = views[deepseek.id].summary()
+    assert "\nalert \\#1 when it releases a new model" in summary and "price cut" not in summary  # markdown
+    seen_by_other = await service.get_monitor(deepseek.id, chat_id=other.id)
+    assert seen_by_other.alerts == (f"#{theirs.id} when a price cut",)
+
+    exported = await export_monitors(service, owner, now=T0)
+    entries = json.loads(exported.json)["monitors"]
+    assert entries[0]["alerts"] == [{"topic": "DeepSeek", "condition": "it releases a new model"}]
+    assert "alerts" not in entries[1]  # files stay as they were for monitors without alerts
+
+    target = await ChatRepository(world.database).get_or_create("slack", "C0IMPORT", title="#import")
+    plan = await plan_import(service, target, read_monitor_file(exported.json))
+    assert "“DeepSeek” — " in plan.describe() and " · 1 alert" in plan.describe()
+    result = await create_imported(service, target.id, plan.entries)
+
+    assert result.failed == [] and len(result.created) == 2
+    [imported] = await service.alerts.list(target.id)
+    assert (imported.monitor_id, imported.topic, imported.condition) == (
+        result.created[0][0],
+        "DeepSeek",
+        "it releases a new model",
+    )
+    again = json.loads((await export_monitors(service, target, now=T0)).json)["monitors"]
+    assert again == entries

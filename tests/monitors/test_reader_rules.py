@@ -247,3 +247,30 @@ async def test_a_briefing_section_follows_the_readers_rules_and_the_others_brief
     assert _told(received[owner.external_id]) == ALL and "left out" not in received[owner.external_id]
     assert _told(received[reader.external_id]) == ["rust", "cjk"]
     assert f"3 stories left out by your filter — /filter {monitor}" in received[reader.external_id]
+
+
+async def test_a_readers_digest_counts_only_the_reports_its_outlet_rules_keep(world: World) -> None:
+    """One story told by four reports from three outlets: the owner reads the run's count, a subscriber blocking one
+    outlet reads the story counted without it (it was "+3 more reports" for everyone before)."""
+    title = "Chip export rules tighten for advanced accelerators"
+
+    def reports(query: SearchQuery) -> list[Item]:
+        sites = ["reuters.com", "ft.com", "tabloid.example", "tabloid.example"]
+        return [
+            make_item("news", f"c{n}", title=title, text=f"{title}. Details {n}.", url=f"https://{site}/chips-{n}",
+                      points=40 - n)
+            for n, site in enumerate(sites)
+        ]  # fmt: skip
+
+    world.sources["news"] = RecordingSource("news", reports)
+    monitor = await _shared_monitor(world)
+    owner, reader = world.chats[0], world.chats[1]
+    await _set(world, monitor, reader.id, ReaderRules(block=("tabloid.example",)))
+
+    await world.service().run_monitor(monitor, T0)
+    await world.worker().run_once()
+
+    received = {sent.chat.external_id: sent.text for sent in world.sender.sent}
+    assert "(reported by 3 outlets; +3 more reports)" in received[owner.external_id]
+    assert "(reported by 2 outlets; +1 more report)" in received[reader.external_id]
+    assert "tabloid.example" not in received[reader.external_id]

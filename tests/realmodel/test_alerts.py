@@ -80,7 +80,7 @@ async def test_one_alert_question_to_a_real_model_is_one_bounded_request_citing_
             [("reuters.com", "DeepSeek releases V4 model with open weights"), ("ft.com", "DeepSeek ships V4 model")]
         )
     )
-    story = AlertStory(key="news:0", items=items, outlets=2)
+    story = AlertStory(key="news:0", items=items)
 
     check = await ask_alert_model(
         light, topic="DeepSeek", condition=parse_condition("it releases a new model"), story=story, now=T0

@@ -200,3 +200,36 @@ def test_a_story_the_run_did_not_score_is_kept_by_a_minimum_relevance() -> None:
     decision = apply_rules(digest_stories(digest, unscored), ReaderRules(min_relevance=0.8))
 
     assert [(left.numbers, left.rule) for left in decision.dropped] == [([4], "min-relevance 0.8 (it scored 0.70)")]
+
+
+def test_a_kept_storys_count_of_outlets_and_reports_is_the_readers_own_after_its_outlet_rules() -> None:
+    """The extractive digest says "(reported by 3 outlets; +3 more reports)" for the whole run; a reader blocking one
+    outlet reads the story counted without it, and a reader without rules reads the run's count."""
+    from research.dedupe import Cluster
+    from research.digest import extractive_digest
+    from research.rank import RankedItem
+
+    title = "Chip export rules tighten for advanced accelerators"
+    items = [
+        _item(f"c{n}", title, f"https://{site}/chips-{n}")
+        for n, site in enumerate(["reuters.com", "ft.com", "tabloid.example", "tabloid.example"])
+    ]
+    ranked = [
+        RankedItem(item=item, cluster_id="c1", relevance=0.9, recency=1.0, engagement=0.5, score=1.0 - n / 10)
+        for n, item in enumerate(items[:2])
+    ]  # the digest cites two; the other two are reports of the same story it counts
+    digest = extractive_digest(ranked, topic="chips", clusters=[Cluster(id="c1", members=items)])
+    entries = [RunEntry(item=item, cluster_id="c1", relevance=0.9) for item in items]
+    [development] = digest.developments
+    assert development.text.endswith("(reported by 3 outlets; +3 more reports)")
+
+    blocked = apply_rules(digest_stories(digest, entries), ReaderRules(block=("tabloid.example",)))
+    [told] = filter_digest(digest, blocked.removed, blocked.recounted).developments
+    assert told.text.endswith("(reported by 2 outlets; +1 more report)") and told.citations == development.citations
+
+    reuters_only = apply_rules(digest_stories(digest, entries), ReaderRules(allow=("reuters.com",)))
+    [alone] = filter_digest(digest, reuters_only.removed, reuters_only.recounted).developments
+    assert alone.text.endswith("(reuters.com)") and alone.citations == [1]
+
+    unruled = apply_rules(digest_stories(digest, entries), ReaderRules(exclude=("celebrity",)))
+    assert unruled.recounted == [] and filter_digest(digest, unruled.removed, unruled.recounted) == digest

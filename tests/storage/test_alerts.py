@@ -4,6 +4,8 @@ written once per (alert, story key) together with its notice and outbox row."""
 
 from __future__ import annotations
 
+import pytest
+
 from storage import ChatRecord, Database
 from storage.repositories import (
     AlertRepository,
@@ -42,3 +44,32 @@ async def test_alerts_are_listed_removed_and_fired_once_per_story(database: Data
     assert await alerts.remove(mine.id, chat_id=other.id) is False
     assert await alerts.remove(mine.id, chat_id=chat.id) is True
     assert await alerts.count_for_chat(chat.id) == 0
+
+
+async def test_a_runs_pending_alert_check_is_written_with_the_run_and_gone_once_checked(
+    database: Database, chat: ChatRecord
+) -> None:
+    from datetime import timedelta
+
+    from storage import RunNotOpenError, RunOutcome
+
+    monitor = await MonitorRepository(database).create(owner_chat_id=chat.id, topic="DeepSeek", schedule="daily")
+    runs, deliveries, alerts = RunRepository(database), DeliveryRepository(database), AlertRepository(database)
+    run = await runs.open_run(monitor.id, T0, now=T0)
+    assert run is not None
+    stories = [{"key": "news:1", "items": ["news:1"], "earlier": [], "grown": False}]
+    outcome = RunOutcome(finished_at=T0, stats={"kind": "digest"}, alert_stories=stories)
+
+    await deliveries.complete_run(run.id, outcome=outcome)
+    # a second completion fails as a whole: nothing of it is written, the first pending check stays the only one
+    with pytest.raises(RunNotOpenError):
+        await deliveries.complete_run(run.id, outcome=outcome)
+    quiet = await runs.open_run(monitor.id, T0 + timedelta(hours=1), now=T0)
+    assert quiet is not None
+    await deliveries.complete_run(quiet.id, outcome=RunOutcome(finished_at=T0))  # no stories: nothing pending
+
+    assert await alerts.pending_checks(created_before=T0 - timedelta(seconds=1)) == []
+    [pending] = await alerts.pending_checks(created_before=T0)
+    assert (pending.run_id, pending.monitor_id, pending.stories) == (run.id, monitor.id, stories)
+    await alerts.checked(run.id)
+    assert await alerts.pending_checks(created_before=T0 + timedelta(days=1)) == []

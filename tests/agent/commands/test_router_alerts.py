@@ -38,6 +38,10 @@ async def test_alert_on_a_monitor_number_or_its_topic_lists_and_removes(world: R
     assert "**Alerts of this chat** (2 of 20):" in listed.text
     assert "- **#1** DeepSeek: when it releases a new model — monitor #1 “DeepSeek”" in listed.text
     assert "- **#2** deepseek: when 3 or more outlets report an outage" in listed.text
+    monitors = await world.say("/monitors")
+    assert "your alert \\#1 when it releases a new model\nyour alert \\#2 when 3 or more outlets report an " in (
+        monitors.text
+    )
 
     other = await world.say("/alert off 1", chat=OTHER_CHAT)
     removed = await world.say("/alert off 1")
