@@ -60,7 +60,7 @@ from research import (
     render_digest_markdown,
 )
 from sources import Backoff
-from storage import ChatRecord, Database, DeliveryRecord, DeliveryStatus, JSONObject, RunRecord
+from storage import ChatRecord, Database, DeliveryRecord, DeliveryStatus, ItemWithScores, JSONObject, RunRecord
 from storage.repositories import (
     ChatRepository,
     DeliveryRepository,
@@ -238,8 +238,21 @@ def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment,
 
 
 _ENTRY_CACHE_RUNS = 8
-"""Runs whose items a worker keeps for the chats with rules (a run is delivered to all its chats within a pass or
-two; a few runs' items are a few megabytes at most)."""
+"""Runs whose items a worker keeps for their chats' rules and feedback (a run is delivered to all its chats within a
+pass or two; a few runs' items are a few megabytes at most)."""
+
+
+@dataclass
+class _RunItems:
+    """A run's stored items, and (made on first use) the same as the entries rules are applied to."""
+
+    stored: list[ItemWithScores]
+    _entries: list[RunEntry] | None = None
+
+    def entries(self) -> list[RunEntry]:
+        if self._entries is None:
+            self._entries = run_entries(self.stored)
+        return self._entries
 
 
 def _decision_of(stored: JSONObject | None) -> RulesDecision | None:
@@ -283,17 +296,19 @@ class DeliveryWorker:
         backoff: Backoff = OUTBOX_BACKOFF,
         identity: str | None = None,
         pages: DigestPages | None = None,
+        feedback: MonitorFeedback | None = None,
     ) -> None:
         self._database = database
         self._deliveries = DeliveryRepository(database)
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
-        self._feedback = MonitorFeedback(database, clock=clock)
+        self._feedback = feedback if feedback is not None else MonitorFeedback(database, clock=clock)
+        """Each chat's view of a run (the process's one, `MonitorService.feedback`, when `app` hands it in)."""
         self._rules = ReaderRuleRepository(database)
         self._items = ItemRepository(database)
-        self._entries: dict[int, list[RunEntry]] = {}
-        """The items of runs delivered lately with their stories and relevance (what rules are applied to)."""
+        self._run_items: dict[int, _RunItems] = {}
+        """The stored items of runs delivered lately, read once per run for every chat's rules and feedback."""
         self._senders: MutableMapping[str, ChatSender[Any]] = dict(senders)
         self._clock = clock
         self._batch_size = batch_size
@@ -573,7 +588,13 @@ class DeliveryWorker:
         if digest is None:
             return None
         return await self._feedback.view_for(
-            run, chat_id, after_rules(digest, left_out), topic=topic, language=language or "", resend=resend
+            run,
+            chat_id,
+            after_rules(digest, left_out),
+            items=(await self._items_of(run.id)).stored,
+            topic=topic,
+            language=language or "",
+            resend=resend,
         )
 
     async def _rules_decision(self, row: DeliveryRecord, run: RunRecord, digest: Digest | None) -> RulesDecision | None:
@@ -589,7 +610,7 @@ class DeliveryWorker:
             rules = ReaderRules.from_stored(await self._rules.get(run.monitor_id, row.chat_id))
             decision = None
             if rules is not None:
-                decision = rules_view(digest, await self._run_entries(run.id), rules)
+                decision = rules_view(digest, (await self._items_of(run.id)).entries(), rules)
             if decision is not None or row.left_out is not None:
                 await self._deliveries.record_left_out(
                     row.id, decision.model_dump(mode="json") if decision is not None else None
@@ -600,14 +621,13 @@ class DeliveryWorker:
             return None
         return decision
 
-    async def _run_entries(self, run_id: int) -> list[RunEntry]:
-        """The run's items with their stories and relevance, read once for every chat with rules."""
-        if run_id not in self._entries:
-            if len(self._entries) >= _ENTRY_CACHE_RUNS:
-                self._entries.pop(next(iter(self._entries)))
-            entries = run_entries((await self._items.of_runs([run_id])).get(run_id, []))
-            self._entries[run_id] = entries
-        return self._entries[run_id]
+    async def _items_of(self, run_id: int) -> _RunItems:
+        """The run's stored items, read once for every chat it goes to (its rules and its feedback)."""
+        if run_id not in self._run_items:
+            if len(self._run_items) >= _ENTRY_CACHE_RUNS:
+                self._run_items.pop(next(iter(self._run_items)))
+            self._run_items[run_id] = _RunItems((await self._items.of_runs([run_id])).get(run_id, []))
+        return self._run_items[run_id]
 
     async def _leave(self, row: DeliveryRecord, where: str, before: int, done: int, total: int) -> None:
         """The process is stopping: the row stays open with the parts confirmed so far, due at once for the next
