@@ -24,7 +24,7 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 MAX_FUNCTION_LINES = 80
 """About a screen: a function longer than that reads as a list of steps, and each step wants a name."""
 SHORT_FUNCTION_PACKAGES = ("research", "agent")
-LONG_FUNCTIONS_LEFT = frozenset({"monitors/delivery.py:_deliver", "monitors/runner.py:_store"})
+LONG_FUNCTIONS_LEFT = frozenset({"monitors/runner.py:_store"})
 """The functions over the limit in `monitors/`, left for a later change: the list may shrink, never grow."""
 
 
