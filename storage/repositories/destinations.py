@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 
 from storage.models import Chat, Destination
-from storage.repositories._common import Repository
+from storage.repositories._common import Repository, record_of
 from storage.types import utc_now
 
 
@@ -35,21 +35,7 @@ class DestinationRecord:
 
 
 def _record(row: Destination, active: bool) -> DestinationRecord:
-    return DestinationRecord(
-        id=row.id,
-        chat_id=row.chat_id,
-        added_by_chat_id=row.added_by_chat_id,
-        kind=row.kind,
-        url=row.url,
-        secret=row.secret,
-        label=row.label,
-        briefing_of_chat_id=row.briefing_of_chat_id,
-        failing_since=row.failing_since,
-        failure_told=row.failure_told,
-        last_error=row.last_error,
-        active=active,
-        created_at=row.created_at,
-    )
+    return record_of(DestinationRecord, row, active=active)
 
 
 class DestinationRepository(Repository):
