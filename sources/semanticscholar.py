@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
+from sources.api import ApiSource, secret_text
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import parse_iso_datetime
@@ -70,24 +71,18 @@ def publication_range(since: datetime | None, until: datetime | None) -> str | N
     return f"{start}:{end}"
 
 
-class SemanticScholarSource:
+class SemanticScholarSource(ApiSource):
     """Papers matching the query; citations count as points."""
 
     name = "semanticscholar"
-    needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig, min_interval: float = MIN_INTERVAL) -> None:
-        self._client = client
-        self._config = config
+        super().__init__(client=client, config=config)
         self._min_interval = min_interval
         self._policed_hosts: set[str] = set()
 
     def _key(self) -> str:
-        key = self._config.semanticscholar_api_key
-        return key.get_secret_value() if key is not None else ""
-
-    def unavailable_reason(self) -> str | None:
-        return None
+        return secret_text(self._config.semanticscholar_api_key)
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         self._police_host()

@@ -10,6 +10,7 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
 
+from sources.api import ApiSource
 from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import html_to_text
@@ -53,19 +54,14 @@ def article_url(edition: str, title: str) -> str:
     return f"https://{edition}.wikipedia.org/wiki/{quote(title.replace(' ', '_'), safe='/:()_,')}"
 
 
-class WikipediaSource:
+class WikipediaSource(ApiSource):
     """Wikipedia articles for background on a topic; `published` is the time of the last edit."""
 
     name = "wikipedia"
-    needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
-        self._config = config
+        super().__init__(client=client, config=config)
         self._policed_hosts: set[str] = set()
-
-    def unavailable_reason(self) -> str | None:
-        return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         edition = wikipedia_edition(query.language)
