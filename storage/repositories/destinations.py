@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, update
+from sqlalchemy.sql.elements import ColumnElement
 
 from storage.models import Chat, Destination
 from storage.repositories._common import Repository, record_of
@@ -70,26 +71,16 @@ class DestinationRepository(Repository):
             return _record(row, True)
 
     async def get(self, destination_id: int) -> DestinationRecord | None:
-        async with self._db.sessions() as session:
-            found = (
-                await session.execute(
-                    select(Destination, Chat.active)
-                    .join(Chat, Chat.id == Destination.chat_id)
-                    .where(Destination.id == destination_id)
-                )
-            ).one_or_none()
-            return _record(found[0], found[1]) if found is not None else None
+        return await self._one(Destination.id == destination_id)
 
     async def of_chat(self, chat_id: int) -> DestinationRecord | None:
         """The destination whose own chat is `chat_id` (what a sender is handed)."""
+        return await self._one(Destination.chat_id == chat_id)
+
+    async def _one(self, condition: ColumnElement[bool]) -> DestinationRecord | None:
         async with self._db.sessions() as session:
-            found = (
-                await session.execute(
-                    select(Destination, Chat.active)
-                    .join(Chat, Chat.id == Destination.chat_id)
-                    .where(Destination.chat_id == chat_id)
-                )
-            ).one_or_none()
+            query = select(Destination, Chat.active).join(Chat, Chat.id == Destination.chat_id).where(condition)
+            found = (await session.execute(query)).one_or_none()
             return _record(found[0], found[1]) if found is not None else None
 
     async def all(self, *, added_by_chat_id: int | None = None) -> list[DestinationRecord]:

@@ -43,12 +43,6 @@ class RunRepository(Repository):
                     scheduled_for=scheduled_for,
                     status=RunStatus.RUNNING,
                     started_at=now or utc_now(),
-                    stats={},
-                    artifacts={},
-                    language_digests={},
-                    input_tokens=0,
-                    output_tokens=0,
-                    cost=0.0,
                 )
                 .on_conflict_do_nothing(index_elements=["monitor_id", "scheduled_for"])
                 .returning(Run.id)
@@ -89,12 +83,6 @@ class RunRepository(Repository):
                 scheduled_for=when,
                 status=RunStatus.RUNNING,
                 started_at=when,
-                stats={},
-                artifacts={},
-                language_digests={},
-                input_tokens=0,
-                output_tokens=0,
-                cost=0.0,
             )
             session.add(row)
             await session.flush()
