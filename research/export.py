@@ -30,13 +30,10 @@ from sources import Item
 from storage import ItemRecord
 from storage import ItemWithScores as StoredItem
 
+_TOLD_COLUMNS = ("index", "source", "title", "text", "author", "published")
+"""The columns every item CSV opens with (the cells of `_told`)."""
 COLLECTION_CSV_COLUMNS = (
-    "index",
-    "source",
-    "title",
-    "text",
-    "author",
-    "published",
+    *_TOLD_COLUMNS,
     "url",
     "points",
     "likes",
@@ -68,12 +65,7 @@ and the score from -1 to 1) and its place in its story: `lead` (the report the d
 `more` (one of the digest's "+N more reports"), the `index` of its story's lead row, and how many reports the story
 has in all."""
 STORED_ITEMS_CSV_COLUMNS = (
-    "index",
-    "source",
-    "title",
-    "text",
-    "author",
-    "published",
+    *_TOLD_COLUMNS,
     "collected",
     "first_seen",
     "url",
