@@ -3,6 +3,9 @@ a source missing what it needs (a key) says why and refuses to search."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from pydantic import SecretStr
 
 from sources.base import SourceError, SourceErrorKind
@@ -13,6 +16,17 @@ from sources.http import HttpClient
 def secret_text(secret: SecretStr | None) -> str:
     """A configured secret's text ("" when none is set)."""
     return secret.get_secret_value() if secret is not None else ""
+
+
+def json_object(content: bytes, *, who: str) -> dict[str, Any]:
+    """A JSON API's answer as an object; `SourceError(BAD_RESPONSE)` naming `who` for anything else."""
+    try:
+        document = json.loads(content)
+    except ValueError:
+        raise SourceError(SourceErrorKind.BAD_RESPONSE, f"{who} returned something other than JSON") from None
+    if not isinstance(document, dict):
+        raise SourceError(SourceErrorKind.BAD_RESPONSE, f"{who} returned an unexpected document")
+    return document
 
 
 class ApiSource:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import datetime
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
-from sources.api import ApiSource, secret_text
+from sources.api import ApiSource, json_object, secret_text
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import parse_iso_datetime
@@ -137,14 +136,7 @@ class SemanticScholarSource(ApiSource):
             else:
                 kind = error.kind
             raise SourceError(kind, message, status=error.status, retry_after=error.retry_after) from None
-        try:
-            document = json.loads(response.content)
-        except ValueError:
-            raise SourceError(
-                SourceErrorKind.BAD_RESPONSE, "semanticscholar returned something other than JSON"
-            ) from None
-        if not isinstance(document, dict):
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "semanticscholar returned an unexpected document")
+        document = json_object(response.content, who="semanticscholar")
         # With no match the API answers `{"total": 0, "offset": 0}` without a `data` list.
         papers = document.get("data", [])
         if not isinstance(papers, list):

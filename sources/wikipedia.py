@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from datetime import datetime
@@ -10,7 +9,7 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
 
-from sources.api import ApiSource
+from sources.api import ApiSource, json_object
 from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import html_to_text
@@ -83,12 +82,7 @@ class WikipediaSource(ApiSource):
                 "utf8": 1,
             },
         )
-        try:
-            document = json.loads(response.content)
-        except ValueError:
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "wikipedia returned something other than JSON") from None
-        if not isinstance(document, dict):
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "wikipedia returned an unexpected JSON document")
+        document = json_object(response.content, who="wikipedia")
         error = document.get("error")
         if isinstance(error, dict):
             # MediaWiki reports errors with HTTP 200 and an `error` object.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,7 +9,7 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
 
-from sources.api import ApiSource, secret_text
+from sources.api import ApiSource, json_object, secret_text
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.feeds import title_from_text
 from sources.urls import canonical_url
@@ -144,13 +143,7 @@ class XSource(ApiSource):
             for form in {self._token(), quote(self._token(), safe=""), quote_plus(self._token())}:
                 message = message.replace(form, "***")
             raise SourceError(error.kind, message, status=error.status, retry_after=error.retry_after) from None
-        try:
-            document = json.loads(response.content)
-        except ValueError:
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "X returned something other than JSON") from None
-        if not isinstance(document, dict):
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "X returned an unexpected document")
-        return document
+        return json_object(response.content, who="X")
 
     def _parse_page(self, document: dict[str, Any], query: SearchQuery) -> tuple[list[Item], int]:
         # No match: `{"meta": {"result_count": 0}}` without `data`.
