@@ -85,14 +85,6 @@ async def monitor_stack(
             pause_after=timedelta(days=settings.destination_pause_days),
             pages=pages,
         )
-        worker = DeliveryWorker(
-            database,
-            {**senders.by_platform(), **destinations.by_platform()},
-            pages=pages,
-            clock=clock,
-            lease=timedelta(seconds=settings.delivery_lease_seconds),
-            poll_seconds=settings.delivery_poll_seconds,
-        )
         providers: Providers = {}  # one Gemini client for the language models and the embedder
         models = models if models is not None else language_models(settings, providers=providers)
         embedder = item_embedder(settings, database, providers=providers)
@@ -110,11 +102,20 @@ async def monitor_stack(
             settings=MonitorSettings(
                 min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
             ),
-            on_deliveries_queued=on_deliveries_queued or worker.wake,
+            on_deliveries_queued=on_deliveries_queued or (lambda: worker.wake()),
             clock=clock,
             pipeline=pipeline,
             destinations=destinations,
             http=client,
+        )
+        worker = DeliveryWorker(
+            database,
+            {**senders.by_platform(), **destinations.by_platform()},
+            pages=pages,
+            clock=clock,
+            lease=timedelta(seconds=settings.delivery_lease_seconds),
+            poll_seconds=settings.delivery_poll_seconds,
+            feedback=service.feedback,
         )
         scheduler = MonitorScheduler(
             service,

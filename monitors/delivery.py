@@ -21,7 +21,7 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
@@ -60,7 +60,7 @@ from research import (
     render_digest_markdown,
 )
 from sources import Backoff
-from storage import ChatRecord, Database, DeliveryRecord, DeliveryStatus, JSONObject, RunRecord
+from storage import ChatRecord, Database, DeliveryRecord, DeliveryStatus, ItemWithScores, JSONObject, RunRecord
 from storage.repositories import (
     ChatRepository,
     DeliveryRepository,
@@ -165,6 +165,32 @@ def build_message(
     link to the digest's web page (`page_url`) when it has one. Per reader: `left_out` is what its own rules took
     out (one line says so), `view` what its feedback keeps of the stories left (`MonitorFeedback.view_for`, over
     the digest after the rules), `buttons` a row of feedback buttons per story shown."""
+    return _message(
+        run,
+        _stored_digest(run, language),
+        topic=topic,
+        timezone=timezone,
+        language=language,
+        page_url=page_url,
+        left_out=left_out,
+        view=view,
+        buttons=buttons,
+    )
+
+
+def _message(
+    run: RunRecord,
+    digest: Digest | None,
+    *,
+    topic: str | None,
+    timezone: str,
+    language: str | None,
+    page_url: str | None,
+    left_out: RulesDecision | None,
+    view: ReaderView | None,
+    buttons: bool,
+) -> Reply:
+    """`build_message` with the run's `digest` already read and validated (`_stored_digest`)."""
     kind = run.stats.get("kind")
     if kind in TEXT_KINDS:
         text = str(run.stats.get("text", "")) or "(empty notice)"
@@ -176,26 +202,21 @@ def build_message(
     when = (run.finished_at or run.scheduled_for).astimezone(_zone(timezone))
     suffix = f" · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"
-    stored = digest_for(run, language)
     note = ""
     rows: tuple[Button, ...] = ()
-    if stored is not None:
-        try:
-            digest = Digest.model_validate(stored)
-        except ValidationError:
-            logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
-        else:
-            digest = after_rules(digest, left_out)
-            if left_out is not None and left_out.dropped and monitor_id is not None:
-                note = f"_{left_out_line(left_out, monitor_id)}_\n\n"
-            shown = reader_digest(digest, view) if view is not None else digest
-            body = render_digest_markdown(shown)
-            if buttons and view is not None:
-                rows = digest_buttons(run.id, len(shown.developments))
-            if view is not None and view.dropped:
-                body += f"\n{dropped_line(len(view.dropped))}\n"
+    if digest is not None:
+        digest = after_rules(digest, left_out)
+        if left_out is not None and left_out.dropped and monitor_id is not None:
+            note = f"_{left_out_line(left_out, monitor_id)}_\n\n"
+        shown = reader_digest(digest, view) if view is not None else digest
+        body = render_digest_markdown(shown)
+        if buttons and view is not None:
+            rows = digest_buttons(run.id, len(shown.developments))
+        if view is not None and view.dropped:
+            body += f"\n{dropped_line(len(view.dropped))}\n"
     attachments = _attachments(run, f"{title}{suffix}")
-    link = f"\n[Full digest]({page_url})\n" if page_url and stored is not None else ""
+    stored = digest_for(run, language) is not None
+    link = f"\n[Full digest]({page_url})\n" if page_url and stored else ""
     text = f"**{title}**{suffix}\n\n{note}{body}{link}"
     return Reply(text=text, attachments=attachments, buttons=rows, purpose="digest", run_id=run.id)
 
@@ -208,16 +229,22 @@ def after_rules(digest: Digest, left_out: RulesDecision | None) -> Digest:
     return filter_digest(digest, left_out.removed, left_out.recounted)
 
 
-def _monitor_digest(run: RunRecord, language: str | None) -> Digest | None:
-    """The digest a monitor run stored, in the reader's `language`, as the reader's rules and feedback see it; None
-    for notices, briefings and searches, or a stored digest that no longer validates (sent as a short note)."""
-    stored = digest_for(run, language) if run.monitor_id is not None and run.stats.get("kind") == "digest" else None
+def _stored_digest(run: RunRecord, language: str | None) -> Digest | None:
+    """The digest the run stored, in the reader's `language`, validated once for the message, the reader's rules and
+    feedback; None for notices and briefings, or a stored digest that no longer validates (sent as a short note)."""
+    stored = digest_for(run, language) if run.stats.get("kind") not in TEXT_KINDS else None
     if stored is None:
         return None
     try:
         return Digest.model_validate(stored)
     except ValidationError:
+        logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
         return None
+
+
+def _is_monitor_digest(run: RunRecord) -> bool:
+    """A monitor run's digest: what the reader's rules and feedback apply to (not notices, briefings, searches)."""
+    return run.monitor_id is not None and run.stats.get("kind") == "digest"
 
 
 def left_out_line(decision: RulesDecision, monitor_id: int) -> str:
@@ -241,8 +268,21 @@ def _attachments(run: RunRecord, chart_caption: str | None) -> tuple[Attachment,
 
 
 _ENTRY_CACHE_RUNS = 8
-"""Runs whose items a worker keeps for the chats with rules (a run is delivered to all its chats within a pass or
-two; a few runs' items are a few megabytes at most)."""
+"""Runs whose items a worker keeps for their chats' rules and feedback (a run is delivered to all its chats within a
+pass or two; a few runs' items are a few megabytes at most)."""
+
+
+@dataclass
+class _RunItems:
+    """A run's stored items, and (made on first use) the same as the entries rules are applied to."""
+
+    stored: list[ItemWithScores]
+    _entries: list[RunEntry] | None = None
+
+    def entries(self) -> list[RunEntry]:
+        if self._entries is None:
+            self._entries = run_entries(self.stored)
+        return self._entries
 
 
 def _decision_of(stored: JSONObject | None) -> RulesDecision | None:
@@ -286,17 +326,19 @@ class DeliveryWorker:
         backoff: Backoff = OUTBOX_BACKOFF,
         identity: str | None = None,
         pages: DigestPages | None = None,
+        feedback: MonitorFeedback | None = None,
     ) -> None:
         self._database = database
         self._deliveries = DeliveryRepository(database)
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
-        self._feedback = MonitorFeedback(database, clock=clock)
+        self._feedback = feedback if feedback is not None else MonitorFeedback(database, clock=clock)
+        """Each chat's view of a run (the process's one, `MonitorService.feedback`, when `app` hands it in)."""
         self._rules = ReaderRuleRepository(database)
         self._items = ItemRepository(database)
-        self._entries: dict[int, list[RunEntry]] = {}
-        """The items of runs delivered lately with their stories and relevance (what rules are applied to)."""
+        self._run_items: dict[int, asyncio.Future[_RunItems]] = {}
+        """The stored items of runs delivered lately, read once per run for every chat's rules and feedback."""
         self._senders: MutableMapping[str, ChatSender[Any]] = dict(senders)
         self._clock = clock
         self._batch_size = batch_size
@@ -463,23 +505,10 @@ class DeliveryWorker:
             self._in_flight.discard(row.id)
 
     async def _deliver(self, row: DeliveryRecord, runs: _RunCache, report: DeliveryReport) -> bool:
-        chat = await self._chats.get(row.chat_id)
-        if chat is None or not chat.active:
-            await self._deliveries.mark_failed(row.id, error="chat is gone or inactive", retry_at=None)
-            logger.info("delivery %d to chat %d: not sent — the chat is gone or inactive", row.id, row.chat_id)
-            report.dead += 1
+        recipient = await self._recipient(row, report)
+        if recipient is None:
             return False
-        sender = self._senders.get(chat.platform)
-        if sender is None:
-            # The row stays open; the claim's lease brings it back (e.g. once the terminal chat runs again).
-            if chat.platform not in self._warned_platforms:
-                logger.warning(
-                    "no sender registered for platform %r: delivery %d to chat %d stays pending",
-                    chat.platform, row.id, chat.id,
-                )  # fmt: skip
-                self._warned_platforms.add(chat.platform)
-            report.no_sender += 1
-            return False
+        chat, sender = recipient
         if row.run_id not in runs:
             runs[row.run_id] = await self._load_run(row.run_id)
         loaded = runs[row.run_id]
@@ -493,18 +522,70 @@ class DeliveryWorker:
             # Parts already went out: go on in their language and timezone, even after a /language change, so the
             # chat never gets half a digest in one language and half in another (the next digest uses the new one).
             language, timezone = row.rendered_language or None, row.rendered_timezone or timezone
-        page_url = await self._pages.url(run) if self._pages is not None else None
-        digest = _monitor_digest(run, language)
-        left_out = await self._rules_decision(row, run, digest)
-        view = await self._feedback_view(
-            run, chat.id, digest, topic=topic, language=language, resend=row.parts_sent > 0, left_out=left_out
-        )
-        buttons = chat.platform in FEEDBACK_PLATFORMS
-        message = build_message(
-            run, topic=topic, timezone=timezone, language=language, page_url=page_url, left_out=left_out, view=view,
-            buttons=buttons,
-        )  # fmt: skip
+        message = await self._message_for(row, chat, run, topic=topic, language=language, timezone=timezone)
         parts = await sender.parts_for(chat, message) if isinstance(sender, AddressedSender) else sender.parts(message)
+        return await self._send_parts(row, chat, sender, parts, language=language, timezone=timezone, report=report)
+
+    async def _recipient(
+        self, row: DeliveryRecord, report: DeliveryReport
+    ) -> tuple[ChatRecord, ChatSender[Any]] | None:
+        """The row's chat and the sender of its platform; None (the row recorded as dead, or left pending for a
+        platform with no sender here) when there is nobody to send to now."""
+        chat = await self._chats.get(row.chat_id)
+        if chat is None or not chat.active:
+            await self._deliveries.mark_failed(row.id, error="chat is gone or inactive", retry_at=None)
+            logger.info("delivery %d to chat %d: not sent — the chat is gone or inactive", row.id, row.chat_id)
+            report.dead += 1
+            return None
+        sender = self._senders.get(chat.platform)
+        if sender is None:
+            # The row stays open; the claim's lease brings it back (e.g. once the terminal chat runs again).
+            if chat.platform not in self._warned_platforms:
+                logger.warning(
+                    "no sender registered for platform %r: delivery %d to chat %d stays pending",
+                    chat.platform, row.id, chat.id,
+                )  # fmt: skip
+                self._warned_platforms.add(chat.platform)
+            report.no_sender += 1
+            return None
+        return chat, sender
+
+    async def _message_for(
+        self,
+        row: DeliveryRecord,
+        chat: ChatRecord,
+        run: RunRecord,
+        *,
+        topic: str | None,
+        language: str | None,
+        timezone: str,
+    ) -> Reply:
+        """The run's message as this chat gets it: its digest validated once, then its rules, feedback and page."""
+        page_url = await self._pages.url(run) if self._pages is not None else None
+        digest = _stored_digest(run, language)
+        monitor_digest = digest if _is_monitor_digest(run) else None
+        left_out = await self._rules_decision(row, run, monitor_digest)
+        view = await self._feedback_view(
+            run, chat.id, monitor_digest, topic=topic, language=language, resend=row.parts_sent > 0, left_out=left_out
+        )
+        return _message(
+            run, digest, topic=topic, timezone=timezone, language=language, page_url=page_url, left_out=left_out,
+            view=view, buttons=chat.platform in FEEDBACK_PLATFORMS,
+        )  # fmt: skip
+
+    async def _send_parts(
+        self,
+        row: DeliveryRecord,
+        chat: ChatRecord,
+        sender: ChatSender[Any],
+        parts: Sequence[Any],
+        *,
+        language: str | None,
+        timezone: str,
+        report: DeliveryReport,
+    ) -> bool:
+        """Send the parts not yet confirmed, storing after each that it went out, and record the outcome; True when
+        the chat turned out to be gone."""
         done = min(row.parts_sent, len(parts))
         where = f"chat {chat.id} ({chat.platform} {chat.external_id})"
         if done or row.attempts > 1:
@@ -576,7 +657,13 @@ class DeliveryWorker:
         if digest is None:
             return None
         return await self._feedback.view_for(
-            run, chat_id, after_rules(digest, left_out), topic=topic, language=language or "", resend=resend
+            run,
+            chat_id,
+            after_rules(digest, left_out),
+            items=(await self._items_of(run.id)).stored,
+            topic=topic,
+            language=language or "",
+            resend=resend,
         )
 
     async def _rules_decision(self, row: DeliveryRecord, run: RunRecord, digest: Digest | None) -> RulesDecision | None:
@@ -592,7 +679,7 @@ class DeliveryWorker:
             rules = ReaderRules.from_stored(await self._rules.get(run.monitor_id, row.chat_id))
             decision = None
             if rules is not None:
-                decision = rules_view(digest, await self._run_entries(run.id), rules)
+                decision = rules_view(digest, (await self._items_of(run.id)).entries(), rules)
             if decision is not None or row.left_out is not None:
                 await self._deliveries.record_left_out(
                     row.id, decision.model_dump(mode="json") if decision is not None else None
@@ -603,14 +690,23 @@ class DeliveryWorker:
             return None
         return decision
 
-    async def _run_entries(self, run_id: int) -> list[RunEntry]:
-        """The run's items with their stories and relevance, read once for every chat with rules."""
-        if run_id not in self._entries:
-            if len(self._entries) >= _ENTRY_CACHE_RUNS:
-                self._entries.pop(next(iter(self._entries)))
-            entries = run_entries((await self._items.of_runs([run_id])).get(run_id, []))
-            self._entries[run_id] = entries
-        return self._entries[run_id]
+    async def _items_of(self, run_id: int) -> _RunItems:
+        """The run's stored items, read once for every chat it goes to (its rules and its feedback), also when
+        its chats are sent concurrently: they wait on the one read; a failed read is dropped, so the next asks again."""
+        if run_id not in self._run_items:
+            if len(self._run_items) >= _ENTRY_CACHE_RUNS:
+                self._run_items.pop(next(iter(self._run_items)))
+            self._run_items[run_id] = asyncio.ensure_future(self._read_items(run_id))
+        read = self._run_items[run_id]
+        try:
+            return await asyncio.shield(read)
+        except Exception:
+            if self._run_items.get(run_id) is read:
+                del self._run_items[run_id]
+            raise
+
+    async def _read_items(self, run_id: int) -> _RunItems:
+        return _RunItems((await self._items.of_runs([run_id])).get(run_id, []))
 
     async def _leave(self, row: DeliveryRecord, where: str, before: int, done: int, total: int) -> None:
         """The process is stopping: the row stays open with the parts confirmed so far, due at once for the next

@@ -45,6 +45,7 @@ from monitors.feeds import markdown_html
 from monitors.notices import queue_notice
 from monitors.outbound import Attachment, ChatGone, Reply, RetryLater
 from monitors.pages import DigestPages
+from research import split_text
 from sources import HttpClient, SourceError, SourceErrorKind
 from storage import ChatRecord, Database, DestinationRecord
 from storage.repositories import DestinationRepository, MonitorRepository, RunRepository, SubscriptionRepository
@@ -60,7 +61,6 @@ __all__ = [
     "WebhookSender",
     "message_document",
     "sign",
-    "split_text",
 ]
 
 logger = logging.getLogger(__name__)
@@ -85,37 +85,6 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     """The signature header's value for `body` sent at `timestamp` (seconds since the epoch, as text)."""
     digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
     return f"{SIGNATURE_VERSION}={digest}"
-
-
-def split_text(text: str, limit: int) -> list[str]:
-    """`text` in pieces of at most `limit` characters, cut between paragraphs, else lines, else words, else anywhere."""
-    limit = max(limit, 16)
-    pieces: list[str] = []
-    current = ""
-    for block in re.split(r"(\n\n+)", text):
-        if len(current) + len(block) <= limit:
-            current += block
-            continue
-        if current.strip():
-            pieces.append(current.strip("\n"))
-        current = ""
-        for line in block.splitlines(keepends=True):
-            while len(line) > limit:
-                if current.strip():
-                    pieces.append(current.strip("\n"))
-                    current = ""
-                cut = line.rfind(" ", 0, limit + 1)
-                cut = cut if cut > limit // 2 else limit  # between words when one is near, else anywhere
-                pieces.append(line[:cut].rstrip())
-                line = line[cut:].lstrip(" ")
-            if len(current) + len(line) > limit:
-                if current.strip():
-                    pieces.append(current.strip("\n"))
-                current = ""
-            current += line
-    if current.strip():
-        pieces.append(current.strip("\n"))
-    return pieces
 
 
 @dataclass(frozen=True, slots=True)

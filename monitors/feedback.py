@@ -36,7 +36,7 @@ from research import (
 )
 from sources import Item
 from storage import Database, FeedbackMarkRecord, ItemWithScores, RunRecord, StoredView
-from storage.repositories import FeedbackRepository, ItemRepository
+from storage.repositories import FeedbackRepository
 
 __all__ = [
     "FEEDBACK_PLATFORMS",
@@ -209,22 +209,30 @@ class MonitorFeedback:
 
     def __init__(self, database: Database, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._marks = FeedbackRepository(database)
-        self._items = ItemRepository(database)
         self._clock = clock
         self._features: OrderedDict[tuple[int, str, tuple[tuple[int, ...], ...]], list[dict[str, Any]]] = OrderedDict()
 
     # ---- the view at delivery -------------------------------------------------------------------------------
 
     async def view_for(
-        self, run: RunRecord, chat_id: int, digest: Digest, *, topic: str | None, language: str, resend: bool
+        self,
+        run: RunRecord,
+        chat_id: int,
+        digest: Digest,
+        *,
+        items: Sequence[ItemWithScores],
+        topic: str | None,
+        language: str,
+        resend: bool,
     ) -> ReaderView:
         """What `chat_id` gets of the run's `digest`: the stored view when a part of it went out already (a resend
-        shows the same stories), else a new one from the chat's marks now, stored before the first part is sent."""
+        shows the same stories), else a new one from the chat's marks now, stored before the first part is sent.
+        `items` are the run's stored items (read once per run by the delivery worker, which the rules use too)."""
         if resend:
             stored = await self._marks.pending_view(run.id, chat_id)
             if stored is not None:
                 return view_of(stored)
-        stories = await self._stories(run, digest, topic=topic, language=language)
+        stories = self._stories(run, digest, items, topic=topic, language=language)
         marks = (
             [_mark(m) for m in await self._marks.marks(run.monitor_id, chat_id)] if run.monitor_id is not None else []
         )
@@ -239,8 +247,8 @@ class MonitorFeedback:
         await self._marks.save_view(run.id, chat_id, record, now=self._clock())
         return view
 
-    async def _stories(
-        self, run: RunRecord, digest: Digest, *, topic: str | None, language: str
+    def _stories(
+        self, run: RunRecord, digest: Digest, stored: Sequence[ItemWithScores], *, topic: str | None, language: str
     ) -> list[dict[str, Any]]:
         """Each development's features and scores, from the run's stored items it cites (kept for a few runs)."""
         # one reader's rules may have taken developments out: the cache is per shown list, not per run
@@ -248,8 +256,7 @@ class MonitorFeedback:
         if key in self._features:
             self._features.move_to_end(key)
             return self._features[key]
-        entries = (await self._items.of_runs([run.id]))[run.id]
-        by_url = {entry.item.url: entry for entry in entries}
+        by_url = {entry.item.url: entry for entry in stored}
         url_of = {cited.number: cited.url for cited in digest.cited}
         stories = []
         for development in digest.developments:

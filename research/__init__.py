@@ -114,7 +114,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         turn_start,
         unusable_answer,
     )
-    from research.markup import escape_markdown
+    from research.markup import escape_markdown, pack_pieces, split_text, split_words
     from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
     from research.plan import load_plan
     from research.rank import RankedItem, RankWeights, rank
@@ -242,6 +242,7 @@ __all__ = [
     "number_items",
     "outlet_of",
     "output_spec",
+    "pack_pieces",
     "parse_condition",
     "rank",
     "reader_view",
@@ -256,6 +257,8 @@ __all__ = [
     "run_pipeline",
     "safe_stem",
     "source_kind",
+    "split_text",
+    "split_words",
     "stage_settings",
     "story_features",
     "sum_usage",
@@ -380,7 +383,7 @@ _SUBMODULES = {
         "turn_start",
         "unusable_answer",
     ],
-    "markup": ["escape_markdown"],
+    "markup": ["escape_markdown", "pack_pieces", "split_text", "split_words"],
     "pipeline": ["PipelineRequest", "PipelineResult", "STAGES", "run_pipeline"],
     "plan": ["load_plan"],
     "rank": ["RankWeights", "RankedItem", "rank"],

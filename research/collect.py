@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
@@ -291,6 +291,14 @@ async def _ask(
 ) -> tuple[list[Item], SearchOutcome]:
     async with semaphore:
         started = time.monotonic()
+
+        def outcome(**result: Any) -> SearchOutcome:
+            """This search's outcome: what was asked of which source, how long it took, and `result`."""
+            seconds = time.monotonic() - started
+            return SearchOutcome(
+                source=source.name, spec=spec, query=query.text, language=query.language, seconds=seconds, **result
+            )
+
         kind: ErrorKind
         status: int | None = None
         try:
@@ -310,30 +318,10 @@ async def _ask(
             # The language of each item's own text where the source does not state it (off the event loop: the
             # detector loads its model on first use).
             items = await asyncio.to_thread(with_languages, items)
-            outcome = SearchOutcome(
-                source=source.name,
-                spec=spec,
-                query=query.text,
-                language=query.language,
-                status=SearchStatus.OK,
-                count=len(items),
-                skipped_malformed=max(batch.skipped, 0),
-                seconds=time.monotonic() - started,
-            )
-            return items, outcome
+            skipped = max(batch.skipped, 0)
+            return items, outcome(status=SearchStatus.OK, count=len(items), skipped_malformed=skipped)
         logger.warning("source %r on %r: %s: %s", spec, query.text, kind, message)
-        outcome = SearchOutcome(
-            source=source.name,
-            spec=spec,
-            query=query.text,
-            language=query.language,
-            status=SearchStatus.ERROR,
-            error_kind=kind,
-            message=message,
-            http_status=status,
-            seconds=time.monotonic() - started,
-        )
-        return [], outcome
+        return [], outcome(status=SearchStatus.ERROR, error_kind=kind, message=message, http_status=status)
 
 
 async def collect(

@@ -26,15 +26,14 @@ from pydantic import BaseModel
 from research.dedupe import StoryLead, story_leads
 from research.pipeline_models import ScoredItem
 from research.rank import RankedItem
+from sources import Item
+from storage import ItemRecord
 from storage import ItemWithScores as StoredItem
 
+_TOLD_COLUMNS = ("index", "source", "title", "text", "author", "published")
+"""The columns every item CSV opens with (the cells of `_told`)."""
 COLLECTION_CSV_COLUMNS = (
-    "index",
-    "source",
-    "title",
-    "text",
-    "author",
-    "published",
+    *_TOLD_COLUMNS,
     "url",
     "points",
     "likes",
@@ -66,12 +65,7 @@ and the score from -1 to 1) and its place in its story: `lead` (the report the d
 `more` (one of the digest's "+N more reports"), the `index` of its story's lead row, and how many reports the story
 has in all."""
 STORED_ITEMS_CSV_COLUMNS = (
-    "index",
-    "source",
-    "title",
-    "text",
-    "author",
-    "published",
+    *_TOLD_COLUMNS,
     "collected",
     "first_seen",
     "url",
@@ -141,16 +135,16 @@ def _count(value: int | None) -> str:
     return "" if value is None else str(value)
 
 
+def _told(index: int, item: Item | ItemRecord) -> list[str]:
+    """The cells both layouts open with: the row's number, then where the item comes from and what it says."""
+    return [str(index), item.source, item.title, item.text, item.author or "", _iso_utc(item.published)]
+
+
 def csv_row(index: int, ranked: RankedItem) -> list[str]:
     """One CSV row, cells already guarded."""
     item = ranked.item
     cells = [
-        str(index),
-        item.source,
-        item.title,
-        item.text,
-        item.author or "",
-        _iso_utc(item.published),
+        *_told(index, item),
         item.url,
         _count(item.engagement.points),
         _count(item.engagement.likes),
@@ -253,12 +247,7 @@ def _stored_row(index: int, entry: StoredItem) -> list[str]:
     item, scores = entry.item, entry.scores
     engagement = item.engagement
     cells = [
-        str(index),
-        item.source,
-        item.title,
-        item.text,
-        item.author or "",
-        _iso_utc(item.published),
+        *_told(index, item),
         _iso_utc(item.collected_at),
         _iso_utc(item.first_seen_at),
         item.url,

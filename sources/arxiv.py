@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import feedparser
 
+from sources.api import ApiSource
 from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id, utc_now
 from sources.config import SourcesConfig
 from sources.feeds import as_utc, entry_published, html_to_text, in_window, query_terms
@@ -75,21 +76,17 @@ def entry_to_item(entry: Any, *, query: str) -> Item | None:
     )
 
 
-class ArxivSource:
+class ArxivSource(ApiSource):
     """Papers from arXiv. The host limit is set on the shared client, so it holds process-wide."""
 
     name = "arxiv"
-    needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
+        super().__init__(client=client, config=config)
         self._api_url = config.arxiv_api_url
         host = urlsplit(config.arxiv_api_url).hostname
         if host:
             client.set_host_policy(host, ARXIV_POLICY)
-
-    def unavailable_reason(self) -> str | None:
-        return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         if not query_terms(query.text):

@@ -10,6 +10,7 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sources.api import ApiSource
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import as_utc, in_window, parse_feed, parse_iso_datetime, query_terms
@@ -122,22 +123,18 @@ def rate_limited(error: SourceError) -> SourceError:
     return error
 
 
-class GitHubSource:
+class GitHubSource(ApiSource):
     """Repositories recently pushed to, and their releases. Works without a token (60 requests/hour)."""
 
     name = "github"
-    needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
+        super().__init__(client=client, config=config)
         self._api_url = config.github_api_url.rstrip("/")
         self._web_url = web_base_url(config.github_api_url)
         self._headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
         if config.github_token is not None and config.github_token.get_secret_value():
             self._headers["Authorization"] = f"Bearer {config.github_token.get_secret_value()}"
-
-    def unavailable_reason(self) -> str | None:
-        return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         if not query_terms(query.text):

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sources.api import ApiSource
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import as_utc, html_to_text, parse_iso_datetime, query_terms, title_from_text
@@ -104,18 +105,14 @@ def hit_to_item(hit: AlgoliaHit, *, query: str) -> Item | None:
     )
 
 
-class HackerNewsSource:
+class HackerNewsSource(ApiSource):
     """Stories and comments from Hacker News, newest first when a time window is given."""
 
     name = "hn"
-    needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
+        super().__init__(client=client, config=config)
         self._base_url = config.hn_api_url.rstrip("/")
-
-    def unavailable_reason(self) -> str | None:
-        return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         keywords = search_keywords(query.text)

@@ -8,6 +8,7 @@ import math
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
+from sources.api import ApiSource
 from sources.base import Item, SearchQuery, SourceBatch, item_id, utc_now
 from sources.config import SourcesConfig
 from sources.feeds import FeedEntry, as_utc, in_window, read_feed
@@ -150,18 +151,14 @@ def entry_to_news_item(entry: FeedEntry, *, query: SearchQuery) -> Item:
     )
 
 
-class GoogleNewsSource:
+class GoogleNewsSource(ApiSource):
     """Headlines from Google News RSS search (unofficial; links redirect through Google)."""
 
     name = "news"
-    needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
+        super().__init__(client=client, config=config)
         self._search_url = config.news_rss_url.rstrip("/") + "/search"
-
-    def unavailable_reason(self) -> str | None:
-        return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         text = " ".join(query.text.split())

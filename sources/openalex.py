@@ -9,10 +9,9 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
+from sources.api import ApiSource, secret_text
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
-from sources.config import SourcesConfig
 from sources.feeds import parse_iso_datetime
-from sources.http import HttpClient
 from sources.urls import canonical_url
 
 logger = logging.getLogger(__name__)
@@ -76,19 +75,14 @@ def _author_line(authorships: list[OpenAlexAuthorship], *, most: int = 5) -> str
     return line + (" et al." if len(names) > most else "")
 
 
-class OpenAlexSource:
+class OpenAlexSource(ApiSource):
     """Recent papers, books and datasets from OpenAlex; citations count as points."""
 
     name = "openalex"
     needs_key = True
 
-    def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
-        self._config = config
-
     def _key(self) -> str:
-        key = self._config.openalex_api_key
-        return key.get_secret_value() if key is not None else ""
+        return secret_text(self._config.openalex_api_key)
 
     def unavailable_reason(self) -> str | None:
         if not self._key():
@@ -96,9 +90,7 @@ class OpenAlexSource:
         return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise SourceError(SourceErrorKind.UNAVAILABLE, reason)
+        self._ensure_available()
         per_page = max(1, min(query.limit, MAX_PER_PAGE))
         items: list[Item] = []
         skipped = 0

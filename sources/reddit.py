@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
+from sources.api import ApiSource
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.http import HttpClient, HttpResponse
@@ -82,15 +83,14 @@ def reddit_time_window(since: datetime | None, *, now: datetime) -> str:
     return "all"
 
 
-class RedditSource:
+class RedditSource(ApiSource):
     """Reddit posts matching the query, newest first."""
 
     name = "reddit"
     needs_key = True
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
-        self._config = config
+        super().__init__(client=client, config=config)
         self._token: str | None = None
         self._token_expires_at = 0.0
         self._token_lock = asyncio.Lock()
@@ -102,9 +102,7 @@ class RedditSource:
         return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise SourceError(SourceErrorKind.UNAVAILABLE, reason)
+        self._ensure_available()
         items: list[Item] = []
         skipped = 0
         after: str | None = None

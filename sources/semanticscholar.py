@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import datetime
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
+from sources.api import ApiSource, json_object, secret_text
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import parse_iso_datetime
@@ -70,24 +70,18 @@ def publication_range(since: datetime | None, until: datetime | None) -> str | N
     return f"{start}:{end}"
 
 
-class SemanticScholarSource:
+class SemanticScholarSource(ApiSource):
     """Papers matching the query; citations count as points."""
 
     name = "semanticscholar"
-    needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig, min_interval: float = MIN_INTERVAL) -> None:
-        self._client = client
-        self._config = config
+        super().__init__(client=client, config=config)
         self._min_interval = min_interval
         self._policed_hosts: set[str] = set()
 
     def _key(self) -> str:
-        key = self._config.semanticscholar_api_key
-        return key.get_secret_value() if key is not None else ""
-
-    def unavailable_reason(self) -> str | None:
-        return None
+        return secret_text(self._config.semanticscholar_api_key)
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         self._police_host()
@@ -142,14 +136,7 @@ class SemanticScholarSource:
             else:
                 kind = error.kind
             raise SourceError(kind, message, status=error.status, retry_after=error.retry_after) from None
-        try:
-            document = json.loads(response.content)
-        except ValueError:
-            raise SourceError(
-                SourceErrorKind.BAD_RESPONSE, "semanticscholar returned something other than JSON"
-            ) from None
-        if not isinstance(document, dict):
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "semanticscholar returned an unexpected document")
+        document = json_object(response.content, who="semanticscholar")
         # With no match the API answers `{"total": 0, "offset": 0}` without a `data` list.
         papers = document.get("data", [])
         if not isinstance(papers, list):

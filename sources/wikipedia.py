@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from datetime import datetime
@@ -10,6 +9,7 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
 
+from sources.api import ApiSource, json_object
 from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import html_to_text
@@ -53,19 +53,14 @@ def article_url(edition: str, title: str) -> str:
     return f"https://{edition}.wikipedia.org/wiki/{quote(title.replace(' ', '_'), safe='/:()_,')}"
 
 
-class WikipediaSource:
+class WikipediaSource(ApiSource):
     """Wikipedia articles for background on a topic; `published` is the time of the last edit."""
 
     name = "wikipedia"
-    needs_key = False
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
-        self._config = config
+        super().__init__(client=client, config=config)
         self._policed_hosts: set[str] = set()
-
-    def unavailable_reason(self) -> str | None:
-        return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         edition = wikipedia_edition(query.language)
@@ -87,12 +82,7 @@ class WikipediaSource:
                 "utf8": 1,
             },
         )
-        try:
-            document = json.loads(response.content)
-        except ValueError:
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "wikipedia returned something other than JSON") from None
-        if not isinstance(document, dict):
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "wikipedia returned an unexpected JSON document")
+        document = json_object(response.content, who="wikipedia")
         error = document.get("error")
         if isinstance(error, dict):
             # MediaWiki reports errors with HTTP 200 and an `error` object.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,10 +9,9 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
 
+from sources.api import ApiSource, json_object, secret_text
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
-from sources.config import SourcesConfig
 from sources.feeds import title_from_text
-from sources.http import HttpClient
 from sources.urls import canonical_url
 
 logger = logging.getLogger(__name__)
@@ -76,19 +74,14 @@ def _language(tag: str | None) -> str | None:
     return tag.split("-", 1)[0].lower()
 
 
-class XSource:
+class XSource(ApiSource):
     """Recent posts on X matching the query; likes, retweets and replies as engagement."""
 
     name = "x"
     needs_key = True
 
-    def __init__(self, *, client: HttpClient, config: SourcesConfig) -> None:
-        self._client = client
-        self._config = config
-
     def _token(self) -> str:
-        token = self._config.x_bearer_token
-        return token.get_secret_value() if token is not None else ""
+        return secret_text(self._config.x_bearer_token)
 
     def unavailable_reason(self) -> str | None:
         if not self._token():
@@ -96,9 +89,7 @@ class XSource:
         return None
 
     async def search(self, query: SearchQuery) -> SourceBatch:
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise SourceError(SourceErrorKind.UNAVAILABLE, reason)
+        self._ensure_available()
         text = query.text.strip()
         if query.language and "lang:" not in text:
             text = f"{text} lang:{query.language.split('-', 1)[0].lower()}"
@@ -152,13 +143,7 @@ class XSource:
             for form in {self._token(), quote(self._token(), safe=""), quote_plus(self._token())}:
                 message = message.replace(form, "***")
             raise SourceError(error.kind, message, status=error.status, retry_after=error.retry_after) from None
-        try:
-            document = json.loads(response.content)
-        except ValueError:
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "X returned something other than JSON") from None
-        if not isinstance(document, dict):
-            raise SourceError(SourceErrorKind.BAD_RESPONSE, "X returned an unexpected document")
-        return document
+        return json_object(response.content, who="X")
 
     def _parse_page(self, document: dict[str, Any], query: SearchQuery) -> tuple[list[Item], int]:
         # No match: `{"meta": {"result_count": 0}}` without `data`.

@@ -40,6 +40,7 @@ from bots.downloads import read_at_most
 from bots.slack.api import TRANSIENT_ERRORS, error_code
 from bots.slack.events import (
     SLASH_COMMANDS,
+    AnsweredButtons,
     SharedFile,
     answered_buttons,
     file_to_import,
@@ -273,14 +274,7 @@ class SlackFrontend:
             return
         answered = answered_buttons(body)
         if answered is not None:
-            try:
-                await self.client.chat_update(
-                    channel=answered.channel, ts=answered.ts, text=answered.text, blocks=answered.blocks
-                )
-            except SlackApiError as error:
-                logger.info("slack: could not mark the pressed buttons as answered: %s", error_code(error))
-            except TRANSIENT_ERRORS as error:
-                logger.info("slack: could not mark the pressed buttons as answered: %s", type(error).__name__)
+            await self._show_answered(answered, "mark the pressed buttons as answered")
         await self._handle(incoming, target, admission=admission)
 
     # ---- answering ----------------------------------------------------------------------------------------
@@ -338,16 +332,20 @@ class SlackFrontend:
     async def _update_row(self, pressed: Mapping[str, Any], row: tuple[Button, ...]) -> None:
         """The pressed row of a digest's feedback shows what the press did."""
         answered = row_answered(pressed, row)
-        if answered is None:
-            return
+        if answered is not None:
+            await self._show_answered(answered, "update the pressed row")
+
+    async def _show_answered(self, answered: AnsweredButtons, what: str) -> None:
+        """Replace the pressed message by its answered form; a failure is logged, never raised (the press was
+        handled; only its display stays as it was)."""
         try:
             await self.client.chat_update(
                 channel=answered.channel, ts=answered.ts, text=answered.text, blocks=answered.blocks
             )
         except SlackApiError as error:
-            logger.info("slack: could not update the pressed row: %s", error_code(error))
+            logger.info("slack: could not %s: %s", what, error_code(error))
         except TRANSIENT_ERRORS as error:
-            logger.info("slack: could not update the pressed row: %s", type(error).__name__)
+            logger.info("slack: could not %s: %s", what, type(error).__name__)
 
     async def _download(self, shared: SharedFile) -> IncomingFile:
         """A shared file's bytes (up to `MAX_INCOMING_FILE_BYTES`), fetched with the bot token, which goes only to

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, NotRequired, TypedDict
 
 from agent import Button
@@ -26,6 +27,7 @@ from bots.markdown import (
     parse_markdown,
     utf16_len,
 )
+from research import pack_pieces, split_words
 
 SECTION_TEXT_LIMIT = 3000
 """Characters of a section block's text."""
@@ -211,7 +213,7 @@ def markdown_to_blocks(text: str, *, header: str | None = None) -> list[list[Sla
         if chunk is not None:
             pending.extend(_split_chunk(chunk, SECTION_TEXT_LIMIT))
             continue
-        for section_text in _pack(pending, "\n\n", SECTION_TEXT_LIMIT):
+        for section_text in pack_pieces(pending, "\n\n", SECTION_TEXT_LIMIT, units=_units):
             blocks.append(SectionBlock(type="section", text=MrkdwnTextObject(type="mrkdwn", text=section_text)))
         pending = []
         if blocks and blocks[-1]["type"] not in {"divider", "header"}:
@@ -311,48 +313,23 @@ def _split_lines(text: str, limit: int) -> list[str]:
             lines.append(line)
             continue
         quote = "> " if line.startswith("> ") else ""  # a quoted line stays quoted in every piece
-        first, *rest = _split_words(line, limit - len(quote)) or [""]
+        width = limit - len(quote)
+        first, *rest = split_words(line, width, units=_units, atoms=partial(_atoms, limit=width)) or [""]
         lines.extend([first, *(quote + piece for piece in rest)])
-    return _pack(lines, "\n", limit)
+    return pack_pieces(lines, "\n", limit, units=_units)
 
 
-def _split_words(line: str, limit: int) -> list[str]:
+def _atoms(line: str, limit: int) -> list[str]:
+    """A line's mrkdwn as what a cut never falls inside: links, entities, characters; a link longer than a whole
+    section cannot stay a link, so its text is kept instead."""
     atoms: list[str] = []
     for atom in _ATOM.findall(line):
-        if _units(atom) > limit:  # a link longer than a whole section cannot stay a link: keep its text
+        if _units(atom) > limit:
             target, _, label = atom[1:-1].partition("|")
             atoms.extend(_ATOM.findall(label or target))
         else:
             atoms.append(atom)
-    pieces: list[str] = []
-    current: list[str] = []
-    size = 0
-    for atom in atoms:
-        if size + _units(atom) > limit:
-            spaces = [index for index, held in enumerate(current) if held == " " and index > 0]
-            cut = spaces[-1] if spaces else len(current)
-            pieces.append("".join(current[:cut]))
-            current = current[cut + 1 :] if spaces else []
-            size = sum(map(_units, current))
-        current.append(atom)
-        size += _units(atom)
-    pieces.append("".join(current))
-    return [piece for piece in pieces if piece.strip()]
-
-
-def _pack(pieces: list[str], separator: str, limit: int) -> list[str]:
-    """Pieces (each within `limit`) joined greedily into as few texts within `limit` as possible."""
-    packed: list[str] = []
-    size = 0  # of the last packed text
-    for piece in pieces:
-        piece_size = _units(piece)
-        if packed and size + len(separator) + piece_size <= limit:
-            packed[-1] += separator + piece
-            size += len(separator) + piece_size
-        else:
-            packed.append(piece)
-            size = piece_size
-    return [text for text in packed if text.strip()]
+    return atoms
 
 
 def _truncate(text: str, limit: int, *, mrkdwn: bool) -> str:

@@ -1,8 +1,9 @@
-"""Helpers the repositories share: the dialect's INSERT (for ON CONFLICT) and a base class."""
+"""Helpers the repositories share: the dialect's INSERT (for ON CONFLICT), a record from a row, and a base class."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, TypeVar
 
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
@@ -36,6 +37,28 @@ def dialect_insert(name: str, table: Any) -> Any:
     if name == "sqlite":
         return sqlite.insert(table)
     raise NotImplementedError(f"storage supports SQLite and PostgreSQL, not {name}")
+
+
+R = TypeVar("R")
+
+
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+"""Each record class's field names, looked up once (records are made on every read)."""
+
+
+def _field_names(record: type[Any]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(record)
+    if names is None:
+        names = _FIELD_NAMES[record] = tuple(field.name for field in dataclasses.fields(record))
+    return names
+
+
+def record_of(record: type[R], row: Any, **converted: Any) -> R:
+    """A `storage.records` dataclass from a row whose columns carry its field names (an ORM object, or a Core row of
+    the whole table): each field is the column of that name, except those given in `converted` (an enum made of the
+    stored text, a tuple of a JSON list, a value from elsewhere)."""
+    values = {name: getattr(row, name) for name in _field_names(record) if name not in converted}
+    return record(**values, **converted)
 
 
 def like_pattern(text: str) -> str:

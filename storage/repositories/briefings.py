@@ -63,11 +63,7 @@ class BriefingRepository(Repository):
             finished_at=outcome.finished_at,
             stats=dict(outcome.stats),
             digest=None,
-            language_digests={},
             artifacts=dict(outcome.artifacts),
-            input_tokens=0,
-            output_tokens=0,
-            cost=0.0,
         )
         session.add(run)
         await session.flush()

@@ -9,7 +9,7 @@ from sqlalchemy import delete, select, update
 
 from storage.models import Chat
 from storage.records import ChatRecord
-from storage.repositories._common import AnyConnection, Repository, upsert_insert
+from storage.repositories._common import AnyConnection, Repository, record_of, upsert_insert
 
 
 class ChatChanges(TypedDict, total=False):
@@ -28,20 +28,7 @@ class ChatChanges(TypedDict, total=False):
 
 
 def to_chat_record(row: Chat) -> ChatRecord:
-    return ChatRecord(
-        id=row.id,
-        platform=row.platform,
-        external_id=row.external_id,
-        title=row.title,
-        timezone=row.timezone,
-        language=row.language,
-        profile=row.profile,
-        active=row.active,
-        created_at=row.created_at,
-        briefing_schedule=row.briefing_schedule,
-        briefing_next_at=row.briefing_next_at,
-        briefing_since=row.briefing_since,
-    )
+    return record_of(ChatRecord, row)
 
 
 def chat_upsert(

@@ -19,7 +19,7 @@ from storage.records import (
     RunOutcome,
     RunStatus,
 )
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, record_of, upsert_insert
 from storage.repositories.items import store_items
 from storage.repositories.subscriptions import immediate_recipients
 from storage.types import utc_now
@@ -28,22 +28,7 @@ _OPEN = (DeliveryStatus.PENDING, DeliveryStatus.FAILED)
 
 
 def to_delivery_record(row: Delivery) -> DeliveryRecord:
-    return DeliveryRecord(
-        id=row.id,
-        run_id=row.run_id,
-        chat_id=row.chat_id,
-        status=DeliveryStatus(row.status),
-        attempts=row.attempts,
-        next_attempt_at=row.next_attempt_at,
-        last_error=row.last_error,
-        created_at=row.created_at,
-        sent_at=row.sent_at,
-        parts_sent=row.parts_sent,
-        claimed_by=row.claimed_by,
-        rendered_language=row.rendered_language,
-        rendered_timezone=row.rendered_timezone,
-        left_out=row.left_out,
-    )
+    return record_of(DeliveryRecord, row, status=DeliveryStatus(row.status))
 
 
 async def queue_rows(session: AsyncSession, run_id: int, chat_ids: Sequence[int], *, at: datetime) -> None:

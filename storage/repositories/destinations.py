@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, update
+from sqlalchemy.sql.elements import ColumnElement
 
 from storage.models import Chat, Destination
-from storage.repositories._common import Repository
+from storage.repositories._common import Repository, record_of
 from storage.types import utc_now
 
 
@@ -35,21 +36,7 @@ class DestinationRecord:
 
 
 def _record(row: Destination, active: bool) -> DestinationRecord:
-    return DestinationRecord(
-        id=row.id,
-        chat_id=row.chat_id,
-        added_by_chat_id=row.added_by_chat_id,
-        kind=row.kind,
-        url=row.url,
-        secret=row.secret,
-        label=row.label,
-        briefing_of_chat_id=row.briefing_of_chat_id,
-        failing_since=row.failing_since,
-        failure_told=row.failure_told,
-        last_error=row.last_error,
-        active=active,
-        created_at=row.created_at,
-    )
+    return record_of(DestinationRecord, row, active=active)
 
 
 class DestinationRepository(Repository):
@@ -84,26 +71,16 @@ class DestinationRepository(Repository):
             return _record(row, True)
 
     async def get(self, destination_id: int) -> DestinationRecord | None:
-        async with self._db.sessions() as session:
-            found = (
-                await session.execute(
-                    select(Destination, Chat.active)
-                    .join(Chat, Chat.id == Destination.chat_id)
-                    .where(Destination.id == destination_id)
-                )
-            ).one_or_none()
-            return _record(found[0], found[1]) if found is not None else None
+        return await self._one(Destination.id == destination_id)
 
     async def of_chat(self, chat_id: int) -> DestinationRecord | None:
         """The destination whose own chat is `chat_id` (what a sender is handed)."""
+        return await self._one(Destination.chat_id == chat_id)
+
+    async def _one(self, condition: ColumnElement[bool]) -> DestinationRecord | None:
         async with self._db.sessions() as session:
-            found = (
-                await session.execute(
-                    select(Destination, Chat.active)
-                    .join(Chat, Chat.id == Destination.chat_id)
-                    .where(Destination.chat_id == chat_id)
-                )
-            ).one_or_none()
+            query = select(Destination, Chat.active).join(Chat, Chat.id == Destination.chat_id).where(condition)
+            found = (await session.execute(query)).one_or_none()
             return _record(found[0], found[1]) if found is not None else None
 
     async def all(self, *, added_by_chat_id: int | None = None) -> list[DestinationRecord]:

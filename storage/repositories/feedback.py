@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from storage.models import Delivery, FeedbackMark, ReaderViewRow, Run
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, record_of, upsert_insert
 from storage.types import utc_now
 
 STORY_KINDS = ("more", "less", "fewer")
@@ -50,17 +50,11 @@ class StoredView:
 
 
 def _record(row: FeedbackMark) -> FeedbackMarkRecord:
-    return FeedbackMarkRecord(
-        id=row.id,
-        monitor_id=row.monitor_id,
-        chat_id=row.chat_id,
-        kind=row.kind,
-        run_id=row.run_id,
-        story=row.story,
-        title=row.title,
+    return record_of(
+        FeedbackMarkRecord,
+        row,
         outlets=tuple(str(o) for o in row.outlets or ()),
         terms={str(k): float(v) for k, v in (row.terms or {}).items()},
-        created_at=row.created_at,
     )
 
 

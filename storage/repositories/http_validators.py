@@ -9,7 +9,7 @@ from sqlalchemy import delete
 
 from storage.models import HttpValidator
 from storage.records import HttpValidatorRecord
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, record_of, upsert_insert
 from storage.types import utc_now
 
 
@@ -21,16 +21,7 @@ class HttpValidatorRepository(Repository):
     async def get(self, url: str) -> HttpValidatorRecord | None:
         async with self._db.sessions() as session:
             row = await session.get(HttpValidator, url_key(url))
-            if row is None:
-                return None
-            return HttpValidatorRecord(
-                url=row.url,
-                etag=row.etag,
-                last_modified=row.last_modified,
-                body=row.body,
-                content_type=row.content_type,
-                updated_at=row.updated_at,
-            )
+            return record_of(HttpValidatorRecord, row) if row is not None else None
 
     async def put(
         self,

@@ -13,7 +13,7 @@ from sqlalchemy import ColumnElement, Select, delete, func, or_, select
 from storage.engine import Database
 from storage.models import Item, Monitor, Run, RunItem, Subscription
 from storage.records import ItemRecord, ItemWithScores
-from storage.repositories._common import Repository, dialect_insert, like_pattern
+from storage.repositories._common import Repository, dialect_insert, like_pattern, record_of
 from storage.repositories.runs import NEWEST_RUN_FIRST, to_run_item_record
 from storage.types import utc_now
 
@@ -22,20 +22,7 @@ _CHUNK = 500
 
 
 def to_item_record(row: Item) -> ItemRecord:
-    return ItemRecord(
-        id=row.id,
-        source=row.source,
-        url=row.url,
-        title=row.title,
-        text=row.text,
-        author=row.author,
-        published=row.published_at,
-        engagement=dict(row.engagement),
-        language=row.language,
-        query=row.query,
-        collected_at=row.collected_at,
-        first_seen_at=row.first_seen_at,
-    )
+    return record_of(ItemRecord, row, published=row.published_at, engagement=dict(row.engagement))
 
 
 T = TypeVar("T")

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from storage.models import Alert, Chat, Monitor, ReaderRule, Run, Subscription
 from storage.records import DeliveryMode, JSONObject, MonitorListing, MonitorRecord, SubscriptionRecord
-from storage.repositories._common import Repository
+from storage.repositories._common import Repository, record_of
 from storage.repositories.alerts import AlertRepository
 from storage.repositories.runs import NEWEST_RUN_FIRST
 from storage.repositories.subscriptions import receiving
@@ -129,31 +129,13 @@ def _to_listing(row: Row[Any], chat_id: int) -> MonitorListing:
 
 def to_monitor_record(row: Monitor | Row[Any]) -> MonitorRecord:
     """The record of an ORM row, or of a Core row of the whole table (same names)."""
-    return MonitorRecord(
-        id=row.id,
-        owner_chat_id=row.owner_chat_id,
-        topic=row.topic,
+    return record_of(
+        MonitorRecord,
+        row,
         extra_queries=tuple(row.extra_queries),
         include_keywords=tuple(row.include_keywords),
         exclude_keywords=tuple(row.exclude_keywords),
         sources=tuple(row.sources),
-        schedule=row.schedule,
-        timezone=row.timezone,
-        lookback_hours=row.lookback_hours,
-        language=row.language,
-        quiet=row.quiet,
-        paused=row.paused,
-        plan=row.plan,
-        plan_updated_at=row.plan_updated_at,
-        next_run_at=row.next_run_at,
-        last_run_at=row.last_run_at,
-        last_status=row.last_status,
-        last_error=row.last_error,
-        consecutive_failures=row.consecutive_failures,
-        failure_notified_at=row.failure_notified_at,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        shared=row.shared,
     )
 
 

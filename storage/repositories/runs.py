@@ -9,7 +9,7 @@ from sqlalchemy import delete, func, select, update
 
 from storage.models import Delivery, Run, RunItem
 from storage.records import RunItemRecord, RunRecord, RunStatus
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, record_of, upsert_insert
 from storage.types import utc_now
 
 BRIEFING_QUERY = "briefing"
@@ -19,37 +19,11 @@ NEWEST_RUN_FIRST = (Run.scheduled_for.desc(), Run.id.desc())
 
 
 def to_run_record(row: Run) -> RunRecord:
-    return RunRecord(
-        id=row.id,
-        monitor_id=row.monitor_id,
-        chat_id=row.chat_id,
-        query=row.query,
-        scheduled_for=row.scheduled_for,
-        status=RunStatus(row.status),
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        stats=row.stats,
-        digest=row.digest,
-        artifacts=row.artifacts,
-        error=row.error,
-        input_tokens=row.input_tokens,
-        output_tokens=row.output_tokens,
-        cost=row.cost,
-        language_digests=row.language_digests or {},
-    )
+    return record_of(RunRecord, row, status=RunStatus(row.status), language_digests=row.language_digests or {})
 
 
 def to_run_item_record(row: RunItem) -> RunItemRecord:
-    return RunItemRecord(
-        run_id=row.run_id,
-        item_id=row.item_id,
-        relevance=row.relevance,
-        credibility=row.credibility,
-        score=row.score,
-        cluster_id=row.cluster_id,
-        rank=row.rank,
-        delivered=row.delivered,
-    )
+    return record_of(RunItemRecord, row)
 
 
 class RunRepository(Repository):
@@ -69,12 +43,6 @@ class RunRepository(Repository):
                     scheduled_for=scheduled_for,
                     status=RunStatus.RUNNING,
                     started_at=now or utc_now(),
-                    stats={},
-                    artifacts={},
-                    language_digests={},
-                    input_tokens=0,
-                    output_tokens=0,
-                    cost=0.0,
                 )
                 .on_conflict_do_nothing(index_elements=["monitor_id", "scheduled_for"])
                 .returning(Run.id)
@@ -115,12 +83,6 @@ class RunRepository(Repository):
                 scheduled_for=when,
                 status=RunStatus.RUNNING,
                 started_at=when,
-                stats={},
-                artifacts={},
-                language_digests={},
-                input_tokens=0,
-                output_tokens=0,
-                cost=0.0,
             )
             session.add(row)
             await session.flush()

@@ -11,7 +11,7 @@ from sqlalchemy import delete, select, update
 
 from storage.models import SourceFailure
 from storage.records import SourceFailureRecord
-from storage.repositories._common import Repository
+from storage.repositories._common import Repository, record_of
 
 
 def spec_key(spec: str) -> str:
@@ -19,16 +19,7 @@ def spec_key(spec: str) -> str:
 
 
 def _record(row: SourceFailure) -> SourceFailureRecord:
-    return SourceFailureRecord(
-        monitor_id=row.monitor_id,
-        spec=row.spec,
-        failures=row.failures,
-        last_reason=row.last_reason,
-        first_failed_at=row.first_failed_at,
-        last_failed_at=row.last_failed_at,
-        retry_at=row.retry_at,
-        notified_at=row.notified_at,
-    )
+    return record_of(SourceFailureRecord, row)
 
 
 class SourceFailureRepository(Repository):

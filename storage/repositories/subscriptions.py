@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat, Subscription
 from storage.records import ChatRecord, DeliveryMode, SubscriptionRecord
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, record_of, upsert_insert
 from storage.repositories.chats import to_chat_record
 from storage.types import utc_now
 
@@ -23,15 +23,7 @@ class SubscriptionChanges(TypedDict, total=False):
 
 
 def to_subscription_record(row: Subscription) -> SubscriptionRecord:
-    return SubscriptionRecord(
-        id=row.id,
-        monitor_id=row.monitor_id,
-        chat_id=row.chat_id,
-        active=row.active,
-        created_at=row.created_at,
-        paused=row.paused,
-        delivery=DeliveryMode(row.delivery),
-    )
+    return record_of(SubscriptionRecord, row, delivery=DeliveryMode(row.delivery))
 
 
 def receiving() -> ColumnElement[bool]:

@@ -8,17 +8,11 @@ from sqlalchemy import delete, select
 
 from storage.models import User
 from storage.records import UserRecord
-from storage.repositories._common import AnyConnection, Repository, upsert_insert
+from storage.repositories._common import AnyConnection, Repository, record_of, upsert_insert
 
 
 def to_user_record(row: User) -> UserRecord:
-    return UserRecord(
-        id=row.id,
-        platform=row.platform,
-        external_id=row.external_id,
-        display_name=row.display_name,
-        created_at=row.created_at,
-    )
+    return record_of(UserRecord, row)
 
 
 def user_upsert(

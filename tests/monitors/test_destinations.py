@@ -25,8 +25,9 @@ from aiosmtpd.controller import Controller
 
 from app.logging_setup import NOISY_LOGGERS
 from monitors import DeliveryWorker, DestinationError, DestinationSenders, DigestPages, MonitorService
-from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, split_text
+from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from monitors.views import MonitorSettings
+from research import split_text
 from research.pipeline import run_pipeline
 from sources import HttpClient
 from storage.repositories import ChatRepository, DeliveryRepository, DestinationRepository

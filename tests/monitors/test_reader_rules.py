@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
 
 from monitors.delivery import build_message
 from monitors.outbound import RetryLater
@@ -137,6 +137,34 @@ async def test_two_subscribers_each_get_their_own_view_of_one_collection(stories
     assert "3 stories left out by your filter" in received[reader.external_id]
     assert _told(received[other.external_id]) == ["gpt"]
     assert "4 stories left out by your filter" in received[other.external_id]
+
+
+async def test_a_runs_items_are_read_once_for_every_chats_rules_and_feedback(stories_world: World) -> None:
+    world = stories_world
+    monitor = await _shared_monitor(world)
+    _owner, reader, other = world.chats
+    await world.service().sharing.subscribe(other.id, monitor)
+    await _set(world, monitor, reader.id, ReaderRules(exclude=("celebrity",)))
+    await _set(world, monitor, other.id, ReaderRules(max_stories=1))
+    summary = await world.service().run_monitor(monitor, T0)
+    assert summary is not None and summary.deliveries == 3
+    reads: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if "FROM items JOIN run_items" in statement:
+            reads.append(statement)
+
+    event.listen(world.database.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        report = await world.worker().run_once()
+    finally:
+        event.remove(world.database.engine.sync_engine, "before_cursor_execute", record)
+
+    assert report.sent == 3
+    assert len(reads) == 1  # one read of the run's items serves two chats' rules and three chats' feedback
+    received = {sent.chat.external_id: sent.text for sent in world.sender.sent}
+    assert len(_told(received[other.external_id])) == 1
+    assert "chef" not in _told(received[reader.external_id])
 
 
 async def test_a_resend_keeps_the_decision_its_first_part_was_built_with(stories_world: World) -> None:
