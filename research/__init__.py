@@ -76,8 +76,10 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         ReaderView,
         StoryDecision,
         StoryFeatures,
+        StoryVector,
         reader_view,
         story_features,
+        story_vector,
     )
     from research.iterative import CollectionReport, StopReason, run_iterative_collection
     from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
@@ -203,6 +205,7 @@ __all__ = [
     "StopReason",
     "StoryDecision",
     "StoryFeatures",
+    "StoryVector",
     "ToolCallCap",
     "TopicDigests",
     "UsageKind",
@@ -258,6 +261,7 @@ __all__ = [
     "source_kind",
     "stage_settings",
     "story_features",
+    "story_vector",
     "sum_usage",
     "template_refused",
     "timed_out",
@@ -314,8 +318,10 @@ _SUBMODULES = {
         "ReaderView",
         "StoryDecision",
         "StoryFeatures",
+        "StoryVector",
         "reader_view",
         "story_features",
+        "story_vector",
     ],
     "digest": [
         "CITATION",
