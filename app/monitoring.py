@@ -85,6 +85,9 @@ async def monitor_stack(
             pause_after=timedelta(days=settings.destination_pause_days),
             pages=pages,
         )
+        providers: Providers = {}  # one Gemini client for the language models and the embedder
+        models = models if models is not None else language_models(settings, providers=providers)
+        embedder = item_embedder(settings, database, providers=providers)
         worker = DeliveryWorker(
             database,
             {**senders.by_platform(), **destinations.by_platform()},
@@ -92,10 +95,8 @@ async def monitor_stack(
             clock=clock,
             lease=timedelta(seconds=settings.delivery_lease_seconds),
             poll_seconds=settings.delivery_poll_seconds,
+            embedder=embedder,  # each chat's feedback reads the stories' stored vectors
         )
-        providers: Providers = {}  # one Gemini client for the language models and the embedder
-        models = models if models is not None else language_models(settings, providers=providers)
-        embedder = item_embedder(settings, database, providers=providers)
 
         async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
             # Every monitor run groups its stories with the embedding model when one is configured.

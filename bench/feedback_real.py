@@ -393,7 +393,7 @@ def without_vectors(every: Monitors) -> Monitors:
 def tune_vectors(sets: Sequence[tuple[Dataset, Monitors]]) -> FeedbackTuning:
     """As `tune`, over the vector settings, on the sets with vectors. Each story's margin is computed once per
     `neighbours` and every threshold read off it: the same rule `reader_view` applies (left out when the margin is
-    at most -`vector_drop_at`), without re-running it per threshold."""
+    below -`vector_drop_at`), without re-running it per threshold."""
     best, best_score = DEFAULT_TUNING, (-9.0, 0.0)
     for neighbours in VECTOR_GRID["neighbours"]:
         tuning = replace(DEFAULT_TUNING, neighbours=neighbours)
@@ -416,7 +416,7 @@ def tune_vectors(sets: Sequence[tuple[Dataset, Monitors]]) -> FeedbackTuning:
         for drop_at in VECTOR_GRID["vector_drop_at"]:
             results = []
             for scored in margins:
-                kept = [wanted for margin, wanted in scored if margin > -drop_at]
+                kept = [wanted for margin, wanted in scored if margin >= -drop_at]
                 results.append(Scores(shown=len(kept), wanted_shown=sum(kept), wanted=sum(w for _, w in scored)))
             score = _objective(results)
             if score > best_score:

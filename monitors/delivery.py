@@ -51,6 +51,7 @@ from monitors.reader_rules import rules_view, run_entries
 from monitors.sharing import hand_over_monitors
 from research import (
     Digest,
+    ItemEmbedder,
     ReaderRules,
     ReaderView,
     RulesDecision,
@@ -283,13 +284,14 @@ class DeliveryWorker:
         backoff: Backoff = OUTBOX_BACKOFF,
         identity: str | None = None,
         pages: DigestPages | None = None,
+        embedder: ItemEmbedder | None = None,
     ) -> None:
         self._database = database
         self._deliveries = DeliveryRepository(database)
         self._runs = RunRepository(database)
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
-        self._feedback = MonitorFeedback(database, clock=clock)
+        self._feedback = MonitorFeedback(database, clock=clock, embedder=embedder)
         self._rules = ReaderRuleRepository(database)
         self._items = ItemRepository(database)
         self._entries: dict[int, list[RunEntry]] = {}

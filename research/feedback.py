@@ -381,7 +381,7 @@ def _by_vectors(
     down_mean, down, down_mark = vectors.closest(story, 1)
     margin = up_mean - down_mean
     net = tuning.vector_scale * margin
-    if down_mark is not None and margin <= -tuning.vector_drop_at:
+    if down_mark is not None and margin < -tuning.vector_drop_at:
         word = "👎" if down_mark.kind == "less" else "“fewer like this”"
         reason = (
             f"close in meaning to stories you marked {word}, closer than to those you marked 👍; the closest: "
