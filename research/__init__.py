@@ -32,8 +32,10 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         failure_lines,
     )
     from research.critique import (
+        MAX_FEEDBACK_EXAMPLES,
         Contradiction,
         Critique,
+        FeedbackExample,
         ItemCritique,
         NumberedItem,
         heuristic_critique,
@@ -139,6 +141,7 @@ __all__ = [
     "CITATION",
     "CLI_FOLDER",
     "COLLECTION_CSV_COLUMNS",
+    "MAX_FEEDBACK_EXAMPLES",
     "MAX_QUESTIONS",
     "RULE_KINDS",
     "RUN_CSV_COLUMNS",
@@ -168,6 +171,7 @@ __all__ = [
     "ExportPaths",
     "FailedSources",
     "FailureKind",
+    "FeedbackExample",
     "FeedbackTuning",
     "ItemCritique",
     "ItemEmbedder",
@@ -304,6 +308,8 @@ _SUBMODULES = {
     "critique": [
         "Contradiction",
         "Critique",
+        "FeedbackExample",
+        "MAX_FEEDBACK_EXAMPLES",
         "ItemCritique",
         "NumberedItem",
         "heuristic_critique",
