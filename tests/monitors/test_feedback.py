@@ -12,17 +12,23 @@ from typing import Any
 
 import pytest
 from pydantic_ai.embeddings import Embedder, EmbeddingResult, TestEmbeddingModel
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo
 
 from monitors import FeedbackError, create_imported, export_monitors, read_monitor_file
 from monitors.delivery import DeliveryWorker
 from monitors.service import MonitorService
+from monitors.views import MonitorSettings
 from research import ItemEmbedder, PipelineRequest, PipelineResult
 from research.pipeline import run_pipeline
 from sources.base import Item, SearchQuery
 from storage import Database
 from storage.repositories import EmbeddingRepository, FeedbackRepository
 from tests.backends import sqlite_url
+from tests.kit import ScriptedModel, user_prompts
 from tests.monitors.conftest import T0, World
+from tests.monitors.fakes import resolver
 from tests.research.fake_sources import RecordingSource, make_item
 
 DAY_ONE = [
@@ -294,3 +300,56 @@ async def test_with_an_embedding_model_a_story_like_a_marked_down_one_in_meaning
         assert mark_down.vector is None and mark_up.vector is None
         assert any("Beyonce" in line for line in reader_titles)
         assert "nothing was left out" in why_dropped
+
+
+# ---- with a model: the critique sees a few of the reader's marks ------------------------------------------------
+
+
+def _critique_answer(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any] | BaseException:
+    """The heavy model: a plain critique of every item it is asked about; any other request (the digest) fails, so
+    the run writes its digest without a model."""
+    prompt = "\n".join(user_prompts(messages))
+    asked = re.search(r"Assess these (\d+) items", prompt)
+    if asked is None:
+        return ModelHTTPError(503, "scripted", body={"error": "only the critique is scripted"})
+    return {
+        "assessments": [
+            {"number": n, "relevance": 0.5, "credibility": 0.5, "reason": "plausible"}
+            for n in range(1, int(asked[1]) + 1)
+        ],
+        "contradictions": [],
+    }
+
+
+async def test_the_critique_sees_the_owners_recent_marks_on_that_monitor_only(world: World, feed: Feed) -> None:
+    script = ScriptedModel(_critique_answer, repeat_last=True)
+    service = MonitorService(
+        world.database,
+        resolve_sources=resolver(world.sources),
+        light_model=None,
+        heavy_model=script.model,
+        out_dir=world.out_dir,
+        settings=MonitorSettings(min_interval_seconds=900),
+        clock=world.clock,
+    )
+    owner, subscriber = world.chats[0].id, world.chats[1].id
+    marked = await _shared_monitor(world, service)
+    other = (await service.create_monitor(owner, "markets", schedule_text="daily at 09:00", sources="news")).id
+    first = await _run_and_deliver(world, service, marked, T0)
+    await service.run_monitor(other, T0)
+    await world.worker().run_once()
+    await service.feedback.mark(owner, "less", _stories(first["100"])["Swift"], monitor_id=marked)
+    await service.feedback.mark(subscriber, "less", _stories(first["101"])["bank"])  # a subscriber's own view
+    feed.today = _items(DAY_TWO, -23.0)
+
+    before = script.calls
+    await service.run_monitor(marked, T0 + timedelta(days=1))
+    marked_prompts = [p for r in script.requests[before:] for p in user_prompts(r) if "Assess these" in p]
+    before = script.calls
+    await service.run_monitor(other, T0 + timedelta(days=1))
+    other_prompts = [p for r in script.requests[before:] for p in user_prompts(r) if "Assess these" in p]
+
+    assert len(marked_prompts) == 1 and len(other_prompts) == 1, "one critique per run, for every subscriber"
+    assert "not wanted: Pop singer Taylor Swift announces stadium tour dates (celebgossip.net)" in marked_prompts[0]
+    assert "Central bank" not in marked_prompts[0].split("<reader_marks>")[1], "the owner's marks, not a subscriber's"
+    assert "reader_marks" not in other_prompts[0], "a mark on one monitor changes nothing for another"
