@@ -15,8 +15,9 @@ With an embedding model, a story also carries its vector (`StoryVector`: the mea
 vectors, title + lead), and so does a mark made on it. When the story and at least one 👍 and one 👎 / "fewer"
 mark have vectors of the same model, the vectors decide instead of the words (`VectorModel`): the story's mean
 cosine to its closest marked-up stories against its closest marked-down ones (a nearest-neighbour vote, which
-learns "stories about phones and apps" from a few marks where words need the same words again). Otherwise the
-words decide, as before. Each decision says which did (`StoryDecision.by`).
+learns "stories about phones and apps" from a few marks where words need the same words again), cut at a level
+calibrated on the reader's own 👍 stories. Otherwise the words decide, as before. Each decision says which did
+(`StoryDecision.by`). The vectors' arithmetic uses numpy (imported on first use).
 
 Guarantees: a muted outlet drops a story only when every outlet of the story is muted; a story is dropped by
 marks only when its words and outlets (or its vector) lean clearly towards what was marked down; a story with no
@@ -31,7 +32,7 @@ import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from research.dedupe import Deduper, fingerprint
 from research.reputation import outlet_of
@@ -92,10 +93,12 @@ class FeedbackTuning:
     neighbours: int = 3
     """Marked stories on each side whose cosine to a story is averaged when vectors decide: one close mark can be
     a look-alike of another kind; a few agree on the kind."""
-    vector_drop_at: float = 0.0
-    """A story is left out when its mean cosine to its closest 👎 stories exceeds that to its closest 👍 ones by
-    this much (negative: left out only when clearly closer to the 👎 side); shown as "like a 👍 story" when the
-    other side wins by as much."""
+    calibration_quantile: float = 0.1
+    """Share of the reader's own 👍 stories (each judged by the other marks) whose margin may fall below the cut:
+    the recall the cut aims at on what the reader marked."""
+    vector_drop_at: float = 0.01
+    """Cosine margin below that level (`VectorModel.threshold`) at which a story is left out: a little room for
+    stories less typical than the marked ones."""
     vector_scale: float = 20.0
     """Log-odds units per unit of cosine margin, so one `rank_shift` orders stories decided by words and by vectors
     alike (an embedding model's cosines of one topic's stories lie within a few tenths)."""
@@ -302,40 +305,92 @@ class MarkModel:
         return score
 
 
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return math.fsum(map(float.__mul__, a, b)) if len(a) == len(b) else 0.0
+def _top_mean(scores: Any, k: int) -> Any:
+    """Row-wise mean of the `k` highest of each row (NaN marks a left-out entry; a row of NaN gives NaN)."""
+    import numpy as np
+
+    if scores.shape[1] == 0:
+        return np.full(scores.shape[0], np.nan)
+    ordered = -np.sort(-np.nan_to_num(scores, nan=-np.inf), axis=1)[:, :k]
+    ordered[np.isinf(ordered)] = np.nan
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(ordered, axis=1) if np.isfinite(ordered).any() else np.full(scores.shape[0], np.nan)
 
 
 class VectorModel:
-    """The reader's marked stories by their vectors: a story's `margin` is its mean cosine to its `neighbours`
-    closest 👍 stories minus that to its closest 👎 / "fewer like this" ones. Only marks whose vector comes from the
-    story's own embedding model count; `usable` says whether both sides have one for a story."""
+    """The reader's marked stories by their vectors. A story's margin is its mean cosine to its `neighbours`
+    closest 👍 stories minus that to its closest 👎 / "fewer like this" ones; it is left out below the reader's own
+    level (`threshold`): the margin that all but `calibration_quantile` of the reader's 👍 stories reach against the
+    other marks (each left out of its own vote), less `vector_drop_at`. So the cut follows the reader's marks and
+    the embedding model's own scale of cosines, not one number for every set and model. Only marks whose vector
+    comes from the story's embedding model count; `usable` says whether both sides have one."""
 
     def __init__(self, ups: Sequence[Mark], downs: Sequence[Mark], tuning: FeedbackTuning) -> None:
         self._tuning = tuning
-        self._sides: tuple[dict[str, list[tuple[tuple[float, ...], Mark]]], ...] = ({}, {})
+        self._sides: tuple[dict[str, list[Mark]], ...] = ({}, {})
         for side, marks in enumerate((ups, downs)):
             for mark in marks:
-                vector = mark.features.vector
-                if vector is not None:
-                    self._sides[side].setdefault(vector.model, []).append((vector.values, mark))
+                if mark.features.vector is not None:
+                    self._sides[side].setdefault(mark.features.vector.model, []).append(mark)
+        self._matrices: dict[str, tuple[Any, Any]] = {}
+        self._thresholds: dict[str, float] = {}
 
     def usable(self, story: StoryFeatures) -> bool:
         vector = story.vector
         return vector is not None and all(vector.model in side for side in self._sides)
 
+    def _matrix(self, model: str) -> tuple[Any, Any]:
+        import numpy as np
+
+        if model not in self._matrices:
+            dims = {
+                len(m.features.vector.values) for side in self._sides for m in side.get(model, ()) if m.features.vector
+            }
+            size = max(dims, default=0)
+
+            def rows(marks: Sequence[Mark]) -> Any:
+                kept = [
+                    m.features.vector.values
+                    for m in marks
+                    if m.features.vector and len(m.features.vector.values) == size
+                ]
+                return np.asarray(kept, dtype=np.float64).reshape(len(kept), size)
+
+            self._matrices[model] = (rows(self._sides[0].get(model, [])), rows(self._sides[1].get(model, [])))
+        return self._matrices[model]
+
     def closest(self, story: StoryFeatures, side: int) -> tuple[float, float, Mark | None]:
         """On one side (0 👍, 1 👎): the mean cosine of the story's closest marked stories, the closest one's
         cosine, and its mark."""
+        import numpy as np
+
         if story.vector is None:
             return 0.0, 0.0, None
-        values = story.vector.values
-        scored = sorted(((_dot(values, v), m) for v, m in self._sides[side].get(story.vector.model, ())),
-                        key=lambda pair: -pair[0])  # fmt: skip
-        top = scored[: max(self._tuning.neighbours, 1)]
-        if not top:
+        marks = self._sides[side].get(story.vector.model, [])
+        matrix = self._matrix(story.vector.model)[side]
+        if not marks or matrix.shape[0] != len(marks) or matrix.shape[1] != len(story.vector.values):
             return 0.0, 0.0, None
-        return math.fsum(s for s, _ in top) / len(top), top[0][0], top[0][1]
+        scores = matrix @ np.asarray(story.vector.values, dtype=np.float64)
+        best = int(np.argmax(scores))
+        top = np.sort(scores)[::-1][: max(self._tuning.neighbours, 1)]
+        return float(top.mean()), float(scores[best]), marks[best]
+
+    def threshold(self, model: str) -> float:
+        """The margin below which a story of `model`'s vectors is left out for this reader (see the class); with
+        fewer than two 👍 stories, -`vector_drop_at`."""
+        import numpy as np
+
+        if model not in self._thresholds:
+            ups, downs = self._matrix(model)
+            level = 0.0
+            if ups.shape[0] >= 2 and downs.shape[0] >= 1:
+                among = ups @ ups.T
+                np.fill_diagonal(among, np.nan)
+                k = max(self._tuning.neighbours, 1)
+                margins = _top_mean(among, k) - _top_mean(ups @ downs.T, k)
+                level = float(np.nanquantile(margins, self._tuning.calibration_quantile))
+            self._thresholds[model] = level - self._tuning.vector_drop_at
+        return self._thresholds[model]
 
 
 def _quoted(title: str) -> str:
@@ -381,18 +436,20 @@ def _by_vectors(
     down_mean, down, down_mark = vectors.closest(story, 1)
     margin = up_mean - down_mean
     net = tuning.vector_scale * margin
-    if down_mark is not None and margin < -tuning.vector_drop_at:
+    assert story.vector is not None  # `usable`
+    if down_mark is not None and margin < vectors.threshold(story.vector.model):
         word = "👎" if down_mark.kind == "less" else "“fewer like this”"
         reason = (
-            f"close in meaning to stories you marked {word}, closer than to those you marked 👍; the closest: "
-            f"{_quoted(down_mark.features.title)} (similarity {down:.2f} against {up:.2f})"
+            f"close in meaning to stories you marked {word}, and further from those you marked 👍 than they are from "
+            f"one another; the closest: {_quoted(down_mark.features.title)} (similarity {down:.2f}, against {up:.2f} "
+            f"to the closest 👍)"
         )
         decision = StoryDecision(
             index=index, kept=False, up=up, down=down, mark_id=down_mark.id, reason=reason, by="vectors"
         )
         return decision, net
     reason, mark_id = "", None
-    if up_mark is not None and margin >= tuning.vector_drop_at:
+    if up_mark is not None and margin > 0:
         reason = (
             f"close in meaning to stories you marked 👍, like {_quoted(up_mark.features.title)} (similarity {up:.2f})"
         )
