@@ -7,7 +7,7 @@ import json
 from dataclasses import replace
 
 from research import Mark, StoryFeatures, StoryVector, reader_view, story_features, story_vector
-from research.feedback import DEFAULT_TUNING, MarkModel
+from research.feedback import DEFAULT_TUNING, MarkModel, VectorModel
 from sources import Item
 
 
@@ -150,3 +150,22 @@ def test_a_story_vector_is_its_reports_mean_and_survives_json() -> None:
     assert max(abs(a - b) for a, b in zip(again.vector.values, vector.values, strict=True)) < 1e-3
     assert StoryVector.from_json({"model": "m", "f16": "not base64!"}) is None
     assert StoryFeatures.from_json({"title": "old mark"}).vector is None
+
+
+def test_with_several_marks_the_cut_is_the_level_the_readers_own_liked_stories_reach() -> None:
+    def embedded(title: str, values: list[float]) -> StoryFeatures:
+        return replace(_story(title, "wire.com"), vector=story_vector([values], model="m@native"))
+
+    liked = [embedded(f"liked {n}", v) for n, v in enumerate([[1, 0, 0.3, 0], [1, 0, 0, 0.3], [1, 0, -0.3, 0]])]
+    disliked = [embedded(f"disliked {n}", v) for n, v in enumerate([[0, 1, 0.3, 0], [0, 1, 0, 0.3], [0, 1, 0, -0.3]])]
+    marks = _marks(*[("more", f) for f in liked], *[("less", f) for f in disliked])
+    typical = embedded("typical", [1, 0, 0, -0.3])
+    leaning = embedded("leaning", [1, 0.8, 0, 0])  # closer to the 👍 side, but far less than the 👍 stories are
+
+    view = reader_view([leaning, typical], marks)
+    model = VectorModel([m for m in marks if m.kind == "more"], [m for m in marks if m.kind == "less"], DEFAULT_TUNING)
+    margin = model.closest(leaning, 0)[0] - model.closest(leaning, 1)[0]
+
+    assert 0 < margin < model.threshold("m@native")
+    assert [d.index for d in view.kept] == [1] and [d.index for d in view.dropped] == [0]
+    assert view.dropped[0].by == "vectors" and "further from those you marked 👍" in view.dropped[0].reason
