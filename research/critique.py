@@ -620,10 +620,10 @@ async def llm_critique(
     if not numbered:
         return heuristic_critique([], now=now)
     limits = limits_of(model)
-    shown = fitted_items(numbered, now=now, budget=limits.prompt_tokens("critique"))
+    marks = examples_block(examples)  # its tokens come out of the items' budget
+    shown = fitted_items(numbered, now=now, budget=limits.prompt_tokens("critique") - estimate_tokens(marks))
     shown = shown[: limits.critique_items(len(shown))]
     prompt = f"Assess these {len(shown)} items.\n\n{compact_items_block(shown, now=now)}"
-    marks = examples_block(examples)
     if marks:
         prompt = f"{prompt}\n\n{marks}"
     run_usage = RunUsage()  # the run adds to it as it goes, so tokens spent before a failure are still counted
