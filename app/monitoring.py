@@ -107,6 +107,7 @@ async def monitor_stack(
             pipeline=pipeline,
             destinations=destinations,
             http=client,
+            embedder=embedder,  # each chat's feedback reads the stories' stored vectors
         )
         worker = DeliveryWorker(
             database,

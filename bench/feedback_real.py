@@ -29,12 +29,22 @@ story of the nine other digests of its monitor (and, in the second row, of every
 labels themselves), and the threshold is the best one at recall ≥ 0.90 on the measured stories themselves. Cost:
 CPU time of `reader_view` per story and of `story_features` per story (made once per run, shared by every reader).
 
+With an embedding model. Where a set has recorded e5-small vectors (bench/data/vectors: `uci`, `masakhanews_eng`),
+every item is embedded through the app's own path (`bench.recorded_vectors.RecordedEmbeddingModel` behind
+`research.ItemEmbedder`, title + lead, as a monitor run stores them), each story gets `research.story_vector` of its
+reports (what `monitors.feedback` makes at delivery) and the "vectors" rows repeat the measurement with them: the
+same shared digests (clustered by words, so both rows judge the same stories), the reader's marks now carrying
+vectors, `reader_view` deciding by `VectorModel`. Its tuning (`neighbours`, `calibration_quantile`,
+`vector_drop_at`) is picked on the dev halves the same way; the vector oracle gives the nearest-neighbour vote
+every other label of the set (threshold chosen on the measured stories: a bound).
+
 Run: uv run python bench/feedback_real.py [--digest-size 20] [--slices 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import csv
 import hashlib
 import itertools
@@ -42,21 +52,26 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from pydantic_ai.embeddings import Embedder
+
+from bench.recorded_vectors import RecordedEmbeddingModel, recordings
 from research import (
     Deduper,
     FeedbackTuning,
+    ItemEmbedder,
     Mark,
     StoryFeatures,
     reader_view,
     story_features,
+    story_vector,
 )
 from research.dedupe import story_lead
-from research.feedback import DEFAULT_TUNING, MarkModel
+from research.feedback import DEFAULT_TUNING, MarkModel, VectorModel
 from sources import Item
 
 DATA = Path(__file__).parent / "data"
@@ -80,6 +95,8 @@ class Dataset:
     monitors: int = 1
     """Independent monitors the set is cut into (consecutive windows of its time order), each with its ten runs:
     a set of single-article stories fills many monitors' digests, where one would leave most of it unread."""
+    recorded_as: str = ""
+    """The set's name in bench/data/vectors (its recorded embedding vectors), "" for none."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +155,7 @@ def load_uci() -> Dataset | None:
     items = interleaved(sorted(items, key=lambda item: (item.published, item.id)), categories)
     labels = {row["id"]: row["story"] for row in rows}
     readers = {"A (wants technology)": "t", "B (wants entertainment)": "e"}
-    return Dataset("UCI News Aggregator", items, categories, labels, readers)
+    return Dataset("UCI News Aggregator", items, categories, labels, readers, recorded_as="uci")
 
 
 def load_masakhanews() -> Dataset | None:
@@ -154,24 +171,63 @@ def load_masakhanews() -> Dataset | None:
     items = interleaved(items, kinds)
     readers = {"A (wants technology)": "technology", "B (wants entertainment)": "entertainment"}
     stories = {row["id"]: row["id"] for row in rows}
-    return Dataset("MasakhaNEWS English (BBC)", items, kinds, stories, readers, monitors=len(items) // MONITOR_ITEMS)
+    return Dataset(
+        "MasakhaNEWS English (BBC)",
+        items,
+        kinds,
+        stories,
+        readers,
+        monitors=len(items) // MONITOR_ITEMS,
+        recorded_as="masakhanews_eng",
+    )
 
 
-def monitors(data: Dataset, *, slices: int, size: int) -> tuple[list[list[list[Story]]], float]:
+Embed = Callable[[Sequence[Item]], dict[str, list[float]]]
+"""Items -> their vectors by item id (a run's batch through `ItemEmbedder`)."""
+
+
+def recorded_embedder(data: Dataset) -> tuple[Embed, str] | None:
+    """The set's recorded e5-small vectors behind the app's own `ItemEmbedder`, and the model's name; None when the
+    set has no (current) recording."""
+    if not data.recorded_as:
+        return None
+    found, notes = recordings(data.recorded_as, data.items)
+    for note in notes:
+        print(f"recorded vectors: {note}", file=sys.stderr)
+    if not found:
+        return None
+    recording = found[0]
+    name = f"recorded:{recording.model}"
+    embedder = ItemEmbedder(embedder=Embedder(RecordedEmbeddingModel(recording)), model_name=name, dimensions=None)
+
+    def embed(items: Sequence[Item]) -> dict[str, list[float]]:
+        embedded = asyncio.run(embedder.embed_items(items))
+        if embedded.fallback_reason:
+            raise RuntimeError(f"recorded embeddings failed: {embedded.fallback_reason}")
+        return embedded.vectors
+
+    return embed, name
+
+
+def monitors(
+    data: Dataset, *, slices: int, size: int, embedding: tuple[Embed, str] | None = None
+) -> tuple[list[list[list[Story]]], float]:
     """Each monitor's digests (one window of the set each), and the CPU seconds per story of making features."""
     window = len(data.items) // data.monitors
     out, costs = [], []
     for number in range(data.monitors):
         part = replace(data, items=data.items[number * window : (number + 1) * window])
-        shared, cost = digests(part, slices=slices, size=size)
+        shared, cost = digests(part, slices=slices, size=size, embedding=embedding)
         out.append(shared)
         costs.append(cost)
     return out, statistics.fmean(costs)
 
 
-def digests(data: Dataset, *, slices: int, size: int) -> tuple[list[list[Story]], float]:
+def digests(
+    data: Dataset, *, slices: int, size: int, embedding: tuple[Embed, str] | None = None
+) -> tuple[list[list[Story]], float]:
     """The shared monitor's digests (collected and clustered once), and the CPU seconds per story of making the
-    stories' features."""
+    stories' features; with `embedding`, each story's features carry its vector (the mean of its reports')."""
     deduper = Deduper(topic=TOPIC)
     delivered: set[str] = set()
     out: list[list[Story]] = []
@@ -181,6 +237,7 @@ def digests(data: Dataset, *, slices: int, size: int) -> tuple[list[list[Story]]
     for number in range(slices):
         chunk = items[number * per_slice : (number + 1) * per_slice if number < slices - 1 else len(items)]
         result = deduper.add(chunk)
+        vectors = embedding[0](chunk) if embedding is not None else {}
         by_story: dict[str, list[Item]] = {}
         for item in result.new:
             by_story.setdefault(result.cluster_of[item.id], []).append(item)
@@ -193,6 +250,9 @@ def digests(data: Dataset, *, slices: int, size: int) -> tuple[list[list[Story]]
             ordered = [lead, *(m for m in members if m.id != lead.id)]
             started = time.process_time()
             features = story_features(ordered, topic=TOPIC)
+            if embedding is not None:
+                vector = story_vector([vectors[m.id] for m in ordered if m.id in vectors], model=embedding[1])
+                features = replace(features, vector=vector)
             feature_seconds += time.process_time() - started
             feature_count += 1
             kind = Counter(data.kinds[m.id] for m in members).most_common(1)[0][0]
@@ -316,6 +376,64 @@ def tune(sets: Sequence[tuple[Dataset, Monitors]]) -> FeedbackTuning:
     return best
 
 
+VECTOR_GRID = {
+    "neighbours": (1, 3, 5, 8),
+    "calibration_quantile": (0.0, 0.05, 0.1, 0.2),
+    "vector_drop_at": (0.0, 0.005, 0.01, 0.015, 0.02, 0.03),
+}
+"""The vector tunings tried on the dev halves (cosine margins: e5-small's stories of one set lie within ~0.2)."""
+
+
+def without_vectors(every: Monitors) -> Monitors:
+    """The same digests with the words alone (what a deployment without an embedding model gets)."""
+    return [
+        [[replace(s, features=replace(s.features, vector=None)) for s in digest] for digest in shared]
+        for shared in every
+    ]
+
+
+def tune_vectors(sets: Sequence[tuple[Dataset, Monitors]]) -> FeedbackTuning:
+    """As `tune`, over the vector settings, on the sets with vectors."""
+    best, best_score = DEFAULT_TUNING, (-9.0, 0.0)
+    for neighbours, quantile, drop_at in itertools.product(*VECTOR_GRID.values()):
+        tuning = replace(DEFAULT_TUNING, neighbours=neighbours, calibration_quantile=quantile, vector_drop_at=drop_at)
+        results = [evaluate(every, kind, tuning, "dev") for data, every in sets for kind in data.readers.values()]
+        score = _objective(results)
+        if score > best_score:
+            best, best_score = tuning, score
+    return best
+
+
+def vector_oracle(every: Monitors, reader_kind: str, half: str, tuning: FeedbackTuning) -> Scores:
+    """The nearest-neighbour vote of `VectorModel` given every other label of the set (every story of every other
+    digest of every monitor marked), threshold the best at recall ≥ 0.90 on the measured stories: a bound."""
+    scored: list[tuple[float, bool]] = []
+    for shared in every:
+        for number in range(MARKED_DIGESTS, len(shared)):
+            others = [
+                [digest for n, digest in enumerate(monitor) if (monitor is not shared or n != number)]
+                for monitor in every
+            ]
+            marks = [m for monitor in others for m in marks_of(reader_kind, monitor, digests_marked=len(monitor))]
+            model = VectorModel([m for m in marks if m.kind == "more"], [m for m in marks if m.kind == "less"], tuning)
+            for story in shared[number]:
+                if in_half(story, half):
+                    up, _, _ = model.closest(story.features, 0)
+                    down, _, _ = model.closest(story.features, 1)
+                    scored.append((up - down, story.kind == reader_kind))
+    return _best_at_recall(scored)
+
+
+def _best_at_recall(scored: Sequence[tuple[float, bool]]) -> Scores:
+    best = Scores()
+    wanted = sum(w for _, w in scored)
+    for threshold in sorted({score for score, _ in scored}, reverse=True):
+        kept = [w for score, w in scored if score >= threshold]
+        if sum(kept) >= TARGET_RECALL * wanted:
+            return Scores(shown=len(kept), wanted_shown=sum(kept), wanted=wanted, measured=len(scored))
+    return best
+
+
 def oracle(every: Monitors, reader_kind: str, half: str, *, other_monitors: bool) -> Scores:
     """What the learner reaches when the reader has marked every story of every other digest of its monitor (and,
     with `other_monitors`, of every other monitor of the set too: the labels themselves, several times the marks),
@@ -338,14 +456,7 @@ def oracle(every: Monitors, reader_kind: str, half: str, *, other_monitors: bool
                 for story in shared[number]
                 if in_half(story, half)
             )
-    best = Scores()
-    wanted = sum(w for _, w in scored)
-    for threshold in sorted({score for score, _ in scored}, reverse=True):
-        kept = [w for score, w in scored if score >= threshold]
-        if sum(kept) >= TARGET_RECALL * wanted:
-            best = Scores(shown=len(kept), wanted_shown=sum(kept), wanted=wanted, measured=len(scored))
-            break
-    return best
+    return _best_at_recall(scored)
 
 
 def main() -> None:
@@ -354,24 +465,29 @@ def main() -> None:
     parser.add_argument("--slices", type=int, default=10)
     options = parser.parse_args()
     sets: list[tuple[Dataset, Monitors]] = []
+    vector_sets: list[tuple[Dataset, Monitors]] = []
     feature_costs = []
     for data in (load_uci(), load_masakhanews()):
         if data is None:
             continue
         started = time.perf_counter()
-        every, feature_cost = monitors(data, slices=options.slices, size=options.digest_size)
+        embedding = recorded_embedder(data)
+        every, feature_cost = monitors(data, slices=options.slices, size=options.digest_size, embedding=embedding)
         feature_costs.append(feature_cost)
         built = time.perf_counter() - started
         sizes = [len(d) for d in every[0]]
         kinds = Counter(s.kind for shared in every for d in shared[MARKED_DIGESTS:] for s in d)
         marked = Counter(s.kind for shared in every for d in shared[:MARKED_DIGESTS] for s in d)
+        with_vectors = "with recorded e5-small vectors" if embedding is not None else "no recorded vectors"
         print(
             f"{data.name}: {len(data.items)} reports, {data.monitors} monitor(s) of {options.slices} runs, "
-            f"clustered once in {built:.1f} s"
+            f"clustered once in {built:.1f} s, {with_vectors}"
         )
         print(f"  digest sizes {sizes}; kinds marked (digests 1-{MARKED_DIGESTS}) {dict(sorted(marked.items()))}")
         print(f"  kinds measured (digests {MARKED_DIGESTS + 1}-{options.slices}) {dict(sorted(kinds.items()))}")
-        sets.append((data, every))
+        sets.append((data, without_vectors(every)))
+        if embedding is not None:
+            vector_sets.append((data, every))
     if not sets:
         raise SystemExit("no labelled set is built (see above)")
     tuned = tune(sets)
@@ -380,26 +496,45 @@ def main() -> None:
         f"drop_at {tuned.drop_at}; defaults: smoothing {DEFAULT_TUNING.smoothing}, outlet_evidence "
         f"{DEFAULT_TUNING.outlet_evidence}, drop_at {DEFAULT_TUNING.drop_at}"
     )
+    vector_tuned = tune_vectors(vector_sets) if vector_sets else DEFAULT_TUNING
+    if vector_sets:
+        print(
+            f"vector tuning picked on the dev halves: neighbours {vector_tuned.neighbours}, calibration_quantile "
+            f"{vector_tuned.calibration_quantile}, vector_drop_at {vector_tuned.vector_drop_at}; defaults: neighbours "
+            f"{DEFAULT_TUNING.neighbours}, calibration_quantile {DEFAULT_TUNING.calibration_quantile}, "
+            f"vector_drop_at {DEFAULT_TUNING.vector_drop_at}"
+        )
     print()
-    print("| set | reader | half | tuning | stories | precision without | precision with | × | recall with |"
-          " shown/digest |")  # fmt: skip
+    print("| set | reader | half | features, tuning | stories | precision without | precision with | × |"
+          " recall with | shown/digest |")  # fmt: skip
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
-    costs = []
+    costs: dict[str, list[float]] = {"words": [], "vectors": []}
+    vectors_of = {data.name: every for data, every in vector_sets}
     for data, every in sets:
         for name, kind in data.readers.items():
             for half in ("test", "dev"):
                 without = evaluate(every, kind, None, half)
                 rows: list[tuple[str, Scores]] = [
-                    ("tuned on dev", evaluate(every, kind, tuned, half)),
-                    ("defaults", evaluate(every, kind, DEFAULT_TUNING, half)),
+                    ("words, tuned on dev", evaluate(every, kind, tuned, half)),
+                    ("words, defaults", evaluate(every, kind, DEFAULT_TUNING, half)),
                 ]
+                if data.name in vectors_of:
+                    rows += [
+                        ("vectors, tuned on dev", evaluate(vectors_of[data.name], kind, vector_tuned, half)),
+                        ("vectors, defaults", evaluate(vectors_of[data.name], kind, DEFAULT_TUNING, half)),
+                    ]
                 if half == "test":
                     rows.append(("oracle: all other digests marked", oracle(every, kind, half, other_monitors=False)))
                     if data.monitors > 1:
                         rows.append(("oracle: all other labels", oracle(every, kind, half, other_monitors=True)))
+                    if data.name in vectors_of:
+                        rows.append(
+                            ("vector oracle: all other labels",
+                             vector_oracle(vectors_of[data.name], kind, half, vector_tuned))
+                        )  # fmt: skip
                 for label, with_ in rows:
-                    if not label.startswith("oracle"):
-                        costs.append(with_.seconds / max(with_.stories, 1))
+                    if not label.startswith(("oracle", "vector oracle")):
+                        costs[label.split(",")[0]].append(with_.seconds / max(with_.stories, 1))
                     ratio = with_.precision / without.precision if without.precision else float("inf")
                     print(
                         f"| {data.name} | {name} | {half} | {label} | {without.measured} | {without.precision:.2f} | "
@@ -408,9 +543,11 @@ def main() -> None:
                     )
     print()
     marks = len(marks_of("t", sets[0][1][0]))
+    vector_cost = f", by vectors {statistics.fmean(costs['vectors']) * 1000:.3f} ms" if costs["vectors"] else ""
     print(
-        f"cost: reader_view {statistics.fmean(costs) * 1000:.3f} ms per story (with {marks} marks); "
-        f"story_features {statistics.fmean(feature_costs) * 1000:.2f} ms per story, once per run for every reader"
+        f"cost: reader_view by words {statistics.fmean(costs['words']) * 1000:.3f} ms per story{vector_cost} "
+        f"(with {marks} marks); story_features (+ story_vector) {statistics.fmean(feature_costs) * 1000:.2f} ms per "
+        f"story, once per run for every reader"
     )
 
 

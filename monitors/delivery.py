@@ -334,7 +334,8 @@ class DeliveryWorker:
         self._chats = ChatRepository(database)
         self._monitors = MonitorRepository(database)
         self._feedback = feedback if feedback is not None else MonitorFeedback(database, clock=clock)
-        """Each chat's view of a run (the process's one, `MonitorService.feedback`, when `app` hands it in)."""
+        """Each chat's view of a run (the process's one, `MonitorService.feedback`, when `app` hands it in; its
+        embedder gives stories their stored vectors)."""
         self._rules = ReaderRuleRepository(database)
         self._items = ItemRepository(database)
         self._run_items: dict[int, asyncio.Future[_RunItems]] = {}

@@ -6,6 +6,11 @@ delivery is built (`MonitorFeedback.view_for`, the one place `research.reader_vi
 marks on that monitor. The decision is stored with the delivery (`reader_views`), so a resend shows the same
 stories, `/more 3` means story 3 as that chat saw it, and `/why` explains what it was shown.
 
+With an embedding model configured (`embedder`), a story's features also carry its vector: the mean of its
+reports' vectors as the run stored them (`ItemEmbedder.stored_vectors`, never a new request at delivery), and a
+mark keeps the vector of the story it was made on, so the view can decide by meaning (`research.VectorModel`);
+reports without stored vectors leave the words to decide.
+
 Guarantees: a mark acts only on the chat that made it, on the monitor of the digest it was made on; a mark names a
 digest the chat received (a part of it confirmed sent), so a press forged, stale or from another chat changes
 nothing; no model is needed anywhere.
@@ -16,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from statistics import fmean
 from typing import Any, Final
@@ -26,13 +31,16 @@ from monitors.runner import item_of_record
 from research import (
     CITATION,
     Digest,
+    ItemEmbedder,
     Mark,
     MarkKind,
     ReaderView,
     StoryDecision,
     StoryFeatures,
+    StoryVector,
     reader_view,
     story_features,
+    story_vector,
 )
 from sources import Item
 from storage import Database, FeedbackMarkRecord, ItemWithScores, RunRecord, StoredView
@@ -158,6 +166,7 @@ def _decision_json(decision: StoryDecision) -> dict[str, Any]:
         "down": round(decision.down, 3),
         "mark_id": decision.mark_id,
         "reason": decision.reason,
+        "by": decision.by,
     }
 
 
@@ -169,6 +178,7 @@ def _decision(data: dict[str, Any], *, kept: bool) -> StoryDecision:
         down=float(data.get("down", 0.0)),
         mark_id=data.get("mark_id"),
         reason=str(data.get("reason", "")),
+        by=str(data.get("by", "")),
     )
 
 
@@ -185,7 +195,9 @@ def _mark(record: FeedbackMarkRecord) -> Mark:
     return Mark(
         id=record.id,
         kind=kind,
-        features=StoryFeatures(title=record.title, outlets=record.outlets, terms=record.terms),
+        features=StoryFeatures(
+            title=record.title, outlets=record.outlets, terms=record.terms, vector=StoryVector.from_json(record.vector)
+        ),
     )
 
 
@@ -207,9 +219,17 @@ def _scores(entries: Sequence[ItemWithScores]) -> dict[str, Any]:
 class MonitorFeedback:
     """Marks, each chat's view of a run, and the explanations; one per process (`MonitorService.feedback`)."""
 
-    def __init__(self, database: Database, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        embedder: ItemEmbedder | None = None,
+    ) -> None:
         self._marks = FeedbackRepository(database)
         self._clock = clock
+        self._embedder = embedder
+        """The configured embedding model, whose stored item vectors give each story its vector (None: words)."""
         self._features: OrderedDict[tuple[int, str, tuple[tuple[int, ...], ...]], list[dict[str, Any]]] = OrderedDict()
 
     # ---- the view at delivery -------------------------------------------------------------------------------
@@ -232,7 +252,7 @@ class MonitorFeedback:
             stored = await self._marks.pending_view(run.id, chat_id)
             if stored is not None:
                 return view_of(stored)
-        stories = self._stories(run, digest, items, topic=topic, language=language)
+        stories = await self._stories(run, digest, items, topic=topic, language=language)
         marks = (
             [_mark(m) for m in await self._marks.marks(run.monitor_id, chat_id)] if run.monitor_id is not None else []
         )
@@ -247,7 +267,7 @@ class MonitorFeedback:
         await self._marks.save_view(run.id, chat_id, record, now=self._clock())
         return view
 
-    def _stories(
+    async def _stories(
         self, run: RunRecord, digest: Digest, stored: Sequence[ItemWithScores], *, topic: str | None, language: str
     ) -> list[dict[str, Any]]:
         """Each development's features and scores, from the run's stored items it cites (kept for a few runs)."""
@@ -258,12 +278,21 @@ class MonitorFeedback:
             return self._features[key]
         by_url = {entry.item.url: entry for entry in stored}
         url_of = {cited.number: cited.url for cited in digest.cited}
+        cited_of = [
+            [by_url[url_of[n]] for n in development.citations if n in url_of and url_of[n] in by_url]
+            for development in digest.developments
+        ]
+        items_of = [[item for e in cited if (item := item_of_record(e.item)) is not None] for cited in cited_of]
+        vectors: dict[str, list[float]] = {}
+        if self._embedder is not None:
+            vectors = await self._embedder.stored_vectors([item for items in items_of for item in items])
         stories = []
-        for development in digest.developments:
-            cited = [by_url[url_of[n]] for n in development.citations if n in url_of and url_of[n] in by_url]
+        for development, cited, items in zip(digest.developments, cited_of, items_of, strict=True):
             title = cited[0].item.title if cited else _plain(development.text)
-            items = [item for e in cited if (item := item_of_record(e.item)) is not None]
             features = story_features(items, topic=topic, title=title)
+            if vectors and self._embedder is not None:
+                found = [vectors[item.id] for item in items if item.id in vectors]
+                features = replace(features, vector=story_vector(found, model=self._embedder.vector_model))
             if not cited:  # a development whose items are gone: its own words
                 features = story_features(
                     [Item(id="development", source="digest", url="about:blank", title=_plain(development.text))],
@@ -329,6 +358,7 @@ class MonitorFeedback:
                 title=features.title,
                 outlets=features.outlets,
                 terms=dict(features.terms),
+                vector=features.vector.to_json() if features.vector is not None else None,
             ),
             now=self._clock(),
         )

@@ -21,8 +21,10 @@ from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
+    MAX_FEEDBACK_EXAMPLES,
     AlertStory,
     Digest,
+    FeedbackExample,
     LlmUsage,
     PipelineRequest,
     PipelineResult,
@@ -51,6 +53,7 @@ from storage import (
 from storage.repositories import (
     AlertRepository,
     ChatRepository,
+    FeedbackRepository,
     ItemRepository,
     MonitorRepository,
     RunRepository,
@@ -60,6 +63,22 @@ from storage.repositories import (
 
 logger = logging.getLogger(__name__)
 _OLDEST = datetime.min.replace(tzinfo=UTC)
+
+
+async def critique_examples(database: Database, monitor_id: int, reader: ChatRecord | None) -> list[FeedbackExample]:
+    """The marks the model critique of a run sees as examples: the latest 👍 / 👎 / fewer of the chat whose profile
+    it reads (the chat that asked for the run, else the owner). A run is critiqued once for every subscriber, so one
+    reader's taste steers it, the one already steering it through the profile; each subscriber's own marks act on
+    its own view at delivery. Marks on other monitors never count."""
+    if reader is None:
+        return []
+    marks = [m for m in await FeedbackRepository(database).marks(monitor_id, reader.id) if m.kind != "mute"]
+    return [
+        FeedbackExample(wanted=m.kind == "more", title=m.title, outlet=m.outlets[0] if m.outlets else None)
+        for m in marks[-MAX_FEEDBACK_EXAMPLES:]
+    ]
+
+
 """Where an undated item sorts."""
 
 SourceResolver = Callable[[Sequence[str]], list[Source]]
@@ -404,6 +423,11 @@ class MonitorRunner:
             exclude_keywords=monitor.exclude_keywords,
             language=monitor.language or (reader.language if reader else None),
             profile=reader.profile if reader else None,
+            feedback_examples=(
+                await critique_examples(self._database, monitor.id, reader)
+                if use_models and self._heavy is not None
+                else ()
+            ),
             plan=load_plan(monitor.plan),
             plan_updated_at=monitor.plan_updated_at,
             already_delivered=frozenset(already),

@@ -23,7 +23,7 @@ from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver
 from monitors.runs import SEARCH_LOOKBACK_HOURS, LeftRunning, MonitorRuns
 from monitors.sharing import MonitorSharing
 from monitors.views import MonitorSettings, RunSummary, effective_timezone, schedule_of
-from research import ProgressCallback, run_pipeline
+from research import ItemEmbedder, ProgressCallback, run_pipeline
 from sources import HttpClient
 from storage import Database
 
@@ -46,6 +46,7 @@ class MonitorService(MonitorCatalogue):
         on_deliveries_queued: Callable[[], None] | None = None,
         destinations: DestinationSenders | None = None,
         http: HttpClient | None = None,
+        embedder: ItemEmbedder | None = None,
     ) -> None:
         super().__init__(
             database,
@@ -88,7 +89,7 @@ class MonitorService(MonitorCatalogue):
         )
         """Email, Discord, ntfy, webhooks… receiving monitors and briefings (None: this process has no senders)."""
 
-        self.feedback = MonitorFeedback(database, clock=clock)
+        self.feedback = MonitorFeedback(database, clock=clock, embedder=embedder)
         """Readers' marks on digests (per monitor and chat), each chat's view of a run, and "why this story"."""
 
         self.rules = ReaderRuleService(self, database)

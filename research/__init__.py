@@ -32,8 +32,10 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         failure_lines,
     )
     from research.critique import (
+        MAX_FEEDBACK_EXAMPLES,
         Contradiction,
         Critique,
+        FeedbackExample,
         ItemCritique,
         NumberedItem,
         heuristic_critique,
@@ -76,8 +78,10 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         ReaderView,
         StoryDecision,
         StoryFeatures,
+        StoryVector,
         reader_view,
         story_features,
+        story_vector,
     )
     from research.iterative import CollectionReport, StopReason, run_iterative_collection
     from research.jobs import CollectionJobResult, ResearchResult, research_once, run_collection_job
@@ -137,6 +141,7 @@ __all__ = [
     "CITATION",
     "CLI_FOLDER",
     "COLLECTION_CSV_COLUMNS",
+    "MAX_FEEDBACK_EXAMPLES",
     "MAX_QUESTIONS",
     "RULE_KINDS",
     "RUN_CSV_COLUMNS",
@@ -166,6 +171,7 @@ __all__ = [
     "ExportPaths",
     "FailedSources",
     "FailureKind",
+    "FeedbackExample",
     "FeedbackTuning",
     "ItemCritique",
     "ItemEmbedder",
@@ -203,6 +209,7 @@ __all__ = [
     "StopReason",
     "StoryDecision",
     "StoryFeatures",
+    "StoryVector",
     "ToolCallCap",
     "TopicDigests",
     "UsageKind",
@@ -261,6 +268,7 @@ __all__ = [
     "split_words",
     "stage_settings",
     "story_features",
+    "story_vector",
     "sum_usage",
     "template_refused",
     "timed_out",
@@ -303,6 +311,8 @@ _SUBMODULES = {
     "critique": [
         "Contradiction",
         "Critique",
+        "FeedbackExample",
+        "MAX_FEEDBACK_EXAMPLES",
         "ItemCritique",
         "NumberedItem",
         "heuristic_critique",
@@ -317,8 +327,10 @@ _SUBMODULES = {
         "ReaderView",
         "StoryDecision",
         "StoryFeatures",
+        "StoryVector",
         "reader_view",
         "story_features",
+        "story_vector",
     ],
     "digest": [
         "CITATION",

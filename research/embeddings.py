@@ -150,6 +150,24 @@ class ItemEmbedder:
         vectors = {item_id: stored.get(key) or fresh[key] for item_id, key in keys.items()}
         return EmbeddedItems(vectors=vectors, usage=usage, embedded=len(fresh), cached=len(stored))
 
+    @property
+    def vector_model(self) -> str:
+        """What names this embedder's vectors (model and size asked): vectors of two of them are not comparable."""
+        return f"{self.model_name}@{self.dimensions or 'native'}"
+
+    async def stored_vectors(self, items: Sequence[Item]) -> dict[str, list[float]]:
+        """The cached vectors of those items that have one, by item id; the model is never asked (what reads this,
+        a delivery, must not spend). Empty without a cache or when it cannot be read."""
+        if self.cache is None or not items:
+            return {}
+        keys = {item.id: embedding_key(self.model_name, self.dimensions, embedding_text(item)) for item in items}
+        try:
+            stored = await self.cache.get_many(list(dict.fromkeys(keys.values())))
+        except Exception as error:  # without vectors the words decide
+            logger.warning("embedding cache unreadable (%s)", error)
+            return {}
+        return {item_id: stored[key] for item_id, key in keys.items() if key in stored}
+
     async def _store(self, batch: Mapping[str, Sequence[float]]) -> None:
         if self.cache is None or not batch:
             return

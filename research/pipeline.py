@@ -509,6 +509,7 @@ async def _critique_stage(run: _Run) -> None:
                 profile=run.request.profile,
                 now=run.started_at,
                 run_seconds=budget.timeout(heavy_model),
+                examples=run.request.feedback_examples,
             )
             run.usage["critique"] = run.critique.usage
         elif top:

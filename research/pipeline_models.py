@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegativeInt
 
 from research.collect import SearchOutcome, SourceFailure
+from research.critique import FeedbackExample
 from research.digest import Digest
 from research.novelty import ItemStatus
 from research.plan import QueryPlan
@@ -47,6 +48,8 @@ class PipelineRequest:
     language: str | None = None
     profile: str | None = None
     """The chat's profile text, injected into LLM prompts."""
+    feedback_examples: Sequence[FeedbackExample] = ()
+    """That chat's recent marks on this monitor's stories, shown to the model critique as examples."""
     plan: QueryPlan | None = None
     """The stored plan; None or stale (older than 7 days, or for another topic) → re-plan."""
     plan_updated_at: datetime | None = None

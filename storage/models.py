@@ -403,6 +403,8 @@ class FeedbackMark(Base):
     outlets: Mapped[list[str]] = mapped_column(default=list)
     terms: Mapped[dict[str, Any]] = mapped_column(default=dict)
     """Term → weight (L2-normalised), the clustering's own weighting."""
+    vector: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    """The story's embedding when it had one (`research.StoryVector.to_json`: the model and the values)."""
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
 
 

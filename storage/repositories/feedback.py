@@ -36,6 +36,8 @@ class FeedbackMarkRecord:
     title: str = ""
     outlets: tuple[str, ...] = ()
     terms: dict[str, float] = field(default_factory=dict)
+    vector: dict[str, Any] | None = None
+    """The story's embedding, as `research.StoryVector.to_json` stores it (None: none was made)."""
     created_at: datetime | None = None
 
 
@@ -55,6 +57,7 @@ def _record(row: FeedbackMark) -> FeedbackMarkRecord:
         row,
         outlets=tuple(str(o) for o in row.outlets or ()),
         terms={str(k): float(v) for k, v in (row.terms or {}).items()},
+        vector=dict(row.vector) if isinstance(row.vector, dict) else None,
     )
 
 
@@ -88,6 +91,7 @@ class FeedbackRepository(Repository):
                 title=mark.title,
                 outlets=list(mark.outlets),
                 terms=dict(mark.terms),
+                vector=dict(mark.vector) if mark.vector else None,
                 created_at=mark.created_at or now or utc_now(),
             )
             session.add(row)

@@ -14,6 +14,7 @@ from monitors.delivery import DeliveryWorker
 from monitors.runner import PipelineFunction
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
+from research.embeddings import ItemEmbedder
 from research.pipeline import run_pipeline
 from sources.base import SearchQuery
 from storage import ChatRecord, Database
@@ -70,7 +71,13 @@ class World:
     chats: list[ChatRecord] = field(default_factory=list)
     sender: RecordingSender = field(default_factory=RecordingSender)
 
-    def service(self, *, pipeline: PipelineFunction | None = None, failure_notice_after: int = 1) -> MonitorService:
+    def service(
+        self,
+        *,
+        pipeline: PipelineFunction | None = None,
+        failure_notice_after: int = 1,
+        embedder: ItemEmbedder | None = None,
+    ) -> MonitorService:
         return MonitorService(
             self.database,
             resolve_sources=resolver(self.sources),
@@ -80,6 +87,7 @@ class World:
             settings=MonitorSettings(min_interval_seconds=900, failure_notice_after=failure_notice_after),
             clock=self.clock,
             pipeline=pipeline or run_pipeline,
+            embedder=embedder,
         )
 
     def worker(self, database: Database | None = None) -> DeliveryWorker:

@@ -8,16 +8,27 @@ import json
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic_ai.embeddings import Embedder, EmbeddingResult, TestEmbeddingModel
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo
 
 from monitors import FeedbackError, create_imported, export_monitors, read_monitor_file
+from monitors.delivery import DeliveryWorker
 from monitors.service import MonitorService
+from monitors.views import MonitorSettings
+from research import ItemEmbedder, PipelineRequest, PipelineResult
+from research.pipeline import run_pipeline
 from sources.base import Item, SearchQuery
 from storage import Database
-from storage.repositories import FeedbackRepository
+from storage.repositories import EmbeddingRepository, FeedbackRepository
 from tests.backends import sqlite_url
+from tests.kit import ScriptedModel, user_prompts
 from tests.monitors.conftest import T0, World
+from tests.monitors.fakes import resolver
 from tests.research.fake_sources import RecordingSource, make_item
 
 DAY_ONE = [
@@ -200,3 +211,143 @@ async def test_export_and_import_keep_the_chats_marks(world: World, feed: Feed) 
     ]
     assert [m.kind for m in copied] == ["less", "mute"] and copied[0].run_id is None
     assert json.loads(again.json)["monitors"][0]["feedback"] == json.loads(exported.json)["monitors"][0]["feedback"]
+
+
+# ---- with an embedding model: the stories' stored vectors decide ----------------------------------------------
+
+DAY_TWO_NEW_WORDS = [  # no word and no outlet in common with DAY_ONE: only meaning relates them
+    ("chips-3", "Qualcomm accelerator arrives for laptops", "https://siliconpost.com/c"),
+    ("tour-3", "Beyonce wins a Grammy for her album", "https://musicwire.org/c"),
+    ("rates-3", "Bond markets rally as inflation cools", "https://ledger.com/c"),
+]
+KINDS = {"Nvidia": 0, "Qualcomm": 0, "Swift": 1, "Beyonce": 1, "bank": 2, "Bond": 2}
+TITLES = [title for day in (DAY_ONE, DAY_TWO_NEW_WORDS) for _key, title, _url in day]
+
+
+class KindModel(TestEmbeddingModel):
+    """pydantic-ai's test embedding model answering as a real one would: one direction per kind of story (chips,
+    pop music, money) plus one of the item's own, so two stories of a kind are alike (cosine 0.5) but never one
+    story (the clustering keeps them apart)."""
+
+    def __init__(self) -> None:
+        super().__init__("kinds", provider_name="test")
+        self.texts: list[str] = []
+
+    async def embed(self, inputs, *, input_type, settings=None):  # type: ignore[no-untyped-def]
+        result: EmbeddingResult = await super().embed(inputs, input_type=input_type, settings=settings)
+        texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        self.texts.extend(texts)
+        result.embeddings = [self._vector(text) for text in texts]
+        return result
+
+    @staticmethod
+    def _vector(text: str) -> list[float]:
+        vector = [0.0] * (3 + len(TITLES))
+        for word, kind in KINDS.items():
+            if word in text:
+                vector[kind] = 1.0
+        own = next((n for n, title in enumerate(TITLES) if title in text), None)
+        if own is not None:
+            vector[3 + own] = 1.0
+        return vector
+
+
+@pytest.mark.parametrize("embedding", [True, False], ids=["vectors", "words"])
+async def test_with_an_embedding_model_a_story_like_a_marked_down_one_in_meaning_only_is_left_out(
+    world: World, feed: Feed, embedding: bool
+) -> None:
+    model = KindModel()
+    embedder = ItemEmbedder(
+        embedder=Embedder(model), model_name="test:kinds", cache=EmbeddingRepository(world.database), dimensions=None
+    )
+
+    async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
+        return await run_pipeline(request, embedder=embedder, **options)
+
+    service = world.service(pipeline=pipeline, embedder=embedder if embedding else None)
+    worker = DeliveryWorker(world.database, {"telegram": world.sender}, clock=world.clock, feedback=service.feedback)
+    monitor = await _shared_monitor(world, service)
+    reader = world.chats[1].id
+
+    async def run_and_deliver(when: object) -> dict[str, str]:
+        before = len(world.sender.sent)
+        await service.run_monitor(monitor, when)  # type: ignore[arg-type]
+        await worker.run_once()
+        return {sent.chat.external_id: sent.text for sent in world.sender.sent[before:]}
+
+    first = await run_and_deliver(T0)
+    numbers = _stories(first["101"])
+    await service.feedback.mark(reader, "less", numbers["Swift"])
+    await service.feedback.mark(reader, "more", numbers["Nvidia"])
+    feed.today = _items(DAY_TWO_NEW_WORDS, -23.0)
+    second = await run_and_deliver(T0 + timedelta(days=1))
+    why_dropped = await service.feedback.why(reader, None)
+    [mark_down, mark_up] = await FeedbackRepository(world.database).marks(monitor, reader)
+
+    assert model.texts, "the runs embedded their items"
+    assert "Qualcomm" in second["100"] and "Beyonce" in second["100"]  # the owner marked nothing
+    reader_titles = [line for line in second["101"].splitlines() if re.match(r"^\d+\. ", line)]
+    if embedding:
+        assert mark_down.vector is not None and mark_down.vector["model"] == "test:kinds@native"
+        assert not any("Beyonce" in line for line in reader_titles)
+        assert "Qualcomm" in reader_titles[0]  # close in meaning to the 👍 story: first
+        assert "Beyonce wins a Grammy" in why_dropped and "close in meaning to stories you marked 👎" in why_dropped
+        stored = await FeedbackRepository(world.database).last_views(reader, monitor_id=monitor)
+        assert {d["by"] for d in stored[0].view["kept"]} == {"vectors"}
+    else:  # no vectors at delivery: the words decide, and they share nothing with the marks
+        assert mark_down.vector is None and mark_up.vector is None
+        assert any("Beyonce" in line for line in reader_titles)
+        assert "nothing was left out" in why_dropped
+
+
+# ---- with a model: the critique sees a few of the reader's marks ------------------------------------------------
+
+
+def _critique_answer(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any] | BaseException:
+    """The heavy model: a plain critique of every item it is asked about; any other request (the digest) fails, so
+    the run writes its digest without a model."""
+    prompt = "\n".join(user_prompts(messages))
+    asked = re.search(r"Assess these (\d+) items", prompt)
+    if asked is None:
+        return ModelHTTPError(503, "scripted", body={"error": "only the critique is scripted"})
+    return {
+        "assessments": [
+            {"number": n, "relevance": 0.5, "credibility": 0.5, "reason": "plausible"}
+            for n in range(1, int(asked[1]) + 1)
+        ],
+        "contradictions": [],
+    }
+
+
+async def test_the_critique_sees_the_owners_recent_marks_on_that_monitor_only(world: World, feed: Feed) -> None:
+    script = ScriptedModel(_critique_answer, repeat_last=True)
+    service = MonitorService(
+        world.database,
+        resolve_sources=resolver(world.sources),
+        light_model=None,
+        heavy_model=script.model,
+        out_dir=world.out_dir,
+        settings=MonitorSettings(min_interval_seconds=900),
+        clock=world.clock,
+    )
+    owner, subscriber = world.chats[0].id, world.chats[1].id
+    marked = await _shared_monitor(world, service)
+    other = (await service.create_monitor(owner, "markets", schedule_text="daily at 09:00", sources="news")).id
+    first = await _run_and_deliver(world, service, marked, T0)
+    await service.run_monitor(other, T0)
+    await world.worker().run_once()
+    await service.feedback.mark(owner, "less", _stories(first["100"])["Swift"], monitor_id=marked)
+    await service.feedback.mark(subscriber, "less", _stories(first["101"])["bank"])  # a subscriber's own view
+    feed.today = _items(DAY_TWO, -23.0)
+
+    before = script.calls
+    await service.run_monitor(marked, T0 + timedelta(days=1))
+    marked_prompts = [p for r in script.requests[before:] for p in user_prompts(r) if "Assess these" in p]
+    before = script.calls
+    await service.run_monitor(other, T0 + timedelta(days=1))
+    other_prompts = [p for r in script.requests[before:] for p in user_prompts(r) if "Assess these" in p]
+
+    assert len(marked_prompts) == 1 and len(other_prompts) == 1, "one critique per run, for every subscriber"
+    assert "not wanted: Pop singer Taylor Swift announces stadium tour dates (celebgossip.net)" in marked_prompts[0]
+    assert "Central bank" not in marked_prompts[0].split("<reader_marks>")[1], "the owner's marks, not a subscriber's"
+    assert "reader_marks" not in other_prompts[0], "a mark on one monitor changes nothing for another"

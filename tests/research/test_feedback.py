@@ -3,8 +3,11 @@ leaves out only stories every outlet of which is muted, stories like a 👎 go a
 
 from __future__ import annotations
 
-from research import Mark, StoryFeatures, reader_view, story_features
-from research.feedback import DEFAULT_TUNING, MarkModel
+import json
+from dataclasses import replace
+
+from research import Mark, StoryFeatures, StoryVector, reader_view, story_features, story_vector
+from research.feedback import DEFAULT_TUNING, MarkModel, VectorModel
 from sources import Item
 
 
@@ -81,3 +84,88 @@ def test_marks_of_one_kind_only_still_leave_unrelated_stories_alone() -> None:
     marks = [Mark(id=1, kind="less", features=POP), Mark(id=2, kind="fewer", features=POP_AGAIN)]
     view = reader_view([RATES, _story("Taylor Swift adds tour dates", "celebgossip.net")], marks)
     assert [d.index for d in view.kept] == [0] and [d.index for d in view.dropped] == [1]
+
+
+# ---- with an embedding model: the stories' vectors decide --------------------------------------------------------
+
+DIRECTIONS = {"tech": (1.0, 0.0, 0.0), "film": (0.0, 1.0, 0.0), "money": (0.0, 0.0, 1.0)}
+
+
+def _embedded(features: StoryFeatures, kind: str, *, model: str = "test:embed@native") -> StoryFeatures:
+    """The story with the vector an embedding model would give a story of that kind (a little of the others)."""
+    values = [x + 0.1 for x in DIRECTIONS[kind]]
+    return replace(features, vector=story_vector([values], model=model))
+
+
+def _marks(*pairs: tuple[str, StoryFeatures]) -> list[Mark]:
+    return [Mark(id=n, kind=kind, features=f) for n, (kind, f) in enumerate(pairs, start=1)]  # type: ignore[arg-type]
+
+
+# Marked stories and new ones share no word and no outlet: the words cannot tell them apart.
+LIKED = _story("Apple unveils new iPhone with faster chip", "techwire.com")
+DISLIKED = _story("Oscar winning actress stars in new film", "celebgossip.net")
+NEW_FILM = _story("Cruise returns as pilot in delayed sequel", "moviebuzz.org")
+NEW_PHONE = _story("Samsung Galaxy update brings battery savings", "moviebuzz.org")
+NEW_RATES = _story("Central bank raises interest rates", "moneydaily.org")
+
+
+def test_with_vectors_a_story_close_in_meaning_to_the_marked_down_ones_is_left_out_though_no_word_is_shared() -> None:
+    marks = _marks(("more", _embedded(LIKED, "tech")), ("less", _embedded(DISLIKED, "film")))
+    stories = [_embedded(NEW_RATES, "money"), _embedded(NEW_FILM, "film"), _embedded(NEW_PHONE, "tech")]
+
+    view = reader_view(stories, marks)
+
+    [dropped] = view.dropped
+    assert dropped.index == 1 and dropped.by == "vectors" and dropped.mark_id == 2
+    assert "close in meaning to stories you marked 👎" in dropped.reason and "Oscar winning actress" in dropped.reason
+    assert [d.index for d in view.kept] == [2, 0]  # like the 👍 story first; the unrelated one stays
+    assert view.kept[0].by == "vectors" and "marked 👍" in view.kept[0].reason and view.kept[0].mark_id == 1
+
+
+def test_without_vectors_the_words_decide_as_before() -> None:
+    marks = _marks(("more", _embedded(LIKED, "tech")), ("less", _embedded(DISLIKED, "film")))
+    view = reader_view([NEW_RATES, NEW_FILM, NEW_PHONE], marks)  # the stories have no vector
+
+    assert view.dropped == () and [d.index for d in view.kept] == [0, 1, 2]
+    assert {d.by for d in view.kept} == {"words"}
+
+
+def test_vectors_of_another_model_or_marks_without_vectors_leave_the_words_to_decide() -> None:
+    other_model = [_embedded(NEW_FILM, "film", model="other:model@768")]
+    marks = _marks(("more", _embedded(LIKED, "tech")), ("less", _embedded(DISLIKED, "film")))
+    assert [d.by for d in reader_view(other_model, marks).kept] == ["words"]
+
+    unembedded_down = _marks(("more", _embedded(LIKED, "tech")), ("less", DISLIKED))
+    assert [d.by for d in reader_view([_embedded(NEW_FILM, "film")], unembedded_down).kept] == ["words"]
+
+
+def test_a_story_vector_is_its_reports_mean_and_survives_json() -> None:
+    vector = story_vector([[1.0, 0.0], [0.0, 1.0]], model="m@native")
+    assert vector is not None and abs(vector.values[0] - 2**-0.5) < 1e-9
+    assert story_vector([], model="m") is None and story_vector([[1.0], [1.0, 0.0]], model="m") is None
+
+    features = replace(GPU, vector=vector)
+    again = StoryFeatures.from_json(json.loads(json.dumps(features.to_json())))
+    assert again.vector is not None and again.vector.model == "m@native"
+    assert max(abs(a - b) for a, b in zip(again.vector.values, vector.values, strict=True)) < 1e-3
+    assert StoryVector.from_json({"model": "m", "f16": "not base64!"}) is None
+    assert StoryFeatures.from_json({"title": "old mark"}).vector is None
+
+
+def test_with_several_marks_the_cut_is_the_level_the_readers_own_liked_stories_reach() -> None:
+    def embedded(title: str, values: list[float]) -> StoryFeatures:
+        return replace(_story(title, "wire.com"), vector=story_vector([values], model="m@native"))
+
+    liked = [embedded(f"liked {n}", v) for n, v in enumerate([[1, 0, 0.3, 0], [1, 0, 0, 0.3], [1, 0, -0.3, 0]])]
+    disliked = [embedded(f"disliked {n}", v) for n, v in enumerate([[0, 1, 0.3, 0], [0, 1, 0, 0.3], [0, 1, 0, -0.3]])]
+    marks = _marks(*[("more", f) for f in liked], *[("less", f) for f in disliked])
+    typical = embedded("typical", [1, 0, 0, -0.3])
+    leaning = embedded("leaning", [1, 0.8, 0, 0])  # closer to the 👍 side, but far less than the 👍 stories are
+
+    view = reader_view([leaning, typical], marks)
+    model = VectorModel([m for m in marks if m.kind == "more"], [m for m in marks if m.kind == "less"], DEFAULT_TUNING)
+    margin = model.closest(leaning, 0)[0] - model.closest(leaning, 1)[0]
+
+    assert 0 < margin < model.threshold("m@native")
+    assert [d.index for d in view.kept] == [1] and [d.index for d in view.dropped] == [0]
+    assert view.dropped[0].by == "vectors" and "further from those you marked 👍" in view.dropped[0].reason
