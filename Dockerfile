@@ -1,7 +1,15 @@
+# The base of both stages: any Debian-like image with Python >= 3.11, `python3 -m venv` and CA certificates.
+# Python's official slim image is the default; `bench/image.sh` builds one with debootstrap from Debian's mirror
+# (python3, python3-venv, ca-certificates) where no container registry is reachable, and passes it with
+# `--build-arg BASE_IMAGE=localhost/lookout-base:bookworm`.
+ARG BASE_IMAGE=python:3.12-slim
+
 # Build stage: resolve the locked dependencies into a virtual environment with uv (uv stays in this stage).
-FROM python:3.12-slim AS build
-RUN pip install --no-cache-dir uv==0.13.9
-ENV UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never
+FROM ${BASE_IMAGE} AS build
+# uv in a venv of its own: works with the official image and with Debian's Python (which refuses a system pip).
+RUN python3 -m venv /opt/uv && /opt/uv/bin/pip install --no-cache-dir uv==0.13.9
+# UV_SYSTEM_CERTS: uv trusts the base image's certificate store (a base that adds a proxy's CA works too).
+ENV PATH="/opt/uv/bin:$PATH" UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_SYSTEM_CERTS=1
 WORKDIR /app
 COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --locked --no-dev --no-install-project
@@ -19,7 +27,7 @@ RUN uv sync --locked --no-dev --no-editable \
 
 # Runtime stage: the virtual environment only (no uv, no sources, no build files), run by an unprivileged user.
 # The CJK font for charts comes inside the environment (the noto-cjk-sans-otc package): no system font package.
-FROM python:3.12-slim AS runtime
+FROM ${BASE_IMAGE} AS runtime
 RUN groupadd --system lookout && useradd --system --gid lookout --home-dir /app lookout \
     && mkdir -p /data && chown lookout:lookout /data
 COPY --from=build --chown=lookout:lookout /app/.venv /app/.venv
