@@ -5,7 +5,7 @@
 # python3-venv and ca-certificates), so only Debian's mirror and PyPI are reached. Needs root, podman and
 # debootstrap (`apt-get install -y podman buildah debootstrap`).
 #
-# Usage: sudo bench/image.sh [--rebuild-base] [--build-arg NAME=VALUE ...]
+# Usage (as root, from the repository): bench/image.sh [--rebuild-base] [--build-arg NAME=VALUE ...]
 # Environment: PODMAN (default "podman"; e.g. "podman --storage-driver vfs" where overlay mounts are refused),
 # IMAGE (default localhost/lookout:bench), BASE_IMAGE (default localhost/lookout-base:bookworm),
 # RUN_OPTS (extra `podman run` options). Inside a sandbox without systemd and with hybrid cgroups (as here):
@@ -87,3 +87,6 @@ done
 $PODMAN image unmount "$IMAGE" >/dev/null
 echo
 $PODMAN history --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | awk -F'\t' '$1 != "0 B" { print "layer", $1, substr($2, 1, 90) }'
+echo
+# The image as a service: `lookout run` against the fake Telegram Bot API, /healthz and `lookout healthcheck`.
+PODMAN="$PODMAN" IMAGE="$IMAGE" RUN_OPTS="$RUN_OPTS" uv run --project "$root" python "$root/bench/image_run.py"
