@@ -42,12 +42,12 @@ if [ $rebuild_base = 1 ] || ! $PODMAN image exists "$BASE_IMAGE"; then
     # from here as the host does; a machine without any adds nothing.
     if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
         cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
-        chroot "$rootfs" update-ca-certificates >/dev/null
+        chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
     fi
     # What Debian's own slim images leave out: package caches and lists, documentation, manuals, translations.
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/lib/apt/lists/* \
         "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/*
-    tar -C "$rootfs" -c . | $PODMAN import - "$BASE_IMAGE" >/dev/null
+    tar -C "$rootfs" -c . | $PODMAN import --quiet - "$BASE_IMAGE" >/dev/null
     echo "base image $BASE_IMAGE made in $(($(date +%s) - started)) s"
 fi
 
