@@ -81,7 +81,7 @@ echo "| image (\`podman image inspect --format '{{.Size}}'\`) | $(mb "$size") |"
 echo "| … the base ($BASE_IMAGE) | $(mb "$base_size") |"
 echo "| … the virtual environment (\`du -sb\`) | $(mb "$venv_size") |"
 echo "| … … of which compiled bytecode (\`.pyc\`) | $(mb "$pyc_size") |"
-du -sb "$site"/* | sort -rn | head -12 | while read -r bytes path; do
+du -sb "$site"/* | sort -rn | awk "NR <= 12" | while read -r bytes path; do
     echo "| … … $(basename "$path") | $(mb "$bytes") |"
 done
 $PODMAN image unmount "$IMAGE" >/dev/null

@@ -4,7 +4,8 @@ Starts the fake Telegram Bot API (`tests.fakes.telegram.FakeTelegram`) on this m
 command (`lookout run`, as its unprivileged user) on the host's network with Telegram pointed at the fake, waits for
 the bot to register its commands and for /healthz to answer 200, then runs the image's health check command
 (`lookout healthcheck`, what its HEALTHCHECK runs) inside the container. Also runs `lookout run` with no platform
-token and shows what it says. Called by `bench/image.sh` (same PODMAN, IMAGE and RUN_OPTS variables):
+token and shows what it says; exits 1 when any of these is not so. Called by `bench/image.sh` (same PODMAN, IMAGE
+and RUN_OPTS variables):
 
     PODMAN=podman IMAGE=localhost/lookout:bench uv run python bench/image_run.py
 """
@@ -85,6 +86,8 @@ def main() -> None:
         print(f"bot commands registered: {bool(telegram.calls_to('setMyCommands'))}")
         answer = (check.stdout + check.stderr).strip()
         print(f"`lookout healthcheck` in the container: exit {check.returncode}: {answer}")
+        if bare.returncode == 0 or status != 200 or check.returncode != 0:
+            raise SystemExit("the image does not serve as it should (see above)")
     finally:
         subprocess.run([*podman, "rm", "-f", "-t", "10", name], check=False, capture_output=True)
         telegram.stop()
