@@ -1,7 +1,19 @@
+# The base of both stages: any Debian-like image with Python >= 3.11, `python3 -m venv` and CA certificates.
+# Python's official slim image is the default; `bench/image.sh` builds one with debootstrap from Debian's mirror
+# (python3, python3-venv, ca-certificates) where no container registry is reachable, and passes it with
+# `--build-arg BASE_IMAGE=localhost/lookout-base:bookworm`.
+ARG BASE_IMAGE=python:3.12-slim
+
 # Build stage: resolve the locked dependencies into a virtual environment with uv (uv stays in this stage).
-FROM python:3.12-slim AS build
-RUN pip install --no-cache-dir uv==0.13.9
-ENV UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never
+FROM ${BASE_IMAGE} AS build
+# uv in a venv of its own: works with the official image and with Debian's Python (which refuses a system pip).
+RUN python3 -m venv /opt/uv && /opt/uv/bin/pip install --no-cache-dir uv==0.13.9
+# Bytecode compiled at build (~120 MB of the image) saves compiling each module at its first import in every new
+# container; `--build-arg COMPILE_BYTECODE=0` trades that for a smaller image (the venv stays writable by the user).
+ARG COMPILE_BYTECODE=1
+# UV_SYSTEM_CERTS: uv trusts the base image's certificate store (a base that adds a proxy's CA works too).
+ENV PATH="/opt/uv/bin:$PATH" UV_COMPILE_BYTECODE=${COMPILE_BYTECODE} UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never \
+    UV_SYSTEM_CERTS=1
 WORKDIR /app
 COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --locked --no-dev --no-install-project
@@ -15,11 +27,25 @@ COPY storage ./storage
 RUN uv sync --locked --no-dev --no-editable \
     # Libraries' own test suites (scipy's and numpy's are most of them, ~60 MB): never imported by a service.
     && find /app/.venv/lib -depth -type d -path "*/site-packages/*" \( -name tests -o -name test \) -prune \
-        -exec rm -rf {} +
+        -exec rm -rf {} + \
+    # Data and code the service never reads (~110 MB). wordfreq: a language's small list where a large one exists
+    # (research/terms.py reads the large one) and Python jieba's dictionaries (not installed, never read). scipy:
+    # only scipy.sparse is used (research/dedupe.py), which needs scipy's top-level modules and scipy._lib; the
+    # rest and its bundled OpenBLAS/Fortran libraries go.
+    && cd /app/.venv/lib/python3*/site-packages \
+    && for small in wordfreq/data/small_*; do \
+        if [ -e "wordfreq/data/large_${small#wordfreq/data/small_}" ]; then rm "$small"; fi; done \
+    && rm -f wordfreq/data/jieba_*.txt \
+    && find scipy -mindepth 1 -maxdepth 1 -type d ! -name _lib ! -name sparse ! -name __pycache__ -exec rm -rf {} + \
+    && rm -rf scipy.libs \
+    # The cut checked: what research/dedupe.py asks of scipy.sparse still works.
+    && /app/.venv/bin/python -c "from scipy import sparse; \
+        m = sparse.csr_matrix(sparse.diags([1.0, 2.0]) @ sparse.coo_matrix(([1.0], ([0], [1])), shape=(2, 2))); \
+        assert sparse.triu(m @ m.T, k=1).tocoo().nnz == 0"
 
 # Runtime stage: the virtual environment only (no uv, no sources, no build files), run by an unprivileged user.
 # The CJK font for charts comes inside the environment (the noto-cjk-sans-otc package): no system font package.
-FROM python:3.12-slim AS runtime
+FROM ${BASE_IMAGE} AS runtime
 RUN groupadd --system lookout && useradd --system --gid lookout --home-dir /app lookout \
     && mkdir -p /data && chown lookout:lookout /data
 COPY --from=build --chown=lookout:lookout /app/.venv /app/.venv
