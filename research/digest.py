@@ -637,22 +637,28 @@ def brief_digest_agent(mode: OutputMode = "tool", citable: int | None = None) ->
 
 
 def draft_from_brief(
-    brief: BriefDraft, base: Digest, numbers: frozenset[int], previous: PreviousDigest | None
+    brief: BriefDraft, base: Digest, numbered: Sequence[NumberedItem], previous: PreviousDigest | None
 ) -> DigestDraft:
     """The small model's headline and developments (at most `BRIEF_DEVELOPMENTS`, each cut to its length), with
     what changed, the disputed claims and the self-check of `base`, the extractive digest of the same items (only
-    claims citing items the model was shown)."""
+    claims citing the `numbered` items the model was shown; completeness: the share of their stories it cites)."""
     developments = [
         Development(text=one_line(d.text, BRIEF_TEXT_CHARS), citations=d.citations)
         for d in brief.developments[:BRIEF_DEVELOPMENTS]
     ]
+    story_of = {entry.number: _story_key(entry) for entry in numbered}
+    covered = {story_of[n] for d in developments for n in [*d.citations, *citations_in(d.text)] if n in story_of}
+    stories = set(story_of.values())
     note = "Headline and developments by a small language model; the self-check and disputed claims by Lookout."
+    quality = base.quality.model_copy(
+        update={"completeness": len(covered) / len(stories) if stories else 0.0, "notes": note}
+    )
     return DigestDraft(
         headline=one_line(brief.headline, BRIEF_HEADLINE_CHARS),
         developments=developments,
         changes_since_last=_changes([d.text for d in developments], previous),
-        disputed=[claim for claim in base.disputed if set(claim.citations) <= numbers],
-        quality=base.quality.model_copy(update={"notes": note}),
+        disputed=[claim for claim in base.disputed if set(claim.citations) <= set(story_of)],
+        quality=quality,
     )
 
 
@@ -751,7 +757,7 @@ async def llm_digest(
             base = extractive_digest(
                 ranked, topic=topic, clusters=clusters, critique=critique, previous=previous, now=now, leads=leads
             )
-            draft = draft_from_brief(brief_result.output, base, deps.numbers, previous)
+            draft = draft_from_brief(brief_result.output, base, numbered, previous)
             usage = LlmUsage.from_run(brief_result.usage, model=model, messages=brief_result.all_messages())
         else:
             result = await digest_agent(limits.output_mode, max(deps.numbers), deps.min_developments).run(

@@ -82,7 +82,8 @@ async def test_a_small_model_is_asked_for_a_brief_digest_and_gets_the_rest_from_
     cited = {n for d in digest.developments for n in d.citations} | {n for c in digest.disputed for n in c.citations}
     cited |= {n for d in digest.developments for n in citations_in(d.text)}
     assert cited <= set(range(1, BRIEF_ITEMS + 1)) and {c.number for c in digest.cited} == cited
-    assert digest.quality.completeness <= 1 and "small language model" in digest.quality.notes
+    assert digest.quality.completeness == BRIEF_DEVELOPMENTS / BRIEF_ITEMS, "the share of the stories shown it cites"
+    assert "small language model" in digest.quality.notes
 
 
 async def test_a_brief_citing_an_item_not_shown_is_sent_back_once_then_the_extractive_digest(
