@@ -4,7 +4,8 @@ Both paths return the same `Digest`: a headline, 3–7 key developments citing t
 what changed since the last digest, disputed or unverified claims, a quality self-check, and the cited items.
 On the model path an output validator rejects any `[n]` that is not a real item number and asks the model
 again (`ModelRetry`); if the model still fails (or errors, or hits its usage limit), the extractive digest
-is used and the result says why.
+is used and the result says why. A small-context model (`ModelLimits.small_model`) is asked only for a headline and
+up to 4 developments (`BriefDraft`), the rest coming from code, so its answer stays short under a server's grammar.
 """
 
 from __future__ import annotations
