@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from research.digest import citations_in
+from research.digest import BRIEF_DEVELOPMENTS, BRIEF_MAX_TOKENS, BRIEF_TEXT_CHARS, citations_in
 from tests.app.test_chat_cli import route_sources, source_env
 from tests.fakes.http_server import FakeHTTPServer
 from tests.realmodel.checks import degenerate_reason, request_problems, system_texts, true_to_the_wire
@@ -51,6 +51,14 @@ def test_a_digest_through_a_real_model_is_delivered_once_and_cites_only_collecte
     assert len(exchanges) <= REQUESTS_PER_RUN, f"{len(exchanges)} model requests for one run"
     spent = sum(e.seconds for e in exchanges)
     assert spent <= RUN_SECONDS, f"the run's model requests took {spent:.0f} s"
+    # The digest of a small model is asked for briefly: a schema whose grammar ends every text and the list, and a
+    # tight output limit, so a model that does not stop cannot hold the server for minutes.
+    digest_requests = [e for e in exchanges if "headline" in json.dumps(e.request.get("response_format") or {})]
+    for exchange in digest_requests:
+        schema = exchange.request["response_format"]["schema"]
+        assert (exchange.output_limit or 0) <= BRIEF_MAX_TOKENS and "quality" not in schema["properties"], schema
+        assert schema["properties"]["developments"]["maxItems"] == BRIEF_DEVELOPMENTS
+        assert schema["$defs"]["Development"]["properties"]["text"]["maxLength"] == BRIEF_TEXT_CHARS
 
     # Delivered once: one run, one outbox row, sent; the terminal printed it once.
     [run] = runs(data_dir)
