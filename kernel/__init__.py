@@ -10,6 +10,7 @@ from kernel.clock import Clock, utc_now
 from kernel.error_ids import apology, error_reference, new_error_id
 from kernel.outbound import (
     CALLBACK_DATA_MAX_BYTES,
+    MAX_BUTTONS,
     AddressedSender,
     Attachment,
     AttachmentKind,
@@ -29,6 +30,7 @@ from kernel.retry import Backoff, Sleep, parse_retry_after
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
+    "MAX_BUTTONS",
     "AddressedSender",
     "Attachment",
     "AttachmentKind",

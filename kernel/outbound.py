@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
+    "MAX_BUTTONS",
     "AddressedSender",
     "Attachment",
     "AttachmentKind",
