@@ -27,8 +27,8 @@ def test_importing_the_kernel_loads_nothing_of_lookouts() -> None:
     assert len(siblings) >= 7
     script = (
         f"import json, sys\nimport {kernel.__name__}\n"
-        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[{parent.count('.')}] "
-        f"in {[s.removeprefix(parent) for s in siblings]!r} and m.startswith({parent!r}))))\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({parent!r}) "
+        f"and m.removeprefix({parent!r}).split('.')[0] in {[s.removeprefix(parent) for s in siblings]!r})))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
