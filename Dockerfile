@@ -24,6 +24,7 @@ COPY monitors ./monitors
 COPY research ./research
 COPY sources ./sources
 COPY storage ./storage
+COPY kernel ./kernel
 RUN uv sync --locked --no-dev --no-editable \
     # Libraries' own test suites (scipy's and numpy's are most of them, ~60 MB): never imported by a service.
     && find /app/.venv/lib -depth -type d -path "*/site-packages/*" \( -name tests -o -name test \) -prune \

@@ -1,9 +1,7 @@
 """The platform-neutral messages between chat adapters and the conversation layer: Incoming in, Reply out.
 
-What goes out (`Reply`, `Attachment`, `Button`, `ProgressUpdate`) is defined once in `monitors.outbound`, where
-the delivery worker uses the same type for digests; this module re-exports it for the conversation layer, and for
-the platforms (`bots`, which do not import `monitors`) the sender contract (`ChatSender`, the delivery errors) and
-`new_error_id`, the short id an error reply names."""
+What goes out (`Reply`, `Attachment`, `Button`, `ProgressUpdate`) and the sender contract are the kernel's
+(`kernel.outbound`), the same types the delivery worker sends digests with; every layer imports them from `kernel`."""
 
 from __future__ import annotations
 

@@ -56,11 +56,11 @@ from agent import (
     ignore_progress,
     new_error_id,
 )
+from kernel import apology
 from sources import Backoff, Sleep
 from storage import ChatRecord, TurnStart, is_unreachable
 
 __all__ = [
-    "ERROR_TEXT",
     "ChatTurns",
     "Deliver",
     "Dispatcher",
@@ -71,9 +71,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-ERROR_TEXT = "Something went wrong on my side (error id {error_id}). Try again later."
-"""What a person reads when handling their message failed; the id is in the log next to the traceback."""
 
 INBOUND_RETENTION = timedelta(days=7)
 """How long handled update ids are kept: Telegram keeps updates 24 h, Slack retries within the hour."""
@@ -154,7 +151,7 @@ def _nothing() -> None:
 def error_reply() -> tuple[str, Reply]:
     """A fresh error id and the reply that names it."""
     error_id = new_error_id()
-    return error_id, Reply(text=ERROR_TEXT.format(error_id=error_id))
+    return error_id, Reply(text=apology(error_id))
 
 
 @dataclass

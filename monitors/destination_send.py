@@ -31,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from html import escape
 from typing import Any, Final
 
+from kernel import Recipient
 from monitors.destinations import (
     APPRISE_PLATFORM,
     PAUSE_AFTER,
@@ -47,7 +48,7 @@ from monitors.outbound import Attachment, ChatGone, Reply, RetryLater
 from monitors.pages import DigestPages
 from research import split_text
 from sources import HttpClient, SourceError, SourceErrorKind
-from storage import ChatRecord, Database, DestinationRecord
+from storage import Database, DestinationRecord
 from storage.repositories import DestinationRepository, MonitorRepository, RunRepository, SubscriptionRepository
 
 __all__ = [
@@ -123,7 +124,7 @@ class _DestinationSender:
         self._clock = clock
         self._pause_after = pause_after
 
-    async def _destination(self, chat: ChatRecord) -> DestinationRecord:
+    async def _destination(self, chat: Recipient) -> DestinationRecord:
         record = await self._destinations.of_chat(chat.id)
         if record is None:
             raise ChatGone("the destination was removed")
@@ -193,7 +194,7 @@ class AppriseSender(_DestinationSender):
         """Without knowing the service: the whole message in one call (the worker asks `parts_for`)."""
         return [ApprisePart(body=message.text, attachments=message.attachments)]
 
-    async def parts_for(self, chat: ChatRecord, message: Reply) -> Sequence[ApprisePart]:
+    async def parts_for(self, chat: Recipient, message: Reply) -> Sequence[ApprisePart]:
         """The message as this destination's service takes it (see the module's docstring)."""
         record = await self._destination(chat)
         if record.kind == "email":
@@ -225,7 +226,7 @@ class AppriseSender(_DestinationSender):
         topic = monitor.topic if monitor else str(run.stats.get("topic") or run.query or "Digest")
         return f"{topic}: {digest.headline}"[:250] if digest.headline else topic[:250]
 
-    async def send_part(self, chat: ChatRecord, part: ApprisePart) -> None:
+    async def send_part(self, chat: Recipient, part: ApprisePart) -> None:
         record = await self._destination(chat)
         try:
             await self.send(record, part)
@@ -325,7 +326,7 @@ class WebhookSender(_DestinationSender):
     def parts(self, message: Reply) -> Sequence[WebhookPart]:
         return [WebhookPart(run_id=message.run_id, text=message.text)]
 
-    async def send_part(self, chat: ChatRecord, part: WebhookPart) -> None:
+    async def send_part(self, chat: Recipient, part: WebhookPart) -> None:
         record = await self._destination(chat)
         try:
             event, body = await self._document(part)

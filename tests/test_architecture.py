@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("app", "bots", "agent", "monitors", "research", "sources", "storage")
+PACKAGES = ("app", "bots", "agent", "monitors", "research", "sources", "storage", "kernel")
 SUBPACKAGE_FACES = frozenset({"storage.repositories"})
 """Faces of their own inside a package: the repositories, which `storage`'s face leaves out so that a contract can
 forbid them to `bots` and `agent` (only `app` and the services build repositories)."""
@@ -57,6 +57,7 @@ def test_the_layer_contracts_hold() -> None:
     [
         ("sources/uses_research.py", "import research\n", "Layers"),
         ("storage/uses_sources.py", "import sources\n", "Sources and storage import nothing"),
+        ("kernel/uses_storage.py", "import storage\n", "The kernel imports nothing"),
         ("bots/slack/uses_telegram.py", "import bots.telegram.render\n", "The platforms are independent"),
         ("bots/builds_a_repository.py", "from storage.repositories import ChatRepository\n", "Bots and agent"),
         ("agent/builds_a_repository.py", "import storage.repositories.items\n", "Bots and agent"),

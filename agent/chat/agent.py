@@ -34,6 +34,7 @@ from agent.confirmations import (
 from agent.context import Services, Turn, chat_timezone
 from agent.memory import ConversationMemory, Fold, HistoryCache, encode_messages, trim_to_tokens
 from agent.messages import Reply
+from kernel import apology
 from monitors import new_error_id
 from research import LlmUsage, ModelLimits, estimate_tokens, stage_settings, unusable_answer
 from storage import ConversationChanges, ConversationRecord, TurnState
@@ -102,8 +103,8 @@ history is trimmed before a run."""
 
 def _error_reply(what: str) -> list[Reply]:
     error_id = new_error_id()
-    logger.exception("chat agent: %s failed (error id %s)", what, error_id)
-    return [Reply(text=f"Something went wrong on my side (error id {error_id}). Please try again in a moment.")]
+    logger.exception("chat agent: %s failed [error id %s]", what, error_id)
+    return [Reply(text=apology(error_id))]
 
 
 class ChatAgent:

@@ -33,7 +33,7 @@ from bots.slack.api import (
 )
 from bots.slack.render import HEADER_TEXT_LIMIT, SlackMessage, escape_mrkdwn, plain_text, reply_messages
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine, StatusOff
-from storage import ChatRecord
+from kernel import Recipient
 
 __all__ = ["NO_FILES_HERE", "SlackPart", "SlackSender", "SlackTarget", "delivery_error", "digest_messages"]
 
@@ -86,7 +86,7 @@ class SlackSender:
         parts.extend(SlackPart(attachment=attachment) for attachment in message.attachments)
         return parts
 
-    async def send_part(self, chat: ChatRecord, part: SlackPart) -> None:
+    async def send_part(self, chat: Recipient, part: SlackPart) -> None:
         """Send one part into a stored channel; raises `RetryLater`, `ChatGone` or `DeliveryError`."""
         try:
             if part.message is not None:

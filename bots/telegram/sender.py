@@ -26,8 +26,8 @@ from bots.status import DONE_MARK, WORKING_MARK, StatusLine
 from bots.telegram.api import delivery_error, is_group, send_file, send_html
 from bots.telegram.render import caption, telegram_html_parts
 from bots.telegram.request import AiohttpRequest
+from kernel import Recipient
 from sources import Backoff, Sleep
-from storage import ChatRecord
 
 __all__ = [
     "DEFAULT_API_URL",
@@ -194,7 +194,7 @@ class TelegramSender:
             parts[last] = replace(parts[last], markup=markup)
         return parts
 
-    async def send_part(self, chat: ChatRecord, part: TelegramPart) -> None:
+    async def send_part(self, chat: Recipient, part: TelegramPart) -> None:
         """Send one part to a stored chat; raises `RetryLater`, `ChatGone`, `ChatMoved` or `DeliveryError`."""
         try:
             await self.start()  # getMe, unless the frontend's Application did it already

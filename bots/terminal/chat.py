@@ -27,7 +27,7 @@ from bots.dispatcher import Dispatches
 from bots.terminal.output import ConsoleOutput
 from bots.terminal.reader import LineReader
 from bots.terminal.signals import BLOCKED_OFF_MAIN_THREAD, MainThreadSignals
-from storage import ChatRecord
+from kernel import Recipient
 
 __all__ = [
     "QUIT_WORDS",
@@ -64,7 +64,7 @@ class ConsoleSender:
         """A digest is printed whole: one part."""
         return [message]
 
-    async def send_part(self, chat: ChatRecord, part: Reply) -> None:
+    async def send_part(self, chat: Recipient, part: Reply) -> None:
         logger.info("printing run %s for terminal chat %d", part.run_id, chat.id)
         self._output.digest(part)
 

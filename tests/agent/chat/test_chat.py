@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from datetime import date, timedelta
 from pathlib import Path
@@ -308,7 +309,9 @@ async def test_an_unexpected_error_is_a_short_message_with_an_error_id(world: Ch
         raise RuntimeError("boom in our code")
 
     replies = await world.agent(ScriptedModel(crash).model).reply(world.turn("hello"))
-    assert replies[0].text.startswith("Something went wrong on my side (error id ")
+    # the one wording of an error reply, the same sentence the dispatcher's error boundary says
+    apology = r"Something went wrong on my side \(error id [0-9a-f]{8}\)\. Try again later\."
+    assert re.fullmatch(apology, replies[0].text)
     assert "boom" not in replies[0].text
 
 
