@@ -15,7 +15,7 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 
 from agent import subscribing
 from agent.context import DEFAULT_CONFIRMATION_TTL
-from agent.messages import Button
+from kernel import Button
 from monitors import (
     ChatService,
     MonitorNotFoundError,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from agent.access import AccessPolicy
-from agent.messages import Incoming, ProgressSink, ProgressUpdate
+from agent.messages import Incoming
+from kernel import Clock, ProgressSink, ProgressUpdate, utc_now
 from monitors import ChatService, ItemService, MonitorService, SourceResolver, effective_timezone
 from research import ModelSet
 from sources import HttpClient
@@ -84,7 +85,7 @@ class Services:
     """The process's language models (the same set the monitor pipeline uses): `models.light` answers the chat,
     writes memory summaries and plans collections, falling back to the heavy model."""
     settings: ConversationSettings = field(default_factory=ConversationSettings)
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    clock: Clock = field(default=utc_now)
     access: AccessPolicy = field(default_factory=AccessPolicy)
     """ALLOWED_*/ADMIN_USERS: the dispatcher checks people; sharing also checks the chat itself."""
 

@@ -8,7 +8,7 @@ from typing import Protocol
 from agent.commands.catalogue import Command, parse_command
 from agent.commands.grammar import CommandError, ParseOptions
 from agent.context import ConversationSettings, Turn
-from agent.messages import Reply
+from kernel import Reply
 from monitors import effective_timezone
 
 __all__ = ["UNKNOWN_BUTTON_MESSAGE", "CommandHandler", "Conversation", "FreeTextHandler", "parse_options_for"]

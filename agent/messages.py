@@ -9,41 +9,18 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, field_validator
 
-from monitors import (
+from kernel import (
     CALLBACK_DATA_MAX_BYTES,
-    Attachment,
-    AttachmentKind,
-    Button,
-    ChatGone,
-    ChatMoved,
-    ChatSender,
-    DeliveryError,
-    ProgressSink,
     ProgressUpdate,
     Reply,
-    RetryLater,
-    new_error_id,
 )
 
 __all__ = [
-    "CALLBACK_DATA_MAX_BYTES",
     "MAX_INCOMING_FILE_BYTES",
-    "Attachment",
-    "AttachmentKind",
-    "Button",
-    "ChatGone",
-    "ChatMoved",
-    "ChatSender",
-    "DeliveryError",
     "Incoming",
     "IncomingFile",
     "Outgoing",
     "Platform",
-    "ProgressSink",
-    "ProgressUpdate",
-    "Reply",
-    "RetryLater",
-    "new_error_id",
 ]
 
 Platform = Literal["telegram", "slack", "terminal"]

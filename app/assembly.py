@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from datetime import datetime
 from typing import Any
 
 from agent import AccessPolicy, ChatAgent, CommandRouter, Conversation, ConversationSettings, Services
@@ -14,7 +13,8 @@ from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import ConsoleSender, Dispatcher, Dispatches, SessionFactory, SharedLocks
-from monitors import ChatSender, ChatService, ItemService
+from kernel import ChatSender, Clock
+from monitors import ChatService, ItemService
 from sources import HttpClient
 from storage import Database
 
@@ -54,7 +54,7 @@ def build_services(
     stack: MonitorStack,
     http: HttpClient | None = None,
     bot_username: str | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
 ) -> Services:
     """The services every chat shares, on top of the monitor stack (its monitor service, sources and HTTP client).
 

@@ -23,8 +23,7 @@ from bots import (
     TelegramSender,
     build_bot,
 )
-from monitors import ChatSender
-from sources import Backoff, Sleep
+from kernel import Backoff, ChatSender, Sleep
 
 if TYPE_CHECKING:  # Slack's libraries (~30 MB resident) load only in a process that has a Slack token
     from bots import SlackSender

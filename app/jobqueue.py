@@ -44,8 +44,8 @@ from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy.engine import make_url
 
 from app.settings import Settings
+from kernel import Backoff, Clock, utc_now
 from monitors import DeliveryWorker, MonitorService, due_monitor_ids
-from sources import Backoff
 from storage import Database
 from storage.repositories import DeliveryRepository, MonitorRepository, RunRepository
 
@@ -128,7 +128,7 @@ class WorkerDuties:
     database: Database
     service: MonitorService
     delivery: DeliveryWorker
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    clock: Clock = field(default=utc_now)
 
 
 class JobQueue:
@@ -381,7 +381,7 @@ class DeliveryJobs:
         queue: JobQueue,
         *,
         worker: DeliveryWorker,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
         sweep_seconds: float = DELIVERY_SWEEP_SECONDS,
     ) -> None:
         self._deliveries = DeliveryRepository(database)

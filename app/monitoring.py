@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from app.frontends import PlatformSenders, platform_senders
@@ -16,20 +16,16 @@ from app.leadership import Leadership
 from app.settings import Settings
 from app.wiring import Providers, SourceCatalog, item_embedder, language_models, open_http_client
 from bots import TelegramLimits
+from kernel import Clock, utc_now
 from monitors import DeliveryWorker, DestinationSenders, DigestPages, MonitorScheduler, MonitorService, MonitorSettings
 from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
 from storage import Database, ScheduleChanges, locks_for
 from storage.repositories import RateSlotRepository
 
-Clock = Callable[[], datetime]
 logger = logging.getLogger(__name__)
 
 SCHEDULING_DUTY = "scheduler"
 """The lock name of the one process per database that schedules monitors."""
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -58,7 +54,7 @@ async def monitor_stack(
     *,
     models: ModelSet | None = None,
     telegram_limits: TelegramLimits | None = None,
-    clock: Clock = _now,
+    clock: Clock = utc_now,
     on_deliveries_queued: Callable[[], None] | None = None,
     shared_limits: bool = False,
 ) -> AsyncIterator[MonitorStack]:

@@ -15,7 +15,6 @@ import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from agent import Services
@@ -27,6 +26,7 @@ from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
+from kernel import Clock
 from research import ModelSet
 from storage import AdvisoryLocks, Database
 
@@ -160,7 +160,7 @@ async def assemble(
     settings: Settings,
     database: Database,
     *,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
     models: ModelSet | None = None,
     telegram_limits: TelegramLimits | None = None,
     shared_locks: SharedLocks | None = None,
@@ -194,7 +194,7 @@ def published_routes(stack: MonitorStack, settings: Settings) -> list[BaseRoute]
     return [*feed_routes(stack.service.feeds, public_url=settings.public_url), *page_routes(stack.pages)]
 
 
-def _clock(clock: Callable[[], datetime] | None) -> dict[str, Callable[[], datetime]]:
+def _clock(clock: Clock | None) -> dict[str, Clock]:
     return {"clock": clock} if clock is not None else {}
 
 

@@ -60,18 +60,9 @@ from pathlib import Path
 from pydantic_ai.embeddings import Embedder
 
 from bench.recorded_vectors import RecordedEmbeddingModel, recordings
-from research import (
-    Deduper,
-    FeedbackTuning,
-    ItemEmbedder,
-    Mark,
-    StoryFeatures,
-    reader_view,
-    story_features,
-    story_vector,
-)
-from research.dedupe import story_lead
-from research.feedback import DEFAULT_TUNING, MarkModel, VectorModel
+from research import ItemEmbedder, Mark, StoryFeatures, reader_view, story_features, story_vector
+from research.dedupe import Deduper, story_lead
+from research.feedback import DEFAULT_TUNING, FeedbackTuning, MarkModel, VectorModel
 from sources import Item
 
 DATA = Path(__file__).parent / "data"

@@ -19,7 +19,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from monitors import FeedKind, MonitorFeeds
-from research import CitedItem, Development, Digest, QualityCheck
+from research import Digest
+from research.digest import CitedItem, Development, QualityCheck
 from storage import Database, RunOutcome, upgrade_database
 from storage.repositories import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
 

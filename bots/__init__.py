@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
-    from bots.dispatcher import Deliver, Dispatcher, Dispatches, SharedLocks
+    from bots.dispatcher import Dispatcher, Dispatches, SharedLocks
     from bots.shared_limits import SlotReserver
     from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender, build_web_client
     from bots.telegram import (
@@ -23,8 +23,6 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         TERMINAL_CHAT_ID,
         ConsoleSender,
         SessionFactory,
-        TerminalChat,
-        markdown_to_plain,
         render_markdown,
         run_terminal_chat,
         terminal_safe,
@@ -34,7 +32,6 @@ __all__ = [
     "TERMINAL_CHAT_ID",
     "ConsoleSender",
     "CredentialsRefusedError",
-    "Deliver",
     "Dispatcher",
     "Dispatches",
     "FloodLimits",
@@ -48,17 +45,15 @@ __all__ = [
     "TelegramLimits",
     "TelegramOptions",
     "TelegramSender",
-    "TerminalChat",
     "build_bot",
     "build_web_client",
-    "markdown_to_plain",
     "render_markdown",
     "run_terminal_chat",
     "terminal_safe",
 ]
 
 _SUBMODULES = {
-    "dispatcher": ["Deliver", "Dispatcher", "Dispatches", "SharedLocks"],
+    "dispatcher": ["Dispatcher", "Dispatches", "SharedLocks"],
     "shared_limits": ["SlotReserver"],
     "slack": ["CredentialsRefusedError", "SlackFrontend", "SlackSender", "build_web_client"],
     "telegram": [
@@ -74,8 +69,6 @@ _SUBMODULES = {
         "ConsoleSender",
         "SessionFactory",
         "TERMINAL_CHAT_ID",
-        "TerminalChat",
-        "markdown_to_plain",
         "render_markdown",
         "run_terminal_chat",
         "terminal_safe",

@@ -45,19 +45,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
-from agent import (
-    AccessPolicy,
-    AfterReply,
-    Incoming,
-    ProgressSink,
-    ProgressUpdate,
-    Reply,
-    Turn,
-    ignore_progress,
-    new_error_id,
-)
-from kernel import apology
-from sources import Backoff, Sleep
+from agent import AccessPolicy, AfterReply, Incoming, Turn, ignore_progress
+from kernel import Backoff, Clock, ProgressSink, ProgressUpdate, Reply, Sleep, apology, new_error_id, utc_now
 from storage import ChatRecord, TurnStart, is_unreachable
 
 __all__ = [
@@ -171,7 +160,7 @@ class Dispatcher:
         conversation: Responder,
         access: AccessPolicy,
         *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
         inbound_retention: timedelta = INBOUND_RETENTION,
         shared_locks: SharedLocks | None = None,
         sleep: Sleep = asyncio.sleep,

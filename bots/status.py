@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from agent import ProgressUpdate
+from kernel import ProgressUpdate
 
 __all__ = ["DONE_MARK", "WORKING_MARK", "StatusLine", "StatusOff", "StatusSurface"]
 

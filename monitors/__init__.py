@@ -7,78 +7,31 @@ from typing import TYPE_CHECKING
 import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
-    from monitors.alerts import MAX_ALERTS_PER_CHAT, AlertService, check_alerts
-    from monitors.briefings import BriefingService, QueuedBriefing
-    from monitors.catalogue import UNCHANGED, MonitorCatalogue, split_source_specs
+    from monitors.alerts import MAX_ALERTS_PER_CHAT
+    from monitors.catalogue import split_source_specs
     from monitors.chats import ChatService
-    from monitors.delivery import DELIVERY_LEASE, DeliveryReport, DeliveryWorker, mark_chat_gone, move_chat
-    from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER, DestinationSenders, sign
-    from monitors.destinations import (
-        DESTINATION_PLATFORMS,
-        DestinationError,
-        DestinationService,
-        read_destination_url,
-    )
-    from monitors.document import DigestDocument, digest_document
-    from monitors.error_ids import new_error_id
-    from monitors.feedback import FeedbackError, MarkResult, MonitorFeedback, acknowledgment, story_buttons
-    from monitors.feeds import FeedDocument, FeedKind, MonitorFeeds, digest_html, feed_path
+    from monitors.delivery import DeliveryWorker
+    from monitors.destination_send import DestinationSenders
+    from monitors.destinations import DestinationError, DestinationService
+    from monitors.feedback import FeedbackError, acknowledgment, story_buttons
+    from monitors.feeds import FeedKind, MonitorFeeds, feed_path
     from monitors.items import ItemService
-    from monitors.notices import BRIEFING_KIND, NOTICE_KIND
-    from monitors.outbound import (
-        CALLBACK_DATA_MAX_BYTES,
-        AddressedSender,
-        Attachment,
-        AttachmentKind,
-        Button,
-        ChatGone,
-        ChatMoved,
-        ChatSender,
-        DeliveryError,
-        ProgressSink,
-        ProgressUpdate,
-        Purpose,
-        Reply,
-        RetryLater,
-    )
     from monitors.pages import DigestPages, PageKind
     from monitors.portability import (
         MAX_IMPORT_BYTES,
         MAX_IMPORT_MONITORS,
-        MAX_SOURCES_PER_MONITOR,
-        ExportedMonitors,
-        ImportPlan,
-        ImportResult,
         MonitorEntry,
-        Refused,
         create_imported,
         export_monitors,
         plan_import,
         read_import_file,
         read_monitor_file,
     )
-    from monitors.reader_rules import ReaderRuleService
     from monitors.runner import SourceResolver
-    from monitors.runs import MonitorRuns
-    from monitors.schedule import (
-        DEFAULT_SCHEDULE_TEXT,
-        Schedule,
-        ScheduleError,
-        ScheduleKind,
-        parse_schedule,
-        seconds_in_words,
-    )
+    from monitors.schedule import Schedule, ScheduleError, parse_schedule
     from monitors.scheduler import MonitorScheduler, due_monitor_ids
     from monitors.service import MonitorService
-    from monitors.sharing import (
-        BROWSE_LIMIT,
-        MonitorSharing,
-        NotSubscribedError,
-        SharedMonitor,
-        SubscribeOffer,
-        chat_label,
-        normalise_topic,
-    )
+    from monitors.sharing import BROWSE_LIMIT, SharedMonitor, SubscribeOffer, chat_label, normalise_topic
     from monitors.views import (
         MonitorAccessError,
         MonitorNotFoundError,
@@ -86,175 +39,81 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         MonitorView,
         RunSummary,
         effective_timezone,
-        in_briefing,
         monitor_view,
     )
 
 __all__ = [
-    "BRIEFING_KIND",
     "BROWSE_LIMIT",
-    "CALLBACK_DATA_MAX_BYTES",
-    "DEFAULT_SCHEDULE_TEXT",
-    "DELIVERY_LEASE",
-    "DESTINATION_PLATFORMS",
     "MAX_ALERTS_PER_CHAT",
     "MAX_IMPORT_BYTES",
     "MAX_IMPORT_MONITORS",
-    "MAX_SOURCES_PER_MONITOR",
-    "NOTICE_KIND",
-    "SIGNATURE_HEADER",
-    "TIMESTAMP_HEADER",
-    "UNCHANGED",
-    "AddressedSender",
-    "AlertService",
-    "Attachment",
-    "AttachmentKind",
-    "BriefingService",
-    "Button",
-    "ChatGone",
-    "ChatMoved",
-    "ChatSender",
     "ChatService",
-    "DeliveryError",
-    "DeliveryReport",
     "DeliveryWorker",
     "DestinationError",
     "DestinationSenders",
     "DestinationService",
-    "DigestDocument",
     "DigestPages",
-    "ExportedMonitors",
-    "FeedDocument",
     "FeedKind",
     "FeedbackError",
-    "ImportPlan",
-    "ImportResult",
     "ItemService",
-    "MarkResult",
     "MonitorAccessError",
-    "MonitorCatalogue",
     "MonitorEntry",
-    "MonitorFeedback",
     "MonitorFeeds",
     "MonitorNotFoundError",
-    "MonitorRuns",
     "MonitorScheduler",
     "MonitorService",
     "MonitorSettings",
-    "MonitorSharing",
     "MonitorView",
-    "NotSubscribedError",
     "PageKind",
-    "ProgressSink",
-    "ProgressUpdate",
-    "Purpose",
-    "QueuedBriefing",
-    "ReaderRuleService",
-    "Refused",
-    "Reply",
-    "RetryLater",
     "RunSummary",
     "Schedule",
     "ScheduleError",
-    "ScheduleKind",
     "SharedMonitor",
     "SourceResolver",
     "SubscribeOffer",
     "acknowledgment",
     "chat_label",
-    "check_alerts",
     "create_imported",
-    "digest_document",
-    "digest_html",
     "due_monitor_ids",
     "effective_timezone",
     "export_monitors",
     "feed_path",
-    "in_briefing",
-    "mark_chat_gone",
     "monitor_view",
-    "move_chat",
-    "new_error_id",
     "normalise_topic",
     "parse_schedule",
     "plan_import",
-    "read_destination_url",
     "read_import_file",
     "read_monitor_file",
-    "seconds_in_words",
-    "sign",
     "split_source_specs",
     "story_buttons",
 ]
 
 _SUBMODULES = {
-    "alerts": ["MAX_ALERTS_PER_CHAT", "AlertService", "check_alerts"],
-    "briefings": ["BriefingService", "QueuedBriefing"],
-    "catalogue": ["MonitorCatalogue", "UNCHANGED", "split_source_specs"],
+    "alerts": ["MAX_ALERTS_PER_CHAT"],
+    "catalogue": ["split_source_specs"],
     "chats": ["ChatService"],
-    "delivery": ["DELIVERY_LEASE", "DeliveryReport", "DeliveryWorker", "mark_chat_gone", "move_chat"],
-    "destination_send": ["DestinationSenders", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "sign"],
-    "destinations": ["DESTINATION_PLATFORMS", "DestinationError", "DestinationService", "read_destination_url"],
-    "error_ids": ["new_error_id"],
-    "notices": ["BRIEFING_KIND", "NOTICE_KIND"],
-    "outbound": [
-        "AddressedSender",
-        "Attachment",
-        "AttachmentKind",
-        "Button",
-        "CALLBACK_DATA_MAX_BYTES",
-        "ChatGone",
-        "ChatMoved",
-        "ChatSender",
-        "DeliveryError",
-        "ProgressSink",
-        "ProgressUpdate",
-        "Purpose",
-        "Reply",
-        "RetryLater",
-    ],
+    "delivery": ["DeliveryWorker"],
+    "destination_send": ["DestinationSenders"],
+    "destinations": ["DestinationError", "DestinationService"],
     "portability": [
-        "ExportedMonitors",
-        "ImportPlan",
-        "ImportResult",
         "MAX_IMPORT_BYTES",
         "MAX_IMPORT_MONITORS",
-        "MAX_SOURCES_PER_MONITOR",
         "MonitorEntry",
-        "Refused",
         "create_imported",
         "export_monitors",
         "plan_import",
         "read_import_file",
         "read_monitor_file",
     ],
-    "reader_rules": ["ReaderRuleService"],
     "runner": ["SourceResolver"],
-    "runs": ["MonitorRuns"],
-    "schedule": [
-        "DEFAULT_SCHEDULE_TEXT",
-        "Schedule",
-        "ScheduleError",
-        "ScheduleKind",
-        "parse_schedule",
-        "seconds_in_words",
-    ],
-    "document": ["DigestDocument", "digest_document"],
+    "schedule": ["Schedule", "ScheduleError", "parse_schedule"],
     "pages": ["DigestPages", "PageKind"],
-    "feedback": ["FeedbackError", "MarkResult", "MonitorFeedback", "acknowledgment", "story_buttons"],
-    "feeds": ["FeedDocument", "FeedKind", "MonitorFeeds", "digest_html", "feed_path"],
+    "feedback": ["FeedbackError", "acknowledgment", "story_buttons"],
+    "feeds": ["FeedKind", "MonitorFeeds", "feed_path"],
     "items": ["ItemService"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorService"],
-    "sharing": [
-        "BROWSE_LIMIT",
-        "MonitorSharing",
-        "NotSubscribedError",
-        "SharedMonitor",
-        "SubscribeOffer",
-        "chat_label",
-        "normalise_topic",
-    ],
+    "sharing": ["BROWSE_LIMIT", "SharedMonitor", "SubscribeOffer", "chat_label", "normalise_topic"],
     "views": [
         "MonitorAccessError",
         "MonitorNotFoundError",
@@ -262,7 +121,6 @@ _SUBMODULES = {
         "MonitorView",
         "RunSummary",
         "effective_timezone",
-        "in_briefing",
         "monitor_view",
     ],
 }

@@ -16,12 +16,13 @@ checks it later; the unique firing makes a check made twice tell each story once
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from pydantic_ai.models import Model
 
+from kernel import Clock
 from monitors.notices import NOTICE_KIND
 from research import (
     MAX_QUESTIONS,
@@ -61,7 +62,7 @@ MAX_CONDITION_CHARS: Final = 300
 class AlertService:
     """A chat's alerts: create, list, remove (the caller checked that the chat receives the monitor)."""
 
-    def __init__(self, database: Database, *, clock: Callable[[], datetime]) -> None:
+    def __init__(self, database: Database, *, clock: Clock) -> None:
         self._alerts = AlertRepository(database)
         self._clock = clock
 

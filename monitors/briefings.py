@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
+from kernel import Clock
 from monitors.delivery import digest_for
 from monitors.notices import BRIEFING_KIND
 from monitors.reader_rules import rules_view, run_entries
@@ -97,7 +98,7 @@ class BriefingService:
         database: Database,
         *,
         out_dir: Path,
-        clock: Callable[[], datetime],
+        clock: Clock,
         min_interval_seconds: int,
         on_queued: Callable[[], None] | None = None,
     ) -> None:

@@ -11,10 +11,10 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from enum import Enum
 from typing import Final
 
+from kernel import Clock, utc_now
 from monitors.notices import queue_notice
 from monitors.runner import SourceResolver
 from monitors.schedule import Schedule, parse_schedule
@@ -80,7 +80,7 @@ class MonitorCatalogue:
         *,
         resolve_sources: SourceResolver,
         settings: MonitorSettings | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
         on_deliveries_queued: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings or MonitorSettings()

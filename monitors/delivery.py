@@ -4,7 +4,7 @@ Guarantees: which parts of a delivery were confirmed sent is stored with the row
 `kill -9`) a resend starts after them and only the one part in flight may arrive twice. A claim names the
 worker (host, process id, a token per worker) and is a short lease renewed while the worker sends; a restarted
 process takes back at once what a dead process on the same host held, any other worker when the lease ends.
-Retries follow the shared `sources.Backoff` (the platform's Retry-After, else jittered doubling). One log line
+Retries follow the shared `kernel.Backoff` (the platform's Retry-After, else jittered doubling). One log line
 per delivery attempt (row, chat, parts sent, result) and one per resend say afterwards what went out.
 
 Stopping: once the `stop` event given to `run_forever` or `keep_claims` is set, a delivery ends after the part
@@ -21,7 +21,7 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
@@ -30,22 +30,26 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
-from monitors.error_ids import new_error_id
-from monitors.feedback import FEEDBACK_PLATFORMS, MonitorFeedback, digest_buttons, dropped_line, reader_digest
-from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
-from monitors.outbound import (
+from kernel import (
     AddressedSender,
     Attachment,
     AttachmentKind,
+    Backoff,
     Button,
     ChatGone,
     ChatMoved,
     ChatSender,
+    Clock,
     DeliveryError,
     Purpose,
     Reply,
     RetryLater,
+    error_reference,
+    new_error_id,
+    utc_now,
 )
+from monitors.feedback import FEEDBACK_PLATFORMS, MonitorFeedback, digest_buttons, dropped_line, reader_digest
+from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
 from monitors.pages import DigestPages
 from monitors.reader_rules import rules_view, run_entries
 from monitors.sharing import hand_over_monitors
@@ -59,7 +63,6 @@ from research import (
     filter_digest,
     render_digest_markdown,
 )
-from sources import Backoff
 from storage import ChatRecord, Database, DeliveryRecord, DeliveryStatus, ItemWithScores, JSONObject, RunRecord
 from storage.repositories import (
     ChatRepository,
@@ -318,7 +321,7 @@ class DeliveryWorker:
         database: Database,
         senders: Mapping[str, ChatSender[Any]],
         *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
         batch_size: int = 50,
         concurrency: int = 8,
         poll_seconds: float = 5.0,
@@ -500,7 +503,7 @@ class DeliveryWorker:
             error_id = new_error_id()
             logger.exception("delivery %d failed unexpectedly [error id %s]", row.id, error_id)
             report.errors.append(error_id)
-            await self._fail(row, f"{type(error).__name__}: {error} (error id {error_id})", report)
+            await self._fail(row, f"{type(error).__name__}: {error}{error_reference(error_id)}", report)
             return False
         finally:
             self._in_flight.discard(row.id)

@@ -25,13 +25,13 @@ import logging
 import mimetypes
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from html import escape
 from typing import Any, Final
 
-from kernel import Recipient
+from kernel import Attachment, ChatGone, Clock, Recipient, Reply, RetryLater, utc_now
 from monitors.destinations import (
     APPRISE_PLATFORM,
     PAUSE_AFTER,
@@ -44,7 +44,6 @@ from monitors.destinations import (
 from monitors.document import run_document, stored_digest
 from monitors.feeds import markdown_html
 from monitors.notices import queue_notice
-from monitors.outbound import Attachment, ChatGone, Reply, RetryLater
 from monitors.pages import DigestPages
 from research import split_text
 from sources import HttpClient, SourceError, SourceErrorKind
@@ -78,8 +77,6 @@ SEND_TIMEOUT_SECONDS: Final = 60.0
 TEST_TEXT: Final = (
     "**Lookout test**\n\nThis destination works: the digests of the monitors it follows will arrive here."
 )
-
-Clock = Callable[[], datetime]
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -389,7 +386,7 @@ class DestinationSenders:
         database: Database,
         *,
         http: HttpClient,
-        clock: Clock = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
         pause_after: timedelta = PAUSE_AFTER,
         pages: DigestPages | None = None,
     ) -> None:

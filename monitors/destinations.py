@@ -16,12 +16,12 @@ from __future__ import annotations
 import ipaddress
 import logging
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
 
+from kernel import Clock, utc_now
 from sources import HttpClient, SourceError, SourceErrorKind
 from storage import Database, DestinationRecord
 from storage.repositories import ChatRepository, DestinationRepository, SubscriptionRepository
@@ -194,7 +194,7 @@ class DestinationService:
         http: HttpClient,
         senders: DestinationSenders,
         sharing: MonitorSharing,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
     ) -> None:
         self._database = database
         self._http = http

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from statistics import fmean
 from typing import Any, Final
 
-from monitors.outbound import MAX_BUTTONS, Button
+from kernel import MAX_BUTTONS, Button, Clock, utc_now
 from monitors.runner import item_of_record
 from research import (
     CITATION,
@@ -223,7 +222,7 @@ class MonitorFeedback:
         self,
         database: Database,
         *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
         embedder: ItemEmbedder | None = None,
     ) -> None:
         self._marks = FeedbackRepository(database)

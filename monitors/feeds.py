@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 
 from markdown_it import MarkdownIt
 
+from kernel import Clock, utc_now
 from monitors.document import digest_went_out, page_urls, run_time, stored_digest
 from monitors.tokens import new_token
 from research import Digest, render_digest_markdown
@@ -103,7 +104,7 @@ class MonitorFeeds:
     Permission is the caller's: whoever may see the monitor may have its feed (commands check with `monitor_role`);
     a chat's briefing feed is the chat's."""
 
-    def __init__(self, database: Database, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(self, database: Database, *, clock: Clock = utc_now) -> None:
         self._database = database
         self._tokens = FeedTokenRepository(database)
         self._monitors = MonitorRepository(database)

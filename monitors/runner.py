@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 from pydantic_ai.models import Model
 
+from kernel import Clock, error_reference, new_error_id
 from monitors.alerts import alert_stories, check_alerts, stories_of_check
-from monitors.error_ids import new_error_id
 from monitors.notices import NOTICE_KIND, queue_notice
 from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
@@ -140,7 +140,7 @@ class PipelineFunction(Protocol):
         out_dir: Path,
         stem: str,
         progress: ProgressCallback | None = None,
-        now: Callable[[], datetime] | None = None,
+        now: Clock | None = None,
     ) -> PipelineResult: ...
 
 
@@ -234,7 +234,7 @@ class MonitorRunner:
         heavy_model: Model | None,
         out_dir: Path,
         settings: MonitorSettings,
-        clock: Callable[[], datetime],
+        clock: Clock,
         pipeline: PipelineFunction,
         on_deliveries_queued: Callable[[], None] | None,
         recorder: RunRecorder,
@@ -531,7 +531,7 @@ class MonitorRunner:
         self, monitor: MonitorRecord, run: RunRecord, schedule: Schedule | None, failure: _Failure
     ) -> RunSummary:
         now = self._clock()
-        shown = failure.error + (f" (error id {failure.error_id})" if failure.error_id else "")
+        shown = failure.error + error_reference(failure.error_id)
         await self._recorder.fail(run.id, error=shown[:MAX_ERROR_CHARS], finished_at=now)
         summary = RunSummary(
             run_id=run.id,
@@ -573,7 +573,7 @@ class MonitorRunner:
     async def _send_failure_notice(self, monitor: MonitorRecord, failure: _Failure, next_run: datetime | None) -> None:
         """Tell the monitor's chats once per failure streak (through the outbox) that its run failed, and why."""
         zone = _zone(monitor.timezone)
-        reference = f" (error id {failure.error_id})" if failure.error_id else ""
+        reference = error_reference(failure.error_id)
         reasons = failure.source_errors or (failure.error + reference,)
         errors = "\n".join(f"- {escape_markdown(line)}" for line in reasons)
         runs = "" if monitor.consecutive_failures == 1 else f" {monitor.consecutive_failures} runs in a row"

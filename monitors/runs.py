@@ -6,10 +6,11 @@ found and queues the outbox rows.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Final, Literal
 
+from kernel import Clock
 from monitors.catalogue import MonitorCatalogue, check_lookback
 from monitors.recorder import RunRecorder
 from monitors.runner import MonitorRunner, transient_monitor
@@ -39,7 +40,7 @@ class MonitorRuns:
         runner: MonitorRunner,
         recorder: RunRecorder,
         *,
-        clock: Callable[[], datetime],
+        clock: Clock,
     ) -> None:
         self._catalogue = catalogue
         self._runner = runner

@@ -20,9 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
+from kernel import Clock, utc_now
 from monitors.service import MonitorService
 from monitors.views import RunSummary
 from storage import Database, ScheduleChanges
@@ -62,7 +62,7 @@ class MonitorScheduler:
         service: MonitorService,
         database: Database,
         *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
         changes: ScheduleChanges | None = None,
         poll_seconds: float = 0.0,
         concurrency: int = 16,

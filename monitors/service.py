@@ -5,11 +5,12 @@ sharing, briefings, feeds, destinations, feedback, rules and alerts — each its
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from pydantic_ai.models import Model
 
+from kernel import Clock, utc_now
 from monitors.alerts import AlertService
 from monitors.briefings import BriefingService
 from monitors.catalogue import UNCHANGED, MonitorCatalogue, MonitorFields, MonitorListener, split_source_specs
@@ -41,7 +42,7 @@ class MonitorService(MonitorCatalogue):
         heavy_model: Model | None,
         out_dir: Path,
         settings: MonitorSettings | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = utc_now,
         pipeline: PipelineFunction = run_pipeline,
         on_deliveries_queued: Callable[[], None] | None = None,
         destinations: DestinationSenders | None = None,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from kernel import Clock
 from monitors.destinations import DESTINATION_PLATFORMS
 from monitors.notices import queue_notice
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorView
@@ -91,7 +92,7 @@ class MonitorSharing:
         monitors: _Monitors,
         database: Database,
         *,
-        clock: Callable[[], datetime],
+        clock: Clock,
         on_queued: Callable[[], None] | None = None,
     ) -> None:
         self._service = monitors

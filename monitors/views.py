@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
+from kernel import error_reference
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from research import escape_markdown
 from storage import AlertRecord, ChatRecord, DeliveryMode, MonitorListing, MonitorRecord, SubscriptionRecord
@@ -148,7 +149,7 @@ class RunSummary:
 
             return render_digest_markdown(self.digest)
         if self.status == "failed":
-            suffix = f" (error id {self.error_id})" if self.error_id else ""
+            suffix = error_reference(self.error_id)
             return f"The run failed: {escape_markdown(self.error or 'unknown error')}{suffix}."
         return "Nothing new to report."
 

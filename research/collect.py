@@ -13,19 +13,10 @@ from typing import Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
+from kernel import utc_now
 from research.language import with_languages
 from research.terms import normalise
-from sources import (
-    Item,
-    SearchQuery,
-    Source,
-    SourceError,
-    SourceErrorKind,
-    failure_reason,
-    source_spec,
-    spec_label,
-    utc_now,
-)
+from sources import Item, SearchQuery, Source, SourceError, SourceErrorKind, failure_reason, source_spec, spec_label
 
 logger = logging.getLogger(__name__)
 

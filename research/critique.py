@@ -32,6 +32,7 @@ from pydantic_ai.framing import register_tag, wrap
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from kernel import utc_now
 from research.dedupe import Cluster, fingerprint
 from research.llm import (
     CONSTRAINED_MODES,
@@ -49,7 +50,7 @@ from research.reputation import outlet_of as outlet_of
 from research.reputation import source_kind as source_kind
 from research.sentiment import Sentiment, SentimentLabel, label_of, lexicon_sentiment
 from research.usage import LlmUsage
-from sources import Item, utc_now
+from sources import Item
 
 logger = logging.getLogger(__name__)
 

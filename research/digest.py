@@ -26,6 +26,7 @@ from pydantic_ai.framing import register_tag, wrap
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from kernel import utc_now
 from research.critique import (
     UNTRUSTED_NOTE,
     Critique,
@@ -56,7 +57,7 @@ from research.rank import RankedItem
 from research.sentiment import Sentiment
 from research.terms import tokens
 from research.usage import LlmUsage
-from sources import Item, utc_now
+from sources import Item
 
 logger = logging.getLogger(__name__)
 

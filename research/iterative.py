@@ -22,6 +22,7 @@ from pydantic import AwareDatetime, BaseModel, Field, NonNegativeFloat, NonNegat
 from pydantic_ai import Agent, RunContext, RunUsage, Tool, UsageLimits
 from pydantic_ai.models import Model
 
+from kernel import utc_now
 from research.collect import (
     Collection,
     FailedSources,
@@ -36,7 +37,7 @@ from research.dedupe import Deduper, DedupeResult
 from research.llm import ToolCallCap, limits_of, stage_settings
 from research.query_variants import QuerySpec, planned_attempts
 from research.usage import LlmUsage
-from sources import Item, SearchQuery, Source, source_spec, utc_now
+from sources import Item, SearchQuery, Source, source_spec
 
 logger = logging.getLogger(__name__)
 

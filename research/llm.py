@@ -48,8 +48,8 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
+from kernel import Backoff, Sleep
 from research.language import other_language
-from sources import Backoff, Sleep
 
 __all__ = [
     "BUDGET_SPENT_REASON",
@@ -65,7 +65,6 @@ __all__ = [
     "QuotaMemory",
     "RetryPolicy",
     "RetryingModel",
-    "Sleep",
     "Stage",
     "StageBudget",
     "ToolCallCap",

@@ -18,6 +18,7 @@ from typing import Final, Literal
 
 from pydantic_ai.models import Model
 
+from kernel import Clock, utc_now
 from research.collect import (
     Collection,
     FailedSources,
@@ -59,7 +60,7 @@ from research.rules import word_pattern
 from research.sentiment import Sentiment, lexicon_sentiment, mean_sentiment, tone_shift
 from research.terms import normalise
 from research.usage import LlmUsage, sum_usage
-from sources import Item, SearchQuery, canonical_url, utc_now
+from sources import Item, SearchQuery, canonical_url
 
 __all__ = [
     "STAGES",
@@ -728,7 +729,7 @@ async def run_pipeline(
     out_dir: Path,
     stem: str,
     progress: ProgressCallback | None = None,
-    now: Callable[[], datetime] | None = None,
+    now: Clock | None = None,
     options: PipelineOptions | None = None,
     embedder: ItemEmbedder | None = None,
 ) -> PipelineResult:

@@ -9,8 +9,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
 
+from kernel import utc_now
 from research.terms import tokens
-from sources import Item, utc_now
+from sources import Item
 
 
 class RankWeights(BaseModel):

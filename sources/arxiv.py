@@ -10,8 +10,9 @@ from urllib.parse import urlsplit
 
 import feedparser
 
+from kernel import utc_now
 from sources.api import ApiSource
-from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id, utc_now
+from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import as_utc, entry_published, html_to_text, in_window, query_terms
 from sources.http import HostPolicy, HttpClient

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
-
-def utc_now() -> datetime:
-    """The current time, timezone-aware in UTC."""
-    return datetime.now(UTC)
+from kernel import utc_now
 
 
 class Engagement(BaseModel):

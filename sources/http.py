@@ -16,9 +16,9 @@ from typing import Any, Protocol, Self
 import httpcore
 import httpx
 
+from kernel import Backoff, parse_retry_after
 from sources.base import SourceError, SourceErrorKind
 from sources.charsets import decode_document
-from sources.retry import Backoff, parse_retry_after
 from sources.ssrf import (
     AddressPolicy,
     GuardedTransport,

@@ -8,8 +8,9 @@ import math
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
+from kernel import utc_now
 from sources.api import ApiSource
-from sources.base import Item, SearchQuery, SourceBatch, item_id, utc_now
+from sources.base import Item, SearchQuery, SourceBatch, item_id
 from sources.config import SourcesConfig
 from sources.feeds import FeedEntry, as_utc, in_window, read_feed
 from sources.http import HttpClient

@@ -4,29 +4,17 @@ The repositories have a face of their own, `storage.repositories`: only `app` an
 `research` build them (import-linter forbids `bots` and `agent` to import it), so this face does not export them."""
 
 from storage.changes import ScheduleChanges
-from storage.engine import Database, create_engine, is_unreachable
-from storage.locks import (
-    KEEPALIVE_SECONDS,
-    AdvisoryLocks,
-    FileLocks,
-    Held,
-    HeldFileLock,
-    HeldLock,
-    LockUnsupportedError,
-    TriedLocks,
-    locks_for,
-)
+from storage.engine import Database, is_unreachable
+from storage.locks import AdvisoryLocks, Held, TriedLocks, locks_for
 from storage.migrate import pending_migrations, upgrade_database
 from storage.records import (
     AlertRecord,
     ChatRecord,
     ConversationChanges,
     ConversationRecord,
-    DailyUsage,
     DeliveryMode,
     DeliveryRecord,
     DeliveryStatus,
-    HttpValidatorRecord,
     ItemRecord,
     ItemScore,
     ItemWithScores,
@@ -34,7 +22,6 @@ from storage.records import (
     MonitorListing,
     MonitorRecord,
     PendingAlertCheckRecord,
-    RunItemRecord,
     RunOutcome,
     RunRecord,
     RunStatus,
@@ -53,14 +40,11 @@ from storage.repositories import (
     FeedbackMarkRecord,
     FeedSubject,
     MonitorChanges,
-    RunNotOpenError,
     SlotLimit,
     StoredView,
-    SubscriptionChanges,
 )
 
 __all__ = [
-    "KEEPALIVE_SECONDS",
     "AdvisoryLocks",
     "AlertRecord",
     "BriefingClaim",
@@ -68,7 +52,6 @@ __all__ = [
     "ChatRecord",
     "ConversationChanges",
     "ConversationRecord",
-    "DailyUsage",
     "Database",
     "DeliveryMode",
     "DeliveryRecord",
@@ -76,22 +59,15 @@ __all__ = [
     "DestinationRecord",
     "FeedSubject",
     "FeedbackMarkRecord",
-    "FileLocks",
     "Held",
-    "HeldFileLock",
-    "HeldLock",
-    "HttpValidatorRecord",
     "ItemRecord",
     "ItemScore",
     "ItemWithScores",
     "JSONObject",
-    "LockUnsupportedError",
     "MonitorChanges",
     "MonitorListing",
     "MonitorRecord",
     "PendingAlertCheckRecord",
-    "RunItemRecord",
-    "RunNotOpenError",
     "RunOutcome",
     "RunRecord",
     "RunStatus",
@@ -99,7 +75,6 @@ __all__ = [
     "SlotLimit",
     "SourceFailureRecord",
     "StoredView",
-    "SubscriptionChanges",
     "SubscriptionRecord",
     "TriedLocks",
     "TurnStart",
@@ -107,7 +82,6 @@ __all__ = [
     "UsageEntry",
     "UsageTotals",
     "UserRecord",
-    "create_engine",
     "is_unreachable",
     "locks_for",
     "pending_migrations",

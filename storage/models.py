@@ -24,8 +24,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from kernel import utc_now
 from storage.records import DeliveryStatus, RunStatus
-from storage.types import UTCDateTime, utc_now
+from storage.types import UTCDateTime
 
 # Named constraints let Alembic alter them later (SQLite batch mode needs names to find them).
 NAMING_CONVENTION = {

@@ -10,11 +10,6 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 
-def utc_now() -> datetime:
-    """The current time, timezone-aware in UTC."""
-    return datetime.now(UTC)
-
-
 class UTCDateTime(TypeDecorator[datetime]):
     """Stores an aware datetime as UTC and always returns it aware in UTC.
 

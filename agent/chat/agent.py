@@ -33,9 +33,7 @@ from agent.confirmations import (
 )
 from agent.context import Services, Turn, chat_timezone
 from agent.memory import ConversationMemory, Fold, HistoryCache, encode_messages, trim_to_tokens
-from agent.messages import Reply
-from kernel import apology
-from monitors import new_error_id
+from kernel import Reply, apology, new_error_id
 from research import LlmUsage, ModelLimits, estimate_tokens, stage_settings, unusable_answer
 from storage import ConversationChanges, ConversationRecord, TurnState
 

@@ -12,7 +12,7 @@ from agent.commands.common import chat_exports_dir
 from agent.commands.progress import fit_line
 from agent.confirmations import MonitorAction
 from agent.context import Services, Turn
-from agent.messages import Attachment, ProgressUpdate
+from kernel import Attachment, ProgressUpdate
 
 __all__ = ["ChatDeps"]
 

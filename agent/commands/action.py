@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.commands.grammar import CommandError, ParseOptions, monitor_id
 from agent.context import Services, Turn
-from agent.messages import Attachment, Reply
+from kernel import Attachment, Reply
 from monitors import MonitorView
 
 __all__ = [

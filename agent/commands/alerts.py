@@ -18,7 +18,7 @@ from agent.commands.action import Action, Arguments, Proposal, SlackCommand, Too
 from agent.commands.common import chat_timezone, refuse
 from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
-from agent.messages import Reply
+from kernel import Reply
 from monitors import (
     MAX_ALERTS_PER_CHAT,
     MonitorNotFoundError,

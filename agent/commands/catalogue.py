@@ -28,7 +28,7 @@ from agent.commands import (
 from agent.commands.action import Action, Arguments
 from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
 from agent.context import Services, Turn
-from agent.messages import Reply
+from kernel import Reply
 from storage import JSONObject
 
 __all__ = [

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.budget import ChatBudget
 from agent.context import Services, Turn, chat_timezone
-from agent.messages import Reply
+from kernel import Reply
 from research import chat_folder
 
 __all__ = ["chat_exports_dir", "chat_timezone", "chat_zone", "count", "local_time", "refuse"]

@@ -17,7 +17,7 @@ from agent.commands.action import Action, Arguments, monitor_role
 from agent.commands.common import refuse
 from agent.commands.grammar import CommandError, ParseOptions
 from agent.context import Services, Turn
-from agent.messages import Reply
+from kernel import Reply
 from monitors import DestinationError, DestinationService, MonitorNotFoundError
 
 __all__ = [

@@ -16,7 +16,7 @@ from agent.commands.action import Action, Arguments, Parse
 from agent.commands.common import refuse
 from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
-from agent.messages import Reply
+from kernel import Reply
 from monitors import FeedbackError, acknowledgment, story_buttons
 from research import MarkKind
 

@@ -11,7 +11,7 @@ from agent.commands.action import Action, MonitorArguments, Proposal, ToolRefusa
 from agent.commands.common import refuse
 from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
-from agent.messages import Reply
+from kernel import Reply
 from monitors import MonitorNotFoundError, MonitorView
 from research import RULE_KINDS, ReaderRules, RuleError, RuleKind, escape_markdown
 

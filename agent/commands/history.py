@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry
 
 from agent.commands.action import Action, Arguments, ToolContext, ToolUse
-from agent.messages import Attachment
 from agent.untrusted import untrusted_block
+from kernel import Attachment
 from research import export_stem
 from sources import Engagement, Item
 from storage import ItemRecord

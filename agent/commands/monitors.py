@@ -44,7 +44,7 @@ from agent.commands.grammar import (
 from agent.commands.progress import PipelineProgress, ProgressRelay, prefixed
 from agent.confirmations import CatalogueAction, PendingConfirmation
 from agent.context import Services, Turn
-from agent.messages import Reply
+from kernel import Reply, error_reference
 from monitors import (
     MonitorAccessError,
     MonitorNotFoundError,
@@ -439,7 +439,7 @@ async def digest(services: Services, turn: Turn, command: DigestCommand) -> list
 def run_status(what: str, summary: RunSummary) -> str:
     """One line on how a run ended, for /digest and /search."""
     if summary.status == "failed":
-        reference = f" (error id {summary.error_id})" if summary.error_id else ""
+        reference = error_reference(summary.error_id)
         if summary.source_errors:  # every source failed: one line each, with its URL
             lines = "\n".join(f"- {escape_markdown(line)}" for line in summary.source_errors)
             return f"{what} failed: every source failed. Nothing was sent.\n{lines}"

@@ -15,7 +15,7 @@ from agent.commands.common import chat_exports_dir, chat_zone, refuse
 from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions, monitor_id, shown
 from agent.confirmations import CatalogueAction, PendingConfirmation
 from agent.context import Services, Turn
-from agent.messages import Attachment, Reply
+from kernel import Attachment, Reply
 from monitors import (
     MAX_IMPORT_BYTES,
     MAX_IMPORT_MONITORS,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from agent.commands.common import count
-from agent.messages import ProgressSink, ProgressUpdate
+from kernel import ProgressSink, ProgressUpdate
 from research import STAGES, ProgressEvent
 
 __all__ = ["CollectionProgress", "PipelineProgress", "ProgressRelay", "fit_line", "prefixed"]

@@ -30,8 +30,8 @@ from agent.commands.monitors import run_status
 from agent.commands.portability import ExportMonitorsCommand, export_chat_monitors
 from agent.commands.progress import CollectionProgress, PipelineProgress, ProgressRelay, prefixed
 from agent.context import Services, Turn
-from agent.messages import Attachment, Reply
 from agent.untrusted import untrusted_block
+from kernel import Attachment, Reply
 from monitors import MonitorNotFoundError, split_source_specs
 from research import (
     RankedItem,

@@ -6,7 +6,7 @@ import logging
 
 from agent.commands.catalogue import Command, action_named
 from agent.context import Services, Turn
-from agent.messages import Reply
+from kernel import Reply
 
 __all__ = ["CommandRouter"]
 

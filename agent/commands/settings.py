@@ -12,7 +12,7 @@ from agent.commands.action import Action, Arguments
 from agent.commands.common import chat_timezone, chat_zone, local_time
 from agent.commands.grammar import CommandError, ParseOptions, language_name, shown
 from agent.context import Services, Turn
-from agent.messages import Reply
+from kernel import Reply
 from monitors import ScheduleError, parse_schedule
 from research import USAGE_KIND_LABELS
 from storage import ChatChanges, ChatRecord, UsageTotals

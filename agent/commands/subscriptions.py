@@ -29,7 +29,7 @@ from agent.commands.grammar import (
     monitor_id,
 )
 from agent.context import Services, Turn
-from agent.messages import Button, Reply
+from kernel import Button, Reply
 from monitors import BROWSE_LIMIT, MonitorNotFoundError, Schedule, ScheduleError, chat_label, parse_schedule
 from storage import ChatRecord, DeliveryMode
 

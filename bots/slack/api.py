@@ -21,10 +21,9 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from agent import Attachment
 from bots.shared_limits import SlotReserver
 from bots.slack.render import SlackMessage, blocks_payload
-from sources import Backoff, parse_retry_after
+from kernel import Attachment, Backoff, parse_retry_after
 
 logger = logging.getLogger(__name__)
 

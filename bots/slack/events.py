@@ -9,9 +9,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent import CALLBACK_DATA_MAX_BYTES, Button, Incoming
+from agent import Incoming
 from bots.slack.manifest import SLASH_COMMANDS, UMBRELLA_COMMAND
 from bots.slack.render import ActionsBlock, button_element, escape_mrkdwn
+from kernel import CALLBACK_DATA_MAX_BYTES, Button
 
 _ENTITY = re.compile(r"<([^<>\n]*)>")
 _DIRECT_CHANNEL = "directmessage"

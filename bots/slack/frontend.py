@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from agent import MAX_INCOMING_FILE_BYTES, Button, Incoming, IncomingFile, Reply
+from agent import MAX_INCOMING_FILE_BYTES, Incoming, IncomingFile
 from bots.dispatcher import Dispatches
 from bots.downloads import read_at_most
 from bots.slack.api import TRANSIENT_ERRORS, error_code
@@ -52,6 +52,7 @@ from bots.slack.events import (
 )
 from bots.slack.render import BUTTON_ACTION_PREFIX
 from bots.slack.sender import SlackSender, SlackTarget
+from kernel import Button, Reply
 
 logger = logging.getLogger(__name__)
 

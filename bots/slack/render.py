@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Literal, NotRequired, TypedDict
 
-from agent import Button
 from bots.markdown import (
     ELLIPSIS,
     RULE_LINE,
@@ -27,6 +26,7 @@ from bots.markdown import (
     parse_markdown,
     utf16_len,
 )
+from kernel import Button
 from research import pack_pieces, split_words
 
 SECTION_TEXT_LIMIT = 3000

@@ -19,7 +19,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import Attachment, Button, ChatGone, DeliveryError, Reply, RetryLater
 from bots.slack.api import (
     GONE_ERRORS,
     NO_ACCESS_ERRORS,
@@ -33,7 +32,7 @@ from bots.slack.api import (
 )
 from bots.slack.render import HEADER_TEXT_LIMIT, SlackMessage, escape_mrkdwn, plain_text, reply_messages
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine, StatusOff
-from kernel import Recipient
+from kernel import Attachment, Button, ChatGone, DeliveryError, Recipient, Reply, RetryLater
 
 __all__ = ["NO_FILES_HERE", "SlackPart", "SlackSender", "SlackTarget", "delivery_error", "digest_messages"]
 

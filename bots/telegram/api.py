@@ -12,8 +12,8 @@ from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions, Message
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TelegramError
 
-from agent import ChatGone, ChatMoved, DeliveryError, RetryLater
 from bots.telegram.render import html_to_plain_text, split_telegram_text
+from kernel import ChatGone, ChatMoved, DeliveryError, RetryLater
 
 __all__ = [
     "NO_PREVIEW",

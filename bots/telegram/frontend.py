@@ -42,13 +42,14 @@ from telegram.constants import ChatMemberStatus
 from telegram.error import Conflict, TelegramError
 from telegram.ext import Application, ContextTypes, TypeHandler
 
-from agent import MAX_INCOMING_FILE_BYTES, IncomingFile, Reply, bot_commands, is_instant_command
+from agent import MAX_INCOMING_FILE_BYTES, IncomingFile, bot_commands, is_instant_command
 from bots.dispatcher import Dispatcher
 from bots.telegram.polling import ConfirmingPoller
 from bots.telegram.request import AiohttpRequest
 from bots.telegram.sender import TelegramSender, acknowledged
 from bots.telegram.typing_indicators import TypingIndicators
 from bots.telegram.updates import BotIdentity, Received, migration, received_from_update
+from kernel import Reply
 from storage import is_unreachable
 
 __all__ = ["WEBHOOK_PATH", "WEBHOOK_SECRET_HEADER", "TelegramFrontend", "TelegramOptions"]

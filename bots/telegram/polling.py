@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from telegram import Bot, Update
 from telegram.error import InvalidToken, RetryAfter, TelegramError
 
-from sources import Backoff
+from kernel import Backoff
 
 __all__ = ["MAX_HANDOVERS", "RECHECK_SECONDS", "ConfirmingPoller"]
 

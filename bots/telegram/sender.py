@@ -21,13 +21,11 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import AIORateLimiter, BaseRateLimiter, ExtBot
 
-from agent import Attachment, Button, ChatGone, ChatMoved, DeliveryError, Reply, RetryLater
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine
 from bots.telegram.api import delivery_error, is_group, send_file, send_html
 from bots.telegram.render import caption, telegram_html_parts
 from bots.telegram.request import AiohttpRequest
-from kernel import Recipient
-from sources import Backoff, Sleep
+from kernel import Attachment, Backoff, Button, ChatGone, ChatMoved, DeliveryError, Recipient, Reply, RetryLater, Sleep
 
 __all__ = [
     "DEFAULT_API_URL",

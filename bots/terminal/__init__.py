@@ -8,23 +8,21 @@ from typing import TYPE_CHECKING
 import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
-    from bots.terminal.chat import TERMINAL_CHAT_ID, ConsoleSender, SessionFactory, TerminalChat, run_terminal_chat
-    from bots.terminal.render import markdown_to_plain, render_markdown, terminal_safe
+    from bots.terminal.chat import TERMINAL_CHAT_ID, ConsoleSender, SessionFactory, run_terminal_chat
+    from bots.terminal.render import render_markdown, terminal_safe
 
 __all__ = [
     "TERMINAL_CHAT_ID",
     "ConsoleSender",
     "SessionFactory",
-    "TerminalChat",
-    "markdown_to_plain",
     "render_markdown",
     "run_terminal_chat",
     "terminal_safe",
 ]
 
 _SUBMODULES = {
-    "chat": ["ConsoleSender", "SessionFactory", "TERMINAL_CHAT_ID", "TerminalChat", "run_terminal_chat"],
-    "render": ["markdown_to_plain", "render_markdown", "terminal_safe"],
+    "chat": ["ConsoleSender", "SessionFactory", "TERMINAL_CHAT_ID", "run_terminal_chat"],
+    "render": ["render_markdown", "terminal_safe"],
 }
 """Which names each submodule defines; `tests/test_startup.py` checks it against the imports above."""
 

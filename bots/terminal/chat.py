@@ -22,12 +22,12 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from agent import Button, ChatSender, Incoming, Reply
+from agent import Incoming
 from bots.dispatcher import Dispatches
 from bots.terminal.output import ConsoleOutput
 from bots.terminal.reader import LineReader
 from bots.terminal.signals import BLOCKED_OFF_MAIN_THREAD, MainThreadSignals
-from kernel import Recipient
+from kernel import Button, ChatSender, Recipient, Reply
 
 __all__ = [
     "QUIT_WORDS",

@@ -17,8 +17,8 @@ from typing import TextIO
 
 from rich.console import Console
 
-from agent import Button, ProgressUpdate, Reply
 from bots.terminal.render import render_markdown, terminal_safe
+from kernel import Button, ProgressUpdate, Reply
 
 __all__ = ["ConsoleOutput", "attachment_label", "button_hint", "save_attachment"]
 

@@ -4,7 +4,7 @@ from storage.repositories.alerts import AlertRepository
 from storage.repositories.briefings import BriefingClaim, BriefingRepository
 from storage.repositories.chats import ChatChanges, ChatRepository
 from storage.repositories.conversations import ConversationRepository
-from storage.repositories.deliveries import DeliveryRepository, RunNotOpenError
+from storage.repositories.deliveries import DeliveryRepository
 from storage.repositories.destinations import DestinationRecord, DestinationRepository
 from storage.repositories.digest_pages import DigestPageRepository
 from storage.repositories.embeddings import EmbeddingRepository
@@ -18,10 +18,9 @@ from storage.repositories.rate_slots import RateSlotRepository, SlotLimit
 from storage.repositories.reader_rules import ReaderRuleRepository
 from storage.repositories.runs import RunRepository
 from storage.repositories.source_failures import SourceFailureRepository
-from storage.repositories.subscriptions import SubscriptionChanges, SubscriptionRepository
+from storage.repositories.subscriptions import SubscriptionRepository
 from storage.repositories.turns import TurnRepository
 from storage.repositories.usage import UsageRepository
-from storage.repositories.users import UserRepository
 
 __all__ = [
     "AlertRepository",
@@ -46,14 +45,11 @@ __all__ = [
     "MonitorRepository",
     "RateSlotRepository",
     "ReaderRuleRepository",
-    "RunNotOpenError",
     "RunRepository",
     "SlotLimit",
     "SourceFailureRepository",
     "StoredView",
-    "SubscriptionChanges",
     "SubscriptionRepository",
     "TurnRepository",
     "UsageRepository",
-    "UserRepository",
 ]

@@ -13,12 +13,12 @@ from datetime import datetime
 
 from sqlalchemy import delete, func, select
 
+from kernel import utc_now
 from storage.models import Alert, AlertFiring, Chat, Monitor, PendingAlertCheck, Run, Subscription
 from storage.records import AlertRecord, PendingAlertCheckRecord, RunStatus
 from storage.repositories._common import Repository, upsert_insert
 from storage.repositories.deliveries import queue_rows
 from storage.repositories.subscriptions import receiving
-from storage.types import utc_now
 
 
 def _record(alert: Alert, monitor_topic: str, fired: int = 0) -> AlertRecord:

@@ -10,10 +10,10 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Row, Table, bindparam, delete, select, update
 from sqlalchemy.engine import Connection
 
+from kernel import utc_now
 from storage.models import Conversation
 from storage.records import ConversationChanges, ConversationRecord
 from storage.repositories._common import Repository, dialect_insert, dialect_name
-from storage.types import utc_now
 
 TABLE = cast(Table, Conversation.__table__)
 CONVERSATION_COLUMNS = tuple(TABLE.c)

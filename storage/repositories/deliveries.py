@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernel import utc_now
 from storage.models import Chat, Delivery, PendingAlertCheck, Run, RunItem
 from storage.records import (
     DeliveryRecord,
@@ -22,7 +23,6 @@ from storage.records import (
 from storage.repositories._common import Repository, record_of, upsert_insert
 from storage.repositories.items import store_items
 from storage.repositories.subscriptions import immediate_recipients
-from storage.types import utc_now
 
 _OPEN = (DeliveryStatus.PENDING, DeliveryStatus.FAILED)
 

@@ -10,9 +10,9 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from kernel import utc_now
 from storage.models import Chat, Destination
 from storage.repositories._common import Repository, record_of
-from storage.types import utc_now
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

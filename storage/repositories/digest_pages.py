@@ -8,11 +8,11 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernel import utc_now
 from storage.models import DigestPage, Run
 from storage.records import RunRecord
 from storage.repositories._common import Repository, upsert_insert
 from storage.repositories.runs import to_run_record
-from storage.types import utc_now
 
 
 class DigestPageRepository(Repository):

@@ -8,9 +8,9 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from kernel import utc_now
 from storage.models import FeedToken
 from storage.repositories._common import Repository, upsert_insert
-from storage.types import utc_now
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

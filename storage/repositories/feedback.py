@@ -13,9 +13,9 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
+from kernel import utc_now
 from storage.models import Delivery, FeedbackMark, ReaderViewRow, Run
 from storage.repositories._common import Repository, record_of, upsert_insert
-from storage.types import utc_now
 
 STORY_KINDS = ("more", "less", "fewer")
 """Marks on a story (one per story and chat: the latest press wins); `mute` marks an outlet."""

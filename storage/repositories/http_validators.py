@@ -7,10 +7,10 @@ from datetime import datetime
 
 from sqlalchemy import delete
 
+from kernel import utc_now
 from storage.models import HttpValidator
 from storage.records import HttpValidatorRecord
 from storage.repositories._common import Repository, record_of, upsert_insert
-from storage.types import utc_now
 
 
 def url_key(url: str) -> str:

@@ -6,9 +6,9 @@ from datetime import datetime
 
 from sqlalchemy import delete, select
 
+from kernel import utc_now
 from storage.models import ProcessedInbound
 from storage.repositories._common import Repository, upsert_insert
-from storage.types import utc_now
 
 
 class InboundRepository(Repository):

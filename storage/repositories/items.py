@@ -10,12 +10,12 @@ from typing import TypeVar
 
 from sqlalchemy import ColumnElement, Select, delete, func, or_, select
 
+from kernel import utc_now
 from storage.engine import Database
 from storage.models import Item, Monitor, Run, RunItem, Subscription
 from storage.records import ItemRecord, ItemWithScores
 from storage.repositories._common import Repository, dialect_insert, like_pattern, record_of
 from storage.repositories.runs import NEWEST_RUN_FIRST, to_run_item_record
-from storage.types import utc_now
 
 _CHUNK = 500
 """Rows per statement: keeps bound parameters far below SQLite's limit."""

@@ -10,13 +10,13 @@ from typing import Any, TypedDict, Unpack, cast
 from sqlalchemy import Row, Table, and_, bindparam, delete, func, or_, select
 from sqlalchemy.engine import Connection
 
+from kernel import utc_now
 from storage.models import Alert, Chat, Monitor, ReaderRule, Run, Subscription
 from storage.records import DeliveryMode, JSONObject, MonitorListing, MonitorRecord, SubscriptionRecord
 from storage.repositories._common import Repository, record_of
 from storage.repositories.alerts import AlertRepository
 from storage.repositories.runs import NEWEST_RUN_FIRST
 from storage.repositories.subscriptions import receiving
-from storage.types import utc_now
 
 FAILED = "failed"
 """The `status` that `record_result` counts as a failure; any other status resets the count."""

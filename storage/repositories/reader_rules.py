@@ -8,10 +8,10 @@ from datetime import datetime
 
 from sqlalchemy import delete, select
 
+from kernel import utc_now
 from storage.models import ReaderRule
 from storage.records import JSONObject
 from storage.repositories._common import Repository, upsert_insert
-from storage.types import utc_now
 
 
 class ReaderRuleRepository(Repository):

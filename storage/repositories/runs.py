@@ -7,10 +7,10 @@ from datetime import datetime
 
 from sqlalchemy import delete, func, select, update
 
+from kernel import utc_now
 from storage.models import Delivery, Run, RunItem
 from storage.records import RunItemRecord, RunRecord, RunStatus
 from storage.repositories._common import Repository, record_of, upsert_insert
-from storage.types import utc_now
 
 BRIEFING_QUERY = "briefing"
 """The `query` of the run that stores a chat's briefing (monitor NULL, the chat's id): how briefings are found."""

@@ -8,11 +8,11 @@ from typing import Any, TypedDict, Unpack
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kernel import utc_now
 from storage.models import Chat, Subscription
 from storage.records import ChatRecord, DeliveryMode, SubscriptionRecord
 from storage.repositories._common import Repository, record_of, upsert_insert
 from storage.repositories.chats import to_chat_record
-from storage.types import utc_now
 
 
 class SubscriptionChanges(TypedDict, total=False):

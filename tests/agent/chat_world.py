@@ -3,7 +3,7 @@ scripted model (`tests.kit.ScriptedModel`) that records every request it gets.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -12,13 +12,15 @@ from typing import Any
 from agent.chat.agent import ChatAgent
 from agent.chat.llm import RetryPolicy
 from agent.context import ConversationSettings, Services, Turn
-from agent.messages import Incoming, ProgressUpdate, Reply
+from agent.messages import Incoming
+from kernel import Clock, ProgressUpdate, Reply
 from monitors import ChatService, ItemService, MonitorService, MonitorSettings
 from research import ModelSet
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
 from sources.web import WebResults, WebSearchRequest, WebSearchSource
 from storage import ChatRecord, Database, UserRecord
-from storage.repositories import MonitorRepository, UserRepository
+from storage.repositories import MonitorRepository
+from storage.repositories.users import UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 
 
@@ -43,7 +45,7 @@ class ChatWorld:
     """A chat, its person, and the services the chat agent runs on."""
 
     database: Database
-    clock: Callable[[], datetime]
+    clock: Clock
     server: FakeHTTPServer
     http: HttpClient
     chat: ChatRecord
@@ -155,7 +157,7 @@ async def _no_sleep(_seconds: float) -> None:
 
 async def make_world(
     database: Database,
-    clock: Callable[[], datetime],
+    clock: Clock,
     server: FakeHTTPServer,
     chat: ChatRecord,
     tmp_path: Path,

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from agent.messages import Attachment, Button, Incoming, Outgoing, ProgressUpdate, Reply
+from agent.messages import Incoming, Outgoing
+from kernel import Attachment, Button, ProgressUpdate, Reply
 
 
 def incoming(**changes: object) -> Incoming:

@@ -16,7 +16,8 @@ import pytest
 
 from app.http_server import build_http_app, feed_routes, serve_http
 from monitors import MonitorFeeds
-from research import CitedItem, Development, Digest, QualityCheck
+from research import Digest
+from research.digest import CitedItem, Development, QualityCheck
 from storage import Database, RunOutcome
 from storage.repositories import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
 

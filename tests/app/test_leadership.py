@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.leadership import Leadership
-from storage import FileLocks
+from storage.locks import FileLocks
 
 
 class Duty:

@@ -12,7 +12,7 @@ from pydantic_ai import Agent, models
 
 from app.settings import DEFAULT_HEAVY_MODEL, DEFAULT_LIGHT_MODEL, load_settings
 from app.wiring import item_embedder, language_models
-from research import model_chain
+from research.llm import model_chain
 from tests.fakes.anthropic_messages import FakeAnthropic
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import FakeOpenAI

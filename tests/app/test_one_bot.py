@@ -11,11 +11,11 @@ from pathlib import Path
 
 from telegram.ext import AIORateLimiter, ExtBot
 
-from agent import ProgressUpdate, Reply
 from app.frontends import platform_senders
 from app.service import run_service
 from app.settings import load_settings
 from bots.telegram import TelegramLimits
+from kernel import ProgressUpdate, Reply
 from monitors.delivery import NOTICE_KIND
 from storage import Database, RunOutcome, upgrade_database
 from storage.repositories import ChatRepository, DeliveryRepository, RunRepository

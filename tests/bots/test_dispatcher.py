@@ -14,8 +14,9 @@ import pytest
 
 from agent.access import AccessPolicy
 from agent.context import Turn
-from agent.messages import Incoming, ProgressUpdate, Reply
+from agent.messages import Incoming
 from bots.dispatcher import Dispatcher
+from kernel import ProgressUpdate, Reply
 from monitors import ChatService
 from storage import Database
 from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository

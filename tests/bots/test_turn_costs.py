@@ -22,8 +22,9 @@ from agent.chat.agent import ChatAgent
 from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services
 from agent.conversation import Conversation
-from agent.messages import Incoming, Reply
+from agent.messages import Incoming
 from bots.dispatcher import Dispatcher
+from kernel import Reply
 from monitors import ChatService, ItemService
 from research import ModelSet
 from storage import Database

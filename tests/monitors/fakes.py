@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from monitors import DeliveryError, Reply
+from kernel import DeliveryError, Reply
 from sources.base import Source
 from storage import ChatRecord
 

@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from monitors.runner import item_record
-from research import CitedItem, Development, Digest, QualityCheck, write_csv_rows, write_volume_chart
+from research import Digest, write_volume_chart
+from research.digest import CitedItem, Development, QualityCheck
+from research.export import write_csv_rows
 from research.sentiment import Sentiment
 from sources import Item
 from storage import Database, ItemScore, RunOutcome

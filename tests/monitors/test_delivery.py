@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from monitors.delivery import ChatGone, ChatMoved, DeliveryWorker, RetryLater
+from kernel import ChatGone, ChatMoved, RetryLater
+from monitors.delivery import DeliveryWorker
 from monitors.service import MonitorService
 from storage import Database, DeliveryStatus
 from storage.repositories import ChatRepository, DeliveryRepository, SubscriptionRepository

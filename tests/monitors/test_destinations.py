@@ -403,7 +403,7 @@ async def test_one_run_reaches_a_telegram_chat_an_email_and_a_webhook_once_each(
 async def test_a_destination_never_takes_over_a_monitor_whose_owner_is_gone(
     world: World, http: HttpClient, smtp: Smtp
 ) -> None:
-    from monitors import mark_chat_gone
+    from monitors.delivery import mark_chat_gone
     from storage.repositories import MonitorRepository
 
     lookout = stack(world, http)
@@ -467,7 +467,7 @@ async def test_a_failing_destination_the_operator_added_is_told_to_the_monitors_
     ],
 )
 def test_labels_mask_passwords_tokens_and_topics(url: str, label: str, secret: str) -> None:
-    from monitors import read_destination_url
+    from monitors.destinations import read_destination_url
 
     read = read_destination_url(url)
     assert read.label == label and secret not in read.label

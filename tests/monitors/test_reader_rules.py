@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import event, update
 
+from kernel import RetryLater
 from monitors.delivery import build_message
-from monitors.outbound import RetryLater
 from monitors.portability import create_imported, export_monitors, plan_import, read_monitor_file
 from monitors.schedule import parse_schedule
 from monitors.views import MonitorNotFoundError

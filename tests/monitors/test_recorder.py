@@ -9,8 +9,9 @@ import pytest
 from monitors.recorder import RunRecorder
 from monitors.runner import item_record
 from research import LlmUsage
-from storage import Database, ItemScore, RunNotOpenError, RunOutcome, RunStatus
+from storage import Database, ItemScore, RunOutcome, RunStatus
 from storage.repositories import DeliveryRepository, ItemRepository, RunRepository, UsageRepository
+from storage.repositories.deliveries import RunNotOpenError
 from tests.monitors.conftest import T0, World
 from tests.research.fake_sources import make_item
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from monitors.schedule import latest_due_time, parse_schedule
 from monitors.scheduler import MonitorScheduler, due_monitor_ids
-from storage import FileLocks, RunRecord, RunStatus
+from storage import RunRecord, RunStatus
+from storage.locks import FileLocks
 from storage.repositories import MonitorRepository, RunRepository
 from tests.monitors.conftest import World
 

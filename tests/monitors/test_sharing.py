@@ -10,7 +10,8 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
-from monitors.delivery import DeliveryWorker, RetryLater, mark_chat_gone
+from kernel import RetryLater
+from monitors.delivery import DeliveryWorker, mark_chat_gone
 from monitors.service import MonitorService
 from monitors.sharing import normalise_topic
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from research import outlet_of
+from research.reputation import outlet_of
 from sources import Engagement, Item
 
 

@@ -51,7 +51,8 @@ async def test_a_runs_pending_alert_check_is_written_with_the_run_and_gone_once_
 ) -> None:
     from datetime import timedelta
 
-    from storage import RunNotOpenError, RunOutcome
+    from storage import RunOutcome
+    from storage.repositories.deliveries import RunNotOpenError
 
     monitor = await MonitorRepository(database).create(owner_chat_id=chat.id, topic="DeepSeek", schedule="daily")
     runs, deliveries, alerts = RunRepository(database), DeliveryRepository(database), AlertRepository(database)

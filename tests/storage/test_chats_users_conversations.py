@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from storage import ChatRecord, Database
-from storage.repositories import ChatRepository, ConversationRepository, MonitorRepository, UserRepository
+from storage.repositories import ChatRepository, ConversationRepository, MonitorRepository
+from storage.repositories.users import UserRepository
 from tests.storage.conftest import T0
 
 

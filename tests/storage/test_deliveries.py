@@ -16,7 +16,6 @@ from storage import (
     DeliveryStatus,
     ItemScore,
     MonitorRecord,
-    RunNotOpenError,
     RunOutcome,
     RunStatus,
 )
@@ -29,6 +28,7 @@ from storage.repositories import (
     RunRepository,
     SubscriptionRepository,
 )
+from storage.repositories.deliveries import RunNotOpenError
 from tests.storage.conftest import T0
 from tests.storage.test_runs_items import make_item
 

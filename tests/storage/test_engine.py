@@ -13,7 +13,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from storage import ChatRecord, Database, UsageEntry, create_engine, is_unreachable
+from storage import ChatRecord, Database, UsageEntry, is_unreachable
+from storage.engine import create_engine
 from storage.models import Base, Chat
 from storage.repositories import ChatRepository, TurnRepository, UsageRepository
 from storage.types import UTCDateTime

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import OperationalError
 
-from storage import AdvisoryLocks, Database, LockUnsupportedError, SlotLimit
+from storage import AdvisoryLocks, Database, SlotLimit
+from storage.locks import LockUnsupportedError
 from storage.repositories import RateSlotRepository
 from tests.fakes.postgres_proxy import postgres_proxy
 

@@ -14,7 +14,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-from storage import create_engine, upgrade_database
+from storage import upgrade_database
+from storage.engine import create_engine
 from storage.migrate import migration_config, newest_revision, owned_by_lookout
 from storage.models import Base
 

@@ -11,7 +11,9 @@ import pytest
 
 from agent.chat.tools import CHAT_TOOLS, TOOL_ORDER
 from agent.chat.tools_catalogue import compact
-from agent.commands import ACTIONS, CATALOGUE, CommandError, help_text, parse_command
+from agent.commands import ACTIONS
+from agent.commands.catalogue import CATALOGUE, help_text, parse_command
+from agent.commands.grammar import CommandError
 from agent.confirmations import CatalogueAction, PendingConfirmation
 from monitors import ChatService
 from storage import ChatRecord, Database

@@ -12,7 +12,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
 from agent.conversation import Conversation
-from agent.messages import Reply
+from kernel import Reply
 from storage import ChatRecord, Database
 from storage.repositories import ChatRepository, MonitorRepository
 from tests.agent.chat_world import ChatWorld, hn_hit, make_world

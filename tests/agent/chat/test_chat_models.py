@@ -16,7 +16,8 @@ from agent.chat.llm import (
     failure_message,
 )
 from agent.confirmations import answer_of
-from research import ModelSet, QuotaMemory
+from research import ModelSet
+from research.llm import QuotaMemory
 from tests.kit import ScriptedModel
 
 

@@ -13,7 +13,7 @@ from pydantic_ai import ModelHTTPError
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
-from research import STORED_ITEMS_CSV_COLUMNS
+from research.export import STORED_ITEMS_CSV_COLUMNS
 from sources import HttpClient
 from storage import ChatRecord, Database, ItemRecord, ItemScore, RunOutcome
 from storage.repositories import ChatRepository, DeliveryRepository, ItemRepository, RunRepository

@@ -16,7 +16,8 @@ from agent.chat.agent import ChatAgent
 from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
-from agent.messages import Incoming, IncomingFile, Platform, ProgressUpdate, Reply
+from agent.messages import Incoming, IncomingFile, Platform
+from kernel import ProgressUpdate, Reply
 from monitors import ChatService, DeliveryWorker, DestinationSenders, ItemService, MonitorService, MonitorSettings
 from research import ModelSet, RetryPolicy
 from sources.base import Source
@@ -25,7 +26,8 @@ from sources.http import HostPolicy, HttpClient
 from sources.registry import build_sources, feed_factory, resolve_source_specs, rsshub_factory
 from sources.web import WebResult, WebResults, WebSearchRequest, WebSearchSource
 from storage import ChatRecord, Database
-from storage.repositories import ChatRepository, UserRepository
+from storage.repositories import ChatRepository
+from storage.repositories.users import UserRepository
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.kit import FakeClock, offline_resolver
 from tests.monitors.fakes import RecordingSender, Sent

@@ -41,7 +41,7 @@ from agent.commands.portability import FeedCommand
 from agent.commands.research import CollectCommand, ExportCommand, SearchCommand
 from agent.commands.settings import ForgetCommand, LanguageCommand, ProfileCommand, TimezoneCommand, UsageCommand
 from agent.commands.subscriptions import SubscribeCommand
-from monitors import ScheduleKind
+from monitors.schedule import ScheduleKind
 
 OPTIONS = ParseOptions(timezone="Europe/Berlin", min_interval_seconds=900, bot_username="LookoutBot")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.commands.progress import CollectionProgress, PipelineProgress, ProgressRelay
-from agent.messages import ProgressUpdate
+from kernel import ProgressUpdate
 from research.collect import ProgressEvent
 from research.jobs import run_collection_job
 from research.pipeline import PipelineRequest, run_pipeline

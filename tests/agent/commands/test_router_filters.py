@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.commands import parse_command
+from agent.commands.catalogue import parse_command
 from agent.commands.filters import FilterCommand
 from agent.commands.grammar import CommandError
 from research import ReaderRules

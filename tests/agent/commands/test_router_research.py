@@ -13,7 +13,7 @@ from pydantic_ai import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo
 
-from research import STORED_ITEMS_CSV_COLUMNS
+from research.export import STORED_ITEMS_CSV_COLUMNS
 from storage import Database
 from storage.repositories import ChatRepository, DeliveryRepository, ItemRepository, MonitorRepository, RunRepository
 from tests.agent.commands.router_world import OTHER_CHAT, PAYLOADS, RouterWorld, open_world

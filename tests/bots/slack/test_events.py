@@ -8,7 +8,6 @@ from urllib.parse import parse_qsl
 
 import yaml
 
-from agent.messages import Button
 from bots.slack.events import (
     SLASH_COMMANDS,
     command_text,
@@ -19,6 +18,7 @@ from bots.slack.events import (
 )
 from bots.slack.manifest import manifest_text
 from bots.slack.render import BLOCKS_PER_MESSAGE, BUTTON_ACTION_PREFIX, reply_messages
+from kernel import Button
 from tests.fakes.slack import BOT_USER_ID, action_body, command_body, event_body
 
 MANIFEST = Path(__file__).parents[3] / "slack_app_manifest.yaml"

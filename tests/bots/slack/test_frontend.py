@@ -23,12 +23,12 @@ from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
 
 from agent.chat.agent import EXPIRED_MESSAGE
 from agent.confirmations import CONFIRM_PREFIX
-from agent.messages import Button
 from app.http_server import build_http_app
 from bots.slack.api import SlackPoster
 from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, UNSTORED_TEXT, SlackFrontend
 from bots.slack.render import reply_messages
 from bots.status import DONE_MARK, WORKING_MARK
+from kernel import Button
 from monitors.delivery import DeliveryWorker
 from storage import Database, upgrade_database
 from storage.repositories import ChatRepository, FeedbackRepository, RunRepository

@@ -10,7 +10,8 @@ import pytest
 from bots.slack import build_web_client
 from bots.slack.render import BLOCKS_PER_MESSAGE
 from bots.slack.sender import SlackSender
-from monitors import Attachment, ChatGone, DeliveryError, DeliveryWorker, Reply, RetryLater
+from kernel import Attachment, ChatGone, DeliveryError, Reply, RetryLater
+from monitors import DeliveryWorker
 from storage import ChatRecord, Database, DeliveryStatus
 from storage.repositories import ChatRepository, DeliveryRepository
 from tests.bots.slack_world import (

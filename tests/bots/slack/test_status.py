@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.messages import ProgressUpdate
 from bots.slack.api import SlackPoster, build_web_client
 from bots.slack.sender import SlackStatusMessage
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine
+from kernel import ProgressUpdate
 from tests.fakes.slack import BOT_TOKEN, FakeSlack, running_fake_slack
 
 CHANNEL = "C0STATUS"

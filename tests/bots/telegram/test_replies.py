@@ -10,12 +10,11 @@ import pytest
 from telegram.ext import ExtBot
 
 from agent.access import AccessPolicy
-from agent.messages import Attachment, Button, ProgressUpdate, Reply
 from bots.dispatcher import Dispatcher
 from bots.telegram import TelegramLimits, TelegramSender, build_bot
 from bots.telegram.typing_indicators import TypingIndicators
+from kernel import Attachment, Backoff, Button, ProgressUpdate, Reply
 from monitors import ChatService
-from sources import Backoff
 from storage import Database
 from storage.repositories import ChatRepository
 from tests.bots.slack_world import copy_database, migrated_template

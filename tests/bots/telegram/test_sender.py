@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from bots.telegram import TelegramLimits, TelegramSender, build_bot
-from monitors import Attachment, ChatGone, ChatMoved, DeliveryWorker, Reply, RetryLater
+from kernel import Attachment, ChatGone, ChatMoved, Reply, RetryLater
+from monitors import DeliveryWorker
 from monitors.service import MonitorService
 from research.pipeline import run_pipeline
 from sources.base import SearchQuery

@@ -16,13 +16,13 @@ import pytest
 
 from agent.access import AccessPolicy
 from agent.context import Turn
-from agent.messages import Attachment, Button, ProgressUpdate, Reply
 from bots.dispatcher import Dispatcher
 from bots.terminal.chat import ConsoleSender, Dispatches, TerminalChat, run_terminal_chat
 from bots.terminal.output import ConsoleOutput, save_attachment
 from bots.terminal.reader import LineReader
-from monitors import Attachment as DigestAttachment
-from monitors import ChatSender, ChatService
+from kernel import Attachment, Button, ChatSender, ProgressUpdate, Reply
+from kernel import Attachment as DigestAttachment
+from monitors import ChatService
 from storage import ChatRecord, Database, upgrade_database
 from tests.backends import sqlite_url
 

@@ -7,9 +7,9 @@ import io
 from pathlib import Path
 
 from agent.commands.catalogue import help_text
-from agent.messages import Reply
 from bots.terminal.output import ConsoleOutput
 from bots.terminal.render import markdown_to_plain, render_markdown
+from kernel import Reply
 from research import escape_markdown
 from tests.terminal_screen import TerminalScreen
 
@@ -91,7 +91,8 @@ def test_piped_output_is_plain_and_never_wrapped() -> None:
 
 
 def test_a_digest_title_with_markdown_marks_reads_as_written() -> None:
-    from research import CitedItem, Development, Digest, QualityCheck, render_digest_markdown
+    from research import Digest, render_digest_markdown
+    from research.digest import CitedItem, Development, QualityCheck
 
     digest = Digest(
         headline="Python's __init__ and *args explained",

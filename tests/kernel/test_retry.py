@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sources import Backoff, parse_retry_after
+from kernel import Backoff, parse_retry_after
 
 
 def test_parse_retry_after() -> None:

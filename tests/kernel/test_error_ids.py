@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from monitors import new_error_id
+from kernel import new_error_id
 
 
 def test_error_ids_are_eight_lowercase_hex_digits_and_fresh_each_time() -> None:
