@@ -44,6 +44,7 @@ from research.dedupe import Cluster, StoryLead, is_discussion, story_lead
 from research.language import detect_language, language_text, other_language
 from research.llm import (
     CONSTRAINED_MODES,
+    ModelLimits,
     OutputMode,
     estimate_tokens,
     failure_in_words,
@@ -729,8 +730,7 @@ async def llm_digest(
     numbered = fitted_items(numbered, now=now, budget=budget)
     limits = limits_of(model)
     brief = limits.small_model()  # a small model writes a `BriefDraft` (see BRIEF_DEVELOPMENTS)
-    if brief:
-        numbered = numbered[:BRIEF_ITEMS]
+    numbered = numbered[:BRIEF_ITEMS] if brief else numbered
     deps = DigestDeps(
         topic=topic,
         numbers=frozenset(entry.number for entry in numbered),
@@ -754,21 +754,12 @@ async def llm_digest(
     }
     try:
         if brief:
-            settings["max_tokens"] = min(settings.get("max_tokens", BRIEF_MAX_TOKENS), BRIEF_MAX_TOKENS)
-            brief_result = await brief_digest_agent(limits.output_mode, max(deps.numbers)).run(
-                prompt, model_settings=settings, **run
-            )
             base = extractive_digest(
                 ranked, topic=topic, clusters=clusters, critique=critique, previous=previous, now=now, leads=leads
             )
-            draft = draft_from_brief(brief_result.output, base, numbered, previous)
-            usage = LlmUsage.from_run(brief_result.usage, model=model, messages=brief_result.all_messages())
+            draft, usage = await _brief_draft(limits, deps, prompt, settings, run, base, numbered, previous)
         else:
-            result = await digest_agent(limits.output_mode, max(deps.numbers), deps.min_developments).run(
-                prompt, model_settings=settings, **run
-            )
-            draft = result.output
-            usage = LlmUsage.from_run(result.usage, model=model, messages=result.all_messages())
+            draft, usage = await _full_draft(limits, deps, prompt, settings, run)
     except (AgentRunError, FallbackExceptionGroup) as error:
         reason = model_failure_reason(error)
         logger.warning("digest: the model failed (%s); using the extractive digest", reason)
@@ -783,6 +774,33 @@ async def llm_digest(
         note = f"Summarised without the language model, which wrote in another language ({written}, not {language})."
         return extractive(f"wrong language: {written} where {language} was asked", usage, note=note)
     return DigestResult(digest=digest_from_draft(draft, numbered), path="model", usage=usage)
+
+
+async def _brief_draft(
+    limits: ModelLimits,
+    deps: DigestDeps,
+    prompt: str,
+    settings: ModelSettings,
+    run: dict[str, Any],
+    base: Digest,
+    numbered: Sequence[NumberedItem],
+    previous: PreviousDigest | None,
+) -> tuple[DigestDraft, LlmUsage]:
+    """A small model writes a `BriefDraft` under a tighter output limit; the rest of the draft comes from `base`."""
+    settings["max_tokens"] = min(settings.get("max_tokens", BRIEF_MAX_TOKENS), BRIEF_MAX_TOKENS)
+    result = await brief_digest_agent(limits.output_mode, max(deps.numbers)).run(prompt, model_settings=settings, **run)
+    draft = draft_from_brief(result.output, base, numbered, previous)
+    return draft, LlmUsage.from_run(result.usage, model=run["model"], messages=result.all_messages())
+
+
+async def _full_draft(
+    limits: ModelLimits, deps: DigestDeps, prompt: str, settings: ModelSettings, run: dict[str, Any]
+) -> tuple[DigestDraft, LlmUsage]:
+    """A model with room writes the whole `DigestDraft` (self-check and disputed claims included)."""
+    result = await digest_agent(limits.output_mode, max(deps.numbers), deps.min_developments).run(
+        prompt, model_settings=settings, **run
+    )
+    return result.output, LlmUsage.from_run(result.usage, model=run["model"], messages=result.all_messages())
 
 
 def draft_text(draft: DigestDraft) -> str:
