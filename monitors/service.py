@@ -4,8 +4,7 @@ sharing, briefings, feeds, destinations, feedback, rules and alerts — each its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic_ai.models import Model
@@ -21,10 +20,10 @@ from monitors.feeds import MonitorFeeds
 from monitors.reader_rules import ReaderRuleService
 from monitors.recorder import RunRecorder
 from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver
-from monitors.runs import SEARCH_LOOKBACK_HOURS, LeftRunning, MonitorRuns
+from monitors.runs import SEARCH_LOOKBACK_HOURS, MonitorRuns
 from monitors.sharing import MonitorSharing
 from monitors.views import MonitorSettings, RunSummary, effective_timezone, schedule_of
-from research import ItemEmbedder, ProgressCallback, run_pipeline
+from research import ItemEmbedder, run_pipeline
 from sources import HttpClient
 from storage import Database
 
@@ -98,49 +97,12 @@ class MonitorService(MonitorCatalogue):
         self.alerts = AlertService(database, clock=clock)
         """Each chat's alerts on the monitors it receives (checked by the runner on every run)."""
 
-    # ---- runs (what `runs` does, for callers that hold the service) ---------------------------------------
-
-    async def run_due(self, monitor_id: int, *, left_running: LeftRunning = "skip") -> RunSummary | None:
-        """`MonitorRuns.run_due`."""
-        return await self.runs.run_due(monitor_id, left_running=left_running)
-
-    async def run_monitor(
-        self, monitor_id: int, scheduled_for: datetime, *, left_running: LeftRunning = "skip"
-    ) -> RunSummary | None:
-        """`MonitorRuns.run_monitor`."""
-        return await self.runs.run_monitor(monitor_id, scheduled_for, left_running=left_running)
+    # ---- runs: `runs` (MonitorRuns) does them ------------------------------------------------------------
 
     async def check_pending_alerts(self) -> int:
         """The alerts' recovery pass (`MonitorRunner.check_pending_alerts`): stored runs whose alerts a stopped
         process left unchecked are checked now; the number of notices queued."""
         return await self._runner.check_pending_alerts()
-
-    async def run_now(
-        self,
-        monitor_id: int,
-        chat_id: int,
-        *,
-        is_admin: bool = False,
-        progress: ProgressCallback | None = None,
-        use_models: bool = True,
-    ) -> RunSummary:
-        """`MonitorRuns.run_now`."""
-        return await self.runs.run_now(monitor_id, chat_id, is_admin=is_admin, progress=progress, use_models=use_models)
-
-    async def search_now(
-        self,
-        chat_id: int,
-        query: str,
-        *,
-        sources: str | Sequence[str] | None = None,
-        lookback_hours: int = SEARCH_LOOKBACK_HOURS,
-        progress: ProgressCallback | None = None,
-        use_models: bool = True,
-    ) -> RunSummary:
-        """`MonitorRuns.search_now`."""
-        return await self.runs.search_now(
-            chat_id, query, sources=sources, lookback_hours=lookback_hours, progress=progress, use_models=use_models
-        )
 
 
 __all__ = [

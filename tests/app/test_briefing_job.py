@@ -68,7 +68,7 @@ def test_the_briefings_job_assembles_a_due_briefing_and_it_is_delivered_once(
             first = await service.create_monitor(chat.id, "DeepSeek", schedule_text="daily at 13:00", sources="hn")
             second = await service.create_monitor(chat.id, "Mistral", schedule_text="daily at 13:00", sources="hn")
             clock.set(RUN_AT)
-            runs = [await service.run_monitor(m.id, RUN_AT) for m in (first, second)]
+            runs = [await service.runs.run_monitor(m.id, RUN_AT) for m in (first, second)]
             assert all(run is not None and run.deliveries == 0 for run in runs)  # kept for the briefing
 
             async with JobQueue(settings, name=process_name("test")) as queue:

@@ -127,7 +127,7 @@ def test_a_digest_queued_while_the_chat_was_closed_is_printed_when_it_runs(envir
         async with open_database(settings) as database, monitor_stack(settings, database) as stack:
             chat = await ChatRepository(database).find("terminal", "terminal")
             assert chat is not None
-            summary = await stack.service.run_now(1, chat.id)
+            summary = await stack.service.runs.run_now(1, chat.id)
             assert summary.deliveries == 1
 
     asyncio.run(run_monitor_elsewhere())
@@ -150,7 +150,7 @@ def test_a_scheduled_run_that_fails_is_told_in_the_terminal(
     async def scheduled_run() -> None:  # as the scheduler fires it
         settings = load_settings()
         async with open_database(settings) as database, monitor_stack(settings, database) as stack:
-            summary = await stack.service.run_monitor(1, datetime(2026, 11, 21, 8, 30, tzinfo=UTC))
+            summary = await stack.service.runs.run_monitor(1, datetime(2026, 11, 21, 8, 30, tzinfo=UTC))
             assert summary is not None and summary.status == "failed"
 
     asyncio.run(scheduled_run())

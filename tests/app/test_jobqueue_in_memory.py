@@ -216,7 +216,7 @@ async def test_the_briefings_job_queues_a_due_briefing_once_however_often_it_fir
     await stack.service.briefings.set_briefing(chat.id, schedule)
     monitor = await stack.service.create_monitor(chat.id, "DeepSeek", schedule_text="daily at 13:00", sources="hn")
     stack.clock.set(RUN_AT)
-    run = await stack.service.run_monitor(monitor.id, RUN_AT)
+    run = await stack.service.runs.run_monitor(monitor.id, RUN_AT)
     assert run is not None and run.deliveries == 0  # kept for the briefing
 
     stack.clock.set(BRIEFING_AT + timedelta(seconds=20))

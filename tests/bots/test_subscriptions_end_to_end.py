@@ -189,7 +189,7 @@ async def test_share_subscribe_on_two_platforms_one_run_three_deliveries(world: 
     assert row[0]["text"] == "Subscribe #1" and "now receives" in (pressed.text or "")
     assert "now receives" in subscribed_on_slack
 
-    summary = await world.service.run_monitor(1, T0)
+    summary = await world.service.runs.run_monitor(1, T0)
     await eventually(
         lambda: (
             len(_digests(world, OWNER)) == 1
@@ -215,7 +215,7 @@ async def test_share_subscribe_on_two_platforms_one_run_three_deliveries(world: 
     noisy = await world.tell(OWNER, "/quiet 1 off")
     left = await world.tell(SECOND, "/unsubscribe 1")
     paused = await world.slack_command("pause 1")
-    second_run = await world.service.run_monitor(1, T0 + timedelta(days=1))
+    second_run = await world.service.runs.run_monitor(1, T0 + timedelta(days=1))
     await eventually(lambda: len(_nothing_new(world, OWNER)) == 1, what="the owner's note on the second run")
 
     assert "sends a short “nothing new” note" in (noisy.text or "")

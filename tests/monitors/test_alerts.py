@@ -104,7 +104,7 @@ async def test_an_alert_fires_once_for_a_matching_story_and_never_for_its_repeat
         chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model"
     )
 
-    first = await service.run_monitor(monitor.id, T0)
+    first = await service.runs.run_monitor(monitor.id, T0)
     assert first is not None and first.status == "ok"
     texts = await alert_texts(world)
 
@@ -125,7 +125,7 @@ async def test_an_alert_fires_once_for_a_matching_story_and_never_for_its_repeat
         ],
         "hn": unrelated_story(T0 + DAY, "u2"),
     }
-    second = await service.run_monitor(monitor.id, T0 + DAY)
+    second = await service.runs.run_monitor(monitor.id, T0 + DAY)
     assert second is not None and second.status == "ok"
 
     assert await alert_texts(world) == texts  # nothing more
@@ -140,7 +140,7 @@ async def test_a_story_that_does_not_match_fires_nothing(world: World) -> None:
     monitor = await service.create_monitor(chat.id, "DeepSeek", sources="hn,news")
     await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
 
-    await service.run_monitor(monitor.id, T0)
+    await service.runs.run_monitor(monitor.id, T0)
 
     assert await alert_texts(world) == []
     assert len(world.sender.sent) == 1  # the digest alone
@@ -159,13 +159,13 @@ async def test_without_a_model_the_words_and_the_count_of_outlets_decide(world: 
     condition = "3 or more outlets report a recall"
     await service.alerts.create(chat.id, monitor_id=monitor.id, topic="recalls", condition=condition)
 
-    await service.run_monitor(monitor.id, T0)
+    await service.runs.run_monitor(monitor.id, T0)
     assert await alert_texts(world) == []  # two outlets are not three
 
     world.clock.advance(days=1)
     spinach = "Frozen spinach recall after listeria found"
     news.by_source = {"news": recall_story(T0 + DAY, ["c.com", "d.com", "e.com"], spinach)}
-    await service.run_monitor(monitor.id, T0 + DAY)
+    await service.runs.run_monitor(monitor.id, T0 + DAY)
     texts = await alert_texts(world)
 
     assert len(texts) == 1 and "3 outlets report it" in texts[0]
@@ -182,12 +182,12 @@ async def test_a_count_of_outlets_fires_when_a_later_run_brings_the_story_to_it(
     await service.alerts.create(chat.id, monitor_id=monitor.id, topic="recalls", condition="3 or more outlets "
                                 "report a recall")  # fmt: skip
 
-    await service.run_monitor(monitor.id, T0)
+    await service.runs.run_monitor(monitor.id, T0)
     assert await alert_texts(world) == []
 
     world.clock.advance(days=1)
     news.by_source = {"news": [report("news", "c", title, site="c.com", at=T0 + DAY)]}
-    await service.run_monitor(monitor.id, T0 + DAY)
+    await service.runs.run_monitor(monitor.id, T0 + DAY)
     texts = await alert_texts(world)
 
     assert len(texts) == 1 and "3 outlets report it" in texts[0]
@@ -195,7 +195,7 @@ async def test_a_count_of_outlets_fires_when_a_later_run_brings_the_story_to_it(
 
     world.clock.advance(days=1)
     news.by_source = {"news": [report("news", "d", title, site="d.com", at=T0 + 2 * DAY)]}
-    await service.run_monitor(monitor.id, T0 + 2 * DAY)
+    await service.runs.run_monitor(monitor.id, T0 + 2 * DAY)
     assert await alert_texts(world) == texts
 
 
@@ -218,7 +218,7 @@ async def test_a_process_stopped_between_storing_a_run_and_checking_its_alerts_l
     await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
 
     with pytest.raises(asyncio.CancelledError):
-        await stopping.run_monitor(monitor.id, T0)
+        await stopping.runs.run_monitor(monitor.id, T0)
 
     assert await alert_texts(world) == []
     assert len(world.sender.sent) == 1  # the run was stored: its digest went out
@@ -243,7 +243,7 @@ async def test_a_check_made_again_after_its_alert_fired_tells_nothing_more(world
     chat = world.chats[0]
     monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
     await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
-    summary = await service.run_monitor(monitor.id, T0)
+    summary = await service.runs.run_monitor(monitor.id, T0)
     assert summary is not None and summary.run_id is not None
     texts = await alert_texts(world)
     repository = AlertRepository(world.database)
@@ -273,7 +273,7 @@ async def test_the_schedulers_tick_runs_the_recovery_pass(world: World) -> None:
     monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
     await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
     with pytest.raises(asyncio.CancelledError):
-        await stopping.run_monitor(monitor.id, T0)
+        await stopping.runs.run_monitor(monitor.id, T0)
     world.clock.advance(minutes=11)
     pending = AlertRepository(world.database)
     assert len(await pending.pending_checks(created_before=world.clock())) == 1
@@ -306,7 +306,7 @@ async def test_an_alert_stops_when_its_chat_stops_receiving_the_monitor_or_remov
     assert await service.alerts.remove(owner.id, mine.id) is True
     await service.unsubscribe(subscriber.id, monitor.id)
 
-    await service.run_monitor(monitor.id, T0)
+    await service.runs.run_monitor(monitor.id, T0)
 
     assert await alert_texts(world) == []
     assert await AlertRepository(world.database).fired_items([theirs.id]) == {theirs.id: set()}
@@ -345,7 +345,7 @@ async def test_with_a_model_each_candidate_is_one_question_and_its_verdict_decid
     monitor = await service.create_monitor(chat.id, "DeepSeek", sources="hn,news")
     await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
 
-    await service.run_monitor(monitor.id, T0)
+    await service.runs.run_monitor(monitor.id, T0)
     texts = await alert_texts(world)
 
     assert scripted.calls == 2  # one question per candidate story
@@ -365,7 +365,7 @@ async def test_a_model_answering_garbage_fires_nothing_and_the_run_stands(world:
     monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
     await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
 
-    summary = await service.run_monitor(monitor.id, T0)
+    summary = await service.runs.run_monitor(monitor.id, T0)
 
     assert summary is not None and summary.status == "ok"
     assert scripted.calls == 1  # one request, not retried
@@ -393,7 +393,7 @@ async def test_questions_per_run_are_capped_and_the_rest_decided_by_words(world:
     monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
     await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
 
-    await service.run_monitor(monitor.id, T0)
+    await service.runs.run_monitor(monitor.id, T0)
     texts = await alert_texts(world)
 
     runs = await RunRepository(world.database).list_for_monitor(monitor.id)
@@ -423,7 +423,7 @@ async def test_through_a_real_openai_client_against_a_local_server(world: World,
     await service.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
 
     with models.override_allow_model_requests(True):
-        await service.run_monitor(monitor.id, T0)
+        await service.runs.run_monitor(monitor.id, T0)
     texts = await alert_texts(world)
 
     questions = [r for r in fake.requests if any("alert condition" in text for text in r.system_messages)]

@@ -61,7 +61,7 @@ async def test_a_briefing_over_three_monitors_arrives_once_with_one_csv_and_one_
     await service.sharing.share(theirs.id, chat_id=other.id)
     await service.sharing.subscribe(reader.id, theirs.id)
 
-    summaries = [await service.run_monitor(m.id, T0) for m in (deepseek, mistral, theirs)]
+    summaries = [await service.runs.run_monitor(m.id, T0) for m in (deepseek, mistral, theirs)]
     before = await service.briefings.run_due()
     world.clock.set(datetime(2026, 11, 20, 14, 0, 30, tzinfo=T0.tzinfo))
     queued = await service.briefings.run_due()
@@ -106,7 +106,7 @@ async def test_a_story_reported_under_two_topics_appears_once(world: World) -> N
     first = await service.create_monitor(reader.id, "DeepSeek", sources="hn")
     second = await service.create_monitor(reader.id, "Open models", sources="hn")
     for monitor in (first, second):
-        await service.run_monitor(monitor.id, T0)
+        await service.runs.run_monitor(monitor.id, T0)
     world.clock.set(datetime(2026, 11, 20, 14, 1, tzinfo=T0.tzinfo))
 
     await service.briefings.run_due()
@@ -127,8 +127,8 @@ async def test_downtime_over_two_briefing_times_gives_one_catch_up(world: World)
     reader = world.chats[0]
     await _briefing_at(world, service, reader.id, "daily at 14:00")
     monitor = await service.create_monitor(reader.id, "DeepSeek", sources="hn")
-    await service.run_monitor(monitor.id, T0)
-    await service.run_monitor(monitor.id, T0 + timedelta(days=1))
+    await service.runs.run_monitor(monitor.id, T0)
+    await service.runs.run_monitor(monitor.id, T0 + timedelta(days=1))
     world.clock.set(datetime(2026, 11, 22, 15, 0, tzinfo=T0.tzinfo))  # 14:00 on the 20th, 21st and 22nd passed
 
     queued = await service.briefings.run_due()
@@ -152,7 +152,7 @@ async def test_a_briefing_waits_for_a_run_of_its_time_and_skips_what_digest_alre
     world.clock.set(datetime(2026, 11, 20, 14, 0, 5, tzinfo=T0.tzinfo))
 
     waiting = await service.briefings.run_due()  # the monitor's 14:00 run has not happened yet
-    await service.run_monitor(monitor.id, datetime(2026, 11, 20, 14, 0, tzinfo=T0.tzinfo))
+    await service.runs.run_monitor(monitor.id, datetime(2026, 11, 20, 14, 0, tzinfo=T0.tzinfo))
     ready = await service.briefings.run_due()
 
     assert waiting == [] and len(ready) == 1 and ready[0].with_news == 1
@@ -165,7 +165,7 @@ async def test_briefing_off_sends_digests_one_by_one_again(world: World) -> None
     monitor = await service.create_monitor(reader.id, "DeepSeek", sources="hn")
     await service.briefings.set_briefing(reader.id, None)
 
-    summary = await service.run_monitor(monitor.id, T0)
+    summary = await service.runs.run_monitor(monitor.id, T0)
 
     assert summary is not None and summary.deliveries == 1
     chat = await ChatRepository(world.database).get(reader.id)

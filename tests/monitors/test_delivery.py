@@ -22,7 +22,7 @@ async def queue_digest(world: World, *, chats: int = 1) -> tuple[MonitorService,
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn", quiet=False)
     for chat in world.chats[1:chats]:
         await service.subscribe(chat.id, view.id)
-    summary = await service.run_monitor(view.id, T0)
+    summary = await service.runs.run_monitor(view.id, T0)
     assert summary is not None and summary.run_id is not None and summary.deliveries == chats
     return service, view.id, summary.run_id
 
@@ -128,7 +128,7 @@ async def test_403_marks_the_chat_inactive_and_pauses_its_subscriptions(world: W
 
     world.clock.advance(days=1)
     assert (await worker.run_once()).claimed == 0  # nothing is retried
-    later = await service.run_monitor(monitor_id, T0 + timedelta(days=1))
+    later = await service.runs.run_monitor(monitor_id, T0 + timedelta(days=1))
     assert later is not None and later.deliveries == 1  # the blocked chat gets nothing more
     await worker.run_once()
     assert [a[0].id for a in sender.attempts].count(blocked.id) == 1

@@ -148,7 +148,7 @@ async def test_an_email_gets_the_digest_as_html_with_a_text_part_the_csv_and_the
 ) -> None:
     lookout = stack(world, http)
     monitor_id, _ = await monitor_with(world, lookout, smtp.url())
-    summary = await lookout.service.run_monitor(monitor_id, T0)
+    summary = await lookout.service.runs.run_monitor(monitor_id, T0)
     assert summary is not None and summary.deliveries == 2  # the owner chat and the email
 
     report = await lookout.worker.run_once()
@@ -184,7 +184,7 @@ async def test_a_chat_like_service_gets_text_cut_at_its_limit_then_its_files(
     lookout = stack(world, http)
     url = f"ntfy://127.0.0.1:{receiver.port}/lookout"
     monitor_id, _ = await monitor_with(world, lookout, url)
-    assert (await lookout.service.run_monitor(monitor_id, T0)) is not None
+    assert (await lookout.service.runs.run_monitor(monitor_id, T0)) is not None
     assert (await lookout.worker.run_once()).sent == 2
 
     texts = [r.json() for r in receiver.received("/", "POST")]
@@ -211,7 +211,7 @@ async def test_a_webhook_gets_the_signed_document_and_a_500_is_retried_and_deliv
     lookout = stack(world, http, public_url="https://lookout.example.org")
     monitor_id, [secret] = await monitor_with(world, lookout, f"webhook+{receiver.url}/hook")
     assert secret is not None and len(secret) >= 32
-    summary = await lookout.service.run_monitor(monitor_id, T0)
+    summary = await lookout.service.runs.run_monitor(monitor_id, T0)
     assert summary is not None and summary.run_id is not None
 
     first = await lookout.worker.run_once()
@@ -246,7 +246,7 @@ async def test_a_webhook_answering_410_is_gone_and_its_adder_told_once(
     receiver.route("POST", "/hook", FakeResponse(status=410, body="gone"))
     lookout = stack(world, http)
     monitor_id, _ = await monitor_with(world, lookout, f"webhook+{receiver.url}/hook")
-    await lookout.service.run_monitor(monitor_id, T0)
+    await lookout.service.runs.run_monitor(monitor_id, T0)
 
     report = await lookout.worker.run_once()
 
@@ -258,7 +258,7 @@ async def test_a_webhook_answering_410_is_gone_and_its_adder_told_once(
     assert sum("paused" in text and "HTTP 410" in text for text in texts) == 1
     # The next run queues nothing for it.
     world.clock.advance(days=1)
-    summary = await lookout.service.run_monitor(monitor_id, world.clock())
+    summary = await lookout.service.runs.run_monitor(monitor_id, world.clock())
     assert summary is not None and summary.deliveries == 1
 
 
@@ -272,7 +272,7 @@ async def test_an_unreachable_smtp_server_is_retried_told_once_and_paused_after_
     lookout = stack(world, http, pause_after=timedelta(days=3))
     closed = f"mailto://alice:hunter2secret@127.0.0.1:{free_port()}?to=reader@example.com&from=lookout@example.com"
     monitor_id, _ = await monitor_with(world, lookout, closed)
-    first_run = await lookout.service.run_monitor(monitor_id, T0)
+    first_run = await lookout.service.runs.run_monitor(monitor_id, T0)
     assert first_run is not None and first_run.run_id is not None
 
     assert (await lookout.worker.run_once()).retrying == 1
@@ -282,7 +282,7 @@ async def test_an_unreachable_smtp_server_is_retried_told_once_and_paused_after_
     assert len(told) == 1 and "alice:****@127.0.0.1" in told[0]
 
     world.clock.advance(days=3)
-    later_run = await lookout.service.run_monitor(monitor_id, world.clock())
+    later_run = await lookout.service.runs.run_monitor(monitor_id, world.clock())
     assert later_run is not None and later_run.run_id is not None
     report = await lookout.worker.run_once()
     assert report.dead >= 1
@@ -384,7 +384,7 @@ async def test_one_run_reaches_a_telegram_chat_an_email_and_a_webhook_once_each(
             monitor_id, [_, secret] = await monitor_with(world, lookout, smtp.url(), f"webhook+{receiver.url}/hook")
             assert secret is not None
 
-            summary = await lookout.service.run_monitor(monitor_id, T0)
+            summary = await lookout.service.runs.run_monitor(monitor_id, T0)
             first = await worker.run_once()
             world.clock.advance(hours=1)
             second = await worker.run_once()
@@ -447,7 +447,7 @@ async def test_a_failing_destination_the_operator_added_is_told_to_the_monitors_
     assert lookout.service.destinations is not None
     view = await lookout.service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn", quiet=False)
     await lookout.service.destinations.subscribe(view.id, f"webhook+{receiver.url}/hook", added_by_chat_id=None)
-    await lookout.service.run_monitor(view.id, T0)
+    await lookout.service.runs.run_monitor(view.id, T0)
 
     assert (await lookout.worker.run_once()).retrying == 1
     await lookout.worker.run_once()  # the notice

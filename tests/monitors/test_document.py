@@ -21,7 +21,7 @@ async def one_run(world: World) -> tuple[MonitorView, RunSummary, int]:
     """A monitor of the two fake sources and its first run, stored."""
     service = world.service()
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", schedule_text="daily", sources="hn,news")
-    summary = await service.run_monitor(view.id, T0)
+    summary = await service.runs.run_monitor(view.id, T0)
     assert summary is not None and summary.status == "ok" and summary.run_id is not None
     return view, summary, summary.run_id
 

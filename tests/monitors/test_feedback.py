@@ -87,7 +87,7 @@ async def _shared_monitor(world: World, service: MonitorService) -> int:
 
 async def _run_and_deliver(world: World, service: MonitorService, monitor: int, when: object) -> dict[str, str]:
     before = len(world.sender.sent)
-    await service.run_monitor(monitor, when)  # type: ignore[arg-type]
+    await service.runs.run_monitor(monitor, when)  # type: ignore[arg-type]
     await world.worker().run_once()
     return {sent.chat.external_id: sent.text for sent in world.sender.sent[before:]}
 
@@ -271,7 +271,7 @@ async def test_with_an_embedding_model_a_story_like_a_marked_down_one_in_meaning
 
     async def run_and_deliver(when: object) -> dict[str, str]:
         before = len(world.sender.sent)
-        await service.run_monitor(monitor, when)  # type: ignore[arg-type]
+        await service.runs.run_monitor(monitor, when)  # type: ignore[arg-type]
         await worker.run_once()
         return {sent.chat.external_id: sent.text for sent in world.sender.sent[before:]}
 
@@ -334,17 +334,17 @@ async def test_the_critique_sees_the_owners_recent_marks_on_that_monitor_only(wo
     marked = await _shared_monitor(world, service)
     other = (await service.create_monitor(owner, "markets", schedule_text="daily at 09:00", sources="news")).id
     first = await _run_and_deliver(world, service, marked, T0)
-    await service.run_monitor(other, T0)
+    await service.runs.run_monitor(other, T0)
     await world.worker().run_once()
     await service.feedback.mark(owner, "less", _stories(first["100"])["Swift"], monitor_id=marked)
     await service.feedback.mark(subscriber, "less", _stories(first["101"])["bank"])  # a subscriber's own view
     feed.today = _items(DAY_TWO, -23.0)
 
     before = script.calls
-    await service.run_monitor(marked, T0 + timedelta(days=1))
+    await service.runs.run_monitor(marked, T0 + timedelta(days=1))
     marked_prompts = [p for r in script.requests[before:] for p in user_prompts(r) if "Assess these" in p]
     before = script.calls
-    await service.run_monitor(other, T0 + timedelta(days=1))
+    await service.runs.run_monitor(other, T0 + timedelta(days=1))
     other_prompts = [p for r in script.requests[before:] for p in user_prompts(r) if "Assess these" in p]
 
     assert len(marked_prompts) == 1 and len(other_prompts) == 1, "one critique per run, for every subscriber"

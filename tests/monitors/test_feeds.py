@@ -54,10 +54,10 @@ async def two_digests(world: World) -> tuple[MonitorService, int]:
     world.sources["hn"] = rounds_source(rounds)
     service = world.service()
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", schedule_text="daily at 09:00", sources="hn")
-    first = await service.run_monitor(view.id, T0)
+    first = await service.runs.run_monitor(view.id, T0)
     rounds[0] = 1
     world.clock.advance(days=1)
-    second = await service.run_monitor(view.id, T0 + timedelta(days=1))
+    second = await service.runs.run_monitor(view.id, T0 + timedelta(days=1))
     assert first is not None and second is not None
     assert first.status == second.status == "ok"
     return service, view.id
@@ -124,7 +124,7 @@ async def test_same_runs_same_etag_and_a_new_digest_changes_it(world: World) -> 
     # a third run with new stories adds an entry, so the validator changes
     world.sources["hn"] = rounds_source([2])
     world.clock.advance(days=1)
-    assert await service.run_monitor(monitor_id, T0 + timedelta(days=2)) is not None
+    assert await service.runs.run_monitor(monitor_id, T0 + timedelta(days=2)) is not None
     after = await service.feeds.document(token, "atom", base_url=BASE)
     assert after is not None and after.etag != before.etag
     assert len(feedparser.parse(after.body).entries) == 3
@@ -164,7 +164,7 @@ async def test_a_run_with_nothing_new_adds_no_entry(world: World) -> None:
 
     world.sources["hn"] = rounds_source([1])  # the same stories as the last run
     world.clock.advance(days=1)
-    empty = await service.run_monitor(monitor_id, T0 + timedelta(days=2))
+    empty = await service.runs.run_monitor(monitor_id, T0 + timedelta(days=2))
     after = await service.feeds.document(token, "atom", base_url=BASE)
 
     assert empty is not None and empty.status == "empty" and empty.deliveries == 1
@@ -181,7 +181,7 @@ async def test_a_chats_briefing_feed_lists_its_briefings(world: World) -> None:
     world.clock.advance(minutes=1)
     for topic in ("DeepSeek", "Mistral"):
         view = await service.create_monitor(reader.id, topic, sources="hn")
-        assert await service.run_monitor(view.id, T0) is not None
+        assert await service.runs.run_monitor(view.id, T0) is not None
     world.clock.set(datetime(2026, 11, 20, 14, 0, 30, tzinfo=UTC))
     assert len(await service.briefings.run_due()) == 1
 

@@ -43,7 +43,7 @@ async def test_without_public_url_no_link_and_a_nothing_new_note_has_none(world:
     assert "Full digest" not in world.sender.pop_message().message.text
 
     world.clock.advance(days=1)
-    again = await service.run_monitor(monitor_id, T0 + timedelta(days=1))  # the same stories: nothing new
+    again = await service.runs.run_monitor(monitor_id, T0 + timedelta(days=1))  # the same stories: nothing new
     assert again is not None and again.status == "empty"
     assert (await worker(world, DigestPages(world.database, public_url=PUBLIC)).run_once()).sent == 1
     note = world.sender.pop_message().message

@@ -87,7 +87,7 @@ async def test_each_kind_of_rule_on_a_stored_run(
     monitor = await _shared_monitor(world)
     owner, reader = world.chats[0], world.chats[1]
     await _set(world, monitor, reader.id, rules)
-    summary = await world.service().run_monitor(monitor, T0)
+    summary = await world.service().runs.run_monitor(monitor, T0)
     assert summary is not None and summary.run_id is not None
     async with world.database.transaction() as session:  # the run's own relevance: only the chips story is high
         await session.execute(update(RunItem).where(RunItem.run_id == summary.run_id).values(relevance=0.1))
@@ -121,7 +121,7 @@ async def test_two_subscribers_each_get_their_own_view_of_one_collection(stories
     await _set(world, monitor, reader.id, ReaderRules(exclude=("celebrity",), max_stories=2))
     await _set(world, monitor, other.id, ReaderRules(regex=(r"\bGPT-?5\b",)))
 
-    summary = await world.service().run_monitor(monitor, T0)
+    summary = await world.service().runs.run_monitor(monitor, T0)
     await world.worker().run_once()
 
     assert summary is not None and summary.run_id is not None and summary.deliveries == 3
@@ -146,7 +146,7 @@ async def test_a_runs_items_are_read_once_for_every_chats_rules_and_feedback(sto
     await world.service().sharing.subscribe(other.id, monitor)
     await _set(world, monitor, reader.id, ReaderRules(exclude=("celebrity",)))
     await _set(world, monitor, other.id, ReaderRules(max_stories=1))
-    summary = await world.service().run_monitor(monitor, T0)
+    summary = await world.service().runs.run_monitor(monitor, T0)
     assert summary is not None and summary.deliveries == 3
     reads: list[str] = []
 
@@ -173,7 +173,7 @@ async def test_a_resend_keeps_the_decision_its_first_part_was_built_with(stories
     monitor = await _shared_monitor(world)
     reader = world.chats[1]
     await _set(world, monitor, reader.id, ReaderRules(exclude=("celebrity",)))
-    summary = await world.service().run_monitor(monitor, T0)
+    summary = await world.service().runs.run_monitor(monitor, T0)
     assert summary is not None and summary.run_id is not None
     world.sender.fail_part(reader.id, 1, RetryLater("slow down", retry_after=5))
 
@@ -264,7 +264,7 @@ async def test_a_briefing_section_follows_the_readers_rules_and_the_others_brief
     world.clock.advance(minutes=1)
     await _set(world, monitor, reader.id, ReaderRules(exclude=("celebrity",), max_stories=2))
 
-    summary = await service.run_monitor(monitor, T0)
+    summary = await service.runs.run_monitor(monitor, T0)
     world.clock.set(datetime(2026, 11, 20, 14, 0, 30, tzinfo=UTC))
     queued = await service.briefings.run_due()
     await world.worker().run_once()
@@ -295,7 +295,7 @@ async def test_a_readers_digest_counts_only_the_reports_its_outlet_rules_keep(wo
     owner, reader = world.chats[0], world.chats[1]
     await _set(world, monitor, reader.id, ReaderRules(block=("tabloid.example",)))
 
-    await world.service().run_monitor(monitor, T0)
+    await world.service().runs.run_monitor(monitor, T0)
     await world.worker().run_once()
 
     received = {sent.chat.external_id: sent.text for sent in world.sender.sent}

@@ -31,7 +31,7 @@ async def test_the_digest_and_files_reach_only_the_asking_chat(default_mix: Worl
     # another chat's monitor on the same topic must be left alone
     other = await service.create_monitor(world.chats[1].id, "DeepSeek", sources="hn")
 
-    summary = await service.search_now(world.chats[0].id, "  DeepSeek   news ", progress=events.append)
+    summary = await service.runs.search_now(world.chats[0].id, "  DeepSeek   news ", progress=events.append)
     report = await world.worker().run_once()
 
     assert summary.status == "ok" and summary.monitor_id == TRANSIENT_MONITOR_ID
@@ -67,7 +67,7 @@ async def test_the_search_uses_the_chats_language_and_timezone(default_mix: Worl
     await ChatRepository(world.database).update(world.chats[0].id, language="de", timezone="Asia/Shanghai")
     service = world.service()
 
-    summary = await service.search_now(world.chats[0].id, "DeepSeek")
+    summary = await service.runs.search_now(world.chats[0].id, "DeepSeek")
     await world.worker().run_once()
 
     assert summary.status == "ok"
@@ -83,7 +83,7 @@ async def test_a_search_where_every_source_fails_queues_nothing(world: World) ->
         world.sources[name] = RecordingSource(name, broken)
     service = world.service()
 
-    summary = await service.search_now(world.chats[0].id, "DeepSeek")
+    summary = await service.runs.search_now(world.chats[0].id, "DeepSeek")
 
     assert summary.status == "failed" and summary.error is not None
     assert summary.error.startswith("every source failed: hn: unexpected error, see the log; news: ")
@@ -109,7 +109,7 @@ async def test_bad_searches_are_refused_before_any_run(
     service = default_mix.service()
 
     with pytest.raises(ValueError, match=message):
-        await service.search_now(default_mix.chats[0].id, query, sources=sources)
+        await service.runs.search_now(default_mix.chats[0].id, query, sources=sources)
 
     assert default_mix.searches() == 0
     assert await DeliveryRepository(default_mix.database).claim_due(default_mix.clock()) == []
@@ -120,9 +120,9 @@ async def test_search_items_do_not_count_as_delivered_for_a_monitor(default_mix:
     world = default_mix
     world.sources["hn"] = RecordingSource("hn", lambda q: [make_item("hn", "only", title="DeepSeek only story")])
     service = world.service()
-    await service.search_now(world.chats[0].id, "DeepSeek")
+    await service.runs.search_now(world.chats[0].id, "DeepSeek")
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
 
-    summary = await service.run_now(view.id, world.chats[0].id)
+    summary = await service.runs.run_now(view.id, world.chats[0].id)
 
     assert summary.status == "ok" and summary.new_items == 1

@@ -89,7 +89,7 @@ async def test_acting_on_another_chats_monitor_is_refused_but_an_admin_may(world
     with pytest.raises(MonitorAccessError):
         await service.update_monitor(view.id, chat_id=stranger, topic="hijacked")
     with pytest.raises(MonitorAccessError):
-        await service.run_now(view.id, stranger)
+        await service.runs.run_now(view.id, stranger)
     assert [v.id for v in await service.list_monitors(stranger)] == []
     stored = await MonitorRepository(world.database).get(view.id)
     assert stored is not None and stored.topic == "DeepSeek" and not stored.paused
@@ -137,7 +137,7 @@ async def test_a_run_stores_items_and_queues_the_digest_for_the_owner(world: Wor
     service = world.service()
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn,news")
 
-    summary = await service.run_monitor(view.id, T0)
+    summary = await service.runs.run_monitor(view.id, T0)
 
     assert summary is not None and summary.status == "ok"
     assert summary.items == 6 and summary.new_items == 6 and summary.deliveries == 1
@@ -165,7 +165,7 @@ async def test_a_runs_embeddings_are_counted_apart_from_its_language_model(world
     service = world.service(pipeline=pipeline)
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn,news")
 
-    summary = await service.run_monitor(view.id, T0)
+    summary = await service.runs.run_monitor(view.id, T0)
 
     assert summary is not None and summary.status == "ok"
     kinds = await UsageRepository(world.database).by_kind(world.chats[0].id, T0.date(), T0.date())
@@ -178,8 +178,8 @@ async def test_double_firing_gives_one_run(world: World) -> None:
     service = world.service()
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
 
-    first, second = await asyncio.gather(service.run_monitor(view.id, T0), service.run_monitor(view.id, T0))
-    again = await service.run_monitor(view.id, T0)
+    first, second = await asyncio.gather(service.runs.run_monitor(view.id, T0), service.runs.run_monitor(view.id, T0))
+    again = await service.runs.run_monitor(view.id, T0)
 
     assert [s is None for s in (first, second)].count(True) == 1
     assert again is None
@@ -196,7 +196,7 @@ async def test_one_monitor_with_three_chats_collects_once_and_delivers_three_tim
     for chat in world.chats[1:]:
         await service.subscribe(chat.id, view.id)
 
-    summary = await service.run_monitor(view.id, T0)
+    summary = await service.runs.run_monitor(view.id, T0)
     report = await world.worker().run_once()
 
     assert summary is not None and summary.deliveries == 3
@@ -216,14 +216,14 @@ async def test_by_default_a_monitor_sends_nothing_on_an_empty_day(world: World) 
     assert view.quiet
     worker = world.worker()
 
-    first = await service.run_monitor(view.id, T0)
+    first = await service.runs.run_monitor(view.id, T0)
     await worker.run_once()
     assert first is not None and first.status == "ok"
     assert "story" in world.sender.pop_message().text.lower()
 
     # the next day the sources return the very same stories: nothing is new
     world.clock.advance(days=1)
-    second = await service.run_monitor(view.id, T0 + timedelta(days=1))
+    second = await service.runs.run_monitor(view.id, T0 + timedelta(days=1))
     await worker.run_once()
 
     assert second is not None and second.status == "empty" and second.deliveries == 0
@@ -236,12 +236,12 @@ async def test_a_monitor_that_asks_for_notes_gets_a_short_one_when_nothing_is_ne
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
     await service.update_monitor(view.id, chat_id=world.chats[0].id, quiet=False)
     worker = world.worker()
-    await service.run_monitor(view.id, T0)
+    await service.runs.run_monitor(view.id, T0)
     await worker.run_once()
     world.sender.pop_message()
 
     world.clock.advance(days=1)
-    second = await service.run_monitor(view.id, T0 + timedelta(days=1))
+    second = await service.runs.run_monitor(view.id, T0 + timedelta(days=1))
     await worker.run_once()
 
     assert second is not None and second.status == "empty" and second.deliveries == 1
@@ -268,7 +268,7 @@ async def test_a_failing_monitor_tells_its_chats_once_per_streak_and_backs_off(w
     for hour in range(5):
         when = T0 + timedelta(hours=hour)
         world.clock.set(when)
-        summary = await service.run_monitor(view.id, when)
+        summary = await service.runs.run_monitor(view.id, when)
         assert summary is not None and summary.status == "failed"
         monitor = await monitors.get(view.id)
         assert monitor is not None
@@ -299,9 +299,9 @@ async def test_a_failing_monitor_tells_its_chats_once_per_streak_and_backs_off(w
     # a run that works ends the streak; the next failure is told again
     failing = world.sources["hn"], world.sources["news"]
     world.sources["hn"], world.sources["news"] = story_source("hn"), story_source("news")
-    await service.run_monitor(view.id, T0 + timedelta(hours=12))
+    await service.runs.run_monitor(view.id, T0 + timedelta(hours=12))
     world.sources["hn"], world.sources["news"] = failing
-    await service.run_monitor(view.id, T0 + timedelta(hours=13))
+    await service.runs.run_monitor(view.id, T0 + timedelta(hours=13))
     await worker.run_once()
     texts = [world.sender.pop_message().text for _ in range(4)]
     assert world.sender.is_quiet()
@@ -313,9 +313,9 @@ async def test_success_after_failures_resets_the_notice(world: World) -> None:
     world.sources["hn"] = FailingSource("hn", SourceError(SourceErrorKind.SERVER, "502 Bad Gateway", status=502))
     service = world.service(failure_notice_after=1)
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", schedule_text="hourly", sources="hn")
-    await service.run_monitor(view.id, T0)
+    await service.runs.run_monitor(view.id, T0)
     world.sources["hn"] = healthy
-    await service.run_monitor(view.id, T0 + timedelta(hours=2))
+    await service.runs.run_monitor(view.id, T0 + timedelta(hours=2))
 
     monitor = await MonitorRepository(world.database).get(view.id)
     assert monitor is not None
@@ -331,7 +331,7 @@ async def test_an_exception_inside_a_run_is_caught_logged_and_marked_failed(
     service = world.service(pipeline=broken_pipeline)
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
 
-    summary = await service.run_monitor(view.id, T0)
+    summary = await service.runs.run_monitor(view.id, T0)
 
     assert summary is not None and summary.status == "failed" and summary.error_id
     assert summary.error == "RuntimeError: the pipeline tripped"
@@ -356,8 +356,8 @@ async def test_the_pipeline_request_carries_the_monitor_and_what_it_delivered(wo
     view = await service.create_monitor(
         world.chats[0].id, "DeepSeek", sources="hn", include_keywords=["DeepSeek"], lookback_hours=48
     )
-    await service.run_monitor(view.id, T0)
-    await service.run_monitor(view.id, T0 + timedelta(days=1))
+    await service.runs.run_monitor(view.id, T0)
+    await service.runs.run_monitor(view.id, T0 + timedelta(days=1))
 
     first, second = requests
     assert first.until == T0 and first.since == T0 - timedelta(hours=48)
@@ -384,11 +384,11 @@ async def test_novelty_is_handed_the_items_delivered_in_the_last_week_not_only_b
     world.sources["hn"] = RecordingSource("hn", lambda query: list(found))
     service = world.service(pipeline=recording_pipeline)
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
-    await service.run_monitor(view.id, T0)
+    await service.runs.run_monitor(view.id, T0)
     found[:] = [make_item("hn", "qwen", title="Qwen 3 weights released, says DeepSeek rival", hours_ago=-23)]
-    await service.run_monitor(view.id, T0 + timedelta(days=1))
+    await service.runs.run_monitor(view.id, T0 + timedelta(days=1))
     for days in (2, MonitorSettings.story_memory_days + 2):
-        await service.run_monitor(view.id, T0 + timedelta(days=days))
+        await service.runs.run_monitor(view.id, T0 + timedelta(days=days))
 
     _, second, third, much_later = requests
     first_delivered = {f"hn:hn-{n}" for n in range(3)}
@@ -404,14 +404,14 @@ async def test_run_now_delivers_to_the_asking_chat_only(world: World) -> None:
     view = await service.create_monitor(owner.id, "DeepSeek", sources="hn")
     await service.subscribe(subscriber.id, view.id)
 
-    preview = await service.run_now(view.id, subscriber.id)
+    preview = await service.runs.run_now(view.id, subscriber.id)
     await world.worker().run_once()
 
     assert preview.status == "ok" and preview.deliveries == 1
     assert world.sender.delivered_to() == [subscriber.external_id]
     # a preview does not use up the items: the scheduled digest still brings them to everyone
     assert await ItemRepository(world.database).delivered_ids(view.id) == set()
-    scheduled = await service.run_monitor(view.id, T0)
+    scheduled = await service.runs.run_monitor(view.id, T0)
     assert scheduled is not None and scheduled.new_items == 3 and scheduled.deliveries == 2
 
 
@@ -419,7 +419,7 @@ async def test_run_now_for_the_only_subscriber_counts_as_a_monitor_run(world: Wo
     service = world.service()
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
 
-    summary = await service.run_now(view.id, world.chats[0].id)
+    summary = await service.runs.run_now(view.id, world.chats[0].id)
 
     assert summary.deliveries == 1
     assert len(await ItemRepository(world.database).delivered_ids(view.id)) == 3
@@ -433,7 +433,7 @@ async def test_a_monitor_without_active_subscribers_does_not_run(world: World) -
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
     await SubscriptionRepository(world.database).set_active_for_chat(world.chats[0].id, active=False)
 
-    assert await service.run_monitor(view.id, T0) is None
+    assert await service.runs.run_monitor(view.id, T0) is None
     assert world.searches() == 0
     monitor = await MonitorRepository(world.database).get(view.id)
     assert monitor is not None and monitor.next_run_at is not None and monitor.next_run_at > T0
@@ -462,7 +462,7 @@ async def test_run_now_reports_progress(world: World) -> None:
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn")
     events: list[str] = []
 
-    await service.run_now(view.id, world.chats[0].id, progress=lambda event: events.append(event.message))
+    await service.runs.run_now(view.id, world.chats[0].id, progress=lambda event: events.append(event.message))
 
     assert any("hn" in message for message in events)
 
@@ -489,9 +489,9 @@ async def test_the_previous_digest_is_the_last_one_that_went_out(world: World) -
 
     service = world.service(pipeline=recording_pipeline)
     view = await service.create_monitor(world.chats[0].id, "DeepSeek", sources="hn", quiet=True)
-    first = await service.run_monitor(view.id, T0)
-    empty = await service.run_monitor(view.id, T0 + timedelta(days=1))
-    await service.run_monitor(view.id, T0 + timedelta(days=2))
+    first = await service.runs.run_monitor(view.id, T0)
+    empty = await service.runs.run_monitor(view.id, T0 + timedelta(days=1))
+    await service.runs.run_monitor(view.id, T0 + timedelta(days=2))
 
     assert first is not None and first.digest is not None
     assert empty is not None and empty.status == "empty"

@@ -90,16 +90,16 @@ async def test_one_run_one_collection_a_row_per_receiving_chat_and_a_subscriber_
     await service.sharing.subscribe(second, shared)
     await service.sharing.subscribe(third, shared)
 
-    first = await service.run_monitor(shared, T0)
+    first = await service.runs.run_monitor(shared, T0)
     searches_for_three_chats = world.searches()
     alone = await service.create_monitor(owner, "DeepSeek", schedule_text="daily at 08:00", sources="hn")
-    await service.run_monitor(alone.id, T0)
+    await service.runs.run_monitor(alone.id, T0)
     searches_for_one_chat = world.searches() - searches_for_three_chats
     await world.worker().run_once()
     await service.sharing.pause_delivery(second, shared)
-    paused_run = await service.run_monitor(shared, T0 + timedelta(days=1))
+    paused_run = await service.runs.run_monitor(shared, T0 + timedelta(days=1))
     await service.sharing.unsubscribe(third, shared)
-    after_leaving = await service.run_monitor(shared, T0 + timedelta(days=2))
+    after_leaving = await service.runs.run_monitor(shared, T0 + timedelta(days=2))
 
     assert first is not None and first.deliveries == 3
     assert searches_for_three_chats == searches_for_one_chat > 0  # one collection, whatever the subscribers
@@ -179,7 +179,7 @@ async def test_when_the_owner_chat_is_gone_the_oldest_receiving_subscriber_takes
     assert [sent.chat.id for sent in world.sender.sent] == [third.id]
     assert "the chat that owned it is gone" in world.sender.sent[0].text
     # the monitor keeps running for its new owner; the gone chat's subscription is inactive
-    run = await service.run_monitor(shared, T0)
+    run = await service.runs.run_monitor(shared, T0)
     assert run is not None and run.deliveries == 1
 
 
@@ -217,9 +217,9 @@ async def test_set_delivery_keeps_a_monitor_out_of_a_briefing(world: World) -> N
     await service.briefings.set_briefing(
         owner.id, parse_schedule("daily at 07:00", timezone="UTC", min_interval_seconds=900)
     )
-    in_briefing = await service.run_monitor(shared, T0)
+    in_briefing = await service.runs.run_monitor(shared, T0)
     await service.sharing.set_delivery(owner.id, shared, DeliveryMode.NOW)
-    one_by_one = await service.run_monitor(shared, T0 + timedelta(days=1))
+    one_by_one = await service.runs.run_monitor(shared, T0 + timedelta(days=1))
 
     assert in_briefing is not None and in_briefing.deliveries == 0  # it waits for the briefing
     assert one_by_one is not None and one_by_one.deliveries == 1
@@ -286,7 +286,7 @@ async def test_two_languages_among_subscribers_make_two_digests_from_one_collect
     await service.sharing.subscribe(german.id, shared)
     await service.sharing.subscribe(english.id, shared)
 
-    summary = await service.run_monitor(shared, T0)
+    summary = await service.runs.run_monitor(shared, T0)
     await world.worker().run_once()
 
     assert summary is not None and summary.deliveries == 3
@@ -318,7 +318,7 @@ async def test_a_language_change_mid_delivery_finishes_that_digest_as_begun_and_
     worker = DeliveryWorker(world.database, {"telegram": sender}, clock=world.clock)
 
     sender.fail_part(reader.id, 1, RetryLater("429", retry_after=5))  # the reader's CSV is refused once
-    first = await service.run_monitor(shared, T0)
+    first = await service.runs.run_monitor(shared, T0)
     assert first is not None and first.run_id is not None
     await worker.run_once()
     await chats.update(reader.id, language="en")  # /language en while the German digest is half sent
@@ -326,7 +326,7 @@ async def test_a_language_change_mid_delivery_finishes_that_digest_as_begun_and_
     await worker.run_once()
     world.sources["hn"] = RecordingSource("hn", next_days_stories)
     world.clock.advance(days=1)
-    second = await service.run_monitor(shared, T0 + timedelta(days=1))
+    second = await service.runs.run_monitor(shared, T0 + timedelta(days=1))
     await worker.run_once()
 
     to_reader = [(sent.index, sent.message.text) for sent in sender.sent if sent.chat.id == reader.id]

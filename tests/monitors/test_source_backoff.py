@@ -36,7 +36,7 @@ async def test_a_source_failing_run_after_run_is_backed_off_and_its_owner_told_o
         when = T0 + timedelta(hours=hour)
         world.clock.set(when)
         before = len(feed.queries)
-        summary = await service.run_monitor(view.id, when)
+        summary = await service.runs.run_monitor(view.id, when)
         assert summary is not None and summary.status in ("ok", "empty"), summary
         if len(feed.queries) > before:
             asked.append(hour)
@@ -63,11 +63,11 @@ async def test_a_source_failing_run_after_run_is_backed_off_and_its_owner_told_o
     working = RecordingSource("rss")
     working.spec = FEED  # type: ignore[attr-defined]
     world.sources[FEED] = working
-    await service.run_monitor(view.id, T0 + timedelta(hours=12))
+    await service.runs.run_monitor(view.id, T0 + timedelta(hours=12))
     assert await SourceFailureRepository(world.database).for_monitor(view.id) == []
     world.sources[FEED] = feed
     for hour in (13, 14, 15):
-        await service.run_monitor(view.id, T0 + timedelta(hours=hour))
+        await service.runs.run_monitor(view.id, T0 + timedelta(hours=hour))
     await worker.run_once()
     assert working.queries
     told = [sent for sent in world.sender.sent if sent.text.startswith("⚠️")]

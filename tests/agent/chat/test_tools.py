@@ -177,7 +177,7 @@ async def test_search_history_sees_only_what_was_collected_for_this_chat(world: 
     world.serve_hn(hits)
     team_a = await ChatRepository(world.database).get_or_create("slack", "T1:CA", title="Team A")
     theirs = await world.monitors.create_monitor(team_a.id, "DeepSeek", sources=["hn"])
-    await world.monitors.run_now(theirs.id, team_a.id)  # team A's monitor stores its item
+    await world.monitors.runs.run_now(theirs.id, team_a.id)  # team A's monitor stores its item
     assert [i.id for i in await ItemRepository(world.database).search("DeepSeek secret")] != []
     when = clock.now - timedelta(hours=1)
     mine = ItemRecord(id="hn:b1", source="hn", url="https://example.com/b1", title="DeepSeek note of team B",

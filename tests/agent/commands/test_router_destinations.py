@@ -113,7 +113,7 @@ async def test_the_briefing_reaches_a_destination_too(world: RouterWorld) -> Non
     monitors = world.services.monitors
     chat = await world.chat(CHAT)
     world.clock.advance(minutes=1)  # the run finishes after the briefing was set
-    await monitors.run_monitor(1, world.clock())
+    await monitors.runs.run_monitor(1, world.clock())
     world.clock.advance(hours=19, minutes=14)  # 08:15 the next day: the briefing no longer waits for the 07:00 run
     queued = await monitors.briefings.run_due()
     assert [q.chat_id for q in queued] == [chat.id]

@@ -112,7 +112,7 @@ async def test_a_subscriber_pause_is_its_own_and_the_owner_still_gets_digests(wo
     await world.say("/subscribe 1", chat=OTHER_CHAT)
 
     paused = await world.say("/pause 1", chat=OTHER_CHAT)
-    summary = await world.services.monitors.run_monitor(1, world.clock())
+    summary = await world.services.monitors.runs.run_monitor(1, world.clock())
     delivered = await world.deliver()
 
     assert "paused for this chat only" in paused.text

@@ -70,7 +70,7 @@ async def test_a_scheduled_digest_arrives_as_blocks_then_csv_through_the_worker(
     try:
         service = monitor_service(database, hn_resolver(fake_server, client), tmp_path / "exports")
         view = await service.create_monitor(chat.id, "DeepSeek", sources="hn")
-        summary = await service.run_monitor(view.id, T0)
+        summary = await service.runs.run_monitor(view.id, T0)
         assert summary is not None and summary.run_id is not None
     finally:
         await client.aclose()

@@ -195,7 +195,7 @@ async def test_the_worker_delivers_a_monitor_run_and_a_blocked_chat_goes_inactiv
     service = monitor_service(database, clock, tmp_path)
     monitor = await service.create_monitor(owner.id, "DeepSeek", sources="hn")
     await service.subscribe(blocker.id, monitor.id)
-    summary = await service.run_monitor(monitor.id, T0)
+    summary = await service.runs.run_monitor(monitor.id, T0)
     assert summary is not None and summary.run_id is not None and summary.deliveries == 2
     fake.fail("sendMessage", ApiError.blocked(), chat_id=200)
 
@@ -222,7 +222,7 @@ async def test_a_retried_delivery_does_not_repeat_the_parts_confirmed_sent(
     owner = await ChatRepository(database).get_or_create("telegram", "100")
     service = monitor_service(database, clock, tmp_path)
     monitor = await service.create_monitor(owner.id, "DeepSeek", sources="hn")
-    summary = await service.run_monitor(monitor.id, T0)
+    summary = await service.runs.run_monitor(monitor.id, T0)
     assert summary is not None and summary.run_id is not None
     fake.fail("sendDocument", ApiError.retry_after(1))
     worker = DeliveryWorker(database, {"telegram": sender}, clock=clock)
