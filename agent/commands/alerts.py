@@ -27,7 +27,7 @@ from monitors import (
     normalise_topic,
     parse_schedule,
 )
-from research import escape_markdown
+from research import escape_markdown, parse_condition
 
 __all__ = ["ACTIONS", "ALERT_SCHEDULE_TEXT", "AlertCommand", "AlertOffCommand", "AlertsCommand"]
 
@@ -140,9 +140,14 @@ async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[R
         if services.models.light is None
         else ""
     )
+    which = (
+        "its new stories and the stories that gain reports (counting every outlet so far)"
+        if parse_condition(record.condition).min_outlets > 1
+        else "new stories only"
+    )
     text = (
         f"Alert #{record.id}: I'll tell you here at once when {_watching(record.condition, view)} — checked on "
-        f"each of its runs, new stories only, each story once.{created}{no_model}\n"
+        f"each of its runs, {which}, each story once.{created}{no_model}\n"
         f"`/alerts` lists this chat's alerts, `/alert off {record.id}` removes this one."
     )
     return [Reply(text=text)]

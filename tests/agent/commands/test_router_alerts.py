@@ -35,6 +35,8 @@ async def test_alert_on_a_monitor_number_or_its_topic_lists_and_removes(world: R
     assert "No language model is configured: a story fires when it carries every word" in by_number.text
     assert "Alert #2" in by_topic.text and "on monitor #1 “DeepSeek”" in by_topic.text
     assert "created" not in by_topic.text  # the chat's monitor of that topic, not a new one
+    assert "new stories only" in by_number.text
+    assert "stories that gain reports (counting every outlet so far)" in by_topic.text  # a count looks further back
     assert "**Alerts of this chat** (2 of 20):" in listed.text
     assert "- **#1** DeepSeek: when it releases a new model — monitor #1 “DeepSeek”" in listed.text
     assert "- **#2** deepseek: when 3 or more outlets report an outage" in listed.text
