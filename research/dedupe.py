@@ -148,14 +148,6 @@ DATE_GAP_FACTOR = 0.3
 """Similarity is multiplied by this for items published more than `DATE_GAP_DAYS` apart: only near-identical
 wording still makes them one story (chosen on the dev half of the Japanese Wikinews set, a year of dated news)."""
 
-EVENT_WORD_SHARE = 0.3
-EVENT_WORD_FACTOR = 1.0
-EVENT_WORD_MIN_ITEMS = 20
-EVENT_WORD_TOPIC_ONLY = True
-EVENT_WORD_GAP_DAYS = 0.0
-EVENT_WORD_STRONG = 99.0
-EVENT_WORD_EXEMPT_BARE = False
-
 _YEAR = re.compile(r"(19|20)\d\d")
 _DIGIT = re.compile(r"\d")
 
@@ -571,7 +563,6 @@ class Deduper:
         from scipy import sparse
 
         weights = self._weight_rows(scope)
-        self._scope_now = scope
         lengths = np.sqrt(np.asarray(weights.multiply(weights).sum(axis=1)).ravel())
         lengths[lengths == 0] = 1.0
         unit = sparse.csr_matrix(sparse.diags(1.0 / lengths) @ weights)
@@ -580,42 +571,7 @@ class Deduper:
         first = np.repeat(np.arange(len(scope)), np.diff(similarity.indptr))
         second = similarity.indices.astype(np.int64)
         values = similarity.data * self._conflicts(scope, first, second) * self._date_gaps(scope, first, second)
-        self._similarity_now = values
-        values = values * self._event_words(weights, first, second)
         return first.astype(np.int64), second, values
-
-    def _event_words(
-        self, weights: sparse.csr_matrix, first: NDArray[np.int64], second: NDArray[np.int64]
-    ) -> NDArray[np.float64]:
-        """EXPERIMENT: 1 for each pair, EVENT_WORD_FACTOR where the pair shares no weighted term that fewer than
-        EVENT_WORD_SHARE of the scope's items carry."""
-        import numpy as np
-        from scipy import sparse
-
-        factors = np.ones(len(first))
-        rows = weights.shape[0]
-        if not len(first) or EVENT_WORD_FACTOR >= 1.0 or rows < EVENT_WORD_MIN_ITEMS:
-            return factors
-        if EVENT_WORD_TOPIC_ONLY and not self._topic:
-            return factors
-        if EVENT_WORD_GAP_DAYS > 0:
-            days = self._published_days(self._scope_now)
-            with np.errstate(invalid="ignore"):
-                candidate = np.abs(days[first] - days[second]) > EVENT_WORD_GAP_DAYS
-        else:
-            candidate = np.ones(len(first), dtype=bool)
-        present = (weights > 0).astype(np.float64).tocsc()
-        share = np.asarray(present.sum(axis=0)).ravel() / rows
-        event = present[:, np.flatnonzero(share < EVENT_WORD_SHARE)].tocsr()
-        common = sparse.triu(event @ event.T, k=1).tocoo()
-        size = rows
-        sharing = np.isin(first * size + second, common.row.astype(np.int64) * size + common.col)
-        weak = self._similarity_now < EVENT_WORD_STRONG * self.threshold
-        if EVENT_WORD_EXEMPT_BARE:
-            own = np.diff(event.indptr) > 0
-            weak = weak & own[first] & own[second]
-        factors[~sharing & candidate & weak] = EVENT_WORD_FACTOR
-        return factors
 
     def _date_gaps(
         self, scope: Sequence[int], first: NDArray[np.int64], second: NDArray[np.int64]
