@@ -13,6 +13,7 @@ from typing import Any
 
 from app.frontends import PlatformSenders, platform_senders
 from app.leadership import Leadership
+from app.monitor_service import build_monitor_service
 from app.settings import Settings
 from app.wiring import Providers, SourceCatalog, item_embedder, language_models, open_http_client
 from bots import TelegramLimits
@@ -89,7 +90,7 @@ async def monitor_stack(
             # Every monitor run groups its stories with the embedding model when one is configured.
             return await run_pipeline(request, embedder=embedder, **options)
 
-        service = MonitorService(
+        service = build_monitor_service(
             database,
             resolve_sources=catalog.resolve,
             light_model=models.light,

@@ -40,6 +40,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from sqlalchemy import func, select
 
+from app.monitor_service import build_monitor_service
 from bots.telegram import TelegramLimits, TelegramSender, build_bot
 from monitors import DeliveryWorker, MonitorService, MonitorSettings, parse_schedule
 from sources.config import SourcesConfig
@@ -196,7 +197,7 @@ async def scenario(name: str, args: argparse.Namespace, fakes: multiprocessing.c
                                 concurrency=args.concurrency, poll_seconds=args.poll_seconds)  # fmt: skip
         models = Models()
         clock = Clock(RUN_AT - timedelta(hours=1))
-        service = MonitorService(
+        service = build_monitor_service(
             database,
             resolve_sources=lambda specs: [hn for _ in specs],
             light_model=FunctionModel(models.answer, model_name="light"),

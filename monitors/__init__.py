@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING
 import lazy_loader
 
 if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the package stays cheap
-    from monitors.alerts import MAX_ALERTS_PER_CHAT
-    from monitors.catalogue import split_source_specs
+    from monitors.alerts import MAX_ALERTS_PER_CHAT, AlertService
+    from monitors.briefings import BriefingService
+    from monitors.catalogue import MonitorCatalogue, split_source_specs
     from monitors.chats import ChatService
     from monitors.delivery import DeliveryWorker
     from monitors.destination_send import DestinationSenders
     from monitors.destinations import DestinationError, DestinationService
-    from monitors.feedback import FeedbackError, acknowledgment, story_buttons
+    from monitors.feedback import FeedbackError, MonitorFeedback, acknowledgment, story_buttons
     from monitors.feeds import FeedKind, MonitorFeeds, feed_path
     from monitors.items import ItemService
     from monitors.pages import DigestPages, PageKind
@@ -27,11 +28,21 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         read_import_file,
         read_monitor_file,
     )
-    from monitors.runner import SourceResolver
+    from monitors.reader_rules import ReaderRuleService
+    from monitors.recorder import RunRecorder
+    from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver
+    from monitors.runs import MonitorRuns
     from monitors.schedule import Schedule, ScheduleError, parse_schedule
     from monitors.scheduler import MonitorScheduler, due_monitor_ids
-    from monitors.service import MonitorService
-    from monitors.sharing import BROWSE_LIMIT, SharedMonitor, SubscribeOffer, chat_label, normalise_topic
+    from monitors.service import MonitorParts, MonitorService
+    from monitors.sharing import (
+        BROWSE_LIMIT,
+        MonitorSharing,
+        SharedMonitor,
+        SubscribeOffer,
+        chat_label,
+        normalise_topic,
+    )
     from monitors.views import (
         MonitorAccessError,
         MonitorNotFoundError,
@@ -47,6 +58,8 @@ __all__ = [
     "MAX_ALERTS_PER_CHAT",
     "MAX_IMPORT_BYTES",
     "MAX_IMPORT_MONITORS",
+    "AlertService",
+    "BriefingService",
     "ChatService",
     "DeliveryWorker",
     "DestinationError",
@@ -57,14 +70,23 @@ __all__ = [
     "FeedbackError",
     "ItemService",
     "MonitorAccessError",
+    "MonitorCatalogue",
     "MonitorEntry",
+    "MonitorFeedback",
     "MonitorFeeds",
     "MonitorNotFoundError",
+    "MonitorParts",
+    "MonitorRunner",
+    "MonitorRuns",
     "MonitorScheduler",
     "MonitorService",
     "MonitorSettings",
+    "MonitorSharing",
     "MonitorView",
     "PageKind",
+    "PipelineFunction",
+    "ReaderRuleService",
+    "RunRecorder",
     "RunSummary",
     "Schedule",
     "ScheduleError",
@@ -89,8 +111,9 @@ __all__ = [
 ]
 
 _SUBMODULES = {
-    "alerts": ["MAX_ALERTS_PER_CHAT"],
-    "catalogue": ["split_source_specs"],
+    "alerts": ["MAX_ALERTS_PER_CHAT", "AlertService"],
+    "briefings": ["BriefingService"],
+    "catalogue": ["MonitorCatalogue", "split_source_specs"],
     "chats": ["ChatService"],
     "delivery": ["DeliveryWorker"],
     "destination_send": ["DestinationSenders"],
@@ -105,15 +128,18 @@ _SUBMODULES = {
         "read_import_file",
         "read_monitor_file",
     ],
-    "runner": ["SourceResolver"],
+    "reader_rules": ["ReaderRuleService"],
+    "recorder": ["RunRecorder"],
+    "runner": ["MonitorRunner", "PipelineFunction", "SourceResolver"],
+    "runs": ["MonitorRuns"],
     "schedule": ["Schedule", "ScheduleError", "parse_schedule"],
     "pages": ["DigestPages", "PageKind"],
-    "feedback": ["FeedbackError", "acknowledgment", "story_buttons"],
+    "feedback": ["FeedbackError", "MonitorFeedback", "acknowledgment", "story_buttons"],
     "feeds": ["FeedKind", "MonitorFeeds", "feed_path"],
     "items": ["ItemService"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
-    "service": ["MonitorService"],
-    "sharing": ["BROWSE_LIMIT", "SharedMonitor", "SubscribeOffer", "chat_label", "normalise_topic"],
+    "service": ["MonitorParts", "MonitorService"],
+    "sharing": ["BROWSE_LIMIT", "MonitorSharing", "SharedMonitor", "SubscribeOffer", "chat_label", "normalise_topic"],
     "views": [
         "MonitorAccessError",
         "MonitorNotFoundError",

@@ -18,7 +18,7 @@ from storage import Database, ItemWithScores
 from storage.repositories import ReaderRuleRepository
 
 if TYPE_CHECKING:
-    from monitors.service import MonitorService
+    from monitors.catalogue import MonitorCatalogue
     from monitors.views import MonitorView
     from research import Digest
 
@@ -46,9 +46,9 @@ def run_entries(stored: Sequence[ItemWithScores]) -> list[RunEntry]:
 
 
 class ReaderRuleService:
-    """Rules per (monitor, chat); built by `MonitorService` (its `rules`)."""
+    """Rules per (monitor, chat); `MonitorService.rules`, built in `app` over the catalogue."""
 
-    def __init__(self, service: MonitorService, database: Database) -> None:
+    def __init__(self, service: MonitorCatalogue, database: Database) -> None:
         self._service = service
         self._rules = ReaderRuleRepository(database)
 

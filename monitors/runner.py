@@ -1,4 +1,6 @@
-"""One monitor run: build the pipeline request, run it, store the run with its outbox rows, note the result."""
+"""One run of research: a monitor's (scheduled, `/digest`) or a one-off search's (`SearchRequest`, which is no
+monitor): build the pipeline request, run it, store the run with its outbox rows; a monitor's own run also notes
+the result on the monitor (its plan, failing sources, alerts, next run)."""
 
 from __future__ import annotations
 
@@ -91,41 +93,46 @@ storing the run (a few bounded model questions), so a check older than this was 
 PENDING_ALERTS_KEPT: Final = timedelta(days=2)
 """A pending check older than this is dropped unchecked: an alert meant to come at once is noise days later."""
 
-TRANSIENT_MONITOR_ID: Final = 0
-"""The id of the stand-in monitor a one-off `/search` runs as (real monitors start at 1): nothing about it is
-stored on a monitor, and its digest names no monitor."""
+TRANSIENT_MONITOR_ID: Final = None
+"""The `monitor_id` of a one-off search's `RunSummary`: a search is no monitor."""
 
 
-def transient_monitor(
-    *, owner_chat_id: int, topic: str, sources: Sequence[str], timezone: str, lookback_hours: int, now: datetime
-) -> MonitorRecord:
-    """A monitor that exists only for one search run: the runner treats it like any monitor that has never
-    run (no plan, nothing delivered before), and stores nothing on it."""
-    return MonitorRecord(
-        id=TRANSIENT_MONITOR_ID,
-        owner_chat_id=owner_chat_id,
-        topic=topic,
-        extra_queries=(),
-        include_keywords=(),
-        exclude_keywords=(),
-        sources=tuple(sources),
-        schedule="",
-        timezone=timezone,
-        lookback_hours=lookback_hours,
-        language=None,
-        quiet=False,
-        paused=False,
-        plan=None,
-        plan_updated_at=None,
-        next_run_at=None,
-        last_run_at=None,
-        last_status=None,
-        last_error=None,
-        consecutive_failures=0,
-        failure_notified_at=None,
-        created_at=now,
-        updated_at=now,
-    )
+@dataclass(frozen=True, kw_only=True)
+class SearchRequest:
+    """A one-off `/search`: a topic researched now, from these sources over this window, for the chat that asked.
+    It is no monitor: it has no plan, no history of delivered items and no schedule, and nothing is stored on a
+    monitor; its run belongs to the chat."""
+
+    topic: str
+    sources: tuple[str, ...]
+    lookback_hours: int
+    timezone: str
+    """The asking chat's timezone (the chart's days, the digest's header)."""
+    chat: ChatRecord
+
+
+Researched = MonitorRecord | SearchRequest
+"""What a run researches: a monitor (scheduled, `/digest`) or a one-off search."""
+
+
+def _counted_monitor(subject: Researched, run: RunRecord) -> MonitorRecord | None:
+    """The monitor whose own run this is (a scheduled run, or `/digest` of its only subscriber), whose sources,
+    alerts, plan and last result the run updates; None for a `/digest` preview and a search."""
+    return subject if isinstance(subject, MonitorRecord) and run.monitor_id is not None else None
+
+
+def _summary_monitor_id(subject: Researched) -> int | None:
+    return subject.id if isinstance(subject, MonitorRecord) else TRANSIENT_MONITOR_ID
+
+
+def _owner_chat_id(subject: Researched) -> int:
+    """The chat a run's usage counts against when no chat asked for it: the monitor's owner (a search's chat)."""
+    return subject.owner_chat_id if isinstance(subject, MonitorRecord) else subject.chat.id
+
+
+def _run_label(subject: Researched, run: RunRecord) -> str:
+    """How logs name a run: `monitor 3 run 7`, `search run 8`."""
+    return f"monitor {subject.id} run {run.id}" if isinstance(subject, MonitorRecord) else f"search run {run.id}"
 
 
 class PipelineFunction(Protocol):
@@ -164,7 +171,7 @@ class _StoredRun:
 
 
 def _stored_run(
-    monitor: MonitorRecord,
+    subject: Researched,
     run: RunRecord,
     result: PipelineResult,
     *,
@@ -173,29 +180,29 @@ def _stored_run(
     now: datetime,
     alert_stories: Sequence[AlertStory] = (),
 ) -> _StoredRun:
-    transient = monitor.id == TRANSIENT_MONITOR_ID
+    monitor = subject if isinstance(subject, MonitorRecord) else None
     # Nothing new sends nothing, unless the monitor asks for a short note (`/quiet <id> off`); whoever asked
     # with /digest or /search reads "nothing new" in the command's own reply.
-    note = result.nothing_new and not monitor.quiet and asking_chat is None and not transient
+    note = monitor is not None and result.nothing_new and not monitor.quiet and asking_chat is None
     deliver = note or not result.nothing_new
     exports = result.exports
     files = (("csv", exports.csv), ("json", exports.json), ("chart", exports.chart)) if exports else ()
     artifacts = {name: path for name, path in files}
     source_errors = (*failure_lines(result.failed_sources), *left_out)
     stats: dict[str, object] = {
-        "kind": "search" if transient else "digest",
-        "monitor_id": None if transient else monitor.id,
-        "topic": monitor.topic,
+        "kind": "digest" if monitor is not None else "search",
+        "monitor_id": monitor.id if monitor is not None else None,
+        "topic": subject.topic,
         "items": len(result.items),
         "new_items": len(result.new_item_ids),
         "nothing_new": result.nothing_new,
         "delivered": deliver,
         "plan_refreshed": result.plan_refreshed,
         "source_errors": list(source_errors),
-        "file_stem": run_file_stem(monitor, run),
+        "file_stem": run_file_stem(subject, run),
         "digest_language": result.digest_language or "",
     }
-    if note:
+    if note and monitor is not None:
         collected = result.report.counts.unique if result.report is not None else len(result.items)
         stats.update(kind=NOTICE_KIND, text=nothing_new_note(monitor, items=collected, failed=source_errors))
         artifacts = {}
@@ -223,7 +230,7 @@ def _stored_run(
 
 
 class MonitorRunner:
-    """Executes an opened run of a monitor; used by `MonitorService` for scheduled runs and `/digest`."""
+    """Executes an opened run: a monitor's (`execute`: scheduled runs and `/digest`) or a search's (`search`)."""
 
     def __init__(
         self,
@@ -267,16 +274,56 @@ class MonitorRunner:
         use_models: bool = True,
         cancel_leaves_running: bool = False,
     ) -> RunSummary:
-        """Run the pipeline for an opened run and store everything. `schedule` is given for scheduled runs (the
-        monitor's next run moves on); `asking_chat` for `/digest`; `use_models=False` runs the model-free path (a
-        chat whose daily token budget is spent). Never raises except on cancellation, which marks the run failed
-        unless `cancel_leaves_running` (a job queue hands the job to another worker, which takes the run over)."""
-        counted = run.monitor_id is not None and monitor.id != TRANSIENT_MONITOR_ID
+        """Run the pipeline for an opened run of a monitor and store everything. `schedule` is given for scheduled
+        runs (the monitor's next run moves on); `asking_chat` for `/digest`; `use_models=False` runs the model-free
+        path (a chat whose daily token budget is spent). Never raises except on cancellation, which marks the run
+        failed unless `cancel_leaves_running` (a job queue hands the job to another worker, which takes the run
+        over)."""
+        return await self._execute(
+            monitor,
+            run,
+            schedule=schedule,
+            asking_chat=asking_chat,
+            progress=progress,
+            use_models=use_models,
+            cancel_leaves_running=cancel_leaves_running,
+        )
+
+    async def search(
+        self,
+        request: SearchRequest,
+        run: RunRecord,
+        *,
+        progress: ProgressCallback | None = None,
+        use_models: bool = True,
+    ) -> RunSummary:
+        """Run the pipeline for a one-off search's opened run, store it and queue its digest for the asking chat
+        only. Never raises except on cancellation (the run is marked failed then)."""
+        return await self._execute(
+            request, run, schedule=None, asking_chat=request.chat, progress=progress, use_models=use_models
+        )
+
+    async def _execute(
+        self,
+        subject: Researched,
+        run: RunRecord,
+        *,
+        schedule: Schedule | None,
+        asking_chat: ChatRecord | None,
+        progress: ProgressCallback | None,
+        use_models: bool,
+        cancel_leaves_running: bool = False,
+    ) -> RunSummary:
+        counted = _counted_monitor(subject, run)
         try:
-            sources = self._resolve(list(monitor.sources))
-            sources, left_out = await self._without_backed_off(monitor, run, sources, scheduled=schedule is not None)
+            sources = self._resolve(list(subject.sources))
+            left_out: list[str] = []
+            if counted is not None:
+                sources, left_out = await self._without_backed_off(
+                    counted, run, sources, scheduled=schedule is not None
+                )
             result = await self._run_pipeline(
-                monitor, run, asking_chat, progress, sources=sources, use_models=use_models
+                subject, run, asking_chat, progress, sources=sources, use_models=use_models
             )
         except asyncio.CancelledError:
             if not cancel_leaves_running:
@@ -284,11 +331,11 @@ class MonitorRunner:
             raise
         except Exception as error:  # one monitor's failure must never take the process down
             error_id = new_error_id()
-            logger.exception("monitor %d run %d failed [error id %s]", monitor.id, run.id, error_id)
+            logger.exception("%s failed [error id %s]", _run_label(subject, run), error_id)
             failure = _Failure(error=f"{type(error).__name__}: {error}", error_id=error_id)
-            return await self._failed(monitor, run, schedule, failure)
-        if counted:
-            await self._note_sources(monitor, run, sources, result)
+            return await self._failed(subject, run, schedule, failure)
+        if counted is not None:
+            await self._note_sources(counted, run, sources, result)
         if result.all_sources_failed:
             off = result.report.skipped_sources if result.report else {}
             lines = (
@@ -297,16 +344,16 @@ class MonitorRunner:
                 *(f"{name}: off ({why})" for name, why in off.items()),
             )
             failure = _Failure(error="every source failed: " + "; ".join(lines), source_errors=lines)
-            return await self._failed(monitor, run, schedule, failure)
+            return await self._failed(subject, run, schedule, failure)
         if left_out:
             digest = result.digest
             result = replace(
                 result, digest=digest.model_copy(update={"failed_sources": [*digest.failed_sources, *left_out]})
             )
-        stories = await self._alert_stories(monitor, result) if counted else []
+        stories = await self._alert_stories(counted, result) if counted is not None else []
         try:
             summary = await self._store(
-                monitor,
+                subject,
                 run,
                 result,
                 schedule=schedule,
@@ -316,12 +363,12 @@ class MonitorRunner:
             )
         except Exception as error:
             error_id = new_error_id()
-            logger.exception("monitor %d run %d could not be stored [error id %s]", monitor.id, run.id, error_id)
+            logger.exception("%s could not be stored [error id %s]", _run_label(subject, run), error_id)
             return await self._failed(
-                monitor, run, schedule, _Failure(error=f"{type(error).__name__}", error_id=error_id)
+                subject, run, schedule, _Failure(error=f"{type(error).__name__}", error_id=error_id)
             )
-        if stories:
-            await self._alerts(monitor, run.id, stories, use_models=use_models)
+        if stories and counted is not None:
+            await self._alerts(counted, run.id, stories, use_models=use_models)
         return summary
 
     async def _check_left(self, monitor: MonitorRecord, pending: PendingAlertCheckRecord, *, now: datetime) -> int:
@@ -388,7 +435,7 @@ class MonitorRunner:
 
     async def _run_pipeline(
         self,
-        monitor: MonitorRecord,
+        subject: Researched,
         run: RunRecord,
         asking_chat: ChatRecord | None,
         progress: ProgressCallback | None,
@@ -396,7 +443,35 @@ class MonitorRunner:
         sources: Sequence[Source],
         use_models: bool,
     ) -> PipelineResult:
-        reader = asking_chat or await self._chats.get(monitor.owner_chat_id)
+        if isinstance(subject, MonitorRecord):
+            reader = asking_chat or await self._chats.get(subject.owner_chat_id)
+            request = await self._monitor_request(subject, run, reader, asking_chat, sources, use_models=use_models)
+        else:
+            reader = subject.chat
+            request = _search_request(subject, run, sources)
+        return await self._pipeline(
+            request,
+            light_model=self._light if use_models else None,
+            heavy_model=self._heavy if use_models else None,
+            # The files go to the folder of the chat that asked (or the owner's), named by the one scheme.
+            out_dir=self._out_dir / (chat_folder(reader.platform, reader.external_id) if reader else "monitors"),
+            stem=run_file_stem(subject, run),
+            progress=progress,
+            now=self._clock,
+        )
+
+    async def _monitor_request(
+        self,
+        monitor: MonitorRecord,
+        run: RunRecord,
+        reader: ChatRecord | None,
+        asking_chat: ChatRecord | None,
+        sources: Sequence[Source],
+        *,
+        use_models: bool,
+    ) -> PipelineRequest:
+        """A monitor's pipeline request: its settings and plan, what it delivered before, its readers' languages
+        (the chat that asked, else every subscriber) and the reader's profile and marks (that chat, else the owner)."""
         readers = [asking_chat] if asking_chat is not None else await self._subscriptions.subscribers(monitor.id)
         until = run.scheduled_for
         previous = await self._previous_run(monitor.id, exclude=run.id)
@@ -413,7 +488,7 @@ class MonitorRunner:
         already = await self._items.delivered_ids(
             monitor.id, since=until - timedelta(days=self._settings.novelty_memory_days)
         )
-        request = PipelineRequest(
+        return PipelineRequest(
             topic=monitor.topic,
             sources=sources,
             since=until - timedelta(hours=monitor.lookback_hours),
@@ -437,16 +512,6 @@ class MonitorRunner:
             timezone=ZoneInfo(monitor.timezone),
             digest_languages=digest_languages(monitor, readers, first=reader),
         )
-        return await self._pipeline(
-            request,
-            light_model=self._light if use_models else None,
-            heavy_model=self._heavy if use_models else None,
-            # The files go to the folder of the chat that asked (or the owner's), named by the one scheme.
-            out_dir=self._out_dir / (chat_folder(reader.platform, reader.external_id) if reader else "monitors"),
-            stem=run_file_stem(monitor, run),
-            progress=progress,
-            now=self._clock,
-        )
 
     async def _previous_run(self, monitor_id: int, *, exclude: int) -> RunRecord | None:
         """The last run whose digest went out: what the next digest compares itself with."""
@@ -463,7 +528,7 @@ class MonitorRunner:
 
     async def _store(
         self,
-        monitor: MonitorRecord,
+        subject: Researched,
         run: RunRecord,
         result: PipelineResult,
         *,
@@ -473,9 +538,8 @@ class MonitorRunner:
         alert_stories: Sequence[AlertStory] = (),
     ) -> RunSummary:
         now = self._clock()
-        transient = monitor.id == TRANSIENT_MONITOR_ID
         stored = _stored_run(
-            monitor, run, result, asking_chat=asking_chat, left_out=left_out, now=now, alert_stories=alert_stories
+            subject, run, result, asking_chat=asking_chat, left_out=left_out, now=now, alert_stories=alert_stories
         )
         rows = await self._recorder.complete(
             run.id,
@@ -494,23 +558,23 @@ class MonitorRunner:
                 for scored in result.items
             ],
             usage=usage_by_kind(result),
-            usage_chat_id=asking_chat.id if asking_chat else monitor.owner_chat_id,
+            usage_chat_id=asking_chat.id if asking_chat is not None else _owner_chat_id(subject),
             deliver=stored.deliver,
             # /digest answers the chat that asked even when it reads this monitor in its briefing
             extra_chat_ids=[asking_chat.id] if asking_chat is not None else (),
         )
-        if result.plan_refreshed and not transient:
-            await self._monitors.set_plan(monitor.id, result.plan.model_dump(mode="json"), now=now)
-        if run.monitor_id is not None:
+        if result.plan_refreshed and isinstance(subject, MonitorRecord):
+            await self._monitors.set_plan(subject.id, result.plan.model_dump(mode="json"), now=now)
+        if (monitor := _counted_monitor(subject, run)) is not None:
             next_run = schedule.next_run(max(run.scheduled_for, now)) if schedule is not None else None
             await self._monitors.record_result(monitor.id, status=stored.status, finished_at=now, next_run_at=next_run)
         logger.info(
-            "monitor %d run %d: %s, %d items, %d new, %d deliveries",
-            monitor.id, run.id, stored.status, len(result.items), len(result.new_item_ids), len(rows),
+            "%s: %s, %d items, %d new, %d deliveries",
+            _run_label(subject, run), stored.status, len(result.items), len(result.new_item_ids), len(rows),
         )  # fmt: skip
         return RunSummary(
             run_id=run.id,
-            monitor_id=monitor.id,
+            monitor_id=_summary_monitor_id(subject),
             scheduled_for=run.scheduled_for,
             status=stored.status,
             digest=result.digest,
@@ -528,21 +592,22 @@ class MonitorRunner:
         return await self._failed(monitor, run, schedule, _Failure(error=error))
 
     async def _failed(
-        self, monitor: MonitorRecord, run: RunRecord, schedule: Schedule | None, failure: _Failure
+        self, subject: Researched, run: RunRecord, schedule: Schedule | None, failure: _Failure
     ) -> RunSummary:
         now = self._clock()
         shown = failure.error + error_reference(failure.error_id)
         await self._recorder.fail(run.id, error=shown[:MAX_ERROR_CHARS], finished_at=now)
         summary = RunSummary(
             run_id=run.id,
-            monitor_id=monitor.id,
+            monitor_id=_summary_monitor_id(subject),
             scheduled_for=run.scheduled_for,
             status="failed",
             error=failure.error,
             error_id=failure.error_id,
             source_errors=failure.source_errors,
         )
-        if run.monitor_id is None:  # a /digest preview does not count against the monitor
+        monitor = _counted_monitor(subject, run)
+        if monitor is None:  # a /digest preview does not count against the monitor; a search has none
             return summary
         failures = monitor.consecutive_failures + 1
         next_run = self._retry_time(schedule, run.scheduled_for, now, failures) if schedule is not None else None
@@ -607,7 +672,7 @@ class MonitorRunner:
     ) -> tuple[list[Source], list[str]]:
         """The sources to ask in a scheduled run, leaving out those backed off after failing run after run, and
         a line for each one left out. Every source is asked when all would be left out (or when a person asked)."""
-        if not scheduled or run.monitor_id is None or monitor.id == TRANSIENT_MONITOR_ID:
+        if not scheduled or run.monitor_id is None:
             return sources, []
         failing = {record.spec: record for record in await self._source_failures.for_monitor(monitor.id)}
         kept: list[Source] = []
@@ -733,10 +798,10 @@ def digest_languages(
     return list(dict.fromkeys(languages)) or [(first.language if first else None) or monitor.language]
 
 
-def run_file_stem(monitor: MonitorRecord, run: RunRecord) -> str:
+def run_file_stem(subject: Researched, run: RunRecord) -> str:
     """The name of a run's files on disk and as sent: `deepseek-20261122-0830-m1-r7`, `…-search-r8` for /search."""
-    owner = "search" if monitor.id == TRANSIENT_MONITOR_ID else f"m{monitor.id}"
-    return export_stem(monitor.topic, run.scheduled_for, f"{owner}-r{run.id}")
+    owner = f"m{subject.id}" if isinstance(subject, MonitorRecord) else "search"
+    return export_stem(subject.topic, run.scheduled_for, f"{owner}-r{run.id}")
 
 
 def _digest_of(run: RunRecord | None) -> Digest | None:
@@ -796,3 +861,19 @@ def usage_by_kind(result: PipelineResult) -> list[tuple[UsageKind, LlmUsage]]:
         return [("monitor", result.usage)]
     language = sum_usage([usage for step, usage in steps.items() if step not in ("total", "embeddings")])
     return [("monitor", language), ("embedding", steps["embeddings"])]
+
+
+def _search_request(search: SearchRequest, run: RunRecord, sources: Sequence[Source]) -> PipelineRequest:
+    """A search's pipeline request: nothing delivered before and no stored plan, in the asking chat's language,
+    profile and timezone."""
+    chat = search.chat
+    return PipelineRequest(
+        topic=search.topic,
+        sources=sources,
+        since=run.scheduled_for - timedelta(hours=search.lookback_hours),
+        until=run.scheduled_for,
+        language=chat.language,
+        profile=chat.profile,
+        timezone=ZoneInfo(search.timezone),
+        digest_languages=[chat.language],
+    )

@@ -13,7 +13,7 @@ from typing import Final, Literal
 from kernel import Clock
 from monitors.catalogue import MonitorCatalogue, check_lookback
 from monitors.recorder import RunRecorder
-from monitors.runner import MonitorRunner, transient_monitor
+from monitors.runner import MonitorRunner, SearchRequest
 from monitors.schedule import Schedule, ScheduleError, latest_due_time
 from monitors.views import RunSummary, schedule_of
 from research import ProgressCallback
@@ -149,27 +149,24 @@ class MonitorRuns:
         use_models: bool = True,
     ) -> RunSummary:
         """A one-off `/search`: collect, critique and synthesize `query` now, from `sources` (default: the default
-        mix), and queue the digest with its files for this chat only. No monitor is created or touched; the
-        summary's `monitor_id` is `TRANSIENT_MONITOR_ID`. Raises `ValueError` for an empty or too long query, a
+        mix), and queue the digest with its files for this chat only. No monitor is created or touched: the run is
+        the chat's (the summary's `monitor_id` is None). Raises `ValueError` for an empty or too long query, a
         bad window or unknown sources; a failing run is reported in the summary (nothing is queued then)."""
         chat = await self._catalogue.chat(chat_id)
         topic = self._catalogue.clean_topic(query)
         specs = await self._catalogue.check_sources(sources)
         check_lookback(lookback_hours)
         now = self._clock()
-        monitor = transient_monitor(
-            owner_chat_id=chat.id,
+        request = SearchRequest(
             topic=topic,
-            sources=specs,
-            timezone=self._catalogue.chat_timezone(chat),
+            sources=tuple(specs),
             lookback_hours=lookback_hours,
-            now=now,
+            timezone=self._catalogue.chat_timezone(chat),
+            chat=chat,
         )
         run = await self._recorder.open_search(chat_id=chat.id, query=topic, now=now)
         logger.info("search run %d for chat %d: %r", run.id, chat.id, topic)
-        return await self._runner.execute(
-            monitor, run, schedule=None, asking_chat=chat, progress=progress, use_models=use_models
-        )
+        return await self._runner.search(request, run, progress=progress, use_models=use_models)
 
     async def _skip_taken(self, monitor: MonitorRecord, schedule: Schedule, scheduled_for: datetime) -> None:
         """A run for this time exists. If it is finished (e.g. failed as abandoned after a crash) and the

@@ -85,7 +85,8 @@ def chat_label(chat: ChatRecord) -> str:
 
 
 class MonitorSharing:
-    """Sharing and subscriptions, for the chat that asks; built by `MonitorService` (its `sharing`)."""
+    """Sharing and subscriptions, for the chat that asks; `MonitorService.sharing`, built in `app` over the
+    catalogue."""
 
     def __init__(
         self,

@@ -124,7 +124,8 @@ class RunSummary:
     """What one monitor run did."""
 
     run_id: int | None
-    monitor_id: int
+    monitor_id: int | None
+    """The monitor run; None for a one-off search (no monitor)."""
     scheduled_for: datetime
     status: RunStatusText
     digest: Digest | None = None

@@ -13,8 +13,9 @@ from agent.chat.agent import ChatAgent
 from agent.chat.llm import RetryPolicy
 from agent.context import ConversationSettings, Services, Turn
 from agent.messages import Incoming
+from app.monitor_service import build_monitor_service
 from kernel import Clock, ProgressUpdate, Reply
-from monitors import ChatService, ItemService, MonitorService, MonitorSettings
+from monitors import ChatService, ItemService, MonitorSettings
 from research import ModelSet
 from sources import HttpClient, Source, SourcesConfig, build_sources, feed_factory, resolve_source_specs
 from sources.web import WebResults, WebSearchRequest, WebSearchSource
@@ -78,7 +79,7 @@ class ChatWorld:
             return resolve_source_specs(list(specs), available=available, make_feed=make_feed)
 
         self.resolve = resolve
-        self.monitors = MonitorService(
+        self.monitors = build_monitor_service(
             self.database,
             resolve_sources=resolve,
             light_model=None,

@@ -13,8 +13,9 @@ from procrastinate.exceptions import AlreadyEnqueued
 from sqlalchemy import select
 
 from app.jobqueue import BRIEFINGS, DeliveryJobs, JobQueue, WorkerDuties, process_name
+from app.monitor_service import build_monitor_service
 from app.settings import Settings
-from monitors import DeliveryWorker, MonitorService, MonitorSettings, parse_schedule
+from monitors import DeliveryWorker, MonitorSettings, parse_schedule
 from research.pipeline import run_pipeline
 from storage import Database, DeliveryStatus
 from storage.models import Run
@@ -51,7 +52,7 @@ def test_the_briefings_job_assembles_a_due_briefing_and_it_is_delivered_once(
         clock = FakeClock(RUN_AT - timedelta(hours=1))
         sender = RecordingSender(split=True)  # the text, the CSV, the chart
         worker = DeliveryWorker(database, {"telegram": sender}, clock=clock)
-        service = MonitorService(
+        service = build_monitor_service(
             database,
             resolve_sources=resolver({"hn": story_source("hn")}),
             light_model=None,

@@ -23,6 +23,7 @@ from procrastinate.testing import InMemoryConnector
 from sqlalchemy import select
 
 from app.jobqueue import DELIVER, RUN_MONITOR, TICK, DeliveryJobs, JobQueue, WorkerDuties
+from app.monitor_service import build_monitor_service
 from app.settings import Settings
 from monitors import DeliveryWorker, MonitorService, MonitorSettings, parse_schedule
 from research.pipeline import run_pipeline
@@ -85,7 +86,7 @@ async def stack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Stack]:
     clock = FakeClock(RUN_AT - timedelta(hours=1))
     sender = RecordingSender()
     worker = DeliveryWorker(database, {"telegram": sender}, clock=clock)
-    service = MonitorService(
+    service = build_monitor_service(
         database,
         resolve_sources=resolver({"hn": story_source("hn")}),
         light_model=None,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic_ai.models import Model
 
+from app.monitor_service import build_monitor_service
 from app.service import Process, assemble
 from app.settings import load_settings
 from monitors.service import MonitorService
@@ -124,7 +125,7 @@ async def slack_process(
 
 
 def monitor_service(database, resolve, out_dir: Path, *, clock=lambda: T0) -> MonitorService:  # type: ignore[no-untyped-def]
-    return MonitorService(
+    return build_monitor_service(
         database,
         resolve_sources=resolve,
         light_model=None,

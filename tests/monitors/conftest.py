@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from app.monitor_service import build_monitor_service
 from monitors.delivery import DeliveryWorker
 from monitors.runner import PipelineFunction
 from monitors.service import MonitorService
@@ -78,7 +79,7 @@ class World:
         failure_notice_after: int = 1,
         embedder: ItemEmbedder | None = None,
     ) -> MonitorService:
-        return MonitorService(
+        return build_monitor_service(
             self.database,
             resolve_sources=resolver(self.sources),
             light_model=None,

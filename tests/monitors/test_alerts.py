@@ -19,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from app.monitor_service import build_monitor_service
 from monitors import MonitorService, MonitorSettings
 from monitors.portability import create_imported, export_monitors, plan_import, read_monitor_file
 from monitors.scheduler import MonitorScheduler
@@ -76,7 +77,7 @@ def world_service(
     world: World, news: News, *, light: Model | None = None, on_queued: Callable[[], None] | None = None
 ) -> MonitorService:
     world.sources = {"hn": news.source("hn"), "news": news.source("news")}
-    return MonitorService(
+    return build_monitor_service(
         world.database,
         resolve_sources=resolver(world.sources),
         light_model=light,

@@ -24,6 +24,7 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from app.logging_setup import NOISY_LOGGERS
+from app.monitor_service import build_monitor_service
 from monitors import DeliveryWorker, DestinationError, DestinationSenders, DigestPages, MonitorService
 from monitors.destination_send import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from monitors.views import MonitorSettings
@@ -103,7 +104,7 @@ def stack(
 ) -> Stack:
     pages = DigestPages(world.database, public_url=public_url)
     senders = DestinationSenders(world.database, http=http, clock=world.clock, pause_after=pause_after, pages=pages)
-    service = MonitorService(
+    service = build_monitor_service(
         world.database,
         resolve_sources=resolver(world.sources),
         light_model=None,

@@ -16,6 +16,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
+from app.monitor_service import build_monitor_service
 from monitors import FeedbackError, create_imported, export_monitors, read_monitor_file
 from monitors.delivery import DeliveryWorker
 from monitors.service import MonitorService
@@ -321,7 +322,7 @@ def _critique_answer(messages: list[ModelMessage], info: AgentInfo) -> dict[str,
 
 async def test_the_critique_sees_the_owners_recent_marks_on_that_monitor_only(world: World, feed: Feed) -> None:
     script = ScriptedModel(_critique_answer, repeat_last=True)
-    service = MonitorService(
+    service = build_monitor_service(
         world.database,
         resolve_sources=resolver(world.sources),
         light_model=None,

@@ -11,6 +11,7 @@ from pathlib import Path
 import listparser
 import pytest
 
+from app.monitor_service import build_monitor_service
 from monitors.portability import (
     MAX_IMPORT_BYTES,
     MAX_IMPORT_MONITORS,
@@ -45,7 +46,7 @@ def any_feed_resolver(world: World):  # type: ignore[no-untyped-def]
 
 
 def service_for(world: World) -> MonitorService:
-    return MonitorService(
+    return build_monitor_service(
         world.database,
         resolve_sources=any_feed_resolver(world),
         light_model=None,

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from pydantic_ai.embeddings import Embedder, TestEmbeddingModel
 
+from app.monitor_service import build_monitor_service
 from monitors.schedule import ScheduleError
-from monitors.service import MonitorService, split_source_specs
+from monitors.service import split_source_specs
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings
 from research import ItemEmbedder
 from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
@@ -440,7 +441,7 @@ async def test_a_monitor_without_active_subscribers_does_not_run(world: World) -
 
 
 def test_service_takes_the_real_pipeline_by_default(world: World) -> None:
-    service = MonitorService(
+    service = build_monitor_service(
         world.database, resolve_sources=lambda specs: [], light_model=None, heavy_model=None, out_dir=world.out_dir
     )
     assert service._runner._pipeline is run_pipeline
@@ -500,7 +501,7 @@ async def test_the_previous_digest_is_the_last_one_that_went_out(world: World) -
 
 
 async def test_a_chat_without_its_own_timezone_sees_times_in_the_deployment_default(world: World) -> None:
-    service = MonitorService(
+    service = build_monitor_service(
         world.database,
         resolve_sources=resolver(world.sources),
         light_model=None,

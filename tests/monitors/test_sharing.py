@@ -10,6 +10,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
+from app.monitor_service import build_monitor_service
 from kernel import RetryLater
 from monitors.delivery import DeliveryWorker, mark_chat_gone
 from monitors.service import MonitorService
@@ -264,7 +265,7 @@ class DigestWriter:
 
 def _written_by(world: World, writer: DigestWriter) -> MonitorService:
     """The world's service with `writer` as its model (synthesis in each reader's language)."""
-    return MonitorService(
+    return build_monitor_service(
         world.database,
         resolve_sources=resolver(world.sources),
         light_model=None,

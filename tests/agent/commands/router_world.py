@@ -17,8 +17,9 @@ from agent.commands.router import CommandRouter
 from agent.context import ConversationSettings, Services, Turn
 from agent.conversation import Conversation
 from agent.messages import Incoming, IncomingFile, Platform
+from app.monitor_service import build_monitor_service
 from kernel import ProgressUpdate, Reply
-from monitors import ChatService, DeliveryWorker, DestinationSenders, ItemService, MonitorService, MonitorSettings
+from monitors import ChatService, DeliveryWorker, DestinationSenders, ItemService, MonitorSettings
 from research import ModelSet, RetryPolicy
 from sources.base import Source
 from sources.config import SourcesConfig
@@ -220,7 +221,7 @@ async def open_world(
 
     exports_dir = tmp_path / "exports"
     models = ModelSet.of(light_model, heavy_model, policy=RetryPolicy(base_delay=0.0, max_delay=0.0, sleep=_no_sleep))
-    monitors = MonitorService(
+    monitors = build_monitor_service(
         database,
         resolve_sources=resolve,
         light_model=models.light,

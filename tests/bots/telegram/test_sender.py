@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from app.monitor_service import build_monitor_service
 from bots.telegram import TelegramLimits, TelegramSender, build_bot
 from kernel import Attachment, ChatGone, ChatMoved, Reply, RetryLater
 from monitors import DeliveryWorker
@@ -174,7 +175,7 @@ def story_source(name: str) -> RecordingSource:
 
 
 def monitor_service(database: Database, clock: FakeClock, tmp_path: Path) -> MonitorService:
-    return MonitorService(
+    return build_monitor_service(
         database,
         resolve_sources=resolver({"hn": story_source("hn")}),
         light_model=None,
