@@ -93,9 +93,6 @@ storing the run (a few bounded model questions), so a check older than this was 
 PENDING_ALERTS_KEPT: Final = timedelta(days=2)
 """A pending check older than this is dropped unchecked: an alert meant to come at once is noise days later."""
 
-TRANSIENT_MONITOR_ID: Final = None
-"""The `monitor_id` of a one-off search's `RunSummary`: a search is no monitor."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class SearchRequest:
@@ -122,7 +119,8 @@ def _counted_monitor(subject: Researched, run: RunRecord) -> MonitorRecord | Non
 
 
 def _summary_monitor_id(subject: Researched) -> int | None:
-    return subject.id if isinstance(subject, MonitorRecord) else TRANSIENT_MONITOR_ID
+    """The monitor a run's summary names; a search is no monitor."""
+    return subject.id if isinstance(subject, MonitorRecord) else None
 
 
 def _owner_chat_id(subject: Researched) -> int:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from monitors.runner import TRANSIENT_MONITOR_ID
 from research.collect import ProgressEvent
 from sources.base import SearchQuery
 from sources.registry import DEFAULT_SOURCES
@@ -34,7 +33,7 @@ async def test_the_digest_and_files_reach_only_the_asking_chat(default_mix: Worl
     summary = await service.runs.search_now(world.chats[0].id, "  DeepSeek   news ", progress=events.append)
     report = await world.worker().run_once()
 
-    assert summary.status == "ok" and summary.monitor_id == TRANSIENT_MONITOR_ID
+    assert summary.status == "ok" and summary.monitor_id is None  # a search names no monitor
     assert summary.items == 3 * len(DEFAULT_SOURCES) and summary.deliveries == 1
     assert {name: len(world.sources[name].queries) > 0 for name in DEFAULT_SOURCES} == dict.fromkeys(
         DEFAULT_SOURCES, True
