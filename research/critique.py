@@ -42,6 +42,7 @@ from research.llm import (
     limits_of,
     one_line,
     output_spec,
+    stage_agent,
     stage_settings,
 )
 from research.rank import RankedItem
@@ -497,13 +498,12 @@ async def _critique_instructions(ctx: RunContext[CritiqueDeps]) -> str:
 @functools.cache
 def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
     """The critique agent, built once on first use; no model is bound (each run passes one)."""
-    return Agent(
-        None,
+    return stage_agent(
+        "critique",
         output_type=ModelCritique,
         deps_type=CritiqueDeps,
         instructions=_critique_instructions,
-        retries={"output": CRITIQUE_OUTPUT_RETRIES},
-        name="critique",
+        output_retries=CRITIQUE_OUTPUT_RETRIES,
     )
 
 

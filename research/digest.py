@@ -51,6 +51,7 @@ from research.llm import (
     limits_of,
     one_line,
     output_in_mode,
+    stage_agent,
     stage_settings,
 )
 from research.markup import escape_markdown
@@ -519,13 +520,12 @@ def digest_agent(
     constrains, per count of citable items: see `CONSTRAINED_MODES`) on first use; no model is bound (each run
     passes one)."""
     draft = draft_citing(citable, least) if citable and mode in CONSTRAINED_MODES else DigestDraft
-    agent: Agent[DigestDeps, DigestDraft] = Agent(
-        None,
+    agent: Agent[DigestDeps, DigestDraft] = stage_agent(
+        "digest",
         output_type=output_in_mode(mode, draft),
         deps_type=DigestDeps,
         instructions=_instructions,
-        retries={"output": DIGEST_OUTPUT_RETRIES},
-        name="digest",
+        output_retries=DIGEST_OUTPUT_RETRIES,
     )
     agent.output_validator(check_citations)
     return agent
@@ -629,13 +629,12 @@ def brief_digest_agent(mode: OutputMode = "tool", citable: int | None = None) ->
     """The small model's digest agent (see `BriefDraft`), built once per output mode (and per count of citable items
     for a mode the server constrains)."""
     draft = brief_citing(citable) if citable and mode in CONSTRAINED_MODES else BriefDraft
-    agent: Agent[DigestDeps, BriefDraft] = Agent(
-        None,
+    agent: Agent[DigestDeps, BriefDraft] = stage_agent(
+        "digest",
         output_type=output_in_mode(mode, draft),
         deps_type=DigestDeps,
         instructions=_brief_instructions,
-        retries={"output": DIGEST_OUTPUT_RETRIES},
-        name="digest",
+        output_retries=DIGEST_OUTPUT_RETRIES,
     )
     agent.output_validator(check_brief_citations)
     return agent
