@@ -14,10 +14,10 @@ import functools
 import html
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, create_model, field_validator
 from pydantic_ai import Agent, ModelRetry, RunContext, RunUsage, UsageLimits
@@ -512,6 +512,27 @@ def draft_citing(count: int, least: int = 1) -> type[DigestDraft]:
     )
 
 
+_DraftT = TypeVar("_DraftT", bound=BaseModel)
+
+
+def _drafting_agent(
+    output_type: Any,
+    instructions: Callable[[RunContext[DigestDeps]], Awaitable[str]],
+    check: Callable[[RunContext[DigestDeps], _DraftT], _DraftT],
+) -> Agent[DigestDeps, _DraftT]:
+    """A digest agent (the full draft or the small model's brief): its draft's shape, instructions and citation
+    check are what tell the two apart."""
+    agent: Agent[DigestDeps, _DraftT] = stage_agent(
+        "digest",
+        output_type=output_type,
+        deps_type=DigestDeps,
+        instructions=instructions,
+        output_retries=DIGEST_OUTPUT_RETRIES,
+    )
+    agent.output_validator(check)
+    return agent
+
+
 @functools.cache
 def digest_agent(
     mode: OutputMode = "tool", citable: int | None = None, least: int = 1
@@ -520,15 +541,7 @@ def digest_agent(
     constrains, per count of citable items: see `CONSTRAINED_MODES`) on first use; no model is bound (each run
     passes one)."""
     draft = draft_citing(citable, least) if citable and mode in CONSTRAINED_MODES else DigestDraft
-    agent: Agent[DigestDeps, DigestDraft] = stage_agent(
-        "digest",
-        output_type=output_in_mode(mode, draft),
-        deps_type=DigestDeps,
-        instructions=_instructions,
-        output_retries=DIGEST_OUTPUT_RETRIES,
-    )
-    agent.output_validator(check_citations)
-    return agent
+    return _drafting_agent(output_in_mode(mode, draft), _instructions, check_citations)
 
 
 # ---- the brief path: a small model's digest ------------------------------------------------------------------
@@ -629,15 +642,7 @@ def brief_digest_agent(mode: OutputMode = "tool", citable: int | None = None) ->
     """The small model's digest agent (see `BriefDraft`), built once per output mode (and per count of citable items
     for a mode the server constrains)."""
     draft = brief_citing(citable) if citable and mode in CONSTRAINED_MODES else BriefDraft
-    agent: Agent[DigestDeps, BriefDraft] = stage_agent(
-        "digest",
-        output_type=output_in_mode(mode, draft),
-        deps_type=DigestDeps,
-        instructions=_brief_instructions,
-        output_retries=DIGEST_OUTPUT_RETRIES,
-    )
-    agent.output_validator(check_brief_citations)
-    return agent
+    return _drafting_agent(output_in_mode(mode, draft), _brief_instructions, check_brief_citations)
 
 
 def draft_from_brief(
