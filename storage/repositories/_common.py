@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, TypeVar
 
+from sqlalchemy import Select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -72,3 +74,15 @@ class Repository:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+
+    async def _record_by_key(self, model: type[Any], key: object, to_record: Callable[[Any], R]) -> R | None:
+        """The record of the row whose primary key is `key`, None when there is none."""
+        async with self._db.sessions() as session:
+            row = await session.get(model, key)
+            return to_record(row) if row is not None else None
+
+    async def _record_where(self, statement: Select[Any], to_record: Callable[[Any], R]) -> R | None:
+        """The record of the first row `statement` (a one-entity SELECT) finds, None when it finds none."""
+        async with self._db.sessions() as session:
+            row = await session.scalar(statement)
+            return to_record(row) if row is not None else None

@@ -60,14 +60,11 @@ class ChatRepository(Repository):
             return to_chat_record(row)
 
     async def get(self, chat_id: int) -> ChatRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.get(Chat, chat_id)
-            return to_chat_record(row) if row else None
+        return await self._record_by_key(Chat, chat_id, to_chat_record)
 
     async def find(self, platform: str, external_id: str) -> ChatRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.scalar(select(Chat).where(Chat.platform == platform, Chat.external_id == external_id))
-            return to_chat_record(row) if row else None
+        statement = select(Chat).where(Chat.platform == platform, Chat.external_id == external_id)
+        return await self._record_where(statement, to_chat_record)
 
     async def list_chats(self, *, platform: str | None = None, active_only: bool = False) -> list[ChatRecord]:
         async with self._db.sessions() as session:

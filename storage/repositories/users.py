@@ -44,14 +44,11 @@ class UserRepository(Repository):
             return to_user_record(row)
 
     async def get(self, user_id: int) -> UserRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.get(User, user_id)
-            return to_user_record(row) if row else None
+        return await self._record_by_key(User, user_id, to_user_record)
 
     async def find(self, platform: str, external_id: str) -> UserRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.scalar(select(User).where(User.platform == platform, User.external_id == external_id))
-            return to_user_record(row) if row else None
+        statement = select(User).where(User.platform == platform, User.external_id == external_id)
+        return await self._record_where(statement, to_user_record)
 
     async def delete(self, user_id: int) -> bool:
         async with self._db.transaction() as session:
