@@ -490,11 +490,6 @@ def _topic_and_reader(ctx: RunContext[CritiqueDeps]) -> str:
     return f"Topic: {ctx.deps.topic}{profile}"
 
 
-async def _critique_instructions(ctx: RunContext[CritiqueDeps]) -> str:
-    # one instruction, so one system message per request (some chat templates refuse a second)
-    return f"{CRITIQUE_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
-
-
 @functools.cache
 def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
     """The critique agent, built once on first use; no model is bound (each run passes one)."""
@@ -502,7 +497,8 @@ def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
         "critique",
         output_type=ModelCritique,
         deps_type=CritiqueDeps,
-        instructions=_critique_instructions,
+        instructions=CRITIQUE_INSTRUCTIONS,
+        context=_topic_and_reader,
         output_retries=CRITIQUE_OUTPUT_RETRIES,
     )
 

@@ -14,7 +14,7 @@ import functools
 import html
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeVar
@@ -483,11 +483,6 @@ def check_citations(ctx: RunContext[DigestDeps], draft: DigestDraft) -> DigestDr
     return draft
 
 
-async def _instructions(ctx: RunContext[DigestDeps]) -> str:
-    # one instruction, so one system message per request (some chat templates refuse a second)
-    return f"{DIGEST_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
-
-
 @functools.cache
 def draft_citing(count: int, least: int = 1) -> type[DigestDraft]:
     """`DigestDraft` whose schema allows only citations 1 to `count` (the items shown) and asks for at least `least`
@@ -517,7 +512,7 @@ _DraftT = TypeVar("_DraftT", bound=BaseModel)
 
 def _drafting_agent(
     output_type: Any,
-    instructions: Callable[[RunContext[DigestDeps]], Awaitable[str]],
+    instructions: str,
     check: Callable[[RunContext[DigestDeps], _DraftT], _DraftT],
 ) -> Agent[DigestDeps, _DraftT]:
     """A digest agent (the full draft or the small model's brief): its draft's shape, instructions and citation
@@ -527,6 +522,7 @@ def _drafting_agent(
         output_type=output_type,
         deps_type=DigestDeps,
         instructions=instructions,
+        context=_topic_and_reader,
         output_retries=DIGEST_OUTPUT_RETRIES,
     )
     agent.output_validator(check)
@@ -541,7 +537,7 @@ def digest_agent(
     constrains, per count of citable items: see `CONSTRAINED_MODES`) on first use; no model is bound (each run
     passes one)."""
     draft = draft_citing(citable, least) if citable and mode in CONSTRAINED_MODES else DigestDraft
-    return _drafting_agent(output_in_mode(mode, draft), _instructions, check_citations)
+    return _drafting_agent(output_in_mode(mode, draft), DIGEST_INSTRUCTIONS, check_citations)
 
 
 # ---- the brief path: a small model's digest ------------------------------------------------------------------
@@ -611,10 +607,6 @@ def check_brief_citations(ctx: RunContext[DigestDeps], draft: BriefDraft) -> Bri
     return draft
 
 
-async def _brief_instructions(ctx: RunContext[DigestDeps]) -> str:
-    return f"{BRIEF_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
-
-
 @functools.cache
 def brief_citing(count: int) -> type[BriefDraft]:
     """`BriefDraft` whose schema allows only citations 1 to `count` (the items shown)."""
@@ -642,7 +634,7 @@ def brief_digest_agent(mode: OutputMode = "tool", citable: int | None = None) ->
     """The small model's digest agent (see `BriefDraft`), built once per output mode (and per count of citable items
     for a mode the server constrains)."""
     draft = brief_citing(citable) if citable and mode in CONSTRAINED_MODES else BriefDraft
-    return _drafting_agent(output_in_mode(mode, draft), _brief_instructions, check_brief_citations)
+    return _drafting_agent(output_in_mode(mode, draft), BRIEF_INSTRUCTIONS, check_brief_citations)
 
 
 def draft_from_brief(

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
@@ -638,17 +638,23 @@ def stage_agent(
     *,
     output_type: Any,
     deps_type: type[_DepsT],
-    instructions: Callable[[RunContext[_DepsT]], Awaitable[str]],
+    instructions: str,
+    context: Callable[[RunContext[_DepsT]], str],
     output_retries: int,
 ) -> Agent[_DepsT, Any]:
-    """A research stage's agent (plan, critique, digest): no model bound (each run passes one), one instruction
-    function (so one system message per request: some chat templates refuse a second), and `output_retries`
-    chances to fix an answer that does not fit `output_type` (a type, or one wrapped by `output_in_mode`)."""
+    """A research stage's agent (plan, critique, digest): no model bound (each run passes one), its fixed
+    `instructions` and the run's `context` (topic, reader) as ONE instruction, so one system message per request
+    (some chat templates refuse a second), and `output_retries` chances to fix an answer that does not fit
+    `output_type` (a type, or one wrapped by `output_in_mode`)."""
+
+    async def instruction(ctx: RunContext[_DepsT]) -> str:
+        return f"{instructions}\n\n{context(ctx)}"
+
     return Agent(
         None,
         output_type=output_type,
         deps_type=deps_type,
-        instructions=instructions,
+        instructions=instruction,
         retries={"output": output_retries},
         name=name,
     )

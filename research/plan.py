@@ -180,11 +180,6 @@ def _plan_context(ctx: RunContext[PlanDeps]) -> str:
     return "\n".join(lines)
 
 
-async def _plan_instructions(ctx: RunContext[PlanDeps]) -> str:
-    # one instruction, so one system message per request (some chat templates refuse a second)
-    return f"{PLAN_INSTRUCTIONS}\n\n{_plan_context(ctx)}"
-
-
 @functools.cache
 def plan_agent() -> Agent[PlanDeps, PlanDraft]:
     """The planning agent, built once on first use; no model is bound (each run passes one)."""
@@ -192,7 +187,8 @@ def plan_agent() -> Agent[PlanDeps, PlanDraft]:
         "query_plan",
         output_type=PlanDraft,
         deps_type=PlanDeps,
-        instructions=_plan_instructions,
+        instructions=PLAN_INSTRUCTIONS,
+        context=_plan_context,
         output_retries=PLAN_OUTPUT_RETRIES,
     )
 
