@@ -43,6 +43,12 @@ CLI_LOG = "lookout-cli.log"
 """Where one-shot commands (research, collect, monitors, db) log, under DATA_DIR: their console is for people."""
 
 
+def failure(message: str, *, code: int = 1) -> typer.Exit:
+    """Say on stderr why the command stops and the exit to raise (2: the command line or settings were wrong)."""
+    typer.echo(message, err=True)
+    return typer.Exit(code=code)
+
+
 def startup(*, log_to_console: bool = False) -> Settings:
     """Load settings and set up logging, or exit with the one-sentence reason the configuration is wrong.
 
@@ -54,8 +60,7 @@ def startup(*, log_to_console: bool = False) -> Settings:
     try:
         settings = load_settings()
     except SettingsError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(code=2) from None
+        raise failure(str(exc), code=2) from None
     log_file = None if log_to_console else settings.data_dir / CLI_LOG
     configure_logging(level=settings.log_level, secrets=settings.secret_values(), file=log_file)
     return settings
@@ -116,20 +121,17 @@ def run(
     from app.service import RoleError, run_service
 
     if role is not Role.all and not settings.scaled_out:
-        typer.echo(
+        raise failure(
             f"--role {role.value} needs JOB_QUEUE=procrastinate and a PostgreSQL DATABASE_URL; "
             "without them `lookout run` is one process that does everything.",
-            err=True,
+            code=2,
         )
-        raise typer.Exit(code=2)
     if role is not Role.worker and settings.telegram_bot_token is None and settings.slack_bot_token is None:
-        typer.echo(NOTHING_TO_SERVE, err=True)
-        raise typer.Exit(code=2)
+        raise failure(NOTHING_TO_SERVE, code=2)
     try:
         asyncio.run(run_service(settings, role=role.value, tune_gc=True))
     except (OSError, RoleError) as exc:
-        typer.echo(f"Lookout could not start: {exc}", err=True)
-        raise typer.Exit(code=1) from None
+        raise failure(f"Lookout could not start: {exc}") from None
 
 
 @cli.command()
@@ -162,11 +164,9 @@ def healthcheck() -> None:
         with urllib.request.urlopen(url, timeout=HEALTH_TIMEOUT) as response:
             body = response.read()
     except urllib.error.HTTPError as error:  # 503: a check failed; its body says which
-        typer.echo(f"unhealthy (HTTP {error.code}): {error.read().decode(errors='replace').strip()}", err=True)
-        raise typer.Exit(code=1) from None
+        raise failure(f"unhealthy (HTTP {error.code}): {error.read().decode(errors='replace').strip()}") from None
     except (OSError, ValueError) as error:
-        typer.echo(f"no answer from {url}: {error}", err=True)
-        raise typer.Exit(code=1) from None
+        raise failure(f"no answer from {url}: {error}") from None
     typer.echo(f"healthy: {json.dumps(json.loads(body).get('checks', {}))}")
 
 
@@ -187,8 +187,9 @@ def jobs(
     try:
         asyncio.run(print_queue(settings, failed_limit=failed, echo=typer.echo))
     except Exception as exc:  # the database is unreachable or not migrated
-        typer.echo(f"Could not read the job queue: {exc} (is the database up, and `lookout db upgrade` run?)", err=True)
-        raise typer.Exit(code=1) from None
+        raise failure(
+            f"Could not read the job queue: {exc} (is the database up, and `lookout db upgrade` run?)"
+        ) from None
 
 
 @cli.command()
@@ -225,8 +226,7 @@ def chat() -> None:
         raise typer.Exit(code=130) from None
     except Exception as exc:  # the session could not open (database unreachable, ...)
         logging.getLogger(__name__).exception("the terminal chat failed")
-        typer.echo(f"Lookout could not run the chat: {exc} (details in {log_path})", err=True)
-        raise typer.Exit(code=1) from None
+        raise failure(f"Lookout could not run the chat: {exc} (details in {log_path})") from None
 
 
 def _terminal_user() -> str:
@@ -247,8 +247,7 @@ def research(
 ) -> None:
     """Search the sources once and print the ranked, de-duplicated items."""
     if not query.strip():
-        typer.echo('Give something to look for, e.g. lookout research "DeepSeek R2".', err=True)
-        raise typer.Exit(code=2)
+        raise failure('Give something to look for, e.g. lookout research "DeepSeek R2".', code=2)
     settings = startup()
     from app.research_commands import research_command
 
@@ -265,8 +264,7 @@ def collect(
 ) -> None:
     """Collect until the target of unique items (or a stop rule); write CSV and JSON under DATA_DIR/exports/cli."""
     if not request.strip():
-        typer.echo('Say what to collect, e.g. lookout collect "posts about open source LLMs".', err=True)
-        raise typer.Exit(code=2)
+        raise failure('Say what to collect, e.g. lookout collect "posts about open source LLMs".', code=2)
     settings = startup()
     from app.research_commands import collect_command
 

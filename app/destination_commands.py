@@ -4,6 +4,7 @@ secret is printed once, when it is added."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -33,6 +34,13 @@ def _settings() -> Settings:
     return startup()
 
 
+def _show(work: Callable[[MonitorStack], Awaitable[str]], settings: Settings | None = None) -> None:
+    """Run `work` on the monitor stack and print its markdown (the settings loaded when not given)."""
+    from app.monitor_commands import _with_stack
+
+    CliOutput().markdown(_with_stack(settings or _settings(), work))
+
+
 def _service(stack: MonitorStack) -> DestinationService:
     service = stack.service.destinations
     assert service is not None  # the monitor stack always builds it
@@ -50,7 +58,6 @@ def _secret_line(secret: str | None) -> str:
 
 def subscribe_destination(settings: Settings, monitor_id: int, url: str) -> None:
     """`lookout monitors subscribe <id> --to <url>`."""
-    from app.monitor_commands import _with_stack
 
     async def work(stack: MonitorStack) -> str:
         view, record, secret, fresh = await _service(stack).subscribe(monitor_id, url, added_by_chat_id=None)
@@ -60,16 +67,13 @@ def subscribe_destination(settings: Settings, monitor_id: int, url: str) -> None
             + _secret_line(secret)
         )
 
-    CliOutput().markdown(_with_stack(settings, work))
+    _show(work, settings)
 
 
 @destinations_cli.command("list")
 def list_destinations() -> None:
     """Every destination, masked, with the monitors it receives and its state."""
-    from app.monitor_commands import _with_stack
     from monitors import DestinationService
-
-    settings = _settings()
 
     async def work(stack: MonitorStack) -> str:
         entries = await _service(stack).listing(chat_id=None)
@@ -77,35 +81,29 @@ def list_destinations() -> None:
             return "No destinations yet: `lookout monitors subscribe <id> --to <url>` adds one."
         return "\n".join(f"- {DestinationService.describe(record, monitors)}" for record, monitors in entries)
 
-    CliOutput().markdown(_with_stack(settings, work))
+    _show(work)
 
 
 @destinations_cli.command("test")
 def test(destination_id: Annotated[int, typer.Argument(help="The destination's number (see list).")]) -> None:
     """Send a short test message now (a paused destination that takes it is resumed)."""
-    from app.monitor_commands import _with_stack
-
-    settings = _settings()
 
     async def work(stack: MonitorStack) -> str:
         record = await _service(stack).test(destination_id, chat_id=None)
         return f"Test sent to destination #{record.id} `{record.label}`: it went through."
 
-    CliOutput().markdown(_with_stack(settings, work))
+    _show(work)
 
 
 @destinations_cli.command("remove")
 def remove(destination_id: Annotated[int, typer.Argument(help="The destination's number (see list).")]) -> None:
     """Delete a destination: nothing more is sent there."""
-    from app.monitor_commands import _with_stack
-
-    settings = _settings()
 
     async def work(stack: MonitorStack) -> str:
         record = await _service(stack).remove(destination_id, chat_id=None)
         return f"Destination #{record.id} `{record.label}` removed."
 
-    CliOutput().markdown(_with_stack(settings, work))
+    _show(work)
 
 
 @destinations_cli.command("briefing")
@@ -114,13 +112,11 @@ def briefing(
     to: UrlOption,
 ) -> None:
     """Send a copy of a chat's briefing to a destination too."""
-    from app.monitor_commands import _chat_id, _with_stack
-
-    settings = _settings()
+    from app.monitor_commands import _chat_id
 
     async def work(stack: MonitorStack) -> str:
         chat_id = await _chat_id(stack, chat)
         record, secret = await _service(stack).follow_briefing(to, chat_id=chat_id)
         return f"Destination #{record.id} `{record.label}` receives {chat}'s briefing too." + _secret_line(secret)
 
-    CliOutput().markdown(_with_stack(settings, work))
+    _show(work)

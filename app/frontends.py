@@ -14,7 +14,6 @@ from telegram.error import InvalidToken
 from app.settings import Settings
 from bots import (
     Dispatcher,
-    FloodLimits,
     SharedRateLimiter,
     SlotReserver,
     TelegramFrontend,
@@ -70,8 +69,9 @@ class PlatformSenders:
 def flood_limits(settings: Settings) -> TelegramLimits:
     """Telegram's flood limits as TELEGRAM_MAX_MESSAGES, TELEGRAM_GROUP_MAX_MESSAGES and their periods say."""
     return TelegramLimits(
-        messages_per_second=settings.telegram_max_messages / settings.telegram_rate_period,
-        group_messages=settings.telegram_group_max_messages,
+        overall=settings.telegram_max_messages,
+        period=settings.telegram_rate_period,
+        group=settings.telegram_group_max_messages,
         group_period=settings.telegram_group_rate_period,
     )
 
@@ -81,13 +81,7 @@ def shared_telegram_limiter(settings: Settings, slots: SlotReserver) -> SharedRa
     if settings.telegram_bot_token is None:
         return None
     bot_id = settings.telegram_bot_token.get_secret_value().split(":", 1)[0]  # the public part of the token
-    limits = FloodLimits(
-        overall=settings.telegram_max_messages,
-        period=settings.telegram_rate_period,
-        group=settings.telegram_group_max_messages,
-        group_period=settings.telegram_group_rate_period,
-    )
-    return SharedRateLimiter(slots, token_key=bot_id, limits=limits)
+    return SharedRateLimiter(slots, token_key=bot_id, limits=flood_limits(settings))
 
 
 def platform_senders(

@@ -191,7 +191,7 @@ async def scenario(name: str, args: argparse.Namespace, fakes: multiprocessing.c
         hn = HackerNewsSource(client=client, config=SourcesConfig(hn_api_url=f"{addresses['algolia']}/api/v1",
                                                                    allow_private_urls=True))  # fmt: skip
         # The process's one Bot, paced by python-telegram-bot's rate limiter at `--pace` messages/s overall.
-        limits = TelegramLimits(messages_per_second=args.pace, max_retries=2)
+        limits = TelegramLimits(overall=args.pace, max_retries=2)
         sender = TelegramSender(build_bot(addresses["token"], api_url=addresses["telegram"], limits=limits))
         worker = DeliveryWorker(database, {"telegram": sender}, batch_size=args.batch_size,
                                 concurrency=args.concurrency, poll_seconds=args.poll_seconds)  # fmt: skip

@@ -11,7 +11,6 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from bots.shared_limits import SlotReserver
     from bots.slack import CredentialsRefusedError, SlackFrontend, SlackSender, build_web_client
     from bots.telegram import (
-        FloodLimits,
         SharedRateLimiter,
         TelegramFrontend,
         TelegramLimits,
@@ -34,7 +33,6 @@ __all__ = [
     "CredentialsRefusedError",
     "Dispatcher",
     "Dispatches",
-    "FloodLimits",
     "SessionFactory",
     "SharedLocks",
     "SharedRateLimiter",
@@ -57,7 +55,6 @@ _SUBMODULES = {
     "shared_limits": ["SlotReserver"],
     "slack": ["CredentialsRefusedError", "SlackFrontend", "SlackSender", "build_web_client"],
     "telegram": [
-        "FloodLimits",
         "SharedRateLimiter",
         "TelegramFrontend",
         "TelegramLimits",

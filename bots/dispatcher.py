@@ -42,12 +42,12 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from agent import AccessPolicy, AfterReply, Incoming, Turn, ignore_progress
 from kernel import Backoff, Clock, ProgressSink, ProgressUpdate, Reply, Sleep, apology, new_error_id, utc_now
-from storage import ChatRecord, TurnStart, is_unreachable
+from storage import ChatRecord, TurnOpening, TurnStart, is_unreachable
 
 __all__ = [
     "ChatTurns",
@@ -106,19 +106,7 @@ class ChatTurns(Protocol):
 
     async def forget_handled_before(self, cutoff: datetime) -> int: ...
 
-    async def begin(
-        self,
-        *,
-        platform: str,
-        chat_external_id: str,
-        user_external_id: str,
-        thread_key: str,
-        day: date,
-        now: datetime,
-        event_id: str | None = None,
-        chat_title: str | None = None,
-        user_name: str | None = None,
-    ) -> TurnStart | None: ...
+    async def begin(self, opening: TurnOpening) -> TurnStart | None: ...
 
     async def resume(self, chat: ChatRecord) -> ChatRecord: ...
 
@@ -315,7 +303,7 @@ class Dispatcher:
         event_id = incoming.event_id
         while True:
             try:
-                start = await self._chats.begin(
+                opening = TurnOpening(
                     platform=incoming.platform,
                     chat_external_id=incoming.chat_external_id,
                     user_external_id=incoming.user_external_id,
@@ -326,6 +314,7 @@ class Dispatcher:
                     chat_title=incoming.chat_title or (incoming.user_display_name if incoming.is_private else None),
                     user_name=incoming.user_display_name,
                 )
+                start = await self._chats.begin(opening)
                 if start is not None or retry == 0 or event_id is None:
                     return start
                 if await self._chats.received_at(incoming.platform, event_id) != now:

@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Final
 from zoneinfo import ZoneInfo
 
-from pydantic import ValidationError
-
 from kernel import Clock
-from monitors.delivery import digest_for
+from monitors.delivery import valid_digest
 from monitors.notices import BRIEFING_KIND
 from monitors.reader_rules import rules_view, run_entries
 from monitors.runner import item_of_record
@@ -381,14 +379,9 @@ def _readable(stored: dict[int, dict[str, object]], monitor_ids: Sequence[int]) 
 
 
 def _digest(run: RunRecord, language: str | None) -> Digest | None:
-    stored = digest_for(run, language)
-    if stored is None or not run.stats.get("delivered", True):
+    if not run.stats.get("delivered", True):
         return None
-    try:
-        return Digest.model_validate(stored)
-    except ValidationError:
-        logger.warning("run %d: stored digest does not validate; left out of the briefing", run.id)
-        return None
+    return valid_digest(run, language, instead="left out of the briefing")
 
 
 def _digests_for_reader(

@@ -10,11 +10,11 @@ worker's same sequence), so a caller reads and writes exactly what it did when i
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime
+from datetime import datetime
 from typing import Unpack
 
 from monitors.delivery import mark_chat_gone, move_chat
-from storage import ChatChanges, ChatRecord, Database, TurnStart
+from storage import ChatChanges, ChatRecord, Database, TurnOpening, TurnStart
 from storage.repositories import (
     ChatRepository,
     ConversationRepository,
@@ -76,31 +76,9 @@ class ChatService:
         """Drop the marks of updates received before `cutoff` (platforms retry within hours, not days)."""
         return await self._inbound.forget_before(cutoff)
 
-    async def begin(
-        self,
-        *,
-        platform: str,
-        chat_external_id: str,
-        user_external_id: str,
-        thread_key: str,
-        day: date,
-        now: datetime,
-        event_id: str | None = None,
-        chat_title: str | None = None,
-        user_name: str | None = None,
-    ) -> TurnStart | None:
+    async def begin(self, opening: TurnOpening) -> TurnStart | None:
         """The turn's one read (`storage.TurnRepository.begin`): None when `event_id` was handled before."""
-        return await self._turns.begin(
-            platform=platform,
-            chat_external_id=chat_external_id,
-            user_external_id=user_external_id,
-            thread_key=thread_key,
-            day=day,
-            now=now,
-            event_id=event_id,
-            chat_title=chat_title,
-            user_name=user_name,
-        )
+        return await self._turns.begin(opening)
 
     async def resume(self, chat: ChatRecord) -> ChatRecord:
         """A chat the bot had been blocked or removed from is written to again: it and its subscriptions are

@@ -152,6 +152,19 @@ def digest_for(run: RunRecord, language: str | None) -> JSONObject | None:
     return run.digest
 
 
+def valid_digest(run: RunRecord, language: str | None, *, instead: str) -> Digest | None:
+    """`digest_for` validated; None when the run stored none, or logged with what happens `instead` when the stored
+    digest no longer validates (an older shape)."""
+    stored = digest_for(run, language)
+    if stored is None:
+        return None
+    try:
+        return Digest.model_validate(stored)
+    except ValidationError:
+        logger.warning("run %d: stored digest does not validate; %s", run.id, instead)
+        return None
+
+
 def build_message(
     run: RunRecord,
     *,
@@ -235,14 +248,9 @@ def after_rules(digest: Digest, left_out: RulesDecision | None) -> Digest:
 def _stored_digest(run: RunRecord, language: str | None) -> Digest | None:
     """The digest the run stored, in the reader's `language`, validated once for the message, the reader's rules and
     feedback; None for notices and briefings, or a stored digest that no longer validates (sent as a short note)."""
-    stored = digest_for(run, language) if run.stats.get("kind") not in TEXT_KINDS else None
-    if stored is None:
+    if run.stats.get("kind") in TEXT_KINDS:
         return None
-    try:
-        return Digest.model_validate(stored)
-    except ValidationError:
-        logger.warning("run %d: stored digest does not validate; sending a short note instead", run.id)
-        return None
+    return valid_digest(run, language, instead="sending a short note instead")
 
 
 def _is_monitor_digest(run: RunRecord) -> bool:

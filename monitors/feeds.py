@@ -98,6 +98,13 @@ class _Feed:
     description: str
     created: datetime
 
+    @classmethod
+    def of(cls, host: str, path: str, *, title: str, description: str, created: datetime) -> _Feed:
+        """The feed of what `path` names (`monitor/3`), its id a tag URI minted on `host` the day it was made."""
+        return cls(
+            id=f"tag:{host},{created.date().isoformat()}:{path}", title=title, description=description, created=created
+        )
+
 
 class MonitorFeeds:
     """Issue, rotate and resolve the feed tokens of monitors and of chats' briefings, and build their documents.
@@ -135,13 +142,14 @@ class MonitorFeeds:
             monitor = await self._monitors.get(subject.monitor_id)
             if monitor is None:
                 return None
-            tag = f"tag:{host},{monitor.created_at.date().isoformat()}:monitor/{monitor.id}"
-            feed = _Feed(
-                id=tag,
+            feed = _Feed.of(
+                host,
+                f"monitor/{monitor.id}",
                 title=f"Lookout: {monitor.topic}",
                 description=f"Cited digests of Lookout monitor #{monitor.id}",
                 created=monitor.created_at,
             )
+            tag = feed.id
             runs = [
                 run
                 for run in await self._runs.digests_of_monitor(monitor.id, limit=FEED_ENTRIES)
@@ -161,13 +169,14 @@ class MonitorFeeds:
             chat = await self._chats.get(subject.chat_id) if subject.chat_id is not None else None
             if chat is None:
                 return None
-            tag = f"tag:{host},{chat.created_at.date().isoformat()}:briefing/{chat.id}"
-            feed = _Feed(
-                id=tag,
+            feed = _Feed.of(
+                host,
+                f"briefing/{chat.id}",
                 title=f"Lookout briefing: {chat.title or 'your chat'}",
                 description="The briefings Lookout sends this chat, every topic it reads that way",
                 created=chat.created_at,
             )
+            tag = feed.id
             runs = await self._runs.briefings_of_chat(chat.id, limit=FEED_ENTRIES)
             zone = chat.timezone
             pages = {}

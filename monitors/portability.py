@@ -139,6 +139,14 @@ class Refused:
     reason: str
 
 
+def _bullets(heading: str, lines: list[str], limit: int) -> str:
+    """`heading` over the first `limit` lines as a bullet list, the rest counted."""
+    shown = [heading, *(f"- {line}" for line in lines[:limit])]
+    if len(lines) > limit:
+        shown.append(f"- … and {len(lines) - limit} more")
+    return "\n".join(shown)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ImportPlan:
     """What a file would create: the entries that passed every check, and those refused with their reasons."""
@@ -155,17 +163,11 @@ class ImportPlan:
             return self.problem
         parts: list[str] = []
         if self.entries:
-            lines = [f"**{len(self.entries)} monitor{'s' * (len(self.entries) != 1)} to create:**"]
-            lines += [f"- {_entry_line(entry)}" for entry in self.entries[:limit]]
-            if len(self.entries) > limit:
-                lines.append(f"- … and {len(self.entries) - limit} more")
-            parts.append("\n".join(lines))
+            heading = f"**{len(self.entries)} monitor{'s' * (len(self.entries) != 1)} to create:**"
+            parts.append(_bullets(heading, [_entry_line(entry) for entry in self.entries], limit))
         if self.refused:
-            lines = [f"**Not imported ({len(self.refused)}):**"]
-            lines += [f"- {refused.label}: {refused.reason}" for refused in self.refused[:limit]]
-            if len(self.refused) > limit:
-                lines.append(f"- … and {len(self.refused) - limit} more")
-            parts.append("\n".join(lines))
+            heading = f"**Not imported ({len(self.refused)}):**"
+            parts.append(_bullets(heading, [f"{refused.label}: {refused.reason}" for refused in self.refused], limit))
         return "\n\n".join(parts) or "The file holds no monitors."
 
 

@@ -42,6 +42,7 @@ from research.llm import (
     limits_of,
     one_line,
     output_spec,
+    stage_agent,
     stage_settings,
 )
 from research.rank import RankedItem
@@ -489,21 +490,16 @@ def _topic_and_reader(ctx: RunContext[CritiqueDeps]) -> str:
     return f"Topic: {ctx.deps.topic}{profile}"
 
 
-async def _critique_instructions(ctx: RunContext[CritiqueDeps]) -> str:
-    # one instruction, so one system message per request (some chat templates refuse a second)
-    return f"{CRITIQUE_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
-
-
 @functools.cache
 def critique_agent() -> Agent[CritiqueDeps, ModelCritique]:
     """The critique agent, built once on first use; no model is bound (each run passes one)."""
-    return Agent(
-        None,
+    return stage_agent(
+        "critique",
         output_type=ModelCritique,
         deps_type=CritiqueDeps,
-        instructions=_critique_instructions,
-        retries={"output": CRITIQUE_OUTPUT_RETRIES},
-        name="critique",
+        instructions=CRITIQUE_INSTRUCTIONS,
+        context=_topic_and_reader,
+        output_retries=CRITIQUE_OUTPUT_RETRIES,
     )
 
 

@@ -14,10 +14,10 @@ import functools
 import html
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, create_model, field_validator
 from pydantic_ai import Agent, ModelRetry, RunContext, RunUsage, UsageLimits
@@ -51,6 +51,7 @@ from research.llm import (
     limits_of,
     one_line,
     output_in_mode,
+    stage_agent,
     stage_settings,
 )
 from research.markup import escape_markdown
@@ -482,11 +483,6 @@ def check_citations(ctx: RunContext[DigestDeps], draft: DigestDraft) -> DigestDr
     return draft
 
 
-async def _instructions(ctx: RunContext[DigestDeps]) -> str:
-    # one instruction, so one system message per request (some chat templates refuse a second)
-    return f"{DIGEST_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
-
-
 @functools.cache
 def draft_citing(count: int, least: int = 1) -> type[DigestDraft]:
     """`DigestDraft` whose schema allows only citations 1 to `count` (the items shown) and asks for at least `least`
@@ -511,6 +507,28 @@ def draft_citing(count: int, least: int = 1) -> type[DigestDraft]:
     )
 
 
+_DraftT = TypeVar("_DraftT", bound=BaseModel)
+
+
+def _drafting_agent(
+    output_type: Any,
+    instructions: str,
+    check: Callable[[RunContext[DigestDeps], _DraftT], _DraftT],
+) -> Agent[DigestDeps, _DraftT]:
+    """A digest agent (the full draft or the small model's brief): its draft's shape, instructions and citation
+    check are what tell the two apart."""
+    agent: Agent[DigestDeps, _DraftT] = stage_agent(
+        "digest",
+        output_type=output_type,
+        deps_type=DigestDeps,
+        instructions=instructions,
+        context=_topic_and_reader,
+        output_retries=DIGEST_OUTPUT_RETRIES,
+    )
+    agent.output_validator(check)
+    return agent
+
+
 @functools.cache
 def digest_agent(
     mode: OutputMode = "tool", citable: int | None = None, least: int = 1
@@ -519,16 +537,7 @@ def digest_agent(
     constrains, per count of citable items: see `CONSTRAINED_MODES`) on first use; no model is bound (each run
     passes one)."""
     draft = draft_citing(citable, least) if citable and mode in CONSTRAINED_MODES else DigestDraft
-    agent: Agent[DigestDeps, DigestDraft] = Agent(
-        None,
-        output_type=output_in_mode(mode, draft),
-        deps_type=DigestDeps,
-        instructions=_instructions,
-        retries={"output": DIGEST_OUTPUT_RETRIES},
-        name="digest",
-    )
-    agent.output_validator(check_citations)
-    return agent
+    return _drafting_agent(output_in_mode(mode, draft), DIGEST_INSTRUCTIONS, check_citations)
 
 
 # ---- the brief path: a small model's digest ------------------------------------------------------------------
@@ -598,10 +607,6 @@ def check_brief_citations(ctx: RunContext[DigestDeps], draft: BriefDraft) -> Bri
     return draft
 
 
-async def _brief_instructions(ctx: RunContext[DigestDeps]) -> str:
-    return f"{BRIEF_INSTRUCTIONS}\n\n{_topic_and_reader(ctx)}"
-
-
 @functools.cache
 def brief_citing(count: int) -> type[BriefDraft]:
     """`BriefDraft` whose schema allows only citations 1 to `count` (the items shown)."""
@@ -629,16 +634,7 @@ def brief_digest_agent(mode: OutputMode = "tool", citable: int | None = None) ->
     """The small model's digest agent (see `BriefDraft`), built once per output mode (and per count of citable items
     for a mode the server constrains)."""
     draft = brief_citing(citable) if citable and mode in CONSTRAINED_MODES else BriefDraft
-    agent: Agent[DigestDeps, BriefDraft] = Agent(
-        None,
-        output_type=output_in_mode(mode, draft),
-        deps_type=DigestDeps,
-        instructions=_brief_instructions,
-        retries={"output": DIGEST_OUTPUT_RETRIES},
-        name="digest",
-    )
-    agent.output_validator(check_brief_citations)
-    return agent
+    return _drafting_agent(output_in_mode(mode, draft), BRIEF_INSTRUCTIONS, check_brief_citations)
 
 
 def draft_from_brief(

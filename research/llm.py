@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic_ai import RunContext
+from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
     ModelAPIError,
@@ -86,6 +86,7 @@ __all__ = [
     "refused_call_message",
     "request_invalid",
     "resilient_model",
+    "stage_agent",
     "stage_settings",
     "template_refused",
     "timed_out",
@@ -627,6 +628,36 @@ def output_in_mode(mode: OutputMode, output_type: type[Any]) -> Any:
     if mode in ("prompted", "json_object"):
         return PromptedOutput(output_type)
     return ToolOutput(output_type)
+
+
+_DepsT = TypeVar("_DepsT")
+
+
+def stage_agent(
+    name: str,
+    *,
+    output_type: Any,
+    deps_type: type[_DepsT],
+    instructions: str,
+    context: Callable[[RunContext[_DepsT]], str],
+    output_retries: int,
+) -> Agent[_DepsT, Any]:
+    """A research stage's agent (plan, critique, digest): no model bound (each run passes one), its fixed
+    `instructions` and the run's `context` (topic, reader) as ONE instruction, so one system message per request
+    (some chat templates refuse a second), and `output_retries` chances to fix an answer that does not fit
+    `output_type` (a type, or one wrapped by `output_in_mode`)."""
+
+    async def instruction(ctx: RunContext[_DepsT]) -> str:
+        return f"{instructions}\n\n{context(ctx)}"
+
+    return Agent(
+        None,
+        output_type=output_type,
+        deps_type=deps_type,
+        instructions=instruction,
+        retries={"output": output_retries},
+        name=name,
+    )
 
 
 REPEAT_SHINGLE_WORDS = 10

@@ -27,7 +27,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from research.critique import model_failure_reason
-from research.llm import limits_of, output_spec, stage_settings
+from research.llm import limits_of, output_spec, stage_agent, stage_settings
 from research.query_variants import key_terms
 from research.terms import is_stop_word, normalise
 from research.usage import LlmUsage
@@ -180,21 +180,16 @@ def _plan_context(ctx: RunContext[PlanDeps]) -> str:
     return "\n".join(lines)
 
 
-async def _plan_instructions(ctx: RunContext[PlanDeps]) -> str:
-    # one instruction, so one system message per request (some chat templates refuse a second)
-    return f"{PLAN_INSTRUCTIONS}\n\n{_plan_context(ctx)}"
-
-
 @functools.cache
 def plan_agent() -> Agent[PlanDeps, PlanDraft]:
     """The planning agent, built once on first use; no model is bound (each run passes one)."""
-    return Agent(
-        None,
+    return stage_agent(
+        "query_plan",
         output_type=PlanDraft,
         deps_type=PlanDeps,
-        instructions=_plan_instructions,
-        retries={"output": PLAN_OUTPUT_RETRIES},
-        name="query_plan",
+        instructions=PLAN_INSTRUCTIONS,
+        context=_plan_context,
+        output_retries=PLAN_OUTPUT_RETRIES,
     )
 
 

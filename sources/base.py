@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -127,6 +128,15 @@ names it, so whoever runs Lookout knows what to change for a feed on their own n
 
 _UNRESOLVED = ("resolve", "Name or service not known", "nodename nor servname", "getaddrinfo", "DNS")
 """Signs in a network error's message that the host name did not resolve (offline, or a typo in a feed URL)."""
+
+
+def covering_window(since: datetime | None, windows: Sequence[tuple[str, timedelta]], *, now: datetime) -> str | None:
+    """The narrowest of an API's named time windows (narrowest first) that still covers `since`; None when there is
+    no bound or `since` is older than the widest."""
+    if since is None:
+        return None
+    age = now - since
+    return next((name for name, span in windows if age <= span), None)
 
 
 def failure_reason(kind: str, message: str, *, status: int | None = None) -> str:

@@ -10,7 +10,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html.parser import HTMLParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 import feedparser
@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sources.base import Item, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.urls import canonical_url
 from sources.xmlguard import guard_xml
+
+if TYPE_CHECKING:
+    from sources.http import HttpResponse
 
 # Elements after which a reader would see a break; their text must not run into the next word.
 _BLOCK_TAGS = frozenset({
@@ -438,3 +441,10 @@ def parse_feed(
         except (ValueError, ValidationError):
             skipped += 1
     return SourceBatch(items=items, skipped=skipped)
+
+
+def parse_feed_response(response: HttpResponse, *, source: str, query: str, feed_url: str) -> SourceBatch:
+    """`parse_feed` over a fetched feed, decoded as its Content-Type says."""
+    return parse_feed(
+        response.content, source=source, query=query, feed_url=feed_url, content_type=response.content_type
+    )

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sources.api import ApiSource
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
-from sources.feeds import as_utc, in_window, parse_feed, parse_iso_datetime, query_terms
+from sources.feeds import as_utc, in_window, parse_feed_response, parse_iso_datetime, query_terms
 from sources.http import HttpClient
 from sources.urls import canonical_url
 
@@ -181,13 +181,7 @@ class GitHubSource(ApiSource):
         feed_url = f"{self._web_url}/{quote(repo.full_name, safe='/')}/releases.atom"
         try:
             response = await self._client.get(feed_url, conditional=True)
-            batch = parse_feed(
-                response.content,
-                source=self.name,
-                query=query.text,
-                feed_url=feed_url,
-                content_type=response.content_type,
-            )
+            batch = parse_feed_response(response, source=self.name, query=query.text, feed_url=feed_url)
         except SourceError as exc:
             logger.info("no releases for %s: %s", repo.full_name, exc)
             return SourceBatch()

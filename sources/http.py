@@ -150,6 +150,19 @@ class MemoryValidatorStore:
 
 
 @dataclass(frozen=True)
+class _Hop:
+    """One request on the wire: a redirect makes the next hop from it (`dataclasses.replace`)."""
+
+    method: str
+    target: httpx.URL
+    headers: httpx.Headers
+    body: dict[str, Any] | None
+    """`client.build_request`'s `data`, `json` or `content`."""
+    untrusted: bool
+    """Sent through the SSRF-guarded client, every hop checked again."""
+
+
+@dataclass(frozen=True)
 class _Answer:
     """One wire response, read (body empty for redirects)."""
 
@@ -308,7 +321,7 @@ class HttpClient:
                     request_headers["If-None-Match"] = stored.etag
                 if stored.last_modified:
                     request_headers["If-Modified-Since"] = stored.last_modified
-        answer = await self._follow("GET", target, request_headers, None, untrusted=untrusted, retries=retries)
+        answer = await self._follow(_Hop("GET", target, request_headers, None, untrusted), retries=retries)
         if answer.status == 304:
             self._bump(not_modified=1)
             merged = httpx.Headers(answer.headers)
@@ -372,7 +385,7 @@ class HttpClient:
             body["json"] = json
         if content is not None:
             body["content"] = content
-        answer = await self._follow("POST", target, request_headers, body, untrusted=untrusted, retries=retries)
+        answer = await self._follow(_Hop("POST", target, request_headers, body, untrusted), retries=retries)
         return HttpResponse(str(answer.url), answer.status, answer.headers, answer.content)
 
     # -- internals ---------------------------------------------------------------------------------
@@ -405,19 +418,11 @@ class HttpClient:
         values = {name: getattr(self._stats, name) + delta for name, delta in deltas.items()}
         self._stats = HttpStats(**{**self._stats.__dict__, **values})
 
-    async def _follow(
-        self,
-        method: str,
-        target: httpx.URL,
-        headers: httpx.Headers,
-        body: dict[str, Any] | None,
-        *,
-        untrusted: bool,
-        retries: int | None = None,
-    ) -> _Answer:
+    async def _follow(self, request: _Hop, *, retries: int | None = None) -> _Answer:
         """Send, following up to `MAX_REDIRECTS` redirects ourselves so each hop is checked again."""
+        target = request.target
         for hop in range(MAX_REDIRECTS + 1):
-            answer = await self._send_with_retries(method, target, headers, body, untrusted=untrusted, retries=retries)
+            answer = await self._send_with_retries(request, retries=retries)
             if answer.status not in _REDIRECT_STATUSES:
                 return self._accept(answer)
             location = answer.headers.get("location")
@@ -433,13 +438,15 @@ class HttpClient:
                 next_target = target.join(location.strip())
             except (httpx.InvalidURL, ValueError) as exc:
                 raise SourceError(SourceErrorKind.BAD_RESPONSE, f"bad redirect Location {location!r}") from exc
-            self._check_target(next_target, untrusted=untrusted)
+            self._check_target(next_target, untrusted=request.untrusted)
+            headers = request.headers
             if next_target.scheme != target.scheme or next_target.host != target.host:
                 # Never carry credentials to another origin.
                 headers = httpx.Headers(headers)
                 headers.pop("authorization", None)
-            if answer.status == 303 or (answer.status in (301, 302) and method == "POST"):
-                method, body = "GET", None
+            request = replace(request, target=next_target, headers=headers)
+            if answer.status == 303 or (answer.status in (301, 302) and request.method == "POST"):
+                request = replace(request, method="GET", body=None)
             target = next_target
             self._bump(redirects=1)
         raise SourceError(SourceErrorKind.BAD_RESPONSE, f"more than {MAX_REDIRECTS} redirects from {target}")
@@ -462,19 +469,11 @@ class HttpClient:
             kind, f"HTTP {answer.status} from {answer.url}: {snippet}", status=answer.status, retry_after=quota_reset
         )
 
-    async def _send_with_retries(
-        self,
-        method: str,
-        target: httpx.URL,
-        headers: httpx.Headers,
-        body: dict[str, Any] | None,
-        *,
-        untrusted: bool,
-        retries: int | None = None,
-    ) -> _Answer:
+    async def _send_with_retries(self, request: _Hop, *, retries: int | None = None) -> _Answer:
         """One hop, retried per the shared `Backoff` on 429, 5xx, timeouts and connection failures (a request the
         server may have acted on only when it is idempotent); a Retry-After over `max_retry_wait` fails at once.
         `retries` overrides how many retries this call may make."""
+        method, target = request.method, request.target
         idempotent = method in ("GET", "HEAD")
         backoff = self._backoff if retries is None else replace(self._backoff, attempts=max(retries, 0) + 1)
         tries = 0
@@ -485,7 +484,7 @@ class HttpClient:
             if tries > 1:
                 self._bump(retries=1)
             try:
-                answer = await self._send_once(method, target, headers, body, untrusted=untrusted)
+                answer = await self._send_once(request)
             except _TransportFailure as exc:
                 if exc.sent and not idempotent:
                     raise SourceError(exc.kind, str(exc)) from None
@@ -513,17 +512,10 @@ class HttpClient:
             gate = self._gates[host] = _HostGate(self.host_policy(host))
         return gate
 
-    async def _send_once(
-        self,
-        method: str,
-        target: httpx.URL,
-        headers: httpx.Headers,
-        body: dict[str, Any] | None,
-        *,
-        untrusted: bool,
-    ) -> _Answer:
-        client = self._untrusted if untrusted else self._trusted
-        request = client.build_request(method, target, headers=headers, **(body or {}))
+    async def _send_once(self, hop: _Hop) -> _Answer:
+        target = hop.target
+        client = self._untrusted if hop.untrusted else self._trusted
+        request = client.build_request(hop.method, target, headers=hop.headers, **(hop.body or {}))
         sent = False
         async with self._gate(target.host).slot():
             try:

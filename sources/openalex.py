@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from urllib.parse import quote, quote_plus
 
-from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
+from pydantic import BaseModel, Field, NonNegativeInt
 
-from sources.api import ApiSource, secret_text
+from sources.api import ApiSource, parsed_items
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.feeds import parse_iso_datetime
 from sources.urls import canonical_url
@@ -80,14 +79,8 @@ class OpenAlexSource(ApiSource):
 
     name = "openalex"
     needs_key = True
-
-    def _key(self) -> str:
-        return secret_text(self._config.openalex_api_key)
-
-    def unavailable_reason(self) -> str | None:
-        if not self._key():
-            return "OpenAlex needs a (free) API key since 2026: set OPENALEX_API_KEY"
-        return None
+    key_setting = "openalex_api_key"
+    missing_key = "OpenAlex needs a (free) API key since 2026: set OPENALEX_API_KEY"
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         self._ensure_available()
@@ -102,11 +95,9 @@ class OpenAlexSource(ApiSource):
                     raise
                 logger.warning("openalex: stopped after %d pages: %s (%s)", page - 1, error.kind, error)
                 break
-            for raw in results:
-                try:
-                    items.append(self._to_item(OpenAlexWork.model_validate(raw), query))
-                except (ValidationError, ValueError):
-                    skipped += 1
+            page_items, malformed = parsed_items(results, OpenAlexWork, lambda work: self._to_item(work, query))
+            items.extend(page_items)
+            skipped += malformed
             if len(results) < per_page or len(items) >= query.limit:
                 break
         if skipped:
@@ -132,13 +123,10 @@ class OpenAlexSource(ApiSource):
         try:
             response = await self._client.get(f"{self._config.openalex_api_url.rstrip('/')}/works", params=params)
         except SourceError as error:
-            # The key travels in the query string, and the client's messages quote the URL.
-            message = str(error)
-            for form in {self._key(), quote(self._key(), safe=""), quote_plus(self._key())}:
-                message = message.replace(form, "***")
-            # OpenAlex documents 403 as "rate limit exceeded" (429 is the daily allowance).
+            # The key travels in the query string. OpenAlex documents 403 as "rate limit exceeded" (429 is the daily
+            # allowance).
             kind = SourceErrorKind.RATE_LIMITED if error.status == 403 else error.kind
-            raise SourceError(kind, message, status=error.status, retry_after=error.retry_after) from None
+            raise self._without_key(error, kind=kind) from None
         try:
             results = json.loads(response.content)["results"]
         except (ValueError, KeyError, TypeError):

@@ -7,11 +7,21 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
 from sources.api import ApiSource
-from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
+from sources.base import (
+    Engagement,
+    Item,
+    SearchQuery,
+    SourceBatch,
+    SourceError,
+    SourceErrorKind,
+    covering_window,
+    item_id,
+)
 from sources.config import SourcesConfig
 from sources.http import HttpClient, HttpResponse
 from sources.urls import canonical_url
@@ -66,21 +76,19 @@ class RedditPost(BaseModel):
     is_self: bool = False
 
 
+REDDIT_WINDOWS: Final = (
+    ("hour", timedelta(hours=1)),
+    ("day", timedelta(days=1)),
+    ("week", timedelta(days=7)),
+    ("month", timedelta(days=31)),
+    ("year", timedelta(days=366)),
+)
+"""Reddit's `t` windows short of `all`, narrowest first."""
+
+
 def reddit_time_window(since: datetime | None, *, now: datetime) -> str:
     """The coarsest of Reddit's `t` windows (hour … all) that still covers `since`."""
-    if since is None:
-        return "all"
-    age = now - since
-    for window, span in (
-        ("hour", timedelta(hours=1)),
-        ("day", timedelta(days=1)),
-        ("week", timedelta(days=7)),
-        ("month", timedelta(days=31)),
-        ("year", timedelta(days=366)),
-    ):
-        if age <= span:
-            return window
-    return "all"
+    return covering_window(since, REDDIT_WINDOWS, now=now) or "all"
 
 
 class RedditSource(ApiSource):

@@ -134,18 +134,12 @@ class RssHubSource:
         )
 
     async def _search_platform(self, platform: str, query: SearchQuery) -> SourceBatch:
-        from sources.feeds import in_window, matches_keywords, parse_feed
+        from sources.feeds import in_window, matches_keywords, parse_feed_response
 
         url = self.route_url(platform, query.text)
         # `limit` is one of RSSHub's common parameters, understood by every route.
         response = await self._client.get(url, params={"limit": max(1, query.limit)}, conditional=True)
-        batch = parse_feed(
-            response.content,
-            source=self.name,
-            query=query.text,
-            feed_url=url,
-            content_type=response.content_type,
-        )
+        batch = parse_feed_response(response, source=self.name, query=query.text, feed_url=url)
         route = RSSHUB_ROUTES[platform]
         kept = [
             item

@@ -6,9 +6,9 @@ import logging
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
+from pydantic import BaseModel, Field, NonNegativeInt
 
-from sources.api import ApiSource, json_object, secret_text
+from sources.api import ApiSource, json_object, parsed_items
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.config import SourcesConfig
 from sources.feeds import parse_iso_datetime
@@ -74,14 +74,13 @@ class SemanticScholarSource(ApiSource):
     """Papers matching the query; citations count as points."""
 
     name = "semanticscholar"
+    key_setting = "semanticscholar_api_key"
+    """Optional: a key raises the rate limit."""
 
     def __init__(self, *, client: HttpClient, config: SourcesConfig, min_interval: float = MIN_INTERVAL) -> None:
         super().__init__(client=client, config=config)
         self._min_interval = min_interval
         self._policed_hosts: set[str] = set()
-
-    def _key(self) -> str:
-        return secret_text(self._config.semanticscholar_api_key)
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         self._police_host()
@@ -98,11 +97,9 @@ class SemanticScholarSource(ApiSource):
                     raise
                 logger.warning("semanticscholar: stopped at offset %d: %s (%s)", offset, error.kind, error)
                 break
-            for raw in papers:
-                try:
-                    items.append(self._to_item(S2Paper.model_validate(raw), query))
-                except (ValidationError, ValueError):
-                    skipped += 1
+            page_items, malformed = parsed_items(papers, S2Paper, lambda paper: self._to_item(paper, query))
+            items.extend(page_items)
+            skipped += malformed
             if next_offset is None or next_offset <= offset or next_offset >= MAX_RESULTS or len(items) >= wanted:
                 break
             offset = next_offset
@@ -129,13 +126,12 @@ class SemanticScholarSource(ApiSource):
         try:
             response = await self._client.get(url, params=params, headers=headers)
         except SourceError as error:
-            message = str(error).replace(self._key(), "***") if self._key() else str(error)
             if error.status == 429:
                 message = "semanticscholar is rate limiting (HTTP 429); an API key raises the limit"
-                kind = SourceErrorKind.RATE_LIMITED
-            else:
-                kind = error.kind
-            raise SourceError(kind, message, status=error.status, retry_after=error.retry_after) from None
+                raise SourceError(
+                    SourceErrorKind.RATE_LIMITED, message, status=error.status, retry_after=error.retry_after
+                ) from None
+            raise self._without_key(error) from None
         document = json_object(response.content, who="semanticscholar")
         # With no match the API answers `{"total": 0, "offset": 0}` without a `data` list.
         papers = document.get("data", [])

@@ -8,11 +8,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, Field, ValidationError
 
-from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
+from sources.base import Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, covering_window, item_id
 from sources.config import SourcesConfig
 from sources.http import HttpClient
 from sources.urls import canonical_url
@@ -66,20 +66,18 @@ def ddgs_region(*, language: str | None, region: str | None) -> str:
     return f"{country}-{lang}"
 
 
+DDGS_TIMELIMITS: Final = (
+    ("d", timedelta(days=1)),
+    ("w", timedelta(days=7)),
+    ("m", timedelta(days=31)),
+    ("y", timedelta(days=366)),
+)
+"""ddgs's time limits, narrowest first."""
+
+
 def ddgs_timelimit(since: datetime | None, *, now: datetime) -> str | None:
     """The narrowest ddgs time limit (d/w/m/y) that still covers `since`; None for older or no bound."""
-    if since is None:
-        return None
-    age = now - since
-    for code, span in (
-        ("d", timedelta(days=1)),
-        ("w", timedelta(days=7)),
-        ("m", timedelta(days=31)),
-        ("y", timedelta(days=366)),
-    ):
-        if age <= span:
-            return code
-    return None
+    return covering_window(since, DDGS_TIMELIMITS, now=now)
 
 
 def map_ddgs_results(raw: Sequence[Mapping[str, Any]]) -> WebResults:

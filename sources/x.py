@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
 
-from sources.api import ApiSource, json_object, secret_text
+from sources.api import ApiSource, json_object
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.feeds import title_from_text
 from sources.urls import canonical_url
@@ -79,14 +78,8 @@ class XSource(ApiSource):
 
     name = "x"
     needs_key = True
-
-    def _token(self) -> str:
-        return secret_text(self._config.x_bearer_token)
-
-    def unavailable_reason(self) -> str | None:
-        if not self._token():
-            return "X is pay-per-use and needs a bearer token: set X_BEARER_TOKEN"
-        return None
+    key_setting = "x_bearer_token"
+    missing_key = "X is pay-per-use and needs a bearer token: set X_BEARER_TOKEN"
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         self._ensure_available()
@@ -136,13 +129,10 @@ class XSource(ApiSource):
             response = await self._client.get(
                 f"{self._config.x_api_url.rstrip('/')}/tweets/search/recent",
                 params=params,
-                headers={"Authorization": f"Bearer {self._token()}"},
+                headers={"Authorization": f"Bearer {self._key()}"},
             )
         except SourceError as error:
-            message = str(error)
-            for form in {self._token(), quote(self._token(), safe=""), quote_plus(self._token())}:
-                message = message.replace(form, "***")
-            raise SourceError(error.kind, message, status=error.status, retry_after=error.retry_after) from None
+            raise self._without_key(error) from None
         return json_object(response.content, who="X")
 
     def _parse_page(self, document: dict[str, Any], query: SearchQuery) -> tuple[list[Item], int]:

@@ -114,6 +114,24 @@ class TurnState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TurnOpening:
+    """Who a turn comes from and when, as the turn's first transaction reads it (one value, so the dispatcher,
+    the chats service and the repository share one signature)."""
+
+    platform: str
+    chat_external_id: str
+    user_external_id: str
+    thread_key: str
+    day: date
+    """The UTC day the turn's tokens count against."""
+    now: datetime
+    event_id: str | None = None
+    """The update's de-duplication mark; None stores no mark (a retry that found its own)."""
+    chat_title: str | None = None
+    user_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStart:
     """The one read of a turn: the chat and the person (stored or created), the conversation state."""
 

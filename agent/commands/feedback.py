@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from agent.commands.action import Action, Arguments, Parse
+from agent.commands.action import Action, Arguments, Parse, Run
 from agent.commands.common import refuse
 from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
@@ -225,49 +225,30 @@ async def why(services: Services, turn: Turn, command: WhyCommand) -> list[Reply
     return [Reply(text=text, pressed_row=() if command.run_id is not None else None)]  # the row stays as it was
 
 
+def _story_action(arguments: type[_StoryMark], description: str, *, example: int, run: Run = _mark) -> Action:
+    """A mark on story n of a digest (`/more 2`): one grammar, answered at once."""
+    name = arguments.name
+    return Action(
+        name=name,
+        arguments=arguments,
+        pattern="<n> [#<monitor>|run <id>]",
+        description=description,
+        example=f"/{name} {example}",
+        parse=_story_parser(arguments),
+        run=run,
+        instant=True,
+    )
+
+
 # --- the definitions ----------------------------------------------------------------------------------------
 
 ACTIONS = (
-    Action(
-        name="more",
-        arguments=MoreCommand,
-        pattern="<n> [#<monitor>|run <id>]",
-        description="👍 More stories like story n of the last digest, in this chat",
-        example="/more 2",
-        parse=_story_parser(MoreCommand),
-        run=_mark,
-        instant=True,
+    _story_action(MoreCommand, "👍 More stories like story n of the last digest, in this chat", example=2),
+    _story_action(
+        LessCommand, "👎 Fewer stories like story n of the last digest, or from its outlet, in this chat", example=4
     ),
-    Action(
-        name="less",
-        arguments=LessCommand,
-        pattern="<n> [#<monitor>|run <id>]",
-        description="👎 Fewer stories like story n of the last digest, or from its outlet, in this chat",
-        example="/less 4",
-        parse=_story_parser(LessCommand),
-        run=_mark,
-        instant=True,
-    ),
-    Action(
-        name="fewer",
-        arguments=FewerCommand,
-        pattern="<n> [#<monitor>|run <id>]",
-        description="Fewer stories on the subject of story n of the last digest, in this chat",
-        example="/fewer 3",
-        parse=_story_parser(FewerCommand),
-        run=_mark,
-        instant=True,
-    ),
-    Action(
-        name="unmark",
-        arguments=UnmarkCommand,
-        pattern="<n> [#<monitor>|run <id>]",
-        description="Undo this chat's 👍/👎/fewer on story n of a digest",
-        example="/unmark 2",
-        parse=_story_parser(UnmarkCommand),
-        run=unmark,
-        instant=True,
-    ),
+    _story_action(FewerCommand, "Fewer stories on the subject of story n of the last digest, in this chat", example=3),
+    _story_action(UnmarkCommand, "Undo this chat's 👍/👎/fewer on story n of a digest", example=2, run=unmark),
     Action(
         name="mute",
         arguments=MuteCommand,

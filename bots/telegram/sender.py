@@ -19,10 +19,11 @@ from typing import Literal, Protocol
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import BadRequest, TelegramError
-from telegram.ext import AIORateLimiter, BaseRateLimiter, ExtBot
+from telegram.ext import BaseRateLimiter, ExtBot
 
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine
 from bots.telegram.api import delivery_error, is_group, send_file, send_html
+from bots.telegram.limits import TelegramLimits
 from bots.telegram.render import caption, telegram_html_parts
 from bots.telegram.request import AiohttpRequest
 from kernel import Attachment, Backoff, Button, ChatGone, ChatMoved, DeliveryError, Recipient, Reply, RetryLater, Sleep
@@ -30,7 +31,6 @@ from kernel import Attachment, Backoff, Button, ChatGone, ChatMoved, DeliveryErr
 __all__ = [
     "DEFAULT_API_URL",
     "ChatEvents",
-    "TelegramLimits",
     "TelegramPart",
     "TelegramSender",
     "build_bot",
@@ -49,28 +49,6 @@ the answers (the rate limiter would otherwise queue the answer behind status edi
 REPLY_BACKOFF = Backoff(attempts=5, base=1.0, cap=30.0, max_wait=120.0)
 """An answer part that failed transiently (network, a 429 the rate limiter could not absorb) is tried again up to
 five times; Telegram asking for more than two minutes gives up (the person has moved on)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TelegramLimits:
-    """The Bot API's flood limits the one rate limiter of a process keeps to (FACTS: ~30/s, 20/min per group)."""
-
-    messages_per_second: float = 30.0
-    """Calls to any chat per second, for the whole bot."""
-    group_messages: float = 20.0
-    """Calls to one group (or channel) per `group_period`."""
-    group_period: float = 60.0
-    max_retries: int = 2
-    """A 429 that still happens is waited out (its retry_after) and retried this often by the limiter itself."""
-
-    def rate_limiter(self) -> AIORateLimiter:
-        return AIORateLimiter(
-            overall_max_rate=self.messages_per_second,
-            overall_time_period=1,
-            group_max_rate=self.group_messages,
-            group_time_period=self.group_period,
-            max_retries=self.max_retries,
-        )
 
 
 def build_bot(

@@ -19,45 +19,25 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 from telegram.error import RetryAfter
 from telegram.ext import BaseRateLimiter
 
 from bots.shared_limits import SlotLimit, SlotReserver
+from bots.telegram.limits import TelegramLimits
 
-__all__ = ["FloodLimits", "SharedRateLimiter"]
+__all__ = ["SharedRateLimiter"]
 
 logger = logging.getLogger(__name__)
 
 JSONDict = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class FloodLimits:
-    """Telegram's limits for one token: messages per period overall and per group (TELEGRAM_* settings)."""
-
-    overall: float = 30.0
-    period: float = 1.0
-    group: float = 20.0
-    group_period: float = 60.0
-    private_burst: int = 3
-
-    @property
-    def overall_interval(self) -> float:
-        return self.period / self.overall
-
-    @property
-    def group_interval(self) -> float:
-        # A group is a chat too: never faster than a private chat's one message per period.
-        return max(self.group_period / self.group, self.period)
-
-
 class SharedRateLimiter(BaseRateLimiter[int]):
     """A `BaseRateLimiter` whose slots every process shares (see the module docstring)."""
 
-    def __init__(self, slots: SlotReserver, *, token_key: str, limits: FloodLimits, max_retries: int = 3) -> None:
+    def __init__(self, slots: SlotReserver, *, token_key: str, limits: TelegramLimits, max_retries: int = 3) -> None:
         self._slots = slots
         self._key = f"telegram:{token_key}"
         self._limits = limits

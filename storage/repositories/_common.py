@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, TypeVar
 
+from sqlalchemy import Select, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -72,3 +74,34 @@ class Repository:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+
+    async def _record_by_key(self, model: type[Any], key: object, to_record: Callable[[Any], R]) -> R | None:
+        """The record of the row whose primary key is `key`, None when there is none."""
+        async with self._db.sessions() as session:
+            row = await session.get(model, key)
+            return to_record(row) if row is not None else None
+
+    async def _upserted(
+        self,
+        model: type[Any],
+        upsert: Callable[[AsyncSession], Any],
+        key: tuple[str, str],
+        to_record: Callable[[Any], R],
+    ) -> R:
+        """Run `upsert` (a chat's or a person's insert-or-update), then read its row by `key` (platform, external
+        id) in the same transaction: safe when two messages of a new chat or person arrive together."""
+        platform, external_id = key
+        async with self._db.transaction() as session:
+            await session.execute(upsert(session))
+            row = await session.scalar(
+                select(model).where(model.platform == platform, model.external_id == external_id)
+            )
+            if row is None:  # pragma: no cover - the upsert guarantees it
+                raise LookupError(f"{model.__tablename__} {platform}:{external_id} vanished")
+            return to_record(row)
+
+    async def _record_where(self, statement: Select[Any], to_record: Callable[[Any], R]) -> R | None:
+        """The record of the first row `statement` (a one-entity SELECT) finds, None when it finds none."""
+        async with self._db.sessions() as session:
+            row = await session.scalar(statement)
+            return to_record(row) if row is not None else None

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat
 from storage.records import ChatRecord
@@ -52,22 +53,18 @@ def chat_upsert(
 class ChatRepository(Repository):
     async def get_or_create(self, platform: str, external_id: str, *, title: str | None = None) -> ChatRecord:
         """The chat, created on first sight; safe when two messages of a new chat arrive together."""
-        async with self._db.transaction() as session:
-            await session.execute(chat_upsert(session, platform, external_id, title=title, rename=False))
-            row = await session.scalar(select(Chat).where(Chat.platform == platform, Chat.external_id == external_id))
-            if row is None:  # pragma: no cover - the insert above guarantees it
-                raise LookupError(f"chat {platform}:{external_id} vanished")
-            return to_chat_record(row)
+
+        def upsert(session: AsyncSession) -> Any:
+            return chat_upsert(session, platform, external_id, title=title, rename=False)
+
+        return await self._upserted(Chat, upsert, (platform, external_id), to_chat_record)
 
     async def get(self, chat_id: int) -> ChatRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.get(Chat, chat_id)
-            return to_chat_record(row) if row else None
+        return await self._record_by_key(Chat, chat_id, to_chat_record)
 
     async def find(self, platform: str, external_id: str) -> ChatRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.scalar(select(Chat).where(Chat.platform == platform, Chat.external_id == external_id))
-            return to_chat_record(row) if row else None
+        statement = select(Chat).where(Chat.platform == platform, Chat.external_id == external_id)
+        return await self._record_where(statement, to_chat_record)
 
     async def list_chats(self, *, platform: str | None = None, active_only: bool = False) -> list[ChatRecord]:
         async with self._db.sessions() as session:

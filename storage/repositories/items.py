@@ -133,9 +133,7 @@ class ItemRepository(Repository):
         return await store_items(self._db, items)
 
     async def get(self, item_id: str) -> ItemRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.get(Item, item_id)
-            return to_item_record(row) if row else None
+        return await self._record_by_key(Item, item_id, to_item_record)
 
     async def get_many(self, item_ids: Sequence[str]) -> list[ItemRecord]:
         """The items that exist among `item_ids`, in the order asked."""

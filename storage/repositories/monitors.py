@@ -188,9 +188,7 @@ class MonitorRepository(Repository):
             return to_monitor_record(row)
 
     async def get(self, monitor_id: int) -> MonitorRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.get(Monitor, monitor_id)
-            return to_monitor_record(row) if row else None
+        return await self._record_by_key(Monitor, monitor_id, to_monitor_record)
 
     async def list_for_chat(self, chat_id: int) -> list[MonitorRecord]:
         """Monitors the chat owns or is subscribed to, oldest first: one Core statement in one `Database.read`

@@ -89,9 +89,7 @@ class RunRepository(Repository):
             return to_run_record(row)
 
     async def get(self, run_id: int) -> RunRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.get(Run, run_id)
-            return to_run_record(row) if row else None
+        return await self._record_by_key(Run, run_id, to_run_record)
 
     async def list_for_monitor(self, monitor_id: int, *, limit: int = 20) -> list[RunRecord]:
         """The monitor's most recent runs, newest first."""

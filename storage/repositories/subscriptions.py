@@ -85,11 +85,8 @@ class SubscriptionRepository(Repository):
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def get(self, monitor_id: int, chat_id: int) -> SubscriptionRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.scalar(
-                select(Subscription).where(Subscription.monitor_id == monitor_id, Subscription.chat_id == chat_id)
-            )
-            return to_subscription_record(row) if row else None
+        statement = select(Subscription).where(Subscription.monitor_id == monitor_id, Subscription.chat_id == chat_id)
+        return await self._record_where(statement, to_subscription_record)
 
     async def update(
         self, monitor_id: int, chat_id: int, **changes: Unpack[SubscriptionChanges]

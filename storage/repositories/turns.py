@@ -19,7 +19,7 @@ from sqlalchemy import Date, Row, Table, and_, bindparam, null, select
 from sqlalchemy.engine import Connection
 
 from storage.models import Chat, ProcessedInbound, User
-from storage.records import ConversationChanges, TurnStart, TurnState, UsageEntry
+from storage.records import ConversationChanges, TurnOpening, TurnStart, TurnState, UsageEntry
 from storage.repositories._common import Repository, dialect_insert, dialect_name
 from storage.repositories.chats import chat_upsert, to_chat_record
 from storage.repositories.conversations import (
@@ -123,28 +123,22 @@ def _turn_start(row: Row[Any]) -> TurnStart:
 
 
 class TurnRepository(Repository):
-    async def begin(
-        self,
-        *,
-        platform: str,
-        chat_external_id: str,
-        user_external_id: str,
-        thread_key: str,
-        day: date,
-        now: datetime,
-        event_id: str | None = None,
-        chat_title: str | None = None,
-        user_name: str | None = None,
-    ) -> TurnStart | None:
+    async def begin(self, opening: TurnOpening) -> TurnStart | None:
         """One transaction: mark `event_id` handled (None when it already was: a duplicate), then read the chat,
         the person, the conversation state and the chat's tokens on `day`. A chat or person seen for the first
         time is created, and a new non-empty title or display name replaces the stored one."""
+        platform, chat_external_id, user_external_id = (
+            opening.platform,
+            opening.chat_external_id,
+            opening.user_external_id,
+        )
+        event_id, now, chat_title, user_name = opening.event_id, opening.now, opening.chat_title, opening.user_name
         params: dict[str, Any] = {
             "platform": platform,
             "chat": chat_external_id,
             "user": user_external_id,
-            "thread": thread_key,
-            "day": day,
+            "thread": opening.thread_key,
+            "day": opening.day,
         }
 
         marked: Row[Any] | None = None

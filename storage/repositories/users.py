@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import User
 from storage.records import UserRecord
@@ -36,22 +37,18 @@ def user_upsert(
 class UserRepository(Repository):
     async def get_or_create(self, platform: str, external_id: str, *, display_name: str | None = None) -> UserRecord:
         """The user, created on first sight; a new non-empty display name replaces the stored one."""
-        async with self._db.transaction() as session:
-            await session.execute(user_upsert(session, platform, external_id, display_name=display_name))
-            row = await session.scalar(select(User).where(User.platform == platform, User.external_id == external_id))
-            if row is None:  # pragma: no cover - the insert above guarantees it
-                raise LookupError(f"user {platform}:{external_id} vanished")
-            return to_user_record(row)
+
+        def upsert(session: AsyncSession) -> Any:
+            return user_upsert(session, platform, external_id, display_name=display_name)
+
+        return await self._upserted(User, upsert, (platform, external_id), to_user_record)
 
     async def get(self, user_id: int) -> UserRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.get(User, user_id)
-            return to_user_record(row) if row else None
+        return await self._record_by_key(User, user_id, to_user_record)
 
     async def find(self, platform: str, external_id: str) -> UserRecord | None:
-        async with self._db.sessions() as session:
-            row = await session.scalar(select(User).where(User.platform == platform, User.external_id == external_id))
-            return to_user_record(row) if row else None
+        statement = select(User).where(User.platform == platform, User.external_id == external_id)
+        return await self._record_where(statement, to_user_record)
 
     async def delete(self, user_id: int) -> bool:
         async with self._db.transaction() as session:

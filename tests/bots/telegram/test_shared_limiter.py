@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bots.telegram.shared_limiter import FloodLimits, SharedRateLimiter
+from bots.telegram import SharedRateLimiter, TelegramLimits
 from storage import Database
 from storage.repositories import RateSlotRepository
 
@@ -16,7 +16,7 @@ async def test_a_call_takes_its_chats_and_the_overall_slot_and_a_throttled_chat_
 ) -> None:
     slots = RateSlotRepository(database)
     # 60 messages a minute for the token (one a second), one a minute for a private chat (no burst).
-    limiter = SharedRateLimiter(slots, token_key="t", limits=FloodLimits(overall=60.0, period=60.0, private_burst=1))
+    limiter = SharedRateLimiter(slots, token_key="t", limits=TelegramLimits(overall=60.0, period=60.0, private_burst=1))
     sent: list[str] = []
 
     async def send(text: str) -> bool:
