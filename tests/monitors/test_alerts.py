@@ -200,6 +200,23 @@ async def test_a_count_of_outlets_fires_when_a_later_run_brings_the_story_to_it(
     assert await alert_texts(world) == texts
 
 
+async def _run_stopped_before_its_alerts(world: World, news: News) -> None:
+    """A DeepSeek monitor with one alert whose run at T0 is cancelled right after its transaction commits (the outbox
+    callback), before its alerts are checked: what a crash at that point leaves."""
+
+    def stop_here() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+
+    stopping = world_service(world, news, on_queued=stop_here)
+    chat = world.chats[0]
+    monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
+    await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+    with pytest.raises(asyncio.CancelledError):
+        await stopping.runs.run_monitor(monitor.id, T0)
+
+
 async def test_a_process_stopped_between_storing_a_run_and_checking_its_alerts_leaves_them_to_the_recovery_pass(
     world: World,
 ) -> None:
@@ -207,19 +224,8 @@ async def test_a_process_stopped_between_storing_a_run_and_checking_its_alerts_l
     callback), before its alerts are checked. A restarted service's recovery pass checks them once the grace is past
     and tells the story once, even when two processes recover the same run at the same time."""
 
-    def stop_here() -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        task.cancel()
-
     news = News({"news": release_story(T0)})
-    stopping = world_service(world, news, on_queued=stop_here)
-    chat = world.chats[0]
-    monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
-    await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
-
-    with pytest.raises(asyncio.CancelledError):
-        await stopping.runs.run_monitor(monitor.id, T0)
+    await _run_stopped_before_its_alerts(world, news)
 
     assert await alert_texts(world) == []
     assert len(world.sender.sent) == 1  # the run was stored: its digest went out
@@ -263,18 +269,8 @@ async def test_a_check_made_again_after_its_alert_fired_tells_nothing_more(world
 async def test_the_schedulers_tick_runs_the_recovery_pass(world: World) -> None:
     """A pending check left by a stopped process is found by the next process's scheduler as it starts ticking."""
 
-    def stop_here() -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        task.cancel()
-
     news = News({"news": release_story(T0)})
-    stopping = world_service(world, news, on_queued=stop_here)
-    chat = world.chats[0]
-    monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
-    await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
-    with pytest.raises(asyncio.CancelledError):
-        await stopping.runs.run_monitor(monitor.id, T0)
+    await _run_stopped_before_its_alerts(world, news)
     world.clock.advance(minutes=11)
     pending = AlertRepository(world.database)
     assert len(await pending.pending_checks(created_before=world.clock())) == 1
