@@ -31,6 +31,7 @@ from agent.commands.common import (
     refuse,
 )
 from agent.commands.grammar import (
+    MAX_TOPIC_CHARS,
     SCHEDULE_HELP,
     CommandError,
     ParseOptions,
@@ -577,10 +578,6 @@ async def _propose_untrack(services: Services, turn: Turn, command: UntrackComma
             f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
         )
     return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
-
-
-MAX_TOPIC_CHARS = 200
-"""A topic is a few words; a longer one is a request better served by /collect."""
 
 
 def _checked_topic(topic: str) -> str:
