@@ -34,6 +34,7 @@ __all__ = [
     "ToolRefusal",
     "ToolUse",
     "monitor_role",
+    "owned_monitor",
 ]
 
 
@@ -73,6 +74,17 @@ async def monitor_role(services: Services, turn: Turn, monitor: int) -> tuple[Mo
     if view.owned_here:
         return view, "owner"
     return view, "admin" if turn.is_admin else "subscriber"
+
+
+async def owned_monitor(services: Services, turn: Turn, monitor: int) -> MonitorView:
+    """The monitor, for a change that only its owner (or an admin) may propose; `ToolRefusal` when this chat only
+    receives it (and `monitors.MonitorNotFoundError` as for `monitor_role`)."""
+    view, role = await monitor_role(services, turn, monitor)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    return view
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,6 +20,7 @@ from agent.commands.action import (
     ToolRefusal,
     ToolUse,
     monitor_role,
+    owned_monitor,
 )
 from agent.commands.common import (
     BUDGET_SPENT_NOTE,
@@ -293,16 +294,10 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
 
 async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
     """The owner pauses the monitor (for every chat); a subscriber pauses only its own delivery."""
-    try:
-        before, role = await monitor_role(services, turn, command.monitor_id)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    if role == "subscriber":
-        return await _own_delivery(services, turn, command.monitor_id, paused=True)
-    try:
-        view = await services.monitors.pause(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorNotFoundError as error:  # deleted meanwhile
-        return refuse(str(error))
+    changed = await _set_paused(services, turn, command.monitor_id, paused=True)
+    if isinstance(changed, list):
+        return changed
+    before, view = changed
     already = "was already paused" if before.paused else "is paused"
     others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
     also = (
@@ -314,19 +309,32 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
 
 async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
     """The owner resumes the monitor; a subscriber resumes its own delivery."""
-    try:
-        before, role = await monitor_role(services, turn, command.monitor_id)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    if role == "subscriber":
-        return await _own_delivery(services, turn, command.monitor_id, paused=False)
-    try:
-        view = await services.monitors.resume(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
+    changed = await _set_paused(services, turn, command.monitor_id, paused=False)
+    if isinstance(changed, list):
+        return changed
+    before, view = changed
     state = "was not paused" if not before.paused else "is running again"
     topic = escape_markdown(view.topic)
     return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
+
+
+async def _set_paused(
+    services: Services, turn: Turn, monitor_id: int, *, paused: bool
+) -> tuple[MonitorView, MonitorView] | list[Reply]:
+    """/pause and /resume: the owner (or an admin) pauses or resumes the monitor for every chat, giving the monitor
+    before and after; a subscriber, only its own delivery, and a refusal are answered at once (the replies)."""
+    try:
+        before, role = await monitor_role(services, turn, monitor_id)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    if role == "subscriber":
+        return await _own_delivery(services, turn, monitor_id, paused=paused)
+    change = services.monitors.pause if paused else services.monitors.resume
+    try:
+        view = await change(monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:  # deleted meanwhile
+        return refuse(str(error))
+    return before, view
 
 
 async def _own_delivery(services: Services, turn: Turn, monitor_id: int, *, paused: bool) -> list[Reply]:
@@ -572,11 +580,7 @@ async def _propose_resume(services: Services, turn: Turn, command: ResumeCommand
 
 
 async def _propose_untrack(services: Services, turn: Turn, command: UntrackCommand) -> Proposal | str:
-    view, role = await monitor_role(services, turn, command.monitor_id)
-    if role == "subscriber":
-        raise ToolRefusal(
-            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
+    view = await owned_monitor(services, turn, command.monitor_id)
     return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
 
 
@@ -622,11 +626,7 @@ async def _propose_create(services: Services, turn: Turn, command: CreateArgumen
 
 
 async def _propose_update(services: Services, turn: Turn, command: UpdateArguments) -> Proposal | str:
-    view, role = await monitor_role(services, turn, command.monitor_id)
-    if role == "subscriber":
-        raise ToolRefusal(
-            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
+    view = await owned_monitor(services, turn, command.monitor_id)
     changes: list[str] = []
     topic = _checked_topic(command.topic) if command.topic is not None else None
     if topic is not None:

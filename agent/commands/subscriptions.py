@@ -16,6 +16,7 @@ from agent.commands.action import (
     ToolRefusal,
     ToolUse,
     monitor_role,
+    owned_monitor,
 )
 from agent.commands.common import chat_timezone, refuse
 from agent.commands.destinations import BriefingToCommand, SubscribeToCommand, destination_url
@@ -390,11 +391,7 @@ async def _propose_unsubscribe(services: Services, turn: Turn, command: Unsubscr
 
 
 async def _propose_transfer(services: Services, turn: Turn, command: TransferCommand) -> Proposal | str:
-    view, role = await monitor_role(services, turn, command.monitor_id)
-    if role == "subscriber":
-        raise ToolRefusal(
-            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
+    view = await owned_monitor(services, turn, command.monitor_id)
     candidates = await services.monitors.sharing.subscribers(view.id, chat_id=turn.chat.id, is_admin=turn.is_admin)
     matches = _matching(candidates, command.to_chat or "")
     if len(matches) != 1:
@@ -441,11 +438,7 @@ async def _propose_briefing(services: Services, turn: Turn, command: BriefingCom
 
 
 async def _propose_share(services: Services, turn: Turn, command: ShareCommand) -> Proposal | str:
-    view, role = await monitor_role(services, turn, command.monitor_id)
-    if role == "subscriber":
-        raise ToolRefusal(
-            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
+    view = await owned_monitor(services, turn, command.monitor_id)
     if view.shared == command.shared:
         return f"Monitor #{view.id} is already {'shared' if command.shared else 'not shared'}; nothing to do."
     what = "share" if command.shared else "stop sharing"
