@@ -167,11 +167,10 @@ class SlackCommand:
 class Action:
     """One chat action; see the module's docstring for what is derived from it."""
 
-    name: str
-    """Lowercase, no slash (Telegram allows 1-32 of a-z, 0-9 and _)."""
     arguments: type[Arguments]
-    pattern: str
-    """The arguments as the usage line shows them, "" when it takes none."""
+    """Its arguments model, whose `name` is the action's."""
+    pattern: str = ""
+    """The arguments as the usage line shows them; "" when it takes none (and for an action with no command)."""
     description: str
     """One line, under 256 characters (Telegram's setMyCommands limit)."""
     run: Run | None = None
@@ -190,6 +189,11 @@ class Action:
     command: bool = True
     """False: no slash command (not parsed, not in /help or the menus); only the chat tool and its confirmation
     reach it."""
+
+    @property
+    def name(self) -> str:
+        """Lowercase, no slash (Telegram allows 1-32 of a-z, 0-9 and _): the arguments' `name`, the router's key."""
+        return self.arguments.name
 
     def __post_init__(self) -> None:
         if self.run is None and (self.command or self.tool is None or self.tool.answer is None):

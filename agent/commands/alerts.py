@@ -228,7 +228,6 @@ async def _propose_alert_off(services: Services, turn: Turn, command: AlertOffCo
 
 ACTIONS = (
     Action(
-        name="alert",
         arguments=AlertCommand,
         pattern="<topic|monitor id> when <condition> · off <n>",
         description="Tell this chat at once when something happens in a monitor's new stories",
@@ -246,17 +245,13 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="alerts",
         arguments=AlertsCommand,
-        pattern="",
         description="This chat's alerts",
         run=list_alerts,
         instant=True,
     ),
     Action(
-        name="alert_off",
         arguments=AlertOffCommand,
-        pattern="",
         description="Remove an alert of this chat",
         run=alert_off,
         command=False,

@@ -187,15 +187,12 @@ def _parse_destination(args: str, _options: ParseOptions) -> DestinationCommand:
 
 ACTIONS = (
     Action(
-        name="destinations",
         arguments=DestinationsCommand,
-        pattern="",
         description="Email, Discord, ntfy, webhooks… this chat sends digests to",
         run=list_destinations,
         instant=True,
     ),
     Action(
-        name="destination",
         arguments=DestinationCommand,
         pattern="test|remove <n>",
         description="Send a test to a destination now, or remove it",
@@ -204,17 +201,13 @@ ACTIONS = (
         run=destination,
     ),
     Action(
-        name="subscribe_to",
         arguments=SubscribeToCommand,
-        pattern="",
         description="A destination receives a monitor (written /subscribe <id> to <url>)",
         run=subscribe_to,
         command=False,
     ),
     Action(
-        name="briefing_to",
         arguments=BriefingToCommand,
-        pattern="",
         description="A destination receives this chat's briefing (written /briefing to <url>)",
         run=briefing_to,
         command=False,

@@ -141,9 +141,7 @@ def _draw(items: list[Item], path: Path, title: str, since: datetime, until: dat
 
 ACTIONS = (
     Action(
-        name="search_history",
         arguments=SearchHistory,
-        pattern="",
         description="Search the items stored for this chat, for the chat agent",
         command=False,
         tool=ToolUse(
@@ -153,9 +151,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="timeline",
         arguments=TimelineArguments,
-        pattern="",
         description="Items per day about a topic stored for this chat, with a chart, for the chat agent",
         command=False,
         tool=ToolUse(

@@ -739,9 +739,7 @@ async def _run_for_model(context: ToolContext, command: DigestCommand) -> str:
 
 ACTIONS = (
     Action(
-        name="create",
         arguments=CreateArguments,
-        pattern="",
         description="Create a monitor the chat agent proposed",
         run=create,
         command=False,
@@ -753,9 +751,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="update",
         arguments=UpdateArguments,
-        pattern="",
         description="Change a monitor as the chat agent proposed",
         run=update,
         command=False,
@@ -766,7 +762,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="track",
         arguments=TrackCommand,
         pattern="<topic> [schedule] [from <sources>]",
         description="Watch a topic and get a cited digest on a schedule",
@@ -778,9 +773,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="monitors",
         arguments=MonitorsCommand,
-        pattern="",
         description="This chat's monitors: schedule, next run, last result",
         parse=_parse_monitors,
         run=list_monitors,
@@ -793,7 +786,6 @@ ACTIONS = (
         slack=SlackCommand(description="List this channel's monitors"),
     ),
     Action(
-        name="untrack",
         arguments=UntrackCommand,
         pattern="<id>",
         description="Delete a monitor of this chat",
@@ -807,7 +799,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="pause",
         arguments=PauseCommand,
         pattern="<id>",
         description="Pause a monitor",
@@ -821,7 +812,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="resume",
         arguments=ResumeCommand,
         pattern="<id>",
         description="Resume a paused monitor",
@@ -835,7 +825,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="digest",
         arguments=DigestCommand,
         pattern="<id>",
         description="Run a monitor now and send its digest here",
@@ -849,7 +838,6 @@ ACTIONS = (
         slack=SlackCommand(description="Run a monitor now and post its digest with the CSV", usage_hint="3"),
     ),
     Action(
-        name="quiet",
         arguments=QuietCommand,
         pattern="<id> [on|off]",
         description="On (the default): a run that finds nothing new sends nothing; off: a short note",

@@ -275,7 +275,6 @@ async def _export_for_model(context: ToolContext, _command: MonitorListExport) -
 
 ACTIONS = (
     Action(
-        name="feed",
         arguments=FeedCommand,
         pattern="<id>|briefing [new]",
         description="A monitor's digests (or this chat's briefings) as Atom and JSON Feed links for a feed reader "
@@ -286,7 +285,6 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="import",
         arguments=ImportCommand,
         pattern="[file path]",
         description="Create monitors from a JSON or OPML file (send it as a document with the caption /import)",
@@ -295,17 +293,13 @@ ACTIONS = (
         run=import_monitors,
     ),
     Action(
-        name="import_entries",
         arguments=ImportEntries,
-        pattern="",
         description="Create the monitors of a confirmed /import",
         run=import_entries,
         command=False,
     ),
     Action(
-        name="export_monitors",
         arguments=MonitorListExport,
-        pattern="",
         description="This chat's monitors as JSON and OPML, for the chat agent (`/export monitors` is the command)",
         command=False,
         tool=ToolUse(

@@ -485,7 +485,6 @@ async def _browse_for_model(context: ToolContext, command: BrowseCommand) -> lis
 
 ACTIONS = (
     Action(
-        name="share",
         arguments=ShareCommand,
         pattern="<id>",
         description="List one of this chat's monitors in /browse so other chats can subscribe",
@@ -501,7 +500,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="unshare",
         arguments=UnshareCommand,
         pattern="<id>",
         description="Take a monitor out of /browse",
@@ -510,7 +508,6 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="browse",
         arguments=BrowseCommand,
         pattern="[words]",
         description="Shared monitors you can subscribe to (optionally only topics with these words)",
@@ -524,7 +521,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="subscribe",
         arguments=SubscribeCommand,
         pattern="<id> [to <url>]",
         description="Receive a shared monitor's digests in this chat too (to <url>: at an email address, Discord, "
@@ -539,7 +535,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="unsubscribe",
         arguments=UnsubscribeCommand,
         pattern="<id>",
         description="Stop receiving a monitor you subscribed to",
@@ -553,7 +548,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="transfer",
         arguments=TransferCommand,
         pattern="<id> [chat]",
         description="Hand a monitor to one of its subscribers (without a chat: list them)",
@@ -568,7 +562,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="briefing",
         arguments=BriefingCommand,
         pattern="<schedule>|off|to <url>",
         description="One morning briefing of all your monitors instead of a message per run (to <url>: a copy to "
@@ -585,7 +578,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="deliver",
         arguments=DeliverCommand,
         pattern="<id> now|briefing",
         description="Get one monitor per run (now) or in your briefing",
