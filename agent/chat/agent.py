@@ -351,16 +351,13 @@ class ChatAgent:
         if not deps.proposals:
             return Reply(text=text, attachments=tuple(deps.attachments)), None
         pending = PendingConfirmation.open(
-            chat_id=turn.chat.id,
-            thread_key=turn.incoming.thread_key,
-            user_id=turn.user.id,
-            is_admin=turn.is_admin,
+            turn,
             actions=deps.proposals,
             now=now,
             ttl=self._confirmation_ttl,
             after_untrusted_text=deps.read_untrusted,
         )
-        minutes = max(1, int(self._confirmation_ttl.total_seconds() // 60))
+        minutes = PendingConfirmation.minutes_open(self._confirmation_ttl)
         text = f"{text}\n\n{pending.prompt(minutes=minutes)}"
         return Reply(text=text, attachments=tuple(deps.attachments), buttons=pending.buttons), pending
 

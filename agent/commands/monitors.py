@@ -208,25 +208,19 @@ async def _offer(
             topic=command.topic, schedule=command.schedule.to_text(), sources=command.sources or None
         ).model_dump(mode="json"),
     )
-    now = services.clock()
-    pending = PendingConfirmation.open(
-        chat_id=turn.chat.id,
-        thread_key=turn.incoming.thread_key,
-        user_id=turn.user.id,
-        is_admin=turn.is_admin,
-        actions=[
-            CatalogueAction(
-                description=f"subscribe to monitor #{view.id} “{topic}”",
-                action="subscribe",
-                arguments={"monitor_id": view.id},
-            )
-        ],
-        now=now,
+    subscribe = CatalogueAction(
+        description=f"subscribe to monitor #{view.id} “{topic}”",
+        action="subscribe",
+        arguments={"monitor_id": view.id},
+    )
+    pending = await PendingConfirmation.offer(
+        services,
+        turn,
+        [subscribe],
         ttl=ttl,
         declined=[create],
         labels=(f"Subscribe to #{view.id}", "Create my own"),
     )
-    await pending.store(services.chats, now=now)
     count = view.receivers
     differences = (
         "It differs from what you asked: " + "; ".join(offer.differences) + "."

@@ -165,18 +165,9 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
         action="import_entries",
         arguments=ImportEntries(entries=plan.entries).model_dump(mode="json"),
     )
-    now = services.clock()
-    pending = PendingConfirmation.open(
-        chat_id=turn.chat.id,
-        thread_key=turn.incoming.thread_key,
-        user_id=turn.user.id,
-        is_admin=turn.is_admin,
-        actions=[action],
-        now=now,
-        ttl=confirmation_ttl,
-        labels=(f"Create {count}", "Cancel"),
+    pending = await PendingConfirmation.offer(
+        services, turn, [action], ttl=confirmation_ttl, labels=(f"Create {count}", "Cancel")
     )
-    await pending.store(services.chats, now=now)
     minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]
