@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from agent import subscribing
-from agent.context import DEFAULT_CONFIRMATION_TTL
+from agent.context import DEFAULT_CONFIRMATION_TTL, Services, Turn
 from kernel import Button
 from monitors import (
     ChatService,
@@ -142,11 +142,8 @@ class PendingConfirmation(BaseModel):
     @classmethod
     def open(
         cls,
+        turn: Turn,
         *,
-        chat_id: int,
-        thread_key: str,
-        user_id: int,
-        is_admin: bool,
         actions: Sequence[MonitorAction],
         now: datetime,
         ttl: timedelta = DEFAULT_CONFIRMATION_TTL,
@@ -154,13 +151,13 @@ class PendingConfirmation(BaseModel):
         declined: Sequence[MonitorAction] = (),
         labels: tuple[str, str] = ("Yes, do it", "Cancel"),
     ) -> PendingConfirmation:
-        """A new confirmation with a fresh token, open for `ttl`."""
+        """A new confirmation with a fresh token, open for `ttl`, for the person of `turn` in its conversation."""
         return cls(
             token=secrets.token_urlsafe(12),
-            chat_id=chat_id,
-            thread_key=thread_key,
-            user_id=user_id,
-            is_admin=is_admin,
+            chat_id=turn.chat.id,
+            thread_key=turn.incoming.thread_key,
+            user_id=turn.user.id,
+            is_admin=turn.is_admin,
             actions=tuple(actions),
             expires_at=now + ttl,
             after_untrusted_text=after_untrusted_text,
@@ -185,6 +182,23 @@ class PendingConfirmation(BaseModel):
     def stored_form(self) -> tuple[str, JSONObject]:
         """What `storage.ConversationChanges.confirmation` takes."""
         return self.token, self.model_dump(mode="json")
+
+    @classmethod
+    async def offer(
+        cls,
+        services: Services,
+        turn: Turn,
+        actions: Sequence[MonitorAction],
+        *,
+        ttl: timedelta,
+        declined: Sequence[MonitorAction] = (),
+        labels: tuple[str, str],
+    ) -> PendingConfirmation:
+        """A command's offer: a new confirmation, stored in the turn's conversation at once (replacing any other)."""
+        now = services.clock()
+        pending = cls.open(turn, actions=actions, now=now, ttl=ttl, declined=declined, labels=labels)
+        await pending.store(services.chats, now=now)
+        return pending
 
     async def store(self, chats: ChatService, *, now: datetime) -> None:
         """Open it in its conversation, replacing any other (what a command's offer does; the chat agent stores its

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     )
     from monitors.reader_rules import ReaderRuleService
     from monitors.recorder import RunRecorder
-    from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver
+    from monitors.runner import MonitorRunner, PipelineFunction, SourceResolver, item_of_record
     from monitors.runs import MonitorRuns
     from monitors.schedule import Schedule, ScheduleError, parse_schedule
     from monitors.scheduler import MonitorScheduler, due_monitor_ids
@@ -100,6 +100,7 @@ __all__ = [
     "effective_timezone",
     "export_monitors",
     "feed_path",
+    "item_of_record",
     "monitor_view",
     "normalise_topic",
     "parse_schedule",
@@ -130,7 +131,7 @@ _SUBMODULES = {
     ],
     "reader_rules": ["ReaderRuleService"],
     "recorder": ["RunRecorder"],
-    "runner": ["MonitorRunner", "PipelineFunction", "SourceResolver"],
+    "runner": ["MonitorRunner", "PipelineFunction", "SourceResolver", "item_of_record"],
     "runs": ["MonitorRuns"],
     "schedule": ["Schedule", "ScheduleError", "parse_schedule"],
     "pages": ["DigestPages", "PageKind"],

@@ -60,17 +60,7 @@ NO_MODEL_REMINDER = "(Free text needs a language model, which is not configured;
 async def _instructions(ctx: RunContext[ChatDeps]) -> str:
     # One instruction, so one system message per request: chat templates such as Gemma 3's refuse a second one.
     # async on purpose: pydantic-ai runs a plain function's instructions in a worker thread, a hop per turn
-    deps = ctx.deps
-    context = chat_context(
-        now=deps.now,
-        timezone=deps.timezone,
-        language=deps.turn.chat.language,
-        profile=deps.turn.chat.profile,
-        summary=deps.summary,
-        chat_title=deps.turn.chat.title,
-        user_name=deps.turn.incoming.user_display_name,
-    )
-    return f"{RULES}\n\n{context}"
+    return f"{RULES}\n\n{chat_context(ctx.deps)}"
 
 
 def build_chat_agent(limits: ModelLimits | None = None) -> Agent[ChatDeps, str]:
@@ -361,16 +351,13 @@ class ChatAgent:
         if not deps.proposals:
             return Reply(text=text, attachments=tuple(deps.attachments)), None
         pending = PendingConfirmation.open(
-            chat_id=turn.chat.id,
-            thread_key=turn.incoming.thread_key,
-            user_id=turn.user.id,
-            is_admin=turn.is_admin,
+            turn,
             actions=deps.proposals,
             now=now,
             ttl=self._confirmation_ttl,
             after_untrusted_text=deps.read_untrusted,
         )
-        minutes = max(1, int(self._confirmation_ttl.total_seconds() // 60))
+        minutes = PendingConfirmation.minutes_open(self._confirmation_ttl)
         text = f"{text}\n\n{pending.prompt(minutes=minutes)}"
         return Reply(text=text, attachments=tuple(deps.attachments), buttons=pending.buttons), pending
 

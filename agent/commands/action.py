@@ -34,6 +34,7 @@ __all__ = [
     "ToolRefusal",
     "ToolUse",
     "monitor_role",
+    "owned_monitor",
 ]
 
 
@@ -73,6 +74,17 @@ async def monitor_role(services: Services, turn: Turn, monitor: int) -> tuple[Mo
     if view.owned_here:
         return view, "owner"
     return view, "admin" if turn.is_admin else "subscriber"
+
+
+async def owned_monitor(services: Services, turn: Turn, monitor: int) -> MonitorView:
+    """The monitor, for a change that only its owner (or an admin) may propose; `ToolRefusal` when this chat only
+    receives it (and `monitors.MonitorNotFoundError` as for `monitor_role`)."""
+    view, role = await monitor_role(services, turn, monitor)
+    if role == "subscriber":
+        raise ToolRefusal(
+            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
+        )
+    return view
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,11 +167,10 @@ class SlackCommand:
 class Action:
     """One chat action; see the module's docstring for what is derived from it."""
 
-    name: str
-    """Lowercase, no slash (Telegram allows 1-32 of a-z, 0-9 and _)."""
     arguments: type[Arguments]
-    pattern: str
-    """The arguments as the usage line shows them, "" when it takes none."""
+    """Its arguments model, whose `name` is the action's."""
+    pattern: str = ""
+    """The arguments as the usage line shows them; "" when it takes none (and for an action with no command)."""
     description: str
     """One line, under 256 characters (Telegram's setMyCommands limit)."""
     run: Run | None = None
@@ -178,6 +189,11 @@ class Action:
     command: bool = True
     """False: no slash command (not parsed, not in /help or the menus); only the chat tool and its confirmation
     reach it."""
+
+    @property
+    def name(self) -> str:
+        """Lowercase, no slash (Telegram allows 1-32 of a-z, 0-9 and _): the arguments' `name`, the router's key."""
+        return self.arguments.name
 
     def __post_init__(self) -> None:
         if self.run is None and (self.command or self.tool is None or self.tool.answer is None):

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from agent.commands.action import Action, Arguments, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
 from agent.commands.common import chat_timezone, refuse
-from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
+from agent.commands.grammar import MAX_TOPIC_CHARS, CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
 from kernel import Reply
 from monitors import (
@@ -35,8 +35,6 @@ ALERT_SCHEDULE_TEXT: Final = "every 2 hours"
 """The schedule of a monitor an alert creates for its topic: often enough that "at once" means within hours, rarely
 enough that a topic's sources are asked a dozen times a day."""
 ALERT_EXAMPLE: Final = "/alert DeepSeek when it releases a new model"
-MAX_TOPIC_CHARS: Final = 200
-"""A topic is a few words (as for /track)."""
 
 _WHEN = re.compile(r"\s*\bwhen\b\s*", re.IGNORECASE)
 
@@ -230,7 +228,6 @@ async def _propose_alert_off(services: Services, turn: Turn, command: AlertOffCo
 
 ACTIONS = (
     Action(
-        name="alert",
         arguments=AlertCommand,
         pattern="<topic|monitor id> when <condition> · off <n>",
         description="Tell this chat at once when something happens in a monitor's new stories",
@@ -248,17 +245,13 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="alerts",
         arguments=AlertsCommand,
-        pattern="",
         description="This chat's alerts",
         run=list_alerts,
         instant=True,
     ),
     Action(
-        name="alert_off",
         arguments=AlertOffCommand,
-        pattern="",
         description="Remove an alert of this chat",
         run=alert_off,
         command=False,

@@ -109,16 +109,13 @@ def _parse_help(args: str, _options: ParseOptions) -> HelpCommand:
 
 ACTIONS: tuple[Action, ...] = (
     Action(
-        name="start",
         arguments=StartCommand,
-        pattern="",
         description="What Lookout does, with examples",
         parse=_parse_start,
         run=_start,
         instant=True,
     ),
     Action(
-        name="help",
         arguments=HelpCommand,
         pattern="[command]",
         description="Commands and how to use them",

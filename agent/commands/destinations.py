@@ -9,16 +9,18 @@ commands' parsers (one command each in /help) and run here (`command=False` acti
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from agent.commands.action import Action, Arguments, monitor_role
+from agent.commands.action import Action, Arguments, Run, monitor_role
 from agent.commands.common import refuse
 from agent.commands.grammar import CommandError, ParseOptions
 from agent.context import Services, Turn
 from kernel import Reply
 from monitors import DestinationError, DestinationService, MonitorNotFoundError
+from storage import DestinationRecord
 
 __all__ = [
     "ACTIONS",
@@ -70,24 +72,39 @@ def destination_url(command: str, text: str) -> str:
     return words[0]
 
 
-def _service(services: Services) -> DestinationService | None:
-    return services.monitors.destinations
+DestinationRun = Callable[[DestinationService, Services, Turn, Any], Awaitable[list[Reply]]]
+"""A destination action's run, given the process's destination service."""
 
 
-def _added(record_label: str, number: int, secret: str | None) -> str:
-    if secret is None:
-        return f"destination #{number} `{record_label}`"
-    return (
-        f"destination #{number} `{record_label}`. Its signing secret, shown only now: `{secret}` — each POST carries "
-        '`X-Lookout-Timestamp` and `X-Lookout-Signature: v1=<hex HMAC-SHA256 of "timestamp.body">`'
-    )
+def _with_destinations(run: DestinationRun) -> Run:
+    """The action's run where this process has destinations (`lookout run`); elsewhere a sentence saying so."""
+
+    async def checked(services: Services, turn: Turn, command: Any) -> list[Reply]:
+        destinations = services.monitors.destinations
+        if destinations is None:
+            return refuse(NOT_SET_UP)
+        return await run(destinations, services, turn, command)
+
+    return checked
 
 
-async def subscribe_to(services: Services, turn: Turn, command: SubscribeToCommand) -> list[Reply]:
+def _added(record: DestinationRecord, secret: str | None, receives: str) -> list[Reply]:
+    """The reply to a destination that now receives something: what, its signing secret (shown this once), and
+    how to stop it."""
+    added = f"destination #{record.id} `{record.label}`"
+    if secret is not None:
+        added += (
+            f". Its signing secret, shown only now: `{secret}` — each POST carries `X-Lookout-Timestamp` and "
+            '`X-Lookout-Signature: v1=<hex HMAC-SHA256 of "timestamp.body">`'
+        )
+    return [Reply(text=f"The {added} {receives} `/destination remove {record.id}` stops it.")]
+
+
+@_with_destinations
+async def subscribe_to(
+    destinations: DestinationService, services: Services, turn: Turn, command: SubscribeToCommand
+) -> list[Reply]:
     """A destination receives one of this chat's monitors (owner or admin only)."""
-    destinations = _service(services)
-    if destinations is None:
-        return refuse(NOT_SET_UP)
     try:
         view, role = await monitor_role(services, turn, command.monitor_id)
     except MonitorNotFoundError as error:
@@ -103,19 +120,18 @@ async def subscribe_to(services: Services, turn: Turn, command: SubscribeToComma
     except MonitorNotFoundError as error:
         return refuse(str(error))
     state = "now receives" if fresh else "already received"
-    return [
-        Reply(
-            text=f"The {_added(record.label, record.id, secret)} {state} monitor #{view.id} “{view.topic}” after each "
-            f"run. `/destination test {record.id}` sends a test now; `/destination remove {record.id}` stops it."
-        )
-    ]
+    return _added(
+        record,
+        secret,
+        f"{state} monitor #{view.id} “{view.topic}” after each run. `/destination test {record.id}` sends a test now;",
+    )
 
 
-async def briefing_to(services: Services, turn: Turn, command: BriefingToCommand) -> list[Reply]:
+@_with_destinations
+async def briefing_to(
+    destinations: DestinationService, _services: Services, turn: Turn, command: BriefingToCommand
+) -> list[Reply]:
     """A destination also receives this chat's briefing."""
-    destinations = _service(services)
-    if destinations is None:
-        return refuse(NOT_SET_UP)
     try:
         record, secret = await destinations.follow_briefing(command.url, chat_id=turn.chat.id)
     except DestinationError as error:
@@ -125,18 +141,13 @@ async def briefing_to(services: Services, turn: Turn, command: BriefingToCommand
         if turn.chat.briefing_schedule
         else " This chat has no briefing yet: set one with `/briefing daily at 08:00`."
     )
-    return [
-        Reply(
-            text=f"The {_added(record.label, record.id, secret)} receives this chat's briefing too.{when} "
-            f"`/destination remove {record.id}` stops it."
-        )
-    ]
+    return _added(record, secret, f"receives this chat's briefing too.{when}")
 
 
-async def list_destinations(services: Services, turn: Turn, _command: DestinationsCommand) -> list[Reply]:
-    destinations = _service(services)
-    if destinations is None:
-        return refuse(NOT_SET_UP)
+@_with_destinations
+async def list_destinations(
+    destinations: DestinationService, _services: Services, turn: Turn, _command: DestinationsCommand
+) -> list[Reply]:
     entries = await destinations.listing(chat_id=turn.chat.id)
     if not entries:
         return [
@@ -151,10 +162,10 @@ async def list_destinations(services: Services, turn: Turn, _command: Destinatio
     return [Reply(text="\n".join(lines))]
 
 
-async def destination(services: Services, turn: Turn, command: DestinationCommand) -> list[Reply]:
-    destinations = _service(services)
-    if destinations is None:
-        return refuse(NOT_SET_UP)
+@_with_destinations
+async def destination(
+    destinations: DestinationService, _services: Services, turn: Turn, command: DestinationCommand
+) -> list[Reply]:
     chat_id = None if turn.is_admin else turn.chat.id
     try:
         if command.how == "remove":
@@ -176,15 +187,12 @@ def _parse_destination(args: str, _options: ParseOptions) -> DestinationCommand:
 
 ACTIONS = (
     Action(
-        name="destinations",
         arguments=DestinationsCommand,
-        pattern="",
         description="Email, Discord, ntfy, webhooks… this chat sends digests to",
         run=list_destinations,
         instant=True,
     ),
     Action(
-        name="destination",
         arguments=DestinationCommand,
         pattern="test|remove <n>",
         description="Send a test to a destination now, or remove it",
@@ -193,17 +201,13 @@ ACTIONS = (
         run=destination,
     ),
     Action(
-        name="subscribe_to",
         arguments=SubscribeToCommand,
-        pattern="",
         description="A destination receives a monitor (written /subscribe <id> to <url>)",
         run=subscribe_to,
         command=False,
     ),
     Action(
-        name="briefing_to",
         arguments=BriefingToCommand,
-        pattern="",
         description="A destination receives this chat's briefing (written /briefing to <url>)",
         run=briefing_to,
         command=False,

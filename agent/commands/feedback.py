@@ -229,7 +229,6 @@ def _story_action(arguments: type[_StoryMark], description: str, *, example: int
     """A mark on story n of a digest (`/more 2`): one grammar, answered at once."""
     name = arguments.name
     return Action(
-        name=name,
         arguments=arguments,
         pattern="<n> [#<monitor>|run <id>]",
         description=description,
@@ -250,7 +249,6 @@ ACTIONS = (
     _story_action(FewerCommand, "Fewer stories on the subject of story n of the last digest, in this chat", example=3),
     _story_action(UnmarkCommand, "Undo this chat's 👍/👎/fewer on story n of a digest", example=2, run=unmark),
     Action(
-        name="mute",
         arguments=MuteCommand,
         pattern="<outlet>|<n> [#<monitor>]",
         description="Leave an outlet's stories out of this chat's digests of a monitor (other chats still get them)",
@@ -260,7 +258,6 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="unmute",
         arguments=UnmuteCommand,
         pattern="<outlet> [#<monitor>]",
         description="Let a muted outlet's stories back into this chat's digests",
@@ -270,7 +267,6 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="why",
         arguments=WhyCommand,
         pattern="<n>|dropped [#<monitor>|run <id>]",
         description="Why story n is in the last digest (scores, novelty, feedback), or what your feedback left out",

@@ -186,7 +186,6 @@ async def _propose_filter(services: Services, turn: Turn, command: FilterCommand
 
 ACTIONS = (
     Action(
-        name="filter",
         arguments=FilterCommand,
         pattern="<id> [include|exclude|regex|exclude-regex|allow|block|max|min-relevance|clear] [values]",
         description="Your own rules on a monitor's digests here: words, patterns, outlets, a cap, a minimum relevance",

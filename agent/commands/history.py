@@ -17,8 +17,7 @@ from agent.commands.action import Action, Arguments, ToolContext, ToolUse
 from agent.untrusted import untrusted_block
 from kernel import Attachment
 from research import export_stem
-from sources import Engagement, Item
-from storage import ItemRecord
+from sources import Item
 
 __all__ = ["ACTIONS", "SearchHistory", "Timeline", "TimelineArguments"]
 
@@ -92,20 +91,6 @@ async def _search_history(context: ToolContext, command: SearchHistory) -> str:
     )
 
 
-def _as_item(record: ItemRecord) -> Item:
-    # The chart counts by publication date; undated items are placed on the day they were collected, the way
-    # `count_by_day` counts them, so both agree.
-    return Item(
-        id=record.id,
-        source=record.source,
-        url=record.url,
-        title=record.title,
-        published=record.published or record.collected_at,
-        engagement=Engagement(),
-        collected_at=record.collected_at,
-    )
-
-
 async def _timeline(context: ToolContext, command: TimelineArguments) -> Timeline:
     words = " ".join(command.topic.split())
     if not words:
@@ -120,7 +105,16 @@ async def _timeline(context: ToolContext, command: TimelineArguments) -> Timelin
     if counts:
         records = await repository.search(words, since=since, until=until, limit=CHART_ITEMS, chat_id=context.chat_id)
         path = context.exports_dir / f"{export_stem(words, until, f'timeline-{window}d')}.png"
-        await asyncio.to_thread(_draw, [_as_item(r) for r in records], path, words, since, until, zone)
+        from monitors import item_of_record  # the run machinery loads with the first chart, not with the catalogue
+
+        # The chart counts by publication date; undated items are placed on the day they were collected, the way
+        # `count_by_day` counts them, so both agree.
+        items = [
+            item.model_copy(update={"published": item.published or item.collected_at})
+            for item in map(item_of_record, records)
+            if item is not None
+        ]
+        await asyncio.to_thread(_draw, items, path, words, since, until, zone)
         context.attach(
             Attachment(
                 path=path, filename=path.name, kind="image", caption=f"“{words[:100]}” over the last {window} days"
@@ -147,9 +141,7 @@ def _draw(items: list[Item], path: Path, title: str, since: datetime, until: dat
 
 ACTIONS = (
     Action(
-        name="search_history",
         arguments=SearchHistory,
-        pattern="",
         description="Search the items stored for this chat, for the chat agent",
         command=False,
         tool=ToolUse(
@@ -159,9 +151,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="timeline",
         arguments=TimelineArguments,
-        pattern="",
         description="Items per day about a topic stored for this chat, with a chart, for the chat agent",
         command=False,
         tool=ToolUse(

@@ -20,6 +20,7 @@ from agent.commands.action import (
     ToolRefusal,
     ToolUse,
     monitor_role,
+    owned_monitor,
 )
 from agent.commands.common import (
     BUDGET_SPENT_NOTE,
@@ -31,6 +32,7 @@ from agent.commands.common import (
     refuse,
 )
 from agent.commands.grammar import (
+    MAX_TOPIC_CHARS,
     SCHEDULE_HELP,
     CommandError,
     ParseOptions,
@@ -206,25 +208,19 @@ async def _offer(
             topic=command.topic, schedule=command.schedule.to_text(), sources=command.sources or None
         ).model_dump(mode="json"),
     )
-    now = services.clock()
-    pending = PendingConfirmation.open(
-        chat_id=turn.chat.id,
-        thread_key=turn.incoming.thread_key,
-        user_id=turn.user.id,
-        is_admin=turn.is_admin,
-        actions=[
-            CatalogueAction(
-                description=f"subscribe to monitor #{view.id} “{topic}”",
-                action="subscribe",
-                arguments={"monitor_id": view.id},
-            )
-        ],
-        now=now,
+    subscribe = CatalogueAction(
+        description=f"subscribe to monitor #{view.id} “{topic}”",
+        action="subscribe",
+        arguments={"monitor_id": view.id},
+    )
+    pending = await PendingConfirmation.offer(
+        services,
+        turn,
+        [subscribe],
         ttl=ttl,
         declined=[create],
         labels=(f"Subscribe to #{view.id}", "Create my own"),
     )
-    await pending.store(services.chats, now=now)
     count = view.receivers
     differences = (
         "It differs from what you asked: " + "; ".join(offer.differences) + "."
@@ -292,16 +288,10 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
 
 async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
     """The owner pauses the monitor (for every chat); a subscriber pauses only its own delivery."""
-    try:
-        before, role = await monitor_role(services, turn, command.monitor_id)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    if role == "subscriber":
-        return await _own_delivery(services, turn, command.monitor_id, paused=True)
-    try:
-        view = await services.monitors.pause(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorNotFoundError as error:  # deleted meanwhile
-        return refuse(str(error))
+    changed = await _set_paused(services, turn, command.monitor_id, paused=True)
+    if isinstance(changed, list):
+        return changed
+    before, view = changed
     already = "was already paused" if before.paused else "is paused"
     others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
     also = (
@@ -313,19 +303,32 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
 
 async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
     """The owner resumes the monitor; a subscriber resumes its own delivery."""
-    try:
-        before, role = await monitor_role(services, turn, command.monitor_id)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    if role == "subscriber":
-        return await _own_delivery(services, turn, command.monitor_id, paused=False)
-    try:
-        view = await services.monitors.resume(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
+    changed = await _set_paused(services, turn, command.monitor_id, paused=False)
+    if isinstance(changed, list):
+        return changed
+    before, view = changed
     state = "was not paused" if not before.paused else "is running again"
     topic = escape_markdown(view.topic)
     return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
+
+
+async def _set_paused(
+    services: Services, turn: Turn, monitor_id: int, *, paused: bool
+) -> tuple[MonitorView, MonitorView] | list[Reply]:
+    """/pause and /resume: the owner (or an admin) pauses or resumes the monitor for every chat, giving the monitor
+    before and after; a subscriber, only its own delivery, and a refusal are answered at once (the replies)."""
+    try:
+        before, role = await monitor_role(services, turn, monitor_id)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    if role == "subscriber":
+        return await _own_delivery(services, turn, monitor_id, paused=paused)
+    change = services.monitors.pause if paused else services.monitors.resume
+    try:
+        view = await change(monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:  # deleted meanwhile
+        return refuse(str(error))
+    return before, view
 
 
 async def _own_delivery(services: Services, turn: Turn, monitor_id: int, *, paused: bool) -> list[Reply]:
@@ -571,16 +574,8 @@ async def _propose_resume(services: Services, turn: Turn, command: ResumeCommand
 
 
 async def _propose_untrack(services: Services, turn: Turn, command: UntrackCommand) -> Proposal | str:
-    view, role = await monitor_role(services, turn, command.monitor_id)
-    if role == "subscriber":
-        raise ToolRefusal(
-            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
+    view = await owned_monitor(services, turn, command.monitor_id)
     return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
-
-
-MAX_TOPIC_CHARS = 200
-"""A topic is a few words; a longer one is a request better served by /collect."""
 
 
 def _checked_topic(topic: str) -> str:
@@ -625,11 +620,7 @@ async def _propose_create(services: Services, turn: Turn, command: CreateArgumen
 
 
 async def _propose_update(services: Services, turn: Turn, command: UpdateArguments) -> Proposal | str:
-    view, role = await monitor_role(services, turn, command.monitor_id)
-    if role == "subscriber":
-        raise ToolRefusal(
-            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
+    view = await owned_monitor(services, turn, command.monitor_id)
     changes: list[str] = []
     topic = _checked_topic(command.topic) if command.topic is not None else None
     if topic is not None:
@@ -742,9 +733,7 @@ async def _run_for_model(context: ToolContext, command: DigestCommand) -> str:
 
 ACTIONS = (
     Action(
-        name="create",
         arguments=CreateArguments,
-        pattern="",
         description="Create a monitor the chat agent proposed",
         run=create,
         command=False,
@@ -756,9 +745,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="update",
         arguments=UpdateArguments,
-        pattern="",
         description="Change a monitor as the chat agent proposed",
         run=update,
         command=False,
@@ -769,7 +756,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="track",
         arguments=TrackCommand,
         pattern="<topic> [schedule] [from <sources>]",
         description="Watch a topic and get a cited digest on a schedule",
@@ -781,9 +767,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="monitors",
         arguments=MonitorsCommand,
-        pattern="",
         description="This chat's monitors: schedule, next run, last result",
         parse=_parse_monitors,
         run=list_monitors,
@@ -796,7 +780,6 @@ ACTIONS = (
         slack=SlackCommand(description="List this channel's monitors"),
     ),
     Action(
-        name="untrack",
         arguments=UntrackCommand,
         pattern="<id>",
         description="Delete a monitor of this chat",
@@ -810,7 +793,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="pause",
         arguments=PauseCommand,
         pattern="<id>",
         description="Pause a monitor",
@@ -824,7 +806,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="resume",
         arguments=ResumeCommand,
         pattern="<id>",
         description="Resume a paused monitor",
@@ -838,7 +819,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="digest",
         arguments=DigestCommand,
         pattern="<id>",
         description="Run a monitor now and send its digest here",
@@ -852,7 +832,6 @@ ACTIONS = (
         slack=SlackCommand(description="Run a monitor now and post its digest with the CSV", usage_hint="3"),
     ),
     Action(
-        name="quiet",
         arguments=QuietCommand,
         pattern="<id> [on|off]",
         description="On (the default): a run that finds nothing new sends nothing; off: a short note",

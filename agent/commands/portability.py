@@ -165,18 +165,9 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
         action="import_entries",
         arguments=ImportEntries(entries=plan.entries).model_dump(mode="json"),
     )
-    now = services.clock()
-    pending = PendingConfirmation.open(
-        chat_id=turn.chat.id,
-        thread_key=turn.incoming.thread_key,
-        user_id=turn.user.id,
-        is_admin=turn.is_admin,
-        actions=[action],
-        now=now,
-        ttl=confirmation_ttl,
-        labels=(f"Create {count}", "Cancel"),
+    pending = await PendingConfirmation.offer(
+        services, turn, [action], ttl=confirmation_ttl, labels=(f"Create {count}", "Cancel")
     )
-    await pending.store(services.chats, now=now)
     minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
     return [Reply(text=text, buttons=pending.buttons)]
@@ -275,7 +266,6 @@ async def _export_for_model(context: ToolContext, _command: MonitorListExport) -
 
 ACTIONS = (
     Action(
-        name="feed",
         arguments=FeedCommand,
         pattern="<id>|briefing [new]",
         description="A monitor's digests (or this chat's briefings) as Atom and JSON Feed links for a feed reader "
@@ -286,7 +276,6 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="import",
         arguments=ImportCommand,
         pattern="[file path]",
         description="Create monitors from a JSON or OPML file (send it as a document with the caption /import)",
@@ -295,17 +284,13 @@ ACTIONS = (
         run=import_monitors,
     ),
     Action(
-        name="import_entries",
         arguments=ImportEntries,
-        pattern="",
         description="Create the monitors of a confirmed /import",
         run=import_entries,
         command=False,
     ),
     Action(
-        name="export_monitors",
         arguments=MonitorListExport,
-        pattern="",
         description="This chat's monitors as JSON and OPML, for the chat agent (`/export monitors` is the command)",
         command=False,
         tool=ToolUse(

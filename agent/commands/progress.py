@@ -23,6 +23,19 @@ MAX_LINE = 500
 _ITEMS = re.compile(r": (\d+) items$")
 _COUNT = re.compile(r"\d+")
 
+_PLANNING = "planning the searches…"
+_STAGE_LINES: dict[str, Callable[[int | None], str]] = {
+    "plan": lambda _number: _PLANNING,
+    "collect": lambda number: f"collecting {count(number, 'source')}…" if number else "collecting…",
+    "expand": lambda _number: "searching related terms…",
+    "novelty": lambda _number: "checking what is new…",
+    "critique": lambda number: f"critiquing the top {number}…" if number else "critiquing…",
+    "digest": lambda _number: "writing the digest…",
+    "export": lambda _number: "saving the CSV and chart…",
+}
+"""What the status line says while a run is in each of research's `STAGES` (the number the stage's event names:
+sources to collect, items to critique)."""
+
 Describe = Callable[[ProgressEvent], str | None]
 """Turns one event into the status line to show now (None: the line does not change)."""
 
@@ -166,28 +179,14 @@ class PipelineProgress:
         if event.kind != "stage":
             return None  # "exporting" repeats the export stage; "finished" is followed by the final line
         number = next((int(word) for word in event.message.split() if word.isdigit()), None)
-        stage = STAGES[event.done] if event.total == len(STAGES) and event.done < len(STAGES) else None
-        if stage == "plan":
-            self._advance("planning the searches…")
-        elif stage == "collect":
-            self._advance(f"collecting {number} source{'s' if number != 1 else ''}…" if number else "collecting…")
-        elif stage == "expand":
-            self._advance("searching related terms…")
-        elif stage == "novelty":
-            self._advance("checking what is new…")
-        elif stage == "critique":
-            self._advance(f"critiquing the top {number}…" if number else "critiquing…")
-        elif stage == "digest":
-            self._advance("writing the digest…")
-        elif stage == "export":
-            self._advance("saving the CSV and chart…")
-        else:
-            self._advance(event.message.rstrip(".…") + "…")
+        stage = STAGES[event.done] if event.total == len(STAGES) and event.done < len(STAGES) else ""
+        line = _STAGE_LINES.get(stage)
+        self._advance(line(number) if line is not None else event.message.rstrip(".…") + "…")
         return self._line()
 
     def _advance(self, stage: str) -> None:
         # planning is over as soon as anything else happens; it is not worth a place in the line
-        if self._stage and self._stage != "planning the searches…":
+        if self._stage and self._stage != _PLANNING:
             self._closed.append(f"{self._stage} {self._kept}".strip())
         self._stage, self._live, self._kept = stage, "", ""
         self._base = self._items

@@ -413,7 +413,6 @@ async def _export_items(context: ToolContext, command: ExportCommand) -> str:
 
 ACTIONS = (
     Action(
-        name="search",
         arguments=SearchCommand,
         pattern="<query>",
         description="One-off: collect, critique and summarise a topic now (digest + CSV)",
@@ -423,7 +422,6 @@ ACTIONS = (
         slack=SlackCommand(description="Search the sources right now", usage_hint="DeepSeek R2"),
     ),
     Action(
-        name="collect",
         arguments=CollectCommand,
         pattern="<request> [from <sources>] [target N]",
         description="Collect many items for a request; CSV and metadata when done",
@@ -432,7 +430,6 @@ ACTIONS = (
         run=collect,
     ),
     Action(
-        name="export",
         arguments=ExportCommand,
         pattern="<id> [days] | monitors",
         description="CSV of a monitor's items (default: last 30 days); `monitors`: this chat's monitors as JSON + OPML",
@@ -446,9 +443,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="search_sources",
         arguments=SearchSources,
-        pattern="",
         description="Search the sources now and hand the chat agent the results",
         command=False,
         tool=ToolUse(
@@ -458,9 +453,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="read_page",
         arguments=ReadPage,
-        pattern="",
         description="Read a web page's main text for the chat agent",
         command=False,
         tool=ToolUse(
@@ -470,9 +463,7 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="collect_items",
         arguments=CollectItems,
-        pattern="",
         description="The chat agent's /collect",
         command=False,
         tool=ToolUse(

@@ -249,7 +249,6 @@ def _parse_profile(args: str, _options: ParseOptions) -> ProfileCommand:
 
 ACTIONS = (
     Action(
-        name="timezone",
         arguments=TimezoneCommand,
         pattern="<IANA name>",
         description="Set this chat's timezone for schedules",
@@ -259,7 +258,6 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="language",
         arguments=LanguageCommand,
         pattern="<code>",
         description="Set the language of digests and answers",
@@ -269,7 +267,6 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="profile",
         arguments=ProfileCommand,
         pattern="<text>",
         description="Tell Lookout who you are and what you care about",
@@ -279,17 +276,13 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="forget",
         arguments=ForgetCommand,
-        pattern="",
         description="Clear this conversation's memory",
         run=forget,
         instant=True,
     ),
     Action(
-        name="usage",
         arguments=UsageCommand,
-        pattern="",
         description="Tokens and cost today and this month",
         run=usage,
         instant=True,

@@ -16,6 +16,7 @@ from agent.commands.action import (
     ToolRefusal,
     ToolUse,
     monitor_role,
+    owned_monitor,
 )
 from agent.commands.common import chat_timezone, refuse
 from agent.commands.destinations import BriefingToCommand, SubscribeToCommand, destination_url
@@ -390,11 +391,7 @@ async def _propose_unsubscribe(services: Services, turn: Turn, command: Unsubscr
 
 
 async def _propose_transfer(services: Services, turn: Turn, command: TransferCommand) -> Proposal | str:
-    view, role = await monitor_role(services, turn, command.monitor_id)
-    if role == "subscriber":
-        raise ToolRefusal(
-            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
+    view = await owned_monitor(services, turn, command.monitor_id)
     candidates = await services.monitors.sharing.subscribers(view.id, chat_id=turn.chat.id, is_admin=turn.is_admin)
     matches = _matching(candidates, command.to_chat or "")
     if len(matches) != 1:
@@ -441,11 +438,7 @@ async def _propose_briefing(services: Services, turn: Turn, command: BriefingCom
 
 
 async def _propose_share(services: Services, turn: Turn, command: ShareCommand) -> Proposal | str:
-    view, role = await monitor_role(services, turn, command.monitor_id)
-    if role == "subscriber":
-        raise ToolRefusal(
-            f"Monitor #{view.id} belongs to another chat; this chat only receives it (set_delivery changes how)."
-        )
+    view = await owned_monitor(services, turn, command.monitor_id)
     if view.shared == command.shared:
         return f"Monitor #{view.id} is already {'shared' if command.shared else 'not shared'}; nothing to do."
     what = "share" if command.shared else "stop sharing"
@@ -492,7 +485,6 @@ async def _browse_for_model(context: ToolContext, command: BrowseCommand) -> lis
 
 ACTIONS = (
     Action(
-        name="share",
         arguments=ShareCommand,
         pattern="<id>",
         description="List one of this chat's monitors in /browse so other chats can subscribe",
@@ -508,7 +500,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="unshare",
         arguments=UnshareCommand,
         pattern="<id>",
         description="Take a monitor out of /browse",
@@ -517,7 +508,6 @@ ACTIONS = (
         instant=True,
     ),
     Action(
-        name="browse",
         arguments=BrowseCommand,
         pattern="[words]",
         description="Shared monitors you can subscribe to (optionally only topics with these words)",
@@ -531,7 +521,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="subscribe",
         arguments=SubscribeCommand,
         pattern="<id> [to <url>]",
         description="Receive a shared monitor's digests in this chat too (to <url>: at an email address, Discord, "
@@ -546,7 +535,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="unsubscribe",
         arguments=UnsubscribeCommand,
         pattern="<id>",
         description="Stop receiving a monitor you subscribed to",
@@ -560,7 +548,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="transfer",
         arguments=TransferCommand,
         pattern="<id> [chat]",
         description="Hand a monitor to one of its subscribers (without a chat: list them)",
@@ -575,7 +562,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="briefing",
         arguments=BriefingCommand,
         pattern="<schedule>|off|to <url>",
         description="One morning briefing of all your monitors instead of a message per run (to <url>: a copy to "
@@ -592,7 +578,6 @@ ACTIONS = (
         ),
     ),
     Action(
-        name="deliver",
         arguments=DeliverCommand,
         pattern="<id> now|briefing",
         description="Get one monitor per run (now) or in your briefing",

@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from agent.commands.destinations import NOT_SET_UP
 from monitors import DeliveryWorker
 from storage import Database
 from storage.repositories import DestinationRepository, SubscriptionRepository
@@ -127,3 +128,18 @@ async def test_the_briefing_reaches_a_destination_too(world: RouterWorld) -> Non
     schema = json.loads((Path(__file__).resolve().parents[3] / "docs/schemas/webhook-message.schema.json").read_text())
     jsonschema.validate(document, schema)
     assert any(sent.message.purpose == "briefing" for sent in world.sender.sent)  # the chat got it too
+
+
+async def test_without_destinations_every_destination_command_says_so_and_stores_nothing(world: RouterWorld) -> None:
+    # a process built without destination senders (not `lookout run`) has no DestinationService
+    world.services.monitors.destinations = None
+    url = webhook(world)
+    await world.say("/track DeepSeek daily at 08:00 from hn")
+
+    answers = [
+        await world.say(text)
+        for text in (f"/subscribe 1 to {url}", f"/briefing to {url}", "/destinations", "/destination test 1")
+    ]
+
+    assert [answer.text for answer in answers] == [NOT_SET_UP] * 4
+    assert await DestinationRepository(world.database).all() == []
