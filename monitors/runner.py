@@ -39,7 +39,7 @@ from research import (
     load_plan,
     sum_usage,
 )
-from sources import Engagement, Item, Source, source_spec, spec_label
+from sources import Item, Source, source_spec, spec_label
 from storage import (
     ChatRecord,
     Database,
@@ -812,44 +812,17 @@ def _digest_of(run: RunRecord | None) -> Digest | None:
 
 
 def item_record(item: Item) -> ItemRecord:
-    """A collected item as the database stores it."""
-    return ItemRecord(
-        id=item.id,
-        source=item.source,
-        url=item.url,
-        title=item.title,
-        text=item.text,
-        author=item.author,
-        published=item.published,
-        engagement=item.engagement.model_dump(),
-        language=item.language,
-        query=item.query,
-        collected_at=item.collected_at,
-    )
+    """A collected item as the database stores it: `ItemRecord` has `Item`'s fields, the engagement as a dict (the
+    feed's language hint is never serialised, so it is not stored)."""
+    return ItemRecord(**item.model_dump())
 
 
 def item_of_record(record: ItemRecord) -> Item | None:
-    """The stored item as a source item again, or None if it no longer validates."""
+    """The stored item as a source item again (read by field name), or None if it no longer validates."""
     try:
-        return _item_of(record)
+        return Item.model_validate(record, from_attributes=True)
     except ValidationError:
         return None
-
-
-def _item_of(record: ItemRecord) -> Item:
-    return Item(
-        id=record.id,
-        source=record.source,
-        url=record.url,
-        title=record.title,
-        text=record.text,
-        author=record.author,
-        published=record.published,
-        engagement=Engagement.model_validate(record.engagement),
-        language=record.language,
-        query=record.query,
-        collected_at=record.collected_at,
-    )
 
 
 def usage_by_kind(result: PipelineResult) -> list[tuple[UsageKind, LlmUsage]]:
