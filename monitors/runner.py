@@ -21,6 +21,7 @@ from monitors.alerts import alert_stories, check_alerts, stories_of_check
 from monitors.notices import NOTICE_KIND, queue_notice
 from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
+from monitors.service_base import MonitorStorage
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
     MAX_FEEDBACK_EXAMPLES,
@@ -54,13 +55,10 @@ from storage import (
 )
 from storage.repositories import (
     AlertRepository,
-    ChatRepository,
     FeedbackRepository,
     ItemRepository,
-    MonitorRepository,
     RunRepository,
     SourceFailureRepository,
-    SubscriptionRepository,
 )
 
 logger = logging.getLogger(__name__)
@@ -227,7 +225,7 @@ def _stored_run(
     )
 
 
-class MonitorRunner:
+class MonitorRunner(MonitorStorage):
     """Executes an opened run: a monitor's (`execute`: scheduled runs and `/digest`) or a search's (`search`)."""
 
     def __init__(
@@ -244,21 +242,16 @@ class MonitorRunner:
         on_deliveries_queued: Callable[[], None] | None,
         recorder: RunRecorder,
     ) -> None:
-        self._database = database
+        super().__init__(database, clock=clock, on_queued=on_deliveries_queued)
         self._resolve = resolve_sources
         self._light, self._heavy = light_model, heavy_model
         self._out_dir = out_dir
         self._settings = settings
-        self._clock = clock
         self._pipeline = pipeline
-        self._on_queued = on_deliveries_queued
-        self._chats = ChatRepository(database)
-        self._monitors = MonitorRepository(database)
         self._items = ItemRepository(database)
         self._runs = RunRepository(database)  # reads: the previous run, its items
         self._recorder = recorder
         self._source_failures = SourceFailureRepository(database)
-        self._subscriptions = SubscriptionRepository(database)
         self._alerts_repository = AlertRepository(database)
 
     async def execute(
@@ -406,8 +399,7 @@ class MonitorRunner:
         except Exception:  # an alert's failure must not fail the run that was stored
             logger.exception("monitor %d: alerts could not be checked [error id %s]", monitor.id, new_error_id())
             return
-        if queued and self._on_queued is not None:
-            self._on_queued()
+        self._queued(queued)
 
     async def check_pending_alerts(self, *, grace: timedelta = PENDING_ALERTS_GRACE) -> int:
         """The recovery pass: check the alerts of every stored run whose check was left pending for over `grace` (its
@@ -427,8 +419,7 @@ class MonitorRunner:
             except Exception:  # one check that cannot be made holds no other back; it is tried again next pass
                 logger.exception("run %d: its pending alerts could not be checked [error id %s]", pending.run_id,
                                  new_error_id())  # fmt: skip
-        if queued and self._on_queued is not None:
-            self._on_queued()
+        self._queued(queued)
         return queued
 
     async def _run_pipeline(
@@ -660,8 +651,7 @@ class MonitorRunner:
             self._database, chat_id=recipients[0], text=text, monitor_id=monitor.id, now=self._clock(),
             also=recipients[1:],
         )  # fmt: skip
-        if self._on_queued is not None:
-            self._on_queued()
+        self._queued()
 
     # ---- sources that fail run after run ------------------------------------------------------------------
 
