@@ -13,20 +13,19 @@ import asyncio
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Final
 from zoneinfo import ZoneInfo
 
-from kernel import Clock
 from monitors.delivery import valid_digest
 from monitors.notices import BRIEFING_KIND
 from monitors.reader_rules import rules_view, run_entries
 from monitors.runner import item_of_record
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
-from monitors.service_base import MonitorStorage
+from monitors.service_base import MonitorStorage, ServiceStorage
 from research import (
     Digest,
     ReaderRules,
@@ -39,7 +38,7 @@ from research import (
     write_volume_chart,
 )
 from sources import Item
-from storage import BriefingClaim, ChatRecord, Database, ItemWithScores, MonitorRecord, RunOutcome, RunRecord, RunStatus
+from storage import BriefingClaim, ChatRecord, ItemWithScores, MonitorRecord, RunOutcome, RunRecord, RunStatus
 from storage.repositories import (
     BriefingRepository,
     ItemRepository,
@@ -89,16 +88,9 @@ class _Assembled:
 class BriefingService(MonitorStorage):
     """Sets each chat's briefing time and sends the briefings that are due; built by `MonitorService`."""
 
-    def __init__(
-        self,
-        database: Database,
-        *,
-        out_dir: Path,
-        clock: Clock,
-        min_interval_seconds: int,
-        on_queued: Callable[[], None] | None = None,
-    ) -> None:
-        super().__init__(database, clock=clock, on_queued=on_queued)
+    def __init__(self, storage: ServiceStorage, *, out_dir: Path, min_interval_seconds: int) -> None:
+        super().__init__(storage)
+        database = storage.database
         self._out_dir = out_dir / "briefings"
         self._min_interval = min_interval_seconds
         self._runs = RunRepository(database)

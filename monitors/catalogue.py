@@ -14,11 +14,10 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Final
 
-from kernel import Clock, utc_now
 from monitors.notices import queue_notice
 from monitors.runner import SourceResolver
 from monitors.schedule import Schedule, parse_schedule
-from monitors.service_base import MonitorStorage
+from monitors.service_base import MonitorStorage, ServiceStorage
 from monitors.views import (
     MonitorAccessError,
     MonitorNotFoundError,
@@ -75,15 +74,9 @@ class MonitorCatalogue(MonitorStorage):
     """The monitors of each chat: every action is scoped to the asking chat (see `visible` and `owned`)."""
 
     def __init__(
-        self,
-        database: Database,
-        *,
-        resolve_sources: SourceResolver,
-        settings: MonitorSettings | None = None,
-        clock: Clock = utc_now,
-        on_deliveries_queued: Callable[[], None] | None = None,
+        self, storage: ServiceStorage, *, resolve_sources: SourceResolver, settings: MonitorSettings | None = None
     ) -> None:
-        super().__init__(database, clock=clock, on_queued=on_deliveries_queued)
+        super().__init__(storage)
         self.settings = settings or MonitorSettings()
         self._resolve = resolve_sources
         self._listeners: list[MonitorListener] = []

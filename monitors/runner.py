@@ -21,7 +21,7 @@ from monitors.alerts import alert_stories, check_alerts, stories_of_check
 from monitors.notices import NOTICE_KIND, queue_notice
 from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
-from monitors.service_base import MonitorStorage
+from monitors.service_base import MonitorStorage, ServiceStorage
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
     MAX_FEEDBACK_EXAMPLES,
@@ -230,19 +230,18 @@ class MonitorRunner(MonitorStorage):
 
     def __init__(
         self,
-        database: Database,
+        storage: ServiceStorage,
         *,
         resolve_sources: SourceResolver,
         light_model: Model | None,
         heavy_model: Model | None,
         out_dir: Path,
         settings: MonitorSettings,
-        clock: Clock,
         pipeline: PipelineFunction,
-        on_deliveries_queued: Callable[[], None] | None,
         recorder: RunRecorder,
     ) -> None:
-        super().__init__(database, clock=clock, on_queued=on_deliveries_queued)
+        super().__init__(storage)
+        database = storage.database
         self._resolve = resolve_sources
         self._light, self._heavy = light_model, heavy_model
         self._out_dir = out_dir

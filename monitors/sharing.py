@@ -10,15 +10,14 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from kernel import Clock
 from monitors.destinations import DESTINATION_PLATFORMS
 from monitors.notices import queue_notice
-from monitors.service_base import MonitorStorage
+from monitors.service_base import MonitorStorage, ServiceStorage
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorView
 from storage import ChatRecord, Database, DeliveryMode, MonitorRecord, SubscriptionRecord
 from storage.repositories import MonitorRepository, SubscriptionRepository
@@ -89,15 +88,8 @@ class MonitorSharing(MonitorStorage):
     """Sharing and subscriptions, for the chat that asks; `MonitorService.sharing`, built in `app` over the
     catalogue."""
 
-    def __init__(
-        self,
-        monitors: _Monitors,
-        database: Database,
-        *,
-        clock: Clock,
-        on_queued: Callable[[], None] | None = None,
-    ) -> None:
-        super().__init__(database, clock=clock, on_queued=on_queued)
+    def __init__(self, monitors: _Monitors, storage: ServiceStorage) -> None:
+        super().__init__(storage)
         self._service = monitors
 
     # ---- the owner's side ---------------------------------------------------------------------------------
