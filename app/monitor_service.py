@@ -28,6 +28,7 @@ from monitors import (
     PipelineFunction,
     ReaderRuleService,
     RunRecorder,
+    ServiceStorage,
     SourceResolver,
 )
 from research import ItemEmbedder, run_pipeline
@@ -54,33 +55,26 @@ def build_monitor_service(
     or briefing that queued outbox rows calls `on_deliveries_queued`; `destinations` and `http` (both, or none)
     deliver to Apprise and webhook destinations; `embedder` lets feedback read the stories' stored vectors."""
     settings = settings or MonitorSettings()
+    storage = ServiceStorage(database=database, clock=clock, on_queued=on_deliveries_queued)
 
     def parts(catalogue: MonitorCatalogue) -> MonitorParts:
         recorder = RunRecorder(database, on_queued=on_deliveries_queued)
         runner = MonitorRunner(
-            database,
+            storage,
             resolve_sources=resolve_sources,
             light_model=light_model,
             heavy_model=heavy_model,
             out_dir=out_dir,
             settings=settings,
-            clock=clock,
             pipeline=pipeline,
-            on_deliveries_queued=on_deliveries_queued,
             recorder=recorder,
         )
-        sharing = MonitorSharing(catalogue, database, clock=clock, on_queued=on_deliveries_queued)
+        sharing = MonitorSharing(catalogue, storage)
         return MonitorParts(
             runner=runner,
             runs=MonitorRuns(catalogue, runner, recorder, clock=clock),
             sharing=sharing,
-            briefings=BriefingService(
-                database,
-                out_dir=out_dir,
-                clock=clock,
-                min_interval_seconds=settings.min_interval_seconds,
-                on_queued=on_deliveries_queued,
-            ),
+            briefings=BriefingService(storage, out_dir=out_dir, min_interval_seconds=settings.min_interval_seconds),
             feeds=MonitorFeeds(database, clock=clock),
             destinations=(
                 DestinationService(database, http=http, senders=destinations, sharing=sharing, clock=clock)
@@ -92,11 +86,4 @@ def build_monitor_service(
             alerts=AlertService(database, clock=clock),
         )
 
-    return MonitorService(
-        database,
-        resolve_sources=resolve_sources,
-        parts=parts,
-        settings=settings,
-        clock=clock,
-        on_deliveries_queued=on_deliveries_queued,
-    )
+    return MonitorService(storage, resolve_sources=resolve_sources, parts=parts, settings=settings)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
     from monitors.schedule import Schedule, ScheduleError, parse_schedule
     from monitors.scheduler import MonitorScheduler, due_monitor_ids
     from monitors.service import MonitorParts, MonitorService
+    from monitors.service_base import ServiceStorage
     from monitors.sharing import (
         BROWSE_LIMIT,
         MonitorSharing,
@@ -90,6 +91,7 @@ __all__ = [
     "RunSummary",
     "Schedule",
     "ScheduleError",
+    "ServiceStorage",
     "SharedMonitor",
     "SourceResolver",
     "SubscribeOffer",
@@ -140,6 +142,7 @@ _SUBMODULES = {
     "items": ["ItemService"],
     "scheduler": ["MonitorScheduler", "due_monitor_ids"],
     "service": ["MonitorParts", "MonitorService"],
+    "service_base": ["ServiceStorage"],
     "sharing": ["BROWSE_LIMIT", "MonitorSharing", "SharedMonitor", "SubscribeOffer", "chat_label", "normalise_topic"],
     "views": [
         "MonitorAccessError",

@@ -13,19 +13,19 @@ import asyncio
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Final
 from zoneinfo import ZoneInfo
 
-from kernel import Clock
 from monitors.delivery import valid_digest
 from monitors.notices import BRIEFING_KIND
 from monitors.reader_rules import rules_view, run_entries
 from monitors.runner import item_of_record
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
+from monitors.service_base import MonitorStorage, ServiceStorage
 from research import (
     Digest,
     ReaderRules,
@@ -38,15 +38,12 @@ from research import (
     write_volume_chart,
 )
 from sources import Item
-from storage import BriefingClaim, ChatRecord, Database, ItemWithScores, MonitorRecord, RunOutcome, RunRecord, RunStatus
+from storage import BriefingClaim, ChatRecord, ItemWithScores, MonitorRecord, RunOutcome, RunRecord, RunStatus
 from storage.repositories import (
     BriefingRepository,
-    ChatRepository,
     ItemRepository,
-    MonitorRepository,
     ReaderRuleRepository,
     RunRepository,
-    SubscriptionRepository,
 )
 
 __all__ = ["BRIEFING_KIND", "BriefingService", "QueuedBriefing"]
@@ -88,29 +85,17 @@ class _Assembled:
     run_ids: list[int]
 
 
-class BriefingService:
+class BriefingService(MonitorStorage):
     """Sets each chat's briefing time and sends the briefings that are due; built by `MonitorService`."""
 
-    def __init__(
-        self,
-        database: Database,
-        *,
-        out_dir: Path,
-        clock: Clock,
-        min_interval_seconds: int,
-        on_queued: Callable[[], None] | None = None,
-    ) -> None:
-        self._database = database
+    def __init__(self, storage: ServiceStorage, *, out_dir: Path, min_interval_seconds: int) -> None:
+        super().__init__(storage)
+        database = storage.database
         self._out_dir = out_dir / "briefings"
-        self._clock = clock
         self._min_interval = min_interval_seconds
-        self._on_queued = on_queued
-        self._chats = ChatRepository(database)
-        self._monitors = MonitorRepository(database)
         self._runs = RunRepository(database)
         self._items = ItemRepository(database)
         self._briefings = BriefingRepository(database)
-        self._subscriptions = SubscriptionRepository(database)
         self._rules = ReaderRuleRepository(database)
         self._files_of_pass: dict[tuple[object, ...], _BriefingFiles] = {}
         """The CSV and chart written in this pass, by the runs they cover (chats reading the same runs share them)."""
@@ -160,8 +145,7 @@ class BriefingService:
                 logger.exception("the briefings of chats %d to %d failed", page[0].id, page[-1].id)
                 continue
             queued += made
-            if made and self._on_queued is not None:
-                self._on_queued()  # the delivery worker starts on this page while the next is assembled
+            self._queued(len(made))  # the delivery worker starts on this page while the next is assembled
         return queued
 
     async def _brief_page(

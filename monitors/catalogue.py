@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Final
 
-from kernel import Clock, utc_now
 from monitors.notices import queue_notice
 from monitors.runner import SourceResolver
 from monitors.schedule import Schedule, parse_schedule
+from monitors.service_base import MonitorStorage, ServiceStorage
 from monitors.views import (
     MonitorAccessError,
     MonitorNotFoundError,
@@ -29,7 +29,6 @@ from monitors.views import (
 )
 from sources import DEFAULT_SOURCES, refused_feeds
 from storage import ChatRecord, Database, MonitorChanges, MonitorListing, MonitorRecord, SubscriptionRecord
-from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
 
 logger = logging.getLogger(__name__)
 
@@ -71,27 +70,21 @@ class MonitorFields:
     lookback_hours: int
 
 
-class MonitorCatalogue:
+class MonitorCatalogue(MonitorStorage):
     """The monitors of each chat: every action is scoped to the asking chat (see `visible` and `owned`)."""
 
     def __init__(
-        self,
-        database: Database,
-        *,
-        resolve_sources: SourceResolver,
-        settings: MonitorSettings | None = None,
-        clock: Clock = utc_now,
-        on_deliveries_queued: Callable[[], None] | None = None,
+        self, storage: ServiceStorage, *, resolve_sources: SourceResolver, settings: MonitorSettings | None = None
     ) -> None:
+        super().__init__(storage)
         self.settings = settings or MonitorSettings()
-        self.database = database
-        self._clock = clock
         self._resolve = resolve_sources
-        self._on_queued = on_deliveries_queued
-        self._chats = ChatRepository(database)
-        self._monitors = MonitorRepository(database)
-        self._subscriptions = SubscriptionRepository(database)
         self._listeners: list[MonitorListener] = []
+
+    @property
+    def database(self) -> Database:
+        """The database the catalogue, and every part built over it, reads and writes."""
+        return self._database
 
     def add_listener(self, listener: MonitorListener) -> None:
         """Call `listener(monitor_id)` after every change to a monitor's existence or schedule."""
@@ -229,8 +222,7 @@ class MonitorCatalogue:
             )
             await queue_notice(self.database, chat_id=chat.id, text=text, monitor_id=monitor.id, now=now)
             told += 1
-        if told and self._on_queued is not None:
-            self._on_queued()
+        self._queued(told)
         return told
 
     async def update_monitor(

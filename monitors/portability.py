@@ -255,22 +255,12 @@ def _exported(entry: MonitorEntry) -> dict[str, Any]:
 
 
 def _entry_of(record: MonitorRecord, delivery: DeliveryMode, rules: ReaderRules | None = None) -> MonitorEntry:
+    """The record's fields of the same name, with the schedule without its zone (the zone stands apart) and what
+    the owner chat's subscription and rules add."""
     schedule = schedule_of(record)
-    return MonitorEntry(
-        topic=record.topic,
-        schedule=schedule.body_text(),
-        timezone=schedule.timezone,
-        sources=list(record.sources),
-        extra_queries=list(record.extra_queries),
-        include_keywords=list(record.include_keywords),
-        exclude_keywords=list(record.exclude_keywords),
-        lookback_hours=record.lookback_hours,
-        language=record.language,
-        quiet=record.quiet,
-        paused=record.paused,
-        shared=record.shared,
-        delivery=delivery,
-        rules=rules,
+    entry = MonitorEntry.model_validate(record, from_attributes=True)
+    return entry.model_copy(
+        update={"schedule": schedule.body_text(), "timezone": schedule.timezone, "delivery": delivery, "rules": rules}
     )
 
 

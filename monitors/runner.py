@@ -21,6 +21,7 @@ from monitors.alerts import alert_stories, check_alerts, stories_of_check
 from monitors.notices import NOTICE_KIND, queue_notice
 from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
+from monitors.service_base import MonitorStorage, ServiceStorage
 from monitors.views import MonitorSettings, RunStatusText, RunSummary
 from research import (
     MAX_FEEDBACK_EXAMPLES,
@@ -39,7 +40,7 @@ from research import (
     load_plan,
     sum_usage,
 )
-from sources import Engagement, Item, Source, source_spec, spec_label
+from sources import Item, Source, source_spec, spec_label
 from storage import (
     ChatRecord,
     Database,
@@ -54,13 +55,10 @@ from storage import (
 )
 from storage.repositories import (
     AlertRepository,
-    ChatRepository,
     FeedbackRepository,
     ItemRepository,
-    MonitorRepository,
     RunRepository,
     SourceFailureRepository,
-    SubscriptionRepository,
 )
 
 logger = logging.getLogger(__name__)
@@ -227,38 +225,32 @@ def _stored_run(
     )
 
 
-class MonitorRunner:
+class MonitorRunner(MonitorStorage):
     """Executes an opened run: a monitor's (`execute`: scheduled runs and `/digest`) or a search's (`search`)."""
 
     def __init__(
         self,
-        database: Database,
+        storage: ServiceStorage,
         *,
         resolve_sources: SourceResolver,
         light_model: Model | None,
         heavy_model: Model | None,
         out_dir: Path,
         settings: MonitorSettings,
-        clock: Clock,
         pipeline: PipelineFunction,
-        on_deliveries_queued: Callable[[], None] | None,
         recorder: RunRecorder,
     ) -> None:
-        self._database = database
+        super().__init__(storage)
+        database = storage.database
         self._resolve = resolve_sources
         self._light, self._heavy = light_model, heavy_model
         self._out_dir = out_dir
         self._settings = settings
-        self._clock = clock
         self._pipeline = pipeline
-        self._on_queued = on_deliveries_queued
-        self._chats = ChatRepository(database)
-        self._monitors = MonitorRepository(database)
         self._items = ItemRepository(database)
         self._runs = RunRepository(database)  # reads: the previous run, its items
         self._recorder = recorder
         self._source_failures = SourceFailureRepository(database)
-        self._subscriptions = SubscriptionRepository(database)
         self._alerts_repository = AlertRepository(database)
 
     async def execute(
@@ -406,8 +398,7 @@ class MonitorRunner:
         except Exception:  # an alert's failure must not fail the run that was stored
             logger.exception("monitor %d: alerts could not be checked [error id %s]", monitor.id, new_error_id())
             return
-        if queued and self._on_queued is not None:
-            self._on_queued()
+        self._queued(queued)
 
     async def check_pending_alerts(self, *, grace: timedelta = PENDING_ALERTS_GRACE) -> int:
         """The recovery pass: check the alerts of every stored run whose check was left pending for over `grace` (its
@@ -427,8 +418,7 @@ class MonitorRunner:
             except Exception:  # one check that cannot be made holds no other back; it is tried again next pass
                 logger.exception("run %d: its pending alerts could not be checked [error id %s]", pending.run_id,
                                  new_error_id())  # fmt: skip
-        if queued and self._on_queued is not None:
-            self._on_queued()
+        self._queued(queued)
         return queued
 
     async def _run_pipeline(
@@ -660,8 +650,7 @@ class MonitorRunner:
             self._database, chat_id=recipients[0], text=text, monitor_id=monitor.id, now=self._clock(),
             also=recipients[1:],
         )  # fmt: skip
-        if self._on_queued is not None:
-            self._on_queued()
+        self._queued()
 
     # ---- sources that fail run after run ------------------------------------------------------------------
 
@@ -812,44 +801,17 @@ def _digest_of(run: RunRecord | None) -> Digest | None:
 
 
 def item_record(item: Item) -> ItemRecord:
-    """A collected item as the database stores it."""
-    return ItemRecord(
-        id=item.id,
-        source=item.source,
-        url=item.url,
-        title=item.title,
-        text=item.text,
-        author=item.author,
-        published=item.published,
-        engagement=item.engagement.model_dump(),
-        language=item.language,
-        query=item.query,
-        collected_at=item.collected_at,
-    )
+    """A collected item as the database stores it: `ItemRecord` has `Item`'s fields, the engagement as a dict (the
+    feed's language hint is never serialised, so it is not stored)."""
+    return ItemRecord(**item.model_dump())
 
 
 def item_of_record(record: ItemRecord) -> Item | None:
-    """The stored item as a source item again, or None if it no longer validates."""
+    """The stored item as a source item again (read by field name), or None if it no longer validates."""
     try:
-        return _item_of(record)
+        return Item.model_validate(record, from_attributes=True)
     except ValidationError:
         return None
-
-
-def _item_of(record: ItemRecord) -> Item:
-    return Item(
-        id=record.id,
-        source=record.source,
-        url=record.url,
-        title=record.title,
-        text=record.text,
-        author=record.author,
-        published=record.published,
-        engagement=Engagement.model_validate(record.engagement),
-        language=record.language,
-        query=record.query,
-        collected_at=record.collected_at,
-    )
 
 
 def usage_by_kind(result: PipelineResult) -> list[tuple[UsageKind, LlmUsage]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernel import Clock, utc_now
 from monitors.alerts import AlertService
 from monitors.briefings import BriefingService
 from monitors.catalogue import UNCHANGED, MonitorCatalogue, MonitorFields, MonitorListener, split_source_specs
@@ -18,9 +17,9 @@ from monitors.feeds import MonitorFeeds
 from monitors.reader_rules import ReaderRuleService
 from monitors.runner import MonitorRunner, SourceResolver
 from monitors.runs import SEARCH_LOOKBACK_HOURS, MonitorRuns
+from monitors.service_base import ServiceStorage
 from monitors.sharing import MonitorSharing
 from monitors.views import MonitorSettings, RunSummary, effective_timezone, schedule_of
-from storage import Database
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,21 +48,13 @@ class MonitorService(MonitorCatalogue):
 
     def __init__(
         self,
-        database: Database,
+        storage: ServiceStorage,
         *,
         resolve_sources: SourceResolver,
         parts: PartsBuilder,
         settings: MonitorSettings | None = None,
-        clock: Clock = utc_now,
-        on_deliveries_queued: Callable[[], None] | None = None,
     ) -> None:
-        super().__init__(
-            database,
-            resolve_sources=resolve_sources,
-            settings=settings,
-            clock=clock,
-            on_deliveries_queued=on_deliveries_queued,
-        )
+        super().__init__(storage, resolve_sources=resolve_sources, settings=settings)
         built = parts(self)
         self._runner = built.runner
         self.runs = built.runs

@@ -10,17 +10,17 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from kernel import Clock
 from monitors.destinations import DESTINATION_PLATFORMS
 from monitors.notices import queue_notice
+from monitors.service_base import MonitorStorage, ServiceStorage
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorView
 from storage import ChatRecord, Database, DeliveryMode, MonitorRecord, SubscriptionRecord
-from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
+from storage.repositories import MonitorRepository, SubscriptionRepository
 
 __all__ = [
     "BROWSE_LIMIT",
@@ -84,25 +84,13 @@ def chat_label(chat: ChatRecord) -> str:
     return chat.title or f"a {chat.platform} chat"
 
 
-class MonitorSharing:
+class MonitorSharing(MonitorStorage):
     """Sharing and subscriptions, for the chat that asks; `MonitorService.sharing`, built in `app` over the
     catalogue."""
 
-    def __init__(
-        self,
-        monitors: _Monitors,
-        database: Database,
-        *,
-        clock: Clock,
-        on_queued: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, monitors: _Monitors, storage: ServiceStorage) -> None:
+        super().__init__(storage)
         self._service = monitors
-        self._database = database
-        self._clock = clock
-        self._on_queued = on_queued
-        self._chats = ChatRepository(database)
-        self._records = MonitorRepository(database)
-        self._subscriptions = SubscriptionRepository(database)
 
     # ---- the owner's side ---------------------------------------------------------------------------------
 
@@ -116,7 +104,7 @@ class MonitorSharing:
 
     async def _set_shared(self, monitor_id: int, *, chat_id: int, is_admin: bool, shared: bool) -> MonitorView:
         await self._service.owned(monitor_id, chat_id, is_admin)
-        record = await self._records.update(monitor_id, shared=shared)
+        record = await self._monitors.update(monitor_id, shared=shared)
         if record is None:
             raise MonitorNotFoundError(_not_found(monitor_id))
         logger.info("monitor %d %s by chat %d", monitor_id, "shared" if shared else "unshared", chat_id)
@@ -153,7 +141,7 @@ class MonitorSharing:
         return await self._service.view_of(record, await self._service.chat(chat_id))
 
     async def _hand_over(self, monitor: MonitorRecord, to_chat: ChatRecord, *, reason: str) -> MonitorRecord:
-        record = await self._records.update(monitor.id, owner_chat_id=to_chat.id)
+        record = await self._monitors.update(monitor.id, owner_chat_id=to_chat.id)
         if record is None:
             raise MonitorNotFoundError(_not_found(monitor.id))
         text = (
@@ -161,8 +149,7 @@ class MonitorSharing:
             f"(`/pause {monitor.id}`, `/untrack {monitor.id}`, `/share {monitor.id}`…); its subscribers keep it."
         )
         await queue_notice(self._database, chat_id=to_chat.id, text=text, monitor_id=monitor.id, now=self._clock())
-        if self._on_queued is not None:
-            self._on_queued()
+        self._queued()
         logger.info("monitor %d handed over from chat %d to chat %d", monitor.id, monitor.owner_chat_id, to_chat.id)
         return record
 
@@ -174,7 +161,7 @@ class MonitorSharing:
         wanted = normalise_topic(words).split()
         records = [
             record
-            for record in await self._records.list_shared()
+            for record in await self._monitors.list_shared()
             if all(word in normalise_topic(record.topic) for word in wanted)
         ]
         counts = await self._subscriptions.counts([record.id for record in records])
@@ -191,7 +178,7 @@ class MonitorSharing:
         """Put the chat on a shared monitor (an admin may subscribe to any); `(view, True)` when it was new,
         `(view, False)` when the chat already received it (a paused delivery is resumed)."""
         chat = await self._service.chat(chat_id)
-        monitor = await self._records.get(monitor_id)
+        monitor = await self._monitors.get(monitor_id)
         if monitor is None:
             raise MonitorNotFoundError(_not_shared(monitor_id))
         existing = await self._subscriptions.get(monitor_id, chat.id)
@@ -268,7 +255,7 @@ class MonitorSharing:
         mine = {subscription.monitor_id for subscription in await self._subscriptions.for_chat(chat.id)}
         candidates = [
             record
-            for record in await self._records.list_shared()
+            for record in await self._monitors.list_shared()
             if normalise_topic(record.topic) == key
             and record.owner_chat_id != chat.id
             and record.id not in mine
