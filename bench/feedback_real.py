@@ -510,9 +510,13 @@ def logistic_rule(ups: Any, downs: Any, penalty: float = 10.0) -> Callable[[Any]
 RULES: dict[str, Rule] = {"kNN vote (VectorModel)": knn_rule, "centroid": centroid_rule, "logistic": logistic_rule}
 
 
-def rule_precision(every: Monitors, reader_kind: str, rule: Rule, *, every_label: bool, half: str = "test") -> float:
+def rule_precision(
+    every: Monitors, reader_kind: str, rule: Rule, *, every_label: bool, others: int = 0, half: str = "test"
+) -> float:
     """Precision at recall ≥ 0.90 (best cut on the measured stories) of digests 4.. under `rule`, fed the reader's
-    marks on digests 1-3 of each monitor, or (`every_label`) every story of every other digest of the set."""
+    marks on digests 1-3 of each monitor (and on every digest of the `others` next monitors of the set: more marks,
+    none on the measured monitor's later digests), or (`every_label`) every story of every other digest of the
+    set."""
     import numpy as np
 
     def rows(stories: Sequence[Story]) -> Any:
@@ -522,7 +526,10 @@ def rule_precision(every: Monitors, reader_kind: str, rule: Rule, *, every_label
     for shared in every:
         for number in range(MARKED_DIGESTS, len(shared)) if every_label else [None]:
             if number is None:
+                place = next(n for n, monitor in enumerate(every) if monitor is shared)
+                more = [every[(place + step) % len(every)] for step in range(1, others + 1)]
                 train = [s for digest in shared[:MARKED_DIGESTS] for s in digest]
+                train += [s for monitor in more for digest in monitor for s in digest]
                 measured = [s for digest in shared[MARKED_DIGESTS:] for s in digest if in_half(s, half)]
             else:
                 train = [
@@ -549,9 +556,15 @@ def rule_table(vector_sets: Sequence[tuple[Dataset, Monitors]]) -> None:
     print("|---|---|---|" + "---:|" * len(RULES))
     for data, every in vector_sets:
         for name, kind in data.readers.items():
-            for every_label in (False, True):
-                marks = "every other label" if every_label else f"digests 1-{MARKED_DIGESTS}"
-                cells = [f"{rule_precision(every, kind, rule, every_label=every_label):.2f}" for rule in RULES.values()]
+            levels = [(f"digests 1-{MARKED_DIGESTS}", False, 0)]
+            if data.monitors > 2:
+                levels.append((f"digests 1-{MARKED_DIGESTS} + every digest of 2 other monitors", False, 2))
+            levels.append(("every other label", True, 0))
+            for marks, every_label, others in levels:
+                cells = [
+                    f"{rule_precision(every, kind, rule, every_label=every_label, others=others):.2f}"
+                    for rule in RULES.values()
+                ]
                 print(f"| {data.name} | {name} | {marks} | " + " | ".join(cells) + " |")
 
 
