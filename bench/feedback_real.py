@@ -36,9 +36,16 @@ reports (what `monitors.feedback` makes at delivery) and the "vectors" rows repe
 same shared digests (clustered by words, so both rows judge the same stories), the reader's marks now carrying
 vectors, `reader_view` deciding by `VectorModel`. Its tuning (`neighbours`, `calibration_quantile`,
 `vector_drop_at`) is picked on the dev halves the same way; the vector oracle gives the nearest-neighbour vote
-every other label of the set (threshold chosen on the measured stories: a bound).
+every other label of the set (threshold chosen on the measured stories: a bound). `--vectors minilm` uses the
+recorded all-MiniLM-L6-v2 vectors instead (`build_vectors.py --models minilm`).
 
-Run: uv run python bench/feedback_real.py [--digest-size 20] [--slices 10]
+Decision rules (`--rules`): on the same vectors, the kNN vote of `VectorModel` against two linear rules, a centroid
+(Rocchio: cosine to the mean 👍 story minus to the mean 👎 one) and an L2-regularised logistic regression (numpy,
+Newton steps, balanced classes), each fed either the reader's three digests of marks or every other label of the
+set, each cut at its best threshold for recall ≥ 0.90 on the measured stories (so the table compares orderings,
+not thresholds): whether the bound is the vectors or the rule that reads them.
+
+Run: uv run python bench/feedback_real.py [--digest-size 20] [--slices 10] [--vectors e5small|minilm] [--rules]
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic_ai.embeddings import Embedder
 
@@ -177,14 +185,15 @@ Embed = Callable[[Sequence[Item]], dict[str, list[float]]]
 """Items -> their vectors by item id (a run's batch through `ItemEmbedder`)."""
 
 
-def recorded_embedder(data: Dataset) -> tuple[Embed, str] | None:
-    """The set's recorded e5-small vectors behind the app's own `ItemEmbedder`, and the model's name; None when the
-    set has no (current) recording."""
+def recorded_embedder(data: Dataset, model: str = "e5small") -> tuple[Embed, str] | None:
+    """The set's recorded vectors of `model` behind the app's own `ItemEmbedder`, and the model's name; None when
+    the set has no (current) recording of it."""
     if not data.recorded_as:
         return None
     found, notes = recordings(data.recorded_as, data.items)
     for note in notes:
         print(f"recorded vectors: {note}", file=sys.stderr)
+    found = [recording for recording in found if recording.model == model]
     if not found:
         return None
     recording = found[0]
@@ -450,10 +459,126 @@ def oracle(every: Monitors, reader_kind: str, half: str, *, other_monitors: bool
     return _best_at_recall(scored)
 
 
+Rule = Callable[[Any, Any], Callable[[Any], Any]]
+"""Marked-up and marked-down stories' vectors (rows) -> a scorer of other stories' vectors (higher: wanted)."""
+
+
+def knn_rule(ups: Any, downs: Any, k: int = DEFAULT_TUNING.neighbours) -> Callable[[Any], Any]:
+    """`VectorModel`'s vote: mean cosine to the k closest 👍 stories minus to the k closest 👎 ones."""
+    import numpy as np
+
+    def score(stories: Any) -> Any:
+        up = -np.sort(-(stories @ ups.T), axis=1)[:, :k].mean(axis=1)
+        down = -np.sort(-(stories @ downs.T), axis=1)[:, :k].mean(axis=1)
+        return up - down
+
+    return score
+
+
+def centroid_rule(ups: Any, downs: Any) -> Callable[[Any], Any]:
+    """Rocchio: cosine to the mean 👍 story minus cosine to the mean 👎 story (one direction, linear)."""
+    import numpy as np
+
+    up, down = ups.mean(axis=0), downs.mean(axis=0)
+    direction = up / np.linalg.norm(up) - down / np.linalg.norm(down)
+    return lambda stories: stories @ direction
+
+
+def logistic_rule(ups: Any, downs: Any, penalty: float = 10.0) -> Callable[[Any], Any]:
+    """L2-regularised logistic regression (classes weighted equally, Newton steps): the linear rule that fits."""
+    import numpy as np
+
+    x = np.concatenate([ups, downs])
+    y = np.r_[np.ones(len(ups)), np.zeros(len(downs))]
+    weight = np.where(y == 1, 0.5 / len(ups), 0.5 / len(downs)) * len(y)
+    centre = x.mean(axis=0)
+    design = np.hstack([x - centre, np.ones((len(x), 1))])
+    ridge = penalty * np.eye(design.shape[1])
+    ridge[-1, -1] = 0.0
+    beta = np.zeros(design.shape[1])
+    for _ in range(30):
+        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
+        gradient = design.T @ (weight * (p - y)) + ridge @ beta
+        hessian = (design * (weight * p * (1 - p))[:, None]).T @ design + ridge + 1e-8 * np.eye(len(beta))
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-6:
+            break
+    return lambda stories: np.hstack([stories - centre, np.ones((len(stories), 1))]) @ beta
+
+
+RULES: dict[str, Rule] = {"kNN vote (VectorModel)": knn_rule, "centroid": centroid_rule, "logistic": logistic_rule}
+
+
+def rule_precision(
+    every: Monitors, reader_kind: str, rule: Rule, *, every_label: bool, others: int = 0, half: str = "test"
+) -> float:
+    """Precision at recall ≥ 0.90 (best cut on the measured stories) of digests 4.. under `rule`, fed the reader's
+    marks on digests 1-3 of each monitor (and on every digest of the `others` next monitors of the set: more marks,
+    none on the measured monitor's later digests), or (`every_label`) every story of every other digest of the
+    set."""
+    import numpy as np
+
+    def rows(stories: Sequence[Story]) -> Any:
+        return np.asarray([s.features.vector.values for s in stories if s.features.vector], dtype=np.float64)
+
+    scored: list[tuple[float, bool]] = []
+    for shared in every:
+        for number in range(MARKED_DIGESTS, len(shared)) if every_label else [None]:
+            if number is None:
+                place = next(n for n, monitor in enumerate(every) if monitor is shared)
+                more = [every[(place + step) % len(every)] for step in range(1, others + 1)]
+                train = [s for digest in shared[:MARKED_DIGESTS] for s in digest]
+                train += [s for monitor in more for digest in monitor for s in digest]
+                measured = [s for digest in shared[MARKED_DIGESTS:] for s in digest if in_half(s, half)]
+            else:
+                train = [
+                    s
+                    for monitor in every
+                    for n, digest in enumerate(monitor)
+                    if monitor is not shared or n != number
+                    for s in digest
+                ]
+                measured = [s for s in shared[number] if in_half(s, half)]
+            ups = rows([s for s in train if s.kind == reader_kind])
+            downs = rows([s for s in train if s.kind != reader_kind])
+            if not measured or not len(ups) or not len(downs):
+                continue
+            scores = rule(ups, downs)(rows(measured))
+            scored += [(float(score), s.kind == reader_kind) for score, s in zip(scores, measured, strict=True)]
+    return _best_at_recall(scored).precision
+
+
+def rule_table(vector_sets: Sequence[tuple[Dataset, Monitors]]) -> None:
+    """The decision rules side by side on the same vectors (see the module); with three digests of marks, the dev
+    half's precision in brackets (what a choice of rule would be made on)."""
+    print()
+    print("| set | reader | marks | " + " | ".join(RULES) + " |")
+    print("|---|---|---|" + "---:|" * len(RULES))
+    for data, every in vector_sets:
+        for name, kind in data.readers.items():
+            levels = [(f"digests 1-{MARKED_DIGESTS}", False, 0)]
+            if data.monitors > 2:
+                levels.append((f"digests 1-{MARKED_DIGESTS} + every digest of 2 other monitors", False, 2))
+            levels.append(("every other label", True, 0))
+            for marks, every_label, others in levels:
+                cells = []
+                for rule in RULES.values():
+                    test = rule_precision(every, kind, rule, every_label=every_label, others=others)
+                    if every_label or others:
+                        cells.append(f"{test:.2f}")
+                    else:
+                        dev = rule_precision(every, kind, rule, every_label=False, half="dev")
+                        cells.append(f"{test:.2f} ({dev:.2f})")
+                print(f"| {data.name} | {name} | {marks} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--digest-size", type=int, default=20)
     parser.add_argument("--slices", type=int, default=10)
+    parser.add_argument("--vectors", default="e5small", help="which recording: e5small (default) or minilm")
+    parser.add_argument("--rules", action="store_true", help="also compare decision rules on the vectors")
     options = parser.parse_args()
     sets: list[tuple[Dataset, Monitors]] = []
     vector_sets: list[tuple[Dataset, Monitors]] = []
@@ -462,14 +587,14 @@ def main() -> None:
         if data is None:
             continue
         started = time.perf_counter()
-        embedding = recorded_embedder(data)
+        embedding = recorded_embedder(data, options.vectors)
         every, feature_cost = monitors(data, slices=options.slices, size=options.digest_size, embedding=embedding)
         feature_costs.append(feature_cost)
         built = time.perf_counter() - started
         sizes = [len(d) for d in every[0]]
         kinds = Counter(s.kind for shared in every for d in shared[MARKED_DIGESTS:] for s in d)
         marked = Counter(s.kind for shared in every for d in shared[:MARKED_DIGESTS] for s in d)
-        with_vectors = "with recorded e5-small vectors" if embedding is not None else "no recorded vectors"
+        with_vectors = f"with recorded {options.vectors} vectors" if embedding is not None else "no recorded vectors"
         print(
             f"{data.name}: {len(data.items)} reports, {data.monitors} monitor(s) of {options.slices} runs, "
             f"clustered once in {built:.1f} s, {with_vectors}"
@@ -540,6 +665,8 @@ def main() -> None:
         f"(with {marks} marks); story_features (+ story_vector) {statistics.fmean(feature_costs) * 1000:.2f} ms per "
         f"story, once per run for every reader"
     )
+    if options.rules and vector_sets:
+        rule_table(vector_sets)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 An alert watches a monitor the chat receives (owned or subscribed): named by its number (`/alert 3 when …`), or by
 its topic, which finds the chat's monitor of that topic or creates one (`ALERT_SCHEDULE_TEXT`) so that
-"/alert DeepSeek when it releases a new model" works on its own. Each run's new stories are checked against it and a
-match is pushed at once (`monitors.alerts`). The chat agent proposes alerts (`create_alert`) and their removal
-(`remove_alert`); the person confirms.
+"/alert DeepSeek when it releases a new model" works on its own. A number before words (`/alert 3 DeepSeek when …`)
+names the monitor and the words the alert's topic; when the chat has no monitor of that number it is told so, and
+that a topic starting with a number is written in quotes (`/alert "1984 remake" when …`). Each run's new stories are
+checked against it and a match is pushed at once (`monitors.alerts`). The chat agent proposes alerts
+(`create_alert`) and their removal (`remove_alert`); the person confirms.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ enough that a topic's sources are asked a dozen times a day."""
 ALERT_EXAMPLE: Final = "/alert DeepSeek when it releases a new model"
 
 _WHEN = re.compile(r"\s*\bwhen\b\s*", re.IGNORECASE)
+_NUMBER_THEN_WORDS = re.compile(r"(#?[0-9]+)\s+(\S.*)")
 
 
 class AlertCommand(Arguments):
@@ -104,6 +107,9 @@ async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[R
         await services.monitors.alerts.check_room(turn.chat.id)
         view = await _existing(services, turn, command)
     except MonitorNotFoundError as error:
+        if command.monitor_id is not None and command.topic:
+            quoted = escape_markdown(f"{command.monitor_id} {command.topic}")
+            return refuse(f'{error} A topic that starts with a number goes in quotes: /alert "{quoted}" when …')
         return refuse(str(error))
     except (ToolRefusal, ValueError) as error:
         return refuse(str(error), usage="alert")
@@ -190,11 +196,15 @@ def _parse_alert(args: str, _options: ParseOptions) -> AlertCommand | AlertOffCo
     parts = _WHEN.split(args, maxsplit=1)
     if len(parts) != 2 or not parts[1].strip():
         raise CommandError("alert", f"Say what should happen after “when”, like {ALERT_EXAMPLE}.")
-    topic, condition = parts[0].strip().strip("\"“”'"), parts[1].strip()
+    written, condition = parts[0].strip(), parts[1].strip()
+    topic = written.strip("\"“”'")
     if not topic:
         raise CommandError("alert", f"Say what to watch before “when”, like {ALERT_EXAMPLE}.")
     if re.fullmatch(r"#?\d+", topic):
         return AlertCommand(monitor_id=monitor_id("alert", topic), condition=condition)
+    numbered = _NUMBER_THEN_WORDS.fullmatch(written)  # unquoted: "/alert 3 DeepSeek when …" names monitor #3
+    if numbered is not None and len(numbered[2]) <= MAX_TOPIC_CHARS:
+        return AlertCommand(monitor_id=monitor_id("alert", numbered[1]), topic=numbered[2], condition=condition)
     if len(topic) > MAX_TOPIC_CHARS:
         raise CommandError("alert", f"Keep the topic under {MAX_TOPIC_CHARS} characters, not {shown(topic)}.")
     return AlertCommand(topic=topic, condition=condition)

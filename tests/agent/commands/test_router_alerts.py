@@ -120,3 +120,37 @@ async def test_the_chat_agent_proposes_an_alert_and_yes_creates_it(
     assert "tell this chat at once when it releases a new model (monitor #1 “DeepSeek”)" in proposed.text
     assert nothing_yet == 0
     assert "Alert #1: I'll tell you here at once when “it releases a new model” on monitor #1" in confirmed.text
+
+
+async def test_a_number_before_the_topic_names_the_chats_monitor_or_is_refused_clearly(world: RouterWorld) -> None:
+    await world.say("/track DeepSeek daily at 08:00 from hn")
+
+    on_monitor = await world.say("/alert 1 DeepSeek when it releases a new model")
+    unknown = await world.say("/alert 2 Mistral when it raises money")
+    quoted = await world.say('/alert "1984 remake" when it is announced')
+
+    assert on_monitor.text.startswith(
+        "Alert #1: I'll tell you here at once when “it releases a new model” on monitor #1 “DeepSeek”"
+    )
+    assert "created" not in on_monitor.text
+    assert unknown.text == (
+        "There is no monitor #2 in this chat; /monitors lists yours. A topic that starts with a number goes in "
+        'quotes: /alert "2 Mistral" when …'
+    )
+    assert "I created **#2 1984 remake**" in quoted.text
+    monitors = await MonitorRepository(world.database).list_for_chat((await world.chat()).id)
+    assert [monitor.topic for monitor in monitors] == ["DeepSeek", "1984 remake"]  # no "1 DeepSeek", no "2 Mistral"
+    alerts = await world.services.monitors.alerts.list((await world.chat()).id)
+    assert [(entry.topic, entry.monitor_id) for entry in alerts] == [("DeepSeek", 1), ("1984 remake", 2)]
+
+
+async def test_a_number_before_the_topic_of_a_monitor_the_chat_does_not_receive_is_refused(
+    world: RouterWorld,
+) -> None:
+    await world.say("/track DeepSeek from hn")
+
+    refused = await world.say("/alert 1 DeepSeek when it releases a model", chat=OTHER_CHAT)
+
+    assert refused.text.startswith("There is no monitor #1 in this chat")
+    assert await MonitorRepository(world.database).list_for_chat((await world.chat(OTHER_CHAT)).id) == []
+    assert await AlertRepository(world.database).count_for_chat((await world.chat(OTHER_CHAT)).id) == 0
