@@ -37,8 +37,8 @@ mb() { awk -v b="$1" 'BEGIN { printf "%.0f MB", b / 1e6 }'; }
 # package manager, no perl, no pip or venv module, no TLS stack but OpenSSL's library, no binutils).
 RUNTIME_DROPS="binutils binutils-common binutils-x86-64-linux-gnu libbinutils libctf0 libctf-nobfd0 libgprofng0
 libjansson4 python3-venv python3.11-venv python3-pip-whl python3-setuptools-whl perl-base debconf adduser apt
-libapt-pkg6.0 gpgv debian-archive-keyring libgnutls30 libp11-kit0 libtasn1-6 libhogweed6 libnettle8 libgmp10
-libidn2-0 libunistring2 libseccomp2 openssl e2fsprogs libext2fs2 libss2 logsave libcom-err2 dpkg"
+libapt-pkg6.0 gpgv debian-archive-keyring libgnutls30 libp11-kit0 libtasn1-6 libhogweed6 libnettle8
+libidn2-0 libunistring2 libseccomp2 openssl e2fsprogs libext2fs2 libss2 logsave dpkg"
 
 if [ $rebuild_base = 1 ] || ! $PODMAN image exists "$BASE_IMAGE" || ! $PODMAN image exists "$BUILD_IMAGE"; then
     rootfs=$(mktemp -d)
@@ -68,7 +68,7 @@ if [ $rebuild_base = 1 ] || ! $PODMAN image exists "$BASE_IMAGE" || ! $PODMAN im
         "$rootfs"/etc/apt "$rootfs"/usr/lib/python3.11/pydoc_data "$rootfs"/usr/lib/python3.11/test \
         "$rootfs"/var/log/*
     # Nothing left behind needs a library that went: every remaining ELF file resolves its libraries.
-    missing=$(find "$rootfs/usr" -type f \( -perm -u+x -o -name '*.so*' \) -print0 \
+    missing=$(cd "$rootfs" && find usr -type f \( -perm -u+x -o -name '*.so*' \) -printf '/%p\0' \
         | xargs -0 -n 50 chroot "$rootfs" /usr/bin/ldd 2>/dev/null | grep 'not found' | sort -u || true)
     if [ -n "$missing" ]; then echo "the runtime base misses libraries: $missing" >&2; exit 1; fi
     tar -C "$rootfs" -c . | $PODMAN import --quiet - "$BASE_IMAGE" >/dev/null

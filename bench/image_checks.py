@@ -15,7 +15,7 @@ unprivileged user, with the root file system read-only); it also runs on a devel
   docstring (griffe), and a Lookout model's field descriptions come from its attribute docstrings (kept sources).
 - language detection: German and Japanese text are told apart (the fastText-lite model, py3langid).
 - Alembic: every migration applies to a new SQLite database.
-- kept sources: anyio's lazy top-level names, apprise's plugins, vaderSentiment's lexicon.
+- kept sources: anyio's lazy import, apprise's plugins, vaderSentiment's lexicon.
 - libraries: every extension module in the venv imports, and every ELF file resolves its shared libraries (the
   stripped modules, the slimmed base).
 """
@@ -195,11 +195,17 @@ def kept_sources() -> str:
     from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
     assert callable(anyio.create_task_group) and callable(anyio.to_thread.run_sync)
+    # anyio reads its own `__init__.py` to import lazily; without it, it imports all of itself at once.
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import anyio, sys; print('anyio._core._fileio' in sys.modules)"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert fresh.stdout.strip() == "False", "anyio imported all of itself: its sources are missing"
     notifier = apprise.Apprise()
     assert notifier.add("json://127.0.0.1:9/hook") and notifier.add("ntfy://topic"), "apprise found no plugins"
     score = SentimentIntensityAnalyzer().polarity_scores("a wonderful, great result")["compound"]
     assert score > 0.5, score
-    return f"anyio lazy names, apprise json:// and ntfy://, vader {score:.2f}"
+    return f"anyio imports lazily, apprise json:// and ntfy://, vader {score:.2f}"
 
 
 @check("extension modules and shared libraries")
@@ -229,9 +235,15 @@ def libraries() -> str:
     if ldd and Path(sys.prefix) == IMAGE_VENV:  # a development machine has its own unrelated libraries
         roots = [Path(sys.prefix), Path("/usr/lib"), Path("/usr/bin")]
         files = [str(p) for root in roots for p in root.rglob("*") if p.is_file() and _is_elf(p)]
+        optional = tuple(str(site / name.replace(".", "/")) for name in OPTIONAL_MODULES)
         for start in range(0, len(files), 100):
             done = subprocess.run([ldd, *files[start : start + 100]], capture_output=True, text=True, check=False)
-            unresolved += [line.strip() for line in done.stdout.splitlines() if "not found" in line]
+            current = ""
+            for line in done.stdout.splitlines():
+                if not line.startswith(("\t", " ")) and line.endswith(":"):
+                    current = line[:-1]  # ldd of several files heads each one's libraries with its path
+                elif "not found" in line and not current.startswith(optional):
+                    unresolved.append(f"{current}: {line.strip()}")
     assert not unresolved, unresolved[:10]
     return f"{len(names) - len(failed)}/{len(names)} modules import; every ELF file resolves its libraries"
 

@@ -41,9 +41,9 @@ OWN_PACKAGES = ("app", "bots", "agent", "monitors", "research", "sources", "stor
 """Lookout's packages: sources kept (attribute docstrings are read from them; their tracebacks stay readable)."""
 
 KEEP_SOURCES = ("anyio", "apprise", "vaderSentiment")
-"""Libraries that read their own `.py` files at run time: anyio builds its lazy top-level names from its
-`__init__.py` source (`inspect.getsource`), apprise finds its plugins by listing `*.py` files, vaderSentiment finds
-its lexicon next to `inspect.getsourcefile` of itself."""
+"""Libraries that read their own `.py` files at run time: anyio builds its lazy imports from its `__init__.py` source
+(`inspect.getsource`; without it, it imports all of itself at once), apprise finds its plugins by listing `*.py`
+files, vaderSentiment finds its lexicon beside `inspect.getsourcefile` of itself."""
 
 EXTENSION_SUFFIXES = (".so",)
 """Compiled extension modules end so on Linux (`name.cpython-3XX-….so`, `name.abi3.so`)."""
