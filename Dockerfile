@@ -1,8 +1,9 @@
 # The base of both stages: any Debian-like image with Python >= 3.11, `python3 -m venv` and CA certificates.
 # Python's official slim image is the default; `bench/image.sh` builds one with debootstrap from Debian's mirror
-# where no container registry is reachable, and passes it with `--build-arg BASE_IMAGE=localhost/lookout-base:bookworm`
+# where no container registry is reachable, and passes `--build-arg BASE_IMAGE=localhost/lookout-base:bookworm-slim`
 # (the runtime's: no apt, dpkg, perl or pip) and `--build-arg BUILD_IMAGE=localhost/lookout-build:bookworm` (the same
-# Debian with apt and binutils). BUILD_IMAGE must hold the same Python as BASE_IMAGE: the venv is copied between them.
+# Debian with apt and binutils). BUILD_IMAGE must hold the same Python as BASE_IMAGE: the venv is copied between them
+# (BUILD_IMAGE defaults to BASE_IMAGE).
 ARG BASE_IMAGE=python:3.12-slim
 ARG BUILD_IMAGE=${BASE_IMAGE}
 
@@ -46,8 +47,11 @@ RUN uv sync --locked --no-dev --no-editable \
     && /app/.venv/bin/python -c "from scipy import sparse; \
         m = sparse.csr_matrix(sparse.diags([1.0, 2.0]) @ sparse.coo_matrix(([1.0], ([0], [1])), shape=(2, 2))); \
         assert sparse.triu(m @ m.T, k=1).tocoo().nnz == 0"
-# Extension modules stripped of their symbol tables (each checked to import again) and third-party packages as
-# bytecode only (Lookout's own keep their sources); what each cut saves and costs is in docker/slim_venv.py.
+# Each cut checked as it is made (~800 MB of venv and base in all → 496 MB with bench/image.sh's base; sizes and
+# costs in bench/README.md, "The image"): extension modules stripped of their symbol tables (each imports again),
+# wordfreq's lists cut to the buckets research/terms.py reads (it reads the same words), the Japanese word table
+# gzipped (unpacked to /data/cache/ipadic on the first Japanese text), type stubs and C sources removed, and
+# third-party packages as bytecode only (Lookout's own and the few libraries that read their sources keep them).
 COPY docker/slim_venv.py /tmp/slim_venv.py
 RUN /app/.venv/bin/python /tmp/slim_venv.py /app/.venv
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds Lookout's container image without any container registry and prints its size table (issue #28).
 #
-# The base image is made from Debian's package mirror with debootstrap (bookworm, minbase, plus python3,
-# python3-venv and ca-certificates), so only Debian's mirror and PyPI are reached. Needs root, podman and
-# debootstrap (`apt-get install -y podman buildah debootstrap`).
+# The two base images are made from Debian's package mirror with one debootstrap (bookworm, minbase, plus python3,
+# python3-venv, ca-certificates and binutils): the build stage's as it is, the runtime's without RUNTIME_DROPS (below),
+# so only Debian's mirror and PyPI are reached. Needs root, podman, runc and debootstrap
+# (`apt-get install -y podman buildah debootstrap runc`).
 #
 # Usage (as root, from the repository): bench/image.sh [--rebuild-base] [--build-arg NAME=VALUE ...]
 # Environment: PODMAN (default "podman"; e.g. "podman --storage-driver vfs" where overlay mounts are refused),
-# IMAGE (default localhost/lookout:bench), BASE_IMAGE (default localhost/lookout-base:bookworm),
+# IMAGE (default localhost/lookout:bench), BASE_IMAGE (default localhost/lookout-base:bookworm-slim), BUILD_IMAGE
+# (default localhost/lookout-build:bookworm),
 # RUN_OPTS (extra `podman run` options). Inside a sandbox without systemd and with hybrid cgroups (as here):
 #   PODMAN="podman --runtime runc" RUN_OPTS="--ulimit nofile=4096:4096 --ulimit nproc=4096:4096" bench/image.sh
 set -euo pipefail
