@@ -15,6 +15,8 @@ unprivileged user, with the root file system read-only); it also runs on a devel
   docstring (griffe), and a Lookout model's field descriptions come from its attribute docstrings (kept sources).
 - language detection: German and Japanese text are told apart (the fastText-lite model, py3langid).
 - Alembic: every migration applies to a new SQLite database.
+- every module of Lookout's packages imports (every library they import at the top, from bytecode), and a web
+  page's article is extracted (trafilatura, lxml, justext: their data files and stripped modules).
 - kept sources: anyio's lazy import, apprise's plugins, vaderSentiment's lexicon.
 - libraries: every extension module in the venv imports, and every ELF file resolves its shared libraries (the
   stripped modules, the slimmed base).
@@ -186,6 +188,48 @@ def alembic() -> str:
             tables = connection.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
     assert version == newest_revision(), version
     return f"at {version}, {tables} tables"
+
+
+@check("every Lookout module imports")
+def own_modules() -> str:
+    import pkgutil
+
+    names = []
+    for package in ("kernel", "storage", "sources", "research", "monitors", "agent", "bots", "app"):
+        module = importlib.import_module(package)
+        names.append(package)
+        names += [info.name for info in pkgutil.walk_packages(module.__path__, f"{package}.")]
+    failed = []
+    for name in names:
+        if name.startswith("storage.migrations.versions") or name.endswith("__main__"):
+            continue  # migrations run under Alembic (checked above); `__main__` modules run the CLI
+        try:
+            importlib.import_module(name)
+        except Exception as error:
+            failed.append(f"{name}: {error!r}")
+    assert not failed, failed
+    return f"{len(names)} modules"
+
+
+@check("a web page's article (trafilatura)")
+def page() -> str:
+    from sources.http import HttpResponse
+    from sources.page import _extract_html
+
+    paragraph = "The council approved the new cycling plan on Monday after a long debate about costs. " * 6
+    html = (
+        "<html><head><title>Cycling plan approved</title><meta name='author' content='Ana Ruiz'></head><body>"
+        f"<nav>Home | News</nav><article><h1>Cycling plan approved</h1><p>{paragraph}</p><p>{paragraph}</p>"
+        "</article><footer>Contact us</footer></body></html>"
+    )
+    response = HttpResponse(
+        url="https://example.org/news/cycling", status=200,
+        headers={"content-type": "text/html; charset=utf-8"}, content=html.encode(),
+    )  # fmt: skip
+    found = _extract_html(response.url, response, "text/html", 20_000)
+    assert "cycling plan" in found.text and "Contact us" not in found.text, found.text[:200]
+    assert found.title == "Cycling plan approved", found.title
+    return f"{len(found.text)} characters, title {found.title!r}"
 
 
 @check("libraries that read their own sources")
