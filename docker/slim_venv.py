@@ -43,7 +43,8 @@ OWN_PACKAGES = ("app", "bots", "agent", "monitors", "research", "sources", "stor
 KEEP_SOURCES = ("anyio", "apprise", "vaderSentiment")
 """Libraries that read their own `.py` files at run time: anyio builds its lazy imports from its `__init__.py` source
 (`inspect.getsource`; without it, it imports all of itself at once), apprise finds its plugins by listing `*.py`
-files, vaderSentiment finds its lexicon beside `inspect.getsourcefile` of itself."""
+files, vaderSentiment finds its lexicon beside `inspect.getsourcefile` of itself (from bytecode, the file name it was
+compiled under: right only when compiled at its final absolute path)."""
 
 EXTENSION_SUFFIXES = (".so",)
 """Compiled extension modules end so on Linux (`name.cpython-3XX-….so`, `name.abi3.so`)."""
@@ -177,6 +178,7 @@ def cut_word_lists(site: Path) -> None:
     lists = sorted((site / "wordfreq" / "data").glob("*_*.msgpack.gz"))
     lists = [path for path in lists if not path.name.startswith("_")]
     size_before = sum(path.stat().st_size for path in lists)
+    compared = 0
     for path in lists:
         language = path.name.split(".")[0].partition("_")[2]
         terms._wordlists.cache_clear()
@@ -200,10 +202,14 @@ def cut_word_lists(site: Path) -> None:
             after = terms._frequencies(language)
             if (before._hashes, before._buckets) != (after._hashes, after._buckets):
                 raise SystemExit(f"{path.name}: research.terms reads other words after the cut")
+            compared += 1
+    if not compared:
+        raise SystemExit(f"research.terms reads no list of {site / 'wordfreq'}: nothing was compared")
     size_after = sum(path.stat().st_size for path in lists)
     print(
         f"wordfreq: {len(lists)} lists cut to {terms._KEPT_CENTIBELS} buckets, "
-        f"{_megabytes(size_before)} -> {_megabytes(size_after)}; research.terms reads the same words"
+        f"{_megabytes(size_before)} -> {_megabytes(size_after)}; research.terms reads the same words from all "
+        f"{compared} it reads"
     )
 
 
