@@ -1,8 +1,12 @@
-"""The built image as a service: `lookout run` in a container answers /healthz and its own health check.
+"""The built image as a service: its features work inside it, and `lookout run` answers /healthz and its health check.
 
-Starts the fake Telegram Bot API (`tests.fakes.telegram.FakeTelegram`) on this machine, runs the image's default
-command (`lookout run`, as its unprivileged user) on the host's network with Telegram pointed at the fake, waits for
-the bot to register its commands and for /healthz to answer 200, then runs the image's health check command
+First runs `bench/image_checks.py` in a container of the image (as its unprivileged user, root file system
+read-only): a chart with CJK text, Japanese and Chinese terms, `/language`, the dedupe's scipy.sparse path, tool
+descriptions from docstrings, language detection, an Alembic upgrade, `lookout --help`, the libraries that read their
+own sources, every extension module and shared library; each fails when the cut of the image it depends on broke it.
+Then it starts the fake Telegram Bot API (`tests.fakes.telegram.FakeTelegram`) on this machine, runs the image's
+default command (`lookout run`, as its unprivileged user) on the host's network with Telegram pointed at the fake,
+waits for the bot to register its commands and for /healthz to answer 200, then runs the image's health check command
 (`lookout healthcheck`, what its HEALTHCHECK runs) inside the container. Also runs `lookout run` with no platform
 token and shows what it says; exits 1 when any of these is not so. Called by `bench/image.sh` (same PODMAN, IMAGE
 and RUN_OPTS variables):
@@ -53,6 +57,13 @@ def main() -> None:
     podman = shlex.split(os.environ.get("PODMAN", "podman"))
     image = os.environ.get("IMAGE", "localhost/lookout:bench")
     run_options = shlex.split(os.environ.get("RUN_OPTS", ""))
+
+    with (ROOT / "bench" / "image_checks.py").open("rb") as checks:
+        inside = subprocess.run(
+            [*podman, "run", "--rm", "-i", "--read-only", *run_options, image, "python", "-"], stdin=checks, check=False
+        )
+    if inside.returncode != 0:
+        raise SystemExit("a feature does not work inside the image (see above)")
 
     bare = subprocess.run(
         [*podman, "run", "--rm", *run_options, image, "lookout", "run"], capture_output=True, text=True, check=False

@@ -15,15 +15,20 @@ Guarantees: the segmenters and frequency lists load lazily, once per process, un
 frequency list falls back to the list of its script's most common language (English for Latin script), and a word
 missing from the list counts as rare (`RARE_FREQUENCY`; a Chinese or Japanese one, `CJK_UNKNOWN_FREQUENCY`); only the
 words a list gives as more frequent than that are read into memory, so every rarity is what the whole list gives. Text
-with no Chinese, Japanese, Korean or Thai in it is read as it was before any of the CJK rules.
+with no Chinese, Japanese, Korean or Thai in it is read as it was before any of the CJK rules. Where the IPA
+dictionary's word table ships gzipped (the container image), the first Japanese text unpacks it once (`_mecab_args`).
 """
 
 from __future__ import annotations
 
 import gzip
 import importlib.util
+import logging
 import math
+import os
 import re
+import shutil
+import tempfile
 import threading
 import unicodedata
 from array import array
@@ -35,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from research.trim import return_freed_memory
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CJK_UNKNOWN_FREQUENCY",
@@ -360,11 +367,56 @@ def _chinese_segmenter() -> Callable[[str], list[str]]:
     return segment
 
 
+PACKED_IPADIC_TABLE = "sys.dic.gz"
+"""The IPA dictionary's word table gzipped (12 MB for 49 MB), as the container image ships it: there `sys.dic` beside
+it is a link to where the table is unpacked on first use, a writable place (`docker/slim_venv.py` makes both)."""
+
+
+def _unpack(packed: Path, target: Path) -> None:
+    """Unpacks `packed` to `target` through a temporary file beside it, so a reader never sees half a table and two
+    processes unpacking at once both end with a whole one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out, gzip.open(packed, "rb") as source:
+            shutil.copyfileobj(source, out, 1 << 20)
+        os.replace(partial, target)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+
+
+def _mecab_args() -> str:
+    """MeCab's arguments for the IPA dictionary. Where its word table ships gzipped, unpacks it to where `sys.dic`
+    links (the image's data folder), once for every later process too; where that place cannot be written, to a
+    private folder under the temporary folder, for this process."""
+    import ipadic
+
+    folder = Path(ipadic.DICDIR)
+    table, packed = folder / "sys.dic", folder / PACKED_IPADIC_TABLE
+    if table.exists() or not packed.exists():
+        return str(ipadic.MECAB_ARGS)
+    try:
+        _unpack(packed, folder / os.readlink(table) if table.is_symlink() else table)
+        return str(ipadic.MECAB_ARGS)
+    except OSError as error:
+        private = Path(tempfile.mkdtemp(prefix="lookout-ipadic-"))
+        logger.warning(
+            "the Japanese dictionary could not be unpacked to %s (%s); unpacking to %s", table, error, private
+        )
+        for part in folder.iterdir():
+            if part.name not in ("sys.dic", PACKED_IPADIC_TABLE):
+                (private / part.name).symlink_to(part)
+        _unpack(packed, private / "sys.dic")
+        return f'-r "{folder / "mecabrc"}" -d "{private}"'
+
+
 @cache
 def _japanese_segmenter() -> Callable[[str], list[str]]:
     with _load_lock:
         import fugashi
-        import ipadic
+
+        mecab_args = _mecab_args()
 
     # MeCab with the IPA dictionary: the tokenisation wordfreq's Japanese list was counted in, so a segmented
     # word is looked up as the list knows it. One tagger per thread: a MeCab tagger is not safe to share. Words
@@ -376,7 +428,7 @@ def _japanese_segmenter() -> Callable[[str], list[str]]:
     def segment(text: str) -> list[str]:
         tagger = getattr(local, "tagger", None)
         if tagger is None:
-            tagger = local.tagger = fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati")
+            tagger = local.tagger = fugashi.GenericTagger(mecab_args + " -Owakati")
         return tagger.parse(text).split()  # type: ignore[no-any-return]
 
     return segment
