@@ -149,7 +149,6 @@ class Dispatcher:
         access: AccessPolicy,
         *,
         clock: Clock = utc_now,
-        inbound_retention: timedelta = INBOUND_RETENTION,
         shared_locks: SharedLocks | None = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
@@ -157,7 +156,6 @@ class Dispatcher:
         self._sleep = sleep
         self._access = access
         self._clock = clock
-        self._inbound_retention = inbound_retention
         self._chats = chats
         self._slots: dict[tuple[str, str, str], _Slot] = {}
         self._shared_locks = shared_locks
@@ -415,7 +413,7 @@ class Dispatcher:
             return
         self._last_prune = now
         try:
-            await self._chats.forget_handled_before(now - self._inbound_retention)
+            await self._chats.forget_handled_before(now - INBOUND_RETENTION)
         except Exception:  # housekeeping: never the person's problem
             logger.warning("could not prune handled update ids", exc_info=True)
 

@@ -102,6 +102,13 @@ class Rule:
 
 Block = Paragraph | Heading | ListItem | CodeBlock | Quote | Rule
 
+
+def is_tight(block: Block) -> bool:
+    """Whether the block follows the one before it on the next line rather than after a blank line: a list item
+    right under its lead-in (every renderer keeps a tight list tight)."""
+    return isinstance(block, ListItem) and not block.after_blank_line
+
+
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([\w+#.-]*)")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")

@@ -20,6 +20,9 @@ logger = logging.getLogger(__name__)
 
 WORKING_MARK = "⏳"
 DONE_MARK = "✅"
+_MAX_FAILURES = 3
+"""Failed calls in a row after which a status line gives up: each try costs a platform call, and a platform that
+refused three in a row is not going to show the next."""
 
 
 class StatusOff(Exception):
@@ -41,7 +44,7 @@ class StatusLine:
     The first update is shown at once. Later ones at most once per `interval` seconds: one arriving sooner is
     held, and shown when the interval ends (a trailing flush) unless a newer one replaces it first; a text
     already shown is never sent again. A "done" update is shown at once. `close()` shows a held line now (call
-    it before the replies go out). A failed call keeps the line to try again; after `max_failures` failures in
+    it before the replies go out). A failed call keeps the line to try again; after `_MAX_FAILURES` failures in
     a row, or a `StatusOff`, the line stops trying.
     """
 
@@ -52,14 +55,12 @@ class StatusLine:
         interval: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        max_failures: int = 3,
         name: str = "status",
     ) -> None:
         self._surface = surface
         self._interval = interval
         self._clock = clock
         self._sleep = sleep
-        self._max_failures = max_failures
         self._name = name
         self._shown: tuple[str, bool] | None = None
         self._pending: tuple[str, bool] | None = None
@@ -124,7 +125,7 @@ class StatusLine:
                 return
             except Exception as error:  # best effort: the work goes on, the line is tried again
                 self._failures += 1
-                self._off = self._failures >= self._max_failures
+                self._off = self._failures >= _MAX_FAILURES
                 logger.info(
                     "%s not shown (%s: %s)%s",
                     self._name, type(error).__name__, error, "; giving up" if self._off else "",

@@ -59,6 +59,7 @@ def test_the_layer_contracts_hold() -> None:
         ("storage/uses_sources.py", "import sources\n", "Sources and storage import nothing"),
         ("kernel/uses_storage.py", "import storage\n", "The kernel imports nothing"),
         ("bots/slack/uses_telegram.py", "import bots.telegram.render\n", "The platforms are independent"),
+        ("bots/slack/uses_the_face.py", "from bots import TelegramSender\n", "Inside bots, modules import one"),
         ("bots/builds_a_repository.py", "from storage.repositories import ChatRepository\n", "Bots and agent"),
         ("agent/builds_a_repository.py", "import storage.repositories.items\n", "Bots and agent"),
         ("bots/uses_monitors.py", "import monitors\n", "Bots import monitors only"),

@@ -81,28 +81,42 @@ def test_monitors_list_loads_no_heavy_library(tmp_path: Path) -> None:
     assert loaded == []
 
 
-def _type_checking_imports(face: str) -> dict[str, str]:
-    """Name → defining submodule, as the face's `if TYPE_CHECKING:` imports say (what mypy and import-linter see)."""
-    path = ROOT.joinpath(*face.split("."), "__init__.py")
+def _stub_imports(face: str) -> dict[str, str]:
+    """Name → defining submodule, as the face's `__init__.pyi` says (what mypy sees and what `lazy_loader` reads)."""
+    path = ROOT.joinpath(*face.split("."), "__init__.pyi")
     declared: dict[str, str] = {}
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            for statement in node.body:
-                assert isinstance(statement, ast.ImportFrom) and statement.module
-                for alias in statement.names:
-                    declared[alias.name] = statement.module.removeprefix(face + ".")
+    for statement in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(statement, ast.Expr):  # the docstring
+            continue
+        assert isinstance(statement, ast.ImportFrom) and statement.level == 1 and statement.module
+        for alias in statement.names:
+            assert alias.asname == alias.name, f"{face}: a stub re-exports a name only as itself"
+            declared[alias.name] = statement.module
     return declared
 
 
 @pytest.mark.parametrize("face", LAZY_FACES)
 def test_a_lazy_face_loads_every_name_it_declares(face: str) -> None:
     module = importlib.import_module(face)
-    declared = _type_checking_imports(face)
+    declared = _stub_imports(face)
 
-    defined_in = {name: submodule for submodule, names in module._SUBMODULES.items() for name in names}
-    assert declared == defined_in
     assert sorted(module.__all__) == sorted(declared)
     for name in module.__all__:
         assert getattr(module, name) is getattr(importlib.import_module(f"{face}.{declared[name]}"), name)
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = module.no_such_name
+
+
+def test_importing_the_lazy_faces_loads_none_of_their_submodules() -> None:
+    script = (
+        "import importlib, json, sys\n"
+        f"for face in {LAZY_FACES!r}:\n    importlib.import_module(face)\n"
+        "print(json.dumps(sorted(name for name in sys.modules if name.split('.')[0] in "
+        f"{sorted({face.split('.')[0] for face in LAZY_FACES})!r})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == sorted(LAZY_FACES)

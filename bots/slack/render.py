@@ -23,6 +23,7 @@ from bots.markdown import (
     Styled,
     Text,
     is_safe_url,
+    is_tight,
     parse_markdown,
     utf16_len,
 )
@@ -133,9 +134,8 @@ def _chunks(blocks: list[Block], *, in_quote: bool = False) -> list[str | None]:
         if isinstance(block, Rule):
             groups.append(None)
         elif (rendered := _render_block(block, in_quote=in_quote)).strip():
-            tight = isinstance(block, ListItem) and not block.after_blank_line  # a list right under its lead-in
             last = groups[-1] if groups else None
-            if tight and last is not None:
+            if is_tight(block) and last is not None:
                 last.append(rendered)
             else:
                 groups.append([rendered])

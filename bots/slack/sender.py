@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
@@ -151,22 +151,23 @@ class SlackSender:
         )
 
 
+@dataclass(eq=False)
 class SlackStatusMessage:
     """Slack's status surface: chat.postMessage once, then chat.update; no access to the channel turns it off."""
 
-    def __init__(self, poster: SlackPoster, channel: str, thread_ts: str | None) -> None:
-        self._poster = poster
-        self._channel = channel
-        self._thread_ts = thread_ts
-        self.ts: str | None = None
+    poster: SlackPoster
+    channel: str
+    thread_ts: str | None
+    ts: str | None = field(default=None, init=False)
+    """The status message once posted (what chat.update edits)."""
 
     async def show(self, text: str, *, done: bool) -> None:
         line = f"{DONE_MARK if done else WORKING_MARK} _{escape_mrkdwn(text)}_"
         try:
             if self.ts is None:
-                self.ts = await self._poster.post_text(self._channel, line, thread_ts=self._thread_ts)
+                self.ts = await self.poster.post_text(self.channel, line, thread_ts=self.thread_ts)
             else:
-                await self._poster.update_text(self._channel, self.ts, line)
+                await self.poster.update_text(self.channel, self.ts, line)
         except SlackApiError as error:
             code = error_code(error)
             if code in NO_ACCESS_ERRORS or code in GONE_ERRORS:

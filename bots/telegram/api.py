@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import warnings
 from datetime import timedelta
-from typing import Literal
+from typing import Literal, TypedDict
 
 from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions, Message
 from telegram.constants import ParseMode
@@ -67,6 +67,15 @@ async def send_html(
             )
 
 
+class _FileOptions(TypedDict):
+    """What a file is sent with, whether it goes as a photo or as a document (the fallback sends the same)."""
+
+    filename: str
+    caption: str | None
+    reply_markup: InlineKeyboardMarkup | None
+    message_thread_id: int | None
+
+
 async def send_file(
     bot: Bot,
     chat_id: str | int,
@@ -79,29 +88,16 @@ async def send_file(
     thread_id: int | None = None,
 ) -> Message:
     """Send a document (keeping its filename) or a photo; a photo Telegram refuses goes as a document."""
+    options = _FileOptions(filename=filename, caption=caption, reply_markup=reply_markup, message_thread_id=thread_id)
     if kind == "photo":
         try:
-            return await bot.send_photo(
-                chat_id,
-                photo=content,
-                filename=filename,
-                caption=caption,
-                reply_markup=reply_markup,
-                message_thread_id=thread_id,
-            )
+            return await bot.send_photo(chat_id, photo=content, **options)
         except BadRequest as error:
             if is_gone(error):
                 raise
             # Telegram refuses some images as photos (size, dimensions): the file still helps as a document.
             logger.warning("image refused as a photo (%s); sending it as a document", error.message)
-    return await bot.send_document(
-        chat_id,
-        document=content,
-        filename=filename,
-        caption=caption,
-        reply_markup=reply_markup,
-        message_thread_id=thread_id,
-    )
+    return await bot.send_document(chat_id, document=content, **options)
 
 
 def delivery_error(error: TelegramError) -> DeliveryError:

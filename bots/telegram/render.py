@@ -24,6 +24,7 @@ from bots.markdown import (
     Styled,
     Text,
     is_safe_url,
+    is_tight,
     parse_markdown,
     utf16_len,
 )
@@ -66,8 +67,7 @@ def _render_blocks(blocks: list[Block], *, in_quote: bool) -> str:
         if not piece:
             continue
         if rendered:
-            tight = isinstance(block, ListItem) and not block.after_blank_line  # a list right under its lead-in
-            rendered.append("\n" if tight else "\n\n")
+            rendered.append("\n" if is_tight(block) else "\n\n")
         rendered.append(piece)
     return "".join(rendered)
 

@@ -72,6 +72,16 @@ class AiohttpRequest(BaseRequest):
         if session is not None and not session.closed:
             await session.close()
 
+    async def _open_session(self) -> aiohttp.ClientSession:
+        """The session to call through; used before `initialize` (a sender whose bot was never started), it opens
+        the session now, as PTB's `HTTPXRequest` has its client from the start."""
+        if self._shut_down:
+            raise RuntimeError("This AiohttpRequest is shut down!")
+        if self._session is None or self._session.closed:
+            await self.initialize()
+            assert self._session is not None
+        return self._session
+
     async def do_request(
         self,
         url: str,
@@ -82,13 +92,7 @@ class AiohttpRequest(BaseRequest):
         connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
         pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
     ) -> tuple[int, bytes]:
-        if self._shut_down:
-            raise RuntimeError("This AiohttpRequest is shut down!")
-        if self._session is None or self._session.closed:
-            # Used before `initialize` (a sender whose bot was never started): open the session now, as
-            # PTB's `HTTPXRequest` has its client from the start.
-            await self.initialize()
-            assert self._session is not None
+        session = await self._open_session()
         files = request_data is not None and request_data.contains_files
         read = self._read_timeout if isinstance(read_timeout, DefaultValue) else read_timeout
         connect = self._connect_timeout if isinstance(connect_timeout, DefaultValue) else connect_timeout
@@ -106,7 +110,7 @@ class AiohttpRequest(BaseRequest):
         )
         body = _body(request_data)
         try:
-            async with self._session.request(method, url, data=body, timeout=timeout) as response:
+            async with session.request(method, url, data=body, timeout=timeout) as response:
                 return response.status, await response.read()
         except TimeoutError as error:  # aiohttp's timeouts are TimeoutErrors
             raise TimedOut from error
@@ -116,18 +120,14 @@ class AiohttpRequest(BaseRequest):
     async def download_at_most(self, file_url: str, limit: int) -> bytes:
         """The file at `file_url` (a `File.file_path` from getFile) up to its end or `limit + 1` bytes, whichever
         comes first; raises `NetworkError`/`TimedOut` (as Bot API calls do) when it cannot be had."""
-        if self._shut_down:
-            raise RuntimeError("This AiohttpRequest is shut down!")
-        if self._session is None or self._session.closed:
-            await self.initialize()
-            assert self._session is not None
+        session = await self._open_session()
         parts = urlsplit(file_url)
         if parts.scheme not in ("http", "https"):
             raise NetworkError("the file is not at an http(s) URL")
         url = urlunsplit(parts._replace(path=quote(parts.path)))  # as PTB's File encodes it
         timeout = aiohttp.ClientTimeout(total=_DOWNLOAD_SECONDS, sock_connect=self._connect_timeout)
         try:
-            async with self._session.get(url, timeout=timeout, allow_redirects=False) as response:
+            async with session.get(url, timeout=timeout, allow_redirects=False) as response:
                 if response.status != 200:
                     raise NetworkError(f"the file host answered HTTP {response.status}")
                 return await read_at_most(response.content, limit)  # leaving early closes the connection

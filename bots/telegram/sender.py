@@ -14,7 +14,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
@@ -259,25 +259,26 @@ class TelegramSender:
         )
 
 
+@dataclass(eq=False)
 class _StatusMessage:
     """Telegram's status surface: sendMessage once (silently), then editMessageText."""
 
-    def __init__(self, bot: ExtBot[None], chat_id: str, thread_id: int | None) -> None:
-        self._bot = bot
-        self._chat_id = chat_id
-        self._thread_id = thread_id
-        self.message_id: int | None = None
+    bot: ExtBot[None]
+    chat_id: str
+    thread_id: int | None
+    message_id: int | None = field(default=None, init=False)
+    """The status message once sent (what editMessageText edits)."""
 
     async def show(self, text: str, *, done: bool) -> None:
         line = f"{DONE_MARK if done else WORKING_MARK} {text}"
         if self.message_id is None:
-            message = await self._bot.send_message(
-                self._chat_id, line, message_thread_id=self._thread_id, disable_notification=True
+            message = await self.bot.send_message(
+                self.chat_id, line, message_thread_id=self.thread_id, disable_notification=True
             )
             self.message_id = message.message_id
             return
         try:
-            await self._bot.edit_message_text(line, chat_id=self._chat_id, message_id=self.message_id)
+            await self.bot.edit_message_text(line, chat_id=self.chat_id, message_id=self.message_id)
         except BadRequest as error:
             if "not modified" not in error.message.lower():
                 raise

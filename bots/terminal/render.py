@@ -29,6 +29,7 @@ from bots.markdown import (
     Quote,
     Styled,
     Text,
+    is_tight,
     parse_markdown,
 )
 
@@ -92,8 +93,7 @@ def _append_link(out: RichText, link: Link, *, style: str, styled: bool) -> None
 def _separator(block: Block, *, first: bool) -> str:
     if first:
         return ""
-    tight = isinstance(block, ListItem) and not block.after_blank_line  # a list right under its lead-in
-    return "\n" if tight else "\n\n"
+    return "\n" if is_tight(block) else "\n\n"
 
 
 def markdown_to_plain(markdown: str) -> str:
