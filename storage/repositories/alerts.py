@@ -16,22 +16,13 @@ from sqlalchemy import delete, func, select
 from kernel import utc_now
 from storage.models import Alert, AlertFiring, Chat, Monitor, PendingAlertCheck, Run, Subscription
 from storage.records import AlertRecord, PendingAlertCheckRecord, RunStatus
-from storage.repositories._common import Repository, upsert_insert
+from storage.repositories._common import Repository, record_of, upsert_insert
 from storage.repositories.deliveries import queue_rows
 from storage.repositories.subscriptions import receiving
 
 
 def _record(alert: Alert, monitor_topic: str, fired: int = 0) -> AlertRecord:
-    return AlertRecord(
-        id=alert.id,
-        chat_id=alert.chat_id,
-        monitor_id=alert.monitor_id,
-        monitor_topic=monitor_topic,
-        topic=alert.topic,
-        condition=alert.condition,
-        created_at=alert.created_at,
-        fired=fired,
-    )
+    return record_of(AlertRecord, alert, monitor_topic=monitor_topic, fired=fired)
 
 
 class AlertRepository(Repository):
@@ -49,9 +40,7 @@ class AlertRepository(Repository):
             return _record(alert, monitor_topic or "")
 
     async def count_for_chat(self, chat_id: int) -> int:
-        async with self._db.sessions() as session:
-            found = await session.scalar(select(func.count()).select_from(Alert).where(Alert.chat_id == chat_id))
-            return int(found or 0)
+        return await self._count(Alert, Alert.chat_id == chat_id)
 
     async def list_for_chat(self, chat_id: int) -> list[AlertRecord]:
         """The chat's alerts, oldest first, each with its monitor's topic and how many stories it fired for."""

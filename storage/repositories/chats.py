@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat
 from storage.records import ChatRecord
-from storage.repositories._common import AnyConnection, Repository, record_of, upsert_insert
+from storage.repositories._common import AnyConnection, Repository, assign, record_of, upsert_insert
 
 
 class ChatChanges(TypedDict, total=False):
@@ -77,14 +77,7 @@ class ChatRepository(Repository):
 
     async def update(self, chat_id: int, **changes: Unpack[ChatChanges]) -> ChatRecord | None:
         """Apply `changes`; None when there is no such chat."""
-        async with self._db.transaction() as session:
-            row = await session.get(Chat, chat_id)
-            if row is None:
-                return None
-            for name, value in changes.items():
-                setattr(row, name, value)
-            await session.flush()
-            return to_chat_record(row)
+        return await self._changed(Chat, chat_id, lambda row: assign(row, changes), to_chat_record)
 
     async def briefings_due(self, now: datetime, *, after_id: int = 0, limit: int = 500) -> list[ChatRecord]:
         """Active chats whose briefing is due at `now`, by id from `after_id` on (page through them)."""

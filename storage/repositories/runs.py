@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 
 from kernel import utc_now
 from storage.models import Delivery, Run, RunItem
@@ -163,17 +163,12 @@ class RunRepository(Repository):
         """How many of the monitors' runs for times up to `scheduled_until` are still running."""
         if not monitor_ids:
             return 0
-        async with self._db.sessions() as session:
-            count = await session.scalar(
-                select(func.count())
-                .select_from(Run)
-                .where(
-                    Run.monitor_id.in_(sorted(monitor_ids)),
-                    Run.status == RunStatus.RUNNING,
-                    Run.scheduled_for <= scheduled_until,
-                )
-            )
-            return int(count or 0)
+        return await self._count(
+            Run,
+            Run.monitor_id.in_(sorted(monitor_ids)),
+            Run.status == RunStatus.RUNNING,
+            Run.scheduled_for <= scheduled_until,
+        )
 
     async def items_of_run(self, run_id: int) -> list[RunItemRecord]:
         """The run's items with their scores, best rank first (unranked last)."""
