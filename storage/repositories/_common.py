@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy import ColumnElement, Select, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -40,6 +40,32 @@ def dialect_insert(name: str, table: Any) -> Any:
     if name == "sqlite":
         return sqlite.insert(table)
     raise NotImplementedError(f"storage supports SQLite and PostgreSQL, not {name}")
+
+
+_PLATFORM_KEY = ["platform", "external_id"]
+"""The unique key of chats and people: the platform and its own id for them."""
+
+
+def platform_upsert(
+    connection: AnyConnection,
+    model: type[Any],
+    platform: str,
+    external_id: str,
+    *,
+    values: Mapping[str, object],
+    replace: Mapping[str, object],
+) -> Any:
+    """The INSERT that makes a chat or a person (a row keyed by platform and external id) with `values` on first
+    sight; an existing row gets the columns of `replace` (none when it is empty)."""
+    statement = upsert_insert(connection, model).values(platform=platform, external_id=external_id, **values)
+    if replace:
+        return statement.on_conflict_do_update(index_elements=_PLATFORM_KEY, set_=dict(replace))
+    return statement.on_conflict_do_nothing(index_elements=_PLATFORM_KEY)
+
+
+def by_platform_key(model: type[Any], platform: str, external_id: str) -> Select[Any]:
+    """The SELECT of the chat or person `external_id` on `platform`."""
+    return select(model).where(model.platform == platform, model.external_id == external_id)
 
 
 R = TypeVar("R")
@@ -115,6 +141,12 @@ class Repository:
             found = await session.scalar(select(func.count()).select_from(model).where(*conditions))
             return int(found or 0)
 
+    async def _delete(self, model: type[Any], *conditions: ColumnElement[bool]) -> int:
+        """Delete the rows of `model` that meet every condition, in one transaction; how many there were."""
+        async with self._db.transaction() as session:
+            result = await session.execute(delete(model).where(*conditions))
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
     async def _upserted(
         self,
         model: type[Any],
@@ -127,9 +159,7 @@ class Repository:
         platform, external_id = key
         async with self._db.transaction() as session:
             await session.execute(upsert(session))
-            row = await session.scalar(
-                select(model).where(model.platform == platform, model.external_id == external_id)
-            )
+            row = await session.scalar(by_platform_key(model, platform, external_id))
             if row is None:  # pragma: no cover - the upsert guarantees it
                 raise LookupError(f"{model.__tablename__} {platform}:{external_id} vanished")
             return to_record(row)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypedDict, Unpack, cast
 
-from sqlalchemy import Row, Table, and_, bindparam, delete, func, or_, select
+from sqlalchemy import Row, Table, and_, bindparam, func, or_, select
 from sqlalchemy.engine import Connection
 
 from kernel import utc_now
@@ -329,6 +329,4 @@ class MonitorRepository(Repository):
 
     async def delete(self, monitor_id: int) -> bool:
         """Delete the monitor with its subscriptions, runs and their outbox rows (items stay)."""
-        async with self._db.transaction() as session:
-            result = await session.execute(delete(Monitor).where(Monitor.id == monitor_id))
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(await self._delete(Monitor, Monitor.id == monitor_id))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 
 from kernel import utc_now
 from storage.models import Delivery, Run, RunItem
@@ -203,6 +203,4 @@ class RunRepository(Repository):
 
     async def delete(self, run_id: int) -> bool:
         """Delete the run with its item links and outbox rows (the items stay)."""
-        async with self._db.transaction() as session:
-            result = await session.execute(delete(Run).where(Run.id == run_id))
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(await self._delete(Run, Run.id == run_id))
