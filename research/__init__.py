@@ -62,7 +62,8 @@ if TYPE_CHECKING:  # names load on first use (`__getattr__`), so importing the p
         unusable_answer,
     )
     from research.markup import escape_markdown, pack_pieces, split_text, split_words
-    from research.pipeline import STAGES, PipelineRequest, PipelineResult, run_pipeline
+    from research.pipeline import STAGES, run_pipeline
+    from research.pipeline_models import PipelineRequest, PipelineResult
     from research.plan import load_plan
     from research.rank import RankedItem
     from research.rules import (
@@ -224,7 +225,8 @@ _SUBMODULES = {
         "unusable_answer",
     ],
     "markup": ["escape_markdown", "pack_pieces", "split_text", "split_words"],
-    "pipeline": ["PipelineRequest", "PipelineResult", "STAGES", "run_pipeline"],
+    "pipeline": ["STAGES", "run_pipeline"],
+    "pipeline_models": ["PipelineRequest", "PipelineResult"],
     "plan": ["load_plan"],
     "rank": ["RankedItem"],
     "rules": [
