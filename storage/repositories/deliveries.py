@@ -54,6 +54,40 @@ async def queue_rows(session: AsyncSession, run_id: int, chat_ids: Sequence[int]
     await session.execute(statement)
 
 
+def succeeded(run: Run, outcome: RunOutcome) -> None:
+    """Mark the run's row succeeded with what it found (`outcome`), in the caller's transaction."""
+    run.status = RunStatus.SUCCEEDED
+    run.finished_at = outcome.finished_at
+    run.stats = dict(outcome.stats)
+    run.digest = dict(outcome.digest) if outcome.digest is not None else None
+    run.language_digests = dict(outcome.language_digests)
+    run.artifacts = dict(outcome.artifacts)
+    run.input_tokens = outcome.input_tokens
+    run.output_tokens = outcome.output_tokens
+    run.cost = outcome.cost
+
+
+async def store_finished_run(
+    session: AsyncSession,
+    *,
+    chat_id: int,
+    query: str,
+    scheduled_for: datetime,
+    outcome: RunOutcome,
+    recipients: Sequence[int],
+) -> int:
+    """Store a run of the chat (no monitor) that is finished as it is made (a briefing, an alert's notice) and queue
+    one outbox row per recipient, in the caller's transaction; the run's id."""
+    run = Run(
+        monitor_id=None, chat_id=chat_id, query=query, scheduled_for=scheduled_for, started_at=outcome.finished_at
+    )
+    succeeded(run, outcome)
+    session.add(run)
+    await session.flush()
+    await queue_rows(session, run.id, recipients, at=outcome.finished_at)
+    return run.id
+
+
 class RunNotOpenError(Exception):
     """`complete_run` was given a run that does not exist or is no longer running."""
 
@@ -88,15 +122,7 @@ class DeliveryRepository(Repository):
             run = await session.get(Run, run_id, with_for_update=True)
             if run is None or run.status != RunStatus.RUNNING:
                 raise RunNotOpenError(f"run {run_id} is not running")
-            run.status = RunStatus.SUCCEEDED
-            run.finished_at = outcome.finished_at
-            run.stats = dict(outcome.stats)
-            run.digest = dict(outcome.digest) if outcome.digest is not None else None
-            run.language_digests = dict(outcome.language_digests)
-            run.artifacts = dict(outcome.artifacts)
-            run.input_tokens = outcome.input_tokens
-            run.output_tokens = outcome.output_tokens
-            run.cost = outcome.cost
+            succeeded(run, outcome)
 
             session.add_all(RunItem(run_id=run_id, **values_of(score)) for score in scores)
             if outcome.alert_stories and run.monitor_id is not None:
