@@ -22,6 +22,7 @@ from storage.records import (
 )
 from storage.repositories._common import Repository, record_of, upsert_insert, values_of
 from storage.repositories.items import store_items
+from storage.repositories.runs import chat_run
 from storage.repositories.subscriptions import immediate_recipients
 
 _OPEN = (DeliveryStatus.PENDING, DeliveryStatus.FAILED)
@@ -78,9 +79,7 @@ async def store_finished_run(
 ) -> int:
     """Store a run of the chat (no monitor) that is finished as it is made (a briefing, an alert's notice) and queue
     one outbox row per recipient, in the caller's transaction; the run's id."""
-    run = Run(
-        monitor_id=None, chat_id=chat_id, query=query, scheduled_for=scheduled_for, started_at=outcome.finished_at
-    )
+    run = chat_run(chat_id=chat_id, query=query, scheduled_for=scheduled_for, started_at=outcome.finished_at)
     succeeded(run, outcome)
     session.add(run)
     await session.flush()

@@ -26,6 +26,11 @@ def to_run_item_record(row: RunItem) -> RunItemRecord:
     return record_of(RunItemRecord, row)
 
 
+def chat_run(*, chat_id: int, query: str, scheduled_for: datetime, started_at: datetime) -> Run:
+    """A new run of no monitor, asked for by (or made for) the chat: a search, a collection, a briefing, a notice."""
+    return Run(monitor_id=None, chat_id=chat_id, query=query, scheduled_for=scheduled_for, started_at=started_at)
+
+
 class RunRepository(Repository):
     async def open_run(
         self, monitor_id: int, scheduled_for: datetime, *, now: datetime | None = None
@@ -76,14 +81,7 @@ class RunRepository(Repository):
         """Start a one-off search run (no monitor) asked for by `chat_id`."""
         when = now or utc_now()
         async with self._db.transaction() as session:
-            row = Run(
-                monitor_id=None,
-                chat_id=chat_id,
-                query=query,
-                scheduled_for=when,
-                status=RunStatus.RUNNING,
-                started_at=when,
-            )
+            row = chat_run(chat_id=chat_id, query=query, scheduled_for=when, started_at=when)
             session.add(row)
             await session.flush()
             return to_run_record(row)
