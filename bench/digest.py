@@ -33,7 +33,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from research import LlmUsage
 from research.digest import DigestDeps, digest_agent
-from research.pipeline import STAGES, PipelineOptions, PipelineRequest, PipelineResult, run_pipeline
+from research.pipeline import STAGES, run_pipeline
+from research.pipeline_models import PipelineOptions, PipelineRequest, PipelineResult
 from sources.base import Source
 from sources.config import SourcesConfig
 from sources.hn import HackerNewsSource

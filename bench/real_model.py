@@ -42,7 +42,8 @@ from app.cli import cli
 from app.settings import Settings
 from app.wiring import language_models
 from research.collect import ProgressEvent
-from research.pipeline import STAGES, PipelineRequest, run_pipeline
+from research.pipeline import STAGES, run_pipeline
+from research.pipeline_models import PipelineRequest
 from sources.base import Item
 from tests.realmodel.proxy import Exchange, ModelProxy, running_proxy
 from tests.research.fake_sources import BASE_TIME, RecordingSource, make_item

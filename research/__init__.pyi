@@ -69,9 +69,9 @@ from .markup import pack_pieces as pack_pieces
 from .markup import split_text as split_text
 from .markup import split_words as split_words
 from .pipeline import STAGES as STAGES
-from .pipeline import PipelineRequest as PipelineRequest
-from .pipeline import PipelineResult as PipelineResult
 from .pipeline import run_pipeline as run_pipeline
+from .pipeline_models import PipelineRequest as PipelineRequest
+from .pipeline_models import PipelineResult as PipelineResult
 from .plan import load_plan as load_plan
 from .rank import RankedItem as RankedItem
 from .rules import RULE_KINDS as RULE_KINDS

@@ -728,22 +728,9 @@ class Deduper:
                 lambda: count_names(other),
             )
 
-        groups = _bridge_groups(
-            groups,
-            node_sizes=sizes,
-            frozen=frozen,
-            keys=keys,
-            pairs=(a, b, values),
-            distinct=distinct_groups,
-        )
-
-        groups = _attach_single_items(
-            groups,
-            node_sizes=sizes,
-            single=[len(group) == 1 and not frozen[node] for node, group in enumerate(members)],
-            keys=keys,
-            pairs=(a, b, values),
-        )
+        graph = _Graph(nodes=nodes, keys=keys, pairs=(a, b, values))
+        groups = _bridge_groups(groups, graph, distinct=distinct_groups)
+        groups = _attach_single_items(groups, graph)
         self._file_groups(groups, members)
 
     def _nodes(self, scope: Sequence[int], fresh: Sequence[int]) -> _Nodes:
@@ -796,6 +783,17 @@ class _Nodes:
     members: list[list[int]] = field(default_factory=list)
     frozen: list[bool] = field(default_factory=list)
     node_of_row: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """What the steps after average linkage read of one agglomeration: its nodes, each node's key (its smallest item
+    id: ties go to the smallest key) and every candidate pair of items as (node, node, score as a share of the
+    threshold)."""
+
+    nodes: _Nodes
+    keys: Sequence[str]
+    pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]
 
 
 def _node_links(
@@ -1006,29 +1004,23 @@ def _group_numbers(groups: list[list[int]], node_sizes: Sequence[int]) -> tuple[
 
 
 def _bridge_groups(
-    groups: list[list[int]],
-    *,
-    node_sizes: Sequence[int],
-    frozen: Sequence[bool],
-    keys: Sequence[str],
-    pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
-    distinct: Callable[[list[int], list[int]], bool],
+    groups: list[list[int]], graph: _Graph, *, distinct: Callable[[list[int], list[int]], bool]
 ) -> list[list[int]]:
     """Groups after those of 2+ items are joined whose mean link reaches `GROUP_BRIDGE_MEAN` of the threshold while
     some pair between them reaches `GROUP_BRIDGE_LINK`: two headlines sharing most of their telling words are one
     story's coverage, and a broad story's sub-stories (a premier ousted, the oil tanker that set it off) are diluted
     by each other's members, so average linkage alone leaves them apart.
 
-    `pairs` are (node, node, score as a share of the threshold) for every candidate pair of items. Bridges are
-    taken strongest mean first (ties to the smallest keys), so the result does not depend on input order; a bridge
-    is skipped where both sides already hold an earlier story (they never merge) or `distinct` tells the two sides
-    apart (look-alike events, `_distinct_events`)."""
+    Bridges are taken strongest mean first (ties to the smallest keys), so the result does not depend on input
+    order; a bridge is skipped where both sides already hold an earlier story (they never merge) or `distinct` tells
+    the two sides apart (look-alike events, `_distinct_events`)."""
     import numpy as np
 
-    first, second, values = pairs
+    first, second, values = graph.pairs
+    keys, frozen = graph.keys, graph.nodes.frozen
     if len(groups) < 2 or not len(values):
         return groups
-    group_of, group_size = _group_numbers(groups, node_sizes)
+    group_of, group_size = _group_numbers(groups, graph.nodes.sizes)
     one, other = group_of[first], group_of[second]
     wanted = (one != other) & (group_size[one] >= 2) & (group_size[other] >= 2)
     low, high = np.minimum(one, other)[wanted], np.maximum(one, other)[wanted]
@@ -1076,30 +1068,24 @@ def _bridge_groups(
     return [nodes for nodes in joined if nodes]
 
 
-def _attach_single_items(
-    groups: list[list[int]],
-    *,
-    node_sizes: Sequence[int],
-    single: Sequence[bool],
-    keys: Sequence[str],
-    pairs: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]],
-) -> list[list[int]]:
+def _attach_single_items(groups: list[list[int]], graph: _Graph) -> list[list[int]]:
     """Groups after each item left alone joins the group of 2+ items whose `SINGLE_ITEM_LINKS` nearest members
     are on average at least `SINGLE_ITEM_SHARE` of the threshold from it (the best such group; ties to the smallest
     key). A broad story's mean link to a newcomer is diluted by its other sub-stories; its closest members are not.
 
-    `pairs` are (node, node, score as a share of the threshold) for every candidate pair of items. Items left alone
-    never join each other here, and a group's members are those of the average-link result, so the outcome still
-    does not depend on input order."""
+    An item left alone is a fresh item (not an earlier story) in a group of its own. Items left alone never join each
+    other here, and a group's members are those of the average-link result, so the outcome still does not depend on
+    input order."""
     import numpy as np
 
-    count = len(node_sizes)
-    group_of, group_size = _group_numbers(groups, node_sizes)
-    alone = np.zeros(count, dtype=bool)
+    sizes, members, frozen, keys = graph.nodes.sizes, graph.nodes.members, graph.nodes.frozen, graph.keys
+    group_of, group_size = _group_numbers(groups, sizes)
+    alone = np.zeros(len(sizes), dtype=bool)
     for nodes in groups:
-        if len(nodes) == 1 and single[nodes[0]]:
-            alone[nodes[0]] = True
-    first, second, values = pairs
+        node = nodes[0]
+        if len(nodes) == 1 and len(members[node]) == 1 and not frozen[node]:
+            alone[node] = True
+    first, second, values = graph.pairs
     if not alone.any() or not len(values):
         return groups
     forward, backward = alone[first] & ~alone[second], alone[second] & ~alone[first]

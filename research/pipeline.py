@@ -45,7 +45,7 @@ from research.embeddings import ItemEmbedder
 from research.export import write_json, write_run_csv
 from research.llm import BUDGET_SPENT_REASON, StageBudget, limits_of
 from research.novelty import ItemStatus, Novelty, assess_novelty, delivered_references
-from research.pipeline_models import (  # re-exported: callers import them from here
+from research.pipeline_models import (
     PipelineCounts,
     PipelineOptions,
     PipelineReport,
@@ -65,13 +65,6 @@ from sources import Item, SearchQuery, canonical_url
 __all__ = [
     "STAGES",
     "UPDATE_PREFIX",
-    "PipelineCounts",
-    "PipelineOptions",
-    "PipelineReport",
-    "PipelineRequest",
-    "PipelineResult",
-    "RunExports",
-    "ScoredItem",
     "exact_unique",
     "failure_digest",
     "keyword_filter",

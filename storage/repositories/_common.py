@@ -1,12 +1,13 @@
-"""Helpers the repositories share: the dialect's INSERT (for ON CONFLICT), a record from a row, and a base class."""
+"""Helpers the repositories share: the dialect's INSERT (for ON CONFLICT), a record from a row and a row's values from
+a record, and a base class."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, select
+from sqlalchemy import ColumnElement, Select, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -41,7 +42,34 @@ def dialect_insert(name: str, table: Any) -> Any:
     raise NotImplementedError(f"storage supports SQLite and PostgreSQL, not {name}")
 
 
+_PLATFORM_KEY = ["platform", "external_id"]
+"""The unique key of chats and people: the platform and its own id for them."""
+
+
+def platform_upsert(
+    connection: AnyConnection,
+    model: type[Any],
+    platform: str,
+    external_id: str,
+    *,
+    values: Mapping[str, object],
+    replace: Mapping[str, object],
+) -> Any:
+    """The INSERT that makes a chat or a person (a row keyed by platform and external id) with `values` on first
+    sight; an existing row gets the columns of `replace` (none when it is empty)."""
+    statement = upsert_insert(connection, model).values(platform=platform, external_id=external_id, **values)
+    if replace:
+        return statement.on_conflict_do_update(index_elements=_PLATFORM_KEY, set_=dict(replace))
+    return statement.on_conflict_do_nothing(index_elements=_PLATFORM_KEY)
+
+
+def by_platform_key(model: type[Any], platform: str, external_id: str) -> Select[Any]:
+    """The SELECT of the chat or person `external_id` on `platform`."""
+    return select(model).where(model.platform == platform, model.external_id == external_id)
+
+
 R = TypeVar("R")
+M = TypeVar("M")
 
 
 _FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
@@ -63,6 +91,19 @@ def record_of(record: type[R], row: Any, **converted: Any) -> R:
     return record(**values, **converted)
 
 
+def values_of(record: object, **converted: Any) -> dict[str, Any]:
+    """The column values of a row made from a `storage.records` dataclass, the reverse of `record_of`: each field under
+    its name, except those given in `converted` (a JSON list of a tuple, a value the record does not carry)."""
+    values = {name: getattr(record, name) for name in _field_names(type(record)) if name not in converted}
+    return values | converted
+
+
+def assign(row: object, values: Mapping[str, object]) -> None:
+    """Set each column of `row` (an ORM object) named in `values` to its value."""
+    for name, value in values.items():
+        setattr(row, name, value)
+
+
 def like_pattern(text: str) -> str:
     """A LIKE pattern matching `text` anywhere, with LIKE's wildcards escaped (escape char `\\`)."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -81,6 +122,31 @@ class Repository:
             row = await session.get(model, key)
             return to_record(row) if row is not None else None
 
+    async def _changed(
+        self, model: type[M], key: object, change: Callable[[M], object], to_record: Callable[[M], R]
+    ) -> R | None:
+        """In one transaction: `change` the row whose primary key is `key` (it sets the row's columns), then its
+        record; None when there is no such row."""
+        async with self._db.transaction() as session:
+            row = await session.get(model, key)
+            if row is None:
+                return None
+            change(row)
+            await session.flush()
+            return to_record(row)
+
+    async def _count(self, model: type[Any], *conditions: ColumnElement[bool]) -> int:
+        """How many rows of `model` meet every condition."""
+        async with self._db.sessions() as session:
+            found = await session.scalar(select(func.count()).select_from(model).where(*conditions))
+            return int(found or 0)
+
+    async def _delete(self, model: type[Any], *conditions: ColumnElement[bool]) -> int:
+        """Delete the rows of `model` that meet every condition, in one transaction; how many there were."""
+        async with self._db.transaction() as session:
+            result = await session.execute(delete(model).where(*conditions))
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
     async def _upserted(
         self,
         model: type[Any],
@@ -93,9 +159,7 @@ class Repository:
         platform, external_id = key
         async with self._db.transaction() as session:
             await session.execute(upsert(session))
-            row = await session.scalar(
-                select(model).where(model.platform == platform, model.external_id == external_id)
-            )
+            row = await session.scalar(by_platform_key(model, platform, external_id))
             if row is None:  # pragma: no cover - the upsert guarantees it
                 raise LookupError(f"{model.__tablename__} {platform}:{external_id} vanished")
             return to_record(row)

@@ -14,24 +14,15 @@ from datetime import datetime
 from sqlalchemy import delete, func, select
 
 from kernel import utc_now
-from storage.models import Alert, AlertFiring, Chat, Monitor, PendingAlertCheck, Run, Subscription
-from storage.records import AlertRecord, PendingAlertCheckRecord, RunStatus
-from storage.repositories._common import Repository, upsert_insert
-from storage.repositories.deliveries import queue_rows
+from storage.models import Alert, AlertFiring, Chat, Monitor, PendingAlertCheck, Subscription
+from storage.records import AlertRecord, PendingAlertCheckRecord, RunOutcome
+from storage.repositories._common import Repository, record_of, upsert_insert
+from storage.repositories.deliveries import store_finished_run
 from storage.repositories.subscriptions import receiving
 
 
 def _record(alert: Alert, monitor_topic: str, fired: int = 0) -> AlertRecord:
-    return AlertRecord(
-        id=alert.id,
-        chat_id=alert.chat_id,
-        monitor_id=alert.monitor_id,
-        monitor_topic=monitor_topic,
-        topic=alert.topic,
-        condition=alert.condition,
-        created_at=alert.created_at,
-        fired=fired,
-    )
+    return record_of(AlertRecord, alert, monitor_topic=monitor_topic, fired=fired)
 
 
 class AlertRepository(Repository):
@@ -49,9 +40,7 @@ class AlertRepository(Repository):
             return _record(alert, monitor_topic or "")
 
     async def count_for_chat(self, chat_id: int) -> int:
-        async with self._db.sessions() as session:
-            found = await session.scalar(select(func.count()).select_from(Alert).where(Alert.chat_id == chat_id))
-            return int(found or 0)
+        return await self._count(Alert, Alert.chat_id == chat_id)
 
     async def list_for_chat(self, chat_id: int) -> list[AlertRecord]:
         """The chat's alerts, oldest first, each with its monitor's topic and how many stories it fired for."""
@@ -126,28 +115,18 @@ class AlertRepository(Repository):
             firing_id = inserted.scalar_one_or_none()
             if firing_id is None:
                 return None
-            run = Run(
-                monitor_id=None,
+            run_id = await store_finished_run(
+                session,
                 chat_id=alert.chat_id,
                 query=f"alert #{alert.id}: monitor #{alert.monitor_id}",
                 scheduled_for=now,
-                status=RunStatus.SUCCEEDED,
-                started_at=now,
-                finished_at=now,
-                stats={**stats, "text": text},
-                artifacts={},
-                language_digests={},
-                input_tokens=0,
-                output_tokens=0,
-                cost=0.0,
+                outcome=RunOutcome(finished_at=now, stats={**stats, "text": text}),
+                recipients=[alert.chat_id],
             )
-            session.add(run)
-            await session.flush()
             firing = await session.get(AlertFiring, firing_id)
             assert firing is not None  # inserted just now, in this transaction
-            firing.run_id = run.id
-            await queue_rows(session, run.id, [alert.chat_id], at=now)
-            return run.id
+            firing.run_id = run_id
+            return run_id
 
     async def for_monitors(self, monitor_ids: Sequence[int], *, chat_id: int) -> dict[int, list[AlertRecord]]:
         """The chat's alerts on each of these monitors, oldest first, each with how many stories it fired for."""

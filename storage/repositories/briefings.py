@@ -9,10 +9,10 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import Chat, Destination, Run
-from storage.records import RunOutcome, RunStatus
+from storage.models import Chat, Destination
+from storage.records import RunOutcome
 from storage.repositories._common import Repository
-from storage.repositories.deliveries import queue_rows
+from storage.repositories.deliveries import store_finished_run
 from storage.repositories.runs import BRIEFING_QUERY
 
 
@@ -53,25 +53,17 @@ class BriefingRepository(Repository):
         )
         if not result.rowcount or outcome is None:  # type: ignore[attr-defined]
             return None
-        run = Run(
-            monitor_id=None,
-            chat_id=chat_id,
-            query=BRIEFING_QUERY,
-            scheduled_for=due,
-            status=RunStatus.SUCCEEDED,
-            started_at=outcome.finished_at,
-            finished_at=outcome.finished_at,
-            stats=dict(outcome.stats),
-            digest=None,
-            artifacts=dict(outcome.artifacts),
-        )
-        session.add(run)
-        await session.flush()
         copies = await session.scalars(  # destinations that also receive this chat's briefing
             select(Destination.chat_id)
             .join(Chat, Chat.id == Destination.chat_id)
             .where(Destination.briefing_of_chat_id == chat_id, Chat.active.is_(True))
             .order_by(Destination.id)
         )
-        await queue_rows(session, run.id, [chat_id, *copies], at=outcome.finished_at)
-        return run.id
+        return await store_finished_run(
+            session,
+            chat_id=chat_id,
+            query=BRIEFING_QUERY,
+            scheduled_for=due,
+            outcome=outcome,
+            recipients=[chat_id, *copies],
+        )

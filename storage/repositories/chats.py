@@ -5,12 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, TypedDict, Unpack
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import Chat
 from storage.records import ChatRecord
-from storage.repositories._common import AnyConnection, Repository, record_of, upsert_insert
+from storage.repositories._common import (
+    AnyConnection,
+    Repository,
+    assign,
+    by_platform_key,
+    platform_upsert,
+    record_of,
+)
 
 
 class ChatChanges(TypedDict, total=False):
@@ -42,12 +49,14 @@ def chat_upsert(
 ) -> Any:
     """The INSERT that creates the chat on first sight; with `rename` and a title, it also replaces the stored
     title of an existing chat."""
-    statement = upsert_insert(connection, Chat).values(
-        platform=platform, external_id=external_id, title=title, timezone="UTC", active=True
+    return platform_upsert(
+        connection,
+        Chat,
+        platform,
+        external_id,
+        values={"title": title, "timezone": "UTC", "active": True},
+        replace={"title": title} if rename and title else {},
     )
-    if rename and title:
-        return statement.on_conflict_do_update(index_elements=["platform", "external_id"], set_={"title": title})
-    return statement.on_conflict_do_nothing(index_elements=["platform", "external_id"])
 
 
 class ChatRepository(Repository):
@@ -63,8 +72,7 @@ class ChatRepository(Repository):
         return await self._record_by_key(Chat, chat_id, to_chat_record)
 
     async def find(self, platform: str, external_id: str) -> ChatRecord | None:
-        statement = select(Chat).where(Chat.platform == platform, Chat.external_id == external_id)
-        return await self._record_where(statement, to_chat_record)
+        return await self._record_where(by_platform_key(Chat, platform, external_id), to_chat_record)
 
     async def list_chats(self, *, platform: str | None = None, active_only: bool = False) -> list[ChatRecord]:
         async with self._db.sessions() as session:
@@ -77,14 +85,7 @@ class ChatRepository(Repository):
 
     async def update(self, chat_id: int, **changes: Unpack[ChatChanges]) -> ChatRecord | None:
         """Apply `changes`; None when there is no such chat."""
-        async with self._db.transaction() as session:
-            row = await session.get(Chat, chat_id)
-            if row is None:
-                return None
-            for name, value in changes.items():
-                setattr(row, name, value)
-            await session.flush()
-            return to_chat_record(row)
+        return await self._changed(Chat, chat_id, lambda row: assign(row, changes), to_chat_record)
 
     async def briefings_due(self, now: datetime, *, after_id: int = 0, limit: int = 500) -> list[ChatRecord]:
         """Active chats whose briefing is due at `now`, by id from `after_id` on (page through them)."""
@@ -116,6 +117,4 @@ class ChatRepository(Repository):
 
     async def delete(self, chat_id: int) -> bool:
         """Delete the chat and, through ON DELETE CASCADE, its monitors, memory and outbox rows."""
-        async with self._db.transaction() as session:
-            result = await session.execute(delete(Chat).where(Chat.id == chat_id))
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(await self._delete(Chat, Chat.id == chat_id))

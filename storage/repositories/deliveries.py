@@ -20,8 +20,9 @@ from storage.records import (
     RunOutcome,
     RunStatus,
 )
-from storage.repositories._common import Repository, record_of, upsert_insert
+from storage.repositories._common import Repository, record_of, upsert_insert, values_of
 from storage.repositories.items import store_items
+from storage.repositories.runs import chat_run
 from storage.repositories.subscriptions import immediate_recipients
 
 _OPEN = (DeliveryStatus.PENDING, DeliveryStatus.FAILED)
@@ -52,6 +53,38 @@ async def queue_rows(session: AsyncSession, run_id: int, chat_ids: Sequence[int]
         .on_conflict_do_nothing(index_elements=["run_id", "chat_id"])
     )
     await session.execute(statement)
+
+
+def succeeded(run: Run, outcome: RunOutcome) -> None:
+    """Mark the run's row succeeded with what it found (`outcome`), in the caller's transaction."""
+    run.status = RunStatus.SUCCEEDED
+    run.finished_at = outcome.finished_at
+    run.stats = dict(outcome.stats)
+    run.digest = dict(outcome.digest) if outcome.digest is not None else None
+    run.language_digests = dict(outcome.language_digests)
+    run.artifacts = dict(outcome.artifacts)
+    run.input_tokens = outcome.input_tokens
+    run.output_tokens = outcome.output_tokens
+    run.cost = outcome.cost
+
+
+async def store_finished_run(
+    session: AsyncSession,
+    *,
+    chat_id: int,
+    query: str,
+    scheduled_for: datetime,
+    outcome: RunOutcome,
+    recipients: Sequence[int],
+) -> int:
+    """Store a run of the chat (no monitor) that is finished as it is made (a briefing, an alert's notice) and queue
+    one outbox row per recipient, in the caller's transaction; the run's id."""
+    run = chat_run(chat_id=chat_id, query=query, scheduled_for=scheduled_for, started_at=outcome.finished_at)
+    succeeded(run, outcome)
+    session.add(run)
+    await session.flush()
+    await queue_rows(session, run.id, recipients, at=outcome.finished_at)
+    return run.id
 
 
 class RunNotOpenError(Exception):
@@ -88,29 +121,9 @@ class DeliveryRepository(Repository):
             run = await session.get(Run, run_id, with_for_update=True)
             if run is None or run.status != RunStatus.RUNNING:
                 raise RunNotOpenError(f"run {run_id} is not running")
-            run.status = RunStatus.SUCCEEDED
-            run.finished_at = outcome.finished_at
-            run.stats = dict(outcome.stats)
-            run.digest = dict(outcome.digest) if outcome.digest is not None else None
-            run.language_digests = dict(outcome.language_digests)
-            run.artifacts = dict(outcome.artifacts)
-            run.input_tokens = outcome.input_tokens
-            run.output_tokens = outcome.output_tokens
-            run.cost = outcome.cost
+            succeeded(run, outcome)
 
-            session.add_all(
-                RunItem(
-                    run_id=run_id,
-                    item_id=score.item_id,
-                    relevance=score.relevance,
-                    credibility=score.credibility,
-                    score=score.score,
-                    cluster_id=score.cluster_id,
-                    rank=score.rank,
-                    delivered=score.delivered,
-                )
-                for score in scores
-            )
+            session.add_all(RunItem(run_id=run_id, **values_of(score)) for score in scores)
             if outcome.alert_stories and run.monitor_id is not None:
                 session.add(
                     PendingAlertCheck(
@@ -264,28 +277,24 @@ class DeliveryRepository(Repository):
     async def mark_sent(
         self, delivery_id: int, *, now: datetime | None = None, parts_sent: int | None = None
     ) -> DeliveryRecord | None:
-        async with self._db.transaction() as session:
-            row = await session.get(Delivery, delivery_id)
-            if row is None:
-                return None
+
+        def sent(row: Delivery) -> None:
             row.status = DeliveryStatus.SENT
             row.sent_at = now or utc_now()
             row.last_error = None
             row.claimed_by = None
             if parts_sent is not None:
                 row.parts_sent = parts_sent
-            await session.flush()
-            return to_delivery_record(row)
+
+        return await self._changed(Delivery, delivery_id, sent, to_delivery_record)
 
     async def mark_failed(
         self, delivery_id: int, *, error: str, retry_at: datetime | None = None
     ) -> DeliveryRecord | None:
         """Record a failed attempt: the row is tried again at `retry_at`, or is dead when None (a permanent error,
         or the caller's retry rule gave up). When to retry is the caller's policy, not storage's."""
-        async with self._db.transaction() as session:
-            row = await session.get(Delivery, delivery_id)
-            if row is None:
-                return None
+
+        def failed(row: Delivery) -> None:
             row.last_error = error
             row.claimed_by = None
             if retry_at is None:
@@ -293,8 +302,8 @@ class DeliveryRepository(Repository):
             else:
                 row.status = DeliveryStatus.FAILED
                 row.next_attempt_at = retry_at
-            await session.flush()
-            return to_delivery_record(row)
+
+        return await self._changed(Delivery, delivery_id, failed, to_delivery_record)
 
     async def list_for_run(self, run_id: int) -> list[DeliveryRecord]:
         async with self._db.sessions() as session:

@@ -15,7 +15,7 @@ from sqlalchemy import delete, select
 
 from kernel import utc_now
 from storage.models import Delivery, FeedbackMark, ReaderViewRow, Run
-from storage.repositories._common import Repository, record_of, upsert_insert
+from storage.repositories._common import Repository, record_of, upsert_insert, values_of
 
 STORY_KINDS = ("more", "less", "fewer")
 """Marks on a story (one per story and chat: the latest press wins); `mute` marks an outlet."""
@@ -83,16 +83,14 @@ class FeedbackRepository(Repository):
                     if {str(o).casefold() for o in row.outlets or ()} <= wanted:
                         await session.delete(row)
             row = FeedbackMark(
-                monitor_id=mark.monitor_id,
-                chat_id=mark.chat_id,
-                kind=mark.kind,
-                run_id=mark.run_id,
-                story=mark.story,
-                title=mark.title,
-                outlets=list(mark.outlets),
-                terms=dict(mark.terms),
-                vector=dict(mark.vector) if mark.vector else None,
-                created_at=mark.created_at or now or utc_now(),
+                **values_of(
+                    mark,
+                    id=None,  # the database numbers the new row
+                    outlets=list(mark.outlets),
+                    terms=dict(mark.terms),
+                    vector=dict(mark.vector) if mark.vector else None,
+                    created_at=mark.created_at or now or utc_now(),
+                )
             )
             session.add(row)
             await session.flush()

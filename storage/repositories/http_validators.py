@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from sqlalchemy import delete
-
 from kernel import utc_now
 from storage.models import HttpValidator
 from storage.records import HttpValidatorRecord
@@ -46,6 +44,4 @@ class HttpValidatorRepository(Repository):
             await session.execute(statement.on_conflict_do_update(index_elements=["url_key"], set_=values))
 
     async def delete(self, url: str) -> bool:
-        async with self._db.transaction() as session:
-            result = await session.execute(delete(HttpValidator).where(HttpValidator.url_key == url_key(url)))
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(await self._delete(HttpValidator, HttpValidator.url_key == url_key(url)))

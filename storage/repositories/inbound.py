@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from kernel import utc_now
 from storage.models import ProcessedInbound
@@ -35,6 +35,4 @@ class InboundRepository(Repository):
 
     async def forget_before(self, cutoff: datetime) -> int:
         """Drop ids received before `cutoff` (platforms stop retrying long before); returns how many."""
-        async with self._db.transaction() as session:
-            result = await session.execute(delete(ProcessedInbound).where(ProcessedInbound.received_at < cutoff))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+        return await self._delete(ProcessedInbound, ProcessedInbound.received_at < cutoff)

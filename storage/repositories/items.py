@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import UTC, date, datetime, tzinfo
 from typing import TypeVar
 
-from sqlalchemy import ColumnElement, Select, delete, func, or_, select
+from sqlalchemy import ColumnElement, Select, func, or_, select
 
 from kernel import utc_now
 from storage.engine import Database
@@ -246,6 +246,4 @@ class ItemRepository(Repository):
 
     async def delete_collected_before(self, cutoff: datetime) -> int:
         """Retention: drop items last collected before `cutoff` (and their run links); returns how many."""
-        async with self._db.transaction() as session:
-            result = await session.execute(delete(Item).where(Item.collected_at < cutoff))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+        return await self._delete(Item, Item.collected_at < cutoff)

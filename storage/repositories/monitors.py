@@ -7,13 +7,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypedDict, Unpack, cast
 
-from sqlalchemy import Row, Table, and_, bindparam, delete, func, or_, select
+from sqlalchemy import Row, Table, and_, bindparam, func, or_, select
 from sqlalchemy.engine import Connection
 
 from kernel import utc_now
 from storage.models import Alert, Chat, Monitor, ReaderRule, Run, Subscription
 from storage.records import DeliveryMode, JSONObject, MonitorListing, MonitorRecord, SubscriptionRecord
-from storage.repositories._common import Repository, record_of
+from storage.repositories._common import Repository, assign, record_of
 from storage.repositories.alerts import AlertRepository
 from storage.repositories.runs import NEWEST_RUN_FIRST
 from storage.repositories.subscriptions import receiving
@@ -276,27 +276,19 @@ class MonitorRepository(Repository):
         """How many of the monitors are unpaused and due at or before `until` (their run has not started)."""
         if not monitor_ids:
             return 0
-        async with self._db.sessions() as session:
-            count = await session.scalar(
-                select(func.count())
-                .select_from(Monitor)
-                .where(Monitor.id.in_(sorted(monitor_ids)), Monitor.paused.is_(False), Monitor.next_run_at <= until)
-            )
-            return int(count or 0)
+        return await self._count(
+            Monitor, Monitor.id.in_(sorted(monitor_ids)), Monitor.paused.is_(False), Monitor.next_run_at <= until
+        )
 
     async def update(self, monitor_id: int, **changes: Unpack[MonitorChanges]) -> MonitorRecord | None:
         """Apply `changes`; None when there is no such monitor."""
-        async with self._db.transaction() as session:
-            row = await session.get(Monitor, monitor_id)
-            if row is None:
-                return None
-            for name, value in changes.items():
-                if name in _LIST_FIELDS and isinstance(value, Sequence):
-                    value = list(value)  # JSON columns want a list, not any sequence
-                setattr(row, name, value)
-            row.updated_at = utc_now()
-            await session.flush()
-            return to_monitor_record(row)
+        values: dict[str, object] = {
+            # JSON columns want a list, not any sequence
+            name: list(value) if name in _LIST_FIELDS and isinstance(value, Sequence) else value
+            for name, value in changes.items()
+        }
+        values["updated_at"] = utc_now()
+        return await self._changed(Monitor, monitor_id, lambda row: assign(row, values), to_monitor_record)
 
     async def set_next_run(self, monitor_id: int, next_run_at: datetime | None) -> None:
         await self.update(monitor_id, next_run_at=next_run_at)
@@ -320,10 +312,8 @@ class MonitorRepository(Repository):
     ) -> MonitorRecord | None:
         """Note how a run ended. `status="failed"` counts a consecutive failure; any other status
         (e.g. "ok", "empty") resets the count and the failure notice."""
-        async with self._db.transaction() as session:
-            row = await session.get(Monitor, monitor_id)
-            if row is None:
-                return None
+
+        def note(row: Monitor) -> None:
             row.last_run_at = finished_at
             row.last_status = status
             row.last_error = error
@@ -334,11 +324,9 @@ class MonitorRepository(Repository):
                 row.failure_notified_at = None
             if next_run_at is not None:
                 row.next_run_at = next_run_at
-            await session.flush()
-            return to_monitor_record(row)
+
+        return await self._changed(Monitor, monitor_id, note, to_monitor_record)
 
     async def delete(self, monitor_id: int) -> bool:
         """Delete the monitor with its subscriptions, runs and their outbox rows (items stay)."""
-        async with self._db.transaction() as session:
-            result = await session.execute(delete(Monitor).where(Monitor.id == monitor_id))
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(await self._delete(Monitor, Monitor.id == monitor_id))

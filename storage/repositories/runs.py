@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import select, update
 
 from kernel import utc_now
 from storage.models import Delivery, Run, RunItem
@@ -24,6 +24,11 @@ def to_run_record(row: Run) -> RunRecord:
 
 def to_run_item_record(row: RunItem) -> RunItemRecord:
     return record_of(RunItemRecord, row)
+
+
+def chat_run(*, chat_id: int, query: str, scheduled_for: datetime, started_at: datetime) -> Run:
+    """A new run of no monitor, asked for by (or made for) the chat: a search, a collection, a briefing, a notice."""
+    return Run(monitor_id=None, chat_id=chat_id, query=query, scheduled_for=scheduled_for, started_at=started_at)
 
 
 class RunRepository(Repository):
@@ -76,14 +81,7 @@ class RunRepository(Repository):
         """Start a one-off search run (no monitor) asked for by `chat_id`."""
         when = now or utc_now()
         async with self._db.transaction() as session:
-            row = Run(
-                monitor_id=None,
-                chat_id=chat_id,
-                query=query,
-                scheduled_for=when,
-                status=RunStatus.RUNNING,
-                started_at=when,
-            )
+            row = chat_run(chat_id=chat_id, query=query, scheduled_for=when, started_at=when)
             session.add(row)
             await session.flush()
             return to_run_record(row)
@@ -163,17 +161,12 @@ class RunRepository(Repository):
         """How many of the monitors' runs for times up to `scheduled_until` are still running."""
         if not monitor_ids:
             return 0
-        async with self._db.sessions() as session:
-            count = await session.scalar(
-                select(func.count())
-                .select_from(Run)
-                .where(
-                    Run.monitor_id.in_(sorted(monitor_ids)),
-                    Run.status == RunStatus.RUNNING,
-                    Run.scheduled_for <= scheduled_until,
-                )
-            )
-            return int(count or 0)
+        return await self._count(
+            Run,
+            Run.monitor_id.in_(sorted(monitor_ids)),
+            Run.status == RunStatus.RUNNING,
+            Run.scheduled_for <= scheduled_until,
+        )
 
     async def items_of_run(self, run_id: int) -> list[RunItemRecord]:
         """The run's items with their scores, best rank first (unranked last)."""
@@ -208,6 +201,4 @@ class RunRepository(Repository):
 
     async def delete(self, run_id: int) -> bool:
         """Delete the run with its item links and outbox rows (the items stay)."""
-        async with self._db.transaction() as session:
-            result = await session.execute(delete(Run).where(Run.id == run_id))
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(await self._delete(Run, Run.id == run_id))

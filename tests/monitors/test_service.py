@@ -14,7 +14,8 @@ from monitors.schedule import ScheduleError
 from monitors.service import split_source_specs
 from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorSettings
 from research import ItemEmbedder
-from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
+from research.pipeline import run_pipeline
+from research.pipeline_models import PipelineRequest, PipelineResult
 from sources.base import Item, SourceError, SourceErrorKind
 from sources.registry import DEFAULT_SOURCES
 from storage import RunStatus

@@ -20,14 +20,8 @@ from research.collect import ProgressEvent
 from research.critique import SNIPPET_CHARS
 from research.digest import citations_in
 from research.export import RUN_CSV_COLUMNS
-from research.pipeline import (
-    STAGES,
-    PipelineOptions,
-    PipelineRequest,
-    PipelineResult,
-    keyword_filter,
-    run_pipeline,
-)
+from research.pipeline import STAGES, keyword_filter, run_pipeline
+from research.pipeline_models import PipelineOptions, PipelineRequest, PipelineResult
 from research.plan import QueryPlan, deterministic_plan
 from sources.base import Item, SearchQuery, SourceError, SourceErrorKind
 from tests.kit import ScriptedModel

@@ -22,7 +22,8 @@ from pydantic_ai.models.function import AgentInfo
 from app.settings import Settings
 from app.wiring import language_models
 from research.llm import BUDGET_SPENT_REASON, DAILY_QUOTA_REASON, ModelLimits, ModelSet, RetryPolicy, StageBudget
-from research.pipeline import PipelineRequest, PipelineResult, run_pipeline
+from research.pipeline import run_pipeline
+from research.pipeline_models import PipelineRequest, PipelineResult
 from tests.fakes.gemini import FakeGemini, GeminiRequest, daily_quota_body, function_call_response
 from tests.fakes.http_server import FakeHTTPServer, FakeResponse
 from tests.kit import ScriptedModel

@@ -14,7 +14,8 @@ from agent.commands.progress import CollectionProgress, PipelineProgress, Progre
 from kernel import ProgressUpdate
 from research.collect import ProgressEvent
 from research.jobs import run_collection_job
-from research.pipeline import PipelineRequest, run_pipeline
+from research.pipeline import run_pipeline
+from research.pipeline_models import PipelineRequest
 from sources.base import SearchQuery
 from tests.research.fake_sources import BASE_TIME, RecordingSource, make_item
 
