@@ -103,7 +103,7 @@ async def read_pages(
         except SourceError as error:
             if number == 1:
                 raise
-            stopped = f"stopped after {number - 1} pages: page {number} failed: {error}"
+            stopped = f"stopped after page {number - 1}: page {number} failed: {error}"
             logger.warning("%s: %s (%s)", who, stopped, error.kind)
             break
         items.extend(page.items)

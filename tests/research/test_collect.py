@@ -202,6 +202,6 @@ async def test_a_search_cut_short_by_a_later_page_is_ok_and_says_so(fake_server:
 
     (outcome,) = result.outcomes
     assert (outcome.status, outcome.count, outcome.error_kind) == (SearchStatus.OK, 1, None)
-    assert outcome.message == "stopped after 1 pages: page 2 failed: X `data` or `includes.users` is not a list"
+    assert outcome.message == "stopped after page 1: page 2 failed: X `data` or `includes.users` is not a list"
     assert result.partial == [outcome] and result.errors == [] and result.failed_sources() == []
     assert [item.id for item in result.items] == ["x:1861234567890123456"]

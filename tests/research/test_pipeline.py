@@ -459,7 +459,7 @@ async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -
 
 async def test_a_search_cut_short_by_a_later_page_is_named_in_the_runs_json(tmp_path: Path) -> None:
     answer = catalogue({TOPIC: FIRST_ROUND})
-    cut_short = "stopped after 1 pages: page 2 failed: 502 Bad Gateway"
+    cut_short = "stopped after page 1: page 2 failed: 502 Bad Gateway"
     sources = [RecordingSource("hn", answer("hn")), RecordingSource("news", answer("news"), stopped=cut_short)]
 
     result = await run_pipeline(

@@ -199,8 +199,8 @@ async def test_a_later_page_that_fails_or_is_malformed_keeps_the_first_page(
     assert len(fake_server.received("/works")) == 2
     assert [item.id for item in batch.items] == ["openalex:W4404011223", "openalex:W4404099871"]
     assert batch.skipped == 2
-    assert batch.stopped is not None and batch.stopped.startswith("stopped after 1 pages: page 2 failed")
-    assert "openalex: stopped after 1 pages" in caplog.text
+    assert batch.stopped is not None and batch.stopped.startswith("stopped after page 1: page 2 failed")
+    assert "openalex: stopped after page 1" in caplog.text
     assert API_KEY not in caplog.text and API_KEY not in batch.stopped
 
 

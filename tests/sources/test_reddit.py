@@ -320,8 +320,8 @@ async def test_a_failing_later_page_keeps_the_first_pages(
 
     assert len(fake_server.received("/search")) == 2
     assert [item.id for item in batch.items] == ["reddit:1gx6q7r", "reddit:1gx5m0a"]
-    assert "stopped after 1 pages" in caplog.text
-    assert batch.stopped is not None and batch.stopped.startswith("stopped after 1 pages: page 2 failed")
+    assert "stopped after page 1" in caplog.text
+    assert batch.stopped is not None and batch.stopped.startswith("stopped after page 1: page 2 failed")
     assert "tok-1" not in caplog.text and CLIENT_SECRET not in caplog.text
 
 

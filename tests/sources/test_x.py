@@ -247,8 +247,8 @@ async def test_a_later_page_that_fails_or_is_malformed_keeps_the_first_page(
         "x:1861234567890777777",
     ]
     assert batch.skipped == 2
-    assert batch.stopped is not None and batch.stopped.startswith("stopped after 1 pages: page 2 failed")
-    assert "x: stopped after 1 pages" in caplog.text
+    assert batch.stopped is not None and batch.stopped.startswith("stopped after page 1: page 2 failed")
+    assert "x: stopped after page 1" in caplog.text
     assert TOKEN not in caplog.text and TOKEN not in batch.stopped
 
 
