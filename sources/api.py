@@ -90,8 +90,9 @@ async def read_pages(
 ) -> SourceBatch:
     """Fetch and parse pages until `limit` items, the last page or `max_pages`.
 
-    A `SourceError` from fetching or parsing the first page is the search's failure; on a later page it ends the
-    search with the earlier pages' items, logged as a warning and named in `SourceBatch.stopped`."""
+    `parse` raises `SourceError(BAD_RESPONSE)` for a page it cannot read. A `SourceError` from fetching or parsing
+    the first page is the search's failure; on a later page it ends the search with the earlier pages' items, logged
+    as a warning and named in `SourceBatch.stopped`."""
     items: list[Item] = []
     skipped = 0
     stopped: str | None = None
