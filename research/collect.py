@@ -77,7 +77,7 @@ class SearchOutcome(BaseModel):
     error_kind: ErrorKind | None = None
     """Why it failed (`SourceErrorKind`, or `unexpected` for a bug in the source); `None` when it did not."""
     message: str | None = None
-    """The error message, or why the source was skipped."""
+    """The error message, why the source was skipped, or why an answered search is partial (a later page failed)."""
     http_status: int | None = None
     """The HTTP status of a failed search, when the source got that far."""
     seconds: NonNegativeFloat = 0.0
@@ -191,6 +191,11 @@ class Collection(BaseModel):
     def errors(self) -> list[SearchOutcome]:
         """The pairs that failed."""
         return [o for o in self.outcomes if o.status is SearchStatus.ERROR]
+
+    @property
+    def partial(self) -> list[SearchOutcome]:
+        """The pairs that answered with their first pages only: a later page failed (the message says how)."""
+        return [o for o in self.outcomes if o.status is SearchStatus.OK and o.message]
 
     @property
     def skipped_sources(self) -> dict[str, str]:
@@ -310,7 +315,9 @@ async def _ask(
             # detector loads its model on first use).
             items = await asyncio.to_thread(with_languages, items)
             skipped = max(batch.skipped, 0)
-            return items, outcome(status=SearchStatus.OK, count=len(items), skipped_malformed=skipped)
+            return items, outcome(
+                status=SearchStatus.OK, count=len(items), skipped_malformed=skipped, message=batch.stopped
+            )
         logger.warning("source %r on %r: %s: %s", spec, query.text, kind, message)
         return [], outcome(status=SearchStatus.ERROR, error_kind=kind, message=message, http_status=status)
 

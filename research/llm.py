@@ -516,13 +516,15 @@ class ModelLimits:
 
 
 class BoundedModel(WrapperModel):
-    """The outermost wrapper of every model a `ModelSet` hands out: it carries the `ModelLimits`, and its settings
-    (merged by pydantic-ai under each run's) give every request an output limit, a timeout and no SDK retries, so
-    no request goes out unbounded even from a step that names no stage."""
+    """The outermost wrapper of every model a `ModelSet` hands out: it carries the `ModelLimits`, and `request`
+    merges their chat settings under each request's, so every request has an output limit, a timeout and no SDK
+    retries and none goes out unbounded even from a step that names no stage."""
 
     def __init__(self, wrapped: Model, limits: ModelLimits) -> None:
         super().__init__(wrapped)
         self.limits = limits
+        # pydantic-ai's `Model.__eq__` and `__repr__` read `_settings` (`WrapperModel.settings` answers with the
+        # wrapped model's): set, two wrappers of one model with different limits differ, and the repr shows them.
         self._settings = limits.settings("chat")
 
     async def request(

@@ -672,6 +672,7 @@ def _report(run: _Run, *, finished_at: datetime) -> PipelineReport:
         searches=sum(o.status is not SearchStatus.SKIPPED for o in collection.outcomes),
         counts=run.counts,
         source_errors=collection.errors,
+        partial_searches=collection.partial,
         failed_sources=run.failed_sources,
         skipped_sources=collection.skipped_sources,
         all_sources_failed=run.all_failed,

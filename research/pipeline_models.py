@@ -203,6 +203,8 @@ class PipelineReport(BaseModel):
     counts: PipelineCounts
     source_errors: list[SearchOutcome]
     """Every failed search (source, query, error)."""
+    partial_searches: list[SearchOutcome] = Field(default_factory=list)
+    """Every search that kept its first pages only because a later page failed (the message says which)."""
     failed_sources: list[SourceFailure] = Field(default_factory=list)
     """Every source that failed, once each, with its spec (feeds by URL), the reason and the full message."""
     skipped_sources: dict[str, str]

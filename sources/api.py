@@ -1,18 +1,23 @@
-"""What every source over the shared HTTP client has in common: the client, the sources' settings, and the rule that
-a source missing what it needs (a key) says why and refuses to search."""
+"""What every source over the shared HTTP client has in common: the client, the sources' settings, the rule that
+a source missing what it needs (a key) says why and refuses to search, and the page loop of the paged APIs: a later
+page's failure keeps what the earlier pages brought."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, TypeVar
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
 from urllib.parse import quote, quote_plus
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from sources.base import Item, SourceError, SourceErrorKind
+from sources.base import Item, SourceBatch, SourceError, SourceErrorKind
 from sources.config import SourcesConfig
 from sources.http import HttpClient
+
+logger = logging.getLogger(__name__)
 
 
 def secret_text(secret: SecretStr | None) -> str:
@@ -46,6 +51,70 @@ def parsed_items(
         except (ValidationError, ValueError):
             skipped += 1
     return items, skipped
+
+
+_CursorT = TypeVar("_CursorT")
+_RawT = TypeVar("_RawT")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PageRequest(Generic[_CursorT]):
+    """Which page of a search to fetch next."""
+
+    number: int
+    """1 for the first page."""
+    cursor: _CursorT | None
+    """What the previous page named as the next one (`Page.next`); None on the first page."""
+    wanted: int
+    """Items still wanted, so a billed API is never asked for more."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page(Generic[_CursorT]):
+    """One page of a search, parsed."""
+
+    items: list[Item] = field(default_factory=list)
+    skipped: int = 0
+    """Malformed records on the page (skipped, never failing it)."""
+    next: _CursorT | None = None
+    """The cursor (or page number) of the following page; None when nothing wanted can follow."""
+
+
+async def read_pages(
+    who: str,
+    fetch: Callable[[PageRequest[_CursorT]], Awaitable[_RawT]],
+    parse: Callable[[_RawT, PageRequest[_CursorT]], Page[_CursorT]],
+    *,
+    limit: int,
+    max_pages: int,
+) -> SourceBatch:
+    """Fetch and parse pages until `limit` items, the last page or `max_pages`.
+
+    `parse` raises `SourceError(BAD_RESPONSE)` for a page it cannot read. A `SourceError` from fetching or parsing
+    the first page is the search's failure; on a later page it ends the search with the earlier pages' items, logged
+    as a warning and named in `SourceBatch.stopped`."""
+    items: list[Item] = []
+    skipped = 0
+    stopped: str | None = None
+    cursor: _CursorT | None = None
+    for number in range(1, max_pages + 1):
+        request = PageRequest(number=number, cursor=cursor, wanted=limit - len(items))
+        try:
+            page = parse(await fetch(request), request)
+        except SourceError as error:
+            if number == 1:
+                raise
+            stopped = f"stopped after page {number - 1}: page {number} failed: {error}"
+            logger.warning("%s: %s (%s)", who, stopped, error.kind)
+            break
+        items.extend(page.items)
+        skipped += page.skipped
+        if page.next is None or len(items) >= limit:
+            break
+        cursor = page.next
+    if skipped:
+        logger.info("%s: skipped %d malformed entries", who, skipped)
+    return SourceBatch(items=items[:limit], skipped=skipped, stopped=stopped)
 
 
 class ApiSource:

@@ -84,10 +84,12 @@ class SearchQuery:
 
 @dataclass(frozen=True, kw_only=True)
 class SourceBatch:
-    """What one `search` call returned: the items, and how many malformed entries were skipped."""
+    """What one `search` call returned: the items, how many malformed entries were skipped, and why it is partial."""
 
     items: list[Item] = field(default_factory=list)
     skipped: int = 0
+    stopped: str | None = None
+    """Why the search ended before it had all it asked for (a later page failed); None when it did not."""
 
 
 class SourceErrorKind(StrEnum):

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
 
 from pydantic import BaseModel, Field, NonNegativeInt
 
-from sources.api import ApiSource, parsed_items
+from sources.api import ApiSource, Page, PageRequest, parsed_items, read_pages
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.feeds import parse_iso_datetime
 from sources.urls import canonical_url
-
-logger = logging.getLogger(__name__)
 
 MAX_PER_PAGE = 200
 """OpenAlex allows at most 200 results per page."""
@@ -85,24 +82,19 @@ class OpenAlexSource(ApiSource):
     async def search(self, query: SearchQuery) -> SourceBatch:
         self._ensure_available()
         per_page = max(1, min(query.limit, MAX_PER_PAGE))
-        items: list[Item] = []
-        skipped = 0
-        for page in range(1, MAX_PAGES + 1):
-            try:
-                results = await self._fetch_page(query, page=page, per_page=per_page)
-            except SourceError as error:
-                if page == 1:
-                    raise
-                logger.warning("openalex: stopped after %d pages: %s (%s)", page - 1, error.kind, error)
-                break
-            page_items, malformed = parsed_items(results, OpenAlexWork, lambda work: self._to_item(work, query))
-            items.extend(page_items)
-            skipped += malformed
-            if len(results) < per_page or len(items) >= query.limit:
-                break
-        if skipped:
-            logger.info("openalex: skipped %d malformed works", skipped)
-        return SourceBatch(items=items[: query.limit], skipped=skipped)
+
+        def parse(results: list[object], request: PageRequest[int]) -> Page[int]:
+            items, skipped = parsed_items(results, OpenAlexWork, lambda work: self._to_item(work, query))
+            # A short page is the last one; a full page may be followed by more, usable or not.
+            return Page(items=items, skipped=skipped, next=request.number + 1 if len(results) >= per_page else None)
+
+        return await read_pages(
+            self.name,
+            lambda request: self._fetch_page(query, page=request.number, per_page=per_page),
+            parse,
+            limit=query.limit,
+            max_pages=MAX_PAGES,
+        )
 
     async def _fetch_page(self, query: SearchQuery, *, page: int, per_page: int) -> list[object]:
         filters = []

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from pydantic import BaseModel, Field, NonNegativeInt, ValidationError
 
-from sources.api import ApiSource
+from sources.api import ApiSource, Page, read_pages
 from sources.base import (
     Engagement,
     Item,
@@ -26,8 +24,6 @@ from sources.config import SourcesConfig
 from sources.http import HttpClient, HttpResponse
 from sources.urls import canonical_url
 
-logger = logging.getLogger(__name__)
-
 REDDIT_WEB = "https://www.reddit.com"
 MAX_LIMIT = 100
 """Reddit's listing endpoints return at most 100 children per request."""
@@ -35,18 +31,6 @@ MAX_PAGES = 10
 """Reddit serves about 1000 results per listing, whatever the page size."""
 TOKEN_EARLY_REFRESH = 60.0
 """Seconds before expiry at which a cached token is treated as expired, so no request races it."""
-
-
-@dataclass(kw_only=True)
-class _ListingPage:
-    """One page of a search listing, parsed."""
-
-    items: list[Item] = field(default_factory=list)
-    skipped: int = 0
-    after: str | None = None
-    """Cursor of the next page; None on the last one."""
-    reached_since: bool = False
-    """A post older than the query's `since` was seen, so later pages hold nothing wanted."""
 
 
 class RedditToken(BaseModel):
@@ -111,27 +95,13 @@ class RedditSource(ApiSource):
 
     async def search(self, query: SearchQuery) -> SourceBatch:
         self._ensure_available()
-        items: list[Item] = []
-        skipped = 0
-        after: str | None = None
-        for page_number in range(MAX_PAGES):
-            try:
-                response = await self._fetch_page(query, after=after, size=min(MAX_LIMIT, query.limit - len(items)))
-                page = self._parse_listing(response, query)
-            except SourceError as error:
-                if page_number == 0:
-                    raise
-                # What the first pages brought is still good; say why the rest is missing.
-                logger.warning("reddit: stopped after %d pages: %s (%s)", page_number, error.kind, error)
-                break
-            items.extend(page.items)
-            skipped += page.skipped
-            if len(items) >= query.limit or page.after is None or page.reached_since:
-                break
-            after = page.after
-        if skipped:
-            logger.info("reddit: skipped %d malformed posts", skipped)
-        return SourceBatch(items=items[: query.limit], skipped=skipped)
+        return await read_pages(
+            self.name,
+            lambda request: self._fetch_page(query, after=request.cursor, size=min(MAX_LIMIT, request.wanted)),
+            lambda response, _: self._parse_listing(response, query),
+            limit=query.limit,
+            max_pages=MAX_PAGES,
+        )
 
     async def _fetch_page(self, query: SearchQuery, *, after: str | None, size: int) -> HttpResponse:
         try:
@@ -207,7 +177,7 @@ class RedditSource(ApiSource):
                 message = message.replace(secret, "***")
         return SourceError(error.kind, message, status=error.status, retry_after=error.retry_after)
 
-    def _parse_listing(self, response: HttpResponse, query: SearchQuery) -> _ListingPage:
+    def _parse_listing(self, response: HttpResponse, query: SearchQuery) -> Page[str]:
         try:
             data = response.json()["data"]
             children = data["children"]
@@ -216,23 +186,27 @@ class RedditSource(ApiSource):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "reddit returned something other than a listing") from None
         if not isinstance(children, list):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "reddit listing has no children list")
-        page = _ListingPage(after=after if isinstance(after, str) and after else None)
+        items: list[Item] = []
+        skipped = 0
+        reached_since = False
         for child in children:
             try:
                 if child.get("kind") != "t3":
                     raise ValueError("not a post")
                 item = self._to_item(RedditPost.model_validate(child["data"]), query)
             except (ValueError, KeyError, TypeError, AttributeError):
-                page.skipped += 1
+                skipped += 1
                 continue
             published = item.published
             if query.since is not None and published is not None and published < query.since:
-                page.reached_since = True  # sorted newest first: everything after this is older
+                reached_since = True  # sorted newest first: everything after this is older
                 continue
             if query.until is not None and published is not None and published > query.until:
                 continue
-            page.items.append(item)
-        return page
+            items.append(item)
+        # A post older than `since` was seen: later pages hold nothing wanted.
+        more = isinstance(after, str) and bool(after) and not reached_since
+        return Page(items=items, skipped=skipped, next=after if more else None)
 
     def _to_item(self, post: RedditPost, query: SearchQuery) -> Item:
         discussion = canonical_url(REDDIT_WEB + "/" + post.permalink.lstrip("/"))

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field, NonNegativeInt, ValidationError
 
-from sources.api import ApiSource, json_object
+from sources.api import ApiSource, Page, PageRequest, json_object, parsed_items, read_pages
 from sources.base import Engagement, Item, SearchQuery, SourceBatch, SourceError, SourceErrorKind, item_id
 from sources.feeds import title_from_text
 from sources.urls import canonical_url
-
-logger = logging.getLogger(__name__)
 
 MIN_RESULTS, MAX_RESULTS = 10, 100
 """`max_results` must lie in 10..100 for recent search."""
@@ -98,31 +95,21 @@ class XSource(ApiSource):
         }
         if end is not None:
             params["end_time"] = _x_time(end)
-        items: list[Item] = []
-        skipped = 0
-        next_token: str | None = None
-        for page in range(MAX_PAGES):
+
+        async def fetch(request: PageRequest[str]) -> dict[str, Any]:
             # Every post read is billed, so never ask for more than is still wanted.
-            params["max_results"] = max(MIN_RESULTS, min(query.limit - len(items), MAX_RESULTS))
-            if next_token is not None:
-                params["next_token"] = next_token
-            try:
-                document = await self._fetch_page(params)
-            except SourceError as error:
-                if page == 0:
-                    raise
-                logger.warning("x: stopped after %d pages: %s (%s)", page, error.kind, error)
-                break
-            page_items, page_skipped = self._parse_page(document, query)
-            items.extend(page_items)
-            skipped += page_skipped
-            meta = document.get("meta")
-            next_token = meta.get("next_token") if isinstance(meta, dict) else None
-            if not isinstance(next_token, str) or not next_token or len(items) >= query.limit:
-                break
-        if skipped:
-            logger.info("x: skipped %d malformed posts", skipped)
-        return SourceBatch(items=items[: query.limit], skipped=skipped)
+            page_params = {**params, "max_results": max(MIN_RESULTS, min(request.wanted, MAX_RESULTS))}
+            if request.cursor is not None:
+                page_params["next_token"] = request.cursor
+            return await self._fetch_page(page_params)
+
+        return await read_pages(
+            self.name,
+            fetch,
+            lambda document, _: self._parse_page(document, query),
+            limit=query.limit,
+            max_pages=MAX_PAGES,
+        )
 
     async def _fetch_page(self, params: dict[str, str | int]) -> dict[str, Any]:
         try:
@@ -135,10 +122,11 @@ class XSource(ApiSource):
             raise self._without_key(error) from None
         return json_object(response.content, who="X")
 
-    def _parse_page(self, document: dict[str, Any], query: SearchQuery) -> tuple[list[Item], int]:
+    def _parse_page(self, document: dict[str, Any], query: SearchQuery) -> Page[str]:
         # No match: `{"meta": {"result_count": 0}}` without `data`.
         tweets = document.get("data", [])
-        users_raw = (document.get("includes") or {}).get("users", [])
+        includes = document.get("includes") or {}
+        users_raw = includes.get("users", []) if isinstance(includes, dict) else None
         if not isinstance(tweets, list) or not isinstance(users_raw, list):
             raise SourceError(SourceErrorKind.BAD_RESPONSE, "X `data` or `includes.users` is not a list")
         usernames: dict[str, str] = {}
@@ -148,14 +136,11 @@ class XSource(ApiSource):
             except ValidationError:
                 continue
             usernames[user.id] = user.username
-        items: list[Item] = []
-        skipped = 0
-        for raw in tweets:
-            try:
-                items.append(self._to_item(XTweet.model_validate(raw), usernames, query))
-            except (ValidationError, ValueError):
-                skipped += 1
-        return items, skipped
+        items, skipped = parsed_items(tweets, XTweet, lambda tweet: self._to_item(tweet, usernames, query))
+        meta = document.get("meta")
+        next_token = meta.get("next_token") if isinstance(meta, dict) else None
+        has_next = isinstance(next_token, str) and bool(next_token)
+        return Page(items=items, skipped=skipped, next=next_token if has_next else None)
 
     def _to_item(self, tweet: XTweet, usernames: dict[str, str], query: SearchQuery) -> Item:
         username = usernames.get(tweet.author_id or "")

@@ -50,12 +50,14 @@ class RecordingSource:
         answer: Callable[[SearchQuery], list[Item]] | None = None,
         *,
         skipped: int = 0,
+        stopped: str | None = None,
         delay: float = 0.0,
     ) -> None:
         self.name = name
         self.queries: list[SearchQuery] = []
         self._answer = answer or (lambda q: [make_item(name, _key(q.text, i)) for i in range(3)])
         self._skipped = skipped
+        self._stopped = stopped
         self._delay = delay
 
     def unavailable_reason(self) -> str | None:
@@ -65,7 +67,7 @@ class RecordingSource:
         self.queries.append(query)
         if self._delay:
             await asyncio.sleep(self._delay)
-        return SourceBatch(items=self._answer(query), skipped=self._skipped)
+        return SourceBatch(items=self._answer(query), skipped=self._skipped, stopped=self._stopped)
 
 
 class FailingSource(RecordingSource):

@@ -1,17 +1,21 @@
-"""`collect`: every query × source, bounded; failures, timeouts and off sources are recorded, not fatal."""
+"""`collect`: every query × source, bounded; failures, timeouts, partial answers and off sources are recorded, not
+fatal."""
 
 from __future__ import annotations
 
 import asyncio
+
+from pydantic import SecretStr
 
 from research.collect import UNEXPECTED, FailedSources, ProgressEvent, SearchStatus, collect
 from sources.base import SearchQuery, SourceBatch, SourceError, SourceErrorKind
 from sources.config import SourcesConfig
 from sources.http import HttpClient
 from sources.rss import FeedSource
+from sources.x import XSource
 from tests.fakes.feeds import many_items_feed
 from tests.fakes.hostile_xml import MARKER, hostile_document
-from tests.fakes.http_server import FakeHTTPServer, FakeResponse
+from tests.fakes.http_server import FakeHTTPServer, FakeResponse, RecordedRequest
 from tests.research.fake_sources import (
     FailingSource,
     RecordingSource,
@@ -174,3 +178,30 @@ async def test_a_hostile_feed_is_a_named_failure_and_gives_nothing(fake_server: 
         f"rss {host}/laughs.xml: this feed defines XML entities, which Lookout does not expand"
     ]
     assert len(result.items) == 3 and not any(MARKER in f"{i.title} {i.text}" for i in result.items)
+
+
+async def test_a_search_cut_short_by_a_later_page_is_ok_and_says_so(fake_server: FakeHTTPServer) -> None:
+    first_page = {
+        "data": [{"id": "1861234567890123456", "text": "DeepSeek-V4 is out", "author_id": "7", "lang": "en"}],
+        "includes": {"users": [{"id": "7", "username": "ainewsdesk"}]},
+        "meta": {"result_count": 1, "next_token": "page-2"},
+    }
+
+    def answer(request: RecordedRequest) -> FakeResponse:
+        if request.query.get("next_token") == "page-2":
+            return FakeResponse.json({"data": "not a list"})
+        return FakeResponse.json(first_page)
+
+    fake_server.route("GET", "/2/tweets/search/recent", answer)
+    client = HttpClient(user_agent="LookoutTest/0.1", allow_private=True)
+    config = SourcesConfig(x_api_url=fake_server.url + "/2", x_bearer_token=SecretStr("x-token"))
+    try:
+        result = await collect([SearchQuery(text="deepseek")], [XSource(client=client, config=config)])
+    finally:
+        await client.aclose()
+
+    (outcome,) = result.outcomes
+    assert (outcome.status, outcome.count, outcome.error_kind) == (SearchStatus.OK, 1, None)
+    assert outcome.message == "stopped after page 1: page 2 failed: X `data` or `includes.users` is not a list"
+    assert result.partial == [outcome] and result.errors == [] and result.failed_sources() == []
+    assert [item.id for item in result.items] == ["x:1861234567890123456"]

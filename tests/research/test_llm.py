@@ -14,6 +14,8 @@ from research.critique import llm_critique
 from research.digest import llm_digest
 from research.llm import (
     DAILY_QUOTA_REASON,
+    BoundedModel,
+    ModelLimits,
     QuotaMemory,
     RetryingModel,
     RetryPolicy,
@@ -221,3 +223,12 @@ async def test_after_a_daily_quota_the_model_is_left_alone_for_the_cooldown() ->
     now[0] = 601.0
     assert (await Agent(model).run("hi")).output == "primary is back"
     assert primary.calls == 2
+
+
+def test_a_bounded_models_limits_are_part_of_its_equality_and_repr() -> None:
+    # pydantic-ai's `Model.__eq__`/`__repr__` read `_settings`, which `BoundedModel` sets from its limits.
+    wrapped = TestModel()
+    default, short = BoundedModel(wrapped, ModelLimits()), BoundedModel(wrapped, ModelLimits(chat_max_tokens=64))
+
+    assert default == BoundedModel(wrapped, ModelLimits()) and default != short
+    assert "'max_tokens': 64" in repr(short)

@@ -457,6 +457,22 @@ async def test_all_sources_failing_gives_a_digest_that_says_so(tmp_path: Path) -
     ]
 
 
+async def test_a_search_cut_short_by_a_later_page_is_named_in_the_runs_json(tmp_path: Path) -> None:
+    answer = catalogue({TOPIC: FIRST_ROUND})
+    cut_short = "stopped after page 1: page 2 failed: 502 Bad Gateway"
+    sources = [RecordingSource("hn", answer("hn")), RecordingSource("news", answer("news"), stopped=cut_short)]
+
+    result = await run_pipeline(
+        request_for(sources), light_model=None, heavy_model=None, out_dir=tmp_path, stem="cut", now=lambda: BASE_TIME
+    )
+
+    assert result.report is not None and result.exports is not None
+    assert result.report.source_errors == [] and not result.report.all_sources_failed
+    assert {(o.source, o.message) for o in result.report.partial_searches} == {("news", cut_short)}
+    written = json.loads(result.exports.json.read_text())
+    assert {(o["source"], o["message"]) for o in written["partial_searches"]} == {("news", cut_short)}
+
+
 def test_keyword_filter_matches_words_and_scripts() -> None:
     items = [
         make_item("news", "a", title="DeepSeek R1 price war", text="Analysts said prices fell."),

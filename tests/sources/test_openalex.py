@@ -168,3 +168,59 @@ async def test_a_full_page_asks_for_the_next_one(
     assert first.query["per-page"] == "4" and "page" not in first.query
     assert second.query["per-page"] == "4" and second.query["page"] == "2"
     assert len(batch.items) == 2 and batch.skipped == 2
+
+
+@pytest.mark.parametrize(
+    "second_page",
+    [
+        FakeResponse(status=500, body="upstream timeout"),
+        FakeResponse.json({"meta": {"count": 4}, "results": {"W1": {}}}),
+        FakeResponse.json({"error": "Invalid query parameters"}),
+        FakeResponse(body="<html>maintenance</html>", content_type="text/html"),
+    ],
+    ids=["server-error", "results-not-a-list", "no-results", "not-json"],
+)
+async def test_a_later_page_that_fails_or_is_malformed_keeps_the_first_page(
+    fake_server: FakeHTTPServer,
+    make_http_client: HttpClientFactory,
+    payload: Callable[[str], bytes],
+    caplog: pytest.LogCaptureFixture,
+    second_page: FakeResponse,
+) -> None:
+    def answer(request: RecordedRequest) -> FakeResponse:
+        return second_page if request.query.get("page") == "2" else json_body(payload, "openalex_works.json")
+
+    fake_server.route("GET", "/works", answer)
+    source = OpenAlexSource(client=make_http_client(max_retries=0), config=openalex_config(fake_server))
+
+    # Four results fill a page of four, so page 2 is asked for.
+    batch = await source.search(SearchQuery(text="deepseek", limit=4))
+
+    assert len(fake_server.received("/works")) == 2
+    assert [item.id for item in batch.items] == ["openalex:W4404011223", "openalex:W4404099871"]
+    assert batch.skipped == 2
+    assert batch.stopped is not None and batch.stopped.startswith("stopped after page 1: page 2 failed")
+    assert "openalex: stopped after page 1" in caplog.text
+    assert API_KEY not in caplog.text and API_KEY not in batch.stopped
+
+
+@pytest.mark.parametrize(
+    ("first_page", "reason"),
+    [
+        (FakeResponse.json({"results": {"W1": {}}}), "openalex `results` is not a list"),
+        (FakeResponse.json(["W1"]), "openalex returned no `results` list"),
+        (FakeResponse(body="<html>down</html>", content_type="text/html"), "openalex returned no `results` list"),
+    ],
+    ids=["results-not-a-list", "not-an-object", "not-json"],
+)
+async def test_a_malformed_first_page_is_the_sources_failure(
+    fake_server: FakeHTTPServer, http_client: HttpClient, first_page: FakeResponse, reason: str
+) -> None:
+    fake_server.route("GET", "/works", first_page)
+    source = OpenAlexSource(client=http_client, config=openalex_config(fake_server))
+
+    with pytest.raises(SourceError) as caught:
+        await source.search(SearchQuery(text="deepseek"))
+
+    assert caught.value.kind is SourceErrorKind.BAD_RESPONSE
+    assert str(caught.value) == reason

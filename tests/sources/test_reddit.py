@@ -295,17 +295,54 @@ async def test_paging_stops_at_the_limit_and_at_since(
     assert len(fake_server.received("/search")) == 2  # one request each: nothing newer can follow
 
 
+@pytest.mark.parametrize(
+    "second_page",
+    [
+        FakeResponse(status=500, body="oops"),
+        FakeResponse.json({"kind": "Listing", "data": {"children": "none", "after": None}}),
+        FakeResponse.json({"message": "Too Many Requests", "error": 429}),
+        FakeResponse(body="<html>reddit is down</html>", content_type="text/html"),
+    ],
+    ids=["server-error", "children-not-a-list", "not-a-listing", "not-json"],
+)
 async def test_a_failing_later_page_keeps_the_first_pages(
     fake_server: FakeHTTPServer,
     make_http_client: HttpClientFactory,
     payload: Callable[[str], bytes],
     caplog: pytest.LogCaptureFixture,
+    second_page: FakeResponse,
 ) -> None:
     fake_server.route("POST", TOKEN_PATH, token_response("tok-1"))
-    fake_server.route("GET", "/search", paged_listing(payload, second_page=FakeResponse(status=500, body="oops")))
+    fake_server.route("GET", "/search", paged_listing(payload, second_page=second_page))
     source = RedditSource(client=make_http_client(max_retries=0), config=reddit_config(fake_server))
 
     batch = await source.search(SearchQuery(text="deepseek", limit=150))
 
+    assert len(fake_server.received("/search")) == 2
     assert [item.id for item in batch.items] == ["reddit:1gx6q7r", "reddit:1gx5m0a"]
-    assert "stopped after 1 pages" in caplog.text
+    assert "stopped after page 1" in caplog.text
+    assert batch.stopped is not None and batch.stopped.startswith("stopped after page 1: page 2 failed")
+    assert "tok-1" not in caplog.text and CLIENT_SECRET not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("first_page", "reason"),
+    [
+        (FakeResponse.json({"kind": "Listing", "data": {"children": {}}}), "reddit listing has no children list"),
+        (FakeResponse.json({"message": "Forbidden", "error": 403}), "reddit returned something other than a listing"),
+        (FakeResponse.json(["Listing"]), "reddit returned something other than a listing"),
+    ],
+    ids=["children-not-a-list", "an-error-object", "a-list"],
+)
+async def test_a_malformed_first_page_is_the_sources_failure(
+    fake_server: FakeHTTPServer, http_client: HttpClient, first_page: FakeResponse, reason: str
+) -> None:
+    fake_server.route("POST", TOKEN_PATH, token_response("tok-1"))
+    fake_server.route("GET", "/search", first_page)
+    source = RedditSource(client=http_client, config=reddit_config(fake_server))
+
+    with pytest.raises(SourceError) as caught:
+        await source.search(SearchQuery(text="deepseek"))
+
+    assert caught.value.kind is SourceErrorKind.BAD_RESPONSE
+    assert str(caught.value) == reason

@@ -204,3 +204,72 @@ async def test_no_second_page_once_the_limit_is_reached(
 
     assert len(fake_server.received(SEARCH_PATH)) == 1
     assert len(batch.items) == 2
+
+
+def paged_search(payload: Callable[[str], bytes], *, second_page: FakeResponse) -> Callable[..., FakeResponse]:
+    """Answer the first page (three usable posts, two malformed) with a `next_token`, and that token with
+    `second_page`."""
+    first_page = json.loads(payload("x_search.json"))
+    first_page["meta"]["next_token"] = "page-2"
+
+    def answer(request: RecordedRequest) -> FakeResponse:
+        return second_page if request.query.get("next_token") == "page-2" else FakeResponse.json(first_page)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "second_page",
+    [
+        FakeResponse(status=503, body="over capacity"),
+        FakeResponse.json({"data": {"id": "1861234567890000001"}, "meta": {"result_count": 1}}),
+        FakeResponse.json({"data": [], "includes": ["not", "an", "object"]}),
+        FakeResponse(body="<html>rate limit page</html>", content_type="text/html"),
+    ],
+    ids=["server-error", "data-not-a-list", "includes-not-an-object", "not-json"],
+)
+async def test_a_later_page_that_fails_or_is_malformed_keeps_the_first_page(
+    fake_server: FakeHTTPServer,
+    make_http_client: HttpClientFactory,
+    payload: Callable[[str], bytes],
+    caplog: pytest.LogCaptureFixture,
+    second_page: FakeResponse,
+) -> None:
+    fake_server.route("GET", SEARCH_PATH, paged_search(payload, second_page=second_page))
+    source = XSource(client=make_http_client(max_retries=0), config=x_config(fake_server))
+
+    batch = await source.search(SearchQuery(text="deepseek", limit=120))
+
+    assert len(fake_server.received(SEARCH_PATH)) == 2
+    assert [item.id for item in batch.items] == [
+        "x:1861234567890123456",
+        "x:1861234567890999999",
+        "x:1861234567890777777",
+    ]
+    assert batch.skipped == 2
+    assert batch.stopped is not None and batch.stopped.startswith("stopped after page 1: page 2 failed")
+    assert "x: stopped after page 1" in caplog.text
+    assert TOKEN not in caplog.text and TOKEN not in batch.stopped
+
+
+@pytest.mark.parametrize(
+    ("first_page", "reason"),
+    [
+        (FakeResponse.json({"data": "none", "meta": {}}), "X `data` or `includes.users` is not a list"),
+        (FakeResponse.json({"data": [], "includes": "users"}), "X `data` or `includes.users` is not a list"),
+        (FakeResponse.json(["not", "an", "object"]), "X returned an unexpected document"),
+        (FakeResponse(body="<html>down</html>", content_type="text/html"), "X returned something other than JSON"),
+    ],
+    ids=["data-not-a-list", "includes-not-an-object", "not-an-object", "not-json"],
+)
+async def test_a_malformed_first_page_is_the_sources_failure(
+    fake_server: FakeHTTPServer, http_client: HttpClient, first_page: FakeResponse, reason: str
+) -> None:
+    fake_server.route("GET", SEARCH_PATH, first_page)
+    source = XSource(client=http_client, config=x_config(fake_server))
+
+    with pytest.raises(SourceError) as caught:
+        await source.search(SearchQuery(text="deepseek"))
+
+    assert caught.value.kind is SourceErrorKind.BAD_RESPONSE
+    assert str(caught.value) == reason
