@@ -307,6 +307,37 @@ class MonitorFeedback:
 
     # ---- marks --------------------------------------------------------------------------------------------
 
+    async def give_vectors(self, monitor_id: int, chat_id: int) -> int:
+        """Give this reader's story marks on a monitor that carry no vector of the configured embedding model one:
+        the embedding of the marked story's title (the embedding cache first, then the model, in batches). Marks
+        come without one from an import (a file holds no vectors: they belong to one model) or from before the
+        embedder was configured; this runs at import and whenever the reader marks again, never at delivery.
+        Returns how many marks got a vector (0 without an embedder, or when the model cannot be reached: the words
+        decide for those marks meanwhile)."""
+        if self._embedder is None:
+            return 0
+        model = self._embedder.vector_model
+        missing = [
+            mark
+            for mark in await self._marks.marks(monitor_id, chat_id)
+            if mark.kind in ("more", "less", "fewer")
+            and mark.title.strip()
+            and (mark.vector or {}).get("model") != model
+        ]
+        if not missing:
+            return 0
+        embedded = await self._embedder.embed_items(
+            [Item(id=f"mark:{mark.id}", source="feedback", url="about:blank", title=mark.title) for mark in missing]
+        )
+        vectors = {}
+        for mark in missing:
+            found = embedded.vectors.get(f"mark:{mark.id}")
+            vector = story_vector([found], model=model) if found else None
+            if vector is not None:
+                vectors[mark.id] = vector.to_json()
+        await self._marks.set_vectors(vectors)
+        return len(vectors)
+
     async def _digest_of(self, chat_id: int, *, run_id: int | None, monitor_id: int | None) -> StoredView:
         if run_id is not None:
             stored = await self._marks.view(run_id, chat_id)
@@ -361,6 +392,7 @@ class MonitorFeedback:
             ),
             now=self._clock(),
         )
+        await self.give_vectors(stored.monitor_id, chat_id)  # earlier marks made without the embedder, or imported
         effect = {
             "more": "stories like it rank higher in this chat's next digests",
             "less": "stories like it, or from its outlet, rank lower or are left out of this chat's next digests",

@@ -491,6 +491,7 @@ async def create_imported(service: MonitorService, chat_id: int, entries: Sequen
                     for mark in entry.feedback
                 ],
             )  # fmt: skip
+            await service.feedback.give_vectors(view.id, chat_id)  # with an embedding model: meaning decides at once
         if entry.rules is not None:
             await service.rules.replace(view.id, chat_id=chat_id, rules=entry.rules)
         for alert in entry.alerts:

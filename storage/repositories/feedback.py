@@ -6,7 +6,7 @@ one monitor. A mark on a story replaces that chat's earlier 👍/👎/fewer on t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -190,9 +190,17 @@ class FeedbackRepository(Repository):
                 for row in await session.execute(query)
             ]
 
+    async def set_vectors(self, vectors: Mapping[int, dict[str, Any]]) -> None:
+        """Give marks (by id) their story's vector, as `research.StoryVector.to_json` stores it."""
+        if not vectors:
+            return
+        async with self._db.transaction() as session:
+            for row in (await session.scalars(select(FeedbackMark).where(FeedbackMark.id.in_(list(vectors))))).all():
+                row.vector = dict(vectors[row.id])
+
     async def replace_marks(self, monitor_id: int, chat_id: int, marks: Sequence[FeedbackMarkRecord]) -> int:
         """An import: the reader's marks on the monitor become `marks` (their run and story numbers dropped: those
-        runs are another database's)."""
+        runs are another database's; their vectors kept)."""
         async with self._db.transaction() as session:
             await session.execute(
                 delete(FeedbackMark).where(FeedbackMark.monitor_id == monitor_id, FeedbackMark.chat_id == chat_id)
@@ -208,6 +216,7 @@ class FeedbackRepository(Repository):
                         title=mark.title,
                         outlets=list(mark.outlets),
                         terms=dict(mark.terms),
+                        vector=dict(mark.vector) if mark.vector else None,
                         created_at=mark.created_at or utc_now(),
                     )
                 )
