@@ -277,8 +277,8 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
     body = json.dumps(document, ensure_ascii=False, indent=2).encode() + b"\n"
     feeds = sum(1 for entry in entries for spec in entry.sources if spec.startswith("rss:"))
     opml = _opml(entries, title=f"Lookout monitors of {chat.title or chat.platform}", now=now) if feeds else None
-    alerts = sum(len(entry.alerts) for entry in received)
-    return ExportedMonitors(json=body, opml=opml, count=len(entries), feeds=feeds, received=alerts)
+    received_alerts = sum(len(entry.alerts) for entry in received)
+    return ExportedMonitors(json=body, opml=opml, count=len(entries), feeds=feeds, received=received_alerts)
 
 
 async def _received_alerts(service: MonitorService, chat_id: int, *, owned: set[int]) -> list[ReceivedEntry]:
