@@ -26,17 +26,22 @@ from statistics import fmean
 from typing import Any, Final
 
 from kernel import MAX_BUTTONS, Button, Clock, utc_now
+from monitors.reader_rules import run_entries
 from monitors.runner import item_of_record
 from research import (
     CITATION,
+    Development,
     Digest,
     ItemEmbedder,
     Mark,
     MarkKind,
     ReaderView,
+    Recount,
+    Story,
     StoryDecision,
     StoryFeatures,
     StoryVector,
+    digest_stories,
     reader_view,
     story_features,
     story_vector,
@@ -200,6 +205,24 @@ def _mark(record: FeedbackMarkRecord) -> Mark:
     )
 
 
+def _reports_line(scores: dict[str, Any], reader: dict[str, Any] | None, features: StoryFeatures) -> str:
+    """What /why says of a story's reports: as this chat got them, and the run's count (which the shared digest and
+    its web page show) when this chat's outlet rules thinned the story."""
+
+    def counted(reports: int, outlets: Sequence[str]) -> str:
+        named = ", ".join(outlets[:5]) + (f" and {len(outlets) - 5} more" if len(outlets) > 5 else "")
+        return f"{reports} new report{'s' * (reports != 1)} of it, from {named or 'unknown outlets'}"
+
+    shared = counted(int(scores.get("reports") or 0), scores.get("outlets") or features.outlets)
+    if not reader:
+        return f"It is a new story for this monitor: {shared}."
+    mine = counted(int(reader.get("reports") or 0), reader.get("outlets") or ())
+    return (
+        f"It is a new story for this monitor: {mine} reach this chat. The run has {shared}, as the shared digest and "
+        "its web page count them: this chat's outlet rules left the others out."
+    )
+
+
 def _scores(entries: Sequence[ItemWithScores]) -> dict[str, Any]:
     def mean(values: list[float | None]) -> float | None:
         known = [v for v in values if v is not None]
@@ -213,6 +236,31 @@ def _scores(entries: Sequence[ItemWithScores]) -> dict[str, Any]:
         "score": mean([e.scores.score for e in entries]),
         "best_rank": min(ranks) if ranks else None,
     }
+
+
+def _told(development: Development, told: Sequence[Story]) -> dict[str, Any]:
+    """How many reports, from which outlets, the run has of a development's story (its whole cluster, as the digest's
+    "+N more reports" counts it for every reader)."""
+    cited = set(development.citations)
+    story = next((story for story in told if cited.intersection(story.numbers)), None)
+    if story is None:
+        return {}
+    return {"reports": len(story.items), "outlets": sorted({item.outlet for item in story.items if item.outlet})}
+
+
+def _recounted(stories: list[dict[str, Any]], digest: Digest, recounted: Sequence[Recount]) -> list[dict[str, Any]]:
+    """The stories with this reader's own count of reports and outlets (`"reader"`) where its outlet rules thinned
+    them (the shared entries, kept for other readers, are not changed)."""
+    if not recounted:
+        return stories
+    shown = []
+    for story, development in zip(stories, digest.developments, strict=True):
+        cited = set(development.citations)
+        recount = next((entry for entry in recounted if cited.intersection(entry.numbers)), None)
+        if recount is not None:
+            story = story | {"reader": {"reports": recount.reports, "outlets": list(recount.outlets)}}
+        shown.append(story)
+    return shown
 
 
 class MonitorFeedback:
@@ -243,15 +291,17 @@ class MonitorFeedback:
         topic: str | None,
         language: str,
         resend: bool,
+        recounted: Sequence[Recount] = (),
     ) -> ReaderView:
         """What `chat_id` gets of the run's `digest`: the stored view when a part of it went out already (a resend
         shows the same stories), else a new one from the chat's marks now, stored before the first part is sent.
-        `items` are the run's stored items (read once per run by the delivery worker, which the rules use too)."""
+        `items` are the run's stored items (read once per run by the delivery worker, which the rules use too);
+        `recounted` the stories this chat's outlet rules thinned, whose reports `/why` counts as this chat got them."""
         if resend:
             stored = await self._marks.pending_view(run.id, chat_id)
             if stored is not None:
                 return view_of(stored)
-        stories = await self._stories(run, digest, items, topic=topic, language=language)
+        stories = _recounted(await self._stories(run, digest, items, topic=topic, language=language), digest, recounted)
         marks = (
             [_mark(m) for m in await self._marks.marks(run.monitor_id, chat_id)] if run.monitor_id is not None else []
         )
@@ -276,6 +326,7 @@ class MonitorFeedback:
             self._features.move_to_end(key)
             return self._features[key]
         by_url = {entry.item.url: entry for entry in stored}
+        told = digest_stories(digest, run_entries(stored))
         url_of = {cited.number: cited.url for cited in digest.cited}
         cited_of = [
             [by_url[url_of[n]] for n in development.citations if n in url_of and url_of[n] in by_url]
@@ -299,7 +350,7 @@ class MonitorFeedback:
                     title=title,
                 )
                 features = StoryFeatures(title=features.title, outlets=(), terms=features.terms)
-            stories.append({"features": features.to_json(), "scores": _scores(cited)})
+            stories.append({"features": features.to_json(), "scores": _scores(cited) | _told(development, told)})
         self._features[key] = stories
         while len(self._features) > _FEATURE_CACHE_RUNS:
             self._features.popitem(last=False)
@@ -473,9 +524,7 @@ class MonitorFeedback:
         features = StoryFeatures.from_json(entry.get("features", {}))
         scores = entry.get("scores", {})
         parts = [f"{head}, story {story}: “{features.title[:160]}”."]
-        reports = scores.get("reports") or 0
-        outlets = ", ".join(features.outlets[:5]) or "unknown outlets"
-        parts.append(f"It is a new story for this monitor: {reports} new report(s) of it, from {outlets}.")
+        parts.append(_reports_line(scores, entry.get("reader"), features))
         numbers = []
         for key, words in (("relevance", "relevance"), ("credibility", "credibility"), ("score", "overall score")):
             value = scores.get(key)
