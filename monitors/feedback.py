@@ -301,20 +301,38 @@ class MonitorFeedback:
             stored = await self._marks.pending_view(run.id, chat_id)
             if stored is not None:
                 return view_of(stored)
-        stories = _recounted(await self._stories(run, digest, items, topic=topic, language=language), digest, recounted)
-        marks = (
-            [_mark(m) for m in await self._marks.marks(run.monitor_id, chat_id)] if run.monitor_id is not None else []
+        marks = await self._marks.marks(run.monitor_id, chat_id) if run.monitor_id is not None else []
+        view, record = await self.decide(
+            run, digest, marks, items=items, topic=topic, language=language, recounted=recounted
         )
-        view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], marks)
+        await self._marks.save_view(run.id, chat_id, record, now=self._clock())
+        return view
+
+    async def decide(
+        self,
+        run: RunRecord,
+        digest: Digest,
+        marks: Sequence[FeedbackMarkRecord],
+        *,
+        items: Sequence[ItemWithScores],
+        topic: str | None,
+        language: str,
+        recounted: Sequence[Recount] = (),
+    ) -> tuple[ReaderView, dict[str, Any]]:
+        """What a reader with these `marks` (its own, on the run's monitor) keeps of the run's `digest`, and the
+        record of it (`view_for` stores it with the delivery; a briefing's section takes the view only). The one
+        place `research.reader_view` is called."""
+        stories = _recounted(await self._stories(run, digest, items, topic=topic, language=language), digest, recounted)
+        known = [_mark(m) for m in marks]
+        view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], known)
         record = {
             "language": language,
             "stories": stories,
-            "marks": len(marks),
+            "marks": len(known),
             "kept": [_decision_json(d) for d in view.kept],
             "dropped": [_decision_json(d) for d in view.dropped],
         }
-        await self._marks.save_view(run.id, chat_id, record, now=self._clock())
-        return view
+        return view, record
 
     async def _stories(
         self, run: RunRecord, digest: Digest, stored: Sequence[ItemWithScores], *, topic: str | None, language: str

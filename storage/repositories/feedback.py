@@ -138,6 +138,19 @@ class FeedbackRepository(Repository):
             )
             return [_record(row) for row in rows]
 
+    async def of_chats(self, chat_ids: Sequence[int]) -> dict[int, dict[int, list[FeedbackMarkRecord]]]:
+        """The marks of these chats (a page of briefings), by chat then monitor, oldest first, in one query."""
+        found: dict[int, dict[int, list[FeedbackMarkRecord]]] = {}
+        if not chat_ids:
+            return found
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(FeedbackMark).where(FeedbackMark.chat_id.in_(list(chat_ids))).order_by(FeedbackMark.id)
+            )
+            for row in rows:
+                found.setdefault(row.chat_id, {}).setdefault(row.monitor_id, []).append(_record(row))
+        return found
+
     async def save_view(self, run_id: int, chat_id: int, view: dict[str, Any], *, now: datetime | None = None) -> None:
         """Store (or replace, while nothing of the delivery went out) the view a chat is shown of a run."""
         async with self._db.transaction() as session:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo
 from app.monitor_service import build_monitor_service
 from monitors import FeedbackError, create_imported, export_monitors, read_monitor_file
 from monitors.delivery import DeliveryWorker
+from monitors.schedule import parse_schedule
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
 from research import ItemEmbedder, PipelineRequest, PipelineResult
@@ -118,6 +119,34 @@ async def test_one_subscribers_marks_change_only_its_own_next_digest(world: Worl
     assert "_1 story left out by your feedback — /why dropped_" in second["101"]
     assert "Beyonce wins a Grammy" in why_dropped and "marked 👎" in why_dropped
     assert "nothing was left out" in why_owner
+
+
+async def test_a_readers_briefing_section_follows_its_feedback_as_its_digest_would(world: World, feed: Feed) -> None:
+    service = world.service()
+    monitor = await _shared_monitor(world, service)
+    reader = world.chats[1]
+    first = await _run_and_deliver(world, service, monitor, T0)
+    numbers = _stories(first["101"])
+    await service.feedback.mark(reader.id, "less", numbers["Swift"])
+    await service.feedback.mark(reader.id, "more", numbers["Nvidia"])
+    await service.briefings.set_briefing(
+        reader.id, parse_schedule("daily at 14:00", timezone="UTC", min_interval_seconds=900)
+    )
+
+    world.clock.advance(minutes=1)
+    feed.today = _items(DAY_TWO, -23.0)
+    second = await _run_and_deliver(world, service, monitor, T0 + timedelta(days=1))  # the owner's digest only
+    world.clock.set(datetime(2026, 11, 20, 14, 0, 30, tzinfo=UTC))
+    before = len(world.sender.sent)
+    queued = await service.briefings.run_due()
+    await world.worker().run_once()
+    [briefing] = [sent.text for sent in world.sender.sent[before:] if sent.chat.external_id == "101"]
+
+    assert [q.chat_id for q in queued] == [reader.id] and set(second) == {"100"}
+    assert "Beyonce" in second["100"]  # the owner marked nothing
+    assert "Intel" in briefing and "Bond" in briefing
+    assert "Beyonce" not in briefing  # like the story the reader marked 👎
+    assert "_1 story left out by your feedback" in briefing
 
 
 async def test_a_muted_outlet_is_left_out_for_that_chat_only_and_unmute_brings_it_back(
