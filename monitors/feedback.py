@@ -2,14 +2,16 @@
 "why this story".
 
 A run collects, critiques and writes its digest once; what one reader sees of it is decided per chat when its
-delivery is built (`MonitorFeedback.view_for`, the one place `research.reader_view` is called), from that chat's
-marks on that monitor. The decision is stored with the delivery (`reader_views`), so a resend shows the same
-stories, `/more 3` means story 3 as that chat saw it, and `/why` explains what it was shown.
+delivery is built (`MonitorFeedback.view_for`, through `decide`, the one place `research.reader_view` is called;
+a briefing's section calls `decide` too), from that chat's marks on that monitor. The decision is stored with the
+delivery (`reader_views`), so a resend shows the same stories, `/more 3` means story 3 as that chat saw it, and
+`/why` explains what it was shown, its reports counted as that chat got them (its outlet rules' recount).
 
 With an embedding model configured (`embedder`), a story's features also carry its vector: the mean of its
 reports' vectors as the run stored them (`ItemEmbedder.stored_vectors`, never a new request at delivery), and a
 mark keeps the vector of the story it was made on, so the view can decide by meaning (`research.VectorModel`);
-reports without stored vectors leave the words to decide.
+reports without stored vectors leave the words to decide. A mark without a vector of that model (imported, or made
+before the embedder) gets its title's embedding at import and when the chat marks again (`give_vectors`).
 
 Guarantees: a mark acts only on the chat that made it, on the monitor of the digest it was made on; a mark names a
 digest the chat received (a part of it confirmed sent), so a press forged, stale or from another chat changes
