@@ -397,9 +397,13 @@ class MonitorFeedback:
         ]
         if not missing:
             return 0
-        embedded = await self._embedder.embed_items(
-            [Item(id=f"mark:{mark.id}", source="feedback", url="about:blank", title=mark.title) for mark in missing]
-        )
+        try:
+            embedded = await self._embedder.embed_items(
+                [Item(id=f"mark:{mark.id}", source="feedback", url="about:blank", title=mark.title) for mark in missing]
+            )
+        except Exception:  # the import or the mark stands; the words decide for these marks meanwhile
+            logger.exception("monitor %d, chat %d: marks could not be given vectors", monitor_id, chat_id)
+            return 0
         vectors = {}
         for mark in missing:
             found = embedded.vectors.get(f"mark:{mark.id}")
