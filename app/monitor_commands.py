@@ -364,12 +364,13 @@ def import_file(
         if plan.problem:
             raise ValueError(f"Nothing imported from {file.name}: {plan.problem}")
         output.markdown(plan.describe(limit=1000))
-        if not plan.entries:
+        if not plan.entries and not plan.received:
             return "Nothing to create."
-        if not yes and not typer.confirm(f"Create these {len(plan.entries)} monitor(s) for {chat}?"):
+        if not yes and not typer.confirm(f"Create these {len(plan.entries)} monitor(s) and alert(s) for {chat}?"):
             return "Nothing was created."
-        result = await create_imported(stack.service, chat_id, plan.entries)
+        result = await create_imported(stack.service, chat_id, plan.entries, plan.received)
         lines = [f"Created {len(result.created)} monitor(s): " + ", ".join(f"#{i}" for i, _ in result.created)]
+        lines += [f"Attached {alert}" for alert in result.alerts]
         lines += [f"Not created: {failed.label}: {failed.reason}" for failed in result.failed]
         return "\n".join(lines)
 

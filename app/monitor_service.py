@@ -59,6 +59,7 @@ def build_monitor_service(
 
     def parts(catalogue: MonitorCatalogue) -> MonitorParts:
         recorder = RunRecorder(database, on_queued=on_deliveries_queued)
+        feedback = MonitorFeedback(database, clock=clock, embedder=embedder)
         runner = MonitorRunner(
             storage,
             resolve_sources=resolve_sources,
@@ -74,14 +75,16 @@ def build_monitor_service(
             runner=runner,
             runs=MonitorRuns(catalogue, runner, recorder, clock=clock),
             sharing=sharing,
-            briefings=BriefingService(storage, out_dir=out_dir, min_interval_seconds=settings.min_interval_seconds),
+            briefings=BriefingService(
+                storage, out_dir=out_dir, min_interval_seconds=settings.min_interval_seconds, feedback=feedback
+            ),
             feeds=MonitorFeeds(database, clock=clock),
             destinations=(
                 DestinationService(database, http=http, senders=destinations, sharing=sharing, clock=clock)
                 if destinations is not None and http is not None
                 else None
             ),
-            feedback=MonitorFeedback(database, clock=clock, embedder=embedder),
+            feedback=feedback,
             rules=ReaderRuleService(catalogue, database),
             alerts=AlertService(database, clock=clock),
         )

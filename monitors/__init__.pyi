@@ -24,6 +24,7 @@ from .pages import PageKind as PageKind
 from .portability import MAX_IMPORT_BYTES as MAX_IMPORT_BYTES
 from .portability import MAX_IMPORT_MONITORS as MAX_IMPORT_MONITORS
 from .portability import MonitorEntry as MonitorEntry
+from .portability import ReceivedEntry as ReceivedEntry
 from .portability import create_imported as create_imported
 from .portability import export_monitors as export_monitors
 from .portability import plan_import as plan_import

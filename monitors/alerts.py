@@ -48,6 +48,8 @@ __all__ = [
     "AlertService",
     "alert_stories",
     "check_alerts",
+    "check_may_use_models",
+    "pending_stories",
     "stories_of_check",
 ]
 
@@ -101,6 +103,22 @@ def alert_stories(result: PipelineResult) -> list[AlertStory]:
     """The stories of a run its monitor's alerts check (`research.new_stories`: new ones, and delivered ones that grew,
     with their earlier reports)."""
     return new_stories(result.items, result.told_before)
+
+
+_WORDS_ONLY: Final = "words_only"
+"""Set on a pending check's stories when the run was not allowed model tokens (the budget of the chat that asked
+was spent): the check, recovered or not, decides by the words then, as the run's own check does."""
+
+
+def pending_stories(stories: Sequence[AlertStory], *, use_models: bool) -> list[dict[str, object]]:
+    """The stories a run's pending check keeps, with whether its check may ask the model (the run's own budget
+    decision, which a recovered check keeps)."""
+    return [story.stored() | ({} if use_models else {_WORDS_ONLY: True}) for story in stories]
+
+
+def check_may_use_models(stored: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a pending check may ask the model: not when its run was not allowed model tokens (`pending_stories`)."""
+    return not any(entry.get(_WORDS_ONLY) for entry in stored)
 
 
 def stories_of_check(stored: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> list[AlertStory]:

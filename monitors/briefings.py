@@ -21,6 +21,7 @@ from typing import Final
 from zoneinfo import ZoneInfo
 
 from monitors.delivery import valid_digest
+from monitors.feedback import MonitorFeedback, reader_digest
 from monitors.notices import BRIEFING_KIND
 from monitors.reader_rules import rules_view, run_entries
 from monitors.runner import item_of_record
@@ -38,9 +39,19 @@ from research import (
     write_volume_chart,
 )
 from sources import Item
-from storage import BriefingClaim, ChatRecord, ItemWithScores, MonitorRecord, RunOutcome, RunRecord, RunStatus
+from storage import (
+    BriefingClaim,
+    ChatRecord,
+    FeedbackMarkRecord,
+    ItemWithScores,
+    MonitorRecord,
+    RunOutcome,
+    RunRecord,
+    RunStatus,
+)
 from storage.repositories import (
     BriefingRepository,
+    FeedbackRepository,
     ItemRepository,
     ReaderRuleRepository,
     RunRepository,
@@ -85,12 +96,50 @@ class _Assembled:
     run_ids: list[int]
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Reader:
+    """One chat's own rules and feedback marks on the monitors of its briefing."""
+
+    rules: dict[int, ReaderRules]
+    marks: dict[int, list[FeedbackMarkRecord]]
+
+    def key(self) -> tuple[object, ...]:
+        """What of the reader an assembly depends on: chats alike in it (and in runs, language, zone) share one."""
+        marked = tuple((m, tuple(mark.id for mark in found)) for m, found in sorted(self.marks.items()))
+        return tuple(sorted(self.rules.items())), marked
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Readers:
+    """A page of chats' stored rules and marks, by chat then monitor."""
+
+    rules: dict[int, dict[int, dict[str, object]]]
+    marks: dict[int, dict[int, list[FeedbackMarkRecord]]]
+
+    def of(self, chat_id: int, monitor_ids: Sequence[int]) -> _Reader:
+        mine = self.marks.get(chat_id, {})
+        return _Reader(
+            rules=_readable(self.rules.get(chat_id, {}), monitor_ids),
+            marks={m: mine[m] for m in monitor_ids if mine.get(m)},
+        )
+
+
 class BriefingService(MonitorStorage):
     """Sets each chat's briefing time and sends the briefings that are due; built by `MonitorService`."""
 
-    def __init__(self, storage: ServiceStorage, *, out_dir: Path, min_interval_seconds: int) -> None:
+    def __init__(
+        self,
+        storage: ServiceStorage,
+        *,
+        out_dir: Path,
+        min_interval_seconds: int,
+        feedback: MonitorFeedback | None = None,
+    ) -> None:
         super().__init__(storage)
         database = storage.database
+        self._feedback = feedback or MonitorFeedback(database, clock=storage.clock)
+        """The process's one (`MonitorService.feedback`): each section is the reader's view, as its digest would be."""
+        self._marks = FeedbackRepository(database)
         self._out_dir = out_dir / "briefings"
         self._min_interval = min_interval_seconds
         self._runs = RunRepository(database)
@@ -181,7 +230,7 @@ class BriefingService(MonitorStorage):
         }
         run_ids = {run.id for runs in finished.values() for run in runs}
         sent_alone = await self._runs.queued_for_chats(run_ids, [chat.id for chat, *_ in ready])
-        stored_rules = await self._rules.of_chats([chat.id for chat, *_ in ready])
+        readers = await self._readers([chat.id for chat, *_ in ready])
         claims: list[BriefingClaim] = []
         briefs: dict[int, _Assembled] = {}
         for chat, schedule, due, monitor_ids, since in ready:
@@ -192,11 +241,11 @@ class BriefingService(MonitorStorage):
             ]
             assembled: _Assembled | None = None
             if runs:
-                rules = _readable(stored_rules.get(chat.id, {}), monitor_ids)
-                key = (tuple(run.id for run in runs), chat.language, chat.timezone, due, tuple(sorted(rules.items())))
+                who = readers.of(chat.id, monitor_ids)
+                key = (tuple(run.id for run in runs), chat.language, chat.timezone, due, who.key())
                 if key not in shared:
                     try:
-                        shared[key] = await self._assemble(chat, runs, due=due, files=self._files_of_pass, rules=rules)
+                        shared[key] = await self._assemble(chat, runs, due=due, files=self._files_of_pass, reader=who)
                     except Exception:  # one briefing's failure must not stop the others'; it is tried next pass
                         logger.exception("chat %d: the briefing failed", chat.id)
                         continue
@@ -228,6 +277,10 @@ class BriefingService(MonitorStorage):
             )
         return queued
 
+    async def _readers(self, chat_ids: Sequence[int]) -> _Readers:
+        """The rules and feedback marks of a page of chats, in two queries."""
+        return _Readers(rules=await self._rules.of_chats(chat_ids), marks=await self._marks.of_chats(chat_ids))
+
     async def _runs_pending(self, monitor_ids: Sequence[int], due: datetime) -> bool:
         """Whether a monitor of the briefing is still running for a time up to `due`, or is due and not started."""
         if await self._runs.running_for_monitors(monitor_ids, scheduled_until=due):
@@ -241,9 +294,12 @@ class BriefingService(MonitorStorage):
         *,
         due: datetime,
         files: dict[tuple[object, ...], _BriefingFiles],
-        rules: dict[int, ReaderRules] | None = None,
+        reader: _Reader | None = None,
     ) -> _Assembled | None:
-        """The chat's briefing from these runs, each monitor's digests as the chat's own `rules` on it leave them."""
+        """The chat's briefing from these runs, each monitor's digests as the chat's own `rules` on it leave them,
+        then as its feedback `marks` on it do (the view its digest would get: `MonitorFeedback.decide`)."""
+        rules = reader.rules if reader is not None else {}
+        marks = reader.marks if reader is not None else {}
         by_monitor: dict[int, list[RunRecord]] = defaultdict(list)
         for run in runs:
             if run.monitor_id is not None:
@@ -253,6 +309,8 @@ class BriefingService(MonitorStorage):
         topics: list[TopicDigests] = []
         left_out: dict[int, int] = {}
         """Stories the chat's rules left out, per monitor."""
+        by_feedback = 0
+        """Stories the chat's feedback left out, on every monitor."""
         rows: list[tuple[str, ItemWithScores]] = []
         monitors: dict[int, MonitorRecord] = {}
         for monitor_id, monitor_runs in sorted(by_monitor.items()):
@@ -262,9 +320,15 @@ class BriefingService(MonitorStorage):
             monitors[monitor_id] = monitor
             language = chat.language or monitor.language
             ok = [run for run in monitor_runs if run.status is RunStatus.SUCCEEDED]
-            digests, dropped = _digests_for_reader(ok, language, stored, (rules or {}).get(monitor_id))
+            shown, dropped = _digests_for_reader(ok, language, stored, rules.get(monitor_id))
             if dropped:
                 left_out[monitor_id] = dropped
+            digests = [digest for _run, digest in shown]
+            if mine_marks := marks.get(monitor_id):
+                digests, feedback_dropped = await self._after_feedback(
+                    shown, mine_marks, stored, topic=monitor.topic, language=language
+                )
+                by_feedback += feedback_dropped
             mine, stories = _items_and_stories(ok, stored)
             rows += [(monitor.topic, scored) for scored in mine]
             topics.append(
@@ -284,6 +348,11 @@ class BriefingService(MonitorStorage):
         if dropped := sum(left_out.values()):
             commands = ", ".join(f"/filter {monitor_id}" for monitor_id, count in sorted(left_out.items()) if count)
             text += f"\n_{dropped} stor{'y' if dropped == 1 else 'ies'} left out by your filter — {commands}_\n"
+        if by_feedback:
+            text += (
+                f"\n_{by_feedback} stor{'y' if by_feedback == 1 else 'ies'} left out by your feedback (👍/👎 and muted "
+                "outlets on these monitors' digests)_\n"
+            )
         written = _BriefingFiles(artifacts={}, chart_topics={})
         if briefing.has_news and rows:
             key = (tuple(run.id for run in runs), chat.timezone, due)
@@ -298,6 +367,32 @@ class BriefingService(MonitorStorage):
             with_news=len(briefing.sections),
             run_ids=[run.id for run in runs],
         )
+
+    async def _after_feedback(
+        self,
+        shown: Sequence[tuple[RunRecord, Digest]],
+        marks: Sequence[FeedbackMarkRecord],
+        stored: Mapping[int, Sequence[ItemWithScores]],
+        *,
+        topic: str,
+        language: str | None,
+    ) -> tuple[list[Digest], int]:
+        """The section's digests (newest run first, after the rules) as the reader's feedback leaves them, and how
+        many stories it left out. A digest that cannot be judged is kept whole (logged), never holds a briefing."""
+        kept: list[Digest] = []
+        dropped = 0
+        for run, digest in shown:
+            try:
+                view, _record = await self._feedback.decide(
+                    run, digest, marks, items=stored.get(run.id, []), topic=topic, language=language or ""
+                )
+            except Exception:
+                logger.exception("run %d: the reader's feedback could not be applied to its briefing section", run.id)
+                kept.append(digest)
+                continue
+            kept.append(reader_digest(digest, view))
+            dropped += len(view.dropped)
+        return kept, dropped
 
     def _write_files(
         self, runs: Sequence[RunRecord], rows: Sequence[tuple[str, ItemWithScores]], *, due: datetime, zone: ZoneInfo
@@ -373,10 +468,10 @@ def _digests_for_reader(
     language: str | None,
     stored: Mapping[int, Sequence[ItemWithScores]],
     rules: ReaderRules | None,
-) -> tuple[list[Digest], int]:
-    """A monitor's digests of these runs, newest first, as the reader's own `rules` leave them, and how many
-    stories the rules left out."""
-    digests: list[Digest] = []
+) -> tuple[list[tuple[RunRecord, Digest]], int]:
+    """A monitor's digests of these runs (with their run), newest first, as the reader's own `rules` leave them, and
+    how many stories the rules left out."""
+    digests: list[tuple[RunRecord, Digest]] = []
     dropped = 0
     for run in reversed(ok):
         digest = _digest(run, language)
@@ -387,7 +482,7 @@ def _digests_for_reader(
         if decision is not None:
             digest = filter_digest(digest, decision.removed, decision.recounted)
             dropped += decision.stories_left_out
-        digests.append(digest)
+        digests.append((run, digest))
     return digests, dropped
 
 

@@ -676,6 +676,7 @@ class DeliveryWorker:
             topic=topic,
             language=language or "",
             resend=resend,
+            recounted=left_out.recounted if left_out is not None else (),
         )
 
     async def _rules_decision(self, row: DeliveryRecord, run: RunRecord, digest: Digest | None) -> RulesDecision | None:

@@ -2,14 +2,16 @@
 "why this story".
 
 A run collects, critiques and writes its digest once; what one reader sees of it is decided per chat when its
-delivery is built (`MonitorFeedback.view_for`, the one place `research.reader_view` is called), from that chat's
-marks on that monitor. The decision is stored with the delivery (`reader_views`), so a resend shows the same
-stories, `/more 3` means story 3 as that chat saw it, and `/why` explains what it was shown.
+delivery is built (`MonitorFeedback.view_for`, through `decide`, the one place `research.reader_view` is called;
+a briefing's section calls `decide` too), from that chat's marks on that monitor. The decision is stored with the
+delivery (`reader_views`), so a resend shows the same stories, `/more 3` means story 3 as that chat saw it, and
+`/why` explains what it was shown, its reports counted as that chat got them (its outlet rules' recount).
 
 With an embedding model configured (`embedder`), a story's features also carry its vector: the mean of its
 reports' vectors as the run stored them (`ItemEmbedder.stored_vectors`, never a new request at delivery), and a
 mark keeps the vector of the story it was made on, so the view can decide by meaning (`research.VectorModel`);
-reports without stored vectors leave the words to decide.
+reports without stored vectors leave the words to decide. A mark without a vector of that model (imported, or made
+before the embedder) gets its title's embedding at import and when the chat marks again (`give_vectors`).
 
 Guarantees: a mark acts only on the chat that made it, on the monitor of the digest it was made on; a mark names a
 digest the chat received (a part of it confirmed sent), so a press forged, stale or from another chat changes
@@ -26,17 +28,22 @@ from statistics import fmean
 from typing import Any, Final
 
 from kernel import MAX_BUTTONS, Button, Clock, utc_now
+from monitors.reader_rules import run_entries
 from monitors.runner import item_of_record
 from research import (
     CITATION,
+    Development,
     Digest,
     ItemEmbedder,
     Mark,
     MarkKind,
     ReaderView,
+    Recount,
+    Story,
     StoryDecision,
     StoryFeatures,
     StoryVector,
+    digest_stories,
     reader_view,
     story_features,
     story_vector,
@@ -200,6 +207,24 @@ def _mark(record: FeedbackMarkRecord) -> Mark:
     )
 
 
+def _reports_line(scores: dict[str, Any], reader: dict[str, Any] | None, features: StoryFeatures) -> str:
+    """What /why says of a story's reports: as this chat got them, and the run's count (which the shared digest and
+    its web page show) when this chat's outlet rules thinned the story."""
+
+    def counted(reports: int, outlets: Sequence[str]) -> str:
+        named = ", ".join(outlets[:5]) + (f" and {len(outlets) - 5} more" if len(outlets) > 5 else "")
+        return f"{reports} new report{'s' * (reports != 1)} of it, from {named or 'unknown outlets'}"
+
+    shared = counted(int(scores.get("reports") or 0), scores.get("outlets") or features.outlets)
+    if not reader:
+        return f"It is a new story for this monitor: {shared}."
+    mine = counted(int(reader.get("reports") or 0), reader.get("outlets") or ())
+    return (
+        f"It is a new story for this monitor: {mine} reach this chat. The run has {shared}, as the shared digest and "
+        "its web page count them: this chat's outlet rules left the others out."
+    )
+
+
 def _scores(entries: Sequence[ItemWithScores]) -> dict[str, Any]:
     def mean(values: list[float | None]) -> float | None:
         known = [v for v in values if v is not None]
@@ -213,6 +238,31 @@ def _scores(entries: Sequence[ItemWithScores]) -> dict[str, Any]:
         "score": mean([e.scores.score for e in entries]),
         "best_rank": min(ranks) if ranks else None,
     }
+
+
+def _told(development: Development, told: Sequence[Story]) -> dict[str, Any]:
+    """How many reports, from which outlets, the run has of a development's story (its whole cluster, as the digest's
+    "+N more reports" counts it for every reader)."""
+    cited = set(development.citations)
+    story = next((story for story in told if cited.intersection(story.numbers)), None)
+    if story is None:
+        return {}
+    return {"reports": len(story.items), "outlets": sorted({item.outlet for item in story.items if item.outlet})}
+
+
+def _recounted(stories: list[dict[str, Any]], digest: Digest, recounted: Sequence[Recount]) -> list[dict[str, Any]]:
+    """The stories with this reader's own count of reports and outlets (`"reader"`) where its outlet rules thinned
+    them (the shared entries, kept for other readers, are not changed)."""
+    if not recounted:
+        return stories
+    shown = []
+    for story, development in zip(stories, digest.developments, strict=True):
+        cited = set(development.citations)
+        recount = next((entry for entry in recounted if cited.intersection(entry.numbers)), None)
+        if recount is not None:
+            story = story | {"reader": {"reports": recount.reports, "outlets": list(recount.outlets)}}
+        shown.append(story)
+    return shown
 
 
 class MonitorFeedback:
@@ -243,28 +293,48 @@ class MonitorFeedback:
         topic: str | None,
         language: str,
         resend: bool,
+        recounted: Sequence[Recount] = (),
     ) -> ReaderView:
         """What `chat_id` gets of the run's `digest`: the stored view when a part of it went out already (a resend
         shows the same stories), else a new one from the chat's marks now, stored before the first part is sent.
-        `items` are the run's stored items (read once per run by the delivery worker, which the rules use too)."""
+        `items` are the run's stored items (read once per run by the delivery worker, which the rules use too);
+        `recounted` the stories this chat's outlet rules thinned, whose reports `/why` counts as this chat got them."""
         if resend:
             stored = await self._marks.pending_view(run.id, chat_id)
             if stored is not None:
                 return view_of(stored)
-        stories = await self._stories(run, digest, items, topic=topic, language=language)
-        marks = (
-            [_mark(m) for m in await self._marks.marks(run.monitor_id, chat_id)] if run.monitor_id is not None else []
+        marks = await self._marks.marks(run.monitor_id, chat_id) if run.monitor_id is not None else []
+        view, record = await self.decide(
+            run, digest, marks, items=items, topic=topic, language=language, recounted=recounted
         )
-        view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], marks)
+        await self._marks.save_view(run.id, chat_id, record, now=self._clock())
+        return view
+
+    async def decide(
+        self,
+        run: RunRecord,
+        digest: Digest,
+        marks: Sequence[FeedbackMarkRecord],
+        *,
+        items: Sequence[ItemWithScores],
+        topic: str | None,
+        language: str,
+        recounted: Sequence[Recount] = (),
+    ) -> tuple[ReaderView, dict[str, Any]]:
+        """What a reader with these `marks` (its own, on the run's monitor) keeps of the run's `digest`, and the
+        record of it (`view_for` stores it with the delivery; a briefing's section takes the view only). The one
+        place `research.reader_view` is called."""
+        stories = _recounted(await self._stories(run, digest, items, topic=topic, language=language), digest, recounted)
+        known = [_mark(m) for m in marks]
+        view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], known)
         record = {
             "language": language,
             "stories": stories,
-            "marks": len(marks),
+            "marks": len(known),
             "kept": [_decision_json(d) for d in view.kept],
             "dropped": [_decision_json(d) for d in view.dropped],
         }
-        await self._marks.save_view(run.id, chat_id, record, now=self._clock())
-        return view
+        return view, record
 
     async def _stories(
         self, run: RunRecord, digest: Digest, stored: Sequence[ItemWithScores], *, topic: str | None, language: str
@@ -276,6 +346,7 @@ class MonitorFeedback:
             self._features.move_to_end(key)
             return self._features[key]
         by_url = {entry.item.url: entry for entry in stored}
+        told = digest_stories(digest, run_entries(stored))
         url_of = {cited.number: cited.url for cited in digest.cited}
         cited_of = [
             [by_url[url_of[n]] for n in development.citations if n in url_of and url_of[n] in by_url]
@@ -299,13 +370,48 @@ class MonitorFeedback:
                     title=title,
                 )
                 features = StoryFeatures(title=features.title, outlets=(), terms=features.terms)
-            stories.append({"features": features.to_json(), "scores": _scores(cited)})
+            stories.append({"features": features.to_json(), "scores": _scores(cited) | _told(development, told)})
         self._features[key] = stories
         while len(self._features) > _FEATURE_CACHE_RUNS:
             self._features.popitem(last=False)
         return stories
 
     # ---- marks --------------------------------------------------------------------------------------------
+
+    async def give_vectors(self, monitor_id: int, chat_id: int) -> int:
+        """Give this reader's story marks on a monitor that carry no vector of the configured embedding model one:
+        the embedding of the marked story's title (the embedding cache first, then the model, in batches). Marks
+        come without one from an import (a file holds no vectors: they belong to one model) or from before the
+        embedder was configured; this runs at import and whenever the reader marks again, never at delivery.
+        Returns how many marks got a vector (0 without an embedder, or when the model cannot be reached: the words
+        decide for those marks meanwhile)."""
+        if self._embedder is None:
+            return 0
+        model = self._embedder.vector_model
+        missing = [
+            mark
+            for mark in await self._marks.marks(monitor_id, chat_id)
+            if mark.kind in ("more", "less", "fewer")
+            and mark.title.strip()
+            and (mark.vector or {}).get("model") != model
+        ]
+        if not missing:
+            return 0
+        try:
+            embedded = await self._embedder.embed_items(
+                [Item(id=f"mark:{mark.id}", source="feedback", url="about:blank", title=mark.title) for mark in missing]
+            )
+        except Exception:  # the import or the mark stands; the words decide for these marks meanwhile
+            logger.exception("monitor %d, chat %d: marks could not be given vectors", monitor_id, chat_id)
+            return 0
+        vectors = {}
+        for mark in missing:
+            found = embedded.vectors.get(f"mark:{mark.id}")
+            vector = story_vector([found], model=model) if found else None
+            if vector is not None:
+                vectors[mark.id] = vector.to_json()
+        await self._marks.set_vectors(vectors)
+        return len(vectors)
 
     async def _digest_of(self, chat_id: int, *, run_id: int | None, monitor_id: int | None) -> StoredView:
         if run_id is not None:
@@ -361,6 +467,7 @@ class MonitorFeedback:
             ),
             now=self._clock(),
         )
+        await self.give_vectors(stored.monitor_id, chat_id)  # earlier marks made without the embedder, or imported
         effect = {
             "more": "stories like it rank higher in this chat's next digests",
             "less": "stories like it, or from its outlet, rank lower or are left out of this chat's next digests",
@@ -441,9 +548,7 @@ class MonitorFeedback:
         features = StoryFeatures.from_json(entry.get("features", {}))
         scores = entry.get("scores", {})
         parts = [f"{head}, story {story}: “{features.title[:160]}”."]
-        reports = scores.get("reports") or 0
-        outlets = ", ".join(features.outlets[:5]) or "unknown outlets"
-        parts.append(f"It is a new story for this monitor: {reports} new report(s) of it, from {outlets}.")
+        parts.append(_reports_line(scores, entry.get("reader"), features))
         numbers = []
         for key, words in (("relevance", "relevance"), ("credibility", "credibility"), ("score", "overall score")):
             value = scores.get(key)

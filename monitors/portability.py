@@ -43,6 +43,7 @@ __all__ = [
     "ImportPlan",
     "ImportResult",
     "MonitorEntry",
+    "ReceivedEntry",
     "Refused",
     "create_imported",
     "export_monitors",
@@ -123,12 +124,29 @@ class MonitorEntry(BaseModel):
         return f"“{self.topic}”"
 
 
+class ReceivedEntry(BaseModel):
+    """The exporting chat's alerts on a monitor it receives but does not own: on import they are the importing
+    chat's again where that monitor is (same number and topic) and the chat receives it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    monitor_id: int = Field(ge=1)
+    topic: str = Field(min_length=1, max_length=500)
+    """The monitor's topic, so a monitor of the same number in another Lookout is not taken for it."""
+    alerts: list[AlertEntry] = Field(min_length=1, max_length=MAX_ALERTS_PER_CHAT)
+
+    def label(self) -> str:
+        return f"monitor #{self.monitor_id} “{self.topic}”"
+
+
 class _ExportFile(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     format: Literal["lookout.monitors"]
     version: Literal[1]
     monitors: list[Any] = Field(max_length=MAX_IMPORT_MONITORS * 10)
+    received: list[Any] = Field(default_factory=list, max_length=MAX_IMPORT_MONITORS * 10)
+    """Alerts on monitors the exporting chat received (`ReceivedEntry`); absent when it had none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,6 +171,8 @@ class ImportPlan:
 
     kind: Literal["json", "opml"]
     entries: tuple[MonitorEntry, ...] = ()
+    received: tuple[ReceivedEntry, ...] = ()
+    """Alerts on monitors the exporting chat received, attached where those monitors are when created."""
     refused: tuple[Refused, ...] = ()
     problem: str | None = None
     """Set when the file as a whole cannot be read (nothing is created then)."""
@@ -165,6 +185,14 @@ class ImportPlan:
         if self.entries:
             heading = f"**{len(self.entries)} monitor{'s' * (len(self.entries) != 1)} to create:**"
             parts.append(_bullets(heading, [_entry_line(entry) for entry in self.entries], limit))
+        if self.received:
+            count = sum(len(entry.alerts) for entry in self.received)
+            heading = f"**{count} alert{'s' * (count != 1)} on monitors received, not owned:**"
+            lines = [
+                f"{entry.label()}: " + "; ".join(f"when {alert.condition}" for alert in entry.alerts)
+                for entry in self.received
+            ]
+            parts.append(_bullets(heading, lines, limit))
         if self.refused:
             heading = f"**Not imported ({len(self.refused)}):**"
             parts.append(_bullets(heading, [f"{refused.label}: {refused.reason}" for refused in self.refused], limit))
@@ -180,6 +208,8 @@ class ExportedMonitors:
     """None when none of the monitors reads an `rss:` feed."""
     count: int
     feeds: int
+    received: int = 0
+    """Alerts on monitors the chat receives but does not own (held in the JSON)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +218,8 @@ class ImportResult:
 
     created: list[tuple[int, str]] = field(default_factory=list)
     """(monitor id, topic) of each monitor made."""
+    alerts: list[str] = field(default_factory=list)
+    """Each alert attached to a monitor the chat receives (from the file's `received`)."""
     failed: list[Refused] = field(default_factory=list)
 
 
@@ -210,7 +242,8 @@ def _entry_line(entry: MonitorEntry) -> str:
 
 async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: datetime) -> ExportedMonitors:
     """The monitors the chat owns, as JSON (every field `MonitorEntry` has) and OPML (their `rss:` feeds, one
-    folder per monitor named after its topic)."""
+    folder per monitor named after its topic); the JSON also holds the chat's alerts on monitors it only receives
+    (`received`)."""
     subscriptions = SubscriptionRepository(service.database)
     records = await MonitorRepository(service.database).list_owned(chat.id)
     marks = FeedbackRepository(service.database)
@@ -232,16 +265,31 @@ async def export_monitors(service: MonitorService, chat: ChatRecord, *, now: dat
         ]
         mine = [AlertEntry(topic=alert.topic, condition=alert.condition) for alert in alerts.get(record.id, ())]
         entries.append(entry.model_copy(update={"feedback": feedback, "alerts": mine}))
-    document = {
+    document: dict[str, Any] = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "exported_at": now.isoformat(timespec="seconds"),
         "monitors": [_exported(entry) for entry in entries],
     }
+    received = await _received_alerts(service, chat.id, owned={record.id for record in records})
+    if received:
+        document["received"] = [entry.model_dump(mode="json") for entry in received]
     body = json.dumps(document, ensure_ascii=False, indent=2).encode() + b"\n"
     feeds = sum(1 for entry in entries for spec in entry.sources if spec.startswith("rss:"))
     opml = _opml(entries, title=f"Lookout monitors of {chat.title or chat.platform}", now=now) if feeds else None
-    return ExportedMonitors(json=body, opml=opml, count=len(entries), feeds=feeds)
+    received_alerts = sum(len(entry.alerts) for entry in received)
+    return ExportedMonitors(json=body, opml=opml, count=len(entries), feeds=feeds, received=received_alerts)
+
+
+async def _received_alerts(service: MonitorService, chat_id: int, *, owned: set[int]) -> list[ReceivedEntry]:
+    """The chat's alerts on monitors it receives but does not own, one entry per monitor."""
+    mine: dict[int, list[AlertEntry]] = {}
+    topics: dict[int, str] = {}
+    for alert in await service.alerts.list(chat_id):
+        if alert.monitor_id not in owned:
+            mine.setdefault(alert.monitor_id, []).append(AlertEntry(topic=alert.topic, condition=alert.condition))
+            topics[alert.monitor_id] = alert.monitor_topic
+    return [ReceivedEntry(monitor_id=m, topic=topics[m][:500] or "?", alerts=alerts) for m, alerts in mine.items()]
 
 
 def _exported(entry: MonitorEntry) -> dict[str, Any]:
@@ -284,6 +332,35 @@ def _opml(entries: Sequence[MonitorEntry], *, title: str, now: datetime) -> byte
 
 
 # ---- import ----------------------------------------------------------------------------------------------
+
+
+async def _attach_received(service: MonitorService, chat_id: int, entry: ReceivedEntry, result: ImportResult) -> None:
+    """Make the entry's alerts the chat's on that monitor, when it is here (same number and topic) and the chat
+    receives it; an alert the chat already has there is not made twice."""
+    monitor = await MonitorRepository(service.database).get(entry.monitor_id)
+    subscription = await SubscriptionRepository(service.database).get(entry.monitor_id, chat_id)
+    reason = None
+    if monitor is None or " ".join(monitor.topic.split()).casefold() != " ".join(entry.topic.split()).casefold():
+        reason = "that monitor is not on this Lookout, so there is nothing to attach it to"
+    elif subscription is None:
+        how = f"`/subscribe {entry.monitor_id}`, then " if monitor.shared else ""
+        reason = f"this chat does not receive that monitor; {how}`/alert {entry.monitor_id} when …` sets it again"
+    have = {(a.monitor_id, a.condition.casefold()) for a in await service.alerts.list(chat_id)}
+    for alert in entry.alerts:
+        label = f"alert “{alert.condition}” on {entry.label()}"
+        if reason is not None:
+            result.failed.append(Refused(label=label, reason=reason))
+            continue
+        if (entry.monitor_id, " ".join(alert.condition.split()).casefold()) in have:
+            continue
+        try:
+            await service.alerts.create(
+                chat_id, monitor_id=entry.monitor_id, topic=alert.topic, condition=alert.condition
+            )
+        except ValueError as error:  # the chat has its most alerts already
+            result.failed.append(Refused(label=label, reason=str(error)))
+            continue
+        result.alerts.append(label)
 
 
 def read_monitor_file(content: bytes, *, topic: str | None = None) -> ImportPlan:
@@ -334,7 +411,13 @@ def _read_json(content: bytes) -> ImportPlan:
             entries.append(MonitorEntry.model_validate(raw))
         except ValidationError as error:
             refused.append(Refused(label=label, reason=_first_error(error)))
-    return ImportPlan(kind="json", entries=tuple(entries), refused=tuple(refused))
+    received: list[ReceivedEntry] = []
+    for raw in document.received:
+        try:
+            received.append(ReceivedEntry.model_validate(raw))
+        except ValidationError as error:
+            refused.append(Refused(label="alerts on a received monitor", reason=_first_error(error)))
+    return ImportPlan(kind="json", entries=tuple(entries), received=tuple(received), refused=tuple(refused))
 
 
 def _first_error(error: ValidationError) -> str:
@@ -451,12 +534,18 @@ async def plan_import(service: MonitorService, chat: ChatRecord, plan: ImportPla
             continue
         existing.add(key)
         entries.append(entry)
-    return ImportPlan(kind=plan.kind, entries=tuple(entries), refused=tuple(refused))
+    return ImportPlan(kind=plan.kind, entries=tuple(entries), received=plan.received, refused=tuple(refused))
 
 
-async def create_imported(service: MonitorService, chat_id: int, entries: Sequence[MonitorEntry]) -> ImportResult:
+async def create_imported(
+    service: MonitorService,
+    chat_id: int,
+    entries: Sequence[MonitorEntry],
+    received: Sequence[ReceivedEntry] = (),
+) -> ImportResult:
     """Create the planned monitors for the chat, in order; one that fails now (e.g. a source switched off since the
-    plan) is listed and the others are still created."""
+    plan) is listed and the others are still created. Then the alerts on received monitors (`received`) are made
+    the chat's where it receives that monitor; each one that cannot be is listed with why."""
     result = ImportResult()
     subscriptions = SubscriptionRepository(service.database)
     for entry in entries:
@@ -491,6 +580,7 @@ async def create_imported(service: MonitorService, chat_id: int, entries: Sequen
                     for mark in entry.feedback
                 ],
             )  # fmt: skip
+            await service.feedback.give_vectors(view.id, chat_id)  # with an embedding model: meaning decides at once
         if entry.rules is not None:
             await service.rules.replace(view.id, chat_id=chat_id, rules=entry.rules)
         for alert in entry.alerts:
@@ -499,5 +589,7 @@ async def create_imported(service: MonitorService, chat_id: int, entries: Sequen
             except ValueError as error:  # the chat has its most alerts already: the monitor stands without it
                 result.failed.append(Refused(label=f"alert “{alert.condition}” of {entry.label()}", reason=str(error)))
         result.created.append((view.id, view.topic))
+    for received_entry in received:
+        await _attach_received(service, chat_id, received_entry, result)
     logger.info("chat %d imported %d monitor(s), %d failed", chat_id, len(result.created), len(result.failed))
     return result

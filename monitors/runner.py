@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_ai.models import Model
 
 from kernel import Clock, error_reference, new_error_id
-from monitors.alerts import alert_stories, check_alerts, stories_of_check
+from monitors.alerts import alert_stories, check_alerts, check_may_use_models, pending_stories, stories_of_check
 from monitors.notices import NOTICE_KIND, queue_notice
 from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
@@ -175,6 +175,7 @@ def _stored_run(
     left_out: tuple[str, ...],
     now: datetime,
     alert_stories: Sequence[AlertStory] = (),
+    use_models: bool = True,
 ) -> _StoredRun:
     monitor = subject if isinstance(subject, MonitorRecord) else None
     # Nothing new sends nothing, unless the monitor asks for a short note (`/quiet <id> off`); whoever asked
@@ -213,7 +214,7 @@ def _stored_run(
         input_tokens=result.usage.input_tokens,
         output_tokens=result.usage.output_tokens,
         cost=result.usage.cost_usd or 0.0,
-        alert_stories=[story.stored() for story in alert_stories],
+        alert_stories=pending_stories(alert_stories, use_models=use_models),
     )
     return _StoredRun(
         outcome=outcome,
@@ -350,6 +351,7 @@ class MonitorRunner(MonitorStorage):
                 asking_chat=asking_chat,
                 left_out=tuple(left_out),
                 alert_stories=stories,
+                use_models=use_models,
             )
         except Exception as error:
             error_id = new_error_id()
@@ -362,12 +364,14 @@ class MonitorRunner(MonitorStorage):
         return summary
 
     async def _check_left(self, monitor: MonitorRecord, pending: PendingAlertCheckRecord, *, now: datetime) -> int:
-        """Check one pending check's stories (their items read back from storage), then delete it."""
+        """Check one pending check's stories (their items read back from storage), then delete it. The model is asked
+        only when the run's own check could have asked it (the budget rule: `check_may_use_models`)."""
         ids = {item_id for entry in pending.stories for key in ("items", "earlier") for item_id in entry.get(key, ())}
         records = await self._items.get_many(sorted(ids))
         items = {item.id: item for item in map(item_of_record, records) if item is not None}
         stories = stories_of_check(pending.stories, items)
-        queued = await check_alerts(self._database, monitor=monitor, stories=stories, model=self._light, now=now)
+        model = self._light if check_may_use_models(pending.stories) else None
+        queued = await check_alerts(self._database, monitor=monitor, stories=stories, model=model, now=now)
         await self._alerts_repository.checked(pending.run_id)
         return queued
 
@@ -524,11 +528,13 @@ class MonitorRunner(MonitorStorage):
         asking_chat: ChatRecord | None,
         left_out: tuple[str, ...] = (),
         alert_stories: Sequence[AlertStory] = (),
+        use_models: bool = True,
     ) -> RunSummary:
         now = self._clock()
         stored = _stored_run(
-            subject, run, result, asking_chat=asking_chat, left_out=left_out, now=now, alert_stories=alert_stories
-        )
+            subject, run, result, asking_chat=asking_chat, left_out=left_out, now=now, alert_stories=alert_stories,
+            use_models=use_models,
+        )  # fmt: skip
         rows = await self._recorder.complete(
             run.id,
             stored.outcome,

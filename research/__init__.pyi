@@ -21,6 +21,7 @@ from .collect import failure_lines as failure_lines
 from .critique import MAX_FEEDBACK_EXAMPLES as MAX_FEEDBACK_EXAMPLES
 from .critique import FeedbackExample as FeedbackExample
 from .digest import CITATION as CITATION
+from .digest import Development as Development
 from .digest import Digest as Digest
 from .digest import render_digest_markdown as render_digest_markdown
 from .embeddings import ItemEmbedder as ItemEmbedder
@@ -76,10 +77,12 @@ from .plan import load_plan as load_plan
 from .rank import RankedItem as RankedItem
 from .rules import RULE_KINDS as RULE_KINDS
 from .rules import ReaderRules as ReaderRules
+from .rules import Recount as Recount
 from .rules import RuleError as RuleError
 from .rules import RuleKind as RuleKind
 from .rules import RulesDecision as RulesDecision
 from .rules import RunEntry as RunEntry
+from .rules import Story as Story
 from .rules import apply_rules as apply_rules
 from .rules import digest_stories as digest_stories
 from .rules import filter_digest as filter_digest

@@ -21,6 +21,7 @@ from monitors import (
     MAX_IMPORT_MONITORS,
     MonitorEntry,
     MonitorNotFoundError,
+    ReceivedEntry,
     create_imported,
     export_monitors,
     feed_path,
@@ -70,6 +71,8 @@ class ImportEntries(Arguments):
 
     name: ClassVar[str] = "import_entries"
     entries: tuple[MonitorEntry, ...]
+    received: tuple[ReceivedEntry, ...] = ()
+    """Alerts on monitors the exporting chat received, attached where this chat receives them."""
 
 
 class FeedCommand(Arguments):
@@ -92,7 +95,7 @@ async def export_chat_monitors(services: Services, turn: Turn, _command: ExportM
     """The monitors this chat owns as `lookout-monitors-<day>.json` and, when they read feeds, `….opml`."""
     now = services.clock()
     exported = await export_monitors(services.monitors, turn.chat, now=now)
-    if not exported.count:
+    if not exported.count and not exported.received:
         return [Reply(text="This chat owns no monitors to export. `/monitors` lists what it receives.")]
     day = now.astimezone(chat_zone(turn, services)).date().isoformat()
     out_dir = chat_exports_dir(services, turn)
@@ -107,10 +110,17 @@ async def export_chat_monitors(services: Services, turn: Turn, _command: ExportM
         opml_path.write_bytes(exported.opml)
         attachments.append(Attachment(path=opml_path, filename=opml_path.name, caption="The rss: feeds, for readers"))
         feeds = f", and OPML with their {exported.feeds} rss: feed{'s' * (exported.feeds != 1)} (one folder each)"
+    alerts = exported.received
+    received = (
+        f"; its {alerts} alert{'s' * (alerts != 1)} on monitors it only receives are in the JSON too (attached "
+        "again where a chat importing it receives those monitors)"
+        if alerts
+        else ""
+    )
     text = (
         f"Exported {exported.count} monitor{'s' * (exported.count != 1)} of this chat: JSON with every setting"
         f"{feeds}. `/import` the JSON in any chat to make them again; monitors this chat only subscribes to are "
-        "not included."
+        f"not included{received}."
     )
     return [Reply(text=text, attachments=tuple(attachments))]
 
@@ -157,16 +167,18 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
     plan = await plan_import(services.monitors, turn.chat, read_monitor_file(content, topic=topic))
     if plan.problem:
         return refuse(f"Nothing was imported from {name}: {plan.problem}")
-    if not plan.entries:
+    if not plan.entries and not plan.received:
         return [Reply(text=f"Nothing to import from {name}.\n\n{plan.describe()}")]
     count = len(plan.entries)
+    alerts = sum(len(entry.alerts) for entry in plan.received)
+    what = f"{count} monitor{'s' * (count != 1)}" if count else f"{alerts} alert{'s' * (alerts != 1)}"
     action = CatalogueAction(
-        description=f"create {count} monitor{'s' * (count != 1)} from {name}",
+        description=f"create {what} from {name}",
         action="import_entries",
-        arguments=ImportEntries(entries=plan.entries).model_dump(mode="json"),
+        arguments=ImportEntries(entries=plan.entries, received=plan.received).model_dump(mode="json"),
     )
     pending = await PendingConfirmation.offer(
-        services, turn, [action], ttl=confirmation_ttl, labels=(f"Create {count}", "Cancel")
+        services, turn, [action], ttl=confirmation_ttl, labels=(f"Create {count or what}", "Cancel")
     )
     minutes = PendingConfirmation.minutes_open(confirmation_ttl)
     text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
@@ -175,9 +187,10 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
 
 async def import_entries(services: Services, turn: Turn, command: ImportEntries) -> list[Reply]:
     """Create the monitors of a confirmed /import; one line each, the ones refused with why."""
-    result = await create_imported(services.monitors, turn.chat.id, command.entries)
+    result = await create_imported(services.monitors, turn.chat.id, command.entries, command.received)
     lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
     lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
+    lines += [f"- attached {alert}" for alert in result.alerts]
     lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
     return [Reply(text="\n".join(lines))]
 

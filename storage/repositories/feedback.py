@@ -6,7 +6,7 @@ one monitor. A mark on a story replaces that chat's earlier 👍/👎/fewer on t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -138,6 +138,19 @@ class FeedbackRepository(Repository):
             )
             return [_record(row) for row in rows]
 
+    async def of_chats(self, chat_ids: Sequence[int]) -> dict[int, dict[int, list[FeedbackMarkRecord]]]:
+        """The marks of these chats (a page of briefings), by chat then monitor, oldest first, in one query."""
+        found: dict[int, dict[int, list[FeedbackMarkRecord]]] = {}
+        if not chat_ids:
+            return found
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(FeedbackMark).where(FeedbackMark.chat_id.in_(list(chat_ids))).order_by(FeedbackMark.id)
+            )
+            for row in rows:
+                found.setdefault(row.chat_id, {}).setdefault(row.monitor_id, []).append(_record(row))
+        return found
+
     async def save_view(self, run_id: int, chat_id: int, view: dict[str, Any], *, now: datetime | None = None) -> None:
         """Store (or replace, while nothing of the delivery went out) the view a chat is shown of a run."""
         async with self._db.transaction() as session:
@@ -190,9 +203,17 @@ class FeedbackRepository(Repository):
                 for row in await session.execute(query)
             ]
 
+    async def set_vectors(self, vectors: Mapping[int, dict[str, Any]]) -> None:
+        """Give marks (by id) their story's vector, as `research.StoryVector.to_json` stores it."""
+        if not vectors:
+            return
+        async with self._db.transaction() as session:
+            for row in (await session.scalars(select(FeedbackMark).where(FeedbackMark.id.in_(list(vectors))))).all():
+                row.vector = dict(vectors[row.id])
+
     async def replace_marks(self, monitor_id: int, chat_id: int, marks: Sequence[FeedbackMarkRecord]) -> int:
         """An import: the reader's marks on the monitor become `marks` (their run and story numbers dropped: those
-        runs are another database's)."""
+        runs are another database's; their vectors kept)."""
         async with self._db.transaction() as session:
             await session.execute(
                 delete(FeedbackMark).where(FeedbackMark.monitor_id == monitor_id, FeedbackMark.chat_id == chat_id)
@@ -208,6 +229,7 @@ class FeedbackRepository(Repository):
                         title=mark.title,
                         outlets=list(mark.outlets),
                         terms=dict(mark.terms),
+                        vector=dict(mark.vector) if mark.vector else None,
                         created_at=mark.created_at or utc_now(),
                     )
                 )

@@ -242,6 +242,42 @@ async def test_a_process_stopped_between_storing_a_run_and_checking_its_alerts_l
     assert await alert_texts(world) == texts
 
 
+@pytest.mark.parametrize("budget_left", [False, True], ids=["budget-spent", "budget-left"])
+async def test_a_recovered_check_keeps_the_budget_rule_of_the_run_it_belongs_to(
+    world: World, budget_left: bool
+) -> None:
+    """A `/digest` by a chat whose daily token budget is spent runs without models (`use_models=False`), and so does
+    its alerts' check: recovered after a crash, the check still asks no model (the words decide), while a run that
+    was allowed models has its recovered check ask the model (here: "no")."""
+
+    def stop_here() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+
+    news = News({"news": release_story(T0)})
+    chat = world.chats[0]
+    stopping = world_service(world, news, on_queued=stop_here)
+    monitor = await stopping.create_monitor(chat.id, "DeepSeek", sources="news")
+    await stopping.alerts.create(chat.id, monitor_id=monitor.id, topic="DeepSeek", condition="it releases a new model")
+    with pytest.raises(asyncio.CancelledError):
+        # its own task, as a job's: the cancellation is that task's, not the test's
+        await asyncio.create_task(stopping.runs.run_now(monitor.id, chat.id, use_models=budget_left))
+    says_no = {"fires": False, "reason": "not new", "citations": []}
+    scripted = ScriptedModel(says_no, aside=only_alerts, repeat_last=True)
+    restarted = world_service(world, news, light=ModelSet.of(scripted.model, None).light)
+
+    world.clock.advance(minutes=11)
+    await restarted.check_pending_alerts()
+    texts = await alert_texts(world)
+
+    if budget_left:
+        assert scripted.calls == 1 and texts == []  # asked, and the model said no
+    else:
+        assert scripted.calls == 0, "a check whose run was over budget asks no model"
+        assert len(texts) == 1 and "DeepSeek releases V4 model" in texts[0]  # the words decided
+
+
 async def test_a_check_made_again_after_its_alert_fired_tells_nothing_more(world: World) -> None:
     """A process that fired the alert and stopped before deleting its pending check: the recovery pass checks the
     run again and finds the story told."""

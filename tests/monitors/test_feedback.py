@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo
 from app.monitor_service import build_monitor_service
 from monitors import FeedbackError, create_imported, export_monitors, read_monitor_file
 from monitors.delivery import DeliveryWorker
+from monitors.schedule import parse_schedule
 from monitors.service import MonitorService
 from monitors.views import MonitorSettings
 from research import ItemEmbedder, PipelineRequest, PipelineResult
@@ -118,6 +119,34 @@ async def test_one_subscribers_marks_change_only_its_own_next_digest(world: Worl
     assert "_1 story left out by your feedback — /why dropped_" in second["101"]
     assert "Beyonce wins a Grammy" in why_dropped and "marked 👎" in why_dropped
     assert "nothing was left out" in why_owner
+
+
+async def test_a_readers_briefing_section_follows_its_feedback_as_its_digest_would(world: World, feed: Feed) -> None:
+    service = world.service()
+    monitor = await _shared_monitor(world, service)
+    reader = world.chats[1]
+    first = await _run_and_deliver(world, service, monitor, T0)
+    numbers = _stories(first["101"])
+    await service.feedback.mark(reader.id, "less", numbers["Swift"])
+    await service.feedback.mark(reader.id, "more", numbers["Nvidia"])
+    await service.briefings.set_briefing(
+        reader.id, parse_schedule("daily at 14:00", timezone="UTC", min_interval_seconds=900)
+    )
+
+    world.clock.advance(minutes=1)
+    feed.today = _items(DAY_TWO, -23.0)
+    second = await _run_and_deliver(world, service, monitor, T0 + timedelta(days=1))  # the owner's digest only
+    world.clock.set(datetime(2026, 11, 20, 14, 0, 30, tzinfo=UTC))
+    before = len(world.sender.sent)
+    queued = await service.briefings.run_due()
+    await world.worker().run_once()
+    [briefing] = [sent.text for sent in world.sender.sent[before:] if sent.chat.external_id == "101"]
+
+    assert [q.chat_id for q in queued] == [reader.id] and set(second) == {"100"}
+    assert "Beyonce" in second["100"]  # the owner marked nothing
+    assert "Intel" in briefing and "Bond" in briefing
+    assert "Beyonce" not in briefing  # like the story the reader marked 👎
+    assert "_1 story left out by your feedback" in briefing
 
 
 async def test_a_muted_outlet_is_left_out_for_that_chat_only_and_unmute_brings_it_back(
@@ -299,6 +328,50 @@ async def test_with_an_embedding_model_a_story_like_a_marked_down_one_in_meaning
         assert mark_down.vector is None and mark_up.vector is None
         assert any("Beyonce" in line for line in reader_titles)
         assert "nothing was left out" in why_dropped
+
+
+async def test_imported_marks_get_vectors_so_the_importers_view_is_the_exporters(world: World, feed: Feed) -> None:
+    """An exported monitor's marks, imported into another chat with an embedding model configured, decide by
+    meaning as they did for the exporter: the story like the marked-down one in meaning only is left out of both."""
+    model = KindModel()
+    embedder = ItemEmbedder(
+        embedder=Embedder(model), model_name="test:kinds", cache=EmbeddingRepository(world.database), dimensions=None
+    )
+
+    async def pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
+        return await run_pipeline(request, embedder=embedder, **options)
+
+    service = world.service(pipeline=pipeline, embedder=embedder)
+    worker = DeliveryWorker(world.database, {"telegram": world.sender}, clock=world.clock, feedback=service.feedback)
+    owner, other = world.chats[0], world.chats[2]
+    created = await service.create_monitor(owner.id, "news", schedule_text="daily at 08:00", sources="news")
+    exported_monitor = created.id
+
+    async def run_and_deliver(monitor: int, when: object) -> dict[str, str]:
+        before = len(world.sender.sent)
+        await service.runs.run_monitor(monitor, when)  # type: ignore[arg-type]
+        await worker.run_once()
+        return {sent.chat.external_id: sent.text for sent in world.sender.sent[before:]}
+
+    first = await run_and_deliver(exported_monitor, T0)
+    numbers = _stories(first["100"])
+    await service.feedback.mark(owner.id, "less", numbers["Swift"])
+    await service.feedback.mark(owner.id, "more", numbers["Nvidia"])
+    exported = await export_monitors(service, owner, now=T0)
+    [(imported, _topic)] = (await create_imported(service, other.id, read_monitor_file(exported.json).entries)).created
+    copied = await FeedbackRepository(world.database).marks(imported, other.id)
+
+    feed.today = _items(DAY_TWO_NEW_WORDS, -23.0)
+    exporters = await run_and_deliver(exported_monitor, T0 + timedelta(days=1))
+    importers = await run_and_deliver(imported, T0 + timedelta(days=1, minutes=5))
+
+    assert [m.vector["model"] if m.vector else None for m in copied] == ["test:kinds@native"] * 2
+    assert "vector" not in exported.json.decode()  # a file holds no vectors: they belong to one model
+    for text in (exporters["100"], importers["102"]):
+        titles = [line for line in text.splitlines() if re.match(r"^\d+\. ", line)]
+        assert not any("Beyonce" in line for line in titles) and "Qualcomm" in titles[0], text
+    stored = await FeedbackRepository(world.database).last_views(other.id, monitor_id=imported)
+    assert {d["by"] for d in stored[0].view["kept"]} == {"vectors"}
 
 
 # ---- with a model: the critique sees a few of the reader's marks ------------------------------------------------

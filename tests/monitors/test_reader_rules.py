@@ -302,3 +302,14 @@ async def test_a_readers_digest_counts_only_the_reports_its_outlet_rules_keep(wo
     assert "(reported by 3 outlets; +3 more reports)" in received[owner.external_id]
     assert "(reported by 2 outlets; +1 more report)" in received[reader.external_id]
     assert "tabloid.example" not in received[reader.external_id]
+    # /why counts the reports as each reader got them, and says when that differs from the shared digest and page
+    service = world.service()
+    owners_why = await service.feedback.why(owner.id, 1)
+    readers_why = await service.feedback.why(reader.id, 1)
+    assert "4 new reports of it, from ft.com, reuters.com, tabloid.example." in owners_why
+    assert "shared digest" not in owners_why
+    assert "2 new reports of it, from ft.com, reuters.com reach this chat" in readers_why
+    assert (
+        "The run has 4 new reports of it, from ft.com, reuters.com, tabloid.example, as the shared digest and its web "
+        "page count them: this chat's outlet rules left the others out." in readers_why
+    )

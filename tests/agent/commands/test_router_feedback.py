@@ -10,7 +10,7 @@ import pytest
 
 from storage import Database
 from storage.repositories import FeedbackRepository
-from tests.agent.commands.router_world import OTHER_CHAT, RouterWorld, open_world
+from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
 
 
@@ -45,3 +45,24 @@ async def test_typed_feedback_on_the_last_digest_and_why(world: RouterWorld) -> 
     assert unmute.text.startswith("Unmuted news.example.com")
     assert unmark.text.startswith("Removed this chat's mark on story 1")
     assert marks == []
+
+
+async def test_why_counts_the_reports_a_readers_outlet_rules_left_it(world: RouterWorld) -> None:
+    """Story 1 of the recorded news has two reports (handelsblatt, theverge.com): a subscriber blocking theverge.com
+    reads it counted as one, in its digest and in /why, which also says the shared digest and page count two."""
+    await world.say("/track DeepSeek daily at 08:30 from news")
+    await world.say("/share 1")
+    await world.say("/subscribe 1", chat=OTHER_CHAT)
+    await world.say("/filter 1 block theverge.com", chat=OTHER_CHAT)
+    await world.services.monitors.runs.run_monitor(1, world.clock())  # the monitor's run, for both chats
+    sent = {one.chat.external_id: one.message.text for one in await world.deliver()}
+    why = await world.say("/why 1", chat=OTHER_CHAT)
+    owners = await world.say("/why 1")
+
+    assert "(reported by 2 outlets; +1 more report)" in sent[CHAT]
+    assert "Nvidia-Aktie" in sent[OTHER_CHAT] and "(reported by 2 outlets" not in sent[OTHER_CHAT]
+    assert "1 new report of it, from handelsblatt reach this chat" in why.text
+    assert "The run has 2 new reports of it, from handelsblatt, theverge.com, as the shared digest and its web" in (
+        why.text
+    )
+    assert "2 new reports of it, from handelsblatt, theverge.com." in owners.text and "shared" not in owners.text

@@ -190,6 +190,55 @@ async def test_export_monitors_then_import_the_json_sent_as_a_document(world: Ro
     ]
 
 
+async def test_a_subscribers_alerts_on_monitors_it_receives_are_exported_and_attached_again_where_received(
+    world: RouterWorld,
+) -> None:
+    third = "3003"
+    await world.say("/track DeepSeek daily at 08:00 from hn")
+    await world.say("/share 1")
+    await world.say("/subscribe 1", chat=OTHER_CHAT)
+    await world.say("/alert 1 when it releases a new model", chat=OTHER_CHAT)
+
+    exported = await world.say("/export monitors", chat=OTHER_CHAT)
+    (reply,) = exported.replies
+    document = reply.attachments[0].path.read_bytes()
+
+    def sent() -> IncomingFile:
+        return IncomingFile(filename="monitors.json", size=len(document), content=document)
+
+    offered = await world.say("/import", chat=third, file=sent())
+    not_received = await world.say("yes", chat=third)
+    await world.say("/subscribe 1", chat=third)
+    await world.say("/import", chat=third, file=sent())
+    attached = await world.say("yes", chat=third)
+    await world.say("/import", chat=third, file=sent())
+    twice = await world.say("yes", chat=third)
+    moved = json.loads(document)
+    moved["received"][0]["topic"] = "Mistral"  # another Lookout's monitor #1
+    elsewhere = json.dumps(moved).encode()
+    moved_file = IncomingFile(filename="m.json", size=len(elsewhere), content=elsewhere)
+    await world.say("/import", chat="4004", file=moved_file)
+    not_here = await world.say("yes", chat="4004")
+
+    assert "its 1 alert on monitors it only receives are in the JSON too" in reply.text
+    assert json.loads(document)["received"] == [
+        {"monitor_id": 1, "topic": "DeepSeek",
+         "alerts": [{"topic": "DeepSeek", "condition": "it releases a new model"}]}
+    ]  # fmt: skip
+    assert "**1 alert on monitors received, not owned:**\n- monitor #1 “DeepSeek”: when it releases a new model" in (
+        offered.text
+    )
+    assert (
+        "- not created: alert “it releases a new model” on monitor #1 “DeepSeek”: this chat does not receive that "
+        "monitor; `/subscribe 1`, then `/alert 1 when …` sets it again" in not_received.text
+    )
+    assert "- attached alert “it releases a new model” on monitor #1 “DeepSeek”" in attached.text
+    assert "attached" not in twice.text and "not created" not in twice.text  # the same alert is not made twice
+    assert "that monitor is not on this Lookout" in not_here.text
+    theirs = await world.services.monitors.alerts.list((await world.chat(third)).id)
+    assert [(alert.monitor_id, alert.condition) for alert in theirs] == [(1, "it releases a new model")]
+
+
 async def test_import_a_path_in_the_terminal_and_cancel(world: RouterWorld, tmp_path: Path) -> None:
     path = tmp_path / "inoreader.xml"
     path.write_bytes((PAYLOADS / "inoreader.xml").read_bytes())
