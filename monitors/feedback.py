@@ -47,6 +47,7 @@ from research import (
     reader_view,
     story_features,
     story_vector,
+    told_in,
 )
 from sources import Item
 from storage import Database, FeedbackMarkRecord, ItemWithScores, RunRecord, StoredView
@@ -243,8 +244,7 @@ def _scores(entries: Sequence[ItemWithScores]) -> dict[str, Any]:
 def _told(development: Development, told: Sequence[Story]) -> dict[str, Any]:
     """How many reports, from which outlets, the run has of a development's story (its whole cluster, as the digest's
     "+N more reports" counts it for every reader)."""
-    cited = set(development.citations)
-    story = next((story for story in told if cited.intersection(story.numbers)), None)
+    story = told_in(development, told)
     if story is None:
         return {}
     return {"reports": len(story.items), "outlets": sorted({item.outlet for item in story.items if item.outlet})}
@@ -257,8 +257,7 @@ def _recounted(stories: list[dict[str, Any]], digest: Digest, recounted: Sequenc
         return stories
     shown = []
     for story, development in zip(stories, digest.developments, strict=True):
-        cited = set(development.citations)
-        recount = next((entry for entry in recounted if cited.intersection(entry.numbers)), None)
+        recount = told_in(development, recounted)
         if recount is not None:
             story = story | {"reader": {"reports": recount.reports, "outlets": list(recount.outlets)}}
         shown.append(story)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -50,6 +50,7 @@ __all__ = [
     "filter_digest",
     "outlet_name",
     "recount_text",
+    "told_in",
     "word_pattern",
 ]
 
@@ -573,11 +574,25 @@ _WHERE = re.compile(r"\((reported by \d+ outlets|[^()]+?)(; \+\d+ more reports?)
 `(reuters.com; +1 more report)`."""
 
 
+class _Numbered(Protocol):
+    @property
+    def numbers(self) -> Sequence[int]: ...
+
+
+_NumberedT = TypeVar("_NumberedT", bound=_Numbered)
+
+
+def told_in(development: Development, found: Sequence[_NumberedT]) -> _NumberedT | None:
+    """Which of `found` (the digest's stories, or a reader's recounts of them) the development tells: the first it
+    cites one of the numbers of."""
+    cited = set(development.citations)
+    return next((entry for entry in found if cited.intersection(entry.numbers)), None)
+
+
 def recount_text(development: Development, recounted: Sequence[Recount]) -> Development:
     """The development with the reader's own count of its story's outlets and reports, when it is a recounted story
     told with the extractive digest's count; any other development as it was (a model's words are not counts)."""
-    cited = set(development.citations)
-    recount = next((entry for entry in recounted if cited.intersection(entry.numbers)), None)
+    recount = told_in(development, recounted)
     found = _WHERE.search(development.text) if recount is not None else None
     if recount is None or found is None or not (found.group(1).startswith("reported by ") or found.group(2)):
         return development
