@@ -73,7 +73,7 @@ def build_monitor_service(
         sharing = MonitorSharing(catalogue, storage)
         return MonitorParts(
             runner=runner,
-            runs=MonitorRuns(catalogue, runner, recorder, clock=clock),
+            runs=MonitorRuns(catalogue, runner, recorder, clock=clock, chat_daily_tokens=settings.chat_daily_tokens),
             sharing=sharing,
             briefings=BriefingService(
                 storage, out_dir=out_dir, min_interval_seconds=settings.min_interval_seconds, feedback=feedback

@@ -97,7 +97,9 @@ async def monitor_stack(
             heavy_model=models.heavy,
             out_dir=settings.exports_dir,
             settings=MonitorSettings(
-                min_interval_seconds=settings.min_monitor_interval, default_timezone=settings.timezone
+                min_interval_seconds=settings.min_monitor_interval,
+                default_timezone=settings.timezone,
+                chat_daily_tokens=settings.chat_daily_tokens,
             ),
             on_deliveries_queued=on_deliveries_queued or (lambda: worker.wake()),
             clock=clock,

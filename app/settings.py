@@ -195,7 +195,8 @@ class Settings(BaseSettings):
 
     # Conversation
     chat_daily_tokens: int = Field(default=200_000, ge=0)
-    """Model tokens one chat may use per day in conversation (0: no limit); monitors' runs count too."""
+    """Model tokens one chat may use per day (0: no limit); its monitors' runs count too, and once it is spent their
+    scheduled runs make their digests without the model (`monitors.ChatBudget`)."""
     memory_turns: int = Field(default=10, ge=1, le=100)
     """Turns of conversation the agent sees word for word (at least); older ones are folded into a rolling summary
     in batches of half as many (`agent.memory.fold_batch`), after a reply."""

@@ -4,6 +4,7 @@
 from .alerts import MAX_ALERTS_PER_CHAT as MAX_ALERTS_PER_CHAT
 from .alerts import AlertService as AlertService
 from .briefings import BriefingService as BriefingService
+from .budget import ChatBudget as ChatBudget
 from .catalogue import MonitorCatalogue as MonitorCatalogue
 from .catalogue import split_source_specs as split_source_specs
 from .chats import ChatService as ChatService

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Final, Literal
 
 from kernel import Clock
+from monitors.budget import ChatBudget
 from monitors.catalogue import MonitorCatalogue, check_lookback
 from monitors.recorder import RunRecorder
 from monitors.runner import MonitorRunner, SearchRequest
@@ -18,7 +19,7 @@ from monitors.schedule import Schedule, ScheduleError, latest_due_time
 from monitors.views import RunSummary, schedule_of
 from research import ProgressCallback
 from storage import MonitorRecord, RunStatus
-from storage.repositories import MonitorRepository, RunRepository, SubscriptionRepository
+from storage.repositories import MonitorRepository, RunRepository, SubscriptionRepository, UsageRepository
 
 __all__ = ["SEARCH_LOOKBACK_HOURS", "LeftRunning", "MonitorRuns"]
 
@@ -41,8 +42,12 @@ class MonitorRuns:
         recorder: RunRecorder,
         *,
         clock: Clock,
+        chat_daily_tokens: int = 0,
     ) -> None:
+        """`chat_daily_tokens` (CHAT_DAILY_TOKENS, 0: no limit): a scheduled run whose owner chat has spent it today
+        runs without the language model, as that chat's `/digest` would."""
         self._catalogue = catalogue
+        self._budget = ChatBudget(usage=UsageRepository(catalogue.database), daily_tokens=chat_daily_tokens)
         self._runner = runner
         self._clock = clock
         self._monitors = MonitorRepository(catalogue.database)
@@ -110,7 +115,12 @@ class MonitorRuns:
         if run is None:
             await self._skip_taken(monitor, schedule, scheduled_for)
             return None
-        return await self._runner.execute(monitor, run, schedule=schedule, cancel_leaves_running=left_running != "skip")
+        use_models = await self._budget.allows(monitor.owner_chat_id, now)
+        if not use_models:
+            logger.info("monitor %d: its owner chat spent today's model budget; running without the model", monitor_id)
+        return await self._runner.execute(
+            monitor, run, schedule=schedule, use_models=use_models, cancel_leaves_running=left_running != "skip"
+        )
 
     async def run_now(
         self,

@@ -55,6 +55,8 @@ class MonitorSettings:
     monitor's look-back, if longer, and the previous run's items always. bench/novelty_real.py: the previous run's
     alone sent 1 in 3 events twice on real Japanese news."""
     max_topic_chars: int = 200
+    chat_daily_tokens: int = 0
+    """CHAT_DAILY_TOKENS: a scheduled run whose owner chat has spent it today runs without the model; 0: no limit."""
 
 
 @dataclass(frozen=True, kw_only=True)

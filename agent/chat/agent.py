@@ -13,7 +13,6 @@ from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.exceptions import RunTimedOut, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from agent.budget import ChatBudget
 from agent.chat.deps import ChatDeps
 from agent.chat.guards import PromptBudget, ToolCallCap, request_tokens
 from agent.chat.instructions import RULES, chat_context
@@ -34,6 +33,7 @@ from agent.confirmations import (
 from agent.context import Services, Turn, chat_timezone
 from agent.memory import ConversationMemory, Fold, HistoryCache, encode_messages, trim_to_tokens
 from kernel import Reply, apology, new_error_id
+from monitors import ChatBudget
 from research import LlmUsage, ModelLimits, estimate_tokens, stage_settings, unusable_answer
 from storage import ConversationChanges, ConversationRecord, TurnState
 
@@ -112,7 +112,7 @@ class ChatAgent:
         self._fixed_tokens = request_tokens([], [tool.tool_def for tool in CHAT_TOOLS]) + estimate_tokens(RULES)
         """What every chat request costs before any history: the tool schemas and the rules."""
         self._by_message = self._limits.offers_tools_by_message()
-        self._budget = ChatBudget(chats=services.chats, daily_tokens=services.settings.chat_daily_tokens)
+        self._budget = ChatBudget(usage=services.chats.usage, daily_tokens=services.settings.chat_daily_tokens)
         self._turns = services.chats.turns
         self._conversations = services.chats.conversations
         self._confirmation_ttl = confirmation_ttl

@@ -6,9 +6,9 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent.budget import ChatBudget
 from agent.context import Services, Turn, chat_timezone
 from kernel import Reply
+from monitors import ChatBudget
 from research import chat_folder
 
 __all__ = ["chat_exports_dir", "chat_timezone", "chat_zone", "count", "local_time", "refuse"]
@@ -64,9 +64,8 @@ async def models_allowed(services: Services, turn: Turn) -> bool:
 
     A command whose chat has spent its budget still works: it runs the model-free path instead.
     """
-    budget = ChatBudget(chats=services.chats, daily_tokens=services.settings.chat_daily_tokens)
-    if turn.state is not None:  # read with the turn
-        left = budget.left(turn.state.tokens_today)
-    else:
-        left = await budget.remaining(turn.chat.id, services.clock())
+    budget = ChatBudget(usage=services.chats.usage, daily_tokens=services.settings.chat_daily_tokens)
+    if turn.state is None:
+        return await budget.allows(turn.chat.id, services.clock())
+    left = budget.left(turn.state.tokens_today)  # read with the turn
     return left is None or left > 0

@@ -7,13 +7,12 @@ from datetime import UTC, datetime, time, timedelta
 from typing import ClassVar, Unpack
 from zoneinfo import ZoneInfo
 
-from agent.budget import ChatBudget
 from agent.commands.action import Action, Arguments
 from agent.commands.common import chat_timezone, chat_zone, local_time
 from agent.commands.grammar import CommandError, ParseOptions, language_name, shown
 from agent.context import Services, Turn
 from kernel import Reply
-from monitors import ScheduleError, parse_schedule
+from monitors import ChatBudget, ScheduleError, parse_schedule
 from research import USAGE_KIND_LABELS
 from storage import ChatChanges, ChatRecord, UsageTotals
 
@@ -182,7 +181,7 @@ async def usage(services: Services, turn: Turn, _command: UsageCommand) -> list[
             + ", ".join(f"{USAGE_KIND_LABELS.get(kind, kind)} {totals.tokens:,}" for kind, totals in kinds)
         )
     lines.append(f"This month ({today:%B %Y}): {_totals(month)}")
-    budget = ChatBudget(chats=services.chats, daily_tokens=services.settings.chat_daily_tokens)
+    budget = ChatBudget(usage=services.chats.usage, daily_tokens=services.settings.chat_daily_tokens)
     left = budget.left(day.tokens)
     if left is None:
         lines.append("There is no daily token limit.")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai.embeddings import Embedder, TestEmbeddingModel
+from pydantic_ai.models.test import TestModel
 
 from app.monitor_service import build_monitor_service
 from monitors.schedule import ScheduleError
@@ -18,7 +19,7 @@ from research.pipeline import run_pipeline
 from research.pipeline_models import PipelineRequest, PipelineResult
 from sources.base import Item, SourceError, SourceErrorKind
 from sources.registry import DEFAULT_SOURCES
-from storage import RunStatus
+from storage import RunStatus, UsageEntry
 from storage.repositories import (
     ChatRepository,
     DeliveryRepository,
@@ -515,3 +516,43 @@ async def test_a_chat_without_its_own_timezone_sees_times_in_the_deployment_defa
     assert view.next_run is not None
     assert str(view.next_run.tzinfo) == "Asia/Shanghai"
     assert (view.next_run.hour, view.next_run.minute) == (8, 30)
+
+
+@pytest.mark.parametrize("spent", [True, False], ids=["budget-spent", "budget-left"])
+async def test_a_scheduled_run_of_a_chat_over_its_daily_budget_runs_without_the_model(
+    world: World, spent: bool
+) -> None:
+    """CHAT_DAILY_TOKENS bounds a chat's monitors too: a scheduled run whose owner has spent today's budget runs the
+    model-free path (its digest says so) and still goes out; with budget left the run is handed the models."""
+    handed: list[tuple[Any, Any]] = []
+
+    async def recording_pipeline(request: PipelineRequest, **options: Any) -> PipelineResult:
+        handed.append((options["light_model"], options["heavy_model"]))
+        return await run_pipeline(request, **options)
+
+    model = TestModel()
+    service = build_monitor_service(
+        world.database,
+        resolve_sources=resolver(world.sources),
+        light_model=model,
+        heavy_model=model,
+        out_dir=world.out_dir,
+        settings=MonitorSettings(min_interval_seconds=900, chat_daily_tokens=1_000),
+        clock=world.clock,
+        pipeline=recording_pipeline,
+    )
+    owner = world.chats[0]
+    monitor = await service.create_monitor(owner.id, "DeepSeek", sources="hn")
+    used = 1_000 if spent else 999
+    await UsageRepository(world.database).add(
+        owner.id, T0.date(), UsageEntry(kind="chat", input_tokens=used, output_tokens=0)
+    )
+
+    summary = await service.runs.run_monitor(monitor.id, T0)
+    await world.worker().run_once()
+
+    assert summary is not None and summary.status == "ok"
+    assert handed == ([(None, None)] if spent else [(model, model)])
+    digests = [sent.text for sent in world.sender.sent]
+    assert len(digests) == 1
+    assert ("Summarised without a language model." in digests[0]) is spent

@@ -1,13 +1,15 @@
 """The per-chat daily token budget: every model call counted against a chat today (chat answers, memory summaries,
 monitor runs, collection jobs; `research.record_usage` and the chat turn's write count them) against
-CHAT_DAILY_TOKENS."""
+CHAT_DAILY_TOKENS. A chat whose budget is spent still gets its commands and its monitors' digests, made without the
+language model; its scheduled runs count against its owner's budget like its commands do."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from typing import Protocol
 
-from monitors import ChatService
+from storage import UsageTotals
 
 __all__ = ["BUDGET_SPENT_MESSAGE", "ChatBudget"]
 
@@ -17,11 +19,17 @@ BUDGET_SPENT_MESSAGE = (
 )
 
 
+class DailyUsage(Protocol):
+    """Where a chat's model usage per day is read (`ChatService.usage`)."""
+
+    async def for_day(self, chat_id: int, day: date) -> UsageTotals: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class ChatBudget:
     """Tokens per chat per (UTC) day; `daily_tokens` 0 means no limit."""
 
-    chats: ChatService
+    usage: DailyUsage
     daily_tokens: int
 
     def left(self, tokens_today: int) -> int | None:
@@ -34,8 +42,13 @@ class ChatBudget:
         """Tokens left today, read from storage, or None without a limit (0 or less: spent)."""
         if self.daily_tokens <= 0:
             return None
-        totals = await self.chats.usage.for_day(chat_id, now.astimezone(UTC).date())
+        totals = await self.usage.for_day(chat_id, now.astimezone(UTC).date())
         return self.left(totals.input_tokens + totals.output_tokens)
+
+    async def allows(self, chat_id: int, now: datetime) -> bool:
+        """Whether the chat may still spend model tokens today."""
+        left = await self.remaining(chat_id, now)
+        return left is None or left > 0
 
     def spent_message(self) -> str:
         return BUDGET_SPENT_MESSAGE.format(limit=self.daily_tokens)
