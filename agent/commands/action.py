@@ -1,6 +1,12 @@
 """One chat action, defined once: its name, help line, pydantic arguments, how its text is parsed, who may do it,
 whether the chat agent must have it confirmed, and the one `run` every route ends in.
 
+A family module defines its actions on the functions that run them (errbot's model): `ACTIONS = Family()`, then
+`@ACTIONS.action(pattern=…, example=…, tool=…)` on each `run` — the arguments model is the annotation of the run's
+last parameter, the /help line the first paragraph of its docstring (the rest of the docstring is for developers).
+A chat tool with no command and no run is `@ACTIONS.tool(name=…, description=…)` on its answer. Definition order is
+/help order.
+
 The catalogue (`agent.commands.catalogue`) derives from these definitions the slash-command parser, the router,
 `/help`, Telegram's command menu, the Slack manifest and the chat agent's tools; a confirmed proposal stores the
 action's name and arguments and runs the same `run` on "yes".
@@ -8,11 +14,12 @@ action's name and arguments and runs the same `run` on "yes".
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +32,7 @@ __all__ = [
     "Action",
     "Answer",
     "Arguments",
+    "Family",
     "Parse",
     "Proposal",
     "Role",
@@ -234,3 +242,101 @@ class Action:
 
             return one_monitor
         raise TypeError(f"/{name} needs its own parser for the arguments {sorted(fields)}")
+
+
+MAX_DESCRIPTION_CHARS = 256
+"""Telegram's setMyCommands limit on a command's description (the /help line)."""
+
+RunT = TypeVar("RunT", bound=Run)
+AnswerT = TypeVar("AnswerT", bound=Answer)
+
+
+def arguments_of(function: Callable[..., object]) -> type[Arguments]:
+    """The arguments model a run (or answer) function takes: the annotation of its last parameter.
+
+    Raises `TypeError` naming the function when that annotation is missing or not an `Arguments` model."""
+    where = f"{function.__module__}.{function.__qualname__}"
+    inner = inspect.unwrap(function)
+    parameters = list(inspect.signature(inner).parameters)
+    # eval_str: the family modules use `from __future__ import annotations`, so annotations are strings
+    annotation = inspect.get_annotations(inner, eval_str=True).get(parameters[-1]) if parameters else None
+    if not (isinstance(annotation, type) and issubclass(annotation, Arguments)):
+        raise TypeError(f"{where}: annotate its last parameter with the action's Arguments model")
+    return annotation
+
+
+def help_line(function: Callable[..., object]) -> str:
+    """The /help line of an action: the first paragraph of its function's docstring, on one line, without the
+    closing full stop (/help adds its own).
+
+    Raises `TypeError` naming the function when there is no docstring or the line is too long for Telegram."""
+    where = f"{function.__module__}.{function.__qualname__}"
+    paragraph = inspect.cleandoc(function.__doc__ or "").split("\n\n")[0]
+    line = " ".join(paragraph.split()).removesuffix(".")
+    if not line:
+        raise TypeError(f"{where}: its docstring's first paragraph is the action's /help line, and it has none")
+    if len(line) > MAX_DESCRIPTION_CHARS:
+        raise TypeError(f"{where}: the /help line is over {MAX_DESCRIPTION_CHARS} characters")
+    return line
+
+
+class Family:
+    """The actions of one family module, in the order they are defined (the order /help lists them)."""
+
+    def __init__(self) -> None:
+        self._actions: list[Action] = []
+
+    def __iter__(self) -> Iterator[Action]:
+        return iter(self._actions)
+
+    def action(
+        self,
+        *,
+        pattern: str = "",
+        parse: Parse | None = None,
+        example: str | None = None,
+        details: str | None = None,
+        instant: bool = False,
+        tool: ToolUse | None = None,
+        slack: SlackCommand | None = None,
+        command: bool = True,
+    ) -> Callable[[RunT], RunT]:
+        """Define the action the decorated function runs (see `Action` for the fields); the function is returned
+        unchanged."""
+
+        def define(run: RunT) -> RunT:
+            self._actions.append(
+                Action(
+                    arguments=arguments_of(run),
+                    pattern=pattern,
+                    description=help_line(run),
+                    run=run,
+                    parse=parse,
+                    example=example,
+                    details=details,
+                    instant=instant,
+                    tool=tool,
+                    slack=slack,
+                    command=command,
+                )
+            )
+            return run
+
+        return define
+
+    def tool(self, *, name: str, description: str) -> Callable[[AnswerT], AnswerT]:
+        """Define a chat tool with no command and no run, answering the model at once with the decorated function
+        (`ToolUse.answer`); the function is returned unchanged."""
+
+        def define(answer: AnswerT) -> AnswerT:
+            self._actions.append(
+                Action(
+                    arguments=arguments_of(answer),
+                    description=help_line(answer),
+                    command=False,
+                    tool=ToolUse(name=name, description=description, answer=answer),
+                )
+            )
+            return answer
+
+        return define
