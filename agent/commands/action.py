@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from types import UnionType
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -252,17 +253,23 @@ AnswerT = TypeVar("AnswerT", bound=Answer)
 
 
 def arguments_of(function: Callable[..., object]) -> type[Arguments]:
-    """The arguments model a run (or answer) function takes: the annotation of its last parameter.
+    """The arguments model a run (or answer) function takes: the annotation of its last parameter. A command with
+    two forms annotates a union of models of the same name (`/export <id>` or `/export monitors`): the first is the
+    action's (the chat tool's schema, what a confirmation reads back).
 
-    Raises `TypeError` naming the function when that annotation is missing or not an `Arguments` model."""
+    Raises `TypeError` naming the function when that annotation is missing or not `Arguments` models of one name."""
     where = f"{function.__module__}.{function.__qualname__}"
     inner = inspect.unwrap(function)
     parameters = list(inspect.signature(inner).parameters)
     # eval_str: the family modules use `from __future__ import annotations`, so annotations are strings
     annotation = inspect.get_annotations(inner, eval_str=True).get(parameters[-1]) if parameters else None
-    if not (isinstance(annotation, type) and issubclass(annotation, Arguments)):
+    models = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    if not all(isinstance(model, type) and issubclass(model, Arguments) for model in models):
         raise TypeError(f"{where}: annotate its last parameter with the action's Arguments model")
-    return annotation
+    if len({model.name for model in models}) != 1:
+        raise TypeError(f"{where}: the models of one action's union must have one name")
+    first: type[Arguments] = models[0]
+    return first
 
 
 def help_line(function: Callable[..., object]) -> str:
