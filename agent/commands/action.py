@@ -174,14 +174,16 @@ class SlackCommand:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Action:
-    """One chat action; see the module's docstring for what is derived from it."""
+    """One chat action; see the module's docstring for what is derived from it. Family modules make them with
+    `Family.action` and `Family.tool`."""
 
     arguments: type[Arguments]
     """Its arguments model, whose `name` is the action's."""
     pattern: str = ""
     """The arguments as the usage line shows them; "" when it takes none (and for an action with no command)."""
     description: str
-    """One line, under 256 characters (Telegram's setMyCommands limit)."""
+    """The /help line: one line, under 256 characters (Telegram's setMyCommands limit); `Family` takes it from the
+    first paragraph of the run's docstring."""
     run: Run | None = None
     """None only for a chat tool that answers at once and has no command (`command=False`, `ToolUse.answer`)."""
     parse: Parse | None = None
