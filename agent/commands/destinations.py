@@ -159,7 +159,7 @@ async def subscribe_to(
 ) -> list[Reply]:
     """A destination receives a monitor (written /subscribe <id> to <url>).
 
-    A destination receives one of this chat's monitors (owner or admin only)."""
+    Only the monitor's owner chat (or an admin) may add one."""
     try:
         view, role = await monitor_role(services, turn, command.monitor_id)
     except MonitorNotFoundError as error:
@@ -187,9 +187,7 @@ async def subscribe_to(
 async def briefing_to(
     destinations: DestinationService, _services: Services, turn: Turn, command: BriefingToCommand
 ) -> list[Reply]:
-    """A destination receives this chat's briefing (written /briefing to <url>).
-
-    A destination also receives this chat's briefing."""
+    """A destination receives this chat's briefing (written /briefing to <url>)."""
     try:
         record, secret = await destinations.follow_briefing(command.url, chat_id=turn.chat.id)
     except DestinationError as error:

@@ -559,7 +559,7 @@ ACTIONS = Family()
 async def create(services: Services, turn: Turn, command: CreateArguments) -> list[Reply]:
     """Create a monitor the chat agent proposed.
 
-    Create the monitor a confirmed proposal describes (its schedule text names its timezone)."""
+    The confirmed proposal's schedule text names its timezone."""
     try:
         zone = parse_schedule(command.schedule, timezone=chat_timezone(turn, services), min_interval_seconds=0).timezone
         view = await services.monitors.create_monitor(
@@ -591,7 +591,7 @@ async def create(services: Services, turn: Turn, command: CreateArguments) -> li
 async def update(services: Services, turn: Turn, command: UpdateArguments) -> list[Reply]:
     """Change a monitor as the chat agent proposed.
 
-    Change what a confirmed proposal describes (only the fields given)."""
+    Only the fields the confirmed proposal gives change."""
     try:
         view = await services.monitors.update_monitor(
             command.monitor_id,
@@ -701,7 +701,7 @@ async def list_monitors(services: Services, turn: Turn, command: MonitorsCommand
 async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> list[Reply]:
     """Delete a monitor of this chat.
 
-    Delete a monitor this chat owns; for one it only receives, stop receiving it."""
+    For a monitor this chat only receives: stop receiving it (its owner keeps it)."""
     try:
         view = await services.monitors.delete(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
     except MonitorAccessError as error:

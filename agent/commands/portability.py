@@ -264,7 +264,7 @@ async def import_monitors(services: Services, turn: Turn, command: ImportCommand
 async def import_entries(services: Services, turn: Turn, command: ImportEntries) -> list[Reply]:
     """Create the monitors of a confirmed /import.
 
-    Create the monitors of a confirmed /import; one line each, the ones refused with why."""
+    The reply has one line each, the ones refused with why."""
     result = await create_imported(services.monitors, turn.chat.id, command.entries, command.received)
     lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
     lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]

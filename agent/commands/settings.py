@@ -225,7 +225,7 @@ async def profile(services: Services, turn: Turn, command: ProfileCommand) -> li
 async def forget(services: Services, turn: Turn, _command: ForgetCommand) -> list[Reply]:
     """Clear this conversation's memory.
 
-    Clear this conversation's memory (this chat and thread), summary and open confirmation included."""
+    This chat and thread only; its summary and open confirmation included."""
     if await services.chats.conversations.clear(turn.chat.id, turn.incoming.thread_key):
         return [Reply(text="Done: I forgot this conversation. Monitors and settings are unchanged.")]
     return [Reply(text="There was nothing to forget: this conversation has no memory yet.")]
@@ -235,7 +235,7 @@ async def forget(services: Services, turn: Turn, _command: ForgetCommand) -> lis
 async def usage(services: Services, turn: Turn, _command: UsageCommand) -> list[Reply]:
     """Tokens and cost today and this month.
 
-    Tokens and cost today (by kind of call) and this month, and what is left of today's budget.
+    Today by kind of call, and what is left of today's budget.
 
     Usage is recorded per UTC day (chat answers, memory summaries, monitor runs, collections) and the daily budget
     counts UTC days, so "today" here is the UTC day too: a day in the chat's own timezone would mix two recorded

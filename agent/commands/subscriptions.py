@@ -476,9 +476,7 @@ async def unsubscribe(services: Services, turn: Turn, command: UnsubscribeComman
     ),
 )
 async def transfer(services: Services, turn: Turn, command: TransferCommand) -> list[Reply]:
-    """Hand a monitor to one of its subscribers (without a chat: list them).
-
-    Hand a monitor to one of its subscribers; without a chat, list the subscribers it may go to."""
+    """Hand a monitor to one of its subscribers (without a chat: list them)."""
     try:
         candidates = await services.monitors.sharing.subscribers(
             command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin
