@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import UnionType
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, get_args
+from typing import Any, ClassVar, Literal, Protocol, TypedDict, TypeVar, Unpack, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -289,6 +289,19 @@ def help_line(function: Callable[..., object]) -> str:
     return line
 
 
+class ActionFields(TypedDict, total=False):
+    """What `Family.action` is told of an action besides its run (see `Action`, whose defaults apply)."""
+
+    pattern: str
+    parse: Parse | None
+    example: str | None
+    details: str | None
+    instant: bool
+    tool: ToolUse | None
+    slack: SlackCommand | None
+    command: bool
+
+
 class Family:
     """The actions of one family module, in the order they are defined (the order /help lists them)."""
 
@@ -298,37 +311,12 @@ class Family:
     def __iter__(self) -> Iterator[Action]:
         return iter(self._actions)
 
-    def action(
-        self,
-        *,
-        pattern: str = "",
-        parse: Parse | None = None,
-        example: str | None = None,
-        details: str | None = None,
-        instant: bool = False,
-        tool: ToolUse | None = None,
-        slack: SlackCommand | None = None,
-        command: bool = True,
-    ) -> Callable[[RunT], RunT]:
-        """Define the action the decorated function runs (see `Action` for the fields); the function is returned
-        unchanged."""
+    def action(self, **fields: Unpack[ActionFields]) -> Callable[[RunT], RunT]:
+        """Define the action the decorated function runs (`Action`'s fields but the three the function gives); the
+        function is returned unchanged."""
 
         def define(run: RunT) -> RunT:
-            self._actions.append(
-                Action(
-                    arguments=arguments_of(run),
-                    pattern=pattern,
-                    description=help_line(run),
-                    run=run,
-                    parse=parse,
-                    example=example,
-                    details=details,
-                    instant=instant,
-                    tool=tool,
-                    slack=slack,
-                    command=command,
-                )
-            )
+            self._actions.append(Action(arguments=arguments_of(run), description=help_line(run), run=run, **fields))
             return run
 
         return define
