@@ -1,6 +1,12 @@
 """One chat action, defined once: its name, help line, pydantic arguments, how its text is parsed, who may do it,
 whether the chat agent must have it confirmed, and the one `run` every route ends in.
 
+A family module defines its actions on the functions that run them (errbot's model): `ACTIONS = Family()`, then
+`@ACTIONS.action(pattern=…, example=…, tool=…)` on each `run` — the arguments model is the annotation of the run's
+last parameter, the /help line the first paragraph of its docstring (the rest of the docstring is for developers).
+A chat tool with no command and no run is `@ACTIONS.tool(name=…, description=…)` on its answer. Definition order is
+/help order.
+
 The catalogue (`agent.commands.catalogue`) derives from these definitions the slash-command parser, the router,
 `/help`, Telegram's command menu, the Slack manifest and the chat agent's tools; a confirmed proposal stores the
 action's name and arguments and runs the same `run` on "yes".
@@ -8,11 +14,13 @@ action's name and arguments and runs the same `run` on "yes".
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from types import UnionType
+from typing import Any, ClassVar, Literal, Protocol, TypedDict, TypeVar, Unpack, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +33,7 @@ __all__ = [
     "Action",
     "Answer",
     "Arguments",
+    "Family",
     "Parse",
     "Proposal",
     "Role",
@@ -165,14 +174,16 @@ class SlackCommand:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Action:
-    """One chat action; see the module's docstring for what is derived from it."""
+    """One chat action; see the module's docstring for what is derived from it. Family modules make them with
+    `Family.action` and `Family.tool`."""
 
     arguments: type[Arguments]
     """Its arguments model, whose `name` is the action's."""
     pattern: str = ""
     """The arguments as the usage line shows them; "" when it takes none (and for an action with no command)."""
     description: str
-    """One line, under 256 characters (Telegram's setMyCommands limit)."""
+    """The /help line: one line, under 256 characters (Telegram's setMyCommands limit); `Family` takes it from the
+    first paragraph of the run's docstring."""
     run: Run | None = None
     """None only for a chat tool that answers at once and has no command (`command=False`, `ToolUse.answer`)."""
     parse: Parse | None = None
@@ -234,3 +245,95 @@ class Action:
 
             return one_monitor
         raise TypeError(f"/{name} needs its own parser for the arguments {sorted(fields)}")
+
+
+MAX_DESCRIPTION_CHARS = 256
+"""Telegram's setMyCommands limit on a command's description (the /help line)."""
+
+RunT = TypeVar("RunT", bound=Run)
+AnswerT = TypeVar("AnswerT", bound=Answer)
+
+
+def arguments_of(function: Callable[..., object]) -> type[Arguments]:
+    """The arguments model a run (or answer) function takes: the annotation of its last parameter. A command with
+    two forms annotates a union of models of the same name (`/export <id>` or `/export monitors`): the first is the
+    action's (the chat tool's schema, what a confirmation reads back).
+
+    Raises `TypeError` naming the function when that annotation is missing or not `Arguments` models of one name."""
+    where = f"{function.__module__}.{function.__qualname__}"
+    inner = inspect.unwrap(function)
+    parameters = list(inspect.signature(inner).parameters)
+    # eval_str: the family modules use `from __future__ import annotations`, so annotations are strings
+    annotation = inspect.get_annotations(inner, eval_str=True).get(parameters[-1]) if parameters else None
+    models = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    if not all(isinstance(model, type) and issubclass(model, Arguments) for model in models):
+        raise TypeError(f"{where}: annotate its last parameter with the action's Arguments model")
+    if len({model.name for model in models}) != 1:
+        raise TypeError(f"{where}: the models of one action's union must have one name")
+    first: type[Arguments] = models[0]
+    return first
+
+
+def help_line(function: Callable[..., object]) -> str:
+    """The /help line of an action: the first paragraph of its function's docstring, on one line, without the
+    closing full stop (/help adds its own).
+
+    Raises `TypeError` naming the function when there is no docstring or the line is too long for Telegram."""
+    where = f"{function.__module__}.{function.__qualname__}"
+    paragraph = inspect.cleandoc(function.__doc__ or "").split("\n\n")[0]
+    line = " ".join(paragraph.split()).removesuffix(".")
+    if not line:
+        raise TypeError(f"{where}: its docstring's first paragraph is the action's /help line, and it has none")
+    if len(line) > MAX_DESCRIPTION_CHARS:
+        raise TypeError(f"{where}: the /help line is over {MAX_DESCRIPTION_CHARS} characters")
+    return line
+
+
+class ActionFields(TypedDict, total=False):
+    """What `Family.action` is told of an action besides its run (see `Action`, whose defaults apply)."""
+
+    pattern: str
+    parse: Parse | None
+    example: str | None
+    details: str | None
+    instant: bool
+    tool: ToolUse | None
+    slack: SlackCommand | None
+    command: bool
+
+
+class Family:
+    """The actions of one family module, in the order they are defined (the order /help lists them)."""
+
+    def __init__(self) -> None:
+        self._actions: list[Action] = []
+
+    def __iter__(self) -> Iterator[Action]:
+        return iter(self._actions)
+
+    def action(self, **fields: Unpack[ActionFields]) -> Callable[[RunT], RunT]:
+        """Define the action the decorated function runs (`Action`'s fields but the three the function gives); the
+        function is returned unchanged."""
+
+        def define(run: RunT) -> RunT:
+            self._actions.append(Action(arguments=arguments_of(run), description=help_line(run), run=run, **fields))
+            return run
+
+        return define
+
+    def tool(self, *, name: str, description: str) -> Callable[[AnswerT], AnswerT]:
+        """Define a chat tool with no command and no run, answering the model at once with the decorated function
+        (`ToolUse.answer`); the function is returned unchanged."""
+
+        def define(answer: AnswerT) -> AnswerT:
+            self._actions.append(
+                Action(
+                    arguments=arguments_of(answer),
+                    description=help_line(answer),
+                    command=False,
+                    tool=ToolUse(name=name, description=description, answer=answer),
+                )
+            )
+            return answer
+
+        return define

@@ -16,7 +16,7 @@ from typing import ClassVar, Final
 
 from pydantic import Field
 
-from agent.commands.action import Action, Arguments, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
+from agent.commands.action import Arguments, Family, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
 from agent.commands.common import chat_timezone, refuse
 from agent.commands.grammar import MAX_TOPIC_CHARS, CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
@@ -100,8 +100,82 @@ def _watching(condition: str, view: MonitorView) -> str:
     return f"“{escape_markdown(condition)}” on monitor #{view.id} “{escape_markdown(view.topic)}”"
 
 
+# --- parsing and proposals ------------------------------------------------------------------------------------
+
+
+def _parse_alert(args: str, _options: ParseOptions) -> AlertCommand | AlertOffCommand:
+    words = args.split()
+    if not words:
+        raise CommandError("alert", f"Say what to watch and when to tell you, like {ALERT_EXAMPLE}.")
+    if words[0].lower() == "off":
+        if len(words) != 2 or not words[1].lstrip("#").isdigit() or len(words[1]) > 12:
+            raise CommandError("alert", "Give the alert's number after off, like /alert off 2 (see /alerts).")
+        return AlertOffCommand(alert_id=int(words[1].lstrip("#")))
+    parts = _WHEN.split(args, maxsplit=1)
+    if len(parts) != 2 or not parts[1].strip():
+        raise CommandError("alert", f"Say what should happen after “when”, like {ALERT_EXAMPLE}.")
+    written, condition = parts[0].strip(), parts[1].strip()
+    topic = written.strip("\"“”'")
+    if not topic:
+        raise CommandError("alert", f"Say what to watch before “when”, like {ALERT_EXAMPLE}.")
+    if re.fullmatch(r"#?\d+", topic):
+        return AlertCommand(monitor_id=monitor_id("alert", topic), condition=condition)
+    numbered = _NUMBER_THEN_WORDS.fullmatch(written)  # unquoted: "/alert 3 DeepSeek when …" names monitor #3
+    if numbered is not None and len(numbered[2]) <= MAX_TOPIC_CHARS:
+        return AlertCommand(monitor_id=monitor_id("alert", numbered[1]), topic=numbered[2], condition=condition)
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise CommandError("alert", f"Keep the topic under {MAX_TOPIC_CHARS} characters, not {shown(topic)}.")
+    return AlertCommand(topic=topic, condition=condition)
+
+
+async def _propose_alert(services: Services, turn: Turn, command: AlertCommand) -> Proposal | str:
+    command = _checked(services, turn, command)
+    try:
+        await services.monitors.alerts.check_room(turn.chat.id)
+    except ValueError as error:
+        raise ToolRefusal(str(error)) from None
+    view = await _existing(services, turn, command)
+    if view is None:
+        return Proposal(
+            description=f"create monitor “{command.topic}” ({ALERT_SCHEDULE_TEXT}) and tell this chat at once when "
+            f"{command.condition}",
+            arguments=command,
+        )
+    return Proposal(
+        description=f"tell this chat at once when {command.condition} (monitor #{view.id} “{view.topic}”)",
+        arguments=command.model_copy(update={"monitor_id": view.id}),
+    )
+
+
+async def _propose_alert_off(services: Services, turn: Turn, command: AlertOffCommand) -> Proposal | str:
+    found = [entry for entry in await services.monitors.alerts.list(turn.chat.id) if entry.id == command.alert_id]
+    if not found:
+        raise ToolRefusal(f"This chat has no alert #{command.alert_id}.")
+    return Proposal(description=f"remove alert #{found[0].id} (when {found[0].condition})")
+
+
+ACTIONS = Family()
+"""The alert family, in the order /help lists it."""
+
+
+@ACTIONS.action(
+    pattern="<topic|monitor id> when <condition> · off <n>",
+    example=ALERT_EXAMPLE,
+    parse=_parse_alert,
+    tool=ToolUse(
+        name="create_alert",
+        description="Propose an alert: tell this chat at once when a new story meets a condition (e.g. a "
+        "release); the person must confirm.",
+        propose=_propose_alert,
+    ),
+    slack=SlackCommand(
+        description="Get told at once when something happens", usage_hint="DeepSeek when it releases a model"
+    ),
+)
 async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[Reply]:
-    """Store the alert on the named monitor, the chat's monitor of the topic, or a new monitor for the topic."""
+    """Tell this chat at once when something happens in a monitor's new stories.
+
+    Store the alert on the named monitor, the chat's monitor of the topic, or a new monitor for the topic."""
     try:
         command = _checked(services, turn, command)
         await services.monitors.alerts.check_room(turn.chat.id)
@@ -157,13 +231,9 @@ async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[R
     return [Reply(text=text)]
 
 
-async def alert_off(services: Services, turn: Turn, command: AlertOffCommand) -> list[Reply]:
-    if not await services.monitors.alerts.remove(turn.chat.id, command.alert_id):
-        return refuse(f"This chat has no alert #{command.alert_id}; `/alerts` lists them.")
-    return [Reply(text=f"Alert #{command.alert_id} removed; its monitor goes on as before.")]
-
-
+@ACTIONS.action(instant=True)
 async def list_alerts(services: Services, turn: Turn, _command: AlertsCommand) -> list[Reply]:
+    """This chat's alerts."""
     alerts = await services.monitors.alerts.list(turn.chat.id)
     if not alerts:
         return [Reply(text=f"No alerts in this chat yet — try `{ALERT_EXAMPLE}`.")]
@@ -182,92 +252,14 @@ async def list_alerts(services: Services, turn: Turn, _command: AlertsCommand) -
     ]
 
 
-# --- parsing and proposals ------------------------------------------------------------------------------------
-
-
-def _parse_alert(args: str, _options: ParseOptions) -> AlertCommand | AlertOffCommand:
-    words = args.split()
-    if not words:
-        raise CommandError("alert", f"Say what to watch and when to tell you, like {ALERT_EXAMPLE}.")
-    if words[0].lower() == "off":
-        if len(words) != 2 or not words[1].lstrip("#").isdigit() or len(words[1]) > 12:
-            raise CommandError("alert", "Give the alert's number after off, like /alert off 2 (see /alerts).")
-        return AlertOffCommand(alert_id=int(words[1].lstrip("#")))
-    parts = _WHEN.split(args, maxsplit=1)
-    if len(parts) != 2 or not parts[1].strip():
-        raise CommandError("alert", f"Say what should happen after “when”, like {ALERT_EXAMPLE}.")
-    written, condition = parts[0].strip(), parts[1].strip()
-    topic = written.strip("\"“”'")
-    if not topic:
-        raise CommandError("alert", f"Say what to watch before “when”, like {ALERT_EXAMPLE}.")
-    if re.fullmatch(r"#?\d+", topic):
-        return AlertCommand(monitor_id=monitor_id("alert", topic), condition=condition)
-    numbered = _NUMBER_THEN_WORDS.fullmatch(written)  # unquoted: "/alert 3 DeepSeek when …" names monitor #3
-    if numbered is not None and len(numbered[2]) <= MAX_TOPIC_CHARS:
-        return AlertCommand(monitor_id=monitor_id("alert", numbered[1]), topic=numbered[2], condition=condition)
-    if len(topic) > MAX_TOPIC_CHARS:
-        raise CommandError("alert", f"Keep the topic under {MAX_TOPIC_CHARS} characters, not {shown(topic)}.")
-    return AlertCommand(topic=topic, condition=condition)
-
-
-async def _propose_alert(services: Services, turn: Turn, command: AlertCommand) -> Proposal | str:
-    command = _checked(services, turn, command)
-    try:
-        await services.monitors.alerts.check_room(turn.chat.id)
-    except ValueError as error:
-        raise ToolRefusal(str(error)) from None
-    view = await _existing(services, turn, command)
-    if view is None:
-        return Proposal(
-            description=f"create monitor “{command.topic}” ({ALERT_SCHEDULE_TEXT}) and tell this chat at once when "
-            f"{command.condition}",
-            arguments=command,
-        )
-    return Proposal(
-        description=f"tell this chat at once when {command.condition} (monitor #{view.id} “{view.topic}”)",
-        arguments=command.model_copy(update={"monitor_id": view.id}),
-    )
-
-
-async def _propose_alert_off(services: Services, turn: Turn, command: AlertOffCommand) -> Proposal | str:
-    found = [entry for entry in await services.monitors.alerts.list(turn.chat.id) if entry.id == command.alert_id]
-    if not found:
-        raise ToolRefusal(f"This chat has no alert #{command.alert_id}.")
-    return Proposal(description=f"remove alert #{found[0].id} (when {found[0].condition})")
-
-
-ACTIONS = (
-    Action(
-        arguments=AlertCommand,
-        pattern="<topic|monitor id> when <condition> · off <n>",
-        description="Tell this chat at once when something happens in a monitor's new stories",
-        example=ALERT_EXAMPLE,
-        parse=_parse_alert,
-        run=alert,
-        tool=ToolUse(
-            name="create_alert",
-            description="Propose an alert: tell this chat at once when a new story meets a condition (e.g. a "
-            "release); the person must confirm.",
-            propose=_propose_alert,
-        ),
-        slack=SlackCommand(
-            description="Get told at once when something happens", usage_hint="DeepSeek when it releases a model"
-        ),
-    ),
-    Action(
-        arguments=AlertsCommand,
-        description="This chat's alerts",
-        run=list_alerts,
-        instant=True,
-    ),
-    Action(
-        arguments=AlertOffCommand,
-        description="Remove an alert of this chat",
-        run=alert_off,
-        command=False,
-        tool=ToolUse(
-            name="remove_alert", description="Propose removing an alert of this chat.", propose=_propose_alert_off
-        ),
+@ACTIONS.action(
+    command=False,
+    tool=ToolUse(
+        name="remove_alert", description="Propose removing an alert of this chat.", propose=_propose_alert_off
     ),
 )
-"""The alert family, in the order /help lists it."""
+async def alert_off(services: Services, turn: Turn, command: AlertOffCommand) -> list[Reply]:
+    """Remove an alert of this chat."""
+    if not await services.monitors.alerts.remove(turn.chat.id, command.alert_id):
+        return refuse(f"This chat has no alert #{command.alert_id}; `/alerts` lists them.")
+    return [Reply(text=f"Alert #{command.alert_id} removed; its monitor goes on as before.")]

@@ -25,7 +25,7 @@ from agent.commands import (
     settings,
     subscriptions,
 )
-from agent.commands.action import Action, Arguments
+from agent.commands.action import Action, Arguments, Family
 from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
 from agent.context import Services, Turn
 from kernel import Reply
@@ -86,14 +86,6 @@ class HelpCommand(Arguments):
     """The command asked about, None for the overview."""
 
 
-async def _start(_services: Services, _turn: Turn, _command: StartCommand) -> list[Reply]:
-    return [Reply(text=START_TEXT)]
-
-
-async def _help(_services: Services, _turn: Turn, command: HelpCommand) -> list[Reply]:
-    return [Reply(text=help_text(command.command))]
-
-
 def _parse_start(_args: str, _options: ParseOptions) -> StartCommand:
     return StartCommand()  # Telegram deep links send `/start <payload>`; the payload means nothing to us
 
@@ -107,23 +99,24 @@ def _parse_help(args: str, _options: ParseOptions) -> HelpCommand:
     return HelpCommand(command=wanted)
 
 
+_INTRODUCTION = Family()
+"""/start and /help, which come first."""
+
+
+@_INTRODUCTION.action(parse=_parse_start, instant=True)
+async def _start(_services: Services, _turn: Turn, _command: StartCommand) -> list[Reply]:
+    """What Lookout does, with examples."""
+    return [Reply(text=START_TEXT)]
+
+
+@_INTRODUCTION.action(pattern="[command]", example="/help track", parse=_parse_help, instant=True)
+async def _help(_services: Services, _turn: Turn, command: HelpCommand) -> list[Reply]:
+    """Commands and how to use them."""
+    return [Reply(text=help_text(command.command))]
+
+
 ACTIONS: tuple[Action, ...] = (
-    Action(
-        arguments=StartCommand,
-        description="What Lookout does, with examples",
-        parse=_parse_start,
-        run=_start,
-        instant=True,
-    ),
-    Action(
-        arguments=HelpCommand,
-        pattern="[command]",
-        description="Commands and how to use them",
-        example="/help track",
-        parse=_parse_help,
-        run=_help,
-        instant=True,
-    ),
+    *_INTRODUCTION,
     *monitors.ACTIONS,
     *filters.ACTIONS,
     *research.ACTIONS,

@@ -9,12 +9,13 @@ commands' parsers (one command each in /help) and run here (`command=False` acti
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from agent.commands.action import Action, Arguments, Run, monitor_role
+from agent.commands.action import Arguments, Family, Run, monitor_role
 from agent.commands.common import refuse
 from agent.commands.grammar import CommandError, ParseOptions
 from agent.context import Services, Turn
@@ -77,8 +78,10 @@ DestinationRun = Callable[[DestinationService, Services, Turn, Any], Awaitable[l
 
 
 def _with_destinations(run: DestinationRun) -> Run:
-    """The action's run where this process has destinations (`lookout run`); elsewhere a sentence saying so."""
+    """The action's run where this process has destinations (`lookout run`); elsewhere a sentence saying so. It
+    wraps `run` (`functools.wraps`), so the action reads its arguments model and help line from `run`."""
 
+    @functools.wraps(run)
     async def checked(services: Services, turn: Turn, command: Any) -> list[Reply]:
         destinations = services.monitors.destinations
         if destinations is None:
@@ -100,11 +103,63 @@ def _added(record: DestinationRecord, secret: str | None, receives: str) -> list
     return [Reply(text=f"The {added} {receives} `/destination remove {record.id}` stops it.")]
 
 
+def _parse_destination(args: str, _options: ParseOptions) -> DestinationCommand:
+    words = args.split()
+    if len(words) != 2 or words[0].lower() not in ("test", "remove", "delete") or not words[1].lstrip("#").isdigit():
+        raise CommandError("destination", "Say `test` or `remove` and the destination's number (see /destinations).")
+    how: Literal["test", "remove"] = "test" if words[0].lower() == "test" else "remove"
+    return DestinationCommand(how=how, destination_id=int(words[1].lstrip("#")))
+
+
+ACTIONS = Family()
+"""The destination family, in the order /help lists it."""
+
+
+@ACTIONS.action(instant=True)
+@_with_destinations
+async def list_destinations(
+    destinations: DestinationService, _services: Services, turn: Turn, _command: DestinationsCommand
+) -> list[Reply]:
+    """Email, Discord, ntfy, webhooks… this chat sends digests to."""
+    entries = await destinations.listing(chat_id=turn.chat.id)
+    if not entries:
+        return [
+            Reply(
+                text="This chat has added no destination. `/subscribe <id> to <url>` sends a monitor's digests to an "
+                "email address, Discord, ntfy, Matrix… (an Apprise URL) or a signed webhook (`webhook+https://…`)."
+            )
+        ]
+    lines = [f"**Destinations added here** ({len(entries)}):"]
+    lines += [f"- {DestinationService.describe(record, monitors)}" for record, monitors in entries]
+    lines.append("`/destination test <n>` sends a test now; `/destination remove <n>` deletes one.")
+    return [Reply(text="\n".join(lines))]
+
+
+@ACTIONS.action(pattern="test|remove <n>", example="/destination test 1", parse=_parse_destination)
+@_with_destinations
+async def destination(
+    destinations: DestinationService, _services: Services, turn: Turn, command: DestinationCommand
+) -> list[Reply]:
+    """Send a test to a destination now, or remove it."""
+    chat_id = None if turn.is_admin else turn.chat.id
+    try:
+        if command.how == "remove":
+            record = await destinations.remove(command.destination_id, chat_id=chat_id)
+            return [Reply(text=f"Destination #{record.id} `{record.label}` removed: nothing more is sent there.")]
+        record = await destinations.test(command.destination_id, chat_id=chat_id)
+    except DestinationError as error:
+        return refuse(str(error))
+    return [Reply(text=f"Test sent to destination #{record.id} `{record.label}`: it went through.")]
+
+
+@ACTIONS.action(command=False)
 @_with_destinations
 async def subscribe_to(
     destinations: DestinationService, services: Services, turn: Turn, command: SubscribeToCommand
 ) -> list[Reply]:
-    """A destination receives one of this chat's monitors (owner or admin only)."""
+    """A destination receives a monitor (written /subscribe <id> to <url>).
+
+    Only the monitor's owner chat (or an admin) may add one."""
     try:
         view, role = await monitor_role(services, turn, command.monitor_id)
     except MonitorNotFoundError as error:
@@ -127,11 +182,12 @@ async def subscribe_to(
     )
 
 
+@ACTIONS.action(command=False)
 @_with_destinations
 async def briefing_to(
     destinations: DestinationService, _services: Services, turn: Turn, command: BriefingToCommand
 ) -> list[Reply]:
-    """A destination also receives this chat's briefing."""
+    """A destination receives this chat's briefing (written /briefing to <url>)."""
     try:
         record, secret = await destinations.follow_briefing(command.url, chat_id=turn.chat.id)
     except DestinationError as error:
@@ -142,75 +198,3 @@ async def briefing_to(
         else " This chat has no briefing yet: set one with `/briefing daily at 08:00`."
     )
     return _added(record, secret, f"receives this chat's briefing too.{when}")
-
-
-@_with_destinations
-async def list_destinations(
-    destinations: DestinationService, _services: Services, turn: Turn, _command: DestinationsCommand
-) -> list[Reply]:
-    entries = await destinations.listing(chat_id=turn.chat.id)
-    if not entries:
-        return [
-            Reply(
-                text="This chat has added no destination. `/subscribe <id> to <url>` sends a monitor's digests to an "
-                "email address, Discord, ntfy, Matrix… (an Apprise URL) or a signed webhook (`webhook+https://…`)."
-            )
-        ]
-    lines = [f"**Destinations added here** ({len(entries)}):"]
-    lines += [f"- {DestinationService.describe(record, monitors)}" for record, monitors in entries]
-    lines.append("`/destination test <n>` sends a test now; `/destination remove <n>` deletes one.")
-    return [Reply(text="\n".join(lines))]
-
-
-@_with_destinations
-async def destination(
-    destinations: DestinationService, _services: Services, turn: Turn, command: DestinationCommand
-) -> list[Reply]:
-    chat_id = None if turn.is_admin else turn.chat.id
-    try:
-        if command.how == "remove":
-            record = await destinations.remove(command.destination_id, chat_id=chat_id)
-            return [Reply(text=f"Destination #{record.id} `{record.label}` removed: nothing more is sent there.")]
-        record = await destinations.test(command.destination_id, chat_id=chat_id)
-    except DestinationError as error:
-        return refuse(str(error))
-    return [Reply(text=f"Test sent to destination #{record.id} `{record.label}`: it went through.")]
-
-
-def _parse_destination(args: str, _options: ParseOptions) -> DestinationCommand:
-    words = args.split()
-    if len(words) != 2 or words[0].lower() not in ("test", "remove", "delete") or not words[1].lstrip("#").isdigit():
-        raise CommandError("destination", "Say `test` or `remove` and the destination's number (see /destinations).")
-    how: Literal["test", "remove"] = "test" if words[0].lower() == "test" else "remove"
-    return DestinationCommand(how=how, destination_id=int(words[1].lstrip("#")))
-
-
-ACTIONS = (
-    Action(
-        arguments=DestinationsCommand,
-        description="Email, Discord, ntfy, webhooks… this chat sends digests to",
-        run=list_destinations,
-        instant=True,
-    ),
-    Action(
-        arguments=DestinationCommand,
-        pattern="test|remove <n>",
-        description="Send a test to a destination now, or remove it",
-        example="/destination test 1",
-        parse=_parse_destination,
-        run=destination,
-    ),
-    Action(
-        arguments=SubscribeToCommand,
-        description="A destination receives a monitor (written /subscribe <id> to <url>)",
-        run=subscribe_to,
-        command=False,
-    ),
-    Action(
-        arguments=BriefingToCommand,
-        description="A destination receives this chat's briefing (written /briefing to <url>)",
-        run=briefing_to,
-        command=False,
-    ),
-)
-"""The destination family, in the order /help lists it."""

@@ -8,11 +8,12 @@ named (`/more 3 run 41`), so a press goes through the same parser and checks as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from pydantic import Field
 
-from agent.commands.action import Action, Arguments, Parse, Run
+from agent.commands.action import Arguments, Family, Parse, RunT
 from agent.commands.common import refuse
 from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
@@ -166,9 +167,8 @@ def _unchanged(reason: str, command: _Which) -> list[Reply]:
     return [reply.model_copy(update={"pressed_row": row}) for reply in refuse(reason)]
 
 
-async def _mark(services: Services, turn: Turn, command: _StoryMark) -> list[Reply]:
-    kinds: dict[str, MarkKind] = {"more": "more", "less": "less", "fewer": "fewer"}
-    kind = kinds[command.name]
+async def _mark(services: Services, turn: Turn, command: _StoryMark, kind: MarkKind) -> list[Reply]:
+    """/more, /less and /fewer: record the mark; pressed from a digest's row, the row says so."""
     try:
         result = await services.monitors.feedback.mark(
             turn.chat.id, kind, command.story, run_id=command.run_id, monitor_id=command.monitor_id
@@ -179,7 +179,43 @@ async def _mark(services: Services, turn: Turn, command: _StoryMark) -> list[Rep
     return [Reply(text=result.text, pressed_row=row)]
 
 
+# --- the definitions ----------------------------------------------------------------------------------------
+
+ACTIONS = Family()
+"""The feedback family, in the order /help lists it."""
+
+
+def _story_mark(model: type[_StoryMark], *, example: int) -> Callable[[RunT], RunT]:
+    """The definition of a mark on story n of a digest (`/more 2`): one grammar, answered at once."""
+    return ACTIONS.action(
+        pattern="<n> [#<monitor>|run <id>]",
+        example=f"/{model.name} {example}",
+        parse=_story_parser(model),
+        instant=True,
+    )
+
+
+@_story_mark(MoreCommand, example=2)
+async def more(services: Services, turn: Turn, command: MoreCommand) -> list[Reply]:
+    """👍 More stories like story n of the last digest, in this chat."""
+    return await _mark(services, turn, command, "more")
+
+
+@_story_mark(LessCommand, example=4)
+async def less(services: Services, turn: Turn, command: LessCommand) -> list[Reply]:
+    """👎 Fewer stories like story n of the last digest, or from its outlet, in this chat."""
+    return await _mark(services, turn, command, "less")
+
+
+@_story_mark(FewerCommand, example=3)
+async def fewer(services: Services, turn: Turn, command: FewerCommand) -> list[Reply]:
+    """Fewer stories on the subject of story n of the last digest, in this chat."""
+    return await _mark(services, turn, command, "fewer")
+
+
+@_story_mark(UnmarkCommand, example=2)
 async def unmark(services: Services, turn: Turn, command: UnmarkCommand) -> list[Reply]:
+    """Undo this chat's 👍/👎/fewer on story n of a digest."""
     try:
         text = await services.monitors.feedback.unmark(
             turn.chat.id, command.story, run_id=command.run_id, monitor_id=command.monitor_id
@@ -190,7 +226,9 @@ async def unmark(services: Services, turn: Turn, command: UnmarkCommand) -> list
     return [Reply(text=text, pressed_row=row)]
 
 
+@ACTIONS.action(pattern="<outlet>|<n> [#<monitor>]", example="/mute example.com", parse=_parse_mute, instant=True)
 async def mute(services: Services, turn: Turn, command: MuteCommand) -> list[Reply]:
+    """Leave an outlet's stories out of this chat's digests of a monitor (other chats still get them)."""
     feedback = services.monitors.feedback
     try:
         if command.story is not None:
@@ -210,12 +248,16 @@ async def mute(services: Services, turn: Turn, command: MuteCommand) -> list[Rep
     return [Reply(text=result.text, pressed_row=row)]
 
 
+@ACTIONS.action(pattern="<outlet> [#<monitor>]", example="/unmute example.com", parse=_parse_unmute, instant=True)
 async def unmute(services: Services, turn: Turn, command: UnmuteCommand) -> list[Reply]:
+    """Let a muted outlet's stories back into this chat's digests."""
     text = await services.monitors.feedback.unmute(turn.chat.id, command.outlet, monitor_id=command.monitor_id)
     return [Reply(text=text)]
 
 
+@ACTIONS.action(pattern="<n>|dropped [#<monitor>|run <id>]", example="/why 2", parse=_parse_why, instant=True)
 async def why(services: Services, turn: Turn, command: WhyCommand) -> list[Reply]:
+    """Why story n is in the last digest (scores, novelty, feedback), or what your feedback left out."""
     try:
         text = await services.monitors.feedback.why(
             turn.chat.id, command.story, run_id=command.run_id, monitor_id=command.monitor_id
@@ -223,56 +265,3 @@ async def why(services: Services, turn: Turn, command: WhyCommand) -> list[Reply
     except FeedbackError as error:
         return _unchanged(str(error), command)
     return [Reply(text=text, pressed_row=() if command.run_id is not None else None)]  # the row stays as it was
-
-
-def _story_action(arguments: type[_StoryMark], description: str, *, example: int, run: Run = _mark) -> Action:
-    """A mark on story n of a digest (`/more 2`): one grammar, answered at once."""
-    name = arguments.name
-    return Action(
-        arguments=arguments,
-        pattern="<n> [#<monitor>|run <id>]",
-        description=description,
-        example=f"/{name} {example}",
-        parse=_story_parser(arguments),
-        run=run,
-        instant=True,
-    )
-
-
-# --- the definitions ----------------------------------------------------------------------------------------
-
-ACTIONS = (
-    _story_action(MoreCommand, "👍 More stories like story n of the last digest, in this chat", example=2),
-    _story_action(
-        LessCommand, "👎 Fewer stories like story n of the last digest, or from its outlet, in this chat", example=4
-    ),
-    _story_action(FewerCommand, "Fewer stories on the subject of story n of the last digest, in this chat", example=3),
-    _story_action(UnmarkCommand, "Undo this chat's 👍/👎/fewer on story n of a digest", example=2, run=unmark),
-    Action(
-        arguments=MuteCommand,
-        pattern="<outlet>|<n> [#<monitor>]",
-        description="Leave an outlet's stories out of this chat's digests of a monitor (other chats still get them)",
-        example="/mute example.com",
-        parse=_parse_mute,
-        run=mute,
-        instant=True,
-    ),
-    Action(
-        arguments=UnmuteCommand,
-        pattern="<outlet> [#<monitor>]",
-        description="Let a muted outlet's stories back into this chat's digests",
-        example="/unmute example.com",
-        parse=_parse_unmute,
-        run=unmute,
-        instant=True,
-    ),
-    Action(
-        arguments=WhyCommand,
-        pattern="<n>|dropped [#<monitor>|run <id>]",
-        description="Why story n is in the last digest (scores, novelty, feedback), or what your feedback left out",
-        example="/why 2",
-        parse=_parse_why,
-        run=why,
-        instant=True,
-    ),
-)

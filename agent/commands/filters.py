@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from agent.commands.action import Action, MonitorArguments, Proposal, ToolRefusal, ToolUse
+from agent.commands.action import Family, MonitorArguments, Proposal, ToolRefusal, ToolUse
 from agent.commands.common import refuse
 from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
@@ -46,22 +46,6 @@ class FilterCommand(MonitorArguments):
         "min-relevance a number 0-1, or 'off'.",
     )
     clear: bool = Field(default=False, description="Remove the values given (all of the kind, or every rule).")
-
-
-async def filter_rules(services: Services, turn: Turn, command: FilterCommand) -> list[Reply]:
-    """Show or change this chat's own rules on one monitor it owns or receives."""
-    try:
-        if command.kind is None and not command.clear:
-            view, rules = await services.monitors.rules.of(command.monitor_id, chat_id=turn.chat.id)
-            return [Reply(text=_shown(view, rules))]
-        view, rules = await services.monitors.rules.change(
-            command.monitor_id, chat_id=turn.chat.id, kind=command.kind, values=command.values, clear=command.clear
-        )
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    except RuleError as error:
-        return refuse(f"{escape_markdown(str(error))} Your rules are unchanged.", usage="filter")
-    return [Reply(text=_shown(view, rules, changed=True))]
 
 
 def _shown(view: MonitorView, rules: ReaderRules, *, changed: bool = False) -> str:
@@ -184,22 +168,36 @@ async def _propose_filter(services: Services, turn: Turn, command: FilterCommand
 
 # --- the definitions ----------------------------------------------------------------------------------------
 
-ACTIONS = (
-    Action(
-        arguments=FilterCommand,
-        pattern="<id> [include|exclude|regex|exclude-regex|allow|block|max|min-relevance|clear] [values]",
-        description="Your own rules on a monitor's digests here: words, patterns, outlets, a cap, a minimum relevance",
-        example="/filter 3 exclude celebrity",
-        details=FILTER_HELP,
-        parse=_parse_filter,
-        run=filter_rules,
-        instant=True,
-        tool=ToolUse(
-            name="filter_monitor",
-            description="Propose this chat's own rules on a monitor's digests (kind + values; clear removes); the "
-            "person must confirm.",
-            propose=_propose_filter,
-        ),
+ACTIONS = Family()
+"""The reader's rules family."""
+
+
+@ACTIONS.action(
+    pattern="<id> [include|exclude|regex|exclude-regex|allow|block|max|min-relevance|clear] [values]",
+    example="/filter 3 exclude celebrity",
+    details=FILTER_HELP,
+    parse=_parse_filter,
+    instant=True,
+    tool=ToolUse(
+        name="filter_monitor",
+        description="Propose this chat's own rules on a monitor's digests (kind + values; clear removes); the "
+        "person must confirm.",
+        propose=_propose_filter,
     ),
 )
-"""The reader's rules family."""
+async def filter_rules(services: Services, turn: Turn, command: FilterCommand) -> list[Reply]:
+    """Your own rules on a monitor's digests here: words, patterns, outlets, a cap, a minimum relevance.
+
+    Show or change this chat's own rules on one monitor it owns or receives."""
+    try:
+        if command.kind is None and not command.clear:
+            view, rules = await services.monitors.rules.of(command.monitor_id, chat_id=turn.chat.id)
+            return [Reply(text=_shown(view, rules))]
+        view, rules = await services.monitors.rules.change(
+            command.monitor_id, chat_id=turn.chat.id, kind=command.kind, values=command.values, clear=command.clear
+        )
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    except RuleError as error:
+        return refuse(f"{escape_markdown(str(error))} Your rules are unchanged.", usage="filter")
+    return [Reply(text=_shown(view, rules, changed=True))]

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry
 
-from agent.commands.action import Action, Arguments, ToolContext, ToolUse
+from agent.commands.action import Arguments, Family, ToolContext
 from agent.untrusted import untrusted_block
 from kernel import Attachment
 from research import export_stem
@@ -64,7 +64,19 @@ def _local_midnight(day: date, timezone: str) -> datetime:
     return datetime.combine(day, time(0, 0), tzinfo=ZoneInfo(timezone))
 
 
+def _draw(items: list[Item], path: Path, title: str, since: datetime, until: datetime, zone: ZoneInfo) -> None:
+    from research import write_volume_chart
+
+    write_volume_chart(items, path=path, title=title, since=since, until=until, timezone=zone)
+
+
+ACTIONS = Family()
+"""The history family: tools only."""
+
+
+@ACTIONS.tool(name="search_history", description="Search items stored earlier for this chat by words and dates.")
 async def _search_history(context: ToolContext, command: SearchHistory) -> str:
+    """Search the items stored for this chat, for the chat agent."""
     words = " ".join(command.text.split())
     if not words:
         raise ModelRetry("Give the words to look for.")
@@ -91,7 +103,11 @@ async def _search_history(context: ToolContext, command: SearchHistory) -> str:
     )
 
 
+@ACTIONS.tool(
+    name="timeline", description='Items per day about a topic stored for this chat, with a chart ("trend of X").'
+)
 async def _timeline(context: ToolContext, command: TimelineArguments) -> Timeline:
+    """Items per day about a topic stored for this chat, with a chart, for the chat agent."""
     words = " ".join(command.topic.split())
     if not words:
         raise ModelRetry("Give the topic words.")
@@ -131,34 +147,3 @@ async def _timeline(context: ToolContext, command: TimelineArguments) -> Timelin
         busiest_day=busiest,
         chart_attached=chart,
     )
-
-
-def _draw(items: list[Item], path: Path, title: str, since: datetime, until: datetime, zone: ZoneInfo) -> None:
-    from research import write_volume_chart
-
-    write_volume_chart(items, path=path, title=title, since=since, until=until, timezone=zone)
-
-
-ACTIONS = (
-    Action(
-        arguments=SearchHistory,
-        description="Search the items stored for this chat, for the chat agent",
-        command=False,
-        tool=ToolUse(
-            name="search_history",
-            description="Search items stored earlier for this chat by words and dates.",
-            answer=_search_history,
-        ),
-    ),
-    Action(
-        arguments=TimelineArguments,
-        description="Items per day about a topic stored for this chat, with a chart, for the chat agent",
-        command=False,
-        tool=ToolUse(
-            name="timeline",
-            description='Items per day about a topic stored for this chat, with a chart ("trend of X").',
-            answer=_timeline,
-        ),
-    ),
-)
-"""The history family: tools only."""

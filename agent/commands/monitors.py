@@ -11,8 +11,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agent import subscribing
 from agent.commands.action import (
-    Action,
     Arguments,
+    Family,
     MonitorArguments,
     Proposal,
     SlackCommand,
@@ -165,36 +165,6 @@ class QuietCommand(Arguments):
     """None: show the current setting."""
 
 
-async def track(services: Services, turn: Turn, command: TrackCommand) -> list[Reply]:
-    """Create the monitor for this chat; the reply says exactly what was created. When a shared monitor already
-    follows the same topic with compatible sources, offer to subscribe to it instead (the person chooses)."""
-    if services.access.chat_of_allowed(turn.incoming):
-        offer = await services.monitors.sharing.offer_for(
-            turn.chat.id, command.topic, sources=command.sources, schedule_words=command.schedule.describe()
-        )
-        if offer is not None:
-            return await _offer(services, turn, command, offer, services.settings.confirmation_ttl)
-    try:
-        view = await services.monitors.create_monitor(
-            turn.chat.id,
-            command.topic,
-            schedule_text=command.schedule_text,
-            sources=list(command.sources) or None,
-            # the parser read the schedule in the chat's timezone (or the one the text named): keep it
-            timezone=command.schedule.timezone,
-        )
-    except (ScheduleError, ValueError) as error:
-        return refuse(f"{escape_markdown(str(error).rstrip('.'))}. No monitor was created.", usage="track")
-    lines = [
-        f"Tracking **{escape_markdown(view.topic)}** as monitor #{view.id}.",
-        f"Schedule: {view.schedule}",
-        f"Next run: {_next_run(view, turn, services)}",
-        f"Sources: {escape_markdown(', '.join(view.sources))}",
-        f"`/digest {view.id}` runs it now, `/pause {view.id}` pauses it, `/untrack {view.id}` deletes it.",
-    ]
-    return [Reply(text="\n".join(lines))]
-
-
 async def _offer(
     services: Services, turn: Turn, command: TrackCommand, offer: SubscribeOffer, ttl: timedelta
 ) -> list[Reply]:
@@ -238,80 +208,6 @@ async def _offer(
     return [Reply(text=text, buttons=pending.buttons)]
 
 
-async def list_monitors(services: Services, turn: Turn, command: MonitorsCommand) -> list[Reply]:
-    """This chat's monitors, the ones it owns apart from the ones it subscribes to (every chat's for an admin
-    asking for `all`)."""
-    if command.all_chats and not turn.is_admin:
-        return refuse("Only admins can list every chat's monitors; `/monitors` lists this chat's.")
-    views = await services.monitors.list_monitors(turn.chat.id, all_chats=command.all_chats, chat=turn.chat)
-    if not views:
-        where = "in any chat" if command.all_chats else "in this chat"
-        return [Reply(text=f"No monitors {where} yet — try `{TRACK_EXAMPLE}`, or `/browse` the shared ones.")]
-    if command.all_chats:
-        entries = [_entry(view, turn, services, show_owner=True) for view in views]
-        return [Reply(text=f"**Every chat's monitors** ({len(views)}):\n\n" + "\n\n".join(entries))]
-    owned = [view for view in views if view.owned_here]
-    received = [view for view in views if not view.owned_here]
-    parts = []
-    if owned:
-        parts.append(f"**Owned by this chat** ({len(owned)}):\n\n" + "\n\n".join(
-            _entry(view, turn, services, show_owner=False) for view in owned))  # fmt: skip
-    if received:
-        parts.append(f"**Subscribed from other chats** ({len(received)}):\n\n" + "\n\n".join(
-            _entry(view, turn, services, show_owner=False) for view in received))  # fmt: skip
-    briefing = subscribing.briefing_line(turn.chat)
-    if briefing != "none":
-        parts.append(f"Briefing: {briefing}.")
-    return [Reply(text="\n\n".join(parts))]
-
-
-async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> list[Reply]:
-    """Delete a monitor this chat owns; for one it only receives, stop receiving it."""
-    try:
-        view = await services.monitors.delete(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorAccessError as error:
-        if await services.monitors.unsubscribe(turn.chat.id, command.monitor_id):
-            return [
-                Reply(
-                    text=f"This chat no longer receives monitor #{command.monitor_id}; "
-                    "it belongs to another chat, which keeps it."
-                )
-            ]
-        return refuse(str(error))
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
-    told = f" Its {others} other subscriber chat{'s were' if others != 1 else ' was'} told." if others > 0 else ""
-    topic = escape_markdown(view.topic)
-    return [Reply(text=f"Deleted monitor #{view.id} “{topic}”; no more digests from it.{told}")]
-
-
-async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
-    """The owner pauses the monitor (for every chat); a subscriber pauses only its own delivery."""
-    changed = await _set_paused(services, turn, command.monitor_id, paused=True)
-    if isinstance(changed, list):
-        return changed
-    before, view = changed
-    already = "was already paused" if before.paused else "is paused"
-    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
-    also = (
-        f" Its {others} subscriber chat{'s get' if others != 1 else ' gets'} nothing meanwhile." if others > 0 else ""
-    )
-    topic = escape_markdown(view.topic)
-    return [Reply(text=f"Monitor #{view.id} “{topic}” {already}; `/resume {view.id}` starts it again.{also}")]
-
-
-async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
-    """The owner resumes the monitor; a subscriber resumes its own delivery."""
-    changed = await _set_paused(services, turn, command.monitor_id, paused=False)
-    if isinstance(changed, list):
-        return changed
-    before, view = changed
-    state = "was not paused" if not before.paused else "is running again"
-    topic = escape_markdown(view.topic)
-    return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
-
-
 async def _set_paused(
     services: Services, turn: Turn, monitor_id: int, *, paused: bool
 ) -> tuple[MonitorView, MonitorView] | list[Reply]:
@@ -340,68 +236,6 @@ async def _own_delivery(services: Services, turn: Turn, monitor_id: int, *, paus
     return [Reply(text=text)]
 
 
-async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[Reply]:
-    """Show or set whether a run with nothing new sends nothing (quiet, the default) or a short note."""
-    try:
-        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    if command.quiet is None:
-        topic = escape_markdown(before.topic)
-        return [Reply(text=f"Monitor #{before.id} “{topic}”: {quiet_state(before.id, before.quiet)}.")]
-    try:
-        view = await services.monitors.update_monitor(
-            command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin, quiet=command.quiet
-        )
-    except MonitorAccessError:
-        return refuse(_subscriber_only(before, "change"))
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    topic = escape_markdown(view.topic)
-    return [Reply(text=f"Monitor #{view.id} “{topic}”: {quiet_state(view.id, view.quiet)}.")]
-
-
-async def create(services: Services, turn: Turn, command: CreateArguments) -> list[Reply]:
-    """Create the monitor a confirmed proposal describes (its schedule text names its timezone)."""
-    try:
-        zone = parse_schedule(command.schedule, timezone=chat_timezone(turn, services), min_interval_seconds=0).timezone
-        view = await services.monitors.create_monitor(
-            turn.chat.id,
-            command.topic,
-            schedule_text=command.schedule,
-            sources=list(command.sources or ()) or None,
-            timezone=zone,
-        )
-    except (ScheduleError, ValueError) as error:
-        return refuse(f"Could not create monitor “{escape_markdown(command.topic)}”: {escape_markdown(str(error))}")
-    next_run = local_time(view.next_run, ZoneInfo(zone)) if view.next_run else "paused"
-    return [
-        Reply(
-            text=f"Created monitor **#{view.id} {view.topic}**: {view.schedule}; next run {next_run}; "
-            f"sources: {', '.join(view.sources)}."
-        )
-    ]
-
-
-async def update(services: Services, turn: Turn, command: UpdateArguments) -> list[Reply]:
-    """Change what a confirmed proposal describes (only the fields given)."""
-    try:
-        view = await services.monitors.update_monitor(
-            command.monitor_id,
-            chat_id=turn.chat.id,
-            is_admin=turn.is_admin,
-            topic=command.topic,
-            schedule_text=command.schedule,
-            sources=list(command.sources) if command.sources is not None else None,
-            include_keywords=command.include_keywords,
-            exclude_keywords=command.exclude_keywords,
-            quiet=command.quiet,
-        )
-    except (MonitorNotFoundError, ScheduleError, ValueError) as error:
-        return refuse(f"Could not change monitor #{command.monitor_id}: {error}")
-    return [Reply(text=f"Updated monitor:\n{view.summary()}")]
-
-
 def quiet_state(monitor_id: int, quiet: bool) -> str:
     """What `/quiet` on or off means for this monitor, in words."""
     if quiet:
@@ -415,28 +249,6 @@ def _subscriber_only(view: MonitorView, action: str) -> str:
         f"Monitor #{view.id} “{escape_markdown(view.topic)}” belongs to another chat: this chat receives its digests, "
         f"but only that chat can {action} it. `/untrack {view.id}` stops the digests here."
     )
-
-
-async def digest(services: Services, turn: Turn, command: DigestCommand) -> list[Reply]:
-    """Run the monitor now; the digest (with its CSV and chart) reaches this chat through the outbox."""
-    try:
-        # checked first so a wrong number answers at once, without a status message
-        view = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    use_models = await models_allowed(services, turn)
-    async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
-        await relay.announce(f"running monitor #{view.id} “{view.topic}”…")
-        try:
-            summary = await services.monitors.runs.run_now(
-                command.monitor_id, turn.chat.id, is_admin=turn.is_admin, progress=relay, use_models=use_models
-            )
-        except MonitorNotFoundError as error:  # deleted meanwhile
-            relay.final_text = "stopped"
-            return refuse(str(error))
-        relay.final_text = "failed" if summary.status == "failed" else "done — the digest follows"
-    note = "" if use_models else f"\n{BUDGET_SPENT_NOTE}"
-    return [Reply(text=run_status(f"Monitor #{view.id}", summary) + note)]
 
 
 def run_status(what: str, summary: RunSummary) -> str:
@@ -731,114 +543,287 @@ async def _run_for_model(context: ToolContext, command: DigestCommand) -> str:
 
 # --- the definitions ----------------------------------------------------------------------------------------
 
-ACTIONS = (
-    Action(
-        arguments=CreateArguments,
-        description="Create a monitor the chat agent proposed",
-        run=create,
-        command=False,
-        tool=ToolUse(
-            name="create_monitor",
-            description="Propose a monitor that searches on a schedule and sends this chat a digest; the person "
-            "must confirm.",
-            propose=_propose_create,
-        ),
-    ),
-    Action(
-        arguments=UpdateArguments,
-        description="Change a monitor as the chat agent proposed",
-        run=update,
-        command=False,
-        tool=ToolUse(
-            name="update_monitor",
-            description="Propose changing a monitor of this chat (only the given fields); the person must confirm.",
-            propose=_propose_update,
-        ),
-    ),
-    Action(
-        arguments=TrackCommand,
-        pattern="<topic> [schedule] [from <sources>]",
-        description="Watch a topic and get a cited digest on a schedule",
-        example="/track DeepSeek daily at 08:30 from hn,news,arxiv",
-        parse=_parse_track,
-        run=track,
-        slack=SlackCommand(
-            description="Start a standing monitor that posts a cited digest here", usage_hint="DeepSeek daily at 9"
-        ),
-    ),
-    Action(
-        arguments=MonitorsCommand,
-        description="This chat's monitors: schedule, next run, last result",
-        parse=_parse_monitors,
-        run=list_monitors,
-        instant=True,
-        tool=ToolUse(
-            name="list_monitors",
-            description="This chat's monitors (owned or received): ids, schedules, state.",
-            answer=_list_for_model,
-        ),
-        slack=SlackCommand(description="List this channel's monitors"),
-    ),
-    Action(
-        arguments=UntrackCommand,
-        pattern="<id>",
-        description="Delete a monitor of this chat",
-        example="/untrack 3",
-        run=untrack,
-        instant=True,
-        tool=ToolUse(
-            name="delete_monitor",
-            description="Propose deleting one of this chat's monitors with its history.",
-            propose=_propose_untrack,
-        ),
-    ),
-    Action(
-        arguments=PauseCommand,
-        pattern="<id>",
-        description="Pause a monitor",
-        example="/pause 3",
-        run=pause,
-        instant=True,
-        tool=ToolUse(
-            name="pause_monitor",
-            description="Propose pausing a monitor (for one another chat owns: only this chat's delivery).",
-            propose=_propose_pause,
-        ),
-    ),
-    Action(
-        arguments=ResumeCommand,
-        pattern="<id>",
-        description="Resume a paused monitor",
-        example="/resume 3",
-        run=resume,
-        instant=True,
-        tool=ToolUse(
-            name="resume_monitor",
-            description="Propose resuming a paused monitor (for one another chat owns: this chat's delivery).",
-            propose=_propose_resume,
-        ),
-    ),
-    Action(
-        arguments=DigestCommand,
-        pattern="<id>",
-        description="Run a monitor now and send its digest here",
-        example="/digest 3",
-        run=digest,
-        tool=ToolUse(
-            name="run_monitor_now",
-            description="Run a monitor now; its digest reaches this chat as a separate message.",
-            answer=_run_for_model,
-        ),
-        slack=SlackCommand(description="Run a monitor now and post its digest with the CSV", usage_hint="3"),
-    ),
-    Action(
-        arguments=QuietCommand,
-        pattern="<id> [on|off]",
-        description="On (the default): a run that finds nothing new sends nothing; off: a short note",
-        example="/quiet 3 off",
-        parse=_parse_quiet,
-        run=quiet,
-        instant=True,
+ACTIONS = Family()
+"""The monitor family, in the order /help lists it."""
+
+
+@ACTIONS.action(
+    command=False,
+    tool=ToolUse(
+        name="create_monitor",
+        description="Propose a monitor that searches on a schedule and sends this chat a digest; the person "
+        "must confirm.",
+        propose=_propose_create,
     ),
 )
-"""The monitor family, in the order /help lists it."""
+async def create(services: Services, turn: Turn, command: CreateArguments) -> list[Reply]:
+    """Create a monitor the chat agent proposed.
+
+    The confirmed proposal's schedule text names its timezone."""
+    try:
+        zone = parse_schedule(command.schedule, timezone=chat_timezone(turn, services), min_interval_seconds=0).timezone
+        view = await services.monitors.create_monitor(
+            turn.chat.id,
+            command.topic,
+            schedule_text=command.schedule,
+            sources=list(command.sources or ()) or None,
+            timezone=zone,
+        )
+    except (ScheduleError, ValueError) as error:
+        return refuse(f"Could not create monitor “{escape_markdown(command.topic)}”: {escape_markdown(str(error))}")
+    next_run = local_time(view.next_run, ZoneInfo(zone)) if view.next_run else "paused"
+    return [
+        Reply(
+            text=f"Created monitor **#{view.id} {view.topic}**: {view.schedule}; next run {next_run}; "
+            f"sources: {', '.join(view.sources)}."
+        )
+    ]
+
+
+@ACTIONS.action(
+    command=False,
+    tool=ToolUse(
+        name="update_monitor",
+        description="Propose changing a monitor of this chat (only the given fields); the person must confirm.",
+        propose=_propose_update,
+    ),
+)
+async def update(services: Services, turn: Turn, command: UpdateArguments) -> list[Reply]:
+    """Change a monitor as the chat agent proposed.
+
+    Only the fields the confirmed proposal gives change."""
+    try:
+        view = await services.monitors.update_monitor(
+            command.monitor_id,
+            chat_id=turn.chat.id,
+            is_admin=turn.is_admin,
+            topic=command.topic,
+            schedule_text=command.schedule,
+            sources=list(command.sources) if command.sources is not None else None,
+            include_keywords=command.include_keywords,
+            exclude_keywords=command.exclude_keywords,
+            quiet=command.quiet,
+        )
+    except (MonitorNotFoundError, ScheduleError, ValueError) as error:
+        return refuse(f"Could not change monitor #{command.monitor_id}: {error}")
+    return [Reply(text=f"Updated monitor:\n{view.summary()}")]
+
+
+@ACTIONS.action(
+    pattern="<topic> [schedule] [from <sources>]",
+    example="/track DeepSeek daily at 08:30 from hn,news,arxiv",
+    parse=_parse_track,
+    slack=SlackCommand(
+        description="Start a standing monitor that posts a cited digest here", usage_hint="DeepSeek daily at 9"
+    ),
+)
+async def track(services: Services, turn: Turn, command: TrackCommand) -> list[Reply]:
+    """Watch a topic and get a cited digest on a schedule.
+
+    Create the monitor for this chat; the reply says exactly what was created. When a shared monitor already
+    follows the same topic with compatible sources, offer to subscribe to it instead (the person chooses)."""
+    if services.access.chat_of_allowed(turn.incoming):
+        offer = await services.monitors.sharing.offer_for(
+            turn.chat.id, command.topic, sources=command.sources, schedule_words=command.schedule.describe()
+        )
+        if offer is not None:
+            return await _offer(services, turn, command, offer, services.settings.confirmation_ttl)
+    try:
+        view = await services.monitors.create_monitor(
+            turn.chat.id,
+            command.topic,
+            schedule_text=command.schedule_text,
+            sources=list(command.sources) or None,
+            # the parser read the schedule in the chat's timezone (or the one the text named): keep it
+            timezone=command.schedule.timezone,
+        )
+    except (ScheduleError, ValueError) as error:
+        return refuse(f"{escape_markdown(str(error).rstrip('.'))}. No monitor was created.", usage="track")
+    lines = [
+        f"Tracking **{escape_markdown(view.topic)}** as monitor #{view.id}.",
+        f"Schedule: {view.schedule}",
+        f"Next run: {_next_run(view, turn, services)}",
+        f"Sources: {escape_markdown(', '.join(view.sources))}",
+        f"`/digest {view.id}` runs it now, `/pause {view.id}` pauses it, `/untrack {view.id}` deletes it.",
+    ]
+    return [Reply(text="\n".join(lines))]
+
+
+@ACTIONS.action(
+    parse=_parse_monitors,
+    instant=True,
+    tool=ToolUse(
+        name="list_monitors",
+        description="This chat's monitors (owned or received): ids, schedules, state.",
+        answer=_list_for_model,
+    ),
+    slack=SlackCommand(description="List this channel's monitors"),
+)
+async def list_monitors(services: Services, turn: Turn, command: MonitorsCommand) -> list[Reply]:
+    """This chat's monitors: schedule, next run, last result.
+
+    This chat's monitors, the ones it owns apart from the ones it subscribes to (every chat's for an admin
+    asking for `all`)."""
+    if command.all_chats and not turn.is_admin:
+        return refuse("Only admins can list every chat's monitors; `/monitors` lists this chat's.")
+    views = await services.monitors.list_monitors(turn.chat.id, all_chats=command.all_chats, chat=turn.chat)
+    if not views:
+        where = "in any chat" if command.all_chats else "in this chat"
+        return [Reply(text=f"No monitors {where} yet — try `{TRACK_EXAMPLE}`, or `/browse` the shared ones.")]
+    if command.all_chats:
+        entries = [_entry(view, turn, services, show_owner=True) for view in views]
+        return [Reply(text=f"**Every chat's monitors** ({len(views)}):\n\n" + "\n\n".join(entries))]
+    owned = [view for view in views if view.owned_here]
+    received = [view for view in views if not view.owned_here]
+    parts = []
+    if owned:
+        parts.append(f"**Owned by this chat** ({len(owned)}):\n\n" + "\n\n".join(
+            _entry(view, turn, services, show_owner=False) for view in owned))  # fmt: skip
+    if received:
+        parts.append(f"**Subscribed from other chats** ({len(received)}):\n\n" + "\n\n".join(
+            _entry(view, turn, services, show_owner=False) for view in received))  # fmt: skip
+    briefing = subscribing.briefing_line(turn.chat)
+    if briefing != "none":
+        parts.append(f"Briefing: {briefing}.")
+    return [Reply(text="\n\n".join(parts))]
+
+
+@ACTIONS.action(
+    pattern="<id>",
+    example="/untrack 3",
+    instant=True,
+    tool=ToolUse(
+        name="delete_monitor",
+        description="Propose deleting one of this chat's monitors with its history.",
+        propose=_propose_untrack,
+    ),
+)
+async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> list[Reply]:
+    """Delete a monitor of this chat.
+
+    For a monitor this chat only receives: stop receiving it (its owner keeps it)."""
+    try:
+        view = await services.monitors.delete(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorAccessError as error:
+        if await services.monitors.unsubscribe(turn.chat.id, command.monitor_id):
+            return [
+                Reply(
+                    text=f"This chat no longer receives monitor #{command.monitor_id}; "
+                    "it belongs to another chat, which keeps it."
+                )
+            ]
+        return refuse(str(error))
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    told = f" Its {others} other subscriber chat{'s were' if others != 1 else ' was'} told." if others > 0 else ""
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Deleted monitor #{view.id} “{topic}”; no more digests from it.{told}")]
+
+
+@ACTIONS.action(
+    pattern="<id>",
+    example="/pause 3",
+    instant=True,
+    tool=ToolUse(
+        name="pause_monitor",
+        description="Propose pausing a monitor (for one another chat owns: only this chat's delivery).",
+        propose=_propose_pause,
+    ),
+)
+async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[Reply]:
+    """Pause a monitor.
+
+    The owner pauses the monitor (for every chat); a subscriber pauses only its own delivery."""
+    changed = await _set_paused(services, turn, command.monitor_id, paused=True)
+    if isinstance(changed, list):
+        return changed
+    before, view = changed
+    already = "was already paused" if before.paused else "is paused"
+    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    also = (
+        f" Its {others} subscriber chat{'s get' if others != 1 else ' gets'} nothing meanwhile." if others > 0 else ""
+    )
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}” {already}; `/resume {view.id}` starts it again.{also}")]
+
+
+@ACTIONS.action(
+    pattern="<id>",
+    example="/resume 3",
+    instant=True,
+    tool=ToolUse(
+        name="resume_monitor",
+        description="Propose resuming a paused monitor (for one another chat owns: this chat's delivery).",
+        propose=_propose_resume,
+    ),
+)
+async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list[Reply]:
+    """Resume a paused monitor.
+
+    The owner resumes the monitor; a subscriber resumes its own delivery."""
+    changed = await _set_paused(services, turn, command.monitor_id, paused=False)
+    if isinstance(changed, list):
+        return changed
+    before, view = changed
+    state = "was not paused" if not before.paused else "is running again"
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
+
+
+@ACTIONS.action(
+    pattern="<id>",
+    example="/digest 3",
+    tool=ToolUse(
+        name="run_monitor_now",
+        description="Run a monitor now; its digest reaches this chat as a separate message.",
+        answer=_run_for_model,
+    ),
+    slack=SlackCommand(description="Run a monitor now and post its digest with the CSV", usage_hint="3"),
+)
+async def digest(services: Services, turn: Turn, command: DigestCommand) -> list[Reply]:
+    """Run a monitor now and send its digest here.
+
+    Run the monitor now; the digest (with its CSV and chart) reaches this chat through the outbox."""
+    try:
+        # checked first so a wrong number answers at once, without a status message
+        view = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    use_models = await models_allowed(services, turn)
+    async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
+        await relay.announce(f"running monitor #{view.id} “{view.topic}”…")
+        try:
+            summary = await services.monitors.runs.run_now(
+                command.monitor_id, turn.chat.id, is_admin=turn.is_admin, progress=relay, use_models=use_models
+            )
+        except MonitorNotFoundError as error:  # deleted meanwhile
+            relay.final_text = "stopped"
+            return refuse(str(error))
+        relay.final_text = "failed" if summary.status == "failed" else "done — the digest follows"
+    note = "" if use_models else f"\n{BUDGET_SPENT_NOTE}"
+    return [Reply(text=run_status(f"Monitor #{view.id}", summary) + note)]
+
+
+@ACTIONS.action(pattern="<id> [on|off]", example="/quiet 3 off", parse=_parse_quiet, instant=True)
+async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[Reply]:
+    """On (the default): a run that finds nothing new sends nothing; off: a short note.
+
+    Show or set whether a run with nothing new sends nothing (quiet, the default) or a short note."""
+    try:
+        before = await services.monitors.get_monitor(command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    if command.quiet is None:
+        topic = escape_markdown(before.topic)
+        return [Reply(text=f"Monitor #{before.id} “{topic}”: {quiet_state(before.id, before.quiet)}.")]
+    try:
+        view = await services.monitors.update_monitor(
+            command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin, quiet=command.quiet
+        )
+    except MonitorAccessError:
+        return refuse(_subscriber_only(before, "change"))
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    topic = escape_markdown(view.topic)
+    return [Reply(text=f"Monitor #{view.id} “{topic}”: {quiet_state(view.id, view.quiet)}.")]

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from agent.commands.action import Action, Arguments, ToolContext, ToolUse, monitor_role
+from agent.commands.action import Arguments, Family, ToolContext, monitor_role
 from agent.commands.common import chat_exports_dir, chat_zone, refuse
 from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions, monitor_id, shown
 from agent.confirmations import CatalogueAction, PendingConfirmation
@@ -157,75 +157,6 @@ def _read_path(argument: str) -> tuple[bytes, str, str | None] | str:
         return f"I cannot read {path}: {error.strerror or error}."
 
 
-async def import_monitors(services: Services, turn: Turn, command: ImportCommand) -> list[Reply]:
-    """Read the file, check every entry, and ask to confirm the list (refused entries listed with their reason)."""
-    confirmation_ttl = services.settings.confirmation_ttl
-    source = await read_import_source(turn, command)
-    if isinstance(source, str):
-        return refuse(source)
-    content, name, topic = source
-    plan = await plan_import(services.monitors, turn.chat, read_monitor_file(content, topic=topic))
-    if plan.problem:
-        return refuse(f"Nothing was imported from {name}: {plan.problem}")
-    if not plan.entries and not plan.received:
-        return [Reply(text=f"Nothing to import from {name}.\n\n{plan.describe()}")]
-    count = len(plan.entries)
-    alerts = sum(len(entry.alerts) for entry in plan.received)
-    what = f"{count} monitor{'s' * (count != 1)}" if count else f"{alerts} alert{'s' * (alerts != 1)}"
-    action = CatalogueAction(
-        description=f"create {what} from {name}",
-        action="import_entries",
-        arguments=ImportEntries(entries=plan.entries, received=plan.received).model_dump(mode="json"),
-    )
-    pending = await PendingConfirmation.offer(
-        services, turn, [action], ttl=confirmation_ttl, labels=(f"Create {count or what}", "Cancel")
-    )
-    minutes = PendingConfirmation.minutes_open(confirmation_ttl)
-    text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
-    return [Reply(text=text, buttons=pending.buttons)]
-
-
-async def import_entries(services: Services, turn: Turn, command: ImportEntries) -> list[Reply]:
-    """Create the monitors of a confirmed /import; one line each, the ones refused with why."""
-    result = await create_imported(services.monitors, turn.chat.id, command.entries, command.received)
-    lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
-    lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
-    lines += [f"- attached {alert}" for alert in result.alerts]
-    lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
-    return [Reply(text="\n".join(lines))]
-
-
-async def feed(services: Services, turn: Turn, command: FeedCommand) -> list[Reply]:
-    """The Atom and JSON Feed URLs of a monitor (for whoever receives it; `new`: the owner, or an admin, revokes the
-    old ones) or of this chat's briefing. Without PUBLIC_URL the reply gives the paths and says to set it."""
-    if command.monitor_id is None:
-        token = await services.monitors.feeds.briefing_token(turn.chat.id, rotate=command.new)
-        if command.new:
-            first = "New feed links for this chat's briefing; the old ones no longer work."
-        else:
-            first = "The feed of this chat's briefing, one entry per briefing:"
-        if turn.chat.briefing_schedule is None:
-            first += " (This chat has no briefing yet: `/briefing daily at 08:00` sets one.)"
-        return [Reply(text=_feed_links(services, token, first, rotate="`/feed briefing new` replaces them."))]
-    try:
-        view, role = await monitor_role(services, turn, command.monitor_id)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    if command.new and role == "subscriber":
-        return refuse(
-            f"Only the chat that owns monitor #{view.id} can replace its feed links; `/feed {view.id}` gives them."
-        )
-    token = await services.monitors.feeds.token(view.id, rotate=command.new)
-    topic = escape_markdown(view.topic)
-    first = (
-        f"New feed links for monitor #{view.id} “{topic}”; the old ones no longer work."
-        if command.new
-        else f"The feed of monitor #{view.id} “{topic}”, one entry per digest:"
-    )
-    rotate = f"`/feed {view.id} new` replaces them." if role != "subscriber" else ""
-    return [Reply(text=_feed_links(services, token, first, rotate=rotate))]
-
-
 def _feed_links(services: Services, token: str, first: str, *, rotate: str) -> str:
     base = (services.settings.public_url or "").rstrip("/")
     lines = [first, f"Atom: `{base}{feed_path(token, 'atom')}`", f"JSON Feed: `{base}{feed_path(token, 'json')}`"]
@@ -259,7 +190,94 @@ def _parse_import(args: str, _options: ParseOptions) -> ImportCommand:
     return ImportCommand(path=path or None)
 
 
+ACTIONS = Family()
+"""/feed and /import (/export monitors is a form of the research family's /export)."""
+
+
+@ACTIONS.action(pattern="<id>|briefing [new]", example="/feed 3", parse=_parse_feed, instant=True)
+async def feed(services: Services, turn: Turn, command: FeedCommand) -> list[Reply]:
+    """A monitor's digests (or this chat's briefings) as Atom and JSON Feed links for a feed reader (new: replace the
+    links).
+
+    The Atom and JSON Feed URLs of a monitor (for whoever receives it; `new`: the owner, or an admin, revokes the
+    old ones) or of this chat's briefing. Without PUBLIC_URL the reply gives the paths and says to set it."""
+    if command.monitor_id is None:
+        token = await services.monitors.feeds.briefing_token(turn.chat.id, rotate=command.new)
+        if command.new:
+            first = "New feed links for this chat's briefing; the old ones no longer work."
+        else:
+            first = "The feed of this chat's briefing, one entry per briefing:"
+        if turn.chat.briefing_schedule is None:
+            first += " (This chat has no briefing yet: `/briefing daily at 08:00` sets one.)"
+        return [Reply(text=_feed_links(services, token, first, rotate="`/feed briefing new` replaces them."))]
+    try:
+        view, role = await monitor_role(services, turn, command.monitor_id)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    if command.new and role == "subscriber":
+        return refuse(
+            f"Only the chat that owns monitor #{view.id} can replace its feed links; `/feed {view.id}` gives them."
+        )
+    token = await services.monitors.feeds.token(view.id, rotate=command.new)
+    topic = escape_markdown(view.topic)
+    first = (
+        f"New feed links for monitor #{view.id} “{topic}”; the old ones no longer work."
+        if command.new
+        else f"The feed of monitor #{view.id} “{topic}”, one entry per digest:"
+    )
+    rotate = f"`/feed {view.id} new` replaces them." if role != "subscriber" else ""
+    return [Reply(text=_feed_links(services, token, first, rotate=rotate))]
+
+
+@ACTIONS.action(pattern="[file path]", example="/import monitors.json", parse=_parse_import)
+async def import_monitors(services: Services, turn: Turn, command: ImportCommand) -> list[Reply]:
+    """Create monitors from a JSON or OPML file (send it as a document with the caption /import).
+
+    Read the file, check every entry, and ask to confirm the list (refused entries listed with their reason)."""
+    confirmation_ttl = services.settings.confirmation_ttl
+    source = await read_import_source(turn, command)
+    if isinstance(source, str):
+        return refuse(source)
+    content, name, topic = source
+    plan = await plan_import(services.monitors, turn.chat, read_monitor_file(content, topic=topic))
+    if plan.problem:
+        return refuse(f"Nothing was imported from {name}: {plan.problem}")
+    if not plan.entries and not plan.received:
+        return [Reply(text=f"Nothing to import from {name}.\n\n{plan.describe()}")]
+    count = len(plan.entries)
+    alerts = sum(len(entry.alerts) for entry in plan.received)
+    what = f"{count} monitor{'s' * (count != 1)}" if count else f"{alerts} alert{'s' * (alerts != 1)}"
+    action = CatalogueAction(
+        description=f"create {what} from {name}",
+        action="import_entries",
+        arguments=ImportEntries(entries=plan.entries, received=plan.received).model_dump(mode="json"),
+    )
+    pending = await PendingConfirmation.offer(
+        services, turn, [action], ttl=confirmation_ttl, labels=(f"Create {count or what}", "Cancel")
+    )
+    minutes = PendingConfirmation.minutes_open(confirmation_ttl)
+    text = f"From {name}:\n\n{plan.describe()}\n\n{pending.how_to_answer(minutes=minutes)}"
+    return [Reply(text=text, buttons=pending.buttons)]
+
+
+@ACTIONS.action(command=False)
+async def import_entries(services: Services, turn: Turn, command: ImportEntries) -> list[Reply]:
+    """Create the monitors of a confirmed /import.
+
+    The reply has one line each, the ones refused with why."""
+    result = await create_imported(services.monitors, turn.chat.id, command.entries, command.received)
+    lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
+    lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
+    lines += [f"- attached {alert}" for alert in result.alerts]
+    lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
+    return [Reply(text="\n".join(lines))]
+
+
+@ACTIONS.tool(
+    name="export_monitors", description="Attach this chat's monitors as JSON (for /import) and their RSS feeds as OPML."
+)
 async def _export_for_model(context: ToolContext, _command: MonitorListExport) -> str:
+    """This chat's monitors as JSON and OPML, for the chat agent (`/export monitors` is the command)."""
     now = context.now
     exported = await export_monitors(context.services.monitors, context.turn.chat, now=now)
     if not exported.count:
@@ -275,42 +293,3 @@ async def _export_for_model(context: ToolContext, _command: MonitorListExport) -
         f"Exported {exported.count} monitors; {' and '.join(name for name, _ in files)} are attached to your reply "
         "automatically. /import the JSON in any chat to make them again."
     )
-
-
-ACTIONS = (
-    Action(
-        arguments=FeedCommand,
-        pattern="<id>|briefing [new]",
-        description="A monitor's digests (or this chat's briefings) as Atom and JSON Feed links for a feed reader "
-        "(new: replace the links)",
-        example="/feed 3",
-        parse=_parse_feed,
-        run=feed,
-        instant=True,
-    ),
-    Action(
-        arguments=ImportCommand,
-        pattern="[file path]",
-        description="Create monitors from a JSON or OPML file (send it as a document with the caption /import)",
-        example="/import monitors.json",
-        parse=_parse_import,
-        run=import_monitors,
-    ),
-    Action(
-        arguments=ImportEntries,
-        description="Create the monitors of a confirmed /import",
-        run=import_entries,
-        command=False,
-    ),
-    Action(
-        arguments=MonitorListExport,
-        description="This chat's monitors as JSON and OPML, for the chat agent (`/export monitors` is the command)",
-        command=False,
-        tool=ToolUse(
-            name="export_monitors",
-            description="Attach this chat's monitors as JSON (for /import) and their RSS feeds as OPML.",
-            answer=_export_for_model,
-        ),
-    ),
-)
-"""/feed and /import (/export monitors is a form of the research family's /export)."""

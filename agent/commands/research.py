@@ -14,7 +14,7 @@ from typing import ClassVar, Final
 from pydantic import Field
 from pydantic_ai import ModelRetry
 
-from agent.commands.action import Action, Arguments, MonitorArguments, SlackCommand, ToolContext, ToolUse
+from agent.commands.action import Arguments, Family, MonitorArguments, SlackCommand, ToolContext, ToolUse
 from agent.commands.common import BUDGET_SPENT_NOTE, chat_exports_dir, count, models_allowed, refuse
 from agent.commands.grammar import (
     MAX_QUERY_CHARS,
@@ -133,65 +133,6 @@ class CollectItems(Arguments):
     sources: tuple[str, ...] | None = Field(default=None, description="As for search_sources; empty: the default mix.")
 
 
-async def search(services: Services, turn: Turn, command: SearchCommand) -> list[Reply]:
-    """Collect, critique and synthesize the query now; the digest with its CSV and chart comes via the outbox."""
-    use_models = await models_allowed(services, turn)
-    async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
-        await relay.announce(f"searching for “{command.query}”…")
-        try:
-            summary = await services.monitors.runs.search_now(
-                turn.chat.id, command.query, progress=relay, use_models=use_models
-            )
-        except ValueError as error:
-            relay.final_text = "stopped"
-            return refuse(f"I could not search that: {escape_markdown(str(error))}", usage="search")
-        relay.final_text = "failed" if summary.status == "failed" else "done — the digest follows"
-    note = "" if use_models else f"\n{BUDGET_SPENT_NOTE}"
-    return [Reply(text=run_status(f"The search for “{escape_markdown(command.query)}”", summary) + note)]
-
-
-async def collect(services: Services, turn: Turn, command: CollectCommand) -> list[Reply]:
-    """The iterative collection job over the default sources; the CSV and its JSON metadata as attachments."""
-    try:
-        sources = services.resolve_sources(split_source_specs(list(command.sources) or None))
-        refused = await refused_feeds(sources)
-    except ValueError as error:
-        return refuse(f"I cannot collect from those sources: {escape_markdown(str(error))}", usage="collect")
-    if refused:
-        return refuse("I cannot collect from " + escape_markdown("; ".join(refused)) + ".", usage="collect")
-    target = command.target or DEFAULT_COLLECT_TARGET
-    async with ProgressRelay(turn.progress, CollectionProgress()) as relay:
-        await relay.announce(f"collecting up to {target:,} items about “{command.request}”…")
-        result = await run_collection_job(
-            command.request,
-            sources=sources,
-            model=services.models.light if await models_allowed(services, turn) else None,
-            target=target,
-            out_dir=chat_exports_dir(services, turn),
-            progress=relay,
-        )
-        report = result.report
-        relay.final_text = f"done: {count(report.total_unique, 'unique item')}"
-    await services.items.store_collection(
-        chat_id=turn.chat.id, request=command.request, job=result, now=services.clock()
-    )
-    line = (
-        f"Collected {count(report.total_unique, 'unique item')} for “{escape_markdown(command.request)}” "
-        f"({count(report.total_duplicates, 'duplicate')} dropped) in {count(report.attempts, 'attempt')}; "
-        f"stopped: {escape_markdown(report.stop_detail)}"
-    )
-    if report.failed_sources:
-        # each failed source once, with why: it was not asked again after failing
-        failed = (f"- {escape_markdown(failure.line)}" for failure in report.failed_sources)
-        line += "\nSources that failed:\n" + "\n".join(failed)
-    caption = f"{report.total_unique:,} items about {command.request}"[:1024]
-    attachments = (
-        Attachment(path=result.paths.csv, filename=result.paths.csv.name, caption=caption),
-        Attachment(path=result.paths.json, filename=result.paths.json.name, caption="How the collection went"),
-    )
-    return [Reply(text=line, attachments=attachments)]
-
-
 async def export(services: Services, turn: Turn, command: ExportCommand) -> list[Reply]:
     """Everything the monitor collected in the last N days, as a CSV attachment named after topic and date."""
     try:
@@ -211,12 +152,6 @@ async def export(services: Services, turn: Turn, command: ExportCommand) -> list
     text = f"Monitor #{view.id} “{topic}”: {count(len(rows), 'item')} from {window} ({in_digest:,} in digests)."
     attachment = Attachment(path=path, filename=path.name, caption=text[:1024])
     return [Reply(text=text, attachments=(attachment,))]
-
-
-async def _export_either(services: Services, turn: Turn, command: ExportCommand | ExportMonitorsCommand) -> list[Reply]:
-    if isinstance(command, ExportMonitorsCommand):
-        return await export_chat_monitors(services, turn, command)
-    return await export(services, turn, command)
 
 
 # --- parsing ------------------------------------------------------------------------------------------------
@@ -296,7 +231,132 @@ def _result_lines(ranked: Sequence[RankedItem]) -> str:
     return "\n".join(lines)
 
 
+async def _export_items(context: ToolContext, command: ExportCommand) -> str:
+    turn, now = context.turn, context.now
+    monitors = context.services.monitors
+    view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
+    window = min(max(command.days, 1), TOOL_DAYS_LIMIT)
+    scored = await context.services.items.for_monitor(view.id, since=now - timedelta(days=window))
+    if not scored:
+        return f"Monitor #{view.id} “{view.topic}” collected nothing in the last {window} days, so there is no CSV."
+    # The same file as /export writes: one layout, one name (`deepseek-20261122-0830-m1-last-30d.csv`).
+    path = context.exports_dir / f"{export_stem(view.topic, now, f'm{view.id}-last-{window}d')}.csv"
+    try:
+        await asyncio.to_thread(write_stored_items_csv, path, scored)
+    except OSError as error:
+        return f"The CSV could not be written: {error.strerror or error}."
+    context.attach(
+        Attachment(path=path, filename=path.name, caption=f"#{view.id} {view.topic[:100]}: {len(scored)} items")
+    )
+    return (
+        f"Exported {len(scored)} items of monitor #{view.id} “{view.topic}” from the last {window} days; the CSV "
+        f"({path.name}) is attached to your reply automatically."
+    )
+
+
+# --- the definitions ----------------------------------------------------------------------------------------
+
+ACTIONS = Family()
+"""The research family, in the order /help lists it."""
+
+
+@ACTIONS.action(
+    pattern="<query>",
+    example="/search open source LLM licences",
+    parse=_parse_search,
+    slack=SlackCommand(description="Search the sources right now", usage_hint="DeepSeek R2"),
+)
+async def search(services: Services, turn: Turn, command: SearchCommand) -> list[Reply]:
+    """One-off: collect, critique and summarise a topic now (digest + CSV).
+
+    Collect, critique and synthesize the query now; the digest with its CSV and chart comes via the outbox."""
+    use_models = await models_allowed(services, turn)
+    async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
+        await relay.announce(f"searching for “{command.query}”…")
+        try:
+            summary = await services.monitors.runs.search_now(
+                turn.chat.id, command.query, progress=relay, use_models=use_models
+            )
+        except ValueError as error:
+            relay.final_text = "stopped"
+            return refuse(f"I could not search that: {escape_markdown(str(error))}", usage="search")
+        relay.final_text = "failed" if summary.status == "failed" else "done — the digest follows"
+    note = "" if use_models else f"\n{BUDGET_SPENT_NOTE}"
+    return [Reply(text=run_status(f"The search for “{escape_markdown(command.query)}”", summary) + note)]
+
+
+@ACTIONS.action(
+    pattern="<request> [from <sources>] [target N]",
+    example="/collect posts about Rust in embedded systems from hn,news target 500",
+    parse=_parse_collect,
+)
+async def collect(services: Services, turn: Turn, command: CollectCommand) -> list[Reply]:
+    """Collect many items for a request; CSV and metadata when done.
+
+    The iterative collection job over the default sources; the CSV and its JSON metadata as attachments."""
+    try:
+        sources = services.resolve_sources(split_source_specs(list(command.sources) or None))
+        refused = await refused_feeds(sources)
+    except ValueError as error:
+        return refuse(f"I cannot collect from those sources: {escape_markdown(str(error))}", usage="collect")
+    if refused:
+        return refuse("I cannot collect from " + escape_markdown("; ".join(refused)) + ".", usage="collect")
+    target = command.target or DEFAULT_COLLECT_TARGET
+    async with ProgressRelay(turn.progress, CollectionProgress()) as relay:
+        await relay.announce(f"collecting up to {target:,} items about “{command.request}”…")
+        result = await run_collection_job(
+            command.request,
+            sources=sources,
+            model=services.models.light if await models_allowed(services, turn) else None,
+            target=target,
+            out_dir=chat_exports_dir(services, turn),
+            progress=relay,
+        )
+        report = result.report
+        relay.final_text = f"done: {count(report.total_unique, 'unique item')}"
+    await services.items.store_collection(
+        chat_id=turn.chat.id, request=command.request, job=result, now=services.clock()
+    )
+    line = (
+        f"Collected {count(report.total_unique, 'unique item')} for “{escape_markdown(command.request)}” "
+        f"({count(report.total_duplicates, 'duplicate')} dropped) in {count(report.attempts, 'attempt')}; "
+        f"stopped: {escape_markdown(report.stop_detail)}"
+    )
+    if report.failed_sources:
+        # each failed source once, with why: it was not asked again after failing
+        failed = (f"- {escape_markdown(failure.line)}" for failure in report.failed_sources)
+        line += "\nSources that failed:\n" + "\n".join(failed)
+    caption = f"{report.total_unique:,} items about {command.request}"[:1024]
+    attachments = (
+        Attachment(path=result.paths.csv, filename=result.paths.csv.name, caption=caption),
+        Attachment(path=result.paths.json, filename=result.paths.json.name, caption="How the collection went"),
+    )
+    return [Reply(text=line, attachments=attachments)]
+
+
+@ACTIONS.action(
+    pattern="<id> [days] | monitors",
+    example="/export 3 7",
+    parse=_parse_export,
+    tool=ToolUse(
+        name="export_items",
+        description="Attach a CSV of what a monitor collected in the last `days` days.",
+        answer=_export_items,
+    ),
+)
+async def _export_either(services: Services, turn: Turn, command: ExportCommand | ExportMonitorsCommand) -> list[Reply]:
+    """CSV of a monitor's items (default: last 30 days); `monitors`: this chat's monitors as JSON + OPML."""
+    if isinstance(command, ExportMonitorsCommand):
+        return await export_chat_monitors(services, turn, command)
+    return await export(services, turn, command)
+
+
+@ACTIONS.tool(
+    name="search_sources",
+    description='Search public sources now for the best recent items on a topic ("what\'s new about X").',
+)
 async def _search_sources(context: ToolContext, command: SearchSources) -> str:
+    """Search the sources now and hand the chat agent the results."""
     text = " ".join(command.query.split())
     if not text:
         raise ModelRetry("Give a query of 2-4 keywords.")
@@ -328,7 +388,9 @@ async def _search_sources(context: ToolContext, command: SearchSources) -> str:
     return header + "\n" + untrusted_block(f"search results for {text}", _result_lines(result.items))
 
 
+@ACTIONS.tool(name="read_page", description="Fetch a web page's main text (to read an article a result links to).")
 async def _read_page(context: ToolContext, command: ReadPage) -> str:
+    """Read a web page's main text for the chat agent."""
     url = command.url.strip()
     if not url.lower().startswith(("http://", "https://")):
         raise ModelRetry("Give a full http(s) URL, e.g. https://example.com/article.")
@@ -349,7 +411,13 @@ async def _read_page(context: ToolContext, command: ReadPage) -> str:
     return untrusted_block(f"web page {page.url}", body)
 
 
+@ACTIONS.tool(
+    name="collect",
+    description='Gather many items for a request with varied searches and attach them as a CSV ("collect '
+    'lots of posts about X"); slow, shows progress.',
+)
 async def _collect_items(context: ToolContext, command: CollectItems) -> str:
+    """The chat agent's /collect."""
     text = " ".join(command.request.split())
     if not text:
         raise ModelRetry("Say what to collect.")
@@ -384,94 +452,3 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
         f"{report.attempts} rounds. Per source: {per_source or 'none'}.{failures} The CSV ({job.paths.csv.name}) is "
         "attached to your reply automatically; tell the person it is there."
     )
-
-
-async def _export_items(context: ToolContext, command: ExportCommand) -> str:
-    turn, now = context.turn, context.now
-    monitors = context.services.monitors
-    view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
-    window = min(max(command.days, 1), TOOL_DAYS_LIMIT)
-    scored = await context.services.items.for_monitor(view.id, since=now - timedelta(days=window))
-    if not scored:
-        return f"Monitor #{view.id} “{view.topic}” collected nothing in the last {window} days, so there is no CSV."
-    # The same file as /export writes: one layout, one name (`deepseek-20261122-0830-m1-last-30d.csv`).
-    path = context.exports_dir / f"{export_stem(view.topic, now, f'm{view.id}-last-{window}d')}.csv"
-    try:
-        await asyncio.to_thread(write_stored_items_csv, path, scored)
-    except OSError as error:
-        return f"The CSV could not be written: {error.strerror or error}."
-    context.attach(
-        Attachment(path=path, filename=path.name, caption=f"#{view.id} {view.topic[:100]}: {len(scored)} items")
-    )
-    return (
-        f"Exported {len(scored)} items of monitor #{view.id} “{view.topic}” from the last {window} days; the CSV "
-        f"({path.name}) is attached to your reply automatically."
-    )
-
-
-# --- the definitions ----------------------------------------------------------------------------------------
-
-ACTIONS = (
-    Action(
-        arguments=SearchCommand,
-        pattern="<query>",
-        description="One-off: collect, critique and summarise a topic now (digest + CSV)",
-        example="/search open source LLM licences",
-        parse=_parse_search,
-        run=search,
-        slack=SlackCommand(description="Search the sources right now", usage_hint="DeepSeek R2"),
-    ),
-    Action(
-        arguments=CollectCommand,
-        pattern="<request> [from <sources>] [target N]",
-        description="Collect many items for a request; CSV and metadata when done",
-        example="/collect posts about Rust in embedded systems from hn,news target 500",
-        parse=_parse_collect,
-        run=collect,
-    ),
-    Action(
-        arguments=ExportCommand,
-        pattern="<id> [days] | monitors",
-        description="CSV of a monitor's items (default: last 30 days); `monitors`: this chat's monitors as JSON + OPML",
-        example="/export 3 7",
-        parse=_parse_export,
-        run=_export_either,
-        tool=ToolUse(
-            name="export_items",
-            description="Attach a CSV of what a monitor collected in the last `days` days.",
-            answer=_export_items,
-        ),
-    ),
-    Action(
-        arguments=SearchSources,
-        description="Search the sources now and hand the chat agent the results",
-        command=False,
-        tool=ToolUse(
-            name="search_sources",
-            description='Search public sources now for the best recent items on a topic ("what\'s new about X").',
-            answer=_search_sources,
-        ),
-    ),
-    Action(
-        arguments=ReadPage,
-        description="Read a web page's main text for the chat agent",
-        command=False,
-        tool=ToolUse(
-            name="read_page",
-            description="Fetch a web page's main text (to read an article a result links to).",
-            answer=_read_page,
-        ),
-    ),
-    Action(
-        arguments=CollectItems,
-        description="The chat agent's /collect",
-        command=False,
-        tool=ToolUse(
-            name="collect",
-            description='Gather many items for a request with varied searches and attach them as a CSV ("collect '
-            'lots of posts about X"); slow, shows progress.',
-            answer=_collect_items,
-        ),
-    ),
-)
-"""The research family, in the order /help lists it."""

@@ -8,8 +8,8 @@ from pydantic import BaseModel, Field
 
 from agent import subscribing
 from agent.commands.action import (
-    Action,
     Arguments,
+    Family,
     MonitorArguments,
     Proposal,
     ToolContext,
@@ -138,14 +138,6 @@ def _not_allowed(turn: Turn) -> list[Reply]:
     return refuse(NOT_ALLOWED.format(chat_id=turn.incoming.chat_external_id))
 
 
-async def share(services: Services, turn: Turn, command: ShareCommand) -> list[Reply]:
-    return await _set_shared(services, turn, command.monitor_id, shared=command.shared)
-
-
-async def unshare(services: Services, turn: Turn, command: UnshareCommand) -> list[Reply]:
-    return await _set_shared(services, turn, command.monitor_id, shared=False)
-
-
 async def _set_shared(services: Services, turn: Turn, monitor_id: int, *, shared: bool) -> list[Reply]:
     try:
         text = await subscribing.set_shared(
@@ -153,92 +145,6 @@ async def _set_shared(services: Services, turn: Turn, monitor_id: int, *, shared
         )
     except MonitorNotFoundError as error:
         return refuse(f"{error} Only the chat that owns a monitor can share it.")
-    return [Reply(text=text)]
-
-
-async def browse(services: Services, turn: Turn, command: BrowseCommand) -> list[Reply]:
-    """Shared monitors with a Subscribe button each (the ones this chat does not receive yet)."""
-    if not chat_may_share(services, turn):
-        return _not_allowed(turn)
-    entries = await services.monitors.sharing.browse(turn.chat.id, words=command.words)
-    if not entries:
-        wanted = f" about “{command.words}”" if command.words else ""
-        return [
-            Reply(
-                text=f"No shared monitors{wanted} yet. Share one of yours with `/share <id>` so other chats can "
-                "subscribe."
-            )
-        ]
-    shown = entries[:BROWSE_LIMIT]
-    more = len(entries) - len(shown)
-    lines = [f"**Shared monitors** ({len(entries)}), most followed first:"]
-    lines += [subscribing.browse_entry(entry) for entry in shown]
-    buttons = tuple(
-        Button(label=f"Subscribe #{entry.view.id}", callback_data=f"/subscribe {entry.view.id}")
-        for entry in shown
-        if not entry.view.subscribed
-    )
-    tail = f"{more} more: narrow it down with `/browse <words>`. " if more else ""
-    if buttons:
-        lines.append(f"{tail}Subscribe with the buttons or `/subscribe <id>`.")
-    elif tail:
-        lines.append(tail.strip())
-    return [Reply(text="\n\n".join(lines), buttons=buttons)]
-
-
-async def subscribe(services: Services, turn: Turn, command: SubscribeCommand) -> list[Reply]:
-    if not chat_may_share(services, turn):
-        return _not_allowed(turn)
-    try:
-        text = await subscribing.subscribe(services.monitors, turn.chat.id, command.monitor_id, is_admin=turn.is_admin)
-    except MonitorNotFoundError as error:
-        return refuse(str(error))
-    return [Reply(text=text)]
-
-
-async def unsubscribe(services: Services, turn: Turn, command: UnsubscribeCommand) -> list[Reply]:
-    try:
-        text = await subscribing.unsubscribe(
-            services.monitors, turn.chat.id, command.monitor_id, is_admin=turn.is_admin
-        )
-    except (MonitorNotFoundError, ValueError) as error:
-        return refuse(str(error))
-    return [Reply(text=text)]
-
-
-async def transfer(services: Services, turn: Turn, command: TransferCommand) -> list[Reply]:
-    """Hand a monitor to one of its subscribers; without a chat, list the subscribers it may go to."""
-    try:
-        candidates = await services.monitors.sharing.subscribers(
-            command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin
-        )
-    except MonitorNotFoundError as error:
-        return refuse(f"{error} Only the chat that owns a monitor can hand it over.")
-    if command.to_chat is None:
-        if not candidates:
-            return [
-                Reply(
-                    text=f"No other chat subscribes to monitor #{command.monitor_id}, so there is nobody to hand it "
-                    f"to. `/share {command.monitor_id}` lets chats find and subscribe to it first."
-                )
-            ]
-        lines = [f"Monitor #{command.monitor_id} can go to one of its subscribers:"]
-        lines += [f"- `{_address(chat)}` {chat_label(chat)}" for chat in candidates]
-        lines.append(f"Say `/transfer {command.monitor_id} <chat>` with one of them.")
-        return [Reply(text="\n".join(lines))]
-    matches = _matching(candidates, command.to_chat)
-    if len(matches) != 1:
-        reason = "several subscribers are called that" if matches else "no subscriber of it is called that"
-        return refuse(
-            f"I cannot tell which chat you mean: {reason}. `/transfer {command.monitor_id}` lists them with their "
-            "addresses."
-        )
-    try:
-        text = await subscribing.transfer(
-            services.monitors, turn.chat.id, command.monitor_id, matches[0], is_admin=turn.is_admin
-        )
-    except (MonitorNotFoundError, ValueError) as error:
-        return refuse(str(error))
     return [Reply(text=text)]
 
 
@@ -256,26 +162,6 @@ def _matching(candidates: list[ChatRecord], wanted: str) -> list[ChatRecord]:
     return [chat for chat in candidates if chat.title and chat.title.lstrip("#").casefold() == title]
 
 
-async def briefing(services: Services, turn: Turn, command: BriefingCommand) -> list[Reply]:
-    """Show, set or turn off the chat's briefing."""
-    if command.schedule is None and not command.off:
-        line = subscribing.briefing_line(turn.chat)
-        if line == "none":
-            return [
-                Reply(
-                    text="This chat has no briefing: each monitor's digest comes on its own. `/briefing daily at "
-                    "08:00` gathers them into one message a day."
-                )
-            ]
-        return [Reply(text=f"This chat's briefing: {line}. `/briefing off` stops it.")]
-    try:
-        schedule = _briefing_schedule(command.schedule, turn, services, min_interval_seconds=0)
-        text = await subscribing.set_briefing(services.monitors, turn.chat.id, None if command.off else schedule)
-    except ScheduleError as error:
-        return refuse(str(error), usage="briefing")
-    return [Reply(text=text)]
-
-
 def _briefing_schedule(
     text: str | None, turn: Turn, services: Services, *, min_interval_seconds: int
 ) -> Schedule | None:
@@ -283,22 +169,6 @@ def _briefing_schedule(
     if text is None:
         return None
     return parse_schedule(text, timezone=chat_timezone(turn, services), min_interval_seconds=min_interval_seconds)
-
-
-async def deliver(services: Services, turn: Turn, command: DeliverCommand) -> list[Reply]:
-    """One monitor's digests one by one (`now`) or in this chat's briefing."""
-    paused = {"pause": True, "resume": False}.get(command.how)
-    try:
-        text = await subscribing.change_delivery(
-            services.monitors,
-            turn.chat.id,
-            command.monitor_id,
-            paused=paused,
-            mode=DeliveryMode(command.how) if paused is None else None,
-        )
-    except (MonitorNotFoundError, ValueError) as error:
-        return refuse(str(error))
-    return [Reply(text=text)]
 
 
 # --- parsing ------------------------------------------------------------------------------------------------
@@ -483,114 +353,224 @@ async def _browse_for_model(context: ToolContext, command: BrowseCommand) -> lis
 
 # --- the definitions ----------------------------------------------------------------------------------------
 
-ACTIONS = (
-    Action(
-        arguments=ShareCommand,
-        pattern="<id>",
-        description="List one of this chat's monitors in /browse so other chats can subscribe",
-        example="/share 3",
-        parse=_parse_share,
-        run=share,
-        instant=True,
-        tool=ToolUse(
-            name="share_monitor",
-            description="Propose listing a monitor of this chat for other chats to subscribe to (shared=false: "
-            "unlist it); the person must confirm.",
-            propose=_propose_share,
-        ),
-    ),
-    Action(
-        arguments=UnshareCommand,
-        pattern="<id>",
-        description="Take a monitor out of /browse",
-        example="/unshare 3",
-        run=unshare,
-        instant=True,
-    ),
-    Action(
-        arguments=BrowseCommand,
-        pattern="[words]",
-        description="Shared monitors you can subscribe to (optionally only topics with these words)",
-        example="/browse deepseek",
-        parse=_parse_browse,
-        run=browse,
-        tool=ToolUse(
-            name="browse_shared_monitors",
-            description="Shared monitors of other chats this chat could subscribe to.",
-            answer=_browse_for_model,
-        ),
-    ),
-    Action(
-        arguments=SubscribeCommand,
-        pattern="<id> [to <url>]",
-        description="Receive a shared monitor's digests in this chat too (to <url>: at an email address, Discord, "
-        "ntfy… or a webhook)",
-        example="/subscribe 3",
-        parse=_parse_subscribe,
-        run=subscribe,
-        tool=ToolUse(
-            name="subscribe_to_monitor",
-            description="Propose that this chat also receives a shared monitor's digests.",
-            propose=_propose_subscribe,
-        ),
-    ),
-    Action(
-        arguments=UnsubscribeCommand,
-        pattern="<id>",
-        description="Stop receiving a monitor you subscribed to",
-        example="/unsubscribe 3",
-        run=unsubscribe,
-        instant=True,
-        tool=ToolUse(
-            name="unsubscribe_from_monitor",
-            description="Propose that this chat stops receiving a monitor another chat owns.",
-            propose=_propose_unsubscribe,
-        ),
-    ),
-    Action(
-        arguments=TransferCommand,
-        pattern="<id> [chat]",
-        description="Hand a monitor to one of its subscribers (without a chat: list them)",
-        example="/transfer 3 telegram:-1001234567890",
-        parse=_parse_transfer,
-        run=transfer,
-        tool=ToolUse(
-            name="transfer_monitor",
-            description="Propose handing a monitor of this chat to one of its subscriber chats; the person must "
-            "confirm.",
-            propose=_propose_transfer,
-        ),
-    ),
-    Action(
-        arguments=BriefingCommand,
-        pattern="<schedule>|off|to <url>",
-        description="One morning briefing of all your monitors instead of a message per run (to <url>: a copy to "
-        "an email address, Discord, ntfy… or a webhook)",
-        example="/briefing daily at 08:00",
-        parse=_parse_briefing,
-        run=briefing,
-        instant=True,
-        tool=ToolUse(
-            name="set_briefing",
-            description="Propose one briefing of all this chat's monitors at a set time instead of a message per run "
-            "(or off); the person must confirm.",
-            propose=_propose_briefing,
-        ),
-    ),
-    Action(
-        arguments=DeliverCommand,
-        pattern="<id> now|briefing",
-        description="Get one monitor per run (now) or in your briefing",
-        example="/deliver 3 now",
-        parse=_parse_deliver,
-        run=deliver,
-        instant=True,
-        tool=ToolUse(
-            name="set_delivery",
-            description="Propose how THIS chat receives a monitor (other chats unaffected): after each run (now), in "
-            "the briefing, paused or resumed; the person must confirm.",
-            propose=_propose_deliver,
-        ),
+ACTIONS = Family()
+"""The sharing family, in the order /help lists it."""
+
+
+@ACTIONS.action(
+    pattern="<id>",
+    example="/share 3",
+    parse=_parse_share,
+    instant=True,
+    tool=ToolUse(
+        name="share_monitor",
+        description="Propose listing a monitor of this chat for other chats to subscribe to (shared=false: "
+        "unlist it); the person must confirm.",
+        propose=_propose_share,
     ),
 )
-"""The sharing family, in the order /help lists it."""
+async def share(services: Services, turn: Turn, command: ShareCommand) -> list[Reply]:
+    """List one of this chat's monitors in /browse so other chats can subscribe."""
+    return await _set_shared(services, turn, command.monitor_id, shared=command.shared)
+
+
+@ACTIONS.action(pattern="<id>", example="/unshare 3", instant=True)
+async def unshare(services: Services, turn: Turn, command: UnshareCommand) -> list[Reply]:
+    """Take a monitor out of /browse."""
+    return await _set_shared(services, turn, command.monitor_id, shared=False)
+
+
+@ACTIONS.action(
+    pattern="[words]",
+    example="/browse deepseek",
+    parse=_parse_browse,
+    tool=ToolUse(
+        name="browse_shared_monitors",
+        description="Shared monitors of other chats this chat could subscribe to.",
+        answer=_browse_for_model,
+    ),
+)
+async def browse(services: Services, turn: Turn, command: BrowseCommand) -> list[Reply]:
+    """Shared monitors you can subscribe to (optionally only topics with these words).
+
+    Shared monitors with a Subscribe button each (the ones this chat does not receive yet)."""
+    if not chat_may_share(services, turn):
+        return _not_allowed(turn)
+    entries = await services.monitors.sharing.browse(turn.chat.id, words=command.words)
+    if not entries:
+        wanted = f" about “{command.words}”" if command.words else ""
+        return [
+            Reply(
+                text=f"No shared monitors{wanted} yet. Share one of yours with `/share <id>` so other chats can "
+                "subscribe."
+            )
+        ]
+    shown = entries[:BROWSE_LIMIT]
+    more = len(entries) - len(shown)
+    lines = [f"**Shared monitors** ({len(entries)}), most followed first:"]
+    lines += [subscribing.browse_entry(entry) for entry in shown]
+    buttons = tuple(
+        Button(label=f"Subscribe #{entry.view.id}", callback_data=f"/subscribe {entry.view.id}")
+        for entry in shown
+        if not entry.view.subscribed
+    )
+    tail = f"{more} more: narrow it down with `/browse <words>`. " if more else ""
+    if buttons:
+        lines.append(f"{tail}Subscribe with the buttons or `/subscribe <id>`.")
+    elif tail:
+        lines.append(tail.strip())
+    return [Reply(text="\n\n".join(lines), buttons=buttons)]
+
+
+@ACTIONS.action(
+    pattern="<id> [to <url>]",
+    example="/subscribe 3",
+    parse=_parse_subscribe,
+    tool=ToolUse(
+        name="subscribe_to_monitor",
+        description="Propose that this chat also receives a shared monitor's digests.",
+        propose=_propose_subscribe,
+    ),
+)
+async def subscribe(services: Services, turn: Turn, command: SubscribeCommand) -> list[Reply]:
+    """Receive a shared monitor's digests in this chat too (to <url>: at an email address, Discord, ntfy… or a
+    webhook)."""
+    if not chat_may_share(services, turn):
+        return _not_allowed(turn)
+    try:
+        text = await subscribing.subscribe(services.monitors, turn.chat.id, command.monitor_id, is_admin=turn.is_admin)
+    except MonitorNotFoundError as error:
+        return refuse(str(error))
+    return [Reply(text=text)]
+
+
+@ACTIONS.action(
+    pattern="<id>",
+    example="/unsubscribe 3",
+    instant=True,
+    tool=ToolUse(
+        name="unsubscribe_from_monitor",
+        description="Propose that this chat stops receiving a monitor another chat owns.",
+        propose=_propose_unsubscribe,
+    ),
+)
+async def unsubscribe(services: Services, turn: Turn, command: UnsubscribeCommand) -> list[Reply]:
+    """Stop receiving a monitor you subscribed to."""
+    try:
+        text = await subscribing.unsubscribe(
+            services.monitors, turn.chat.id, command.monitor_id, is_admin=turn.is_admin
+        )
+    except (MonitorNotFoundError, ValueError) as error:
+        return refuse(str(error))
+    return [Reply(text=text)]
+
+
+@ACTIONS.action(
+    pattern="<id> [chat]",
+    example="/transfer 3 telegram:-1001234567890",
+    parse=_parse_transfer,
+    tool=ToolUse(
+        name="transfer_monitor",
+        description="Propose handing a monitor of this chat to one of its subscriber chats; the person must confirm.",
+        propose=_propose_transfer,
+    ),
+)
+async def transfer(services: Services, turn: Turn, command: TransferCommand) -> list[Reply]:
+    """Hand a monitor to one of its subscribers (without a chat: list them)."""
+    try:
+        candidates = await services.monitors.sharing.subscribers(
+            command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin
+        )
+    except MonitorNotFoundError as error:
+        return refuse(f"{error} Only the chat that owns a monitor can hand it over.")
+    if command.to_chat is None:
+        if not candidates:
+            return [
+                Reply(
+                    text=f"No other chat subscribes to monitor #{command.monitor_id}, so there is nobody to hand it "
+                    f"to. `/share {command.monitor_id}` lets chats find and subscribe to it first."
+                )
+            ]
+        lines = [f"Monitor #{command.monitor_id} can go to one of its subscribers:"]
+        lines += [f"- `{_address(chat)}` {chat_label(chat)}" for chat in candidates]
+        lines.append(f"Say `/transfer {command.monitor_id} <chat>` with one of them.")
+        return [Reply(text="\n".join(lines))]
+    matches = _matching(candidates, command.to_chat)
+    if len(matches) != 1:
+        reason = "several subscribers are called that" if matches else "no subscriber of it is called that"
+        return refuse(
+            f"I cannot tell which chat you mean: {reason}. `/transfer {command.monitor_id}` lists them with their "
+            "addresses."
+        )
+    try:
+        text = await subscribing.transfer(
+            services.monitors, turn.chat.id, command.monitor_id, matches[0], is_admin=turn.is_admin
+        )
+    except (MonitorNotFoundError, ValueError) as error:
+        return refuse(str(error))
+    return [Reply(text=text)]
+
+
+@ACTIONS.action(
+    pattern="<schedule>|off|to <url>",
+    example="/briefing daily at 08:00",
+    parse=_parse_briefing,
+    instant=True,
+    tool=ToolUse(
+        name="set_briefing",
+        description="Propose one briefing of all this chat's monitors at a set time instead of a message per run "
+        "(or off); the person must confirm.",
+        propose=_propose_briefing,
+    ),
+)
+async def briefing(services: Services, turn: Turn, command: BriefingCommand) -> list[Reply]:
+    """One morning briefing of all your monitors instead of a message per run (to <url>: a copy to an email address,
+    Discord, ntfy… or a webhook).
+
+    Show, set or turn off the chat's briefing."""
+    if command.schedule is None and not command.off:
+        line = subscribing.briefing_line(turn.chat)
+        if line == "none":
+            return [
+                Reply(
+                    text="This chat has no briefing: each monitor's digest comes on its own. `/briefing daily at "
+                    "08:00` gathers them into one message a day."
+                )
+            ]
+        return [Reply(text=f"This chat's briefing: {line}. `/briefing off` stops it.")]
+    try:
+        schedule = _briefing_schedule(command.schedule, turn, services, min_interval_seconds=0)
+        text = await subscribing.set_briefing(services.monitors, turn.chat.id, None if command.off else schedule)
+    except ScheduleError as error:
+        return refuse(str(error), usage="briefing")
+    return [Reply(text=text)]
+
+
+@ACTIONS.action(
+    pattern="<id> now|briefing",
+    example="/deliver 3 now",
+    parse=_parse_deliver,
+    instant=True,
+    tool=ToolUse(
+        name="set_delivery",
+        description="Propose how THIS chat receives a monitor (other chats unaffected): after each run (now), in "
+        "the briefing, paused or resumed; the person must confirm.",
+        propose=_propose_deliver,
+    ),
+)
+async def deliver(services: Services, turn: Turn, command: DeliverCommand) -> list[Reply]:
+    """Get one monitor per run (now) or in your briefing.
+
+    One monitor's digests one by one (`now`) or in this chat's briefing."""
+    paused = {"pause": True, "resume": False}.get(command.how)
+    try:
+        text = await subscribing.change_delivery(
+            services.monitors,
+            turn.chat.id,
+            command.monitor_id,
+            paused=paused,
+            mode=DeliveryMode(command.how) if paused is None else None,
+        )
+    except (MonitorNotFoundError, ValueError) as error:
+        return refuse(str(error))
+    return [Reply(text=text)]
