@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -240,8 +240,12 @@ class MonitorRunner(MonitorStorage):
         settings: MonitorSettings,
         pipeline: PipelineFunction,
         recorder: RunRecorder,
+        before_run: Callable[[int], Awaitable[object]] | None = None,
     ) -> None:
+        """`before_run(monitor_id)` is awaited as a monitor's run starts (its readers' marks given their vectors:
+        `MonitorFeedback.vectors_before_run`, which never raises)."""
         super().__init__(storage)
+        self._before_run = before_run
         database = storage.database
         self._resolve = resolve_sources
         self._light, self._heavy = light_model, heavy_model
@@ -307,6 +311,8 @@ class MonitorRunner(MonitorStorage):
     ) -> RunSummary:
         counted = _counted_monitor(subject, run)
         try:
+            if self._before_run is not None and isinstance(subject, MonitorRecord):
+                await self._before_run(subject.id)
             sources = self._resolve(list(subject.sources))
             left_out: list[str] = []
             if counted is not None:

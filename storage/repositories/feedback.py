@@ -138,6 +138,14 @@ class FeedbackRepository(Repository):
             )
             return [_record(row) for row in rows]
 
+    async def of_monitor(self, monitor_id: int) -> list[FeedbackMarkRecord]:
+        """Every reader's marks on one monitor, oldest first."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(FeedbackMark).where(FeedbackMark.monitor_id == monitor_id).order_by(FeedbackMark.id)
+            )
+            return [_record(row) for row in rows]
+
     async def of_chats(self, chat_ids: Sequence[int]) -> dict[int, dict[int, list[FeedbackMarkRecord]]]:
         """The marks of these chats (a page of briefings), by chat then monitor, oldest first, in one query."""
         found: dict[int, dict[int, list[FeedbackMarkRecord]]] = {}

@@ -3,15 +3,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
+from openai import AsyncOpenAI
+from pydantic_ai import models
+from pydantic_ai.embeddings import Embedder
+from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
+from pydantic_ai.providers.openai import OpenAIProvider
 
+from research import ItemEmbedder
 from storage import Database
-from storage.repositories import FeedbackRepository
+from storage.repositories import EmbeddingRepository, FeedbackRepository
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.openai_compat import FakeOpenAI
+from tests.kit import eventually
 
 
 @pytest.fixture
@@ -66,3 +77,64 @@ async def test_why_counts_the_reports_a_readers_outlet_rules_left_it(world: Rout
         why.text
     )
     assert "2 new reports of it, from handelsblatt, theverge.com." in owners.text and "shared" not in owners.text
+
+
+class HeldEmbeddings(FakeHTTPServer):
+    """An OpenAI-compatible embedding server (`FakeOpenAI`'s answers) that, while `holding` is set, accepts every
+    embedding request and answers none, as a server that hangs; clearing it answers the held ones 503."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = threading.Event()
+        self.held = 0
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if self.holding.is_set() and request.path.endswith("/embeddings"):
+            self.held += 1
+            while self.holding.is_set():
+                await asyncio.sleep(0.01)
+            return web.Response(status=503, text="unavailable")
+        return await super()._handle(request)
+
+
+async def test_a_press_is_answered_while_the_embedding_server_hangs_and_the_next_run_gives_the_vectors(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """With an embedding model configured, a mark made on a story without a stored vector is given its title's
+    vector off the press path: the press is answered and stored while the embedding server holds the request; once
+    that request fails, the next run of the monitor gives the vector (and counts its tokens as the chat's)."""
+    server = HeldEmbeddings()
+    server.start()
+    fake = FakeOpenAI(server)
+    client = AsyncOpenAI(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+    model = OpenAIEmbeddingModel("embed", provider=OpenAIProvider(openai_client=client))
+    embedder = ItemEmbedder(embedder=Embedder(model), model_name="openai:embed", cache=EmbeddingRepository(database))
+    try:
+        with models.override_allow_model_requests(True):
+            async with open_world(database, fake_server, tmp_path, embedder=embedder) as world:
+                marks = FeedbackRepository(world.database)
+                await world.say("/track DeepSeek daily at 08:30 from hn,news")
+                await world.say("/digest 1")
+                await world.deliver()
+                chat = await world.chat()
+                server.holding.set()
+
+                less = await asyncio.wait_for(world.say("/less 1"), timeout=20)  # before: waited on the server
+                [held] = await marks.marks(1, chat.id)
+                await eventually(lambda: server.held == 1, what="the mark's embedding request")
+                server.holding.clear()  # the held request fails
+                await world.services.monitors.feedback.vectors_settled()
+                [failed] = await marks.marks(1, chat.id)
+                usage_before = await world.say("/usage")
+                await world.say("/digest 1")  # the next run
+                [given] = await marks.marks(1, chat.id)
+                usage_after = await world.say("/usage")
+    finally:
+        server.stop()
+
+    assert less.text.startswith("Recorded 👎 less like this on story 1 ")
+    assert held.kind == "less" and held.vector is None
+    assert failed.vector is None  # the server failed: the words decide meanwhile
+    assert given.vector is not None and given.vector["model"] == "openai:embed@768"
+    assert fake.embedding_requests[-1]["input"] == [given.title]
+    assert "embeddings" not in usage_before.text and "embeddings" in usage_after.text
