@@ -16,6 +16,7 @@ from pydantic_ai.embeddings import Embedder
 from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from agent.messages import IncomingFile
 from research import ItemEmbedder
 from storage import Database
 from storage.repositories import EmbeddingRepository, FeedbackRepository
@@ -97,6 +98,13 @@ class HeldEmbeddings(FakeHTTPServer):
         return await super()._handle(request)
 
 
+def openai_embedder(fake: FakeOpenAI, *, cache: EmbeddingRepository | None) -> ItemEmbedder:
+    """The real OpenAI client's embeddings against the fake, without retries (a failure is one request)."""
+    client = AsyncOpenAI(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+    model = OpenAIEmbeddingModel("embed", provider=OpenAIProvider(openai_client=client))
+    return ItemEmbedder(embedder=Embedder(model), model_name="openai:embed", cache=cache)
+
+
 async def test_a_press_is_answered_while_the_embedding_server_hangs_and_the_next_run_gives_the_vectors(
     database: Database, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
@@ -106,9 +114,7 @@ async def test_a_press_is_answered_while_the_embedding_server_hangs_and_the_next
     server = HeldEmbeddings()
     server.start()
     fake = FakeOpenAI(server)
-    client = AsyncOpenAI(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
-    model = OpenAIEmbeddingModel("embed", provider=OpenAIProvider(openai_client=client))
-    embedder = ItemEmbedder(embedder=Embedder(model), model_name="openai:embed", cache=EmbeddingRepository(database))
+    embedder = openai_embedder(fake, cache=EmbeddingRepository(database))
     try:
         with models.override_allow_model_requests(True):
             async with open_world(database, fake_server, tmp_path, embedder=embedder) as world:
@@ -138,3 +144,36 @@ async def test_a_press_is_answered_while_the_embedding_server_hangs_and_the_next
     assert given.vector is not None and given.vector["model"] == "openai:embed@768"
     assert fake.embedding_requests[-1]["input"] == [given.title]
     assert "embeddings" not in usage_before.text and "embeddings" in usage_after.text
+
+
+async def test_embedding_imported_marks_counts_as_the_importing_chats_usage(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """`/import` of a monitor with marks embeds their titles (files hold no vectors): the tokens are the importing
+    chat's "embeddings" in /usage, as every other embedding is counted."""
+    fake = FakeOpenAI(fake_server)
+    embedder = openai_embedder(fake, cache=None)  # no cache: the importer's titles are embedded again
+    with models.override_allow_model_requests(True):
+        async with open_world(database, fake_server, tmp_path, embedder=embedder, real_chat_agent=True) as world:
+            await world.say("/track DeepSeek daily at 08:30 from hn,news")
+            await world.say("/digest 1")
+            await world.deliver()
+            await world.say("/less 1")
+            await world.services.monitors.feedback.vectors_settled()
+            (reply,) = (await world.say("/export monitors")).replies
+            document = reply.attachments[0].path.read_bytes()
+            before = await world.say("/usage", chat=OTHER_CHAT)
+            requests_before = len(fake.embedding_requests)
+            await world.say(
+                "/import",
+                chat=OTHER_CHAT,
+                file=IncomingFile(filename="monitors.json", size=len(document), content=document),
+            )
+            created = await world.say("yes", chat=OTHER_CHAT)
+            [imported] = await FeedbackRepository(world.database).marks(2, (await world.chat(OTHER_CHAT)).id)
+            after = await world.say("/usage", chat=OTHER_CHAT)
+
+    assert created.text.startswith("Created 1 monitor")
+    assert imported.vector is not None and len(fake.embedding_requests) == requests_before + 1
+    assert "Today (2026-11-20, UTC): nothing yet" in before.text
+    assert "By kind today: embeddings " in after.text
