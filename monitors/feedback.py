@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from kernel import MAX_BUTTONS, Button, Clock, utc_now
 from monitors.reader_rules import run_entries
-from monitors.runner import item_of_record
+from monitors.runner import digest_monitor_id, item_of_record
 from research import (
     CITATION,
     Development,
@@ -310,7 +310,8 @@ class MonitorFeedback:
             stored = await self._marks.pending_view(run.id, chat_id)
             if stored is not None:
                 return view_of(stored)
-        marks = await self._marks.marks(run.monitor_id, chat_id) if run.monitor_id is not None else []
+        monitor_id = digest_monitor_id(run)  # a `/digest` preview is its reader's view of the monitor too
+        marks = await self._marks.marks(monitor_id, chat_id) if monitor_id is not None else []
         view, record = await self.decide(
             run, digest, marks, items=items, topic=topic, language=language, recounted=recounted
         )
@@ -335,6 +336,7 @@ class MonitorFeedback:
         known = [_mark(m) for m in marks]
         view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], known)
         record = {
+            "monitor_id": digest_monitor_id(run),
             "language": language,
             "stories": stories,
             "marks": len(known),
@@ -477,6 +479,9 @@ class MonitorFeedback:
     async def _digest_of(self, chat_id: int, *, run_id: int | None, monitor_id: int | None) -> StoredView:
         if run_id is not None:
             stored = await self._marks.view(run_id, chat_id)
+            if stored is not None and stored.monitor_id is None:  # a `/digest` preview: its view names the monitor
+                previewed = stored.view.get("monitor_id")
+                stored = replace(stored, monitor_id=previewed) if isinstance(previewed, int) else stored
             if stored is None or stored.monitor_id is None:
                 raise FeedbackError("That digest never reached this chat, so there is nothing to mark in it.")
             return stored

@@ -116,6 +116,18 @@ def _counted_monitor(subject: Researched, run: RunRecord) -> MonitorRecord | Non
     return subject if isinstance(subject, MonitorRecord) and run.monitor_id is not None else None
 
 
+def digest_monitor_id(run: RunRecord) -> int | None:
+    """The monitor a stored run's digest is of: the run's own monitor, or for a `/digest` preview (a run of no
+    monitor, which leaves the monitor's own runs alone) the monitor it previews (`stats["monitor_id"]`); None for a
+    search, a notice or a briefing. What a reader's rules and feedback apply to."""
+    if run.stats.get("kind") != "digest":
+        return None
+    if run.monitor_id is not None:
+        return run.monitor_id
+    previewed = run.stats.get("monitor_id")
+    return previewed if isinstance(previewed, int) else None
+
+
 def _summary_monitor_id(subject: Researched) -> int | None:
     """The monitor a run's summary names; a search is no monitor."""
     return subject.id if isinstance(subject, MonitorRecord) else None

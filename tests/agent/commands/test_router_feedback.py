@@ -177,3 +177,32 @@ async def test_embedding_imported_marks_counts_as_the_importing_chats_usage(
     assert imported.vector is not None and len(fake.embedding_requests) == requests_before + 1
     assert "Today (2026-11-20, UTC): nothing yet" in before.text
     assert "By kind today: embeddings " in after.text
+
+
+async def test_a_subscribers_digest_preview_is_its_own_view(world: RouterWorld) -> None:
+    """`/digest 1` by a subscriber of a shared monitor is a preview (the monitor's own runs are left alone), and it is
+    that reader's view: its `/filter` leaves the Nvidia story out, its 👎 pressed under the preview counts on the
+    monitor and leaves that story out of its next preview; the owner's preview is the whole digest."""
+    await world.say("/track DeepSeek daily at 08:30 from news")
+    await world.say("/share 1")
+    await world.say("/subscribe 1", chat=OTHER_CHAT)
+    await world.say("/filter 1 exclude nvidia", chat=OTHER_CHAT)
+
+    await world.say("/digest 1", chat=OTHER_CHAT)
+    [theirs] = [one.message for one in await world.deliver()]
+    [down] = [button for button in theirs.buttons if button.callback_data.startswith("/less 1 ")]
+    pressed = await world.say(down.label, chat=OTHER_CHAT, callback_data=down.callback_data)
+    await world.say("/digest 1", chat=OTHER_CHAT)
+    [again] = [one.message for one in await world.deliver()]
+    await world.say("/digest 1")
+    [owners] = [one.message for one in await world.deliver()]
+    marks = await FeedbackRepository(world.database).marks(1, (await world.chat(OTHER_CHAT)).id)
+
+    assert "_1 story left out by your filter — /filter 1_" in theirs.text
+    assert "Nvidia-Aktie" not in theirs.text and "1. DeepSeek unveils V4 model" in theirs.text
+    assert "Recorded 👎 less like this on story 1 “DeepSeek unveils V4 model" in pressed.text
+    assert [(mark.kind, mark.monitor_id) for mark in marks] == [("less", 1)]
+    assert "1. DeepSeek unveils V4 model" not in again.text and "Nvidia-Aktie" not in again.text
+    assert "_1 story left out by your feedback — /why dropped_" in again.text
+    assert "1. Nvidia-Aktie" in owners.text and "2. DeepSeek unveils V4 model" in owners.text
+    assert "left out by your" not in owners.text
