@@ -194,8 +194,8 @@ async def open_world(
 ) -> AsyncIterator[RouterWorld]:
     """Everything wired as `app` wires it; free text goes to `RecordingFreeText`, or with `real_chat_agent` to the
         real `agent.chat.agent.ChatAgent`. `allow_private_urls=False` is ALLOW_PRIVATE_URLS unset: feeds on the fake
-        server (127.0.0.1) are refused, while the configured APIs on it still answer. `embedder` is the feedback's embedding
-    model (the runs cluster by words)."""
+        server (127.0.0.1) are refused, while the configured APIs on it still answer. `embedder` is the feedback's
+    embedding model (the runs cluster by words)."""
     route_sources(server)
     clock = FakeClock(NOW)
     client = HttpClient(
