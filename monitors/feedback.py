@@ -1,11 +1,12 @@
 """Readers' feedback on a monitor's digests: marks per (monitor, chat), the view each chat gets of a shared run, and
 "why this story".
 
-A run collects, critiques and writes its digest once; what one reader sees of it is decided per chat when its
-delivery is built (`MonitorFeedback.view_for`, through `decide`, the one place `research.reader_view` is called;
-a briefing's section calls `decide` too), from that chat's marks on that monitor. The decision is stored with the
-delivery (`reader_views`), so a resend shows the same stories, `/more 3` means story 3 as that chat saw it, and
-`/why` explains what it was shown, its reports counted as that chat got them (its outlet rules' recount).
+A run collects, critiques and writes its digest once; what one reader sees of it (of a subscriber's `/digest`
+preview too: `monitors.runner.digest_monitor_id`) is decided per chat when its delivery is built
+(`MonitorFeedback.view_for`, through `decide`, the one place `research.reader_view` is called; a briefing's section
+calls `decide` too), from that chat's marks on that monitor. The decision is stored with the delivery
+(`reader_views`), so a resend shows the same stories, `/more 3` means story 3 as that chat saw it, and `/why`
+explains what it was shown, its reports counted as that chat got them (its outlet rules' recount).
 
 With an embedding model configured (`embedder`), a story's features also carry its vector: the mean of its
 reports' vectors as the run stored them (`ItemEmbedder.stored_vectors`, never a new request at delivery), and a
