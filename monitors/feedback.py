@@ -480,9 +480,6 @@ class MonitorFeedback:
     async def _digest_of(self, chat_id: int, *, run_id: int | None, monitor_id: int | None) -> StoredView:
         if run_id is not None:
             stored = await self._marks.view(run_id, chat_id)
-            if stored is not None and stored.monitor_id is None:  # a `/digest` preview: its view names the monitor
-                previewed = stored.view.get("monitor_id")
-                stored = replace(stored, monitor_id=previewed) if isinstance(previewed, int) else stored
             if stored is None or stored.monitor_id is None:
                 raise FeedbackError("That digest never reached this chat, so there is nothing to mark in it.")
             return stored

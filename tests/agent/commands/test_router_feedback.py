@@ -181,8 +181,9 @@ async def test_embedding_imported_marks_counts_as_the_importing_chats_usage(
 
 async def test_a_subscribers_digest_preview_is_its_own_view(world: RouterWorld) -> None:
     """`/digest 1` by a subscriber of a shared monitor is a preview (the monitor's own runs are left alone), and it is
-    that reader's view: its `/filter` leaves the Nvidia story out, its 👎 pressed under the preview counts on the
-    monitor and leaves that story out of its next preview; the owner's preview is the whole digest."""
+    that reader's view: its `/filter` leaves the Nvidia story out, `/why 1` explains the preview's story 1, its 👎
+    pressed under the preview counts on the monitor and leaves that story out of its next preview; the owner's
+    preview is the whole digest."""
     await world.say("/track DeepSeek daily at 08:30 from news")
     await world.say("/share 1")
     await world.say("/subscribe 1", chat=OTHER_CHAT)
@@ -190,6 +191,7 @@ async def test_a_subscribers_digest_preview_is_its_own_view(world: RouterWorld) 
 
     await world.say("/digest 1", chat=OTHER_CHAT)
     [theirs] = [one.message for one in await world.deliver()]
+    why = await world.say("/why 1", chat=OTHER_CHAT)  # typed: story 1 of the last digest it got, the preview
     [down] = [button for button in theirs.buttons if button.callback_data.startswith("/less 1 ")]
     pressed = await world.say(down.label, chat=OTHER_CHAT, callback_data=down.callback_data)
     await world.say("/digest 1", chat=OTHER_CHAT)
@@ -200,6 +202,7 @@ async def test_a_subscribers_digest_preview_is_its_own_view(world: RouterWorld) 
 
     assert "_1 story left out by your filter — /filter 1_" in theirs.text
     assert "Nvidia-Aktie" not in theirs.text and "1. DeepSeek unveils V4 model" in theirs.text
+    assert "story 1: “DeepSeek unveils V4 model" in why.text
     assert "Recorded 👎 less like this on story 1 “DeepSeek unveils V4 model" in pressed.text
     assert [(mark.kind, mark.monitor_id) for mark in marks] == [("less", 1)]
     assert "1. DeepSeek unveils V4 model" not in again.text and "Nvidia-Aktie" not in again.text
