@@ -69,6 +69,7 @@ def build_monitor_service(
             settings=settings,
             pipeline=pipeline,
             recorder=recorder,
+            before_run=feedback.vectors_before_run,  # marks made or imported since get vectors before views decide
         )
         sharing = MonitorSharing(catalogue, storage)
         return MonitorParts(

@@ -148,15 +148,20 @@ async def check_alerts(
     """Check the monitor's alerts against the run's stories (`alert_stories`) and queue a notice for each (alert,
     story) that fires for the first time; the number queued. With a model, at most `MAX_QUESTIONS` candidates (the
     ones carrying most of their condition's words first) are asked; the rest, and every candidate without a model,
-    are decided by the words and the count. Checking the same stories again queues nothing twice."""
+    are decided by the words and the count. An alert whose own topic is not its monitor's looks only at stories
+    carrying that topic's words (`parse_condition`'s `topic_words`). Checking the same stories again queues nothing
+    twice."""
     repository = AlertRepository(database)
     alerts = await repository.receiving_alerts(monitor.id)
     if not alerts or not stories:
         return 0
     fired_before = await repository.fired_items([alert.id for alert in alerts])
+    conditions = {
+        alert.id: parse_condition(alert.condition, topic=alert.topic, monitor_topic=monitor.topic) for alert in alerts
+    }
     candidates: list[tuple[float, int, AlertRecord, AlertStory]] = []
     for alert in alerts:
-        condition = parse_condition(alert.condition)
+        condition = conditions[alert.id]
         for story in stories:
             if fired_before[alert.id].intersection(item.id for item in story.reports):
                 continue  # the same story, drawn otherwise this time
@@ -166,7 +171,7 @@ async def check_alerts(
     queued = 0
     spent: list[LlmUsage] = []
     for position, (_share, _outlets, alert, story) in enumerate(candidates):
-        condition = parse_condition(alert.condition)
+        condition = conditions[alert.id]
         check: AlertCheck
         if model is not None and position < MAX_QUESTIONS:
             check = await ask_alert_model(model, topic=alert.topic, condition=condition, story=story, now=now)

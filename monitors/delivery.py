@@ -52,6 +52,7 @@ from monitors.feedback import FEEDBACK_PLATFORMS, MonitorFeedback, digest_button
 from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
 from monitors.pages import DigestPages
 from monitors.reader_rules import rules_view, run_entries
+from monitors.runner import digest_monitor_id
 from monitors.sharing import hand_over_monitors
 from research import (
     Digest,
@@ -254,8 +255,9 @@ def _stored_digest(run: RunRecord, language: str | None) -> Digest | None:
 
 
 def _is_monitor_digest(run: RunRecord) -> bool:
-    """A monitor run's digest: what the reader's rules and feedback apply to (not notices, briefings, searches)."""
-    return run.monitor_id is not None and run.stats.get("kind") == "digest"
+    """A monitor's digest, from its own run or a `/digest` preview: what the reader's rules and feedback apply to
+    (not notices, briefings, searches)."""
+    return digest_monitor_id(run) is not None
 
 
 def left_out_line(decision: RulesDecision, monitor_id: int) -> str:
@@ -684,12 +686,13 @@ class DeliveryWorker:
         reader). Decided when the row's first part is built and stored on the row, so a resend shows the same digest;
         a chat without rules gets the digest whole. Never raises: rules that cannot be applied leave the digest whole
         (logged), they never hold a delivery back."""
-        if digest is None or run.monitor_id is None:
+        monitor_id = digest_monitor_id(run)
+        if digest is None or monitor_id is None:
             return None
         if row.parts_sent:
             return _decision_of(row.left_out)
         try:
-            rules = ReaderRules.from_stored(await self._rules.get(run.monitor_id, row.chat_id))
+            rules = ReaderRules.from_stored(await self._rules.get(monitor_id, row.chat_id))
             decision = None
             if rules is not None:
                 decision = rules_view(digest, (await self._items_of(run.id)).entries(), rules)

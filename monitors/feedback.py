@@ -1,17 +1,21 @@
 """Readers' feedback on a monitor's digests: marks per (monitor, chat), the view each chat gets of a shared run, and
 "why this story".
 
-A run collects, critiques and writes its digest once; what one reader sees of it is decided per chat when its
-delivery is built (`MonitorFeedback.view_for`, through `decide`, the one place `research.reader_view` is called;
-a briefing's section calls `decide` too), from that chat's marks on that monitor. The decision is stored with the
-delivery (`reader_views`), so a resend shows the same stories, `/more 3` means story 3 as that chat saw it, and
-`/why` explains what it was shown, its reports counted as that chat got them (its outlet rules' recount).
+A run collects, critiques and writes its digest once; what one reader sees of it (of a subscriber's `/digest`
+preview too: `monitors.runner.digest_monitor_id`) is decided per chat when its delivery is built
+(`MonitorFeedback.view_for`, through `decide`, the one place `research.reader_view` is called; a briefing's section
+calls `decide` too), from that chat's marks on that monitor. The decision is stored with the delivery
+(`reader_views`), so a resend shows the same stories, `/more 3` means story 3 as that chat saw it, and `/why`
+explains what it was shown, its reports counted as that chat got them (its outlet rules' recount).
 
 With an embedding model configured (`embedder`), a story's features also carry its vector: the mean of its
 reports' vectors as the run stored them (`ItemEmbedder.stored_vectors`, never a new request at delivery), and a
 mark keeps the vector of the story it was made on, so the view can decide by meaning (`research.VectorModel`);
 reports without stored vectors leave the words to decide. A mark without a vector of that model (imported, or made
-before the embedder) gets its title's embedding at import and when the chat marks again (`give_vectors`).
+before the embedder) gets its title's embedding (`give_vectors`, its tokens counted as the chat's "embedding"
+usage) at import, in the background after the chat marks again (`vectors_later`: a press is answered at once, even
+while the embedding server is away), and at the start of each run of the monitor (`vectors_before_run`), so the
+marks have vectors before that run's views are decided.
 
 Guarantees: a mark acts only on the chat that made it, on the monitor of the digest it was made on; a mark names a
 digest the chat received (a part of it confirmed sent), so a press forged, stale or from another chat changes
@@ -20,6 +24,7 @@ nothing; no model is needed anywhere.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -29,7 +34,7 @@ from typing import Any, Final
 
 from kernel import MAX_BUTTONS, Button, Clock, utc_now
 from monitors.reader_rules import run_entries
-from monitors.runner import item_of_record
+from monitors.runner import digest_monitor_id, item_of_record
 from research import (
     CITATION,
     Development,
@@ -45,6 +50,7 @@ from research import (
     StoryVector,
     digest_stories,
     reader_view,
+    record_usage,
     story_features,
     story_vector,
     told_in,
@@ -279,6 +285,9 @@ class MonitorFeedback:
         self._embedder = embedder
         """The configured embedding model, whose stored item vectors give each story its vector (None: words)."""
         self._features: OrderedDict[tuple[int, str, tuple[tuple[int, ...], ...]], list[dict[str, Any]]] = OrderedDict()
+        self._database = database
+        self._giving: dict[tuple[int, int], asyncio.Task[int]] = {}
+        """Background `give_vectors` per (monitor, chat) under way (`vectors_later`): one at a time for a reader."""
 
     # ---- the view at delivery -------------------------------------------------------------------------------
 
@@ -302,7 +311,8 @@ class MonitorFeedback:
             stored = await self._marks.pending_view(run.id, chat_id)
             if stored is not None:
                 return view_of(stored)
-        marks = await self._marks.marks(run.monitor_id, chat_id) if run.monitor_id is not None else []
+        monitor_id = digest_monitor_id(run)  # a `/digest` preview is its reader's view of the monitor too
+        marks = await self._marks.marks(monitor_id, chat_id) if monitor_id is not None else []
         view, record = await self.decide(
             run, digest, marks, items=items, topic=topic, language=language, recounted=recounted
         )
@@ -327,6 +337,7 @@ class MonitorFeedback:
         known = [_mark(m) for m in marks]
         view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], known)
         record = {
+            "monitor_id": digest_monitor_id(run),
             "language": language,
             "stories": stories,
             "marks": len(known),
@@ -377,23 +388,33 @@ class MonitorFeedback:
 
     # ---- marks --------------------------------------------------------------------------------------------
 
-    async def give_vectors(self, monitor_id: int, chat_id: int) -> int:
-        """Give this reader's story marks on a monitor that carry no vector of the configured embedding model one:
-        the embedding of the marked story's title (the embedding cache first, then the model, in batches). Marks
-        come without one from an import (a file holds no vectors: they belong to one model) or from before the
-        embedder was configured; this runs at import and whenever the reader marks again, never at delivery.
-        Returns how many marks got a vector (0 without an embedder, or when the model cannot be reached: the words
-        decide for those marks meanwhile)."""
+    def _missing_vectors(self, marks: Sequence[FeedbackMarkRecord]) -> list[FeedbackMarkRecord]:
+        """The story marks among `marks` with no vector of the configured embedding model."""
         if self._embedder is None:
-            return 0
+            return []
         model = self._embedder.vector_model
-        missing = [
+        return [
             mark
-            for mark in await self._marks.marks(monitor_id, chat_id)
+            for mark in marks
             if mark.kind in ("more", "less", "fewer")
             and mark.title.strip()
             and (mark.vector or {}).get("model") != model
         ]
+
+    async def give_vectors(
+        self, monitor_id: int, chat_id: int, *, marks: Sequence[FeedbackMarkRecord] | None = None
+    ) -> int:
+        """Give this reader's story marks on a monitor (`marks`, else read) that carry no vector of the configured
+        embedding model one: the embedding of the marked story's title (the embedding cache first, then the model, in
+        batches), its tokens added to the chat's "embedding" usage. Marks come without one from an import (a file
+        holds no vectors: they belong to one model) or from before the embedder was configured; this runs at import,
+        in the background after the reader marks again (`vectors_later`) and before each run of the monitor
+        (`vectors_before_run`), never at delivery. Returns how many marks got a vector (0 without an embedder, or
+        when the model cannot be reached: the words decide for those marks meanwhile)."""
+        if self._embedder is None:
+            return 0
+        model = self._embedder.vector_model
+        missing = self._missing_vectors(marks if marks is not None else await self._marks.marks(monitor_id, chat_id))
         if not missing:
             return 0
         try:
@@ -403,6 +424,7 @@ class MonitorFeedback:
         except Exception:  # the import or the mark stands; the words decide for these marks meanwhile
             logger.exception("monitor %d, chat %d: marks could not be given vectors", monitor_id, chat_id)
             return 0
+        await record_usage(self._database, chat_id=chat_id, now=self._clock(), usage=embedded.usage, kind="embedding")
         vectors = {}
         for mark in missing:
             found = embedded.vectors.get(f"mark:{mark.id}")
@@ -411,6 +433,49 @@ class MonitorFeedback:
                 vectors[mark.id] = vector.to_json()
         await self._marks.set_vectors(vectors)
         return len(vectors)
+
+    def vectors_later(self, monitor_id: int, chat_id: int) -> None:
+        """`give_vectors` in the background (after a press: the press is answered without waiting for the embedding
+        model); its failure is logged, never raised. One at a time per (monitor, chat): a press while one is under
+        way adds nothing, and what it misses the next run's `vectors_before_run` gives."""
+        key = (monitor_id, chat_id)
+        if self._embedder is None or key in self._giving:
+            return
+        task = asyncio.create_task(self._give_logged(monitor_id, chat_id), name=f"mark-vectors-{monitor_id}-{chat_id}")
+        self._giving[key] = task
+        task.add_done_callback(lambda _done: self._giving.pop(key, None))
+
+    async def _give_logged(
+        self, monitor_id: int, chat_id: int, marks: Sequence[FeedbackMarkRecord] | None = None
+    ) -> int:
+        try:
+            return await self.give_vectors(monitor_id, chat_id, marks=marks)
+        except Exception:  # a background task: what it could not do, the next run does
+            logger.exception("monitor %d, chat %d: marks could not be given vectors", monitor_id, chat_id)
+            return 0
+
+    async def vectors_settled(self) -> None:
+        """Wait for the background `give_vectors` under way (`vectors_later`)."""
+        while self._giving:
+            await asyncio.gather(*self._giving.values(), return_exceptions=True)
+
+    async def vectors_before_run(self, monitor_id: int) -> int:
+        """Give every reader's marks on the monitor that lack a vector of the configured embedding model one, before a
+        run of it (whose views those marks decide); the number given. Never raises: a failure leaves the words to
+        decide for those marks."""
+        if self._embedder is None:
+            return 0
+        try:
+            by_chat: dict[int, list[FeedbackMarkRecord]] = {}
+            for mark in self._missing_vectors(await self._marks.of_monitor(monitor_id)):
+                by_chat.setdefault(mark.chat_id, []).append(mark)
+        except Exception:
+            logger.exception("monitor %d: its marks could not be read for their vectors", monitor_id)
+            return 0
+        given = 0
+        for chat_id, marks in by_chat.items():
+            given += await self._give_logged(monitor_id, chat_id, marks)
+        return given
 
     async def _digest_of(self, chat_id: int, *, run_id: int | None, monitor_id: int | None) -> StoredView:
         if run_id is not None:
@@ -466,7 +531,7 @@ class MonitorFeedback:
             ),
             now=self._clock(),
         )
-        await self.give_vectors(stored.monitor_id, chat_id)  # earlier marks made without the embedder, or imported
+        self.vectors_later(stored.monitor_id, chat_id)  # earlier marks made without the embedder, or imported
         effect = {
             "more": "stories like it rank higher in this chat's next digests",
             "less": "stories like it, or from its outlet, rank lower or are left out of this chat's next digests",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -114,6 +114,18 @@ def _counted_monitor(subject: Researched, run: RunRecord) -> MonitorRecord | Non
     """The monitor whose own run this is (a scheduled run, or `/digest` of its only subscriber), whose sources,
     alerts, plan and last result the run updates; None for a `/digest` preview and a search."""
     return subject if isinstance(subject, MonitorRecord) and run.monitor_id is not None else None
+
+
+def digest_monitor_id(run: RunRecord) -> int | None:
+    """The monitor a stored run's digest is of: the run's own monitor, or for a `/digest` preview (a run of no
+    monitor, which leaves the monitor's own runs alone) the monitor it previews (`stats["monitor_id"]`); None for a
+    search, a notice or a briefing. What a reader's rules and feedback apply to."""
+    if run.stats.get("kind") != "digest":
+        return None
+    if run.monitor_id is not None:
+        return run.monitor_id
+    previewed = run.stats.get("monitor_id")
+    return previewed if isinstance(previewed, int) else None
 
 
 def _summary_monitor_id(subject: Researched) -> int | None:
@@ -240,8 +252,12 @@ class MonitorRunner(MonitorStorage):
         settings: MonitorSettings,
         pipeline: PipelineFunction,
         recorder: RunRecorder,
+        before_run: Callable[[int], Awaitable[object]] | None = None,
     ) -> None:
+        """`before_run(monitor_id)` is awaited as a monitor's run starts (its readers' marks given their vectors:
+        `MonitorFeedback.vectors_before_run`, which never raises)."""
         super().__init__(storage)
+        self._before_run = before_run
         database = storage.database
         self._resolve = resolve_sources
         self._light, self._heavy = light_model, heavy_model
@@ -307,6 +323,8 @@ class MonitorRunner(MonitorStorage):
     ) -> RunSummary:
         counted = _counted_monitor(subject, run)
         try:
+            if self._before_run is not None and isinstance(subject, MonitorRecord):
+                await self._before_run(subject.id)
             sources = self._resolve(list(subject.sources))
             left_out: list[str] = []
             if counted is not None:

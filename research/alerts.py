@@ -2,13 +2,15 @@
 report a recall")?
 
 A condition is read once into its content words (stemmed) and, when it says so, a least number of distinct outlets.
-A run's new stories are checked (novelty's `new`: a story none of whose items the monitor delivered before, so
-a later report of a fired story is never new again); a condition that counts outlets also checks a story delivered
+A run's new stories are checked (novelty's `new`: a story none of whose items the monitor delivered before, so a
+later report of a fired story is never new again); a condition that counts outlets also checks a story delivered
 before that gained reports in this run, counting its earlier reports too ("3 or more outlets" fires when the third
 outlet reports, whichever run brought the first two). A cheap prefilter keeps the stories that carry enough of the
-words and outlets; with a model, each kept story (at most `MAX_QUESTIONS` per run, the best first) is one yes/no
-request with its items, answered as a constrained `AlertVerdict` with a bounded output; without a model — or for the
-candidates past the cap — the words and the count alone decide. A model that fails or answers garbage fires nothing.
+words and outlets (and every word of the alert's own topic that its monitor's topic lacks: `/alert 1 Mistral when …`
+on a DeepSeek monitor looks at stories that say "Mistral"); with a model, each kept story (at most `MAX_QUESTIONS`
+per run, the best first) is one yes/no request with its items, answered as a constrained `AlertVerdict` with a
+bounded output; without a model — or for the candidates past the cap — the words and the count alone decide. A model
+that fails or answers garbage fires nothing.
 """
 
 from __future__ import annotations
@@ -117,10 +119,29 @@ class AlertCondition:
     """Its content words, stemmed, in order (no count phrase, no filler)."""
     min_outlets: int = 1
     """Distinct outlets the story must have (`3 or more outlets`: 3)."""
+    topic_words: tuple[str, ...] = ()
+    """The alert's own topic's content words, stemmed, that its monitor's topic does not carry: every one must be in
+    the story (an alert's topic narrower than, or other than, its monitor's)."""
 
 
-def parse_condition(condition: str) -> AlertCondition:
-    """The condition's content words and its least number of outlets."""
+def _content_words(text: str) -> list[str]:
+    """A text's content words, stemmed, in order, once each (its filler left out): how a condition and a topic are
+    both read, so a story carries them by the same match (`AlertStory`'s stems)."""
+    stem = _stemmer()
+    words: list[str] = []
+    for token in tokens(text):
+        if token in _FILLER:
+            continue
+        stemmed = stem(token) if token.isascii() and token.isalpha() else token
+        if stemmed not in words and stemmed not in _FILLER:
+            words.append(stemmed)
+    return words
+
+
+def parse_condition(condition: str, *, topic: str = "", monitor_topic: str = "") -> AlertCondition:
+    """The condition's content words and its least number of outlets; with the alert's `topic` and its monitor's
+    `monitor_topic`, the topic's words the monitor's topic does not already carry (`/alert 1 Mistral when …` on a
+    DeepSeek monitor: "mistral"), which a story must carry to be asked about or to fire by its words."""
     clean = " ".join(condition.split())
     least = 1
     found = _COUNT.search(clean)
@@ -129,15 +150,9 @@ def parse_condition(condition: str) -> AlertCondition:
         number = found.group(1).lower()
         least = max(1, int(number) if number.isdigit() else _NUMBERS[number])
         rest = clean[: found.start()] + " " + clean[found.end() :]
-    stem = _stemmer()
-    words: list[str] = []
-    for token in tokens(rest):
-        if token in _FILLER:
-            continue
-        stemmed = stem(token) if token.isascii() and token.isalpha() else token
-        if stemmed not in words and stemmed not in _FILLER:
-            words.append(stemmed)
-    return AlertCondition(text=clean, words=tuple(words), min_outlets=least)
+    monitor_words = set(_content_words(monitor_topic))
+    topic_words = tuple(word for word in _content_words(topic) if word not in monitor_words)
+    return AlertCondition(text=clean, words=tuple(_content_words(rest)), min_outlets=least, topic_words=topic_words)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,13 +180,22 @@ class AlertStory:
         """Distinct outlets among all its reports (a story keeps growing across runs: earlier outlets count)."""
         return len({outlet_of(item) for item in self.reports})
 
+    def _carried(self) -> set[str]:
+        if not self._stems:
+            self._stems.update(_stems(" ".join(f"{item.title} {item.text}" for item in self.reports)))
+        return self._stems
+
     def share_of(self, condition: AlertCondition) -> float:
         """The share of the condition's content words the story's titles and texts carry (1 when it has none)."""
         if not condition.words:
             return 1.0
-        if not self._stems:
-            self._stems.update(_stems(" ".join(f"{item.title} {item.text}" for item in self.reports)))
-        return sum(word in self._stems for word in condition.words) / len(condition.words)
+        carried = self._carried()
+        return sum(word in carried for word in condition.words) / len(condition.words)
+
+    def about_topic(self, condition: AlertCondition) -> bool:
+        """Whether the story carries every word of the alert's own topic its monitor's topic does not (true when
+        there are none), matched as the condition's words are."""
+        return not condition.topic_words or all(word in self._carried() for word in condition.topic_words)
 
     def looked_at(self, condition: AlertCondition) -> bool:
         """Whether the condition looks at this story at all: every new story; a grown one only for a count of
@@ -179,18 +203,21 @@ class AlertStory:
         return not self.grown or condition.min_outlets > 1
 
     def candidate(self, condition: AlertCondition) -> bool:
-        """Worth asking the model about: enough outlets and at least `CANDIDATE_SHARE` of the words."""
+        """Worth asking the model about: enough outlets, the alert's own topic words and at least `CANDIDATE_SHARE`
+        of the condition's words."""
         return (
             self.looked_at(condition)
             and self.outlets >= condition.min_outlets
+            and self.about_topic(condition)
             and self.share_of(condition) >= CANDIDATE_SHARE
         )
 
     def fires_by_words(self, condition: AlertCondition) -> bool:
-        """What the words and the count alone decide (no model)."""
+        """What the words and the count alone decide (no model): the alert's own topic words too."""
         return (
             self.looked_at(condition)
             and self.outlets >= condition.min_outlets
+            and self.about_topic(condition)
             and self.share_of(condition) >= WORDS_ALONE_SHARE
         )
 
@@ -296,6 +323,8 @@ def words_check(condition: AlertCondition, story: AlertStory) -> AlertCheck:
         f"{story.outlets} outlet{'s' * (story.outlets != 1)} report it, with the words of the condition"
         if fires
         else "not every word of the condition"
+        if story.about_topic(condition)
+        else "not about the alert's topic"
     )
     return AlertCheck(fires=fires, reason=reason, evidence=story.reports[:3], path="words")
 

@@ -21,6 +21,7 @@ dictionary's word table ships gzipped (the container image), the first Japanese 
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import importlib.util
 import logging
@@ -389,7 +390,7 @@ def _unpack(packed: Path, target: Path) -> None:
 def _mecab_args() -> str:
     """MeCab's arguments for the IPA dictionary. Where its word table ships gzipped, unpacks it to where `sys.dic`
     links (the image's data folder), once for every later process too; where that place cannot be written, to a
-    private folder under the temporary folder, for this process."""
+    private folder under the temporary folder, for this process, removed when it exits."""
     import ipadic
 
     folder = Path(ipadic.DICDIR)
@@ -401,6 +402,7 @@ def _mecab_args() -> str:
         return str(ipadic.MECAB_ARGS)
     except OSError as error:
         private = Path(tempfile.mkdtemp(prefix="lookout-ipadic-"))
+        atexit.register(shutil.rmtree, private, ignore_errors=True)  # 49 MB per process otherwise left behind
         logger.warning(
             "the Japanese dictionary could not be unpacked to %s (%s); unpacking to %s", table, error, private
         )

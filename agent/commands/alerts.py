@@ -96,8 +96,15 @@ def _checked(services: Services, turn: Turn, command: AlertCommand) -> AlertComm
     return command.model_copy(update={"topic": topic, "condition": condition})
 
 
-def _watching(condition: str, view: MonitorView) -> str:
-    return f"“{escape_markdown(condition)}” on monitor #{view.id} “{escape_markdown(view.topic)}”"
+def _own_topic(topic: str, view: MonitorView) -> str | None:
+    """The alert's topic when it is not its monitor's (only stories carrying its words are looked at), else None."""
+    return topic if topic and normalise_topic(topic) != normalise_topic(view.topic) else None
+
+
+def _watching(condition: str, view: MonitorView, topic: str) -> str:
+    own = _own_topic(topic, view)
+    about = f" in stories about “{escape_markdown(own)}”" if own else ""
+    return f"“{escape_markdown(condition)}”{about} on monitor #{view.id} “{escape_markdown(view.topic)}”"
 
 
 # --- parsing and proposals ------------------------------------------------------------------------------------
@@ -141,8 +148,10 @@ async def _propose_alert(services: Services, turn: Turn, command: AlertCommand) 
             f"{command.condition}",
             arguments=command,
         )
+    own = _own_topic(command.topic, view)
+    about = f" in stories about “{own}”" if own else ""
     return Proposal(
-        description=f"tell this chat at once when {command.condition} (monitor #{view.id} “{view.topic}”)",
+        description=f"tell this chat at once when {command.condition}{about} (monitor #{view.id} “{view.topic}”)",
         arguments=command.model_copy(update={"monitor_id": view.id}),
     )
 
@@ -213,8 +222,10 @@ async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[R
         )
     except ValueError as error:
         return refuse(str(error))
+    own = _own_topic(record.topic, view)
     no_model = (
-        "\nNo language model is configured: a story fires when it carries every word of the condition."
+        "\nNo language model is configured: a story fires when it carries every word of the condition"
+        + (f" and of “{escape_markdown(own)}”." if own else ".")
         if services.models.light is None
         else ""
     )
@@ -223,8 +234,9 @@ async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[R
         if parse_condition(record.condition).min_outlets > 1
         else "new stories only"
     )
+    watching = _watching(record.condition, view, record.topic)
     text = (
-        f"Alert #{record.id}: I'll tell you here at once when {_watching(record.condition, view)} — checked on "
+        f"Alert #{record.id}: I'll tell you here at once when {watching} — checked on "
         f"each of its runs, {which}, each story once.{created}{no_model}\n"
         f"`/alerts` lists this chat's alerts, `/alert off {record.id}` removes this one."
     )

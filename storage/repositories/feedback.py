@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, delete, func, select
 
 from kernel import utc_now
 from storage.models import Delivery, FeedbackMark, ReaderViewRow, Run
@@ -138,6 +138,14 @@ class FeedbackRepository(Repository):
             )
             return [_record(row) for row in rows]
 
+    async def of_monitor(self, monitor_id: int) -> list[FeedbackMarkRecord]:
+        """Every reader's marks on one monitor, oldest first."""
+        async with self._db.sessions() as session:
+            rows = await session.scalars(
+                select(FeedbackMark).where(FeedbackMark.monitor_id == monitor_id).order_by(FeedbackMark.id)
+            )
+            return [_record(row) for row in rows]
+
     async def of_chats(self, chat_ids: Sequence[int]) -> dict[int, dict[int, list[FeedbackMarkRecord]]]:
         """The marks of these chats (a page of briefings), by chat then monitor, oldest first, in one query."""
         found: dict[int, dict[int, list[FeedbackMarkRecord]]] = {}
@@ -161,13 +169,19 @@ class FeedbackRepository(Repository):
                 statement.on_conflict_do_update(index_elements=["run_id", "chat_id"], set_={"view": view})
             )
 
+    @staticmethod
+    def _monitor_of_view() -> ColumnElement[int | None]:
+        """The monitor a stored view is of: its run's, or for a `/digest` preview (a run of no monitor) the one its
+        view names (`"monitor_id"`)."""
+        return func.coalesce(Run.monitor_id, ReaderViewRow.view["monitor_id"].as_integer())
+
     async def view(self, run_id: int, chat_id: int) -> StoredView | None:
         """The view the chat was shown of a run it received (a part of the delivery confirmed sent); None otherwise:
         a press for a digest the chat never got changes nothing."""
         async with self._db.sessions() as session:
             row = (
                 await session.execute(
-                    select(ReaderViewRow.view, Run.monitor_id)
+                    select(ReaderViewRow.view, self._monitor_of_view().label("monitor_id"))
                     .join(Run, Run.id == ReaderViewRow.run_id)
                     .join(Delivery, _SAME_DELIVERY)
                     .where(ReaderViewRow.run_id == run_id, ReaderViewRow.chat_id == chat_id, Delivery.parts_sent > 0)
@@ -186,18 +200,19 @@ class FeedbackRepository(Repository):
             return dict(found) if found is not None else None
 
     async def last_views(self, chat_id: int, *, monitor_id: int | None = None, limit: int = 1) -> list[StoredView]:
-        """The latest digests the chat received (newest first), of one monitor or any."""
+        """The latest digests the chat received (newest first, `/digest` previews included), of one monitor or any."""
+        monitor = self._monitor_of_view()
         async with self._db.sessions() as session:
             query = (
-                select(ReaderViewRow.run_id, ReaderViewRow.view, Run.monitor_id)
+                select(ReaderViewRow.run_id, ReaderViewRow.view, monitor.label("monitor_id"))
                 .join(Run, Run.id == ReaderViewRow.run_id)
                 .join(Delivery, _SAME_DELIVERY)
-                .where(ReaderViewRow.chat_id == chat_id, Delivery.parts_sent > 0, Run.monitor_id.is_not(None))
+                .where(ReaderViewRow.chat_id == chat_id, Delivery.parts_sent > 0, monitor.is_not(None))
                 .order_by(ReaderViewRow.id.desc())
                 .limit(limit)
             )
             if monitor_id is not None:
-                query = query.where(Run.monitor_id == monitor_id)
+                query = query.where(monitor == monitor_id)
             return [
                 StoredView(run_id=row.run_id, chat_id=chat_id, monitor_id=row.monitor_id, view=dict(row.view or {}))
                 for row in await session.execute(query)

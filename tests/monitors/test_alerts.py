@@ -506,3 +506,34 @@ async def test_alerts_are_shown_in_the_listing_and_exported_and_imported_with_th
     )
     again = json.loads((await export_monitors(service, target, now=T0)).json)["monitors"]
     assert again == entries
+
+
+@pytest.mark.parametrize("with_model", [False, True], ids=["words", "model"])
+async def test_an_alert_with_its_own_topic_looks_only_at_stories_carrying_its_words(
+    world: World, with_model: bool
+) -> None:
+    """`/alert 1 Mistral when 3 or more outlets` on a DeepSeek monitor: a DeepSeek story from three outlets without
+    "Mistral" fires nothing (without a model the words and the count decide; with one, it is not even asked about);
+    one that says "Mistral" does."""
+    sites = ["a.com", "b.com", "c.com"]
+    news = News({"news": recall_story(T0, sites, "DeepSeek opens a new office in Hangzhou")})
+    says_yes = {"fires": True, "reason": "three outlets report it", "citations": [1]}
+    scripted = ScriptedModel(says_yes, aside=only_alerts, repeat_last=True)
+    service = world_service(world, news, light=ModelSet.of(scripted.model, None).light if with_model else None)
+    chat = world.chats[0]
+    monitor = await service.create_monitor(chat.id, "DeepSeek", sources="news")
+    await service.alerts.create(chat.id, monitor_id=monitor.id, topic="Mistral", condition="3 or more outlets")
+
+    await service.runs.run_monitor(monitor.id, T0)
+    assert await alert_texts(world) == []
+    assert scripted.calls == 0, "a story without the alert's topic is never asked about"
+
+    world.clock.advance(days=1)
+    title = "Mistral and DeepSeek trade blows over open model licences"
+    news.by_source = {"news": recall_story(T0 + DAY, sites, title)}
+    await service.runs.run_monitor(monitor.id, T0 + DAY)
+    texts = await alert_texts(world)
+
+    assert len(texts) == 1 and title in texts[0]
+    assert texts[0].startswith("🔔 **Alert #1** — Mistral: when 3 or more outlets (monitor #1)")
+    assert scripted.calls == (1 if with_model else 0)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,3 +93,36 @@ def test_where_the_link_cannot_be_written_the_table_goes_to_a_private_temporary_
     assert terms._japanese_segmenter()(SENTENCE) == expected
     assert "could not be unpacked" in caplog.text
     assert [path.name for path in (tmp_path / "tmp").glob("lookout-ipadic-*/sys.dic")] == ["sys.dic"]
+
+
+_PRIVATE_UNPACK = """
+import sys, tempfile
+from pathlib import Path
+import ipadic
+folder, tmp = Path(sys.argv[1]), sys.argv[2]
+rc = folder / "mecabrc"
+ipadic.DICDIR, ipadic.MECAB_ARGS = str(folder), f'-r "{rc}" -d "{folder}"'
+tempfile.tempdir = tmp
+from research import terms
+assert terms._japanese_segmenter()(sys.argv[3])
+print(*Path(tmp).glob("lookout-ipadic-*/sys.dic"))
+"""
+
+
+def test_the_private_temporary_folder_is_removed_when_the_process_exits(tmp_path: Path, packed_table: Path) -> None:
+    """A process that had to unpack the table to a private temporary folder removes the folder as it exits (it
+    holds 49 MB): a real process, started and ended."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the data folder should be")
+    (tmp_path / "dicdir").mkdir()
+    folder = _image_layout(tmp_path / "dicdir", packed_table, blocked / "ipadic-sys.dic")
+    (tmp_path / "tmp").mkdir()
+
+    done = subprocess.run(
+        [sys.executable, "-c", _PRIVATE_UNPACK, str(folder), str(tmp_path / "tmp"), SENTENCE],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("/sys.dic"), "the process unpacked to its private folder"
+    assert list((tmp_path / "tmp").iterdir()) == [], "the private folder outlived its process"

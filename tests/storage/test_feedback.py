@@ -79,3 +79,32 @@ async def test_marks_views_and_the_last_received_digest(
     assert await repository.view(second, chat.id) is None  # not received yet
     assert await repository.view(first, other.id) is None  # never this chat's
     assert await repository.pending_view(second, chat.id) == {"kept": []}
+
+
+async def test_a_digest_preview_is_a_received_digest_of_the_monitor_its_view_names(
+    database: Database, chat: ChatRecord, monitor: MonitorRecord
+) -> None:
+    """A `/digest` preview is a run of no monitor; its view names the monitor, so a press on it (by run) and the
+    chat's "last digest" (of that monitor or any) find it as a digest of that monitor."""
+    repository = FeedbackRepository(database)
+    deliveries = DeliveryRepository(database)
+    scheduled = await _delivered_run(database, monitor, timedelta(0), sent=True)
+    await repository.save_view(scheduled, chat.id, {"kept": [{"index": 0}]})
+    preview = await RunRepository(database).open_search_run(chat_id=chat.id, query="news", now=T0 + timedelta(hours=1))
+    [row] = await deliveries.complete_run(preview.id, outcome=RunOutcome(finished_at=T0 + timedelta(hours=1)))
+    await repository.save_view(preview.id, chat.id, {"monitor_id": monitor.id, "kept": []})
+    worker = "test:1:b"
+    claimed = await deliveries.claim_due(T0 + timedelta(hours=2), worker=worker, limit=5, lease=timedelta(seconds=30))
+    assert row.id in [one.id for one in claimed]
+    await deliveries.record_parts_sent(
+        row.id, 1, worker=worker, until=T0 + timedelta(hours=3), language="", timezone="UTC"
+    )
+
+    pressed = await repository.view(preview.id, chat.id)
+    [last] = await repository.last_views(chat.id)
+    [last_of_monitor] = await repository.last_views(chat.id, monitor_id=monitor.id)
+
+    assert pressed is not None and pressed.monitor_id == monitor.id
+    assert (last.run_id, last.monitor_id) == (preview.id, monitor.id)
+    assert last_of_monitor.run_id == preview.id
+    assert await repository.last_views(chat.id, monitor_id=monitor.id + 1) == []

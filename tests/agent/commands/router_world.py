@@ -20,7 +20,7 @@ from agent.messages import Incoming, IncomingFile, Platform
 from app.monitor_service import build_monitor_service
 from kernel import ProgressUpdate, Reply
 from monitors import ChatService, DeliveryWorker, DestinationSenders, ItemService, MonitorSettings
-from research import ModelSet, RetryPolicy
+from research import ItemEmbedder, ModelSet, RetryPolicy
 from sources.base import Source
 from sources.config import SourcesConfig
 from sources.http import HostPolicy, HttpClient
@@ -190,10 +190,12 @@ async def open_world(
     access: AccessPolicy | None = None,
     allow_private_urls: bool = True,
     public_url: str | None = None,
+    embedder: ItemEmbedder | None = None,
 ) -> AsyncIterator[RouterWorld]:
     """Everything wired as `app` wires it; free text goes to `RecordingFreeText`, or with `real_chat_agent` to the
-    real `agent.chat.agent.ChatAgent`. `allow_private_urls=False` is ALLOW_PRIVATE_URLS unset: feeds on the fake
-    server (127.0.0.1) are refused, while the configured APIs on it still answer."""
+        real `agent.chat.agent.ChatAgent`. `allow_private_urls=False` is ALLOW_PRIVATE_URLS unset: feeds on the fake
+        server (127.0.0.1) are refused, while the configured APIs on it still answer. `embedder` is the feedback's
+    embedding model (the runs cluster by words)."""
     route_sources(server)
     clock = FakeClock(NOW)
     client = HttpClient(
@@ -231,6 +233,7 @@ async def open_world(
         clock=clock,
         destinations=DestinationSenders(database, http=client, clock=clock),
         http=client,
+        embedder=embedder,
     )
     settings = ConversationSettings(
         default_timezone=default_timezone,

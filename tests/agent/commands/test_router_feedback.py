@@ -3,15 +3,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
+from openai import AsyncOpenAI
+from pydantic_ai import models
+from pydantic_ai.embeddings import Embedder
+from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
+from pydantic_ai.providers.openai import OpenAIProvider
 
+from agent.messages import IncomingFile
+from research import ItemEmbedder
 from storage import Database
-from storage.repositories import FeedbackRepository
+from storage.repositories import EmbeddingRepository, FeedbackRepository
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.openai_compat import FakeOpenAI
+from tests.kit import eventually
 
 
 @pytest.fixture
@@ -66,3 +78,134 @@ async def test_why_counts_the_reports_a_readers_outlet_rules_left_it(world: Rout
         why.text
     )
     assert "2 new reports of it, from handelsblatt, theverge.com." in owners.text and "shared" not in owners.text
+
+
+class HeldEmbeddings(FakeHTTPServer):
+    """An OpenAI-compatible embedding server (`FakeOpenAI`'s answers) that, while `holding` is set, accepts every
+    embedding request and answers none, as a server that hangs; clearing it answers the held ones 503."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = threading.Event()
+        self.held = 0
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if self.holding.is_set() and request.path.endswith("/embeddings"):
+            self.held += 1
+            while self.holding.is_set():
+                await asyncio.sleep(0.01)
+            return web.Response(status=503, text="unavailable")
+        return await super()._handle(request)
+
+
+def openai_embedder(fake: FakeOpenAI, *, cache: EmbeddingRepository | None) -> ItemEmbedder:
+    """The real OpenAI client's embeddings against the fake, without retries (a failure is one request)."""
+    client = AsyncOpenAI(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+    model = OpenAIEmbeddingModel("embed", provider=OpenAIProvider(openai_client=client))
+    return ItemEmbedder(embedder=Embedder(model), model_name="openai:embed", cache=cache)
+
+
+async def test_a_press_is_answered_while_the_embedding_server_hangs_and_the_next_run_gives_the_vectors(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """With an embedding model configured, a mark made on a story without a stored vector is given its title's
+    vector off the press path: the press is answered and stored while the embedding server holds the request; once
+    that request fails, the next run of the monitor gives the vector (and counts its tokens as the chat's)."""
+    server = HeldEmbeddings()
+    server.start()
+    fake = FakeOpenAI(server)
+    embedder = openai_embedder(fake, cache=EmbeddingRepository(database))
+    try:
+        with models.override_allow_model_requests(True):
+            async with open_world(database, fake_server, tmp_path, embedder=embedder) as world:
+                marks = FeedbackRepository(world.database)
+                await world.say("/track DeepSeek daily at 08:30 from hn,news")
+                await world.say("/digest 1")
+                await world.deliver()
+                chat = await world.chat()
+                server.holding.set()
+
+                less = await asyncio.wait_for(world.say("/less 1"), timeout=20)  # before: waited on the server
+                [held] = await marks.marks(1, chat.id)
+                await eventually(lambda: server.held == 1, what="the mark's embedding request")
+                server.holding.clear()  # the held request fails
+                await world.services.monitors.feedback.vectors_settled()
+                [failed] = await marks.marks(1, chat.id)
+                usage_before = await world.say("/usage")
+                await world.say("/digest 1")  # the next run
+                [given] = await marks.marks(1, chat.id)
+                usage_after = await world.say("/usage")
+    finally:
+        server.stop()
+
+    assert less.text.startswith("Recorded 👎 less like this on story 1 ")
+    assert held.kind == "less" and held.vector is None
+    assert failed.vector is None  # the server failed: the words decide meanwhile
+    assert given.vector is not None and given.vector["model"] == "openai:embed@768"
+    assert fake.embedding_requests[-1]["input"] == [given.title]
+    assert "embeddings" not in usage_before.text and "embeddings" in usage_after.text
+
+
+async def test_embedding_imported_marks_counts_as_the_importing_chats_usage(
+    database: Database, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """`/import` of a monitor with marks embeds their titles (files hold no vectors): the tokens are the importing
+    chat's "embeddings" in /usage, as every other embedding is counted."""
+    fake = FakeOpenAI(fake_server)
+    embedder = openai_embedder(fake, cache=None)  # no cache: the importer's titles are embedded again
+    with models.override_allow_model_requests(True):
+        async with open_world(database, fake_server, tmp_path, embedder=embedder, real_chat_agent=True) as world:
+            await world.say("/track DeepSeek daily at 08:30 from hn,news")
+            await world.say("/digest 1")
+            await world.deliver()
+            await world.say("/less 1")
+            await world.services.monitors.feedback.vectors_settled()
+            (reply,) = (await world.say("/export monitors")).replies
+            document = reply.attachments[0].path.read_bytes()
+            before = await world.say("/usage", chat=OTHER_CHAT)
+            requests_before = len(fake.embedding_requests)
+            await world.say(
+                "/import",
+                chat=OTHER_CHAT,
+                file=IncomingFile(filename="monitors.json", size=len(document), content=document),
+            )
+            created = await world.say("yes", chat=OTHER_CHAT)
+            [imported] = await FeedbackRepository(world.database).marks(2, (await world.chat(OTHER_CHAT)).id)
+            after = await world.say("/usage", chat=OTHER_CHAT)
+
+    assert created.text.startswith("Created 1 monitor")
+    assert imported.vector is not None and len(fake.embedding_requests) == requests_before + 1
+    assert "Today (2026-11-20, UTC): nothing yet" in before.text
+    assert "By kind today: embeddings " in after.text
+
+
+async def test_a_subscribers_digest_preview_is_its_own_view(world: RouterWorld) -> None:
+    """`/digest 1` by a subscriber of a shared monitor is a preview (the monitor's own runs are left alone), and it is
+    that reader's view: its `/filter` leaves the Nvidia story out, `/why 1` explains the preview's story 1, its 👎
+    pressed under the preview counts on the monitor and leaves that story out of its next preview; the owner's
+    preview is the whole digest."""
+    await world.say("/track DeepSeek daily at 08:30 from news")
+    await world.say("/share 1")
+    await world.say("/subscribe 1", chat=OTHER_CHAT)
+    await world.say("/filter 1 exclude nvidia", chat=OTHER_CHAT)
+
+    await world.say("/digest 1", chat=OTHER_CHAT)
+    [theirs] = [one.message for one in await world.deliver()]
+    why = await world.say("/why 1", chat=OTHER_CHAT)  # typed: story 1 of the last digest it got, the preview
+    [down] = [button for button in theirs.buttons if button.callback_data.startswith("/less 1 ")]
+    pressed = await world.say(down.label, chat=OTHER_CHAT, callback_data=down.callback_data)
+    await world.say("/digest 1", chat=OTHER_CHAT)
+    [again] = [one.message for one in await world.deliver()]
+    await world.say("/digest 1")
+    [owners] = [one.message for one in await world.deliver()]
+    marks = await FeedbackRepository(world.database).marks(1, (await world.chat(OTHER_CHAT)).id)
+
+    assert "_1 story left out by your filter — /filter 1_" in theirs.text
+    assert "Nvidia-Aktie" not in theirs.text and "1. DeepSeek unveils V4 model" in theirs.text
+    assert "story 1: “DeepSeek unveils V4 model" in why.text
+    assert "Recorded 👎 less like this on story 1 “DeepSeek unveils V4 model" in pressed.text
+    assert [(mark.kind, mark.monitor_id) for mark in marks] == [("less", 1)]
+    assert "1. DeepSeek unveils V4 model" not in again.text and "Nvidia-Aktie" not in again.text
+    assert "_1 story left out by your feedback — /why dropped_" in again.text
+    assert "1. Nvidia-Aktie" in owners.text and "2. DeepSeek unveils V4 model" in owners.text
+    assert "left out by your" not in owners.text
