@@ -208,14 +208,18 @@ def monitor_view(listing: MonitorListing, chat: ChatRecord, *, default_timezone:
         delivery=subscription.delivery if subscription is not None else DeliveryMode.AUTO,
         in_briefing=subscription is not None and in_briefing(subscription, chat),
         rules=_rules_line(listing.reader_rules),
-        alerts=tuple(alert_line(alert) for alert in listing.alerts),
+        alerts=tuple(alert_line(alert, monitor.topic) for alert in listing.alerts),
     )
 
 
-def alert_line(alert: AlertRecord) -> str:
-    """One alert in one line, as `/monitors` shows it: `#3 when it releases a new model · fired for 2 stories`."""
+def alert_line(alert: AlertRecord, monitor_topic: str) -> str:
+    """One alert in one line, as `/monitors` shows it: `#3 when it releases a new model · fired for 2 stories`
+    (`#4 about Mistral when …` for an alert on a topic of its own)."""
+    from research import own_topic_words  # loaded only for a chat that has alerts: listings stay cheap
+
+    about = f" about {alert.topic}" if own_topic_words(alert.topic, monitor_topic) else ""
     fired = f" · fired for {alert.fired} stor{'y' if alert.fired == 1 else 'ies'}" if alert.fired else ""
-    return f"#{alert.id} when {alert.condition}{fired}"
+    return f"#{alert.id}{about} when {alert.condition}{fired}"
 
 
 def _rules_line(stored: Mapping[str, Any] | None) -> str:

@@ -3,10 +3,12 @@
 
 from .alerts import MAX_QUESTIONS as MAX_QUESTIONS
 from .alerts import AlertCheck as AlertCheck
+from .alerts import AlertCondition as AlertCondition
 from .alerts import AlertStory as AlertStory
 from .alerts import alert_message as alert_message
 from .alerts import ask_alert_model as ask_alert_model
 from .alerts import new_stories as new_stories
+from .alerts import own_topic_words as own_topic_words
 from .alerts import parse_condition as parse_condition
 from .alerts import words_check as words_check
 from .briefing import TopicDigests as TopicDigests

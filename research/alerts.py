@@ -150,9 +150,15 @@ def parse_condition(condition: str, *, topic: str = "", monitor_topic: str = "")
         number = found.group(1).lower()
         least = max(1, int(number) if number.isdigit() else _NUMBERS[number])
         rest = clean[: found.start()] + " " + clean[found.end() :]
-    monitor_words = set(_content_words(monitor_topic))
-    topic_words = tuple(word for word in _content_words(topic) if word not in monitor_words)
+    topic_words = own_topic_words(topic, monitor_topic)
     return AlertCondition(text=clean, words=tuple(_content_words(rest)), min_outlets=least, topic_words=topic_words)
+
+
+def own_topic_words(topic: str, monitor_topic: str) -> tuple[str, ...]:
+    """The words of an alert's `topic` its monitor's topic does not carry: what a story must carry for the alert
+    (empty when the alert is about the monitor's own topic)."""
+    monitor_words = set(_content_words(monitor_topic))
+    return tuple(word for word in _content_words(topic) if word not in monitor_words)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,7 +29,7 @@ from monitors import (
     normalise_topic,
     parse_schedule,
 )
-from research import escape_markdown, parse_condition
+from research import AlertCondition, escape_markdown, own_topic_words, parse_condition
 
 __all__ = ["ACTIONS", "ALERT_SCHEDULE_TEXT", "AlertCommand", "AlertOffCommand", "AlertsCommand"]
 
@@ -98,7 +98,19 @@ def _checked(services: Services, turn: Turn, command: AlertCommand) -> AlertComm
 
 def _own_topic(topic: str, view: MonitorView) -> str | None:
     """The alert's topic when it is not its monitor's (only stories carrying its words are looked at), else None."""
-    return topic if topic and normalise_topic(topic) != normalise_topic(view.topic) else None
+    return topic if own_topic_words(topic, view.topic) else None
+
+
+def _by_words(condition: AlertCondition, topic: str) -> str:
+    """What decides without a model, in words: `it carries every word of the condition and of “Mistral”, and 3 or
+    more outlets report it`."""
+    of = [
+        *(["the condition"] if condition.words else []),
+        *([f"“{escape_markdown(topic)}”"] if condition.topic_words else []),
+    ]
+    carries = f"it carries every word of {' and of '.join(of)}" if of else ""
+    count = f"{condition.min_outlets} or more outlets report it" if condition.min_outlets > 1 else ""
+    return ", and ".join(part for part in (carries, count) if part) or "it is new"
 
 
 def _watching(condition: str, view: MonitorView, topic: str) -> str:
@@ -222,16 +234,15 @@ async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[R
         )
     except ValueError as error:
         return refuse(str(error))
-    own = _own_topic(record.topic, view)
+    condition = parse_condition(record.condition, topic=record.topic, monitor_topic=view.topic)
     no_model = (
-        "\nNo language model is configured: a story fires when it carries every word of the condition"
-        + (f" and of “{escape_markdown(own)}”." if own else ".")
+        f"\nNo language model is configured: a story fires when {_by_words(condition, record.topic)}."
         if services.models.light is None
         else ""
     )
     which = (
         "its new stories and the stories that gain reports (counting every outlet so far)"
-        if parse_condition(record.condition).min_outlets > 1
+        if condition.min_outlets > 1
         else "new stories only"
     )
     watching = _watching(record.condition, view, record.topic)

@@ -157,18 +157,20 @@ async def test_a_number_before_the_topic_of_a_monitor_the_chat_does_not_receive_
 
 
 async def test_an_alert_with_its_own_topic_on_another_monitor_names_that_topic(world: RouterWorld) -> None:
-    """`/alert 1 Mistral when …` on a DeepSeek monitor: the confirmation, the no-model note and /alerts name Mistral,
-    the topic whose words a story must carry."""
+    """`/alert 1 Mistral when …` on a DeepSeek monitor: the confirmation, the no-model note, /alerts and /monitors name
+    Mistral, the topic whose words a story must carry."""
     await world.say("/track DeepSeek daily at 08:00 from hn")
 
     said = await world.say("/alert 1 Mistral when 3 or more outlets")
     same = await world.say("/alert 1 deepseek when it releases a model")
     listed = await world.say("/alerts")
+    monitors = await world.say("/monitors")
 
     assert said.text.startswith(
         "Alert #1: I'll tell you here at once when “3 or more outlets” in stories about “Mistral” on monitor #1 "
         "“DeepSeek”"
     )
-    assert "a story fires when it carries every word of the condition and of “Mistral”." in said.text
+    assert "a story fires when it carries every word of “Mistral”, and 3 or more outlets report it." in said.text
     assert "stories about" not in same.text  # the monitor's own topic, however written, narrows nothing
     assert "- **#1** Mistral: when 3 or more outlets — monitor #1 “DeepSeek”" in listed.text
+    assert "your alert \\#1 about Mistral when 3 or more outlets\nyour alert \\#2 when it releases" in monitors.text
