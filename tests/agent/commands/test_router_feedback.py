@@ -47,12 +47,12 @@ async def test_typed_feedback_on_the_last_digest_and_why(world: RouterWorld) -> 
     chat = await world.chat()
     marks = await FeedbackRepository(world.database).marks(1, chat.id)
 
-    assert "No digest has reached this chat yet" in before.text
+    assert "No digest or briefing has reached this chat yet" in before.text
     assert sent.message.buttons[0].callback_data == f"/more 1 run {sent.message.run_id}"  # a telegram chat
     assert less.text.startswith("Recorded 👎 less like this on story 1 ") and "/unmark 1 run" in less.text
     assert "story 1:" in why.text and "new story for this monitor" in why.text and "Scores:" in why.text
     assert "nothing was left out" in dropped.text
-    assert "No digest has reached this chat yet" in elsewhere.text
+    assert "No digest or briefing has reached this chat yet" in elsewhere.text
     assert mute.text.startswith("Muted news.example.com on monitor #1")
     assert unmute.text.startswith("Unmuted news.example.com")
     assert unmark.text.startswith("Removed this chat's mark on story 1")
