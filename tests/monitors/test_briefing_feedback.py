@@ -16,11 +16,12 @@ from monitors.schedule import parse_schedule
 from monitors.service import MonitorService
 from storage import FeedbackMarkRecord
 from storage.repositories import FeedbackRepository, RunRepository
+from tests.backends import database as database  # on SQLite and, with TEST_DATABASE_URL, PostgreSQL
 from tests.monitors.conftest import T0, World
 from tests.monitors.test_feedback import DAY_ONE, DAY_TWO, Feed, _items
 from tests.research.fake_sources import RecordingSource
 
-__all__ = ["feed"]
+__all__ = ["database", "feed"]
 
 BRIEFING_AT = datetime(2026, 11, 20, 14, 0, 30, tzinfo=UTC)
 
