@@ -200,19 +200,19 @@ def _story_mark(model: type[_StoryMark], *, example: int) -> Callable[[RunT], Ru
 
 @_story_mark(MoreCommand, example=2)
 async def more(services: Services, turn: Turn, command: MoreCommand) -> list[Reply]:
-    """👍 More stories like story n of the last digest, in this chat."""
+    """👍 More stories like story n of the last digest or briefing, in this chat."""
     return await _mark(services, turn, command, "more")
 
 
 @_story_mark(LessCommand, example=4)
 async def less(services: Services, turn: Turn, command: LessCommand) -> list[Reply]:
-    """👎 Fewer stories like story n of the last digest, or from its outlet, in this chat."""
+    """👎 Fewer stories like story n of the last digest or briefing, or from its outlet, in this chat."""
     return await _mark(services, turn, command, "less")
 
 
 @_story_mark(FewerCommand, example=3)
 async def fewer(services: Services, turn: Turn, command: FewerCommand) -> list[Reply]:
-    """Fewer stories on the subject of story n of the last digest, in this chat."""
+    """Fewer stories on the subject of story n of the last digest or briefing, in this chat."""
     return await _mark(services, turn, command, "fewer")
 
 
@@ -260,7 +260,7 @@ async def unmute(services: Services, turn: Turn, command: UnmuteCommand) -> list
 
 @ACTIONS.action(pattern="<n>|dropped [#<monitor>|run <id>]", example="/why 2", parse=_parse_why, instant=True)
 async def why(services: Services, turn: Turn, command: WhyCommand) -> list[Reply]:
-    """Why story n is in the last digest (scores, novelty, feedback), or what your feedback left out."""
+    """Why story n is in the last digest or briefing (scores, novelty, feedback), or what your feedback left out."""
     try:
         text = await services.monitors.feedback.why(
             turn.chat.id, command.story, run_id=command.run_id, monitor_id=command.monitor_id
