@@ -232,6 +232,7 @@ async def test_typed_feedback_and_presses_on_a_briefings_sections(world: RouterW
     assert stored is not None
     section_run = stored.stats["feedback_sections"][0]["run_id"]
     early = await world.say("/less 1 #2")
+    early_why = await world.say("/why 1 #2")
     early_press = await world.say("#1·1 👍", callback_data=f"/more 1 run {section_run}")  # queued, not sent yet
     [sent] = await world.deliver()
     buttons = sent.message.buttons
@@ -247,6 +248,9 @@ async def test_typed_feedback_and_presses_on_a_briefings_sections(world: RouterW
 
     assert queued.topics == 2 and sent.message.run_id == queued.run_id
     assert "No digest or briefing of monitor #2 has reached this chat yet, so there is no story to mark." in early.text
+    assert "No digest or briefing of monitor #2 has reached this chat yet, so there is no story to explain." in (
+        early_why.text
+    )
     assert first.callback_data == f"/more 1 run {section_run}"
     assert "never reached this chat" in early_press.text and early_press.replies[0].pressed_row == ()
     assert "never reached this chat" in elsewhere.text and elsewhere.replies[0].pressed_row == ()
