@@ -363,12 +363,7 @@ class BriefingService(MonitorStorage):
         briefing = assemble_briefing(topics)
         zone = ZoneInfo(chat.timezone)
         text = render_briefing_markdown(briefing, title=f"Your briefing · {due.astimezone(zone):%Y-%m-%d %H:%M %Z}")
-        if dropped := sum(left_out.values()):
-            commands = ", ".join(f"/filter {monitor_id}" for monitor_id, count in sorted(left_out.items()) if count)
-            text += f"\n_{dropped} stor{'y' if dropped == 1 else 'ies'} left out by your filter — {commands}_\n"
-        if count := sum(by_feedback.values()):
-            commands = ", ".join(f"/why dropped #{monitor_id}" for monitor_id in sorted(by_feedback))
-            text += f"\n_{count} stor{'y' if count == 1 else 'ies'} left out by your feedback — {commands}_\n"
+        text += _left_out_lines(left_out, by_feedback)
         views, feedback_sections = _section_views(briefing, decided)
         written = _BriefingFiles(artifacts={}, chart_topics={})
         if briefing.has_news and rows:
@@ -467,6 +462,19 @@ def _outcome(assembled: _Assembled | None, chat: ChatRecord, *, due: datetime, n
         },
         artifacts=assembled.artifacts,
     )
+
+
+def _left_out_lines(by_rules: Mapping[int, int], by_feedback: Mapping[int, int]) -> str:
+    """The briefing's lines saying how many stories the reader's rules and its feedback left out (per monitor given),
+    each with the commands that show or change why."""
+    text = ""
+    if dropped := sum(by_rules.values()):
+        commands = ", ".join(f"/filter {monitor_id}" for monitor_id, count in sorted(by_rules.items()) if count)
+        text += f"\n_{dropped} stor{'y' if dropped == 1 else 'ies'} left out by your filter — {commands}_\n"
+    if count := sum(by_feedback.values()):
+        commands = ", ".join(f"/why dropped #{monitor_id}" for monitor_id in sorted(by_feedback))
+        text += f"\n_{count} stor{'y' if count == 1 else 'ies'} left out by your feedback — {commands}_\n"
+    return text
 
 
 def _section_views(
