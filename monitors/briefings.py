@@ -5,6 +5,11 @@ time however many workers look (the chat's next briefing time moves in one condi
 downtime over several briefing times there is one catch-up briefing, never a backlog (like monitor runs); it goes
 through the outbox like a digest (one row for the chat: sent once, retried, rate-limited). Chats whose briefings
 cover the same runs in the same language and timezone share one assembly and one set of files.
+
+Each section is the reader's view of its monitor (its rules, then its feedback through `MonitorFeedback.decide`), and
+that view is stored in the claim's transaction for the chat (`briefing_section_view`: the section's stories numbered
+once over its merged digests, exactly as shown), under the newest run the section read, so `/more 2 #3`, `/why` and
+the briefing's buttons (`feedback_sections`, one row per story) mark what the reader actually received.
 """
 
 from __future__ import annotations
@@ -17,19 +22,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from monitors.delivery import valid_digest
-from monitors.feedback import MonitorFeedback, reader_digest
+from monitors.feedback import MonitorFeedback, briefing_section_view, reader_digest
 from monitors.notices import BRIEFING_KIND
 from monitors.reader_rules import rules_view, run_entries
 from monitors.runner import item_of_record
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
 from monitors.service_base import MonitorStorage, ServiceStorage
 from research import (
+    Briefing,
+    BriefingSection,
     Digest,
     ReaderRules,
+    ReaderView,
     TopicDigests,
     assemble_briefing,
     filter_digest,
@@ -94,6 +102,14 @@ class _Assembled:
     topics: int
     with_news: int
     run_ids: list[int]
+    views: dict[int, dict[str, Any]]
+    """The reader's view of each markable section, by the run it is stored under (`briefing_section_view`)."""
+    feedback_sections: list[dict[str, int]]
+    """Each markable section's monitor, view run and number of stories, in order: the briefing's buttons."""
+
+
+_Decided = tuple[int, ReaderView, dict[str, Any]] | None
+"""One digest of a section as the reader's feedback decided it: its run id, view and record (None: not decided)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -260,6 +276,7 @@ class BriefingService(MonitorStorage):
                     due=chat.briefing_next_at or due,
                     next_at=schedule.next_run(max(due, now)),
                     outcome=_outcome(assembled, chat, due=due, now=now),
+                    views=assembled.views if assembled is not None else {},
                 )
             )
         made = await self._briefings.claim_many(claims, now=now)
@@ -309,8 +326,10 @@ class BriefingService(MonitorStorage):
         topics: list[TopicDigests] = []
         left_out: dict[int, int] = {}
         """Stories the chat's rules left out, per monitor."""
-        by_feedback = 0
-        """Stories the chat's feedback left out, on every monitor."""
+        by_feedback: dict[int, int] = {}
+        """Stories the chat's feedback left out, per monitor."""
+        decided: dict[int, list[_Decided]] = {}
+        """Each monitor's digests as the reader's feedback decided them, in the order of its `TopicDigests.digests`."""
         rows: list[tuple[str, ItemWithScores]] = []
         monitors: dict[int, MonitorRecord] = {}
         for monitor_id, monitor_runs in sorted(by_monitor.items()):
@@ -323,12 +342,11 @@ class BriefingService(MonitorStorage):
             shown, dropped = _digests_for_reader(ok, language, stored, rules.get(monitor_id))
             if dropped:
                 left_out[monitor_id] = dropped
-            digests = [digest for _run, digest in shown]
-            if mine_marks := marks.get(monitor_id):
-                digests, feedback_dropped = await self._after_feedback(
-                    shown, mine_marks, stored, topic=monitor.topic, language=language
-                )
-                by_feedback += feedback_dropped
+            digests, decided[monitor_id] = await self._after_feedback(
+                shown, marks.get(monitor_id, []), stored, topic=monitor.topic, language=language
+            )
+            if feedback_dropped := sum(len(one[1].dropped) for one in decided[monitor_id] if one is not None):
+                by_feedback[monitor_id] = feedback_dropped
             mine, stories = _items_and_stories(ok, stored)
             rows += [(monitor.topic, scored) for scored in mine]
             topics.append(
@@ -345,14 +363,8 @@ class BriefingService(MonitorStorage):
         briefing = assemble_briefing(topics)
         zone = ZoneInfo(chat.timezone)
         text = render_briefing_markdown(briefing, title=f"Your briefing · {due.astimezone(zone):%Y-%m-%d %H:%M %Z}")
-        if dropped := sum(left_out.values()):
-            commands = ", ".join(f"/filter {monitor_id}" for monitor_id, count in sorted(left_out.items()) if count)
-            text += f"\n_{dropped} stor{'y' if dropped == 1 else 'ies'} left out by your filter — {commands}_\n"
-        if by_feedback:
-            text += (
-                f"\n_{by_feedback} stor{'y' if by_feedback == 1 else 'ies'} left out by your feedback (👍/👎 and muted "
-                "outlets on these monitors' digests)_\n"
-            )
+        text += _left_out_lines(left_out, by_feedback)
+        views, feedback_sections = _section_views(briefing, decided)
         written = _BriefingFiles(artifacts={}, chart_topics={})
         if briefing.has_news and rows:
             key = (tuple(run.id for run in runs), chat.timezone, due)
@@ -366,6 +378,8 @@ class BriefingService(MonitorStorage):
             topics=len(topics),
             with_news=len(briefing.sections),
             run_ids=[run.id for run in runs],
+            views=views,
+            feedback_sections=feedback_sections,
         )
 
     async def _after_feedback(
@@ -376,23 +390,25 @@ class BriefingService(MonitorStorage):
         *,
         topic: str,
         language: str | None,
-    ) -> tuple[list[Digest], int]:
-        """The section's digests (newest run first, after the rules) as the reader's feedback leaves them, and how
-        many stories it left out. A digest that cannot be judged is kept whole (logged), never holds a briefing."""
+    ) -> tuple[list[Digest], list[_Decided]]:
+        """The section's digests (newest run first, after the rules) as the reader's feedback leaves them (with no
+        marks too: the view is what `/more 2 #3` names), and each one's decision. A digest that cannot be judged is
+        kept whole (logged) and undecided (its section then has no stored view), never holds a briefing."""
         kept: list[Digest] = []
-        dropped = 0
+        decided: list[_Decided] = []
         for run, digest in shown:
             try:
-                view, _record = await self._feedback.decide(
+                view, record = await self._feedback.decide(
                     run, digest, marks, items=stored.get(run.id, []), topic=topic, language=language or ""
                 )
             except Exception:
                 logger.exception("run %d: the reader's feedback could not be applied to its briefing section", run.id)
                 kept.append(digest)
+                decided.append(None)
                 continue
             kept.append(reader_digest(digest, view))
-            dropped += len(view.dropped)
-        return kept, dropped
+            decided.append((run.id, view, record))
+        return kept, decided
 
     def _write_files(
         self, runs: Sequence[RunRecord], rows: Sequence[tuple[str, ItemWithScores]], *, due: datetime, zone: ZoneInfo
@@ -441,10 +457,46 @@ def _outcome(assembled: _Assembled | None, chat: ChatRecord, *, due: datetime, n
             "topics": assembled.topics,
             "with_news": assembled.with_news,
             "chart_topics": assembled.chart_topics,
+            "feedback_sections": assembled.feedback_sections,
             "file_stem": f"briefing-{due.astimezone(ZoneInfo(chat.timezone)):%Y-%m-%d-%H%M}",
         },
         artifacts=assembled.artifacts,
     )
+
+
+def _left_out_lines(by_rules: Mapping[int, int], by_feedback: Mapping[int, int]) -> str:
+    """The briefing's lines saying how many stories the reader's rules and its feedback left out (per monitor given),
+    each with the commands that show or change why."""
+    text = ""
+    if dropped := sum(by_rules.values()):
+        commands = ", ".join(f"/filter {monitor_id}" for monitor_id, count in sorted(by_rules.items()) if count)
+        text += f"\n_{dropped} stor{'y' if dropped == 1 else 'ies'} left out by your filter — {commands}_\n"
+    if count := sum(by_feedback.values()):
+        commands = ", ".join(f"/why dropped #{monitor_id}" for monitor_id in sorted(by_feedback))
+        text += f"\n_{count} stor{'y' if count == 1 else 'ies'} left out by your feedback — {commands}_\n"
+    return text
+
+
+def _section_views(
+    briefing: Briefing, decided: Mapping[int, Sequence[_Decided]]
+) -> tuple[dict[int, dict[str, Any]], list[dict[str, int]]]:
+    """The reader's view of each section that can be marked (its shown digests decided), by the newest run it read,
+    and those sections' button specs (`feedback_sections`), in the briefing's order."""
+    markable: list[tuple[BriefingSection, int]] = []
+    for section in briefing.sections:
+        mine = decided.get(section.monitor_id, [])
+        anchor = next((one[0] for one in mine if one is not None), None)
+        if anchor is not None and briefing_section_view(section.monitor_id, mine, section.origins, sections=()):
+            markable.append((section, anchor))
+    names = [(section.monitor_id, section.topic) for section, _ in markable]
+    views: dict[int, dict[str, Any]] = {}
+    specs: list[dict[str, int]] = []
+    for section, anchor in markable:
+        view = briefing_section_view(section.monitor_id, decided[section.monitor_id], section.origins, sections=names)
+        if view is not None:
+            views[anchor] = view
+            specs.append({"monitor_id": section.monitor_id, "run_id": anchor, "stories": len(section.developments)})
+    return views, specs
 
 
 def _readable(stored: dict[int, dict[str, object]], monitor_ids: Sequence[int]) -> dict[int, ReaderRules]:

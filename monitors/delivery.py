@@ -48,7 +48,14 @@ from kernel import (
     new_error_id,
     utc_now,
 )
-from monitors.feedback import FEEDBACK_PLATFORMS, MonitorFeedback, digest_buttons, dropped_line, reader_digest
+from monitors.feedback import (
+    FEEDBACK_PLATFORMS,
+    MonitorFeedback,
+    briefing_buttons,
+    digest_buttons,
+    dropped_line,
+    reader_digest,
+)
 from monitors.notices import BRIEFING_KIND, NOTICE_KIND, TEXT_KINDS
 from monitors.pages import DigestPages
 from monitors.reader_rules import rules_view, run_entries
@@ -181,7 +188,8 @@ def build_message(
     the rendered digest (in the reader's `language` when the run wrote one) with its CSV and chart, ending with a
     link to the digest's web page (`page_url`) when it has one. Per reader: `left_out` is what its own rules took
     out (one line says so), `view` what its feedback keeps of the stories left (`MonitorFeedback.view_for`, over
-    the digest after the rules), `buttons` a row of feedback buttons per story shown."""
+    the digest after the rules), `buttons` a row of feedback buttons per story shown (a briefing's: per story of its
+    sections, `briefing_buttons`)."""
     return _message(
         run,
         _stored_digest(run, language),
@@ -213,7 +221,11 @@ def _message(
         text = str(run.stats.get("text", "")) or "(empty notice)"
         purpose: Purpose = "briefing" if kind == BRIEFING_KIND else "notice"
         caption = "Briefing" if kind == BRIEFING_KIND else None
-        return Reply(text=text, attachments=_attachments(run, caption), purpose=purpose, run_id=run.id)
+        under: tuple[Button, ...] = ()
+        if buttons and kind == BRIEFING_KIND:  # a row per story of its sections, as under a digest
+            under, capped = briefing_buttons(run.stats.get("feedback_sections"))
+            text += f"\n{capped}\n" if capped else ""
+        return Reply(text=text, attachments=_attachments(run, caption), buttons=under, purpose=purpose, run_id=run.id)
     monitor_id = run.monitor_id if run.monitor_id is not None else _int_or_none(run.stats.get("monitor_id"))
     title = escape_markdown(topic or str(run.stats.get("topic") or run.query or "Digest"))
     when = (run.finished_at or run.scheduled_for).astimezone(_zone(timezone))

@@ -17,6 +17,11 @@ usage) at import, in the background after the chat marks again (`vectors_later`:
 while the embedding server is away), and at the start of each run of the monitor (`vectors_before_run`), so the
 marks have vectors before that run's views are decided.
 
+A briefing's section is marked like a digest: its view (`briefing_section_view`, stories numbered once over the
+section's merged digests, as the reader saw them) is stored under the newest run the section read and linked to the
+briefing that carried it (`storage.repositories.feedback.BRIEFING_RUN_KEY`); `/more 2 #3` names story 2 of monitor
+#3's section, and a bare `/more 2` after a briefing of several sections asks which.
+
 Guarantees: a mark acts only on the chat that made it, on the monitor of the digest it was made on; a mark names a
 digest the chat received (a part of it confirmed sent), so a press forged, stale or from another chat changes
 nothing; no model is needed anywhere.
@@ -57,7 +62,7 @@ from research import (
 )
 from sources import Item
 from storage import Database, FeedbackMarkRecord, ItemWithScores, RunRecord, StoredView
-from storage.repositories import FeedbackRepository
+from storage.repositories import BRIEFING_RUN_KEY, FeedbackRepository
 
 __all__ = [
     "FEEDBACK_PLATFORMS",
@@ -65,6 +70,8 @@ __all__ = [
     "MarkResult",
     "MonitorFeedback",
     "acknowledgment",
+    "briefing_buttons",
+    "briefing_section_view",
     "digest_buttons",
     "dropped_line",
     "reader_digest",
@@ -95,25 +102,113 @@ _STORY_ACTIONS: Final = (
 )
 """A story's row of buttons: label and the command it sends (with the story's number and the run)."""
 
+BRIEFING_BUTTON_STORIES: Final = MAX_BUTTONS // len(_STORY_ACTIONS)
+"""Stories of a briefing that get a row of buttons (the first ones): a whole row each within one message's buttons."""
 
-def story_buttons(story: int, run_id: int) -> tuple[Button, ...]:
-    """The row of feedback buttons under story `story` of run `run_id`'s digest: each sends the command a person
-    could type (`/less 3 run 41`), so a press goes through the same parser and checks."""
+
+def story_buttons(story: int, run_id: int, *, label: str | None = None, row: int | None = None) -> tuple[Button, ...]:
+    """The row of feedback buttons under story `story` of run `run_id`'s digest (`label` names the story as the reader
+    saw it: "2." in a digest, "#3·2" in a briefing; `row` its row among the message's): each sends the command a
+    person could type (`/less 3 run 41`), so a press goes through the same parser and checks."""
+    shown = label or f"{story}."
     return tuple(
-        Button(label=f"{story}. {label}" if index == 0 else label, callback_data=f"/{command} {story} run {run_id}",
-               row=story)
-        for index, (label, command) in enumerate(_STORY_ACTIONS)
+        Button(label=f"{shown} {text}" if index == 0 else text, callback_data=f"/{command} {story} run {run_id}",
+               row=row or story)
+        for index, (text, command) in enumerate(_STORY_ACTIONS)
     )  # fmt: skip
 
 
-def acknowledgment(story: int, run_id: int, done: str, *, undo: str | None = None) -> tuple[Button, ...]:
-    """The row a press leaves under story `story`: what was recorded ("✓ 👎 recorded"; pressing it asks /why) and
-    its undo (`undo`, a command; by default this chat's mark on the story is removed)."""
+def acknowledgment(
+    story: int, run_id: int, done: str, *, undo: str | None = None, label: str | None = None
+) -> tuple[Button, ...]:
+    """The row a press leaves under story `story` (`label`: as the reader saw it, "#3·2" in a briefing): what was
+    recorded ("✓ 👎 recorded"; pressing it asks /why) and its undo (`undo`, a command; by default this chat's mark on
+    the story is removed)."""
     undo_data = undo or f"/unmark {story} run {run_id}"
     return (
-        Button(label=f"{story}. ✓ {done}"[:64], callback_data=f"/why {story} run {run_id}", row=story),
+        Button(label=f"{label or f'{story}.'} ✓ {done}"[:64], callback_data=f"/why {story} run {run_id}", row=story),
         Button(label="undo", callback_data=undo_data[:64], row=story),
     )
+
+
+def briefing_buttons(sections: object) -> tuple[tuple[Button, ...], str]:
+    """A briefing's rows of feedback buttons, from its stored `feedback_sections` (each section's monitor, the run its
+    view is stored under and its number of stories): one row per story, labelled "#3·2", for the first
+    `BRIEFING_BUTTON_STORIES` stories; and the one line saying the others have none ("" when all have them)."""
+    rows: list[Button] = []
+    total = 0
+    beyond: int | None = None
+    for section in sections if isinstance(sections, list) else []:
+        if not isinstance(section, dict):
+            continue
+        monitor_id, run_id, stories = section.get("monitor_id"), section.get("run_id"), section.get("stories")
+        if not isinstance(monitor_id, int) or not isinstance(run_id, int) or not isinstance(stories, int):
+            continue
+        for story in range(1, stories + 1):
+            total += 1
+            if total <= BRIEFING_BUTTON_STORIES:
+                rows += story_buttons(story, run_id, label=f"#{monitor_id}·{story}", row=total)
+            elif beyond is None:
+                beyond = monitor_id
+    if beyond is None:
+        return tuple(rows), ""
+    note = (
+        f"_Buttons for the first {BRIEFING_BUTTON_STORIES} of {total} stories; mark the others by typing, e.g. "
+        f"/less 2 #{beyond}_"
+    )
+    return tuple(rows), note
+
+
+def briefing_section_view(
+    monitor_id: int,
+    decided: Sequence[tuple[int, ReaderView, dict[str, Any]] | None],
+    origins: Sequence[tuple[int, int]],
+    *,
+    sections: Sequence[tuple[int, str]],
+) -> dict[str, Any] | None:
+    """The view a reader was shown of a briefing's section of monitor `monitor_id`, stored like a digest's: its
+    stories numbered once over the section's merged digests, in the order shown (`origins`: for story n, the index
+    of its digest among `decided` and of its development in that digest as the reader got it), each with the run and
+    the story number of the shared digest it comes from; the stories the reader's feedback left out of any of those
+    digests as `dropped`. `decided` holds each digest's run id, view and record (`MonitorFeedback.decide`), None where
+    the view could not be decided: then the section has no view (None), and no buttons. `sections` names the
+    briefing's markable sections (monitor and topic), so a bare `/more 2` can ask which."""
+    if any(d >= len(decided) or decided[d] is None for d, _ in origins):
+        return None
+    stories: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+
+    def add(run_id: int, decision: StoryDecision, record: dict[str, Any], into: list[dict[str, Any]]) -> None:
+        found = record.get("stories", [])
+        entry = found[decision.index] if decision.index < len(found) else {}
+        stories.append({**entry, "shared": {"run_id": run_id, "story": decision.index + 1}})
+        into.append({**_decision_json(decision), "index": len(stories) - 1})
+
+    for digest_index, development in origins:
+        one = decided[digest_index]
+        assert one is not None
+        run_id, view, record = one
+        if development >= len(view.kept):
+            return None
+        add(run_id, view.kept[development], record, kept)
+    runs: list[int] = []
+    for one in decided:
+        if one is not None:
+            runs.append(one[0])
+            for decision in one[1].dropped:
+                add(one[0], decision, one[2], dropped)
+    records = [one[2] for one in decided if one is not None]
+    return {
+        "monitor_id": monitor_id,
+        "language": records[0].get("language", "") if records else "",
+        "stories": stories,
+        "marks": records[0].get("marks", 0) if records else 0,
+        "kept": kept,
+        "dropped": dropped,
+        "runs": runs,
+        "briefing_sections": [[m, topic] for m, topic in sections],
+    }
 
 
 def digest_buttons(run_id: int, stories: int) -> tuple[Button, ...]:
@@ -135,6 +230,8 @@ class MarkResult:
     story: int | None
     outlet: str | None = None
     """For a mute: the outlet muted."""
+    label: str = ""
+    """The story as the reader saw it ("2." in a digest, "#3·2" in a briefing), for the row acknowledging a press."""
 
 
 def dropped_line(count: int) -> str:
@@ -477,28 +574,56 @@ class MonitorFeedback:
             given += await self._give_logged(monitor_id, chat_id, marks)
         return given
 
-    async def _digest_of(self, chat_id: int, *, run_id: int | None, monitor_id: int | None) -> StoredView:
+    async def _digest_of(
+        self, chat_id: int, *, run_id: int | None, monitor_id: int | None, command: str = "more", story: str = "n"
+    ) -> StoredView:
+        """The view named (`run_id`), else the last one this chat received (of `monitor_id`): a digest's, or a
+        briefing's section; after a briefing of several sections with no monitor named, which one is asked.
+        `command` and `story` shape the example in that question; /why says "explain" where the others say "mark"."""
+        verb = "explain" if command == "why" else "mark"
         if run_id is not None:
             stored = await self._marks.view(run_id, chat_id)
             if stored is None or stored.monitor_id is None:
-                raise FeedbackError("That digest never reached this chat, so there is nothing to mark in it.")
+                raise FeedbackError(
+                    f"That digest or briefing never reached this chat, so there is nothing to {verb} in it."
+                )
             return stored
         found = await self._marks.last_views(chat_id, monitor_id=monitor_id)
         if not found:
             where = f" of monitor #{monitor_id}" if monitor_id is not None else ""
-            raise FeedbackError(f"No digest{where} has reached this chat yet, so there is no story to mark.")
+            raise FeedbackError(
+                f"No digest or briefing{where} has reached this chat yet, so there is no story to {verb}."
+            )
+        sections = found[0].view.get("briefing_sections") or []
+        if monitor_id is None and len(sections) > 1:
+            named = ", ".join(f"#{m} {topic}" for m, topic in sections)
+            raise FeedbackError(
+                f"Your last briefing had stories of {len(sections)} monitors ({named}): say which, e.g. "
+                f"/{command} {story} #{sections[0][0]}."
+            )
         return found[0]
 
     @staticmethod
-    def _story(stored: StoredView, story: int) -> tuple[StoryDecision, dict[str, Any]]:
+    def _what(stored: StoredView) -> str:
+        """What the view was, in words: "That digest", or "Monitor #3's section of that briefing"."""
+        if BRIEFING_RUN_KEY in stored.view:
+            return f"Monitor #{stored.monitor_id}'s section of that briefing"
+        return "That digest"
+
+    @staticmethod
+    def _label(stored: StoredView, story: int) -> str:
+        """Story `story` as the reader saw it: "2." in a digest, "#3·2" in a briefing."""
+        return f"#{stored.monitor_id}·{story}" if BRIEFING_RUN_KEY in stored.view else f"{story}."
+
+    def _story(self, stored: StoredView, story: int) -> tuple[StoryDecision, dict[str, Any]]:
         view = view_of(stored.view)
         if not 1 <= story <= len(view.kept):
             count = len(view.kept)
+            what = self._what(stored)
             raise FeedbackError(
-                f"That digest showed this chat {count} stor{'y' if count == 1 else 'ies'}; pick a number from 1 to "
-                f"{count}."
+                f"{what} showed this chat {count} stor{'y' if count == 1 else 'ies'}; pick a number from 1 to {count}."
                 if count
-                else "That digest showed this chat no story."
+                else f"{what} showed this chat no story."
             )
         decision = view.kept[story - 1]
         stories = stored.view.get("stories", [])
@@ -509,14 +634,15 @@ class MonitorFeedback:
     ) -> MarkResult:
         """Mark story `story` (as this chat saw it) of a digest it received: the last one (of `monitor_id`, if
         given) or run `run_id`'s. `mute` mutes the story's outlets."""
-        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id)
+        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id, command=kind, story=str(story))
         assert stored.monitor_id is not None  # last_views and view keep monitor digests only
         _, entry = self._story(stored, story)
         features = StoryFeatures.from_json(entry.get("features", {}))
         if kind == "mute":
             if not features.outlets:
                 raise FeedbackError(f"Story {story} names no outlet to mute.")
-            return await self.mute(chat_id, features.outlets[0], monitor_id=stored.monitor_id, run_id=stored.run_id)
+            muted = await self.mute(chat_id, features.outlets[0], monitor_id=stored.monitor_id, run_id=stored.run_id)
+            return replace(muted, story=story, label=self._label(stored, story))
         await self._marks.add(
             FeedbackMarkRecord(
                 monitor_id=stored.monitor_id,
@@ -541,25 +667,38 @@ class MonitorFeedback:
             f"Recorded {KIND_WORDS[kind]} on story {story} “{features.title[:120]}” of monitor #{stored.monitor_id}: "
             f"{effect}. Undo: /unmark {story} run {stored.run_id}"
         )
-        return MarkResult(text=text, run_id=stored.run_id, monitor_id=stored.monitor_id, story=story)
+        return MarkResult(
+            text=text,
+            run_id=stored.run_id,
+            monitor_id=stored.monitor_id,
+            story=story,
+            label=self._label(stored, story),
+        )
 
     async def unmark(
         self, chat_id: int, story: int, *, run_id: int | None = None, monitor_id: int | None = None
-    ) -> str:
-        """Remove this chat's marks on story `story` of a digest it received."""
-        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id)
+    ) -> MarkResult:
+        """Remove this chat's marks on story `story` of a digest (or briefing section) it received."""
+        stored = await self._digest_of(
+            chat_id, run_id=run_id, monitor_id=monitor_id, command="unmark", story=str(story)
+        )
         assert stored.monitor_id is not None
         self._story(stored, story)
         removed = await self._marks.undo_story(stored.monitor_id, chat_id, stored.run_id, story)
         if not removed:
-            return f"Story {story} of that digest had no mark from this chat; nothing changed."
-        return f"Removed this chat's mark on story {story} “{removed[0].title[:120]}”; it no longer affects digests."
+            text = f"Story {story} of that digest had no mark from this chat; nothing changed."
+        else:
+            text = (
+                f"Removed this chat's mark on story {story} “{removed[0].title[:120]}”; it no longer affects digests."
+            )
+        label = self._label(stored, story)
+        return MarkResult(text=text, run_id=stored.run_id, monitor_id=stored.monitor_id, story=story, label=label)
 
     async def mute(
         self, chat_id: int, outlet: str, *, monitor_id: int | None = None, run_id: int | None = None
     ) -> MarkResult:
         """Leave `outlet`'s stories out of this chat's digests of a monitor (the last digest's, unless named)."""
-        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id)
+        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id, command="mute", story=outlet)
         assert stored.monitor_id is not None
         name = outlet.strip().casefold()
         if not name:
@@ -589,10 +728,14 @@ class MonitorFeedback:
         self, chat_id: int, story: int | None, *, run_id: int | None = None, monitor_id: int | None = None
     ) -> str:
         """In plain words: what put story `story` in this chat's digest, or (None) what was left out and why."""
-        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id)
+        which = "dropped" if story is None else str(story)
+        stored = await self._digest_of(chat_id, run_id=run_id, monitor_id=monitor_id, command="why", story=which)
         stories = stored.view.get("stories", [])
         view = view_of(stored.view)
         head = f"Digest of monitor #{stored.monitor_id} (run {stored.run_id})"
+        if BRIEFING_RUN_KEY in stored.view:
+            runs = ", ".join(str(r) for r in stored.view.get("runs", [stored.run_id]))
+            head = f"Briefing section of monitor #{stored.monitor_id} (run{'s' * (',' in runs)} {runs})"
         if story is None:
             if not view.dropped:
                 marks = int(stored.view.get("marks", 0))
@@ -622,11 +765,13 @@ class MonitorFeedback:
             numbers.append(f"its best report ranked #{int(scores['best_rank']) + 1} of the run")
         if numbers:
             parts.append("Scores: " + ", ".join(numbers) + ".")
-        shared = decision.index + 1
+        shared = f"story {decision.index + 1} of the shared digest"
+        if isinstance(origin := entry.get("shared"), dict):  # a briefing's story: the digest it comes from
+            shared = f"story {origin.get('story')} of run {origin.get('run_id')}'s shared digest"
         if decision.reason:
-            parts.append(f"Your feedback: {decision.reason} (story {shared} of the shared digest).")
+            parts.append(f"Your feedback: {decision.reason} ({shared}).")
         elif int(stored.view.get("marks", 0)):
-            parts.append(f"Your feedback did not touch it (story {shared} of the shared digest).")
+            parts.append(f"Your feedback did not touch it ({shared}).")
         else:
             parts.append("This chat had no feedback on the monitor then; the order is the monitor's own.")
         return " ".join(parts)

@@ -11,6 +11,8 @@ from .alerts import new_stories as new_stories
 from .alerts import own_topic_words as own_topic_words
 from .alerts import parse_condition as parse_condition
 from .alerts import words_check as words_check
+from .briefing import Briefing as Briefing
+from .briefing import BriefingSection as BriefingSection
 from .briefing import TopicDigests as TopicDigests
 from .briefing import assemble_briefing as assemble_briefing
 from .briefing import render_briefing_markdown as render_briefing_markdown

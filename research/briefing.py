@@ -54,6 +54,10 @@ class BriefingSection(BaseModel):
     developments: list[Development] = Field(default_factory=list)
     also_under: list[str] = Field(default_factory=list)
     """Topics whose stories were already told here (they are left out there)."""
+    origins: list[tuple[int, int]] = Field(default_factory=list)
+    """Where each development (numbered 1.. in the section, in this order) comes from: the index of its digest among
+    the topic's `TopicDigests.digests` and its index among that digest's developments (what feedback on story n of
+    the section names)."""
 
 
 class Briefing(BaseModel):
@@ -117,9 +121,9 @@ def assemble_briefing(topics: Sequence[TopicDigests], *, max_per_topic: int = MA
     for topic in topics:
         section = BriefingSection(topic=topic.topic, monitor_id=topic.monitor_id, headline="")
         repeated_elsewhere: set[int] = set()
-        for digest in topic.digests:
+        for digest_index, digest in enumerate(topic.digests):
             by_number = {source.number: source for source in digest.cited}
-            for development in digest.developments:
+            for development_index, development in enumerate(digest.developments):
                 if len(section.developments) >= max_per_topic:
                     break
                 sources = [by_number[n] for n in development.citations if n in by_number]
@@ -134,6 +138,7 @@ def assemble_briefing(topics: Sequence[TopicDigests], *, max_per_topic: int = MA
                 numbers = [numbering.number(source) for source in sources]
                 text = _renumbered(development.text, {s.number: n for s, n in zip(sources, numbers, strict=True)})
                 section.developments.append(Development(text=text, citations=numbers or development.citations))
+                section.origins.append((digest_index, development_index))
                 for story in stories:
                     told.setdefault(story, len(sections))
         for index in sorted(repeated_elsewhere):

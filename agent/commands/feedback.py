@@ -1,8 +1,9 @@
 """The feedback commands: /more, /less, /fewer, /mute, /unmute, /unmark and /why — a reader's marks on the stories of
 the digests this chat received, and what put a story in (or left it out).
 
-Story numbers are the ones this chat saw in the digest (after its own feedback); without `#<monitor>` or
-`run <id>` they mean the last digest this chat received. The digest's buttons send the same commands with the run
+Story numbers are the ones this chat saw in the digest, or in a monitor's section of a briefing (after its own
+feedback); without `#<monitor>` or `run <id>` they mean the last digest or briefing this chat received (after a
+briefing of several monitors, `#<monitor>` says which section). The buttons send the same commands with the run
 named (`/more 3 run 41`), so a press goes through the same parser and checks as typing it.
 """
 
@@ -175,7 +176,9 @@ async def _mark(services: Services, turn: Turn, command: _StoryMark, kind: MarkK
         )
     except FeedbackError as error:
         return _unchanged(str(error), command)
-    row = acknowledgment(command.story, result.run_id, _DONE[kind]) if command.run_id is not None else None
+    row = None
+    if command.run_id is not None:
+        row = acknowledgment(command.story, result.run_id, _DONE[kind], label=result.label)
     return [Reply(text=result.text, pressed_row=row)]
 
 
@@ -197,19 +200,19 @@ def _story_mark(model: type[_StoryMark], *, example: int) -> Callable[[RunT], Ru
 
 @_story_mark(MoreCommand, example=2)
 async def more(services: Services, turn: Turn, command: MoreCommand) -> list[Reply]:
-    """👍 More stories like story n of the last digest, in this chat."""
+    """👍 More stories like story n of the last digest or briefing, in this chat."""
     return await _mark(services, turn, command, "more")
 
 
 @_story_mark(LessCommand, example=4)
 async def less(services: Services, turn: Turn, command: LessCommand) -> list[Reply]:
-    """👎 Fewer stories like story n of the last digest, or from its outlet, in this chat."""
+    """👎 Fewer stories like story n of the last digest or briefing, or from its outlet, in this chat."""
     return await _mark(services, turn, command, "less")
 
 
 @_story_mark(FewerCommand, example=3)
 async def fewer(services: Services, turn: Turn, command: FewerCommand) -> list[Reply]:
-    """Fewer stories on the subject of story n of the last digest, in this chat."""
+    """Fewer stories on the subject of story n of the last digest or briefing, in this chat."""
     return await _mark(services, turn, command, "fewer")
 
 
@@ -217,13 +220,13 @@ async def fewer(services: Services, turn: Turn, command: FewerCommand) -> list[R
 async def unmark(services: Services, turn: Turn, command: UnmarkCommand) -> list[Reply]:
     """Undo this chat's 👍/👎/fewer on story n of a digest."""
     try:
-        text = await services.monitors.feedback.unmark(
+        result = await services.monitors.feedback.unmark(
             turn.chat.id, command.story, run_id=command.run_id, monitor_id=command.monitor_id
         )
     except FeedbackError as error:
         return _unchanged(str(error), command)
-    row = story_buttons(command.story, command.run_id) if command.run_id is not None else None
-    return [Reply(text=text, pressed_row=row)]
+    row = story_buttons(command.story, command.run_id, label=result.label) if command.run_id is not None else None
+    return [Reply(text=result.text, pressed_row=row)]
 
 
 @ACTIONS.action(pattern="<outlet>|<n> [#<monitor>]", example="/mute example.com", parse=_parse_mute, instant=True)
@@ -244,7 +247,7 @@ async def mute(services: Services, turn: Turn, command: MuteCommand) -> list[Rep
     row = None
     if command.run_id is not None and command.story is not None:
         undo = f"/unmute {result.outlet} #{result.monitor_id}"
-        row = acknowledgment(command.story, result.run_id, f"🔇 {result.outlet} muted", undo=undo)
+        row = acknowledgment(command.story, result.run_id, f"🔇 {result.outlet} muted", undo=undo, label=result.label)
     return [Reply(text=result.text, pressed_row=row)]
 
 
@@ -257,7 +260,7 @@ async def unmute(services: Services, turn: Turn, command: UnmuteCommand) -> list
 
 @ACTIONS.action(pattern="<n>|dropped [#<monitor>|run <id>]", example="/why 2", parse=_parse_why, instant=True)
 async def why(services: Services, turn: Turn, command: WhyCommand) -> list[Reply]:
-    """Why story n is in the last digest (scores, novelty, feedback), or what your feedback left out."""
+    """Why story n is in the last digest or briefing (scores, novelty, feedback), or what your feedback left out."""
     try:
         text = await services.monitors.feedback.why(
             turn.chat.id, command.story, run_id=command.run_id, monitor_id=command.monitor_id

@@ -9,7 +9,7 @@ from storage.repositories.destinations import DestinationRecord, DestinationRepo
 from storage.repositories.digest_pages import DigestPageRepository
 from storage.repositories.embeddings import EmbeddingRepository
 from storage.repositories.feed_tokens import FeedSubject, FeedTokenRepository
-from storage.repositories.feedback import FeedbackMarkRecord, FeedbackRepository, StoredView
+from storage.repositories.feedback import BRIEFING_RUN_KEY, FeedbackMarkRecord, FeedbackRepository, StoredView
 from storage.repositories.http_validators import HttpValidatorRepository
 from storage.repositories.inbound import InboundRepository
 from storage.repositories.items import ItemRepository
@@ -23,6 +23,7 @@ from storage.repositories.turns import TurnRepository
 from storage.repositories.usage import UsageRepository
 
 __all__ = [
+    "BRIEFING_RUN_KEY",
     "AlertRepository",
     "BriefingClaim",
     "BriefingRepository",

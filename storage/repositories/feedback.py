@@ -2,6 +2,9 @@
 
 A chat's marks concern only that chat's view of that monitor; nothing here is shared between the chats that receive
 one monitor. A mark on a story replaces that chat's earlier 👍/👎/fewer on the same story of the same digest.
+
+A view is received once a part of the delivery that carried it was confirmed sent: the run's own delivery to the chat
+for a digest, the briefing's (its run id stored in the view as `"briefing_run_id"`) for a briefing's section.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from kernel import utc_now
 from storage.models import Delivery, FeedbackMark, ReaderViewRow, Run
@@ -20,7 +24,24 @@ from storage.repositories._common import Repository, record_of, upsert_insert, v
 STORY_KINDS = ("more", "less", "fewer")
 """Marks on a story (one per story and chat: the latest press wins); `mute` marks an outlet."""
 
-_SAME_DELIVERY = (Delivery.run_id == ReaderViewRow.run_id) & (Delivery.chat_id == ReaderViewRow.chat_id)
+BRIEFING_RUN_KEY = "briefing_run_id"
+"""The key of a briefing section's view naming the briefing run that delivered it (a digest's view has none)."""
+
+_DELIVERED_BY = func.coalesce(ReaderViewRow.view[BRIEFING_RUN_KEY].as_integer(), ReaderViewRow.run_id)
+"""The run whose delivery carried a view: its briefing's, else its own."""
+_SAME_DELIVERY = (Delivery.run_id == _DELIVERED_BY) & (Delivery.chat_id == ReaderViewRow.chat_id)
+
+
+async def store_view(
+    session: AsyncSession, run_id: int, chat_id: int, view: Mapping[str, Any], *, now: datetime | None = None
+) -> None:
+    """Store (or replace) the view a chat is shown of a run, inside the caller's transaction (a briefing stores its
+    sections' views in the transaction that queues it)."""
+    values = dict(view)
+    statement = upsert_insert(session, ReaderViewRow).values(
+        run_id=run_id, chat_id=chat_id, view=values, created_at=now or utc_now()
+    )
+    await session.execute(statement.on_conflict_do_update(index_elements=["run_id", "chat_id"], set_={"view": values}))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,12 +183,7 @@ class FeedbackRepository(Repository):
     async def save_view(self, run_id: int, chat_id: int, view: dict[str, Any], *, now: datetime | None = None) -> None:
         """Store (or replace, while nothing of the delivery went out) the view a chat is shown of a run."""
         async with self._db.transaction() as session:
-            statement = upsert_insert(session, ReaderViewRow).values(
-                run_id=run_id, chat_id=chat_id, view=view, created_at=now or utc_now()
-            )
-            await session.execute(
-                statement.on_conflict_do_update(index_elements=["run_id", "chat_id"], set_={"view": view})
-            )
+            await store_view(session, run_id, chat_id, view, now=now)
 
     @staticmethod
     def _monitor_of_view() -> ColumnElement[int | None]:
@@ -176,8 +192,8 @@ class FeedbackRepository(Repository):
         return func.coalesce(Run.monitor_id, ReaderViewRow.view["monitor_id"].as_integer())
 
     async def view(self, run_id: int, chat_id: int) -> StoredView | None:
-        """The view the chat was shown of a run it received (a part of the delivery confirmed sent); None otherwise:
-        a press for a digest the chat never got changes nothing."""
+        """The view the chat was shown of a run it received (a part of the delivery confirmed sent: the run's own, or
+        the briefing's that carried it); None otherwise: a press for a digest the chat never got changes nothing."""
         async with self._db.sessions() as session:
             row = (
                 await session.execute(
@@ -200,7 +216,8 @@ class FeedbackRepository(Repository):
             return dict(found) if found is not None else None
 
     async def last_views(self, chat_id: int, *, monitor_id: int | None = None, limit: int = 1) -> list[StoredView]:
-        """The latest digests the chat received (newest first, `/digest` previews included), of one monitor or any."""
+        """The latest digests and briefing sections the chat received (newest delivery first, a briefing's sections
+        last to first; `/digest` previews included), of one monitor or any."""
         monitor = self._monitor_of_view()
         async with self._db.sessions() as session:
             query = (
@@ -208,7 +225,7 @@ class FeedbackRepository(Repository):
                 .join(Run, Run.id == ReaderViewRow.run_id)
                 .join(Delivery, _SAME_DELIVERY)
                 .where(ReaderViewRow.chat_id == chat_id, Delivery.parts_sent > 0, monitor.is_not(None))
-                .order_by(ReaderViewRow.id.desc())
+                .order_by(Delivery.id.desc(), ReaderViewRow.id.desc())
                 .limit(limit)
             )
             if monitor_id is not None:

@@ -179,7 +179,7 @@ async def test_presses_for_a_digest_the_chat_never_received_or_a_story_it_never_
 
     with pytest.raises(FeedbackError, match="never reached this chat"):
         await service.feedback.mark(stranger, "less", 1, run_id=run)
-    with pytest.raises(FeedbackError, match="No digest has reached this chat yet"):
+    with pytest.raises(FeedbackError, match="No digest or briefing has reached this chat yet"):
         await service.feedback.mark(stranger, "more", 1)
     with pytest.raises(FeedbackError, match="never reached this chat"):
         await service.feedback.mark(world.chats[1].id, "less", 1, run_id=run + 99)  # forged run

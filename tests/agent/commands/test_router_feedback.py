@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from agent.messages import IncomingFile
 from research import ItemEmbedder
 from storage import Database
-from storage.repositories import EmbeddingRepository, FeedbackRepository
+from storage.repositories import ChatRepository, EmbeddingRepository, FeedbackRepository, RunRepository
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import FakeOpenAI
@@ -47,12 +48,12 @@ async def test_typed_feedback_on_the_last_digest_and_why(world: RouterWorld) -> 
     chat = await world.chat()
     marks = await FeedbackRepository(world.database).marks(1, chat.id)
 
-    assert "No digest has reached this chat yet" in before.text
+    assert "No digest or briefing has reached this chat yet" in before.text
     assert sent.message.buttons[0].callback_data == f"/more 1 run {sent.message.run_id}"  # a telegram chat
     assert less.text.startswith("Recorded 👎 less like this on story 1 ") and "/unmark 1 run" in less.text
     assert "story 1:" in why.text and "new story for this monitor" in why.text and "Scores:" in why.text
     assert "nothing was left out" in dropped.text
-    assert "No digest has reached this chat yet" in elsewhere.text
+    assert "No digest or briefing has reached this chat yet" in elsewhere.text
     assert mute.text.startswith("Muted news.example.com on monitor #1")
     assert unmute.text.startswith("Unmuted news.example.com")
     assert unmark.text.startswith("Removed this chat's mark on story 1")
@@ -209,3 +210,57 @@ async def test_a_subscribers_digest_preview_is_its_own_view(world: RouterWorld) 
     assert "_1 story left out by your feedback — /why dropped_" in again.text
     assert "1. Nvidia-Aktie" in owners.text and "2. DeepSeek unveils V4 model" in owners.text
     assert "left out by your" not in owners.text
+
+
+async def test_typed_feedback_and_presses_on_a_briefings_sections(world: RouterWorld) -> None:
+    """A chat reading two monitors in its briefing: before the briefing went out nothing can be marked; then a bare
+    `/more 2` asks which monitor, `/less 1 #2` marks story 1 of monitor #2's section as shown, `/why 1 #1` explains
+    a briefing story, a press on a section's row is acknowledged there with its "#1·1" label and undone; another
+    chat's press changes nothing."""
+    await world.say("/briefing daily at 09:00")
+    await world.say("/track DeepSeek daily at 08:30 from news")
+    await world.say("/track DeepSeek daily at 08:30 from hn")
+    chat = await world.chat()
+    # the briefing came due at 09:00 of this day and covers it
+    await ChatRepository(world.database).update(
+        chat.id, briefing_next_at=world.clock() - timedelta(hours=1), briefing_since=world.clock() - timedelta(days=1)
+    )
+    for monitor in (1, 2):
+        await world.services.monitors.runs.run_monitor(monitor, world.clock())
+    [queued] = await world.services.monitors.briefings.run_due()
+    stored = await RunRepository(world.database).get(queued.run_id)
+    assert stored is not None
+    section_run = stored.stats["feedback_sections"][0]["run_id"]
+    early = await world.say("/less 1 #2")
+    early_why = await world.say("/why 1 #2")
+    early_press = await world.say("#1·1 👍", callback_data=f"/more 1 run {section_run}")  # queued, not sent yet
+    [sent] = await world.deliver()
+    buttons = sent.message.buttons
+    first = next(b for b in buttons if b.label == "#1·1 👍")
+    elsewhere = await world.say(first.label, callback_data=first.callback_data, chat=OTHER_CHAT)
+    bare = await world.say("/more 2")
+    less = await world.say("/less 1 #2")
+    why = await world.say("/why 1 #1")
+    pressed = await world.say(first.label, callback_data=first.callback_data)
+    undo = await world.say("undo", callback_data=pressed.replies[0].pressed_row[1].callback_data)  # type: ignore[index]
+    marks = await FeedbackRepository(world.database).marks(2, chat.id)
+    marks_one = await FeedbackRepository(world.database).marks(1, chat.id)
+
+    assert queued.topics == 2 and sent.message.run_id == queued.run_id
+    assert "No digest or briefing of monitor #2 has reached this chat yet, so there is no story to mark." in early.text
+    assert "No digest or briefing of monitor #2 has reached this chat yet, so there is no story to explain." in (
+        early_why.text
+    )
+    assert first.callback_data == f"/more 1 run {section_run}"
+    assert "never reached this chat" in early_press.text and early_press.replies[0].pressed_row == ()
+    assert "never reached this chat" in elsewhere.text and elsewhere.replies[0].pressed_row == ()
+    assert await FeedbackRepository(world.database).marks(1, (await world.chat(OTHER_CHAT)).id) == []
+    assert "Your last briefing had stories of 2 monitors (#1 DeepSeek, #2 DeepSeek): say which, e.g. /more 2 #1." in (
+        bare.text
+    )
+    assert less.text.startswith("Recorded 👎 less like this on story 1 ") and "of monitor #2" in less.text
+    assert [(m.kind, m.story) for m in marks] == [("less", 1)]
+    assert why.text.startswith("Briefing section of monitor #1 (run ") and "story 1: “" in why.text
+    assert [b.label for b in pressed.replies[0].pressed_row or ()] == ["#1·1 ✓ 👍 recorded", "undo"]
+    assert [b.label for b in undo.replies[0].pressed_row or ()][:1] == ["#1·1 👍"]
+    assert marks_one == []  # pressed, then undone

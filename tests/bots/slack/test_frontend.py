@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
 
 from agent.chat.agent import EXPIRED_MESSAGE
 from agent.confirmations import CONFIRM_PREFIX
+from agent.context import Services
 from app.http_server import build_http_app
 from bots.slack.api import SlackPoster
 from bots.slack.frontend import ACK_TEXT, EVENTS_PATH, UNSTORED_TEXT, SlackFrontend
@@ -34,6 +36,7 @@ from storage import Database, upgrade_database
 from storage.repositories import ChatRepository, FeedbackRepository, RunRepository
 from tests.bots.slack_world import (
     SIGNING_SECRET,
+    T0,
     copy_database,
     migrated_template,
     slack_process,
@@ -91,6 +94,8 @@ class World:
     url: str
     client: httpx.AsyncClient
     signer: SlackSigner = field(default_factory=lambda: SlackSigner(SIGNING_SECRET))
+    services: Services | None = None
+    """The process's services (its monitors: runs and briefings)."""
 
     async def post(self, body: bytes, *, content_type: str, extra: dict[str, str] | None = None) -> httpx.Response:
         headers = {**self.signer.headers(body, content_type=content_type), **(extra or {})}
@@ -140,6 +145,7 @@ async def world(
         frontend = process.frontends.running["slack"]
         assert isinstance(frontend, SlackFrontend)
         async with _serving(slack, frontend, database, model) as world:
+            world.services = process.services
             yield world
     await database.dispose()
 
@@ -366,6 +372,44 @@ async def test_a_feedback_press_under_a_digest_changes_only_its_own_row_and_is_s
     assert [e["text"]["text"] for e in after[0]["elements"]] == ["1. ✓ 👎 recorded", "undo"]
     assert after[1:] == before[1:]
     assert [(m.kind, m.story) for m in marks] == [("less", 1)]
+
+
+async def test_a_feedback_press_under_a_briefing_changes_its_own_row_and_marks_its_sections_story(world: World) -> None:
+    await world.command("/track", "DeepSeek daily at 9 from hn")
+    await world.command("/lookout", "briefing daily at 07:00")
+    await eventually(lambda: len(world.replies()) == 2)
+    await world.settled()
+    assert world.services is not None
+    chats = ChatRepository(world.database)
+    chat = await chats.find("slack", CHANNEL)
+    assert chat is not None
+    # the briefing came due at 07:00 and covers the day (the world's clock stands at T0, 13:00)
+    await chats.update(chat.id, briefing_next_at=T0 - timedelta(hours=6), briefing_since=T0 - timedelta(days=1))
+    await world.services.monitors.runs.run_monitor(1, T0)
+    await world.services.monitors.briefings.run_due()
+    await DeliveryWorker(world.database, {"slack": world.frontend.sender()}).run_once()
+    briefing = next(m for m in world.slack.messages_in(CHANNEL) if "actions" in m.block_types())
+    before = [b for b in briefing.blocks or [] if b["type"] == "actions"]
+    first_row = before[0]
+    value = first_row["elements"][1]["value"]  # 👎 on story 1 of monitor #1's section
+    payload = action_body(
+        value=value, label="👎", channel=CHANNEL, user=USER, message_ts=briefing.ts,
+        thread_ts=None, response_url=world.slack.response_url(), blocks=briefing.blocks,
+    )  # fmt: skip
+    payload = payload.replace(b"%22b1%22", f"%22{first_row['block_id']}%22".encode())  # the pressed row's id
+
+    response = await world.post(payload, content_type=FORM)
+    await eventually(lambda: any("Recorded 👎" in m.text for m in world.slack.messages_in(CHANNEL)))
+    await world.settled()
+    marks = await FeedbackRepository(world.database).marks(1, chat.id)
+
+    assert response.status_code == 200
+    assert [row["elements"][0]["text"]["text"] for row in before][:1] == ["#1·1 👍"]  # a briefing's, not a digest's
+    assert value.startswith("/less 1 run ")
+    after = [b for b in briefing.blocks or [] if b["type"] == "actions"]
+    assert [e["text"]["text"] for e in after[0]["elements"]] == ["#1·1 ✓ 👎 recorded", "undo"]
+    assert after[1:] == before[1:]
+    assert [(m.kind, m.story, m.run_id) for m in marks] == [("less", 1, int(value.rsplit(" ", 1)[1]))]
 
 
 # --- signatures ----------------------------------------------------------------------------------------------

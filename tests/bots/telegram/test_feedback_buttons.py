@@ -5,6 +5,7 @@ changing nothing."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from storage.repositories import ChatRepository, FeedbackRepository, MonitorRepository, RunRepository
 from tests.bots.slack_world import copy_database, migrated_template
-from tests.bots.telegram_world import TelegramWorld, telegram_world
+from tests.bots.telegram_world import T0, TelegramWorld, telegram_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import SentMessage
 from tests.kit import eventually
@@ -103,3 +104,60 @@ async def test_a_press_for_a_digest_the_chat_never_received_changes_nothing(
 
     assert "never reached this chat" in answer
     assert bob_marks == [] and alice_marks == []
+
+
+async def test_a_press_under_a_briefing_marks_its_sections_story_and_is_acknowledged_in_its_row(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """ALICE reads monitor #1 only in her 07:00 briefing: its message carries a row per story ("#1·2 👍" …), a press
+    on story 2 is recorded on the section's story 2 and acknowledged in that row; BOB pressing the same callback on
+    his own message changes nothing."""
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        world.fake.push_text(ALICE, "/track DeepSeek daily at 08:30 from hn")
+        world.fake.push_text(ALICE, "/briefing daily at 07:00")
+        await world.replies(ALICE, 2)
+        chats = ChatRepository(world.database)
+        alice = await chats.find("telegram", str(ALICE))
+        assert alice is not None
+        [monitor] = await MonitorRepository(world.database).list_for_chat(alice.id)
+        # the briefing came due at 07:00 and covers the day (the world's clock stands at T0, 13:00)
+        await chats.update(alice.id, briefing_next_at=T0 - timedelta(hours=6), briefing_since=T0 - timedelta(days=1))
+        summary = await world.services.monitors.runs.run_monitor(monitor.id, T0)
+        [queued] = await world.services.monitors.briefings.run_due()
+
+        def briefing() -> list[SentMessage]:
+            return [m for m in world.fake.texts(ALICE) if "#1·1 👍" in str(m.reply_markup)]
+
+        await eventually(lambda: bool(briefing()), what="the briefing with its buttons")
+        [message] = briefing()
+        before = _rows(message)
+        story = len(before)  # the section's last story
+        callback = before[-1][1]["callback_data"]
+        sent_before = len(world.fake.texts(ALICE))
+        world.fake.push_callback(message.message_id, callback)
+        await eventually(lambda: len(world.fake.texts(ALICE)) > sent_before, what="the answer to the press")
+        after = _rows(message)
+        answer = world.fake.texts(ALICE)[-1].text or ""
+        marks = await FeedbackRepository(world.database).marks(monitor.id, alice.id)
+
+        world.fake.push_text(BOB, "/help")
+        [helped] = await world.replies(BOB, 1)
+        world.fake.push_callback(helped.message_id, callback)  # a copied callback, on BOB's own message
+        await world.replies(BOB, 2)
+        bob_answer = world.fake.texts(BOB)[1].text or ""
+        bob = await chats.find("telegram", str(BOB))
+        assert bob is not None
+        bob_marks = await FeedbackRepository(world.database).marks(monitor.id, bob.id)
+
+    assert summary is not None and summary.deliveries == 0  # read in the briefing only
+    text = re.sub(r"<[^>]+>", "", message.text or "")
+    assert f"· monitor #{monitor.id}" in text and story == len(re.findall(r"^\d+\. ", text, re.M)) >= 1
+    assert [row[0]["text"] for row in before] == [f"#{monitor.id}·{n} 👍" for n in range(1, story + 1)]
+    assert callback.startswith(f"/less {story} run ")
+    section_run = int(callback.rsplit(" ", 1)[1])
+    assert section_run != queued.run_id  # the monitor's run the section read, not the briefing's own
+    assert [(m.kind, m.story, m.run_id) for m in marks] == [("less", story, section_run)]
+    assert f"Recorded 👎 less like this on story {story}" in answer
+    assert [b["text"] for b in after[-1]] == [f"#{monitor.id}·{story} ✓ 👎 recorded", "undo"]
+    assert after[:-1] == before[:-1]
+    assert "never reached this chat" in bob_answer and bob_marks == []
