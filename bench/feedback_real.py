@@ -70,7 +70,7 @@ from pydantic_ai.embeddings import Embedder
 from bench.recorded_vectors import RecordedEmbeddingModel, recordings
 from research import ItemEmbedder, Mark, StoryFeatures, reader_view, story_features, story_vector
 from research.dedupe import Deduper, story_lead
-from research.feedback import DEFAULT_TUNING, FeedbackTuning, MarkModel, VectorModel
+from research.feedback import DEFAULT_TUNING, FeedbackTuning, MarkModel, VectorModel, fit_linear_rule
 from sources import Item
 
 DATA = Path(__file__).parent / "data"
@@ -484,27 +484,10 @@ def centroid_rule(ups: Any, downs: Any) -> Callable[[Any], Any]:
     return lambda stories: stories @ direction
 
 
-def logistic_rule(ups: Any, downs: Any, penalty: float = 10.0) -> Callable[[Any], Any]:
-    """L2-regularised logistic regression (classes weighted equally, Newton steps): the linear rule that fits."""
-    import numpy as np
-
-    x = np.concatenate([ups, downs])
-    y = np.r_[np.ones(len(ups)), np.zeros(len(downs))]
-    weight = np.where(y == 1, 0.5 / len(ups), 0.5 / len(downs)) * len(y)
-    centre = x.mean(axis=0)
-    design = np.hstack([x - centre, np.ones((len(x), 1))])
-    ridge = penalty * np.eye(design.shape[1])
-    ridge[-1, -1] = 0.0
-    beta = np.zeros(design.shape[1])
-    for _ in range(30):
-        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
-        gradient = design.T @ (weight * (p - y)) + ridge @ beta
-        hessian = (design * (weight * p * (1 - p))[:, None]).T @ design + ridge + 1e-8 * np.eye(len(beta))
-        step = np.linalg.solve(hessian, gradient)
-        beta -= step
-        if np.abs(step).max() < 1e-6:
-            break
-    return lambda stories: np.hstack([stories - centre, np.ones((len(stories), 1))]) @ beta
+def logistic_rule(ups: Any, downs: Any, penalty: float = DEFAULT_TUNING.linear_penalty) -> Callable[[Any], Any]:
+    """The app's line (`research.feedback.fit_linear_rule`: L2-regularised logistic regression, classes weighted
+    equally)."""
+    return fit_linear_rule(ups, downs, penalty=penalty).score
 
 
 RULES: dict[str, Rule] = {"kNN vote (VectorModel)": knn_rule, "centroid": centroid_rule, "logistic": logistic_rule}
@@ -573,15 +556,187 @@ def rule_table(vector_sets: Sequence[tuple[Dataset, Monitors]]) -> None:
                 print(f"| {data.name} | {name} | {marks} | " + " | ".join(cells) + " |")
 
 
+LONG_LEVELS = (1, 2, 6)
+"""Other monitors whose every digest a long-time reader has also marked (~200, ~400, ~1,100 marks on MasakhaNEWS)."""
+UCI_MONITORS = 3
+"""UCI's one monitor cut by time into this many for the long-time reader (each ten runs of ~210 headlines)."""
+KNN_ONLY = replace(DEFAULT_TUNING, linear_min_marks=10**9)
+"""The vote whatever the marks (what `VectorModel` did before the switch)."""
+SWITCH_GRID = {"linear_min_side": (10, 20, 30, 40), "linear_min_marks": (100, 150, 200, 300, 400)}
+"""The switch points tried on the dev halves (above three digests' 60 marks, so those readers stay on the vote)."""
+LINE_GRID = {"linear_penalty": (3.0, 10.0, 30.0), "linear_drop_at": (0.0, 0.25, 0.5, 1.0, 1.5, 2.0)}
+"""The line's settings tried on the dev halves, with the line deciding every long-time reader."""
+
+
+def long_marks(every: Monitors, place: int, reader_kind: str, others: int) -> list[Mark]:
+    """A long-time reader of monitor `place`: its presses on digests 1-3 and on every digest of the `others` next
+    monitors of the set (none on the measured monitor's later digests)."""
+    marks = marks_of(reader_kind, every[place])
+    for step in range(1, others + 1):
+        monitor = every[(place + step) % len(every)]
+        marks += marks_of(reader_kind, monitor, digests_marked=len(monitor))
+    return [replace(mark, id=number) for number, mark in enumerate(marks, start=1)]
+
+
+@dataclass
+class LongReader:
+    """One long-time reader of one monitor: its marks with vectors per side, and digests 4.. under the vote and
+    under the line, per half."""
+
+    ups: int
+    downs: int
+    knn: dict[str, Scores]
+    line: dict[str, Scores]
+    fit_seconds: float
+
+
+def long_readers(every: Monitors, reader_kind: str, others: int, line: FeedbackTuning) -> list[LongReader]:
+    """Each monitor's long-time reader (see `long_marks`) under the vote and under the line (`line`'s settings,
+    the switch forced)."""
+    import numpy as np
+
+    forced = replace(line, linear_min_side=1, linear_min_marks=0)
+    out = []
+    for place, shared in enumerate(every):
+        marks = long_marks(every, place, reader_kind, min(others, len(every) - 1))
+        ups = np.asarray([m.features.vector.values for m in marks if m.kind == "more" and m.features.vector])
+        downs = np.asarray([m.features.vector.values for m in marks if m.kind == "less" and m.features.vector])
+        started = time.process_time()
+        fit_linear_rule(ups, downs, penalty=line.linear_penalty)
+        fit_seconds = time.process_time() - started
+        out.append(
+            LongReader(
+                ups=len(ups),
+                downs=len(downs),
+                knn={h: evaluate_one(shared, reader_kind, KNN_ONLY, h, marks=marks) for h in ("dev", "test")},
+                line={h: evaluate_one(shared, reader_kind, forced, h, marks=marks) for h in ("dev", "test")},
+                fit_seconds=fit_seconds,
+            )
+        )
+    return out
+
+
+def switched(readers: Sequence[LongReader], half: str, side: int, total: int) -> Scores:
+    """Digests 4.. of every monitor under the switch at (`side`, `total`): the line where the reader's marks reach
+    it, the vote elsewhere."""
+    scores = Scores()
+    for reader in readers:
+        use_line = min(reader.ups, reader.downs) >= side and reader.ups + reader.downs >= total
+        scores += reader.line[half] if use_line else reader.knn[half]
+    return scores
+
+
+LongSets = Sequence[tuple[str, Monitors, str, str]]
+"""Long-time readers' sets: the set's name, its monitors, the reader's name and the kind it wants."""
+
+
+def tune_line(long_sets: LongSets) -> FeedbackTuning:
+    """The line's settings with the best lowest dev-half precision over every long-time reader (each level of
+    marks), every recall ≥ 0.90, the line deciding all of them."""
+    best, best_score = DEFAULT_TUNING, (-9.0, 0.0)
+    for penalty, drop_at in itertools.product(*LINE_GRID.values()):
+        tuning = replace(DEFAULT_TUNING, linear_penalty=penalty, linear_drop_at=drop_at, linear_min_side=1,
+                         linear_min_marks=0)  # fmt: skip
+        results = [
+            evaluate_long(every, kind, tuning, "dev", others)
+            for _, every, _, kind in long_sets
+            for others in LONG_LEVELS
+        ]
+        score = _objective(results)
+        if score > best_score:
+            best, best_score = tuning, score
+    return best
+
+
+def evaluate_long(every: Monitors, reader_kind: str, tuning: FeedbackTuning, half: str, others: int) -> Scores:
+    """Digests 4.. of every monitor for its long-time reader (marks of `others` other monitors) under `tuning`."""
+    total = Scores()
+    for place, shared in enumerate(every):
+        marks = long_marks(every, place, reader_kind, min(others, len(every) - 1))
+        total += evaluate_one(shared, reader_kind, tuning, half, marks=marks)
+    return total
+
+
+def pick_switch(measured: dict[tuple[str, str, int], list[LongReader]]) -> tuple[int, int]:
+    """The switch point (marks on each side, marks in all) with the best mean dev-half precision over every
+    reader and level of marks (three digests included), every recall ≥ 0.90; ties go to the higher point."""
+    best, best_score = (10**9, 10**9), (-9.0, 0.0)
+    grid = sorted(itertools.product(*SWITCH_GRID.values()), key=lambda pair: (-pair[1], -pair[0]))
+    for side, total in grid:
+        results = [switched(readers, "dev", side, total) for readers in measured.values()]
+        recall = min(r.recall for r in results)
+        score = (statistics.fmean(r.precision for r in results) if recall >= TARGET_RECALL else recall - 1.0, recall)
+        if score > best_score:
+            best, best_score = (side, total), score
+    return best
+
+
+def long_table(long_sets: LongSets) -> None:
+    """A long-time reader (see the module): the vote against the switched rule, per level of marks and half."""
+    line = tune_line(long_sets)
+    print()
+    print(
+        f"line settings picked on the dev halves: penalty {line.linear_penalty}, drop_at {line.linear_drop_at}; "
+        f"defaults: penalty {DEFAULT_TUNING.linear_penalty}, drop_at {DEFAULT_TUNING.linear_drop_at}"
+    )
+    measured = {
+        (name, reader, others): long_readers(every, kind, others, line)
+        for name, every, reader, kind in long_sets
+        for others in (0, *LONG_LEVELS)
+    }
+    side, total = pick_switch(measured)
+    print(
+        f"switch picked on the dev halves: ≥ {side} marks each side, ≥ {total} in all; defaults: "
+        f"≥ {DEFAULT_TUNING.linear_min_side}, ≥ {DEFAULT_TUNING.linear_min_marks}"
+    )
+    print()
+    print("| set | reader | marks | 👍/👎 per reader | half | kNN vote precision | recall | switched (defaults) "
+          "precision | recall | readers on the line |")  # fmt: skip
+    print("|---|---|---|---|---|---:|---:|---:|---:|---:|")
+    fits = []
+    for (name, reader, others), readers in measured.items():
+        every, kind = next((e, k) for n, e, r, k in long_sets if n == name and r == reader)
+        ups = statistics.fmean(r.ups for r in readers)
+        downs = statistics.fmean(r.downs for r in readers)
+        on_line = sum(
+            min(r.ups, r.downs) >= DEFAULT_TUNING.linear_min_side and r.ups + r.downs >= DEFAULT_TUNING.linear_min_marks
+            for r in readers
+        )
+        if on_line:
+            fits += [(r.fit_seconds, r.ups + r.downs) for r in readers]
+        marks = f"digests 1-{MARKED_DIGESTS}" + (f" + {others} other monitors" if others else "")
+        for half in ("test", "dev"):
+            knn = Scores()
+            for r in readers:
+                knn += r.knn[half]
+            now = evaluate_long(every, kind, DEFAULT_TUNING, half, others)
+            print(
+                f"| {name} | {reader} | {marks} | {ups:.0f}/{downs:.0f} | {half} | {knn.precision:.2f} | "
+                f"{knn.recall:.2f} | {now.precision:.2f} | {now.recall:.2f} | {on_line}/{len(readers)} |"
+            )
+    if fits:
+        slowest, marks_at = max(fits)
+        mean = statistics.fmean(f for f, _ in fits) * 1000
+        print()
+        print(
+            f"line fit (once per reader and change of marks, then kept): mean {mean:.1f} ms, slowest "
+            f"{slowest * 1000:.1f} ms ({marks_at} marks); "
+            f"per story of a 20-story digest with a fit every view: {slowest * 1000 / 20:.2f} ms + the view"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--digest-size", type=int, default=20)
     parser.add_argument("--slices", type=int, default=10)
     parser.add_argument("--vectors", default="e5small", help="which recording: e5small (default) or minilm")
     parser.add_argument("--rules", action="store_true", help="also compare decision rules on the vectors")
+    parser.add_argument("--no-long", action="store_true", help="skip the long-time readers' table")
     options = parser.parse_args()
     sets: list[tuple[Dataset, Monitors]] = []
     vector_sets: list[tuple[Dataset, Monitors]] = []
+    long_sets: list[tuple[str, Monitors, str, str]] = []
+    every: Monitors
     feature_costs = []
     for data in (load_uci(), load_masakhanews()):
         if data is None:
@@ -604,6 +759,17 @@ def main() -> None:
         sets.append((data, without_vectors(every)))
         if embedding is not None:
             vector_sets.append((data, every))
+            if options.no_long:
+                continue
+            if data.monitors > 2:
+                long_sets += [(data.name, every, name, kind) for name, kind in data.readers.items()]
+            else:
+                cut = replace(data, monitors=UCI_MONITORS)
+                by_time, _ = monitors(cut, slices=options.slices, size=options.digest_size, embedding=embedding)
+                long_sets += [
+                    (f"{data.name}, {UCI_MONITORS} monitors by time", by_time, name, kind)
+                    for name, kind in data.readers.items()
+                ]
     if not sets:
         raise SystemExit("no labelled set is built (see above)")
     tuned = tune(sets)
@@ -667,6 +833,8 @@ def main() -> None:
     )
     if options.rules and vector_sets:
         rule_table(vector_sets)
+    if long_sets:
+        long_table(long_sets)
 
 
 if __name__ == "__main__":
