@@ -564,7 +564,7 @@ KNN_ONLY = replace(DEFAULT_TUNING, linear_min_marks=10**9)
 """The vote whatever the marks (what `VectorModel` did before the switch)."""
 SWITCH_GRID = {"linear_min_side": (10, 20, 30, 40), "linear_min_marks": (100, 150, 200, 300, 400)}
 """The switch points tried on the dev halves (above three digests' 60 marks, so those readers stay on the vote)."""
-LINE_GRID = {"linear_penalty": (3.0, 10.0, 30.0), "linear_drop_at": (0.0, 0.25, 0.5, 1.0, 1.5, 2.0)}
+LINE_GRID = {"linear_penalty": (0.3, 1.0, 3.0, 10.0), "linear_quantile": (0.02, 0.05, 0.1, 0.15, 0.2)}
 """The line's settings tried on the dev halves, with the line deciding every long-time reader."""
 
 
@@ -634,13 +634,14 @@ def tune_line(long_sets: LongSets) -> FeedbackTuning:
     """The line's settings with the best lowest dev-half precision over every long-time reader (each level of
     marks), every recall ≥ 0.90, the line deciding all of them."""
     best, best_score = DEFAULT_TUNING, (-9.0, 0.0)
-    for penalty, drop_at in itertools.product(*LINE_GRID.values()):
-        tuning = replace(DEFAULT_TUNING, linear_penalty=penalty, linear_drop_at=drop_at, linear_min_side=1,
+    for penalty, quantile in itertools.product(*LINE_GRID.values()):
+        tuning = replace(DEFAULT_TUNING, linear_penalty=penalty, linear_quantile=quantile, linear_min_side=1,
                          linear_min_marks=0)  # fmt: skip
         results = [
             evaluate_long(every, kind, tuning, "dev", others)
             for _, every, _, kind in long_sets
             for others in LONG_LEVELS
+            if others < len(every)
         ]
         score = _objective(results)
         if score > best_score:
@@ -659,13 +660,16 @@ def evaluate_long(every: Monitors, reader_kind: str, tuning: FeedbackTuning, hal
 
 def pick_switch(measured: dict[tuple[str, str, int], list[LongReader]]) -> tuple[int, int]:
     """The switch point (marks on each side, marks in all) with the best mean dev-half precision over every
-    reader and level of marks (three digests included), every recall ≥ 0.90; ties go to the higher point."""
-    best, best_score = (10**9, 10**9), (-9.0, 0.0)
+    reader and level of marks (three digests included), no recall below 0.90 where the vote alone reaches it (nor
+    below the vote's where it does not); ties go to the higher point."""
+    best, best_score = (10**9, 10**9), -9.0
+    floors = [min(TARGET_RECALL, switched(readers, "dev", 10**9, 10**9).recall) for readers in measured.values()]
     grid = sorted(itertools.product(*SWITCH_GRID.values()), key=lambda pair: (-pair[1], -pair[0]))
     for side, total in grid:
         results = [switched(readers, "dev", side, total) for readers in measured.values()]
-        recall = min(r.recall for r in results)
-        score = (statistics.fmean(r.precision for r in results) if recall >= TARGET_RECALL else recall - 1.0, recall)
+        if any(r.recall < floor for r, floor in zip(results, floors, strict=True)):
+            continue
+        score = statistics.fmean(r.precision for r in results)
         if score > best_score:
             best, best_score = (side, total), score
     return best
@@ -676,13 +680,14 @@ def long_table(long_sets: LongSets) -> None:
     line = tune_line(long_sets)
     print()
     print(
-        f"line settings picked on the dev halves: penalty {line.linear_penalty}, drop_at {line.linear_drop_at}; "
-        f"defaults: penalty {DEFAULT_TUNING.linear_penalty}, drop_at {DEFAULT_TUNING.linear_drop_at}"
+        f"line settings picked on the dev halves: penalty {line.linear_penalty}, quantile {line.linear_quantile}; "
+        f"defaults: penalty {DEFAULT_TUNING.linear_penalty}, quantile {DEFAULT_TUNING.linear_quantile}"
     )
     measured = {
         (name, reader, others): long_readers(every, kind, others, line)
         for name, every, reader, kind in long_sets
         for others in (0, *LONG_LEVELS)
+        if others < len(every)
     }
     side, total = pick_switch(measured)
     print(

@@ -120,9 +120,10 @@ class FeedbackTuning:
     """L2 penalty of the line's weights (the classes weighted equally, their weights summing to the marks' count):
     unit vectors of a few hundred marks in hundreds of dimensions are separable, and an unpenalised line follows
     each mark."""
-    linear_drop_at: float = 0.5
-    """Log-odds below the reader's own level (`LinearRule.threshold`) at which the line leaves a story out: room for
-    stories less typical than the marked ones."""
+    linear_quantile: float = 0.1
+    """Share of the reader's own 👍 stories (each scored by the line fitted without it) whose score may fall below
+    the line's cut (`LinearRule.threshold`): the recall the cut aims at, on the scale of the reader's own scores
+    (a line's log-odds shrink with its penalty and the embedding's spread of cosines, so no fixed number fits)."""
 
 
 DEFAULT_TUNING: Final = FeedbackTuning()
@@ -455,11 +456,19 @@ class LinearRule:
         return (np.asarray(vectors, dtype=np.float64) - self.centre) @ self.weights + self.bias
 
     def threshold(self, tuning: FeedbackTuning) -> float:
-        """The score below which a story is left out: the level all but `calibration_quantile` of the reader's own
-        👍 stories reach (each scored by the line fitted without it), less `linear_drop_at`."""
+        """The score below which a story is left out: the level all but `linear_quantile` of the reader's own 👍
+        stories reach (each scored by the line fitted without it)."""
         import numpy as np
 
-        return float(np.quantile(self.ups_left_out, tuning.calibration_quantile)) - tuning.linear_drop_at
+        return float(np.quantile(self.ups_left_out, tuning.linear_quantile))
+
+    def rank(self, score: float, tuning: FeedbackTuning) -> float:
+        """A score on the reader's own scale, to rank by: 0 at the cut, 1 at the median of the reader's 👍 stories
+        (so one `rank_shift` moves a typical liked story as far as a clear one by words)."""
+        import numpy as np
+
+        cut = self.threshold(tuning)
+        return (score - cut) / max(float(np.median(self.ups_left_out)) - cut, 1e-9)
 
 
 def fit_linear_rule(ups: Any, downs: Any, *, penalty: float) -> LinearRule:
@@ -603,12 +612,13 @@ def _by_line(
     closest marked story on each side named as the example."""
     assert story.vector is not None
     (up, up_mark), (down, down_mark) = closest_up, closest_down
-    net = float(line.score(story.vector.values))
-    if down_mark is not None and net < line.threshold(tuning):
+    score = float(line.score(story.vector.values))
+    net = line.rank(score, tuning)
+    if down_mark is not None and net < 0:
         word = "👎" if down_mark.kind == "less" else "“fewer like this”"
         reason = (
             f"by its meaning, on the side of the stories you marked {word} as all your marks draw the line "
-            f"(log-odds {net:+.1f}, below what the stories you marked 👍 reach); the closest: "
+            f"(below what nearly all the stories you marked 👍 reach); the closest: "
             f"{_quoted(down_mark.features.title)} (similarity {down:.2f})"
         )
         decision = StoryDecision(
@@ -616,13 +626,13 @@ def _by_line(
         )
         return decision, net
     reason, mark_id = "", None
-    if up_mark is not None and net > 0:
+    if up_mark is not None and net >= 1:
         reason = (
             f"by its meaning, on the side of the stories you marked 👍, like {_quoted(up_mark.features.title)} "
             f"(similarity {up:.2f})"
         )
         mark_id = up_mark.id
-    elif down_mark is not None and net < 0:
+    elif down_mark is not None and score < 0:
         reason = f"moved down: by its meaning nearer your 👎 stories, like {_quoted(down_mark.features.title)}"
         mark_id = down_mark.id
     decision = StoryDecision(index=index, kept=True, up=up, down=down, mark_id=mark_id, reason=reason, by="linear")

@@ -247,5 +247,7 @@ def test_the_line_is_a_logistic_regression_cut_at_the_level_of_the_readers_own_l
     exact = [fit_linear_rule(np.delete(ups, i, 0), downs, penalty=1.0).score(ups[i]) for i in range(5)]
     assert np.allclose(line.ups_left_out[:5], exact, atol=0.05)  # each liked story scored as if left out
     assert (line.ups_left_out <= line.score(ups) + 1e-9).all()
-    tuning = replace(DEFAULT_TUNING, calibration_quantile=0.1, linear_drop_at=0.5)
-    assert line.threshold(tuning) == float(np.quantile(line.ups_left_out, 0.1)) - 0.5
+    tuning = replace(DEFAULT_TUNING, linear_quantile=0.1)
+    assert line.threshold(tuning) == float(np.quantile(line.ups_left_out, 0.1))
+    assert line.rank(line.threshold(tuning), tuning) == 0.0
+    assert abs(line.rank(float(np.median(line.ups_left_out)), tuning) - 1.0) < 1e-9
