@@ -116,11 +116,11 @@ class FeedbackTuning:
     linear_min_marks: int = 150
     """Marked stories with vectors needed in all before a line decides: below it (three digests' worth) every
     rule orders later stories about equally and the vote stays."""
-    linear_penalty: float = 10.0
+    linear_penalty: float = 3.0
     """L2 penalty of the line's weights (the classes weighted equally, their weights summing to the marks' count):
     unit vectors of a few hundred marks in hundreds of dimensions are separable, and an unpenalised line follows
     each mark."""
-    linear_quantile: float = 0.1
+    linear_quantile: float = 0.05
     """Share of the reader's own 👍 stories (each scored by the line fitted without it) whose score may fall below
     the line's cut (`LinearRule.threshold`): the recall the cut aims at, on the scale of the reader's own scores
     (a line's log-odds shrink with its penalty and the embedding's spread of cosines, so no fixed number fits)."""
