@@ -40,12 +40,21 @@ every other label of the set (threshold chosen on the measured stories: a bound)
 recorded all-MiniLM-L6-v2 vectors instead (`build_vectors.py --models minilm`).
 
 Decision rules (`--rules`): on the same vectors, the kNN vote of `VectorModel` against two linear rules, a centroid
-(Rocchio: cosine to the mean 👍 story minus to the mean 👎 one) and an L2-regularised logistic regression (numpy,
-Newton steps, balanced classes), each fed either the reader's three digests of marks or every other label of the
+(Rocchio: cosine to the mean 👍 story minus to the mean 👎 one) and the app's L2-regularised logistic regression
+(`research.feedback.fit_linear_rule`), each fed either the reader's three digests of marks or every other label of the
 set, each cut at its best threshold for recall ≥ 0.90 on the measured stories (so the table compares orderings,
 not thresholds): whether the bound is the vectors or the rule that reads them.
 
+A long-time reader (the last table, on the vectors): each monitor's reader marks its digests 1-3 and also every
+digest of 1, 2 or 6 other monitors of the set (as a reader who has pressed for weeks on a monitor would have; UCI,
+one monitor in the rows above, is cut by time into 3 monitors for this), and digests 4-10 are measured under the
+kNN vote alone and under `reader_view`'s switch (a line, `research.feedback.LinearRule`, once the reader's marks
+reach `linear_min_side` a side and `linear_min_marks` in all). The line's settings (penalty, the quantile of the
+reader's own 👍 scores it cuts at) and then the switch point are picked on the dev halves (mean precision, no recall
+below 0.90 where the vote reaches it), reported on both halves; the line's fit is timed per reader.
+
 Run: uv run python bench/feedback_real.py [--digest-size 20] [--slices 10] [--vectors e5small|minilm] [--rules]
+[--no-long]
 """
 
 from __future__ import annotations
