@@ -79,7 +79,14 @@ from pydantic_ai.embeddings import Embedder
 from bench.recorded_vectors import RecordedEmbeddingModel, recordings
 from research import ItemEmbedder, Mark, StoryFeatures, reader_view, story_features, story_vector
 from research.dedupe import Deduper, story_lead
-from research.feedback import DEFAULT_TUNING, FeedbackTuning, MarkModel, VectorModel, fit_linear_rule
+from research.feedback import (
+    DEFAULT_TUNING,
+    FeedbackTuning,
+    MarkModel,
+    VectorModel,
+    fit_linear_rule,
+    line_or_vote,
+)
 from sources import Item
 
 DATA = Path(__file__).parent / "data"
@@ -611,7 +618,7 @@ def long_readers(every: Monitors, reader_kind: str, others: int, line: FeedbackT
         ups = np.asarray([m.features.vector.values for m in marks if m.kind == "more" and m.features.vector])
         downs = np.asarray([m.features.vector.values for m in marks if m.kind == "less" and m.features.vector])
         started = time.process_time()
-        fit_linear_rule(ups, downs, penalty=line.linear_penalty)
+        line_or_vote(ups, downs, line)
         fit_seconds = time.process_time() - started
         out.append(
             LongReader(
@@ -737,7 +744,8 @@ def long_table(long_sets: LongSets) -> None:
         mean = statistics.fmean(f for f, _ in fits) * 1000
         print()
         print(
-            f"line fit (once per reader and change of marks, then kept): mean {mean:.1f} ms, slowest "
+            f"line fit and check against the vote (once per reader and change of marks, then kept): mean {mean:.1f} "
+            f"ms, slowest "
             f"{slowest * 1000:.1f} ms ({marks_at} marks); "
             f"per story of a 20-story digest with a fit every view: {slowest * 1000 / 20:.2f} ms + the view"
         )

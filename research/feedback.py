@@ -59,6 +59,7 @@ __all__ = [
     "VectorModel",
     "cosine",
     "fit_linear_rule",
+    "line_or_vote",
     "reader_view",
     "story_features",
     "story_vector",
@@ -401,12 +402,13 @@ class VectorModel:
 
     def linear(self, model: str) -> LinearRule | None:
         """The line that decides stories of `model`'s vectors for this reader: with at least `linear_min_side`
-        marked stories on each side and `linear_min_marks` in all, else None (the vote decides)."""
+        marked stories on each side and `linear_min_marks` in all, and where it tells the reader's own marks apart
+        better than the vote (`line_or_vote`); else None (the vote decides)."""
         if model not in self._lines:
             ups, downs = self._matrix(model)
             enough = min(ups.shape[0], downs.shape[0]) >= max(self._tuning.linear_min_side, 1)
             if enough and ups.shape[0] + downs.shape[0] >= self._tuning.linear_min_marks:
-                self._lines[model] = _linear_rule(ups, downs, self._tuning.linear_penalty)
+                self._lines[model] = _linear_rule(ups, downs, self._tuning)
             else:
                 self._lines[model] = None
         return self._lines[model]
@@ -433,7 +435,7 @@ LINEAR_FITS_KEPT: Final = 64
 """Lines kept per process (by the content of the marks they were fitted on): every delivery of a run to one reader
 reads the same marks, so a fit is made once per reader and change of marks, not once per view."""
 
-_linear_fits: dict[tuple[str, float], LinearRule] = {}
+_linear_fits: dict[tuple[str, float, int], LinearRule | None] = {}
 _linear_fits_lock = threading.Lock()
 
 
@@ -442,12 +444,13 @@ class LinearRule:
     """An L2-regularised logistic regression of 👍 (1) against 👎 (0) stories by their vectors, the two classes
     weighted equally: `score` is a story's log-odds of being a 👍 kind; `ups_left_out` each 👍 mark's score by the
     line fitted without it (approximate leave-one-out: one Newton step from the full fit, exact for a quadratic
-    loss), what `threshold` reads the reader's own level from."""
+    loss), what `threshold` reads the reader's own level from; `downs_left_out` the same of each 👎 mark."""
 
     centre: Any
     weights: Any
     bias: float
     ups_left_out: Any
+    downs_left_out: Any
 
     def score(self, vectors: Any) -> Any:
         """Log-odds of each row of `vectors` (or of one vector)."""
@@ -504,24 +507,61 @@ def fit_linear_rule(ups: Any, downs: Any, *, penalty: float) -> LinearRule:
     p = 1.0 / (1.0 + np.exp(-eta))
     first, second = weight * (p - y), weight * p * (1 - p)
     hessian = (design * second[:, None]).T @ design + ridge + 1e-9 * np.eye(len(beta))
-    liked = design[: len(ups)]
-    leverage = np.einsum("ij,ji->i", liked, np.linalg.solve(hessian, liked.T))
-    left_out = eta[: len(ups)] + first[: len(ups)] * leverage / (1.0 - second[: len(ups)] * leverage)
+    leverage = np.einsum("ij,ji->i", design, np.linalg.solve(hessian, design.T))
+    left_out = eta + first * leverage / (1.0 - second * leverage)
     weights = beta[:-1] if basis is None else basis @ beta[:-1]
-    return LinearRule(centre=x.mean(axis=0), weights=weights, bias=float(beta[-1]), ups_left_out=left_out)
+    return LinearRule(
+        centre=x.mean(axis=0),
+        weights=weights,
+        bias=float(beta[-1]),
+        ups_left_out=left_out[: len(ups)],
+        downs_left_out=left_out[len(ups) :],
+    )
 
 
-def _linear_rule(ups: Any, downs: Any, penalty: float) -> LinearRule:
-    """`fit_linear_rule`, kept per process by the marks' content (`LINEAR_FITS_KEPT`)."""
+def vote_left_out(ups: Any, downs: Any, *, neighbours: int) -> tuple[Any, Any]:
+    """Each marked story's margin by `VectorModel`'s vote among the other marks (itself left out): the 👍 stories'
+    and the 👎 ones'."""
+    import numpy as np
+
+    x = np.concatenate([ups, downs])
+    among = x @ x.T
+    np.fill_diagonal(among, np.nan)
+    k = max(neighbours, 1)
+    margins = _top_mean(among[:, : len(ups)], k) - _top_mean(among[:, len(ups) :], k)
+    return margins[: len(ups)], margins[len(ups) :]
+
+
+def separation(ups: Any, downs: Any) -> float:
+    """The chance that a 👍 story scores above a 👎 one (the area under the ROC curve; ties count half)."""
+    import numpy as np
+
+    above = np.asarray(ups, dtype=np.float64)[:, None] - np.asarray(downs, dtype=np.float64)[None, :]
+    return float((above > 0).mean() + 0.5 * (above == 0).mean()) if above.size else 0.5
+
+
+def line_or_vote(ups: Any, downs: Any, tuning: FeedbackTuning) -> LinearRule | None:
+    """The line through the marks, when on the reader's own marks (each scored without itself) it tells 👍 from 👎
+    better than the vote does (`separation`); else None, the vote. Embeddings differ in which rule their many
+    marks favour (`bench/feedback_real.py`), and the reader's own marks are the one measure at hand."""
+    line = fit_linear_rule(ups, downs, penalty=tuning.linear_penalty)
+    vote = vote_left_out(ups, downs, neighbours=tuning.neighbours)
+    by_line = separation(line.ups_left_out, line.downs_left_out)
+    return line if by_line > separation(*vote) else None
+
+
+def _linear_rule(ups: Any, downs: Any, tuning: FeedbackTuning) -> LinearRule | None:
+    """`line_or_vote`, kept per process by the marks' content (`LINEAR_FITS_KEPT`)."""
     digest = hashlib.blake2b(digest_size=16)
     for part in (ups, downs):
         digest.update(str(part.shape).encode())
         digest.update(part.tobytes())
-    key = (digest.hexdigest(), penalty)
+    key = (digest.hexdigest(), tuning.linear_penalty, tuning.neighbours)
     with _linear_fits_lock:
+        known = key in _linear_fits
         found = _linear_fits.get(key)
-    if found is None:
-        found = fit_linear_rule(ups, downs, penalty=penalty)
+    if not known:
+        found = line_or_vote(ups, downs, tuning)
         with _linear_fits_lock:
             while len(_linear_fits) >= LINEAR_FITS_KEPT:
                 del _linear_fits[next(iter(_linear_fits))]

@@ -7,6 +7,8 @@ import json
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from research import Mark, StoryFeatures, StoryVector, reader_view, story_features, story_vector
 from research.feedback import DEFAULT_TUNING, MarkModel, VectorModel, fit_linear_rule
 from sources import Item
@@ -174,11 +176,11 @@ def test_with_several_marks_the_cut_is_the_level_the_readers_own_liked_stories_r
 
 # ---- a reader with many marks: a line through them decides instead of the neighbours' vote ----------------------
 
-# The kind is the sign of a small first coordinate; the rest is an angle on a circle that says nothing of the kind
-# on average: the 👍 stories lie in two opposite arcs, the 👎 ones all around. Between the arcs a wanted story's
-# closest marked stories are all 👎, so the vote leaves it out; a line through every mark reads the first
-# coordinate.
-SIGN = 0.3
+# The kind is the sign of a small first coordinate; the rest is an angle on a circle that says nothing of the kind:
+# 👍 and 👎 stories lie all around it, the 👎 ones several times denser. A story's closest marked stories are then 👎
+# whatever its kind, so the vote cannot tell the kinds apart (on the reader's own marks neither: it keeps what the
+# reader does not want); a line through every mark reads the first coordinate.
+SIGN = 0.1
 
 
 def _circle(name: str, sign: float, angle: float) -> StoryFeatures:
@@ -187,7 +189,7 @@ def _circle(name: str, sign: float, angle: float) -> StoryFeatures:
 
 
 def _long_reader(ups: int, downs: int) -> list[Mark]:
-    liked = [_circle(f"liked {n}", 1, (n % 2) * math.pi + (n // 2) * (math.pi / 2) / (ups // 2)) for n in range(ups)]
+    liked = [_circle(f"liked {n}", 1, 2 * math.pi * n / ups + 0.01) for n in range(ups)]
     disliked = [_circle(f"disliked {n}", -1, 2 * math.pi * n / downs) for n in range(downs)]
     marks = [Mark(id=n, kind="more", features=f) for n, f in enumerate(liked, start=1)]
     return marks + [Mark(id=len(marks) + n, kind="less", features=f) for n, f in enumerate(disliked, start=1)]
@@ -199,14 +201,14 @@ def _switch_point() -> tuple[int, int]:
     return side, max(side, DEFAULT_TUNING.linear_min_marks - side)
 
 
-WANTED_BETWEEN = _circle("wanted, between the liked arcs", 1, 3 * math.pi / 4)
-UNWANTED_BETWEEN = _circle("unwanted, between the liked arcs", -1, 3 * math.pi / 4 + 0.05)
-UNWANTED_AMONG = _circle("unwanted, among the liked", -1, math.pi / 4)
+WANTED = _circle("wanted", 1, 3 * math.pi / 4)
+UNWANTED = _circle("unwanted", -1, 3 * math.pi / 4 + 0.05)
+UNWANTED_ELSEWHERE = _circle("unwanted, elsewhere", -1, math.pi / 4)
 
 
 def test_a_reader_with_many_marks_is_decided_by_the_line_and_one_with_fewer_by_the_vote() -> None:
     ups, downs = _switch_point()
-    stories = [WANTED_BETWEEN, UNWANTED_AMONG]
+    stories = [WANTED, UNWANTED_ELSEWHERE]
 
     at_the_point = reader_view(stories, _long_reader(ups, downs))
     one_down_fewer = reader_view(stories, _long_reader(ups, downs - 1))
@@ -220,22 +222,37 @@ def test_a_reader_with_many_marks_is_decided_by_the_line_and_one_with_fewer_by_t
 
 
 def test_marks_a_line_separates_decide_stories_the_vote_gets_wrong() -> None:
-    ups, downs = _switch_point()
-    marks = _long_reader(ups * 2, downs * 2)
-    stories = [WANTED_BETWEEN, UNWANTED_BETWEEN, UNWANTED_AMONG]
+    marks = _long_reader(*_switch_point())
+    stories = [WANTED, UNWANTED, UNWANTED_ELSEWHERE]
 
     by_vote = reader_view(stories, marks, tuning=replace(DEFAULT_TUNING, linear_min_marks=10**9))
     by_line = reader_view(stories, marks)
 
-    assert 0 in [d.index for d in by_vote.dropped]  # the vote: the wanted story's closest marks are 👎
+    assert [d.index for d in by_vote.kept if d.index > 0]  # the vote keeps what the reader does not want
     assert [d.index for d in by_line.kept] == [0] and [d.index for d in by_line.dropped] == [1, 2]
     assert by_line.kept[0].by == "linear" and "on the side of the stories you marked 👍" in by_line.kept[0].reason
     assert "as all your marks draw the line" in by_line.dropped[0].reason
 
 
-def test_the_line_is_a_logistic_regression_cut_at_the_level_of_the_readers_own_liked_stories() -> None:
-    import numpy as np
+def test_many_marks_no_line_can_separate_stay_with_the_vote() -> None:
+    # 👍 stories about two opposite subjects, 👎 ones about the two between: no line tells them apart, the vote does.
+    ups, downs = _switch_point()
+    liked = [_circle(f"liked {n}", 0, (n % 2) * math.pi + 0.3 * (n / ups - 0.5)) for n in range(ups)]
+    disliked = [
+        _circle(f"disliked {n}", 0, math.pi / 2 + (n % 2) * math.pi + 0.3 * (n / downs - 0.5)) for n in range(downs)
+    ]
+    marks = [Mark(id=n, kind="more", features=f) for n, f in enumerate(liked, start=1)]
+    marks += [Mark(id=len(marks) + n, kind="less", features=f) for n, f in enumerate(disliked, start=1)]
 
+    view = reader_view(
+        [_circle("liked subject", 0, math.pi + 0.05), _circle("disliked subject", 0, math.pi / 2)], marks
+    )
+
+    assert [d.by for d in view.kept] == ["vectors"] and [d.index for d in view.kept] == [0]
+    assert [d.by for d in view.dropped] == ["vectors"]
+
+
+def test_the_line_is_a_logistic_regression_cut_at_the_level_of_the_readers_own_liked_stories() -> None:
     rng = np.random.default_rng(7)
     ups = rng.normal(size=(30, 8)) + np.r_[1.0, np.zeros(7)]
     downs = rng.normal(size=(60, 8)) - np.r_[1.0, np.zeros(7)]
