@@ -604,6 +604,9 @@ class LongReader:
     knn: dict[str, Scores]
     line: dict[str, Scores]
     fit_seconds: float
+    on_line: bool
+    """Whether the defaults decide this reader by the line (the switch point met and the line the better on its
+    own marks)."""
 
 
 def long_readers(every: Monitors, reader_kind: str, others: int, line: FeedbackTuning) -> list[LongReader]:
@@ -627,9 +630,16 @@ def long_readers(every: Monitors, reader_kind: str, others: int, line: FeedbackT
                 knn={h: evaluate_one(shared, reader_kind, KNN_ONLY, h, marks=marks) for h in ("dev", "test")},
                 line={h: evaluate_one(shared, reader_kind, forced, h, marks=marks) for h in ("dev", "test")},
                 fit_seconds=fit_seconds,
+                on_line=_on_line(marks),
             )
         )
     return out
+
+
+def _on_line(marks: Sequence[Mark]) -> bool:
+    model = VectorModel([m for m in marks if m.kind == "more"], [m for m in marks if m.kind == "less"], DEFAULT_TUNING)
+    vector = next(m.features.vector for m in marks if m.features.vector)
+    return model.linear(vector.model) is not None
 
 
 def switched(readers: Sequence[LongReader], half: str, side: int, total: int) -> Scores:
@@ -721,11 +731,8 @@ def long_table(long_sets: LongSets) -> None:
         every, kind = next((e, k) for n, e, r, k in long_sets if n == name and r == reader)
         ups = statistics.fmean(r.ups for r in readers)
         downs = statistics.fmean(r.downs for r in readers)
-        on_line = sum(
-            min(r.ups, r.downs) >= DEFAULT_TUNING.linear_min_side and r.ups + r.downs >= DEFAULT_TUNING.linear_min_marks
-            for r in readers
-        )
-        if on_line:
+        on_line = sum(r.on_line for r in readers)
+        if others:
             fits += [(r.fit_seconds, r.ups + r.downs) for r in readers]
         marks = f"digests 1-{MARKED_DIGESTS}" + (f" + {others} other monitors" if others else "")
         for half in ("test", "dev"):

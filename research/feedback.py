@@ -526,9 +526,16 @@ def vote_left_out(ups: Any, downs: Any, *, neighbours: int) -> tuple[Any, Any]:
 
     x = np.concatenate([ups, downs])
     among = x @ x.T
-    np.fill_diagonal(among, np.nan)
-    k = max(neighbours, 1)
-    margins = _top_mean(among[:, : len(ups)], k) - _top_mean(among[:, len(ups) :], k)
+    np.fill_diagonal(among, -np.inf)
+
+    def top_mean(scores: Any) -> Any:
+        k = min(max(neighbours, 1), scores.shape[1] - 1)
+        top = -np.partition(-scores, k - 1, axis=1)[:, :k]
+        top[np.isinf(top)] = np.nan
+        with np.errstate(invalid="ignore"):
+            return np.nanmean(top, axis=1)
+
+    margins = top_mean(among[:, : len(ups)]) - top_mean(among[:, len(ups) :])
     return margins[: len(ups)], margins[len(ups) :]
 
 
