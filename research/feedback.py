@@ -114,10 +114,10 @@ class FeedbackTuning:
     linear_min_side: int = 20
     """Marked stories with vectors needed on each side (👍, and 👎 / "fewer") before a line decides instead of the
     neighbours' vote: a line through a handful of 👍 stories is no better than the vote."""
-    linear_min_marks: int = 150
+    linear_min_marks: int = 200
     """Marked stories with vectors needed in all before a line decides: below it (three digests' worth) every
     rule orders later stories about equally and the vote stays."""
-    linear_penalty: float = 3.0
+    linear_penalty: float = 1.0
     """L2 penalty of the line's weights (the classes weighted equally, their weights summing to the marks' count):
     unit vectors of a few hundred marks in hundreds of dimensions are separable, and an unpenalised line follows
     each mark."""
