@@ -21,8 +21,9 @@ on each side, `linear_min_marks` in all) is decided by a line instead (`LinearRu
 regression of 👍 against 👎 over the marks' vectors), cut the same way at a level from the reader's own 👍 stories,
 where the line tells the reader's own marks apart better than the vote (each mark scored without itself,
 `line_or_vote`): the vote of a few neighbours stops learning as marks accumulate, where a line through all of them
-keeps learning, on some embeddings and kinds of story (`bench/feedback_real.py`). Otherwise the words decide, as before. Each decision says which did
-(`StoryDecision.by`). The vectors' arithmetic uses numpy (imported on first use).
+keeps learning, on some embeddings and kinds of story (`bench/feedback_real.py`). Otherwise the words decide, as
+before. Each decision says which did (`StoryDecision.by`). The vectors' arithmetic uses numpy (imported on first
+use).
 
 Guarantees: a muted outlet drops a story only when every outlet of the story is muted; a story is dropped by
 marks only when its words and outlets (or its vector) lean clearly towards what was marked down; a story with no
