@@ -40,12 +40,21 @@ every other label of the set (threshold chosen on the measured stories: a bound)
 recorded all-MiniLM-L6-v2 vectors instead (`build_vectors.py --models minilm`).
 
 Decision rules (`--rules`): on the same vectors, the kNN vote of `VectorModel` against two linear rules, a centroid
-(Rocchio: cosine to the mean 👍 story minus to the mean 👎 one) and an L2-regularised logistic regression (numpy,
-Newton steps, balanced classes), each fed either the reader's three digests of marks or every other label of the
+(Rocchio: cosine to the mean 👍 story minus to the mean 👎 one) and the app's L2-regularised logistic regression
+(`research.feedback.fit_linear_rule`), each fed either the reader's three digests of marks or every other label of the
 set, each cut at its best threshold for recall ≥ 0.90 on the measured stories (so the table compares orderings,
 not thresholds): whether the bound is the vectors or the rule that reads them.
 
+A long-time reader (the last table, on the vectors): each monitor's reader marks its digests 1-3 and also every
+digest of 1, 2 or 6 other monitors of the set (as a reader who has pressed for weeks on a monitor would have; UCI,
+one monitor in the rows above, is cut by time into 3 monitors for this), and digests 4-10 are measured under the
+kNN vote alone and under `reader_view`'s switch (a line, `research.feedback.LinearRule`, once the reader's marks
+reach `linear_min_side` a side and `linear_min_marks` in all). The line's settings (penalty, the quantile of the
+reader's own 👍 scores it cuts at) and then the switch point are picked on the dev halves (mean precision, no recall
+below 0.90 where the vote reaches it), reported on both halves; the line's fit is timed per reader.
+
 Run: uv run python bench/feedback_real.py [--digest-size 20] [--slices 10] [--vectors e5small|minilm] [--rules]
+[--no-long]
 """
 
 from __future__ import annotations
@@ -70,7 +79,14 @@ from pydantic_ai.embeddings import Embedder
 from bench.recorded_vectors import RecordedEmbeddingModel, recordings
 from research import ItemEmbedder, Mark, StoryFeatures, reader_view, story_features, story_vector
 from research.dedupe import Deduper, story_lead
-from research.feedback import DEFAULT_TUNING, FeedbackTuning, MarkModel, VectorModel
+from research.feedback import (
+    DEFAULT_TUNING,
+    FeedbackTuning,
+    MarkModel,
+    VectorModel,
+    fit_linear_rule,
+    line_or_vote,
+)
 from sources import Item
 
 DATA = Path(__file__).parent / "data"
@@ -484,27 +500,10 @@ def centroid_rule(ups: Any, downs: Any) -> Callable[[Any], Any]:
     return lambda stories: stories @ direction
 
 
-def logistic_rule(ups: Any, downs: Any, penalty: float = 10.0) -> Callable[[Any], Any]:
-    """L2-regularised logistic regression (classes weighted equally, Newton steps): the linear rule that fits."""
-    import numpy as np
-
-    x = np.concatenate([ups, downs])
-    y = np.r_[np.ones(len(ups)), np.zeros(len(downs))]
-    weight = np.where(y == 1, 0.5 / len(ups), 0.5 / len(downs)) * len(y)
-    centre = x.mean(axis=0)
-    design = np.hstack([x - centre, np.ones((len(x), 1))])
-    ridge = penalty * np.eye(design.shape[1])
-    ridge[-1, -1] = 0.0
-    beta = np.zeros(design.shape[1])
-    for _ in range(30):
-        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
-        gradient = design.T @ (weight * (p - y)) + ridge @ beta
-        hessian = (design * (weight * p * (1 - p))[:, None]).T @ design + ridge + 1e-8 * np.eye(len(beta))
-        step = np.linalg.solve(hessian, gradient)
-        beta -= step
-        if np.abs(step).max() < 1e-6:
-            break
-    return lambda stories: np.hstack([stories - centre, np.ones((len(stories), 1))]) @ beta
+def logistic_rule(ups: Any, downs: Any, penalty: float = DEFAULT_TUNING.linear_penalty) -> Callable[[Any], Any]:
+    """The app's line (`research.feedback.fit_linear_rule`: L2-regularised logistic regression, classes weighted
+    equally)."""
+    return fit_linear_rule(ups, downs, penalty=penalty).score
 
 
 RULES: dict[str, Rule] = {"kNN vote (VectorModel)": knn_rule, "centroid": centroid_rule, "logistic": logistic_rule}
@@ -573,15 +572,204 @@ def rule_table(vector_sets: Sequence[tuple[Dataset, Monitors]]) -> None:
                 print(f"| {data.name} | {name} | {marks} | " + " | ".join(cells) + " |")
 
 
+LONG_LEVELS = (1, 2, 6)
+"""Other monitors whose every digest a long-time reader has also marked (~200, ~400, ~1,100 marks on MasakhaNEWS)."""
+UCI_MONITORS = 3
+"""UCI's one monitor cut by time into this many for the long-time reader (each ten runs of ~210 headlines)."""
+KNN_ONLY = replace(DEFAULT_TUNING, linear_min_marks=10**9)
+"""The vote whatever the marks (what `VectorModel` did before the switch)."""
+SWITCH_GRID = {"linear_min_side": (10, 20, 30, 40), "linear_min_marks": (100, 150, 200, 300, 400)}
+"""The switch points tried on the dev halves (above three digests' 60 marks, so those readers stay on the vote)."""
+LINE_GRID = {"linear_penalty": (1.0, 3.0, 10.0, 30.0), "linear_quantile": (0.01, 0.02, 0.05, 0.1, 0.15)}
+"""The line's settings tried on the dev halves, with the line deciding every long-time reader."""
+
+
+def long_marks(every: Monitors, place: int, reader_kind: str, others: int) -> list[Mark]:
+    """A long-time reader of monitor `place`: its presses on digests 1-3 and on every digest of the `others` next
+    monitors of the set (none on the measured monitor's later digests)."""
+    marks = marks_of(reader_kind, every[place])
+    for step in range(1, others + 1):
+        monitor = every[(place + step) % len(every)]
+        marks += marks_of(reader_kind, monitor, digests_marked=len(monitor))
+    return [replace(mark, id=number) for number, mark in enumerate(marks, start=1)]
+
+
+@dataclass
+class LongReader:
+    """One long-time reader of one monitor: its marks with vectors per side, and digests 4.. under the vote and
+    under the line, per half."""
+
+    ups: int
+    downs: int
+    knn: dict[str, Scores]
+    line: dict[str, Scores]
+    fit_seconds: float
+    on_line: bool
+    """Whether the defaults decide this reader by the line (the switch point met and the line the better on its
+    own marks)."""
+
+
+def long_readers(every: Monitors, reader_kind: str, others: int, line: FeedbackTuning) -> list[LongReader]:
+    """Each monitor's long-time reader (see `long_marks`) under the vote and under the line (`line`'s settings,
+    the switch forced)."""
+    import numpy as np
+
+    forced = replace(line, linear_min_side=1, linear_min_marks=0)
+    out = []
+    for place, shared in enumerate(every):
+        marks = long_marks(every, place, reader_kind, min(others, len(every) - 1))
+        ups = np.asarray([m.features.vector.values for m in marks if m.kind == "more" and m.features.vector])
+        downs = np.asarray([m.features.vector.values for m in marks if m.kind == "less" and m.features.vector])
+        started = time.process_time()
+        line_or_vote(ups, downs, line)
+        fit_seconds = time.process_time() - started
+        out.append(
+            LongReader(
+                ups=len(ups),
+                downs=len(downs),
+                knn={h: evaluate_one(shared, reader_kind, KNN_ONLY, h, marks=marks) for h in ("dev", "test")},
+                line={h: evaluate_one(shared, reader_kind, forced, h, marks=marks) for h in ("dev", "test")},
+                fit_seconds=fit_seconds,
+                on_line=_on_line(marks),
+            )
+        )
+    return out
+
+
+def _on_line(marks: Sequence[Mark]) -> bool:
+    model = VectorModel([m for m in marks if m.kind == "more"], [m for m in marks if m.kind == "less"], DEFAULT_TUNING)
+    vector = next(m.features.vector for m in marks if m.features.vector)
+    return model.linear(vector.model) is not None
+
+
+def switched(readers: Sequence[LongReader], half: str, side: int, total: int) -> Scores:
+    """Digests 4.. of every monitor under the switch at (`side`, `total`): the line where the reader's marks reach
+    it, the vote elsewhere."""
+    scores = Scores()
+    for reader in readers:
+        use_line = min(reader.ups, reader.downs) >= side and reader.ups + reader.downs >= total
+        scores += reader.line[half] if use_line else reader.knn[half]
+    return scores
+
+
+LongSets = Sequence[tuple[str, Monitors, str, str]]
+"""Long-time readers' sets: the set's name, its monitors, the reader's name and the kind it wants."""
+
+
+def tune_line(long_sets: LongSets) -> FeedbackTuning:
+    """The line's settings with the best mean dev-half precision over every long-time reader (each level of marks
+    above three digests), the line deciding all of them, no recall below 0.90 where the vote reaches it (nor below
+    the vote's where it does not); none qualifying, the defaults."""
+    rows = [(every, kind, others) for _, every, _, kind in long_sets for others in LONG_LEVELS if others < len(every)]
+    floors = [
+        min(TARGET_RECALL, evaluate_long(every, kind, KNN_ONLY, "dev", others).recall) for every, kind, others in rows
+    ]
+    best, best_score = DEFAULT_TUNING, -9.0
+    for penalty, quantile in itertools.product(*LINE_GRID.values()):
+        tuning = replace(DEFAULT_TUNING, linear_penalty=penalty, linear_quantile=quantile, linear_min_side=1,
+                         linear_min_marks=0)  # fmt: skip
+        results = [evaluate_long(every, kind, tuning, "dev", others) for every, kind, others in rows]
+        if any(r.recall < floor for r, floor in zip(results, floors, strict=True)):
+            continue
+        score = statistics.fmean(r.precision for r in results)
+        if score > best_score:
+            best, best_score = tuning, score
+    return best
+
+
+def evaluate_long(every: Monitors, reader_kind: str, tuning: FeedbackTuning, half: str, others: int) -> Scores:
+    """Digests 4.. of every monitor for its long-time reader (marks of `others` other monitors) under `tuning`."""
+    total = Scores()
+    for place, shared in enumerate(every):
+        marks = long_marks(every, place, reader_kind, min(others, len(every) - 1))
+        total += evaluate_one(shared, reader_kind, tuning, half, marks=marks)
+    return total
+
+
+def pick_switch(measured: dict[tuple[str, str, int], list[LongReader]]) -> tuple[int, int]:
+    """The switch point (marks on each side, marks in all) with the best mean dev-half precision over every
+    reader and level of marks (three digests included), no recall below 0.90 where the vote alone reaches it (nor
+    below the vote's where it does not); ties go to the higher point."""
+    best, best_score = (10**9, 10**9), -9.0
+    floors = [min(TARGET_RECALL, switched(readers, "dev", 10**9, 10**9).recall) for readers in measured.values()]
+    grid = sorted(itertools.product(*SWITCH_GRID.values()), key=lambda pair: (-pair[1], -pair[0]))
+    for side, total in grid:
+        results = [switched(readers, "dev", side, total) for readers in measured.values()]
+        if any(r.recall < floor for r, floor in zip(results, floors, strict=True)):
+            continue
+        score = statistics.fmean(r.precision for r in results)
+        if score > best_score:
+            best, best_score = (side, total), score
+    return best
+
+
+def long_table(long_sets: LongSets) -> None:
+    """A long-time reader (see the module): the vote against the switched rule, per level of marks and half."""
+    line = tune_line(long_sets)
+    print()
+    print(
+        f"line settings picked on the dev halves: penalty {line.linear_penalty}, quantile {line.linear_quantile}; "
+        f"defaults: penalty {DEFAULT_TUNING.linear_penalty}, quantile {DEFAULT_TUNING.linear_quantile}"
+    )
+    measured = {
+        (name, reader, others): long_readers(every, kind, others, line)
+        for name, every, reader, kind in long_sets
+        for others in (0, *LONG_LEVELS)
+        if others < len(every)
+    }
+    side, total = pick_switch(measured)
+    print(
+        f"switch picked on the dev halves: ≥ {side} marks each side, ≥ {total} in all; defaults: "
+        f"≥ {DEFAULT_TUNING.linear_min_side}, ≥ {DEFAULT_TUNING.linear_min_marks}"
+    )
+    print()
+    print("| set | reader | marks | 👍/👎 per reader | half | kNN vote precision | recall | switched, dev-picked "
+          "precision | recall | switched (defaults) precision | recall | readers on the line |")  # fmt: skip
+    print("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    fits = []
+    for (name, reader, others), readers in measured.items():
+        every, kind = next((e, k) for n, e, r, k in long_sets if n == name and r == reader)
+        ups = statistics.fmean(r.ups for r in readers)
+        downs = statistics.fmean(r.downs for r in readers)
+        on_line = sum(r.on_line for r in readers)
+        if others:
+            fits += [(r.fit_seconds, r.ups + r.downs) for r in readers]
+        marks = f"digests 1-{MARKED_DIGESTS}" + (f" + {others} other monitors" if others else "")
+        for half in ("test", "dev"):
+            knn = Scores()
+            for r in readers:
+                knn += r.knn[half]
+            picked = switched(readers, half, side, total)
+            now = evaluate_long(every, kind, DEFAULT_TUNING, half, others)
+            print(
+                f"| {name} | {reader} | {marks} | {ups:.0f}/{downs:.0f} | {half} | {knn.precision:.2f} | "
+                f"{knn.recall:.2f} | {picked.precision:.2f} | {picked.recall:.2f} | {now.precision:.2f} | "
+                f"{now.recall:.2f} | {on_line}/{len(readers)} |"
+            )
+    if fits:
+        slowest, marks_at = max(fits)
+        mean = statistics.fmean(f for f, _ in fits) * 1000
+        print()
+        print(
+            f"line fit and check against the vote (once per reader and change of marks, then kept): mean {mean:.1f} "
+            f"ms, slowest "
+            f"{slowest * 1000:.1f} ms ({marks_at} marks); "
+            f"per story of a 20-story digest with a fit every view: {slowest * 1000 / 20:.2f} ms + the view"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--digest-size", type=int, default=20)
     parser.add_argument("--slices", type=int, default=10)
     parser.add_argument("--vectors", default="e5small", help="which recording: e5small (default) or minilm")
     parser.add_argument("--rules", action="store_true", help="also compare decision rules on the vectors")
+    parser.add_argument("--no-long", action="store_true", help="skip the long-time readers' table")
     options = parser.parse_args()
     sets: list[tuple[Dataset, Monitors]] = []
     vector_sets: list[tuple[Dataset, Monitors]] = []
+    long_sets: list[tuple[str, Monitors, str, str]] = []
+    every: Monitors
     feature_costs = []
     for data in (load_uci(), load_masakhanews()):
         if data is None:
@@ -604,6 +792,17 @@ def main() -> None:
         sets.append((data, without_vectors(every)))
         if embedding is not None:
             vector_sets.append((data, every))
+            if options.no_long:
+                continue
+            if data.monitors > 2:
+                long_sets += [(data.name, every, name, kind) for name, kind in data.readers.items()]
+            else:
+                cut = replace(data, monitors=UCI_MONITORS)
+                by_time, _ = monitors(cut, slices=options.slices, size=options.digest_size, embedding=embedding)
+                long_sets += [
+                    (f"{data.name}, {UCI_MONITORS} monitors by time", by_time, name, kind)
+                    for name, kind in data.readers.items()
+                ]
     if not sets:
         raise SystemExit("no labelled set is built (see above)")
     tuned = tune(sets)
@@ -667,6 +866,8 @@ def main() -> None:
     )
     if options.rules and vector_sets:
         rule_table(vector_sets)
+    if long_sets:
+        long_table(long_sets)
 
 
 if __name__ == "__main__":

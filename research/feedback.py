@@ -16,8 +16,14 @@ vectors, title + lead), and so does a mark made on it. When the story and at lea
 mark have vectors of the same model, the vectors decide instead of the words (`VectorModel`): the story's mean
 cosine to its closest marked-up stories against its closest marked-down ones (a nearest-neighbour vote, which
 learns "stories about phones and apps" from a few marks where words need the same words again), cut at a level
-calibrated on the reader's own 👍 stories. Otherwise the words decide, as before. Each decision says which did
-(`StoryDecision.by`). The vectors' arithmetic uses numpy (imported on first use).
+calibrated on the reader's own 👍 stories. A reader with many marks of one model (`FeedbackTuning.linear_min_side`
+on each side, `linear_min_marks` in all) is decided by a line instead (`LinearRule`, an L2-regularised logistic
+regression of 👍 against 👎 over the marks' vectors), cut the same way at a level from the reader's own 👍 stories,
+where the line tells the reader's own marks apart better than the vote (each mark scored without itself,
+`line_or_vote`): the vote of a few neighbours stops learning as marks accumulate, where a line through all of them
+keeps learning, on some embeddings and kinds of story (`bench/feedback_real.py`). Otherwise the words decide, as
+before. Each decision says which did (`StoryDecision.by`). The vectors' arithmetic uses numpy (imported on first
+use).
 
 Guarantees: a muted outlet drops a story only when every outlet of the story is muted; a story is dropped by
 marks only when its words and outlets (or its vector) lean clearly towards what was marked down; a story with no
@@ -28,8 +34,10 @@ embedding model are never compared; with no marks the view is the digest as it w
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import struct
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -42,6 +50,7 @@ __all__ = [
     "DEFAULT_TUNING",
     "MARK_KINDS",
     "FeedbackTuning",
+    "LinearRule",
     "Mark",
     "MarkKind",
     "MarkModel",
@@ -51,6 +60,8 @@ __all__ = [
     "StoryVector",
     "VectorModel",
     "cosine",
+    "fit_linear_rule",
+    "line_or_vote",
     "reader_view",
     "story_features",
     "story_vector",
@@ -102,6 +113,20 @@ class FeedbackTuning:
     vector_scale: float = 20.0
     """Log-odds units per unit of cosine margin, so one `rank_shift` orders stories decided by words and by vectors
     alike (an embedding model's cosines of one topic's stories lie within a few tenths)."""
+    linear_min_side: int = 20
+    """Marked stories with vectors needed on each side (👍, and 👎 / "fewer") before a line decides instead of the
+    neighbours' vote: a line through a handful of 👍 stories is no better than the vote."""
+    linear_min_marks: int = 200
+    """Marked stories with vectors needed in all before a line decides: below it (three digests' worth) every
+    rule orders later stories about equally and the vote stays."""
+    linear_penalty: float = 1.0
+    """L2 penalty of the line's weights (the classes weighted equally, their weights summing to the marks' count):
+    unit vectors of a few hundred marks in hundreds of dimensions are separable, and an unpenalised line follows
+    each mark."""
+    linear_quantile: float = 0.05
+    """Share of the reader's own 👍 stories (each scored by the line fitted without it) whose score may fall below
+    the line's cut (`LinearRule.threshold`): the recall the cut aims at, on the scale of the reader's own scores
+    (a line's log-odds shrink with its penalty and the embedding's spread of cosines, so no fixed number fits)."""
 
 
 DEFAULT_TUNING: Final = FeedbackTuning()
@@ -199,8 +224,8 @@ class StoryDecision:
     reason: str = ""
     """In words: why it was left out or moved, "" when the marks did not touch it."""
     by: str = ""
-    """What decided: "vectors" (its embedding against the marked stories'), "words" (`MarkModel`), "mute", or ""
-    without any mark to weigh."""
+    """What decided: "vectors" (its embedding against the closest marked stories'), "linear" (its embedding by the
+    line through many marks, `LinearRule`), "words" (`MarkModel`), "mute", or "" without any mark to weigh."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -323,7 +348,8 @@ class VectorModel:
     level (`threshold`): the margin that all but `calibration_quantile` of the reader's 👍 stories reach against the
     other marks (each left out of its own vote), less `vector_drop_at`. So the cut follows the reader's marks and
     the embedding model's own scale of cosines, not one number for every set and model. Only marks whose vector
-    comes from the story's embedding model count; `usable` says whether both sides have one."""
+    comes from the story's embedding model count; `usable` says whether both sides have one. With many marks of a
+    model (`linear`), a line decides its stories instead of the vote."""
 
     def __init__(self, ups: Sequence[Mark], downs: Sequence[Mark], tuning: FeedbackTuning) -> None:
         self._tuning = tuning
@@ -334,6 +360,7 @@ class VectorModel:
                     self._sides[side].setdefault(mark.features.vector.model, []).append(mark)
         self._matrices: dict[str, tuple[Any, Any]] = {}
         self._thresholds: dict[str, float] = {}
+        self._lines: dict[str, LinearRule | None] = {}
 
     def usable(self, story: StoryFeatures) -> bool:
         vector = story.vector
@@ -375,6 +402,19 @@ class VectorModel:
         top = np.sort(scores)[::-1][: max(self._tuning.neighbours, 1)]
         return float(top.mean()), float(scores[best]), marks[best]
 
+    def linear(self, model: str) -> LinearRule | None:
+        """The line that decides stories of `model`'s vectors for this reader: with at least `linear_min_side`
+        marked stories on each side and `linear_min_marks` in all, and where it tells the reader's own marks apart
+        better than the vote (`line_or_vote`); else None (the vote decides)."""
+        if model not in self._lines:
+            ups, downs = self._matrix(model)
+            enough = min(ups.shape[0], downs.shape[0]) >= max(self._tuning.linear_min_side, 1)
+            if enough and ups.shape[0] + downs.shape[0] >= self._tuning.linear_min_marks:
+                self._lines[model] = _linear_rule(ups, downs, self._tuning)
+            else:
+                self._lines[model] = None
+        return self._lines[model]
+
     def threshold(self, model: str) -> float:
         """The margin below which a story of `model`'s vectors is left out for this reader (see the class); with
         fewer than two 👍 stories, -`vector_drop_at`."""
@@ -391,6 +431,151 @@ class VectorModel:
                 level = float(np.nanquantile(margins, self._tuning.calibration_quantile))
             self._thresholds[model] = level - self._tuning.vector_drop_at
         return self._thresholds[model]
+
+
+LINEAR_FITS_KEPT: Final = 64
+"""Lines kept per process (by the content of the marks they were fitted on): every delivery of a run to one reader
+reads the same marks, so a fit is made once per reader and change of marks, not once per view."""
+
+_linear_fits: dict[tuple[str, float, int], LinearRule | None] = {}
+_linear_fits_lock = threading.Lock()
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinearRule:
+    """An L2-regularised logistic regression of 👍 (1) against 👎 (0) stories by their vectors, the two classes
+    weighted equally: `score` is a story's log-odds of being a 👍 kind; `ups_left_out` each 👍 mark's score by the
+    line fitted without it (approximate leave-one-out: one Newton step from the full fit, exact for a quadratic
+    loss), what `threshold` reads the reader's own level from; `downs_left_out` the same of each 👎 mark."""
+
+    centre: Any
+    weights: Any
+    bias: float
+    ups_left_out: Any
+    downs_left_out: Any
+
+    def score(self, vectors: Any) -> Any:
+        """Log-odds of each row of `vectors` (or of one vector)."""
+        import numpy as np
+
+        return (np.asarray(vectors, dtype=np.float64) - self.centre) @ self.weights + self.bias
+
+    def threshold(self, tuning: FeedbackTuning) -> float:
+        """The score below which a story is left out: the level all but `linear_quantile` of the reader's own 👍
+        stories reach (each scored by the line fitted without it)."""
+        import numpy as np
+
+        return float(np.quantile(self.ups_left_out, tuning.linear_quantile))
+
+    def rank(self, score: float, tuning: FeedbackTuning) -> float:
+        """A score on the reader's own scale, to rank by: 0 at the cut, 1 at the median of the reader's 👍 stories
+        (so one `rank_shift` moves a typical liked story as far as a clear one by words)."""
+        import numpy as np
+
+        cut = self.threshold(tuning)
+        return (score - cut) / max(float(np.median(self.ups_left_out)) - cut, 1e-9)
+
+
+def fit_linear_rule(ups: Any, downs: Any, *, penalty: float) -> LinearRule:
+    """The logistic regression of the rows of `ups` (👍 stories' vectors) against those of `downs` (Newton steps;
+    with more dimensions than marks, fitted in the span of the centred marks, which an isotropic penalty leaves
+    exact, so the cost follows the marks, not the embedding's size)."""
+    import numpy as np
+
+    x = np.concatenate([np.asarray(ups, dtype=np.float64), np.asarray(downs, dtype=np.float64)])
+    y = np.r_[np.ones(len(ups)), np.zeros(len(downs))]
+    weight = np.where(y == 1, 0.5 / max(len(ups), 1), 0.5 / max(len(downs), 1)) * len(y)
+    centre = x.mean(axis=0)
+    centred = x - centre
+    basis = None
+    if centred.shape[1] > centred.shape[0]:
+        values, vectors = np.linalg.eigh(centred @ centred.T)
+        keep = values > 1e-10 * max(float(values.max()), 1e-300)
+        basis = centred.T @ (vectors[:, keep] / np.sqrt(values[keep]))
+        centred = centred @ basis
+    design = np.hstack([centred, np.ones((len(x), 1))])
+    ridge = penalty * np.eye(design.shape[1])
+    ridge[-1, -1] = 0.0
+    beta = np.zeros(design.shape[1])
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
+        gradient = design.T @ (weight * (p - y)) + ridge @ beta
+        hessian = (design * (weight * p * (1 - p))[:, None]).T @ design + ridge + 1e-9 * np.eye(len(beta))
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-6:
+            break
+    eta = design @ beta
+    p = 1.0 / (1.0 + np.exp(-eta))
+    first, second = weight * (p - y), weight * p * (1 - p)
+    hessian = (design * second[:, None]).T @ design + ridge + 1e-9 * np.eye(len(beta))
+    leverage = np.einsum("ij,ji->i", design, np.linalg.solve(hessian, design.T))
+    left_out = eta + first * leverage / (1.0 - second * leverage)
+    weights = beta[:-1] if basis is None else basis @ beta[:-1]
+    return LinearRule(
+        centre=x.mean(axis=0),
+        weights=weights,
+        bias=float(beta[-1]),
+        ups_left_out=left_out[: len(ups)],
+        downs_left_out=left_out[len(ups) :],
+    )
+
+
+def vote_left_out(ups: Any, downs: Any, *, neighbours: int) -> tuple[Any, Any]:
+    """Each marked story's margin by `VectorModel`'s vote among the other marks (itself left out): the 👍 stories'
+    and the 👎 ones'."""
+    import numpy as np
+
+    x = np.concatenate([ups, downs])
+    among = x @ x.T
+    np.fill_diagonal(among, -np.inf)
+
+    def top_mean(scores: Any) -> Any:
+        k = min(max(neighbours, 1), scores.shape[1] - 1)
+        top = -np.partition(-scores, k - 1, axis=1)[:, :k]
+        top[np.isinf(top)] = np.nan
+        with np.errstate(invalid="ignore"):
+            return np.nanmean(top, axis=1)
+
+    margins = top_mean(among[:, : len(ups)]) - top_mean(among[:, len(ups) :])
+    return margins[: len(ups)], margins[len(ups) :]
+
+
+def separation(ups: Any, downs: Any) -> float:
+    """The chance that a 👍 story scores above a 👎 one (the area under the ROC curve; ties count half)."""
+    import numpy as np
+
+    above = np.asarray(ups, dtype=np.float64)[:, None] - np.asarray(downs, dtype=np.float64)[None, :]
+    return float((above > 0).mean() + 0.5 * (above == 0).mean()) if above.size else 0.5
+
+
+def line_or_vote(ups: Any, downs: Any, tuning: FeedbackTuning) -> LinearRule | None:
+    """The line through the marks, when on the reader's own marks (each scored without itself) it tells 👍 from 👎
+    better than the vote does (`separation`); else None, the vote. Embeddings differ in which rule their many
+    marks favour (`bench/feedback_real.py`), and the reader's own marks are the one measure at hand."""
+    line = fit_linear_rule(ups, downs, penalty=tuning.linear_penalty)
+    vote = vote_left_out(ups, downs, neighbours=tuning.neighbours)
+    by_line = separation(line.ups_left_out, line.downs_left_out)
+    return line if by_line > separation(*vote) else None
+
+
+def _linear_rule(ups: Any, downs: Any, tuning: FeedbackTuning) -> LinearRule | None:
+    """`line_or_vote`, kept per process by the marks' content (`LINEAR_FITS_KEPT`)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (ups, downs):
+        digest.update(str(part.shape).encode())
+        digest.update(part.tobytes())
+    key = (digest.hexdigest(), tuning.linear_penalty, tuning.neighbours)
+    with _linear_fits_lock:
+        known = key in _linear_fits
+        found = _linear_fits.get(key)
+    if not known:
+        found = line_or_vote(ups, downs, tuning)
+        with _linear_fits_lock:
+            while len(_linear_fits) >= LINEAR_FITS_KEPT:
+                del _linear_fits[next(iter(_linear_fits))]
+            _linear_fits[key] = found
+    return found
 
 
 def _quoted(title: str) -> str:
@@ -434,9 +619,12 @@ def _by_vectors(
     """The decision by the story's vector against the marked stories' (`VectorModel`), and its rank log-odds."""
     up_mean, up, up_mark = vectors.closest(story, 0)
     down_mean, down, down_mark = vectors.closest(story, 1)
+    assert story.vector is not None  # `usable`
+    line = vectors.linear(story.vector.model)
+    if line is not None:
+        return _by_line(index, story, line, (up, up_mark), (down, down_mark), tuning)
     margin = up_mean - down_mean
     net = tuning.vector_scale * margin
-    assert story.vector is not None  # `usable`
     if down_mark is not None and margin < vectors.threshold(story.vector.model):
         word = "👎" if down_mark.kind == "less" else "“fewer like this”"
         reason = (
@@ -458,6 +646,45 @@ def _by_vectors(
         reason = f"moved down: close in meaning to {_quoted(down_mark.features.title)} (similarity {down:.2f})"
         mark_id = down_mark.id
     decision = StoryDecision(index=index, kept=True, up=up, down=down, mark_id=mark_id, reason=reason, by="vectors")
+    return decision, net
+
+
+def _by_line(
+    index: int,
+    story: StoryFeatures,
+    line: LinearRule,
+    closest_up: tuple[float, Mark | None],
+    closest_down: tuple[float, Mark | None],
+    tuning: FeedbackTuning,
+) -> tuple[StoryDecision, float]:
+    """The decision by the line through the reader's many marks (`LinearRule`), and its log-odds to rank by; the
+    closest marked story on each side named as the example."""
+    assert story.vector is not None
+    (up, up_mark), (down, down_mark) = closest_up, closest_down
+    score = float(line.score(story.vector.values))
+    net = line.rank(score, tuning)
+    if down_mark is not None and net < 0:
+        word = "👎" if down_mark.kind == "less" else "“fewer like this”"
+        reason = (
+            f"by its meaning, on the side of the stories you marked {word} as all your marks draw the line "
+            f"(below what nearly all the stories you marked 👍 reach); the closest: "
+            f"{_quoted(down_mark.features.title)} (similarity {down:.2f})"
+        )
+        decision = StoryDecision(
+            index=index, kept=False, up=up, down=down, mark_id=down_mark.id, reason=reason, by="linear"
+        )
+        return decision, net
+    reason, mark_id = "", None
+    if up_mark is not None and net >= 1:
+        reason = (
+            f"by its meaning, on the side of the stories you marked 👍, like {_quoted(up_mark.features.title)} "
+            f"(similarity {up:.2f})"
+        )
+        mark_id = up_mark.id
+    elif down_mark is not None and score < 0:
+        reason = f"moved down: by its meaning nearer your 👎 stories, like {_quoted(down_mark.features.title)}"
+        mark_id = down_mark.id
+    decision = StoryDecision(index=index, kept=True, up=up, down=down, mark_id=mark_id, reason=reason, by="linear")
     return decision, net
 
 

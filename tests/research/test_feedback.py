@@ -4,10 +4,13 @@ leaves out only stories every outlet of which is muted, stories like a 👎 go a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
+import numpy as np
+
 from research import Mark, StoryFeatures, StoryVector, reader_view, story_features, story_vector
-from research.feedback import DEFAULT_TUNING, MarkModel, VectorModel
+from research.feedback import DEFAULT_TUNING, MarkModel, VectorModel, fit_linear_rule
 from sources import Item
 
 
@@ -169,3 +172,99 @@ def test_with_several_marks_the_cut_is_the_level_the_readers_own_liked_stories_r
     assert 0 < margin < model.threshold("m@native")
     assert [d.index for d in view.kept] == [1] and [d.index for d in view.dropped] == [0]
     assert view.dropped[0].by == "vectors" and "further from those you marked 👍" in view.dropped[0].reason
+
+
+# ---- a reader with many marks: a line through them decides instead of the neighbours' vote ----------------------
+
+# The kind is the sign of a small first coordinate; the rest is an angle on a circle that says nothing of the kind:
+# 👍 and 👎 stories lie all around it, the 👎 ones several times denser. A story's closest marked stories are then 👎
+# whatever its kind, so the vote cannot tell the kinds apart (on the reader's own marks neither: it keeps what the
+# reader does not want); a line through every mark reads the first coordinate.
+SIGN = 0.1
+
+
+def _circle(name: str, sign: float, angle: float) -> StoryFeatures:
+    values = [sign * SIGN, math.cos(angle), math.sin(angle)]
+    return StoryFeatures(title=name, outlets=("wire.com",), vector=story_vector([values], model="m@native"))
+
+
+def _long_reader(ups: int, downs: int) -> list[Mark]:
+    liked = [_circle(f"liked {n}", 1, 2 * math.pi * n / ups + 0.01) for n in range(ups)]
+    disliked = [_circle(f"disliked {n}", -1, 2 * math.pi * n / downs) for n in range(downs)]
+    marks = [Mark(id=n, kind="more", features=f) for n, f in enumerate(liked, start=1)]
+    return marks + [Mark(id=len(marks) + n, kind="less", features=f) for n, f in enumerate(disliked, start=1)]
+
+
+def _switch_point() -> tuple[int, int]:
+    """The fewest 👍 and 👎 marks at which the default tuning switches to the line."""
+    side = DEFAULT_TUNING.linear_min_side
+    return side, max(side, DEFAULT_TUNING.linear_min_marks - side)
+
+
+WANTED = _circle("wanted", 1, 3 * math.pi / 4)
+UNWANTED = _circle("unwanted", -1, 3 * math.pi / 4 + 0.05)
+UNWANTED_ELSEWHERE = _circle("unwanted, elsewhere", -1, math.pi / 4)
+
+
+def test_a_reader_with_many_marks_is_decided_by_the_line_and_one_with_fewer_by_the_vote() -> None:
+    ups, downs = _switch_point()
+    stories = [WANTED, UNWANTED_ELSEWHERE]
+
+    at_the_point = reader_view(stories, _long_reader(ups, downs))
+    one_down_fewer = reader_view(stories, _long_reader(ups, downs - 1))
+    one_up_fewer = reader_view(stories, _long_reader(ups - 1, downs))
+
+    assert {d.by for d in (*at_the_point.kept, *at_the_point.dropped)} == {"linear"}
+    assert {d.by for d in (*one_down_fewer.kept, *one_down_fewer.dropped)} == {"vectors"}
+    assert {d.by for d in (*one_up_fewer.kept, *one_up_fewer.dropped)} == {"vectors"}
+    model = VectorModel([m for m in _long_reader(ups, downs) if m.kind == "more"], [], DEFAULT_TUNING)
+    assert model.linear("m@native") is None  # no 👎 side: nothing to draw a line against
+
+
+def test_marks_a_line_separates_decide_stories_the_vote_gets_wrong() -> None:
+    marks = _long_reader(*_switch_point())
+    stories = [WANTED, UNWANTED, UNWANTED_ELSEWHERE]
+
+    by_vote = reader_view(stories, marks, tuning=replace(DEFAULT_TUNING, linear_min_marks=10**9))
+    by_line = reader_view(stories, marks)
+
+    assert [d.index for d in by_vote.kept if d.index > 0]  # the vote keeps what the reader does not want
+    assert [d.index for d in by_line.kept] == [0] and [d.index for d in by_line.dropped] == [1, 2]
+    assert by_line.kept[0].by == "linear" and "on the side of the stories you marked 👍" in by_line.kept[0].reason
+    assert "as all your marks draw the line" in by_line.dropped[0].reason
+
+
+def test_many_marks_no_line_can_separate_stay_with_the_vote() -> None:
+    # 👍 stories about two opposite subjects, 👎 ones about the two between: no line tells them apart, the vote does.
+    ups, downs = _switch_point()
+    liked = [_circle(f"liked {n}", 0, (n % 2) * math.pi + 0.3 * (n / ups - 0.5)) for n in range(ups)]
+    disliked = [
+        _circle(f"disliked {n}", 0, math.pi / 2 + (n % 2) * math.pi + 0.3 * (n / downs - 0.5)) for n in range(downs)
+    ]
+    marks = [Mark(id=n, kind="more", features=f) for n, f in enumerate(liked, start=1)]
+    marks += [Mark(id=len(marks) + n, kind="less", features=f) for n, f in enumerate(disliked, start=1)]
+
+    view = reader_view(
+        [_circle("liked subject", 0, math.pi + 0.05), _circle("disliked subject", 0, math.pi / 2)], marks
+    )
+
+    assert [d.by for d in view.kept] == ["vectors"] and [d.index for d in view.kept] == [0]
+    assert [d.by for d in view.dropped] == ["vectors"]
+
+
+def test_the_line_is_a_logistic_regression_cut_at_the_level_of_the_readers_own_liked_stories() -> None:
+    rng = np.random.default_rng(7)
+    ups = rng.normal(size=(30, 8)) + np.r_[1.0, np.zeros(7)]
+    downs = rng.normal(size=(60, 8)) - np.r_[1.0, np.zeros(7)]
+    line = fit_linear_rule(ups, downs, penalty=1.0)
+    wide = fit_linear_rule(np.hstack([ups, np.zeros((30, 400))]), np.hstack([downs, np.zeros((60, 400))]), penalty=1.0)
+
+    assert line.weights[0] > 0 and line.score(ups).mean() > 0 > line.score(downs).mean()
+    assert np.allclose(wide.weights[:8], line.weights) and np.allclose(wide.weights[8:], 0)  # fitted in the marks' span
+    exact = [fit_linear_rule(np.delete(ups, i, 0), downs, penalty=1.0).score(ups[i]) for i in range(5)]
+    assert np.allclose(line.ups_left_out[:5], exact, atol=0.05)  # each liked story scored as if left out
+    assert (line.ups_left_out <= line.score(ups) + 1e-9).all()
+    tuning = replace(DEFAULT_TUNING, linear_quantile=0.1)
+    assert line.threshold(tuning) == float(np.quantile(line.ups_left_out, 0.1))
+    assert line.rank(line.threshold(tuning), tuning) == 0.0
+    assert abs(line.rank(float(np.median(line.ups_left_out)), tuning) - 1.0) < 1e-9
