@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from research import Mark, StoryFeatures, StoryVector, reader_view, story_features, story_vector
-from research.feedback import DEFAULT_TUNING, MarkModel, VectorModel, fit_linear_rule
+from research.feedback import DEFAULT_TUNING, LINEAR_MAX_SIZE, MarkModel, VectorModel, fit_linear_rule
 from sources import Item
 
 
@@ -268,3 +268,31 @@ def test_the_line_is_a_logistic_regression_cut_at_the_level_of_the_readers_own_l
     assert line.threshold(tuning) == float(np.quantile(line.ups_left_out, 0.1))
     assert line.rank(line.threshold(tuning), tuning) == 0.0
     assert abs(line.rank(float(np.median(line.ups_left_out)), tuning) - 1.0) < 1e-9
+
+
+def test_with_long_vectors_the_line_reads_the_newest_marks_so_a_changed_taste_wins() -> None:
+    """Past `LINEAR_MAX_SIZE` marks on vectors longer than that, the line is fitted on the newest marks (a fit's
+    cost grows with the cube of the smaller of the two): a reader who liked one kind for 600 marks and the other
+    for the last 400 is decided by the newer taste."""
+    padding = [0.0] * LINEAR_MAX_SIZE  # vectors longer than the cap
+
+    def story(name: str, sign: float, angle: float) -> StoryFeatures:
+        values = [sign * SIGN, math.cos(angle), math.sin(angle), *padding]
+        return StoryFeatures(title=name, outlets=("wire.com",), vector=story_vector([values], model="m@native"))
+
+    def period(liked_sign: float, ups: int, downs: int, start: int) -> list[tuple[str, StoryFeatures]]:
+        liked = [("more", story(f"liked {start + n}", liked_sign, 2 * math.pi * n / ups + 0.01)) for n in range(ups)]
+        disliked = [
+            ("less", story(f"disliked {start + n}", -liked_sign, 2 * math.pi * n / downs)) for n in range(downs)
+        ]
+        return liked + disliked
+
+    old, new = period(1, 30, 570, 0), period(-1, 20, 380, 1000)
+    marks = [Mark(id=n, kind=kind, features=f) for n, (kind, f) in enumerate(old + new, start=1)]
+    now_wanted, once_wanted = story("now wanted", -1, 3 * math.pi / 4), story("once wanted", 1, math.pi / 4)
+
+    view = reader_view([once_wanted, now_wanted], marks)
+
+    assert len(marks) > LINEAR_MAX_SIZE
+    assert [(d.index, d.by) for d in view.kept] == [(1, "linear")]
+    assert [(d.index, d.by) for d in view.dropped] == [(0, "linear")]
