@@ -7,7 +7,7 @@ through the outbox like a digest (one row for the chat: sent once, retried, rate
 cover the same runs in the same language and timezone share one assembly and one set of files.
 
 Each section is the reader's view of its monitor (its rules, then its feedback through `MonitorFeedback.decide`), and
-that view is stored in the claim's transaction for the chat (`briefing_section_view`: the section's stories numbered
+that view is stored in the claim's transaction for the chat (`briefing_section_views`: the section's stories numbered
 once over its merged digests, exactly as shown), under the newest run the section read, so `/more 2 #3`, `/why` and
 the briefing's buttons (`feedback_sections`, one row per story) mark what the reader actually received.
 """
@@ -26,18 +26,15 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from monitors.delivery import valid_digest
-from monitors.feedback import MonitorFeedback, briefing_section_view, reader_digest
+from monitors.feedback import DecidedDigest, MonitorFeedback, briefing_section_views, reader_digest
 from monitors.notices import BRIEFING_KIND
 from monitors.reader_rules import rules_view, run_entries
 from monitors.runner import item_of_record
 from monitors.schedule import Schedule, ScheduleError, latest_due_time, parse_schedule
 from monitors.service_base import MonitorStorage, ServiceStorage
 from research import (
-    Briefing,
-    BriefingSection,
     Digest,
     ReaderRules,
-    ReaderView,
     TopicDigests,
     assemble_briefing,
     filter_digest,
@@ -103,13 +100,9 @@ class _Assembled:
     with_news: int
     run_ids: list[int]
     views: dict[int, dict[str, Any]]
-    """The reader's view of each markable section, by the run it is stored under (`briefing_section_view`)."""
+    """The reader's view of each markable section, by the run it is stored under (`briefing_section_views`)."""
     feedback_sections: list[dict[str, int]]
     """Each markable section's monitor, view run and number of stories, in order: the briefing's buttons."""
-
-
-_Decided = tuple[int, ReaderView, dict[str, Any]] | None
-"""One digest of a section as the reader's feedback decided it: its run id, view and record (None: not decided)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -328,7 +321,7 @@ class BriefingService(MonitorStorage):
         """Stories the chat's rules left out, per monitor."""
         by_feedback: dict[int, int] = {}
         """Stories the chat's feedback left out, per monitor."""
-        decided: dict[int, list[_Decided]] = {}
+        decided: dict[int, list[DecidedDigest]] = {}
         """Each monitor's digests as the reader's feedback decided them, in the order of its `TopicDigests.digests`."""
         rows: list[tuple[str, ItemWithScores]] = []
         monitors: dict[int, MonitorRecord] = {}
@@ -364,7 +357,7 @@ class BriefingService(MonitorStorage):
         zone = ZoneInfo(chat.timezone)
         text = render_briefing_markdown(briefing, title=f"Your briefing · {due.astimezone(zone):%Y-%m-%d %H:%M %Z}")
         text += _left_out_lines(left_out, by_feedback)
-        views, feedback_sections = _section_views(briefing, decided)
+        views = briefing_section_views(briefing.sections, decided)
         written = _BriefingFiles(artifacts={}, chart_topics={})
         if briefing.has_news and rows:
             key = (tuple(run.id for run in runs), chat.timezone, due)
@@ -379,7 +372,7 @@ class BriefingService(MonitorStorage):
             with_news=len(briefing.sections),
             run_ids=[run.id for run in runs],
             views=views,
-            feedback_sections=feedback_sections,
+            feedback_sections=_button_sections(views),
         )
 
     async def _after_feedback(
@@ -390,12 +383,12 @@ class BriefingService(MonitorStorage):
         *,
         topic: str,
         language: str | None,
-    ) -> tuple[list[Digest], list[_Decided]]:
+    ) -> tuple[list[Digest], list[DecidedDigest]]:
         """The section's digests (newest run first, after the rules) as the reader's feedback leaves them (with no
         marks too: the view is what `/more 2 #3` names), and each one's decision. A digest that cannot be judged is
         kept whole (logged) and undecided (its section then has no stored view), never holds a briefing."""
         kept: list[Digest] = []
-        decided: list[_Decided] = []
+        decided: list[DecidedDigest] = []
         for run, digest in shown:
             try:
                 view, record = await self._feedback.decide(
@@ -477,26 +470,13 @@ def _left_out_lines(by_rules: Mapping[int, int], by_feedback: Mapping[int, int])
     return text
 
 
-def _section_views(
-    briefing: Briefing, decided: Mapping[int, Sequence[_Decided]]
-) -> tuple[dict[int, dict[str, Any]], list[dict[str, int]]]:
-    """The reader's view of each section that can be marked (its shown digests decided), by the newest run it read,
-    and those sections' button specs (`feedback_sections`), in the briefing's order."""
-    markable: list[tuple[BriefingSection, int]] = []
-    for section in briefing.sections:
-        mine = decided.get(section.monitor_id, [])
-        anchor = next((one[0] for one in mine if one is not None), None)
-        if anchor is not None and briefing_section_view(section.monitor_id, mine, section.origins, sections=()):
-            markable.append((section, anchor))
-    names = [(section.monitor_id, section.topic) for section, _ in markable]
-    views: dict[int, dict[str, Any]] = {}
-    specs: list[dict[str, int]] = []
-    for section, anchor in markable:
-        view = briefing_section_view(section.monitor_id, decided[section.monitor_id], section.origins, sections=names)
-        if view is not None:
-            views[anchor] = view
-            specs.append({"monitor_id": section.monitor_id, "run_id": anchor, "stories": len(section.developments)})
-    return views, specs
+def _button_sections(views: Mapping[int, Mapping[str, Any]]) -> list[dict[str, int]]:
+    """The briefing's button specs (`feedback_sections`) of its markable sections' views, in the briefing's order:
+    each one's monitor, the run its view is stored under and its number of stories."""
+    return [
+        {"monitor_id": view["monitor_id"], "run_id": run_id, "stories": len(view["kept"])}
+        for run_id, view in views.items()
+    ]
 
 
 def _readable(stored: dict[int, dict[str, object]], monitor_ids: Sequence[int]) -> dict[int, ReaderRules]:

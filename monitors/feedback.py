@@ -17,7 +17,7 @@ usage) at import, in the background after the chat marks again (`vectors_later`:
 while the embedding server is away), and at the start of each run of the monitor (`vectors_before_run`), so the
 marks have vectors before that run's views are decided.
 
-A briefing's section is marked like a digest: its view (`briefing_section_view`, stories numbered once over the
+A briefing's section is marked like a digest: its view (`briefing_section_views`, stories numbered once over the
 section's merged digests, as the reader saw them) is stored under the newest run the section read and linked to the
 briefing that carried it (`storage.repositories.feedback.BRIEFING_RUN_KEY`); `/more 2 #3` names story 2 of monitor
 #3's section, and a bare `/more 2` after a briefing of several sections asks which.
@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import Any, Final
@@ -42,6 +42,7 @@ from monitors.reader_rules import run_entries
 from monitors.runner import digest_monitor_id, item_of_record
 from research import (
     CITATION,
+    BriefingSection,
     Development,
     Digest,
     ItemEmbedder,
@@ -66,12 +67,13 @@ from storage.repositories import BRIEFING_RUN_KEY, FeedbackRepository
 
 __all__ = [
     "FEEDBACK_PLATFORMS",
+    "DecidedDigest",
     "FeedbackError",
     "MarkResult",
     "MonitorFeedback",
     "acknowledgment",
     "briefing_buttons",
-    "briefing_section_view",
+    "briefing_section_views",
     "digest_buttons",
     "dropped_line",
     "reader_digest",
@@ -159,20 +161,37 @@ def briefing_buttons(sections: object) -> tuple[tuple[Button, ...], str]:
     return tuple(rows), note
 
 
-def briefing_section_view(
-    monitor_id: int,
-    decided: Sequence[tuple[int, ReaderView, dict[str, Any]] | None],
-    origins: Sequence[tuple[int, int]],
-    *,
-    sections: Sequence[tuple[int, str]],
+DecidedDigest = tuple[int, ReaderView, dict[str, Any]] | None
+"""One digest of a briefing's section as the reader's feedback decided it: its run id, view and record
+(`MonitorFeedback.decide`); None where the view could not be decided."""
+
+
+def briefing_section_views(
+    sections: Sequence[BriefingSection], decided: Mapping[int, Sequence[DecidedDigest]]
+) -> dict[int, dict[str, Any]]:
+    """The view a reader was shown of each section of a briefing that can be marked, stored like a digest's under the
+    newest run the section read (the keys, in the briefing's order); `decided` holds each monitor's digests, newest
+    first, as `_section_view` reads them. Each view names every markable section (monitor and topic), so a bare
+    `/more 2` can ask which."""
+    markable: list[tuple[BriefingSection, int, dict[str, Any]]] = []
+    for section in sections:
+        mine = decided.get(section.monitor_id, [])
+        anchor = next((one[0] for one in mine if one is not None), None)
+        view = _section_view(section.monitor_id, mine, section.origins) if anchor is not None else None
+        if anchor is not None and view is not None:
+            markable.append((section, anchor, view))
+    named = [[section.monitor_id, section.topic] for section, _, _ in markable]
+    return {anchor: view | {"briefing_sections": named} for _, anchor, view in markable}
+
+
+def _section_view(
+    monitor_id: int, decided: Sequence[DecidedDigest], origins: Sequence[tuple[int, int]]
 ) -> dict[str, Any] | None:
-    """The view a reader was shown of a briefing's section of monitor `monitor_id`, stored like a digest's: its
-    stories numbered once over the section's merged digests, in the order shown (`origins`: for story n, the index
-    of its digest among `decided` and of its development in that digest as the reader got it), each with the run and
-    the story number of the shared digest it comes from; the stories the reader's feedback left out of any of those
-    digests as `dropped`. `decided` holds each digest's run id, view and record (`MonitorFeedback.decide`), None where
-    the view could not be decided: then the section has no view (None), and no buttons. `sections` names the
-    briefing's markable sections (monitor and topic), so a bare `/more 2` can ask which."""
+    """The view a reader was shown of a briefing's section of monitor `monitor_id`: its stories numbered once over
+    the section's merged digests, in the order shown (`origins`: for story n, the index of its digest among `decided`
+    and of its development in that digest as the reader got it), each with the run and the story number of the
+    shared digest it comes from; the stories the reader's feedback left out of any of those digests as `dropped`.
+    None (no view, no buttons) where a digest it shows could not be decided."""
     if any(d >= len(decided) or decided[d] is None for d, _ in origins):
         return None
     stories: list[dict[str, Any]] = []
@@ -207,7 +226,6 @@ def briefing_section_view(
         "kept": kept,
         "dropped": dropped,
         "runs": runs,
-        "briefing_sections": [[m, topic] for m, topic in sections],
     }
 
 
