@@ -38,17 +38,17 @@ class ChatBudget:
             return None
         return self.daily_tokens - tokens_today
 
-    async def remaining(self, chat_id: int, now: datetime) -> int | None:
-        """Tokens left today, read from storage, or None without a limit (0 or less: spent)."""
-        if self.daily_tokens <= 0:
-            return None
-        totals = await self.usage.for_day(chat_id, now.astimezone(UTC).date())
-        return self.left(totals.input_tokens + totals.output_tokens)
+    def spent(self, tokens_today: int) -> bool:
+        """Whether `tokens_today` uses up the day's budget (never, without a limit)."""
+        left = self.left(tokens_today)
+        return left is not None and left <= 0
 
     async def allows(self, chat_id: int, now: datetime) -> bool:
-        """Whether the chat may still spend model tokens today."""
-        left = await self.remaining(chat_id, now)
-        return left is None or left > 0
+        """Whether the chat may still spend model tokens today (its usage read from storage)."""
+        if self.daily_tokens <= 0:
+            return True
+        totals = await self.usage.for_day(chat_id, now.astimezone(UTC).date())
+        return not self.spent(totals.input_tokens + totals.output_tokens)
 
     def spent_message(self) -> str:
         return BUDGET_SPENT_MESSAGE.format(limit=self.daily_tokens)

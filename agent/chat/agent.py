@@ -244,9 +244,9 @@ class ChatAgent:
         services = self._services
         now = services.clock()
         state = await self._state(turn)
-        remaining = self._budget.left(state.tokens_today)
-        if remaining is not None and remaining <= 0:
+        if self._budget.spent(state.tokens_today):
             return [Reply(text=self._budget.spent_message())]
+        remaining = self._budget.left(state.tokens_today)
         memory = self._memory(state.conversation, now)
         window = memory.window()
         prompt = turn.incoming.text.strip()

@@ -67,5 +67,4 @@ async def models_allowed(services: Services, turn: Turn) -> bool:
     budget = ChatBudget(usage=services.chats.usage, daily_tokens=services.settings.chat_daily_tokens)
     if turn.state is None:
         return await budget.allows(turn.chat.id, services.clock())
-    left = budget.left(turn.state.tokens_today)  # read with the turn
-    return left is None or left > 0
+    return not budget.spent(turn.state.tokens_today)  # read with the turn
