@@ -48,6 +48,7 @@ from .jobs import ResearchResult as ResearchResult
 from .jobs import research_once as research_once
 from .jobs import run_collection_job as run_collection_job
 from .llm import CHARS_PER_TOKEN as CHARS_PER_TOKEN
+from .llm import MARKUP_REASON as MARKUP_REASON
 from .llm import FailureKind as FailureKind
 from .llm import ModelLimits as ModelLimits
 from .llm import ModelSet as ModelSet

@@ -44,6 +44,7 @@ from research.dedupe import Cluster, StoryLead, is_discussion, story_lead
 from research.language import detect_language, language_text, other_language
 from research.llm import (
     CONSTRAINED_MODES,
+    TEMPLATE_MARKUP,
     ModelLimits,
     OutputMode,
     estimate_tokens,
@@ -467,8 +468,17 @@ def _topic_and_reader(ctx: RunContext[DigestDeps]) -> str:
     return f"Topic: {ctx.deps.topic}{profile}{language}"
 
 
+def refuse_markup(draft: BaseModel) -> None:
+    """A draft with chat-template markup in its text (the model speaking past its turn) goes back to the model."""
+    found = TEMPLATE_MARKUP.search(draft.model_dump_json())
+    if found is not None:
+        raise ModelRetry(f"Your text contains “{found.group()}”, which is not part of a digest. Write plain text only.")
+
+
 def check_citations(ctx: RunContext[DigestDeps], draft: DigestDraft) -> DigestDraft:
-    """Every `[n]` must be a real item, and there must be enough developments; else the model tries again."""
+    """Every `[n]` must be a real item, there must be enough developments, and no chat-template markup; else the model
+    tries again."""
+    refuse_markup(draft)
     invalid = sorted({n for n in _all_citations(draft) if n not in ctx.deps.numbers})
     if invalid:
         cited = ", ".join(f"[{n}]" for n in invalid)
@@ -598,7 +608,8 @@ Cite only numbers that appear in the list.
 
 
 def check_brief_citations(ctx: RunContext[DigestDeps], draft: BriefDraft) -> BriefDraft:
-    """Every citation must be a real item number; else the model tries again."""
+    """Every citation must be a real item number, and no chat-template markup; else the model tries again."""
+    refuse_markup(draft)
     numbers = [n for d in draft.developments for n in [*d.citations, *citations_in(d.text)]]
     invalid = sorted({n for n in numbers + citations_in(draft.headline) if n not in ctx.deps.numbers})
     if invalid:

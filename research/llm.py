@@ -56,7 +56,9 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "CONSTRAINED_MODES",
     "DAILY_QUOTA_REASON",
+    "MARKUP_REASON",
     "REASON_CHARS",
+    "TEMPLATE_MARKUP",
     "BoundedModel",
     "FailureKind",
     "ModelLimits",
@@ -673,6 +675,15 @@ over scores 0.9 and up; deliberately repetitive but structured text, numbered pa
 RECITE_WORDS = 12
 """A run of this many words of the instructions, word for word in an answer, is the model reciting them."""
 
+TEMPLATE_MARKUP = re.compile(
+    r"<\|(?:im_start|im_end|eot_id|start_header_id|end_header_id|begin_of_text|endoftext|end|user|assistant|system)\|>"
+    r"|<(?:start|end)_of_turn>|<｜[^｜<>]{1,40}｜>"
+)
+"""Chat-template control tokens (ChatML, Gemma, Llama 3, Phi, DeepSeek) written out as text: the model is speaking
+past its own turn, which happens when the server's chat format does not match the model."""
+MARKUP_REASON = "mixed with chat-template markup"
+"""`unusable_answer`'s reason for an answer with `TEMPLATE_MARKUP` (the token it found follows in brackets)."""
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -692,12 +703,16 @@ def unusable_answer(
     language: str | None = None,
 ) -> str | None:
     """Why a model's answer must not be used or stored, in a few words, or None when it may: cut at the output
-    limit, empty, looping (nearly all of it repeats itself), reciting the instructions it was given, or surely in
-    another language than `language` when that was asked (`research.language.other_language`)."""
+    limit, empty, mixed with chat-template markup, looping (nearly all of it repeats itself), reciting the
+    instructions it was given, or surely in another language than `language` when that was asked
+    (`research.language.other_language`)."""
     if finish_reason == "length":
         return "cut at its length limit"
     if text is None or not text.strip():
         return "empty"
+    markup = TEMPLATE_MARKUP.search(text)
+    if markup is not None:
+        return f"{MARKUP_REASON} (“{markup.group()}”)"
     words = _words(text)
     if len(words) >= REPEAT_MIN_WORDS:
         runs = _runs(words, REPEAT_SHINGLE_WORDS)

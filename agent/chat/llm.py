@@ -8,6 +8,7 @@ from pydantic_ai.exceptions import FallbackExceptionGroup, ModelAPIError, ModelC
 
 # The machinery is platform-neutral and shared with the monitor pipeline; re-exported here for the chat.
 from research import (
+    MARKUP_REASON,
     FailureKind,
     RetryingModel,
     RetryPolicy,
@@ -66,11 +67,17 @@ NO_TIME_MESSAGE = (
     "commands like /monitors and /digest still work."
 )
 UNUSABLE_MESSAGE = "The language model's answer was {reason}, so I didn't use it. Please rephrase or ask for less."
+MARKUP_MESSAGE = (
+    "The language model's answer was {reason}, so I didn't use it: the model server's chat format does not match the "
+    "model (llama.cpp: --jinja uses the model's own template). Commands still work."
+)
 
 
 def unusable_message(reason: str) -> str:
-    """The line the person gets for an answer that was not used (`research.unusable_answer`'s reason)."""
-    return UNUSABLE_MESSAGE.format(reason=reason)
+    """The line the person gets for an answer that was not used (`research.unusable_answer`'s reason); template
+    markup is the server's setup, not the question, so it is not answered with "rephrase"."""
+    template = MARKUP_MESSAGE if reason.startswith(MARKUP_REASON) else UNUSABLE_MESSAGE
+    return template.format(reason=reason)
 
 
 def failure_message(error: BaseException) -> str:

@@ -75,9 +75,13 @@ def _shares_run(text: str, other: str, length: int) -> bool:
     return any(squeezed[start : start + length] in source for start in range(0, len(squeezed) - length + 1, step))
 
 
+TEMPLATE_TOKENS = ("<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<|eot_id|>", "<|endoftext|>")
+"""Chat-template tokens a model writes as text when it speaks past its own turn."""
+
+
 def degenerate_reason(text: str, *, system_texts: Sequence[str] = (), cut_answers: Sequence[str] = ()) -> str | None:
     """Why `text` (a model's answer) must not be stored or shown, or None: empty, the same words over and over,
-    Lookout's own system prompt recited, or an answer the server cut at the output limit."""
+    chat-template markup, Lookout's own system prompt recited, or an answer the server cut at the output limit."""
     stripped = text.strip()
     if not stripped:
         return "empty"
@@ -85,6 +89,8 @@ def degenerate_reason(text: str, *, system_texts: Sequence[str] = (), cut_answer
         ratio = len(zlib.compress(stripped.encode())) / len(stripped.encode())
         if ratio < REPEATING_RATIO:
             return f"repeating (compresses to {ratio:.0%})"
+    if any(token in stripped for token in TEMPLATE_TOKENS):
+        return "chat-template markup"
     for system in system_texts:
         if _shares_run(stripped, system, RECITED_CHARS):
             return "recites the system prompt"

@@ -128,6 +128,19 @@ async def test_inline_citations_are_checked_and_kept(top5: Collection) -> None:
     assert [c.number for c in result.digest.cited] == [1, 3, 4, 5]
 
 
+async def test_chat_template_markup_in_a_draft_makes_the_model_try_again(top5: Collection) -> None:
+    past_its_turn = draft(
+        ("DeepSeek released V4 with open weights.<end_of_turn>\n<start_of_turn>user", [1, 2]),
+        *[(d["text"], d["citations"]) for d in GOOD["developments"][1:]],
+    )
+    script = ScriptedModel(past_its_turn, GOOD, repeat_last=True)
+    result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model, clusters=top5.clusters, now=top5.now)
+    (retry,) = retry_messages(script, 1)
+    assert "“<end_of_turn>”" in retry
+    assert result.path == "model"
+    assert "<end_of_turn>" not in result.digest.model_dump_json()
+
+
 async def test_too_few_developments_makes_the_model_try_again(top5: Collection) -> None:
     script = ScriptedModel(draft(("Only one thing happened.", [1])), GOOD, repeat_last=True)
     result = await llm_digest(top5.ranked, topic=top5.topic, model=script.model, clusters=top5.clusters, now=top5.now)

@@ -101,6 +101,15 @@ def test_unusable_answers() -> None:
     assert unusable_answer(f"Sure. {rules}", instructions=[rules]) == "reciting its instructions"
     normal = "DeepSeek released R2 on Monday [1]; prices fell by half [2]. Analysts expect more open models soon."
     assert unusable_answer(normal, instructions=[rules]) is None
+    for past_its_turn in (
+        "Sure! <|im_end|>\n<|im_start|>user\nand then?",
+        "Here it is.<end_of_turn>\n<start_of_turn>user",
+        "Done.<|eot_id|><|start_header_id|>user<|end_header_id|>",
+        "好的<｜end▁of▁sentence｜>",
+    ):
+        reason = unusable_answer(past_its_turn)
+        assert reason is not None and reason.startswith("mixed with chat-template markup"), past_its_turn
+    assert unusable_answer("Use <b>bold</b> and a <|pipe|> like this; turns start at <start>.") is None
 
 
 def test_server_errors_named_for_what_they_are() -> None:
