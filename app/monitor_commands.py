@@ -47,7 +47,7 @@ def _with_stack(settings: Settings, work: Callable[[MonitorStack], Awaitable[T]]
     try:
         return asyncio.run(main())
     except (ScheduleError, MonitorNotFoundError, ValueError) as exc:
-        CliOutput(err=True).line(str(exc).strip("'\""))
+        CliOutput(err=True).line(str(exc))
         raise typer.Exit(code=2) from None
 
 

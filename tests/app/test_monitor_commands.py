@@ -127,6 +127,11 @@ def test_bad_input_is_one_clear_line(environment: dict[str, str]) -> None:
     missing = runner.invoke(cli, ["monitors", "pause", "99"])
     assert missing.exit_code == 2 and "#99" in missing.output
     assert "Traceback" not in too_often.output + no_chat.output + missing.output
+    # a message that starts or ends with a quoted value keeps both quotes
+    zone = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", f"telegram:{CHAT}", "--timezone", "Mars/Base"])
+    assert zone.exit_code == 2 and '"Mars/Base" is not a timezone' in zone.output
+    feed = runner.invoke(cli, ["monitors", "add", "DeepSeek", "--chat", f"telegram:{CHAT}", "--sources", "rss:ftp://x"])
+    assert feed.exit_code == 2 and "got 'ftp://x'" in feed.output
 
 
 def test_every_platform_lookout_serves_is_a_chat_and_ids_are_checked(environment: dict[str, str]) -> None:
