@@ -257,6 +257,11 @@ def split_sources(tokens: list[Token], *, command: str = "track") -> tuple[list[
             return tokens[:index], tuple(specs)
         if specs or any("," in word or ":" in word for word in tail):
             names = ", ".join(shown(part) for part in rejected)
+            feeds = [part for part in rejected if part.lower().startswith("rss:")]
+            if feeds and len(feeds) == len(rejected):
+                raise CommandError(
+                    command, f"{names}: rss: needs an http(s) feed URL, like rss:https://example.org/feed.xml."
+                )
             raise CommandError(command, f"Unknown source(s) {names}. Use {SPEC_HELP}.")
     return tokens, ()
 

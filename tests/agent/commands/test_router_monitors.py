@@ -88,6 +88,10 @@ async def test_the_deployment_timezone_applies_until_the_chat_sets_one(
         ("/track DeepSeek every 5 minutes", "too often"),
         ("/track DeepSeek daily at 25:00", "25:00"),
         ("/track DeepSeek from hn,nosuchsource", "Unknown source"),
+        (
+            "/track DeepSeek from rss:ftp://example.org/feed",
+            '"rss:ftp://example.org/feed": rss: needs an http(s) feed URL',
+        ),
         ('/track "DeepSeek" banana', "After the quoted topic"),
     ],
 )
