@@ -4,13 +4,11 @@ Guarantees: nothing becomes uncollectable by it — cyclic garbage is still foun
 what is alive once the process is assembled (modules, classes, pydantic schemas, the app's objects) lives until
 exit anyway, so the collector stops scanning it.
 
-Why (`bench/chat.py`): with CPython's default thresholds (700, 10, 10) the collector took about 2 ms of CPU per
-free-text turn under 50 concurrent chats: every turn (a pydantic-ai run, PTB objects, aiohttp requests) allocates
-thousands of container objects, so a young collection ran every turn or two, and each full collection walked
-the start-up heap (about 0.2 s each, a pause every chat waited through). With the start-up heap frozen
-(`gc.freeze`, the practice Instagram described for its servers) and a young threshold of 10,000, collections take
-~0.3 s per 1,000 turns and none is a full one. A one-shot command (`lookout research`, the terminal chat) does
-not need it.
+Why: every chat turn (a pydantic-ai run, PTB objects, aiohttp requests) allocates thousands of container objects,
+so with CPython's default thresholds a young collection runs every turn or two and each full collection walks the
+whole start-up heap, a pause every chat waits through; with the start-up heap frozen (`gc.freeze`) and a higher
+young threshold, collections are rare and none is a full one (`bench/chat.py` measures the CPU per turn). A
+one-shot command (`lookout research`, the terminal chat) does not need it.
 """
 
 from __future__ import annotations
@@ -19,9 +17,8 @@ import gc
 import logging
 
 YOUNG_THRESHOLD = 10_000
-"""Allocations (net of frees) between young collections. The default 700 collected every turn or two; 50,000
-saved little more CPU (~0.2 s per 1,000 turns) but made each young collection a ~70 ms pause; 10,000 pauses
-~12 ms about every fifty turns and holds at most a few MiB of cyclic garbage."""
+"""Allocations (net of frees) between young collections: one short pause (~12 ms) about every fifty turns, with at
+most a few MiB of cyclic garbage waiting; higher saves little more CPU and makes each pause longer."""
 
 logger = logging.getLogger(__name__)
 

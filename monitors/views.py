@@ -52,8 +52,8 @@ class MonitorSettings:
     story_memory_days: int = 7
     """How far back the items a monitor delivered are handed to novelty whole (title, text), so a delivered story's
     later copies from other outlets fall in its story (a repeat) and not in a story of their own (sent again): the
-    monitor's look-back, if longer, and the previous run's items always. bench/novelty_real.py: the previous run's
-    alone sent 1 in 3 events twice on real Japanese news."""
+    monitor's look-back, if longer, and the previous run's items always (the previous run's alone let a story's
+    later copies through again: `bench/novelty_real.py`)."""
     max_topic_chars: int = 200
     chat_daily_tokens: int = 0
     """CHAT_DAILY_TOKENS: a scheduled run whose owner chat has spent it today runs without the model; 0: no limit."""

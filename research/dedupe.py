@@ -124,17 +124,17 @@ SINGLE_ITEM_LINKS = 3
 SINGLE_ITEM_SHARE = 1.2
 """An item left alone joins a group of 2+ items when its `SINGLE_ITEM_LINKS` nearest members there are on average
 this share of the threshold from it: a broad story's mean link to a newcomer is diluted by its other sub-stories,
-its closest members are not (chosen on the dev halves; 1.0 let in look-alike events' single reports)."""
+its closest members are not (lower lets in look-alike events' single reports; `bench/cluster_real.py`)."""
 
 GROUP_BRIDGE_MEAN = 0.8
 """Two groups of 2+ items whose mean link falls short of the threshold still merge when it reaches this share of it
-and some pair between them is close (`GROUP_BRIDGE_LINK`): see `_bridge_groups` (chosen on the dev halves: 0.6-0.7
-cost whole-set precision, 0.9 bridged less)."""
+and some pair between them is close (`GROUP_BRIDGE_LINK`): see `_bridge_groups` (lower merges different stories,
+higher bridges less; `bench/cluster_real.py`)."""
 
 GROUP_BRIDGE_LINK = 3.0
 """A pair this many times the threshold (a weighted cosine of 0.54 at 0.18: two headlines sharing most of their
 telling words) bridges the sub-stories of one broad story, whose mean link is diluted by their other members
-(chosen on the dev halves: 2.75 let in look-alike events' reports, 3.25 and up bridged less)."""
+(lower lets in look-alike events' reports, higher bridges less; `bench/cluster_real.py`)."""
 
 NUMBER_CONFLICT_FACTOR = 0.6
 """Similarity is multiplied by this when both items quote figures and share none of them: "recalls 239,000

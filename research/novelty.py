@@ -25,13 +25,11 @@ the story's delivered items is in (not reported). `delivered`: delivered before 
 
 DEVELOPMENT_SHARE = 0.7
 """The share of an item's term weight (the Deduper's weights: rare words weigh most) that must be in words no
-delivered item of its story used for the item to be an update. Chosen on the dev halves of real dated news
-(bench/novelty_real.py, bench/README.md), with `NEW_FIGURE_IS_DEVELOPMENT`: lower, other outlets' rewordings of
-a delivered story come back the next day as updates."""
+delivered item of its story used for the item to be an update: lower, other outlets' rewordings of a delivered
+story come back the next day as updates (`bench/novelty_real.py`)."""
 NEW_FIGURE_IS_DEVELOPMENT = True
 """A figure (count, amount; years excepted) that no delivered item of the story quoted makes an item an update: a
-new death toll or price is news even in a headline that otherwise repeats the story (on the dev halves it kept every
-development a share alone silenced, with fewer re-sends)."""
+new death toll or price is news even in a headline that otherwise repeats the story."""
 
 
 @dataclass

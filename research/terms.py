@@ -462,7 +462,7 @@ def _stemmer(language: str | None) -> Callable[[str], str] | None:
 
         # No cache of PyStemmer's own (maxCacheSize 0): `_WORD_TERMS` already reads each word once, so every word
         # the stemmer sees is new, and once its 10,000-word cache is full, each new word purged the whole cache
-        # (~100 µs a word, in a process that has read enough text: ECB+'s first sight 2.6x slower after UCI).
+        # (~100 µs a word, in a process that has read enough text).
         stemmer: Any = Stemmer.Stemmer(name, 0)
     return stemmer.stemWord  # type: ignore[no-any-return]
 

@@ -1,10 +1,9 @@
 """python-telegram-bot's network seam (`BaseRequest`) on aiohttp: every Bot API call of the process goes through it.
 
-Why not PTB's default `HTTPXRequest`: measured on this machine against the fake Bot API, one call through httpx
-costs 1.7 ms of CPU alone and 3 ms with 50 calls in flight (httpcore's pool re-checks every pooled connection,
-with a system call each, whenever a request starts or ends), aiohttp 0.45 ms at either concurrency (see
-bench/README.md, `chat.py`). PTB keeps the Bot API itself (parameters, JSON answers, errors); this class
-only moves bytes, and maps aiohttp's failures onto PTB's `TimedOut` and `NetworkError` as `HTTPXRequest` does.
+Why not PTB's default `HTTPXRequest`: httpcore's pool re-checks every pooled connection, with a system call each,
+whenever a request starts or ends, so a call through httpx costs several times aiohttp's CPU, more with many calls in
+flight (`bench/chat.py`). PTB keeps the Bot API itself (parameters, JSON answers, errors); this class only moves
+bytes, and maps aiohttp's failures onto PTB's `TimedOut` and `NetworkError` as `HTTPXRequest` does.
 
 Timeouts: `connect_timeout` bounds opening a connection, `pool_timeout` waiting for a free one (both within
 aiohttp's `connect`), `read_timeout` each wait for the server's bytes; a call may pass its own (getUpdates does).
