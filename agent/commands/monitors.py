@@ -287,7 +287,7 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
     owner = f" · chat {view.owner_chat_id}" if show_owner else ""
     # quiet is the default: only a monitor that sends "nothing new" notes says so
     flags = ("" if view.quiet else " · notes when nothing is new") + (" · shared" if view.shared else "")
-    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    others = view.other_receivers
     if view.owned_here and others > 0:
         flags += f" · {others} other chat{'s' * (others != 1)} subscribed"
     if view.delivery_paused:
@@ -715,7 +715,7 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
         return refuse(str(error))
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    others = view.other_receivers
     told = f" Its {others} other subscriber chat{'s were' if others != 1 else ' was'} told." if others > 0 else ""
     topic = escape_markdown(view.topic)
     return [Reply(text=f"Deleted monitor #{view.id} “{topic}”; no more digests from it.{told}")]
@@ -740,7 +740,7 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
         return changed
     before, view = changed
     already = "was already paused" if before.paused else "is paused"
-    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    others = view.other_receivers
     also = (
         f" Its {others} subscriber chat{'s get' if others != 1 else ' gets'} nothing meanwhile." if others > 0 else ""
     )
