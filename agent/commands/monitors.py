@@ -32,7 +32,6 @@ from agent.commands.common import (
     refuse,
 )
 from agent.commands.grammar import (
-    MAX_TOPIC_CHARS,
     SCHEDULE_HELP,
     CommandError,
     ParseOptions,
@@ -390,13 +389,11 @@ async def _propose_untrack(services: Services, turn: Turn, command: UntrackComma
     return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
 
 
-def _checked_topic(topic: str) -> str:
-    clean = " ".join(topic.split())
-    if not clean:
-        raise ToolRefusal("Give the monitor a topic, e.g. DeepSeek.")
-    if len(clean) > MAX_TOPIC_CHARS:
-        raise ToolRefusal(f"Keep the topic under {MAX_TOPIC_CHARS} characters.")
-    return clean
+def _checked_topic(services: Services, topic: str) -> str:
+    try:
+        return services.monitors.clean_topic(topic)  # the same check /track makes
+    except ValueError as error:
+        raise ToolRefusal(str(error)) from None
 
 
 def _checked_schedule(services: Services, turn: Turn, text: str) -> Schedule:
@@ -420,7 +417,7 @@ async def _checked_sources(services: Services, sources: tuple[str, ...] | None) 
 
 
 async def _propose_create(services: Services, turn: Turn, command: CreateArguments) -> Proposal | str:
-    clean = _checked_topic(command.topic)
+    clean = _checked_topic(services, command.topic)
     parsed = _checked_schedule(services, turn, command.schedule)
     specs = await _checked_sources(services, command.sources)
     next_run = f"{parsed.next_run(services.clock()).astimezone(ZoneInfo(parsed.timezone)):%Y-%m-%d %H:%M %Z}"
@@ -434,7 +431,7 @@ async def _propose_create(services: Services, turn: Turn, command: CreateArgumen
 async def _propose_update(services: Services, turn: Turn, command: UpdateArguments) -> Proposal | str:
     view = await owned_monitor(services, turn, command.monitor_id)
     changes: list[str] = []
-    topic = _checked_topic(command.topic) if command.topic is not None else None
+    topic = _checked_topic(services, command.topic) if command.topic is not None else None
     if topic is not None:
         changes.append(f"topic → “{topic}”")
     schedule = _checked_schedule(services, turn, command.schedule) if command.schedule is not None else None
