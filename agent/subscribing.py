@@ -61,7 +61,7 @@ async def set_shared(
             f"Only this chat can change it; `/unshare {view.id}` takes it out of /browse."
         )
     view = await service.sharing.unshare(monitor_id, chat_id=chat_id, is_admin=is_admin)
-    others = max(view.receivers - (0 if view.delivery_paused else 1), 0)
+    others = view.other_receivers
     keep = f" The {others} chat{'s' * (others != 1)} already subscribed keep it." if others else ""
     return f"{_name(view)} is no longer listed in /browse; no new chat can subscribe.{keep}"
 

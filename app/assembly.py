@@ -13,7 +13,7 @@ from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import ConsoleSender, Dispatcher, Dispatches, SessionFactory, SharedLocks
-from kernel import ChatSender, Clock
+from kernel import ChatSender, Clock, utc_now
 from monitors import ChatService, ItemService
 from sources import HttpClient
 from storage import Database
@@ -54,7 +54,7 @@ def build_services(
     stack: MonitorStack,
     http: HttpClient | None = None,
     bot_username: str | None = None,
-    clock: Clock | None = None,
+    clock: Clock = utc_now,
 ) -> Services:
     """The services every chat shares, on top of the monitor stack (its monitor service, sources and HTTP client).
 
@@ -71,7 +71,7 @@ def build_services(
         models=stack.models,  # the one set of the process, shared with the monitor pipeline
         settings=conversation_settings(settings, bot_username=bot_username),
         access=access_policy(settings),
-        **({"clock": clock} if clock is not None else {}),
+        clock=clock,
     )
 
 

@@ -27,6 +27,8 @@ UrlOption = Annotated[
     ),
 ]
 
+DestinationNumber = Annotated[int, typer.Argument(help="The destination's number (see list).")]
+
 
 def _settings() -> Settings:
     from app.cli import startup
@@ -85,7 +87,7 @@ def list_destinations() -> None:
 
 
 @destinations_cli.command("test")
-def test(destination_id: Annotated[int, typer.Argument(help="The destination's number (see list).")]) -> None:
+def test(destination_id: DestinationNumber) -> None:
     """Send a short test message now (a paused destination that takes it is resumed)."""
 
     async def work(stack: MonitorStack) -> str:
@@ -96,7 +98,7 @@ def test(destination_id: Annotated[int, typer.Argument(help="The destination's n
 
 
 @destinations_cli.command("remove")
-def remove(destination_id: Annotated[int, typer.Argument(help="The destination's number (see list).")]) -> None:
+def remove(destination_id: DestinationNumber) -> None:
     """Delete a destination: nothing more is sent there."""
 
     async def work(stack: MonitorStack) -> str:

@@ -26,7 +26,7 @@ from app.monitoring import MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
-from kernel import Clock
+from kernel import Clock, utc_now
 from research import ModelSet
 from storage import AdvisoryLocks, Database
 
@@ -160,7 +160,7 @@ async def assemble(
     settings: Settings,
     database: Database,
     *,
-    clock: Clock | None = None,
+    clock: Clock = utc_now,
     models: ModelSet | None = None,
     telegram_limits: TelegramLimits | None = None,
     shared_locks: SharedLocks | None = None,
@@ -181,7 +181,7 @@ async def assemble(
         telegram_limits=telegram_limits,
         on_deliveries_queued=on_deliveries_queued,
         shared_limits=scaled,
-        **_clock(clock),
+        clock=clock,
     ) as stack:
         services = build_services(settings, database=database, stack=stack, clock=clock)
         dispatcher = build_dispatcher(settings, services, shared_locks=shared_locks)
@@ -192,10 +192,6 @@ async def assemble(
 def published_routes(stack: MonitorStack, settings: Settings) -> list[BaseRoute]:
     """What `lookout run` publishes without a login, under PUBLIC_URL: the feeds and the digests' pages."""
     return [*feed_routes(stack.service.feeds, public_url=settings.public_url), *page_routes(stack.pages)]
-
-
-def _clock(clock: Clock | None) -> dict[str, Clock]:
-    return {"clock": clock} if clock is not None else {}
 
 
 async def run_service(

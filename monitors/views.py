@@ -103,6 +103,11 @@ class MonitorView:
     alerts: tuple[str, ...] = ()
     """The chat it is seen from's own alerts on it, one short line each (`#3 when it releases a new model`)."""
 
+    @property
+    def other_receivers(self) -> int:
+        """Chats besides the one it is seen from that receive its digests (`receivers` less this chat's own)."""
+        return self.receivers - (1 if self.subscribed and not self.delivery_paused else 0)
+
     def summary(self, *, owner: str | None = None) -> str:
         """One markdown paragraph for `/monitors` and for the reply to `/track`; `owner` names the owner chat
         (`telegram:123`) where listings span chats."""

@@ -38,7 +38,7 @@ import hashlib
 import math
 import struct
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -600,6 +600,44 @@ def _quoted(title: str) -> str:
     return f"“{title[:80]}”" if title else "a story"
 
 
+def _down_word(mark: Mark) -> str:
+    """How a reason names a marked-down story's mark: 👎, or “fewer like this”."""
+    return "👎" if mark.kind == "less" else "“fewer like this”"
+
+
+def _decision(
+    index: int,
+    by: str,
+    closest_up: tuple[float, Mark | None],
+    closest_down: tuple[float, Mark | None],
+    *,
+    drops: bool,
+    raises: bool,
+    lowers: bool,
+    dropped: Callable[[Mark], str],
+    raised: Callable[[Mark], str],
+    lowered: Callable[[Mark], str],
+) -> StoryDecision:
+    """What a rule weighing a story against the closest marked stories decided, in the one order every rule keeps:
+    left out when `drops` (the closest marked-down story named), else moved up when `raises` (the closest 👍 named),
+    else moved down when `lowers`, else untouched; each reason said in words by the rule's own `dropped`, `raised`
+    or `lowered` of the mark named."""
+    (up, up_mark), (down, down_mark) = closest_up, closest_down
+    if down_mark is not None and drops:
+        return StoryDecision(
+            index=index, kept=False, up=up, down=down, mark_id=down_mark.id, reason=dropped(down_mark), by=by
+        )
+    if up_mark is not None and raises:
+        return StoryDecision(
+            index=index, kept=True, up=up, down=down, mark_id=up_mark.id, reason=raised(up_mark), by=by
+        )
+    if down_mark is not None and lowers:
+        return StoryDecision(
+            index=index, kept=True, up=up, down=down, mark_id=down_mark.id, reason=lowered(down_mark), by=by
+        )
+    return StoryDecision(index=index, kept=True, up=up, down=down, by=by)
+
+
 def _by_words(
     index: int,
     story: StoryFeatures,
@@ -612,23 +650,22 @@ def _by_words(
     up, up_mark = _closest(story, ups, tuning)
     down, down_mark = _closest(story, downs, tuning)
     net = learner.log_odds(story) if learner is not None else 0.0
-    by = "words" if learner is not None else ""
-    if down_mark is not None and net <= -tuning.drop_at:
-        word = "👎" if down_mark.kind == "less" else "“fewer like this”"
-        reason = (
+    decision = _decision(
+        index,
+        "words" if learner is not None else "",
+        (up, up_mark),
+        (down, down_mark),
+        drops=net <= -tuning.drop_at,
+        raises=net >= tuning.drop_at,
+        lowers=net < 0,
+        dropped=lambda mark: (
             f"its words and outlets are more like the stories you marked down than those you marked up "
-            f"(log-odds {net:+.1f}); the closest: {_quoted(down_mark.features.title)}, marked {word}"
-        )
-        decision = StoryDecision(index=index, kept=False, up=up, down=down, mark_id=down_mark.id, reason=reason, by=by)
-        return decision, net
-    reason, mark_id = "", None
-    if up_mark is not None and net >= tuning.drop_at:
-        reason = f"like {_quoted(up_mark.features.title)}, which you marked 👍 (likeness {up:.2f})"
-        mark_id = up_mark.id
-    elif down_mark is not None and net < 0:
-        reason = f"moved down: like {_quoted(down_mark.features.title)} (likeness {down:.2f})"
-        mark_id = down_mark.id
-    return StoryDecision(index=index, kept=True, up=up, down=down, mark_id=mark_id, reason=reason, by=by), net
+            f"(log-odds {net:+.1f}); the closest: {_quoted(mark.features.title)}, marked {_down_word(mark)}"
+        ),
+        raised=lambda mark: f"like {_quoted(mark.features.title)}, which you marked 👍 (likeness {up:.2f})",
+        lowered=lambda mark: f"moved down: like {_quoted(mark.features.title)} (likeness {down:.2f})",
+    )
+    return decision, net
 
 
 def _by_vectors(
@@ -642,29 +679,25 @@ def _by_vectors(
     if line is not None:
         return _by_line(index, story, line, (up, up_mark), (down, down_mark), tuning)
     margin = up_mean - down_mean
-    net = tuning.vector_scale * margin
-    if down_mark is not None and margin < vectors.threshold(story.vector.model):
-        word = "👎" if down_mark.kind == "less" else "“fewer like this”"
-        reason = (
-            f"close in meaning to stories you marked {word}, and further from those you marked 👍 than they are from "
-            f"one another; the closest: {_quoted(down_mark.features.title)} (similarity {down:.2f}, against {up:.2f} "
-            f"to the closest 👍)"
-        )
-        decision = StoryDecision(
-            index=index, kept=False, up=up, down=down, mark_id=down_mark.id, reason=reason, by="vectors"
-        )
-        return decision, net
-    reason, mark_id = "", None
-    if up_mark is not None and margin > 0:
-        reason = (
-            f"close in meaning to stories you marked 👍, like {_quoted(up_mark.features.title)} (similarity {up:.2f})"
-        )
-        mark_id = up_mark.id
-    elif down_mark is not None and margin < 0:
-        reason = f"moved down: close in meaning to {_quoted(down_mark.features.title)} (similarity {down:.2f})"
-        mark_id = down_mark.id
-    decision = StoryDecision(index=index, kept=True, up=up, down=down, mark_id=mark_id, reason=reason, by="vectors")
-    return decision, net
+    decision = _decision(
+        index,
+        "vectors",
+        (up, up_mark),
+        (down, down_mark),
+        drops=margin < vectors.threshold(story.vector.model),
+        raises=margin > 0,
+        lowers=margin < 0,
+        dropped=lambda mark: (
+            f"close in meaning to stories you marked {_down_word(mark)}, and further from those you marked 👍 than "
+            f"they are from one another; the closest: {_quoted(mark.features.title)} (similarity {down:.2f}, "
+            f"against {up:.2f} to the closest 👍)"
+        ),
+        raised=lambda mark: (
+            f"close in meaning to stories you marked 👍, like {_quoted(mark.features.title)} (similarity {up:.2f})"
+        ),
+        lowered=lambda mark: f"moved down: close in meaning to {_quoted(mark.features.title)} (similarity {down:.2f})",
+    )
+    return decision, tuning.vector_scale * margin
 
 
 def _by_line(
@@ -678,31 +711,28 @@ def _by_line(
     """The decision by the line through the reader's many marks (`LinearRule`), and its log-odds to rank by; the
     closest marked story on each side named as the example."""
     assert story.vector is not None
-    (up, up_mark), (down, down_mark) = closest_up, closest_down
+    up, down = closest_up[0], closest_down[0]
     score = float(line.score(story.vector.values))
     net = line.rank(score, tuning)
-    if down_mark is not None and net < 0:
-        word = "👎" if down_mark.kind == "less" else "“fewer like this”"
-        reason = (
-            f"by its meaning, on the side of the stories you marked {word} as all your marks draw the line "
-            f"(below what nearly all the stories you marked 👍 reach); the closest: "
-            f"{_quoted(down_mark.features.title)} (similarity {down:.2f})"
-        )
-        decision = StoryDecision(
-            index=index, kept=False, up=up, down=down, mark_id=down_mark.id, reason=reason, by="linear"
-        )
-        return decision, net
-    reason, mark_id = "", None
-    if up_mark is not None and net >= 1:
-        reason = (
-            f"by its meaning, on the side of the stories you marked 👍, like {_quoted(up_mark.features.title)} "
+    decision = _decision(
+        index,
+        "linear",
+        closest_up,
+        closest_down,
+        drops=net < 0,
+        raises=net >= 1,
+        lowers=score < 0,
+        dropped=lambda mark: (
+            f"by its meaning, on the side of the stories you marked {_down_word(mark)} as all your marks draw the "
+            f"line (below what nearly all the stories you marked 👍 reach); the closest: "
+            f"{_quoted(mark.features.title)} (similarity {down:.2f})"
+        ),
+        raised=lambda mark: (
+            f"by its meaning, on the side of the stories you marked 👍, like {_quoted(mark.features.title)} "
             f"(similarity {up:.2f})"
-        )
-        mark_id = up_mark.id
-    elif down_mark is not None and score < 0:
-        reason = f"moved down: by its meaning nearer your 👎 stories, like {_quoted(down_mark.features.title)}"
-        mark_id = down_mark.id
-    decision = StoryDecision(index=index, kept=True, up=up, down=down, mark_id=mark_id, reason=reason, by="linear")
+        ),
+        lowered=lambda mark: f"moved down: by its meaning nearer your 👎 stories, like {_quoted(mark.features.title)}",
+    )
     return decision, net
 
 

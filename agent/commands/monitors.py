@@ -32,7 +32,6 @@ from agent.commands.common import (
     refuse,
 )
 from agent.commands.grammar import (
-    MAX_TOPIC_CHARS,
     SCHEDULE_HELP,
     CommandError,
     ParseOptions,
@@ -287,7 +286,7 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
     owner = f" · chat {view.owner_chat_id}" if show_owner else ""
     # quiet is the default: only a monitor that sends "nothing new" notes says so
     flags = ("" if view.quiet else " · notes when nothing is new") + (" · shared" if view.shared else "")
-    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    others = view.other_receivers
     if view.owned_here and others > 0:
         flags += f" · {others} other chat{'s' * (others != 1)} subscribed"
     if view.delivery_paused:
@@ -390,13 +389,11 @@ async def _propose_untrack(services: Services, turn: Turn, command: UntrackComma
     return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
 
 
-def _checked_topic(topic: str) -> str:
-    clean = " ".join(topic.split())
-    if not clean:
-        raise ToolRefusal("Give the monitor a topic, e.g. DeepSeek.")
-    if len(clean) > MAX_TOPIC_CHARS:
-        raise ToolRefusal(f"Keep the topic under {MAX_TOPIC_CHARS} characters.")
-    return clean
+def _checked_topic(services: Services, topic: str) -> str:
+    try:
+        return services.monitors.clean_topic(topic)  # the same check /track makes
+    except ValueError as error:
+        raise ToolRefusal(str(error)) from None
 
 
 def _checked_schedule(services: Services, turn: Turn, text: str) -> Schedule:
@@ -420,7 +417,7 @@ async def _checked_sources(services: Services, sources: tuple[str, ...] | None) 
 
 
 async def _propose_create(services: Services, turn: Turn, command: CreateArguments) -> Proposal | str:
-    clean = _checked_topic(command.topic)
+    clean = _checked_topic(services, command.topic)
     parsed = _checked_schedule(services, turn, command.schedule)
     specs = await _checked_sources(services, command.sources)
     next_run = f"{parsed.next_run(services.clock()).astimezone(ZoneInfo(parsed.timezone)):%Y-%m-%d %H:%M %Z}"
@@ -434,7 +431,7 @@ async def _propose_create(services: Services, turn: Turn, command: CreateArgumen
 async def _propose_update(services: Services, turn: Turn, command: UpdateArguments) -> Proposal | str:
     view = await owned_monitor(services, turn, command.monitor_id)
     changes: list[str] = []
-    topic = _checked_topic(command.topic) if command.topic is not None else None
+    topic = _checked_topic(services, command.topic) if command.topic is not None else None
     if topic is not None:
         changes.append(f"topic → “{topic}”")
     schedule = _checked_schedule(services, turn, command.schedule) if command.schedule is not None else None
@@ -715,7 +712,7 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
         return refuse(str(error))
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    others = view.other_receivers
     told = f" Its {others} other subscriber chat{'s were' if others != 1 else ' was'} told." if others > 0 else ""
     topic = escape_markdown(view.topic)
     return [Reply(text=f"Deleted monitor #{view.id} “{topic}”; no more digests from it.{told}")]
@@ -740,7 +737,7 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
         return changed
     before, view = changed
     already = "was already paused" if before.paused else "is paused"
-    others = view.receivers - (1 if view.subscribed and not view.delivery_paused else 0)
+    others = view.other_receivers
     also = (
         f" Its {others} subscriber chat{'s get' if others != 1 else ' gets'} nothing meanwhile." if others > 0 else ""
     )
