@@ -54,6 +54,19 @@ async def test_share_browse_press_subscribe_and_monitors_shows_owned_apart(world
     assert again.replies[0].buttons == () and "✓ this chat receives it" in again.text
 
 
+async def test_unshare_counts_the_chats_that_keep_it_from_any_chat(world: RouterWorld) -> None:
+    await world.say("/track DeepSeek from hn")
+    await world.say("/share 1")
+    await world.say("/subscribe 1", chat=OTHER_CHAT)
+    by_owner = await world.say("/unshare 1")
+    await world.say("/share 1")
+    # an admin in a third chat, which does not receive it: both the owner and the subscriber keep it
+    by_admin = await world.say("/unshare 1", chat=THIRD_CHAT, is_admin=True)
+
+    assert by_owner.text.endswith("The 1 chat already subscribed keep it.")
+    assert by_admin.text.endswith("The 2 chats already subscribed keep it."), by_admin.text
+
+
 async def test_unsubscribe_and_transfer(world: RouterWorld) -> None:
     await world.say("/track DeepSeek from hn")
     await world.say("/share 1")
