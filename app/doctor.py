@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from app.logging_setup import SecretScrubber
 
@@ -173,8 +174,22 @@ async def _model_call(model: Any) -> Check:
         prompt = [ModelRequest.user_text_prompt("Say OK.")]
         await model_request(model, prompt, model_settings=ModelSettings(max_tokens=1))
     except Exception as error:
-        return Check("language model", Status.FAIL, f"{label}: {failure_in_words(error)}")
+        reason = failure_in_words(error)
+        server = _server_of(getattr(model, "base_url", None))
+        where = f" (server {server})" if server and reason in ("connection error", "no answer in time") else ""
+        return Check("language model", Status.FAIL, f"{label}: {reason}{where}")
     return Check("language model", Status.OK, f"{label} answered")
+
+
+def _server_of(url: object) -> str | None:
+    """Scheme, host and port of a model's base URL: where a connection failed, without a path or credentials."""
+    if not isinstance(url, str):
+        return None
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return None
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}"
 
 
 async def _embedding_call(embedder: Any, name: str) -> Check:

@@ -114,6 +114,14 @@ def test_nothing_configured_is_off_not_failed(parts: Parts) -> None:
     assert "off   telegram: TELEGRAM_BOT_TOKEN is not set" in lines
 
 
+def _unreachable_model_server(parts: Parts) -> None:
+    """An OpenAI-compatible server that is not running (port 9), its URL with credentials that must not be shown."""
+    parts.monkeypatch.setenv("LLM_MODEL", "openai-chat:local-model")
+    parts.monkeypatch.delenv("LLM_HEAVY_MODEL")
+    parts.monkeypatch.setenv("OPENAI_BASE_URL", "http://user:pw-secret@127.0.0.1:9/v1")
+    parts.monkeypatch.setenv("OPENAI_API_KEY", "none")
+
+
 def _hold_the_port(parts: Parts) -> Callable[[], None]:
     holder = socket.socket()
     holder.bind(("127.0.0.1", parts.port))
@@ -137,6 +145,10 @@ BREAKAGES: dict[str, tuple[Callable[[Parts], Callable[[], None] | None], str]] =
     "language model": (
         lambda p: p.gemini.reply_error(403, "PERMISSION_DENIED", "API key not valid."),
         "FAIL  language model: google:gemini-test: ",
+    ),
+    "unreachable model server": (
+        lambda p: _unreachable_model_server(p),
+        "FAIL  language model: openai:local-model: connection error (server http://127.0.0.1:9)",
     ),
     "embedding model": (
         lambda p: p.embeddings.fail_with(403, "PERMISSION_DENIED", "API key not valid."),
