@@ -28,6 +28,11 @@ logger = logging.getLogger(__name__)
 SCHEDULING_DUTY = "scheduler"
 """The lock name of the one process per database that schedules monitors."""
 
+MARK_VECTORS_SECONDS = 5.0
+"""How long closing the stack waits for the marks' vectors given in the background after a press (an embedding
+request answers within a second or two): a hanging embedding server is cut then, and the monitor's next run gives
+what was left."""
+
 
 @dataclass(frozen=True)
 class MonitorStack:
@@ -59,7 +64,8 @@ async def monitor_stack(
     on_deliveries_queued: Callable[[], None] | None = None,
     shared_limits: bool = False,
 ) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `models` are the
+    """Build the stack on an upgraded database; on exit waits for the marks' background vectors (at most
+    `MARK_VECTORS_SECONDS`), then closes the HTTP client and the senders. `models` are the
     process's language models, built from settings unless given (tests and benchmarks script them); `clock` is the
     process's clock (tests pin it); `telegram_limits` default to the TELEGRAM_* flood limits. A run that queued
     outbox rows calls `on_deliveries_queued` (default: wake this process's delivery worker; with a job queue,
@@ -135,6 +141,8 @@ async def monitor_stack(
             models=models,
             pages=pages,
         )
+        # Marks pressed just before the stop get their vectors now rather than at the monitor's next run.
+        await service.feedback.vectors_settled(within=MARK_VECTORS_SECONDS)
     finally:
         await senders.close()
         await client.aclose()

@@ -558,7 +558,11 @@ class MonitorFeedback:
             return
         task = asyncio.create_task(self._give_logged(monitor_id, chat_id), name=f"mark-vectors-{monitor_id}-{chat_id}")
         self._giving[key] = task
-        task.add_done_callback(lambda _done: self._giving.pop(key, None))
+        task.add_done_callback(lambda done: self._forget_giving(key, done))
+
+    def _forget_giving(self, key: tuple[int, int], task: asyncio.Task[int]) -> None:
+        if self._giving.get(key) is task:  # not a newer one for the same reader
+            del self._giving[key]
 
     async def _give_logged(
         self, monitor_id: int, chat_id: int, marks: Sequence[FeedbackMarkRecord] | None = None
@@ -569,10 +573,35 @@ class MonitorFeedback:
             logger.exception("monitor %d, chat %d: marks could not be given vectors", monitor_id, chat_id)
             return 0
 
-    async def vectors_settled(self) -> None:
-        """Wait for the background `give_vectors` under way (`vectors_later`)."""
+    async def vectors_settled(self, within: float | None = None) -> list[tuple[int, int]]:
+        """Wait for the background `give_vectors` under way (`vectors_later`), at most `within` seconds (None: until
+        they end); those still running then are cancelled and logged. Returns the (monitor, chat) pairs left without
+        their vectors: the next run of each monitor gives them (`vectors_before_run`)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if within is None else loop.time() + max(0.0, within)
         while self._giving:
-            await asyncio.gather(*self._giving.values(), return_exceptions=True)
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                break
+            await asyncio.wait(list(self._giving.values()), timeout=left)
+            for key, task in list(self._giving.items()):
+                if task.done():
+                    self._giving.pop(key, None)
+        cut = list(self._giving.items())
+        self._giving.clear()
+        for _, task in cut:
+            task.cancel()
+        await asyncio.gather(*(task for _, task in cut), return_exceptions=True)
+        left_over = [key for key, _ in cut]
+        for monitor_id, chat_id in left_over:
+            logger.warning(
+                "stopping: monitor %d, chat %d: the marks' vectors were not given within %.1f s; the next run of the "
+                "monitor gives them",
+                monitor_id,
+                chat_id,
+                within or 0.0,
+            )
+        return left_over
 
     async def vectors_before_run(self, monitor_id: int) -> int:
         """Give every reader's marks on the monitor that lack a vector of the configured embedding model one, before a
