@@ -40,6 +40,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kernel import process_runs
 from research.trim import return_freed_memory
 
 logger = logging.getLogger(__name__)
@@ -394,17 +395,6 @@ a later process can tell whose it is when the owner was killed before removing i
 _PRIVATE_IPADIC = re.compile(rf"{PRIVATE_IPADIC_PREFIX}(\d+)-[a-z0-9_]+")
 
 
-def _running(pid: int) -> bool:
-    """Whether a process with this id runs (on this machine; another user's counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_orphan_dictionaries(under: Path) -> list[Path]:
     """Remove the private dictionary folders under `under` whose process is gone (killed by SIGKILL, or the machine
     stopped: its exit hook never ran); never one whose process runs. Returns the folders removed."""
@@ -415,7 +405,7 @@ def remove_orphan_dictionaries(under: Path) -> list[Path]:
         return []
     for folder in candidates:
         found = _PRIVATE_IPADIC.fullmatch(folder.name)
-        if found is None or int(found.group(1)) == os.getpid() or _running(int(found.group(1))):
+        if found is None or int(found.group(1)) == os.getpid() or process_runs(int(found.group(1))):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():
