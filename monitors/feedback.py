@@ -287,6 +287,31 @@ def _plain(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+UNWEIGHED: Final = (
+    "could not be weighed against this digest (an error, logged), so it showed every story in the monitor's order"
+)
+"""What /why says of a story of a plain view (`whole_view`): the reader's feedback could not be applied."""
+
+
+def whole_view(stories: int) -> ReaderView:
+    """The plain view of a digest of `stories` stories: every one kept, in the monitor's order, none left out, each
+    saying the feedback could not be weighed (`UNWEIGHED`)."""
+    return ReaderView(
+        kept=tuple(StoryDecision(index=n, kept=True, reason=UNWEIGHED) for n in range(stories)), dropped=()
+    )
+
+
+def _words_story(development: Development, topic: str | None) -> dict[str, Any]:
+    """A development's entry described by its own words (its items are gone, or unreadable): no outlets, no
+    scores."""
+    text = _plain(development.text)
+    features = story_features(
+        [Item(id="development", source="digest", url="about:blank", title=text)], topic=topic, title=text
+    )
+    plain = StoryFeatures(title=features.title, outlets=(), terms=features.terms)
+    return {"features": plain.to_json(), "scores": {}}
+
+
 def _decision_json(decision: StoryDecision) -> dict[str, Any]:
     return {
         "index": decision.index,
@@ -447,15 +472,29 @@ class MonitorFeedback:
     ) -> tuple[ReaderView, dict[str, Any]]:
         """What a reader with these `marks` (its own, on the run's monitor) keeps of the run's `digest`, and the
         record of it (`view_for` stores it with the delivery; a briefing's section takes the view only). The one
-        place `research.reader_view` is called."""
-        stories = _recounted(await self._stories(run, digest, items, topic=topic, language=language), digest, recounted)
-        known = [_mark(m) for m in marks]
-        view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], known)
+        place `research.reader_view` is called.
+
+        Where the marks cannot be weighed (a mark whose stored term weights break the arithmetic, e.g. imported
+        with out-of-range numbers), the view is the plain one (`whole_view`: every story, the monitor's order,
+        each saying why) over the same stories, logged: the reader gets the digest whole, with buttons, and a
+        mark or /why names the story it saw. Where the stories' features cannot be read from the run's items,
+        each development's own words describe it."""
+        try:
+            found = await self._stories(run, digest, items, topic=topic, language=language)
+        except Exception:
+            logger.exception("run %d: its stories' features could not be read; their words describe them", run.id)
+            found = [_words_story(development, topic) for development in digest.developments]
+        stories = _recounted(found, digest, recounted)
+        try:
+            view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], [_mark(m) for m in marks])
+        except Exception:
+            logger.exception("run %d: %d marks could not be weighed; the digest is shown whole", run.id, len(marks))
+            view = whole_view(len(stories))
         record = {
             "monitor_id": digest_monitor_id(run),
             "language": language,
             "stories": stories,
-            "marks": len(known),
+            "marks": len(marks),
             "kept": [_decision_json(d) for d in view.kept],
             "dropped": [_decision_json(d) for d in view.dropped],
         }
@@ -489,12 +528,8 @@ class MonitorFeedback:
                 found = [vectors[item.id] for item in items if item.id in vectors]
                 features = replace(features, vector=story_vector(found, model=self._embedder.vector_model))
             if not cited:  # a development whose items are gone: its own words
-                features = story_features(
-                    [Item(id="development", source="digest", url="about:blank", title=_plain(development.text))],
-                    topic=topic,
-                    title=title,
-                )
-                features = StoryFeatures(title=features.title, outlets=(), terms=features.terms)
+                stories.append(_words_story(development, topic) | {"scores": _scores(cited) | _told(development, told)})
+                continue
             stories.append({"features": features.to_json(), "scores": _scores(cited) | _told(development, told)})
         self._features[key] = stories
         while len(self._features) > _FEATURE_CACHE_RUNS:
