@@ -395,9 +395,11 @@ a later process can tell whose it is when the owner was killed before removing i
 _PRIVATE_IPADIC = re.compile(rf"{PRIVATE_IPADIC_PREFIX}(\d+)-[a-z0-9_]+")
 
 
-def remove_orphan_dictionaries(under: Path) -> list[Path]:
-    """Remove the private dictionary folders under `under` whose process is gone (killed by SIGKILL, or the machine
-    stopped: its exit hook never ran); never one whose process runs. Returns the folders removed."""
+def remove_orphan_dictionaries(under: Path | None = None) -> list[Path]:
+    """Remove the private dictionary folders under `under` (the temporary folder) whose process is gone (killed by
+    SIGKILL, or the machine stopped: its exit hook never ran); never one whose process runs. Returns the folders
+    removed. Called as the monitor stack starts and before a process makes its own folder."""
+    under = under if under is not None else Path(tempfile.gettempdir())
     removed = []
     try:
         candidates = list(under.iterdir())
@@ -430,7 +432,7 @@ def _mecab_args() -> str:
         _unpack(packed, folder / os.readlink(table) if table.is_symlink() else table)
         return str(ipadic.MECAB_ARGS)
     except OSError as error:
-        remove_orphan_dictionaries(Path(tempfile.gettempdir()))
+        remove_orphan_dictionaries()
         private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_IPADIC_PREFIX}{os.getpid()}-"))
         atexit.register(shutil.rmtree, private, ignore_errors=True)  # 49 MB per process otherwise left behind
         logger.warning(
