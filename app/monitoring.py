@@ -19,7 +19,7 @@ from app.wiring import Providers, SourceCatalog, item_embedder, language_models,
 from bots import TelegramLimits
 from kernel import Clock, utc_now
 from monitors import DeliveryWorker, DestinationSenders, DigestPages, MonitorScheduler, MonitorService, MonitorSettings
-from research import ModelSet, PipelineRequest, PipelineResult, run_pipeline
+from research import ModelSet, PipelineRequest, PipelineResult, remove_orphan_dictionaries, run_pipeline
 from storage import Database, ScheduleChanges, locks_for
 from storage.repositories import RateSlotRepository
 
@@ -27,6 +27,11 @@ logger = logging.getLogger(__name__)
 
 SCHEDULING_DUTY = "scheduler"
 """The lock name of the one process per database that schedules monitors."""
+
+MARK_VECTORS_SECONDS = 5.0
+"""How long closing the stack waits for the marks' vectors given in the background after a press (an embedding
+request answers within a second or two): a hanging embedding server is cut then, and the monitor's next run gives
+what was left."""
 
 
 @dataclass(frozen=True)
@@ -59,12 +64,16 @@ async def monitor_stack(
     on_deliveries_queued: Callable[[], None] | None = None,
     shared_limits: bool = False,
 ) -> AsyncIterator[MonitorStack]:
-    """Build the stack on an upgraded database; closes the HTTP client and the senders on exit. `models` are the
+    """Build the stack on an upgraded database (first removing the dictionary folders of killed processes,
+    `research.remove_orphan_dictionaries`); on exit waits for the marks' background vectors (at most
+    `MARK_VECTORS_SECONDS`), then closes the HTTP client and the senders. `models` are the
     process's language models, built from settings unless given (tests and benchmarks script them); `clock` is the
     process's clock (tests pin it); `telegram_limits` default to the TELEGRAM_* flood limits. A run that queued
     outbox rows calls `on_deliveries_queued` (default: wake this process's delivery worker; with a job queue,
     the deferrer of delivery jobs). `shared_limits`: the platforms' rate limits are kept through the database,
     for every process that sends with the same tokens."""
+    # A process killed before its exit hook left its private dictionary folder (49 MB) in the temporary folder.
+    await asyncio.to_thread(remove_orphan_dictionaries)
     client = open_http_client(settings, database=database)
     catalog = SourceCatalog.build(settings, client)
     senders = platform_senders(
@@ -135,6 +144,8 @@ async def monitor_stack(
             models=models,
             pages=pages,
         )
+        # Marks pressed just before the stop get their vectors now rather than at the monitor's next run.
+        await service.feedback.vectors_settled(within=MARK_VECTORS_SECONDS)
     finally:
         await senders.close()
         await client.aclose()

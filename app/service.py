@@ -22,7 +22,7 @@ from app.assembly import build_dispatcher, build_services
 from app.frontends import Frontends, build_frontends, describe_frontends
 from app.heap import tune_garbage_collector
 from app.http_server import HealthCheck, build_http_app, feed_routes, page_routes, serve_http
-from app.monitoring import MonitorStack, monitor_stack, scheduling
+from app.monitoring import MARK_VECTORS_SECONDS, MonitorStack, monitor_stack, scheduling
 from app.settings import Settings
 from app.wiring import open_database
 from bots import Dispatcher, SharedLocks, TelegramFrontend, TelegramLimits
@@ -255,6 +255,13 @@ async def _run_embedded(settings: Settings, database: Database, stop: asyncio.Ev
             await grace.within(delivering, "delivery")
             await grace.within(frontends.stop_all(), "the frontends")  # messages being answered finish
             await grace.within(process.dispatcher.finish_background(), "the memory")  # folds their answers left
+            await _mark_vectors(process, grace)
+
+
+async def _mark_vectors(process: Process, grace: _Grace) -> None:
+    """The marks' vectors given in the background after the last presses, within the grace (and the stack's own
+    bound, `MARK_VECTORS_SECONDS`); what is left is cancelled and logged, and the monitor's next run gives it."""
+    await process.stack.service.feedback.vectors_settled(within=min(MARK_VECTORS_SECONDS, grace.left()))
 
 
 def _scheduled_elsewhere() -> None:
@@ -332,6 +339,7 @@ async def _run_scaled(
             if serves:
                 await grace.within(frontends.stop_all(), "the frontends")  # messages being answered finish first
                 await grace.within(process.dispatcher.finish_background(), "the memory")  # folds their answers
+                await _mark_vectors(process, grace)
             # The worker finishes its jobs (or hands them back by the deadline); leadership lets go. A job that
             # ignores its cancellation is cut short with the worker (its heartbeat stops: another worker retries it).
             await grace.within(asyncio.wait(background), "the job worker")

@@ -1,9 +1,9 @@
 """The kernel: what every layer shares, below all of them (it imports nothing of Lookout's).
 
 The one outbound message and the contract of a platform's sender (`outbound`), the one retry rule (`retry`), error
-ids and their one wording (`error_ids`), the clock (`clock`). Every package imports these names from here, and
-only from here: no other face re-exports them. Importing it is cheap (pydantic and tenacity, nothing heavy), so the
-face is eager.
+ids and their one wording (`error_ids`), the clock (`clock`), whether a process still runs (`processes`). Every
+package imports these names from here, and only from here: no other face re-exports them. Importing it is cheap
+(pydantic and tenacity, nothing heavy), so the face is eager.
 """
 
 from kernel.clock import Clock, utc_now
@@ -26,6 +26,7 @@ from kernel.outbound import (
     Reply,
     RetryLater,
 )
+from kernel.processes import process_runs
 from kernel.retry import Backoff, Sleep, parse_retry_after
 
 __all__ = [
@@ -52,5 +53,6 @@ __all__ = [
     "error_reference",
     "new_error_id",
     "parse_retry_after",
+    "process_runs",
     "utc_now",
 ]

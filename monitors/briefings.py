@@ -385,8 +385,9 @@ class BriefingService(MonitorStorage):
         language: str | None,
     ) -> tuple[list[Digest], list[DecidedDigest]]:
         """The section's digests (newest run first, after the rules) as the reader's feedback leaves them (with no
-        marks too: the view is what `/more 2 #3` names), and each one's decision. A digest that cannot be judged is
-        kept whole (logged) and undecided (its section then has no stored view), never holds a briefing."""
+        marks too: the view is what `/more 2 #3` names), and each one's decision. Marks that cannot be weighed give the
+        plain view (`decide`: every story, with buttons); a digest that still cannot be judged is kept whole (logged)
+        and undecided (its section then has no stored view), never holds a briefing."""
         kept: list[Digest] = []
         decided: list[DecidedDigest] = []
         for run, digest in shown:

@@ -46,6 +46,7 @@ from kernel import (
     RetryLater,
     error_reference,
     new_error_id,
+    process_runs,
     utc_now,
 )
 from monitors.feedback import (
@@ -126,13 +127,7 @@ def claimer_is_dead(claimer: str) -> bool:
     pid = int(pid_text)
     if pid == os.getpid():
         return claimer not in _LIVE_WORKERS
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, someone else's process
-        return False
-    return False
+    return not process_runs(pid)
 
 
 _RunCache = dict[int, tuple[RunRecord, str | None, str | None] | None]

@@ -287,6 +287,31 @@ def _plain(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+UNWEIGHED: Final = (
+    "could not be weighed against this digest (an error, logged), so it showed every story in the monitor's order"
+)
+"""What /why says of a story of a plain view (`whole_view`): the reader's feedback could not be applied."""
+
+
+def whole_view(stories: int) -> ReaderView:
+    """The plain view of a digest of `stories` stories: every one kept, in the monitor's order, none left out, each
+    saying the feedback could not be weighed (`UNWEIGHED`)."""
+    return ReaderView(
+        kept=tuple(StoryDecision(index=n, kept=True, reason=UNWEIGHED) for n in range(stories)), dropped=()
+    )
+
+
+def _words_story(development: Development, topic: str | None) -> dict[str, Any]:
+    """A development's entry described by its own words (its items are gone, or unreadable): no outlets, no
+    scores."""
+    text = _plain(development.text)
+    features = story_features(
+        [Item(id="development", source="digest", url="about:blank", title=text)], topic=topic, title=text
+    )
+    plain = StoryFeatures(title=features.title, outlets=(), terms=features.terms)
+    return {"features": plain.to_json(), "scores": {}}
+
+
 def _decision_json(decision: StoryDecision) -> dict[str, Any]:
     return {
         "index": decision.index,
@@ -447,15 +472,29 @@ class MonitorFeedback:
     ) -> tuple[ReaderView, dict[str, Any]]:
         """What a reader with these `marks` (its own, on the run's monitor) keeps of the run's `digest`, and the
         record of it (`view_for` stores it with the delivery; a briefing's section takes the view only). The one
-        place `research.reader_view` is called."""
-        stories = _recounted(await self._stories(run, digest, items, topic=topic, language=language), digest, recounted)
-        known = [_mark(m) for m in marks]
-        view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], known)
+        place `research.reader_view` is called.
+
+        Where the marks cannot be weighed (a mark whose stored term weights break the arithmetic, e.g. imported
+        with out-of-range numbers), the view is the plain one (`whole_view`: every story, the monitor's order,
+        each saying why) over the same stories, logged: the reader gets the digest whole, with buttons, and a
+        mark or /why names the story it saw. Where the stories' features cannot be read from the run's items,
+        each development's own words describe it."""
+        try:
+            found = await self._stories(run, digest, items, topic=topic, language=language)
+        except Exception:
+            logger.exception("run %d: its stories' features could not be read; their words describe them", run.id)
+            found = [_words_story(development, topic) for development in digest.developments]
+        stories = _recounted(found, digest, recounted)
+        try:
+            view = reader_view([StoryFeatures.from_json(s["features"]) for s in stories], [_mark(m) for m in marks])
+        except Exception:
+            logger.exception("run %d: %d marks could not be weighed; the digest is shown whole", run.id, len(marks))
+            view = whole_view(len(stories))
         record = {
             "monitor_id": digest_monitor_id(run),
             "language": language,
             "stories": stories,
-            "marks": len(known),
+            "marks": len(marks),
             "kept": [_decision_json(d) for d in view.kept],
             "dropped": [_decision_json(d) for d in view.dropped],
         }
@@ -489,12 +528,8 @@ class MonitorFeedback:
                 found = [vectors[item.id] for item in items if item.id in vectors]
                 features = replace(features, vector=story_vector(found, model=self._embedder.vector_model))
             if not cited:  # a development whose items are gone: its own words
-                features = story_features(
-                    [Item(id="development", source="digest", url="about:blank", title=_plain(development.text))],
-                    topic=topic,
-                    title=title,
-                )
-                features = StoryFeatures(title=features.title, outlets=(), terms=features.terms)
+                stories.append(_words_story(development, topic) | {"scores": _scores(cited) | _told(development, told)})
+                continue
             stories.append({"features": features.to_json(), "scores": _scores(cited) | _told(development, told)})
         self._features[key] = stories
         while len(self._features) > _FEATURE_CACHE_RUNS:
@@ -558,7 +593,11 @@ class MonitorFeedback:
             return
         task = asyncio.create_task(self._give_logged(monitor_id, chat_id), name=f"mark-vectors-{monitor_id}-{chat_id}")
         self._giving[key] = task
-        task.add_done_callback(lambda _done: self._giving.pop(key, None))
+        task.add_done_callback(lambda done: self._forget_giving(key, done))
+
+    def _forget_giving(self, key: tuple[int, int], task: asyncio.Task[int]) -> None:
+        if self._giving.get(key) is task:  # not a newer one for the same reader
+            del self._giving[key]
 
     async def _give_logged(
         self, monitor_id: int, chat_id: int, marks: Sequence[FeedbackMarkRecord] | None = None
@@ -569,10 +608,35 @@ class MonitorFeedback:
             logger.exception("monitor %d, chat %d: marks could not be given vectors", monitor_id, chat_id)
             return 0
 
-    async def vectors_settled(self) -> None:
-        """Wait for the background `give_vectors` under way (`vectors_later`)."""
+    async def vectors_settled(self, within: float | None = None) -> list[tuple[int, int]]:
+        """Wait for the background `give_vectors` under way (`vectors_later`), at most `within` seconds (None: until
+        they end); those still running then are cancelled and logged. Returns the (monitor, chat) pairs left without
+        their vectors: the next run of each monitor gives them (`vectors_before_run`)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if within is None else loop.time() + max(0.0, within)
         while self._giving:
-            await asyncio.gather(*self._giving.values(), return_exceptions=True)
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                break
+            await asyncio.wait(list(self._giving.values()), timeout=left)
+            for key, task in list(self._giving.items()):
+                if task.done():
+                    self._giving.pop(key, None)
+        cut = list(self._giving.items())
+        self._giving.clear()
+        for _, task in cut:
+            task.cancel()
+        await asyncio.gather(*(task for _, task in cut), return_exceptions=True)
+        left_over = [key for key, _ in cut]
+        for monitor_id, chat_id in left_over:
+            logger.warning(
+                "stopping: monitor %d, chat %d: the marks' vectors were not given within %.1f s; the next run of the "
+                "monitor gives them",
+                monitor_id,
+                chat_id,
+                within or 0.0,
+            )
+        return left_over
 
     async def vectors_before_run(self, monitor_id: int) -> int:
         """Give every reader's marks on the monitor that lack a vector of the configured embedding model one, before a

@@ -92,6 +92,7 @@ from .rules import apply_rules as apply_rules
 from .rules import digest_stories as digest_stories
 from .rules import filter_digest as filter_digest
 from .rules import told_in as told_in
+from .terms import remove_orphan_dictionaries as remove_orphan_dictionaries
 from .usage import USAGE_KIND_LABELS as USAGE_KIND_LABELS
 from .usage import LlmUsage as LlmUsage
 from .usage import UsageKind as UsageKind

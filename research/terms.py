@@ -40,6 +40,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kernel import process_runs
 from research.trim import return_freed_memory
 
 logger = logging.getLogger(__name__)
@@ -387,10 +388,40 @@ def _unpack(packed: Path, target: Path) -> None:
         raise
 
 
+PRIVATE_IPADIC_PREFIX = "lookout-ipadic-"
+"""A process's private folder for the unpacked table, under the temporary folder: `lookout-ipadic-<pid>-<random>`, so
+a later process can tell whose it is when the owner was killed before removing it."""
+
+_PRIVATE_IPADIC = re.compile(rf"{PRIVATE_IPADIC_PREFIX}(\d+)-[a-z0-9_]+")
+
+
+def remove_orphan_dictionaries(under: Path | None = None) -> list[Path]:
+    """Remove the private dictionary folders under `under` (the temporary folder) whose process is gone (killed by
+    SIGKILL, or the machine stopped: its exit hook never ran); never one whose process runs. Returns the folders
+    removed. Called as the monitor stack starts and before a process makes its own folder."""
+    under = under if under is not None else Path(tempfile.gettempdir())
+    removed = []
+    try:
+        candidates = list(under.iterdir())
+    except OSError:
+        return []
+    for folder in candidates:
+        found = _PRIVATE_IPADIC.fullmatch(folder.name)
+        if found is None or int(found.group(1)) == os.getpid() or process_runs(int(found.group(1))):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    if removed:
+        logger.info("removed %d dictionary folder(s) left by processes that were killed", len(removed))
+    return removed
+
+
 def _mecab_args() -> str:
     """MeCab's arguments for the IPA dictionary. Where its word table ships gzipped, unpacks it to where `sys.dic`
     links (the image's data folder), once for every later process too; where that place cannot be written, to a
-    private folder under the temporary folder, for this process, removed when it exits."""
+    private folder under the temporary folder, for this process, removed when it exits (and, when it was killed
+    before, by the next process that makes one: `remove_orphan_dictionaries`)."""
     import ipadic
 
     folder = Path(ipadic.DICDIR)
@@ -401,7 +432,8 @@ def _mecab_args() -> str:
         _unpack(packed, folder / os.readlink(table) if table.is_symlink() else table)
         return str(ipadic.MECAB_ARGS)
     except OSError as error:
-        private = Path(tempfile.mkdtemp(prefix="lookout-ipadic-"))
+        remove_orphan_dictionaries()
+        private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_IPADIC_PREFIX}{os.getpid()}-"))
         atexit.register(shutil.rmtree, private, ignore_errors=True)  # 49 MB per process otherwise left behind
         logger.warning(
             "the Japanese dictionary could not be unpacked to %s (%s); unpacking to %s", table, error, private

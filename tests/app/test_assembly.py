@@ -1,8 +1,14 @@
 """The conversation assembled from settings: every conversation setting mapped, the monitor stack's sources,
-client and models shared, and the dispatcher applying the access lists."""
+client and models shared, the dispatcher applying the access lists, and the dictionary folders of killed processes
+removed as the stack starts."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -91,3 +97,24 @@ async def test_the_dispatcher_applies_the_access_lists_from_settings(tmp_path: P
         assert "Only admins" in not_admin.text and "Only admins" not in admin.text
         [free_text] = await dispatcher.dispatch(private("1", "hello"))
         assert "GEMINI_API_KEY" in free_text.text  # no model: the chat agent says why, from the settings
+
+
+async def test_the_monitor_stack_removes_a_killed_processs_folder_as_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lookout run` and `lookout chat` start with the monitor stack: a folder a killed process left is gone then,
+    before any Japanese text is read."""
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    tmp = tmp_path / "tmp"
+    left = tmp / f"lookout-ipadic-{killed.pid}-k1ll3dab"
+    kept = tmp / f"lookout-ipadic-{os.getpid()}-l1v3abcd"
+    for folder in (left, kept):
+        folder.mkdir(parents=True)
+        (folder / "sys.dic").write_bytes(b"table")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    settings = load_settings(_env_file=None, data_dir=tmp_path / "data", llm_model="")
+
+    async with open_database(settings) as database, monitor_stack(settings, database):
+        assert not left.exists() and (kept / "sys.dic").is_file()

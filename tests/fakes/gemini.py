@@ -236,7 +236,8 @@ class FakeGeminiEmbeddings:
     - `POST /{v1beta,v1}/models/{model}:batchEmbedContents` with `{"requests": [{"model": ..., "content": ...}]}`
       answers `{"embeddings": [{"values": [...]}, ...]}` (google-genai sends this one, even for a single text).
 
-    Vectors come from `vector_of(text)`; `fail_with(code, status, message)` queues an API error instead.
+    Vectors come from `vector_of(text)`; `fail_with(code, status, message)` queues an API error instead; `delay`
+    seconds pass before each answer (a slow server, or one that hangs).
     """
 
     def __init__(
@@ -253,6 +254,7 @@ class FakeGeminiEmbeddings:
         self.vector_of: VectorFunction = vector_of or (lambda text: [1.0, 0.0, 0.0])
         self.requests: list[EmbeddingRequest] = []
         self._errors: list[FakeResponse] = []
+        self.delay = 0.0
         for version in ("v1beta", "v1"):
             server.route("POST", f"/{version}/models/{model}:embedContent", self._single)
             server.route("POST", f"/{version}/models/{model}:batchEmbedContents", self._batch)
@@ -284,10 +286,12 @@ class FakeGeminiEmbeddings:
         request = self._record("embedContent", recorded)
         if isinstance(request, FakeResponse):
             return request
-        return FakeResponse.json({"embedding": {"values": self.vector_of(request.texts[0])}})
+        return FakeResponse.json({"embedding": {"values": self.vector_of(request.texts[0])}}, delay=self.delay)
 
     def _batch(self, recorded: RecordedRequest) -> FakeResponse:
         request = self._record("batchEmbedContents", recorded)
         if isinstance(request, FakeResponse):
             return request
-        return FakeResponse.json({"embeddings": [{"values": self.vector_of(text)} for text in request.texts]})
+        return FakeResponse.json(
+            {"embeddings": [{"values": self.vector_of(text)} for text in request.texts]}, delay=self.delay
+        )

@@ -169,3 +169,51 @@ def test_a_briefings_buttons_are_one_row_per_story_and_capped_with_one_line() ->
     assert len({b.row for b in many}) == BRIEFING_BUTTON_STORIES == 8
     assert [b.label for b in many if b.label.startswith("#")][-1] == "#4·3 👍"
     assert capped == "_Buttons for the first 8 of 11 stories; mark the others by typing, e.g. /less 2 #4_"
+
+
+UNWEIGHABLE = {"chips": 1e308, "nvidia": 1e308}
+"""Term weights a hand-edited export can carry (any float imports): their sum overflows the words' model."""
+
+
+async def test_marks_that_cannot_be_weighed_give_the_section_a_plain_view_with_buttons(
+    world: World, feed: Feed
+) -> None:
+    """A reader whose marks cannot be weighed (a 👎 imported with out-of-range term weights) gets each section whole,
+    in the monitor's order, with a row of buttons per story; a typed mark and /why name the story as it was shown."""
+    service = world.service()
+    reader, news, hn = await _briefing_reader(world, service)
+    await FeedbackRepository(world.database).add(
+        FeedbackMarkRecord(monitor_id=news, chat_id=reader, kind="less", title="Nvidia chips", terms=UNWEIGHABLE)
+    )
+    for monitor in (news, hn):
+        await service.runs.run_monitor(monitor, T0)
+
+    text, _briefing_run, buttons = await _briefing(world, service, BRIEFING_AT)
+    shown = section(text, news)
+    down = await service.feedback.mark(reader, "less", 2, monitor_id=news)
+    why = await service.feedback.why(reader, 2, monitor_id=news)
+    marks = await FeedbackRepository(world.database).marks(news, reader)
+
+    assert len(shown) == 3 and "left out by your feedback" not in text
+    assert [b.label for b in buttons if b.label.startswith(f"#{news}·")] == [f"#{news}·{n} 👍" for n in range(1, 4)]
+    assert down.label == f"#{news}·2" and shown[1].startswith(marks[-1].title)
+    assert f"story 2: “{marks[-1].title}" in why and "could not be weighed against this digest" in why
+
+
+async def test_marks_that_cannot_be_weighed_leave_a_digest_whole_with_buttons(world: World, feed: Feed) -> None:
+    """The same reader's digest of the monitor is delivered whole, its stories markable, instead of failing."""
+    service = world.service()
+    reader = world.chats[1].id
+    monitor = await service.create_monitor(reader, "news", schedule_text="daily at 08:00", sources="news")
+    await FeedbackRepository(world.database).add(
+        FeedbackMarkRecord(monitor_id=monitor.id, chat_id=reader, kind="less", title="Nvidia chips", terms=UNWEIGHABLE)
+    )
+    before = len(world.sender.sent)
+    await service.runs.run_monitor(monitor.id, T0)
+    await world.worker().run_once()
+    [sent] = [one for one in world.sender.sent[before:] if one.chat.id == reader]
+    more = await service.feedback.mark(reader, "more", 1)
+
+    assert len(re.findall(r"^\d+\. ", sent.text, re.M)) == 3
+    assert [b.callback_data for b in sent.message.buttons][:1] == [f"/more 1 run {more.run_id}"]
+    assert more.text.startswith("Recorded 👍 more like this on story 1 ")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -126,3 +127,73 @@ def test_the_private_temporary_folder_is_removed_when_the_process_exits(tmp_path
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("/sys.dic"), "the process unpacked to its private folder"
     assert list((tmp_path / "tmp").iterdir()) == [], "the private folder outlived its process"
+
+
+_UNPACK_AND_WAIT = """
+import sys, tempfile, time
+from pathlib import Path
+import ipadic
+folder, tmp = Path(sys.argv[1]), sys.argv[2]
+rc = folder / "mecabrc"
+ipadic.DICDIR, ipadic.MECAB_ARGS = str(folder), f'-r "{rc}" -d "{folder}"'
+tempfile.tempdir = tmp
+from research import terms
+assert terms._japanese_segmenter()(sys.argv[3])
+print(*Path(tmp).glob("lookout-ipadic-*/sys.dic"), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_processs_private_folder_is_removed_by_the_next_one_and_a_live_processs_is_kept(
+    tmp_path: Path, packed_table: Path
+) -> None:
+    """SIGKILL leaves no chance to remove the private folder (49 MB): the next process that unpacks to the temporary
+    folder removes it, named after a process that no longer runs, and keeps the folder of a process still running."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the data folder should be")
+    (tmp_path / "dicdir").mkdir()
+    folder = _image_layout(tmp_path / "dicdir", packed_table, blocked / "ipadic-sys.dic")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    args = [sys.executable, "-c", _UNPACK_AND_WAIT, str(folder), str(tmp), SENTENCE]
+    killed = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    alive = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    try:
+        assert killed.stdout is not None and alive.stdout is not None
+        killed_line, alive_line = killed.stdout.readline(), alive.stdout.readline()
+        killed.send_signal(signal.SIGKILL)
+        assert killed.wait(timeout=30) == -signal.SIGKILL
+        left = Path(next(line for line in killed_line.split() if f"-{killed.pid}-" in line)).parent
+        kept = Path(next(line for line in alive_line.split() if f"-{alive.pid}-" in line)).parent
+        assert left.is_dir(), "the killed process's folder was left behind"
+        unrelated = tmp / "lookout-ipadic-abc12345"  # not one of ours by its name (no process id): kept
+        unrelated.mkdir()
+
+        done = subprocess.run(
+            [sys.executable, "-c", _PRIVATE_UNPACK, str(folder), str(tmp), SENTENCE],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+        assert done.returncode == 0, done.stderr
+        assert not left.exists(), "the killed process's folder outlived the next process"
+        assert (kept / "sys.dic").is_file(), "a running process's folder was removed"
+        assert sorted(path.name for path in tmp.iterdir()) == sorted([kept.name, unrelated.name])
+    finally:
+        for child in (killed, alive):
+            child.kill()
+            child.wait(timeout=30)
+
+
+def test_folders_of_processes_that_are_gone_are_removed_and_of_running_ones_kept(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone_pid = int(gone.stdout)
+    for name in (f"lookout-ipadic-{gone_pid}-x1y2z3ab", f"lookout-ipadic-{os.getpid()}-ab12cd34", "lookout-ipadic-1"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "sys.dic").write_bytes(b"table")
+
+    removed = terms.remove_orphan_dictionaries(tmp_path)
+
+    assert [path.name for path in removed] == [f"lookout-ipadic-{gone_pid}-x1y2z3ab"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        [f"lookout-ipadic-{os.getpid()}-ab12cd34", "lookout-ipadic-1"]
+    )

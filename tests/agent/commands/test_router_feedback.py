@@ -20,11 +20,28 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from agent.messages import IncomingFile
 from research import ItemEmbedder
 from storage import Database
-from storage.repositories import ChatRepository, EmbeddingRepository, FeedbackRepository, RunRepository
+from storage.repositories import (
+    ChatRepository,
+    EmbeddingRepository,
+    FeedbackRepository,
+    MonitorRepository,
+    RunRepository,
+)
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
+from tests.backends import database as database  # on SQLite and, with TEST_DATABASE_URL, PostgreSQL
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.openai_compat import FakeOpenAI
 from tests.kit import eventually
+
+__all__ = ["database"]
+
+
+async def track(world: RouterWorld, line: str, *, chat: str = CHAT) -> int:
+    """Say `line` (a /track) in `chat`; the new monitor's id, as the store handed it out (not 1 on PostgreSQL, whose
+    sequences the tests' databases share)."""
+    await world.say(line, chat=chat)
+    owner = await world.chat(chat)
+    return max(monitor.id for monitor in await MonitorRepository(world.database).list_for_chat(owner.id))
 
 
 @pytest.fixture
@@ -35,8 +52,8 @@ async def world(database: Database, fake_server: FakeHTTPServer, tmp_path: Path)
 
 async def test_typed_feedback_on_the_last_digest_and_why(world: RouterWorld) -> None:
     before = await world.say("/less 1")
-    await world.say("/track DeepSeek daily at 08:30 from hn,news")
-    await world.say("/digest 1")
+    monitor = await track(world, "/track DeepSeek daily at 08:30 from hn,news")
+    await world.say(f"/digest {monitor}")
     [sent] = await world.deliver()
     less = await world.say("/less 1")
     why = await world.say("/why 1")
@@ -46,7 +63,7 @@ async def test_typed_feedback_on_the_last_digest_and_why(world: RouterWorld) -> 
     unmute = await world.say("/unmute news.example.com")
     unmark = await world.say("/unmark 1")
     chat = await world.chat()
-    marks = await FeedbackRepository(world.database).marks(1, chat.id)
+    marks = await FeedbackRepository(world.database).marks(monitor, chat.id)
 
     assert "No digest or briefing has reached this chat yet" in before.text
     assert sent.message.buttons[0].callback_data == f"/more 1 run {sent.message.run_id}"  # a telegram chat
@@ -54,7 +71,7 @@ async def test_typed_feedback_on_the_last_digest_and_why(world: RouterWorld) -> 
     assert "story 1:" in why.text and "new story for this monitor" in why.text and "Scores:" in why.text
     assert "nothing was left out" in dropped.text
     assert "No digest or briefing has reached this chat yet" in elsewhere.text
-    assert mute.text.startswith("Muted news.example.com on monitor #1")
+    assert mute.text.startswith(f"Muted news.example.com on monitor #{monitor}")
     assert unmute.text.startswith("Unmuted news.example.com")
     assert unmark.text.startswith("Removed this chat's mark on story 1")
     assert marks == []
@@ -63,11 +80,11 @@ async def test_typed_feedback_on_the_last_digest_and_why(world: RouterWorld) -> 
 async def test_why_counts_the_reports_a_readers_outlet_rules_left_it(world: RouterWorld) -> None:
     """Story 1 of the recorded news has two reports (handelsblatt, theverge.com): a subscriber blocking theverge.com
     reads it counted as one, in its digest and in /why, which also says the shared digest and page count two."""
-    await world.say("/track DeepSeek daily at 08:30 from news")
-    await world.say("/share 1")
-    await world.say("/subscribe 1", chat=OTHER_CHAT)
-    await world.say("/filter 1 block theverge.com", chat=OTHER_CHAT)
-    await world.services.monitors.runs.run_monitor(1, world.clock())  # the monitor's run, for both chats
+    monitor = await track(world, "/track DeepSeek daily at 08:30 from news")
+    await world.say(f"/share {monitor}")
+    await world.say(f"/subscribe {monitor}", chat=OTHER_CHAT)
+    await world.say(f"/filter {monitor} block theverge.com", chat=OTHER_CHAT)
+    await world.services.monitors.runs.run_monitor(monitor, world.clock())  # the monitor's run, for both chats
     sent = {one.chat.external_id: one.message.text for one in await world.deliver()}
     why = await world.say("/why 1", chat=OTHER_CHAT)
     owners = await world.say("/why 1")
@@ -120,21 +137,21 @@ async def test_a_press_is_answered_while_the_embedding_server_hangs_and_the_next
         with models.override_allow_model_requests(True):
             async with open_world(database, fake_server, tmp_path, embedder=embedder) as world:
                 marks = FeedbackRepository(world.database)
-                await world.say("/track DeepSeek daily at 08:30 from hn,news")
-                await world.say("/digest 1")
+                monitor = await track(world, "/track DeepSeek daily at 08:30 from hn,news")
+                await world.say(f"/digest {monitor}")
                 await world.deliver()
                 chat = await world.chat()
                 server.holding.set()
 
                 less = await asyncio.wait_for(world.say("/less 1"), timeout=20)  # before: waited on the server
-                [held] = await marks.marks(1, chat.id)
+                [held] = await marks.marks(monitor, chat.id)
                 await eventually(lambda: server.held == 1, what="the mark's embedding request")
                 server.holding.clear()  # the held request fails
                 await world.services.monitors.feedback.vectors_settled()
-                [failed] = await marks.marks(1, chat.id)
+                [failed] = await marks.marks(monitor, chat.id)
                 usage_before = await world.say("/usage")
-                await world.say("/digest 1")  # the next run
-                [given] = await marks.marks(1, chat.id)
+                await world.say(f"/digest {monitor}")  # the next run
+                [given] = await marks.marks(monitor, chat.id)
                 usage_after = await world.say("/usage")
     finally:
         server.stop()
@@ -156,8 +173,8 @@ async def test_embedding_imported_marks_counts_as_the_importing_chats_usage(
     embedder = openai_embedder(fake, cache=None)  # no cache: the importer's titles are embedded again
     with models.override_allow_model_requests(True):
         async with open_world(database, fake_server, tmp_path, embedder=embedder, real_chat_agent=True) as world:
-            await world.say("/track DeepSeek daily at 08:30 from hn,news")
-            await world.say("/digest 1")
+            monitor = await track(world, "/track DeepSeek daily at 08:30 from hn,news")
+            await world.say(f"/digest {monitor}")
             await world.deliver()
             await world.say("/less 1")
             await world.services.monitors.feedback.vectors_settled()
@@ -171,7 +188,9 @@ async def test_embedding_imported_marks_counts_as_the_importing_chats_usage(
                 file=IncomingFile(filename="monitors.json", size=len(document), content=document),
             )
             created = await world.say("yes", chat=OTHER_CHAT)
-            [imported] = await FeedbackRepository(world.database).marks(2, (await world.chat(OTHER_CHAT)).id)
+            importer = await world.chat(OTHER_CHAT)
+            [copy] = await MonitorRepository(world.database).list_for_chat(importer.id)
+            [imported] = await FeedbackRepository(world.database).marks(copy.id, importer.id)
             after = await world.say("/usage", chat=OTHER_CHAT)
 
     assert created.text.startswith("Created 1 monitor")
@@ -181,31 +200,31 @@ async def test_embedding_imported_marks_counts_as_the_importing_chats_usage(
 
 
 async def test_a_subscribers_digest_preview_is_its_own_view(world: RouterWorld) -> None:
-    """`/digest 1` by a subscriber of a shared monitor is a preview (the monitor's own runs are left alone), and it is
-    that reader's view: its `/filter` leaves the Nvidia story out, `/why 1` explains the preview's story 1, its 👎
+    """`/digest <id>` by a subscriber of a shared monitor is a preview (the monitor's own runs are left alone), and it
+    is that reader's view: its `/filter` leaves the Nvidia story out, `/why 1` explains the preview's story 1, its 👎
     pressed under the preview counts on the monitor and leaves that story out of its next preview; the owner's
     preview is the whole digest."""
-    await world.say("/track DeepSeek daily at 08:30 from news")
-    await world.say("/share 1")
-    await world.say("/subscribe 1", chat=OTHER_CHAT)
-    await world.say("/filter 1 exclude nvidia", chat=OTHER_CHAT)
+    monitor = await track(world, "/track DeepSeek daily at 08:30 from news")
+    await world.say(f"/share {monitor}")
+    await world.say(f"/subscribe {monitor}", chat=OTHER_CHAT)
+    await world.say(f"/filter {monitor} exclude nvidia", chat=OTHER_CHAT)
 
-    await world.say("/digest 1", chat=OTHER_CHAT)
+    await world.say(f"/digest {monitor}", chat=OTHER_CHAT)
     [theirs] = [one.message for one in await world.deliver()]
     why = await world.say("/why 1", chat=OTHER_CHAT)  # typed: story 1 of the last digest it got, the preview
     [down] = [button for button in theirs.buttons if button.callback_data.startswith("/less 1 ")]
     pressed = await world.say(down.label, chat=OTHER_CHAT, callback_data=down.callback_data)
-    await world.say("/digest 1", chat=OTHER_CHAT)
+    await world.say(f"/digest {monitor}", chat=OTHER_CHAT)
     [again] = [one.message for one in await world.deliver()]
-    await world.say("/digest 1")
+    await world.say(f"/digest {monitor}")
     [owners] = [one.message for one in await world.deliver()]
-    marks = await FeedbackRepository(world.database).marks(1, (await world.chat(OTHER_CHAT)).id)
+    marks = await FeedbackRepository(world.database).marks(monitor, (await world.chat(OTHER_CHAT)).id)
 
-    assert "_1 story left out by your filter — /filter 1_" in theirs.text
+    assert f"_1 story left out by your filter — /filter {monitor}_" in theirs.text
     assert "Nvidia-Aktie" not in theirs.text and "1. DeepSeek unveils V4 model" in theirs.text
     assert "story 1: “DeepSeek unveils V4 model" in why.text
     assert "Recorded 👎 less like this on story 1 “DeepSeek unveils V4 model" in pressed.text
-    assert [(mark.kind, mark.monitor_id) for mark in marks] == [("less", 1)]
+    assert [(mark.kind, mark.monitor_id) for mark in marks] == [("less", monitor)]
     assert "1. DeepSeek unveils V4 model" not in again.text and "Nvidia-Aktie" not in again.text
     assert "_1 story left out by your feedback — /why dropped_" in again.text
     assert "1. Nvidia-Aktie" in owners.text and "2. DeepSeek unveils V4 model" in owners.text
@@ -214,53 +233,56 @@ async def test_a_subscribers_digest_preview_is_its_own_view(world: RouterWorld) 
 
 async def test_typed_feedback_and_presses_on_a_briefings_sections(world: RouterWorld) -> None:
     """A chat reading two monitors in its briefing: before the briefing went out nothing can be marked; then a bare
-    `/more 2` asks which monitor, `/less 1 #2` marks story 1 of monitor #2's section as shown, `/why 1 #1` explains
-    a briefing story, a press on a section's row is acknowledged there with its "#1·1" label and undone; another
-    chat's press changes nothing."""
+    `/more 2` asks which monitor, `/less 1 #<hn>` marks story 1 of that monitor's section as shown, `/why 1 #<news>`
+    explains a briefing story, a press on a section's row is acknowledged there with its "#<news>·1" label and
+    undone; another chat's press changes nothing."""
     await world.say("/briefing daily at 09:00")
-    await world.say("/track DeepSeek daily at 08:30 from news")
-    await world.say("/track DeepSeek daily at 08:30 from hn")
+    news = await track(world, "/track DeepSeek daily at 08:30 from news")
+    hn = await track(world, "/track DeepSeek daily at 08:30 from hn")
     chat = await world.chat()
     # the briefing came due at 09:00 of this day and covers it
     await ChatRepository(world.database).update(
         chat.id, briefing_next_at=world.clock() - timedelta(hours=1), briefing_since=world.clock() - timedelta(days=1)
     )
-    for monitor in (1, 2):
+    for monitor in (news, hn):
         await world.services.monitors.runs.run_monitor(monitor, world.clock())
     [queued] = await world.services.monitors.briefings.run_due()
     stored = await RunRepository(world.database).get(queued.run_id)
     assert stored is not None
     section_run = stored.stats["feedback_sections"][0]["run_id"]
-    early = await world.say("/less 1 #2")
-    early_why = await world.say("/why 1 #2")
-    early_press = await world.say("#1·1 👍", callback_data=f"/more 1 run {section_run}")  # queued, not sent yet
+    early = await world.say(f"/less 1 #{hn}")
+    early_why = await world.say(f"/why 1 #{hn}")
+    early_press = await world.say(f"#{news}·1 👍", callback_data=f"/more 1 run {section_run}")  # queued, not sent yet
     [sent] = await world.deliver()
     buttons = sent.message.buttons
-    first = next(b for b in buttons if b.label == "#1·1 👍")
+    first = next(b for b in buttons if b.label == f"#{news}·1 👍")
     elsewhere = await world.say(first.label, callback_data=first.callback_data, chat=OTHER_CHAT)
     bare = await world.say("/more 2")
-    less = await world.say("/less 1 #2")
-    why = await world.say("/why 1 #1")
+    less = await world.say(f"/less 1 #{hn}")
+    why = await world.say(f"/why 1 #{news}")
     pressed = await world.say(first.label, callback_data=first.callback_data)
     undo = await world.say("undo", callback_data=pressed.replies[0].pressed_row[1].callback_data)  # type: ignore[index]
-    marks = await FeedbackRepository(world.database).marks(2, chat.id)
-    marks_one = await FeedbackRepository(world.database).marks(1, chat.id)
+    marks = await FeedbackRepository(world.database).marks(hn, chat.id)
+    marks_one = await FeedbackRepository(world.database).marks(news, chat.id)
 
     assert queued.topics == 2 and sent.message.run_id == queued.run_id
-    assert "No digest or briefing of monitor #2 has reached this chat yet, so there is no story to mark." in early.text
-    assert "No digest or briefing of monitor #2 has reached this chat yet, so there is no story to explain." in (
+    assert f"No digest or briefing of monitor #{hn} has reached this chat yet, so there is no story to mark." in (
+        early.text
+    )
+    assert f"No digest or briefing of monitor #{hn} has reached this chat yet, so there is no story to explain." in (
         early_why.text
     )
     assert first.callback_data == f"/more 1 run {section_run}"
     assert "never reached this chat" in early_press.text and early_press.replies[0].pressed_row == ()
     assert "never reached this chat" in elsewhere.text and elsewhere.replies[0].pressed_row == ()
-    assert await FeedbackRepository(world.database).marks(1, (await world.chat(OTHER_CHAT)).id) == []
-    assert "Your last briefing had stories of 2 monitors (#1 DeepSeek, #2 DeepSeek): say which, e.g. /more 2 #1." in (
-        bare.text
-    )
-    assert less.text.startswith("Recorded 👎 less like this on story 1 ") and "of monitor #2" in less.text
+    assert await FeedbackRepository(world.database).marks(news, (await world.chat(OTHER_CHAT)).id) == []
+    assert (
+        f"Your last briefing had stories of 2 monitors (#{news} DeepSeek, #{hn} DeepSeek): say which, e.g. "
+        f"/more 2 #{news}."
+    ) in bare.text
+    assert less.text.startswith("Recorded 👎 less like this on story 1 ") and f"of monitor #{hn}" in less.text
     assert [(m.kind, m.story) for m in marks] == [("less", 1)]
-    assert why.text.startswith("Briefing section of monitor #1 (run ") and "story 1: “" in why.text
-    assert [b.label for b in pressed.replies[0].pressed_row or ()] == ["#1·1 ✓ 👍 recorded", "undo"]
-    assert [b.label for b in undo.replies[0].pressed_row or ()][:1] == ["#1·1 👍"]
+    assert why.text.startswith(f"Briefing section of monitor #{news} (run ") and "story 1: “" in why.text
+    assert [b.label for b in pressed.replies[0].pressed_row or ()] == [f"#{news}·1 ✓ 👍 recorded", "undo"]
+    assert [b.label for b in undo.replies[0].pressed_row or ()][:1] == [f"#{news}·1 👍"]
     assert marks_one == []  # pressed, then undone

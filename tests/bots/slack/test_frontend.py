@@ -32,8 +32,8 @@ from bots.slack.render import reply_messages
 from bots.status import DONE_MARK, WORKING_MARK
 from kernel import Button
 from monitors.delivery import DeliveryWorker
-from storage import Database, upgrade_database
-from storage.repositories import ChatRepository, FeedbackRepository, RunRepository
+from storage import ChatRecord, Database, MonitorRecord, upgrade_database
+from storage.repositories import ChatRepository, FeedbackRepository, MonitorRepository, RunRepository
 from tests.bots.slack_world import (
     SIGNING_SECRET,
     T0,
@@ -138,6 +138,24 @@ async def world(
     slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path, slack_frontend_template: Path
 ) -> AsyncIterator[World]:
     database = Database(copy_database(slack_frontend_template, tmp_path))
+    async with _process_world(database, slack, fake_server, tmp_path) as world:
+        yield world
+    await database.dispose()
+
+
+@pytest.fixture
+async def world_on_both(
+    database: Database, slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path
+) -> AsyncIterator[World]:
+    """`world` on SQLite and (with TEST_DATABASE_URL) PostgreSQL, where the ids the store hands out are not 1."""
+    async with _process_world(database, slack, fake_server, tmp_path) as world:
+        yield world
+
+
+@asynccontextmanager
+async def _process_world(
+    database: Database, slack: FakeSlack, fake_server: FakeHTTPServer, tmp_path: Path
+) -> AsyncIterator[World]:
     model = numbered_answers()
     async with slack_process(
         database, slack_api_url=slack.api_url, sources=fake_server, out_dir=tmp_path, model=model.model
@@ -147,7 +165,6 @@ async def world(
         async with _serving(slack, frontend, database, model) as world:
             world.services = process.services
             yield world
-    await database.dispose()
 
 
 @asynccontextmanager
@@ -343,15 +360,26 @@ async def test_a_button_press_reaches_the_conversation_and_takes_the_buttons_off
     assert asked.blocks is not None and f"<@{USER}> chose *Yes*" in json.dumps(asked.blocks)
 
 
-async def test_a_feedback_press_under_a_digest_changes_only_its_own_row_and_is_stored(world: World) -> None:
+async def _tracked(world: World) -> tuple[ChatRecord, MonitorRecord]:
+    """The channel's monitor of DeepSeek (the ids as the store handed them out), tracked by a slash command."""
     await world.command("/track", "DeepSeek daily at 9 from hn")
     await eventually(lambda: len(world.replies()) == 1)
-    await world.command("/digest", "1")
+    await world.settled()
+    chat = await ChatRepository(world.database).find("slack", CHANNEL)
+    assert chat is not None
+    [monitor] = await MonitorRepository(world.database).list_for_chat(chat.id)
+    return chat, monitor
+
+
+async def test_a_feedback_press_under_a_digest_changes_only_its_own_row_and_is_stored(world_on_both: World) -> None:
+    world = world_on_both
+    chat, monitor = await _tracked(world)
+    await world.command("/digest", str(monitor.id))
     await world.settled()
     await DeliveryWorker(world.database, {"slack": world.frontend.sender()}).run_once()
     digest = next(m for m in world.slack.messages_in(CHANNEL) if "actions" in m.block_types())
     before = [b for b in digest.blocks or [] if b["type"] == "actions"]
-    [run] = await RunRepository(world.database).list_for_monitor(1)
+    [run] = await RunRepository(world.database).list_for_monitor(monitor.id)
     first_row = before[0]
     payload = action_body(
         value=f"/less 1 run {run.id}", label="👎", channel=CHANNEL, user=USER, message_ts=digest.ts,
@@ -362,9 +390,7 @@ async def test_a_feedback_press_under_a_digest_changes_only_its_own_row_and_is_s
     response = await world.post(payload, content_type=FORM)
     await eventually(lambda: any("Recorded 👎" in m.text for m in world.slack.messages_in(CHANNEL)))
     await world.settled()
-    chat = await ChatRepository(world.database).find("slack", CHANNEL)
-    assert chat is not None
-    marks = await FeedbackRepository(world.database).marks(1, chat.id)
+    marks = await FeedbackRepository(world.database).marks(monitor.id, chat.id)
 
     assert response.status_code == 200
     assert [e["value"] for e in first_row["elements"]][:2] == [f"/more 1 run {run.id}", f"/less 1 run {run.id}"]
@@ -374,24 +400,25 @@ async def test_a_feedback_press_under_a_digest_changes_only_its_own_row_and_is_s
     assert [(m.kind, m.story) for m in marks] == [("less", 1)]
 
 
-async def test_a_feedback_press_under_a_briefing_changes_its_own_row_and_marks_its_sections_story(world: World) -> None:
-    await world.command("/track", "DeepSeek daily at 9 from hn")
+async def test_a_feedback_press_under_a_briefing_changes_its_own_row_and_marks_its_sections_story(
+    world_on_both: World,
+) -> None:
+    world = world_on_both
+    chat, monitor = await _tracked(world)
     await world.command("/lookout", "briefing daily at 07:00")
     await eventually(lambda: len(world.replies()) == 2)
     await world.settled()
     assert world.services is not None
     chats = ChatRepository(world.database)
-    chat = await chats.find("slack", CHANNEL)
-    assert chat is not None
     # the briefing came due at 07:00 and covers the day (the world's clock stands at T0, 13:00)
     await chats.update(chat.id, briefing_next_at=T0 - timedelta(hours=6), briefing_since=T0 - timedelta(days=1))
-    await world.services.monitors.runs.run_monitor(1, T0)
+    await world.services.monitors.runs.run_monitor(monitor.id, T0)
     await world.services.monitors.briefings.run_due()
     await DeliveryWorker(world.database, {"slack": world.frontend.sender()}).run_once()
     briefing = next(m for m in world.slack.messages_in(CHANNEL) if "actions" in m.block_types())
     before = [b for b in briefing.blocks or [] if b["type"] == "actions"]
     first_row = before[0]
-    value = first_row["elements"][1]["value"]  # 👎 on story 1 of monitor #1's section
+    value = first_row["elements"][1]["value"]  # 👎 on story 1 of the monitor's section
     payload = action_body(
         value=value, label="👎", channel=CHANNEL, user=USER, message_ts=briefing.ts,
         thread_ts=None, response_url=world.slack.response_url(), blocks=briefing.blocks,
@@ -401,13 +428,14 @@ async def test_a_feedback_press_under_a_briefing_changes_its_own_row_and_marks_i
     response = await world.post(payload, content_type=FORM)
     await eventually(lambda: any("Recorded 👎" in m.text for m in world.slack.messages_in(CHANNEL)))
     await world.settled()
-    marks = await FeedbackRepository(world.database).marks(1, chat.id)
+    marks = await FeedbackRepository(world.database).marks(monitor.id, chat.id)
 
     assert response.status_code == 200
-    assert [row["elements"][0]["text"]["text"] for row in before][:1] == ["#1·1 👍"]  # a briefing's, not a digest's
+    first = [row["elements"][0]["text"]["text"] for row in before][:1]
+    assert first == [f"#{monitor.id}·1 👍"]  # a briefing's, not a digest's
     assert value.startswith("/less 1 run ")
     after = [b for b in briefing.blocks or [] if b["type"] == "actions"]
-    assert [e["text"]["text"] for e in after[0]["elements"]] == ["#1·1 ✓ 👎 recorded", "undo"]
+    assert [e["text"]["text"] for e in after[0]["elements"]] == [f"#{monitor.id}·1 ✓ 👎 recorded", "undo"]
     assert after[1:] == before[1:]
     assert [(m.kind, m.story, m.run_id) for m in marks] == [("less", 1, int(value.rsplit(" ", 1)[1]))]
 

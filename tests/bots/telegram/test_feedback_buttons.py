@@ -1,6 +1,6 @@
 """Feedback buttons under a Telegram digest, pressed through the fake Bot API: a row per story, a press recorded
 and acknowledged in its own row (the other rows kept), undo, and a press for a digest the chat never received
-changing nothing."""
+changing nothing. On both storage backends."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from storage import Database
 from storage.repositories import ChatRepository, FeedbackRepository, MonitorRepository, RunRepository
-from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_world import T0, TelegramWorld, telegram_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import SentMessage
@@ -22,14 +22,11 @@ ALICE = 4301
 BOB = 4302
 
 
-@pytest.fixture(scope="session")
-def telegram_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return migrated_template(tmp_path_factory.mktemp("telegram-feedback-template"))
-
-
 @pytest.fixture
-def db_url(tmp_path: Path, telegram_db_template: Path) -> str:
-    return copy_database(telegram_db_template, tmp_path)
+def db_url(database: Database) -> str:
+    """The test's database, on SQLite and (with TEST_DATABASE_URL) PostgreSQL, where the ids the store hands out
+    are not 1: the tests read them from the store."""
+    return database.engine.url.render_as_string(hide_password=False)
 
 
 def _rows(message: SentMessage) -> list[list[dict[str, Any]]]:
@@ -109,7 +106,7 @@ async def test_a_press_for_a_digest_the_chat_never_received_changes_nothing(
 async def test_a_press_under_a_briefing_marks_its_sections_story_and_is_acknowledged_in_its_row(
     db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
 ) -> None:
-    """ALICE reads monitor #1 only in her 07:00 briefing: its message carries a row per story ("#1·2 👍" …), a press
+    """ALICE reads her monitor only in her 07:00 briefing: its message carries a row per story ("#3·2 👍" …), a press
     on story 2 is recorded on the section's story 2 and acknowledged in that row; BOB pressing the same callback on
     his own message changes nothing."""
     async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
@@ -126,7 +123,7 @@ async def test_a_press_under_a_briefing_marks_its_sections_story_and_is_acknowle
         [queued] = await world.services.monitors.briefings.run_due()
 
         def briefing() -> list[SentMessage]:
-            return [m for m in world.fake.texts(ALICE) if "#1·1 👍" in str(m.reply_markup)]
+            return [m for m in world.fake.texts(ALICE) if f"#{monitor.id}·1 👍" in str(m.reply_markup)]
 
         await eventually(lambda: bool(briefing()), what="the briefing with its buttons")
         [message] = briefing()
