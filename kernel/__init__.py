@@ -26,12 +26,13 @@ from kernel.outbound import (
     Reply,
     RetryLater,
 )
-from kernel.processes import process_runs
+from kernel.processes import THIS_HOST, process_runs
 from kernel.retry import Backoff, Sleep, parse_retry_after
 
 __all__ = [
     "CALLBACK_DATA_MAX_BYTES",
     "MAX_BUTTONS",
+    "THIS_HOST",
     "AddressedSender",
     "Attachment",
     "AttachmentKind",

@@ -4,8 +4,13 @@
 from __future__ import annotations
 
 import os
+import socket
 
-__all__ = ["process_runs"]
+__all__ = ["THIS_HOST", "process_runs"]
+
+THIS_HOST = socket.gethostname()
+"""This machine's name: a process id means something only on the host that gave it (containers sharing a volume
+each number their own processes)."""
 
 
 def process_runs(pid: int) -> bool:

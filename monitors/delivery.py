@@ -19,7 +19,6 @@ import contextlib
 import logging
 import math
 import os
-import socket
 import uuid
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from kernel import (
+    THIS_HOST,
     AddressedSender,
     Attachment,
     AttachmentKind,
@@ -107,14 +107,13 @@ OUTBOX_BACKOFF = Backoff(attempts=8, base=30.0, cap=3600.0, max_wait=math.inf)
 """When a failed delivery is tried again: after the platform's Retry-After (never too long to wait: the outbox
 reschedules, it does not sleep), else after 30 s doubling up to an hour, jittered; dead after 8 attempts."""
 
-_HOST = socket.gethostname()
 _LIVE_WORKERS: set[str] = set()
 """Identities of the workers alive in this process: a claim by this pid under another token is a dead one's."""
 
 
 def worker_identity() -> str:
     """A new worker's identity, `host:pid:token`, recorded on the rows it claims."""
-    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return f"{THIS_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def claimer_is_dead(claimer: str) -> bool:
@@ -122,7 +121,7 @@ def claimer_is_dead(claimer: str) -> bool:
     under another token (a restarted container's pid 1). Claims from other hosts wait for their lease to end."""
     host, _, rest = claimer.partition(":")
     pid_text, _, _token = rest.partition(":")
-    if host != _HOST or not pid_text.isdigit():
+    if host != THIS_HOST or not pid_text.isdigit():
         return False
     pid = int(pid_text)
     if pid == os.getpid():

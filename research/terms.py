@@ -40,7 +40,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kernel import process_runs
+from kernel import THIS_HOST, process_runs
 from research.trim import return_freed_memory
 
 logger = logging.getLogger(__name__)
@@ -389,10 +389,11 @@ def _unpack(packed: Path, target: Path) -> None:
 
 
 PRIVATE_IPADIC_PREFIX = "lookout-ipadic-"
-"""A process's private folder for the unpacked table, under the temporary folder: `lookout-ipadic-<pid>-<random>`, so
-a later process can tell whose it is when the owner was killed before removing it."""
+"""A process's private folder for the unpacked table, under the temporary folder:
+`lookout-ipadic-<pid>-<host>-<random>`, so a later process on the same host can tell whose it is when the owner was
+killed before removing it (a folder of another host, sharing the volume, is never judged)."""
 
-_PRIVATE_IPADIC = re.compile(rf"{PRIVATE_IPADIC_PREFIX}(\d+)-[a-z0-9_]+")
+_PRIVATE_IPADIC = re.compile(rf"{PRIVATE_IPADIC_PREFIX}(\d+)-(.+)-[a-z0-9_]+")
 
 
 def remove_orphan_dictionaries(under: Path | None = None) -> list[Path]:
@@ -407,7 +408,10 @@ def remove_orphan_dictionaries(under: Path | None = None) -> list[Path]:
         return []
     for folder in candidates:
         found = _PRIVATE_IPADIC.fullmatch(folder.name)
-        if found is None or int(found.group(1)) == os.getpid() or process_runs(int(found.group(1))):
+        if found is None or found.group(2) != THIS_HOST:
+            continue
+        pid = int(found.group(1))
+        if pid == os.getpid() or process_runs(pid):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():
@@ -433,7 +437,7 @@ def _mecab_args() -> str:
         return str(ipadic.MECAB_ARGS)
     except OSError as error:
         remove_orphan_dictionaries()
-        private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_IPADIC_PREFIX}{os.getpid()}-"))
+        private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_IPADIC_PREFIX}{os.getpid()}-{THIS_HOST}-"))
         atexit.register(shutil.rmtree, private, ignore_errors=True)  # 49 MB per process otherwise left behind
         logger.warning(
             "the Japanese dictionary could not be unpacked to %s (%s); unpacking to %s", table, error, private

@@ -19,6 +19,7 @@ from app.assembly import build_dispatcher, build_services
 from app.monitoring import monitor_stack
 from app.settings import load_settings
 from app.wiring import open_database
+from kernel import THIS_HOST
 from sources import HttpClient
 
 
@@ -108,8 +109,8 @@ async def test_the_monitor_stack_removes_a_killed_processs_folder_as_it_starts(
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
     tmp = tmp_path / "tmp"
-    left = tmp / f"lookout-ipadic-{killed.pid}-k1ll3dab"
-    kept = tmp / f"lookout-ipadic-{os.getpid()}-l1v3abcd"
+    left = tmp / f"lookout-ipadic-{killed.pid}-{THIS_HOST}-k1ll3dab"
+    kept = tmp / f"lookout-ipadic-{os.getpid()}-{THIS_HOST}-l1v3abcd"
     for folder in (left, kept):
         folder.mkdir(parents=True)
         (folder / "sys.dic").write_bytes(b"table")

@@ -19,6 +19,7 @@ from pathlib import Path
 import ipadic
 import pytest
 
+from kernel import THIS_HOST
 from research import terms
 
 SENTENCE = "東京大学の研究者が新しい人工知能の論文を発表した"
@@ -187,13 +188,14 @@ def test_a_killed_processs_private_folder_is_removed_by_the_next_one_and_a_live_
 def test_folders_of_processes_that_are_gone_are_removed_and_of_running_ones_kept(tmp_path: Path) -> None:
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     gone_pid = int(gone.stdout)
-    for name in (f"lookout-ipadic-{gone_pid}-x1y2z3ab", f"lookout-ipadic-{os.getpid()}-ab12cd34", "lookout-ipadic-1"):
+    gone_here = f"lookout-ipadic-{gone_pid}-{THIS_HOST}-x1y2z3ab"
+    running = f"lookout-ipadic-{os.getpid()}-{THIS_HOST}-ab12cd34"
+    other_host = f"lookout-ipadic-{gone_pid}-another-host.local-q9w8e7r6"  # its pid means nothing here: kept
+    for name in (gone_here, running, other_host, "lookout-ipadic-1"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "sys.dic").write_bytes(b"table")
 
     removed = terms.remove_orphan_dictionaries(tmp_path)
 
-    assert [path.name for path in removed] == [f"lookout-ipadic-{gone_pid}-x1y2z3ab"]
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
-        [f"lookout-ipadic-{os.getpid()}-ab12cd34", "lookout-ipadic-1"]
-    )
+    assert [path.name for path in removed] == [gone_here]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([running, other_host, "lookout-ipadic-1"])
