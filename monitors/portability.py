@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
@@ -68,6 +68,11 @@ MAX_EXPORTED_MARKS: Final = 500
 """Feedback marks kept per monitor in an export (the newest): more says nothing the last few hundred do not."""
 
 
+TermWeight = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+"""A term's weight in a mark's story: the features are unit-normalised, so every weight lies in [0, 1]; anything else
+(a hand-edited 1e308) would overflow the words model of every later view of the reader."""
+
+
 class FeedbackEntry(BaseModel):
     """One of the exporting chat's feedback marks on a monitor: what generalises (outlets, terms), not which run."""
 
@@ -76,7 +81,7 @@ class FeedbackEntry(BaseModel):
     kind: Literal["more", "less", "fewer", "mute"]
     title: str = Field(default="", max_length=1000)
     outlets: list[str] = Field(default_factory=list, max_length=50)
-    terms: dict[str, float] = Field(default_factory=dict, max_length=200)
+    terms: dict[str, TermWeight] = Field(default_factory=dict, max_length=200)
 
 
 class AlertEntry(BaseModel):

@@ -172,13 +172,14 @@ def test_a_briefings_buttons_are_one_row_per_story_and_capped_with_one_line() ->
 
 
 UNWEIGHABLE = {"chips": 1e308, "nvidia": 1e308}
-"""Term weights a hand-edited export can carry (any float imports): their sum overflows the words' model."""
+"""Term weights whose sum overflows the words' model: /import refuses them now (`monitors.portability.TermWeight`), so
+they are stored directly here, standing for any mark the model cannot weigh."""
 
 
 async def test_marks_that_cannot_be_weighed_give_the_section_a_plain_view_with_buttons(
     world: World, feed: Feed
 ) -> None:
-    """A reader whose marks cannot be weighed (a 👎 imported with out-of-range term weights) gets each section whole,
+    """A reader whose marks cannot be weighed (a 👎 with out-of-range term weights) gets each section whole,
     in the monitor's order, with a row of buttons per story; a typed mark and /why name the story as it was shown."""
     service = world.service()
     reader, news, hn = await _briefing_reader(world, service)

@@ -243,6 +243,7 @@ async def test_invalid_entries_are_listed_with_reasons_and_valid_ones_still_impo
             {"topic": "Typo", "shedule": "daily"},
             "just a string",
             {"topic": "Mistral", "sources": ["news"], "quiet": True},
+            {"topic": "Overflow", "feedback": [{"kind": "more", "terms": {"chips": 1e308}}]},
         ],
     }
 
@@ -256,9 +257,10 @@ async def test_invalid_entries_are_listed_with_reasons_and_valid_ones_still_impo
     assert "Mars/Olympus" in reasons["“Bad zone”"]
     assert reasons["#5 “Typo”"].startswith("shedule: Extra inputs are not permitted")
     assert "#6" in reasons
+    assert reasons["#8 “Overflow”"].startswith("feedback.0.terms.chips: Input should be less than or equal to 1")
     assert [topic for _, topic in result.created] == ["DeepSeek", "Mistral"]
     description = plan.describe()
-    assert "**2 monitors to create:**" in description and "**Not imported (5):**" in description
+    assert "**2 monitors to create:**" in description and "**Not imported (6):**" in description
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "iso-8859-1"])
