@@ -34,6 +34,8 @@ from agent.untrusted import untrusted_block
 from kernel import Attachment, Reply
 from monitors import MonitorNotFoundError, split_source_specs
 from research import (
+    MAX_COLLECTION_TARGET,
+    CollectionGoal,
     RankedItem,
     escape_markdown,
     export_stem,
@@ -60,12 +62,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_COLLECT_TARGET: Final = 2000
-"""Unique items /collect aims for without `target N` (the same as `lookout collect`)."""
 DEFAULT_EXPORT_DAYS: Final = 30
 """The /export window without a number of days (what /help says)."""
-MAX_TARGET: Final = 100_000
-"""The most unique items /collect may be asked for (a collection that size takes hours already)."""
 MAX_EXPORT_DAYS: Final = 3650
 """Ten years: more is surely a typo."""
 MAX_RESULTS: Final = 15
@@ -174,7 +172,7 @@ def _split_target(args: str) -> tuple[str, int | None]:
     if match is None:
         return args, None
     count = match["count"].replace(",", "").replace("_", "")
-    return match["request"].strip(), positive("collect", count, upper=MAX_TARGET, what="The target")
+    return match["request"].strip(), positive("collect", count, upper=MAX_COLLECTION_TARGET, what="The target")
 
 
 def _parse_collect(args: str, _options: ParseOptions) -> CollectCommand:
@@ -301,14 +299,14 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
         return refuse(f"I cannot collect from those sources: {escape_markdown(str(error))}", usage="collect")
     if refused:
         return refuse("I cannot collect from " + escape_markdown("; ".join(refused)) + ".", usage="collect")
-    target = command.target or DEFAULT_COLLECT_TARGET
+    goal = CollectionGoal(target=command.target) if command.target else CollectionGoal()
     async with ProgressRelay(turn.progress, CollectionProgress()) as relay:
-        await relay.announce(f"collecting up to {target:,} items about “{command.request}”…")
+        await relay.announce(f"collecting up to {goal.target:,} items about “{command.request}”…")
         result = await run_collection_job(
             command.request,
             sources=sources,
             model=services.models.light if await models_allowed(services, turn) else None,
-            target=target,
+            goal=goal,
             out_dir=chat_exports_dir(services, turn),
             progress=relay,
         )
@@ -430,7 +428,7 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
                 text,
                 sources=chosen,
                 model=context.services.models.light,
-                target=goal,
+                goal=CollectionGoal(target=goal),
                 out_dir=context.exports_dir,
                 progress=relay,
             )
