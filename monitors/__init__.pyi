@@ -58,4 +58,5 @@ from .views import MonitorSettings as MonitorSettings
 from .views import MonitorView as MonitorView
 from .views import RunSummary as RunSummary
 from .views import effective_timezone as effective_timezone
+from .views import monitor_name as monitor_name
 from .views import monitor_view as monitor_view

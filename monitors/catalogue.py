@@ -24,6 +24,7 @@ from monitors.views import (
     MonitorSettings,
     MonitorView,
     effective_timezone,
+    monitor_name,
     monitor_view,
     schedule_of,
 )
@@ -217,8 +218,8 @@ class MonitorCatalogue(MonitorStorage):
             if chat.id == by_chat_id or not chat.active:
                 continue
             text = (
-                f"Monitor #{monitor.id} “{monitor.topic}” was deleted by the chat that owned it, so no more digests "
-                "will come from it. `/browse` lists the shared monitors; `/track` starts your own."
+                f"Monitor {monitor_name(monitor.id, monitor.topic)} was deleted by the chat that owned it, so no more "
+                "digests will come from it. `/browse` lists the shared monitors; `/track` starts your own."
             )
             await queue_notice(self.database, chat_id=chat.id, text=text, monitor_id=monitor.id, now=now)
             told += 1

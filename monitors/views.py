@@ -22,6 +22,21 @@ RunStatusText = Literal["ok", "empty", "failed", "skipped"]
 `failed` (all sources failed or an error), `skipped` (nobody to deliver to)."""
 
 
+NameStyle = Literal["quoted", "bold", "plain"]
+"""How a monitor is named: `quoted` inside a reply's sentence, `bold` where it heads a line or a listing entry,
+`plain` for text that is not markdown (status lines, answers to the chat model)."""
+
+
+def monitor_name(monitor_id: int, topic: str, style: NameStyle = "quoted") -> str:
+    """The way every message names a monitor: `#3 “C++ news”`, or `**#3 C++ news**` (bold); in markdown the topic
+    is escaped, so a topic with `*` or `_` cannot break the message's formatting."""
+    if style == "plain":
+        return f"#{monitor_id} “{topic}”"
+    if style == "bold":
+        return f"**#{monitor_id} {escape_markdown(topic)}**"
+    return f"#{monitor_id} “{escape_markdown(topic)}”"
+
+
 class MonitorNotFoundError(LookupError):
     """No such monitor for this chat; the message is one sentence for the person."""
 
@@ -120,7 +135,7 @@ class MonitorView:
         rules = f"\nrules: {escape_markdown(self.rules)}" if self.rules else ""
         alerts = "".join(f"\nalert {escape_markdown(line)}" for line in self.alerts)
         return (
-            f"**#{self.id} {escape_markdown(self.topic)}** — {self.schedule}{quiet}\n"
+            f"{monitor_name(self.id, self.topic, 'bold')} — {self.schedule}{quiet}\n"
             f"{state} · sources: {escape_markdown(', '.join(self.sources))}\n"
             f"last: {escape_markdown(self.last_result)}{last_run}{rules}{alerts}"
         )

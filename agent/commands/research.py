@@ -32,7 +32,7 @@ from agent.commands.progress import CollectionProgress, PipelineProgress, Progre
 from agent.context import Services, Turn
 from agent.untrusted import untrusted_block
 from kernel import Attachment, Reply
-from monitors import MonitorNotFoundError, split_source_specs
+from monitors import MonitorNotFoundError, monitor_name, split_source_specs
 from research import (
     MAX_COLLECTION_TARGET,
     CollectionGoal,
@@ -142,12 +142,12 @@ async def export(services: Services, turn: Turn, command: ExportCommand) -> list
     rows = await services.items.for_monitor(view.id, since=now - timedelta(days=days))
     window = f"the last {count(days, 'day')}"
     if not rows:
-        return [Reply(text=f"Monitor #{view.id} “{escape_markdown(view.topic)}” collected nothing in {window}.")]
+        return [Reply(text=f"Monitor {monitor_name(view.id, view.topic)} collected nothing in {window}.")]
     path = chat_exports_dir(services, turn) / f"{export_stem(view.topic, now, f'm{view.id}-last-{days}d')}.csv"
     write_stored_items_csv(path, rows)
     in_digest = sum(1 for row in rows if row.scores.delivered)
-    topic = escape_markdown(view.topic)
-    text = f"Monitor #{view.id} “{topic}”: {count(len(rows), 'item')} from {window} ({in_digest:,} in digests)."
+    name = monitor_name(view.id, view.topic)
+    text = f"Monitor {name}: {count(len(rows), 'item')} from {window} ({in_digest:,} in digests)."
     attachment = Attachment(path=path, filename=path.name, caption=text[:1024])
     return [Reply(text=text, attachments=(attachment,))]
 
@@ -235,8 +235,9 @@ async def _export_items(context: ToolContext, command: ExportCommand) -> str:
     view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
     window = min(max(command.days, 1), TOOL_DAYS_LIMIT)
     scored = await context.services.items.for_monitor(view.id, since=now - timedelta(days=window))
+    name = monitor_name(view.id, view.topic, "plain")
     if not scored:
-        return f"Monitor #{view.id} “{view.topic}” collected nothing in the last {window} days, so there is no CSV."
+        return f"Monitor {name} collected nothing in the last {window} days, so there is no CSV."
     # The same file as /export writes: one layout, one name (`deepseek-20261122-0830-m1-last-30d.csv`).
     path = context.exports_dir / f"{export_stem(view.topic, now, f'm{view.id}-last-{window}d')}.csv"
     try:
@@ -247,7 +248,7 @@ async def _export_items(context: ToolContext, command: ExportCommand) -> str:
         Attachment(path=path, filename=path.name, caption=f"#{view.id} {view.topic[:100]}: {len(scored)} items")
     )
     return (
-        f"Exported {len(scored)} items of monitor #{view.id} “{view.topic}” from the last {window} days; the CSV "
+        f"Exported {len(scored)} items of monitor {name} from the last {window} days; the CSV "
         f"({path.name}) is attached to your reply automatically."
     )
 
