@@ -19,6 +19,7 @@ from monitors.runner import SourceResolver
 from monitors.schedule import Schedule, parse_schedule
 from monitors.service_base import MonitorStorage, ServiceStorage
 from monitors.views import (
+    MAX_TOPIC_CHARS,
     MonitorAccessError,
     MonitorNotFoundError,
     MonitorSettings,
@@ -374,8 +375,8 @@ class MonitorCatalogue(MonitorStorage):
         clean = " ".join(topic.split())
         if not clean:
             raise ValueError("Give the monitor a topic, like /track DeepSeek.")
-        if len(clean) > self.settings.max_topic_chars:
-            raise ValueError(f"That topic is too long; keep it under {self.settings.max_topic_chars} characters.")
+        if len(clean) > MAX_TOPIC_CHARS:
+            raise ValueError(f"That topic is too long; keep it under {MAX_TOPIC_CHARS} characters.")
         return clean
 
     async def check_sources(self, sources: str | Sequence[str] | None) -> list[str]:

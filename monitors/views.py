@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from zoneinfo import ZoneInfo
 
 from kernel import error_reference
@@ -16,6 +16,10 @@ from storage import AlertRecord, ChatRecord, DeliveryMode, MonitorListing, Monit
 
 if TYPE_CHECKING:  # the digest's module loads the model library: imported where a digest is drawn
     from research import Digest
+
+MAX_TOPIC_CHARS: Final = 200
+"""A monitor's topic is a few words (/track, an alert's topic, a /search); a longer one is a request better served
+by /collect."""
 
 RunStatusText = Literal["ok", "empty", "failed", "skipped"]
 """How a monitor run ended, as `/monitors` shows it: `ok` (digest queued), `empty` (nothing new, quiet),
@@ -69,7 +73,6 @@ class MonitorSettings:
     later copies from other outlets fall in its story (a repeat) and not in a story of their own (sent again): the
     monitor's look-back, if longer, and the previous run's items always (the previous run's alone let a story's
     later copies through again: `bench/novelty_real.py`)."""
-    max_topic_chars: int = 200
     chat_daily_tokens: int = 0
     """CHAT_DAILY_TOKENS: a scheduled run whose owner chat has spent it today runs without the model; 0: no limit."""
 

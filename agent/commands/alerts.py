@@ -18,11 +18,12 @@ from pydantic import Field
 
 from agent.commands.action import Arguments, Family, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
 from agent.commands.common import chat_timezone, refuse
-from agent.commands.grammar import MAX_TOPIC_CHARS, CommandError, ParseOptions, monitor_id, shown
+from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
 from kernel import Reply
 from monitors import (
     MAX_ALERTS_PER_CHAT,
+    MAX_TOPIC_CHARS,
     MonitorNotFoundError,
     MonitorView,
     ScheduleError,
