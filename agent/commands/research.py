@@ -421,15 +421,15 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
     if not text:
         raise ModelRetry("Say what to collect.")
     chosen = resolve(context, command.sources)
-    goal = min(max(command.target, 10), 5000)
-    await context.say(f"Collecting up to {goal} items about “{text}”…")
+    goal = CollectionGoal(target=min(max(command.target, 10), 5000))
+    await context.say(f"Collecting up to {goal.target} items about “{text}”…")
     try:
         async with ProgressRelay(context.turn.progress, prefixed("collecting · ")) as relay:
             job = await run_collection_job(
                 text,
                 sources=chosen,
                 model=context.services.models.light,
-                goal=CollectionGoal(target=goal),
+                goal=goal,
                 out_dir=context.exports_dir,
                 progress=relay,
             )
@@ -447,7 +447,7 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
     failed = failure_lines(report.failed_sources)
     failures = f" Sources that failed (name each): {'; '.join(failed)}." if failed else ""
     return (
-        f"Collected {report.total_unique} unique items for “{text}” (target {goal}; {outcome}) in "
+        f"Collected {report.total_unique} unique items for “{text}” (target {goal.target}; {outcome}) in "
         f"{report.attempts} rounds. Per source: {per_source or 'none'}.{failures} The CSV ({job.paths.csv.name}) is "
         "attached to your reply automatically; tell the person it is there."
     )
