@@ -18,11 +18,11 @@ class CollectionGoal:
     """The target and the effort allowed for one collection job; every field at least 1."""
 
     target: int = 2000
-    """Unique items to reach: a large sample for a CSV, still minutes of searching with the keyless sources."""
+    """Unique items to reach when the person names no target (`/collect … target N`, `--target`)."""
     max_attempts: int = 10
-    """Collection rounds at most: after ten rounds of refined queries, more rarely finds much that is new."""
+    """Collection rounds at most, so a request that keeps finding something new still ends in bounded time."""
     items_per_attempt: int = 500
-    """Items asked for per round, shared among its queries and sources (at least 10 per search)."""
+    """Items asked for per round, shared among its queries and sources (each search asks for at least 10)."""
 
     def __post_init__(self) -> None:
         for name in ("target", "max_attempts", "items_per_attempt"):
