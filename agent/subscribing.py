@@ -7,10 +7,10 @@ from zoneinfo import ZoneInfo
 
 from monitors import (
     MonitorService,
-    MonitorView,
     Schedule,
     SharedMonitor,
     chat_label,
+    monitor_name,
     parse_schedule,
 )
 from research import escape_markdown
@@ -28,18 +28,15 @@ __all__ = [
 ]
 
 
-def _name(view: MonitorView) -> str:
-    return f"**#{view.id} {escape_markdown(view.topic)}**"
-
-
 async def subscribe(service: MonitorService, chat_id: int, monitor_id: int, *, is_admin: bool = False) -> str:
     """Put the chat on a shared monitor; raises `MonitorNotFoundError` (not shared, or no such monitor)."""
     view, fresh = await service.sharing.subscribe(chat_id, monitor_id, is_admin=is_admin)
+    name = monitor_name(view.id, view.topic, "bold")
     where = "in this chat's briefing" if view.in_briefing else "here after each run"
     if not fresh:
-        return f"This chat already receives {_name(view)} ({view.schedule}); its digests come {where}."
+        return f"This chat already receives {name} ({view.schedule}); its digests come {where}."
     return (
-        f"This chat now receives {_name(view)} — {view.schedule}, sources: {', '.join(view.sources)}. Its digests "
+        f"This chat now receives {name} — {view.schedule}, sources: {', '.join(view.sources)}. Its digests "
         f"come {where}; `/unsubscribe {view.id}` stops them, `/pause {view.id}` pauses them for this chat only."
     )
 
@@ -47,7 +44,8 @@ async def subscribe(service: MonitorService, chat_id: int, monitor_id: int, *, i
 async def unsubscribe(service: MonitorService, chat_id: int, monitor_id: int, *, is_admin: bool = False) -> str:
     """Take the chat off a monitor it receives; raises `MonitorNotFoundError` or `ValueError` (its own)."""
     view = await service.sharing.unsubscribe(chat_id, monitor_id, is_admin=is_admin)
-    return f"This chat no longer receives {_name(view)}; the monitor goes on for the chats that keep it."
+    name = monitor_name(view.id, view.topic, "bold")
+    return f"This chat no longer receives {name}; the monitor goes on for the chats that keep it."
 
 
 async def set_shared(
@@ -56,14 +54,16 @@ async def set_shared(
     """Share or unshare a monitor the chat owns; raises `MonitorNotFoundError` for another chat's."""
     if shared:
         view = await service.sharing.share(monitor_id, chat_id=chat_id, is_admin=is_admin)
+        name = monitor_name(view.id, view.topic, "bold")
         return (
-            f"{_name(view)} is shared: other chats find it with `/browse` and subscribe with `/subscribe {view.id}`. "
+            f"{name} is shared: other chats find it with `/browse` and subscribe with `/subscribe {view.id}`. "
             f"Only this chat can change it; `/unshare {view.id}` takes it out of /browse."
         )
     view = await service.sharing.unshare(monitor_id, chat_id=chat_id, is_admin=is_admin)
+    name = monitor_name(view.id, view.topic, "bold")
     others = view.other_receivers
     keep = f" The {others} chat{'s' * (others != 1)} already subscribed keep it." if others else ""
-    return f"{_name(view)} is no longer listed in /browse; no new chat can subscribe.{keep}"
+    return f"{name} is no longer listed in /browse; no new chat can subscribe.{keep}"
 
 
 async def transfer(
@@ -71,8 +71,9 @@ async def transfer(
 ) -> str:
     """Hand the monitor to a chat that subscribes to it; raises `MonitorNotFoundError` or `ValueError`."""
     view = await service.sharing.transfer(monitor_id, chat_id=chat_id, to_chat=to_chat, is_admin=is_admin)
+    name = monitor_name(view.id, view.topic, "bold")
     return (
-        f"{_name(view)} now belongs to {chat_label(to_chat)}, who was told. This chat still receives it "
+        f"{name} now belongs to {chat_label(to_chat)}, who was told. This chat still receives it "
         f"(`/unsubscribe {view.id}` to stop) but can no longer change it."
     )
 
@@ -90,24 +91,27 @@ async def change_delivery(
     sharing = service.sharing
     if paused is True:
         view, changed = await sharing.pause_delivery(chat_id, monitor_id)
+        name = monitor_name(view.id, view.topic, "bold")
         state = "is paused" if changed else "was already paused"
         return (
-            f"Delivery of {_name(view)} {state} for this chat only; the monitor goes on for its other chats. "
+            f"Delivery of {name} {state} for this chat only; the monitor goes on for its other chats. "
             f"`/resume {view.id}` starts it again here."
         )
     if paused is False:
         view, changed = await sharing.resume_delivery(chat_id, monitor_id)
+        name = monitor_name(view.id, view.topic, "bold")
         state = "resumes" if changed else "was not paused"
-        return f"Delivery of {_name(view)} to this chat {state}."
+        return f"Delivery of {name} to this chat {state}."
     if mode is None:
         raise ValueError("Say whether to pause, resume, or how to deliver.")
     chat = await service.chat(chat_id)
     if mode is DeliveryMode.BRIEFING and chat.briefing_schedule is None:
         raise ValueError("This chat has no briefing yet; set one first, e.g. `/briefing daily at 08:00`.")
     view, _changed = await sharing.set_delivery(chat_id, monitor_id, mode)
+    name = monitor_name(view.id, view.topic, "bold")
     if view.in_briefing:
-        return f"{_name(view)} now comes in this chat's briefing ({briefing_line(chat)})."
-    return f"{_name(view)} now comes here after each run, even when this chat has a briefing."
+        return f"{name} now comes in this chat's briefing ({briefing_line(chat)})."
+    return f"{name} now comes here after each run, even when this chat has a briefing."
 
 
 def briefing_line(chat: ChatRecord) -> str:
@@ -142,10 +146,11 @@ async def set_briefing(service: MonitorService, chat_id: int, schedule: Schedule
 def browse_entry(entry: SharedMonitor) -> str:
     """One shared monitor as /browse lists it."""
     view = entry.view
+    name = monitor_name(view.id, view.topic, "bold")
     count = view.receivers
     state = " · this chat's own" if view.owned_here else (" · ✓ this chat receives it" if view.subscribed else "")
     return (
-        f"{_name(view)} — {view.schedule}{' · paused' if view.paused else ''}\n"
+        f"{name} — {view.schedule}{' · paused' if view.paused else ''}\n"
         f"sources: {escape_markdown(', '.join(view.sources))} · by {escape_markdown(entry.owner)} · {count} "
         f"subscriber{'s' * (count != 1)}{state}\nlast: {escape_markdown(view.last_result)}"
     )

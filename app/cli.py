@@ -12,6 +12,7 @@ import typer
 from app.destination_commands import destinations_cli
 from app.logging_setup import configure_logging, silence_library_banners
 from app.monitor_commands import monitors_cli
+from research import MAX_COLLECTION_TARGET, CollectionGoal
 
 if TYPE_CHECKING:  # every command imports what it needs when it runs, so `lookout --help` answers at once
     from app.settings import Settings
@@ -257,9 +258,15 @@ def research(
 @cli.command()
 def collect(
     request: Annotated[str, typer.Argument(help='What to collect, e.g. "posts about open source LLMs".')],
-    target: Annotated[int, typer.Option(min=1, max=100_000, help="Unique items to reach.")] = 2000,
-    max_attempts: Annotated[int, typer.Option(min=1, max=50, help="Collection rounds at most.")] = 10,
-    items_per_attempt: Annotated[int, typer.Option(min=10, max=5000, help="Items asked for per round.")] = 500,
+    target: Annotated[
+        int, typer.Option(min=1, max=MAX_COLLECTION_TARGET, help="Unique items to reach.")
+    ] = CollectionGoal.target,
+    max_attempts: Annotated[
+        int, typer.Option(min=1, max=50, help="Collection rounds at most.")
+    ] = CollectionGoal.max_attempts,
+    items_per_attempt: Annotated[
+        int, typer.Option(min=10, max=5000, help="Items asked for per round.")
+    ] = CollectionGoal.items_per_attempt,
     sources: SourcesOption = None,
 ) -> None:
     """Collect until the target of unique items (or a stop rule); write CSV and JSON under DATA_DIR/exports/cli."""
@@ -271,9 +278,7 @@ def collect(
     collect_command(
         settings,
         request=request,
-        target=target,
-        max_attempts=max_attempts,
-        items_per_attempt=items_per_attempt,
+        goal=CollectionGoal(target=target, max_attempts=max_attempts, items_per_attempt=items_per_attempt),
         sources_spec=sources,
     )
 

@@ -62,11 +62,13 @@ def subscribe_destination(settings: Settings, monitor_id: int, url: str) -> None
     """`lookout monitors subscribe <id> --to <url>`."""
 
     async def work(stack: MonitorStack) -> str:
+        from monitors import monitor_name
+
         view, record, secret, fresh = await _service(stack).subscribe(monitor_id, url, added_by_chat_id=None)
         state = "now receives" if fresh else "already received"
-        return (
-            f"Destination #{record.id} `{record.label}` {state} monitor #{view.id} “{view.topic}” ({view.schedule})."
-            + _secret_line(secret)
+        name = monitor_name(view.id, view.topic)
+        return f"Destination #{record.id} `{record.label}` {state} monitor {name} ({view.schedule})." + _secret_line(
+            secret
         )
 
     _show(work, settings)

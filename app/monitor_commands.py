@@ -232,12 +232,15 @@ def subscribe(
     assert chat is not None
 
     async def work(stack: MonitorStack) -> str:
+        from monitors import monitor_name
+
         _allowed_chat(settings, chat)
         chat_id = await _chat_id(stack, chat)
         view, fresh = await stack.service.sharing.subscribe(chat_id, monitor_id, is_admin=True)
         state = "now receives" if fresh else "already received"
         return (
-            f"{chat} {state} monitor #{view.id} “{view.topic}” ({view.schedule}); {view.receivers} chat(s) receive it."
+            f"{chat} {state} monitor {monitor_name(view.id, view.topic)} ({view.schedule}); "
+            f"{view.receivers} chat(s) receive it."
         )
 
     CliOutput().markdown(_with_stack(settings, work))
@@ -252,9 +255,11 @@ def unsubscribe(
     settings = _settings()
 
     async def work(stack: MonitorStack) -> str:
+        from monitors import monitor_name
+
         chat_id = await _chat_id(stack, chat)
         view = await stack.service.sharing.unsubscribe(chat_id, monitor_id, is_admin=True)
-        return f"{chat} no longer receives monitor #{view.id} “{view.topic}”."
+        return f"{chat} no longer receives monitor {monitor_name(view.id, view.topic)}."
 
     CliOutput().markdown(_with_stack(settings, work))
 
@@ -270,7 +275,7 @@ def feed(
     # Reads and writes one token only (no sources, senders or models are built), so it answers at once.
     async def main() -> list[str]:
         from app.wiring import open_database
-        from monitors import MonitorFeeds, MonitorNotFoundError, feed_path
+        from monitors import MonitorFeeds, MonitorNotFoundError, feed_path, monitor_name
         from storage.repositories import MonitorRepository
 
         async with open_database(settings) as database:
@@ -280,7 +285,7 @@ def feed(
             token = await MonitorFeeds(database).token(monitor_id, rotate=new)
         base = (settings.public_url or "").rstrip("/")
         lines = [
-            f"Monitor #{monitor.id} “{monitor.topic}”"
+            f"Monitor {monitor_name(monitor.id, monitor.topic, 'plain')}"
             + (": new feed links, the old ones no longer work." if new else ":"),
             f"Atom:      {base}{feed_path(token, 'atom')}",
             f"JSON Feed: {base}{feed_path(token, 'json')}",

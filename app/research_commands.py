@@ -17,6 +17,7 @@ from app.settings import Settings
 from app.wiring import SourceCatalog, language_models, open_database, open_http_client
 from research import (
     CLI_FOLDER,
+    CollectionGoal,
     CollectionJobResult,
     ProgressEvent,
     ResearchResult,
@@ -68,9 +69,7 @@ def collect_command(
     settings: Settings,
     *,
     request: str,
-    target: int,
-    max_attempts: int,
-    items_per_attempt: int,
+    goal: CollectionGoal,
     sources_spec: str | None,
 ) -> None:
     err, out = CliOutput(err=True), CliOutput()
@@ -84,9 +83,7 @@ def collect_command(
             request,
             sources=sources,
             model=model,
-            target=target,
-            max_attempts=max_attempts,
-            items_per_attempt=items_per_attempt,
+            goal=goal,
             out_dir=out_dir,
             progress=_progress_printer(err),
         )

@@ -52,10 +52,12 @@ from .sharing import SharedMonitor as SharedMonitor
 from .sharing import SubscribeOffer as SubscribeOffer
 from .sharing import chat_label as chat_label
 from .sharing import normalise_topic as normalise_topic
+from .views import MAX_TOPIC_CHARS as MAX_TOPIC_CHARS
 from .views import MonitorAccessError as MonitorAccessError
 from .views import MonitorNotFoundError as MonitorNotFoundError
 from .views import MonitorSettings as MonitorSettings
 from .views import MonitorView as MonitorView
 from .views import RunSummary as RunSummary
 from .views import effective_timezone as effective_timezone
+from .views import monitor_name as monitor_name
 from .views import monitor_view as monitor_view

@@ -19,11 +19,13 @@ from monitors.runner import SourceResolver
 from monitors.schedule import Schedule, parse_schedule
 from monitors.service_base import MonitorStorage, ServiceStorage
 from monitors.views import (
+    MAX_TOPIC_CHARS,
     MonitorAccessError,
     MonitorNotFoundError,
     MonitorSettings,
     MonitorView,
     effective_timezone,
+    monitor_name,
     monitor_view,
     schedule_of,
 )
@@ -217,8 +219,8 @@ class MonitorCatalogue(MonitorStorage):
             if chat.id == by_chat_id or not chat.active:
                 continue
             text = (
-                f"Monitor #{monitor.id} “{monitor.topic}” was deleted by the chat that owned it, so no more digests "
-                "will come from it. `/browse` lists the shared monitors; `/track` starts your own."
+                f"Monitor {monitor_name(monitor.id, monitor.topic)} was deleted by the chat that owned it, so no more "
+                "digests will come from it. `/browse` lists the shared monitors; `/track` starts your own."
             )
             await queue_notice(self.database, chat_id=chat.id, text=text, monitor_id=monitor.id, now=now)
             told += 1
@@ -373,8 +375,8 @@ class MonitorCatalogue(MonitorStorage):
         clean = " ".join(topic.split())
         if not clean:
             raise ValueError("Give the monitor a topic, like /track DeepSeek.")
-        if len(clean) > self.settings.max_topic_chars:
-            raise ValueError(f"That topic is too long; keep it under {self.settings.max_topic_chars} characters.")
+        if len(clean) > MAX_TOPIC_CHARS:
+            raise ValueError(f"That topic is too long; keep it under {MAX_TOPIC_CHARS} characters.")
         return clean
 
     async def check_sources(self, sources: str | Sequence[str] | None) -> list[str]:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from monitors.alerts import MAX_ALERTS_PER_CHAT, MAX_CONDITION_CHARS
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
+from monitors.views import monitor_name
 from research import ReaderRules
 from sources import SourceError, guard_xml
 from storage import ChatRecord, DeliveryMode, FeedbackMarkRecord, MonitorRecord
@@ -141,7 +142,7 @@ class ReceivedEntry(BaseModel):
     alerts: list[AlertEntry] = Field(min_length=1, max_length=MAX_ALERTS_PER_CHAT)
 
     def label(self) -> str:
-        return f"monitor #{self.monitor_id} “{self.topic}”"
+        return f"monitor {monitor_name(self.monitor_id, self.topic)}"
 
 
 class _ExportFile(BaseModel):

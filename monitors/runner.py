@@ -22,7 +22,7 @@ from monitors.notices import NOTICE_KIND, queue_notice
 from monitors.recorder import RunRecorder
 from monitors.schedule import Schedule, ScheduleError, parse_schedule
 from monitors.service_base import MonitorStorage, ServiceStorage
-from monitors.views import MonitorSettings, RunStatusText, RunSummary
+from monitors.views import MonitorSettings, RunStatusText, RunSummary, monitor_name
 from research import (
     MAX_FEEDBACK_EXAMPLES,
     AlertStory,
@@ -659,7 +659,7 @@ class MonitorRunner(MonitorStorage):
         when = f"{next_run.astimezone(zone):%Y-%m-%d %H:%M %Z}" if next_run else "the next run"
         retry = f"I'll keep trying, less often; next try {when}." if backing_off else f"I'll try again at {when}."
         text = (
-            f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}” failed{runs}: {what}.\n{errors}\n"
+            f"⚠️ Monitor {monitor_name(monitor.id, monitor.topic)} failed{runs}: {what}.\n{errors}\n"
             f"{retry} Send /pause {monitor.id} to stop it."
         )
         chats = [monitor.owner_chat_id, *(chat.id for chat in await self._subscriptions.subscribers(monitor.id))]
@@ -778,7 +778,7 @@ def _sources_notice(monitor: MonitorRecord, backed_off: Sequence[tuple[SourceFai
     ]
     which = "this source keeps" if len(lines) == 1 else "these sources keep"
     return (
-        f"⚠️ Monitor #{monitor.id} “{escape_markdown(monitor.topic)}”: {which} failing, so I'll ask less often "
+        f"⚠️ Monitor {monitor_name(monitor.id, monitor.topic)}: {which} failing, so I'll ask less often "
         "(the other sources are searched as usual):\n"
         + "\n".join(lines)
         + "\nIf a source is gone for good, ask me to change the monitor's sources."

@@ -18,7 +18,7 @@ from typing import Protocol
 from monitors.destinations import DESTINATION_PLATFORMS
 from monitors.notices import queue_notice
 from monitors.service_base import MonitorStorage, ServiceStorage
-from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorView
+from monitors.views import MonitorAccessError, MonitorNotFoundError, MonitorView, monitor_name
 from storage import ChatRecord, Database, DeliveryMode, MonitorRecord, SubscriptionRecord
 from storage.repositories import MonitorRepository, SubscriptionRepository
 
@@ -145,7 +145,7 @@ class MonitorSharing(MonitorStorage):
         if record is None:
             raise MonitorNotFoundError(_not_found(monitor.id))
         text = (
-            f"You now own monitor #{monitor.id} “{monitor.topic}”: {reason}. You can change it "
+            f"You now own monitor {monitor_name(monitor.id, monitor.topic)}: {reason}. You can change it "
             f"(`/pause {monitor.id}`, `/untrack {monitor.id}`, `/share {monitor.id}`…); its subscribers keep it."
         )
         await queue_notice(self._database, chat_id=to_chat.id, text=text, monitor_id=monitor.id, now=self._clock())
@@ -310,7 +310,7 @@ async def hand_over_monitors(database: Database, chat: ChatRecord, *, now: datet
         _subscription, heir = heirs[0]  # oldest subscription first
         await monitors.update(monitor.id, owner_chat_id=heir.id)
         text = (
-            f"You now own monitor #{monitor.id} “{monitor.topic}”: the chat that owned it is gone, and yours "
+            f"You now own monitor {monitor_name(monitor.id, monitor.topic)}: the chat that owned it is gone, and yours "
             f"subscribed to it first. You can change it (`/pause {monitor.id}`, `/untrack {monitor.id}`, "
             f"`/share {monitor.id}`…); its other subscribers keep it."
         )

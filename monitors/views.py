@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from zoneinfo import ZoneInfo
 
 from kernel import error_reference
@@ -17,9 +17,28 @@ from storage import AlertRecord, ChatRecord, DeliveryMode, MonitorListing, Monit
 if TYPE_CHECKING:  # the digest's module loads the model library: imported where a digest is drawn
     from research import Digest
 
+MAX_TOPIC_CHARS: Final = 200
+"""A monitor's topic is a few words (/track, an alert's topic, a /search); a longer one is a request better served
+by /collect."""
+
 RunStatusText = Literal["ok", "empty", "failed", "skipped"]
 """How a monitor run ended, as `/monitors` shows it: `ok` (digest queued), `empty` (nothing new, quiet),
 `failed` (all sources failed or an error), `skipped` (nobody to deliver to)."""
+
+
+NameStyle = Literal["quoted", "bold", "plain"]
+"""How a monitor is named: `quoted` inside a reply's sentence, `bold` where it heads a line or a listing entry,
+`plain` for text that is not markdown (status lines, answers to the chat model)."""
+
+
+def monitor_name(monitor_id: int, topic: str, style: NameStyle = "quoted") -> str:
+    """The way every message names a monitor: `#3 “C++ news”`, or `**#3 C++ news**` (bold); in markdown the topic
+    is escaped, so a topic with `*` or `_` cannot break the message's formatting."""
+    if style == "plain":
+        return f"#{monitor_id} “{topic}”"
+    if style == "bold":
+        return f"**#{monitor_id} {escape_markdown(topic)}**"
+    return f"#{monitor_id} “{escape_markdown(topic)}”"
 
 
 class MonitorNotFoundError(LookupError):
@@ -54,7 +73,6 @@ class MonitorSettings:
     later copies from other outlets fall in its story (a repeat) and not in a story of their own (sent again): the
     monitor's look-back, if longer, and the previous run's items always (the previous run's alone let a story's
     later copies through again: `bench/novelty_real.py`)."""
-    max_topic_chars: int = 200
     chat_daily_tokens: int = 0
     """CHAT_DAILY_TOKENS: a scheduled run whose owner chat has spent it today runs without the model; 0: no limit."""
 
@@ -120,7 +138,7 @@ class MonitorView:
         rules = f"\nrules: {escape_markdown(self.rules)}" if self.rules else ""
         alerts = "".join(f"\nalert {escape_markdown(line)}" for line in self.alerts)
         return (
-            f"**#{self.id} {escape_markdown(self.topic)}** — {self.schedule}{quiet}\n"
+            f"{monitor_name(self.id, self.topic, 'bold')} — {self.schedule}{quiet}\n"
             f"{state} · sources: {escape_markdown(', '.join(self.sources))}\n"
             f"last: {escape_markdown(self.last_result)}{last_run}{rules}{alerts}"
         )

@@ -42,6 +42,8 @@ from .feedback import StoryVector as StoryVector
 from .feedback import reader_view as reader_view
 from .feedback import story_features as story_features
 from .feedback import story_vector as story_vector
+from .goal import MAX_COLLECTION_TARGET as MAX_COLLECTION_TARGET
+from .goal import CollectionGoal as CollectionGoal
 from .iterative import StopReason as StopReason
 from .jobs import CollectionJobResult as CollectionJobResult
 from .jobs import ResearchResult as ResearchResult

@@ -12,6 +12,7 @@ from pydantic_ai.models import Model
 from research.collect import Collection, ProgressCallback, ProgressEvent, collect, emit
 from research.dedupe import Deduper
 from research.export import ExportPaths, export_stem, write_exports
+from research.goal import CollectionGoal
 from research.iterative import CollectionReport, run_iterative_collection
 from research.query_variants import topic_of
 from research.rank import RankedItem, rank
@@ -33,13 +34,11 @@ async def run_collection_job(
     *,
     sources: Sequence[Source],
     model: Model | str | None,
-    target: int = 2000,
-    max_attempts: int = 10,
-    items_per_attempt: int = 500,
+    goal: CollectionGoal,
     out_dir: Path,
     progress: ProgressCallback | None = None,
 ) -> CollectionJobResult:
-    """Collect to the target (see `research.iterative`), rank, and write `<stem>.csv` and `<stem>.json`.
+    """Collect to the goal's target (see `research.iterative`), rank, and write `<stem>.csv` and `<stem>.json`.
 
     Source and model failures end up in the report; only failing to write the files raises (`OSError`).
     """
@@ -47,9 +46,7 @@ async def run_collection_job(
         request,
         sources=sources,
         model=model,
-        target=target,
-        max_attempts=max_attempts,
-        items_per_attempt=items_per_attempt,
+        goal=goal,
         progress=progress,
     )
     topic = topic_of(request)

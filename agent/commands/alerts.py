@@ -18,14 +18,16 @@ from pydantic import Field
 
 from agent.commands.action import Arguments, Family, Proposal, SlackCommand, ToolRefusal, ToolUse, monitor_role
 from agent.commands.common import chat_timezone, refuse
-from agent.commands.grammar import MAX_TOPIC_CHARS, CommandError, ParseOptions, monitor_id, shown
+from agent.commands.grammar import CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
 from kernel import Reply
 from monitors import (
     MAX_ALERTS_PER_CHAT,
+    MAX_TOPIC_CHARS,
     MonitorNotFoundError,
     MonitorView,
     ScheduleError,
+    monitor_name,
     normalise_topic,
     parse_schedule,
 )
@@ -116,7 +118,7 @@ def _by_words(condition: AlertCondition, topic: str) -> str:
 def _watching(condition: str, view: MonitorView, topic: str) -> str:
     own = _own_topic(topic, view)
     about = f" in stories about “{escape_markdown(own)}”" if own else ""
-    return f"“{escape_markdown(condition)}”{about} on monitor #{view.id} “{escape_markdown(view.topic)}”"
+    return f"“{escape_markdown(condition)}”{about} on monitor {monitor_name(view.id, view.topic)}"
 
 
 # --- parsing and proposals ------------------------------------------------------------------------------------
@@ -156,14 +158,15 @@ async def _propose_alert(services: Services, turn: Turn, command: AlertCommand) 
     view = await _existing(services, turn, command)
     if view is None:
         return Proposal(
-            description=f"create monitor “{command.topic}” ({ALERT_SCHEDULE_TEXT}) and tell this chat at once when "
-            f"{command.condition}",
+            description=f"create monitor “{escape_markdown(command.topic)}” ({ALERT_SCHEDULE_TEXT}) and tell this "
+            f"chat at once when {escape_markdown(command.condition)}",
             arguments=command,
         )
     own = _own_topic(command.topic, view)
-    about = f" in stories about “{own}”" if own else ""
+    about = f" in stories about “{escape_markdown(own)}”" if own else ""
     return Proposal(
-        description=f"tell this chat at once when {command.condition}{about} (monitor #{view.id} “{view.topic}”)",
+        description=f"tell this chat at once when {escape_markdown(command.condition)}{about} "
+        f"(monitor {monitor_name(view.id, view.topic)})",
         arguments=command.model_copy(update={"monitor_id": view.id}),
     )
 
@@ -225,7 +228,7 @@ async def alert(services: Services, turn: Turn, command: AlertCommand) -> list[R
                 f"{escape_markdown(str(error))}. `/track` one, then `/alert <its number> when …`."
             )
         created = (
-            f"\nThis chat had no monitor of it, so I created **#{view.id} {escape_markdown(view.topic)}** "
+            f"\nThis chat had no monitor of it, so I created {monitor_name(view.id, view.topic, 'bold')} "
             f"({view.schedule}); its digests come here too (`/untrack {view.id}` deletes it and its alerts)."
         )
     try:
@@ -262,7 +265,7 @@ async def list_alerts(services: Services, turn: Turn, _command: AlertsCommand) -
         return [Reply(text=f"No alerts in this chat yet — try `{ALERT_EXAMPLE}`.")]
     lines = [
         f"- **#{entry.id}** {escape_markdown(entry.topic)}: when {escape_markdown(entry.condition)} — monitor "
-        f"#{entry.monitor_id} “{escape_markdown(entry.monitor_topic)}”"
+        f"{monitor_name(entry.monitor_id, entry.monitor_topic)}"
         + (f" · fired for {entry.fired} stor{'y' if entry.fired == 1 else 'ies'}" if entry.fired else "")
         for entry in alerts
     ]

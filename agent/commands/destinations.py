@@ -20,7 +20,7 @@ from agent.commands.common import refuse
 from agent.commands.grammar import CommandError, ParseOptions
 from agent.context import Services, Turn
 from kernel import Reply
-from monitors import DestinationError, DestinationService, MonitorNotFoundError
+from monitors import DestinationError, DestinationService, MonitorNotFoundError, monitor_name
 from storage import DestinationRecord
 
 __all__ = [
@@ -178,7 +178,8 @@ async def subscribe_to(
     return _added(
         record,
         secret,
-        f"{state} monitor #{view.id} “{view.topic}” after each run. `/destination test {record.id}` sends a test now;",
+        f"{state} monitor {monitor_name(view.id, view.topic)} after each run. "
+        f"`/destination test {record.id}` sends a test now;",
     )
 
 

@@ -12,7 +12,7 @@ from agent.commands.common import refuse
 from agent.commands.grammar import CLOSE_QUOTES, OPEN_QUOTES, CommandError, ParseOptions, monitor_id, shown
 from agent.context import Services, Turn
 from kernel import Reply
-from monitors import MonitorNotFoundError, MonitorView
+from monitors import MonitorNotFoundError, MonitorView, monitor_name
 from research import RULE_KINDS, ReaderRules, RuleError, RuleKind, escape_markdown
 
 __all__ = ["ACTIONS", "FILTER_HELP", "FilterCommand", "filter_rules"]
@@ -49,17 +49,17 @@ class FilterCommand(MonitorArguments):
 
 
 def _shown(view: MonitorView, rules: ReaderRules, *, changed: bool = False) -> str:
-    topic = escape_markdown(view.topic)
+    name = monitor_name(view.id, view.topic)
     if rules.empty:
         state = "cleared: this chat gets its whole digest" if changed else "none: this chat gets its whole digest"
         return (
-            f"Your rules on monitor #{view.id} “{topic}”: {state}. `/help filter` shows how to set some, e.g. "
+            f"Your rules on monitor {name}: {state}. `/help filter` shows how to set some, e.g. "
             f"`/filter {view.id} exclude celebrity`."
         )
     lines = "\n".join(f"- {escape_markdown(part)}" for part in rules.parts())
     head = "now" if changed else "are"
     return (
-        f"Your rules on monitor #{view.id} “{topic}” {head}:\n{lines}\n\n"
+        f"Your rules on monitor {name} {head}:\n{lines}\n\n"
         f"They change only the digests this chat gets. `/filter {view.id} clear` removes them."
     )
 
@@ -163,7 +163,9 @@ async def _propose_filter(services: Services, turn: Turn, command: FilterCommand
     except RuleError as error:
         raise ToolRefusal(str(error)) from None
     what = changed.summary() or "none (the whole digest)"
-    return Proposal(description=f"set this chat's rules on monitor #{view.id} “{view.topic}” to: {what}")
+    return Proposal(
+        description=f"set this chat's rules on monitor {monitor_name(view.id, view.topic)} to: {escape_markdown(what)}"
+    )
 
 
 # --- the definitions ----------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from sources import SOURCE_NAMES, SPEC_HELP, parse_platforms
 __all__ = [
     "CLOSE_QUOTES",
     "MAX_QUERY_CHARS",
-    "MAX_TOPIC_CHARS",
     "OPEN_QUOTES",
     "SCHEDULE_HELP",
     "SLACK_PREFIX",
@@ -74,9 +73,6 @@ SLACK_PREFIX = "lookout"
 """The word that starts a command where a slash is taken (`/lookout track …`, `lookout track …`)."""
 
 MAX_QUERY_CHARS = 500
-MAX_TOPIC_CHARS = 200
-"""A monitor's topic is a few words (/track, an alert's topic); a longer one is a request better served by
-/collect."""
 MAX_SCHEDULE_WORDS = 12
 """Schedules are short; longer tails of a /track are never tried (keeps parsing linear in practice)."""
 

@@ -54,6 +54,7 @@ from monitors import (
     Schedule,
     ScheduleError,
     SubscribeOffer,
+    monitor_name,
     parse_schedule,
 )
 from research import escape_markdown
@@ -169,7 +170,6 @@ async def _offer(
 ) -> list[Reply]:
     """Subscribe to the shared monitor ("yes", the first button) or create this chat's own ("no", the second)."""
     view = offer.view
-    topic = escape_markdown(view.topic)
     create = CatalogueAction(
         description=f"create your own monitor “{escape_markdown(command.topic)}” instead",
         action="create",
@@ -178,7 +178,7 @@ async def _offer(
         ).model_dump(mode="json"),
     )
     subscribe = CatalogueAction(
-        description=f"subscribe to monitor #{view.id} “{topic}”",
+        description=f"subscribe to monitor {monitor_name(view.id, view.topic)}",
         action="subscribe",
         arguments={"monitor_id": view.id},
     )
@@ -198,8 +198,8 @@ async def _offer(
     )
     minutes = PendingConfirmation.minutes_open(ttl)
     text = (
-        f"A shared monitor already follows this: **#{view.id} {topic}** — {view.schedule}, sources: "
-        f"{escape_markdown(', '.join(view.sources))}; by {escape_markdown(offer.owner)}, {count} "
+        f"A shared monitor already follows this: {monitor_name(view.id, view.topic, 'bold')} — {view.schedule}, "
+        f"sources: {escape_markdown(', '.join(view.sources))}; by {escape_markdown(offer.owner)}, {count} "
         f"subscriber{'s' * (count != 1)}, last: {escape_markdown(view.last_result)}.\n{differences}\n"
         "Subscribe to it instead of creating a duplicate? "
         f"{pending.how_to_answer(minutes=minutes)}"
@@ -245,7 +245,7 @@ def quiet_state(monitor_id: int, quiet: bool) -> str:
 def _subscriber_only(view: MonitorView, action: str) -> str:
     """This chat sees the monitor (it receives the digests) but another chat owns it."""
     return (
-        f"Monitor #{view.id} “{escape_markdown(view.topic)}” belongs to another chat: this chat receives its digests, "
+        f"Monitor {monitor_name(view.id, view.topic)} belongs to another chat: this chat receives its digests, "
         f"but only that chat can {action} it. `/untrack {view.id}` stops the digests here."
     )
 
@@ -304,7 +304,7 @@ def _entry(view: MonitorView, turn: Turn, services: Services, *, show_owner: boo
     if view.alerts:
         delivery += " (`/alerts`)"
     return (
-        f"**#{view.id} {escape_markdown(view.topic)}** — {view.schedule}{flags}{owner}\n"
+        f"{monitor_name(view.id, view.topic, 'bold')} — {view.schedule}{flags}{owner}\n"
         f"{state} · sources: {escape_markdown(', '.join(view.sources))}\n"
         f"last run: {last}{delivery}"
     )
@@ -364,12 +364,12 @@ async def _propose_pause(services: Services, turn: Turn, command: PauseCommand) 
         if view.delivery_paused:
             return f"This chat's delivery of monitor #{view.id} is already paused."
         return Proposal(
-            description=f"pause this chat's delivery of monitor #{view.id} “{view.topic}” (it goes on for the other "
-            "chats)"
+            description=f"pause this chat's delivery of monitor {monitor_name(view.id, view.topic)} "
+            "(it goes on for the other chats)"
         )
     if view.paused:
         return f"Monitor #{view.id} is already paused."
-    return Proposal(description=f"pause monitor #{view.id} “{view.topic}”")
+    return Proposal(description=f"pause monitor {monitor_name(view.id, view.topic)}")
 
 
 async def _propose_resume(services: Services, turn: Turn, command: ResumeCommand) -> Proposal | str:
@@ -377,16 +377,16 @@ async def _propose_resume(services: Services, turn: Turn, command: ResumeCommand
     if role == "subscriber":
         if not view.delivery_paused:
             return f"This chat's delivery of monitor #{view.id} is not paused."
-        return Proposal(description=f"resume this chat's delivery of monitor #{view.id} “{view.topic}”")
+        return Proposal(description=f"resume this chat's delivery of monitor {monitor_name(view.id, view.topic)}")
     if not view.paused:
         when = f"{view.next_run:%Y-%m-%d %H:%M %Z}" if view.next_run else None
         return f"Monitor #{view.id} is not paused; next run {when}."
-    return Proposal(description=f"resume monitor #{view.id} “{view.topic}”")
+    return Proposal(description=f"resume monitor {monitor_name(view.id, view.topic)}")
 
 
 async def _propose_untrack(services: Services, turn: Turn, command: UntrackCommand) -> Proposal | str:
     view = await owned_monitor(services, turn, command.monitor_id)
-    return Proposal(description=f"delete monitor #{view.id} “{view.topic}” ({view.schedule})")
+    return Proposal(description=f"delete monitor {monitor_name(view.id, view.topic)} ({view.schedule})")
 
 
 def _checked_topic(services: Services, topic: str) -> str:
@@ -433,7 +433,7 @@ async def _propose_update(services: Services, turn: Turn, command: UpdateArgumen
     changes: list[str] = []
     topic = _checked_topic(services, command.topic) if command.topic is not None else None
     if topic is not None:
-        changes.append(f"topic → “{topic}”")
+        changes.append(f"topic → “{escape_markdown(topic)}”")
     schedule = _checked_schedule(services, turn, command.schedule) if command.schedule is not None else None
     if schedule is not None:
         changes.append(f"schedule → {schedule.describe()}")
@@ -458,7 +458,9 @@ async def _propose_update(services: Services, turn: Turn, command: UpdateArgumen
             "sources": specs,
         }
     )
-    return Proposal(description=f"change monitor #{view.id} “{view.topic}”: {'; '.join(changes)}", arguments=exact)
+    return Proposal(
+        description=f"change monitor {monitor_name(view.id, view.topic)}: {'; '.join(changes)}", arguments=exact
+    )
 
 
 # --- what the chat agent's tools answer -------------------------------------------------------------------
@@ -521,7 +523,7 @@ async def _run_for_model(context: ToolContext, command: DigestCommand) -> str:
     turn = context.turn
     monitors = context.services.monitors
     view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
-    await context.say(f"Running monitor #{view.id} “{view.topic}”…")
+    await context.say(f"Running monitor {monitor_name(view.id, view.topic, 'plain')}…")
     async with ProgressRelay(turn.progress, prefixed(f"#{view.id} · ")) as relay:
         summary = await monitors.runs.run_now(view.id, context.chat_id, is_admin=turn.is_admin, progress=relay)
         relay.final_text = f"Monitor #{view.id} finished: {summary.status}."
@@ -533,7 +535,7 @@ async def _run_for_model(context: ToolContext, command: DigestCommand) -> str:
         else "Nothing was queued for this chat."
     )
     return (
-        f"Ran monitor #{view.id} “{view.topic}”: {summary.status}, {summary.items} items collected, "
+        f"Ran monitor {monitor_name(view.id, view.topic, 'plain')}: {summary.status}, {summary.items} items collected, "
         f"{summary.new_items} new. {delivered}"
     )
 
@@ -571,7 +573,7 @@ async def create(services: Services, turn: Turn, command: CreateArguments) -> li
     next_run = local_time(view.next_run, ZoneInfo(zone)) if view.next_run else "paused"
     return [
         Reply(
-            text=f"Created monitor **#{view.id} {view.topic}**: {view.schedule}; next run {next_run}; "
+            text=f"Created monitor {monitor_name(view.id, view.topic, 'bold')}: {view.schedule}; next run {next_run}; "
             f"sources: {', '.join(view.sources)}."
         )
     ]
@@ -714,8 +716,7 @@ async def untrack(services: Services, turn: Turn, command: UntrackCommand) -> li
         return refuse(str(error))
     others = view.other_receivers
     told = f" Its {others} other subscriber chat{'s were' if others != 1 else ' was'} told." if others > 0 else ""
-    topic = escape_markdown(view.topic)
-    return [Reply(text=f"Deleted monitor #{view.id} “{topic}”; no more digests from it.{told}")]
+    return [Reply(text=f"Deleted monitor {monitor_name(view.id, view.topic)}; no more digests from it.{told}")]
 
 
 @ACTIONS.action(
@@ -741,8 +742,8 @@ async def pause(services: Services, turn: Turn, command: PauseCommand) -> list[R
     also = (
         f" Its {others} subscriber chat{'s get' if others != 1 else ' gets'} nothing meanwhile." if others > 0 else ""
     )
-    topic = escape_markdown(view.topic)
-    return [Reply(text=f"Monitor #{view.id} “{topic}” {already}; `/resume {view.id}` starts it again.{also}")]
+    name = monitor_name(view.id, view.topic)
+    return [Reply(text=f"Monitor {name} {already}; `/resume {view.id}` starts it again.{also}")]
 
 
 @ACTIONS.action(
@@ -764,8 +765,8 @@ async def resume(services: Services, turn: Turn, command: ResumeCommand) -> list
         return changed
     before, view = changed
     state = "was not paused" if not before.paused else "is running again"
-    topic = escape_markdown(view.topic)
-    return [Reply(text=f"Monitor #{view.id} “{topic}” {state}; next run {_next_run(view, turn, services)}.")]
+    name = monitor_name(view.id, view.topic)
+    return [Reply(text=f"Monitor {name} {state}; next run {_next_run(view, turn, services)}.")]
 
 
 @ACTIONS.action(
@@ -789,7 +790,7 @@ async def digest(services: Services, turn: Turn, command: DigestCommand) -> list
         return refuse(str(error))
     use_models = await models_allowed(services, turn)
     async with ProgressRelay(turn.progress, PipelineProgress()) as relay:
-        await relay.announce(f"running monitor #{view.id} “{view.topic}”…")
+        await relay.announce(f"running monitor {monitor_name(view.id, view.topic, 'plain')}…")
         try:
             summary = await services.monitors.runs.run_now(
                 command.monitor_id, turn.chat.id, is_admin=turn.is_admin, progress=relay, use_models=use_models
@@ -812,8 +813,8 @@ async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[R
     except MonitorNotFoundError as error:
         return refuse(str(error))
     if command.quiet is None:
-        topic = escape_markdown(before.topic)
-        return [Reply(text=f"Monitor #{before.id} “{topic}”: {quiet_state(before.id, before.quiet)}.")]
+        name = monitor_name(before.id, before.topic)
+        return [Reply(text=f"Monitor {name}: {quiet_state(before.id, before.quiet)}.")]
     try:
         view = await services.monitors.update_monitor(
             command.monitor_id, chat_id=turn.chat.id, is_admin=turn.is_admin, quiet=command.quiet
@@ -822,5 +823,4 @@ async def quiet(services: Services, turn: Turn, command: QuietCommand) -> list[R
         return refuse(_subscriber_only(before, "change"))
     except MonitorNotFoundError as error:
         return refuse(str(error))
-    topic = escape_markdown(view.topic)
-    return [Reply(text=f"Monitor #{view.id} “{topic}”: {quiet_state(view.id, view.quiet)}.")]
+    return [Reply(text=f"Monitor {monitor_name(view.id, view.topic)}: {quiet_state(view.id, view.quiet)}.")]

@@ -25,6 +25,7 @@ from monitors import (
     create_imported,
     export_monitors,
     feed_path,
+    monitor_name,
     plan_import,
     read_import_file,
     read_monitor_file,
@@ -219,11 +220,11 @@ async def feed(services: Services, turn: Turn, command: FeedCommand) -> list[Rep
             f"Only the chat that owns monitor #{view.id} can replace its feed links; `/feed {view.id}` gives them."
         )
     token = await services.monitors.feeds.token(view.id, rotate=command.new)
-    topic = escape_markdown(view.topic)
+    name = monitor_name(view.id, view.topic)
     first = (
-        f"New feed links for monitor #{view.id} “{topic}”; the old ones no longer work."
+        f"New feed links for monitor {name}; the old ones no longer work."
         if command.new
-        else f"The feed of monitor #{view.id} “{topic}”, one entry per digest:"
+        else f"The feed of monitor {name}, one entry per digest:"
     )
     rotate = f"`/feed {view.id} new` replaces them." if role != "subscriber" else ""
     return [Reply(text=_feed_links(services, token, first, rotate=rotate))]
@@ -267,7 +268,7 @@ async def import_entries(services: Services, turn: Turn, command: ImportEntries)
     The reply has one line each, the ones refused with why."""
     result = await create_imported(services.monitors, turn.chat.id, command.entries, command.received)
     lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
-    lines += [f"- #{monitor_id} {topic}" for monitor_id, topic in result.created]
+    lines += [f"- #{monitor_id} {escape_markdown(topic)}" for monitor_id, topic in result.created]
     lines += [f"- attached {alert}" for alert in result.alerts]
     lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
     return [Reply(text="\n".join(lines))]

@@ -32,8 +32,10 @@ from agent.commands.progress import CollectionProgress, PipelineProgress, Progre
 from agent.context import Services, Turn
 from agent.untrusted import untrusted_block
 from kernel import Attachment, Reply
-from monitors import MonitorNotFoundError, split_source_specs
+from monitors import MonitorNotFoundError, monitor_name, split_source_specs
 from research import (
+    MAX_COLLECTION_TARGET,
+    CollectionGoal,
     RankedItem,
     escape_markdown,
     export_stem,
@@ -60,12 +62,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_COLLECT_TARGET: Final = 2000
-"""Unique items /collect aims for without `target N` (the same as `lookout collect`)."""
 DEFAULT_EXPORT_DAYS: Final = 30
 """The /export window without a number of days (what /help says)."""
-MAX_TARGET: Final = 100_000
-"""The most unique items /collect may be asked for (a collection that size takes hours already)."""
 MAX_EXPORT_DAYS: Final = 3650
 """Ten years: more is surely a typo."""
 MAX_RESULTS: Final = 15
@@ -144,12 +142,12 @@ async def export(services: Services, turn: Turn, command: ExportCommand) -> list
     rows = await services.items.for_monitor(view.id, since=now - timedelta(days=days))
     window = f"the last {count(days, 'day')}"
     if not rows:
-        return [Reply(text=f"Monitor #{view.id} “{escape_markdown(view.topic)}” collected nothing in {window}.")]
+        return [Reply(text=f"Monitor {monitor_name(view.id, view.topic)} collected nothing in {window}.")]
     path = chat_exports_dir(services, turn) / f"{export_stem(view.topic, now, f'm{view.id}-last-{days}d')}.csv"
     write_stored_items_csv(path, rows)
     in_digest = sum(1 for row in rows if row.scores.delivered)
-    topic = escape_markdown(view.topic)
-    text = f"Monitor #{view.id} “{topic}”: {count(len(rows), 'item')} from {window} ({in_digest:,} in digests)."
+    name = monitor_name(view.id, view.topic)
+    text = f"Monitor {name}: {count(len(rows), 'item')} from {window} ({in_digest:,} in digests)."
     attachment = Attachment(path=path, filename=path.name, caption=text[:1024])
     return [Reply(text=text, attachments=(attachment,))]
 
@@ -174,7 +172,7 @@ def _split_target(args: str) -> tuple[str, int | None]:
     if match is None:
         return args, None
     count = match["count"].replace(",", "").replace("_", "")
-    return match["request"].strip(), positive("collect", count, upper=MAX_TARGET, what="The target")
+    return match["request"].strip(), positive("collect", count, upper=MAX_COLLECTION_TARGET, what="The target")
 
 
 def _parse_collect(args: str, _options: ParseOptions) -> CollectCommand:
@@ -237,8 +235,9 @@ async def _export_items(context: ToolContext, command: ExportCommand) -> str:
     view = await monitors.get_monitor(command.monitor_id, chat_id=context.chat_id, is_admin=turn.is_admin)
     window = min(max(command.days, 1), TOOL_DAYS_LIMIT)
     scored = await context.services.items.for_monitor(view.id, since=now - timedelta(days=window))
+    name = monitor_name(view.id, view.topic, "plain")
     if not scored:
-        return f"Monitor #{view.id} “{view.topic}” collected nothing in the last {window} days, so there is no CSV."
+        return f"Monitor {name} collected nothing in the last {window} days, so there is no CSV."
     # The same file as /export writes: one layout, one name (`deepseek-20261122-0830-m1-last-30d.csv`).
     path = context.exports_dir / f"{export_stem(view.topic, now, f'm{view.id}-last-{window}d')}.csv"
     try:
@@ -249,7 +248,7 @@ async def _export_items(context: ToolContext, command: ExportCommand) -> str:
         Attachment(path=path, filename=path.name, caption=f"#{view.id} {view.topic[:100]}: {len(scored)} items")
     )
     return (
-        f"Exported {len(scored)} items of monitor #{view.id} “{view.topic}” from the last {window} days; the CSV "
+        f"Exported {len(scored)} items of monitor {name} from the last {window} days; the CSV "
         f"({path.name}) is attached to your reply automatically."
     )
 
@@ -301,14 +300,14 @@ async def collect(services: Services, turn: Turn, command: CollectCommand) -> li
         return refuse(f"I cannot collect from those sources: {escape_markdown(str(error))}", usage="collect")
     if refused:
         return refuse("I cannot collect from " + escape_markdown("; ".join(refused)) + ".", usage="collect")
-    target = command.target or DEFAULT_COLLECT_TARGET
+    goal = CollectionGoal(target=command.target) if command.target else CollectionGoal()
     async with ProgressRelay(turn.progress, CollectionProgress()) as relay:
-        await relay.announce(f"collecting up to {target:,} items about “{command.request}”…")
+        await relay.announce(f"collecting up to {goal.target:,} items about “{command.request}”…")
         result = await run_collection_job(
             command.request,
             sources=sources,
             model=services.models.light if await models_allowed(services, turn) else None,
-            target=target,
+            goal=goal,
             out_dir=chat_exports_dir(services, turn),
             progress=relay,
         )
@@ -422,15 +421,15 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
     if not text:
         raise ModelRetry("Say what to collect.")
     chosen = resolve(context, command.sources)
-    goal = min(max(command.target, 10), 5000)
-    await context.say(f"Collecting up to {goal} items about “{text}”…")
+    goal = CollectionGoal(target=min(max(command.target, 10), 5000))
+    await context.say(f"Collecting up to {goal.target} items about “{text}”…")
     try:
         async with ProgressRelay(context.turn.progress, prefixed("collecting · ")) as relay:
             job = await run_collection_job(
                 text,
                 sources=chosen,
                 model=context.services.models.light,
-                target=goal,
+                goal=goal,
                 out_dir=context.exports_dir,
                 progress=relay,
             )
@@ -448,7 +447,7 @@ async def _collect_items(context: ToolContext, command: CollectItems) -> str:
     failed = failure_lines(report.failed_sources)
     failures = f" Sources that failed (name each): {'; '.join(failed)}." if failed else ""
     return (
-        f"Collected {report.total_unique} unique items for “{text}” (target {goal}; {outcome}) in "
+        f"Collected {report.total_unique} unique items for “{text}” (target {goal.target}; {outcome}) in "
         f"{report.attempts} rounds. Per source: {per_source or 'none'}.{failures} The CSV ({job.paths.csv.name}) is "
         "attached to your reply automatically; tell the person it is there."
     )

@@ -31,7 +31,15 @@ from agent.commands.grammar import (
 )
 from agent.context import Services, Turn
 from kernel import Button, Reply
-from monitors import BROWSE_LIMIT, MonitorNotFoundError, Schedule, ScheduleError, chat_label, parse_schedule
+from monitors import (
+    BROWSE_LIMIT,
+    MonitorNotFoundError,
+    Schedule,
+    ScheduleError,
+    chat_label,
+    monitor_name,
+    parse_schedule,
+)
 from storage import ChatRecord, DeliveryMode
 
 __all__ = [
@@ -249,15 +257,18 @@ async def _propose_subscribe(services: Services, turn: Turn, command: SubscribeC
         raise ToolRefusal(f"There is no shared monitor #{command.monitor_id}; call browse_shared_monitors for the ids.")
     if entry is not None and entry.view.subscribed:
         return f"This chat already receives monitor #{command.monitor_id}; nothing to do."
-    topic = f" “{entry.view.topic}” ({entry.view.schedule}, by {entry.owner})" if entry else ""
-    return Proposal(description=f"subscribe to monitor #{command.monitor_id}{topic}")
+    if entry is None:
+        name = f"#{command.monitor_id}"
+    else:
+        name = f"{monitor_name(entry.view.id, entry.view.topic)} ({entry.view.schedule}, by {entry.owner})"
+    return Proposal(description=f"subscribe to monitor {name}")
 
 
 async def _propose_unsubscribe(services: Services, turn: Turn, command: UnsubscribeCommand) -> Proposal | str:
     view, role = await monitor_role(services, turn, command.monitor_id)
     if role == "owner":
         raise ToolRefusal(f"This chat owns monitor #{view.id}: propose delete_monitor or transfer_monitor instead.")
-    return Proposal(description=f"stop receiving monitor #{view.id} “{view.topic}”")
+    return Proposal(description=f"stop receiving monitor {monitor_name(view.id, view.topic)}")
 
 
 async def _propose_transfer(services: Services, turn: Turn, command: TransferCommand) -> Proposal | str:
@@ -269,7 +280,7 @@ async def _propose_transfer(services: Services, turn: Turn, command: TransferCom
         raise ToolRefusal(f"Name exactly one subscriber chat of monitor #{view.id}; its subscribers: {names}.")
     target = matches[0]
     return Proposal(
-        description=f"hand monitor #{view.id} “{view.topic}” over to {chat_label(target)}",
+        description=f"hand monitor {monitor_name(view.id, view.topic)} over to {chat_label(target)}",
         arguments=TransferCommand(monitor_id=view.id, to_chat=_address(target)),
     )
 
@@ -286,7 +297,7 @@ async def _propose_deliver(services: Services, turn: Turn, command: DeliverComma
     view, _role = await monitor_role(services, turn, command.monitor_id)
     if command.how == "briefing" and turn.chat.briefing_schedule is None:
         raise ToolRefusal("This chat has no briefing; propose set_briefing first.")
-    return Proposal(description=f"{_DELIVERY_WORDS[command.how]} monitor #{view.id} “{view.topic}”")
+    return Proposal(description=f"{_DELIVERY_WORDS[command.how]} monitor {monitor_name(view.id, view.topic)}")
 
 
 async def _propose_briefing(services: Services, turn: Turn, command: BriefingCommand) -> Proposal | str:
@@ -312,7 +323,7 @@ async def _propose_share(services: Services, turn: Turn, command: ShareCommand) 
     if view.shared == command.shared:
         return f"Monitor #{view.id} is already {'shared' if command.shared else 'not shared'}; nothing to do."
     what = "share" if command.shared else "stop sharing"
-    return Proposal(description=f"{what} monitor #{view.id} “{view.topic}”")
+    return Proposal(description=f"{what} monitor {monitor_name(view.id, view.topic)}")
 
 
 # --- what the chat agent's tool answers -------------------------------------------------------------------

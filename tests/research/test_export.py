@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from research.export import COLLECTION_CSV_COLUMNS, guard_cell, safe_stem, write_exports
+from research.goal import CollectionGoal
 from research.iterative import CollectionReport, StopReason
 from research.jobs import research_once, run_collection_job
 from research.rank import RankedItem
@@ -117,7 +118,7 @@ async def test_run_collection_job_writes_csv_and_json(tmp_path: Path) -> None:
         "collect 10 posts about Rust",
         sources=[RecordingSource("hn", answer), rate_limited("github")],
         model=None,
-        target=10,
+        goal=CollectionGoal(target=10),
         out_dir=tmp_path,
     )
     assert result.report.stop_reason is StopReason.TARGET_REACHED

@@ -6,10 +6,12 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
 from research.collect import ProgressEvent
+from research.goal import CollectionGoal
 from research.iterative import AttemptSummary, StopReason, run_iterative_collection
 from research.llm import ModelLimits, ModelSet
 from research.query_variants import key_terms, planned_attempts, topic_of
@@ -80,7 +82,7 @@ async def test_target_reached_ends_the_run_even_if_the_model_wants_more() -> Non
         "collect 30 posts about alpha",
         sources=[source],
         model=ScriptedModel(script, name="planner", repeat_last=True).model,
-        target=30,
+        goal=CollectionGoal(target=30),
         progress=events.append,
     )
 
@@ -108,7 +110,10 @@ async def test_three_low_yield_attempts_stop_and_duplicates_are_removed_in_the_t
     script = ScriptedPlanner(["a", "b", "c", "d", "e", "f"])
 
     result = await run_iterative_collection(
-        "posts about a", sources=[source], model=ScriptedModel(script, repeat_last=True).model, target=1000
+        "posts about a",
+        sources=[source],
+        model=ScriptedModel(script, repeat_last=True).model,
+        goal=CollectionGoal(target=1000),
     )
 
     report = result.report
@@ -142,8 +147,7 @@ async def test_attempt_limit_ends_the_run_with_a_report() -> None:
         "anything",
         sources=[source, failing, off],
         model=ScriptedModel(script, repeat_last=True).model,
-        target=10_000,
-        max_attempts=3,
+        goal=CollectionGoal(target=10_000, max_attempts=3),
     )
 
     report = result.report
@@ -172,7 +176,10 @@ async def test_the_tool_refuses_work_after_a_stop_rule() -> None:
         )
 
     result = await run_iterative_collection(
-        "x", sources=[source], model=ScriptedModel(two_calls_at_once, repeat_last=True).model, target=10
+        "x",
+        sources=[source],
+        model=ScriptedModel(two_calls_at_once, repeat_last=True).model,
+        goal=CollectionGoal(target=10),
     )
     assert result.report.attempts == 1
     assert len(source.queries) == 1
@@ -186,8 +193,7 @@ async def test_a_model_that_finishes_early_is_continued_by_the_planner() -> None
         "collect 100 posts about Rust",
         sources=[source],
         model=ScriptedModel(script, repeat_last=True).model,
-        target=100,
-        max_attempts=4,
+        goal=CollectionGoal(target=100, max_attempts=4),
     )
 
     report = result.report
@@ -204,7 +210,10 @@ async def test_a_failing_model_degrades_to_the_planner() -> None:
 
     source = RecordingSource("hn", per_query_items(30))
     result = await run_iterative_collection(
-        "DeepSeek", sources=[source], model=ScriptedModel(broken, repeat_last=True).model, target=50
+        "DeepSeek",
+        sources=[source],
+        model=ScriptedModel(broken, repeat_last=True).model,
+        goal=CollectionGoal(target=50),
     )
     assert result.report.stop_reason is StopReason.TARGET_REACHED
     assert "quota exhausted" in result.report.notes[0]
@@ -214,7 +223,10 @@ async def test_a_failing_model_degrades_to_the_planner() -> None:
 async def test_no_model_planner_tries_request_terms_and_wider_ranges_never_a_query_twice() -> None:
     source = RecordingSource("hn", per_query_items(2))
     result = await run_iterative_collection(
-        "collect 2000 posts about DeepSeek R2 model", sources=[source], model=None, target=2000, max_attempts=10
+        "collect 2000 posts about DeepSeek R2 model",
+        sources=[source],
+        model=None,
+        goal=CollectionGoal(target=2000, max_attempts=10),
     )
     report = result.report
     assert report.planner == "deterministic"
@@ -233,7 +245,9 @@ async def test_no_model_planner_tries_request_terms_and_wider_ranges_never_a_que
 
 async def test_no_model_planner_reports_when_it_runs_out_of_variants() -> None:
     source = RecordingSource("hn", per_query_items(40))
-    result = await run_iterative_collection("Rust", sources=[source], target=100_000, max_attempts=50)
+    result = await run_iterative_collection(
+        "Rust", sources=[source], goal=CollectionGoal(target=100_000, max_attempts=50)
+    )
     assert result.report.stop_reason is StopReason.PLANNER_EXHAUSTED
     assert not result.report.reached_target
     assert len({(q.text, q.language, q.since) for q in source.queries}) == len(source.queries), "no repeats"
@@ -246,7 +260,7 @@ async def test_when_every_source_fails_the_job_stops_and_names_each_once() -> No
     events: list[ProgressEvent] = []
 
     result = await run_iterative_collection(
-        "DeepSeek R2", sources=[down, broken, off], model=None, target=500, progress=events.append
+        "DeepSeek R2", sources=[down, broken, off], model=None, goal=CollectionGoal(target=500), progress=events.append
     )
 
     report = result.report
@@ -282,8 +296,7 @@ async def test_same_text_in_two_languages_is_counted_per_query() -> None:
         "DeepSeek",
         sources=[source],
         model=ScriptedModel(both_languages, repeat_last=True).model,
-        target=1000,
-        max_attempts=1,
+        goal=CollectionGoal(target=1000, max_attempts=1),
     )
     assert [(q.text, q.language, q.new, q.returned) for q in result.report.queries] == [
         ("DeepSeek", None, 3, 3),
@@ -307,7 +320,16 @@ async def test_collect_calls_beyond_a_few_per_response_are_refused_not_run() -> 
     limits = ModelLimits(max_tool_calls_per_response=3)
     model = ModelSet.of(ScriptedModel(many_at_once, repeat_last=True).model, None, limits=limits).light
     assert model is not None
-    await run_iterative_collection("x", sources=[source], model=model, target=100_000, max_attempts=20)
+    await run_iterative_collection(
+        "x", sources=[source], model=model, goal=CollectionGoal(target=100_000, max_attempts=20)
+    )
 
     assert len(seen) == 12 and sum(text.startswith("Not run: at most 3 tool calls") for text in seen) == 9
     assert len({query.text for query in source.queries} & {f"q{n}" for n in range(12)}) == 3
+
+
+def test_a_collection_goal_refuses_a_value_below_one() -> None:
+    assert CollectionGoal() == CollectionGoal(target=2000, max_attempts=10, items_per_attempt=500)
+    for field in ("target", "max_attempts", "items_per_attempt"):
+        with pytest.raises(ValueError, match=f"{field} must be at least 1"):
+            CollectionGoal(**{field: 0})

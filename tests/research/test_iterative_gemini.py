@@ -8,6 +8,7 @@ from pydantic_ai import models
 from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.providers.google import GoogleProvider
 
+from research.goal import CollectionGoal
 from research.iterative import StopReason, run_iterative_collection
 from sources.base import Item, SearchQuery
 from tests.fakes.gemini import FakeGemini
@@ -32,7 +33,7 @@ async def test_planner_runs_through_gemini_and_the_collect_tool(fake_server: Fak
 
     with models.override_allow_model_requests(True):
         result = await run_iterative_collection(
-            "collect 50 posts about DeepSeek", sources=[source], model=model, target=50
+            "collect 50 posts about DeepSeek", sources=[source], model=model, goal=CollectionGoal(target=50)
         )
 
     assert [(q.text, q.language) for q in source.queries] == [("DeepSeek V4", None), ("DeepSeek", "zh")]

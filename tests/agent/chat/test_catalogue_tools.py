@@ -15,6 +15,7 @@ from agent.commands import ACTIONS
 from agent.commands.catalogue import CATALOGUE, help_text, parse_command
 from agent.commands.grammar import CommandError
 from agent.confirmations import CatalogueAction, PendingConfirmation
+from bots.telegram.render import markdown_to_telegram_html
 from monitors import ChatService
 from storage import ChatRecord, Database
 from storage.repositories import ChatRepository, ConversationRepository, MonitorRepository, SubscriptionRepository
@@ -61,6 +62,16 @@ async def test_a_proposal_stores_the_action_and_yes_runs_the_command(world: Chat
     # the same sentence /pause answers
     assert done is not None and done[0].text.startswith(f"Monitor #{view.id} “Rust” is paused; `/resume {view.id}`")
     assert (await MonitorRepository(world.database).get(view.id)).paused  # type: ignore[union-attr]
+
+
+async def test_a_proposal_names_a_topic_with_markdown_characters_escaped(world: ChatWorld) -> None:
+    view = await world.monitors.create_monitor(world.chat.id, "C++ *and* _Rust_", sources=["hn"])
+    agent = world.agent(ScriptedModel(call("pause_monitor", monitor_id=view.id), say("Pause it?")).model)
+
+    (proposal,) = await agent.reply(world.turn("pause it"))
+
+    assert f"- pause monitor #{view.id} “C++ \\*and\\* \\_Rust\\_”\n" in proposal.text
+    assert "C++ *and* _Rust_" in markdown_to_telegram_html(proposal.text)
 
 
 async def _store(world: ChatWorld, action: dict[str, object]) -> None:

@@ -13,6 +13,7 @@ import pytest
 from agent.commands.progress import CollectionProgress, PipelineProgress, ProgressRelay
 from kernel import ProgressUpdate
 from research.collect import ProgressEvent
+from research.goal import CollectionGoal
 from research.jobs import run_collection_job
 from research.pipeline import run_pipeline
 from research.pipeline_models import PipelineRequest
@@ -204,7 +205,7 @@ async def test_a_real_collection_job_reads_attempt_by_attempt(tmp_path: Path) ->
         "rust embedded",
         sources=[RecordingSource("hn", answer)],
         model=None,
-        target=8,
+        goal=CollectionGoal(target=8),
         out_dir=tmp_path,
         progress=record,
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from monitors import MAX_TOPIC_CHARS
 from storage import Database
 from storage.repositories import AlertRepository, MonitorRepository
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
@@ -102,6 +103,21 @@ async def test_a_condition_too_long_is_refused_and_nothing_is_created(world: Rou
 
     assert "Keep the condition under 300 characters" in said.text
     assert await MonitorRepository(world.database).list_for_chat((await world.chat()).id) == []
+
+
+async def test_an_alert_topic_has_the_monitor_topic_limit(world: RouterWorld) -> None:
+    """An alert's topic is a monitor's topic (it finds or creates that monitor): one limit for both."""
+    longest = "x" * MAX_TOPIC_CHARS
+
+    too_long = await world.say(f"/alert {longest}y when it ships")
+    tracked_too_long = await world.say(f"/track {longest}y")
+    fits = await world.say(f"/alert {longest} when it ships")
+
+    assert f"Keep the topic under {MAX_TOPIC_CHARS} characters" in too_long.text
+    assert f"keep it under {MAX_TOPIC_CHARS} characters" in tracked_too_long.text
+    assert "I'll tell you here at once when" in fits.text, fits.text
+    [created] = await MonitorRepository(world.database).list_for_chat((await world.chat()).id)
+    assert created.topic == longest
 
 
 async def test_the_chat_agent_proposes_an_alert_and_yes_creates_it(
