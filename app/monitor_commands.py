@@ -359,6 +359,7 @@ def import_file(
 
     async def work(stack: MonitorStack) -> str:
         from monitors import create_imported, plan_import, read_import_file, read_monitor_file
+        from research import escape_markdown
         from storage.repositories import ChatRepository
 
         content = read_import_file(file)  # bounded by the bytes read: a pipe reports no size
@@ -375,8 +376,8 @@ def import_file(
             return "Nothing was created."
         result = await create_imported(stack.service, chat_id, plan.entries, plan.received)
         lines = [f"Created {len(result.created)} monitor(s): " + ", ".join(f"#{i}" for i, _ in result.created)]
-        lines += [f"Attached {alert}" for alert in result.alerts]
-        lines += [f"Not created: {failed.label}: {failed.reason}" for failed in result.failed]
+        lines += [f"Attached {escape_markdown(alert)}" for alert in result.alerts]
+        lines += [f"Not created: {failed.line()}" for failed in result.failed]
         return "\n".join(lines)
 
     output = CliOutput()

@@ -28,7 +28,7 @@ from monitors.alerts import MAX_ALERTS_PER_CHAT, MAX_CONDITION_CHARS
 from monitors.schedule import DEFAULT_SCHEDULE_TEXT, ScheduleError
 from monitors.service import MonitorService, schedule_of
 from monitors.views import monitor_name
-from research import ReaderRules
+from research import ReaderRules, escape_markdown
 from sources import SourceError, guard_xml
 from storage import ChatRecord, DeliveryMode, FeedbackMarkRecord, MonitorRecord
 from storage.repositories import AlertRepository, FeedbackRepository, MonitorRepository, SubscriptionRepository
@@ -142,7 +142,7 @@ class ReceivedEntry(BaseModel):
     alerts: list[AlertEntry] = Field(min_length=1, max_length=MAX_ALERTS_PER_CHAT)
 
     def label(self) -> str:
-        return f"monitor {monitor_name(self.monitor_id, self.topic)}"
+        return f"monitor {monitor_name(self.monitor_id, self.topic, 'plain')}"
 
 
 class _ExportFile(BaseModel):
@@ -160,7 +160,13 @@ class Refused:
     """An entry of the file that will not be created, and why (one sentence for the person)."""
 
     label: str
+    """What it is, in the file's own words (plain text)."""
     reason: str
+    """Lookout's sentence, in markdown (it may name a command as `code`)."""
+
+    def line(self) -> str:
+        """`label: reason` as markdown, the label escaped."""
+        return f"{escape_markdown(self.label)}: {self.reason}"
 
 
 def _bullets(heading: str, lines: list[str], limit: int) -> str:
@@ -184,7 +190,8 @@ class ImportPlan:
     """Set when the file as a whole cannot be read (nothing is created then)."""
 
     def describe(self, *, limit: int = 30) -> str:
-        """Markdown listing what will be created and what was refused, for the confirmation."""
+        """Markdown listing what will be created and what was refused, for the confirmation; the file's own text
+        (topics, folder and feed names, conditions) is escaped, so an `_` or `*` in it shows as written."""
         if self.problem:
             return self.problem
         parts: list[str] = []
@@ -195,13 +202,13 @@ class ImportPlan:
             count = sum(len(entry.alerts) for entry in self.received)
             heading = f"**{count} alert{'s' * (count != 1)} on monitors received, not owned:**"
             lines = [
-                f"{entry.label()}: " + "; ".join(f"when {alert.condition}" for alert in entry.alerts)
+                escape_markdown(f"{entry.label()}: " + "; ".join(f"when {alert.condition}" for alert in entry.alerts))
                 for entry in self.received
             ]
             parts.append(_bullets(heading, lines, limit))
         if self.refused:
             heading = f"**Not imported ({len(self.refused)}):**"
-            parts.append(_bullets(heading, [f"{refused.label}: {refused.reason}" for refused in self.refused], limit))
+            parts.append(_bullets(heading, [refused.line() for refused in self.refused], limit))
         return "\n\n".join(parts) or "The file holds no monitors."
 
 
@@ -240,7 +247,7 @@ def _entry_line(entry: MonitorEntry) -> str:
         flags += f" · your rules: {entry.rules.summary(80)}"
     if entry.alerts:
         flags += f" · {len(entry.alerts)} alert{'s' * (len(entry.alerts) != 1)}"
-    return f"“{entry.topic}” — {schedule} · {sources}{flags}"
+    return escape_markdown(f"“{entry.topic}” — {schedule} · {sources}{flags}")
 
 
 # ---- export ----------------------------------------------------------------------------------------------

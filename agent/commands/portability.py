@@ -269,8 +269,8 @@ async def import_entries(services: Services, turn: Turn, command: ImportEntries)
     result = await create_imported(services.monitors, turn.chat.id, command.entries, command.received)
     lines = [f"Created {len(result.created)} monitor{'s' * (len(result.created) != 1)}:"]
     lines += [f"- #{monitor_id} {escape_markdown(topic)}" for monitor_id, topic in result.created]
-    lines += [f"- attached {alert}" for alert in result.alerts]
-    lines += [f"- not created: {failed.label}: {failed.reason}" for failed in result.failed]
+    lines += [f"- attached {escape_markdown(alert)}" for alert in result.alerts]
+    lines += [f"- not created: {failed.line()}" for failed in result.failed]
     return [Reply(text="\n".join(lines))]
 
 

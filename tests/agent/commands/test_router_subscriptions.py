@@ -14,6 +14,7 @@ import pytest
 
 from agent.access import AccessPolicy
 from agent.messages import IncomingFile
+from bots.telegram.render import markdown_to_telegram_html
 from storage import Database, DeliveryMode
 from storage.repositories import ChatRepository, MonitorRepository, SubscriptionRepository
 from tests.agent.commands.router_world import CHAT, OTHER_CHAT, RouterWorld, open_world
@@ -203,6 +204,23 @@ async def test_export_monitors_then_import_the_json_sent_as_a_document(world: Ro
     ]
 
 
+async def test_an_imported_files_own_names_show_as_written(world: RouterWorld) -> None:
+    opml = (
+        b'<?xml version="1.0"?><opml version="2.0"><head><title>x</title></head><body>'
+        b'<outline text="AI_news *daily*"><outline type="rss" text="Feed_one" xmlUrl="https://feeds.example.org/ai.xml"/>'
+        b'</outline><outline text="old_stuff"><outline type="rss" text="gopher_feed_" xmlUrl="ftp://x.example/f"/>'
+        b"</outline></body></opml>"
+    )
+    offered = await world.say("/import", file=IncomingFile(filename="feeds.opml", size=len(opml), content=opml))
+    created = await world.say("yes")
+
+    html = markdown_to_telegram_html(offered.text)
+    assert "“AI_news *daily*”" in html and "“gopher_feed_”" in html and "<i>" not in html, html
+    assert "“AI\\_news \\*daily\\*”" in offered.text
+    assert created.text.startswith("Created 1 monitor:\n- #")
+    assert "AI_news *daily*" in markdown_to_telegram_html(created.text)
+
+
 async def test_a_subscribers_alerts_on_monitors_it_receives_are_exported_and_attached_again_where_received(
     world: RouterWorld,
 ) -> None:
@@ -286,7 +304,9 @@ async def test_bad_documents_are_refused_with_the_reason(world: RouterWorld) -> 
         garbage.text == "Nothing was imported from x.json: That JSON is not a Lookout monitors export (not valid JSON)."
     )
     assert too_big.text == "huge.opml is over the 1 MB limit."
-    assert nothing.text.startswith("Nothing to import from empty.json.\n\n**Not imported (1):**\n- #1 “”: topic:")
+    assert markdown_to_telegram_html(nothing.text).startswith(
+        "Nothing to import from empty.json.\n\n<b>Not imported (1):</b>\n• #1 “”: topic:"
+    )
 
 
 async def test_terminal_import_of_hostile_files_and_a_named_pipe(world: RouterWorld, tmp_path: Path) -> None:
