@@ -55,6 +55,7 @@ from research import (
     StoryFeatures,
     StoryVector,
     digest_stories,
+    escape_markdown,
     reader_view,
     record_usage,
     story_features,
@@ -678,7 +679,7 @@ class MonitorFeedback:
             )
         sections = found[0].view.get("briefing_sections") or []
         if monitor_id is None and len(sections) > 1:
-            named = ", ".join(f"#{m} {topic}" for m, topic in sections)
+            named = ", ".join(f"#{m} {escape_markdown(topic)}" for m, topic in sections)
             raise FeedbackError(
                 f"Your last briefing had stories of {len(sections)} monitors ({named}): say which, e.g. "
                 f"/{command} {story} #{sections[0][0]}."
@@ -746,7 +747,8 @@ class MonitorFeedback:
             "fewer": "stories like it rank lower or are left out of this chat's next digests",
         }[kind]
         text = (
-            f"Recorded {KIND_WORDS[kind]} on story {story} “{features.title[:120]}” of monitor #{stored.monitor_id}: "
+            f"Recorded {KIND_WORDS[kind]} on story {story} “{escape_markdown(features.title[:120])}” of monitor "
+            f"#{stored.monitor_id}: "
             f"{effect}. Undo: /unmark {story} run {stored.run_id}"
         )
         return MarkResult(
@@ -771,7 +773,8 @@ class MonitorFeedback:
             text = f"Story {story} of that digest had no mark from this chat; nothing changed."
         else:
             text = (
-                f"Removed this chat's mark on story {story} “{removed[0].title[:120]}”; it no longer affects digests."
+                f"Removed this chat's mark on story {story} “{escape_markdown(removed[0].title[:120])}”; it no longer "
+                "affects digests."
             )
         label = self._label(stored, story)
         return MarkResult(text=text, run_id=stored.run_id, monitor_id=stored.monitor_id, story=story, label=label)
@@ -830,13 +833,13 @@ class MonitorFeedback:
             lines = [f"{head}: {len(view.dropped)} left out by this chat's feedback:"]
             for d in view.dropped:
                 title = StoryFeatures.from_json(stories[d.index]["features"]).title if d.index < len(stories) else "?"
-                lines.append(f"- “{title[:120]}”: {d.reason}")
+                lines.append(f"- “{escape_markdown(title[:120])}”: {d.reason}")
             lines.append("Undo a mark with /unmark <n> on the digest you marked, or /unmute <outlet>.")
             return "\n".join(lines)
         decision, entry = self._story(stored, story)
         features = StoryFeatures.from_json(entry.get("features", {}))
         scores = entry.get("scores", {})
-        parts = [f"{head}, story {story}: “{features.title[:160]}”."]
+        parts = [f"{head}, story {story}: “{escape_markdown(features.title[:160])}”."]
         parts.append(_reports_line(scores, entry.get("reader"), features))
         numbers = []
         for key, words in (("relevance", "relevance"), ("credibility", "credibility"), ("score", "overall score")):

@@ -213,6 +213,22 @@ async def test_marks_survive_a_restart_and_a_second_press_replaces_the_first(
     assert "swift" in marks[0].terms and "news" not in marks[0].terms  # the monitor's topic words weigh nothing
 
 
+async def test_a_headline_with_markdown_characters_is_named_as_written(world: World, feed: Feed) -> None:
+    feed.today = _items([("cpp-1", "C++ *templates* and snake_case_names explained", "https://chipwire.com/c")], 1.0)
+    service = world.service()
+    monitor = await _shared_monitor(world, service)
+    reader = world.chats[1].id
+    await _run_and_deliver(world, service, monitor, T0)
+    marked = await service.feedback.mark(reader, "less", 1)
+    why = await service.feedback.why(reader, 1)
+    unmarked = await service.feedback.unmark(reader, 1)
+
+    escaped = r"C++ \*templates\* and snake\_case\_names explained"
+    assert f"“{escaped}”" in marked.text
+    assert f"“{escaped}”" in why
+    assert f"“{escaped}”" in unmarked.text
+
+
 async def _runs(world: World, monitor: int) -> list:  # type: ignore[type-arg]
     from storage.repositories import RunRepository
 
