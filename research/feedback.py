@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from research.dedupe import Deduper, fingerprint
+from research.markup import escape_markdown
 from research.reputation import outlet_of
 from sources import Item
 
@@ -597,7 +598,8 @@ def _linear_rule(ups: Any, downs: Any, tuning: FeedbackTuning) -> LinearRule | N
 
 
 def _quoted(title: str) -> str:
-    return f"“{title[:80]}”" if title else "a story"
+    """A marked story's headline inside a decision's reason, which `/why` shows as markdown."""
+    return f"“{escape_markdown(title[:80])}”" if title else "a story"
 
 
 def _down_word(mark: Mark) -> str:

@@ -223,10 +223,23 @@ async def test_a_headline_with_markdown_characters_is_named_as_written(world: Wo
     why = await service.feedback.why(reader, 1)
     unmarked = await service.feedback.unmark(reader, 1)
 
+    await service.feedback.mark(reader, "less", 1)
+    feed.today = _items(
+        [
+            ("rust-2", "Rust release adds *macros* lint for snake_case_names in compiler", "https://chipwire.com/d"),
+            ("rates-2", "Bond markets rally as inflation cools and rates hold", "https://moneydaily.org/b"),
+        ],
+        -23.0,
+    )
+    second = await _run_and_deliver(world, service, monitor, T0 + timedelta(days=1))
+    [rust] = [int(n) for n, line in re.findall(r"^(\d+)\. (.*)$", second["101"], re.M) if "Rust" in line]
+    lowered = await service.feedback.why(reader, rust)
+
     escaped = r"C++ \*templates\* and snake\_case\_names explained"
     assert f"“{escaped}”" in marked.text
     assert f"“{escaped}”" in why
     assert f"“{escaped}”" in unmarked.text
+    assert f"Your feedback: moved down: like “{escaped}”" in lowered, lowered
 
 
 async def _runs(world: World, monitor: int) -> list:  # type: ignore[type-arg]
