@@ -701,11 +701,12 @@ def unusable_answer(
     finish_reason: str | None = None,
     instructions: Sequence[str] = (),
     language: str | None = None,
+    asked: str | None = None,
 ) -> str | None:
     """Why a model's answer must not be used or stored, in a few words, or None when it may: cut at the output
-    limit, empty, mixed with chat-template markup, looping (nearly all of it repeats itself), reciting the
-    instructions it was given, or surely in another language than `language` when that was asked
-    (`research.language.other_language`)."""
+    limit, empty, mixed with chat-template markup, only the words it was `asked` said back, looping (nearly all of it
+    repeats itself), reciting the instructions it was given, or surely in another language than `language` when
+    that was asked (`research.language.other_language`)."""
     if finish_reason == "length":
         return "cut at its length limit"
     if text is None or not text.strip():
@@ -714,6 +715,8 @@ def unusable_answer(
     if markup is not None:
         return f"{MARKUP_REASON} (“{markup.group()}”)"
     words = _words(text)
+    if asked is not None and words and words == _words(asked):
+        return "only your message said back"
     if len(words) >= REPEAT_MIN_WORDS:
         runs = _runs(words, REPEAT_SHINGLE_WORDS)
         if runs and 1 - len(set(runs)) / len(runs) > REPEAT_SHARE:

@@ -289,11 +289,14 @@ class ChatAgent:
                 return self._failure(turn, deps, error, budget_bound=remaining is not None and remaining < token_limit)
         new_messages = result.new_messages()
         last = next((m for m in reversed(new_messages) if isinstance(m, ModelResponse)), None)
+        # a message said back is degenerate only when nothing was done: after a proposal, "Pause it?" is a question
+        acted = any(isinstance(m, ModelResponse) and m.tool_calls for m in new_messages)
         unusable = unusable_answer(
             result.output,
             finish_reason=last.finish_reason if last is not None else None,
             instructions=[RULES],
             language=turn.chat.language,
+            asked=None if acted else prompt,
         )
         if unusable is not None:
             # never stored: a cut, looping or wrong-language answer in memory would be read back as if it were said

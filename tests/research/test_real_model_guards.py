@@ -110,6 +110,9 @@ def test_unusable_answers() -> None:
         reason = unusable_answer(past_its_turn)
         assert reason is not None and reason.startswith("mixed with chat-template markup"), past_its_turn
     assert unusable_answer("Use <b>bold</b> and a <|pipe|> like this; turns start at <start>.") is None
+    asked = "what can you do for me?"
+    assert unusable_answer("What can you do for me", asked=asked) == "only your message said back"
+    assert unusable_answer("I can track topics for you: what can you do for me?", asked=asked) is None
 
 
 def test_server_errors_named_for_what_they_are() -> None:

@@ -107,6 +107,17 @@ async def test_looping_or_reciting_answers_are_discarded(world: ChatWorld, fake:
     assert fake.requests[1].roles == ["system", "user"], "nothing of the discarded turn was stored"
 
 
+async def test_an_answer_that_only_says_the_message_back_is_discarded(world: ChatWorld, fake: FakeOpenAI) -> None:
+    fake.reply_text("What can you do for me?")
+    fake.reply_text("I watch topics for you.")
+    agent = chat_agent(world, fake)
+    with models.override_allow_model_requests(True):
+        echoed = await world.reply(agent, world.turn("what can you do for me?"))
+        await world.reply(agent, world.turn("and then?"))
+    assert echoed[0].text == unusable_message("only your message said back")
+    assert fake.requests[1].roles == ["system", "user"], "nothing of the discarded turn was stored"
+
+
 async def test_an_answer_in_chat_template_markup_names_the_servers_chat_format(
     world: ChatWorld, fake: FakeOpenAI
 ) -> None:
