@@ -43,7 +43,12 @@ SLACK_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 BUTTON_ACTION_PREFIX = "lookout_button_"
 """Every button we send has an `action_id` starting with this; the frontend listens for it."""
 
+WORD_JOINER = "\u2060"
+"""An invisible character put after the "@" of a typed @here, @channel or @everyone, so Slack's automatic parsing
+of mrkdwn does not turn words Lookout repeats (a topic, an answer) into a notification to everyone."""
+
 _MARKS = {"b": "*", "i": "_", "s": "~"}
+_TYPED_SPECIAL_MENTION = re.compile(r"(?<![\w@])@(?=(?:here|channel|everyone)\b)", re.IGNORECASE)
 # One unbreakable unit of mrkdwn: a <link|label>, an escaped character, or a single character.
 _ATOM = re.compile(r"<[^<>\n]*>|&(?:amp|lt|gt);|.", re.DOTALL)
 
@@ -114,8 +119,10 @@ class SlackMessage:
 
 
 def escape_mrkdwn(text: str) -> str:
-    """Text with the three characters Slack reserves for its own markup escaped."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text shown as written in mrkdwn: the three characters Slack reserves for its own markup escaped (so no
+    `<!channel>` or `<@U1>` reaches Slack as markup), and a typed @here/@channel/@everyone kept from notifying."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _TYPED_SPECIAL_MENTION.sub("@" + WORD_JOINER, escaped)
 
 
 # ---------------------------------------------------------------------------------------------------------------

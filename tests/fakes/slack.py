@@ -19,7 +19,8 @@ in a `file_share` event, its bytes served at `url_private_download` to the bot t
 Reading what arrived: `fake.calls` (every `ApiCall(method, params)`), `fake.calls_to("chat.postMessage")`,
 `fake.messages` / `fake.messages_in(channel)` (`PostedMessage`: channel, ts, text, blocks, thread_ts, and the
 edits it went through), `fake.files` (`UploadedFile`: filename, title, content, channel, thread_ts, shared),
-`fake.responses` (`ResponsePost`).
+`fake.responses` (`ResponsePost`). `message.mass_mentions()` / `file.mass_mentions()`: the @here/@channel/@everyone
+notifications Slack would send for what arrived (`<!here>` anywhere; typed `@here` unless the text is verbatim).
 
 Scripting: `fake.fail("chat.postMessage", "ratelimited", retry_after=1, times=1)`, `fake.fail(...,
 "channel_not_found", channel="C1")`; `fake.not_a_member("C9")` makes posting there answer `not_in_channel`.
@@ -40,6 +41,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -59,6 +61,28 @@ TEAM_ID = "T0TEAM"
 MAX_BLOCKS = 50
 MAX_SECTION_TEXT = 3000
 MAX_HEADER_TEXT = 150
+_SPECIAL_MENTION = re.compile(r"<!(?:here|channel|everyone)(?:\|[^<>]*)?>", re.IGNORECASE)
+"""Slack's manual syntax for notifying a whole channel or workspace: it notifies wherever mrkdwn is read."""
+_TYPED_SPECIAL_MENTION = re.compile(r"(?<![\w@])@(?:here|channel|everyone)\b", re.IGNORECASE)
+"""The same typed as words: Slack's automatic parsing turns them into notifications unless a text is verbatim."""
+
+
+def mass_mentions(text: str, *, verbatim: bool = False) -> list[str]:
+    """The @here/@channel/@everyone notifications Slack would send for this mrkdwn (its manual `<!here>` syntax
+    anywhere; the typed words too unless the text object is `verbatim`)."""
+    found = _SPECIAL_MENTION.findall(text)
+    return found if verbatim else found + _TYPED_SPECIAL_MENTION.findall(text)
+
+
+def _block_mass_mentions(value: Any) -> list[str]:
+    """`mass_mentions` of every mrkdwn text object inside a block (sections, context elements, fields, …)."""
+    if isinstance(value, list):
+        return [found for item in value for found in _block_mass_mentions(item)]
+    if not isinstance(value, dict):
+        return []
+    if value.get("type") == "mrkdwn" and isinstance(value.get("text"), str):
+        return mass_mentions(value["text"], verbatim=value.get("verbatim") is True)
+    return [found for item in value.values() for found in _block_mass_mentions(item)]
 
 
 @dataclass(frozen=True)
@@ -92,6 +116,10 @@ class PostedMessage:
     def block_types(self) -> list[str]:
         return [str(block.get("type")) for block in self.blocks or []]
 
+    def mass_mentions(self) -> list[str]:
+        """The channel-wide notifications this message would send (its `text` and its blocks' mrkdwn)."""
+        return mass_mentions(self.text) + _block_mass_mentions(self.blocks or [])
+
 
 @dataclass
 class UploadedFile:
@@ -106,6 +134,10 @@ class UploadedFile:
     thread_ts: str | None = None
     initial_comment: str | None = None
     shared: bool = False
+
+    def mass_mentions(self) -> list[str]:
+        """The channel-wide notifications its comment would send (a file's comment is mrkdwn)."""
+        return mass_mentions(self.initial_comment or "")
 
 
 @dataclass

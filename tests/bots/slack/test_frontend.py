@@ -563,3 +563,17 @@ async def test_an_event_sent_while_the_database_is_away_is_refused_then_answered
     assert later.status_code == 200
     assert answers == ["Answer number 1."] and len(model.requests) == 1
     assert told[0] == UNSTORED_TEXT and len(told) == 2 and UNSTORED_TEXT not in told[1]
+
+
+# --- never a mass mention ------------------------------------------------------------------------------------
+
+
+async def test_an_answer_saying_at_here_or_at_channel_notifies_no_one(world: World) -> None:
+    world.model.steps[:] = ["Tell @here and @channel (and @everyone) about it; write to support@here.example."]
+
+    await world.event(mention("who should know?", ts="600.000100"), event_id="EvPing")
+    await eventually(lambda: len(world.replies(thread_ts="600.000100")) == 1)
+
+    (answer,) = world.replies(thread_ts="600.000100")
+    assert "here" in answer.section_texts()[0] and "support@here.example" in answer.section_texts()[0]
+    assert answer.mass_mentions() == []
