@@ -22,7 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bots.shared_limits import SlotReserver
-from bots.slack.render import SlackMessage, blocks_payload
+from bots.slack.render import SlackMessage, blocks_payload, escape_mrkdwn
 from kernel import Attachment, Backoff, parse_retry_after
 
 logger = logging.getLogger(__name__)
@@ -167,7 +167,8 @@ class SlackPoster:
     async def upload(
         self, channel: str, file: Attachment, *, thread_ts: str | None = None, comment: str | None = None
     ) -> bool:
-        """files_upload_v2 into the channel (and thread); False when the file is gone from disk."""
+        """files_upload_v2 into the channel (and thread), `comment` (plain text, a file's caption) shown as written:
+        Slack reads a file's comment as mrkdwn. False when the file is gone from disk."""
         try:
             content = await asyncio.to_thread(file.path.read_bytes)
         except OSError as error:  # cleaned up since it was written: the rest of the reply still goes
@@ -179,7 +180,7 @@ class SlackPoster:
             content=content,
             filename=file.filename,
             title=file.filename,
-            initial_comment=comment or None,
+            initial_comment=escape_mrkdwn(comment) if comment else None,
         )
         return True
 

@@ -568,6 +568,21 @@ async def test_an_event_sent_while_the_database_is_away_is_refused_then_answered
 # --- never a mass mention ------------------------------------------------------------------------------------
 
 
+async def test_a_topic_typed_as_slack_markup_never_pings_the_channel_from_a_files_comment(world: World) -> None:
+    await world.command("/track", "&lt;!channel&gt; daily from hn")  # what Slack sends for a typed "<!channel>"
+    await world.settled()
+    await world.command("/digest", "1")
+    await world.settled()
+
+    await world.command("/lookout", "export 1")
+    await world.settled()
+
+    (export,) = world.slack.shared_files(CHANNEL)
+    assert export.initial_comment is not None and "!channel" in export.initial_comment  # the topic is shown
+    assert export.mass_mentions() == []
+    assert all(m.mass_mentions() == [] for m in world.slack.messages)
+
+
 async def test_an_answer_saying_at_here_or_at_channel_notifies_no_one(world: World) -> None:
     world.model.steps[:] = ["Tell @here and @channel (and @everyone) about it; write to support@here.example."]
 
