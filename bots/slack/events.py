@@ -15,6 +15,8 @@ from bots.slack.render import ActionsBlock, button_element, escape_mrkdwn
 from kernel import CALLBACK_DATA_MAX_BYTES, Button
 
 _ENTITY = re.compile(r"<([^<>\n]*)>")
+_PERSON_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
+"""Message subtypes that are still a person's message: a shared file, a thread reply also sent to the channel."""
 _DIRECT_CHANNEL = "directmessage"
 """`channel_name` Slack sends for slash commands used in a direct message."""
 
@@ -96,7 +98,7 @@ def incoming_from_event(body: Mapping[str, Any], *, bot_user_id: str | None) -> 
         return None
     kind = event.get("type")
     subtype = event.get("subtype")
-    if kind not in {"app_mention", "message"} or (subtype is not None and subtype != "file_share"):
+    if kind not in {"app_mention", "message"} or (subtype is not None and subtype not in _PERSON_SUBTYPES):
         return None
     if event.get("bot_id") or not event.get("user"):
         return None

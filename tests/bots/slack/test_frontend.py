@@ -592,3 +592,16 @@ async def test_an_answer_saying_at_here_or_at_channel_notifies_no_one(world: Wor
     (answer,) = world.replies(thread_ts="600.000100")
     assert "here" in answer.section_texts()[0] and "support@here.example" in answer.section_texts()[0]
     assert answer.mass_mentions() == []
+
+
+async def test_a_thread_reply_also_sent_to_the_dm_is_answered_in_its_thread(world: World) -> None:
+    """Slack sends a thread reply with "Also send to direct message" ticked as a `thread_broadcast` message."""
+    event = {
+        "type": "message", "subtype": "thread_broadcast", "channel_type": "im", "channel": "D0ANN", "user": USER,
+        "text": "and what about arXiv?", "ts": "8.2", "thread_ts": "8.1",
+    }  # fmt: skip
+
+    await world.event(event, event_id="EvBroadcast")
+
+    await eventually(lambda: len(world.replies("D0ANN", thread_ts="8.1")) == 1)
+    assert "and what about arXiv?" in world.model.user_prompt(0)
