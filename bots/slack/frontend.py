@@ -28,8 +28,10 @@ import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -99,7 +101,14 @@ class SlackFrontend:
         self._sender = sender
         self.client = sender.client
         self.app = AsyncApp(
-            client=self.client,
+            # Bolt's own client (it makes one per request from it) carries no token: `_authorize` gives the bot's.
+            client=AsyncWebClient(
+                base_url=self.client.base_url,
+                timeout=self.client.timeout,
+                logger=self.client.logger,
+                retry_handlers=list(self.client.retry_handlers or []),
+            ),
+            authorize=lambda enterprise_id, team_id: self._authorize(enterprise_id, team_id),  # Bolt passes by name
             signing_secret=signing_secret or "",
             name="lookout",
             logger=logging.getLogger("slack_bolt"),
@@ -117,6 +126,7 @@ class SlackFrontend:
         self._http_handler = AsyncSlackRequestHandler(self.app)
         self._started = False
         self.bot_user_id: str | None = None
+        self._bot_id: str | None = None
         self._file_hosts = {"files.slack.com", urlsplit(self.client.base_url).hostname}
         """Where shared files may be downloaded from with the bot token."""
         self._register()
@@ -136,17 +146,38 @@ class SlackFrontend:
     async def start(self) -> None:
         """Check the token (auth.test), then connect Socket Mode (retrying in the background if Slack is down)."""
         try:
-            identity = await self.client.auth_test()
-            self.bot_user_id = str(identity.get("user_id") or "") or None
-            logger.info("slack: signed in as %s in team %s", identity.get("user"), identity.get("team"))
+            await self._identify()
         except SlackApiError as error:
             raise CredentialsRefusedError(f"Slack refused SLACK_BOT_TOKEN: {error_code(error)}") from error
-        except TRANSIENT_ERRORS as error:  # Bolt checks again on the first request
+        except TRANSIENT_ERRORS as error:  # `_authorize` asks again on the next request
             logger.warning("slack: auth.test failed (%s); carrying on", type(error).__name__)
         if self.mode == "socket":
             self._socket = AsyncSocketModeHandler(self.app, self._app_token)
             self._connecting = asyncio.create_task(self._connect(self._socket), name="slack socket mode")
         self._started = True
+
+    async def _identify(self) -> None:
+        """Who the bot is (auth.test), kept for every request after."""
+        identity = await self.client.auth_test()
+        self.bot_user_id = str(identity.get("user_id") or "") or None
+        self._bot_id = str(identity.get("bot_id") or "") or None
+        logger.info("slack: signed in as %s in team %s", identity.get("user"), identity.get("team"))
+
+    async def _authorize(self, enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+        """Bolt's authorization of each request: the bot token and who the bot is, as learnt at start (asked again
+        only while unknown). Bolt's own way calls auth.test on the first request and, if Slack has a passing
+        failure then, answers the person "reinstall this app" and drops the event; here a request always goes on."""
+        if self.bot_user_id is None:
+            try:
+                await self._identify()
+            except SlackApiError as error:  # the request goes on, the bot's id unknown
+                logger.warning("slack: auth.test failed again (%s); carrying on", error_code(error))
+            except TRANSIENT_ERRORS as error:
+                logger.warning("slack: auth.test failed again (%s); carrying on", type(error).__name__)
+        return AuthorizeResult(
+            enterprise_id=enterprise_id, team_id=team_id, bot_token=self.client.token, bot_user_id=self.bot_user_id,
+            bot_id=self._bot_id,
+        )  # fmt: skip
 
     async def _connect(self, handler: AsyncSocketModeHandler) -> None:
         # The SDK's connect keeps retrying by itself (logging each failure) until it is connected or closed.

@@ -605,3 +605,18 @@ async def test_a_thread_reply_also_sent_to_the_dm_is_answered_in_its_thread(worl
 
     await eventually(lambda: len(world.replies("D0ANN", thread_ts="8.1")) == 1)
     assert "and what about arXiv?" in world.model.user_prompt(0)
+
+
+async def test_slack_failing_auth_test_on_the_first_request_loses_no_message(world: World) -> None:
+    """Bolt's own authorization calls auth.test on the first request; Slack's passing 5xx there must not become
+    "reinstall this app" for the person, nor a dropped event."""
+    world.slack.fail("auth.test", "internal_error", status=500, times=10)
+
+    event = await world.event(mention("are you there?", ts="700.000100"), event_id="EvAuth")
+    command = await world.command("/lookout", "help")
+
+    assert (event.status_code, command.status_code) == (200, 200)
+    assert command.text == ACK_TEXT
+    await eventually(lambda: len(world.replies(thread_ts="700.000100")) == 1)
+    await eventually(lambda: any("/track" in " ".join(m.section_texts()) for m in world.replies()))
+    assert not any("reinstall" in m.text for m in world.slack.messages)
