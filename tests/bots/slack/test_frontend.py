@@ -620,3 +620,13 @@ async def test_slack_failing_auth_test_on_the_first_request_loses_no_message(wor
     await eventually(lambda: len(world.replies(thread_ts="700.000100")) == 1)
     await eventually(lambda: any("/track" in " ".join(m.section_texts()) for m in world.replies()))
     assert not any("reinstall" in m.text for m in world.slack.messages)
+
+
+async def test_a_mention_with_nothing_else_says_what_lookout_does(world: World) -> None:
+    event = {"type": "app_mention", "user": USER, "text": f"<@{BOT_USER_ID}> ", "ts": "800.000100", "channel": CHANNEL}
+
+    await world.event(event, event_id="EvBare")
+
+    await eventually(lambda: len(world.replies(thread_ts="800.000100")) == 1)
+    (answer,) = world.replies(thread_ts="800.000100")
+    assert "/track" in " ".join(answer.section_texts()) and world.model.calls == 0  # no model needed
