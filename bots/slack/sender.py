@@ -6,7 +6,8 @@ caption as the comment). The web client's retry handlers already wait out short 
 delivery worker sends part by part (`parts`, `send_part`), errors mapped: `ratelimited` → `RetryLater` with
 its Retry-After; channel_not_found, not_in_channel, is_archived, account_inactive → `ChatGone`; network and
 5xx → `RetryLater`; any other Slack error → `DeliveryError`. The frontend sends whole answers
-(`send_replies`), falling back to a slash command's `response_url` where the bot may not post.
+(`send_replies`), falling back to a slash command's `response_url` where the bot may not post (and telling the
+person, once per command, that digests and files cannot arrive there until the bot is invited).
 """
 
 from __future__ import annotations
@@ -34,11 +35,25 @@ from bots.slack.render import HEADER_TEXT_LIMIT, SlackMessage, escape_mrkdwn, pl
 from bots.status import DONE_MARK, WORKING_MARK, StatusLine, StatusOff
 from kernel import Attachment, Button, ChatGone, DeliveryError, Recipient, Reply, RetryLater
 
-__all__ = ["NO_FILES_HERE", "SlackPart", "SlackSender", "SlackTarget", "delivery_error", "digest_messages"]
+__all__ = [
+    "NOT_A_MEMBER_HERE",
+    "NO_FILES_HERE",
+    "SlackPart",
+    "SlackSender",
+    "SlackTarget",
+    "delivery_error",
+    "digest_messages",
+]
 
 logger = logging.getLogger(__name__)
 
 NO_FILES_HERE = "I can't post files in this channel: invite me with `/invite @Lookout` and ask again."
+NOT_A_MEMBER_HERE = (
+    "I'm not a member of this channel, so I can answer your commands here but can't post digests or files: they "
+    "will not arrive until you invite me with `/invite @Lookout`."
+)
+"""Told once per command (only to the person) where the bot answers through response_url: without it, "the digest
+follows" would be followed by nothing, as the digest is posted into the channel like any scheduled one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +75,7 @@ class SlackTarget:
     via_response_url: bool = False
     """chat.postMessage was refused here: the rest goes through response_url."""
     told_no_files: bool = False
-    """The person has read once that files cannot be posted here."""
+    """The person has read once that files (and digests) cannot be posted here."""
 
 
 class SlackSender:
@@ -123,6 +138,11 @@ class SlackSender:
                 target.via_response_url = True
         assert target.response_url is not None
         await post_to_response_url(target.response_url, [message], handlers=self._handlers)
+        if not target.told_no_files:
+            target.told_no_files = True
+            await post_to_response_url(
+                target.response_url, reply_messages(NOT_A_MEMBER_HERE), in_channel=False, handlers=self._handlers
+            )
 
     async def _upload(self, target: SlackTarget, attachment: Attachment) -> None:
         if not target.via_response_url:

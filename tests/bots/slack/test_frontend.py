@@ -238,11 +238,30 @@ async def test_a_channel_the_bot_is_not_in_is_answered_through_response_url(worl
 
     await world.command("/lookout", "help", channel="C0ELSEWHERE")
 
-    await eventually(lambda: len(world.slack.responses) == 1)
-    (answer,) = world.slack.responses
+    await eventually(lambda: len(world.slack.responses) == 2)
+    answer, note = world.slack.responses
     assert answer.payload["response_type"] == "in_channel"
     assert "/track" in json.dumps(answer.payload["blocks"])
+    assert note.payload["response_type"] == "ephemeral" and "/invite @Lookout" in note.payload["text"]
     assert world.replies("C0ELSEWHERE") == []
+
+
+async def test_a_digest_asked_for_where_the_bot_is_no_member_says_it_cannot_arrive(world: World) -> None:
+    world.slack.not_a_member("C0ELSEWHERE")
+    await world.command("/track", "DeepSeek daily at 9 from hn", channel="C0ELSEWHERE")
+    await world.settled()
+
+    await world.command("/digest", "1", channel="C0ELSEWHERE")
+    await world.settled()
+    report = await DeliveryWorker(world.database, {"slack": world.frontend.sender()}).run_once()
+
+    assert report.sent == 0  # Slack refuses the digest in a channel the bot is not in
+    texts = [response.payload["text"] for response in world.slack.responses]
+    assert any("the digest follows" in text for text in texts)
+    told = [
+        r for r in world.slack.responses if "digests" in r.payload["text"] and "/invite @Lookout" in r.payload["text"]
+    ]
+    assert len(told) == 2 and all(r.payload["response_type"] == "ephemeral" for r in told)  # once per command
 
 
 # --- a digest ------------------------------------------------------------------------------------------------
