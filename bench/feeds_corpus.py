@@ -52,6 +52,8 @@ _HOSTILE = ("<script", "javascript:", "onerror=", "onload=", "&amp;amp;", "&amp;
 _MOJIBAKE = re.compile("\ufffd|Ã[\u0080-\u00bf]|â€|Â[\u00a0-\u00bf]")
 _LATIN1 = re.compile("[\u0080-\u00ff]")
 _TELEGRAM_TAGS = re.compile(r"<(b|i|u|s|code|pre|a|blockquote|tg-spoiler|span)\b")
+_SLACK_STYLE = re.compile(r"(?<![\w*_~`])[*_~`](?=\S)|(?<=\S)[*_~`](?![\w*_~`])")
+"""A mrkdwn mark where Slack may read it as one (at a word's edge): the feed's own text must add none."""
 _SLACK_MARKS = re.compile(r"<(?:https?:|mailto:|!|@|#)[^>]*>")
 _DATE_KEYS = re.compile(
     r"entries\[0\]\['(published|updated|created|issued|modified|date)(_parsed)?'\]\s*==\s*(\([^)]*\)|u?'[^']*'|u?\"[^\"]*\")"
@@ -246,6 +248,8 @@ def check_rendering(items: list[Any], row: Row, name: str) -> None:
         reasons.append("telegram formatting")
     if len(_SLACK_MARKS.findall(slack)) != len(_SLACK_MARKS.findall(slack_0)):
         reasons.append("slack links")
+    if len(_SLACK_STYLE.findall(slack)) != len(_SLACK_STYLE.findall(slack_0)):
+        reasons.append("slack formatting")
     if _TAG_LEFT.search(plain):
         reasons.append("tag in plain text")
     if reasons:
