@@ -224,7 +224,8 @@ def render_all(markdown: str) -> tuple[str, str, str]:
     return markdown_to_telegram_html(markdown), markdown_to_mrkdwn(markdown), markdown_to_plain(markdown)
 
 
-def check_rendering(items: list[Any], row: Row, name: str) -> None:
+def check_rendering(items: list[Any], row: Row, name: str, *, literal: bool) -> None:
+    """`literal`: every item's text is the feed's own plain text, which may spell `<b>` or `&amp;` as words."""
     from research.digest import extractive_digest, render_digest_markdown
     from research.rank import rank
 
@@ -243,45 +244,66 @@ def check_rendering(items: list[Any], row: Row, name: str) -> None:
     telegram, slack, plain = render_all(render_digest_markdown(digest))
     telegram_0, slack_0, _plain_0 = render_all(render_digest_markdown(neutral))
     lowered = [telegram.lower(), slack.lower(), plain.lower()]
-    reasons = [marker for marker in _HOSTILE if any(marker in text for text in lowered)]
+    markers = _HOSTILE[:4] if literal else _HOSTILE
+    reasons = [marker for marker in markers if any(marker in text for text in lowered)]
     if Counter(_TELEGRAM_TAGS.findall(telegram)) != Counter(_TELEGRAM_TAGS.findall(telegram_0)):
         reasons.append("telegram formatting")
     if len(_SLACK_MARKS.findall(slack)) != len(_SLACK_MARKS.findall(slack_0)):
         reasons.append("slack links")
     if len(_SLACK_STYLE.findall(slack)) != len(_SLACK_STYLE.findall(slack_0)):
         reasons.append("slack formatting")
-    if _TAG_LEFT.search(plain):
+    if _TAG_LEFT.search(plain) and not literal:
         reasons.append("tag in plain text")
     if reasons:
         row.hostile += 1
         row.note("hostile", f"{name}: {', '.join(reasons)}")
 
 
-def feed_titles(data: bytes) -> set[str]:
-    """Each entry's title as its feed means it, read by feedparser alone: plain text as written (whitespace
-    collapsed), HTML as its visible text."""
+@dataclass
+class Meant:
+    """What a feed's entries say, read by feedparser alone and taken as each construct's type says (plain text as
+    written, HTML and XHTML as their visible text): Lookout should show exactly these."""
+
+    titles: set[str] = field(default_factory=set)
+    texts: set[str] = field(default_factory=set)
+
+    def as_written(self, item: Any) -> bool:
+        # An entry with no title is titled by the start of its text (`sources.feeds.title_from_text`).
+        from_text = not self.titles and any(text.startswith(item.title.rstrip("…")) for text in self.texts)
+        return (item.title in self.titles or from_text) and (not item.text or item.text in self.texts)
+
+
+def meant(data: bytes) -> Meant:
     import io
 
     import feedparser
 
-    from sources.feeds import html_to_text
+    from sources.feeds import html_to_text, plain_text
 
-    titles = set()
-    for entry in feedparser.parse(io.BytesIO(data)).entries:
-        detail = entry.get("title_detail")
+    def read(detail: Any) -> str | None:
         if not detail or not detail.get("value"):
-            continue
-        value = detail["value"]
-        html = detail.get("type") in ("text/html", "application/xhtml+xml")
-        title = html_to_text(value) if html else " ".join(value.split())
-        if not _LATIN1.search(title):  # feedparser alone cannot decode an undeclared legacy charset: no oracle there
-            titles.add(title)
-    return titles
+            return None
+        html = "html" in str(detail.get("type") or "html")
+        text = html_to_text(detail["value"]) if html else plain_text(detail["value"])
+        # feedparser alone cannot decode an undeclared legacy charset: there is no oracle for those.
+        return None if _LATIN1.search(text) else text
+
+    found = Meant()
+    for entry in feedparser.parse(io.BytesIO(data)).entries:
+        title = read(entry.get("title_detail"))
+        if title is not None:
+            found.titles.add(" ".join(title.split()))
+        for detail in [entry.get("summary_detail"), *(entry.get("content") or [])]:
+            text = read(detail)
+            if text is not None:
+                found.texts.add(text)
+    return found
 
 
 def check_items(
-    items: list[Any], row: Row, name: str, expected: Expectation, *, linked: bool, base: str, titles: set[str]
+    items: list[Any], row: Row, name: str, expected: Expectation, *, linked: bool, base: str, feed: Meant
 ) -> None:
+    titles = feed.titles
     for item in items:
         if not item.title.strip():
             row.empty_title += 1
@@ -289,8 +311,8 @@ def check_items(
         if titles and item.title not in titles and not item.title.endswith("…"):
             row.title_differs += 1
             row.note("title", f"{name}: {item.title[:50]!r} not in {sorted(titles)[:2]!r}")
-        as_written = item.title in titles  # a plain-text title may name a tag: "History of the <blink> tag"
-        if (_TAG_LEFT.search(item.title) and not as_written) or _ENTITY_LEFT.search(item.title + item.text):
+        # A plain-text title may name a tag or spell an entity: "History of the <blink> tag".
+        if not feed.as_written(item) and (_TAG_LEFT.search(item.title) or _ENTITY_LEFT.search(item.title + item.text)):
             row.markup_left += 1
             row.note("markup", f"{name}: {item.title[:60]!r} / {item.text[:60]!r}")
         if _MOJIBAKE.search(item.title + item.text):
@@ -370,9 +392,9 @@ async def run(base: str, root: Path, names: list[str]) -> dict[str, Row]:
                     row.items += len(items)
                 try:
                     judged = expected if served == variants[-1][0] else Expectation()  # links and dates once a file
-                    titles = feed_titles((root / served).read_bytes())
-                    check_items(items, row, served, judged, linked=linked, base=base, titles=titles)
-                    check_rendering(items, row, served)
+                    feed = meant((root / served).read_bytes())
+                    check_items(items, row, served, judged, linked=linked, base=base, feed=feed)
+                    check_rendering(items, row, served, literal=all(feed.as_written(item) for item in items))
                 except Exception:
                     row.tracebacks += 1
                     row.note("traceback", f"{served}: {traceback.format_exc().splitlines()[-1]}")

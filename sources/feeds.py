@@ -77,6 +77,20 @@ def html_to_text(html: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+def plain_text(text: str) -> str:
+    """Plain text tidied the way `html_to_text` leaves HTML's: each line's whitespace collapsed, blank lines dropped."""
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def construct_text(value: str, content_type: str | None) -> str:
+    """The text of a feed's text construct (a title, a summary, a content) as its type says: HTML and XHTML as their
+    visible text, plain text as written, so "History of the <blink> tag" keeps its brackets. No type: HTML."""
+    if content_type and "html" not in content_type.lower():
+        return plain_text(value)
+    return html_to_text(value)
+
+
 def title_from_text(text: str) -> str:
     """A short title cut from the text on a word boundary, for entries that have no title."""
     first_line = text.strip().split("\n", 1)[0]
@@ -266,6 +280,11 @@ def parse_iso_datetime(value: str | None) -> datetime | None:
     return as_utc(parsed)
 
 
+def _type_of(detail: object) -> str | None:
+    value = detail.get("type") if isinstance(detail, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) -> FeedEntry | None:
     link = _absolute_http_link(entry.get("link"), base)
     if link is None:
@@ -276,14 +295,15 @@ def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) 
                     break
     if link is None:
         return None
-    title = html_to_text(entry.get("title") or "")
-    body = entry.get("summary") or ""
+    # feedparser gives each construct's type: Atom's own, or for RSS "text/html" only when the text looks like HTML.
+    title = " ".join(construct_text(entry.get("title") or "", _type_of(entry.get("title_detail"))).split())
+    body, body_type = entry.get("summary") or "", _type_of(entry.get("summary_detail"))
     for content in entry.get("content") or []:
         # Full content beats a teaser when the feed gives both.
         value = content.get("value") or ""
         if len(value) > len(body):
-            body = value
-    text = html_to_text(body)
+            body, body_type = value, _type_of(content)
+    text = construct_text(body, body_type)
     if not title and not text:
         return None
     authors = [a.get("name") for a in entry.get("authors") or [] if a.get("name")]
@@ -355,9 +375,13 @@ def _read_json_feed(document: dict[str, Any], *, feed_url: str) -> ParsedFeed:
             skipped += 1
             continue
         link = _absolute_http_link(item.url, base) or _absolute_http_link(item.external_url, base)
-        title = html_to_text(item.title or "")
-        text = item.content_text or html_to_text(item.content_html or "") or html_to_text(item.summary or "")
-        text = text.strip()
+        # JSON Feed 1.1: a title and a summary are plain text; only content_html is HTML.
+        title = " ".join((item.title or "").split())
+        text = (
+            plain_text(item.content_text or "")
+            or html_to_text(item.content_html or "")
+            or plain_text(item.summary or "")
+        )
         if link is None or (not title and not text):
             skipped += 1
             continue

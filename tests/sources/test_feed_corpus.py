@@ -1,0 +1,106 @@
+"""Cases from feedparser's own test corpus (github.com/kurtmckee/feedparser, tests/, BSD-2-Clause), each read the way
+a monitor reads a feed and shown the way a digest shows it.
+
+Each case is one small file of that corpus, named by its path there, with a `<link>` added where the original has
+none (Lookout needs one to cite an entry) and the feedparser result it pins. `bench/feeds_corpus.py` runs the whole
+corpus; these are the cases it found Lookout getting wrong.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bots.slack.render import markdown_to_mrkdwn
+from bots.telegram.render import markdown_to_telegram_html
+from bots.terminal.render import markdown_to_plain
+from research.digest import extractive_digest, render_digest_markdown
+from research.rank import rank
+from sources.feeds import parse_feed
+
+NOW = datetime(2026, 11, 20, 13, 0, tzinfo=UTC)
+
+
+def _read(document: str) -> list[tuple[str, str]]:
+    batch = parse_feed(document.encode(), source="rss", query="", feed_url="https://feeds.example/feed.xml")
+    return [(item.title, item.text) for item in batch.items]
+
+
+# ---- plain-text titles and summaries are shown as written ---------------------------------------------------------
+
+TEXT_CONSTRUCTS = [
+    pytest.param(
+        # wellformed/atom10/entry_title_text_plain_brackets.xml: entries[0]['title'] == 'History of the <blink> tag'
+        '<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="https://site.example/1"/>'
+        '<title type="text">History of the &lt;blink&gt; tag</title></entry></feed>',
+        ("History of the <blink> tag", ""),
+        id="atom10 type=text title naming a tag",
+    ),
+    pytest.param(
+        # wellformed/atom/entry_title_base64.xml: entries[0]['title'] == 'Example <b>Atom</b>' (Atom 0.3: plain text)
+        '<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><link rel="alternate" href="https://site.example/1"/>'
+        '<title mode="base64">RXhhbXBsZSA8Yj5BdG9tPC9iPg==</title></entry></feed>',
+        ("Example <b>Atom</b>", ""),
+        id="atom03 base64 plain title",
+    ),
+    pytest.param(
+        # The same rule for a summary of type text, and entities in plain text stay what they spell.
+        '<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="https://site.example/1"/>'
+        '<title type="text">C++ &lt;vector&gt; &amp;amp; friends</title>'
+        '<summary type="text">Use &lt;br&gt; to break a line; AT&amp;T agrees.</summary></entry></feed>',
+        ("C++ <vector> &amp; friends", "Use <br> to break a line; AT&T agrees."),
+        id="atom10 type=text summary",
+    ),
+    pytest.param(
+        # RSS titles carry no type: feedparser calls them HTML only when they look like it, as this one does not.
+        '<rss version="2.0"><channel><item><link>https://site.example/1</link>'
+        "<title>Why x &lt; y in C++ &lt;vector&gt;</title></item></channel></rss>",
+        ("Why x < y in C++ <vector>", ""),
+        id="rss title with angle brackets",
+    ),
+    pytest.param(
+        # ...while escaped HTML in an RSS title (wellformed/rss/item_title_*: common in the wild) is still markup.
+        '<rss version="2.0"><channel><item><link>https://site.example/1</link>'
+        "<title>&lt;b&gt;Bold&lt;/b&gt; news</title><description>&lt;p&gt;A &lt;i&gt;story&lt;/i&gt;.&lt;/p&gt;"
+        "</description></item></channel></rss>",
+        ("Bold news", "A story."),
+        id="rss html title",
+    ),
+    pytest.param(
+        # HTML and XHTML constructs keep being read as HTML (wellformed/atom10/entry_title_inline_markup.xml).
+        '<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="https://site.example/1"/>'
+        '<title type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml">Example <b>Atom</b></div></title>'
+        '<content type="html">&lt;p&gt;One&lt;/p&gt;&lt;p&gt;Two &amp;amp; three&lt;/p&gt;</content></entry></feed>',
+        ("Example Atom", "One\nTwo & three"),
+        id="atom10 xhtml title html content",
+    ),
+]
+
+
+@pytest.mark.parametrize(("document", "expected"), TEXT_CONSTRUCTS)
+def test_text_constructs_read_as_their_type_says(document: str, expected: tuple[str, str]) -> None:
+    assert _read(document) == [expected]
+
+
+def test_a_json_feed_title_and_summary_are_plain_text() -> None:
+    # JSON Feed 1.1: "title … is plain text", "summary … is a plain text sentence or two".
+    document = (
+        '{"version": "https://jsonfeed.org/version/1.1", "title": "F", "items": [{"id": "1", '
+        '"url": "https://site.example/1", "title": "Templates: <typename T> explained", '
+        '"summary": "Why <T> beats void*"}]}'
+    )
+
+    assert _read(document) == [("Templates: <typename T> explained", "Why <T> beats void*")]
+
+
+def test_a_plain_text_title_is_shown_as_written_and_never_as_formatting() -> None:
+    document = TEXT_CONSTRUCTS[0].values[0]
+    batch = parse_feed(str(document).encode(), source="rss", query="", feed_url="https://feeds.example/feed.xml")
+    digest = extractive_digest(rank(batch.items, topic="tag", now=NOW), topic="tag", now=NOW)
+    markdown = render_digest_markdown(digest)
+
+    html = markdown_to_telegram_html(markdown)
+    assert "History of the &lt;blink&gt; tag" in html and "<blink>" not in html
+    assert "History of the &lt;blink&gt; tag" in markdown_to_mrkdwn(markdown)
+    assert "History of the <blink> tag" in markdown_to_plain(markdown)
