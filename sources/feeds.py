@@ -260,9 +260,10 @@ def in_window(published: datetime | None, *, since: datetime | None, until: date
 
 
 def entry_published(entry: Any) -> datetime | None:
-    """When a feedparser entry was published, else last updated, in UTC; None when unknown or unreadable."""
+    """When a feedparser entry was published, else last updated, else created (Atom 0.3, `dcterms:created`), in UTC;
+    None when unknown or unreadable."""
     # dict.get, not entry.get: feedparser's own lookup maps missing date keys onto each other and warns.
-    for key in ("published_parsed", "updated_parsed"):
+    for key in ("published_parsed", "updated_parsed", "created_parsed"):
         moment = struct_time_to_utc(dict.get(entry, key))
         if moment is not None:
             return moment

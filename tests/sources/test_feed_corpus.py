@@ -104,3 +104,39 @@ def test_a_plain_text_title_is_shown_as_written_and_never_as_formatting() -> Non
     assert "History of the &lt;blink&gt; tag" in html and "<blink>" not in html
     assert "History of the &lt;blink&gt; tag" in markdown_to_mrkdwn(markdown)
     assert "History of the <blink> tag" in markdown_to_plain(markdown)
+
+
+# ---- an entry's date: published, else updated, else created ---------------------------------------------------------
+
+DATED = [
+    pytest.param(
+        # wellformed/atom/entry_created.xml: entries[0]['created'] == 'Thu, 01 Jan 2004 19:48:21 GMT'
+        '<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><link rel="alternate" href="https://site.example/1"/>'
+        "<title>T</title><created>Thu, 01 Jan 2004 19:48:21 GMT</created></entry></feed>",
+        datetime(2004, 1, 1, 19, 48, 21, tzinfo=UTC),
+        id="atom03 created",
+    ),
+    pytest.param(
+        # wellformed/rss/item_dcterms_created.xml: entries[0]['created'] == '2003-12-31T10:14:55Z'
+        '<rss version="2.0" xmlns:dcterms="http://purl.org/dc/terms/"><channel><item>'
+        "<link>https://site.example/1</link><title>T</title><dcterms:created>2003-12-31T10:14:55Z</dcterms:created>"
+        "</item></channel></rss>",
+        datetime(2003, 12, 31, 10, 14, 55, tzinfo=UTC),
+        id="rss dcterms created",
+    ),
+    pytest.param(
+        # Published wins over created when both are there (wellformed/atom/entry_issued.xml gives "published").
+        '<feed version="0.3" xmlns="http://purl.org/atom/ns#"><entry><link rel="alternate" href="https://site.example/1"/>'
+        "<title>T</title><created>2003-12-31T10:14:55Z</created><issued>2004-01-01T19:48:21Z</issued></entry></feed>",
+        datetime(2004, 1, 1, 19, 48, 21, tzinfo=UTC),
+        id="atom03 issued over created",
+    ),
+]
+
+
+@pytest.mark.parametrize(("document", "expected"), DATED)
+def test_an_entry_dated_only_by_its_creation_keeps_that_date(document: str, expected: datetime) -> None:
+    # Undated entries sort last and pass every time window: a date the feed gives must not be lost.
+    batch = parse_feed(document.encode(), source="rss", query="", feed_url="https://feeds.example/feed.xml")
+
+    assert [item.published for item in batch.items] == [expected]
