@@ -278,7 +278,10 @@ def meant(data: bytes) -> Meant:
 
     import feedparser
 
-    from sources.feeds import html_to_text, plain_text
+    from sources.feeds import html_to_text
+
+    def plain_text(text: str) -> str:
+        return "\n".join(line for line in (" ".join(line.split()) for line in text.splitlines()) if line)
 
     def read(detail: Any) -> str | None:
         if not detail or not detail.get("value"):
