@@ -8,7 +8,10 @@ corpus; these are the cases it found Lookout getting wrong.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +20,8 @@ from bots.telegram.render import markdown_to_telegram_html
 from bots.terminal.render import markdown_to_plain
 from research.digest import extractive_digest, render_digest_markdown
 from research.rank import rank
-from sources.feeds import parse_feed
+from sources.base import SourceError
+from sources.feeds import parse_feed, read_feed
 
 NOW = datetime(2026, 11, 20, 13, 0, tzinfo=UTC)
 
@@ -150,3 +154,34 @@ def test_an_entry_dated_only_by_its_creation_keeps_that_date(document: str, expe
     batch = parse_feed(document.encode(), source="rss", query="", feed_url="https://feeds.example/feed.xml")
 
     assert [item.published for item in batch.items] == [expected]
+
+
+# ---- the corpus itself, where a mirror of feedparser's repository is at hand ------------------------------------
+
+MIRROR = Path(os.environ.get("FEEDPARSER_MIRROR", "/work/.mirror/kurtmckee+feedparser/repo"))
+
+
+def _corpus(folder: str) -> dict[str, bytes]:
+    """Every file of feedparser's tests/<folder>, by name; the test is skipped where no mirror is at hand."""
+    if not (MIRROR / "HEAD").exists() and not (MIRROR / ".git").exists():
+        pytest.skip(f"no feedparser mirror at {MIRROR} (set FEEDPARSER_MIRROR)")
+    git = ["git", "-C", str(MIRROR)]
+    names = subprocess.run(
+        [*git, "ls-tree", "--name-only", "HEAD", f"tests/{folder}/"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    return {
+        name: subprocess.run([*git, "show", f"HEAD:{name}"], check=True, capture_output=True).stdout for name in names
+    }
+
+
+def test_every_file_of_the_encoding_corpus_is_read() -> None:
+    files = _corpus("encoding")
+    failures = {}
+    for name, content in files.items():
+        try:
+            read_feed(content, feed_url="https://feeds.example/feed.xml", content_type="text/xml")
+        except SourceError as error:
+            failures[name] = str(error)
+
+    assert len(files) > 50
+    assert failures == {}
