@@ -1,6 +1,7 @@
 """Which character encoding a fetched document is in, chosen as a feed reader or browser would.
 
-Order: the HTTP `Content-Type` charset, then a byte-order mark, then the document's own declaration
+Order: UTF-16 or UTF-32 without a byte-order mark (told by the first bytes, as XML's appendix F says), the HTTP
+`Content-Type` charset, then a byte-order mark, then the document's own declaration
 (`<?xml … encoding="…"?>`), then valid UTF-8, then detection by charset-normalizer. A declared charset that
 does not decode the bytes is passed over (servers and documents lie), and legacy labels are read as the
 superset browsers use (WHATWG Encoding Standard: Shift_JIS → cp932, GB2312/GBK → GB18030, EUC-KR → cp949,
@@ -18,7 +19,7 @@ import charset_normalizer
 
 __all__ = ["Charset", "charset_of_content_type", "choose_charset", "decode_document"]
 
-CharsetOrigin = Literal["http", "bom", "declaration", "utf-8", "detected", "fallback"]
+CharsetOrigin = Literal["wide", "http", "bom", "declaration", "utf-8", "detected", "fallback"]
 
 _CONTENT_TYPE_CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 _XML_DECLARATION = re.compile(rb"^\s*<\?xml[^>]*?\bencoding\s*=\s*[\"']([A-Za-z0-9._:-]+)[\"']", re.IGNORECASE)
@@ -28,6 +29,14 @@ _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
     (codecs.BOM_UTF16_LE, "utf-16-le"),
+)
+# UTF-32 and UTF-16 with no byte-order mark, told by how "<" and "<?" are spelt in the first bytes (XML 1.0, appendix
+# F): no document in an ASCII-compatible charset starts with NUL bytes, so this comes before any label.
+_WIDE_PROLOGS = (
+    (b"\x00\x00\x00<", "utf-32-be"),
+    (b"<\x00\x00\x00", "utf-32-le"),
+    (b"\x00<\x00?", "utf-16-be"),
+    (b"<\x00?\x00", "utf-16-le"),
 )
 # Labels Python does not know, and the supersets browsers decode legacy labels with (keyed by codec name).
 _ALIASES = {"x-sjis": "cp932", "windows-31j": "cp932", "x-euc-jp": "euc_jp", "x-gbk": "gb18030"}
@@ -90,8 +99,12 @@ def _bom(content: bytes) -> str | None:
 
 
 def choose_charset(content: bytes, *, content_type: str | None = None) -> Charset:
-    """The charset to decode `content` with: HTTP charset, BOM, XML declaration, UTF-8, detection (in that order;
-    each declared one only if it decodes every byte), else windows-1252 (bytes it lacks are then replaced)."""
+    """The charset to decode `content` with: UTF-16/32 told by its first bytes, HTTP charset, BOM, XML declaration,
+    UTF-8, detection (in that order; each declared one only if it decodes every byte), else windows-1252 (bytes it
+    lacks are then replaced)."""
+    for prolog, wide in _WIDE_PROLOGS:
+        if content.startswith(prolog) and _decodes(content, wide):
+            return Charset(wide, "wide")
     http = _codec(charset_of_content_type(content_type))
     if http is not None and _decodes(content, http):
         return Charset(http, "http")

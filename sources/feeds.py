@@ -30,6 +30,21 @@ _BLOCK_TAGS = frozenset({
     "section", "table", "td", "th", "tr", "ul",
 })  # fmt: skip
 _INVISIBLE_TAGS = frozenset({"script", "style", "template", "noscript"})
+# HTML's elements, current and obsolete (WHATWG): where a title's markup is only guessed at, a tag not named here is a
+# word the author wrote ("C++ <vector>", "<T>"), not markup.
+_HTML_ELEMENTS = frozenset({
+    "a", "abbr", "acronym", "address", "applet", "area", "article", "aside", "audio", "b", "base", "basefont", "bdi",
+    "bdo", "bgsound", "big", "blink", "blockquote", "body", "br", "button", "canvas", "caption", "center", "cite",
+    "code", "col", "colgroup", "data", "datalist", "dd", "del", "details", "dfn", "dialog", "dir", "div", "dl", "dt",
+    "em", "embed", "fieldset", "figcaption", "figure", "font", "footer", "form", "frame", "frameset", "h1", "h2",
+    "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html", "i", "iframe", "image", "img", "input", "ins",
+    "isindex", "kbd", "keygen", "label", "legend", "li", "link", "listing", "main", "map", "mark", "marquee", "math",
+    "menu", "meta", "meter", "multicol", "nav", "nobr", "noembed", "noframes", "noscript", "object", "ol",
+    "optgroup", "option", "output", "p", "param", "picture", "plaintext", "pre", "progress", "q", "rb", "rp", "rt",
+    "rtc", "ruby", "s", "samp", "script", "search", "section", "select", "slot", "small", "source", "spacer", "span",
+    "strike", "strong", "style", "sub", "summary", "sup", "svg", "table", "tbody", "td", "template", "textarea",
+    "tfoot", "th", "thead", "time", "title", "tr", "track", "tt", "u", "ul", "var", "video", "wbr", "xmp",
+})  # fmt: skip
 _TITLE_FROM_TEXT_CHARS = 120
 
 # Common English function words: requiring them would drop matches for no reason.
@@ -42,21 +57,36 @@ STOP_WORDS = frozenset({
 
 
 class _TextExtractor(HTMLParser):
-    """Collects the visible text of an HTML fragment."""
+    """Collects the visible text of an HTML fragment (with `unknown_tags_as_text`, tags HTML lacks as written)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, unknown_tags_as_text: bool = False) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self._hidden_depth = 0
+        self._unknown_as_text = unknown_tags_as_text
+
+    def _as_text(self, tag: str) -> bool:
+        return self._unknown_as_text and tag not in _HTML_ELEMENTS
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._as_text(tag):
+            self.handle_data(self.get_starttag_text() or "")
+        else:
+            self.handle_starttag(tag, attrs)
+            self.handle_endtag(tag)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _INVISIBLE_TAGS:
+        if self._as_text(tag):
+            self.handle_data(self.get_starttag_text() or "")
+        elif tag in _INVISIBLE_TAGS:
             self._hidden_depth += 1
         elif tag in _BLOCK_TAGS:
             self.parts.append("\n")
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in _INVISIBLE_TAGS:
+        if self._as_text(tag):
+            self.handle_data(f"</{tag}>")
+        elif tag in _INVISIBLE_TAGS:
             self._hidden_depth = max(0, self._hidden_depth - 1)
         elif tag in _BLOCK_TAGS:
             self.parts.append("\n")
@@ -66,15 +96,31 @@ class _TextExtractor(HTMLParser):
             self.parts.append(data)
 
 
-def html_to_text(html: str) -> str:
-    """Plain text of an HTML fragment: tags dropped, entities decoded, whitespace collapsed."""
+def html_to_text(html: str, *, unknown_tags_as_text: bool = False) -> str:
+    """Plain text of an HTML fragment: tags dropped, entities decoded, whitespace collapsed.
+
+    `unknown_tags_as_text`: a tag that is no HTML element stays as written, for text only guessed to be HTML."""
     if "<" not in html and "&" not in html:
         return " ".join(html.split())
-    extractor = _TextExtractor()
+    extractor = _TextExtractor(unknown_tags_as_text=unknown_tags_as_text)
     extractor.feed(html)
     extractor.close()
     lines = (" ".join(line.split()) for line in "".join(extractor.parts).splitlines())
     return "\n".join(line for line in lines if line)
+
+
+def plain_text(text: str) -> str:
+    """Plain text tidied the way `html_to_text` leaves HTML's: each line's whitespace collapsed, blank lines dropped."""
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def construct_text(value: str, content_type: str | None) -> str:
+    """The text of a feed's text construct (a title, a summary, a content) whose type the feed declares (Atom): HTML
+    and XHTML as their visible text, plain text as written, so "History of the <blink> tag" keeps its brackets."""
+    if content_type and "html" not in content_type.lower():
+        return plain_text(value)
+    return html_to_text(value)
 
 
 def title_from_text(text: str) -> str:
@@ -246,9 +292,10 @@ def in_window(published: datetime | None, *, since: datetime | None, until: date
 
 
 def entry_published(entry: Any) -> datetime | None:
-    """When a feedparser entry was published, else last updated, in UTC; None when unknown or unreadable."""
+    """When a feedparser entry was published, else last updated, else created (Atom 0.3, `dcterms:created`), in UTC;
+    None when unknown or unreadable."""
     # dict.get, not entry.get: feedparser's own lookup maps missing date keys onto each other and warns.
-    for key in ("published_parsed", "updated_parsed"):
+    for key in ("published_parsed", "updated_parsed", "created_parsed"):
         moment = struct_time_to_utc(dict.get(entry, key))
         if moment is not None:
             return moment
@@ -266,7 +313,13 @@ def parse_iso_datetime(value: str | None) -> datetime | None:
     return as_utc(parsed)
 
 
-def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) -> FeedEntry | None:
+def _type_of(detail: object) -> str | None:
+    value = detail.get("type") if isinstance(detail, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None, typed: bool) -> FeedEntry | None:
+    """`typed`: the feed declares its constructs' types (Atom), so a plain-text one is shown as written."""
     link = _absolute_http_link(entry.get("link"), base)
     if link is None:
         for candidate in entry.get("links") or []:
@@ -276,14 +329,21 @@ def _entry_from_feedparser(entry: Any, *, base: str, feed_language: str | None) 
                     break
     if link is None:
         return None
-    title = html_to_text(entry.get("title") or "")
-    body = entry.get("summary") or ""
+    raw_title = entry.get("title") or ""
+    if typed:
+        title = construct_text(raw_title, _type_of(entry.get("title_detail")))
+    else:
+        # RSS declares no type: its titles carry escaped HTML in the wild (feedparser's guess misses `<img …>Hi`),
+        # and words in brackets ("C++ <vector>") too, so HTML's own tags go and any other stays.
+        title = html_to_text(raw_title, unknown_tags_as_text=True)
+    title = " ".join(title.split())
+    body, body_type = entry.get("summary") or "", _type_of(entry.get("summary_detail"))
     for content in entry.get("content") or []:
         # Full content beats a teaser when the feed gives both.
         value = content.get("value") or ""
         if len(value) > len(body):
-            body = value
-    text = html_to_text(body)
+            body, body_type = value, _type_of(content)
+    text = construct_text(body, body_type) if typed else html_to_text(body)
     if not title and not text:
         return None
     authors = [a.get("name") for a in entry.get("authors") or [] if a.get("name")]
@@ -321,13 +381,14 @@ def _read_xml_feed(content: bytes, *, feed_url: str, content_type: str | None) -
         raise SourceError(SourceErrorKind.BAD_RESPONSE, f"not a feed ({feed_url}): {reason}")
     feed_info = parsed.get("feed") or {}
     feed_language = _language_code(feed_info.get("language"))
+    typed = str(parsed.get("version") or "").startswith("atom")
     base = feed_info.get("link") or feed_url
     entries: list[FeedEntry] = []
     skipped = 0
     for raw in parsed.get("entries") or []:
         try:
             entry = _entry_from_feedparser(
-                raw, base=_absolute_http_link(base, feed_url) or feed_url, feed_language=feed_language
+                raw, base=_absolute_http_link(base, feed_url) or feed_url, feed_language=feed_language, typed=typed
             )
         except (AttributeError, TypeError, ValueError):
             entry = None
@@ -355,9 +416,13 @@ def _read_json_feed(document: dict[str, Any], *, feed_url: str) -> ParsedFeed:
             skipped += 1
             continue
         link = _absolute_http_link(item.url, base) or _absolute_http_link(item.external_url, base)
-        title = html_to_text(item.title or "")
-        text = item.content_text or html_to_text(item.content_html or "") or html_to_text(item.summary or "")
-        text = text.strip()
+        # JSON Feed 1.1: a title and a summary are plain text; only content_html is HTML.
+        title = " ".join((item.title or "").split())
+        text = (
+            plain_text(item.content_text or "")
+            or html_to_text(item.content_html or "")
+            or plain_text(item.summary or "")
+        )
         if link is None or (not title and not text):
             skipped += 1
             continue

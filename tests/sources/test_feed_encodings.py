@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from sources.base import SearchQuery
-from sources.charsets import choose_charset
+from sources.charsets import Charset, choose_charset
 from sources.config import SourcesConfig
 from sources.feeds import read_feed
 from sources.http import HttpClient
@@ -164,3 +164,26 @@ async def test_through_the_feed_source(sample: Sample, fake_server: FakeHTTPServ
         source = FeedSource(client=http_client, config=config, feed_url=fake_server.url + path)
         batch = await source.search(SearchQuery(text=""))
         assert sorted((item.title, item.text) for item in batch.items) == sorted(sample.entries), path
+
+
+# UTF-16 and UTF-32 with no byte-order mark: the XML specification (appendix F) tells them by how `<?xml` is spelt
+# in the first four bytes. Cases shaped like feedparser's tests/encoding/{u16,utf-16le,utf-32be-autodetect}.xml
+# (BSD-2-Clause), with an item added so there is something to read.
+WIDE = ["utf-16-be", "utf-16-le", "utf-32-be", "utf-32-le"]
+
+
+@pytest.mark.parametrize("codec", WIDE)
+@pytest.mark.parametrize("declared", ["utf-16", "utf-16le", "utf-32", None])
+def test_utf16_and_utf32_without_a_byte_order_mark(codec: str, declared: str | None) -> None:
+    prolog = f'<?xml version="1.0" encoding="{declared}"?>' if declared else '<?xml version="1.0"?>'
+    sample = SAMPLES[0]
+    content = (
+        f'{prolog}\n<!--\nDescription:  Wellformed UTF-16 (autodetected)\n-->\n<rss version="2.0"><channel>'
+        f"<title>{sample.channel}</title><link>https://news.example/</link><item><title>{sample.entries[0][0]}</title>"
+        "<link>https://news.example/0</link></item></channel></rss>"
+    ).encode(codec)
+    assert not content.startswith((b"\xfe\xff", b"\xff\xfe", b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00"))
+
+    # What a server that knows nothing of the file says (feedparser's harness too): text/xml, no charset.
+    assert _titles(content, "text/xml") == (sample.channel, [(sample.entries[0][0], "")])
+    assert choose_charset(content, content_type="application/xml; charset=utf-8") == Charset(codec, "wide")
