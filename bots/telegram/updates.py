@@ -78,9 +78,15 @@ def migration(update: Update) -> tuple[str, str] | None:
 def _from_message(update_id: int, message: Message, bot: BotIdentity) -> Received | None:
     text = message.text if message.text is not None else message.caption
     user = message.from_user
-    if text is None or user is None or user.is_bot:  # service messages, channel posts, other bots
+    if user is None or user.is_bot:  # channel posts, other bots
         return None
     is_private = message.chat.type == ChatType.PRIVATE
+    # A sticker or a voice note in a private chat is for the bot, which says it reads text; in a group it is
+    # people talking among themselves. Service messages (someone joined, a pinned message) are nobody's question.
+    unreadable = _unreadable(message) if text is None and is_private else None
+    if text is None and unreadable is None:
+        return None
+    text = text or ""
     is_command = text.startswith("/")
     if is_command:
         addressed = _address_command(text, bot)
@@ -109,8 +115,32 @@ def _from_message(update_id: int, message: Message, bot: BotIdentity) -> Receive
         reply_to_bot=reply_to_bot,
         user_display_name=_display_name(user),
         chat_title=_title(message.chat),
+        unreadable=unreadable,
     )
     return Received(incoming=incoming, thread_id=thread_id, message_id=message.message_id, document=document)
+
+
+_UNREADABLE = (
+    ("sticker", "a sticker"),
+    ("voice", "a voice message"),
+    ("video_note", "a video message"),
+    ("audio", "an audio file"),
+    ("animation", "a GIF"),
+    ("photo", "a photo"),
+    ("video", "a video"),
+    ("document", "a file"),
+    ("location", "a location"),
+    ("contact", "a contact"),
+    ("poll", "a poll"),
+    ("dice", "a dice roll"),
+)
+"""A message's content fields with no text of their own and what the bot calls them when it cannot read them
+(`animation` before `document`: Telegram sets both for a GIF; `venue` carries a `location` too)."""
+
+
+def _unreadable(message: Message) -> str | None:
+    """What a message without text carries, in words; None for service messages (joins, pins, title changes)."""
+    return next((name for field, name in _UNREADABLE if getattr(message, field, None)), None)
 
 
 def _document_to_import(message: Message, text: str) -> Document | None:

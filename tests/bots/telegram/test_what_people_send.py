@@ -1,0 +1,83 @@
+"""What real Telegram users send beyond plain text, through the real frontend against the fake Bot API: stickers,
+voice notes and photos, a bare @mention, invisible characters pasted around a topic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bots.slack_world import copy_database, migrated_template
+from tests.bots.telegram_world import telegram_world
+from tests.fakes.http_server import FakeHTTPServer
+from tests.fakes.telegram import FakeTelegram
+from tests.kit import ScriptedModel, eventually, replying
+
+ALICE = 4401
+GROUP = -100888
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return migrated_template(tmp_path_factory.mktemp("telegram-people-template"))
+
+
+@pytest.fixture
+def db_url(tmp_path: Path, template: Path) -> str:
+    return copy_database(template, tmp_path)
+
+
+def without_text(fake: FakeTelegram, chat_id: int, **content: Any) -> dict[str, Any]:
+    """A message from Alice carrying `content` (a sticker, a voice note…) and no text, as Telegram sends it."""
+    update = fake.text_update(chat_id, "", user_id=ALICE)
+    del update["message"]["text"]
+    update["message"].update(content)
+    return update
+
+
+STICKER = {
+    "file_id": "s1",
+    "file_unique_id": "s1",
+    "type": "regular",
+    "width": 512,
+    "height": 512,
+    "is_animated": False,
+    "is_video": False,
+    "emoji": "👍",
+}
+
+
+async def test_a_sticker_voice_note_or_bare_mention_gets_a_hint_not_silence(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
+        fake = world.fake
+        fake.push_update(without_text(fake, ALICE, sticker=STICKER))
+        fake.push_update(without_text(fake, ALICE, voice={"file_id": "v1", "file_unique_id": "v1", "duration": 3}))
+        # In a group, a sticker replying to the bot is a reaction among people: not answered.
+        await world.replies(ALICE, 2)
+        fake.push_text(GROUP, "/help@lookout_test_bot", user_id=ALICE)
+        [helped] = await world.replies(GROUP, 1)
+        reaction = without_text(fake, GROUP, sticker=STICKER)
+        reaction["message"]["reply_to_message"] = {
+            "message_id": helped.message_id,
+            "date": 0,
+            "chat": reaction["message"]["chat"],
+            "from": {"id": fake.bot_id, "is_bot": True, "first_name": "Lookout", "username": fake.bot_username},
+            "text": "help",
+        }
+        fake.push_update(reaction)
+        fake.push_text(GROUP, "@lookout_test_bot", user_id=ALICE)
+        await world.replies(GROUP, 2)
+        fake.push_text(GROUP, "@lookout_test_bot ping", user_id=ALICE)
+        await eventually(lambda: len(fake.texts(GROUP)) == 3, what="the answer to the last group message")
+
+    sticker, voice = (m.text or "" for m in fake.texts(ALICE))
+    assert "sticker" in sticker and "text" in sticker and "/help" in sticker
+    assert "voice message" in voice
+    group = [m.text or "" for m in fake.texts(GROUP)]
+    assert "mention" in group[1] and "/help" in group[1]
+    assert group[2] == "echo: ping"  # the sticker reply got nothing; the next question its answer
+    assert script.requests and all("ping" in str(request) for request in script.requests)  # no model call for those
