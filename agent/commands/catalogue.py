@@ -26,7 +26,7 @@ from agent.commands import (
     subscriptions,
 )
 from agent.commands.action import Action, Arguments, Family
-from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
+from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head, visible
 from agent.context import Services, Turn
 from kernel import Reply
 from storage import JSONObject
@@ -201,7 +201,7 @@ def is_instant_command(text: str) -> bool:
 def parse_command_words(text: str, *, options: ParseOptions | None = None) -> Command | CommandError:
     """Parse a command whose first word is the name, without a slash (the text of Slack's `/lookout`).
     Empty text is /help."""
-    head, rest = split_head(text.strip().lstrip("/"))
+    head, rest = split_head(visible(text).strip().lstrip("/"))
     if not head:
         return HelpCommand()
     return _dispatch(head.partition("@")[0].lower(), rest, options or ParseOptions())

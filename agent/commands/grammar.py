@@ -33,6 +33,7 @@ __all__ = [
     "split_head",
     "split_sources",
     "tokenize",
+    "visible",
 ]
 
 
@@ -106,9 +107,22 @@ def is_command(text: str) -> bool:
     return text.lstrip().startswith("/")
 
 
+_INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+"""Unicode's format characters (zero-width spaces and joiners, direction marks, the BOM, the soft hyphen): text copied
+from a page or typed on a right-to-left keyboard carries them, unseen, around words."""
+_INVISIBLE_AT_EDGES = re.compile(rf"(?:^|(?<=\s))[{_INVISIBLE}]+|[{_INVISIBLE}]+(?=\s|$)")
+
+
+def visible(text: str) -> str:
+    """`text` without the invisible format characters at the edges of its words (`\u200b/pause 1\u200e` →
+    `/pause 1`); those inside a word (an emoji's joiner, a Persian non-joiner) stay."""
+    return _INVISIBLE_AT_EDGES.sub("", text)
+
+
 def slash_head(text: str) -> tuple[str, str] | None:
-    """`/name@Bot args` as ("name@Bot", "args"); None when the text is no slash command."""
-    stripped = text.strip()
+    """`/name@Bot args` as ("name@Bot", "args"); None when the text is no slash command. Invisible characters around
+    words are not part of them (`visible`)."""
+    stripped = visible(text).strip()
     if not stripped.startswith("/"):
         return None
     # "/ track" is not /track: a command name follows the slash directly

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from storage.repositories import ChatRepository, MonitorRepository
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_world import telegram_world
 from tests.fakes.http_server import FakeHTTPServer
@@ -81,3 +82,24 @@ async def test_a_sticker_voice_note_or_bare_mention_gets_a_hint_not_silence(
     assert "mention" in group[1] and "/help" in group[1]
     assert group[2] == "echo: ping"  # the sticker reply got nothing; the next question its answer
     assert script.requests and all("ping" in str(request) for request in script.requests)  # no model call for those
+
+
+async def test_invisible_characters_pasted_around_a_command_or_its_words_are_not_part_of_them(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        fake = world.fake
+        # Copied from a web page or typed in a right-to-left keyboard: zero-width spaces, a BOM, direction marks.
+        fake.push_text(ALICE, "/track \u200fDeepSeek\u200b daily from hn\u200e")
+        fake.push_text(ALICE, "\ufeff/pause 1\u200b")
+        fake.push_text(ALICE, "/help\u2060")
+        await world.replies(ALICE, 3)
+        chat = await ChatRepository(world.database).find("telegram", str(ALICE))
+        assert chat is not None
+        topics = [monitor.topic for monitor in await MonitorRepository(world.database).list_for_chat(chat.id)]
+
+    tracked, paused, helped = (m.text or "" for m in fake.texts(ALICE))
+    assert tracked.startswith("Tracking <b>DeepSeek</b> as monitor #1")
+    assert topics == ["DeepSeek"]
+    assert paused.startswith("Monitor #1 “DeepSeek” is paused")
+    assert "/track" in helped and "know the command" not in helped
