@@ -423,3 +423,6 @@ def _admit(admitted: asyncio.Future[None] | None) -> None:
 def _refuse(admitted: asyncio.Future[None] | None) -> None:
     if admitted is not None and not admitted.done():
         admitted.set_exception(_NotAdmittedError())
+        # Marked as seen: whoever still waits on it gets the refusal all the same, but at stop the poller has already
+        # gone, and asyncio would log each unread refusal as a traceback ("Future exception was never retrieved").
+        admitted.exception()

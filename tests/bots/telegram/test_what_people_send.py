@@ -3,6 +3,7 @@ voice notes and photos, a bare @mention, invisible characters pasted around a to
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from storage.repositories import ChatRepository, MonitorRepository
 from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_world import telegram_world
 from tests.fakes.http_server import FakeHTTPServer
-from tests.fakes.telegram import FakeTelegram
+from tests.fakes.telegram import ApiError, FakeTelegram
 from tests.kit import ScriptedModel, eventually, replying
 
 ALICE = 4401
@@ -103,3 +104,22 @@ async def test_invisible_characters_pasted_around_a_command_or_its_words_are_not
     assert topics == ["DeepSeek"]
     assert paused.startswith("Monitor #1 “DeepSeek” is paused")
     assert "/track" in helped and "know the command" not in helped
+
+
+async def test_messages_refused_at_stop_leave_no_never_retrieved_errors_in_the_log(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopping while a chat's messages wait behind a reply that Telegram keeps refusing (5xx): the waiting ones are
+    left for Telegram to send again, quietly; asyncio must not log a traceback for each at shutdown."""
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True, seconds=0.2)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
+        fake = world.fake
+        fake.fail("sendMessage", ApiError(500, "Internal Server Error"), chat_id=ALICE, times=50)
+        for text in ("one", "two", "three"):
+            fake.push_text(ALICE, text)
+        await eventually(lambda: len(fake.calls_to("sendMessage")) >= 2, what="the refused reply's retries")
+    del world
+    gc.collect()
+
+    assert not any("never retrieved" in record.getMessage() for record in caplog.records)
+    assert fake.texts(ALICE) == []  # nothing got through: the test did stop with messages waiting
