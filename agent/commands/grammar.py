@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from babel import Locale, UnknownLocaleError
 
 from monitors import ScheduleError, parse_schedule
+from research import escape_markdown
 from sources import SOURCE_NAMES, SPEC_HELP, parse_platforms
 
 __all__ = [
@@ -305,5 +306,6 @@ def schedule_start(tokens: list[Token], timezone: str) -> int:
 
 
 def shown(text: str) -> str:
-    """User text quoted for an error message, shortened."""
-    return f'"{text[:40]}…"' if len(text) > 40 else f'"{text}"'
+    """User text quoted for an error message, shortened, and shown as typed: its markdown is not rendered (or
+    `[your account](https://phish.example)` would become a link the bot posts under a label anyone chooses)."""
+    return f'"{escape_markdown(text[:40])}…"' if len(text) > 40 else f'"{escape_markdown(text)}"'

@@ -4,6 +4,7 @@ voice notes and photos, a bare @mention, invisible characters pasted around a to
 from __future__ import annotations
 
 import gc
+import re
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,23 @@ async def test_messages_refused_at_stop_leave_no_never_retrieved_errors_in_the_l
 
     assert not any("never retrieved" in record.getMessage() for record in caplog.records)
     assert fake.texts(ALICE) == []  # nothing got through: the test did stop with messages waiting
+
+
+async def test_markdown_in_a_mistyped_command_is_quoted_as_written_not_rendered(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """The error quotes what was typed: in a group anyone could otherwise make the bot post a link labelled as they
+    like (`/pause [your account](https://phish.example)`), and `*x*` came back in italics."""
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        fake = world.fake
+        fake.push_text(GROUP, "/pause@lookout_test_bot [account](https://phish.example/login)", user_id=ALICE)
+        fake.push_text(GROUP, "/language *de*", user_id=ALICE)
+        fake.push_text(GROUP, "/help _track_", user_id=ALICE)
+        fake.push_text(GROUP, "/tr*a*ck DeepSeek", user_id=ALICE)
+        await world.replies(GROUP, 4)
+
+    link, language, helped, unknown = (m.text or "" for m in fake.texts(GROUP))
+    assert ">account</a>" not in link and 'not "[account](https://phish.example/login)"' in re.sub("<[^>]+>", "", link)
+    assert 'not "*de*"' in language and "<i>" not in language
+    assert "/_track_" in helped and "<i>" not in helped
+    assert "/tr*a*ck" in unknown and "<i>" not in unknown
