@@ -34,6 +34,7 @@ __all__ = [
     "split_head",
     "split_sources",
     "tokenize",
+    "told",
     "visible",
 ]
 
@@ -301,8 +302,14 @@ def schedule_start(tokens: list[Token], timezone: str) -> int:
         phrase = phrase_of(tokens[first:])
         if not tokens[first].quoted and _SCHEDULE_START.fullmatch(phrase.lower()):
             problem = is_schedule(phrase, timezone)
-            raise CommandError("track", str(problem))
+            raise CommandError("track", told(problem))
     return len(tokens)
+
+
+def told(problem: ScheduleError) -> str:
+    """A schedule's error for a chat: its plain text (quoting what was typed, a cron example's `*`) shown as
+    written, not read as markdown."""
+    return escape_markdown(str(problem))
 
 
 def shown(text: str) -> str:

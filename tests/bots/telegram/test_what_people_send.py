@@ -137,10 +137,12 @@ async def test_markdown_in_a_mistyped_command_is_quoted_as_written_not_rendered(
         fake.push_text(GROUP, "/language *de*", user_id=ALICE)
         fake.push_text(GROUP, "/help _track_", user_id=ALICE)
         fake.push_text(GROUP, "/tr*a*ck DeepSeek", user_id=ALICE)
-        await world.replies(GROUP, 4)
+        fake.push_text(GROUP, "/timezone [Berlin](https://t.co/x)", user_id=ALICE)
+        await world.replies(GROUP, 5)
 
-    link, language, helped, unknown = (m.text or "" for m in fake.texts(GROUP))
+    link, language, helped, unknown, zone = (m.text or "" for m in fake.texts(GROUP))
     assert ">account</a>" not in link and 'not "[account](https://phish.example/login)"' in re.sub("<[^>]+>", "", link)
     assert 'not "*de*"' in language and "<i>" not in language
     assert "/_track_" in helped and "<i>" not in helped
     assert "/tr*a*ck" in unknown and "<i>" not in unknown
+    assert ">Berlin</a>" not in zone and "is not a timezone" in zone
