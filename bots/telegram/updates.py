@@ -68,10 +68,16 @@ def received_from_update(update: Update, bot: BotIdentity) -> Received | None:
 
 
 def migration(update: Update) -> tuple[str, str] | None:
-    """`(old chat id, new chat id)` when the update says a group became a supergroup."""
+    """`(old chat id, new chat id)` when the update says a group became a supergroup: in the old group
+    (`migrate_to_chat_id`) or as the first message of the new supergroup (`migrate_from_chat_id`). Telegram sends
+    both; the first one read moves the chat, before anyone's message in the supergroup is answered."""
     message = update.message
-    if message is not None and message.migrate_to_chat_id is not None:
+    if message is None:
+        return None
+    if message.migrate_to_chat_id is not None:
         return str(message.chat.id), str(message.migrate_to_chat_id)
+    if message.migrate_from_chat_id is not None:
+        return str(message.migrate_from_chat_id), str(message.chat.id)
     return None
 
 

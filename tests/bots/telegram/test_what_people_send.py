@@ -1,5 +1,6 @@
 """What real Telegram users send beyond plain text, through the real frontend against the fake Bot API: stickers,
-voice notes and photos, a bare @mention, invisible characters pasted around a topic."""
+voice notes and photos, a bare @mention, invisible characters pasted around a topic, markdown in a mistyped command,
+a group upgraded to a supergroup; and a stop while a chat's messages wait their turn."""
 
 from __future__ import annotations
 
@@ -146,3 +147,25 @@ async def test_markdown_in_a_mistyped_command_is_quoted_as_written_not_rendered(
     assert "/_track_" in helped and "<i>" not in helped
     assert "/tr*a*ck" in unknown and "<i>" not in unknown
     assert ">Berlin</a>" not in zone and "is not a timezone" in zone
+
+
+async def test_a_group_upgraded_to_a_supergroup_finds_its_monitors_from_the_first_message_there(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """Telegram announces the upgrade twice: `migrate_from_chat_id` opens the new supergroup, `migrate_to_chat_id`
+    closes the old group. Whichever the bot reads first moves the chat, so a person writing in the supergroup at once
+    does not meet an empty chat (which would then keep the monitors away from it for good)."""
+    old, new = -4001, -1004001
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        fake = world.fake
+        fake.push_text(old, "/track DeepSeek daily from hn", user_id=ALICE)
+        await world.replies(old, 1)
+        fake.push_update(without_text(fake, new, migrate_from_chat_id=old))
+        fake.push_text(new, "/monitors", user_id=ALICE)
+        await world.replies(new, 1)
+        fake.push_update(without_text(fake, old, migrate_to_chat_id=new))
+        fake.push_text(new, "/monitors", user_id=ALICE)
+        await world.replies(new, 2)
+
+    first, second = (m.text or "" for m in fake.texts(new))
+    assert "#1 DeepSeek" in first and "#1 DeepSeek" in second
