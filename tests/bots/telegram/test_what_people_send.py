@@ -169,3 +169,28 @@ async def test_a_group_upgraded_to_a_supergroup_finds_its_monitors_from_the_firs
 
     first, second = (m.text or "" for m in fake.texts(new))
     assert "#1 DeepSeek" in first and "#1 DeepSeek" in second
+
+
+async def test_a_topic_with_markdown_marks_is_captioned_as_written_under_its_chart(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """A caption is plain text on Telegram: the topic goes there as the person typed it, not markdown-escaped."""
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        fake = world.fake
+        fake.push_text(ALICE, "/track gpt_oss *weights* daily from hn")
+        await world.replies(ALICE, 1)
+        fake.push_text(ALICE, "/digest 1")
+        [chart] = await world.replies(ALICE, 1, kind="photo")
+
+    assert (chart.caption or "").startswith("gpt_oss *weights* · ")
+
+
+async def test_muting_an_outlet_with_markdown_marks_answers_with_it_as_written(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path) as world:
+        fake = world.fake
+        fake.push_text(ALICE, "/unmute [bank](https://t.co/x)")
+        [answer] = await world.replies(ALICE, 1)
+
+    assert ">bank</a>" not in (answer.text or "") and "was not muted" in (answer.text or "")
