@@ -181,8 +181,11 @@ async def test_a_topic_with_markdown_marks_is_captioned_as_written_under_its_cha
         await world.replies(ALICE, 1)
         fake.push_text(ALICE, "/digest 1")
         [chart] = await world.replies(ALICE, 1, kind="photo")
+        fake.push_text(ALICE, "/export 1")
+        await world.replies(ALICE, 2, kind="document")  # the digest's CSV, then the export
 
     assert (chart.caption or "").startswith("gpt_oss *weights* · ")
+    assert (fake.documents(ALICE)[-1].caption or "").startswith("Monitor #1 “gpt_oss *weights*”: ")
 
 
 async def test_muting_an_outlet_with_markdown_marks_answers_with_it_as_written(
