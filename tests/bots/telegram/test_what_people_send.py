@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo
 
 from storage.repositories import ChatRepository, MonitorRepository
 from tests.bots.slack_world import copy_database, migrated_template
@@ -197,3 +199,34 @@ async def test_muting_an_outlet_with_markdown_marks_answers_with_it_as_written(
         [answer] = await world.replies(ALICE, 1)
 
     assert ">bank</a>" not in (answer.text or "") and "was not muted" in (answer.text or "")
+
+
+async def test_a_double_tap_on_a_button_is_acted_on_once_and_answered_once(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """Two presses of "Yes" a moment apart (a double tap, a slow network): one monitor, one answer, and both presses'
+    spinners stopped, not "Created…" followed by "That confirmation is no longer open"."""
+
+    def respond(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        returned = [p for m in messages[-1:] for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+        if returned:
+            return ModelResponse(parts=[TextPart("Shall I?")])
+        call = ToolCallPart("create_monitor", {"topic": "DeepSeek", "schedule": "daily at 08:00", "sources": ["hn"]})
+        return ModelResponse(parts=[call])
+
+    script = ScriptedModel(respond, repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
+        fake = world.fake
+        fake.push_text(ALICE, "track DeepSeek every morning from hn")
+        [question] = await world.replies(ALICE, 1)
+        yes = question.reply_markup["inline_keyboard"][0][0]["callback_data"]
+        fake.push_callback(question.message_id, yes)
+        fake.push_callback(question.message_id, yes)
+        await world.replies(ALICE, 2)
+        await eventually(lambda: len(fake.answered_callbacks) == 2, what="both presses answered")
+        await eventually(lambda: world.dispatcher.conversations_in_flight == 0, what="the turns to end")
+        fake.push_text(ALICE, "/monitors")
+        await world.replies(ALICE, 3)
+
+    texts = [m.text or "" for m in fake.texts(ALICE)]
+    assert len(texts) == 3 and texts[1].startswith("Created monitor") and "#1 DeepSeek" in texts[2]
