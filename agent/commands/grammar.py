@@ -302,6 +302,7 @@ def schedule_start(tokens: list[Token], timezone: str) -> int:
         phrase = phrase_of(tokens[first:])
         if not tokens[first].quoted and _SCHEDULE_START.fullmatch(phrase.lower()):
             problem = is_schedule(phrase, timezone)
+            assert problem is not None  # the loop above returned at every tail that parses
             raise CommandError("track", told(problem))
     return len(tokens)
 

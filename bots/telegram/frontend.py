@@ -19,6 +19,9 @@ whose message could not take its place (the process is stopping) gets 503, and T
 an update about the chat itself (blocked, migrated) that could not be stored because the database was away is
 refused the same way.
 
+A button pressed again under the same message within `REPEAT_PRESS_SECONDS` (a double tap) only has its spinner
+stopped: the first press is the one acted on.
+
 While a message is handled the chat shows "typing…" (not for an instant command such as /help); progress goes to
 one status line edited in place; replies go out under the conversation's lock through the process's one
 `TelegramSender`, whose `Bot` (with the rate limiter) is also the Application's: answers, status edits and digests

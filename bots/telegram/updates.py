@@ -1,6 +1,7 @@
 """Telegram updates as neutral `Incoming` messages: who wrote where, whether it is for the bot, mention stripped.
 
-Private chats: every text message. Groups: commands (`/x`, or `/x@thisbot`; `/x@otherbot` is someone else's),
+Private chats: every text message, and a message without text (a sticker, a voice note) so that the bot can say it
+reads text. Groups: commands (`/x`, or `/x@thisbot`; `/x@otherbot` is someone else's),
 messages that @-mention the bot and replies to the bot's messages; other chatter is not for us. Button presses
 (callback queries) become an `Incoming` whose text is the pressed button's label and `callback_data` its data.
 Forum topics are threads: memory is kept per topic and replies go to the topic.
