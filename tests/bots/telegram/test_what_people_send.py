@@ -230,3 +230,15 @@ async def test_a_double_tap_on_a_button_is_acted_on_once_and_answered_once(
 
     texts = [m.text or "" for m in fake.texts(ALICE)]
     assert len(texts) == 3 and texts[1].startswith("Created monitor") and "#1 DeepSeek" in texts[2]
+
+
+async def test_a_message_of_only_invisible_characters_is_not_sent_to_the_model(
+    db_url: str, fake_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    script = ScriptedModel(replying(lambda said: f"echo: {said}"), repeat_last=True)
+    async with telegram_world(db_url=db_url, sources=fake_server, out_dir=tmp_path, model=script.model) as world:
+        world.fake.push_text(ALICE, "\u200b\u2060\u200f")
+        [answer] = await world.replies(ALICE, 1)
+
+    assert "empty" in (answer.text or "") and "/help" in (answer.text or "")
+    assert script.requests == []
