@@ -6,8 +6,9 @@ import logging
 from typing import Protocol
 
 from agent.commands.catalogue import Command, parse_command
-from agent.commands.grammar import CommandError, ParseOptions
+from agent.commands.grammar import CommandError, ParseOptions, visible
 from agent.context import ConversationSettings, Turn
+from agent.messages import Incoming
 from kernel import Reply
 from monitors import effective_timezone
 
@@ -16,6 +17,18 @@ __all__ = ["UNKNOWN_BUTTON_MESSAGE", "CommandHandler", "Conversation", "FreeText
 logger = logging.getLogger(__name__)
 
 UNKNOWN_BUTTON_MESSAGE = "That button is no longer active; send the command or your request again."
+
+
+def nothing_to_read(incoming: Incoming) -> str:
+    """The answer to a message for the bot with no text in it: what it could not read and what works instead."""
+    if incoming.unreadable is None and incoming.mentions_bot and not incoming.is_private:
+        return "You mentioned me without a question: write it in the same message as the mention, or send /help."
+    if incoming.unreadable is None:
+        return "That message looks empty to me: write what you want in words, or send /help."
+    answer = f"I only read text, so I can't see {incoming.unreadable}. Write what you want in words, or send /help."
+    if incoming.unreadable == "a file":
+        answer += " To import feeds, send the file again with the caption /import."
+    return answer
 
 
 class CommandHandler(Protocol):
@@ -74,6 +87,8 @@ class Conversation:
             return [Reply(text=parsed.text)]
         if parsed is not None:
             return await self._commands.execute(parsed, turn)
-        if not turn.incoming.addressed_to_bot or not turn.incoming.text.strip():
+        if not turn.incoming.addressed_to_bot:
             return []
+        if not visible(turn.incoming.text).strip():  # a sticker, a bare @mention, zero-width spaces: say why not
+            return [Reply(text=nothing_to_read(turn.incoming))]
         return await self._free_text.reply(turn)

@@ -77,6 +77,9 @@ class Incoming(_Frozen):
     """How the person is called, for greetings and logs; never used for access decisions."""
     chat_title: str | None = Field(default=None, max_length=256)
     """The group or channel name (None for private chats)."""
+    unreadable: str | None = Field(default=None, max_length=64)
+    """What the message carried instead of text, in words ("a sticker", "a voice message"), so the answer can say
+    it cannot be read; None for text."""
     file: IncomingFile | None = None
     """A document sent with the message (Telegram: a document whose caption is the command; Slack: a shared file)."""
 

@@ -221,7 +221,8 @@ def _message(
             text += f"\n{capped}\n" if capped else ""
         return Reply(text=text, attachments=_attachments(run, caption), buttons=under, purpose=purpose, run_id=run.id)
     monitor_id = run.monitor_id if run.monitor_id is not None else _int_or_none(run.stats.get("monitor_id"))
-    title = escape_markdown(topic or str(run.stats.get("topic") or run.query or "Digest"))
+    named = topic or str(run.stats.get("topic") or run.query or "Digest")
+    title = escape_markdown(named)
     when = (run.finished_at or run.scheduled_for).astimezone(_zone(timezone))
     suffix = f" · {when:%Y-%m-%d %H:%M %Z}" + (f" · monitor #{monitor_id}" if monitor_id else "")
     body = "_No digest was stored for this run._"
@@ -237,7 +238,7 @@ def _message(
             rows = digest_buttons(run.id, len(shown.developments))
         if view is not None and view.dropped:
             body += f"\n{dropped_line(len(view.dropped))}\n"
-    attachments = _attachments(run, f"{title}{suffix}")
+    attachments = _attachments(run, f"{named}{suffix}")  # a caption is plain text: the topic as written
     stored = digest_for(run, language) is not None
     link = f"\n[Full digest]({page_url})\n" if page_url and stored else ""
     text = f"**{title}**{suffix}\n\n{note}{body}{link}"

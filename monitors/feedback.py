@@ -795,8 +795,8 @@ class MonitorFeedback:
             now=self._clock(),
         )
         text = (
-            f"Muted {name} on monitor #{stored.monitor_id}: stories only it reports are left out of this chat's next "
-            f"digests (other subscribers still get them). Undo: /unmute {name}"
+            f"Muted {escape_markdown(name)} on monitor #{stored.monitor_id}: stories only it reports are left out of "
+            f"this chat's next digests (other subscribers still get them). Undo: /unmute {escape_markdown(name)}"
         )
         return MarkResult(text=text, run_id=stored.run_id, monitor_id=stored.monitor_id, story=None, outlet=name)
 
@@ -804,8 +804,8 @@ class MonitorFeedback:
         name = outlet.strip().casefold()
         removed = await self._marks.unmute(chat_id, name, monitor_id=monitor_id)
         if not removed:
-            return f"{name} was not muted in this chat; nothing changed."
-        return f"Unmuted {name}: its stories come back in this chat's next digests."
+            return f"{escape_markdown(name)} was not muted in this chat; nothing changed."
+        return f"Unmuted {escape_markdown(name)}: its stories come back in this chat's next digests."
 
     # ---- why ------------------------------------------------------------------------------------------------
 

@@ -26,9 +26,10 @@ from agent.commands import (
     subscriptions,
 )
 from agent.commands.action import Action, Arguments, Family
-from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head
+from agent.commands.grammar import SLACK_PREFIX, CommandError, ParseOptions, slash_head, split_head, visible
 from agent.context import Services, Turn
 from kernel import Reply
+from research import escape_markdown
 from storage import JSONObject
 
 __all__ = [
@@ -95,7 +96,7 @@ def _parse_help(args: str, _options: ParseOptions) -> HelpCommand:
         return HelpCommand()
     wanted = args.lstrip("/").split()[0].lower()
     if wanted not in CATALOGUE:
-        raise CommandError("help", f"There is no command /{wanted[:32]}.")
+        raise CommandError("help", f"There is no command /{escape_markdown(wanted[:32])}.")
     return HelpCommand(command=wanted)
 
 
@@ -201,7 +202,7 @@ def is_instant_command(text: str) -> bool:
 def parse_command_words(text: str, *, options: ParseOptions | None = None) -> Command | CommandError:
     """Parse a command whose first word is the name, without a slash (the text of Slack's `/lookout`).
     Empty text is /help."""
-    head, rest = split_head(text.strip().lstrip("/"))
+    head, rest = split_head(visible(text).strip().lstrip("/"))
     if not head:
         return HelpCommand()
     return _dispatch(head.partition("@")[0].lower(), rest, options or ParseOptions())
@@ -224,7 +225,7 @@ def _dispatch(name: str, rest: str, options: ParseOptions) -> Command | CommandE
         if not name:
             return CommandError(None, f"Put the command right after the slash. Commands: {known}.")
         shown = name if _COMMAND_NAME_RE.fullmatch(name) else name[:32].encode("unicode_escape").decode()
-        return CommandError(None, f"I don't know the command /{shown}. Commands: {known}.")
+        return CommandError(None, f"I don't know the command /{escape_markdown(shown)}. Commands: {known}.")
     try:
         return parser(" ".join(rest.split()), options)
     except CommandError as problem:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from babel import Locale, UnknownLocaleError
 
 from monitors import ScheduleError, parse_schedule
+from research import escape_markdown
 from sources import SOURCE_NAMES, SPEC_HELP, parse_platforms
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "split_head",
     "split_sources",
     "tokenize",
+    "told",
+    "visible",
 ]
 
 
@@ -106,9 +109,22 @@ def is_command(text: str) -> bool:
     return text.lstrip().startswith("/")
 
 
+_INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+"""Unicode's format characters (zero-width spaces and joiners, direction marks, the BOM, the soft hyphen): text copied
+from a page or typed on a right-to-left keyboard carries them, unseen, around words."""
+_INVISIBLE_AT_EDGES = re.compile(rf"(?:^|(?<=\s))[{_INVISIBLE}]+|[{_INVISIBLE}]+(?=\s|$)")
+
+
+def visible(text: str) -> str:
+    """`text` without the invisible format characters at the edges of its words (`\u200b/pause 1\u200e` →
+    `/pause 1`); those inside a word (an emoji's joiner, a Persian non-joiner) stay."""
+    return _INVISIBLE_AT_EDGES.sub("", text)
+
+
 def slash_head(text: str) -> tuple[str, str] | None:
-    """`/name@Bot args` as ("name@Bot", "args"); None when the text is no slash command."""
-    stripped = text.strip()
+    """`/name@Bot args` as ("name@Bot", "args"); None when the text is no slash command. Invisible characters around
+    words are not part of them (`visible`)."""
+    stripped = visible(text).strip()
     if not stripped.startswith("/"):
         return None
     # "/ track" is not /track: a command name follows the slash directly
@@ -286,10 +302,18 @@ def schedule_start(tokens: list[Token], timezone: str) -> int:
         phrase = phrase_of(tokens[first:])
         if not tokens[first].quoted and _SCHEDULE_START.fullmatch(phrase.lower()):
             problem = is_schedule(phrase, timezone)
-            raise CommandError("track", str(problem))
+            assert problem is not None  # the loop above returned at every tail that parses
+            raise CommandError("track", told(problem))
     return len(tokens)
 
 
+def told(problem: ScheduleError) -> str:
+    """A schedule's error for a chat: its plain text (quoting what was typed, a cron example's `*`) shown as
+    written, not read as markdown."""
+    return escape_markdown(str(problem))
+
+
 def shown(text: str) -> str:
-    """User text quoted for an error message, shortened."""
-    return f'"{text[:40]}…"' if len(text) > 40 else f'"{text}"'
+    """User text quoted for an error message, shortened, and shown as typed: its markdown is not rendered (or
+    `[your account](https://phish.example)` would become a link the bot posts under a label anyone chooses)."""
+    return f'"{escape_markdown(text[:40])}…"' if len(text) > 40 else f'"{escape_markdown(text)}"'

@@ -41,6 +41,7 @@ from agent.commands.grammar import (
     shown,
     split_sources,
     tokenize,
+    told,
 )
 from agent.commands.progress import PipelineProgress, ProgressRelay, prefixed
 from agent.confirmations import CatalogueAction, PendingConfirmation
@@ -329,7 +330,7 @@ def _parse_track(args: str, options: ParseOptions) -> TrackCommand:
         # instead of silently becoming part of the topic
         schedule = parse_schedule(phrase, timezone=options.timezone, min_interval_seconds=options.min_interval_seconds)
     except ScheduleError as problem:
-        raise CommandError("track", str(problem)) from None
+        raise CommandError("track", told(problem)) from None
     return TrackCommand(topic=topic, schedule_text=phrase, schedule=schedule, sources=sources)
 
 

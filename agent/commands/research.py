@@ -148,7 +148,8 @@ async def export(services: Services, turn: Turn, command: ExportCommand) -> list
     in_digest = sum(1 for row in rows if row.scores.delivered)
     name = monitor_name(view.id, view.topic)
     text = f"Monitor {name}: {count(len(rows), 'item')} from {window} ({in_digest:,} in digests)."
-    attachment = Attachment(path=path, filename=path.name, caption=text[:1024])
+    plain = text.replace(name, monitor_name(view.id, view.topic, "plain"), 1)
+    attachment = Attachment(path=path, filename=path.name, caption=plain[:1024])  # a caption is not markdown
     return [Reply(text=text, attachments=(attachment,))]
 
 

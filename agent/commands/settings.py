@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 from agent.commands.action import Arguments, Family
 from agent.commands.common import chat_timezone, chat_zone, local_time
-from agent.commands.grammar import CommandError, ParseOptions, language_name, shown
+from agent.commands.grammar import CommandError, ParseOptions, language_name, shown, told
 from agent.context import Services, Turn
 from kernel import Reply
 from monitors import ChatBudget, ScheduleError, parse_schedule
@@ -104,7 +104,7 @@ def _parse_timezone(args: str, _options: ParseOptions) -> TimezoneCommand:
         # parse_schedule canonicalises and loads the zone; the default schedule is only a vehicle for that
         schedule = parse_schedule("", timezone=args, min_interval_seconds=0)
     except ScheduleError as problem:
-        raise CommandError("timezone", str(problem)) from None
+        raise CommandError("timezone", told(problem)) from None
     return TimezoneCommand(timezone=schedule.timezone)
 
 

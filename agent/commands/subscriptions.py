@@ -28,6 +28,7 @@ from agent.commands.grammar import (
     CommandError,
     ParseOptions,
     monitor_id,
+    told,
 )
 from agent.context import Services, Turn
 from kernel import Button, Reply
@@ -229,7 +230,7 @@ def _parse_briefing(args: str, options: ParseOptions) -> BriefingCommand | Brief
     try:
         schedule = parse_schedule(args, timezone=options.timezone, min_interval_seconds=options.min_interval_seconds)
     except ScheduleError as problem:
-        raise CommandError("briefing", str(problem)) from None
+        raise CommandError("briefing", told(problem)) from None
     return BriefingCommand(schedule=schedule.to_text())
 
 
@@ -553,7 +554,7 @@ async def briefing(services: Services, turn: Turn, command: BriefingCommand) -> 
         schedule = _briefing_schedule(command.schedule, turn, services, min_interval_seconds=0)
         text = await subscribing.set_briefing(services.monitors, turn.chat.id, None if command.off else schedule)
     except ScheduleError as error:
-        return refuse(str(error), usage="briefing")
+        return refuse(told(error), usage="briefing")
     return [Reply(text=text)]
 
 

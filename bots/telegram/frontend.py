@@ -19,6 +19,9 @@ whose message could not take its place (the process is stopping) gets 503, and T
 an update about the chat itself (blocked, migrated) that could not be stored because the database was away is
 refused the same way.
 
+A button pressed again under the same message within `REPEAT_PRESS_SECONDS` (a double tap) only has its spinner
+stopped: the first press is the one acted on.
+
 While a message is handled the chat shows "typing…" (not for an instant command such as /help); progress goes to
 one status line edited in place; replies go out under the conversation's lock through the process's one
 `TelegramSender`, whose `Bot` (with the rate limiter) is also the Application's: answers, status edits and digests
@@ -31,6 +34,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +66,9 @@ ALLOWED_UPDATES = ("message", "callback_query", "my_chat_member")
 WEBHOOK_MAX_CONNECTIONS = 100
 """setWebhook's `max_connections` (Telegram's most; its default is 40): a request waits for its message's place in
 line, i.e. for the chat's previous message to be answered, and holds one of these connections meanwhile."""
+REPEAT_PRESS_SECONDS = 10.0
+"""A press of the same button under the same message this soon after the last one is a double tap (or a slow network's
+second try): its spinner is stopped, and it is not acted on again, which would only answer "no longer open"."""
 _GONE_STATUSES = frozenset({ChatMemberStatus.BANNED, ChatMemberStatus.LEFT})
 """The bot's own membership after being blocked (private chats) or removed (groups)."""
 
@@ -117,6 +124,8 @@ class TelegramFrontend:
         self._unadmitted: dict[asyncio.Task[None], asyncio.Future[None]] = {}
         """Messages being handled and not yet stored (waiting for their turn or for the database)."""
         self._running = False
+        self._presses: dict[tuple[str, int | None, str | None], float] = {}
+        """(chat, message, button data) → when it was last pressed (`time.monotonic()`), within REPEAT_PRESS_SECONDS."""
 
     @property
     def identity(self) -> BotIdentity | None:
@@ -285,6 +294,9 @@ class TelegramFrontend:
             received = received_from_update(update, self._identity)
             if received is None:
                 return
+            if received.callback_query_id is not None and self._repeated_press(received):
+                self._spawn_answer(received.callback_query_id)
+                return
             await self._in_flight.acquire()
             task = asyncio.create_task(
                 self._handle(received, lambda: _admit(admitted)), name=f"telegram update {update.update_id}"
@@ -376,6 +388,16 @@ class TelegramFrontend:
             )
         return IncomingFile(filename=name, size=len(content), content=content)
 
+    def _repeated_press(self, received: Received) -> bool:
+        """Whether this button press repeats one made under the same message within REPEAT_PRESS_SECONDS."""
+        now = time.monotonic()
+        self._presses = {key: at for key, at in self._presses.items() if now - at < REPEAT_PRESS_SECONDS}
+        incoming = received.incoming
+        key = (incoming.chat_external_id, received.message_id, incoming.callback_data)
+        repeated = key in self._presses
+        self._presses[key] = now
+        return repeated
+
     def _spawn_answer(self, query_id: str) -> None:
         """Answer the button press at once (stops its spinner), without holding up the message's turn."""
         assert self._application is not None
@@ -423,3 +445,6 @@ def _admit(admitted: asyncio.Future[None] | None) -> None:
 def _refuse(admitted: asyncio.Future[None] | None) -> None:
     if admitted is not None and not admitted.done():
         admitted.set_exception(_NotAdmittedError())
+        # Marked as seen: whoever still waits on it gets the refusal all the same, but at stop the poller has already
+        # gone, and asyncio would log each unread refusal as a traceback ("Future exception was never retrieved").
+        admitted.exception()

@@ -15,6 +15,7 @@ reported (`bots.downloads.read_at_most`), where PTB's `File.download_as_bytearra
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import aiohttp
@@ -27,6 +28,9 @@ from bots.downloads import read_at_most
 
 __all__ = ["AiohttpRequest"]
 
+_TOKEN_IN_PATH = re.compile(r"/bot[^/\s'\"]+/")
+"""The `/bot<token>/` of a Bot API URL, which aiohttp's error texts quote (an answer it cannot read as HTTP names the
+request's URL): those texts go to logs and to the outbox's stored errors, the token must not."""
 _DOWNLOAD_SECONDS = 30.0
 """The most one download of a file a person sent may take: a host dripping bytes cannot hold a turn longer."""
 
@@ -114,7 +118,8 @@ class AiohttpRequest(BaseRequest):
         except TimeoutError as error:  # aiohttp's timeouts are TimeoutErrors
             raise TimedOut from error
         except aiohttp.ClientError as error:
-            raise NetworkError(f"aiohttp.{type(error).__name__}: {error}") from error
+            told = _TOKEN_IN_PATH.sub("/bot<token>/", str(error))
+            raise NetworkError(f"aiohttp.{type(error).__name__}: {told}") from error
 
     async def download_at_most(self, file_url: str, limit: int) -> bytes:
         """The file at `file_url` (a `File.file_path` from getFile) up to its end or `limit + 1` bytes, whichever

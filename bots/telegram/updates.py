@@ -1,6 +1,7 @@
 """Telegram updates as neutral `Incoming` messages: who wrote where, whether it is for the bot, mention stripped.
 
-Private chats: every text message. Groups: commands (`/x`, or `/x@thisbot`; `/x@otherbot` is someone else's),
+Private chats: every text message, and a message without text (a sticker, a voice note) so that the bot can say it
+reads text. Groups: commands (`/x`, or `/x@thisbot`; `/x@otherbot` is someone else's),
 messages that @-mention the bot and replies to the bot's messages; other chatter is not for us. Button presses
 (callback queries) become an `Incoming` whose text is the pressed button's label and `callback_data` its data.
 Forum topics are threads: memory is kept per topic and replies go to the topic.
@@ -68,19 +69,31 @@ def received_from_update(update: Update, bot: BotIdentity) -> Received | None:
 
 
 def migration(update: Update) -> tuple[str, str] | None:
-    """`(old chat id, new chat id)` when the update says a group became a supergroup."""
+    """`(old chat id, new chat id)` when the update says a group became a supergroup: in the old group
+    (`migrate_to_chat_id`) or as the first message of the new supergroup (`migrate_from_chat_id`). Telegram sends
+    both; the first one read moves the chat, before anyone's message in the supergroup is answered."""
     message = update.message
-    if message is not None and message.migrate_to_chat_id is not None:
+    if message is None:
+        return None
+    if message.migrate_to_chat_id is not None:
         return str(message.chat.id), str(message.migrate_to_chat_id)
+    if message.migrate_from_chat_id is not None:
+        return str(message.migrate_from_chat_id), str(message.chat.id)
     return None
 
 
 def _from_message(update_id: int, message: Message, bot: BotIdentity) -> Received | None:
     text = message.text if message.text is not None else message.caption
     user = message.from_user
-    if text is None or user is None or user.is_bot:  # service messages, channel posts, other bots
+    if user is None or user.is_bot:  # channel posts, other bots
         return None
     is_private = message.chat.type == ChatType.PRIVATE
+    # A sticker or a voice note in a private chat is for the bot, which says it reads text; in a group it is
+    # people talking among themselves. Service messages (someone joined, a pinned message) are nobody's question.
+    unreadable = _unreadable(message) if text is None and is_private else None
+    if text is None and unreadable is None:
+        return None
+    text = text or ""
     is_command = text.startswith("/")
     if is_command:
         addressed = _address_command(text, bot)
@@ -109,8 +122,32 @@ def _from_message(update_id: int, message: Message, bot: BotIdentity) -> Receive
         reply_to_bot=reply_to_bot,
         user_display_name=_display_name(user),
         chat_title=_title(message.chat),
+        unreadable=unreadable,
     )
     return Received(incoming=incoming, thread_id=thread_id, message_id=message.message_id, document=document)
+
+
+_UNREADABLE = (
+    ("sticker", "a sticker"),
+    ("voice", "a voice message"),
+    ("video_note", "a video message"),
+    ("audio", "an audio file"),
+    ("animation", "a GIF"),
+    ("photo", "a photo"),
+    ("video", "a video"),
+    ("document", "a file"),
+    ("location", "a location"),
+    ("contact", "a contact"),
+    ("poll", "a poll"),
+    ("dice", "a dice roll"),
+)
+"""A message's content fields with no text of their own and what the bot calls them when it cannot read them
+(`animation` before `document`: Telegram sets both for a GIF; `venue` carries a `location` too)."""
+
+
+def _unreadable(message: Message) -> str | None:
+    """What a message without text carries, in words; None for service messages (joins, pins, title changes)."""
+    return next((name for field, name in _UNREADABLE if getattr(message, field, None)), None)
 
 
 def _document_to_import(message: Message, text: str) -> Document | None:

@@ -3,6 +3,7 @@ what arrives (form parameters, multipart uploads), and failures mapped onto PTB'
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Iterator
 
@@ -10,8 +11,10 @@ import pytest
 from telegram import Bot
 from telegram.error import NetworkError, TimedOut
 
-from bots.telegram import build_bot
+from bots.telegram import TelegramSender, build_bot
 from bots.telegram.request import AiohttpRequest
+from kernel import Reply, RetryLater
+from tests.bots.telegram.test_sender import chat
 from tests.fakes.telegram import DEFAULT_TOKEN, FakeTelegram, running_fake_telegram
 
 
@@ -68,3 +71,32 @@ async def test_a_request_before_initialize_opens_the_session_and_after_shutdown_
     await request.shutdown()
     with pytest.raises(RuntimeError, match="shut down"):
         await request.do_request(url, "POST")
+
+
+async def test_a_garbled_answer_is_a_network_error_that_does_not_carry_the_token() -> None:
+    """aiohttp names the request URL, the token in it, when an answer is not HTTP it can read (a proxy or a broken
+    middlebox): the error's text goes into logs and the outbox's stored error, so the token must not be in it."""
+
+    async def garble(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: nope\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(garble, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    bot = bot_on(f"http://127.0.0.1:{port}")
+    try:
+        with pytest.raises(NetworkError) as raised:
+            await bot.send_message(42, "hello")
+        sender = TelegramSender(build_bot(DEFAULT_TOKEN, api_url=f"http://127.0.0.1:{port}"))
+        with pytest.raises(RetryLater) as later:
+            await sender.send_part(chat("42"), sender.parts(Reply(text="hello"))[0])
+        await sender.close()
+    finally:
+        await bot.shutdown()
+        server.close()
+        await server.wait_closed()
+    secret = DEFAULT_TOKEN.split(":", 1)[1]
+    assert "ClientResponseError" in str(raised.value) and secret not in str(raised.value)
+    assert "network error" in str(later.value) and secret not in str(later.value)
