@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from agent.commands.catalogue import Command, parse_command
+from agent.commands.catalogue import START_TEXT, Command, parse_command
 from agent.commands.grammar import CommandError, ParseOptions, visible
 from agent.context import ConversationSettings, Turn
 from agent.messages import Incoming
@@ -22,7 +22,8 @@ UNKNOWN_BUTTON_MESSAGE = "That button is no longer active; send the command or y
 def nothing_to_read(incoming: Incoming) -> str:
     """The answer to a message for the bot with no text in it: what it could not read and what works instead."""
     if incoming.unreadable is None and incoming.mentions_bot and not incoming.is_private:
-        return "You mentioned me without a question: write it in the same message as the mention, or send /help."
+        # on every platform: the person is waiting for something, so say what Lookout does
+        return f"You mentioned me without a question: write it in the same message as the mention.\n\n{START_TEXT}"
     if incoming.unreadable is None:
         return "That message looks empty to me: write what you want in words, or send /help."
     answer = f"I only read text, so I can't see {incoming.unreadable}. Write what you want in words, or send /help."

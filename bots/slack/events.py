@@ -17,8 +17,6 @@ from kernel import CALLBACK_DATA_MAX_BYTES, Button
 _ENTITY = re.compile(r"<([^<>\n]*)>")
 _PERSON_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 """Message subtypes that are still a person's message: a shared file, a thread reply also sent to the channel."""
-BARE_MENTION_COMMAND = "/start"
-"""What a mention with nothing else in it asks: what Lookout does (it would otherwise get no answer at all)."""
 _DIRECT_CHANNEL = "directmessage"
 """`channel_name` Slack sends for slash commands used in a direct message."""
 
@@ -93,8 +91,7 @@ def incoming_from_event(body: Mapping[str, Any], *, bot_user_id: str | None) -> 
     Memory follows Slack's threads: a mention starts (or continues) the thread under it, so its thread key is
     the thread's ts, or the mention's own ts at the top level; the bot replies in that thread. A direct
     message at the top level of the DM is one running conversation (thread key ""), as people expect of a DM;
-    inside a thread of the DM, the thread is its own conversation. A mention with nothing else in it asks
-    `BARE_MENTION_COMMAND`.
+    inside a thread of the DM, the thread is its own conversation.
     """
     event = body.get("event")
     if not isinstance(event, Mapping):
@@ -118,8 +115,6 @@ def incoming_from_event(body: Mapping[str, Any], *, bot_user_id: str | None) -> 
     text = slack_text_to_plain(_str(event.get("text")), bot_user_id=bot_user_id)
     if event.get("files"):  # Slack cannot start a message with a slash: a shared file's "import" is /import
         text = _import_text(text) or text
-    elif kind == "app_mention" and not text:  # "@Lookout" alone: the person is waiting for something
-        text = BARE_MENTION_COMMAND
     return _incoming(
         chat_external_id=channel,
         user_external_id=_str(event.get("user")),
