@@ -105,8 +105,7 @@ def html_to_text(html: str, *, unknown_tags_as_text: bool = False) -> str:
     extractor = _TextExtractor(unknown_tags_as_text=unknown_tags_as_text)
     extractor.feed(html)
     extractor.close()
-    lines = (" ".join(line.split()) for line in "".join(extractor.parts).splitlines())
-    return "\n".join(line for line in lines if line)
+    return plain_text("".join(extractor.parts))
 
 
 def plain_text(text: str) -> str:
