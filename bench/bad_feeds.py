@@ -15,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from bench.fake_process import serving
 
 FEEDS = ("hang", "error", "html", "huge", "gzip", "many", "good")
 GOOD = (Path(__file__).resolve().parent.parent / "tests" / "sources" / "payloads" / "rss_tech.xml").read_bytes()
@@ -89,24 +89,9 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--serve":
         serve(int(sys.argv[2]))
         return
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/_counts", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
-        with tempfile.TemporaryDirectory() as out:
-            seconds, lines, items = asyncio.run(run_once(base, Path(out)))
+    with serving(__file__, "--serve", ready="_counts") as base, tempfile.TemporaryDirectory() as out:
+        seconds, lines, items = asyncio.run(run_once(base, Path(out)))
         counts = json.loads(urllib.request.urlopen(f"{base}/_counts", timeout=5).read())
-    finally:
-        server.terminate()
-        server.wait()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"wall time: {seconds:.1f} s · peak memory (this process): {peak_mb:.0f} MB · items: {items}")
     print("| feed | requests |")

@@ -50,7 +50,6 @@ import multiprocessing
 import os
 import platform
 import resource
-import socket
 import sys
 import tempfile
 import time
@@ -68,6 +67,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+
+from bench.fake_process import free_port
 
 FIRST_CHAT = 10_000
 SUMMARY_MARK = "You keep the memory of a chat"
@@ -824,13 +825,6 @@ async def bench_web_processes(
                 process.join(timeout=30)
                 if process.is_alive():
                     process.kill()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def postgres_cpu_seconds() -> float | None:

@@ -26,13 +26,11 @@ import argparse
 import ast
 import asyncio
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-import urllib.request
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +38,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from bench.fake_process import serving
 
 DEFAULT_REPO = Path("/work/.mirror/kurtmckee+feedparser/repo")
 EXAMPLES = 3
@@ -454,24 +454,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         names = export_corpus(args.repo, root, args.only)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        server = subprocess.Popen([sys.executable, __file__, "--serve", str(root), str(port)])
-        base = f"http://127.0.0.1:{port}"
-        try:
-            for _ in range(100):
-                try:
-                    urllib.request.urlopen(f"{base}/{names[0]}", timeout=1).read()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        with serving(__file__, "--serve", str(root), ready=names[0]) as base:
             started = time.perf_counter()
             rows = asyncio.run(run(base, root, names))
             seconds = time.perf_counter() - started
-        finally:
-            server.terminate()
-            server.wait()
     print_table(rows, seconds, examples=args.examples)
 
 

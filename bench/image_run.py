@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import time
@@ -29,17 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.fake_process import free_port  # noqa: E402
 from tests.fakes.telegram import FakeTelegram  # noqa: E402
 
 READY_SECONDS = 180.0
 """How long the service may take to answer /healthz in the container (migrations and imports on a loaded machine)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _status(url: str) -> int | None:
@@ -73,7 +66,7 @@ def main() -> None:
 
     telegram = FakeTelegram()
     telegram.start()
-    port = _free_port()
+    port = free_port()
     name = f"lookout-bench-{os.getpid()}"
     started = time.monotonic()
     subprocess.run(

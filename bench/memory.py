@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.fake_process import free_port  # noqa: E402
 from tests.fakes.http_server import FakeResponse, running_fake_server  # noqa: E402
 from tests.fakes.telegram import FakeTelegram  # noqa: E402
 
@@ -67,12 +67,6 @@ def _feed(items: int, *, english_only: bool) -> bytes:
         '<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Bench</title>'
         f"<link>https://example.org/</link>{''.join(entries)}</channel></rss>"
     ).encode()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _memory_mb(pid: int) -> dict[str, float]:
@@ -118,7 +112,7 @@ def main() -> None:
     with running_fake_server() as server, tempfile.TemporaryDirectory() as data:
         feed = _feed(options.items, english_only=options.english_only)
         server.route("GET", "/feed.xml", FakeResponse(body=feed, content_type="application/rss+xml"))
-        port = _free_port()
+        port = free_port()
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": data,

@@ -27,17 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.fake_process import free_port
+
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` lives at the repository's root
 
 PUBLIC = "https://lookout.example.org"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def _prepare(folder: Path, runs: int, stories: int) -> tuple[str, list[str]]:
@@ -92,7 +87,7 @@ def _first_byte_ms(port: int, path: str, headers: str = "") -> tuple[float, byte
 
 
 def _start(database_url: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve", database_url, "--port", str(port)], stdout=subprocess.PIPE
     )
