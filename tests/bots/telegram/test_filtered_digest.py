@@ -5,24 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from storage.repositories import ChatRepository, DeliveryRepository, MonitorRepository, RunRepository
-from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_world import telegram_world
 from tests.fakes.http_server import FakeHTTPServer
 
 ALICE = 4202
-
-
-@pytest.fixture(scope="module")
-def telegram_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return migrated_template(tmp_path_factory.mktemp("telegram-template"))
-
-
-@pytest.fixture
-def db_url(tmp_path: Path, telegram_db_template: Path) -> str:
-    return copy_database(telegram_db_template, tmp_path)
 
 
 async def test_a_filtered_digest_through_the_bot_api(db_url: str, fake_server: FakeHTTPServer, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from bots.telegram.frontend import TelegramFrontend, TelegramOptions
 from monitors import ChatService
 from storage import AdvisoryLocks, Database, upgrade_database
 from storage.repositories import ChatRepository, InboundRepository, MonitorRepository, SubscriptionRepository
-from tests.bots.slack_world import T0, copy_database, migrated_template
+from tests.bots.slack_world import T0
 from tests.bots.telegram_html import utf16_units
 from tests.bots.telegram_world import WEBHOOK_SECRET, TelegramWorld, telegram_world
 from tests.fakes.http_server import FakeHTTPServer
@@ -37,16 +37,6 @@ from tests.private_postgres import postgres_binaries, private_postgres
 
 ALICE = 4201
 GROUP = -100777
-
-
-@pytest.fixture(scope="session")
-def telegram_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return migrated_template(tmp_path_factory.mktemp("telegram-template"))
-
-
-@pytest.fixture
-def db_url(tmp_path: Path, telegram_db_template: Path) -> str:
-    return copy_database(telegram_db_template, tmp_path)
 
 
 def status_ids(world: TelegramWorld) -> set[int]:

@@ -14,7 +14,6 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo
 
 from storage.repositories import ChatRepository, MonitorRepository
-from tests.bots.slack_world import copy_database, migrated_template
 from tests.bots.telegram_world import telegram_world
 from tests.fakes.http_server import FakeHTTPServer
 from tests.fakes.telegram import ApiError, FakeTelegram
@@ -22,16 +21,6 @@ from tests.kit import ScriptedModel, eventually, replying
 
 ALICE = 4401
 GROUP = -100888
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return migrated_template(tmp_path_factory.mktemp("telegram-people-template"))
-
-
-@pytest.fixture
-def db_url(tmp_path: Path, template: Path) -> str:
-    return copy_database(template, tmp_path)
 
 
 def without_text(fake: FakeTelegram, chat_id: int, **content: Any) -> dict[str, Any]:
